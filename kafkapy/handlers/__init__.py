@@ -1,0 +1,29 @@
+"""One module per API.  ``build_registry()`` collects them; ApiVersions advertises exactly these."""
+from __future__ import annotations
+
+import importlib
+
+from kafkapy.handlers.base import ApiSpec
+
+HANDLER_MODULES = (
+    "api_versions",
+    "metadata",
+    "produce",
+    "fetch",
+    "list_offsets",
+    "create_topics",
+    "delete_topics",
+    "create_partitions",
+    "describe_configs",
+    "describe_cluster",
+    "init_producer_id",
+)
+
+
+def build_registry() -> dict[int, ApiSpec]:
+    registry: dict[int, ApiSpec] = {}
+    for name in HANDLER_MODULES:
+        module = importlib.import_module(f"kafkapy.handlers.{name}")
+        spec = ApiSpec.from_module(module)
+        registry[spec.key] = spec
+    return registry

@@ -1,0 +1,70 @@
+"""``kafkapy-server-start config/server.properties [--override key=value ...]``.
+
+Like Kafka's ``bin/kafka-server-start.sh``: a properties file, then overrides.
+A bad config stops start-up with a message naming the key and the value.
+SIGTERM and SIGINT shut the broker down gracefully.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+import structlog
+
+from kafkapy.config.broker import BrokerConfig, ConfigError
+from kafkapy.config.properties import load_properties, parse_override
+from kafkapy.logging_setup import configure_logging
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="kafkapy-server-start",
+        description="Start a kafkapy broker from a Kafka server.properties file.")
+    parser.add_argument("properties", help="path to server.properties")
+    parser.add_argument("--override", action="append", default=[], metavar="key=value",
+                        help="override a property (may be repeated)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    configure_logging("console")
+    log = structlog.get_logger("kafkapy")
+    try:
+        props = load_properties(args.properties)
+        overrides = dict(parse_override(o) for o in args.override)
+        config = BrokerConfig.from_properties(props, overrides, log=log)
+    except (ConfigError, OSError, ValueError) as err:
+        print(f"kafkapy: configuration error: {err}", file=sys.stderr)
+        return 1
+    configure_logging(config["kafkapy.log.format"])
+    return _run(config)
+
+
+def _run(config: BrokerConfig) -> int:
+    try:
+        import uvloop
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    return runner(_serve(config))
+
+
+async def _serve(config: BrokerConfig) -> int:
+    from kafkapy.server import Broker
+
+    broker = Broker(config)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, broker.request_stop)
+    try:
+        await broker.start()
+    except Exception as err:
+        structlog.get_logger("kafkapy").exception("start-up failed", error=str(err))
+        await broker.shutdown()
+        return 1
+    await broker.serve_forever()
+    await broker.shutdown()
+    return 0

@@ -1,0 +1,261 @@
+"""The controller: topic creation, deletion and partition growth through the metadata store.
+
+It is the only writer of topic state.  Every change goes request -> controller
+-> metadata store (Kafka's znode layout and JSON payloads) -> metadata cache ->
+listeners (the replica manager creates or deletes logs).  With the embedded
+store this broker is always the controller; the ZooKeeper controller issue
+adds election, fencing and multi-broker state machines on the same seams.
+
+Invariants: the store is written before the cache, so a crash never leaves the
+cache ahead of durable state; leader epochs only grow.
+"""
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+import structlog
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from kafkapy.controller.assignment import assign_replicas
+from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
+from kafkapy.metadata.topics import (
+    collision_key, invalid_topic_reason, new_topic_id, parse_topic_id, topic_id_text)
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+_log = structlog.get_logger("kafkapy.controller")
+
+TopicListener = Callable[[str, "TopicMetadata | None"], None]
+
+
+def _dumps(payload: dict) -> bytes:
+    return json.dumps(payload, separators=(",", ":")).encode()
+
+
+class Controller:
+    def __init__(self, store, cache: MetadataCache, validate_topic_configs) -> None:
+        self._store = store
+        self._cache = cache
+        self._validate_configs = validate_topic_configs
+        self._listeners: list[TopicListener] = []
+        self.epoch = 0
+
+    def add_listener(self, listener: TopicListener) -> None:
+        self._listeners.append(listener)
+
+    # -- start-up ----------------------------------------------------------------
+    def elect(self, node_id: int, timestamp_ms: int) -> None:
+        """Become controller (always succeeds with a single broker) and bump the epoch."""
+        try:
+            data, stat = self._store.get("/controller_epoch")
+            self.epoch = int(data or b"0") + 1
+            self._store.set("/controller_epoch", str(self.epoch).encode(), version=stat.version)
+        except NoNodeError:
+            self.epoch = 1
+            self._store.create("/controller_epoch", b"1", makepath=True)
+        self._store.create("/controller", _dumps({
+            "version": 2, "brokerid": node_id, "timestamp": str(timestamp_ms),
+            "kraftControllerEpoch": -1}), ephemeral=True)
+        self._cache.controller_id = node_id
+
+    def load_topics(self) -> None:
+        for name in self._store.get_children("/brokers/topics"):
+            topic = self._read_topic(name)
+            if topic is not None:
+                self._cache.put_topic(topic)
+        for name in self._store.get_children("/admin/delete_topics"):
+            self.delete_topic(name)
+
+    def _read_topic(self, name: str) -> TopicMetadata | None:
+        try:
+            data, _ = self._store.get(f"/brokers/topics/{name}")
+        except NoNodeError:
+            return None
+        doc = json.loads(data)
+        topic = TopicMetadata(name=name, topic_id=parse_topic_id(doc["topic_id"]),
+                              configs=self._read_configs(name))
+        for key, replicas in doc["partitions"].items():
+            index = int(key)
+            state = self._read_partition_state(name, index)
+            topic.partitions[index] = state or PartitionState(
+                index, replicas, replicas[0], 0, list(replicas), self.epoch)
+        return topic
+
+    def _read_partition_state(self, name: str, index: int) -> PartitionState | None:
+        path = f"/brokers/topics/{name}/partitions/{index}/state"
+        try:
+            data, _ = self._store.get(path)
+        except NoNodeError:
+            return None
+        replicas = json.loads(self._store.get(f"/brokers/topics/{name}")[0])["partitions"][str(index)]
+        doc = json.loads(data)
+        return PartitionState(index, replicas, doc["leader"], doc["leader_epoch"], doc["isr"],
+                              doc["controller_epoch"])
+
+    def _read_configs(self, name: str) -> dict[str, str]:
+        try:
+            data, _ = self._store.get(f"/config/topics/{name}")
+        except NoNodeError:
+            return {}
+        return dict(json.loads(data).get("config", {}))
+
+    # -- topic creation ------------------------------------------------------------
+    def check_new_topic(self, name: str) -> None:
+        reason = invalid_topic_reason(name)
+        if reason:
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+        if name in self._cache.topics:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        key = collision_key(name)
+        for existing in self._cache.topics:
+            if collision_key(existing) == key:
+                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 f"Topic '{name}' collides with existing topic: {existing}")
+
+    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                     assignments: dict[int, list[int]] | None = None,
+                     configs: dict[str, str] | None = None,
+                     validate_only: bool = False) -> TopicMetadata:
+        self.check_new_topic(name)
+        configs = dict(configs or {})
+        self._validate_configs(configs)
+        brokers = self._cache.live_broker_ids()
+        if assignments:
+            assignment = self._check_assignments(assignments, brokers, 0)
+        else:
+            assignment = assign_replicas(brokers, num_partitions, replication_factor)
+        topic = TopicMetadata(name=name, topic_id=new_topic_id(), configs=configs)
+        for index, replicas in assignment.items():
+            topic.partitions[index] = PartitionState(index, replicas, replicas[0], 0,
+                                                     list(replicas), self.epoch)
+        if validate_only:
+            return topic
+        self._write_configs(name, configs)
+        self._write_assignment(topic)
+        for state in topic.partitions.values():
+            self._write_partition_state(name, state, create=True)
+        self._cache.put_topic(topic)
+        _log.info("created topic", topic=name, partitions=len(assignment),
+                  replication_factor=len(next(iter(assignment.values()))))
+        self._notify(name, topic)
+        return topic
+
+    def _check_assignments(self, assignments: dict[int, list[int]], brokers: list[int],
+                           first: int) -> dict[int, list[int]]:
+        live = set(brokers)
+        sizes = {len(r) for r in assignments.values()}
+        expected = list(range(first, first + len(assignments)))
+        if sorted(assignments) != expected:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "Partitions should be consecutive and start from "
+                             f"{first}: {sorted(assignments)}")
+        if len(sizes) != 1 or 0 in sizes:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "All partitions should have the same number of replicas")
+        for index, replicas in assignments.items():
+            if len(set(replicas)) != len(replicas):
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Duplicate brokers not allowed in replica assignment: {replicas}"
+                                 f" for partition id {index}.")
+            if not set(replicas) <= live:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Unknown broker(s) in replica assignment: {replicas}.")
+        return {i: list(r) for i, r in sorted(assignments.items())}
+
+    def _write_configs(self, name: str, configs: dict[str, str]) -> None:
+        payload = _dumps({"version": 1, "config": configs})
+        path = f"/config/topics/{name}"
+        if self._store.exists(path):
+            self._store.set(path, payload)
+        else:
+            self._store.create(path, payload, makepath=True)
+
+    def _write_assignment(self, topic: TopicMetadata, create: bool = True) -> None:
+        payload = _dumps({
+            "partitions": {str(p): s.replicas for p, s in sorted(topic.partitions.items())},
+            "topic_id": topic_id_text(topic.topic_id),
+            "adding_replicas": {}, "removing_replicas": {}, "version": 3})
+        path = f"/brokers/topics/{topic.name}"
+        if create:
+            self._store.create(path, payload, makepath=True)
+        else:
+            self._store.set(path, payload)
+
+    def _write_partition_state(self, name: str, state: PartitionState, create: bool) -> None:
+        path = f"/brokers/topics/{name}/partitions/{state.partition}/state"
+        payload = _dumps({"controller_epoch": self.epoch, "leader": state.leader, "version": 1,
+                          "leader_epoch": state.leader_epoch, "isr": state.isr})
+        if create:
+            self._store.create(path, payload, makepath=True)
+        else:
+            self._store.set(path, payload)
+
+    # -- partitions, configs and deletion ----------------------------------------------
+    def create_partitions(self, name: str, count: int,
+                          assignments: list[list[int]] | None = None,
+                          validate_only: bool = False) -> None:
+        topic = self._cache.topic(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"The topic '{name}' does not exist.")
+        current = len(topic.partitions)
+        if count < current:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
+                             f"Topic currently has {current} partitions, which is higher than "
+                             f"the requested {count}.")
+        if count == current:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
+                             f"Topic already has {current} partitions.")
+        brokers = self._cache.live_broker_ids()
+        if assignments:
+            if len(assignments) != count - current:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Increasing the number of partitions by {count - current} "
+                                 f"but {len(assignments)} assignments provided.")
+            new = self._check_assignments(
+                {current + i: r for i, r in enumerate(assignments)}, brokers, current)
+        else:
+            rf = len(topic.partitions[0].replicas)
+            new = assign_replicas(brokers, count - current, rf, first_partition=current)
+        if validate_only:
+            return
+        for index, replicas in new.items():
+            topic.partitions[index] = PartitionState(index, replicas, replicas[0], 0,
+                                                     list(replicas), self.epoch)
+        self._write_assignment(topic, create=False)
+        for index in new:
+            self._write_partition_state(name, topic.partitions[index], create=True)
+        _log.info("added partitions", topic=name, count=count)
+        self._notify(name, topic)
+
+    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        topic = self._cache.topic(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"The topic '{name}' does not exist.")
+        self._validate_configs(configs)
+        self._write_configs(name, configs)
+        self._store.create("/config/changes/config_change_", _dumps(
+            {"version": 2, "entity_path": f"topics/{name}"}), sequence=True, makepath=True)
+        topic.configs = dict(configs)
+        self._notify(name, topic)
+
+    def delete_topic(self, name: str) -> None:
+        """Mark for deletion, remove logs (through listeners), then the znodes."""
+        marker = f"/admin/delete_topics/{name}"
+        if not self._store.exists(marker):
+            try:
+                self._store.create(marker, b"", makepath=True)
+            except NodeExistsError:
+                pass
+        self._cache.remove_topic(name)
+        self._notify(name, None)
+        for path in (f"/brokers/topics/{name}", f"/config/topics/{name}"):
+            if self._store.exists(path):
+                self._store.delete(path, recursive=True)
+        self._store.delete(marker)
+        _log.info("deleted topic", topic=name)
+
+    def _notify(self, name: str, topic: TopicMetadata | None) -> None:
+        for listener in self._listeners:
+            listener(name, topic)

@@ -1,0 +1,44 @@
+"""ApiVersions (key 18): the API ranges this broker serves, computed from the handler registry.
+
+The response always uses response header v0.  A request at a version above ours
+is answered with UNSUPPORTED_VERSION (35) and a v0 body that still lists our
+ranges, so the client can retry at a version we support (done by the
+connection before decoding).  v3+ requests carry the client's software name and
+version; malformed ones get INVALID_REQUEST as in Kafka.
+"""
+from __future__ import annotations
+
+import re
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 18
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+_Response = RESPONSES[API_KEY]
+
+
+def api_ranges(apis: dict) -> list:
+    return [_Response.ApiVersion(api_key=spec.key, min_version=spec.min_version,
+                                 max_version=spec.max_version)
+            for spec in sorted(apis.values(), key=lambda s: s.key)]
+
+
+def handle(ctx, request):
+    error = ErrorCode.NO_ERROR
+    if ctx.api_version >= 3 and not (
+            _SOFTWARE.match(request.client_software_name or "")
+            and _SOFTWARE.match(request.client_software_version or "")):
+        error = ErrorCode.INVALID_REQUEST
+    return ctx.response(error_code=error, api_keys=api_ranges(ctx.broker.apis),
+                        throttle_time_ms=0)
+
+
+def unsupported_version_response(apis: dict, correlation_id: int) -> bytes:
+    response = _Response(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
+                         api_keys=api_ranges(apis))
+    response.with_header(correlation_id=correlation_id)
+    return response.encode(version=0, header=True, framed=True)

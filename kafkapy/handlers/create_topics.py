@@ -1,0 +1,76 @@
+"""CreateTopics (key 19): validate and create topics through the controller.
+
+Versions 2 (Kafka 4.0's minimum) to 7.  Per topic: a name given twice ->
+INVALID_REQUEST; illegal or colliding name -> INVALID_TOPIC_EXCEPTION;
+existing -> TOPIC_ALREADY_EXISTS; partitions/replication factor -1 take the
+broker defaults (num.partitions, default.replication.factor); both counts and
+explicit assignments -> INVALID_REQUEST; replication factor above the live
+brokers -> INVALID_REPLICATION_FACTOR; a bad config -> INVALID_CONFIG with a
+message naming it.  validate_only checks everything and creates nothing.
+v5+ answers with the partition count, replication factor and the topic's
+configs; v7 with the topic id.
+"""
+from __future__ import annotations
+
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 19
+MIN_VERSION = 2
+MAX_VERSION = 7
+
+_R = RESPONSES[API_KEY]
+_Result = _R.CreatableTopicResult
+_Config = _Result.CreatableTopicConfigs
+
+
+def handle(ctx, request):
+    counts: dict[str, int] = {}
+    for topic in request.topics:
+        counts[topic.name] = counts.get(topic.name, 0) + 1
+    results = []
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST,
+                                   f"Create topics request from client `{ctx.client_id}` "
+                                   f"contains multiple entries for the following topics: "
+                                   f"{topic.name}"))
+            continue
+        results.append(_create(ctx, request, topic))
+    return ctx.response(throttle_time_ms=0, topics=results)
+
+
+def _create(ctx, request, topic):
+    broker = ctx.broker
+    partitions, factor = topic.num_partitions, topic.replication_factor
+    assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+    try:
+        if assignments and (partitions != -1 or factor != -1):
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             "Both numPartitions or replicationFactor and replicasAssignments "
+                             "were set. Both cannot be used at the same time.")
+        if partitions == -1:
+            partitions = broker.config["num.partitions"]
+        if factor == -1:
+            factor = broker.config["default.replication.factor"]
+        configs = {c.name: c.value for c in topic.configs}
+        created = broker.controller.create_topic(topic.name, partitions, factor, assignments,
+                                                 configs, validate_only=request.validate_only)
+    except KafkaError as err:
+        return _failed(topic.name, err.code, err.message)
+    first = next(iter(created.partitions.values()))
+    return _Result(name=topic.name, topic_id=created.topic_id, error_code=0, error_message=None,
+                   num_partitions=len(created.partitions),
+                   replication_factor=len(first.replicas),
+                   configs=_configs(broker, created.configs) if ctx.api_version >= 5 else [])
+
+
+def _configs(broker, overrides: dict[str, str]):
+    return [_Config(name=e.name, value=e.value, read_only=e.read_only,
+                    config_source=e.source, is_sensitive=e.is_sensitive)
+            for e in broker.describe_topic_configs(overrides)]
+
+
+def _failed(name: str, code: int, message: str | None):
+    return _Result(name=name, topic_id=None, error_code=code, error_message=message,
+                   num_partitions=-1, replication_factor=-1, configs=[])

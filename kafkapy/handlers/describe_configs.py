@@ -1,0 +1,68 @@
+"""DescribeConfigs (key 32): broker and topic configs with sources, synonyms and docs.
+
+Versions 1 (Kafka 4.0's minimum) to 4.  Resource types: TOPIC (2) and BROKER
+(4; the name is this broker's id, or empty for cluster-wide defaults);
+BROKER_LOGGER (8) answers an empty list.  ``configuration_keys`` null means
+every key.  Unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; another broker's id
+or a bad name -> INVALID_REQUEST; other types -> INVALID_REQUEST.
+"""
+from __future__ import annotations
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 32
+MIN_VERSION = 1
+MAX_VERSION = 4
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+
+_R = RESPONSES[API_KEY]
+_Result = _R.DescribeConfigsResult
+_Entry = _Result.DescribeConfigsResourceResult
+_Synonym = _Entry.DescribeConfigsSynonym
+
+
+def handle(ctx, request):
+    results = [_describe(ctx, request, r) for r in request.resources]
+    return ctx.response(throttle_time_ms=0, results=results)
+
+
+def _describe(ctx, request, resource):
+    broker = ctx.broker
+    kind, name = resource.resource_type, resource.resource_name
+    keys = resource.configuration_keys
+    synonyms = bool(request.include_synonyms)
+    docs = bool(request.include_documentation)
+    if kind == TOPIC:
+        topic = broker.cache.topic(name)
+        if topic is None:
+            return _failed(resource, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                           f"Topic {name} does not exist")
+        entries = broker.describe_topic_configs(topic.configs, keys, synonyms, docs)
+    elif kind == BROKER:
+        if name not in ("", str(broker.node_id)):
+            return _failed(resource, ErrorCode.INVALID_REQUEST,
+                           f"Unexpected broker id, expected {broker.node_id} or empty string, "
+                           f"but received {name}")
+        entries = broker.describe_broker_configs(keys, synonyms, docs) if name else []
+    elif kind == BROKER_LOGGER:
+        entries = []
+    else:
+        return _failed(resource, ErrorCode.INVALID_REQUEST,
+                       f"Unsupported resource type {kind}")
+    return _Result(error_code=0, error_message=None, resource_type=kind, resource_name=name,
+                   configs=[_entry(e, synonyms) for e in entries])
+
+
+def _entry(e, with_synonyms: bool):
+    return _Entry(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
+                  is_sensitive=e.is_sensitive,
+                  synonyms=[_Synonym(name=s[0], value=s[1], source=s[2])
+                            for s in e.synonyms] if with_synonyms else [],
+                  config_type=e.config_type, documentation=e.documentation)
+
+
+def _failed(resource, code: int, message: str):
+    return _Result(error_code=code, error_message=message, resource_type=resource.resource_type,
+                   resource_name=resource.resource_name, configs=[])

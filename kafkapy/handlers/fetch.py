@@ -1,0 +1,116 @@
+"""Fetch (key 1): serve whole record batches from partition logs.
+
+Versions 4 (Kafka 4.0's minimum, message format v2) to 17 (Kafka 3.9).
+- Topics by name, or by topic id from v13 (unknown id -> UNKNOWN_TOPIC_ID).
+- Consumers (replica_id -1) read up to the high watermark (read_uncommitted)
+  or the last stable offset (read_committed); an offset outside
+  [log start, log end] -> OFFSET_OUT_OF_RANGE.
+- ``partition_max_bytes`` per partition and ``max_bytes`` in all, except that
+  the first batch found is always returned whole so a consumer can progress
+  past a batch larger than its limits (KIP-74).
+- Fetch sessions (KIP-227) are not kept: every answer carries session id 0,
+  which tells the client to send full fetches; an unknown non-zero session id
+  gets FETCH_SESSION_ID_NOT_FOUND.
+- If fewer than ``min_bytes`` are available and no partition errored, the
+  request waits up to ``max_wait_ms`` and is answered as soon as an append
+  brings enough data (see ``Broker.wait_for_fetch``).
+"""
+from __future__ import annotations
+
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 1
+MIN_VERSION = 4
+MAX_VERSION = 17
+
+_R = RESPONSES[API_KEY]
+_Topic = _R.FetchableTopicResponse
+_Partition = _Topic.PartitionData
+READ_COMMITTED = 1
+
+
+async def handle(ctx, request):
+    if request.session_id != 0:
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                            session_id=0, responses=[])
+    wanted = _resolve(ctx, request)
+    responses, total, errored = _read_all(ctx, request, wanted)
+    if request.max_wait_ms > 0 and total < request.min_bytes and not errored:
+        keys = [(name, p.partition) for name, _, parts in wanted if name for p in parts]
+        await ctx.broker.wait_for_fetch(keys, request.max_wait_ms, request.min_bytes,
+                                        lambda: _available(ctx, request, wanted))
+        responses, total, errored = _read_all(ctx, request, wanted)
+    return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=responses)
+
+
+def _resolve(ctx, request):
+    """[(name or None, topic_id, partitions)] with names resolved from ids at v13+."""
+    cache = ctx.broker.cache
+    out = []
+    for topic in request.topics:
+        if ctx.api_version >= 13:
+            out.append((cache.topic_name(topic.topic_id), topic.topic_id, topic.partitions))
+        else:
+            out.append((topic.topic, None, topic.partitions))
+    return out
+
+
+def _read_all(ctx, request, wanted):
+    remaining = request.max_bytes
+    total = 0
+    errored = False
+    responses = []
+    for name, topic_id, partitions in wanted:
+        parts = []
+        for p in partitions:
+            data = _read_one(ctx, request, name, p, min(p.partition_max_bytes, remaining),
+                             min_one=(total == 0))
+            size = len(data.records) if data.records else 0
+            total += size
+            remaining = max(0, remaining - size)
+            errored = errored or data.error_code != 0
+            parts.append(data)
+        responses.append(_Topic(topic=name or "", topic_id=topic_id, partitions=parts))
+    return responses, total, errored
+
+
+def _read_one(ctx, request, name, p, max_bytes: int, min_one: bool):
+    if name is None:
+        return _error(p.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+    try:
+        partition = ctx.broker.replica_manager.leader_partition(name, p.partition,
+                                                                p.current_leader_epoch)
+        log = partition.log
+        upper = (partition.last_stable_offset if request.isolation_level == READ_COMMITTED
+                 else partition.high_watermark)
+        records = log.read_records(p.fetch_offset, max_bytes, upper, min_one)
+    except KafkaError as err:
+        return _error(p.partition, err.code)
+    return _Partition(partition_index=p.partition, error_code=0,
+                      high_watermark=partition.high_watermark,
+                      last_stable_offset=partition.last_stable_offset,
+                      log_start_offset=log.log_start_offset,
+                      aborted_transactions=[] if request.isolation_level == READ_COMMITTED else None,
+                      preferred_read_replica=-1, records=records)
+
+
+def _available(ctx, request, wanted) -> tuple[int, bool]:
+    """(bytes available to this fetch now, whether it should answer at once)."""
+    total = 0
+    replicas = ctx.broker.replica_manager
+    for name, _, partitions in wanted:
+        for p in partitions:
+            partition = replicas.partitions.get((name, p.partition)) if name else None
+            if partition is None or not partition.is_leader:
+                return total, True
+            upper = (partition.last_stable_offset if request.isolation_level == READ_COMMITTED
+                     else partition.high_watermark)
+            total += partition.log.bytes_between(p.fetch_offset, upper)
+    return total, False
+
+
+def _error(index: int, code: int):
+    return _Partition(partition_index=index, error_code=code, high_watermark=-1,
+                      last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                      preferred_read_replica=-1, records=None)

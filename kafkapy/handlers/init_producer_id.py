@@ -1,0 +1,30 @@
+"""InitProducerId (key 22): producer ids for idempotent producers.
+
+Versions 0-5.  Without a transactional id the broker hands out a fresh
+producer id with epoch 0 each time (as Kafka does, also when the client names
+its current id and epoch to bump after an error: a new id resets the
+sequences).  Ids come from blocks claimed in the metadata store, so they are
+never reused across restarts.  Transactional ids are served by the
+transaction coordinator once it exists; until then they are refused with
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error with a clear name.
+"""
+from __future__ import annotations
+
+from kafkapy.protocol.errors import ErrorCode
+
+API_KEY = 22
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    if request.transactional_id is not None:
+        if broker.transactions_enabled:
+            return broker.txn_coordinator.init_producer_id(ctx, request)
+        return ctx.response(throttle_time_ms=0,
+                            error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                            producer_id=-1, producer_epoch=-1)
+    producer_id = broker.producer_ids.next_id()
+    return ctx.response(throttle_time_ms=0, error_code=0, producer_id=producer_id,
+                        producer_epoch=0)

@@ -1,0 +1,93 @@
+"""Metadata (key 3): brokers, cluster id, controller, topics with partitions, leaders and epochs.
+
+Behaviour (Kafka 3.9, ZooKeeper mode):
+- ``topics`` null (v1+) or empty at v0 means every topic; an empty list at v1+
+  means none.
+- v10+ may name a topic by id only; an unknown id gets UNKNOWN_TOPIC_ID.
+- A missing topic is auto-created when ``auto.create.topics.enable`` and the
+  request allow it (v4+ carries the flag; earlier versions always allow), and
+  is answered LEADER_NOT_AVAILABLE so the client retries; an illegal name gets
+  INVALID_TOPIC_EXCEPTION; otherwise UNKNOWN_TOPIC_OR_PARTITION.
+- Internal topics (``__consumer_offsets``, ``__transaction_state``) carry the
+  internal flag and are never auto-created from Metadata.
+"""
+from __future__ import annotations
+
+from kafkapy.metadata.topics import invalid_topic_reason, is_internal
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 3
+MIN_VERSION = 0
+MAX_VERSION = 12
+
+_R = RESPONSES[API_KEY]
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    cache = broker.cache
+    allow_auto = request.allow_auto_topic_creation if ctx.api_version >= 4 else True
+    topics = []
+    if request.topics is None or (ctx.api_version == 0 and not request.topics):
+        topics = [_topic(ctx, cache.topics[name]) for name in sorted(cache.topics)]
+    else:
+        for wanted in request.topics:
+            topics.append(_requested_topic(ctx, wanted, allow_auto))
+    return ctx.response(
+        throttle_time_ms=0,
+        brokers=[_R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port,
+                                           rack=b.rack)
+                 for b in sorted(cache.brokers.values(), key=lambda b: b.node_id)],
+        cluster_id=cache.cluster_id,
+        controller_id=cache.controller_id,
+        topics=topics,
+        authorized_operations=-2147483648 if ctx.api_version >= 8 else None,
+    )
+
+
+def _requested_topic(ctx, wanted, allow_auto: bool):
+    cache = ctx.broker.cache
+    name = wanted.name
+    if ctx.api_version >= 10 and wanted.topic_id is not None and not name:
+        name = cache.topic_name(wanted.topic_id)
+        if name is None:
+            return _error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, wanted.topic_id)
+    topic = cache.topic(name)
+    if topic is not None:
+        return _topic(ctx, topic)
+    if invalid_topic_reason(name):
+        return _error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
+    config = ctx.broker.config
+    if not (allow_auto and config["auto.create.topics.enable"]) or is_internal(name):
+        return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+    try:
+        ctx.broker.auto_create_topic(name)
+    except KafkaError as err:
+        if err.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            return _error_topic(err.code, name)
+    return _error_topic(ErrorCode.LEADER_NOT_AVAILABLE, name)
+
+
+def _error_topic(code: int, name: str | None, topic_id=None):
+    return _R.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id,
+                                    is_internal=False, partitions=[],
+                                    authorized_operations=-2147483648)
+
+
+def _topic(ctx, topic):
+    live = ctx.broker.cache.brokers
+    partitions = []
+    for index in sorted(topic.partitions):
+        state = topic.partitions[index]
+        error = ErrorCode.NO_ERROR if state.leader in live else ErrorCode.LEADER_NOT_AVAILABLE
+        partitions.append(_R.MetadataResponseTopic.MetadataResponsePartition(
+            error_code=error, partition_index=index,
+            leader_id=state.leader if state.leader in live else -1,
+            leader_epoch=state.leader_epoch, replica_nodes=list(state.replicas),
+            isr_nodes=list(state.isr),
+            offline_replicas=[r for r in state.replicas if r not in live]))
+    return _R.MetadataResponseTopic(
+        error_code=ErrorCode.NO_ERROR, name=topic.name, topic_id=topic.topic_id,
+        is_internal=topic.internal, partitions=partitions,
+        authorized_operations=-2147483648)

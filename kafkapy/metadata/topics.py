@@ -1,0 +1,57 @@
+"""Topic names and topic ids as Kafka defines them.
+
+Topic names (Kafka's ``Topic.validate``): 1..249 characters from
+``[a-zA-Z0-9._-]``, not ``.`` or ``..``.  Two names that differ only by ``.``
+versus ``_`` collide (metric names would clash), so creating the second fails.
+
+Topic ids are 128-bit UUIDs, written in ZooKeeper and ``partition.metadata`` as
+22 characters of URL-safe base64 without padding (Kafka's ``Uuid.toString``);
+Kafka never hands out an id whose text starts with ``-`` or the all-zero id.
+"""
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+
+MAX_NAME_LENGTH = 249
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+def invalid_topic_reason(name: str | None) -> str | None:
+    """Why ``name`` is not a legal topic name, or None when it is."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return "Topic name cannot be \".\" or \"..\""
+    if len(name) > MAX_NAME_LENGTH:
+        return (f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} "
+                "characters, topic name: " + name)
+    if not _LEGAL.match(name):
+        return (f"Topic name \"{name}\" is illegal, it contains a character other than "
+                "ASCII alphanumerics, '.', '_' and '-'")
+    return None
+
+
+def collision_key(name: str) -> str:
+    return name.replace(".", "_")
+
+
+def is_internal(name: str) -> bool:
+    return name in INTERNAL_TOPICS
+
+
+def new_topic_id() -> uuid.UUID:
+    while True:
+        candidate = uuid.uuid4()
+        if not topic_id_text(candidate).startswith("-"):
+            return candidate
+
+
+def topic_id_text(topic_id: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
+
+
+def parse_topic_id(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))

@@ -1,0 +1,233 @@
+"""One client connection: Kafka framing, in-order pipelined responses, flow control.
+
+Framing: every request and response is an int32 size followed by that many
+bytes.  Invariants:
+- responses leave in the order their requests arrived, whatever order the
+  handlers finish in (a queue of slots; only the ready head is written);
+- at most ``max_inflight`` requests of a connection are being handled at once:
+  reading pauses at the bound and resumes as responses drain;
+- when the transport's write buffer is over its high-water mark, no new
+  request is started until it drains (``pause_writing``/``resume_writing``);
+- a frame larger than socket.request.max.bytes, an unknown API key, an
+  unsupported version of any API but ApiVersions, or a body that does not
+  decode closes this connection only, with a log line.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import inspect
+import struct
+
+import structlog
+
+from kafkapy.handlers.base import CloseConnection, RequestContext
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.headers import (
+    API_VERSIONS_KEY, decode_request_header, peek_api, response_header_is_flexible)
+
+_log = structlog.get_logger("kafkapy.network")
+_SIZE = struct.Struct(">i")
+_NO_RESPONSE = b""
+
+
+class _Slot:
+    __slots__ = ("payload",)
+
+    def __init__(self) -> None:
+        self.payload: bytes | None = None
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, server) -> None:
+        self._server = server
+        self._broker = server.broker
+        self._max_frame = server.max_request_bytes
+        self._max_inflight = server.max_inflight
+        self._buf = bytearray()
+        self._slots: collections.deque[_Slot] = collections.deque()
+        self._transport: asyncio.Transport | None = None
+        self._reading_paused = False
+        self._writing_paused = False
+        self._closed = False
+        self.peer = "?"
+        self.last_active = 0.0
+
+    # -- asyncio.Protocol ---------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.last_active = self._server.now()
+        self._server.connection_opened(self)
+
+    def connection_lost(self, exc) -> None:
+        self._closed = True
+        self._server.connection_closed(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = self._server.now()
+        self._buf += data
+        self._process_frames()
+
+    def eof_received(self):
+        return False
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._update_reading()
+        self._process_frames()
+
+    # -- framing --------------------------------------------------------------
+    def _process_frames(self) -> None:
+        buf = self._buf
+        consumed = 0
+        while not self._closed and not self._busy():
+            if len(buf) - consumed < 4:
+                break
+            (size,) = _SIZE.unpack_from(buf, consumed)
+            if size < 0 or size > self._max_frame:
+                self._bad_request("frame size out of range", size=size,
+                                  limit=self._max_frame)
+                return
+            end = consumed + 4 + size
+            if len(buf) < end:
+                break
+            frame = bytes(memoryview(buf)[consumed + 4:end])
+            consumed = end
+            self._handle_frame(frame)
+        if consumed:
+            del buf[:consumed]
+        self._update_reading()
+
+    def _busy(self) -> bool:
+        return self._writing_paused or len(self._slots) >= self._max_inflight
+
+    def _update_reading(self) -> None:
+        if self._transport is None or self._closed:
+            return
+        should_pause = self._busy()
+        if should_pause and not self._reading_paused:
+            self._transport.pause_reading()
+            self._reading_paused = True
+        elif not should_pause and self._reading_paused:
+            self._transport.resume_reading()
+            self._reading_paused = False
+
+    # -- dispatch --------------------------------------------------------------
+    def _handle_frame(self, frame: bytes) -> None:
+        if len(frame) < 8:
+            self._bad_request("request shorter than its header", size=len(frame))
+            return
+        view = memoryview(frame)
+        api_key, version, correlation_id = peek_api(view)
+        spec = self._server.apis.get(api_key)
+        if spec is None:
+            self._bad_request("unknown API key", api_key=api_key)
+            return
+        if not spec.min_version <= version <= spec.max_version:
+            if api_key == API_VERSIONS_KEY:
+                self._queue_ready(self._server.unsupported_api_versions(correlation_id))
+            else:
+                self._bad_request("unsupported API version", api=spec.name, version=version,
+                                  supported=f"{spec.min_version}-{spec.max_version}")
+            return
+        try:
+            header, pos = decode_request_header(view, api_key, version)
+            request = spec.request_cls.decode(view[pos:], version=version)
+        except Exception as exc:  # malformed body: Kafka closes the connection too
+            self._bad_request("request does not decode", api=spec.name, version=version,
+                              error=repr(exc))
+            return
+        ctx = RequestContext(self._broker, api_key, version, correlation_id,
+                             header.client_id, self.peer, spec.response_cls)
+        slot = _Slot()
+        self._slots.append(slot)
+        try:
+            result = spec.handle(ctx, request)
+        except CloseConnection as reason:
+            self._bad_request(str(reason) or "closed by handler", api=spec.name)
+            return
+        except Exception:
+            _log.exception("handler failed", api=spec.name, version=version, peer=self.peer)
+            self.close()
+            return
+        if inspect.isawaitable(result):
+            future = asyncio.ensure_future(result)
+            future.add_done_callback(lambda f: self._finished(slot, ctx, spec, f))
+        else:
+            self._complete(slot, ctx, result)
+
+    def _finished(self, slot: _Slot, ctx, spec, future: asyncio.Future) -> None:
+        if future.cancelled():
+            self.close()
+            return
+        exc = future.exception()
+        if isinstance(exc, CloseConnection):
+            self._bad_request(str(exc) or "closed by handler", api=spec.name)
+            return
+        if exc is not None:
+            _log.error("handler failed", api=spec.name, version=ctx.api_version,
+                       peer=self.peer, error=repr(exc), exc_info=exc)
+            self.close()
+            return
+        self._complete(slot, ctx, future.result())
+
+    def _complete(self, slot: _Slot, ctx: RequestContext, response) -> None:
+        if response is None:
+            slot.payload = _NO_RESPONSE
+        else:
+            slot.payload = encode_response(ctx, response)
+        self._flush()
+
+    def _queue_ready(self, payload: bytes) -> None:
+        slot = _Slot()
+        slot.payload = payload
+        self._slots.append(slot)
+        self._flush()
+
+    def _flush(self) -> None:
+        slots = self._slots
+        if self._closed:
+            slots.clear()
+            return
+        ready = []
+        while slots and slots[0].payload is not None:
+            payload = slots.popleft().payload
+            if payload:
+                ready.append(payload)
+        if ready:
+            self._transport.writelines(ready) if len(ready) > 1 else self._transport.write(ready[0])
+        if self._reading_paused and not self._busy():
+            self._update_reading()
+            if self._buf:
+                asyncio.get_running_loop().call_soon(self._process_frames)
+
+    # -- closing ---------------------------------------------------------------
+    def _bad_request(self, reason: str, **details) -> None:
+        _log.warning("closing connection: " + reason, peer=self.peer, **details)
+        self.close()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._slots.clear()
+            if self._transport is not None:
+                self._transport.close()
+
+    @property
+    def idle(self) -> bool:
+        return not self._slots
+
+    def has_inflight(self) -> bool:
+        return bool(self._slots)
+
+
+def encode_response(ctx: RequestContext, response) -> bytes:
+    """Frame, header (v0 or v1 by API and version) and body."""
+    response.with_header(correlation_id=ctx.correlation_id)
+    return response.encode(version=ctx.api_version, header=True, framed=True)

@@ -1,0 +1,86 @@
+"""The listener: accepts connections, tracks them, closes idle ones, shuts down gracefully.
+
+Graceful shutdown: stop accepting, let every connection finish the requests it
+has in flight (bounded wait), then close the transports.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import structlog
+
+from kafkapy.network.connection import KafkaConnection
+
+_log = structlog.get_logger("kafkapy.network")
+
+
+class SocketServer:
+    def __init__(self, broker, apis: dict, host: str, port: int, *,
+                 max_request_bytes: int, max_inflight: int, idle_ms: int,
+                 unsupported_api_versions) -> None:
+        self.broker = broker
+        self.apis = apis
+        self.host = host
+        self.port = port
+        self.max_request_bytes = max_request_bytes
+        self.max_inflight = max_inflight
+        self.unsupported_api_versions = unsupported_api_versions
+        self._idle_s = idle_ms / 1000.0
+        self._connections: set[KafkaConnection] = set()
+        self._server: asyncio.AbstractServer | None = None
+        self._reaper: asyncio.TimerHandle | None = None
+
+    @staticmethod
+    def now() -> float:
+        return time.monotonic()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(self), self.host or None, self.port,
+            reuse_address=True, backlog=1024)
+        sock = self._server.sockets[0]
+        self.port = sock.getsockname()[1]
+        self._schedule_reaper()
+        _log.info("listening", host=self.host, port=self.port)
+
+    def connection_opened(self, conn: KafkaConnection) -> None:
+        self._connections.add(conn)
+
+    def connection_closed(self, conn: KafkaConnection) -> None:
+        self._connections.discard(conn)
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    def _schedule_reaper(self) -> None:
+        if self._idle_s <= 0:
+            return
+        interval = min(max(self._idle_s / 10, 0.1), 30.0)
+        loop = asyncio.get_running_loop()
+        self._reaper = loop.call_later(interval, self._close_idle)
+
+    def _close_idle(self) -> None:
+        cutoff = self.now() - self._idle_s
+        for conn in list(self._connections):
+            if conn.idle and conn.last_active < cutoff:
+                _log.info("closing idle connection", peer=conn.peer)
+                conn.close()
+        self._schedule_reaper()
+
+    async def stop_accepting(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        if self._reaper is not None:
+            self._reaper.cancel()
+
+    async def drain_and_close(self, timeout_s: float = 10.0) -> None:
+        deadline = self.now() + timeout_s
+        while any(c.has_inflight() for c in self._connections) and self.now() < deadline:
+            await asyncio.sleep(0.01)
+        for conn in list(self._connections):
+            conn.close()
+        if self._server is not None:
+            await self._server.wait_closed()

@@ -1,0 +1,79 @@
+"""One partition replica on this broker: its log, leadership and idempotence checks.
+
+The leader appends: validate the batch header (CRC32C, size, magic), check
+the producer's sequence against the partition's producer state (a duplicate
+is answered with the original offsets), then let the log assign offsets and
+write.  With a single replica the high watermark follows the log end offset;
+the replication issue makes it follow the ISR.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafkapy.metadata.cache import PartitionState
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.batch import RecordError, validate_for_append
+
+
+@dataclass(slots=True)
+class AppendResult:
+    error_code: int = 0
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+    last_offset: int = -1
+
+
+class Partition:
+    def __init__(self, topic: str, index: int, log, state: PartitionState, node_id: int) -> None:
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.node_id = node_id
+        self.state = state
+
+    @property
+    def is_leader(self) -> bool:
+        return self.state.leader == self.node_id
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.state.leader_epoch
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log.high_watermark
+
+    def append_as_leader(self, records: bytes, produce_version: int) -> AppendResult:
+        log = self.log
+        try:
+            headers = validate_for_append(memoryview(records), log.config["max.message.bytes"],
+                                          produce_version)
+            header = headers[0]
+            duplicate = log.producer_state.check(header) if header.producer_id >= 0 else None
+        except RecordError as err:
+            return AppendResult(err.code, log_start_offset=log.log_start_offset,
+                                error_message=err.message)
+        if duplicate is not None:
+            return AppendResult(0, duplicate.first_offset, -1, log.log_start_offset,
+                                last_offset=duplicate.last_offset)
+        info = log.append_as_leader(bytearray(records), header, self.leader_epoch)
+        if len(self.state.isr) <= 1:
+            log.high_watermark = log.log_end_offset
+        return AppendResult(0, info.first_offset, info.log_append_time_ms,
+                            info.log_start_offset, last_offset=info.last_offset)
+
+    def check_leader(self, current_leader_epoch: int = -1) -> None:
+        """Raise unless this replica leads, at the epoch the client knows (if it says)."""
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < self.leader_epoch:
+                raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH)
+            if current_leader_epoch > self.leader_epoch:
+                raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)

@@ -1,0 +1,213 @@
+"""The broker: wires configuration, metadata store, controller, logs, handlers and the listener.
+
+Start-up order: logs are loaded (recovered off the event loop when the last
+shutdown was not clean), the broker registers itself in the metadata store,
+becomes controller (single node), loads topics, creates its partitions, and
+only then opens the listener.  Shutdown is the reverse: stop accepting,
+finish in-flight requests, flush and checkpoint the logs, and write the
+clean-shutdown marker so the next start skips recovery.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+
+import structlog
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from kafkapy.clock import SYSTEM_CLOCK, Clock
+from kafkapy.config.broker import BrokerConfig, ConfigError
+from kafkapy.config.describe import describe_broker, describe_topic
+from kafkapy.controller.controller import Controller
+from kafkapy.coordinator.producer_ids import ProducerIdManager
+from kafkapy.handlers import build_registry
+from kafkapy.handlers.api_versions import unsupported_version_response
+from kafkapy.log.manager import LogManager
+from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
+from kafkapy.metadata.topics import new_topic_id, topic_id_text
+from kafkapy.network.server import SocketServer
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.replication.fetch_waits import FetchWaits
+from kafkapy.replication.replica_manager import ReplicaManager
+
+_log = structlog.get_logger("kafkapy.server")
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.config = config
+        self.clock = clock
+        self.node_id = config.node_id
+        self.apis = build_registry()
+        self.transactions_enabled = False
+        self.txn_coordinator = None
+        self.store = None
+        self.cache: MetadataCache | None = None
+        self.controller: Controller | None = None
+        self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.producer_ids: ProducerIdManager | None = None
+        self.fetch_waits: FetchWaits | None = None
+        self.socket_server: SocketServer | None = None
+        self._periodic: list[asyncio.Task] = []
+        self._stopped = asyncio.Event()
+
+    # -- start-up ---------------------------------------------------------------------
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.store = self._open_store()
+        cluster_id = self._cluster_id()
+        self.log_manager = LogManager(self.config.log_dirs, self.clock,
+                                      self.config.topic_defaults())
+        await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id)
+        self.cache = MetadataCache(cluster_id, self.node_id)
+        self._register_broker()
+        self.controller = Controller(self.store, self.cache, self._validate_topic_configs)
+        self.controller.elect(self.node_id, self.clock.time_ms())
+        self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config)
+        self.fetch_waits = FetchWaits(loop)
+        self.replica_manager.add_append_listener(self.fetch_waits.wake)
+        self.controller.add_listener(self.replica_manager.on_topic_change)
+        self.controller.load_topics()
+        for name, topic in list(self.cache.topics.items()):
+            self.replica_manager.on_topic_change(name, topic)
+        self.producer_ids = ProducerIdManager(self.store, self.node_id)
+        self.socket_server = self._socket_server()
+        await self.socket_server.start()
+        self._start_periodic_tasks()
+        _log.info("kafkapy broker started", node_id=self.node_id, cluster_id=cluster_id,
+                  port=self.socket_server.port, topics=len(self.cache.topics))
+
+    def _open_store(self):
+        if self.config["zookeeper.connect"] and self.config["kafkapy.metadata.store"] == "zookeeper":
+            from kafkapy.metadata.zk_store import ZooKeeperStore
+            store = ZooKeeperStore(self.config["zookeeper.connect"],
+                                   self.config["zookeeper.session.timeout.ms"],
+                                   self.config["zookeeper.connection.timeout.ms"])
+        else:
+            from kafkapy.metadata.embedded import EmbeddedStore
+            first_dir = Path(self.config.log_dirs[0])
+            first_dir.mkdir(parents=True, exist_ok=True)
+            store = EmbeddedStore(first_dir / "kafkapy-metadata.json")
+        from kafkapy.metadata.paths import ensure_base_paths
+        ensure_base_paths(store)
+        return store
+
+    def _cluster_id(self) -> str:
+        try:
+            data, _ = self.store.get("/cluster/id")
+            if data:
+                return json.loads(data)["id"]
+        except NoNodeError:
+            pass
+        cluster_id = self.config["cluster.id"] or topic_id_text(new_topic_id())
+        payload = json.dumps({"version": "1", "id": cluster_id}, separators=(",", ":")).encode()
+        try:
+            self.store.create("/cluster/id", payload, makepath=True)
+        except NodeExistsError:
+            self.store.set("/cluster/id", payload)
+        return cluster_id
+
+    def _advertised(self) -> tuple[str, int]:
+        name, host, port = self.config.advertised_listeners[0]
+        if not host or host == "0.0.0.0":
+            host = socket.getfqdn()
+        return host, port
+
+    def _register_broker(self) -> None:
+        host, port = self._advertised()
+        name = self.config.advertised_listeners[0][0]
+        payload = json.dumps({
+            "features": {}, "listener_security_protocol_map": {name: "PLAINTEXT"},
+            "endpoints": [f"{name}://{host}:{port}"], "jmx_port": -1, "port": port,
+            "host": host, "version": 5, "timestamp": str(self.clock.time_ms()),
+            "rack": self.config["broker.rack"]}, separators=(",", ":")).encode()
+        path = f"/brokers/ids/{self.node_id}"
+        if self.store.exists(path):
+            self.store.delete(path)
+        self.store.create(path, payload, ephemeral=True, makepath=True)
+        self.cache.brokers[self.node_id] = BrokerEndpoint(self.node_id, host, port,
+                                                          self.config["broker.rack"])
+
+    def _socket_server(self) -> SocketServer:
+        _, host, port = self.config.listeners[0]
+        return SocketServer(
+            self, self.apis, host, port,
+            max_request_bytes=self.config["socket.request.max.bytes"],
+            max_inflight=self.config["kafkapy.max.inflight.requests.per.connection"],
+            idle_ms=self.config["connections.max.idle.ms"],
+            unsupported_api_versions=lambda cid: unsupported_version_response(self.apis, cid))
+
+    def _start_periodic_tasks(self) -> None:
+        interval = self.config["log.flush.offset.checkpoint.interval.ms"]
+        self._periodic.append(asyncio.ensure_future(self._every(interval, self._checkpoint)))
+
+    async def _every(self, interval_ms: int, work) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000.0)
+            try:
+                await work()
+            except Exception:
+                _log.exception("periodic task failed", task=work.__name__)
+
+    async def _checkpoint(self) -> None:
+        self.log_manager.checkpoint()
+
+    # -- services for handlers ------------------------------------------------------------
+    def topic_config(self, name: str) -> dict:
+        topic = self.cache.topic(name) if self.cache else None
+        config = dict(self.config.topic_defaults())
+        if topic is not None and topic.configs:
+            config.update(self.config.validate_topic_configs(topic.configs))
+        return config
+
+    def _validate_topic_configs(self, configs: dict[str, str]) -> None:
+        try:
+            self.config.validate_topic_configs(configs)
+        except ConfigError as err:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(err)) from None
+
+    def describe_topic_configs(self, overrides: dict[str, str], keys=None,
+                               synonyms: bool = False, docs: bool = False):
+        return describe_topic(self.config, overrides, keys, synonyms, docs)
+
+    def describe_broker_configs(self, keys=None, synonyms: bool = False, docs: bool = False):
+        return describe_broker(self.config, keys, synonyms, docs)
+
+    def auto_create_topic(self, name: str) -> None:
+        self.controller.create_topic(name, self.config["num.partitions"],
+                                     self.config["default.replication.factor"])
+
+    def may_write_internal(self, ctx) -> bool:
+        return False
+
+    def delayed_produce(self, results, timeout_ms: int, response):
+        """acks=all: with a single replica the high watermark already covers the append."""
+        return response
+
+    def wait_for_fetch(self, keys, max_wait_ms: int, min_bytes: int, available):
+        return self.fetch_waits.wait(keys, max_wait_ms, min_bytes, available)
+
+    # -- shutdown ---------------------------------------------------------------------------
+    async def serve_forever(self) -> None:
+        await self._stopped.wait()
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def shutdown(self) -> None:
+        _log.info("shutting down")
+        if self.socket_server is not None:
+            await self.socket_server.stop_accepting()
+            await self.socket_server.drain_and_close()
+        for task in self._periodic:
+            task.cancel()
+        if self.fetch_waits is not None:
+            self.fetch_waits.close()
+        if self.log_manager is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
+        if self.store is not None:
+            self.store.close()
+        _log.info("shut down cleanly")

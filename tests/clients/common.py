@@ -1,0 +1,181 @@
+"""Shared expectations for the stock-client end-to-end tests.
+
+Every client test produces the same deterministic records to a single-partition
+topic per codec (``e2e-<client>-<codec>``), reads them back, and checks them with
+the helpers here, so every client is held to the same contract:
+
+- ``N_RECORDS`` records; record ``i`` has key ``b"key-%05d" % i``, a value of
+  a size that varies between 16 bytes and ~8 KiB (printable ASCII, no tabs or
+  newlines so kcat can carry it), and two headers ``e2e-index`` / ``e2e-codec``.
+- CreateTime timestamps set by the producer: ``base + i`` except record
+  ``MAX_TS_INDEX`` whose timestamp is the largest of all (``base + MAX_TS_DELTA``)
+  and sits in the middle of the log, so a broker that answers MAX_TIMESTAMP with
+  "the last offset" is caught.
+- ListOffsets expectations (``expected_offsets``) for EARLIEST, LATEST,
+  MAX_TIMESTAMP and by-timestamp look-ups, including one that matches only the
+  out-of-order record and one past every timestamp (no offset).
+
+``stored_codecs`` reads the broker's on-disk segments (Kafka's log format) to
+check that batches were kept with the producer's codec.
+"""
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+N_RECORDS = 10_000
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+MAX_TS_INDEX = 7_000          # the record with the largest timestamp
+MAX_TS_DELTA = 20_000         # its timestamp is base + this (others: base + i)
+_ALPHABET = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:"
+
+
+def topic_name(client: str, codec: str) -> str:
+    return f"e2e-{client}-{codec}"
+
+
+def base_timestamp() -> int:
+    """A base CreateTime 10 minutes in the past, whole seconds.
+
+    Recent enough for any retention or timestamp-skew setting, far enough back
+    that every record timestamp (up to base + MAX_TS_DELTA) is in the past.
+    """
+    return (int(time.time()) - 600) * 1000
+
+
+def key(i: int) -> bytes:
+    return b"key-%05d" % i
+
+
+def value(i: int) -> bytes:
+    """Mixed sizes: mostly 16..1215 bytes, every 997th record ~8 KiB."""
+    size = 8192 + i % 7 if i % 997 == 0 else 16 + (i * 7919) % 1200
+    head = b"value-%05d-" % i
+    rot = i % len(_ALPHABET)
+    pattern = _ALPHABET[rot:] + _ALPHABET[:rot]
+    body = (pattern * (size // len(pattern) + 1))[: max(0, size - len(head))]
+    return head + body
+
+
+def headers(i: int, codec: str) -> list[tuple[str, bytes]]:
+    return [("e2e-index", b"%05d" % i), ("e2e-codec", codec.encode())]
+
+
+def timestamp(base: int, i: int) -> int:
+    return base + (MAX_TS_DELTA if i == MAX_TS_INDEX else i)
+
+
+@dataclass(frozen=True)
+class Expected:
+    offset: int
+    key: bytes
+    value: bytes
+    headers: list[tuple[str, bytes]]
+    timestamp: int | None
+
+
+def expected_records(codec: str, base: int | None, n: int = N_RECORDS) -> list[Expected]:
+    return [Expected(i, key(i), value(i), headers(i, codec),
+                     None if base is None else timestamp(base, i)) for i in range(n)]
+
+
+@dataclass(frozen=True)
+class Got:
+    """One consumed record, normalised: bytes key/value, list of (str, bytes) headers."""
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
+    timestamp: int
+    timestamp_type: int | None = None   # 0 CreateTime, 1 LogAppendTime, None unknown
+
+
+def check_records(got: list[Got], expected: list[Expected], *, what: str = "") -> None:
+    """Assert ``got`` is exactly ``expected``, in order; first mismatch is reported precisely."""
+    prefix = f"{what}: " if what else ""
+    for idx, (g, e) in enumerate(zip(got, expected)):
+        assert g.offset == e.offset, f"{prefix}record #{idx}: offset {g.offset} != {e.offset}"
+        assert g.key == e.key, f"{prefix}offset {g.offset}: key {g.key!r} != {e.key!r}"
+        assert g.value == e.value, (
+            f"{prefix}offset {g.offset}: value mismatch: got {len(g.value or b'')} bytes "
+            f"{(g.value or b'')[:40]!r}..., expected {len(e.value)} bytes {e.value[:40]!r}...")
+        assert list(g.headers) == list(e.headers), (
+            f"{prefix}offset {g.offset}: headers {g.headers!r} != {e.headers!r}")
+        if e.timestamp is not None:
+            assert g.timestamp == e.timestamp, (
+                f"{prefix}offset {g.offset}: timestamp {g.timestamp} != {e.timestamp}")
+        if g.timestamp_type is not None:
+            assert g.timestamp_type == 0, (
+                f"{prefix}offset {g.offset}: timestamp type {g.timestamp_type}, expected 0 (CreateTime)")
+    assert len(got) == len(expected), (
+        f"{prefix}consumed {len(got)} records, expected {len(expected)}"
+        + (f"; last consumed offset {got[-1].offset}" if got else ""))
+
+
+@dataclass(frozen=True)
+class OffsetExpectations:
+    earliest: int
+    latest: int
+    max_timestamp: tuple[int, int]            # (offset, timestamp)
+    by_timestamp: dict[int, tuple[int, int] | None]   # target ts -> (offset, ts) or None
+
+
+def expected_offsets(base: int, n: int = N_RECORDS) -> OffsetExpectations:
+    """ListOffsets answers for a partition holding ``expected_records(.., base, n)``."""
+    assert n > MAX_TS_INDEX + 1
+    mid = n // 2
+    return OffsetExpectations(
+        earliest=0,
+        latest=n,
+        max_timestamp=(MAX_TS_INDEX, base + MAX_TS_DELTA),
+        by_timestamp={
+            base - 1_000: (0, base),                       # before everything -> first record
+            base: (0, base),                               # exact first timestamp
+            base + mid: (mid, base + mid),                 # exact, mid-log (inside a batch)
+            base + n - 1: (MAX_TS_INDEX, base + MAX_TS_DELTA)
+            if n - 1 > MAX_TS_INDEX else (n - 1, base + n - 1),
+            # only the out-of-order record is at or after this timestamp:
+            base + MAX_TS_DELTA - 1: (MAX_TS_INDEX, base + MAX_TS_DELTA),
+            base + MAX_TS_DELTA + 1: None,                 # after everything -> no offset
+        },
+    )
+
+
+# ---------------------------------------------------------------------------
+# On-disk check: Kafka's segment format (RecordBatch v2 headers).
+
+def stored_codecs(log_dir: Path, topic: str, partition: int = 0) -> dict[int, int]:
+    """{codec id: batch count} over the partition's ``*.log`` segments.
+
+    RecordBatch v2 header: baseOffset int64, batchLength int32,
+    partitionLeaderEpoch int32, magic int8, crc uint32, attributes int16, ...
+    Codec is ``attributes & 7``. Control batches (attribute bit 5) are skipped.
+    """
+    pdir = Path(log_dir) / f"{topic}-{partition}"
+    segments = sorted(pdir.glob("*.log"))
+    assert segments, f"no *.log segments in {pdir} (contents: {sorted(p.name for p in pdir.glob('*'))})"
+    counts: dict[int, int] = {}
+    for seg in segments:
+        data = seg.read_bytes()
+        pos = 0
+        while pos + 23 <= len(data):
+            _base, length = struct.unpack_from(">qi", data, pos)
+            if length <= 0:
+                break   # preallocated / zero-filled tail
+            magic = data[pos + 16]
+            assert magic == 2, f"{seg}: batch at byte {pos} has magic {magic}"
+            (attributes,) = struct.unpack_from(">h", data, pos + 21)
+            if not attributes & 0x20:
+                counts[attributes & 7] = counts.get(attributes & 7, 0) + 1
+            pos += 12 + length
+    return counts
+
+
+def check_stored_codec(log_dir: Path, topic: str, codec: str) -> None:
+    counts = stored_codecs(log_dir, topic)
+    assert set(counts) == {CODEC_IDS[codec]}, (
+        f"{topic}: stored batches by codec id {counts}, expected all {CODEC_IDS[codec]} ({codec})")
