@@ -15,6 +15,7 @@ first 8 bytes of the payload (same machine, same clock).
 """
 from __future__ import annotations
 
+import math
 import os
 import struct
 import time
@@ -34,7 +35,7 @@ def percentiles(values, ps=(50, 90, 99, 99.9)) -> dict:
         return {"count": 0}
     out = {"count": n}
     for p in ps:
-        k = max(0, min(n - 1, int(round(p / 100.0 * n + 0.5)) - 1))
+        k = max(0, min(n - 1, math.ceil(p / 100.0 * n) - 1))
         out[f"p{p:g}".replace(".", "_")] = round(vals[k] * 1000.0, 3)
     out["mean"] = round(sum(vals) / n * 1000.0, 3)
     out["max"] = round(vals[-1] * 1000.0, 3)

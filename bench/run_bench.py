@@ -1,0 +1,723 @@
+"""``make bench``: throughput, latency, CPU and memory of kafkapy, and of a peer broker (tansu).
+
+Workloads (names for ``--workloads``):
+
+``1k``       1 KiB x 300,000 records, 1 partition, acks=all, linger.ms=5, batch.size=64 KiB
+``100b``     100 B x 1,000,000 records, same producer settings
+             Each: produce throughput (records/s, MiB/s) and per-record delivery latency
+             p50/p99 from ``--producer-procs`` confluent-kafka processes splitting the records,
+             then consume throughput reading the whole topic back with fresh assign()-only
+             consumers (``--consumer-procs``, splitting the offset range).
+``e2e``      end-to-end latency: one producer at ``--e2e-rate`` (1,000) records/s for
+             ``--e2e-seconds`` (10) s, one long-polling consumer (fetch.wait.max.ms=500);
+             produce->consume latency p50/p99 from a monotonic timestamp in the payload.
+``sendfile`` (kafkapy only; hook) after each throughput workload, restart the broker on the
+             same log dir with ``kafkapy.fetch.sendfile.enable=false`` and consume again.
+
+For every phase the broker's CPU (% of one core) and RSS (``/proc/<pid>/status`` VmRSS sampled
+every 50 ms; VmHWM) are recorded.  Each throughput workload gets a fresh broker (fresh temp
+log dir) unless ``--shared-broker``.  The machine has 2 cores shared by broker and driver, so
+the driver's CPU is reported too.  ``--profile`` samples the kafkapy broker with py-spy during
+each phase and puts the hottest functions in the report.
+
+Results: ``bench/results/latest.json`` and ``latest.md`` plus timestamped copies
+(``bench/results/<UTC time>.json|md``).  ``--records-scale 0.1`` makes a quick run.
+Exit code: 0 when every broker asked for produced numbers, 1 otherwise (the results are
+written either way).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import multiprocessing as mp
+import os
+import platform
+import queue as _queue
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from array import array
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workloads as wl  # noqa: E402
+from brokers import ROOT, ExistingBroker, KafkapyBroker  # noqa: E402
+from procstats import RssSampler  # noqa: E402
+
+RESULTS_DIR = ROOT / "bench" / "results"
+MIB = 1024 * 1024
+
+THROUGHPUT_WORKLOADS = {
+    "1k": {"record_size": 1024, "records": 300_000},
+    "100b": {"record_size": 100, "records": 1_000_000},
+}
+ALL_WORKLOADS = ["1k", "100b", "e2e", "sendfile"]
+DEFAULT_WORKLOADS = ["1k", "100b", "e2e"]
+
+_ctx = mp.get_context("spawn")
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _kv(items: list[str]) -> dict:
+    out = {}
+    for it in items or []:
+        k, sep, v = it.partition("=")
+        if not sep:
+            raise SystemExit(f"expected key=value, got {it!r}")
+        out[k.strip()] = v.strip()
+    return out
+
+
+# --------------------------------------------------------------------------- phases
+
+def _run_procs(target, argsets: list[tuple], timeout: float) -> list[dict]:
+    """Start one process per argset (each gets (barrier, results) appended), collect results."""
+    barrier = _ctx.Barrier(len(argsets))
+    results = _ctx.Queue()
+    procs = [_ctx.Process(target=target, args=(*a, barrier, results, timeout), daemon=True)
+             for a in argsets]
+    for p in procs:
+        p.start()
+    out = []
+    deadline = time.monotonic() + timeout + 180
+    for _ in procs:
+        try:
+            out.append(results.get(timeout=max(1.0, deadline - time.monotonic())))
+        except _queue.Empty:
+            out.append({"ok": False, "error": "driver process gave no result in time"})
+            break
+    for p in procs:
+        p.join(10)
+        if p.is_alive():
+            p.terminate()
+            p.join(5)
+    return out
+
+
+def _merge_latencies(chunks: list[bytes], typecode: str = "f") -> list[float]:
+    vals = array(typecode)
+    for c in chunks:
+        if c:
+            vals.frombytes(c)
+    return vals.tolist()
+
+
+def produce_phase(bootstrap: str, topic: str, count: int, size: int, nprocs: int,
+                  conf: dict, timeout: float) -> dict:
+    per = [count // nprocs + (1 if i < count % nprocs else 0) for i in range(nprocs)]
+    argsets = [(i, bootstrap, topic, 0, n, size, conf) for i, n in enumerate(per) if n]
+    res = _run_procs(wl.produce_worker, argsets, timeout)
+    errors = [r.get("error") for r in res if r.get("error")]
+    acked = sum(r.get("acked", 0) for r in res)
+    out: dict = {"processes": len(argsets), "records_requested": count, "records_acked": acked,
+                 "delivery_errors": sum(r.get("errors") or 0 for r in res),
+                 "first_delivery_error": next((r["first_error"] for r in res
+                                               if r.get("first_error")), None),
+                 "errors": errors}
+    timed = [r for r in res if "t_start" in r]
+    if timed:
+        secs = max(r["t_end"] for r in timed) - min(r["t_start"] for r in timed)
+        out.update(seconds=round(secs, 3),
+                   records_per_s=round(acked / secs, 1) if secs > 0 else None,
+                   mib_per_s=round(acked * size / MIB / secs, 2) if secs > 0 else None,
+                   driver_cpu_s=round(sum(r.get("driver_cpu_s", 0) for r in timed), 2),
+                   latency_ms=wl.percentiles(_merge_latencies(
+                       [r.get("latencies", b"") for r in res])))
+    out["ok"] = not errors and acked == count
+    return out
+
+
+def consume_phase(bootstrap: str, topic: str, size: int, nprocs: int, conf: dict,
+                  timeout: float, expected: int | None = None) -> dict:
+    lo, hi = wl.high_watermark(bootstrap, topic)
+    total = hi - lo
+    out: dict = {"low": lo, "high": hi}
+    if expected is not None and total != expected:
+        out["watermark_note"] = f"high-low={total}, produced {expected}"
+    nprocs = max(1, min(nprocs, total or 1))
+    bounds = [lo + total * i // nprocs for i in range(nprocs + 1)]
+    argsets = [(i, bootstrap, topic, 0, bounds[i], bounds[i + 1], conf)
+               for i in range(nprocs) if bounds[i + 1] > bounds[i]]
+    if not argsets:
+        out.update(ok=False, errors=["topic is empty"], records=0)
+        return out
+    res = _run_procs(wl.consume_worker, argsets, timeout)
+    errors = [r.get("error") for r in res if r.get("error")]
+    got = sum(r.get("records", 0) for r in res)
+    nbytes = sum(r.get("bytes", 0) for r in res)
+    timed = [r for r in res if "t_start" in r]
+    out.update(processes=len(argsets), records=got, bytes=nbytes, errors=errors)
+    if timed:
+        secs = max(r["t_end"] for r in timed) - min(r["t_start"] for r in timed)
+        out.update(seconds=round(secs, 3),
+                   records_per_s=round(got / secs, 1) if secs > 0 else None,
+                   mib_per_s=round(nbytes / MIB / secs, 2) if secs > 0 else None,
+                   driver_cpu_s=round(sum(r.get("driver_cpu_s", 0) for r in timed), 2))
+    out["ok"] = not errors and got == total
+    return out
+
+
+def e2e_phase(bootstrap: str, topic: str, rate: int, seconds: float, size: int,
+              pconf: dict, cconf: dict) -> dict:
+    ready = _ctx.Event()
+    results = _ctx.Queue()
+    count = int(rate * seconds)
+    cons = _ctx.Process(target=wl.e2e_consumer_worker,
+                        args=(bootstrap, topic, count, cconf, ready, results, seconds + 60),
+                        daemon=True)
+    prod = _ctx.Process(target=wl.e2e_producer_worker,
+                        args=(bootstrap, topic, rate, seconds, size, pconf, ready, results),
+                        daemon=True)
+    cons.start()
+    prod.start()
+    got = {}
+    deadline = time.monotonic() + seconds + 150
+    while len(got) < 2 and time.monotonic() < deadline:
+        try:
+            k, v = results.get(timeout=max(1.0, deadline - time.monotonic()))
+            got[k] = v
+        except _queue.Empty:
+            break
+    for p in (prod, cons):
+        p.join(10)
+        if p.is_alive():
+            p.terminate()
+            p.join(5)
+    c, p = got.get("consumer", {}), got.get("producer", {})
+    out = {
+        "rate": rate, "seconds": seconds, "record_size": size, "expected": count,
+        "consumer_fetch_wait_max_ms": int(cconf.get("fetch.wait.max.ms", 500)),
+        "received": c.get("received"), "achieved_rate": round(p.get("achieved_rate", 0), 1),
+        "late_sends": p.get("late_sends"),
+        "latency_ms": wl.percentiles(_merge_latencies([c.get("latencies", b"")], "d")),
+        "produce_ack_latency_ms": wl.percentiles(
+            _merge_latencies([p.get("ack_latencies", b"")])),
+        "errors": [e for e in (p.get("error"), c.get("error"), p.get("first_error"),
+                               c.get("first_error")) if e],
+    }
+    if "consumer" not in got or "producer" not in got:
+        out["errors"].append(f"missing result from {sorted({'consumer', 'producer'} - set(got))}")
+    out["ok"] = bool(c.get("ok")) and bool(p.get("ok"))
+    return out
+
+
+def smoke_test(bootstrap: str, topic: str, timeout: float = 30.0) -> dict:
+    """10 records in and out: does this broker serve produce and fetch at all?"""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    t0 = time.monotonic()
+    how = wl.create_topic(bootstrap, topic, 1, timeout=timeout)
+    errs: list[str] = []
+    acked = [0]
+
+    def cb(err, msg):
+        if err:
+            errs.append(str(err))
+        else:
+            acked[0] += 1
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
+                  "message.timeout.ms": int(timeout * 1000)})
+    for i in range(10):
+        p.produce(topic, f"smoke-{i}".encode(), partition=0, on_delivery=cb)
+    left = p.flush(timeout)
+    got = 0
+    if acked[0]:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkapy-bench-smoke",
+                      "enable.auto.commit": False})
+        c.assign([TopicPartition(topic, 0, 0)])
+        end = time.monotonic() + timeout
+        while got < acked[0] and time.monotonic() < end:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                errs.append(str(m.error()))
+                continue
+            got += 1
+        c.close()
+    ok = acked[0] == 10 and got == 10 and left == 0
+    return {"ok": ok, "topic_created_by": how, "acked": acked[0], "consumed": got,
+            "errors": errs[:5], "seconds": round(time.monotonic() - t0, 2)}
+
+
+# --------------------------------------------------------------------------- per broker
+
+class BrokerRun:
+    """Runs the selected workloads against one kind of broker and collects a result dict."""
+
+    def __init__(self, kind: str, args: argparse.Namespace, work_root: Path, run_id: str):
+        self.kind = kind
+        self.args = args
+        self.work_root = work_root
+        self.run_id = run_id
+        self.result: dict = {"kind": kind, "status": "not run", "workloads": {}, "notes": []}
+        self.broker = None
+        self.sampler: RssSampler | None = None
+        self.profile_dir = Path(args.results_dir) / "profiles"
+
+    # broker lifecycle ------------------------------------------------------
+    def _new_broker(self, label: str, log_dir: Path | None = None, extra: dict | None = None):
+        wd = self.work_root / f"{self.kind}-{label}"
+        if self.args.bootstrap:
+            return ExistingBroker(self.args.bootstrap, self.args.broker_pid)
+        if self.kind == "kafkapy":
+            overrides = _kv(self.args.broker_override)
+            overrides.update(extra or {})
+            return KafkapyBroker(wd, overrides=overrides, log_dir=log_dir)
+        from peers import TansuBroker
+        return TansuBroker(wd)
+
+    def _start(self, label: str, **kw):
+        b = self._new_broker(label, **kw)
+        log(f"{self.kind}: starting broker ({label})")
+        b.start(timeout=self.args.start_timeout)
+        self.broker = b
+        self.sampler = RssSampler(b.pid).start()
+        if "broker" not in self.result:
+            self.result["broker"] = b.describe()
+        return b
+
+    def _stop(self) -> dict:
+        info: dict = {}
+        if self.sampler is not None:
+            info["after"] = self.sampler.snapshot()
+            info["rss_peak_mib"] = round(self.sampler.overall_peak_mib, 1)
+            self.sampler.stop()
+            self.sampler = None
+        if self.broker is not None:
+            alive = self.broker.alive()
+            rc = self.broker.stop()
+            info["exit_code"] = rc
+            if not alive:
+                info["died"] = True
+                info["output_tail"] = self.broker.output_tail(4000)
+            self.broker = None
+        return info
+
+    def _topic(self, name: str) -> str:
+        return f"bench-{name}-{self.run_id}"
+
+    def _create_topic(self, topic: str) -> str:
+        fallback = getattr(self.broker, "create_topic", None)
+        return wl.create_topic(self.broker.bootstrap, topic, 1, fallback=fallback)
+
+    def _profiler(self, name: str):
+        if not (self.args.profile and self.kind == "kafkapy" and self.broker.pid):
+            return None
+        from profiling import PySpy
+        fmt = "flamegraph" if self.args.profile_svg else "raw"
+        ext = "svg" if fmt == "flamegraph" else "txt"
+        out = self.profile_dir / f"{self.run_id}-{name}.{ext}"
+        return PySpy(self.broker.pid, out, fmt=fmt).start()
+
+    def _phase(self, name: str, fn):
+        prof = self._profiler(name)
+        self.sampler.phase_start(name)
+        try:
+            res = fn()
+        finally:
+            stats = self.sampler.phase_end()
+        res["broker"] = stats.as_dict()
+        if prof is not None:
+            res["profile"] = prof.stop()
+        if self.broker is not None and not self.broker.alive():
+            res["ok"] = False
+            res.setdefault("errors", []).append(
+                "broker died: " + self.broker.output_tail(3000))
+        return res
+
+    # workloads -------------------------------------------------------------
+    def run(self) -> dict:
+        args = self.args
+        try:
+            if self.kind == "peer":
+                from peers import PeerUnavailable, find_tansu
+                try:
+                    find_tansu()
+                except PeerUnavailable as e:
+                    self.result.update(status="unavailable", error=str(e))
+                    log(f"peer unavailable: {e}")
+                    return self.result
+            shared = args.shared_broker or args.bootstrap
+            if shared:
+                self._start("shared")
+            for name in args.workloads:
+                if name == "sendfile":
+                    continue
+                if not shared:
+                    self._start(name)
+                try:
+                    if name == "e2e":
+                        self.result["workloads"][name] = self._e2e()
+                    else:
+                        self.result["workloads"][name] = self._throughput(name)
+                except Exception as e:  # noqa: BLE001 - record and go on
+                    log(f"{self.kind} {name}: FAILED {e}")
+                    self.result["workloads"][name] = {
+                        "ok": False, "errors": [f"{type(e).__name__}: {e}"],
+                        "traceback": traceback.format_exc()[-3000:]}
+                finally:
+                    if not shared:
+                        self.result["workloads"][name]["broker_process"] = self._stop()
+            if shared:
+                self.result["broker_process"] = self._stop()
+            oks = [w.get("ok") for w in self.result["workloads"].values()]
+            self.result["status"] = "ok" if oks and all(oks) else "partial" if any(
+                w.get("produce", {}).get("records_per_s") or w.get("latency_ms", {}).get("count")
+                for w in self.result["workloads"].values()) else "failed"
+        except Exception as e:  # noqa: BLE001
+            self.result.update(status="failed", error=f"{type(e).__name__}: {e}",
+                               traceback=traceback.format_exc()[-4000:])
+            log(f"{self.kind}: FAILED {e}")
+            try:
+                self.result["broker_process"] = self._stop()
+            except Exception:  # noqa: BLE001
+                pass
+        return self.result
+
+    def _throughput(self, name: str) -> dict:
+        args = self.args
+        spec = THROUGHPUT_WORKLOADS[name]
+        size = spec["record_size"]
+        count = max(1, int(spec["records"] * args.records_scale))
+        out: dict = {"record_size": size, "records": count, "partitions": 1,
+                     "producer_config": {**{k: v for k, v in wl.PRODUCER_DEFAULTS.items()},
+                                         **_kv(args.producer_conf)},
+                     "consumer_config": {**wl.CONSUMER_DEFAULTS, **_kv(args.consumer_conf)}}
+        bs = self.broker.bootstrap
+        smoke = smoke_test(bs, self._topic(f"smoke-{name}"))
+        out["smoke"] = smoke
+        if not smoke["ok"]:
+            out.update(ok=False, errors=[f"smoke test failed: {smoke}"])
+            log(f"{self.kind} {name}: smoke test failed: {smoke}")
+            return out
+        topic = self._topic(name)
+        out["topic"] = topic
+        out["topic_created_by"] = self._create_topic(topic)
+        log(f"{self.kind} {name}: producing {count} x {size} B with {args.producer_procs} procs")
+        out["produce"] = self._phase(f"{name}-produce", lambda: produce_phase(
+            bs, topic, count, size, args.producer_procs, _kv(args.producer_conf),
+            args.phase_timeout))
+        p = out["produce"]
+        log(f"{self.kind} {name}: produce {p.get('records_per_s')} rec/s "
+            f"{p.get('mib_per_s')} MiB/s p50 {p.get('latency_ms', {}).get('p50')} ms "
+            f"p99 {p.get('latency_ms', {}).get('p99')} ms, broker cpu "
+            f"{p['broker']['cpu_pct']:.0f}% rss peak {p['broker']['rss_peak_mib']:.0f} MiB "
+            f"{'' if p['ok'] else 'ERRORS ' + str(p.get('errors'))[:300]}")
+        time.sleep(1.0)
+        out["consume"] = self._phase(f"{name}-consume", lambda: consume_phase(
+            bs, topic, size, args.consumer_procs, _kv(args.consumer_conf), args.phase_timeout,
+            expected=p.get("records_acked")))
+        c = out["consume"]
+        log(f"{self.kind} {name}: consume {c.get('records_per_s')} rec/s "
+            f"{c.get('mib_per_s')} MiB/s, broker cpu {c['broker']['cpu_pct']:.0f}% "
+            f"{'' if c['ok'] else 'ERRORS ' + str(c.get('errors'))[:300]}")
+        time.sleep(2.0)
+        out["after_idle_2s"] = self.sampler.snapshot()
+        if ("sendfile" in args.workloads and self.kind == "kafkapy" and not args.bootstrap
+                and not args.shared_broker):
+            out["consume_sendfile_off"] = self._sendfile_off(topic, size, p.get("records_acked"))
+        out["ok"] = bool(p.get("ok")) and bool(c.get("ok"))
+        return out
+
+    def _sendfile_off(self, topic: str, size: int, expected) -> dict:
+        """Restart on the same log dir with sendfile disabled and consume again."""
+        log_dir = self.broker.log_dir
+        label = self.broker.work_dir.name.split("-", 1)[-1]
+        self.result.setdefault("restarts", []).append(self._stop())
+        self._start(f"{label}-nosendfile", log_dir=log_dir,
+                    extra={"kafkapy.fetch.sendfile.enable": "false"})
+        res = self._phase(f"{label}-consume-nosendfile", lambda: consume_phase(
+            self.broker.bootstrap, topic, size, self.args.consumer_procs,
+            _kv(self.args.consumer_conf), self.args.phase_timeout, expected=expected))
+        log(f"{self.kind} {label}: consume (sendfile off) {res.get('records_per_s')} rec/s "
+            f"{res.get('mib_per_s')} MiB/s, broker cpu {res['broker']['cpu_pct']:.0f}%")
+        return res
+
+    def _e2e(self) -> dict:
+        args = self.args
+        bs = self.broker.bootstrap
+        smoke = smoke_test(bs, self._topic("smoke-e2e"))
+        if not smoke["ok"]:
+            return {"ok": False, "smoke": smoke, "errors": [f"smoke test failed: {smoke}"]}
+        topic = self._topic("e2e")
+        how = self._create_topic(topic)
+        log(f"{self.kind} e2e: {args.e2e_rate} rec/s for {args.e2e_seconds}s")
+        cconf = {"fetch.wait.max.ms": 500, **_kv(args.consumer_conf)}
+        res = self._phase("e2e", lambda: e2e_phase(
+            bs, topic, args.e2e_rate, args.e2e_seconds, args.e2e_size,
+            _kv(args.producer_conf), cconf))
+        res["topic_created_by"] = how
+        lat = res["latency_ms"]
+        log(f"{self.kind} e2e: p50 {lat.get('p50')} ms p99 {lat.get('p99')} ms "
+            f"received {res.get('received')}/{res.get('expected')} "
+            f"{'' if res['ok'] else 'ERRORS ' + str(res.get('errors'))[:300]}")
+        return res
+
+
+# --------------------------------------------------------------------------- report
+
+def _fmt(v, nd=0):
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:,.{nd}f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def render_markdown(doc: dict) -> str:
+    run = doc["run"]
+    lines = [f"# kafkapy benchmark — {run['started_utc']}", ""]
+    lines.append(f"Machine: {run['cpus']} CPUs, {run['mem_gib']} GiB, {run['platform']}; "
+                 f"Python {run['python']}; confluent-kafka {run['confluent_kafka']} "
+                 f"(librdkafka {run['librdkafka']}). Records scale {run['records_scale']}. "
+                 f"Driver: {run['producer_procs']} producer / {run['consumer_procs']} consumer "
+                 f"process(es), separate from the broker; broker and driver share the cores.")
+    lines.append("")
+    brokers = doc["brokers"]
+    for kind, res in brokers.items():
+        b = res.get("broker", {})
+        desc = b.get("version") or b.get("git_commit") or ""
+        lines.append(f"- **{kind}**: status `{res.get('status')}` {desc} "
+                     f"{('storage ' + b['storage_engine']) if b.get('storage_engine') else ''}"
+                     f"{(' git ' + b['git_commit']) if b.get('git_commit') else ''}"
+                     + (f" — {res['error']}" if res.get("error") else ""))
+    lines.append("")
+    lines.append("## Throughput (acks=all, linger 5 ms, batch 64 KiB, 1 partition)")
+    lines.append("")
+    lines.append("| broker | workload | records | produce rec/s | produce MiB/s | p50 ms | p99 ms "
+                 "| consume rec/s | consume MiB/s | broker CPU produce / consume | "
+                 "broker RSS peak MiB (produce / consume / after) | ok |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
+    for kind, res in brokers.items():
+        for name, w in res.get("workloads", {}).items():
+            if name == "e2e":
+                continue
+            p, c = w.get("produce", {}), w.get("consume", {})
+            pb, cb = p.get("broker", {}), c.get("broker", {})
+            lat = p.get("latency_ms", {})
+            after = w.get("after_idle_2s", {})
+            lines.append(
+                f"| {kind} | {name} ({w.get('record_size')} B) | {_fmt(w.get('records'))} "
+                f"| {_fmt(p.get('records_per_s'))} | {_fmt(p.get('mib_per_s'), 1)} "
+                f"| {_fmt(lat.get('p50'), 1)} | {_fmt(lat.get('p99'), 1)} "
+                f"| {_fmt(c.get('records_per_s'))} | {_fmt(c.get('mib_per_s'), 1)} "
+                f"| {_fmt(pb.get('cpu_pct'))}% / {_fmt(cb.get('cpu_pct'))}% "
+                f"| {_fmt(pb.get('rss_peak_mib'))} / {_fmt(cb.get('rss_peak_mib'))} / "
+                f"{_fmt(after.get('rss_mib'))} (HWM {_fmt(after.get('hwm_mib'))}) "
+                f"| {'yes' if w.get('ok') else 'NO'} |")
+            ns = w.get("consume_sendfile_off")
+            if ns:
+                lines.append(
+                    f"| {kind} | {name} consume, sendfile **off** | | | | | "
+                    f"| {_fmt(ns.get('records_per_s'))} | {_fmt(ns.get('mib_per_s'), 1)} "
+                    f"| — / {_fmt(ns.get('broker', {}).get('cpu_pct'))}% "
+                    f"| — / {_fmt(ns.get('broker', {}).get('rss_peak_mib'))} / — "
+                    f"| {'yes' if ns.get('ok') else 'NO'} |")
+    lines.append("")
+    e2e_rows = [(k, r["workloads"]["e2e"]) for k, r in brokers.items()
+                if "e2e" in r.get("workloads", {})]
+    if e2e_rows:
+        lines.append("## End-to-end latency (fixed rate, long-polling consumer, "
+                     "fetch.wait.max.ms=500, acks=all, linger 0)")
+        lines.append("")
+        lines.append("| broker | rate rec/s | seconds | received | e2e p50 ms | e2e p99 ms | "
+                     "e2e max ms | produce ack p50 / p99 ms | broker CPU | ok |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---|---:|---|")
+        for kind, w in e2e_rows:
+            lat, ack = w.get("latency_ms", {}), w.get("produce_ack_latency_ms", {})
+            lines.append(
+                f"| {kind} | {_fmt(w.get('achieved_rate'))} | {_fmt(w.get('seconds'))} "
+                f"| {_fmt(w.get('received'))}/{_fmt(w.get('expected'))} "
+                f"| {_fmt(lat.get('p50'), 2)} | {_fmt(lat.get('p99'), 2)} "
+                f"| {_fmt(lat.get('max'), 1)} | {_fmt(ack.get('p50'), 2)} / "
+                f"{_fmt(ack.get('p99'), 2)} | {_fmt(w.get('broker', {}).get('cpu_pct'))}% "
+                f"| {'yes' if w.get('ok') else 'NO'} |")
+        lines.append("")
+    # ratios
+    if "kafkapy" in brokers and "peer" in brokers:
+        rows = []
+        for name in THROUGHPUT_WORKLOADS:
+            k = brokers["kafkapy"].get("workloads", {}).get(name)
+            t = brokers["peer"].get("workloads", {}).get(name)
+            if not k or not t:
+                continue
+            for phase in ("produce", "consume"):
+                a = k.get(phase, {}).get("records_per_s")
+                b = t.get(phase, {}).get("records_per_s")
+                if a and b:
+                    rows.append(f"| {name} {phase} | {a / b:.2f}x |")
+        if rows:
+            lines += ["## kafkapy relative to the peer (records/s)", "",
+                      "| phase | kafkapy / tansu |", "|---|---:|", *rows, ""]
+    # errors
+    errs = []
+    for kind, res in brokers.items():
+        if res.get("error"):
+            errs.append(f"- {kind}: {res['error']}")
+        for name, w in res.get("workloads", {}).items():
+            for ph in ("", "produce", "consume", "consume_sendfile_off"):
+                part = w.get(ph, {}) if ph else w
+                for e in part.get("errors", []) or []:
+                    errs.append(f"- {kind} {name} {ph}: {str(e)[:500]}")
+    if errs:
+        lines += ["## Errors", "", *errs, ""]
+    # profiles
+    for kind, res in brokers.items():
+        for name, w in res.get("workloads", {}).items():
+            for ph in ("produce", "consume", ""):
+                part = w.get(ph, {}) if ph else w
+                prof = part.get("profile")
+                if not prof:
+                    continue
+                title = f"{kind} {name} {ph}".strip()
+                if prof.get("error"):
+                    lines += [f"### Profile {title}: {prof['error']}", ""]
+                    continue
+                if not prof.get("self"):
+                    lines += [f"### Profile {title}: {prof.get('file')}", ""]
+                    continue
+                lines += [f"### Profile {title} ({prof['samples']} samples, "
+                          f"`{Path(prof['file']).name}`)", "",
+                          "| self % | function | | inclusive % | function |",
+                          "|---:|---|---|---:|---|"]
+                for i in range(min(15, len(prof["self"]))):
+                    s = prof["self"][i]
+                    inc = prof["inclusive"][i] if i < len(prof["inclusive"]) else {}
+                    lines.append(f"| {s['pct']} | `{s['function']}` | | {inc.get('pct', '')} "
+                                 f"| `{inc.get('function', '')}` |")
+                lines.append("")
+    lines += ["Notes: MiB = 2^20 bytes of record values. Produce latency = librdkafka "
+              "per-record produce()->delivery-report time (includes client queueing, as in "
+              "kafka-producer-perf-test). CPU % is of one core. RSS from /proc/<pid>/status "
+              "sampled every 50 ms. tansu runs with in-memory storage (no disk); kafkapy writes "
+              "a real log.", ""]
+    return "\n".join(lines)
+
+
+def _first(v):
+    return v[0] if isinstance(v, tuple) else v
+
+
+def _run_info(args) -> dict:
+    import confluent_kafka
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    except (ValueError, OSError):
+        mem = 0
+    return {
+        "started_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "cpus": os.cpu_count(), "mem_gib": round(mem, 1), "platform": platform.platform(),
+        "python": platform.python_version(), "confluent_kafka": _first(confluent_kafka.version()),
+        "librdkafka": _first(confluent_kafka.libversion()), "records_scale": args.records_scale,
+        "producer_procs": args.producer_procs, "consumer_procs": args.consumer_procs,
+        "workloads": args.workloads, "argv": sys.argv[1:],
+    }
+
+
+def write_results(doc: dict, results_dir: Path, stamp: str, latest: bool) -> list[Path]:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    md = render_markdown(doc)
+    js = json.dumps(doc, indent=2, default=str)
+    paths = []
+    names = [stamp] + (["latest"] if latest else [])
+    for n in names:
+        for ext, text in (("json", js), ("md", md)):
+            p = results_dir / f"{n}.{ext}"
+            tmp = p.with_suffix(p.suffix + ".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, p)
+            paths.append(p)
+    return paths
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", choices=["kafkapy", "peer", "all"], default="all",
+                    help="which broker(s) to benchmark (default: both)")
+    ap.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
+                    help=f"comma list from {ALL_WORKLOADS} (default %(default)s; "
+                         "'sendfile' adds a sendfile-off consume pass for kafkapy)")
+    ap.add_argument("--records-scale", type=float, default=1.0,
+                    help="multiply record counts (0.1 = quick run)")
+    ap.add_argument("--producer-procs", type=int, default=2)
+    ap.add_argument("--consumer-procs", type=int, default=1)
+    ap.add_argument("--producer-conf", action="append", default=[], metavar="K=V",
+                    help="extra librdkafka producer setting (repeatable)")
+    ap.add_argument("--consumer-conf", action="append", default=[], metavar="K=V",
+                    help="extra librdkafka consumer setting (repeatable)")
+    ap.add_argument("--broker-override", action="append", default=[], metavar="K=V",
+                    help="extra kafkapy --override (repeatable)")
+    ap.add_argument("--bootstrap", help="benchmark an already running broker (not started or "
+                                        "stopped by us; with --only kafkapy or peer)")
+    ap.add_argument("--broker-pid", type=int, help="pid of the --bootstrap broker, for RSS/CPU")
+    ap.add_argument("--shared-broker", action="store_true",
+                    help="one broker for all workloads instead of a fresh one per workload")
+    ap.add_argument("--e2e-rate", type=int, default=1000)
+    ap.add_argument("--e2e-seconds", type=float, default=10.0)
+    ap.add_argument("--e2e-size", type=int, default=100)
+    ap.add_argument("--profile", action="store_true",
+                    help="py-spy the kafkapy broker during each phase (hot functions in report)")
+    ap.add_argument("--profile-svg", action="store_true",
+                    help="with --profile: write flamegraph SVGs instead of the raw tables")
+    ap.add_argument("--phase-timeout", type=float, default=600.0)
+    ap.add_argument("--start-timeout", type=float, default=60.0)
+    ap.add_argument("--results-dir", default=str(RESULTS_DIR))
+    ap.add_argument("--work-dir", help="where brokers' log dirs go (default: a new temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the work dir (logs, broker output)")
+    ap.add_argument("--no-latest", action="store_true",
+                    help="write only the timestamped copy, not latest.json/md")
+    args = ap.parse_args(argv)
+    args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    bad = set(args.workloads) - set(ALL_WORKLOADS)
+    if bad:
+        ap.error(f"unknown workloads {sorted(bad)}; choose from {ALL_WORKLOADS}")
+    if args.bootstrap and args.only == "all":
+        ap.error("--bootstrap needs --only kafkapy or --only peer")
+    if args.profile_svg:
+        args.profile = True
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    run_id = stamp.lower()
+    if args.work_dir:
+        work_root = Path(args.work_dir)
+        work_root.mkdir(parents=True, exist_ok=True)
+    else:
+        work_root = Path(tempfile.mkdtemp(prefix="kafkapy-bench-"))
+    log(f"work dir {work_root}")
+    doc = {"run": _run_info(args), "brokers": {}}
+    kinds = ["kafkapy", "peer"] if args.only == "all" else [args.only]
+    try:
+        for kind in kinds:
+            doc["brokers"][kind] = BrokerRun(kind, args, work_root, run_id).run()
+            write_results(doc, Path(args.results_dir), stamp, latest=not args.no_latest)
+    finally:
+        doc["run"]["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        paths = write_results(doc, Path(args.results_dir), stamp, latest=not args.no_latest)
+        if args.keep:
+            log(f"kept work dir {work_root}")
+        elif not args.work_dir:
+            shutil.rmtree(work_root, ignore_errors=True)
+    print(render_markdown(doc))
+    log("wrote " + ", ".join(str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+                             for p in paths))
+    ok = all(r.get("status") == "ok" for r in doc["brokers"].values())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""Broker configuration keys (server.properties), with Kafka 3.9's names,
+types, defaults, validators and importance; ``kafkapy.*`` keys are our own.
+
+Invariant: defaults equal Kafka 3.9's (KafkaConfig / ServerLogConfigs /
+ReplicationConfigs / GroupCoordinatorConfig / TransactionLogConfigs ...).
+``dynamic=True`` marks keys Kafka can update at runtime (DynamicBrokerConfig
+.AllDynamicConfigs); DescribeConfigs reports every other broker key read-only.
+Documentation strings are our own short summaries.
+"""
+from __future__ import annotations
+
+from kafkapy.config.definitions import BROKER_CONFIGS as D
+from kafkapy.config.definitions import Importance
+from kafkapy.config.types import ConfigType as T
+from kafkapy.config.validators import at_least, between, in_set, list_in, non_null, one_of_or, version_string
+
+H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
+INT_MAX = 2 ** 31 - 1
+LONG_MAX = 2 ** 63 - 1
+DOUBLE_MAX = 1.7976931348623157e308
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+DEFAULT_PROTOCOL_MAP = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+
+
+def _zookeeper() -> None:
+    D.define("zookeeper.connect", T.STRING, None, None, H,
+             "ZooKeeper connection string host:port[,host:port...][/chroot]; unset means kafkapy's embedded metadata store.")
+    D.define("zookeeper.session.timeout.ms", T.INT, 18000, None, H, "ZooKeeper session timeout.")
+    D.define("zookeeper.connection.timeout.ms", T.INT, None, None, H,
+             "Longest wait for the ZooKeeper connection; unset means zookeeper.session.timeout.ms.")
+    D.define("zookeeper.set.acl", T.BOOLEAN, False, None, H, "Create znodes with secure ACLs.")
+    D.define("zookeeper.max.in.flight.requests", T.INT, 10, at_least(1), H,
+             "Most unacknowledged requests sent to ZooKeeper before blocking.")
+    D.define("zookeeper.ssl.client.enable", T.BOOLEAN, False, None, M, "Use TLS to ZooKeeper.")
+    D.define("zookeeper.clientCnxnSocket", T.STRING, None, None, M, "ZooKeeper client socket class (TLS).")
+    for store in ("keystore", "truststore"):
+        D.define(f"zookeeper.ssl.{store}.location", T.STRING, None, None, M, f"ZooKeeper TLS {store} file.")
+        D.define(f"zookeeper.ssl.{store}.password", T.PASSWORD, None, None, M, f"ZooKeeper TLS {store} password.")
+        D.define(f"zookeeper.ssl.{store}.type", T.STRING, None, None, M, f"ZooKeeper TLS {store} format.")
+
+
+def _general() -> None:
+    D.define("broker.id.generation.enable", T.BOOLEAN, True, None, M,
+             "Allow automatic broker id generation above reserved.broker.max.id.")
+    D.define("reserved.broker.max.id", T.INT, 1000, at_least(0), M, "Highest broker id users may configure.")
+    D.define("broker.id", T.INT, -1, None, H, "This broker's id; -1 lets the broker choose one.")
+    D.define("message.max.bytes", T.INT, 1048588, at_least(0), H,
+             "Largest record batch the broker accepts (topic override: max.message.bytes).", dynamic=True)
+    D.define("num.network.threads", T.INT, 3, at_least(1), H, "Threads receiving requests and sending responses.", dynamic=True)
+    D.define("num.io.threads", T.INT, 8, at_least(1), H, "Threads processing requests, including disk I/O.", dynamic=True)
+    D.define("num.replica.alter.log.dirs.threads", T.INT, None, None, H, "Threads moving replicas between log dirs.")
+    D.define("background.threads", T.INT, 10, at_least(1), H, "Threads for background housekeeping tasks.", dynamic=True)
+    D.define("queued.max.requests", T.INT, 500, at_least(1), H, "Requests queued for the I/O threads before network reads pause.")
+    D.define("queued.max.request.bytes", T.LONG, -1, None, M, "Bytes of queued requests before reads pause; -1 means no limit.")
+    D.define("request.timeout.ms", T.INT, 30000, None, H, "Timeout of requests this broker sends.")
+    D.define("socket.connection.setup.timeout.ms", T.LONG, 10000, None, M, "Initial timeout for outgoing connection setup.")
+    D.define("socket.connection.setup.timeout.max.ms", T.LONG, 30000, None, M, "Maximum timeout for outgoing connection setup.")
+    D.define("delete.topic.enable", T.BOOLEAN, True, None, H, "Allow topics to be deleted.")
+    D.define("broker.rack", T.STRING, None, None, M, "Rack of this broker, for rack-aware replica placement.")
+
+
+def _kraft() -> None:
+    D.define("process.roles", T.LIST, [], list_in("broker", "controller"), H,
+             "KRaft roles; accepted for compatibility, kafkapy runs ZooKeeper-style.")
+    D.define("node.id", T.INT, -1, None, H, "Node id; must equal broker.id when both are set.")
+    D.define("controller.listener.names", T.STRING, None, None, H, "KRaft controller listener names (accepted, unused).")
+    D.define("controller.quorum.voters", T.LIST, [], None, H, "KRaft voter set (accepted, unused).")
+    D.define("metadata.log.dir", T.STRING, None, None, H, "KRaft metadata log directory (accepted, unused).")
+    D.define("authorizer.class.name", T.STRING, "", non_null, L, "Authorizer class; empty means no authorization.")
+    D.define("early.start.listeners", T.STRING, None, None, H, "Listeners started before authorizer initialisation.")
+
+
+def _socket() -> None:
+    D.define("listeners", T.STRING, "PLAINTEXT://:9092", None, H,
+             "Comma-separated NAME://host:port URIs to listen on; empty host binds every interface.", dynamic=True)
+    D.define("advertised.listeners", T.STRING, None, None, H,
+             "Addresses published to clients and other brokers; unset means listeners.", dynamic=True)
+    D.define("listener.security.protocol.map", T.STRING, DEFAULT_PROTOCOL_MAP, None, L,
+             "Listener name to security protocol, NAME:PROTOCOL pairs.", dynamic=True)
+    D.define("control.plane.listener.name", T.STRING, None, None, H, "Listener for controller-to-broker traffic.")
+    D.define("socket.send.buffer.bytes", T.INT, 102400, None, H, "SO_SNDBUF of server sockets; -1 uses the OS default.")
+    D.define("socket.receive.buffer.bytes", T.INT, 102400, None, H, "SO_RCVBUF of server sockets; -1 uses the OS default.")
+    D.define("socket.request.max.bytes", T.INT, 104857600, at_least(1), H, "Largest request size accepted.")
+    D.define("socket.listen.backlog.size", T.INT, 50, at_least(1), M, "Listen backlog of server sockets.")
+    D.define("max.connections.per.ip", T.INT, INT_MAX, at_least(0), M, "Connections allowed from one address.", dynamic=True)
+    D.define("max.connections.per.ip.overrides", T.STRING, "", None, M, "Per-address connection limits host:n,...", dynamic=True)
+    D.define("max.connections", T.INT, INT_MAX, at_least(0), M, "Connections allowed to the broker.", dynamic=True)
+    D.define("max.connection.creation.rate", T.INT, INT_MAX, at_least(0), M, "New connections per second allowed.", dynamic=True)
+    D.define("connections.max.idle.ms", T.LONG, 600000, None, M, "Idle connections are closed after this long.")
+    D.define("failed.authentication.delay.ms", T.INT, 100, at_least(0), L, "Delay before closing after failed authentication.")
+
+
+def _log_basics() -> None:
+    D.define("num.partitions", T.INT, 1, at_least(1), M, "Partitions of topics created without an explicit count.")
+    D.define("log.dir", T.STRING, "/tmp/kafka-logs", None, H, "Data directory, used when log.dirs is unset.")
+    D.define("log.dirs", T.STRING, None, None, H, "Comma-separated data directories; unset means log.dir.")
+    D.define("log.segment.bytes", T.INT, 1073741824, at_least(14), H, "Size at which a segment is rolled.", dynamic=True)
+    D.define("log.roll.ms", T.LONG, None, None, H, "Age at which a segment is rolled; unset means log.roll.hours.", dynamic=True)
+    D.define("log.roll.hours", T.INT, 168, at_least(1), H, "Age in hours at which a segment is rolled.")
+    D.define("log.roll.jitter.ms", T.LONG, None, None, H, "Random jitter subtracted from the roll time; unset means log.roll.jitter.hours.", dynamic=True)
+    D.define("log.roll.jitter.hours", T.INT, 0, at_least(0), H, "Roll jitter in hours.")
+    D.define("log.retention.ms", T.LONG, None, None, H,
+             "Time a segment is kept; -1 means forever; unset means log.retention.minutes.", dynamic=True)
+    D.define("log.retention.minutes", T.INT, None, None, H, "Retention in minutes; unset means log.retention.hours.")
+    D.define("log.retention.hours", T.INT, 168, None, H, "Retention in hours (lowest priority of the three).")
+    D.define("log.retention.bytes", T.LONG, -1, None, H, "Largest partition size before old segments go; -1 means no limit.", dynamic=True)
+    D.define("log.retention.check.interval.ms", T.LONG, 300000, at_least(1), M, "How often retention is checked.")
+    D.define("log.cleanup.policy", T.LIST, ["delete"], list_in("compact", "delete"), M,
+             "Default cleanup policy: delete, compact or both.", dynamic=True)
+    D.define("log.index.size.max.bytes", T.INT, 10485760, at_least(4), M, "Largest offset index size.", dynamic=True)
+    D.define("log.index.interval.bytes", T.INT, 4096, at_least(0), M, "Bytes between offset index entries.", dynamic=True)
+    D.define("log.flush.interval.messages", T.LONG, LONG_MAX, at_least(1), H, "Messages appended before an fsync.", dynamic=True)
+    D.define("log.segment.delete.delay.ms", T.LONG, 60000, at_least(0), H, "Delay before a .deleted file is removed.", dynamic=True)
+    D.define("log.flush.scheduler.interval.ms", T.LONG, LONG_MAX, None, H, "How often the flusher checks logs.")
+    D.define("log.flush.interval.ms", T.LONG, None, None, H,
+             "Longest time data stays unflushed; unset means log.flush.scheduler.interval.ms.", dynamic=True)
+    D.define("log.flush.offset.checkpoint.interval.ms", T.INT, 60000, at_least(0), H, "Recovery-point checkpoint period.")
+    D.define("log.flush.start.offset.checkpoint.interval.ms", T.INT, 60000, at_least(0), H, "Log-start-offset checkpoint period.")
+    D.define("log.preallocate", T.BOOLEAN, False, None, M, "Preallocate new segment files.", dynamic=True)
+    D.define("num.recovery.threads.per.data.dir", T.INT, 1, at_least(1), H, "Threads per data dir for recovery and shutdown flush.", dynamic=True)
+    D.define("auto.create.topics.enable", T.BOOLEAN, True, None, H, "Create unknown topics on metadata requests.")
+    D.define("min.insync.replicas", T.INT, 1, at_least(1), H, "Fewest in-sync replicas for an acks=all write.", dynamic=True)
+    D.define("log.dir.failure.timeout.ms", T.LONG, 30000, at_least(1), L, "Time allowed to handle a failed log dir.")
+
+
+def _log_messages() -> None:
+    D.define("log.message.format.version", T.STRING, "3.0-IV1", version_string, M,
+             "Deprecated; ignored with inter.broker.protocol.version >= 3.0.")
+    D.define("log.message.timestamp.type", T.STRING, "CreateTime", in_set("CreateTime", "LogAppendTime"), M,
+             "Timestamp stored in records: the producer's or the broker's.", dynamic=True)
+    D.define("log.message.timestamp.difference.max.ms", T.LONG, LONG_MAX, at_least(0), M,
+             "Deprecated: largest allowed gap between record and broker time.", dynamic=True)
+    D.define("log.message.timestamp.before.max.ms", T.LONG, LONG_MAX, at_least(0), M,
+             "How far in the past a CreateTime timestamp may be.", dynamic=True)
+    D.define("log.message.timestamp.after.max.ms", T.LONG, LONG_MAX, at_least(0), M,
+             "How far in the future a CreateTime timestamp may be.", dynamic=True)
+    D.define("create.topic.policy.class.name", T.CLASS, None, None, L, "Policy class checking topic creation.")
+    D.define("alter.config.policy.class.name", T.CLASS, None, None, L, "Policy class checking config changes.")
+    D.define("log.message.downconversion.enable", T.BOOLEAN, True, None, L, "Down-convert records for old fetchers.", dynamic=True)
+    D.define("log.local.retention.ms", T.LONG, -2, at_least(-2), M, "Local retention with tiered storage; -2 means log.retention.ms.", dynamic=True)
+    D.define("log.local.retention.bytes", T.LONG, -2, at_least(-2), M, "Local size retention with tiered storage; -2 means log.retention.bytes.", dynamic=True)
+    D.define("remote.log.storage.system.enable", T.BOOLEAN, False, None, M, "Tiered storage; not supported by kafkapy.")
+    D.define("compression.type", T.STRING, "producer", in_set(*COMPRESSION_TYPES), H,
+             "Codec of stored batches; producer keeps the producer's codec.", dynamic=True)
+    D.define("compression.gzip.level", T.INT, -1, one_of_or(-1, 1, 9), M, "gzip level when recompressing.", dynamic=True)
+    D.define("compression.lz4.level", T.INT, 9, between(1, 17), M, "lz4 level when recompressing.", dynamic=True)
+    D.define("compression.zstd.level", T.INT, 3, between(-131072, 22), M, "zstd level when recompressing.", dynamic=True)
+
+
+def _cleaner() -> None:
+    D.define("log.cleaner.threads", T.INT, 1, at_least(0), M, "Log compaction threads.", dynamic=True)
+    D.define("log.cleaner.io.max.bytes.per.second", T.DOUBLE, DOUBLE_MAX, None, M, "Cleaner I/O throttle.", dynamic=True)
+    D.define("log.cleaner.dedupe.buffer.size", T.LONG, 134217728, None, M, "Memory for the cleaners' key maps.", dynamic=True)
+    D.define("log.cleaner.io.buffer.size", T.INT, 524288, at_least(0), M, "Cleaner I/O buffer memory.", dynamic=True)
+    D.define("log.cleaner.io.buffer.load.factor", T.DOUBLE, 0.9, None, M, "Fill factor of the dedupe map.", dynamic=True)
+    D.define("log.cleaner.backoff.ms", T.LONG, 15000, at_least(0), M, "Cleaner sleep when nothing is cleanable.", dynamic=True)
+    D.define("log.cleaner.min.cleanable.ratio", T.DOUBLE, 0.5, between(0, 1), M, "Dirty ratio that triggers cleaning.", dynamic=True)
+    D.define("log.cleaner.enable", T.BOOLEAN, True, None, M, "Run the log cleaner.")
+    D.define("log.cleaner.delete.retention.ms", T.LONG, 86400000, at_least(0), M, "How long tombstones are kept.", dynamic=True)
+    D.define("log.cleaner.min.compaction.lag.ms", T.LONG, 0, at_least(0), M, "Minimum age before a record may be compacted.", dynamic=True)
+    D.define("log.cleaner.max.compaction.lag.ms", T.LONG, LONG_MAX, at_least(1), M, "Maximum age before a record must be compactable.", dynamic=True)
+
+
+def _replication() -> None:
+    D.define("controller.socket.timeout.ms", T.INT, 30000, None, M, "Socket timeout of controller-to-broker channels.")
+    D.define("default.replication.factor", T.INT, 1, None, M, "Replication factor of automatically created topics.")
+    D.define("replica.lag.time.max.ms", T.LONG, 30000, None, H, "A follower not caught up within this leaves the ISR.")
+    D.define("replica.socket.timeout.ms", T.INT, 30000, None, H, "Socket timeout of replica fetches.")
+    D.define("replica.socket.receive.buffer.bytes", T.INT, 65536, None, H, "SO_RCVBUF of replica fetch sockets.")
+    D.define("replica.fetch.max.bytes", T.INT, 1048576, at_least(0), M, "Bytes fetched per partition by followers.")
+    D.define("replica.fetch.wait.max.ms", T.INT, 500, None, H, "Longest wait of a follower fetch.")
+    D.define("replica.fetch.backoff.ms", T.INT, 1000, at_least(0), M, "Sleep after a replica fetch error.")
+    D.define("replica.fetch.min.bytes", T.INT, 1, None, H, "Bytes a follower fetch waits for.")
+    D.define("replica.fetch.response.max.bytes", T.INT, 10485760, at_least(0), M, "Largest follower fetch response.")
+    D.define("num.replica.fetchers", T.INT, 1, None, H, "Fetcher threads per source broker.", dynamic=True)
+    D.define("replica.high.watermark.checkpoint.interval.ms", T.LONG, 5000, None, H, "High-watermark checkpoint period.")
+    D.define("fetch.purgatory.purge.interval.requests", T.INT, 1000, None, M, "Purge interval of the fetch purgatory.")
+    D.define("producer.purgatory.purge.interval.requests", T.INT, 1000, None, M, "Purge interval of the produce purgatory.")
+    D.define("delete.records.purgatory.purge.interval.requests", T.INT, 1, None, M, "Purge interval of the delete-records purgatory.")
+    D.define("auto.leader.rebalance.enable", T.BOOLEAN, True, None, H, "Move leadership back to preferred replicas.")
+    D.define("leader.imbalance.per.broker.percentage", T.INT, 10, None, H, "Imbalance percentage that triggers a rebalance.")
+    D.define("leader.imbalance.check.interval.seconds", T.LONG, 300, at_least(1), H, "How often leader imbalance is checked.")
+    D.define("unclean.leader.election.enable", T.BOOLEAN, False, None, H, "Allow out-of-ISR replicas to become leader.", dynamic=True)
+    D.define("security.inter.broker.protocol", T.STRING, "PLAINTEXT", in_set(*SECURITY_PROTOCOLS), M,
+             "Protocol between brokers; exclusive with inter.broker.listener.name.")
+    D.define("inter.broker.protocol.version", T.STRING, "3.9-IV0", version_string, M, "Inter-broker protocol version.")
+    D.define("inter.broker.listener.name", T.STRING, None, None, M, "Listener used between brokers.")
+    D.define("replica.selector.class", T.STRING, None, None, M, "Class choosing the replica a consumer reads from.")
+    D.define("controlled.shutdown.max.retries", T.INT, 3, None, M, "Controlled shutdown attempts.")
+    D.define("controlled.shutdown.retry.backoff.ms", T.LONG, 5000, None, M, "Wait between controlled shutdown attempts.")
+    D.define("controlled.shutdown.enable", T.BOOLEAN, True, None, M, "Hand over leadership before shutting down.")
+
+
+def _groups_and_offsets() -> None:
+    D.define("group.min.session.timeout.ms", T.INT, 6000, None, M, "Smallest session timeout a member may ask for.")
+    D.define("group.max.session.timeout.ms", T.INT, 1800000, None, M, "Largest session timeout a member may ask for.")
+    D.define("group.initial.rebalance.delay.ms", T.INT, 3000, None, M, "Wait for more members before the first rebalance.")
+    D.define("group.max.size", T.INT, INT_MAX, at_least(1), M, "Most members in one group.")
+    D.define("offset.metadata.max.bytes", T.INT, 4096, None, H, "Largest metadata string of a committed offset.")
+    D.define("offsets.load.buffer.size", T.INT, 5242880, at_least(1), H, "Read batch size when loading offsets.")
+    D.define("offsets.topic.replication.factor", T.SHORT, 3, at_least(1), H, "Replication factor of __consumer_offsets.")
+    D.define("offsets.topic.num.partitions", T.INT, 50, at_least(1), H, "Partitions of __consumer_offsets.")
+    D.define("offsets.topic.segment.bytes", T.INT, 104857600, at_least(1), H, "Segment size of __consumer_offsets.")
+    D.define("offsets.topic.compression.codec", T.INT, 0, None, H, "Codec id for offset commits (0 = none).")
+    D.define("offsets.retention.minutes", T.INT, 10080, at_least(1), H, "How long offsets of an empty group are kept.")
+    D.define("offsets.retention.check.interval.ms", T.LONG, 600000, at_least(1), H, "How often stale offsets are checked.")
+    D.define("offsets.commit.timeout.ms", T.INT, 5000, at_least(1), H, "Longest wait for an offset commit to replicate.")
+    D.define("offsets.commit.required.acks", T.SHORT, -1, None, H, "Deprecated acks of offset commits.")
+
+
+def _transactions() -> None:
+    D.define("transactional.id.expiration.ms", T.INT, 604800000, at_least(1), H, "Idle time before a transactional id expires.")
+    D.define("transaction.max.timeout.ms", T.INT, 900000, at_least(1), H, "Largest transaction timeout a client may ask for.")
+    D.define("transaction.state.log.min.isr", T.INT, 2, at_least(1), H, "min.insync.replicas of __transaction_state.")
+    D.define("transaction.state.log.load.buffer.size", T.INT, 5242880, at_least(1), H, "Read batch size when loading transactions.")
+    D.define("transaction.state.log.replication.factor", T.SHORT, 3, at_least(1), H, "Replication factor of __transaction_state.")
+    D.define("transaction.state.log.num.partitions", T.INT, 50, at_least(1), H, "Partitions of __transaction_state.")
+    D.define("transaction.state.log.segment.bytes", T.INT, 104857600, at_least(1), H, "Segment size of __transaction_state.")
+    D.define("transaction.abort.timed.out.transaction.cleanup.interval.ms", T.INT, 10000, at_least(1), L,
+             "How often timed-out transactions are aborted.")
+    D.define("transaction.remove.expired.transaction.cleanup.interval.ms", T.INT, 3600000, at_least(1), L,
+             "How often expired transactional ids are removed.")
+    D.define("transaction.partition.verification.enable", T.BOOLEAN, True, None, L,
+             "Verify a partition is in the transaction before appending.", dynamic=True)
+    D.define("producer.id.expiration.ms", T.INT, 86400000, at_least(1), L, "Idle time before producer id state expires.", dynamic=True)
+
+
+def _fetch_metrics_security() -> None:
+    D.define("max.incremental.fetch.session.cache.slots", T.INT, 1000, at_least(0), M, "Incremental fetch sessions kept.")
+    D.define("fetch.max.bytes", T.INT, 57671680, at_least(1024), M, "Largest fetch response.")
+    D.define("max.request.partition.size.limit", T.INT, 2000, at_least(1), M, "Most partitions in one request.")
+    D.define("metric.reporters", T.LIST, [], None, L, "Metric reporter classes.", dynamic=True)
+    D.define("ssl.client.auth", T.STRING, "none", in_set("required", "requested", "none"), M, "Client certificate policy.", dynamic=True)
+    for store in ("keystore", "truststore"):
+        D.define(f"ssl.{store}.type", T.STRING, "JKS", None, M, f"TLS {store} format.", dynamic=True)
+        D.define(f"ssl.{store}.location", T.STRING, None, None, M, f"TLS {store} file.", dynamic=True)
+        D.define(f"ssl.{store}.password", T.PASSWORD, None, None, M, f"TLS {store} password.", dynamic=True)
+    D.define("ssl.key.password", T.PASSWORD, None, None, M, "Password of the private key.", dynamic=True)
+    D.define("sasl.enabled.mechanisms", T.LIST, ["GSSAPI"], None, M, "SASL mechanisms enabled.", dynamic=True)
+    D.define("sasl.mechanism.inter.broker.protocol", T.STRING, "GSSAPI", None, M, "SASL mechanism between brokers.", dynamic=True)
+
+
+def _kafkapy() -> None:
+    D.define("cluster.id", T.STRING, None, None, M, "Cluster id (kafkapy); unset means generated on first start.")
+    D.define("kafkapy.metrics.port", T.INT, -1, between(-1, 65535), L, "Prometheus exporter port; -1 disables it.")
+    D.define("kafkapy.log.format", T.STRING, "console", in_set("console", "json"), L, "Broker log output format.")
+    D.define("kafkapy.metadata.store", T.STRING, None, in_set("embedded", "zookeeper"), M,
+             "Metadata store; unset means zookeeper if zookeeper.connect is set, else embedded.")
+    D.define("kafkapy.max.inflight.requests.per.connection", T.INT, 100, at_least(1), L,
+             "Requests read from one connection before reading pauses.")
+    D.define("kafkapy.fetch.sendfile.enable", T.BOOLEAN, True, None, L, "Serve fetches with sendfile(2).")
+
+
+for _section in (_zookeeper, _general, _kraft, _socket, _log_basics, _log_messages, _cleaner,
+                 _replication, _groups_and_offsets, _transactions, _fetch_metrics_security, _kafkapy):
+    _section()

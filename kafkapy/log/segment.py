@@ -1,0 +1,432 @@
+"""One log segment: ``<base>.log`` plus its ``.index`` and ``.timeindex``.
+
+On disk: the ``.log`` file holds v2 record batches back to back, byte for byte
+as they travel in Fetch responses (12-byte offset+length framing included);
+the file name is the base offset as 20 zero-padded decimal digits.  See
+``offset_index.py`` / ``time_index.py`` for the index formats.
+
+Invariants:
+- the .log holds whole batches only (a torn tail is removed by ``recover``);
+  offsets ascend; every offset in the segment is >= base_offset and its
+  relative offset fits an int32.
+- the file is written with ``os.write`` on an O_APPEND descriptor; ``size``
+  is tracked in Python and is the file length (appends never read the file).
+- an offset-index entry and a time-index entry are added when more than
+  index.interval.bytes were appended since the last entry; the entry pairs the
+  largest offset of the append with the position where the append began.
+- ``max_timestamp_so_far`` / ``offset_of_max_timestamp`` track the largest
+  batch maxTimestamp and the last offset of that batch; on roll/close it is
+  written as the final time-index entry.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterator, NamedTuple
+
+from kafkapy.clock import SYSTEM_CLOCK, Clock
+from kafkapy.log.index_base import CorruptIndexError
+from kafkapy.log.offset_index import OffsetIndex
+from kafkapy.log.time_index import TimeIndex
+from kafkapy.records.batch import (CRC_START, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH,
+                                   BatchHeader, crc32c, read_header)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+DELETED_SUFFIX = ".deleted"
+
+_SCAN_CHUNK = 16 * 1024
+_RECOVER_CHUNK = 4 * 1024 * 1024
+
+
+def filename_prefix(offset: int) -> str:
+    """Kafka's 20-digit zero-padded segment/snapshot file name for an offset."""
+    return f"{offset:020d}"
+
+
+def segment_path(dir_path: str, base_offset: int, suffix: str) -> str:
+    return os.path.join(dir_path, filename_prefix(base_offset) + suffix)
+
+
+class FetchSlice(NamedTuple):
+    """A byte range of a .log file holding whole batches, for os.sendfile.
+
+    ``fd`` stays valid while the segment is open; ``first_offset`` is the base
+    offset of the first batch in the range.
+    """
+    fd: int
+    position: int
+    size: int
+    first_offset: int
+
+    def read_bytes(self) -> bytes:
+        """os.pread the range (for tests and non-sendfile transports)."""
+        out = bytearray()
+        pos, end = self.position, self.position + self.size
+        while pos < end:
+            chunk = os.pread(self.fd, end - pos, pos)
+            if not chunk:
+                raise EOFError(f"short read at {pos} (wanted up to {end})")
+            out += chunk
+            pos += len(chunk)
+        return bytes(out)
+
+
+class LogSegment:
+    """A segment of a partition log; only the last (active) segment is appended to."""
+
+    def __init__(self, dir_path: str, base_offset: int, *, index_interval_bytes: int = 4096,
+                 max_index_size: int = 10 * 1024 * 1024, clock: Clock = SYSTEM_CLOCK,
+                 writable: bool = True) -> None:
+        self.dir = dir_path
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.max_index_size = max_index_size
+        self._clock = clock
+        self.log_path = segment_path(dir_path, base_offset, LOG_SUFFIX)
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.created_ms = clock.time_ms()
+        self._first_batch_ts: int | None = None  # Kafka's rollingBasedTimestamp
+        self._bytes_since_last_index = 0
+        self.needs_recovery = False
+        self.offset_index = self._open_index(OffsetIndex, INDEX_SUFFIX, writable)
+        self.time_index = self._open_index(TimeIndex, TIME_INDEX_SUFFIX, writable)
+        ts, off = self.time_index.last_entry
+        self.max_timestamp_so_far = ts
+        self.offset_of_max_timestamp = off
+        self._next_offset: int | None = base_offset if self.size == 0 else None
+
+    def _open_index(self, cls, suffix: str, writable: bool):
+        path = segment_path(self.dir, self.base_offset, suffix)
+        missing = not os.path.exists(path)
+        try:
+            idx = cls(path, self.base_offset, self.max_index_size, writable)
+            if cls is OffsetIndex:
+                idx.sanity_check(self.size)
+            else:
+                idx.sanity_check()
+        except CorruptIndexError:
+            try:
+                idx.delete()  # type: ignore[possibly-undefined]
+            except Exception:
+                pass
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            idx = cls(path, self.base_offset, self.max_index_size, writable)
+            missing = True
+        if missing and self.size > 0:
+            self.needs_recovery = True
+        return idx
+
+    # ---------------------------------------------------------------- properties
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    @property
+    def next_offset(self) -> int:
+        """Offset after the last batch (base_offset when empty); scans once if unknown."""
+        if self._next_offset is None:
+            self._next_offset = self._read_next_offset()
+        return self._next_offset
+
+    def _read_next_offset(self) -> int:
+        idx_off, idx_pos = self.offset_index.lookup(2**63 - 1)
+        nxt = self.base_offset
+        for h in self.iter_batches(idx_pos):
+            nxt = h.base_offset + h.last_offset_delta + 1
+        return nxt
+
+    @property
+    def first_batch_timestamp(self) -> int | None:
+        if self._first_batch_ts is None and self.size >= HEADER_SIZE:
+            self._first_batch_ts = read_header(os.pread(self._fd, HEADER_SIZE, 0)).max_timestamp
+        return self._first_batch_ts
+
+    def time_waited_for_roll(self, now_ms: int) -> int:
+        ts = self.first_batch_timestamp
+        if ts is not None and ts >= 0:
+            return now_ms - ts
+        return now_ms - self.created_ms
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= 0x7FFFFFFF
+
+    def should_roll(self, *, messages_size: int, max_offset: int, now_ms: int,
+                    segment_bytes: int, segment_ms: int, jitter_ms: int) -> bool:
+        """Kafka's LogSegment.shouldRoll (an empty segment is never rolled)."""
+        if self.size == 0:
+            return not self.can_convert_to_relative_offset(max_offset)
+        return (self.time_waited_for_roll(now_ms) > segment_ms - jitter_ms
+                or self.size > segment_bytes - messages_size
+                or self.offset_index.is_full or self.time_index.is_full
+                or not self.can_convert_to_relative_offset(max_offset))
+
+    # ---------------------------------------------------------------- append
+
+    def append(self, largest_offset: int, largest_timestamp: int, offset_of_max_ts: int,
+               records) -> None:
+        """Append whole batches; never reads the file."""
+        n = len(records)
+        if n == 0:
+            return
+        if not self.can_convert_to_relative_offset(largest_offset):
+            raise ValueError(f"offset {largest_offset} does not fit segment {self.base_offset}")
+        pos = self.size
+        if pos == 0:
+            self._first_batch_ts = largest_timestamp
+        mv = records if isinstance(records, memoryview) else memoryview(records)
+        written = 0
+        while written < n:
+            written += os.write(self._fd, mv[written:])
+        self.size = pos + n
+        self._next_offset = largest_offset + 1
+        if largest_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = largest_timestamp
+            self.offset_of_max_timestamp = offset_of_max_ts
+        if self._bytes_since_last_index > self.index_interval_bytes:
+            self.offset_index.append(largest_offset, pos)
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp)
+            self._bytes_since_last_index = 0
+        self._bytes_since_last_index += n
+
+    # ---------------------------------------------------------------- scanning
+
+    def iter_batches(self, start_position: int = 0, end_position: int | None = None,
+                     chunk: int = _SCAN_CHUNK) -> Iterator[BatchHeader]:
+        """Headers of the batches from ``start_position`` (os.pread, buffered).
+
+        Stops at the end, or silently at a torn/implausible header.  The
+        yielded headers carry their file position.
+        """
+        end = self.size if end_position is None else min(end_position, self.size)
+        pos = start_position
+        buf = b""
+        buf_start = pos
+        fd = self._fd
+        while pos + HEADER_SIZE <= end:
+            off = pos - buf_start
+            if off + HEADER_SIZE > len(buf):
+                buf = os.pread(fd, min(chunk, end - pos), pos)
+                buf_start, off = pos, 0
+                if len(buf) < HEADER_SIZE:
+                    return
+            h = read_header(buf, off)
+            if h.batch_length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + h.batch_length > end:
+                return
+            h.position = pos
+            yield h
+            pos += LOG_OVERHEAD + h.batch_length
+
+    def find_offset_position(self, offset: int, start_position: int = 0) -> BatchHeader | None:
+        """The first batch whose last offset >= ``offset`` (index lookup + short scan)."""
+        _, idx_pos = self.offset_index.lookup(offset)
+        for h in self.iter_batches(max(idx_pos, start_position)):
+            if h.base_offset + h.last_offset_delta >= offset:
+                return h
+        return None
+
+    def read(self, start_offset: int, max_size: int, max_position: int | None = None,
+             min_one_message: bool = True) -> FetchSlice | None:
+        """Whole batches from the batch holding ``start_offset``, up to ``max_size`` bytes.
+
+        None when no batch at or after ``start_offset`` lies in this segment;
+        a zero-size slice when the limit leaves no room (``max_position`` is
+        exclusive, e.g. the high watermark's position).  With
+        ``min_one_message`` the first batch is returned even if it alone
+        exceeds ``max_size``.
+        """
+        if max_position is None:
+            max_position = self.size
+        first = self.find_offset_position(start_offset)
+        if first is None:
+            return None
+        start = first.position
+        if start >= max_position:
+            return FetchSlice(self._fd, start, 0, first.base_offset)
+        if max_size <= 0 and not min_one_message:
+            return FetchSlice(self._fd, start, 0, first.base_offset)
+        limit = max(max_size, first.size) if min_one_message else max_size
+        end_limit = min(max_position, start + limit)
+        if end_limit >= self.size:
+            end = self.size
+        elif start + first.size > end_limit:
+            end = start
+        else:
+            _, idx_pos = self.offset_index.lookup_by_position(end_limit)
+            scan_from = max(start, idx_pos)
+            end = scan_from
+            for h in self.iter_batches(scan_from, end_limit):
+                end = h.position + h.size
+        return FetchSlice(self._fd, start, end - start, first.base_offset)
+
+    def find_batch_by_timestamp(self, timestamp: int, starting_offset: int = 0
+                                ) -> BatchHeader | None:
+        """The first batch with maxTimestamp >= ``timestamp`` and last offset >= start."""
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, pos = self.offset_index.lookup(max(ts_offset, starting_offset))
+        for h in self.iter_batches(pos):
+            if h.max_timestamp >= timestamp and h.base_offset + h.last_offset_delta >= starting_offset:
+                return h
+        return None
+
+    def read_batch_bytes(self, header: BatchHeader) -> bytes:
+        return FetchSlice(self._fd, header.position, header.size, header.base_offset).read_bytes()
+
+    # ---------------------------------------------------------------- recovery
+
+    def recover(self, max_message_size: int | None = None,
+                on_batch: Callable[[BatchHeader], None] | None = None) -> int:
+        """Validate every batch from position 0 and rebuild both indexes.
+
+        A batch is valid when its header is sane (magic 2, length >= 49, within
+        the file, offsets ascending and within this segment) and its CRC-32C
+        matches.  Everything from the first invalid batch on is truncated.
+        ``max_message_size`` is deliberately not used to reject batches: the
+        topic limit may have been lowered after valid data was written (Kafka's
+        recovery does not apply it either).  Returns the bytes truncated.
+        """
+        del max_message_size
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp_so_far = -1
+        self.offset_of_max_timestamp = self.base_offset
+        self._first_batch_ts = None
+        file_size = os.fstat(self._fd).st_size
+        valid = 0
+        last_index_pos = 0
+        next_offset = self.base_offset
+        interval = self.index_interval_bytes
+        fd = self._fd
+        stop = False
+        while not stop and file_size - valid >= HEADER_SIZE:
+            remaining = file_size - valid
+            need = LOG_OVERHEAD + int.from_bytes(os.pread(fd, 12, valid)[8:12], "big",
+                                                 signed=True)
+            if need < HEADER_SIZE or need > remaining:
+                break  # implausible length or torn tail
+            chunk = os.pread(fd, min(max(_RECOVER_CHUNK, need), remaining), valid)
+            mv = memoryview(chunk)
+            off = 0
+            while len(chunk) - off >= HEADER_SIZE:
+                h = read_header(mv, off)
+                size = LOG_OVERHEAD + h.batch_length
+                if h.batch_length < MIN_BATCH_LENGTH or h.magic != 2:
+                    stop = True
+                    break
+                if off + size > len(chunk):
+                    stop = valid + size > file_size  # torn tail, else read on
+                    break
+                if crc32c(mv[off + CRC_START:off + size]) != h.crc:
+                    stop = True
+                    break
+                last = h.base_offset + h.last_offset_delta
+                if (h.base_offset < next_offset or h.last_offset_delta < 0
+                        or last - self.base_offset > 0x7FFFFFFF):
+                    stop = True
+                    break
+                h.position = valid
+                if h.max_timestamp > self.max_timestamp_so_far:
+                    self.max_timestamp_so_far = h.max_timestamp
+                    self.offset_of_max_timestamp = last
+                if valid - last_index_pos > interval and not self.offset_index.is_full:
+                    self.offset_index.append(last, valid)
+                    if not self.time_index.is_full:
+                        self.time_index.maybe_append(self.max_timestamp_so_far,
+                                                     self.offset_of_max_timestamp)
+                    last_index_pos = valid
+                if valid == 0:
+                    self._first_batch_ts = h.max_timestamp
+                if on_batch is not None:
+                    on_batch(h)
+                next_offset = last + 1
+                valid += size
+                off += size
+            if off == 0:
+                stop = True
+        truncated = file_size - valid
+        if truncated > 0:
+            os.ftruncate(fd, valid)
+        self.size = valid
+        self._next_offset = next_offset
+        self._bytes_since_last_index = valid - last_index_pos
+        self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
+                                     skip_full_check=True)
+        self.offset_index.trim()
+        self.time_index.trim()
+        self.needs_recovery = False
+        return truncated
+
+    # ---------------------------------------------------------------- truncation
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove the batch holding ``offset`` and everything after; returns bytes removed."""
+        h = self.find_offset_position(offset)
+        if h is None:
+            return 0
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        removed = self.size - h.position
+        os.ftruncate(self._fd, h.position)
+        self.size = h.position
+        self._bytes_since_last_index = 0
+        ts, off = self.time_index.last_entry
+        self.max_timestamp_so_far, self.offset_of_max_timestamp = ts, off
+        if self.size == 0:
+            self.created_ms = self._clock.time_ms()
+            self._first_batch_ts = None
+            self._next_offset = self.base_offset
+        else:
+            self._next_offset = None
+        return removed
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def resize_indexes(self, max_index_size: int) -> None:
+        self.max_index_size = max_index_size
+        self.offset_index.resize(max_index_size)
+        self.time_index.resize(max_index_size)
+
+    def on_become_inactive(self) -> None:
+        """Roll: write the final time-index entry and trim both indexes."""
+        self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
+                                     skip_full_check=True)
+        self.offset_index.trim()
+        self.time_index.trim()
+
+    def flush(self) -> None:
+        if self._fd >= 0:
+            os.fsync(self._fd)
+            self.offset_index.flush()
+            self.time_index.flush()
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
+                                     skip_full_check=True)
+        self.offset_index.close()
+        self.time_index.close()
+        os.close(self._fd)
+        self._fd = -1
+
+    def delete(self) -> None:
+        """Close and unlink the segment's files."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self.offset_index.delete()
+        self.time_index.delete()
+        for suffix in (LOG_SUFFIX, TXN_INDEX_SUFFIX):
+            try:
+                os.unlink(segment_path(self.dir, self.base_offset, suffix))
+            except FileNotFoundError:
+                pass
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size}, dir={self.dir!r})"

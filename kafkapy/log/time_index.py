@@ -1,0 +1,127 @@
+"""The time index (``<base offset>.timeindex``) of one segment.
+
+On disk: back-to-back 12-byte entries, big-endian ``int64 timestamp`` (ms)
+then ``int32 relativeOffset``.  Preallocated to segment.index.bytes rounded
+down to a multiple of 12, mmap'ed, trimmed on roll/close.
+
+Invariants: timestamps strictly increase and offsets never decrease; an entry
+(T, O) means T is the largest timestamp seen up to and including offset O, so
+every record with timestamp > T is at an offset > O.  A new entry is only
+added when its timestamp exceeds the last one.  The last entry is kept in
+memory.  An all-zero slot marks unused preallocated space.
+"""
+from __future__ import annotations
+
+import struct
+
+from kafkapy.log.index_base import CorruptIndexError, IndexFileBase
+
+_ENTRY = struct.Struct(">qi")
+NO_TIMESTAMP = -1
+
+
+class TimeIndex(IndexFileBase):
+    """Sparse timestamp -> offset map, binary-searched."""
+
+    ENTRY_SIZE = 12
+
+    def __init__(self, path: str, base_offset: int, max_index_size: int = 10 * 1024 * 1024,
+                 writable: bool = True) -> None:
+        super().__init__(path, base_offset, max_index_size, writable)
+        self._last = self._read_last()
+
+    def _read_last(self) -> tuple[int, int]:
+        if self.entries == 0:
+            return NO_TIMESTAMP, self.base_offset
+        return self.entry(self.entries - 1)
+
+    def _after_truncate(self) -> None:
+        self._last = self._read_last()
+
+    def entry(self, i: int) -> tuple[int, int]:
+        ts, rel = _ENTRY.unpack_from(self._mm, i * 12)
+        return ts, self.base_offset + rel
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        """(timestamp, offset) of the last entry; (-1, base_offset) when empty."""
+        return self._last
+
+    @property
+    def is_full(self) -> bool:
+        """Full one slot early: the last slot is kept for the roll/close entry."""
+        return self.entries >= self.max_entries - 1
+
+    def sanity_check(self) -> None:
+        if self.entries == 0:
+            return
+        first_ts, first_off = self.entry(0)
+        last_ts, last_off = self._last
+        if last_off < self.base_offset:
+            raise CorruptIndexError(
+                f"corrupt time index {self.path}: last offset {last_off} below base "
+                f"offset {self.base_offset}")
+        if last_ts < first_ts:
+            raise CorruptIndexError(
+                f"corrupt time index {self.path}: last timestamp {last_ts} below first "
+                f"{first_ts}")
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """Add (timestamp, offset) if timestamp is above the last entry's.
+
+        ``skip_full_check`` lets the final entry at roll/close use the slot
+        that the roll check keeps in reserve (Kafka does the same).
+        """
+        last_ts, last_off = self._last
+        if self.entries and offset < last_off:
+            raise ValueError(f"time index offset {offset} below last {last_off} in {self.path}")
+        if timestamp <= last_ts:
+            return
+        if self.entries >= self.max_entries:
+            if skip_full_check:
+                self.resize(self._file_len + self.ENTRY_SIZE)
+            else:
+                raise ValueError(f"time index {self.path} is full")
+        _ENTRY.pack_into(self._mm, self.entries * 12, timestamp, offset - self.base_offset)
+        self.entries += 1
+        self._last = (timestamp, offset)
+
+    def lookup(self, timestamp: int) -> tuple[int, int]:
+        """Largest entry with timestamp <= target: (timestamp, offset).
+
+        Returns (-1, base_offset) when no entry qualifies.
+        """
+        mm = self._mm
+        lo, hi = 0, self.entries - 1
+        found = -1
+        unpack = _ENTRY.unpack_from
+        while lo <= hi:
+            mid = (lo + hi) >> 1
+            if unpack(mm, mid * 12)[0] <= timestamp:
+                found = mid
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        if found < 0:
+            return NO_TIMESTAMP, self.base_offset
+        return self.entry(found)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry with offset >= ``offset`` (offsets are non-decreasing)."""
+        n = self.entries
+        mm = self._mm
+        lo, hi = 0, n  # first entry with offset >= target
+        rel = offset - self.base_offset
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if _ENTRY.unpack_from(mm, mid * 12)[1] < rel:
+                lo = mid + 1
+            else:
+                hi = mid
+        self._truncate_entries(lo)
+
+    def entries_list(self) -> list[tuple[int, int]]:
+        return [self.entry(i) for i in range(self.entries)]
+
+
+__all__ = ["TimeIndex", "CorruptIndexError"]

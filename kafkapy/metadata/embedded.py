@@ -1,0 +1,597 @@
+"""EmbeddedStore: the metadata tree in memory, persisted to one file.
+
+A single-process stand-in for ZooKeeper with the same semantics (see
+``kafkapy.metadata.store``).  The process is the session: ephemeral nodes are
+owned by ``session_id`` (random per open) and vanish when the store is closed or
+the process dies; they are never written to the file.
+
+Invariants
+* Every change (create, set, delete, a whole multi, a whole recursive delete)
+  gets one new zxid; zxids are monotonic across restarts because the counter is
+  persisted with every change - including changes to ephemeral nodes, so a
+  broker's epoch (the czxid of its ``/brokers/ids/<id>`` registration) always
+  grows.
+* The file is replaced atomically after every change: write ``<file>.tmp``,
+  fsync it, rename over ``<file>``, fsync the directory.  A kill -9 leaves either
+  the old or the new file, never a torn one.  A stale ``.tmp`` is ignored.
+* One process at a time: ``<file>.lock`` is held with ``flock`` while open.
+* Watches fire after the change is applied and persisted: with
+  ``loop.call_soon`` when called from a running event loop, else synchronously
+  before the mutating call returns.  A callback's exception is logged, never
+  propagated to the writer.
+
+File format (UTF-8 JSON, one object)::
+
+    {"format": "kafkapy-metadata-store", "version": 1, "zxid": <last zxid>,
+     "nodes": {"<path>": {"data": "<base64>", "czxid": n, "mzxid": n, "pzxid": n,
+                          "ctime": ms, "mtime": ms, "version": n, "cversion": n},
+               ...}}
+
+``nodes`` holds every persistent node including ``/``, sorted by path; children
+are implied by the paths.  ``num_children``/``data_length`` are derived on load.
+A file that cannot be read or parsed, or that breaks these rules (missing
+parent, ephemeral data, unknown format) raises ``MetadataStoreError`` naming the
+file.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import errno
+import fcntl
+import json
+import logging
+import os
+import secrets
+from pathlib import Path
+from typing import Sequence
+
+from kafkapy.clock import SYSTEM_CLOCK, Clock
+from kafkapy.metadata.store import (
+    BadArgumentsError,
+    BadVersionError,
+    CheckOp,
+    ConnectionClosedError,
+    CreateOp,
+    DeleteOp,
+    EventType,
+    KeeperState,
+    MetadataStore,
+    MetadataStoreError,
+    NoChildrenForEphemeralsError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    Op,
+    SetDataOp,
+    Stat,
+    WatchCallback,
+    WatchedEvent,
+    join_path,
+    parent_of,
+    validate_path,
+)
+
+__all__ = ["EmbeddedStore"]
+
+_log = logging.getLogger(__name__)
+
+FILE_FORMAT = "kafkapy-metadata-store"
+FILE_VERSION = 1
+
+_DATA = "data"
+_CHILD = "child"
+
+
+class _Node:
+    __slots__ = ("data", "czxid", "mzxid", "pzxid", "ctime", "mtime", "version",
+                 "cversion", "ephemeral_owner", "children")
+
+    def __init__(self, data: bytes, zxid: int, now: int, ephemeral_owner: int = 0) -> None:
+        self.data = data
+        self.czxid = self.mzxid = self.pzxid = zxid
+        self.ctime = self.mtime = now
+        self.version = 0
+        self.cversion = 0
+        self.ephemeral_owner = ephemeral_owner
+        self.children: set[str] = set()
+
+    def stat(self) -> Stat:
+        return Stat(czxid=self.czxid, mzxid=self.mzxid, pzxid=self.pzxid,
+                    ctime=self.ctime, mtime=self.mtime, version=self.version,
+                    cversion=self.cversion, aversion=0,
+                    ephemeral_owner=self.ephemeral_owner,
+                    data_length=len(self.data), num_children=len(self.children))
+
+    def snapshot(self) -> tuple:
+        return (self.data, self.mzxid, self.pzxid, self.mtime, self.version,
+                self.cversion, set(self.children))
+
+    def restore(self, snap: tuple) -> None:
+        (self.data, self.mzxid, self.pzxid, self.mtime, self.version,
+         self.cversion, self.children) = snap
+
+
+def _check_data(data: bytes) -> bytes:
+    if data is None:
+        return b""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"znode data must be bytes, not {type(data).__name__}")
+    return bytes(data)
+
+
+class EmbeddedStore(MetadataStore):
+    """The metadata tree in memory, persisted to ``path`` (see module docstring)."""
+
+    def __init__(self, path: str | os.PathLike, *, clock: Clock = SYSTEM_CLOCK,
+                 fsync: bool = True) -> None:
+        self._path = Path(path)
+        self._tmp_path = self._path.with_name(self._path.name + ".tmp")
+        self._clock = clock
+        self._fsync = fsync
+        self._closed = False
+        self._session_id = secrets.randbits(62) | 1
+        self._nodes: dict[str, _Node] = {}
+        self._zxid = 0
+        self._watches: dict[str, dict[str, dict[WatchCallback, None]]] = {_DATA: {}, _CHILD: {}}
+        # Undo log and pending watch triggers of the change being applied.
+        self._undo: list[tuple[str, str, tuple | None]] | None = None
+        self._triggers: list[tuple[str, str]] = []
+        self._lock_fd = self._acquire_lock()
+        try:
+            self._load()
+        except BaseException:
+            self._release_lock()
+            raise
+
+    # --- properties ---------------------------------------------------------
+    @property
+    def session_id(self) -> int:
+        return self._session_id
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def last_zxid(self) -> int:
+        return self._zxid
+
+    # --- reads --------------------------------------------------------------
+    def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, Stat]:
+        self._check_open()
+        validate_path(path)
+        node = self._nodes.get(path)
+        if node is None:
+            raise NoNodeError(path)
+        if watch is not None:
+            self._add_watch(_DATA, path, watch)
+        return node.data, node.stat()
+
+    def exists(self, path: str, watch: WatchCallback | None = None) -> Stat | None:
+        self._check_open()
+        validate_path(path)
+        if watch is not None:
+            self._add_watch(_DATA, path, watch)
+        node = self._nodes.get(path)
+        return None if node is None else node.stat()
+
+    def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
+        self._check_open()
+        validate_path(path)
+        node = self._nodes.get(path)
+        if node is None:
+            raise NoNodeError(path)
+        if watch is not None:
+            self._add_watch(_CHILD, path, watch)
+        return sorted(node.children)
+
+    # --- writes -------------------------------------------------------------
+    def create(self, path: str, data: bytes = b"", ephemeral: bool = False,
+               sequence: bool = False, makepath: bool = False) -> str:
+        self._check_open()
+        data = _check_data(data)
+        validate_path(path, allow_trailing_slash=sequence)
+
+        def apply(zxid: int, now: int) -> str:
+            if makepath:
+                self._make_parents(parent_of(path), zxid, now)
+            return self._do_create(path, data, ephemeral, sequence, zxid, now)
+
+        return self._change(apply)
+
+    def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+        self._check_open()
+        data = _check_data(data)
+        validate_path(path)
+        return self._change(lambda zxid, now: self._do_set(path, data, version, zxid, now))
+
+    def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
+        self._check_open()
+        validate_path(path)
+
+        def apply(zxid: int, now: int) -> None:
+            if recursive:
+                node = self._nodes.get(path)
+                if node is None:
+                    raise NoNodeError(path)
+                if version != -1 and node.version != version:
+                    raise BadVersionError(path)
+                for sub in self._subtree_bottom_up(path):
+                    self._do_delete(sub, -1, zxid)
+            else:
+                self._do_delete(path, version, zxid)
+
+        self._change(apply)
+
+    def ensure_path(self, path: str) -> bool:
+        self._check_open()
+        validate_path(path)
+        if path in self._nodes:
+            return True
+        self._change(lambda zxid, now: self._make_parents(path, zxid, now))
+        return True
+
+    def multi(self, ops: Sequence[Op]) -> list:
+        self._check_open()
+        ops = list(ops)
+        if not ops:
+            return []
+        for op in ops:
+            if isinstance(op, CreateOp):
+                validate_path(op.path, allow_trailing_slash=op.sequence)
+                _check_data(op.data)
+            elif isinstance(op, (SetDataOp, DeleteOp, CheckOp)):
+                validate_path(op.path)
+                if isinstance(op, SetDataOp):
+                    _check_data(op.data)
+            else:
+                raise TypeError(f"not a multi operation: {op!r}")
+
+        def apply(zxid: int, now: int) -> list:
+            results: list = []
+            for i, op in enumerate(ops):
+                try:
+                    if isinstance(op, CreateOp):
+                        results.append(self._do_create(op.path, _check_data(op.data),
+                                                       op.ephemeral, op.sequence, zxid, now))
+                    elif isinstance(op, SetDataOp):
+                        results.append(self._do_set(op.path, _check_data(op.data),
+                                                    op.version, zxid, now))
+                    elif isinstance(op, DeleteOp):
+                        self._do_delete(op.path, op.version, zxid)
+                        results.append(True)
+                    else:
+                        node = self._nodes.get(op.path)
+                        if node is None:
+                            raise NoNodeError(op.path)
+                        if op.version != -1 and node.version != op.version:
+                            raise BadVersionError(op.path)
+                        results.append(True)
+                except Exception as e:
+                    e.op_index = i  # type: ignore[attr-defined]
+                    e.op = op       # type: ignore[attr-defined]
+                    raise
+            return results
+
+        return self._change(apply)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # The session ends: ephemeral nodes go; nothing else changes on disk.
+        for path in sorted((p for p, n in self._nodes.items() if n.ephemeral_owner),
+                           key=len, reverse=True):
+            parent = self._nodes.get(parent_of(path))
+            if parent is not None:
+                parent.children.discard(path.rsplit("/", 1)[1])
+            del self._nodes[path]
+        self._watches = {_DATA: {}, _CHILD: {}}
+        self._release_lock()
+
+    # --- change machinery ---------------------------------------------------
+    def _change(self, apply):
+        """Run ``apply(zxid, now)`` atomically: undo on error, else persist and fire."""
+        zxid = self._zxid + 1
+        now = self._clock.time_ms()
+        self._undo = []
+        self._triggers = []
+        try:
+            result = apply(zxid, now)
+        except BaseException:
+            self._rollback()
+            raise
+        finally:
+            undo, self._undo = self._undo, None
+        if not undo:              # nothing changed (e.g. ensure_path of existing nodes)
+            return result
+        self._zxid = zxid
+        try:
+            self._persist()
+        except BaseException:
+            self._undo = undo
+            self._zxid = zxid - 1
+            self._rollback()
+            self._undo = None
+            raise
+        triggers, self._triggers = self._triggers, []
+        self._fire(triggers)
+        return result
+
+    def _rollback(self) -> None:
+        undo = self._undo or []
+        for kind, path, snap in reversed(undo):
+            if kind == "created":
+                self._nodes.pop(path, None)
+            elif kind == "deleted":
+                self._nodes[path] = snap  # type: ignore[assignment]
+            else:  # "modified"
+                self._nodes[path].restore(snap)  # type: ignore[arg-type]
+        self._undo = []
+        self._triggers = []
+
+    def _touch(self, path: str, node: _Node) -> None:
+        """Record ``node``'s state before its first modification in this change."""
+        self._undo.append(("modified", path, node.snapshot()))  # type: ignore[union-attr]
+
+    def _do_create(self, path: str, data: bytes, ephemeral: bool, sequence: bool,
+                   zxid: int, now: int) -> str:
+        if sequence and path.endswith("/"):
+            parent_path = path[:-1] or "/"      # "/parent/" + counter
+        elif path == "/":
+            raise NodeExistsError(path)
+        else:
+            parent_path = parent_of(path)
+        parent = self._nodes.get(parent_path)
+        if parent is None:
+            raise NoNodeError(path)
+        if parent.ephemeral_owner:
+            raise NoChildrenForEphemeralsError(path)
+        if sequence:
+            path = f"{path}{parent.cversion:010d}"
+        if path in self._nodes:
+            raise NodeExistsError(path)
+        name = path.rsplit("/", 1)[1]
+        self._touch(parent_path, parent)
+        node = _Node(data, zxid, now, self._session_id if ephemeral else 0)
+        self._nodes[path] = node
+        self._undo.append(("created", path, None))  # type: ignore[union-attr]
+        parent.children.add(name)
+        parent.cversion += 1
+        parent.pzxid = zxid
+        self._triggers.append((path, EventType.CREATED))
+        self._triggers.append((parent_path, EventType.CHILD))
+        return path
+
+    def _do_set(self, path: str, data: bytes, version: int, zxid: int, now: int) -> Stat:
+        node = self._nodes.get(path)
+        if node is None:
+            raise NoNodeError(path)
+        if version != -1 and node.version != version:
+            raise BadVersionError(path)
+        self._touch(path, node)
+        node.data = data
+        node.version += 1
+        node.mzxid = zxid
+        node.mtime = now
+        self._triggers.append((path, EventType.CHANGED))
+        return node.stat()
+
+    def _do_delete(self, path: str, version: int, zxid: int) -> None:
+        if path == "/":
+            raise BadArgumentsError(path)
+        node = self._nodes.get(path)
+        if node is None:
+            raise NoNodeError(path)
+        if version != -1 and node.version != version:
+            raise BadVersionError(path)
+        if node.children:
+            raise NotEmptyError(path)
+        parent_path = parent_of(path)
+        parent = self._nodes[parent_path]
+        self._touch(parent_path, parent)
+        del self._nodes[path]
+        self._undo.append(("deleted", path, node))  # type: ignore[union-attr]
+        parent.children.discard(path.rsplit("/", 1)[1])
+        parent.cversion += 1
+        parent.pzxid = zxid
+        self._triggers.append((path, EventType.DELETED))
+        self._triggers.append((parent_path, EventType.CHILD))
+
+    def _make_parents(self, path: str, zxid: int, now: int) -> None:
+        """Create ``path`` and its missing ancestors as empty persistent nodes."""
+        missing = []
+        p = path
+        while p not in self._nodes:
+            missing.append(p)
+            p = parent_of(p)
+        for p in reversed(missing):
+            self._do_create(p, b"", False, False, zxid, now)
+
+    def _subtree_bottom_up(self, path: str) -> list[str]:
+        out: list[str] = []
+        stack = [path]
+        while stack:
+            p = stack.pop()
+            out.append(p)
+            stack.extend(join_path(p, c) for c in self._nodes[p].children)
+        out.reverse()
+        return out
+
+    # --- watches ------------------------------------------------------------
+    def _add_watch(self, kind: str, path: str, cb: WatchCallback) -> None:
+        if not callable(cb):
+            raise TypeError("watch must be callable")
+        self._watches[kind].setdefault(path, {})[cb] = None
+
+    def _fire(self, triggers: list[tuple[str, str]]) -> None:
+        if not (self._watches[_DATA] or self._watches[_CHILD]):
+            return
+        calls: list[tuple[WatchCallback, WatchedEvent]] = []
+        data_w, child_w = self._watches[_DATA], self._watches[_CHILD]
+        for path, etype in triggers:
+            ev = WatchedEvent(etype, KeeperState.CONNECTED, path)
+            if etype in (EventType.CREATED, EventType.CHANGED):
+                cbs = list(data_w.pop(path, ()))
+            elif etype == EventType.DELETED:
+                cbs = list(data_w.pop(path, ())) + list(child_w.pop(path, ()))
+            else:
+                cbs = list(child_w.pop(path, ()))
+            calls.extend((cb, ev) for cb in cbs)
+        if not calls:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        for cb, ev in calls:
+            if loop is not None:
+                loop.call_soon(_run_watch, cb, ev)
+            else:
+                _run_watch(cb, ev)
+
+    # --- persistence --------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ConnectionClosedError("metadata store is closed")
+
+    def _acquire_lock(self) -> int:
+        lock_path = self._path.with_name(self._path.name + ".lock")
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise MetadataStoreError(f"cannot open metadata store lock file {lock_path}: {e}") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise MetadataStoreError(
+                    f"metadata store {self._path} is in use by another store "
+                    f"(lock {lock_path} held)") from e
+            raise MetadataStoreError(f"cannot lock metadata store {lock_path}: {e}") from e
+        return fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            try:
+                os.close(self._lock_fd)   # closing drops the flock
+            finally:
+                self._lock_fd = None
+
+    def _load(self) -> None:
+        if not self._path.exists():
+            root = _Node(b"", 0, 0)
+            self._nodes = {"/": root}
+            self._zxid = 0
+            self._persist()
+            return
+        try:
+            raw = self._path.read_bytes()
+        except OSError as e:
+            raise MetadataStoreError(f"cannot read metadata store file {self._path}: {e}") from e
+        try:
+            self._nodes, self._zxid = _decode(raw)
+        except _FormatError as e:
+            raise MetadataStoreError(
+                f"metadata store file {self._path} is corrupt or not a kafkapy metadata "
+                f"store: {e}") from None
+
+    def _persist(self) -> None:
+        nodes = {}
+        for path in sorted(self._nodes):
+            n = self._nodes[path]
+            if n.ephemeral_owner:
+                continue
+            nodes[path] = {
+                "data": base64.b64encode(n.data).decode("ascii"),
+                "czxid": n.czxid, "mzxid": n.mzxid, "pzxid": n.pzxid,
+                "ctime": n.ctime, "mtime": n.mtime,
+                "version": n.version, "cversion": n.cversion,
+            }
+        doc = {"format": FILE_FORMAT, "version": FILE_VERSION, "zxid": self._zxid,
+               "nodes": nodes}
+        payload = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+        try:
+            fd = os.open(self._tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                view = memoryview(payload)
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
+                if self._fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(self._tmp_path, self._path)
+            if self._fsync:
+                dfd = os.open(self._path.parent, os.O_RDONLY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+        except OSError as e:
+            raise MetadataStoreError(f"cannot write metadata store file {self._path}: {e}") from e
+
+
+def _run_watch(cb: WatchCallback, ev: WatchedEvent) -> None:
+    try:
+        cb(ev)
+    except Exception:
+        _log.exception("metadata store watch callback %r failed on %s", cb, ev)
+
+
+class _FormatError(Exception):
+    pass
+
+
+_INT_FIELDS = ("czxid", "mzxid", "pzxid", "ctime", "mtime", "version", "cversion")
+
+
+def _decode(raw: bytes) -> tuple[dict[str, _Node], int]:
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise _FormatError(f"not valid JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FILE_FORMAT:
+        raise _FormatError(f"missing \"format\": \"{FILE_FORMAT}\"")
+    if doc.get("version") != FILE_VERSION:
+        raise _FormatError(f"unsupported file version {doc.get('version')!r}")
+    zxid = doc.get("zxid")
+    raw_nodes = doc.get("nodes")
+    if not isinstance(zxid, int) or zxid < 0 or not isinstance(raw_nodes, dict):
+        raise _FormatError("bad \"zxid\" or \"nodes\"")
+    nodes: dict[str, _Node] = {}
+    for path, rec in raw_nodes.items():
+        try:
+            validate_path(path)
+        except (ValueError, TypeError):
+            raise _FormatError(f"bad node path {path!r}") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("data"), str):
+            raise _FormatError(f"bad node record for {path}")
+        try:
+            data = base64.b64decode(rec["data"], validate=True)
+        except (binascii.Error, ValueError):
+            raise _FormatError(f"bad base64 data for {path}") from None
+        node = _Node(data, 0, 0)
+        for f in _INT_FIELDS:
+            v = rec.get(f)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise _FormatError(f"bad {f!r} for {path}")
+            setattr(node, f, v)
+        if node.czxid > zxid or node.mzxid > zxid or node.pzxid > zxid:
+            raise _FormatError(f"node {path} has a zxid above the store's zxid {zxid}")
+        nodes[path] = node
+    if "/" not in nodes:
+        raise _FormatError("no root node")
+    for path in nodes:
+        if path == "/":
+            continue
+        parent = nodes.get(parent_of(path))
+        if parent is None:
+            raise _FormatError(f"node {path} has no parent")
+        parent.children.add(path.rsplit("/", 1)[1])
+    return nodes, zxid

@@ -1,0 +1,302 @@
+"""ZooKeeperStore: the ``MetadataStore`` interface over a real ZooKeeper (kazoo).
+
+A thin translation layer; the ZooKeeper controller builds on it.
+
+* ``connect_string`` is Kafka's ``zookeeper.connect``: ``host:port[,host:port...][/chroot]``.
+  The chroot is created if missing (as Kafka does) and all paths are relative to it.
+* The constructor connects (blocking, up to ``connection_timeout_ms``) and raises
+  ``MetadataStoreError`` naming the servers on failure.
+* Calls are synchronous kazoo calls (one round trip each); stats are converted to
+  ``Stat``, missing data (null) is returned as ``b""``.
+* Watch callbacks: kazoo calls watchers on its own thread.  A watch registered
+  while an asyncio loop is running in the calling thread is delivered onto that
+  loop with ``loop.call_soon_threadsafe``; otherwise (no loop) it runs on kazoo's
+  callback thread.  Registering the same callable twice of one kind (data/exists
+  vs child) on one path gives one delivery, as with kazoo and ZooKeeper.  When
+  kazoo's session is lost, pending watches receive an ``EventType.NONE`` event.
+* ``multi`` uses a kazoo transaction but raises the first failing operation's
+  exception (``op_index``/``op`` attributes set) instead of returning it.
+* ``client`` exposes the ``KazooClient`` for session-state listeners and async
+  calls (the controller needs session-expiry handling).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Sequence
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import RolledBackError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from kafkapy.metadata.store import (
+    BadVersionError,
+    CheckOp,
+    ConnectionClosedError,
+    CreateOp,
+    DeleteOp,
+    MetadataStore,
+    MetadataStoreError,
+    NoNodeError,
+    Op,
+    SetDataOp,
+    Stat,
+    WatchCallback,
+    WatchedEvent,
+    validate_path,
+)
+
+__all__ = ["ZooKeeperStore", "split_connect_string"]
+
+_log = logging.getLogger(__name__)
+
+_DATA = "data"
+_CHILD = "child"
+
+
+def split_connect_string(connect_string: str) -> tuple[str, str]:
+    """``"h1:2181,h2:2181/kafka"`` -> ``("h1:2181,h2:2181", "/kafka")``; chroot ``""`` if none."""
+    s = connect_string.strip()
+    i = s.find("/")
+    if i < 0:
+        return s, ""
+    hosts, chroot = s[:i], s[i:]
+    if not hosts:
+        raise ValueError(f"no ZooKeeper hosts in {connect_string!r}")
+    if chroot == "/":
+        return hosts, ""
+    validate_path(chroot)
+    return hosts, chroot
+
+
+class _Watch:
+    """One pending kazoo registration of a caller's callback."""
+
+    __slots__ = ("store", "key", "callback", "loop", "registered")
+
+    def __init__(self, store: "ZooKeeperStore", key: tuple, callback: WatchCallback,
+                 loop: asyncio.AbstractEventLoop | None) -> None:
+        self.store = store
+        self.key = key
+        self.callback = callback
+        self.loop = loop
+        self.registered = False
+
+    def __call__(self, event: WatchedEvent) -> None:   # on kazoo's callback thread
+        if self.store._closed:
+            return
+        self.store._forget(self)
+        loop = self.loop
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(_run_watch, self.callback, event)
+                return
+            except RuntimeError:       # loop closed: nobody to deliver to
+                _log.debug("dropping watch event %s: event loop closed", event)
+                return
+        _run_watch(self.callback, event)
+
+
+def _run_watch(cb: WatchCallback, ev: WatchedEvent) -> None:
+    try:
+        cb(ev)
+    except Exception:
+        _log.exception("metadata store watch callback %r failed on %s", cb, ev)
+
+
+class ZooKeeperStore(MetadataStore):
+    """``MetadataStore`` over kazoo's ``KazooClient`` (see module docstring)."""
+
+    def __init__(self, connect_string: str, session_timeout_ms: int = 18000,
+                 connection_timeout_ms: int | None = None) -> None:
+        hosts, chroot = split_connect_string(connect_string)
+        self._connect_string = connect_string
+        self._chroot = chroot
+        self._closed = False
+        self._watch_lock = threading.Lock()
+        self._watches: dict[tuple, _Watch] = {}
+        timeout_ms = connection_timeout_ms if connection_timeout_ms is not None else session_timeout_ms
+        self._client = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
+        try:
+            self._client.start(timeout=timeout_ms / 1000.0)
+        except KazooTimeoutError:
+            self._client.close()
+            raise MetadataStoreError(
+                f"timed out after {timeout_ms} ms connecting to ZooKeeper at {hosts}") from None
+        try:
+            if chroot:
+                self._client.ensure_path(chroot)
+                self._client.chroot = chroot
+        except Exception:
+            self._client.stop()
+            self._client.close()
+            raise
+
+    # --- properties ---------------------------------------------------------
+    @property
+    def client(self) -> KazooClient:
+        return self._client
+
+    @property
+    def chroot(self) -> str:
+        return self._chroot
+
+    @property
+    def session_id(self) -> int:
+        return self._client.client_id[0] if self._client.client_id else 0
+
+    # --- watches ------------------------------------------------------------
+    def _wrap(self, kind: str, path: str, cb: WatchCallback | None) -> _Watch | None:
+        if cb is None:
+            return None
+        if not callable(cb):
+            raise TypeError("watch must be callable")
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        key = (kind, path, cb)
+        with self._watch_lock:
+            w = self._watches.get(key)
+            if w is None:
+                w = self._watches[key] = _Watch(self, key, cb, loop)
+            return w
+
+    def _forget(self, w: _Watch) -> None:
+        with self._watch_lock:
+            if self._watches.get(w.key) is w:
+                del self._watches[w.key]
+
+    def _registered(self, w: _Watch | None, ok: bool) -> None:
+        """After a call: a fresh wrapper kazoo did not register is dropped."""
+        if w is None:
+            return
+        if ok:
+            w.registered = True
+        elif not w.registered:
+            self._forget(w)
+
+    # --- operations ---------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ConnectionClosedError("metadata store is closed")
+
+    def create(self, path: str, data: bytes = b"", ephemeral: bool = False,
+               sequence: bool = False, makepath: bool = False) -> str:
+        self._check_open()
+        validate_path(path, allow_trailing_slash=sequence)
+        return self._client.create(path, bytes(data or b""), ephemeral=ephemeral,
+                                   sequence=sequence, makepath=makepath)
+
+    def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, Stat]:
+        self._check_open()
+        validate_path(path)
+        w = self._wrap(_DATA, path, watch)
+        try:
+            data, zstat = self._client.get(path, watch=w)
+        except BaseException:
+            self._registered(w, False)
+            raise
+        self._registered(w, True)
+        return (data or b""), Stat.from_znode_stat(zstat)
+
+    def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+        self._check_open()
+        validate_path(path)
+        return Stat.from_znode_stat(self._client.set(path, bytes(data or b""), version))
+
+    def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
+        self._check_open()
+        validate_path(path)
+        if recursive:
+            # kazoo's recursive delete ignores the version and is silent on a
+            # missing node; check both first (not atomic, like kazoo's own walk).
+            zstat = self._client.exists(path)
+            if zstat is None:
+                raise NoNodeError(path)
+            if version != -1 and zstat.version != version:
+                raise BadVersionError(path)
+        self._client.delete(path, version=version, recursive=recursive)
+
+    def exists(self, path: str, watch: WatchCallback | None = None) -> Stat | None:
+        self._check_open()
+        validate_path(path)
+        w = self._wrap(_DATA, path, watch)
+        try:
+            zstat = self._client.exists(path, watch=w)
+        except BaseException:
+            self._registered(w, False)
+            raise
+        self._registered(w, True)
+        return None if zstat is None else Stat.from_znode_stat(zstat)
+
+    def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
+        self._check_open()
+        validate_path(path)
+        w = self._wrap(_CHILD, path, watch)
+        try:
+            children = self._client.get_children(path, watch=w)
+        except BaseException:
+            self._registered(w, False)
+            raise
+        self._registered(w, True)
+        return sorted(children)
+
+    def ensure_path(self, path: str) -> bool:
+        self._check_open()
+        validate_path(path)
+        self._client.ensure_path(path)
+        return True
+
+    def multi(self, ops: Sequence[Op]) -> list:
+        self._check_open()
+        ops = list(ops)
+        if not ops:
+            return []
+        t = self._client.transaction()
+        for op in ops:
+            if isinstance(op, CreateOp):
+                validate_path(op.path, allow_trailing_slash=op.sequence)
+                t.create(op.path, bytes(op.data or b""), ephemeral=op.ephemeral,
+                         sequence=op.sequence)
+            elif isinstance(op, SetDataOp):
+                validate_path(op.path)
+                t.set_data(op.path, bytes(op.data or b""), op.version)
+            elif isinstance(op, DeleteOp):
+                validate_path(op.path)
+                t.delete(op.path, op.version)
+            elif isinstance(op, CheckOp):
+                validate_path(op.path)
+                t.check(op.path, op.version)
+            else:
+                raise TypeError(f"not a multi operation: {op!r}")
+        results = t.commit()
+        failed = [(i, r) for i, r in enumerate(results)
+                  if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+        if failed or any(isinstance(r, Exception) for r in results):
+            i, exc = failed[0] if failed else next(
+                (i, r) for i, r in enumerate(results) if isinstance(r, Exception))
+            exc.op_index = i     # type: ignore[attr-defined]
+            exc.op = ops[i]      # type: ignore[attr-defined]
+            raise exc
+        out: list = []
+        for op, r in zip(ops, results):
+            if isinstance(op, SetDataOp):
+                out.append(Stat.from_znode_stat(r))
+            elif isinstance(op, CreateOp):
+                out.append(r)
+            else:
+                out.append(True)
+        return out
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._watch_lock:
+            self._watches.clear()
+        try:
+            self._client.stop()
+        finally:
+            self._client.close()

@@ -1,0 +1,104 @@
+"""DelayedFetch: a fetch that waits for ``min_bytes`` or its ``max_wait_ms``.
+
+The fetch handler reads once; if that gives less than ``min_bytes`` it creates a
+DelayedFetch recording, per partition, the log position where the fetch started,
+and watches it on each ``(topic, partition)``.  Appends (follower fetches) or high
+watermark moves (consumer fetches) call ``check_and_complete`` on the key.
+
+Protocol with the caller -- deliberately tiny so the log stays opaque:
+``partition_state(topic, partition)`` returns either an ``ErrorCode`` (any int:
+unknown partition, not leader any more, ...) or the ``LogOffsetMetadata`` of the
+offset a fetch of this kind may read up to (log end for followers, high watermark
+for consumers, LSO for read_committed -- the caller's choice).  The log knows these
+positions for free: the log end is the active segment's size, and the high
+watermark's position is recorded when it moves (as Kafka does).
+
+Completion (Kafka's cases):
+- an error for any partition (leadership lost, partition gone): complete now;
+- the end and the fetch start are on different segments (segment rolled, or the log
+  was truncated below the fetch): complete now, the re-read sorts it out;
+- otherwise available bytes = sum over partitions of
+  ``min(end.position - start.position, max_bytes)`` when end offset > fetch offset;
+  complete once that reaches ``min_bytes``;
+- at the deadline, regardless.
+``on_complete`` calls ``read_callback()`` to read the logs again and passes the result
+to ``respond_callback``.  Partitions whose start position is unknown are skipped.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple, Union
+
+from kafkapy.purgatory.delayed_operation import DelayedOperation
+
+
+class LogOffsetMetadata(NamedTuple):
+    """Where an offset sits in a log: the segment holding it and the byte position."""
+
+    offset: int
+    segment_base_offset: int
+    position: int
+
+    def on_older_segment(self, other: LogOffsetMetadata) -> bool:
+        return self.segment_base_offset < other.segment_base_offset
+
+
+PartitionState = Callable[[str, int], Union[int, LogOffsetMetadata]]
+
+
+@dataclass(slots=True)
+class FetchPartitionStatus:
+    """One partition of a delayed fetch, as requested and as first read."""
+
+    topic: str
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    start: LogOffsetMetadata | None  # position of fetch_offset when the fetch began
+
+
+class DelayedFetch(DelayedOperation):
+    """Completes on enough bytes, an error, a segment change, or the deadline."""
+
+    __slots__ = ("min_bytes", "partitions", "_read", "_respond", "_state")
+
+    def __init__(self, delay_ms: int, min_bytes: int, partitions: list[FetchPartitionStatus],
+                 read_callback: Callable[[], Any], respond_callback: Callable[[Any], None],
+                 partition_state: PartitionState) -> None:
+        super().__init__(delay_ms)
+        self.min_bytes = min_bytes
+        self.partitions = partitions
+        self._read = read_callback
+        self._respond = respond_callback
+        self._state = partition_state
+
+    def try_complete(self) -> bool:
+        accumulated = 0
+        for status in self.partitions:
+            available = self._available_bytes(status)
+            if available is None:
+                return self.force_complete()
+            accumulated += available
+        if accumulated >= self.min_bytes:
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        self._respond(self._read())
+
+    def on_expiration(self) -> None:
+        pass  # the purgatory counts expirations; the response was sent by on_complete
+
+    def _available_bytes(self, status: FetchPartitionStatus) -> int | None:
+        """Bytes this partition can contribute, or None when the fetch must answer now."""
+        state = self._state(status.topic, status.partition)
+        if not isinstance(state, LogOffsetMetadata):
+            return None  # error code: the re-read reports it
+        start = status.start
+        if start is None or state.offset == start.offset:
+            return 0
+        if state.on_older_segment(start) or start.on_older_segment(state):
+            return None
+        if start.offset < state.offset:
+            return min(state.position - start.position, status.max_bytes)
+        return 0

@@ -1,0 +1,174 @@
+"""Timer for delayed operations: a hierarchical timing wheel driven by one loop handle.
+
+Kafka's ``SystemTimer`` polls a DelayQueue of buckets from a reaper thread and runs
+expired tasks on an executor.  Here everything runs on the event loop: the timer
+keeps at most ONE ``loop.call_at`` handle, armed for the earliest queued bucket
+(or "now" when tasks are due), and re-armed only when an earlier bucket appears.
+Adding or cancelling a task never touches the loop's own timer heap.
+
+Invariants:
+- ``add`` never runs a task; tasks run only from ``advance_clock`` (the handle's
+  callback, or a test calling it with a ``MockClock``).  So callers of ``add`` and
+  ``cancel`` never see callbacks re-enter them.
+- Expired buckets are flushed in expiration order, the wheel being advanced to each
+  bucket's expiration first; entries that are not yet due drop into finer wheels,
+  due ones run in insertion order.  Only after that does the wheel move to "now".
+- ``size`` counts tasks linked in the wheel or waiting to run; cancel is O(1).
+- A task that raises is logged and does not stop the others.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+
+from kafkapy.clock import SYSTEM_CLOCK, Clock
+from kafkapy.purgatory.timer_task_list import TaskCounter, TimerTaskEntry, TimerTaskList
+from kafkapy.purgatory.timing_wheel import BucketQueue, TimingWheel
+
+log = logging.getLogger(__name__)
+
+
+class TimerTask(ABC):
+    """Something to run once ``delay_ms`` after it is added to a ``Timer``."""
+
+    __slots__ = ("delay_ms", "_entry")
+
+    def __init__(self, delay_ms: int) -> None:
+        self.delay_ms = delay_ms
+        self._entry: TimerTaskEntry | None = None
+
+    @abstractmethod
+    def run(self) -> None:
+        """Called on the loop when the delay has passed (unless cancelled)."""
+
+    def cancel(self) -> None:
+        """Unschedule in O(1); harmless if not scheduled.  The task may be re-added."""
+        entry = self._entry
+        if entry is not None:
+            self._entry = None
+            entry.remove()
+
+    @property
+    def is_scheduled(self) -> bool:
+        return self._entry is not None and self._entry.list is not None
+
+    def _set_entry(self, entry: TimerTaskEntry) -> None:
+        old = self._entry
+        if old is not None and old is not entry:
+            old.remove()
+        self._entry = entry
+
+
+class Timer:
+    """Schedules ``TimerTask``s on a timing wheel; see the module docstring."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None, clock: Clock = SYSTEM_CLOCK,
+                 tick_ms: int = 1, wheel_size: int = 20) -> None:
+        self._loop = loop
+        self._clock = clock
+        self._counter = TaskCounter()
+        self._queue = BucketQueue()
+        self._wheel = TimingWheel(tick_ms, wheel_size, clock.monotonic_ms(),
+                                  self._counter, self._queue)
+        # Tasks found expired when added or flushed, waiting for the next run step.
+        self._due = TimerTaskList(self._counter)
+        self._handle: asyncio.TimerHandle | None = None
+        self._armed_ms: int | None = None
+        self._closed = False
+
+    @property
+    def size(self) -> int:
+        """Tasks scheduled and not yet run or cancelled."""
+        return self._counter.value
+
+    @property
+    def wheel(self) -> TimingWheel:
+        return self._wheel
+
+    def add(self, task: TimerTask) -> None:
+        """Schedule ``task`` to run ``task.delay_ms`` from now (re-adding reschedules).
+        Ignored after ``close``."""
+        if self._closed:
+            return
+        now = self._clock.monotonic_ms()
+        self._catch_up(now)
+        entry = TimerTaskEntry(task, now + task.delay_ms)
+        if not self._wheel.add(entry) and not entry.cancelled:
+            self._due.add(entry)
+        self._arm(now)
+
+    def advance_clock(self, time_ms: int | None = None) -> int:
+        """Run every task expired at ``time_ms`` (default: the clock's now); return how
+        many ran."""
+        now = self._clock.monotonic_ms() if time_ms is None else time_ms
+        ran = self._run_due()
+        bucket = self._queue.poll(now)
+        while bucket is not None:
+            self._wheel.advance_clock(bucket.expiration_ms)
+            bucket.flush(self._reinsert)
+            ran += self._run_due()
+            bucket = self._queue.poll(now)
+        self._wheel.advance_clock(now)
+        self._arm(now)
+        return ran
+
+    def close(self) -> None:
+        """Stop firing; pending tasks never run and later adds are ignored."""
+        self._closed = True
+        self._disarm()
+
+    def _catch_up(self, now: int) -> None:
+        # Move the wheel to now when no queued bucket is due, so new entries land in
+        # the finest wheel instead of hopping down through coarse ones.  Moving past a
+        # still-queued bucket would let its slot be reused and its entries be lost.
+        self._queue.drop_empty_expired(now)
+        head = self._queue.head_expiration()
+        if head is None or head > now:
+            self._wheel.advance_clock(now)
+
+    def _reinsert(self, entry: TimerTaskEntry) -> None:
+        if not self._wheel.add(entry) and not entry.cancelled:
+            self._due.add(entry)
+
+    def _run_due(self) -> int:
+        # Take the current batch only: tasks that re-add themselves with no delay run
+        # on the next step, not in an endless loop here.
+        batch: list[TimerTaskEntry] = []
+        self._due.flush(batch.append)
+        ran = 0
+        for entry in batch:
+            # An earlier task of this batch may have cancelled or re-added this one.
+            if entry.cancelled:
+                continue
+            task = entry.task
+            task._entry = None
+            ran += 1
+            try:
+                task.run()
+            except Exception:
+                log.exception("timer task %r failed", task)
+        return ran
+
+    def _arm(self, now: int) -> None:
+        """Keep the single loop handle pointed at the earliest thing to do."""
+        if self._loop is None or self._closed:
+            return
+        target = now if not self._due.is_empty() else self._queue.head_expiration()
+        if target is None or (self._armed_ms is not None and self._armed_ms <= target):
+            return
+        self._disarm()
+        when = self._loop.time() + max(0, target - now) / 1000.0
+        self._handle = self._loop.call_at(when, self._fire)
+        self._armed_ms = target
+
+    def _disarm(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle = None
+        self._armed_ms = None
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._armed_ms = None
+        self.advance_clock()

@@ -1,0 +1,251 @@
+"""Record-level encoding of v2 batches: building and decoding (NOT the hot path).
+
+Used by tests, for control batches (transaction markers), by ListOffsets to
+pin the exact record offset inside one batch, and later by the compactor.
+Appending and serving never call into this module.
+
+Record layout inside a batch (zig-zag varints, RECORDS.md):
+    length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
+    keyLength varint | key | valueLength varint | value | headerCount varint |
+    headers: (keyLength varint, key, valueLength varint, value)*
+With compression, everything after recordsCount is one compressed block:
+gzip stream, snappy (xerial-framed or raw block), LZ4 frame, zstd frame.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import struct
+from typing import NamedTuple, Sequence
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.records.batch import (ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL,
+                                   COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_NONE,
+                                   COMPRESSION_SNAPPY, COMPRESSION_ZSTD, CRC_START,
+                                   HEADER_SIZE, HEADER_STRUCT, LOG_OVERHEAD, RecordError,
+                                   crc32c, read_header)
+
+Header = tuple[str, bytes | None]
+
+
+class Record(NamedTuple):
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header]
+
+
+# ---------------------------------------------------------------- varints
+
+def encode_varint(value: int, out: bytearray) -> None:
+    """Append a zig-zag varint/varlong."""
+    v = (value << 1) ^ (value >> 63)
+    v &= 0xFFFFFFFFFFFFFFFF
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def decode_varint(buf, pos: int) -> tuple[int, int]:
+    """Read a zig-zag varint/varlong at ``pos``; returns (value, new_pos)."""
+    result = 0
+    shift = 0
+    while True:
+        if pos >= len(buf):
+            raise RecordError(ErrorCode.CORRUPT_MESSAGE, "varint runs past the end")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise RecordError(ErrorCode.CORRUPT_MESSAGE, "varint too long")
+    return (result >> 1) ^ -(result & 1), pos
+
+
+# ---------------------------------------------------------------- codecs
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    if codec == COMPRESSION_NONE:
+        return bytes(data)
+    if codec == COMPRESSION_GZIP:
+        return gzip.compress(data)
+    if codec == COMPRESSION_SNAPPY:
+        import snappy
+        out = bytearray(_XERIAL_MAGIC)
+        out += struct.pack(">ii", 1, 1)
+        for i in range(0, len(data), 32 * 1024):
+            block = snappy.compress(bytes(data[i:i + 32 * 1024]))
+            out += struct.pack(">i", len(block))
+            out += block
+        return bytes(out)
+    if codec == COMPRESSION_LZ4:
+        import lz4.frame
+        return lz4.frame.compress(bytes(data), block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+                                  content_checksum=False, block_linked=False)
+    if codec == COMPRESSION_ZSTD:
+        import zstandard
+        return zstandard.ZstdCompressor().compress(bytes(data))
+    raise RecordError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown codec {codec}")
+
+
+def decompress(codec: int, data) -> bytes:
+    data = bytes(data)
+    try:
+        if codec == COMPRESSION_NONE:
+            return data
+        if codec == COMPRESSION_GZIP:
+            return gzip.decompress(data)
+        if codec == COMPRESSION_SNAPPY:
+            import snappy
+            if data[:8] != _XERIAL_MAGIC:
+                return snappy.decompress(data)
+            out = io.BytesIO()
+            pos = 16
+            while pos < len(data):
+                (n,) = struct.unpack_from(">i", data, pos)
+                pos += 4
+                out.write(snappy.decompress(data[pos:pos + n]))
+                pos += n
+            return out.getvalue()
+        if codec == COMPRESSION_LZ4:
+            import lz4.frame
+            return lz4.frame.decompress(data)
+        if codec == COMPRESSION_ZSTD:
+            import zstandard
+            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    except RecordError:
+        raise
+    except Exception as e:  # codec libraries raise assorted types
+        raise RecordError(ErrorCode.CORRUPT_MESSAGE, f"cannot decompress: {e}") from e
+    raise RecordError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown codec {codec}")
+
+
+# ---------------------------------------------------------------- build
+
+def _encode_record(out: bytearray, offset_delta: int, timestamp_delta: int,
+                   key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> None:
+    body = bytearray(b"\x00")  # attributes
+    encode_varint(timestamp_delta, body)
+    encode_varint(offset_delta, body)
+    for blob in (key, value):
+        if blob is None:
+            encode_varint(-1, body)
+        else:
+            encode_varint(len(blob), body)
+            body += blob
+    encode_varint(len(headers), body)
+    for hkey, hval in headers:
+        kb = hkey.encode() if isinstance(hkey, str) else bytes(hkey)
+        encode_varint(len(kb), body)
+        body += kb
+        if hval is None:
+            encode_varint(-1, body)
+        else:
+            encode_varint(len(hval), body)
+            body += hval
+    encode_varint(len(body), out)
+    out += body
+
+
+def build_batch(records: Sequence[tuple], base_offset: int = 0, compression: int = 0,
+                producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+                is_transactional: bool = False, is_control: bool = False,
+                partition_leader_epoch: int = -1, timestamp_type: int = 0) -> bytes:
+    """Encode one v2 batch from ``(key, value, headers, timestamp)`` tuples."""
+    if not records:
+        raise ValueError("a batch needs at least one record")
+    timestamps = [r[3] for r in records]
+    base_ts = timestamps[0]
+    max_ts = max(timestamps)
+    body = bytearray()
+    for i, (key, value, headers, ts) in enumerate(records):
+        _encode_record(body, i, ts - base_ts, key, value, headers or ())
+    payload = compress(compression, bytes(body))
+    attributes = compression & 7
+    if timestamp_type:
+        attributes |= ATTR_TIMESTAMP_TYPE
+    if is_transactional:
+        attributes |= ATTR_TRANSACTIONAL
+    if is_control:
+        attributes |= ATTR_CONTROL
+    total = HEADER_SIZE + len(payload)
+    buf = bytearray(total)
+    HEADER_STRUCT.pack_into(buf, 0, base_offset, total - LOG_OVERHEAD, partition_leader_epoch,
+                            2, 0, attributes, len(records) - 1, base_ts, max_ts, producer_id,
+                            producer_epoch, base_sequence, len(records))
+    buf[HEADER_SIZE:] = payload
+    struct.pack_into(">I", buf, 17, crc32c(memoryview(buf)[CRC_START:]))
+    return bytes(buf)
+
+
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+
+def build_control_batch(control_type: int, coordinator_epoch: int, producer_id: int,
+                        producer_epoch: int, timestamp: int, base_offset: int = 0,
+                        partition_leader_epoch: int = -1) -> bytes:
+    """A transaction marker batch (ABORT=0 / COMMIT=1), as the coordinator writes it."""
+    key = struct.pack(">hh", 0, control_type)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    return build_batch([(key, value, (), timestamp)], base_offset=base_offset,
+                       producer_id=producer_id, producer_epoch=producer_epoch,
+                       base_sequence=-1, is_transactional=True, is_control=True,
+                       partition_leader_epoch=partition_leader_epoch)
+
+
+# ---------------------------------------------------------------- decode
+
+def _read_blob(buf, pos: int) -> tuple[bytes | None, int]:
+    n, pos = decode_varint(buf, pos)
+    if n < 0:
+        return None, pos
+    if pos + n > len(buf):
+        raise RecordError(ErrorCode.CORRUPT_MESSAGE, "record field runs past the end")
+    return bytes(buf[pos:pos + n]), pos + n
+
+
+def decode_records(batch_bytes, pos: int = 0) -> list[Record]:
+    """Decode every record of the v2 batch at ``pos`` (CRC not checked here)."""
+    mv = memoryview(batch_bytes)
+    h = read_header(mv, pos)
+    if h.magic != 2:
+        raise RecordError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, f"magic {h.magic}")
+    end = pos + h.size
+    if end > len(mv):
+        raise RecordError(ErrorCode.CORRUPT_MESSAGE, "batch runs past the end of the buffer")
+    data = decompress(h.compression, mv[pos + HEADER_SIZE:end])
+    log_append = h.timestamp_type == 1
+    out: list[Record] = []
+    p = 0
+    for _ in range(h.records_count):
+        length, p = decode_varint(data, p)
+        start = p
+        p += 1  # attributes
+        ts_delta, p = decode_varint(data, p)
+        off_delta, p = decode_varint(data, p)
+        key, p = _read_blob(data, p)
+        value, p = _read_blob(data, p)
+        nh, p = decode_varint(data, p)
+        if nh < 0:
+            raise RecordError(ErrorCode.CORRUPT_MESSAGE, f"negative header count {nh}")
+        headers: list[Header] = []
+        for _h in range(nh):
+            hk, p = _read_blob(data, p)
+            if hk is None:
+                raise RecordError(ErrorCode.CORRUPT_MESSAGE, "null header key")
+            hv, p = _read_blob(data, p)
+            headers.append((hk.decode("utf-8", "replace"), hv))
+        if p - start != length:
+            raise RecordError(ErrorCode.CORRUPT_MESSAGE,
+                              f"record length {length} but {p - start} bytes read")
+        ts = h.max_timestamp if log_append else h.base_timestamp + ts_delta
+        out.append(Record(h.base_offset + off_delta, ts, key, value, headers))
+    return out

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the system packages the tests use when they are missing:
+# kcat, a Java 17 JDK (Java client tests, Spark) and ZooKeeper (controller tests).
+# Needs root for apt-get; as another user it only reports what is missing.
+set -euo pipefail
+
+missing=()
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+[ -d /usr/share/zookeeper ] || missing+=(zookeeper)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" != "0" ]; then
+  echo "install_test_deps: missing ${missing[*]} (not root: tests that need them will be skipped)" >&2
+  exit 0
+fi
+echo "install_test_deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

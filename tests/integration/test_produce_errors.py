@@ -1,0 +1,152 @@
+"""Produce-level bad input over a real socket: broken CRC, oversize, bad names, old versions.
+
+Each gets Kafka's per-partition error code; the connection and the broker keep
+serving.
+"""
+from __future__ import annotations
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from kafkapy.protocol.messages import REQUESTS
+from tests.integration.wire import WireClient
+
+Produce = REQUESTS[0]
+
+
+def _batch(n=3, value=b"v", producer_id=-1, epoch=-1, sequence=-1):
+    builder = DefaultRecordBatchBuilder(2, 0, False, producer_id, epoch, sequence, 1 << 20)
+    for i in range(n):
+        builder.append(i, 1_700_000_000_000 + i, b"k%d" % i, value, [])
+    return bytes(builder.build())
+
+
+def _produce(client, topic, records, version=9, acks=-1, partition=0):
+    return client.request(0, version, transactional_id=None, acks=acks, timeout_ms=5000,
+                          topic_data=[Produce.TopicProduceData(name=topic, partition_data=[
+                              Produce.TopicProduceData.PartitionProduceData(
+                                  index=partition, records=records)])])
+
+
+def _error(response):
+    return response.responses[0].partition_responses[0].error_code
+
+
+@pytest.fixture(scope="module")
+def client(broker):
+    c = WireClient(broker.bootstrap)
+    CreateTopics = REQUESTS[19]
+    created = c.request(19, 5, topics=[CreateTopics.CreatableTopic(
+        name="errors", num_partitions=1, replication_factor=1, assignments=[],
+        configs=[CreateTopics.CreatableTopic.CreatableTopicConfig(
+            name="max.message.bytes", value="2000")])], timeout_ms=5000, validate_only=False)
+    assert created.topics[0].error_code == 0
+    yield c
+    c.close()
+
+
+def test_good_batch_is_appended_at_offset_zero_then_three(client):
+    first = _produce(client, "errors", _batch())
+    second = _produce(client, "errors", _batch())
+    assert _error(first) == 0 and _error(second) == 0
+    assert first.responses[0].partition_responses[0].base_offset == 0
+    assert second.responses[0].partition_responses[0].base_offset == 3
+
+
+def test_broken_crc_is_corrupt_message(client):
+    data = bytearray(_batch())
+    data[-1] ^= 0xFF
+    assert _error(_produce(client, "errors", bytes(data))) == 2
+
+
+def test_batch_over_max_message_bytes_is_message_too_large(client):
+    assert _error(_produce(client, "errors", _batch(n=1, value=b"x" * 5000))) == 10
+
+
+def test_unknown_partition(client):
+    assert _error(_produce(client, "errors", _batch(), partition=7)) == 3
+
+
+def test_produce_v2_is_rejected_with_unsupported_version(client):
+    assert _error(_produce(client, "errors", _batch(), version=2)) == 35
+
+
+def test_invalid_required_acks(client):
+    assert _error(_produce(client, "errors", _batch(), acks=5)) == 21
+
+
+def test_idempotent_duplicate_gets_original_offset_and_gap_is_rejected(client):
+    init = client.request(22, 4, transactional_id=None, transaction_timeout_ms=60000,
+                          producer_id=-1, producer_epoch=-1)
+    assert init.error_code == 0
+    pid = init.producer_id
+    first = _produce(client, "errors", _batch(producer_id=pid, epoch=0, sequence=0))
+    again = _produce(client, "errors", _batch(producer_id=pid, epoch=0, sequence=0))
+    assert _error(first) == 0 and _error(again) == 0
+    offset = first.responses[0].partition_responses[0].base_offset
+    assert again.responses[0].partition_responses[0].base_offset == offset
+    gap = _produce(client, "errors", _batch(producer_id=pid, epoch=0, sequence=10))
+    assert _error(gap) == 45
+
+
+@pytest.mark.parametrize("name,code", [("bad name", 17), ("a" * 250, 17), ("..", 17),
+                                       ("ok.name", 0)])
+def test_create_topics_name_rules(client, name, code):
+    CreateTopics = REQUESTS[19]
+    response = client.request(19, 7, topics=[CreateTopics.CreatableTopic(
+        name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+        timeout_ms=5000, validate_only=True)
+    assert response.topics[0].error_code == code
+
+
+def test_create_topics_bad_config_is_invalid_config(client):
+    CreateTopics = REQUESTS[19]
+    response = client.request(19, 7, topics=[CreateTopics.CreatableTopic(
+        name="badconfig", num_partitions=1, replication_factor=1, assignments=[],
+        configs=[CreateTopics.CreatableTopic.CreatableTopicConfig(
+            name="segment.bytes", value="not-a-number")])], timeout_ms=5000,
+        validate_only=False)
+    assert response.topics[0].error_code == 40
+    assert "segment.bytes" in response.topics[0].error_message
+
+
+def test_replication_factor_above_live_brokers(client):
+    CreateTopics = REQUESTS[19]
+    response = client.request(19, 7, topics=[CreateTopics.CreatableTopic(
+        name="rf3", num_partitions=1, replication_factor=3, assignments=[], configs=[])],
+        timeout_ms=5000, validate_only=False)
+    assert response.topics[0].error_code == 38
+
+
+def test_existing_topic_and_partition_growth(client):
+    CreateTopics = REQUESTS[19]
+    again = client.request(19, 7, topics=[CreateTopics.CreatableTopic(
+        name="errors", num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+        timeout_ms=5000, validate_only=False)
+    assert again.topics[0].error_code == 36
+    CreatePartitions = REQUESTS[37]
+    shrink = client.request(37, 3, topics=[CreatePartitions.CreatePartitionsTopic(
+        name="errors", count=1, assignments=None)], timeout_ms=5000, validate_only=False)
+    assert shrink.results[0].error_code == 37
+    grow = client.request(37, 3, topics=[CreatePartitions.CreatePartitionsTopic(
+        name="errors", count=3, assignments=None)], timeout_ms=5000, validate_only=False)
+    assert grow.results[0].error_code == 0
+    assert _error(_produce(client, "errors", _batch(), partition=2)) == 0
+
+
+def test_metadata_for_missing_and_invalid_topics(client):
+    Metadata = REQUESTS[3]
+    response = client.request(3, 12, topics=[
+        Metadata.MetadataRequestTopic(topic_id=None, name="bad name"),
+        Metadata.MetadataRequestTopic(topic_id=None, name="__transaction_state")],
+        allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+    codes = {t.name: t.error_code for t in response.topics}
+    assert codes == {"bad name": 17, "__transaction_state": 3}
+
+
+def test_bad_config_value_stops_startup_naming_key_and_value(tmp_path):
+    from tests.broker_process import BrokerProcess
+    b = BrokerProcess(tmp_path / "logs", overrides={"log.segment.bytes": "lots"})
+    with pytest.raises(RuntimeError) as failure:
+        b.start(timeout=20)
+    assert "log.segment.bytes" in str(failure.value) and "lots" in str(failure.value)

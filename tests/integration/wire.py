@@ -1,0 +1,62 @@
+"""A tiny raw-socket Kafka client for wire-level tests (framing, versions, bad input)."""
+from __future__ import annotations
+
+import socket
+import struct
+
+from kafkapy.protocol.messages import REQUESTS, RESPONSES
+
+
+class WireClient:
+    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self._correlation = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def recv_frame(self) -> bytes:
+        size = struct.unpack(">i", self._recv_exact(4))[0]
+        return self._recv_exact(size)
+
+    def _recv_exact(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = self.sock.recv(n)
+            if not chunk:
+                raise ConnectionError("connection closed by broker")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def encode(self, api_key: int, version: int, **fields) -> tuple[int, bytes]:
+        self._correlation += 1
+        request = REQUESTS[api_key](version=version, **fields)
+        request.with_header(correlation_id=self._correlation, client_id="wire-test")
+        return self._correlation, bytes(request.encode(header=True, framed=True))
+
+    def request(self, api_key: int, version: int, **fields):
+        correlation, data = self.encode(api_key, version, **fields)
+        self.send_raw(data)
+        return self.read_response(api_key, version, correlation)
+
+    def read_response(self, api_key: int, version: int, correlation: int):
+        frame = self.recv_frame()
+        response_cls = RESPONSES[api_key]
+        response = response_cls.decode(frame, version=version, header=True)
+        assert response.header.correlation_id == correlation
+        return response
+
+    def is_closed(self, timeout: float = 5.0) -> bool:
+        """True when the broker closed the connection (EOF) within the timeout."""
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
