@@ -56,6 +56,25 @@ def system_cpu_seconds() -> tuple[float, float]:
     return (total - idle) / _CLK_TCK, total / _CLK_TCK
 
 
+def machine_busy_pct(window: float = 1.0) -> float:
+    """Busy share of all cores over the next ``window`` seconds (100 = every core busy)."""
+    b0, t0 = system_cpu_seconds()
+    time.sleep(window)
+    b1, t1 = system_cpu_seconds()
+    return 100.0 * (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+
+
+def wait_until_quiet(max_wait: float, busy_below: float = 15.0, log=print) -> dict:
+    """Wait up to ``max_wait`` s for the machine to be mostly idle (other sessions' load)."""
+    t0 = time.monotonic()
+    busy = machine_busy_pct()
+    while busy >= busy_below and time.monotonic() - t0 < max_wait:
+        log(f"machine {busy:.0f}% busy (other processes); waiting for it to settle")
+        busy = machine_busy_pct(5.0)
+    return {"busy_pct_before": round(busy, 1), "waited_s": round(time.monotonic() - t0, 1),
+            "loadavg": os.getloadavg()}
+
+
 @dataclass
 class PhaseStats:
     name: str
@@ -66,6 +85,8 @@ class PhaseStats:
     cpu_seconds: float = 0.0
     cpu_pct: float = 0.0           # of one core
     machine_busy_pct: float = 0.0  # all cores, whole machine (driver + broker + rest)
+    machine_busy_cpu_s: float = 0.0
+    loadavg_start: float = 0.0     # 1-minute load average when the phase began
     samples: int = 0
 
     def as_dict(self) -> dict:
@@ -137,6 +158,7 @@ class RssSampler:
         self._t0 = time.monotonic()
         self._cpu0 = (cpu_seconds(self.pid) or 0.0) if self.pid else 0.0
         self._sys0 = system_cpu_seconds()
+        self._phase.loadavg_start = os.getloadavg()[0]
 
     def phase_end(self) -> PhaseStats:
         self.sample()
@@ -150,7 +172,8 @@ class RssSampler:
             ph.hwm_end_mib = st.get("VmHWM", 0) / 1024
         busy1, total1 = system_cpu_seconds()
         dt = total1 - self._sys0[1]
-        ph.machine_busy_pct = 100.0 * (busy1 - self._sys0[0]) / dt if dt > 0 else 0.0
+        ph.machine_busy_cpu_s = busy1 - self._sys0[0]
+        ph.machine_busy_pct = 100.0 * ph.machine_busy_cpu_s / dt if dt > 0 else 0.0
         with self._lock:
             ph.rss_peak_mib = self._peak_kb / 1024
             ph.samples = self._samples

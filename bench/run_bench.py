@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import workloads as wl  # noqa: E402
 from brokers import ROOT, ExistingBroker, KafkapyBroker  # noqa: E402
-from procstats import RssSampler  # noqa: E402
+from procstats import RssSampler, wait_until_quiet  # noqa: E402
 
 RESULTS_DIR = ROOT / "bench" / "results"
 MIB = 1024 * 1024
@@ -274,6 +274,9 @@ class BrokerRun:
         return TansuBroker(wd)
 
     def _start(self, label: str, **kw):
+        if self.args.wait_quiet > 0:
+            q = wait_until_quiet(self.args.wait_quiet, log=log)
+            self.result.setdefault("quiet_checks", []).append({"before": label, **q})
         b = self._new_broker(label, **kw)
         log(f"{self.kind}: starting broker ({label})")
         b.start(timeout=self.args.start_timeout)
@@ -324,6 +327,11 @@ class BrokerRun:
         finally:
             stats = self.sampler.phase_end()
         res["broker"] = stats.as_dict()
+        # CPU burnt by anything but the broker and our driver (other sessions, tests, ...),
+        # in % of one core: large values mean the numbers of this phase are disturbed.
+        other = stats.machine_busy_cpu_s - stats.cpu_seconds - (res.get("driver_cpu_s") or 0)
+        res["other_load_pct"] = round(max(0.0, 100.0 * other / stats.seconds), 1) \
+            if stats.seconds else None
         if prof is not None:
             res["profile"] = prof.stop()
         if self.broker is not None and not self.broker.alive():
@@ -495,8 +503,8 @@ def render_markdown(doc: dict) -> str:
     lines.append("")
     lines.append("| broker | workload | records | produce rec/s | produce MiB/s | p50 ms | p99 ms "
                  "| consume rec/s | consume MiB/s | broker CPU produce / consume | "
-                 "broker RSS peak MiB (produce / consume / after) | ok |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
+                 "broker RSS peak MiB (produce / consume / after) | other load % | ok |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|")
     for kind, res in brokers.items():
         for name, w in res.get("workloads", {}).items():
             if name == "e2e":
@@ -513,6 +521,7 @@ def render_markdown(doc: dict) -> str:
                 f"| {_fmt(pb.get('cpu_pct'))}% / {_fmt(cb.get('cpu_pct'))}% "
                 f"| {_fmt(pb.get('rss_peak_mib'))} / {_fmt(cb.get('rss_peak_mib'))} / "
                 f"{_fmt(after.get('rss_mib'))} (HWM {_fmt(after.get('hwm_mib'))}) "
+                f"| {_fmt(p.get('other_load_pct'))} / {_fmt(c.get('other_load_pct'))} "
                 f"| {'yes' if w.get('ok') else 'NO'} |")
             ns = w.get("consume_sendfile_off")
             if ns:
@@ -521,6 +530,7 @@ def render_markdown(doc: dict) -> str:
                     f"| {_fmt(ns.get('records_per_s'))} | {_fmt(ns.get('mib_per_s'), 1)} "
                     f"| — / {_fmt(ns.get('broker', {}).get('cpu_pct'))}% "
                     f"| — / {_fmt(ns.get('broker', {}).get('rss_peak_mib'))} / — "
+                    f"| {_fmt(ns.get('other_load_pct'))} "
                     f"| {'yes' if ns.get('ok') else 'NO'} |")
     lines.append("")
     e2e_rows = [(k, r["workloads"]["e2e"]) for k, r in brokers.items()
@@ -530,8 +540,8 @@ def render_markdown(doc: dict) -> str:
                      "fetch.wait.max.ms=500, acks=all, linger 0)")
         lines.append("")
         lines.append("| broker | rate rec/s | seconds | received | e2e p50 ms | e2e p99 ms | "
-                     "e2e max ms | produce ack p50 / p99 ms | broker CPU | ok |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---|---:|---|")
+                     "e2e max ms | produce ack p50 / p99 ms | broker CPU | broker RSS peak MiB | other load % | ok |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|")
         for kind, w in e2e_rows:
             lat, ack = w.get("latency_ms", {}), w.get("produce_ack_latency_ms", {})
             lines.append(
@@ -540,6 +550,8 @@ def render_markdown(doc: dict) -> str:
                 f"| {_fmt(lat.get('p50'), 2)} | {_fmt(lat.get('p99'), 2)} "
                 f"| {_fmt(lat.get('max'), 1)} | {_fmt(ack.get('p50'), 2)} / "
                 f"{_fmt(ack.get('p99'), 2)} | {_fmt(w.get('broker', {}).get('cpu_pct'))}% "
+                f"| {_fmt(w.get('broker', {}).get('rss_peak_mib'))} "
+                f"| {_fmt(w.get('other_load_pct'))} "
                 f"| {'yes' if w.get('ok') else 'NO'} |")
         lines.append("")
     # ratios
@@ -599,7 +611,9 @@ def render_markdown(doc: dict) -> str:
               "per-record produce()->delivery-report time (includes client queueing, as in "
               "kafka-producer-perf-test). CPU % is of one core. RSS from /proc/<pid>/status "
               "sampled every 50 ms. tansu runs with in-memory storage (no disk); kafkapy writes "
-              "a real log.", ""]
+              "a real log. 'other load' = CPU used by processes other than broker and driver "
+              "during the phase (% of one core; e.g. tests running in parallel): high values "
+              "mean disturbed numbers.", ""]
     return "\n".join(lines)
 
 
@@ -669,6 +683,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="py-spy the kafkapy broker during each phase (hot functions in report)")
     ap.add_argument("--profile-svg", action="store_true",
                     help="with --profile: write flamegraph SVGs instead of the raw tables")
+    ap.add_argument("--wait-quiet", type=float, default=120.0, metavar="SECS",
+                    help="before each broker start wait up to SECS for the machine to be "
+                         "under 15%% busy (0: don't wait); other load is recorded per phase")
     ap.add_argument("--phase-timeout", type=float, default=600.0)
     ap.add_argument("--start-timeout", type=float, default=60.0)
     ap.add_argument("--results-dir", default=str(RESULTS_DIR))

@@ -116,8 +116,10 @@ PRODUCER_DEFAULTS = {
     "batch.size": 65536,
     "compression.type": "none",
     "enable.idempotence": False,
-    "queue.buffering.max.messages": 200000,
-    "queue.buffering.max.kbytes": 1048576,
+    # Like the Java producer's buffer.memory=32 MiB default: bounds client-side queueing,
+    # which a flat-out run's delivery latency includes.
+    "queue.buffering.max.messages": 100000,
+    "queue.buffering.max.kbytes": 32768,
     "message.max.bytes": 1048576 + 1024,
     "statistics.interval.ms": 0,
 }

@@ -84,7 +84,7 @@ def _read_one(ctx, request, name, p, max_bytes: int, min_one: bool):
         log = partition.log
         upper = (partition.last_stable_offset if request.isolation_level == READ_COMMITTED
                  else partition.high_watermark)
-        records = log.read_records(p.fetch_offset, max_bytes, upper, min_one)
+        records = partition.read_records(p.fetch_offset, max_bytes, upper, min_one)
     except KafkaError as err:
         return _error(p.partition, err.code)
     return _Partition(partition_index=p.partition, error_code=0,
@@ -106,7 +106,7 @@ def _available(ctx, request, wanted) -> tuple[int, bool]:
                 return total, True
             upper = (partition.last_stable_offset if request.isolation_level == READ_COMMITTED
                      else partition.high_watermark)
-            total += partition.log.bytes_between(p.fetch_offset, upper)
+            total += partition.bytes_available(p.fetch_offset, upper, request.min_bytes)
     return total, False
 
 

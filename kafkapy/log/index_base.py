@@ -100,6 +100,15 @@ class IndexFileBase:
         os.close(self._fd)
         self._fd = -1
 
+    def release(self) -> None:
+        """Close the mapping and descriptor without trimming or flushing."""
+        if self._fd >= 0:
+            if self._mm is not None:
+                self._mm.close()
+                self._mm = None
+            os.close(self._fd)
+            self._fd = -1
+
     def delete(self) -> None:
         if self._fd >= 0:
             if self._mm is not None:

@@ -91,6 +91,7 @@ class LogSegment:
         self._first_batch_ts: int | None = None  # Kafka's rollingBasedTimestamp
         self._bytes_since_last_index = 0
         self.needs_recovery = False
+        self.roll_jitter_ms = 0  # set by the Log from segment.jitter.ms
         self.offset_index = self._open_index(OffsetIndex, INDEX_SUFFIX, writable)
         self.time_index = self._open_index(TimeIndex, TIME_INDEX_SUFFIX, writable)
         ts, off = self.time_index.last_entry
@@ -294,6 +295,8 @@ class LogSegment:
         del max_message_size
         self.offset_index.reset()
         self.time_index.reset()
+        self.offset_index.resize(self.max_index_size)
+        self.time_index.resize(self.max_index_size)
         self.max_timestamp_so_far = -1
         self.offset_of_max_timestamp = self.base_offset
         self._first_batch_ts = None
@@ -414,6 +417,14 @@ class LogSegment:
         self.time_index.close()
         os.close(self._fd)
         self._fd = -1
+
+    def release(self) -> None:
+        """Close all descriptors without writing anything (before a dir rename)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self.offset_index.release()
+        self.time_index.release()
 
     def delete(self) -> None:
         """Close and unlink the segment's files."""

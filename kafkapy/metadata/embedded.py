@@ -24,11 +24,14 @@ File format (UTF-8 JSON, one object)::
 
     {"format": "kafkapy-metadata-store", "version": 1, "zxid": <last zxid>,
      "nodes": {"<path>": {"data": "<base64>", "czxid": n, "mzxid": n, "pzxid": n,
-                          "ctime": ms, "mtime": ms, "version": n, "cversion": n},
+                          "ctime": ms, "mtime": ms, "version": n, "cversion": n,
+                          "cseq": n},
                ...}}
 
-``nodes`` holds every persistent node including ``/``, sorted by path; children
-are implied by the paths.  ``num_children``/``data_length`` are derived on load.
+``nodes`` holds every persistent node including ``/`` (in no particular order);
+children are implied by the paths.  ``cseq`` counts the node's child creations: it is the
+counter of the next sequential child (ZooKeeper's counter grows on child
+creates only, while ``cversion`` grows on creates and deletes).  ``num_children``/``data_length`` are derived on load.
 A file that cannot be read or parsed, or that breaks these rules (missing
 parent, ephemeral data, unknown format) raises ``MetadataStoreError`` naming the
 file.
@@ -86,7 +89,7 @@ _CHILD = "child"
 
 class _Node:
     __slots__ = ("data", "czxid", "mzxid", "pzxid", "ctime", "mtime", "version",
-                 "cversion", "ephemeral_owner", "children")
+                 "cversion", "cseq", "ephemeral_owner", "children")
 
     def __init__(self, data: bytes, zxid: int, now: int, ephemeral_owner: int = 0) -> None:
         self.data = data
@@ -94,6 +97,7 @@ class _Node:
         self.ctime = self.mtime = now
         self.version = 0
         self.cversion = 0
+        self.cseq = 0           # child creations: the next sequential child's counter
         self.ephemeral_owner = ephemeral_owner
         self.children: set[str] = set()
 
@@ -106,11 +110,11 @@ class _Node:
 
     def snapshot(self) -> tuple:
         return (self.data, self.mzxid, self.pzxid, self.mtime, self.version,
-                self.cversion, set(self.children))
+                self.cversion, self.cseq, set(self.children))
 
     def restore(self, snap: tuple) -> None:
         (self.data, self.mzxid, self.pzxid, self.mtime, self.version,
-         self.cversion, self.children) = snap
+         self.cversion, self.cseq, self.children) = snap
 
 
 def _check_data(data: bytes) -> bytes:
@@ -138,6 +142,10 @@ class EmbeddedStore(MetadataStore):
         # Undo log and pending watch triggers of the change being applied.
         self._undo: list[tuple[str, str, tuple | None]] | None = None
         self._triggers: list[tuple[str, str]] = []
+        # Encoded file fragment of each persistent node; a write re-encodes only
+        # the nodes in ``_dirty`` (touched since the last write).
+        self._frags: dict[str, str] = {}
+        self._dirty: set[str] = set()
         self._lock_fd = self._acquire_lock()
         try:
             self._load()
@@ -305,6 +313,8 @@ class EmbeddedStore(MetadataStore):
             raise
         finally:
             undo, self._undo = self._undo, None
+            for _kind, path, _snap in undo or ():
+                self._dirty.add(path)
         if not undo:              # nothing changed (e.g. ensure_path of existing nodes)
             return result
         self._zxid = zxid
@@ -329,6 +339,8 @@ class EmbeddedStore(MetadataStore):
                 self._nodes[path] = snap  # type: ignore[assignment]
             else:  # "modified"
                 self._nodes[path].restore(snap)  # type: ignore[arg-type]
+        for _kind, path, _snap in undo:
+            self._dirty.add(path)
         self._undo = []
         self._triggers = []
 
@@ -350,7 +362,7 @@ class EmbeddedStore(MetadataStore):
         if parent.ephemeral_owner:
             raise NoChildrenForEphemeralsError(path)
         if sequence:
-            path = f"{path}{parent.cversion:010d}"
+            path = f"{path}{parent.cseq:010d}"
         if path in self._nodes:
             raise NodeExistsError(path)
         name = path.rsplit("/", 1)[1]
@@ -360,6 +372,7 @@ class EmbeddedStore(MetadataStore):
         self._undo.append(("created", path, None))  # type: ignore[union-attr]
         parent.children.add(name)
         parent.cversion += 1
+        parent.cseq += 1
         parent.pzxid = zxid
         self._triggers.append((path, EventType.CREATED))
         self._triggers.append((parent_path, EventType.CHILD))
@@ -487,6 +500,7 @@ class EmbeddedStore(MetadataStore):
             root = _Node(b"", 0, 0)
             self._nodes = {"/": root}
             self._zxid = 0
+            self._dirty = {"/"}
             self._persist()
             return
         try:
@@ -499,22 +513,23 @@ class EmbeddedStore(MetadataStore):
             raise MetadataStoreError(
                 f"metadata store file {self._path} is corrupt or not a kafkapy metadata "
                 f"store: {e}") from None
+        self._dirty = set(self._nodes)
 
     def _persist(self) -> None:
-        nodes = {}
-        for path in sorted(self._nodes):
-            n = self._nodes[path]
-            if n.ephemeral_owner:
-                continue
-            nodes[path] = {
-                "data": base64.b64encode(n.data).decode("ascii"),
-                "czxid": n.czxid, "mzxid": n.mzxid, "pzxid": n.pzxid,
-                "ctime": n.ctime, "mtime": n.mtime,
-                "version": n.version, "cversion": n.cversion,
-            }
-        doc = {"format": FILE_FORMAT, "version": FILE_VERSION, "zxid": self._zxid,
-               "nodes": nodes}
-        payload = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+        frags = self._frags
+        for path in self._dirty:
+            n = self._nodes.get(path)
+            if n is None or n.ephemeral_owner:
+                frags.pop(path, None)
+            else:
+                frags[path] = (
+                    f'{json.dumps(path)}:{{"data":"{base64.b64encode(n.data).decode("ascii")}",'
+                    f'"czxid":{n.czxid},"mzxid":{n.mzxid},"pzxid":{n.pzxid},'
+                    f'"ctime":{n.ctime},"mtime":{n.mtime},"version":{n.version},'
+                    f'"cversion":{n.cversion},"cseq":{n.cseq}}}')
+        self._dirty.clear()
+        payload = (f'{{"format":"{FILE_FORMAT}","version":{FILE_VERSION},"zxid":{self._zxid},'
+                   f'"nodes":{{{",".join(frags.values())}}}}}').encode("utf-8")
         try:
             fd = os.open(self._tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
@@ -548,7 +563,7 @@ class _FormatError(Exception):
     pass
 
 
-_INT_FIELDS = ("czxid", "mzxid", "pzxid", "ctime", "mtime", "version", "cversion")
+_INT_FIELDS = ("czxid", "mzxid", "pzxid", "ctime", "mtime", "version", "cversion", "cseq")
 
 
 def _decode(raw: bytes) -> tuple[dict[str, _Node], int]:

@@ -20,8 +20,10 @@ Semantics follow ZooKeeper (and kazoo's Python API), so callers may use either:
 * ``version=-1`` matches any version; a data version starts at 0 and grows by one
   on every ``set`` (even of identical bytes); ``cversion`` grows on every child
   create and delete;
-* a sequential node's name gets the parent's ``cversion`` appended as ten
-  zero-padded digits (``config_change_0000000007``), as ZooKeeper does;
+* a sequential node's name gets a per-parent counter appended as ten
+  zero-padded digits (``config_change_0000000007``); as in ZooKeeper the counter
+  is the number of children ever created under the parent (deletes do not
+  count, so it differs from ``cversion`` once children were deleted);
 * watches are one-shot.  A *data* watch (set by ``get``, or by ``exists`` on an
   existing node) fires ``CHANGED`` on set and ``DELETED`` on delete; an *exists*
   watch (``exists`` on a missing node) fires ``CREATED``; a *child* watch (set by

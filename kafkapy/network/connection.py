@@ -24,7 +24,7 @@ import structlog
 from kafkapy.handlers.base import CloseConnection, RequestContext
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.headers import (
-    API_VERSIONS_KEY, decode_request_header, peek_api, response_header_is_flexible)
+    API_VERSIONS_KEY, decode_request_header, peek_api)
 
 _log = structlog.get_logger("kafkapy.network")
 _SIZE = struct.Struct(">i")

@@ -92,7 +92,7 @@ class TimingWheel:
         expiration = entry.expiration_ms
         if entry.cancelled or expiration < self.current_time_ms + self.tick_ms:
             return False
-        if expiration > self.current_time_ms + self.interval_ms:
+        if expiration >= self.current_time_ms + self.interval_ms:
             return self._overflow_wheel().add(entry)
         virtual_id = expiration // self.tick_ms
         bucket = self._buckets[virtual_id % self.wheel_size]

@@ -50,23 +50,33 @@ class Partition:
         return self.log.high_watermark
 
     def append_as_leader(self, records: bytes, produce_version: int) -> AppendResult:
+        """Validate one batch and append it (a duplicate answers with its first offsets)."""
         log = self.log
         try:
-            headers = validate_for_append(memoryview(records), log.config["max.message.bytes"],
-                                          produce_version)
-            header = headers[0]
-            duplicate = log.producer_state.check(header) if header.producer_id >= 0 else None
+            header = validate_for_append(memoryview(records), log.config.max_message_bytes,
+                                         produce_version)[0]
+            info = log.append_as_leader(records, header, self.leader_epoch)
         except RecordError as err:
             return AppendResult(err.code, log_start_offset=log.log_start_offset,
                                 error_message=err.message)
-        if duplicate is not None:
-            return AppendResult(0, duplicate.first_offset, -1, log.log_start_offset,
-                                last_offset=duplicate.last_offset)
-        info = log.append_as_leader(bytearray(records), header, self.leader_epoch)
         if len(self.state.isr) <= 1:
             log.high_watermark = log.log_end_offset
         return AppendResult(0, info.first_offset, info.log_append_time_ms,
                             info.log_start_offset, last_offset=info.last_offset)
+
+    def read_records(self, fetch_offset: int, max_bytes: int, upper: int,
+                     min_one: bool) -> bytes:
+        """Whole batches from ``fetch_offset`` below ``upper`` (HW or LSO)."""
+        return self.log.read_bytes(fetch_offset, max_bytes, upper, min_one)
+
+    def bytes_available(self, fetch_offset: int, upper: int, cap: int) -> int:
+        """Bytes a fetch at ``fetch_offset`` could read now, counted up to ``cap``."""
+        if fetch_offset >= upper:
+            return 0
+        try:
+            return sum(s.size for s in self.log.read(fetch_offset, cap, upper, True))
+        except KafkaError:
+            return cap
 
     def check_leader(self, current_leader_epoch: int = -1) -> None:
         """Raise unless this replica leads, at the epoch the client knows (if it says)."""

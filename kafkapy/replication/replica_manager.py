@@ -11,6 +11,7 @@ from typing import Callable
 import structlog
 
 from kafkapy.metadata.cache import TopicMetadata
+from kafkapy.metadata.topics import topic_id_text
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.replication.partition import Partition
 
@@ -42,7 +43,8 @@ class ReplicaManager:
             if self._node_id not in state.replicas:
                 continue
             if partition is None:
-                log = self._logs.get_or_create_log(name, index, config, topic.topic_id)
+                log = self._logs.get_or_create_log(name, index, config,
+                                                   topic_id_text(topic.topic_id))
                 self.partitions[key] = Partition(name, index, log, state, self._node_id)
             else:
                 partition.state = state

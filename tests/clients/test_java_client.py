@@ -51,9 +51,9 @@ def test_java_client(broker, java_clients, version):
     report = (f"ClientE2E (kafka-clients {version}, mode {mode}) exited {proc.returncode}\n"
               f"--- stdout ---\n{proc.stdout[-5000:]}\n--- stderr ---\n{proc.stderr[-15000:]}")
     assert proc.returncode == 0, report
-    lines = proc.stdout.strip().splitlines()
-    assert lines, report
-    summary = json.loads(lines[-1])
+    lines = [line for line in proc.stdout.splitlines() if line.startswith('{"ok"')]
+    assert len(lines) == 1, report
+    summary = json.loads(lines[0])
     assert summary["ok"] is True, report
     assert summary["client_version"] == version, summary
     assert summary["records"] == common.N_RECORDS, summary

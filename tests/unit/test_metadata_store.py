@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -171,12 +170,14 @@ def test_sequence_nodes(store):
     store.create("/n")
     assert store.create("/n/x_", b"1", sequence=True) == "/n/x_0000000000"
     assert store.create("/n/x_", sequence=True) == "/n/x_0000000001"
-    store.create("/n/plain")                               # counts too: the parent's cversion
+    store.create("/n/plain")                               # every child create counts
     assert store.create("/n/y_", sequence=True) == "/n/y_0000000003"
-    store.delete("/n/x_0000000000")
-    assert store.create("/n/x_", sequence=True) == "/n/x_0000000005"
+    store.delete("/n/x_0000000000")                        # deletes do not
+    store.delete("/n/plain")
+    assert store.create("/n/x_", sequence=True) == "/n/x_0000000004"
+    assert store.exists("/n").cversion == 7                # but cversion counts both
     assert store.get("/n/x_0000000001")[1].version == 0
-    assert paths.sequence_number("/n/x_0000000005", "x_") == 5
+    assert paths.sequence_number("/n/x_0000000004", "x_") == 4
 
 
 def test_recursive_delete(store):
@@ -591,14 +592,13 @@ def test_embedded_survives_kill_9(tmp_path):
     b'{"format":"kafkapy-metadata-store","version":1,"zxid":3,"nodes":{}}',     # no root
     b'{"format":"kafkapy-metadata-store","version":1,"zxid":3,"nodes":{"/a/b":'
     b'{"data":"","czxid":1,"mzxid":1,"pzxid":1,"ctime":0,"mtime":0,"version":0,'
-    b'"cversion":0}}}',                                                          # orphan
+    b'"cversion":0,"cseq":0}}}',                                                          # orphan
 ])
 def test_embedded_bad_file_is_a_clear_error(tmp_path, content):
     f = tmp_path / "meta.json"
     f.write_bytes(content)
     with pytest.raises(MetadataStoreError, match=str(f)):
         EmbeddedStore(f)
-    f.write_bytes(b"")
     # the failed open released its lock: a good file opens now
     f.unlink()
     EmbeddedStore(f).close()

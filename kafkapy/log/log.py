@@ -1,0 +1,546 @@
+"""One partition's log: ordered segments in ``<log dir>/<topic>-<partition>/``.
+
+On disk: segment files ``<base:020d>.log/.index/.timeindex`` (see
+``segment.py``), producer snapshots ``<offset:020d>.snapshot``,
+``leader-epoch-checkpoint`` and ``partition.metadata``.
+
+Invariants:
+- segments are kept in a list sorted by base offset (``bisect`` finds the one
+  holding an offset); the last is the active segment and the only one
+  appended to; there is always at least one segment.
+- ``log_start_offset <= high_watermark <= log_end_offset``; offsets below
+  ``recovery_point`` are known to be fsynced.
+- appends write whole, already validated batches; offsets are assigned by
+  patching the batch header in place (``patch_for_append``); nothing is
+  decoded.  By default nothing is fsynced on append (page cache), unless
+  flush.messages / flush.ms say otherwise.
+- a roll happens before an append when the active segment would exceed
+  segment.bytes, when segment.ms (minus this segment's jitter) has passed
+  since its first batch's timestamp (or its creation), when an index is full,
+  or when the batch's last offset would not fit the segment's int32 relative
+  offsets.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import random
+import shutil
+import uuid
+from typing import Any, NamedTuple
+
+from kafkapy.clock import SYSTEM_CLOCK, Clock
+from kafkapy.log.leader_epoch import LeaderEpochCache
+from kafkapy.log.log_config import LogConfig
+from kafkapy.log.partition_metadata import read_partition_metadata, write_partition_metadata
+from kafkapy.log.producer_state import DuplicateBatch, ProducerStateManager
+from kafkapy.log.segment import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
+                                 TXN_INDEX_SUFFIX, FetchSlice, LogSegment)
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.batch import BatchHeader, RecordError, patch_for_append
+from kafkapy.records.record import decode_records
+
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+STRAY_DIR_SUFFIX = "-stray"
+_CLEANUP_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
+
+
+class AppendInfo(NamedTuple):
+    first_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 for CreateTime (a duplicate reports its stored timestamp)
+    log_start_offset: int
+    duplicate: bool = False
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
+    """(topic, partition) of a ``<topic>-<partition>`` dir name, else None."""
+    topic, sep, part = name.rpartition("-")
+    if not sep or not topic or not part.isdigit():
+        return None
+    return topic, int(part)
+
+
+class Log:
+    """A partition log.  Build with ``Log.load`` (it may recover segments)."""
+
+    def __init__(self, dir_path: str, topic: str, partition: int, config: LogConfig,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
+        self.dir = dir_path
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.clock = clock
+        self.segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self._high_watermark = 0
+        self.recovery_point = 0
+        self.last_flush_ms = clock.time_ms()
+        self.producer_state = ProducerStateManager(dir_path)
+        self.leader_epoch_cache = LeaderEpochCache(None)
+        self.topic_id: str | None = None
+        self.recovered_bytes_truncated = 0
+        self._closed = False
+
+    # ---------------------------------------------------------------- loading
+
+    @classmethod
+    def load(cls, dir_path: str, config: LogConfig | dict[str, Any] | None = None,
+             clock: Clock = SYSTEM_CLOCK, *, recovery_point: int = 0,
+             log_start_offset: int = 0, high_watermark: int = 0,
+             had_clean_shutdown: bool = True, topic_id: str | None = None) -> "Log":
+        """Open (or create) the log in ``dir_path``; blocking, may recover segments."""
+        parsed = parse_partition_dir_name(os.path.basename(os.path.normpath(dir_path)))
+        if parsed is None:
+            raise ValueError(f"not a partition directory name: {dir_path}")
+        if not isinstance(config, LogConfig):
+            config = LogConfig(config)
+        log = cls(dir_path, parsed[0], parsed[1], config, clock)
+        os.makedirs(dir_path, exist_ok=True)
+        log._load(recovery_point, log_start_offset, high_watermark, had_clean_shutdown)
+        stored_id = read_partition_metadata(dir_path)
+        if topic_id is not None and stored_id is None:
+            write_partition_metadata(dir_path, topic_id)
+            stored_id = topic_id
+        log.topic_id = stored_id
+        return log
+
+    def _new_segment(self, base_offset: int, writable: bool = True) -> LogSegment:
+        seg = LogSegment(self.dir, base_offset,
+                         index_interval_bytes=self.config.index_interval_bytes,
+                         max_index_size=self.config.max_index_size, clock=self.clock,
+                         writable=writable)
+        jitter = self.config.segment_jitter_ms
+        seg.roll_jitter_ms = random.randrange(jitter) if jitter > 0 else 0
+        return seg
+
+    def _load(self, recovery_point: int, log_start_offset: int, high_watermark: int,
+              had_clean_shutdown: bool) -> None:
+        names = os.listdir(self.dir)
+        bases: list[int] = []
+        for name in names:
+            path = os.path.join(self.dir, name)
+            if name.endswith(_CLEANUP_SUFFIXES):
+                _remove(path)
+                continue
+            stem, ext = os.path.splitext(name)
+            if not stem.isdigit():
+                continue
+            if ext == LOG_SUFFIX:
+                bases.append(int(stem))
+            elif ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+                if f"{stem}{LOG_SUFFIX}" not in names:
+                    _remove(path)  # orphan index
+        bases.sort()
+        for i, base in enumerate(bases):
+            self._append_segment(self._new_segment(base, writable=(i == len(bases) - 1)))
+        # Recovery: unflushed segments after an unclean shutdown, and any segment
+        # whose index was missing or corrupt.
+        i = 0
+        if not had_clean_shutdown and self.segments:
+            rp_index = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
+        else:
+            rp_index = len(self.segments)
+        while i < len(self.segments):
+            seg = self.segments[i]
+            if i >= rp_index or seg.needs_recovery:
+                truncated = seg.recover()
+                self.recovered_bytes_truncated += truncated
+                if truncated > 0 and i + 1 < len(self.segments):
+                    # Corruption inside a segment: everything after it is suspect.
+                    for later in self.segments[i + 1:]:
+                        later.delete()
+                    del self.segments[i + 1:]
+                    del self._bases[i + 1:]
+            i += 1
+        if not self.segments:
+            self._append_segment(self._new_segment(max(log_start_offset, 0)))
+        active = self.segments[-1]
+        active.resize_indexes(self.config.max_index_size)
+        self.log_end_offset = active.next_offset
+        self.log_start_offset = min(max(log_start_offset, self.segments[0].base_offset),
+                                    self.log_end_offset)
+        if not had_clean_shutdown:
+            for seg in self.segments[rp_index:]:
+                seg.flush()
+            self.recovery_point = self.log_end_offset
+        else:
+            self.recovery_point = min(max(recovery_point, self.log_start_offset),
+                                      self.log_end_offset)
+        self._high_watermark = min(max(high_watermark, self.log_start_offset),
+                                   self.log_end_offset)
+        self.leader_epoch_cache = LeaderEpochCache(self.dir)
+        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        self._rebuild_producer_state()
+
+    def _rebuild_producer_state(self) -> None:
+        """Latest snapshot at or below the LEO, then batch headers from there on."""
+        ps = self.producer_state
+        ps.producers.clear()
+        snap = ps.load_latest_snapshot(self.log_end_offset)
+        start = snap if snap is not None and snap >= self.log_start_offset \
+            else self.log_start_offset
+        if snap is None or snap < self.log_start_offset:
+            ps.producers.clear()
+        ps.map_end_offset = start
+        for h in self.iter_batch_headers(start):
+            if h.base_offset + h.last_offset_delta >= start:
+                ps.update(h)
+        ps.map_end_offset = self.log_end_offset
+
+    def _append_segment(self, seg: LogSegment) -> None:
+        self.segments.append(seg)
+        self._bases.append(seg.base_offset)
+
+    # ---------------------------------------------------------------- properties
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, value: int) -> None:
+        self._high_watermark = min(max(value, self.log_start_offset), self.log_end_offset)
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    @property
+    def name(self) -> str:
+        return partition_dir_name(self.topic, self.partition)
+
+    def segment_for(self, offset: int) -> int:
+        """Index of the segment that would hold ``offset`` (floor by base offset)."""
+        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+
+    def iter_batch_headers(self, start_offset: int = 0):
+        """Headers of every batch whose last offset >= ``start_offset`` (pread, no decode)."""
+        for seg in self.segments[self.segment_for(start_offset):]:
+            h0 = seg.find_offset_position(start_offset) if seg.base_offset < start_offset \
+                else None
+            pos = h0.position if h0 is not None else 0
+            if seg.base_offset < start_offset and h0 is None:
+                continue
+            yield from seg.iter_batches(pos)
+
+    # ---------------------------------------------------------------- append
+
+    def append_as_leader(self, records, header: BatchHeader, leader_epoch: int) -> AppendInfo:
+        """Assign offsets to one validated batch and append it.
+
+        ``records`` holds the batch at ``header.position`` (a bytearray or
+        writable memoryview is patched in place; read-only bytes are copied).
+        Idempotent duplicates return the original offsets and write nothing.
+        """
+        if self._closed:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"log {self.name} is closed")
+        size = header.size
+        if size > self.config.segment_bytes:
+            raise RecordError(ErrorCode.RECORD_LIST_TOO_LARGE,
+                              f"Message batch size is {size} bytes which exceeds the "
+                              f"maximum configured segment size of {self.config.segment_bytes}")
+        if header.producer_id >= 0:
+            dup = self.producer_state.check(header)
+            if dup is not None:
+                return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp,
+                                  self.log_start_offset, True)
+        if isinstance(records, bytes) or (isinstance(records, memoryview) and records.readonly):
+            records = bytearray(records)
+        first = self.log_end_offset
+        last = first + header.last_offset_delta
+        now = self.clock.time_ms()
+        log_append = self.config.log_append_time
+        patch_for_append(records, header, first, leader_epoch, now if log_append else None)
+        seg = self._maybe_roll(size, last, now)
+        pos = header.position
+        mv = memoryview(records)
+        seg.append(last, header.max_timestamp, last,
+                   mv if pos == 0 and len(mv) == size else mv[pos:pos + size])
+        self.log_end_offset = last + 1
+        if header.producer_id >= 0:
+            self.producer_state.update(header, first)
+        self.producer_state.map_end_offset = self.log_end_offset
+        if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch != leader_epoch:
+            self.leader_epoch_cache.assign(leader_epoch, first)
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush()
+        return AppendInfo(first, last, now if log_append else -1, self.log_start_offset)
+
+    def append_as_follower(self, records, header: BatchHeader) -> None:
+        """Append a batch that already carries its offsets (replication/tests)."""
+        if header.base_offset < self.log_end_offset:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"batch offset {header.base_offset} below LEO "
+                             f"{self.log_end_offset}")
+        size = header.size
+        seg = self._maybe_roll(size, header.last_offset, self.clock.time_ms())
+        pos = header.position
+        seg.append(header.last_offset, header.max_timestamp, header.last_offset,
+                   memoryview(records)[pos:pos + size])
+        self.log_end_offset = header.last_offset + 1
+        self.producer_state.update(header)
+        if header.partition_leader_epoch >= 0:
+            self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+
+    def _maybe_roll(self, messages_size: int, max_offset: int, now_ms: int) -> LogSegment:
+        seg = self.segments[-1]
+        c = self.config
+        if seg.should_roll(messages_size=messages_size, max_offset=max_offset, now_ms=now_ms,
+                           segment_bytes=c.segment_bytes, segment_ms=c.segment_ms,
+                           jitter_ms=seg.roll_jitter_ms):
+            return self.roll()
+        return seg
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset."""
+        old = self.segments[-1]
+        new_base = self.log_end_offset
+        if old.base_offset == new_base and old.size == 0:
+            return old
+        old.on_become_inactive()
+        self.producer_state.map_end_offset = new_base
+        self.producer_state.take_snapshot(fsync=False)
+        self.producer_state.delete_snapshots_below(self.log_start_offset, keep=2)
+        seg = self._new_segment(new_base)
+        self._append_segment(seg)
+        return seg
+
+    # ---------------------------------------------------------------- read
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_message: bool = True) -> list[FetchSlice]:
+        """Whole batches from the batch holding ``offset``, up to ``max_bytes``.
+
+        ``max_offset`` is exclusive (pass the high watermark for consumers).
+        Raises KafkaError(OFFSET_OUT_OF_RANGE) for offset < log start or > LEO.
+        May span segments; each slice is a contiguous range of one .log file.
+        """
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"offset {offset} is out of range for {self.name}: "
+                             f"[{self.log_start_offset}, {leo}]")
+        limit = max_offset if max_offset is not None and max_offset < leo else None
+        if offset == leo or (limit is not None and offset >= limit):
+            return []
+        segs = self.segments
+        i = self.segment_for(offset)
+        out: list[FetchSlice] = []
+        remaining = max_bytes
+        first = True
+        while i < len(segs):
+            seg = segs[i]
+            if limit is not None and seg.base_offset >= limit:
+                break
+            max_pos = None
+            limit_here = limit is not None and (i + 1 == len(segs)
+                                                or limit < segs[i + 1].base_offset)
+            if limit_here:
+                h = seg.find_offset_position(limit)
+                max_pos = h.position if h is not None else seg.size
+            sl = seg.read(offset, remaining, max_pos, min_one_message and first)
+            if sl is not None:
+                if sl.size == 0:
+                    break
+                out.append(sl)
+                remaining -= sl.size
+                first = False
+                if remaining <= 0 or limit_here or sl.position + sl.size < seg.size:
+                    break
+            i += 1
+            if i < len(segs):
+                offset = segs[i].base_offset
+        return out
+
+    def read_bytes(self, offset: int, max_bytes: int, max_offset: int | None = None,
+                   min_one_message: bool = True) -> bytes:
+        """``read`` then os.pread the slices (tests, non-sendfile paths)."""
+        return b"".join(s.read_bytes() for s in self.read(offset, max_bytes, max_offset,
+                                                          min_one_message))
+
+    # ---------------------------------------------------------------- timestamps
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= target.
+
+        Picks the first segment whose max timestamp >= target, then the first
+        batch there whose maxTimestamp >= target, and decodes only that batch
+        to find the record (ListOffsets).  None when no record qualifies.
+        """
+        for seg in self.segments:
+            if seg.max_timestamp_so_far < timestamp:
+                continue
+            h = seg.find_batch_by_timestamp(timestamp, self.log_start_offset)
+            while h is not None:
+                for r in decode_records(seg.read_batch_bytes(h)):
+                    if r.timestamp >= timestamp and r.offset >= self.log_start_offset:
+                        return r.offset, r.timestamp
+                # Only reachable if batch metadata disagrees with its records.
+                nxt = [b for b in seg.iter_batches(h.position + h.size)
+                       if b.max_timestamp >= timestamp]
+                h = nxt[0] if nxt else None
+        return None
+
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with the log's largest timestamp."""
+        best = None
+        for seg in self.segments:
+            if seg.size and (best is None or seg.max_timestamp_so_far > best.max_timestamp_so_far):
+                best = seg
+        if best is None or best.max_timestamp_so_far < 0:
+            return None
+        ts = best.max_timestamp_so_far
+        h = best.find_offset_position(best.offset_of_max_timestamp)
+        if h is not None and h.max_timestamp == ts:
+            for r in decode_records(best.read_batch_bytes(h)):
+                if r.timestamp == ts:
+                    return r.offset, ts
+        return best.offset_of_max_timestamp, ts
+
+    # ---------------------------------------------------------------- flush / config
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync segments holding offsets in [recovery_point, up_to_offset)."""
+        target = self.log_end_offset if up_to_offset is None else min(up_to_offset,
+                                                                      self.log_end_offset)
+        if target <= self.recovery_point:
+            return
+        first = self.segment_for(self.recovery_point)
+        for seg in self.segments[first:]:
+            if seg.base_offset >= target and seg is not self.segments[first]:
+                break
+            seg.flush()
+        self.recovery_point = target
+        self.last_flush_ms = self.clock.time_ms()
+
+    def flush_if_due(self, now_ms: int | None = None) -> bool:
+        """flush.ms policy: flush when flush.ms has passed since the last flush."""
+        now = self.clock.time_ms() if now_ms is None else now_ms
+        if (self.log_end_offset > self.recovery_point
+                and now - self.last_flush_ms >= self.config.flush_ms):
+            self.flush()
+            return True
+        return False
+
+    def update_config(self, changes: dict[str, Any]) -> None:
+        """Apply new topic-level values live (rolls/indexing use them from now on)."""
+        self.config = self.config.updated(changes)
+        for seg in self.segments:
+            seg.index_interval_bytes = self.config.index_interval_bytes
+
+    def maybe_increment_log_start_offset(self, new_start: int) -> None:
+        """Move the log start forward (DeleteRecords / retention)."""
+        if new_start > self.log_end_offset:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"log start {new_start} beyond LEO {self.log_end_offset}")
+        if new_start > self.log_start_offset:
+            self.log_start_offset = new_start
+            self._high_watermark = max(self._high_watermark, new_start)
+            self.recovery_point = max(self.recovery_point, min(new_start, self.log_end_offset))
+            self.leader_epoch_cache.truncate_from_start(new_start)
+
+    # ---------------------------------------------------------------- truncation
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove everything at and after ``offset``; True if anything was removed."""
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self.log_end_offset:
+            return False
+        if offset <= self.segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            seg = self.segments.pop()
+            self._bases.pop()
+            seg.delete()
+        active = self.segments[-1]
+        active.truncate_to(offset)
+        active.resize_indexes(self.config.max_index_size)
+        self.log_end_offset = active.next_offset
+        self._after_truncate()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        for seg in self.segments:
+            seg.delete()
+        self.segments.clear()
+        self._bases.clear()
+        self._append_segment(self._new_segment(offset))
+        self.log_end_offset = offset
+        self.log_start_offset = offset
+        self._after_truncate()
+
+    def _after_truncate(self) -> None:
+        leo = self.log_end_offset
+        self.log_start_offset = min(self.log_start_offset, leo)
+        self.recovery_point = min(self.recovery_point, leo)
+        self._high_watermark = min(max(self._high_watermark, self.log_start_offset), leo)
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.producer_state.truncate_and_reload(self.log_start_offset, leo)
+        self._rebuild_producer_state()
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        """Trim indexes, write a producer snapshot, close files (no fsync of data)."""
+        if self._closed:
+            return
+        self.producer_state.map_end_offset = self.log_end_offset
+        try:
+            self.producer_state.take_snapshot()
+        except OSError:
+            pass
+        for seg in self.segments:
+            seg.close()
+        self._closed = True
+
+    def delete(self) -> str:
+        """Close, rename the dir to ``<topic>-<p>.<uuid hex>-delete``, remove it."""
+        renamed = self.rename_for_delete()
+        shutil.rmtree(renamed, ignore_errors=True)
+        return renamed
+
+    def rename_for_delete(self) -> str:
+        """Close and rename the dir for deletion; returns the new path."""
+        for seg in self.segments:
+            seg.release()
+        self._closed = True
+        parent = os.path.dirname(os.path.normpath(self.dir))
+        suffix = f".{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        prefix = f"-{self.partition}"
+        topic = self.topic[:255 - len(prefix) - len(suffix)]
+        new = os.path.join(parent, topic + prefix + suffix)
+        os.rename(self.dir, new)
+        self.dir = new
+        return new
+
+    def __repr__(self) -> str:
+        return (f"Log({self.name}, start={self.log_start_offset}, end={self.log_end_offset}, "
+                f"hw={self._high_watermark}, segments={len(self.segments)})")
+
+
+def _remove(path: str) -> None:
+    try:
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+__all__ = ["Log", "AppendInfo", "DuplicateBatch", "FetchSlice", "partition_dir_name",
+           "parse_partition_dir_name"]

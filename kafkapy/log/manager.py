@@ -1,0 +1,283 @@
+"""LogManager: every partition log of the broker, across its log dirs.
+
+On disk, per log dir (STORAGE-AND-ZK.md §1): ``meta.properties``,
+``recovery-point-offset-checkpoint``, ``replication-offset-checkpoint`` (high
+watermarks), ``log-start-offset-checkpoint``, ``.kafka_cleanshutdown`` (JSON
+``{"version":0,"brokerEpoch":N}``, present only between a clean shutdown and
+the next load) and one ``<topic>-<partition>`` dir per log.
+
+Invariants:
+- a partition lives in exactly one log dir; a new one goes to the dir holding
+  the fewest partitions;
+- all dirs carry the same cluster.id / broker.id (``load`` refuses otherwise);
+- without the clean-shutdown marker, segments from each log's recovery point
+  on are recovered at load; the marker is deleted once the dir is loaded and
+  written again by ``shutdown`` after every log was flushed and closed.
+``load``, ``shutdown``, ``flush_dirty`` and ``periodic`` block on disk I/O:
+run them off the event loop (executor) when logs are large.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from typing import Any, Callable
+
+from kafkapy.clock import SYSTEM_CLOCK, Clock
+from kafkapy.log.checkpoint import (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+                                    REPLICATION_OFFSET_CHECKPOINT, CheckpointError,
+                                    atomic_write, read_offset_checkpoint,
+                                    write_offset_checkpoint)
+from kafkapy.log.log import (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log,
+                             parse_partition_dir_name, partition_dir_name)
+from kafkapy.log.log_config import LogConfig
+from kafkapy.log.meta_properties import ensure_meta_properties
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+_log = logging.getLogger(__name__)
+
+TopicConfigs = dict[str, dict[str, Any]] | Callable[[str], dict[str, Any] | None] | None
+
+
+class LogDirError(Exception):
+    """Log dirs are inconsistent (e.g. the same partition in two dirs)."""
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[str], clock: Clock = SYSTEM_CLOCK,
+                 default_topic_config: dict[str, Any] | None = None, *,
+                 flush_check_interval_ms: int = 1000,
+                 recovery_point_checkpoint_interval_ms: int = 60000,
+                 log_start_offset_checkpoint_interval_ms: int = 60000,
+                 high_watermark_checkpoint_interval_ms: int = 5000,
+                 producer_expiration_check_interval_ms: int = 600000) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log dir is required")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.clock = clock
+        self.default_topic_config = dict(default_topic_config or {})
+        self.logs: dict[tuple[str, int], Log] = {}
+        self._dir_of: dict[tuple[str, int], str] = {}
+        self.had_clean_shutdown: dict[str, bool] = {}
+        self._intervals = {
+            "flush": flush_check_interval_ms,
+            "recovery": recovery_point_checkpoint_interval_ms,
+            "start": log_start_offset_checkpoint_interval_ms,
+            "hw": high_watermark_checkpoint_interval_ms,
+            "expire": producer_expiration_check_interval_ms,
+        }
+        self._last_run: dict[str, int] = {}
+        self._loaded = False
+
+    # ---------------------------------------------------------------- config
+
+    def config_for(self, topic: str, topic_config: dict[str, Any] | None = None) -> LogConfig:
+        return LogConfig(topic_config, self.default_topic_config)
+
+    # ---------------------------------------------------------------- loading
+
+    def load(self, cluster_id: str, node_id: int, topic_configs: TopicConfigs = None) -> None:
+        """Create dirs, check meta.properties, open (and if needed recover) every log."""
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+        ensure_meta_properties(self.log_dirs, cluster_id, node_id)
+        for d in self.log_dirs:
+            marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
+            clean = os.path.exists(marker)
+            self.had_clean_shutdown[d] = clean
+            recovery = self._read_checkpoint(d, RECOVERY_POINT_CHECKPOINT)
+            starts = self._read_checkpoint(d, LOG_START_OFFSET_CHECKPOINT)
+            hws = self._read_checkpoint(d, REPLICATION_OFFSET_CHECKPOINT)
+            for name in sorted(os.listdir(d)):
+                path = os.path.join(d, name)
+                if not os.path.isdir(path):
+                    continue
+                if name.endswith(DELETE_DIR_SUFFIX):
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+                    _log.warning("ignoring %s", path)
+                    continue
+                key = parse_partition_dir_name(name)
+                if key is None:
+                    continue
+                if key in self.logs:
+                    raise LogDirError(f"Duplicate log directories for {name} are found in "
+                                      f"{self._dir_of[key]} and {d}")
+                cfg = self.config_for(key[0], _topic_config(topic_configs, key[0]))
+                log = Log.load(path, cfg, self.clock, recovery_point=recovery.get(key, 0),
+                               log_start_offset=starts.get(key, 0),
+                               high_watermark=hws.get(key, 0), had_clean_shutdown=clean)
+                if log.recovered_bytes_truncated:
+                    _log.warning("recovered %s: truncated %d bytes", name,
+                                 log.recovered_bytes_truncated)
+                self.logs[key] = log
+                self._dir_of[key] = d
+            if clean:
+                os.unlink(marker)
+        self._loaded = True
+        now = self.clock.time_ms()
+        for k in self._intervals:
+            self._last_run[k] = now
+
+    def _read_checkpoint(self, d: str, name: str) -> dict[tuple[str, int], int]:
+        path = os.path.join(d, name)
+        try:
+            return read_offset_checkpoint(path)
+        except (CheckpointError, OSError, UnicodeDecodeError) as e:
+            # Kafka warns and resets to no entries (recovery then starts at 0).
+            _log.warning("error reading %s, resetting it: %s", path, e)
+            return {}
+
+    # ---------------------------------------------------------------- logs
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self.logs.get((topic, partition))
+
+    def all_logs(self) -> list[Log]:
+        return list(self.logs.values())
+
+    def log_dir_of(self, topic: str, partition: int) -> str | None:
+        return self._dir_of.get((topic, partition))
+
+    def _next_log_dir(self) -> str:
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] = counts.get(d, 0) + 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def get_or_create_log(self, topic: str, partition: int,
+                          topic_config: dict[str, Any] | None = None,
+                          topic_id: str | None = None) -> Log:
+        key = (topic, partition)
+        log = self.logs.get(key)
+        if log is not None:
+            if topic_id is not None and log.topic_id is None:
+                from kafkapy.log.partition_metadata import write_partition_metadata
+                write_partition_metadata(log.dir, topic_id)
+                log.topic_id = topic_id
+            return log
+        d = self._next_log_dir()
+        path = os.path.join(d, partition_dir_name(topic, partition))
+        log = Log.load(path, self.config_for(topic, topic_config), self.clock,
+                       topic_id=topic_id)
+        self.logs[key] = log
+        self._dir_of[key] = d
+        return log
+
+    def update_topic_config(self, topic: str, topic_config: dict[str, Any]) -> None:
+        """Apply a topic's new full config to its logs."""
+        cfg = self.config_for(topic, topic_config)
+        for (t, _), log in self.logs.items():
+            if t == topic:
+                log.config = cfg
+                for seg in log.segments:
+                    seg.index_interval_bytes = cfg.index_interval_bytes
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Remove a partition's log: rename to ``...-delete`` then remove the dir."""
+        key = (topic, partition)
+        log = self.logs.pop(key, None)
+        self._dir_of.pop(key, None)
+        if log is None:
+            return False
+        log.delete()
+        return True
+
+    # ---------------------------------------------------------------- checkpoints
+
+    def _by_dir(self) -> dict[str, list[tuple[tuple[str, int], Log]]]:
+        out: dict[str, list[tuple[tuple[str, int], Log]]] = {d: [] for d in self.log_dirs}
+        for key, log in list(self.logs.items()):
+            out.setdefault(self._dir_of[key], []).append((key, log))
+        return out
+
+    def checkpoint_recovery_points(self) -> None:
+        for d, items in self._by_dir().items():
+            write_offset_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
+                                    {k: log.recovery_point for k, log in items})
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for d, items in self._by_dir().items():
+            write_offset_checkpoint(
+                os.path.join(d, LOG_START_OFFSET_CHECKPOINT),
+                {k: log.log_start_offset for k, log in items
+                 if log.log_start_offset > log.segments[0].base_offset})
+
+    def checkpoint_high_watermarks(self) -> None:
+        for d, items in self._by_dir().items():
+            write_offset_checkpoint(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT),
+                                    {k: log.high_watermark for k, log in items})
+
+    def checkpoint(self) -> None:
+        """Write recovery points, log start offsets and high watermarks."""
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
+
+    # ---------------------------------------------------------------- periodic work
+
+    def flush_dirty(self, now_ms: int | None = None) -> int:
+        """flush.ms policy, plus segments rolled since their last flush; returns flushes."""
+        now = self.clock.time_ms() if now_ms is None else now_ms
+        n = 0
+        for log in list(self.logs.values()):
+            if log.flush_if_due(now):
+                n += 1
+                continue
+            rolled = log.active_segment.base_offset
+            if rolled > log.recovery_point:
+                log.flush(rolled)  # Kafka flushes a rolled segment right after the roll
+                n += 1
+        return n
+
+    def periodic(self, now_ms: int | None = None) -> list[str]:
+        """Run whichever periodic tasks are due; returns their names."""
+        now = self.clock.time_ms() if now_ms is None else now_ms
+        done = []
+        tasks = [("flush", self.flush_dirty),
+                 ("hw", self.checkpoint_high_watermarks),
+                 ("recovery", self.checkpoint_recovery_points),
+                 ("start", self.checkpoint_log_start_offsets),
+                 ("expire", self._expire_producers)]
+        for name, fn in tasks:
+            if now - self._last_run.get(name, 0) >= self._intervals[name]:
+                if name == "flush":
+                    fn(now)  # type: ignore[call-arg]
+                else:
+                    fn()
+                self._last_run[name] = now
+                done.append(name)
+        return done
+
+    def _expire_producers(self) -> None:
+        now = self.clock.time_ms()
+        for log in list(self.logs.values()):
+            log.producer_state.remove_expired(now)
+
+    # ---------------------------------------------------------------- shutdown
+
+    def shutdown(self, broker_epoch: int = -1) -> None:
+        """Flush and close every log, write checkpoints and the clean-shutdown marker."""
+        for log in self.logs.values():
+            log.flush()
+        self.checkpoint()
+        for log in self.logs.values():
+            log.close()
+        for d in self.log_dirs:
+            if os.path.isdir(d):
+                atomic_write(os.path.join(d, CLEAN_SHUTDOWN_FILE),
+                             json.dumps({"version": 0, "brokerEpoch": broker_epoch},
+                                        separators=(",", ":")).encode())
+        self.logs.clear()
+        self._dir_of.clear()
+
+
+def _topic_config(topic_configs: TopicConfigs, topic: str) -> dict[str, Any] | None:
+    if topic_configs is None:
+        return None
+    if callable(topic_configs):
+        return topic_configs(topic)
+    return topic_configs.get(topic)

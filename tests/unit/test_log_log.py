@@ -1,0 +1,280 @@
+"""Log (one partition): append as leader, roll, read, timestamps, restart, recovery."""
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+from kafka.record import MemoryRecords
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from kafkapy.clock import MockClock
+from kafkapy.log.log import Log
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.batch import RecordError, validate_for_append
+
+TS = 1_700_000_000_000
+
+
+def make(n=5, ts=TS, value_size=100, codec=0, producer=(-1, -1, -1), ts_step=1):
+    b = DefaultRecordBatchBuilder(2, codec, False, producer[0], producer[1], producer[2],
+                                  1 << 22)
+    for i in range(n):
+        b.append(i, timestamp=ts + i * ts_step, key=b"k%d" % i, value=b"v" * value_size,
+                 headers=[])
+    buf = bytearray(b.build())
+    [h] = validate_for_append(buf, 1 << 22, 9)
+    return buf, h
+
+
+def append(log, n=5, ts=TS, epoch=0, **kw):
+    buf, h = make(n, ts, **kw)
+    return log.append_as_leader(buf, h, epoch)
+
+
+def all_records(log, start=None):
+    data = log.read_bytes(log.log_start_offset if start is None else start, 1 << 30)
+    mr = MemoryRecords(data)
+    out = []
+    while mr.has_next():
+        batch = mr.next_batch()
+        assert batch.validate_crc()
+        out += [(r.offset, r.timestamp) for r in batch]
+    return out
+
+
+@pytest.fixture
+def clock():
+    return MockClock(TS)
+
+
+def open_log(tmp_path, clock, cfg=None, **kw):
+    return Log.load(str(tmp_path / "orders-3"), cfg or {}, clock, **kw)
+
+
+def test_append_assigns_offsets_and_reads_back(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    assert (log.topic, log.partition) == ("orders", 3)
+    info = append(log, 5)
+    assert (info.first_offset, info.last_offset, info.log_append_time_ms) == (0, 4, -1)
+    info = append(log, 3, codec=3)
+    assert (info.first_offset, info.last_offset) == (5, 7)
+    assert log.log_end_offset == 8
+    assert [o for o, _ in all_records(log)] == list(range(8))
+    assert all_records(log, 6)[0][0] == 5  # whole batch containing 6
+    assert log.read(8, 1000) == []
+    with pytest.raises(KafkaError) as e:
+        log.read(9, 1000)
+    assert e.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+    # max_offset (HW) is exclusive and batch-aligned
+    data = log.read_bytes(0, 1 << 20, max_offset=5)
+    mr = MemoryRecords(data)
+    assert [r.offset for r in mr.next_batch()] == [0, 1, 2, 3, 4]
+    assert not mr.has_next()
+    log.high_watermark = 100
+    assert log.high_watermark == 8  # clamped to the LEO
+    assert log.read(5, 1 << 20, max_offset=5) == []
+    [sl] = log.read(0, 1 << 20)
+    assert sl.position == 0 and sl.size == log.segments[0].size
+    log.close()
+
+
+def test_log_append_time(tmp_path, clock):
+    log = open_log(tmp_path, clock, {"message.timestamp.type": "LogAppendTime"})
+    clock.advance(12345)
+    info = append(log, 4, codec=1)
+    assert info.log_append_time_ms == TS + 12345
+    recs = all_records(log)
+    assert recs == [(i, TS + 12345) for i in range(4)]
+    log.close()
+
+
+def test_roll_at_segment_bytes(tmp_path, clock):
+    log = open_log(tmp_path, clock, {"segment.bytes": 3000})
+    sizes = []
+    for i in range(10):
+        buf, h = make(5, TS + i, value_size=100)
+        sizes.append(h.size)
+        log.append_as_leader(buf, h, 0)
+    per_seg = 3000 // sizes[0]
+    assert len(log.segments) == -(-10 // per_seg)
+    assert [s.base_offset for s in log.segments] == [i * per_seg * 5 for i in
+                                                     range(len(log.segments))]
+    for s in log.segments:
+        assert s.size <= 3000
+    names = sorted(os.listdir(log.dir))
+    assert "00000000000000000000.log" in names
+    assert f"{per_seg * 5:020d}.log" in names
+    # rolled segments have trimmed indexes; the active one is preallocated
+    first_ti = os.path.getsize(os.path.join(log.dir, "00000000000000000000.timeindex"))
+    assert first_ti % 12 == 0 and first_ti <= 24
+    assert os.path.getsize(log.segments[-1].offset_index.path) == 10485760
+    # producer snapshot taken at roll
+    assert f"{per_seg * 5:020d}.snapshot" in names
+    # reads span segments
+    assert [o for o, _ in all_records(log)] == list(range(50))
+    log.close()
+
+
+def test_roll_on_segment_ms(tmp_path, clock):
+    log = open_log(tmp_path, clock, {"segment.ms": 1000})
+    append(log, 1, ts=clock.time_ms())
+    clock.advance(500)
+    append(log, 1, ts=clock.time_ms())
+    assert len(log.segments) == 1
+    clock.advance(600)
+    append(log, 1, ts=clock.time_ms())  # first batch's timestamp is 1100 ms old
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    log.close()
+
+
+def test_batch_larger_than_segment_rejected(tmp_path, clock):
+    log = open_log(tmp_path, clock, {"segment.bytes": 500})
+    buf, h = make(5, value_size=200)
+    with pytest.raises(RecordError) as e:
+        log.append_as_leader(buf, h, 0)
+    assert e.value.code == ErrorCode.RECORD_LIST_TOO_LARGE
+
+
+def test_offset_for_timestamp_and_max_timestamp(tmp_path, clock):
+    log = open_log(tmp_path, clock, {"segment.bytes": 2000})
+    # CreateTime, non-monotonic across batches
+    append(log, 5, ts=TS + 100, ts_step=10)   # 0..4: 100..140
+    append(log, 5, ts=TS + 50, ts_step=1)     # 5..9: 50..54
+    append(log, 5, ts=TS + 500, ts_step=-10)  # 10..14: 500..460 (max in first record)
+    append(log, 5, ts=TS + 200, ts_step=10, codec=2)  # 15..19: 200..240
+    assert len(log.segments) > 1
+    assert log.offset_for_timestamp(TS + 125) == (3, TS + 130)
+    assert log.offset_for_timestamp(TS + 0) == (0, TS + 100)
+    assert log.offset_for_timestamp(TS + 141) == (10, TS + 500)
+    assert log.offset_for_timestamp(TS + 501) is None
+    assert log.max_timestamp_and_offset() == (10, TS + 500)
+    log.close()
+
+
+def test_restart_after_clean_close_keeps_state(tmp_path, clock):
+    log = open_log(tmp_path, clock, {"segment.bytes": 2500})
+    for i in range(9):
+        append(log, 4, ts=TS + i * 100)
+    leo, nseg = log.log_end_offset, len(log.segments)
+    entries = [s.offset_index.entries_list() for s in log.segments]
+    log.flush()
+    log.close()
+    log2 = open_log(tmp_path, clock, {"segment.bytes": 2500}, recovery_point=leo)
+    assert log2.log_end_offset == leo == 36
+    assert len(log2.segments) == nseg
+    assert [s.offset_index.entries_list() for s in log2.segments] == entries
+    assert log2.segments[-1].max_timestamp_so_far == TS + 800 + 3
+    info = append(log2, 2)
+    assert info.first_offset == 36
+    assert [o for o, _ in all_records(log2)] == list(range(38))
+    log2.close()
+
+
+def _crash(log):
+    """Simulate a crash: drop descriptors without trimming or snapshotting."""
+    for s in log.segments:
+        s.release()
+
+
+def test_unclean_restart_recovers_torn_tail(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    for i in range(6):
+        append(log, 3, ts=TS + i)
+    last_pos = log.segments[-1].find_offset_position(15).position
+    path = log.segments[-1].log_path
+    _crash(log)
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.truncate(size - 7)
+    log2 = open_log(tmp_path, clock, had_clean_shutdown=False, recovery_point=0)
+    assert log2.log_end_offset == 15
+    assert log2.recovered_bytes_truncated == size - 7 - last_pos
+    assert os.path.getsize(path) == last_pos
+    assert append(log2, 1).first_offset == 15
+    log2.close()
+
+
+def test_unclean_restart_drops_appended_garbage(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    append(log, 3)
+    append(log, 3)
+    path = log.segments[-1].log_path
+    good = log.segments[-1].size
+    _crash(log)
+    with open(path, "ab") as f:
+        f.write(os.urandom(500))
+    log2 = open_log(tmp_path, clock, had_clean_shutdown=False)
+    assert log2.log_end_offset == 6 and os.path.getsize(path) == good
+    log2.close()
+
+
+def test_missing_or_corrupt_index_is_rebuilt(tmp_path, clock):
+    cfg = {"index.interval.bytes": 600, "segment.bytes": 2500}
+    log = open_log(tmp_path, clock, cfg)
+    for i in range(12):
+        append(log, 3, ts=TS + i)
+    entries = [s.offset_index.entries_list() for s in log.segments]
+    assert all(entries)
+    first = log.segments[0]
+    log.close()
+    os.unlink(first.offset_index.path)
+    # corrupt the second segment's index: offsets not ascending
+    with open(log.segments[1].offset_index.path, "r+b") as f:
+        f.write(struct.pack(">ii", 50, 999999))
+    log2 = open_log(tmp_path, clock, cfg)
+    assert [s.offset_index.entries_list() for s in log2.segments] == entries
+    assert log2.log_end_offset == 36
+    log2.close()
+
+
+def test_truncate_to(tmp_path, clock):
+    log = open_log(tmp_path, clock, {"segment.bytes": 2000})
+    for i in range(8):
+        append(log, 4, ts=TS + i, epoch=i // 3)
+    assert len(log.segments) >= 3
+    log.high_watermark = 32
+    assert log.truncate_to(14)  # inside batch 12..15: whole batch removed
+    assert log.log_end_offset == 12
+    assert log.high_watermark == 12
+    assert [o for o, _ in all_records(log)] == list(range(12))
+    assert log.leader_epoch_cache.entries == [(0, 0), (1, 12)][:1]
+    assert append(log, 1).first_offset == 12
+    log.close()
+
+
+def test_leader_epoch_checkpoint_written(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    append(log, 2, epoch=0)
+    append(log, 2, epoch=0)
+    append(log, 2, epoch=3)
+    text = open(os.path.join(log.dir, "leader-epoch-checkpoint")).read()
+    assert text == "0\n2\n0 0\n3 4\n"
+    assert log.leader_epoch_cache.end_offset_for(0, log.log_end_offset) == (0, 4)
+    assert log.leader_epoch_cache.end_offset_for(3, log.log_end_offset) == (3, 6)
+    log.close()
+
+
+def test_flush_messages_policy(tmp_path, clock):
+    log = open_log(tmp_path, clock, {"flush.messages": 10})
+    append(log, 5)
+    assert log.recovery_point == 0
+    append(log, 5)
+    assert log.recovery_point == 10
+    log.update_config({"flush.ms": 1000})
+    append(log, 1)
+    assert not log.flush_if_due()
+    clock.advance(1000)
+    assert log.flush_if_due() and log.recovery_point == 11
+    log.close()
+
+
+def test_delete_renames_and_removes(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    append(log, 1)
+    renamed = log.delete()
+    name = os.path.basename(renamed)
+    assert name.startswith("orders-3.") and name.endswith("-delete")
+    assert len(name) == len("orders-3.") + 32 + len("-delete")
+    assert not os.path.exists(renamed)
+    assert not os.path.exists(str(tmp_path / "orders-3"))

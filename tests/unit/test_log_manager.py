@@ -1,0 +1,140 @@
+"""LogManager: load, placement, checkpoints, clean/unclean restart, delete."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from kafkapy.clock import MockClock
+from kafkapy.log.checkpoint import read_offset_checkpoint
+from kafkapy.log.manager import CLEAN_SHUTDOWN_FILE, LogManager
+from kafkapy.log.meta_properties import InconsistentMetaPropertiesError
+from kafkapy.records.batch import validate_for_append
+
+TS = 1_700_000_000_000
+
+
+def batch(n=3):
+    b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    for i in range(n):
+        b.append(i, timestamp=TS + i, key=None, value=b"x" * 50, headers=[])
+    buf = bytearray(b.build())
+    return buf, validate_for_append(buf, 1 << 20, 9)[0]
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    return [str(tmp_path / "d1"), str(tmp_path / "d2")]
+
+
+def new_manager(dirs, clock=None):
+    m = LogManager(dirs, clock or MockClock(TS), {"segment.bytes": 600})
+    m.load("cluster-A", 1)
+    return m
+
+
+def test_placement_and_checkpoints(dirs):
+    m = new_manager(dirs)
+    logs = [m.get_or_create_log("t", p, None, "AAAAAAAAAAAAAAAAAAAAAQ") for p in range(4)]
+    assert sorted(m.log_dir_of("t", p) for p in range(4)) == sorted(dirs * 2)
+    assert m.get_or_create_log("t", 0) is logs[0]
+    assert open(os.path.join(logs[0].dir, "partition.metadata")).read().endswith(
+        "topic_id: AAAAAAAAAAAAAAAAAAAAAQ\n")
+    for _ in range(5):
+        logs[0].append_as_leader(*batch(), 0)
+    logs[0].high_watermark = logs[0].log_end_offset
+    logs[0].flush()
+    m.checkpoint()
+    d0 = m.log_dir_of("t", 0)
+    assert read_offset_checkpoint(os.path.join(d0, "replication-offset-checkpoint"))[
+        ("t", 0)] == 15
+    assert read_offset_checkpoint(os.path.join(d0, "recovery-point-offset-checkpoint"))[
+        ("t", 0)] == 15
+    assert read_offset_checkpoint(os.path.join(d0, "log-start-offset-checkpoint")) == {}
+    m.shutdown()
+
+
+def test_clean_restart_keeps_leo_and_hw(dirs):
+    m = new_manager(dirs)
+    log = m.get_or_create_log("orders", 2)
+    for _ in range(6):
+        log.append_as_leader(*batch(), 0)
+    log.high_watermark = 12
+    nseg = len(log.segments)
+    assert nseg > 1
+    m.shutdown()
+    for d in dirs:
+        marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
+        assert json.load(open(marker)) == {"version": 0, "brokerEpoch": -1}
+    m2 = new_manager(dirs)
+    assert all(m2.had_clean_shutdown.values())
+    assert not any(os.path.exists(os.path.join(d, CLEAN_SHUTDOWN_FILE)) for d in dirs)
+    log2 = m2.get_log("orders", 2)
+    assert log2.log_end_offset == 18 and log2.high_watermark == 12
+    assert len(log2.segments) == nseg
+    assert log2.append_as_leader(*batch(1), 0).first_offset == 18
+    m2.shutdown()
+
+
+def test_unclean_restart_recovers(dirs):
+    m = new_manager(dirs)
+    log = m.get_or_create_log("orders", 0)
+    for _ in range(4):
+        log.append_as_leader(*batch(), 0)
+    path = log.segments[-1].log_path
+    m.checkpoint()
+    # crash: no shutdown, torn last write
+    for s in log.segments:
+        s.release()
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 3)
+    m2 = new_manager(dirs)
+    assert not any(m2.had_clean_shutdown.values())
+    log2 = m2.get_log("orders", 0)
+    assert log2.log_end_offset == 9
+    assert log2.recovery_point == 9
+    m2.shutdown()
+
+
+def test_wrong_cluster_refused(dirs):
+    m = new_manager(dirs)
+    m.shutdown()
+    m2 = LogManager(dirs, MockClock(TS), {})
+    with pytest.raises(InconsistentMetaPropertiesError):
+        m2.load("cluster-B", 1)
+    with pytest.raises(InconsistentMetaPropertiesError):
+        LogManager(dirs, MockClock(TS), {}).load("cluster-A", 2)
+
+
+def test_delete_log_and_leftover_delete_dirs(dirs):
+    m = new_manager(dirs)
+    log = m.get_or_create_log("gone", 0)
+    log.append_as_leader(*batch(), 0)
+    d = m.log_dir_of("gone", 0)
+    assert m.delete_log("gone", 0)
+    assert m.get_log("gone", 0) is None
+    assert not [n for n in os.listdir(d) if n.startswith("gone-0")]
+    os.makedirs(os.path.join(d, "x-1.0123456789abcdef0123456789abcdef-delete"))
+    m.shutdown()
+    m2 = new_manager(dirs)
+    assert not [n for n in os.listdir(d) if n.endswith("-delete")]
+    assert m2.all_logs() == []
+    m2.shutdown()
+
+
+def test_periodic_flushes_rolled_segments_and_checkpoints(dirs):
+    clock = MockClock(TS)
+    m = LogManager(dirs, clock, {"segment.bytes": 600}, high_watermark_checkpoint_interval_ms=5000)
+    m.load("cluster-A", 1)
+    log = m.get_or_create_log("p", 0)
+    for _ in range(5):
+        log.append_as_leader(*batch(), 0)
+    assert log.recovery_point == 0
+    clock.advance(5000)
+    done = m.periodic()
+    assert "flush" in done and "hw" in done and "recovery" not in done
+    assert log.recovery_point == log.active_segment.base_offset > 0
+    assert os.path.exists(os.path.join(m.log_dir_of("p", 0), "replication-offset-checkpoint"))
+    m.shutdown()
