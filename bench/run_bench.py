@@ -128,6 +128,7 @@ def produce_phase(bootstrap: str, topic: str, count: int, size: int, nprocs: int
                    records_per_s=round(acked / secs, 1) if secs > 0 else None,
                    mib_per_s=round(acked * size / MIB / secs, 2) if secs > 0 else None,
                    driver_cpu_s=round(sum(r.get("driver_cpu_s", 0) for r in timed), 2),
+                   driver_process_cpu_s=round(sum(r.get("process_cpu_s", 0) for r in timed), 2),
                    latency_ms=wl.percentiles(_merge_latencies(
                        [r.get("latencies", b"") for r in res])))
     out["ok"] = not errors and acked == count
@@ -159,7 +160,8 @@ def consume_phase(bootstrap: str, topic: str, size: int, nprocs: int, conf: dict
         out.update(seconds=round(secs, 3),
                    records_per_s=round(got / secs, 1) if secs > 0 else None,
                    mib_per_s=round(nbytes / MIB / secs, 2) if secs > 0 else None,
-                   driver_cpu_s=round(sum(r.get("driver_cpu_s", 0) for r in timed), 2))
+                   driver_cpu_s=round(sum(r.get("driver_cpu_s", 0) for r in timed), 2),
+                   driver_process_cpu_s=round(sum(r.get("process_cpu_s", 0) for r in timed), 2))
     out["ok"] = not errors and got == total
     return out
 
@@ -196,6 +198,7 @@ def e2e_phase(bootstrap: str, topic: str, rate: int, seconds: float, size: int,
         "consumer_fetch_wait_max_ms": int(cconf.get("fetch.wait.max.ms", 500)),
         "received": c.get("received"), "achieved_rate": round(p.get("achieved_rate", 0), 1),
         "late_sends": p.get("late_sends"),
+        "driver_process_cpu_s": round((p.get("process_cpu_s") or 0) + (c.get("process_cpu_s") or 0), 2),
         "latency_ms": wl.percentiles(_merge_latencies([c.get("latencies", b"")], "d")),
         "produce_ack_latency_ms": wl.percentiles(
             _merge_latencies([p.get("ack_latencies", b"")])),
@@ -211,7 +214,15 @@ def e2e_phase(bootstrap: str, topic: str, rate: int, seconds: float, size: int,
 def smoke_test(bootstrap: str, topic: str, timeout: float = 30.0) -> dict:
     """10 records in and out: does this broker serve produce and fetch at all?"""
     from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient
     t0 = time.monotonic()
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3}).list_topics(
+            timeout=min(15.0, timeout))
+        brokers = {b.id: str(b) for b in md.brokers.values()}
+    except Exception as e:  # noqa: BLE001
+        return {"ok": False, "errors": [f"metadata request failed: {e}"],
+                "seconds": round(time.monotonic() - t0, 2)}
     how = wl.create_topic(bootstrap, topic, 1, timeout=timeout)
     errs: list[str] = []
     acked = [0]
@@ -222,14 +233,14 @@ def smoke_test(bootstrap: str, topic: str, timeout: float = 30.0) -> dict:
         else:
             acked[0] += 1
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
-                  "message.timeout.ms": int(timeout * 1000)})
+                  "message.timeout.ms": int(timeout * 1000), "log_level": 3})
     for i in range(10):
         p.produce(topic, f"smoke-{i}".encode(), partition=0, on_delivery=cb)
     left = p.flush(timeout)
     got = 0
     if acked[0]:
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkapy-bench-smoke",
-                      "enable.auto.commit": False})
+                      "enable.auto.commit": False, "log_level": 3})
         c.assign([TopicPartition(topic, 0, 0)])
         end = time.monotonic() + timeout
         while got < acked[0] and time.monotonic() < end:
@@ -242,7 +253,8 @@ def smoke_test(bootstrap: str, topic: str, timeout: float = 30.0) -> dict:
             got += 1
         c.close()
     ok = acked[0] == 10 and got == 10 and left == 0
-    return {"ok": ok, "topic_created_by": how, "acked": acked[0], "consumed": got,
+    return {"ok": ok, "brokers": brokers, "topic_created_by": how, "acked": acked[0],
+            "consumed": got,
             "errors": errs[:5], "seconds": round(time.monotonic() - t0, 2)}
 
 
@@ -322,14 +334,18 @@ class BrokerRun:
     def _phase(self, name: str, fn):
         prof = self._profiler(name)
         self.sampler.phase_start(name)
+        own0 = time.process_time()
         try:
             res = fn()
         finally:
             stats = self.sampler.phase_end()
+        own = time.process_time() - own0
         res["broker"] = stats.as_dict()
         # CPU burnt by anything but the broker and our driver (other sessions, tests, ...),
         # in % of one core: large values mean the numbers of this phase are disturbed.
-        other = stats.machine_busy_cpu_s - stats.cpu_seconds - (res.get("driver_cpu_s") or 0)
+        # Driver = the worker processes' whole CPU (start-up included) + this process.
+        drv = res.get("driver_process_cpu_s") or res.get("driver_cpu_s") or 0
+        other = stats.machine_busy_cpu_s - stats.cpu_seconds - drv - own
         res["other_load_pct"] = round(max(0.0, 100.0 * other / stats.seconds), 1) \
             if stats.seconds else None
         if prof is not None:

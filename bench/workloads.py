@@ -22,6 +22,7 @@ import time
 from array import array
 
 MIB = 1024 * 1024
+LOG_LEVEL = 4  # librdkafka syslog level: warnings and worse (info-level reconnect spam off)
 _STAMP = struct.Struct(">Q")
 
 
@@ -64,7 +65,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, fallback=None,
     worked and the producer's metadata request is left to auto-create it).
     """
     from confluent_kafka.admin import AdminClient, NewTopic
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": LOG_LEVEL})
     err = None
     try:
         fut = admin.create_topics([NewTopic(topic, partitions, 1)],
@@ -101,7 +102,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1, fallback=None,
 def high_watermark(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0):
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkapy-bench-wm",
-                  "enable.auto.commit": False})
+                  "enable.auto.commit": False, "log_level": LOG_LEVEL})
     try:
         return c.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
     finally:
@@ -122,6 +123,7 @@ PRODUCER_DEFAULTS = {
     "queue.buffering.max.kbytes": 32768,
     "message.max.bytes": 1048576 + 1024,
     "statistics.interval.ms": 0,
+    "log_level": LOG_LEVEL,
 }
 
 
@@ -167,7 +169,8 @@ def produce_worker(wid: int, bootstrap: str, topic: str, partition: int, count: 
         t1 = time.monotonic()
         res.update(ok=remaining == 0, t_start=t0, t_end=t1, sent=count, unacked=remaining,
                    acked=len(lat), errors=errs[0], first_error=errs[1],
-                   driver_cpu_s=time.process_time() - cpu0, latencies=lat.tobytes())
+                   driver_cpu_s=time.process_time() - cpu0,
+                   process_cpu_s=time.process_time(), latencies=lat.tobytes())
         if remaining:
             res["error"] = f"{remaining} records not acknowledged after {deadline_s}s"
     except (KafkaException, Exception) as e:  # noqa: BLE001 - report, never hang the parent
@@ -189,6 +192,7 @@ CONSUMER_DEFAULTS = {
     "auto.offset.reset": "earliest",
     "fetch.wait.max.ms": 500,
     "statistics.interval.ms": 0,
+    "log_level": LOG_LEVEL,
 }
 
 
@@ -238,7 +242,8 @@ def consume_worker(wid: int, bootstrap: str, topic: str, partition: int, start: 
         c.close()
         res.update(ok=got == want, t_start=t0, t_end=t1, records=got, bytes=nbytes,
                    expected=want, first_error=first_error,
-                   driver_cpu_s=time.process_time() - cpu0)
+                   driver_cpu_s=time.process_time() - cpu0,
+                   process_cpu_s=time.process_time())
         if got != want:
             res["error"] = first_error or f"read {got} of {want}"
     except Exception as e:  # noqa: BLE001
@@ -281,7 +286,8 @@ def e2e_consumer_worker(bootstrap: str, topic: str, count: int, conf: dict, read
             lat.append((now - unpack(m.value())[0]) / 1e9)
         c.close()
         res.update(ok=len(lat) == count, received=len(lat), expected=count,
-                   first_error=first_error, latencies=lat.tobytes())
+                   first_error=first_error, latencies=lat.tobytes(),
+                   process_cpu_s=time.process_time())
     except Exception as e:  # noqa: BLE001
         res.update(error=f"{type(e).__name__}: {e}", received=len(lat))
         ready.set()
@@ -305,7 +311,7 @@ def e2e_producer_worker(bootstrap: str, topic: str, rate: int, seconds: float, s
     try:
         p = Producer(_conf({"bootstrap.servers": bootstrap, "on_delivery": on_delivery,
                             "client.id": "bench-e2e-producer", "acks": "all", "linger.ms": 0,
-                            "enable.idempotence": False}, conf))
+                            "enable.idempotence": False, "log_level": LOG_LEVEL}, conf))
         p.list_topics(topic, timeout=30)
         ready.wait(60)
         pad = payload(max(0, size - _STAMP.size))
@@ -328,7 +334,8 @@ def e2e_producer_worker(bootstrap: str, topic: str, rate: int, seconds: float, s
         t1 = time.monotonic()
         res.update(ok=remaining == 0 and errs[0] == 0, sent=n, seconds=t1 - t0,
                    achieved_rate=n / (t1 - t0), late_sends=late, errors=errs[0],
-                   first_error=errs[1], ack_latencies=lat.tobytes())
+                   first_error=errs[1], ack_latencies=lat.tobytes(),
+                   process_cpu_s=time.process_time())
     except Exception as e:  # noqa: BLE001
         res.update(error=f"{type(e).__name__}: {e}")
     results.put(("producer", res))

@@ -41,4 +41,4 @@ def unsupported_version_response(apis: dict, correlation_id: int) -> bytes:
     response = _Response(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
                          api_keys=api_ranges(apis))
     response.with_header(correlation_id=correlation_id)
-    return response.encode(version=0, header=True, framed=True)
+    return response.encode(header=True, framed=True)

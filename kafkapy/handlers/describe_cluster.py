@@ -25,10 +25,10 @@ def handle(ctx, request):
                             error_message="The request was sent to an endpoint of type BROKER, "
                                           "but we wanted an endpoint of type CONTROLLER",
                             endpoint_type=request.endpoint_type, cluster_id=cache.cluster_id,
-                            controller_id=-1, brokers=[], authorized_operations=-2147483648)
+                            controller_id=-1, brokers=[], authorized_operations=None)
     return ctx.response(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=BROKERS_ENDPOINT,
         cluster_id=cache.cluster_id, controller_id=cache.controller_id,
         brokers=[_Broker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                  for b in sorted(cache.brokers.values(), key=lambda b: b.node_id)],
-        authorized_operations=-2147483648)
+        authorized_operations=None)

@@ -42,7 +42,7 @@ def handle(ctx, request):
         cluster_id=cache.cluster_id,
         controller_id=cache.controller_id,
         topics=topics,
-        authorized_operations=-2147483648 if ctx.api_version >= 8 else None,
+        authorized_operations=None,
     )
 
 
@@ -72,7 +72,7 @@ def _requested_topic(ctx, wanted, allow_auto: bool):
 def _error_topic(code: int, name: str | None, topic_id=None):
     return _R.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id,
                                     is_internal=False, partitions=[],
-                                    authorized_operations=-2147483648)
+                                    authorized_operations=None)
 
 
 def _topic(ctx, topic):
@@ -90,4 +90,4 @@ def _topic(ctx, topic):
     return _R.MetadataResponseTopic(
         error_code=ErrorCode.NO_ERROR, name=topic.name, topic_id=topic.topic_id,
         is_internal=topic.internal, partitions=partitions,
-        authorized_operations=-2147483648)
+        authorized_operations=None)

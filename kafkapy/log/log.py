@@ -106,9 +106,15 @@ class Log:
         os.makedirs(dir_path, exist_ok=True)
         log._load(recovery_point, log_start_offset, high_watermark, had_clean_shutdown)
         stored_id = read_partition_metadata(dir_path)
-        if topic_id is not None and stored_id is None:
-            write_partition_metadata(dir_path, topic_id)
-            stored_id = topic_id
+        if topic_id is not None:
+            if stored_id is None:
+                write_partition_metadata(dir_path, topic_id)
+                stored_id = topic_id
+            elif stored_id != topic_id:
+                log.close()
+                raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID,
+                                 f"Tried to assign topic ID {topic_id} to log {dir_path}, "
+                                 f"but log already contained topic ID {stored_id}")
         log.topic_id = stored_id
         return log
 
@@ -185,10 +191,11 @@ class Log:
         ps = self.producer_state
         ps.producers.clear()
         snap = ps.load_latest_snapshot(self.log_end_offset)
-        start = snap if snap is not None and snap >= self.log_start_offset \
-            else self.log_start_offset
         if snap is None or snap < self.log_start_offset:
             ps.producers.clear()
+            start = self.log_start_offset
+        else:
+            start = snap
         ps.map_end_offset = start
         for h in self.iter_batch_headers(start):
             if h.base_offset + h.last_offset_delta >= start:

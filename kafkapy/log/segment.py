@@ -210,10 +210,13 @@ class LogSegment:
         buf = b""
         buf_start = pos
         fd = self._fd
+        last_size = 0
         while pos + HEADER_SIZE <= end:
             off = pos - buf_start
             if off + HEADER_SIZE > len(buf):
-                buf = os.pread(fd, min(chunk, end - pos), pos)
+                # Small batches: read ahead a chunk; big ones: just the next header.
+                want = chunk if last_size < chunk // 4 else HEADER_SIZE
+                buf = os.pread(fd, min(want, end - pos), pos)
                 buf_start, off = pos, 0
                 if len(buf) < HEADER_SIZE:
                     return
@@ -222,7 +225,8 @@ class LogSegment:
                 return
             h.position = pos
             yield h
-            pos += LOG_OVERHEAD + h.batch_length
+            last_size = LOG_OVERHEAD + h.batch_length
+            pos += last_size
 
     def find_offset_position(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """The first batch whose last offset >= ``offset`` (index lookup + short scan)."""

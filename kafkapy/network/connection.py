@@ -99,7 +99,12 @@ class KafkaConnection(asyncio.Protocol):
                 break
             frame = bytes(memoryview(buf)[consumed + 4:end])
             consumed = end
-            self._handle_frame(frame)
+            try:
+                self._handle_frame(frame)
+            except Exception:
+                _log.exception("request failed", peer=self.peer)
+                self.close()
+                return
         if consumed:
             del buf[:consumed]
         self._update_reading()
@@ -181,7 +186,13 @@ class KafkaConnection(asyncio.Protocol):
         if response is None:
             slot.payload = _NO_RESPONSE
         else:
-            slot.payload = encode_response(ctx, response)
+            try:
+                slot.payload = encode_response(ctx, response)
+            except Exception:
+                _log.exception("response does not encode", api_key=ctx.api_key,
+                               version=ctx.api_version, peer=self.peer)
+                self.close()
+                return
         self._flush()
 
     def _queue_ready(self, payload: bytes) -> None:
@@ -228,6 +239,10 @@ class KafkaConnection(asyncio.Protocol):
 
 
 def encode_response(ctx: RequestContext, response) -> bytes:
-    """Frame, header (v0 or v1 by API and version) and body."""
+    """Frame, header (v0 or v1 by API and version) and body.
+
+    The response already carries its version (``ctx.response``); passing it
+    again to ``encode`` would trip kafka-python's request-header bookkeeping.
+    """
     response.with_header(correlation_id=ctx.correlation_id)
-    return response.encode(version=ctx.api_version, header=True, framed=True)
+    return response.encode(header=True, framed=True)

@@ -6,8 +6,8 @@ partition)``).  ``check_and_complete(key)`` is called when something changes for
 completion of whatever is left when its delay runs out.
 
 Invariants:
-- ``try_complete_else_watch`` follows Kafka's order: try; watch on each key (stopping
-  if the operation completes meanwhile); try again; only then add to the timer.
+- ``try_complete_else_watch`` follows Kafka's order: try; watch on each key; try
+  again; only then add to the timer.
 - Completed operations leave the watcher list of the key being checked at once, and
   the lists of the other keys lazily: when the number of watched operations exceeds
   the number still delayed by more than ``purge_interval_requests``, every list is
@@ -64,13 +64,13 @@ class Purgatory:
             return True
         if self._shut_down:
             return False
+        # Kafka re-checks is_completed between keys because other threads may complete
+        # the op meanwhile; on one loop nothing can run between these lines.
         for key in keys:
-            if op.is_completed:
-                return False
             self._watchers.setdefault(key, {})[op] = None
         self._estimated_watched += 1
-        # Second try, as Kafka: an event that landed while we were registering (here:
-        # one set off by the first try's own side effects) must not be missed.
+        # Second try, as Kafka.  Single-threaded it only matters if the first try had
+        # side effects that changed the answer; it is cheap and keeps Kafka's order.
         if op.try_complete():
             return True
         if not op.is_completed:

@@ -53,12 +53,6 @@ class TimerTask(ABC):
     def is_scheduled(self) -> bool:
         return self._entry is not None and self._entry.list is not None
 
-    def _set_entry(self, entry: TimerTaskEntry) -> None:
-        old = self._entry
-        if old is not None and old is not entry:
-            old.remove()
-        self._entry = entry
-
 
 class Timer:
     """Schedules ``TimerTask``s on a timing wheel; see the module docstring."""
@@ -92,9 +86,16 @@ class Timer:
         if self._closed:
             return
         now = self._clock.monotonic_ms()
-        self._catch_up(now)
+        wheel = self._wheel
+        if now >= wheel.current_time_ms + wheel.tick_ms:
+            self._catch_up(now)
         entry = TimerTaskEntry(task, now + task.delay_ms)
-        if not self._wheel.add(entry) and not entry.cancelled:
+        if wheel.add(entry):
+            # Fast path: already armed at or before this entry's bucket.
+            armed, head = self._armed_ms, self._queue.head_expiration()
+            if armed is not None and head is not None and armed <= head:
+                return
+        elif not entry.cancelled:
             self._due.add(entry)
         self._arm(now)
 

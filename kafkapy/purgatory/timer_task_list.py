@@ -39,7 +39,10 @@ class TimerTaskEntry:
         self.prev: TimerTaskEntry | None = None
         if task is not None:
             # Binding the new entry unlinks any older one: a task is scheduled once.
-            task._set_entry(self)
+            old = task._entry
+            if old is not None and old.list is not None:
+                old.list.remove(old)
+            task._entry = self
 
     @property
     def cancelled(self) -> bool:
@@ -75,8 +78,9 @@ class TimerTaskList:
 
     def add(self, entry: TimerTaskEntry) -> None:
         """Append at the tail, first unlinking it from any other list."""
-        entry.remove()
-        if entry.cancelled:
+        if entry.list is not None:
+            entry.list.remove(entry)
+        if entry.task._entry is not entry:  # cancelled
             return
         tail = self.root.prev
         entry.next = self.root

@@ -92,12 +92,15 @@ class TimingWheel:
         expiration = entry.expiration_ms
         if entry.cancelled or expiration < self.current_time_ms + self.tick_ms:
             return False
-        if expiration >= self.current_time_ms + self.interval_ms:
-            return self._overflow_wheel().add(entry)
-        virtual_id = expiration // self.tick_ms
-        bucket = self._buckets[virtual_id % self.wheel_size]
+        # Climb to the first wheel whose span reaches the expiration (a loop, not
+        # recursion: this is the hot path of every delayed request).
+        wheel = self
+        while expiration >= wheel.current_time_ms + wheel.interval_ms:
+            wheel = wheel._overflow_wheel()
+        virtual_id = expiration // wheel.tick_ms
+        bucket = wheel._buckets[virtual_id % wheel.wheel_size]
         bucket.add(entry)
-        if bucket.set_expiration(virtual_id * self.tick_ms):
+        if bucket.set_expiration(virtual_id * wheel.tick_ms):
             self._queue.offer(bucket)
         return True
 

@@ -96,6 +96,29 @@ def test_bucket_is_queued_once_per_expiration():
     assert len(queue) == 1
 
 
+def test_bucket_queue_skips_a_stale_entry_of_a_rescheduled_bucket():
+    queue = BucketQueue()
+    wheel, _, _ = make_wheel()
+    bucket = wheel._buckets[0]
+    bucket.set_expiration(5)
+    queue.offer(bucket)
+    bucket.set_expiration(25)
+    queue.offer(bucket)
+    assert queue.poll(10) is None
+    assert queue.poll(25) is bucket
+    assert len(queue) == 0
+
+
+def test_bucket_queue_polls_in_expiration_order():
+    queue = BucketQueue()
+    wheel, _, _ = make_wheel()
+    for i, expiration in enumerate((30, 10, 20)):
+        wheel._buckets[i].set_expiration(expiration)
+        queue.offer(wheel._buckets[i])
+    assert queue.poll(9) is None
+    assert [queue.poll(100).expiration_ms for _ in range(3)] == [10, 20, 30]
+
+
 def test_wheel_current_time_is_rounded_down_to_tick():
     wheel, _, _ = make_wheel()
     assert wheel.current_time_ms == START
