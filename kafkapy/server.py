@@ -10,7 +10,6 @@ clean-shutdown marker so the next start skips recovery.
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from kafkapy.coordinator.producer_ids import ProducerIdManager
 from kafkapy.handlers import build_registry
 from kafkapy.handlers.api_versions import unsupported_version_response
 from kafkapy.log.manager import LogManager
+from kafkapy.metadata import paths
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.network.server import SocketServer
@@ -91,23 +91,22 @@ class Broker:
             first_dir = Path(self.config.log_dirs[0])
             first_dir.mkdir(parents=True, exist_ok=True)
             store = EmbeddedStore(first_dir / "kafkapy-metadata.json")
-        from kafkapy.metadata.paths import ensure_base_paths
-        ensure_base_paths(store)
+        paths.ensure_base_paths(store)
         return store
 
     def _cluster_id(self) -> str:
         try:
-            data, _ = self.store.get("/cluster/id")
+            data, _ = self.store.get(paths.CLUSTER_ID)
             if data:
-                return json.loads(data)["id"]
+                return paths.decode_cluster_id(data)
         except NoNodeError:
             pass
         cluster_id = self.config["cluster.id"] or topic_id_text(new_topic_id())
-        payload = json.dumps({"version": "1", "id": cluster_id}, separators=(",", ":")).encode()
+        payload = paths.encode_cluster_id(cluster_id)
         try:
-            self.store.create("/cluster/id", payload, makepath=True)
+            self.store.create(paths.CLUSTER_ID, payload, makepath=True)
         except NodeExistsError:
-            self.store.set("/cluster/id", payload)
+            self.store.set(paths.CLUSTER_ID, payload)
         return cluster_id
 
     def _advertised(self) -> tuple[str, int]:
@@ -119,12 +118,10 @@ class Broker:
     def _register_broker(self) -> None:
         host, port = self._advertised()
         name = self.config.advertised_listeners[0][0]
-        payload = json.dumps({
-            "features": {}, "listener_security_protocol_map": {name: "PLAINTEXT"},
-            "endpoints": [f"{name}://{host}:{port}"], "jmx_port": -1, "port": port,
-            "host": host, "version": 5, "timestamp": str(self.clock.time_ms()),
-            "rack": self.config["broker.rack"]}, separators=(",", ":")).encode()
-        path = f"/brokers/ids/{self.node_id}"
+        endpoint = paths.EndPoint(name, host, port, "PLAINTEXT")
+        payload = paths.encode_broker_registration([endpoint], self.clock.time_ms(),
+                                                   rack=self.config["broker.rack"])
+        path = paths.broker_path(self.node_id)
         if self.store.exists(path):
             self.store.delete(path)
         self.store.create(path, payload, ephemeral=True, makepath=True)

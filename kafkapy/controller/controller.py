@@ -11,13 +11,13 @@ cache ahead of durable state; leader epochs only grow.
 """
 from __future__ import annotations
 
-import json
 from typing import Callable
 
 import structlog
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from kafkapy.controller.assignment import assign_replicas
+from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
 from kafkapy.metadata.topics import (
     collision_key, invalid_topic_reason, new_topic_id, parse_topic_id, topic_id_text)
@@ -26,10 +26,6 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 _log = structlog.get_logger("kafkapy.controller")
 
 TopicListener = Callable[[str, "TopicMetadata | None"], None]
-
-
-def _dumps(payload: dict) -> bytes:
-    return json.dumps(payload, separators=(",", ":")).encode()
 
 
 class Controller:
@@ -47,57 +43,53 @@ class Controller:
     def elect(self, node_id: int, timestamp_ms: int) -> None:
         """Become controller (always succeeds with a single broker) and bump the epoch."""
         try:
-            data, stat = self._store.get("/controller_epoch")
-            self.epoch = int(data or b"0") + 1
-            self._store.set("/controller_epoch", str(self.epoch).encode(), version=stat.version)
+            data, stat = self._store.get(paths.CONTROLLER_EPOCH)
+            self.epoch = paths.decode_controller_epoch(data) + 1
+            self._store.set(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(self.epoch),
+                            version=stat.version)
         except NoNodeError:
             self.epoch = 1
-            self._store.create("/controller_epoch", b"1", makepath=True)
-        self._store.create("/controller", _dumps({
-            "version": 2, "brokerid": node_id, "timestamp": str(timestamp_ms),
-            "kraftControllerEpoch": -1}), ephemeral=True)
+            self._store.create(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(1),
+                               makepath=True)
+        self._store.create(paths.CONTROLLER, paths.encode_controller(node_id, timestamp_ms),
+                           ephemeral=True)
         self._cache.controller_id = node_id
 
     def load_topics(self) -> None:
-        for name in self._store.get_children("/brokers/topics"):
+        for name in self._store.get_children(paths.BROKER_TOPICS):
             topic = self._read_topic(name)
             if topic is not None:
                 self._cache.put_topic(topic)
-        for name in self._store.get_children("/admin/delete_topics"):
+        for name in self._store.get_children(paths.ADMIN_DELETE_TOPICS):
             self.delete_topic(name)
 
     def _read_topic(self, name: str) -> TopicMetadata | None:
         try:
-            data, _ = self._store.get(f"/brokers/topics/{name}")
+            data, _ = self._store.get(paths.topic_path(name))
         except NoNodeError:
             return None
-        doc = json.loads(data)
-        topic = TopicMetadata(name=name, topic_id=parse_topic_id(doc["topic_id"]),
+        assignment = paths.decode_topic_assignment(data, name)
+        topic = TopicMetadata(name=name, topic_id=parse_topic_id(assignment.topic_id),
                               configs=self._read_configs(name))
-        for key, replicas in doc["partitions"].items():
-            index = int(key)
-            state = self._read_partition_state(name, index)
-            topic.partitions[index] = state or PartitionState(
-                index, replicas, replicas[0], 0, list(replicas), self.epoch)
+        for index, replicas in assignment.partitions.items():
+            topic.partitions[index] = self._read_partition_state(name, index, replicas)
         return topic
 
-    def _read_partition_state(self, name: str, index: int) -> PartitionState | None:
-        path = f"/brokers/topics/{name}/partitions/{index}/state"
+    def _read_partition_state(self, name: str, index: int, replicas: list[int]) -> PartitionState:
         try:
-            data, _ = self._store.get(path)
+            data, stat = self._store.get(paths.partition_state_path(name, index))
         except NoNodeError:
-            return None
-        replicas = json.loads(self._store.get(f"/brokers/topics/{name}")[0])["partitions"][str(index)]
-        doc = json.loads(data)
-        return PartitionState(index, replicas, doc["leader"], doc["leader_epoch"], doc["isr"],
-                              doc["controller_epoch"])
+            return PartitionState(index, replicas, replicas[0], 0, list(replicas), self.epoch)
+        doc = paths.decode_partition_state(data, stat)
+        return PartitionState(index, replicas, doc.leader, doc.leader_epoch, doc.isr,
+                              doc.controller_epoch)
 
     def _read_configs(self, name: str) -> dict[str, str]:
         try:
-            data, _ = self._store.get(f"/config/topics/{name}")
+            data, _ = self._store.get(paths.topic_config_path(name))
         except NoNodeError:
             return {}
-        return dict(json.loads(data).get("config", {}))
+        return paths.decode_entity_config(data)
 
     # -- topic creation ------------------------------------------------------------
     def check_new_topic(self, name: str) -> None:
@@ -133,7 +125,7 @@ class Controller:
         self._write_configs(name, configs)
         self._write_assignment(topic)
         for state in topic.partitions.values():
-            self._write_partition_state(name, state, create=True)
+            self._write_partition_state(name, state)
         self._cache.put_topic(topic)
         _log.info("created topic", topic=name, partitions=len(assignment),
                   replication_factor=len(next(iter(assignment.values()))))
@@ -163,32 +155,21 @@ class Controller:
         return {i: list(r) for i, r in sorted(assignments.items())}
 
     def _write_configs(self, name: str, configs: dict[str, str]) -> None:
-        payload = _dumps({"version": 1, "config": configs})
-        path = f"/config/topics/{name}"
+        self._put(paths.topic_config_path(name), paths.encode_entity_config(configs))
+
+    def _write_assignment(self, topic: TopicMetadata) -> None:
+        self._put(paths.topic_path(topic.name), paths.encode_topic_assignment(
+            {p: s.replicas for p, s in topic.partitions.items()}, topic_id_text(topic.topic_id)))
+
+    def _write_partition_state(self, name: str, state: PartitionState) -> None:
+        self._put(paths.partition_state_path(name, state.partition), paths.encode_partition_state(
+            state.leader, state.leader_epoch, state.isr, self.epoch))
+
+    def _put(self, path: str, payload: bytes) -> None:
         if self._store.exists(path):
             self._store.set(path, payload)
         else:
             self._store.create(path, payload, makepath=True)
-
-    def _write_assignment(self, topic: TopicMetadata, create: bool = True) -> None:
-        payload = _dumps({
-            "partitions": {str(p): s.replicas for p, s in sorted(topic.partitions.items())},
-            "topic_id": topic_id_text(topic.topic_id),
-            "adding_replicas": {}, "removing_replicas": {}, "version": 3})
-        path = f"/brokers/topics/{topic.name}"
-        if create:
-            self._store.create(path, payload, makepath=True)
-        else:
-            self._store.set(path, payload)
-
-    def _write_partition_state(self, name: str, state: PartitionState, create: bool) -> None:
-        path = f"/brokers/topics/{name}/partitions/{state.partition}/state"
-        payload = _dumps({"controller_epoch": self.epoch, "leader": state.leader, "version": 1,
-                          "leader_epoch": state.leader_epoch, "isr": state.isr})
-        if create:
-            self._store.create(path, payload, makepath=True)
-        else:
-            self._store.set(path, payload)
 
     # -- partitions, configs and deletion ----------------------------------------------
     def create_partitions(self, name: str, count: int,
@@ -222,9 +203,9 @@ class Controller:
         for index, replicas in new.items():
             topic.partitions[index] = PartitionState(index, replicas, replicas[0], 0,
                                                      list(replicas), self.epoch)
-        self._write_assignment(topic, create=False)
+        self._write_assignment(topic)
         for index in new:
-            self._write_partition_state(name, topic.partitions[index], create=True)
+            self._write_partition_state(name, topic.partitions[index])
         _log.info("added partitions", topic=name, count=count)
         self._notify(name, topic)
 
@@ -235,14 +216,14 @@ class Controller:
                              f"The topic '{name}' does not exist.")
         self._validate_configs(configs)
         self._write_configs(name, configs)
-        self._store.create("/config/changes/config_change_", _dumps(
-            {"version": 2, "entity_path": f"topics/{name}"}), sequence=True, makepath=True)
+        self._store.create(paths.CONFIG_CHANGE_SEQ_PATH, paths.encode_config_change(
+            f"topics/{name}"), sequence=True, makepath=True)
         topic.configs = dict(configs)
         self._notify(name, topic)
 
     def delete_topic(self, name: str) -> None:
         """Mark for deletion, remove logs (through listeners), then the znodes."""
-        marker = f"/admin/delete_topics/{name}"
+        marker = paths.delete_topic_path(name)
         if not self._store.exists(marker):
             try:
                 self._store.create(marker, b"", makepath=True)
@@ -250,7 +231,7 @@ class Controller:
                 pass
         self._cache.remove_topic(name)
         self._notify(name, None)
-        for path in (f"/brokers/topics/{name}", f"/config/topics/{name}"):
+        for path in (paths.topic_path(name), paths.topic_config_path(name)):
             if self._store.exists(path):
                 self._store.delete(path, recursive=True)
         self._store.delete(marker)

@@ -8,12 +8,12 @@ the same block and a restarted broker never reuses an id.
 """
 from __future__ import annotations
 
-import json
-
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from kafkapy.metadata import paths
+
 BLOCK_SIZE = 1000
-PATH = "/latest_producer_id_block"
+PATH = paths.LATEST_PRODUCER_ID_BLOCK
 
 
 class ProducerIdManager:
@@ -36,11 +36,9 @@ class ProducerIdManager:
                 data, stat = self._store.get(PATH)
             except NoNodeError:
                 data, stat = b"", None
-            start = int(json.loads(data)["block_end"]) + 1 if data else 0
-            payload = json.dumps({"version": 1, "broker": self._node_id,
-                                  "block_start": str(start),
-                                  "block_end": str(start + BLOCK_SIZE - 1)},
-                                 separators=(",", ":")).encode()
+            start = paths.decode_producer_id_block(data).block_end + 1 if data else 0
+            payload = paths.encode_producer_id_block(self._node_id, start,
+                                                     start + BLOCK_SIZE - 1)
             try:
                 if stat is None:
                     self._store.create(PATH, payload, makepath=True)
