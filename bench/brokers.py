@@ -11,7 +11,9 @@ lives in ``bench/peers.py`` and has the same surface:
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -41,6 +43,26 @@ def wait_listening(host: str, port: int, proc: subprocess.Popen | None, timeout:
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"{what} did not listen on {host}:{port} within {timeout}s:\n{output()}")
+
+
+def snapshot_source(dest: Path) -> dict:
+    """Copy kafkapy's source (kafkapy/, protocol/, config/) to ``dest``.
+
+    The broker under test then runs from the copy (``PYTHONPATH=dest``), so edits made to the
+    work tree while a long benchmark runs cannot change the broker half-way.  Returns the git
+    commit and a digest of the copied files.
+    """
+    dest = Path(dest)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for part in ("kafkapy", "protocol", "config"):
+        if (ROOT / part).exists():
+            shutil.copytree(ROOT / part, dest / part, ignore=ignore, dirs_exist_ok=True)
+    h = hashlib.sha1()
+    for f in sorted(dest.rglob("*")):
+        if f.is_file():
+            h.update(str(f.relative_to(dest)).encode())
+            h.update(f.read_bytes())
+    return {"dir": str(dest), "sha1": h.hexdigest()[:12], "git_commit": _git_commit()}
 
 
 class _ChildBroker:
@@ -119,11 +141,20 @@ class KafkapyBroker(_ChildBroker):
 
     def __init__(self, work_dir: Path, port: int | None = None,
                  overrides: dict[str, str] | None = None, python: str | None = None,
-                 log_dir: Path | None = None) -> None:
+                 log_dir: Path | None = None, source_dir: Path | None = None) -> None:
         super().__init__(work_dir, port)
         self.log_dir = Path(log_dir) if log_dir else self.work_dir / "kafkapy-logs"
         self.overrides = dict(overrides or {})
         self.python = python or sys.executable
+        # None: run the work tree's kafkapy; else a snapshot_source() copy.
+        self.source_dir = Path(source_dir) if source_dir else None
+
+    def _env(self) -> dict[str, str]:
+        env = super()._env()
+        if self.source_dir is not None:
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(self.source_dir)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        return env
 
     def command(self) -> list[str]:
         settings = {
@@ -135,7 +166,9 @@ class KafkapyBroker(_ChildBroker):
             "group.initial.rebalance.delay.ms": "0",
         }
         settings.update(self.overrides)
-        cmd = [self.python, "-m", "kafkapy", str(SERVER_PROPERTIES)]
+        props = (self.source_dir / "config" / "server.properties" if self.source_dir
+                 else SERVER_PROPERTIES)
+        cmd = [self.python, "-m", "kafkapy", str(props)]
         for key, value in settings.items():
             cmd += ["--override", f"{key}={value}"]
         return cmd
@@ -147,7 +180,8 @@ class KafkapyBroker(_ChildBroker):
     def describe(self) -> dict:
         d = super().describe()
         d.update(overrides=self.overrides, log_dir=str(self.log_dir), version=_kafkapy_version(),
-                 git_commit=_git_commit())
+                 git_commit=_git_commit(),
+                 source_dir=str(self.source_dir) if self.source_dir else str(ROOT))
         return d
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import workloads as wl  # noqa: E402
-from brokers import ROOT, ExistingBroker, KafkapyBroker  # noqa: E402
+from brokers import ROOT, ExistingBroker, KafkapyBroker, snapshot_source  # noqa: E402
 from procstats import RssSampler, wait_until_quiet  # noqa: E402
 
 RESULTS_DIR = ROOT / "bench" / "results"
@@ -272,6 +272,11 @@ class BrokerRun:
         self.broker = None
         self.sampler: RssSampler | None = None
         self.profile_dir = Path(args.results_dir) / "profiles"
+        self.source_dir: Path | None = None
+        if kind == "kafkapy" and not args.bootstrap and not args.no_snapshot:
+            snap = snapshot_source(work_root / "kafkapy-src")
+            self.source_dir = Path(snap["dir"])
+            self.result["source_snapshot"] = snap
 
     # broker lifecycle ------------------------------------------------------
     def _new_broker(self, label: str, log_dir: Path | None = None, extra: dict | None = None):
@@ -281,7 +286,8 @@ class BrokerRun:
         if self.kind == "kafkapy":
             overrides = _kv(self.args.broker_override)
             overrides.update(extra or {})
-            return KafkapyBroker(wd, overrides=overrides, log_dir=log_dir)
+            return KafkapyBroker(wd, overrides=overrides, log_dir=log_dir,
+                                 source_dir=self.source_dir)
         from peers import TansuBroker
         return TansuBroker(wd)
 
@@ -510,6 +516,9 @@ def render_markdown(doc: dict) -> str:
     for kind, res in brokers.items():
         b = res.get("broker", {})
         desc = b.get("version") or b.get("git_commit") or ""
+        snap = res.get("source_snapshot") or {}
+        if snap:
+            desc += f" (source snapshot {snap.get('sha1')})"
         lines.append(f"- **{kind}**: status `{res.get('status')}` {desc} "
                      f"{('storage ' + b['storage_engine']) if b.get('storage_engine') else ''}"
                      f"{(' git ' + b['git_commit']) if b.get('git_commit') else ''}"
@@ -699,13 +708,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="py-spy the kafkapy broker during each phase (hot functions in report)")
     ap.add_argument("--profile-svg", action="store_true",
                     help="with --profile: write flamegraph SVGs instead of the raw tables")
-    ap.add_argument("--wait-quiet", type=float, default=120.0, metavar="SECS",
+    ap.add_argument("--wait-quiet", type=float, default=60.0, metavar="SECS",
                     help="before each broker start wait up to SECS for the machine to be "
                          "under 15%% busy (0: don't wait); other load is recorded per phase")
     ap.add_argument("--phase-timeout", type=float, default=600.0)
     ap.add_argument("--start-timeout", type=float, default=60.0)
     ap.add_argument("--results-dir", default=str(RESULTS_DIR))
     ap.add_argument("--work-dir", help="where brokers' log dirs go (default: a new temp dir)")
+    ap.add_argument("--no-snapshot", action="store_true",
+                    help="run kafkapy from the work tree instead of a copy taken at start")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (logs, broker output)")
     ap.add_argument("--no-latest", action="store_true",
                     help="write only the timestamped copy, not latest.json/md")

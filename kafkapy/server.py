@@ -16,6 +16,7 @@ from pathlib import Path
 import structlog
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from kafkapy import metrics
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.config.broker import BrokerConfig, ConfigError
 from kafkapy.config.describe import describe_broker, describe_topic
@@ -76,6 +77,7 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
         self.socket_server = self._socket_server()
         await self.socket_server.start()
+        metrics.serve(self.config["kafkapy.metrics.port"])
         self._start_periodic_tasks()
         _log.info("kafkapy broker started", node_id=self.node_id, cluster_id=cluster_id,
                   port=self.socket_server.port, topics=len(self.cache.topics))
@@ -135,7 +137,8 @@ class Broker:
             max_request_bytes=self.config["socket.request.max.bytes"],
             max_inflight=self.config["kafkapy.max.inflight.requests.per.connection"],
             idle_ms=self.config["connections.max.idle.ms"],
-            unsupported_api_versions=lambda cid: unsupported_version_response(self.apis, cid))
+            unsupported_api_versions=lambda cid: unsupported_version_response(self.apis, cid),
+            zero_copy=self.config["kafkapy.fetch.sendfile.enable"])
 
     def _start_periodic_tasks(self) -> None:
         interval = self.config["log.flush.offset.checkpoint.interval.ms"]

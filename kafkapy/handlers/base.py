@@ -41,10 +41,11 @@ class RequestContext:
     """One request: who sent it, at which version, and the broker serving it."""
 
     __slots__ = ("broker", "api_key", "api_version", "correlation_id", "client_id",
-                 "peer", "response_cls")
+                 "peer", "response_cls", "zero_copy")
 
     def __init__(self, broker, api_key: int, api_version: int, correlation_id: int,
-                 client_id: str | None, peer: str, response_cls: type) -> None:
+                 client_id: str | None, peer: str, response_cls: type,
+                 zero_copy: bool = False) -> None:
         self.broker = broker
         self.api_key = api_key
         self.api_version = api_version
@@ -52,6 +53,7 @@ class RequestContext:
         self.client_id = client_id
         self.peer = peer
         self.response_cls = response_cls
+        self.zero_copy = zero_copy  # records may be sent from files with sendfile
 
     def response(self, **fields):
         """A response of this request's API at its version."""

@@ -14,9 +14,14 @@ Versions 4 (Kafka 4.0's minimum, message format v2) to 17 (Kafka 3.9).
 - If fewer than ``min_bytes`` are available and no partition errored, the
   request waits up to ``max_wait_ms`` and is answered as soon as an append
   brings enough data (see ``Broker.wait_for_fetch``).
+- Record bytes are never read into Python on plain connections: each
+  partition's ``records`` is a marker that the connection replaces with the
+  segment file ranges, sent with os.sendfile (``kafkapy.network.zero_copy``).
 """
 from __future__ import annotations
 
+from kafkapy import metrics
+from kafkapy.network.zero_copy import ZeroCopyResponse, new_marker
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
@@ -35,13 +40,17 @@ async def handle(ctx, request):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
                             session_id=0, responses=[])
     wanted = _resolve(ctx, request)
-    responses, total, errored = _read_all(ctx, request, wanted)
+    slices: dict[bytes, list] = {}
+    responses, total, errored = _read_all(ctx, request, wanted, slices)
     if request.max_wait_ms > 0 and total < request.min_bytes and not errored:
         keys = [(name, p.partition) for name, _, parts in wanted if name for p in parts]
         await ctx.broker.wait_for_fetch(keys, request.max_wait_ms, request.min_bytes,
                                         lambda: _available(ctx, request, wanted))
-        responses, total, errored = _read_all(ctx, request, wanted)
-    return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=responses)
+        slices.clear()
+        responses, total, errored = _read_all(ctx, request, wanted, slices)
+    response = ctx.response(throttle_time_ms=0, error_code=0, session_id=0,
+                            responses=responses)
+    return ZeroCopyResponse(response, slices) if slices else response
 
 
 def _resolve(ctx, request):
@@ -56,7 +65,7 @@ def _resolve(ctx, request):
     return out
 
 
-def _read_all(ctx, request, wanted):
+def _read_all(ctx, request, wanted, slices: dict[bytes, list]):
     remaining = request.max_bytes
     total = 0
     errored = False
@@ -64,9 +73,8 @@ def _read_all(ctx, request, wanted):
     for name, topic_id, partitions in wanted:
         parts = []
         for p in partitions:
-            data = _read_one(ctx, request, name, p, min(p.partition_max_bytes, remaining),
-                             min_one=(total == 0))
-            size = len(data.records) if data.records else 0
+            data, size = _read_one(ctx, request, name, p, min(p.partition_max_bytes, remaining),
+                                   (total == 0), slices)
             total += size
             remaining = max(0, remaining - size)
             errored = errored or data.error_code != 0
@@ -75,24 +83,31 @@ def _read_all(ctx, request, wanted):
     return responses, total, errored
 
 
-def _read_one(ctx, request, name, p, max_bytes: int, min_one: bool):
+def _read_one(ctx, request, name, p, max_bytes: int, min_one: bool, slices):
+    """(partition data, record bytes) for one partition; file ranges go into ``slices``."""
     if name is None:
-        return _error(p.partition, ErrorCode.UNKNOWN_TOPIC_ID)
+        return _error(p.partition, ErrorCode.UNKNOWN_TOPIC_ID), 0
     try:
         partition = ctx.broker.replica_manager.leader_partition(name, p.partition,
                                                                 p.current_leader_epoch)
-        log = partition.log
         upper = (partition.last_stable_offset if request.isolation_level == READ_COMMITTED
                  else partition.high_watermark)
-        records = partition.read_records(p.fetch_offset, max_bytes, upper, min_one)
+        found = partition.log.read(p.fetch_offset, max_bytes, upper, min_one)
     except KafkaError as err:
-        return _error(p.partition, err.code)
+        return _error(p.partition, err.code), 0
+    size = sum(s.size for s in found)
+    if ctx.zero_copy and size:
+        records = new_marker()
+        slices[records] = found
+    else:
+        records = b"".join(s.read_bytes() for s in found)
+        metrics.FALLBACK_BYTES.inc(size)
     return _Partition(partition_index=p.partition, error_code=0,
                       high_watermark=partition.high_watermark,
                       last_stable_offset=partition.last_stable_offset,
-                      log_start_offset=log.log_start_offset,
+                      log_start_offset=partition.log.log_start_offset,
                       aborted_transactions=[] if request.isolation_level == READ_COMMITTED else None,
-                      preferred_read_replica=-1, records=records)
+                      preferred_read_replica=-1, records=records), size
 
 
 def _available(ctx, request, wanted) -> tuple[int, bool]:

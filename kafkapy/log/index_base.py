@@ -20,6 +20,10 @@ class CorruptIndexError(Exception):
 
 
 class IndexFileBase:
+    """Base class.  The descriptor is kept only while the index is writable (the
+    active segment); a read-only index keeps just its mapping, so inactive
+    segments cost one descriptor (the .log) instead of three."""
+
     ENTRY_SIZE = 8
 
     def __init__(self, path: str, base_offset: int, max_index_size: int,
@@ -29,11 +33,14 @@ class IndexFileBase:
         self._max_size = self._round(max_index_size)
         self._mm: mmap.mmap | None = None
         self._file_len = 0
+        self._closed = False
         exists = os.path.exists(path)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         length = os.fstat(self._fd).st_size
         if length % self.ENTRY_SIZE:
             os.close(self._fd)
+            self._fd = -1
+            self._closed = True
             raise CorruptIndexError(
                 f"index file {path} has length {length}, not a multiple of {self.ENTRY_SIZE}")
         self._file_len = length
@@ -43,18 +50,31 @@ class IndexFileBase:
             self.resize(self._max_size)
         else:
             self.trim()
+            self._drop_fd()
 
     # -------------------------------------------------------------- file ops
 
     def _round(self, n: int) -> int:
         return max(0, n - n % self.ENTRY_SIZE)
 
+    def _ensure_fd(self) -> int:
+        if self._fd < 0:
+            if self._closed:
+                raise ValueError(f"index {self.path} is closed")
+            self._fd = os.open(self.path, os.O_RDWR)
+        return self._fd
+
+    def _drop_fd(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
     def _map(self) -> None:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
         if self._file_len > 0:
-            self._mm = mmap.mmap(self._fd, self._file_len)
+            self._mm = mmap.mmap(self._ensure_fd(), self._file_len)
 
     def resize(self, new_size: int) -> None:
         """Set the file length (rounded down to whole entries, never below the data)."""
@@ -65,13 +85,18 @@ class IndexFileBase:
             self._mm.flush()
             self._mm.close()
             self._mm = None
-        os.ftruncate(self._fd, new_len)
+        os.ftruncate(self._ensure_fd(), new_len)
         self._file_len = new_len
         self._map()
 
     def trim(self) -> None:
         """Shrink the file to its valid entries (segment becomes inactive / close)."""
         self.resize(self.entries * self.ENTRY_SIZE)
+
+    def make_read_only(self) -> None:
+        """Trim and let go of the descriptor (the mapping stays)."""
+        self.trim()
+        self._drop_fd()
 
     @property
     def max_entries(self) -> int:
@@ -90,32 +115,24 @@ class IndexFileBase:
             self._mm.flush()
 
     def close(self) -> None:
-        if self._fd < 0:
+        """Trim, flush and close."""
+        if self._closed:
             return
         self.trim()
         if self._mm is not None:
             self._mm.flush()
-            self._mm.close()
-            self._mm = None
-        os.close(self._fd)
-        self._fd = -1
+        self.release()
 
     def release(self) -> None:
         """Close the mapping and descriptor without trimming or flushing."""
-        if self._fd >= 0:
-            if self._mm is not None:
-                self._mm.close()
-                self._mm = None
-            os.close(self._fd)
-            self._fd = -1
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        self._drop_fd()
+        self._closed = True
 
     def delete(self) -> None:
-        if self._fd >= 0:
-            if self._mm is not None:
-                self._mm.close()
-                self._mm = None
-            os.close(self._fd)
-            self._fd = -1
+        self.release()
         try:
             os.unlink(self.path)
         except FileNotFoundError:

@@ -88,6 +88,7 @@ class Log:
         self.topic_id: str | None = None
         self.recovered_bytes_truncated = 0
         self._closed = False
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
 
     # ---------------------------------------------------------------- loading
 
@@ -270,7 +271,7 @@ class Log:
         now = self.clock.time_ms()
         log_append = self.config.log_append_time
         patch_for_append(records, header, first, leader_epoch, now if log_append else None)
-        seg = self._maybe_roll(size, last, now)
+        seg = self._maybe_roll(size, last, header.max_timestamp, now)
         pos = header.position
         mv = memoryview(records)
         seg.append(last, header.max_timestamp, last,
@@ -292,7 +293,8 @@ class Log:
                              f"batch offset {header.base_offset} below LEO "
                              f"{self.log_end_offset}")
         size = header.size
-        seg = self._maybe_roll(size, header.last_offset, self.clock.time_ms())
+        seg = self._maybe_roll(size, header.last_offset, header.max_timestamp,
+                               self.clock.time_ms())
         pos = header.position
         seg.append(header.last_offset, header.max_timestamp, header.last_offset,
                    memoryview(records)[pos:pos + size])
@@ -301,10 +303,12 @@ class Log:
         if header.partition_leader_epoch >= 0:
             self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
 
-    def _maybe_roll(self, messages_size: int, max_offset: int, now_ms: int) -> LogSegment:
+    def _maybe_roll(self, messages_size: int, max_offset: int, max_timestamp: int,
+                    now_ms: int) -> LogSegment:
         seg = self.segments[-1]
         c = self.config
-        if seg.should_roll(messages_size=messages_size, max_offset=max_offset, now_ms=now_ms,
+        if seg.should_roll(messages_size=messages_size, max_offset=max_offset,
+                           max_timestamp=max_timestamp, now_ms=now_ms,
                            segment_bytes=c.segment_bytes, segment_ms=c.segment_ms,
                            jitter_ms=seg.roll_jitter_ms):
             return self.roll()
@@ -458,6 +462,82 @@ class Log:
             self.recovery_point = max(self.recovery_point, min(new_start, self.log_end_offset))
             self.leader_epoch_cache.truncate_from_start(new_start)
 
+    # ---------------------------------------------------------------- retention
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Kafka's retention pass; returns the number of segments removed.
+
+        With cleanup.policy containing ``delete``: segments past retention.ms
+        (by largest timestamp) and the oldest segments beyond retention.bytes;
+        always: segments wholly below the log start offset.  Only segments
+        entirely below the high watermark are eligible; the active segment is
+        rolled first if it must go.  Files get the ``.deleted`` suffix and are
+        removed by ``purge_deleted_segments`` after file.delete.delay.ms.
+        """
+        now = self.clock.time_ms() if now_ms is None else now_ms
+        c = self.config
+        n = 0
+        if "delete" in c.cleanup_policy:
+            if c.retention_ms >= 0:
+                n += self._delete_segments(
+                    lambda seg, nxt: now - seg.largest_timestamp > c.retention_ms, now)
+            if c.retention_bytes >= 0:
+                excess = [self.size - c.retention_bytes]
+
+                def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
+                    if excess[0] - seg.size >= 0:
+                        excess[0] -= seg.size
+                        return True
+                    return False
+                if excess[0] > 0:
+                    n += self._delete_segments(over_size, now)
+        n += self._delete_segments(
+            lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset, now)
+        return n
+
+    def _delete_segments(self, predicate, now_ms: int) -> int:
+        doomed: list[LogSegment] = []
+        segs = self.segments
+        for i, seg in enumerate(segs):
+            nxt = segs[i + 1] if i + 1 < len(segs) else None
+            if nxt is None and seg.size == 0:
+                break
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            if self._high_watermark >= upper and predicate(seg, nxt):
+                doomed.append(seg)
+            else:
+                break
+        if not doomed:
+            return 0
+        if len(doomed) == len(segs):
+            self.roll()
+        del self.segments[:len(doomed)]
+        del self._bases[:len(doomed)]
+        new_start = self.segments[0].base_offset
+        if new_start > self.log_start_offset:
+            self.log_start_offset = new_start
+            self.leader_epoch_cache.truncate_from_start(new_start)
+        self.recovery_point = max(self.recovery_point, self.log_start_offset)
+        due = now_ms + self.config.file_delete_delay_ms
+        for seg in doomed:
+            seg.rename_for_delete()
+            self._pending_deletes.append((due, seg))
+        self.producer_state.delete_snapshots_below(self.log_start_offset, keep=2)
+        return len(doomed)
+
+    def purge_deleted_segments(self, now_ms: int | None = None, force: bool = False) -> int:
+        """Close and unlink ``.deleted`` segments whose delay has passed."""
+        now = self.clock.time_ms() if now_ms is None else now_ms
+        keep, n = [], 0
+        for due, seg in self._pending_deletes:
+            if force or now >= due:
+                seg.delete()
+                n += 1
+            else:
+                keep.append((due, seg))
+        self._pending_deletes = keep
+        return n
+
     # ---------------------------------------------------------------- truncation
 
     def truncate_to(self, offset: int) -> bool:
@@ -512,6 +592,7 @@ class Log:
             pass
         for seg in self.segments:
             seg.close()
+        self.purge_deleted_segments(force=True)
         self._closed = True
 
     def delete(self) -> str:
@@ -524,6 +605,9 @@ class Log:
         """Close and rename the dir for deletion; returns the new path."""
         for seg in self.segments:
             seg.release()
+        for _, seg in self._pending_deletes:
+            seg.release()
+        self._pending_deletes = []
         self._closed = True
         parent = os.path.dirname(os.path.normpath(self.dir))
         suffix = f".{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"

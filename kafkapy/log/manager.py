@@ -52,7 +52,8 @@ class LogManager:
                  recovery_point_checkpoint_interval_ms: int = 60000,
                  log_start_offset_checkpoint_interval_ms: int = 60000,
                  high_watermark_checkpoint_interval_ms: int = 5000,
-                 producer_expiration_check_interval_ms: int = 600000) -> None:
+                 producer_expiration_check_interval_ms: int = 600000,
+                 retention_check_interval_ms: int = 300000) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -67,6 +68,7 @@ class LogManager:
             "start": log_start_offset_checkpoint_interval_ms,
             "hw": high_watermark_checkpoint_interval_ms,
             "expire": producer_expiration_check_interval_ms,
+            "retention": retention_check_interval_ms,
         }
         self._last_run: dict[str, int] = {}
         self._loaded = False
@@ -241,7 +243,8 @@ class LogManager:
                  ("hw", self.checkpoint_high_watermarks),
                  ("recovery", self.checkpoint_recovery_points),
                  ("start", self.checkpoint_log_start_offsets),
-                 ("expire", self._expire_producers)]
+                 ("expire", self._expire_producers),
+                 ("retention", self.cleanup_logs)]
         for name, fn in tasks:
             if now - self._last_run.get(name, 0) >= self._intervals[name]:
                 if name == "flush":
@@ -251,6 +254,15 @@ class LogManager:
                 self._last_run[name] = now
                 done.append(name)
         return done
+
+    def cleanup_logs(self) -> int:
+        """Retention pass over every log plus removal of due ``.deleted`` files."""
+        now = self.clock.time_ms()
+        n = 0
+        for log in list(self.logs.values()):
+            n += log.delete_old_segments(now)
+            log.purge_deleted_segments(now)
+        return n
 
     def _expire_producers(self) -> None:
         now = self.clock.time_ms()

@@ -91,6 +91,7 @@ class LogSegment:
         self._first_batch_ts: int | None = None  # Kafka's rollingBasedTimestamp
         self._bytes_since_last_index = 0
         self.needs_recovery = False
+        self.writable = writable
         self.roll_jitter_ms = 0  # set by the Log from segment.jitter.ms
         self.offset_index = self._open_index(OffsetIndex, INDEX_SUFFIX, writable)
         self.time_index = self._open_index(TimeIndex, TIME_INDEX_SUFFIX, writable)
@@ -149,21 +150,23 @@ class LogSegment:
             self._first_batch_ts = read_header(os.pread(self._fd, HEADER_SIZE, 0)).max_timestamp
         return self._first_batch_ts
 
-    def time_waited_for_roll(self, now_ms: int) -> int:
+    def time_waited_for_roll(self, now_ms: int, max_timestamp_in_messages: int) -> int:
+        """Kafka's rule: incoming max timestamp minus the first batch's timestamp,
+        or wall time since creation when the segment has no timestamp yet."""
         ts = self.first_batch_timestamp
         if ts is not None and ts >= 0:
-            return now_ms - ts
+            return max_timestamp_in_messages - ts
         return now_ms - self.created_ms
 
     def can_convert_to_relative_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= 0x7FFFFFFF
 
-    def should_roll(self, *, messages_size: int, max_offset: int, now_ms: int,
-                    segment_bytes: int, segment_ms: int, jitter_ms: int) -> bool:
+    def should_roll(self, *, messages_size: int, max_offset: int, max_timestamp: int,
+                    now_ms: int, segment_bytes: int, segment_ms: int, jitter_ms: int) -> bool:
         """Kafka's LogSegment.shouldRoll (an empty segment is never rolled)."""
         if self.size == 0:
             return not self.can_convert_to_relative_offset(max_offset)
-        return (self.time_waited_for_roll(now_ms) > segment_ms - jitter_ms
+        return (self.time_waited_for_roll(now_ms, max_timestamp) > segment_ms - jitter_ms
                 or self.size > segment_bytes - messages_size
                 or self.offset_index.is_full or self.time_index.is_full
                 or not self.can_convert_to_relative_offset(max_offset))
@@ -364,8 +367,12 @@ class LogSegment:
         self._bytes_since_last_index = valid - last_index_pos
         self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
                                      skip_full_check=True)
-        self.offset_index.trim()
-        self.time_index.trim()
+        if self.writable:
+            self.offset_index.trim()
+            self.time_index.trim()
+        else:
+            self.offset_index.make_read_only()
+            self.time_index.make_read_only()
         self.needs_recovery = False
         return truncated
 
@@ -395,6 +402,8 @@ class LogSegment:
     # ---------------------------------------------------------------- lifecycle
 
     def resize_indexes(self, max_index_size: int) -> None:
+        """Make this the writable active segment with preallocated indexes."""
+        self.writable = True
         self.max_index_size = max_index_size
         self.offset_index.resize(max_index_size)
         self.time_index.resize(max_index_size)
@@ -403,8 +412,9 @@ class LogSegment:
         """Roll: write the final time-index entry and trim both indexes."""
         self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
                                      skip_full_check=True)
-        self.offset_index.trim()
-        self.time_index.trim()
+        self.offset_index.make_read_only()
+        self.time_index.make_read_only()
+        self.writable = False
 
     def flush(self) -> None:
         if self._fd >= 0:
@@ -430,6 +440,29 @@ class LogSegment:
         self.offset_index.release()
         self.time_index.release()
 
+    @property
+    def largest_timestamp(self) -> int:
+        """Kafka's LogSegment.largestTimestamp: max timestamp, else the file mtime."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        try:
+            return int(os.stat(self.log_path).st_mtime * 1000)
+        except FileNotFoundError:
+            return 0
+
+    def rename_for_delete(self) -> None:
+        """Add the ``.deleted`` suffix to every file; descriptors stay open so that
+        in-flight reads (sendfile) finish; ``delete`` later removes the files."""
+        if not self.log_path.endswith(DELETED_SUFFIX):
+            os.rename(self.log_path, self.log_path + DELETED_SUFFIX)
+            self.log_path += DELETED_SUFFIX
+        for idx in (self.offset_index, self.time_index):
+            if not idx.path.endswith(DELETED_SUFFIX) and os.path.exists(idx.path):
+                idx.rename(idx.path + DELETED_SUFFIX)
+        txn = segment_path(self.dir, self.base_offset, TXN_INDEX_SUFFIX)
+        if os.path.exists(txn):
+            os.rename(txn, txn + DELETED_SUFFIX)
+
     def delete(self) -> None:
         """Close and unlink the segment's files."""
         if self._fd >= 0:
@@ -437,9 +470,13 @@ class LogSegment:
             self._fd = -1
         self.offset_index.delete()
         self.time_index.delete()
+        paths = {self.log_path}
         for suffix in (LOG_SUFFIX, TXN_INDEX_SUFFIX):
+            p = segment_path(self.dir, self.base_offset, suffix)
+            paths.update((p, p + DELETED_SUFFIX))
+        for p in paths:
             try:
-                os.unlink(segment_path(self.dir, self.base_offset, suffix))
+                os.unlink(p)
             except FileNotFoundError:
                 pass
 

@@ -10,18 +10,25 @@ bytes.  Invariants:
   request is started until it drains (``pause_writing``/``resume_writing``);
 - a frame larger than socket.request.max.bytes, an unknown API key, an
   unsupported version of any API but ApiVersions, or a body that does not
-  decode closes this connection only, with a log line.
+  decode closes this connection only, with a log line;
+- responses carrying file ranges (zero-copy Fetch) are sent with
+  ``os.sendfile`` on a duplicate of the socket's descriptor once the
+  transport's own buffer is empty; everything queued behind them waits, so
+  order holds.  uvloop has no ``loop.sendfile``, hence this path.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
 import inspect
+import os
 import struct
 
 import structlog
 
+from kafkapy import metrics
 from kafkapy.handlers.base import CloseConnection, RequestContext
+from kafkapy.network.zero_copy import FileRange, ZeroCopyResponse, materialize, splice
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.headers import (
     API_VERSIONS_KEY, decode_request_header, peek_api)
@@ -35,7 +42,7 @@ class _Slot:
     __slots__ = ("payload",)
 
     def __init__(self) -> None:
-        self.payload: bytes | None = None
+        self.payload: bytes | list | None = None
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -50,6 +57,9 @@ class KafkaConnection(asyncio.Protocol):
         self._reading_paused = False
         self._writing_paused = False
         self._closed = False
+        self._zero_copy = server.zero_copy
+        self._file_parts: collections.deque = collections.deque()
+        self._sock_fd = -1
         self.peer = "?"
         self.last_active = 0.0
 
@@ -63,6 +73,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_lost(self, exc) -> None:
         self._closed = True
+        self._drop_file_parts()
         self._server.connection_closed(self)
 
     def data_received(self, data: bytes) -> None:
@@ -148,8 +159,9 @@ class KafkaConnection(asyncio.Protocol):
             self._bad_request("request does not decode", api=spec.name, version=version,
                               error=repr(exc))
             return
+        metrics.api_requests(spec.name).inc()
         ctx = RequestContext(self._broker, api_key, version, correlation_id,
-                             header.client_id, self.peer, spec.response_cls)
+                             header.client_id, self.peer, spec.response_cls, self._zero_copy)
         slot = _Slot()
         self._slots.append(slot)
         try:
@@ -187,7 +199,7 @@ class KafkaConnection(asyncio.Protocol):
             slot.payload = _NO_RESPONSE
         else:
             try:
-                slot.payload = encode_response(ctx, response)
+                slot.payload = encode_response(ctx, response, self._zero_copy)
             except Exception:
                 _log.exception("response does not encode", api_key=ctx.api_key,
                                version=ctx.api_version, peer=self.peer)
@@ -209,14 +221,88 @@ class KafkaConnection(asyncio.Protocol):
         ready = []
         while slots and slots[0].payload is not None:
             payload = slots.popleft().payload
-            if payload:
+            if isinstance(payload, list) or self._file_parts:
+                self._write_now(ready)
+                ready = []
+                self._file_parts.extend(payload if isinstance(payload, list) else (payload,))
+            elif payload:
                 ready.append(payload)
-        if ready:
-            self._transport.writelines(ready) if len(ready) > 1 else self._transport.write(ready[0])
+        self._write_now(ready)
+        if self._file_parts:
+            self._pump_files()
         if self._reading_paused and not self._busy():
             self._update_reading()
             if self._buf:
                 asyncio.get_running_loop().call_soon(self._process_frames)
+
+    def _write_now(self, ready: list) -> None:
+        if len(ready) == 1:
+            self._transport.write(ready[0])
+        elif ready:
+            self._transport.writelines(ready)
+
+    # -- zero-copy sending -----------------------------------------------------------
+    def _pump_files(self) -> None:
+        """Send queued parts in order; file ranges with os.sendfile when the buffer is empty."""
+        parts = self._file_parts
+        transport = self._transport
+        while parts and not self._closed:
+            part = parts[0]
+            if not isinstance(part, FileRange):
+                transport.write(part)
+                parts.popleft()
+                continue
+            if transport.get_write_buffer_size():
+                self._wait_writable()
+                return
+            try:
+                sent = os.sendfile(self._socket_fd(), part.fd, part.position, part.remaining)
+            except BlockingIOError:
+                self._wait_writable()
+                return
+            except OSError as exc:
+                _log.warning("sendfile failed; closing connection", peer=self.peer, error=repr(exc))
+                self.close()
+                return
+            if sent == 0:
+                _log.warning("segment shorter than its fetch range", peer=self.peer)
+                self.close()
+                return
+            metrics.SENDFILE_BYTES.inc(sent)
+            part.position += sent
+            part.remaining -= sent
+            if part.remaining == 0:
+                part.close()
+                parts.popleft()
+        if not parts and self._sock_fd >= 0:
+            asyncio.get_running_loop().remove_writer(self._sock_fd)
+
+    def _socket_fd(self) -> int:
+        if self._sock_fd < 0:
+            self._sock_fd = os.dup(self._transport.get_extra_info("socket").fileno())
+        return self._sock_fd
+
+    def _wait_writable(self) -> None:
+        asyncio.get_running_loop().add_writer(self._socket_fd(), self._on_writable)
+
+    def _on_writable(self) -> None:
+        asyncio.get_running_loop().remove_writer(self._sock_fd)
+        self._pump_files()
+        if not self._file_parts:
+            self._flush()
+
+    def _drop_file_parts(self) -> None:
+        for part in self._file_parts:
+            if isinstance(part, FileRange):
+                part.close()
+        self._file_parts.clear()
+        if self._sock_fd >= 0:
+            try:
+                asyncio.get_running_loop().remove_writer(self._sock_fd)
+            except RuntimeError:
+                pass
+            os.close(self._sock_fd)
+            self._sock_fd = -1
 
     # -- closing ---------------------------------------------------------------
     def _bad_request(self, reason: str, **details) -> None:
@@ -227,22 +313,29 @@ class KafkaConnection(asyncio.Protocol):
         if not self._closed:
             self._closed = True
             self._slots.clear()
+            self._drop_file_parts()
             if self._transport is not None:
                 self._transport.close()
 
     @property
     def idle(self) -> bool:
-        return not self._slots
+        return not self._slots and not self._file_parts
 
     def has_inflight(self) -> bool:
-        return bool(self._slots)
+        return bool(self._slots) or bool(self._file_parts)
 
 
-def encode_response(ctx: RequestContext, response) -> bytes:
-    """Frame, header (v0 or v1 by API and version) and body.
+def encode_response(ctx: RequestContext, response, zero_copy: bool = False):
+    """Frame, header (v0 or v1 by API and version) and body: bytes, or parts for sendfile.
 
     The response already carries its version (``ctx.response``); passing it
     again to ``encode`` would trip kafka-python's request-header bookkeeping.
     """
+    if isinstance(response, ZeroCopyResponse):
+        inner = response.response
+        inner.with_header(correlation_id=ctx.correlation_id)
+        frame = bytes(inner.encode(header=True, framed=True))
+        parts = splice(frame, response.slices, inner.flexible_version_q(ctx.api_version))
+        return parts if zero_copy else materialize(parts)
     response.with_header(correlation_id=ctx.correlation_id)
     return response.encode(header=True, framed=True)

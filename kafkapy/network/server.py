@@ -10,6 +10,7 @@ import time
 
 import structlog
 
+from kafkapy import metrics
 from kafkapy.network.connection import KafkaConnection
 
 _log = structlog.get_logger("kafkapy.network")
@@ -18,7 +19,7 @@ _log = structlog.get_logger("kafkapy.network")
 class SocketServer:
     def __init__(self, broker, apis: dict, host: str, port: int, *,
                  max_request_bytes: int, max_inflight: int, idle_ms: int,
-                 unsupported_api_versions) -> None:
+                 unsupported_api_versions, zero_copy: bool = True) -> None:
         self.broker = broker
         self.apis = apis
         self.host = host
@@ -26,6 +27,7 @@ class SocketServer:
         self.max_request_bytes = max_request_bytes
         self.max_inflight = max_inflight
         self.unsupported_api_versions = unsupported_api_versions
+        self.zero_copy = zero_copy
         self._idle_s = idle_ms / 1000.0
         self._connections: set[KafkaConnection] = set()
         self._server: asyncio.AbstractServer | None = None
@@ -47,9 +49,12 @@ class SocketServer:
 
     def connection_opened(self, conn: KafkaConnection) -> None:
         self._connections.add(conn)
+        metrics.CONNECTIONS.inc()
 
     def connection_closed(self, conn: KafkaConnection) -> None:
-        self._connections.discard(conn)
+        if conn in self._connections:
+            self._connections.discard(conn)
+            metrics.CONNECTIONS.dec()
 
     @property
     def connection_count(self) -> int:

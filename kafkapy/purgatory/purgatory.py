@@ -49,6 +49,11 @@ class Purgatory:
         """Entries over all watcher lists (an operation counts once per key)."""
         return sum(len(ops) for ops in self._watchers.values())
 
+    @property
+    def key_count(self) -> int:
+        """Keys that currently have a watcher list."""
+        return len(self._watchers)
+
     def watched(self, key: Hashable) -> int:
         """Entries in ``key``'s watcher list, completed-but-unpurged ones included."""
         ops = self._watchers.get(key)

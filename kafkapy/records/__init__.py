@@ -1,0 +1,9 @@
+"""Record batches: v2 header view, validation and patching (hot path, ``batch``);
+record-level building/decoding for tests, control batches and the cleaner (``record``)."""
+from kafkapy.records.batch import (BatchHeader, RecordError, iter_headers, patch_for_append,
+                                   read_header, validate_for_append)
+from kafkapy.records.record import Record, build_batch, build_control_batch, decode_records
+
+__all__ = ["BatchHeader", "RecordError", "iter_headers", "patch_for_append", "read_header",
+           "validate_for_append", "Record", "build_batch", "build_control_batch",
+           "decode_records"]

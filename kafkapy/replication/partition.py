@@ -64,11 +64,6 @@ class Partition:
         return AppendResult(0, info.first_offset, info.log_append_time_ms,
                             info.log_start_offset, last_offset=info.last_offset)
 
-    def read_records(self, fetch_offset: int, max_bytes: int, upper: int,
-                     min_one: bool) -> bytes:
-        """Whole batches from ``fetch_offset`` below ``upper`` (HW or LSO)."""
-        return self.log.read_bytes(fetch_offset, max_bytes, upper, min_one)
-
     def bytes_available(self, fetch_offset: int, upper: int, cap: int) -> int:
         """Bytes a fetch at ``fetch_offset`` could read now, counted up to ``cap``."""
         if fetch_offset >= upper:

@@ -63,8 +63,13 @@ async def _produce(bootstrap: str, topic: str, codec: str, base: int) -> None:
     for i, md in enumerate(results):
         assert (md.topic, md.partition, md.offset) == (topic, 0, i), (
             f"send #{i}: acked at {md.topic}/{md.partition}@{md.offset}, expected {topic}/0@{i}")
-        assert md.timestamp == common.timestamp(base, i), (
-            f"send #{i}: acked timestamp {md.timestamp}, expected {common.timestamp(base, i)}")
+        # log_append_time -1 in the Produce response (CreateTime topic) -> timestamp_type 0.
+        # (The acked timestamps themselves are not checked: aiokafka 0.14 gives every
+        # record of a batch the first record's timestamp in that case - a client quirk in
+        # MessageBatch.done(). The consumed timestamps are checked instead.)
+        assert md.timestamp_type == 0, (
+            f"send #{i}: acked timestamp type {md.timestamp_type} (timestamp {md.timestamp}): "
+            "the Produce response carried a log_append_time, expected -1 for CreateTime")
 
 
 async def _consume(bootstrap: str, topic: str, codec: str) -> list[common.Got]:

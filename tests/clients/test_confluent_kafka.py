@@ -159,4 +159,4 @@ def test_roundtrip(broker, admin, base_ts, codec):
     got = _consume(broker.bootstrap, topic, codec)
     common.check_records(got, common.expected_records(codec, base_ts), what=f"{CLIENT}/{codec}")
     _check_offsets(broker.bootstrap, admin, topic, base_ts)
-    common.check_stored_codec(broker.log_dir, topic, codec)
+    common.check_librdkafka_stored_codec(broker.bootstrap, broker.log_dir, topic, codec)

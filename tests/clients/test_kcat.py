@@ -126,4 +126,4 @@ def test_roundtrip(broker, codec):
         want = min(j for j, ts in enumerate(stamps) if ts >= target)
         assert _query(broker.bootstrap, topic, target) == want, f"kcat -Q at ts of record {k}"
     assert _query(broker.bootstrap, topic, max(stamps) + 1) == -1
-    common.check_stored_codec(broker.log_dir, topic, codec)
+    common.check_librdkafka_stored_codec(broker.bootstrap, broker.log_dir, topic, codec)

@@ -278,3 +278,82 @@ def test_delete_renames_and_removes(tmp_path, clock):
     assert len(name) == len("orders-3.") + 32 + len("-delete")
     assert not os.path.exists(renamed)
     assert not os.path.exists(str(tmp_path / "orders-3"))
+
+
+def test_retention_by_time_respects_hw_and_delete_delay(tmp_path, clock):
+    cfg = {"segment.bytes": 1200, "retention.ms": 10_000, "file.delete.delay.ms": 60_000}
+    log = open_log(tmp_path, clock, cfg)
+    for i in range(6):
+        append(log, 4, ts=TS + i * 1000)  # ~560-byte batches: 2 per segment
+    bases = [s.base_offset for s in log.segments]
+    assert bases == [0, 8, 16]
+    clock.advance(11_500)  # only segment 0 (max ts TS+1003) is older than 10 s
+    log.high_watermark = 0
+    assert log.delete_old_segments() == 0  # nothing below the HW
+    log.high_watermark = log.log_end_offset
+    assert log.delete_old_segments() == 1
+    assert log.log_start_offset == 8 and [s.base_offset for s in log.segments] == [8, 16]
+    names = os.listdir(log.dir)
+    assert "00000000000000000000.log.deleted" in names
+    assert "00000000000000000000.index.deleted" in names
+    assert "00000000000000000000.log" not in names
+    with pytest.raises(KafkaError):
+        log.read(3, 1000)
+    assert log.purge_deleted_segments() == 0
+    clock.advance(60_000)
+    assert log.purge_deleted_segments() == 1
+    assert not [n for n in os.listdir(log.dir) if n.endswith(".deleted")]
+    # everything expired: the active segment is rolled first, log stays usable
+    assert log.delete_old_segments() == 2
+    assert [s.base_offset for s in log.segments] == [24]
+    assert log.log_start_offset == 24 == log.log_end_offset
+    assert append(log, 1, ts=clock.time_ms()).first_offset == 24
+    log.close()
+
+
+def test_retention_by_bytes_and_log_start(tmp_path, clock):
+    log = open_log(tmp_path, clock, {"segment.bytes": 1200, "retention.ms": -1,
+                                     "retention.bytes": 1200})
+    for i in range(8):
+        append(log, 4, ts=TS + i)
+    log.high_watermark = log.log_end_offset
+    total = log.size
+    seg_sizes = [s.size for s in log.segments]
+    assert len(seg_sizes) == 4
+    removed = log.delete_old_segments()
+    # drop oldest segments while what is left stays >= retention.bytes
+    expect, excess = 0, total - 1200
+    for sz in seg_sizes:
+        if excess - sz >= 0:
+            excess -= sz
+            expect += 1
+        else:
+            break
+    assert removed == expect == 2
+    log.update_config({"retention.bytes": -1, "cleanup.policy": ["compact"]})
+    log.maybe_increment_log_start_offset(26)
+    assert log.delete_old_segments() == 1  # segment [16..23] lies wholly below 26
+    assert log.log_start_offset == 26 and log.segments[0].base_offset == 24
+    log.close()
+
+
+def test_read_spans_segments_within_budget(tmp_path, clock):
+    log = open_log(tmp_path, clock, {"segment.bytes": 1200})
+    sizes = []
+    for i in range(6):
+        buf, h = make(4, TS + i)
+        sizes.append(h.size)
+        log.append_as_leader(buf, h, 0)
+    assert [s.base_offset for s in log.segments] == [0, 8, 16]
+    slices = log.read(0, 1 << 20)
+    assert [(s.first_offset, s.position, s.size) for s in slices] == \
+        [(0, 0, sizes[0] * 2), (8, 0, sizes[0] * 2), (16, 0, sizes[0] * 2)]
+    assert len({s.fd for s in slices}) == 3
+    slices = log.read(0, sizes[0] * 2 + 10)
+    assert [(s.first_offset, s.size) for s in slices] == [(0, sizes[0] * 2)]
+    slices = log.read(5, sizes[0] * 2)
+    assert [(s.first_offset, s.size) for s in slices] == [(4, sizes[0]), (8, sizes[0])]
+    # HW inside the second segment stops the read there
+    slices = log.read(0, 1 << 20, max_offset=12)
+    assert [(s.first_offset, s.size) for s in slices] == [(0, sizes[0] * 2), (8, sizes[0])]
+    log.close()

@@ -165,12 +165,16 @@ def test_truncate_to(tmp_path):
 def test_roll_conditions(tmp_path):
     clock = MockClock()
     seg = LogSegment(str(tmp_path), 0, clock=clock)
-    kw = dict(now_ms=clock.time_ms(), segment_bytes=10_000, segment_ms=1000, jitter_ms=0)
-    assert not seg.should_roll(messages_size=100, max_offset=0, **kw)  # empty
-    append_batch(seg, 0, 1, clock.time_ms())
-    assert not seg.should_roll(messages_size=100, max_offset=1, **kw)
-    assert seg.should_roll(messages_size=10_000, max_offset=1, **kw)  # size
-    assert seg.should_roll(messages_size=1, max_offset=2**31, **kw)  # relative overflow
-    kw["now_ms"] += 1001
-    assert seg.should_roll(messages_size=1, max_offset=1, **kw)  # segment.ms
+    now = clock.time_ms()
+    kw = dict(now_ms=now, segment_bytes=10_000, segment_ms=1000, jitter_ms=0)
+    assert not seg.should_roll(messages_size=100, max_offset=0, max_timestamp=now, **kw)
+    append_batch(seg, 0, 1, now - 5)  # first batch timestamp: now - 5
+    assert not seg.should_roll(messages_size=100, max_offset=1, max_timestamp=now, **kw)
+    assert seg.should_roll(messages_size=10_000, max_offset=1, max_timestamp=now, **kw)
+    assert seg.should_roll(messages_size=1, max_offset=2**31, max_timestamp=now, **kw)
+    # segment.ms compares the incoming batch's max timestamp with the first batch's
+    assert not seg.should_roll(messages_size=1, max_offset=1, max_timestamp=now + 995, **kw)
+    assert seg.should_roll(messages_size=1, max_offset=1, max_timestamp=now + 996, **kw)
+    assert seg.should_roll(messages_size=1, max_offset=1, max_timestamp=now + 900,
+                           **{**kw, "jitter_ms": 100})
     seg.close()

@@ -182,9 +182,9 @@ def test_completed_key_lists_are_forgotten(purgatory):
     purgatory.check_and_complete("a")
     assert purgatory.watched("a") == 0
     assert purgatory.watched("b") == 1  # removed lazily
-    assert purgatory.watched_count == 1
+    assert purgatory.watched_count == 1 and purgatory.key_count == 1
     purgatory.check_and_complete("b")
-    assert purgatory.watched_count == 0
+    assert purgatory.watched_count == 0 and purgatory.key_count == 0
 
 
 def test_purge_removes_completed_ops_from_other_keys(timer):
@@ -204,6 +204,7 @@ def test_purge_removes_completed_ops_from_other_keys(timer):
     assert purgatory.purges == 1
     assert purgatory.watched("shared") == 1
     assert purgatory.watched_count == 1
+    assert purgatory.key_count == 1  # the emptied ("own", i) lists are gone
 
 
 def test_purge_completed_explicitly_counts_entries(purgatory, timer, clock):
@@ -213,7 +214,7 @@ def test_purge_completed_explicitly_counts_entries(purgatory, timer, clock):
     advance(timer, clock, 10)  # all expire, still listed on both keys
     assert purgatory.watched_count == 6
     assert purgatory.purge_completed() == 6
-    assert purgatory.watched_count == 0
+    assert purgatory.watched_count == 0 and purgatory.key_count == 0
 
 
 def test_on_complete_may_watch_a_new_op_on_the_same_key(purgatory):

@@ -9,7 +9,7 @@ import pytest
 
 from kafkapy.clock import SYSTEM_CLOCK, MockClock
 from kafkapy.purgatory.timer import Timer, TimerTask
-from kafkapy.purgatory.timer_task_list import TaskCounter, TimerTaskEntry
+from kafkapy.purgatory.timer_task_list import TaskCounter, TimerTaskEntry, TimerTaskList
 from kafkapy.purgatory.timing_wheel import BucketQueue, TimingWheel
 
 START = 1_000_007  # not a multiple of any wheel's tick, to exercise rounding
@@ -75,6 +75,16 @@ def test_wheel_refuses_expired_and_cancelled_entries():
     task.cancel()
     assert not wheel.add(entry)
     assert counter.value == 0 and entry.list is None
+
+
+def test_bucket_does_not_link_a_cancelled_entry():
+    counter = TaskCounter()
+    bucket = TimerTaskList(counter)
+    task = Recorder(0, "c", [], None)
+    entry = TimerTaskEntry(task, 10)
+    task.cancel()
+    bucket.add(entry)
+    assert bucket.is_empty() and counter.value == 0 and entry.list is None
 
 
 def test_wheel_creates_overflow_only_when_needed():
@@ -284,6 +294,13 @@ def test_zero_and_negative_delay_run_on_next_advance_not_inside_add(timer, clock
 
 def test_idle_timer_places_new_short_task_in_finest_wheel(timer, clock):
     clock.advance(3_600_000)  # an hour with nothing scheduled and no advance_clock call
+    task = schedule(timer, clock, [], 5)
+    assert task._entry.list.expiration_ms == clock.monotonic_ms() + 5
+
+
+def test_overdue_bucket_emptied_by_cancel_does_not_hold_the_wheel_back(timer, clock):
+    schedule(timer, clock, [], 5).cancel()
+    clock.advance(3_600_000)
     task = schedule(timer, clock, [], 5)
     assert task._entry.list.expiration_ms == clock.monotonic_ms() + 5
 

@@ -1,0 +1,104 @@
+"""Responses whose record bytes go from segment files to the socket with os.sendfile.
+
+A Fetch handler puts a 16-byte random marker in each partition's ``records``
+field and remembers the file ranges that belong there.  The response is then
+encoded by kafka-python as usual (so every other byte is the library's), and
+``splice`` cuts the frame at each marker: the marker's length prefix is
+rewritten for the real size (int32 in non-flexible versions, unsigned varint
+of size+1 in flexible ones), the frame size is corrected, and the marker is
+replaced by ``FileRange`` parts that the connection sends with sendfile (or
+reads and writes when it cannot).
+
+Invariants: the frame size equals the bytes actually sent; each FileRange
+owns a duplicated file descriptor (closed once sent or dropped), so a segment
+deleted meanwhile can never make us send another file's bytes.
+"""
+from __future__ import annotations
+
+import os
+import struct
+
+MARKER_SIZE = 16
+_INT32 = struct.Struct(">i")
+
+
+class FileRange:
+    __slots__ = ("fd", "position", "remaining")
+
+    def __init__(self, fd: int, position: int, size: int) -> None:
+        self.fd = os.dup(fd)
+        self.position = position
+        self.remaining = size
+
+    def read_all(self) -> bytes:
+        out = bytearray()
+        while self.remaining:
+            chunk = os.pread(self.fd, self.remaining, self.position)
+            if not chunk:
+                raise EOFError("segment file shorter than its fetch range")
+            out += chunk
+            self.position += len(chunk)
+            self.remaining -= len(chunk)
+        return bytes(out)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class ZeroCopyResponse:
+    """A response plus, per marker, the segment slices that replace it."""
+
+    __slots__ = ("response", "slices")
+
+    def __init__(self, response, slices: dict[bytes, list]) -> None:
+        self.response = response
+        self.slices = slices
+
+
+def new_marker() -> bytes:
+    return os.urandom(MARKER_SIZE)
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def splice(frame: bytes, slices: dict[bytes, list], flexible: bool) -> list:
+    """Cut an encoded, framed response at each marker; returns bytes and FileRange parts."""
+    parts: list = []
+    pos = 4
+    growth = 0
+    old_prefix = 1 if flexible else 4
+    for marker, file_slices in slices.items():
+        at = frame.find(marker, pos)
+        if at < 0:
+            raise ValueError("records marker missing from the encoded response")
+        size = sum(s.size for s in file_slices)
+        prefix = _uvarint(size + 1) if flexible else _INT32.pack(size)
+        parts.append(frame[pos:at - old_prefix] + prefix)
+        parts.extend(FileRange(s.fd, s.position, s.size) for s in file_slices if s.size)
+        growth += size - MARKER_SIZE + len(prefix) - old_prefix
+        pos = at + MARKER_SIZE
+    parts.append(frame[pos:])
+    head = _INT32.pack(len(frame) - 4 + growth)
+    parts[0] = head + parts[0]
+    return parts
+
+
+def materialize(parts: list) -> bytes:
+    """The fallback: read every file range and join (transports without sendfile)."""
+    out = []
+    for part in parts:
+        if isinstance(part, FileRange):
+            out.append(part.read_all())
+            part.close()
+        else:
+            out.append(part)
+    return b"".join(out)
