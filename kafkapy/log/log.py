@@ -177,10 +177,9 @@ class Log:
         if not had_clean_shutdown:
             for seg in self.segments[rp_index:]:
                 seg.flush()
-            self.recovery_point = self.log_end_offset
-        else:
-            self.recovery_point = min(max(recovery_point, self.log_start_offset),
-                                      self.log_end_offset)
+        # After a clean shutdown everything was flushed; after recovery the
+        # recovered segments were just flushed: either way the LEO is durable.
+        self.recovery_point = self.log_end_offset
         self._high_watermark = min(max(high_watermark, self.log_start_offset),
                                    self.log_end_offset)
         self.leader_epoch_cache = LeaderEpochCache(self.dir)
@@ -393,15 +392,9 @@ class Log:
         for seg in self.segments:
             if seg.max_timestamp_so_far < timestamp:
                 continue
-            h = seg.find_batch_by_timestamp(timestamp, self.log_start_offset)
-            while h is not None:
-                for r in decode_records(seg.read_batch_bytes(h)):
-                    if r.timestamp >= timestamp and r.offset >= self.log_start_offset:
-                        return r.offset, r.timestamp
-                # Only reachable if batch metadata disagrees with its records.
-                nxt = [b for b in seg.iter_batches(h.position + h.size)
-                       if b.max_timestamp >= timestamp]
-                h = nxt[0] if nxt else None
+            found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+            if found is not None:
+                return found
         return None
 
     def max_timestamp_and_offset(self) -> tuple[int, int] | None:
@@ -518,12 +511,18 @@ class Log:
             self.log_start_offset = new_start
             self.leader_epoch_cache.truncate_from_start(new_start)
         self.recovery_point = max(self.recovery_point, self.log_start_offset)
-        due = now_ms + self.config.file_delete_delay_ms
-        for seg in doomed:
-            seg.rename_for_delete()
-            self._pending_deletes.append((due, seg))
+        self._schedule_delete(doomed, now_ms)
         self.producer_state.delete_snapshots_below(self.log_start_offset, keep=2)
         return len(doomed)
+
+    def _schedule_delete(self, segs: list[LogSegment], now_ms: int | None = None) -> None:
+        """Rename to ``.deleted`` now; close and unlink after file.delete.delay.ms, so
+        descriptors handed out in FetchSlices stay valid for in-flight sendfiles."""
+        now = self.clock.time_ms() if now_ms is None else now_ms
+        due = now + self.config.file_delete_delay_ms
+        for seg in segs:
+            seg.rename_for_delete()
+            self._pending_deletes.append((due, seg))
 
     def purge_deleted_segments(self, now_ms: int | None = None, force: bool = False) -> int:
         """Close and unlink ``.deleted`` segments whose delay has passed."""
@@ -549,10 +548,11 @@ class Log:
         if offset <= self.segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
             return True
+        doomed = []
         while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
-            seg = self.segments.pop()
+            doomed.append(self.segments.pop())
             self._bases.pop()
-            seg.delete()
+        self._schedule_delete(doomed)
         active = self.segments[-1]
         active.truncate_to(offset)
         active.resize_indexes(self.config.max_index_size)
@@ -561,9 +561,8 @@ class Log:
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        for seg in self.segments:
-            seg.delete()
-        self.segments.clear()
+        self._schedule_delete(self.segments)
+        self.segments = []
         self._bases.clear()
         self._append_segment(self._new_segment(offset))
         self.log_end_offset = offset
@@ -601,14 +600,21 @@ class Log:
         shutil.rmtree(renamed, ignore_errors=True)
         return renamed
 
-    def rename_for_delete(self) -> str:
-        """Close and rename the dir for deletion; returns the new path."""
+    def release(self) -> None:
+        """Close every descriptor without writing anything."""
         for seg in self.segments:
             seg.release()
         for _, seg in self._pending_deletes:
             seg.release()
         self._pending_deletes = []
         self._closed = True
+
+    def rename_for_delete(self, close: bool = True) -> str:
+        """Rename the dir for deletion (closing files unless ``close`` is False, in
+        which case the caller calls ``release`` later); returns the new path."""
+        self._closed = True
+        if close:
+            self.release()
         parent = os.path.dirname(os.path.normpath(self.dir))
         suffix = f".{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         prefix = f"-{self.partition}"

@@ -71,6 +71,7 @@ class LogManager:
             "retention": retention_check_interval_ms,
         }
         self._last_run: dict[str, int] = {}
+        self._pending_log_deletes: list[tuple[int, Log]] = []
         self._loaded = False
 
     # ---------------------------------------------------------------- config
@@ -179,14 +180,34 @@ class LogManager:
                     seg.index_interval_bytes = cfg.index_interval_bytes
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Remove a partition's log: rename to ``...-delete`` then remove the dir."""
+        """Remove a partition's log now: its dir is renamed ``<tp>.<uuid>-delete``.
+
+        Descriptors stay open (in-flight sendfiles finish) and the dir is
+        removed by ``cleanup_logs`` after the topic's file.delete.delay.ms (or at
+        shutdown; a leftover ``-delete`` dir is removed at the next load).
+        """
         key = (topic, partition)
         log = self.logs.pop(key, None)
         self._dir_of.pop(key, None)
         if log is None:
             return False
-        log.delete()
+        log.rename_for_delete(close=False)
+        due = self.clock.time_ms() + log.config.file_delete_delay_ms
+        self._pending_log_deletes.append((due, log))
         return True
+
+    def purge_deleted_logs(self, now_ms: int | None = None, force: bool = False) -> int:
+        now = self.clock.time_ms() if now_ms is None else now_ms
+        keep, n = [], 0
+        for due, log in self._pending_log_deletes:
+            if force or now >= due:
+                log.release()
+                shutil.rmtree(log.dir, ignore_errors=True)
+                n += 1
+            else:
+                keep.append((due, log))
+        self._pending_log_deletes = keep
+        return n
 
     # ---------------------------------------------------------------- checkpoints
 
@@ -262,6 +283,7 @@ class LogManager:
         for log in list(self.logs.values()):
             n += log.delete_old_segments(now)
             log.purge_deleted_segments(now)
+        self.purge_deleted_logs(now)
         return n
 
     def _expire_producers(self) -> None:
@@ -283,6 +305,7 @@ class LogManager:
                 atomic_write(os.path.join(d, CLEAN_SHUTDOWN_FILE),
                              json.dumps({"version": 0, "brokerEpoch": broker_epoch},
                                         separators=(",", ":")).encode())
+        self.purge_deleted_logs(force=True)
         self.logs.clear()
         self._dir_of.clear()
 

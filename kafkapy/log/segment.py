@@ -103,6 +103,7 @@ class LogSegment:
     def _open_index(self, cls, suffix: str, writable: bool):
         path = segment_path(self.dir, self.base_offset, suffix)
         missing = not os.path.exists(path)
+        idx = None
         try:
             idx = cls(path, self.base_offset, self.max_index_size, writable)
             if cls is OffsetIndex:
@@ -110,10 +111,9 @@ class LogSegment:
             else:
                 idx.sanity_check()
         except CorruptIndexError:
-            try:
-                idx.delete()  # type: ignore[possibly-undefined]
-            except Exception:
-                pass
+            # Kafka deletes a corrupt index and rebuilds it from the log.
+            if idx is not None:
+                idx.release()
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -281,6 +281,22 @@ class LogSegment:
         for h in self.iter_batches(pos):
             if h.max_timestamp >= timestamp and h.base_offset + h.last_offset_delta >= starting_offset:
                 return h
+        return None
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0
+                                 ) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= target and
+        offset >= ``starting_offset`` (ListOffsets).  Decodes only the batch(es)
+        whose maxTimestamp qualifies, normally one; never used on the hot path."""
+        from kafkapy.records.record import decode_records
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, pos = self.offset_index.lookup(max(ts_offset, starting_offset))
+        for h in self.iter_batches(pos):
+            if h.max_timestamp < timestamp or h.base_offset + h.last_offset_delta < starting_offset:
+                continue
+            for r in decode_records(self.read_batch_bytes(h)):
+                if r.timestamp >= timestamp and r.offset >= starting_offset:
+                    return r.offset, r.timestamp
         return None
 
     def read_batch_bytes(self, header: BatchHeader) -> bytes:
@@ -470,11 +486,12 @@ class LogSegment:
             self._fd = -1
         self.offset_index.delete()
         self.time_index.delete()
-        paths = {self.log_path}
-        for suffix in (LOG_SUFFIX, TXN_INDEX_SUFFIX):
-            p = segment_path(self.dir, self.base_offset, suffix)
-            paths.update((p, p + DELETED_SUFFIX))
-        for p in paths:
+        # After rename_for_delete a new segment may own the original names:
+        # only the files of this segment (log_path, txn index) are removed.
+        txn = segment_path(self.dir, self.base_offset, TXN_INDEX_SUFFIX)
+        if self.log_path.endswith(DELETED_SUFFIX):
+            txn += DELETED_SUFFIX
+        for p in (self.log_path, txn):
             try:
                 os.unlink(p)
             except FileNotFoundError:

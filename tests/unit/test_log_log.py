@@ -357,3 +357,54 @@ def test_read_spans_segments_within_budget(tmp_path, clock):
     slices = log.read(0, 1 << 20, max_offset=12)
     assert [(s.first_offset, s.size) for s in slices] == [(0, sizes[0] * 2), (8, sizes[0])]
     log.close()
+
+
+def test_corruption_in_middle_segment_drops_later_segments(tmp_path, clock):
+    cfg = {"segment.bytes": 1200}
+    log = open_log(tmp_path, clock, cfg)
+    for i in range(6):
+        append(log, 4, ts=TS + i)
+    assert [s.base_offset for s in log.segments] == [0, 8, 16]
+    second = log.segments[0].find_offset_position(4)
+    path0 = log.segments[0].log_path
+    _crash(log)
+    with open(path0, "r+b") as f:
+        f.seek(second.position + 80)
+        b = f.read(1)
+        f.seek(second.position + 80)
+        f.write(bytes([b[0] ^ 0x55]))
+    log2 = open_log(tmp_path, clock, cfg, had_clean_shutdown=False, recovery_point=0)
+    assert log2.log_end_offset == 4
+    assert [s.base_offset for s in log2.segments] == [0]
+    assert sorted(n for n in os.listdir(log2.dir) if n.endswith(".log")) == \
+        ["00000000000000000000.log"]
+    assert append(log2, 2).first_offset == 4
+    log2.close()
+
+
+def test_truncate_fully_and_reload(tmp_path, clock):
+    log = open_log(tmp_path, clock, {"segment.bytes": 1200})
+    for i in range(4):
+        append(log, 4, ts=TS + i)
+    log.truncate_to(0)
+    assert (log.log_start_offset, log.log_end_offset, len(log.segments)) == (0, 0, 1)
+    assert append(log, 2).first_offset == 0
+    log.close()
+    log2 = open_log(tmp_path, clock, {"segment.bytes": 1200})
+    assert log2.log_end_offset == 2
+    assert not [n for n in os.listdir(log2.dir) if n.endswith(".deleted")]
+    assert [o for o, _ in all_records(log2)] == [0, 1]
+    log2.close()
+
+
+def test_log_start_offset_restored_on_load(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    for i in range(3):
+        append(log, 4, ts=TS + i)
+    log.close()
+    log2 = open_log(tmp_path, clock, log_start_offset=5, high_watermark=3)
+    assert (log2.log_start_offset, log2.high_watermark, log2.log_end_offset) == (5, 5, 12)
+    with pytest.raises(KafkaError):
+        log2.read(4, 100)
+    assert log2.read(5, 1 << 20)[0].first_offset == 4  # whole batch holding offset 5
+    log2.close()

@@ -113,8 +113,15 @@ def test_delete_log_and_leftover_delete_dirs(dirs):
     log = m.get_or_create_log("gone", 0)
     log.append_as_leader(*batch(), 0)
     d = m.log_dir_of("gone", 0)
+    sl = log.read(0, 1000)[0]
     assert m.delete_log("gone", 0)
     assert m.get_log("gone", 0) is None
+    [renamed] = [n for n in os.listdir(d) if n.startswith("gone-0")]
+    assert renamed.endswith("-delete") and len(renamed) == len("gone-0.") + 32 + 7
+    assert sl.read_bytes()  # descriptor still valid for an in-flight fetch
+    assert m.cleanup_logs() == 0 and os.path.exists(os.path.join(d, renamed))
+    m.clock.advance(60_000)
+    m.cleanup_logs()
     assert not [n for n in os.listdir(d) if n.startswith("gone-0")]
     os.makedirs(os.path.join(d, "x-1.0123456789abcdef0123456789abcdef-delete"))
     m.shutdown()

@@ -178,3 +178,13 @@ def test_roll_conditions(tmp_path):
     assert seg.should_roll(messages_size=1, max_offset=1, max_timestamp=now + 900,
                            **{**kw, "jitter_ms": 100})
     seg.close()
+
+
+def test_find_offset_by_timestamp_exact_record(tmp_path):
+    seg = LogSegment(str(tmp_path), 0, index_interval_bytes=500, clock=MockClock())
+    fill(seg, batches=10, per=5)  # batch i: offsets 5i..5i+4, ts TS+1000i+j
+    assert seg.find_offset_by_timestamp(TS + 3002) == (17, TS + 3002)
+    assert seg.find_offset_by_timestamp(TS + 3002, starting_offset=19) == (19, TS + 3004)
+    assert seg.find_offset_by_timestamp(TS + 3005) == (20, TS + 4000)
+    assert seg.find_offset_by_timestamp(TS + 10**6) is None
+    seg.close()
