@@ -94,6 +94,14 @@ def _short(frame: str) -> str:
     return f"{name} ({path})" if path else name
 
 
+# Frames every sample of the broker passes through (start-up and the loop's entry): left out
+# of the inclusive table, where they would only say 100 %.  In the self table,
+# "Runner.run (asyncio/runners.py)" is time in uvloop's C code (epoll, socket I/O, C-level
+# callbacks), since py-spy shows Python frames only.
+_BOILERPLATE = ("_run_code (", "_run_module_as_main (", "<module> (kafkapy/__main__.py",
+                "main (kafkapy/cli/", "_run (kafkapy/cli/", "run (uvloop/", "Runner.run (asyncio/")
+
+
 def top_functions(path: Path, n: int = 25) -> dict:
     """Self and inclusive sample shares from a py-spy raw (collapsed-stack) file."""
     self_c: Counter[str] = Counter()
@@ -112,7 +120,8 @@ def top_functions(path: Path, n: int = 25) -> dict:
         frames = [_short(f) for f in frames]
         self_c[frames[-1]] += c
         for f in set(frames):
-            incl_c[f] += c
+            if not f.startswith(_BOILERPLATE):
+                incl_c[f] += c
     def table(cnt: Counter[str]) -> list[dict]:
         return [{"function": f, "samples": c, "pct": round(100.0 * c / total, 1)}
                 for f, c in cnt.most_common(n)] if total else []

@@ -30,7 +30,8 @@ from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.network.server import SocketServer
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.replication.fetch_waits import FetchWaits
+from kafkapy.purgatory import Purgatory, Timer
+from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafkapy.replication.replica_manager import ReplicaManager
 
 _log = structlog.get_logger("kafkapy.server")
@@ -50,14 +51,17 @@ class Broker:
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
-        self.fetch_waits: FetchWaits | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.timer: Timer | None = None
+        self.fetch_purgatory: Purgatory | None = None
+        self.produce_purgatory: Purgatory | None = None
         self.socket_server: SocketServer | None = None
         self._periodic: list[asyncio.Task] = []
         self._stopped = asyncio.Event()
 
     # -- start-up ---------------------------------------------------------------------
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self.loop = asyncio.get_running_loop()
         self.store = self._open_store()
         cluster_id = self._cluster_id()
         self.log_manager = LogManager(self.config.log_dirs, self.clock,
@@ -68,8 +72,7 @@ class Broker:
         self.controller = Controller(self.store, self.cache, self._validate_topic_configs)
         self.controller.elect(self.node_id, self.clock.time_ms())
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config)
-        self.fetch_waits = FetchWaits(loop)
-        self.replica_manager.add_append_listener(self.fetch_waits.wake)
+        self._start_purgatories(loop)
         self.controller.add_listener(self.replica_manager.on_topic_change)
         self.controller.load_topics()
         for name, topic in list(self.cache.topics.items()):
@@ -81,6 +84,16 @@ class Broker:
         self._start_periodic_tasks()
         _log.info("kafkapy broker started", node_id=self.node_id, cluster_id=cluster_id,
                   port=self.socket_server.port, topics=len(self.cache.topics))
+
+    def _start_purgatories(self, loop) -> None:
+        """One timing wheel drives every delayed operation of this broker."""
+        self.timer = Timer(loop, self.clock)
+        self.fetch_purgatory = Purgatory(
+            "Fetch", self.timer, self.config["fetch.purgatory.purge.interval.requests"])
+        self.produce_purgatory = Purgatory(
+            "Produce", self.timer, self.config["producer.purgatory.purge.interval.requests"])
+        self.replica_manager.add_append_listener(self.fetch_purgatory.check_and_complete)
+        self.replica_manager.add_append_listener(self.produce_purgatory.check_and_complete)
 
     def _open_store(self):
         if self.config["zookeeper.connect"] and self.config["kafkapy.metadata.store"] == "zookeeper":
@@ -183,12 +196,45 @@ class Broker:
     def may_write_internal(self, ctx) -> bool:
         return False
 
-    def delayed_produce(self, results, timeout_ms: int, response):
-        """acks=all: with a single replica the high watermark already covers the append."""
-        return response
+    def await_replication(self, results, timeout_ms: int, build_response):
+        """acks=all: answer once every partition's high watermark covers its append.
 
-    def wait_for_fetch(self, keys, max_wait_ms: int, min_bytes: int, available):
-        return self.fetch_waits.wait(keys, max_wait_ms, min_bytes, available)
+        ``results`` are (topic, partition, AppendResult); ``build_response`` turns
+        the final results (REQUEST_TIMED_OUT where the deadline won) into the
+        response.  Returns it at once when already satisfied (a single replica),
+        else a future the produce purgatory resolves.
+        """
+        statuses = {(t, p): ProducePartitionStatus(r.last_offset + 1, r.error_code, r)
+                    for t, p, r in results}
+        outcome: list = []
+
+        def respond(done):
+            final = []
+            for (topic, index), status in done.items():
+                result = status.result
+                if status.error_code != result.error_code:
+                    result = type(result)(status.error_code, log_start_offset=-1)
+                final.append((topic, index, result))
+            response = build_response(final)
+            if future is None:
+                outcome.append(response)
+            elif not future.done():
+                future.set_result(response)
+
+        future = None
+        operation = DelayedProduce(timeout_ms, statuses, self._high_watermark_of, respond)
+        if self.produce_purgatory.try_complete_else_watch(operation, list(statuses)):
+            return outcome[0]
+        future = self.loop.create_future()
+        return future
+
+    def _high_watermark_of(self, key):
+        partition = self.replica_manager.partitions.get(key)
+        if partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if not partition.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return partition.high_watermark
 
     # -- shutdown ---------------------------------------------------------------------------
     async def serve_forever(self) -> None:
@@ -204,8 +250,11 @@ class Broker:
             await self.socket_server.drain_and_close()
         for task in self._periodic:
             task.cancel()
-        if self.fetch_waits is not None:
-            self.fetch_waits.close()
+        for purgatory in (self.fetch_purgatory, self.produce_purgatory):
+            if purgatory is not None:
+                purgatory.shutdown()
+        if self.timer is not None:
+            self.timer.close()
         if self.log_manager is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
         if self.store is not None:

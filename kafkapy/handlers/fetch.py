@@ -12,8 +12,9 @@ Versions 4 (Kafka 4.0's minimum, message format v2) to 17 (Kafka 3.9).
   which tells the client to send full fetches; an unknown non-zero session id
   gets FETCH_SESSION_ID_NOT_FOUND.
 - If fewer than ``min_bytes`` are available and no partition errored, the
-  request waits up to ``max_wait_ms`` and is answered as soon as an append
-  brings enough data (see ``Broker.wait_for_fetch``).
+  request becomes a DelayedFetch in the fetch purgatory, watched on each of its
+  partitions: an append completes it as soon as enough bytes are there, a
+  leadership change or error at once, and ``max_wait_ms`` at the latest.
 - Record bytes are never read into Python on plain connections: each
   partition's ``records`` is a marker that the connection replaces with the
   segment file ranges, sent with os.sendfile (``kafkapy.network.zero_copy``).
@@ -24,6 +25,7 @@ from kafkapy import metrics
 from kafkapy.network.zero_copy import ZeroCopyResponse, new_marker
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.purgatory.delayed_fetch import DelayedFetch, FetchPartitionStatus
 
 API_KEY = 1
 MIN_VERSION = 4
@@ -35,22 +37,65 @@ _Partition = _Topic.PartitionData
 READ_COMMITTED = 1
 
 
-async def handle(ctx, request):
+def handle(ctx, request):
     if request.session_id != 0:
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
                             session_id=0, responses=[])
     wanted = _resolve(ctx, request)
     slices: dict[bytes, list] = {}
     responses, total, errored = _read_all(ctx, request, wanted, slices)
-    if request.max_wait_ms > 0 and total < request.min_bytes and not errored:
-        keys = [(name, p.partition) for name, _, parts in wanted if name for p in parts]
-        await ctx.broker.wait_for_fetch(keys, request.max_wait_ms, request.min_bytes,
-                                        lambda: _available(ctx, request, wanted))
-        slices.clear()
-        responses, total, errored = _read_all(ctx, request, wanted, slices)
+    if request.max_wait_ms <= 0 or total >= request.min_bytes or errored:
+        return _answer(ctx, responses, slices)
+    return _delay(ctx, request, wanted)
+
+
+def _answer(ctx, responses, slices):
     response = ctx.response(throttle_time_ms=0, error_code=0, session_id=0,
                             responses=responses)
     return ZeroCopyResponse(response, slices) if slices else response
+
+
+def _delay(ctx, request, wanted):
+    """Park the fetch in the purgatory; the future resolves with the response."""
+    broker = ctx.broker
+    future = broker.loop.create_future()
+    statuses = [FetchPartitionStatus(name, p.partition, p.fetch_offset, p.partition_max_bytes,
+                                     _start_metadata(broker, name, p))
+                for name, _, parts in wanted for p in parts]
+
+    def read():
+        slices: dict[bytes, list] = {}
+        responses, _, _ = _read_all(ctx, request, wanted, slices)
+        return _answer(ctx, responses, slices)
+
+    def respond(response):
+        if not future.done():
+            future.set_result(response)
+
+    def state(topic, index):
+        return _end_metadata(broker, topic, index, request.isolation_level)
+
+    operation = DelayedFetch(request.max_wait_ms, request.min_bytes, statuses, read, respond,
+                             state)
+    keys = [(s.topic, s.partition) for s in statuses if s.topic]
+    broker.fetch_purgatory.try_complete_else_watch(operation, keys)
+    return future
+
+
+def _start_metadata(broker, name, p):
+    partition = broker.replica_manager.partitions.get((name, p.partition)) if name else None
+    return partition.offset_metadata(p.fetch_offset) if partition is not None else None
+
+
+def _end_metadata(broker, topic, index, isolation_level):
+    partition = broker.replica_manager.partitions.get((topic, index)) if topic else None
+    if partition is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not partition.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    upper = (partition.last_stable_offset if isolation_level == READ_COMMITTED
+             else partition.high_watermark)
+    return partition.offset_metadata(upper)
 
 
 def _resolve(ctx, request):
@@ -108,21 +153,6 @@ def _read_one(ctx, request, name, p, max_bytes: int, min_one: bool, slices):
                       log_start_offset=partition.log.log_start_offset,
                       aborted_transactions=[] if request.isolation_level == READ_COMMITTED else None,
                       preferred_read_replica=-1, records=records), size
-
-
-def _available(ctx, request, wanted) -> tuple[int, bool]:
-    """(bytes available to this fetch now, whether it should answer at once)."""
-    total = 0
-    replicas = ctx.broker.replica_manager
-    for name, _, partitions in wanted:
-        for p in partitions:
-            partition = replicas.partitions.get((name, p.partition)) if name else None
-            if partition is None or not partition.is_leader:
-                return total, True
-            upper = (partition.last_stable_offset if request.isolation_level == READ_COMMITTED
-                     else partition.high_watermark)
-            total += partition.bytes_available(p.fetch_offset, upper, request.min_bytes)
-    return total, False
 
 
 def _error(index: int, code: int):

@@ -49,10 +49,10 @@ def handle(ctx, request):
         if any(r.error_code for _, _, r in results):
             raise CloseConnection("acks=0 produce failed")
         return None
-    response = _response(ctx, results)
     if acks == -1:
-        return ctx.broker.delayed_produce(results, request.timeout_ms, response)
-    return response
+        return ctx.broker.await_replication(results, request.timeout_ms,
+                                            lambda final: _response(ctx, final))
+    return _response(ctx, results)
 
 
 def _append(ctx, request) -> list[tuple[str, int, AppendResult]]:

@@ -15,10 +15,12 @@ Invariants:
   decoded.  By default nothing is fsynced on append (page cache), unless
   flush.messages / flush.ms say otherwise.
 - a roll happens before an append when the active segment would exceed
-  segment.bytes, when segment.ms (minus this segment's jitter) has passed
-  since its first batch's timestamp (or its creation), when an index is full,
-  or when the batch's last offset would not fit the segment's int32 relative
-  offsets.
+  segment.bytes, when the incoming batch's max timestamp minus the segment's
+  first batch timestamp (wall time since creation if it has none) exceeds
+  segment.ms minus this segment's jitter, when an index is full, or when the
+  batch's last offset would not fit the segment's int32 relative offsets.
+- removed segments are renamed ``*.deleted`` and closed/unlinked only after
+  file.delete.delay.ms, so FetchSlice descriptors stay valid meanwhile.
 """
 from __future__ import annotations
 

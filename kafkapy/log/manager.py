@@ -125,6 +125,12 @@ class LogManager:
         for k in self._intervals:
             self._last_run[k] = now
 
+    async def load_async(self, cluster_id: str, node_id: int,
+                         topic_configs: TopicConfigs = None) -> None:
+        """``load`` in a worker thread, so recovery does not block the event loop."""
+        import asyncio
+        await asyncio.to_thread(self.load, cluster_id, node_id, topic_configs)
+
     def _read_checkpoint(self, d: str, name: str) -> dict[tuple[str, int], int]:
         path = os.path.join(d, name)
         try:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.records.batch import RecordError, validate_for_append
+from kafkapy.purgatory.delayed_fetch import LogOffsetMetadata
+from kafkapy.records.batch import RecordError, read_header, validate_for_append
 
 
 @dataclass(slots=True)
@@ -64,14 +65,29 @@ class Partition:
         return AppendResult(0, info.first_offset, info.log_append_time_ms,
                             info.log_start_offset, last_offset=info.last_offset)
 
-    def bytes_available(self, fetch_offset: int, upper: int, cap: int) -> int:
-        """Bytes a fetch at ``fetch_offset`` could read now, counted up to ``cap``."""
-        if fetch_offset >= upper:
-            return 0
+    def append_internal(self, records: bytes) -> AppendResult:
+        """Append one batch the broker built itself (coordinator records): no client checks."""
+        log = self.log
         try:
-            return sum(s.size for s in self.log.read(fetch_offset, cap, upper, True))
-        except KafkaError:
-            return cap
+            self.check_leader()
+            info = log.append_as_leader(bytearray(records), read_header(records), self.leader_epoch)
+        except KafkaError as err:
+            return AppendResult(err.code, error_message=err.message)
+        if len(self.state.isr) <= 1:
+            log.high_watermark = log.log_end_offset
+        return AppendResult(0, info.first_offset, info.log_append_time_ms,
+                            info.log_start_offset, last_offset=info.last_offset)
+
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Segment and byte position of ``offset`` (the batch holding it, or the log end)."""
+        log = self.log
+        if offset >= log.log_end_offset:
+            active = log.segments[-1]
+            return LogOffsetMetadata(log.log_end_offset, active.base_offset, active.size)
+        segment = log.segments[log.segment_for(offset)]
+        found = segment.find_offset_position(offset)
+        position = found.position if found is not None else segment.size
+        return LogOffsetMetadata(offset, segment.base_offset, position)
 
     def check_leader(self, current_leader_epoch: int = -1) -> None:
         """Raise unless this replica leads, at the epoch the client knows (if it says)."""

@@ -408,3 +408,20 @@ def test_log_start_offset_restored_on_load(tmp_path, clock):
         log2.read(4, 100)
     assert log2.read(5, 1 << 20)[0].first_offset == 4  # whole batch holding offset 5
     log2.close()
+
+
+def test_hot_path_never_decodes_records(tmp_path, clock, monkeypatch):
+    import kafkapy.records.record as record_mod
+
+    def boom(*a, **k):
+        raise AssertionError("record-level code on the hot path")
+    for name in ("decode_records", "decompress", "decode_varint"):
+        monkeypatch.setattr(record_mod, name, boom)
+    log = open_log(tmp_path, clock, {"segment.bytes": 800,
+                                     "message.timestamp.type": "LogAppendTime"})
+    for codec in (0, 1, 2, 3, 4):
+        buf, h = make(5, codec=codec)
+        log.append_as_leader(buf, h, 1)
+    assert len(log.segments) > 1
+    assert sum(s.size for s in log.read(0, 1 << 20)) == log.size
+    log.close()

@@ -1,0 +1,120 @@
+"""Writing group and offset changes to ``__consumer_offsets`` and reading them back.
+
+Writes: one RecordBatch v2 per change (all records of one OffsetCommit, or a
+group's metadata, or the tombstones of a deletion), CreateTime = now, built
+with ``kafkapy.records.record.build_batch`` and appended through the
+partition as leader (``Partition.append_internal``), exactly like any other
+batch in the log; fetch waiters are woken as for a Produce.
+Reads: ``read_entries`` decodes every record of a partition log in offset
+order (skipping control batches); ``replay`` folds them into the latest
+group metadata and offsets per group, honouring tombstones.  Loading is pure
+(no coordinator state), so it may run off the event loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafkapy.coordinator.group import records as R
+from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.records.batch import iter_headers
+from kafkapy.records.record import build_batch, decode_records
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_READ_CHUNK = 1 << 20
+
+_TO_COORDINATOR_NOT_AVAILABLE = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                                 ErrorCode.REQUEST_TIMED_OUT}
+_TO_NOT_COORDINATOR = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR}
+_TOO_LARGE = {ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+              ErrorCode.INVALID_FETCH_SIZE}
+
+Entry = tuple[bytes, bytes | None]
+
+
+class GroupStore:
+    """Appends coordinator records to this broker's ``__consumer_offsets`` partitions."""
+
+    def __init__(self, replica_manager, clock, compression: int = 0) -> None:
+        self._replicas = replica_manager
+        self._clock = clock
+        self._compression = compression
+
+    def partition(self, index: int):
+        return self._replicas.partitions.get((OFFSETS_TOPIC, index))
+
+    def write(self, index: int, entries: list[Entry], for_offsets: bool) -> int:
+        """Append ``entries`` as one batch; the error code the client should see."""
+        partition = self.partition(index)
+        if partition is None:
+            return ErrorCode.NOT_COORDINATOR
+        now = self._clock.time_ms()
+        batch = build_batch([(k, v, None, now) for k, v in entries],
+                            compression=self._compression)
+        result = partition.append_internal(batch)
+        if result.error_code == 0:
+            self._replicas.appended((OFFSETS_TOPIC, index))
+        return _client_error(result.error_code, for_offsets)
+
+
+def _client_error(code: int, for_offsets: bool) -> int:
+    if code == 0:
+        return 0
+    if code in _TO_COORDINATOR_NOT_AVAILABLE:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in _TO_NOT_COORDINATOR:
+        return ErrorCode.NOT_COORDINATOR
+    if code in _TOO_LARGE:
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE if for_offsets else ErrorCode.UNKNOWN
+    return code if for_offsets else ErrorCode.UNKNOWN
+
+
+def read_entries(log) -> list[Entry]:
+    """(key, value) of every data record of ``log`` below its high watermark."""
+    out: list[Entry] = []
+    offset, end = log.log_start_offset, log.high_watermark
+    while offset < end:
+        chunk = log.read_bytes(offset, _READ_CHUNK, end, True)
+        if not chunk:
+            break
+        for header in iter_headers(chunk):
+            offset = header.next_offset
+            if header.is_control:
+                continue
+            out.extend((r.key, r.value) for r in decode_records(chunk, header.position)
+                       if r.key is not None)
+    return out
+
+
+@dataclass
+class Loaded:
+    """What one partition holds: group metadata and offsets per group id."""
+    groups: dict[str, R.StoredGroup] = field(default_factory=dict)
+    offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
+
+    def group_ids(self) -> set[str]:
+        return set(self.groups) | {g for g, o in self.offsets.items() if o}
+
+
+def replay(entries: list[Entry]) -> Loaded:
+    loaded = Loaded()
+    for key_bytes, value in entries:
+        key = R.decode_key(key_bytes)
+        if isinstance(key, R.OffsetKey):
+            offsets = loaded.offsets.setdefault(key.group, {})
+            tp = (key.topic, key.partition)
+            if value is None:
+                offsets.pop(tp, None)
+            else:
+                offsets[tp] = R.decode_offset_value(value)
+        elif isinstance(key, R.GroupKey):
+            if value is None:
+                loaded.groups.pop(key.group, None)
+            else:
+                loaded.groups[key.group] = R.decode_group_value(value)
+    return loaded
+
+
+def load_partition(log) -> Loaded:
+    return replay(read_entries(log))
