@@ -95,3 +95,56 @@ def test_long_poll_answers_on_append_and_idle_consumer_does_not_spin(tmp_path):
         producer.close()
     finally:
         broker.stop()
+
+
+def test_min_bytes_is_honoured(broker):
+    """A fetch below min_bytes waits for max_wait; appends that reach it answer early."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from kafkapy.protocol.messages import REQUESTS
+    from tests.integration.wire import WireClient
+
+    Produce, Fetch = REQUESTS[0], REQUESTS[1]
+
+    def produce(client, size):
+        builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+        builder.append(0, int(time.time() * 1000), None, b"v" * size, [])
+        client.request(0, 9, transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
+            Produce.TopicProduceData(name="minbytes", partition_data=[
+                Produce.TopicProduceData.PartitionProduceData(index=0,
+                                                              records=bytes(builder.build()))])])
+
+    def fetch(client, min_bytes, max_wait_ms):
+        started = time.monotonic()
+        response = client.request(1, 12, replica_id=-1, max_wait_ms=max_wait_ms,
+                                  min_bytes=min_bytes, max_bytes=1 << 20, isolation_level=0,
+                                  session_id=0, session_epoch=-1, topics=[Fetch.FetchTopic(
+                                      topic="minbytes", partitions=[Fetch.FetchTopic.FetchPartition(
+                                          partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                          last_fetched_epoch=-1, log_start_offset=-1,
+                                          partition_max_bytes=1 << 20)])],
+                                  forgotten_topics_data=[], rack_id="")
+        records = response.responses[0].partitions[0].records or b""
+        return time.monotonic() - started, len(records)
+
+    producer = WireClient(broker.bootstrap)
+    consumer = WireClient(broker.bootstrap)
+    producer.request(3, 4, topics=[REQUESTS[3].MetadataRequestTopic(name="minbytes")],
+                     allow_auto_topic_creation=True)
+    time.sleep(0.2)
+    produce(producer, 100)
+    elapsed, size = fetch(consumer, 1, 5000)
+    assert size > 100 and elapsed < 2.5
+    elapsed, size = fetch(consumer, 100_000, 1500)
+    assert size > 100 and elapsed >= 1.2, "answered before max_wait although min_bytes unmet"
+
+    def trickle():
+        for _ in range(6):
+            time.sleep(0.3)
+            produce(producer, 1000)
+
+    thread = threading.Thread(target=trickle)
+    thread.start()
+    elapsed, size = fetch(consumer, 3000, 10_000)
+    thread.join()
+    assert size >= 3000 and elapsed < 8, (elapsed, size)
