@@ -64,8 +64,7 @@ class Broker:
         loop = self.loop = asyncio.get_running_loop()
         self.store = self._open_store()
         cluster_id = self._cluster_id()
-        self.log_manager = LogManager(self.config.log_dirs, self.clock,
-                                      self.config.topic_defaults())
+        self.log_manager = self._log_manager()
         await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id)
         self.cache = MetadataCache(cluster_id, self.node_id)
         self._register_broker()
@@ -84,6 +83,17 @@ class Broker:
         self._start_periodic_tasks()
         _log.info("kafkapy broker started", node_id=self.node_id, cluster_id=cluster_id,
                   port=self.socket_server.port, topics=len(self.cache.topics))
+
+    def _log_manager(self) -> LogManager:
+        c = self.config
+        # Flushing (fsync) runs off the loop in _log_maintenance, not in periodic().
+        return LogManager(
+            c.log_dirs, self.clock, c.topic_defaults(),
+            flush_check_interval_ms=2**63 - 1,
+            recovery_point_checkpoint_interval_ms=c["log.flush.offset.checkpoint.interval.ms"],
+            log_start_offset_checkpoint_interval_ms=c["log.flush.start.offset.checkpoint.interval.ms"],
+            high_watermark_checkpoint_interval_ms=c["replica.high.watermark.checkpoint.interval.ms"],
+            retention_check_interval_ms=c["log.retention.check.interval.ms"])
 
     def _start_purgatories(self, loop) -> None:
         """One timing wheel drives every delayed operation of this broker."""
@@ -154,8 +164,7 @@ class Broker:
             zero_copy=self.config["kafkapy.fetch.sendfile.enable"])
 
     def _start_periodic_tasks(self) -> None:
-        interval = self.config["log.flush.offset.checkpoint.interval.ms"]
-        self._periodic.append(asyncio.ensure_future(self._every(interval, self._checkpoint)))
+        self._periodic.append(asyncio.ensure_future(self._every(1000, self._log_maintenance)))
 
     async def _every(self, interval_ms: int, work) -> None:
         while True:
@@ -165,8 +174,12 @@ class Broker:
             except Exception:
                 _log.exception("periodic task failed", task=work.__name__)
 
-    async def _checkpoint(self) -> None:
-        self.log_manager.checkpoint()
+    async def _log_maintenance(self) -> None:
+        """Every second: fsync what is due (rolled segments, flush.ms) off the loop, then
+        checkpoints, retention and producer expiry on the loop (they change log state)."""
+        now = self.clock.time_ms()
+        await self.loop.run_in_executor(None, self.log_manager.flush_dirty, now)
+        self.log_manager.periodic(now)
 
     # -- services for handlers ------------------------------------------------------------
     def topic_config(self, name: str) -> dict:

@@ -65,6 +65,8 @@ class GroupMetadata:
         self.new_member_added = False
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.join_task = None      # the delayed join of the current rebalance
+        self.join_initial = False  # join_task is the initial (delay) join: never completes early
+        self.pending_tasks: dict = {}  # MEMBER_ID_REQUIRED ids -> their expiry task
         self.sync_task = None      # the deadline for SyncGroups of this generation
 
     # -- state ----------------------------------------------------------------------
