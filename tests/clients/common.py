@@ -5,8 +5,8 @@ topic per codec (``e2e-<client>-<codec>``), reads them back, and checks them wit
 the helpers here, so every client is held to the same contract:
 
 - ``N_RECORDS`` records; record ``i`` has key ``b"key-%05d" % i``, a value of
-  a size that varies between 16 bytes and ~8 KiB (mostly under 616; printable ASCII, no tabs or
-  newlines so kcat can carry it), and two headers ``e2e-index`` / ``e2e-codec``.
+  16 to 615 bytes (every 997th: ~8 KiB) of printable ASCII without tabs or
+  newlines (so kcat can carry it), and two headers ``e2e-index`` / ``e2e-codec``.
 - CreateTime timestamps set by the producer: ``base + i`` except record
   ``MAX_TS_INDEX`` whose timestamp is the largest of all (``base + MAX_TS_DELTA``)
   and sits in the middle of the log, so a broker that answers MAX_TIMESTAMP with
@@ -16,7 +16,9 @@ the helpers here, so every client is held to the same contract:
   out-of-order record and one past every timestamp (no offset).
 
 ``stored_codecs`` reads the broker's on-disk segments (Kafka's log format) to
-check that batches were kept with the producer's codec.
+check that batches were kept with the producer's codec; ``librdkafka_effective_codec``
+knows when librdkafka silently declines a codec because of the broker's ApiVersions
+(read with a raw request by ``broker_api_versions``).
 """
 from __future__ import annotations
 

@@ -135,3 +135,27 @@ def test_random_bytes_never_kill_the_broker(broker, bystander):
         client.send_raw(struct.pack(">i", len(blob)) + blob)
         client.close()
     _still_serves(bystander)
+
+
+def test_many_pipelined_requests_beyond_the_inflight_bound(wire):
+    """500 requests sent at once (bound is 100): reading pauses and resumes, all answered in order."""
+    sent = []
+    blob = bytearray()
+    for _ in range(500):
+        correlation, data = wire.encode(18, 0)
+        sent.append(correlation)
+        blob += data
+    wire.send_raw(bytes(blob))
+    for correlation in sent:
+        assert wire.read_response(18, 0, correlation).header.correlation_id == correlation
+
+
+def test_idle_connections_are_closed(tmp_path):
+    from tests.broker_process import BrokerProcess
+    b = BrokerProcess(tmp_path / "logs", overrides={"connections.max.idle.ms": "1000"}).start()
+    try:
+        idle = WireClient(b.bootstrap)
+        _still_serves(idle)
+        assert idle.is_closed(timeout=10), "an idle connection outlived connections.max.idle.ms"
+    finally:
+        b.stop()

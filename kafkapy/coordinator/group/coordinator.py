@@ -123,6 +123,10 @@ class GroupCoordinator(OffsetOps, AdminOps):
         for group_id in [g for g in self._groups if self.partition_for(g) == index]:
             self._drop_group(self._groups.pop(group_id), E.NOT_COORDINATOR)
 
+    def serves(self, index: int) -> bool:
+        """Whether partition ``index`` is loaded or loading here."""
+        return index in self._owned or index in self._loading
+
     def owns(self, group_id: str) -> bool:
         return self.partition_for(group_id) in self._owned
 

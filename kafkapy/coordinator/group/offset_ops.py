@@ -1,0 +1,166 @@
+"""Offset operations of the group coordinator: commit, fetch, delete, expire.
+
+A mixin of ``GroupCoordinator`` (uses its groups, validation and store).
+Commits are checked like Kafka's classic groups: a standalone commit
+(generation < 0) is accepted for an Empty or unknown group; otherwise the
+member must be known, of the current generation, and the group not
+CompletingRebalance.  Accepted commits are written as one batch before they
+become visible; deletions write tombstones.  Offsets of Empty groups expire
+offsets.retention.minutes after the group became Empty (or after the commit,
+for groups without a protocol); an Empty group left without offsets is removed.
+"""
+from __future__ import annotations
+
+from kafkapy.coordinator.group import records as R
+from kafkapy.coordinator.group.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState
+from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
+from kafkapy.protocol.errors import ErrorCode as E
+
+_S = GroupState
+
+
+class OffsetOps:
+    def commit_offsets(self, group_id: str, member_id: str, instance_id: str | None,
+                       generation: int, offsets: dict[TopicPartition, OffsetAndMetadata]
+                       ) -> dict[TopicPartition, int]:
+        error = self._group_error(group_id, allow_empty=True)
+        group = self._groups.get(group_id)
+        if not error and group is None:
+            if generation >= 0:
+                error = E.ILLEGAL_GENERATION
+            else:
+                group = self._new_group(group_id)
+        if not error:
+            error = self._commit_error(group, member_id, instance_id, generation)
+        if error:
+            return {tp: error for tp in offsets}
+        errors = {tp: E.OFFSET_METADATA_TOO_LARGE for tp, om in offsets.items()
+                  if om.metadata is not None and len(om.metadata) > self.settings.metadata_max_bytes}
+        valid = {tp: om for tp, om in offsets.items() if tp not in errors}
+        if valid:
+            error = self._write_offsets(group, valid)
+            if not error:
+                group.offsets.update(valid)
+            errors.update({tp: error for tp in valid})
+        return errors
+
+    def _commit_error(self, group: GroupMetadata, member_id: str, instance_id: str | None,
+                      generation: int) -> int:
+        if group.is_(_S.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if group.is_static_member_fenced(instance_id, member_id):
+            return E.FENCED_INSTANCE_ID
+        if generation < 0 and group.is_(_S.EMPTY):
+            return 0
+        if not group.has(member_id):
+            return E.UNKNOWN_MEMBER_ID
+        if generation != group.generation:
+            return E.ILLEGAL_GENERATION
+        if group.is_(_S.COMPLETING_REBALANCE):
+            return E.REBALANCE_IN_PROGRESS
+        self._schedule_heartbeat(group, group.get(member_id))
+        return 0
+
+    def _write_offsets(self, group: GroupMetadata, offsets: dict) -> int:
+        entries = [(R.offset_key(group.group_id, t, p), R.offset_value(om))
+                   for (t, p), om in offsets.items()]
+        return self._store.write(self.partition_for(group.group_id), entries, for_offsets=True)
+
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
+                      require_stable: bool = False
+                      ) -> tuple[int, list[tuple[TopicPartition, OffsetAndMetadata | None]]]:
+        """(group error, [(partition, committed offset or None)]); all partitions if None."""
+        error = self._group_error(group_id, allow_empty=True)
+        if error:
+            return error, []
+        group = self._groups.get(group_id)
+        offsets = group.offsets if group is not None and not group.is_(_S.DEAD) else {}
+        if partitions is None:
+            return 0, sorted(offsets.items())
+        return 0, [(tp, offsets.get(tp)) for tp in partitions]
+
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]
+                       ) -> tuple[int, dict[TopicPartition, int]]:
+        error = self._group_error(group_id)
+        group = self._groups.get(group_id)
+        if not error and (group is None or group.is_(_S.DEAD)):
+            error = E.GROUP_ID_NOT_FOUND
+        if not error and not group.is_(_S.EMPTY) and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            error = E.NON_EMPTY_GROUP
+        if error:
+            return error, {}
+        results, removable = {}, []
+        for tp in partitions:
+            if not group.is_(_S.EMPTY) and group.is_subscribed_to(tp[0]):
+                results[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                results[tp] = 0
+                removable.append(tp)
+        error = self._remove_offsets(group, removable)
+        if error:
+            return error, {}
+        return 0, results
+
+    def _remove_offsets(self, group: GroupMetadata, partitions: list[TopicPartition]) -> int:
+        present = [tp for tp in partitions if tp in group.offsets]
+        if not present:
+            return 0
+        entries = [(R.offset_key(group.group_id, t, p), None) for t, p in present]
+        error = self._store.write(self.partition_for(group.group_id), entries, for_offsets=True)
+        if not error:
+            for tp in present:
+                group.offsets.pop(tp, None)
+        return error
+
+    # -- retention ------------------------------------------------------------------------
+    def start_offset_expiry(self) -> None:
+        self._cleanup_task = self._deadlines.schedule(self.settings.retention_check_interval_ms,
+                                                      self._expiry_tick)
+
+    def _expiry_tick(self) -> None:
+        self.expire_offsets()
+        if self._active:
+            self.start_offset_expiry()
+
+    def expire_offsets(self) -> int:
+        """Remove expired offsets (and then-empty groups); returns how many offsets went."""
+        now = self._clock.time_ms()
+        removed = 0
+        for group in list(self._groups.values()):
+            if self.partition_for(group.group_id) not in self._owned:
+                continue
+            expired = self._expired(group, now)
+            if expired and not self._remove_offsets(group, expired):
+                removed += len(expired)
+            if group.is_(_S.EMPTY) and not group.offsets and not group.members:
+                self._remove_group(group)
+        return removed
+
+    def _expired(self, group: GroupMetadata, now: int) -> list[TopicPartition]:
+        retention = self.settings.offsets_retention_ms
+        if group.protocol_type is None:
+            base = None
+        elif group.is_(_S.EMPTY):
+            base = group.state_timestamp
+        else:
+            return []
+        out = []
+        for tp, om in group.offsets.items():
+            if om.expire_timestamp is not None:
+                if now >= om.expire_timestamp:
+                    out.append(tp)
+            elif now - (om.commit_timestamp if base is None else base) >= retention:
+                out.append(tp)
+        return out
+
+    def _remove_group(self, group: GroupMetadata) -> int:
+        """Mark Dead, write the group tombstone (and offset tombstones), forget it."""
+        entries = [(R.offset_key(group.group_id, t, p), None) for t, p in group.offsets]
+        entries.append((R.group_key(group.group_id), None))
+        error = self._store.write(self.partition_for(group.group_id), entries, for_offsets=False)
+        if error:
+            return error
+        group.transition_to(_S.DEAD, self._clock.time_ms())
+        group.offsets.clear()
+        self._groups.pop(group.group_id, None)
+        return 0

@@ -1,0 +1,118 @@
+"""The group coordinator inside a broker: its timer, store, internal topic and loading.
+
+``GroupService`` creates ``__consumer_offsets`` on first use (compacted,
+offsets.topic.num.partitions partitions, offsets.topic.replication.factor
+capped by the live brokers, segment.bytes = offsets.topic.segment.bytes),
+follows the controller's changes to that topic (loading a partition when this
+broker becomes its leader, unloading when it stops), and answers which broker
+coordinates a group.  Loading reads the log off the event loop, then installs
+the result on the loop; an empty partition is installed at once.
+"""
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+
+from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSettings
+from kafkapy.coordinator.group.persistence import (OFFSETS_TOPIC, GroupStore, Loaded,
+                                                   load_partition)
+from kafkapy.coordinator.group.timers import Deadlines
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.purgatory.timer import Timer
+
+_log = structlog.get_logger("kafkapy.coordinator.group")
+
+
+class GroupService:
+    def __init__(self, broker) -> None:
+        self._broker = broker
+        self._loop = asyncio.get_running_loop()
+        self.timer = Timer(self._loop, broker.clock)
+        self.settings = GroupSettings.from_config(broker.config)
+        store = GroupStore(broker.replica_manager, broker.clock,
+                           broker.config["offsets.topic.compression.codec"])
+        self.coordinator = GroupCoordinator(self.settings, broker.clock, Deadlines(self.timer),
+                                            store)
+        self._loads: set[asyncio.Task] = set()
+
+    def start(self) -> None:
+        self._broker.controller.add_listener(self._on_topic_change)
+        topic = self._broker.cache.topic(OFFSETS_TOPIC)
+        if topic is not None:
+            self._on_topic_change(OFFSETS_TOPIC, topic)
+        self.coordinator.start_offset_expiry()
+
+    def shutdown(self) -> None:
+        for task in self._loads:
+            task.cancel()
+        self.coordinator.shutdown()
+        self.timer.close()
+
+    # -- the internal topic ------------------------------------------------------------
+    def ensure_topic(self) -> None:
+        """Create ``__consumer_offsets`` if it does not exist yet."""
+        broker = self._broker
+        if broker.cache.topic(OFFSETS_TOPIC) is not None:
+            return
+        config = broker.config
+        live = len(broker.cache.live_broker_ids())
+        factor = max(1, min(config["offsets.topic.replication.factor"], live))
+        configs = {"cleanup.policy": "compact",
+                   "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+                   "compression.type": "producer"}
+        try:
+            broker.controller.create_topic(OFFSETS_TOPIC, self.settings.num_partitions, factor,
+                                           configs=configs)
+        except KafkaError as err:
+            if err.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise
+
+    def coordinator_node(self, group_id: str):
+        """(error, node) where node is the BrokerEndpoint leading the group's partition."""
+        try:
+            self.ensure_topic()
+        except KafkaError:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        state = self._broker.cache.partition(OFFSETS_TOPIC,
+                                             self.coordinator.partition_for(group_id))
+        node = self._broker.cache.brokers.get(state.leader) if state is not None else None
+        if node is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        return 0, node
+
+    # -- following leadership ------------------------------------------------------------
+    def _on_topic_change(self, name: str, topic) -> None:
+        if name != OFFSETS_TOPIC:
+            return
+        coordinator = self.coordinator
+        led = set()
+        if topic is not None:
+            led = {i for i, s in topic.partitions.items() if s.leader == self._broker.node_id}
+        for index in range(self.settings.num_partitions):
+            known = coordinator.serves(index)
+            if index in led and not known:
+                self._load(index)
+            elif index not in led and known:
+                coordinator.unload(index)
+
+    def _load(self, index: int) -> None:
+        partition = self._broker.replica_manager.partitions.get((OFFSETS_TOPIC, index))
+        if partition is None:
+            return
+        self.coordinator.begin_loading(index)
+        if partition.log.log_end_offset == 0:
+            self.coordinator.finish_loading(index, Loaded())
+            return
+        task = self._loop.create_task(self._load_async(index, partition.log))
+        self._loads.add(task)
+        task.add_done_callback(self._loads.discard)
+
+    async def _load_async(self, index: int, log) -> None:
+        try:
+            loaded = await self._loop.run_in_executor(None, load_partition, log)
+        except Exception:
+            _log.exception("loading group partition failed", partition=index)
+            loaded = Loaded()
+        if self.coordinator.serves(index):
+            self.coordinator.finish_loading(index, loaded)

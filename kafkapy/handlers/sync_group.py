@@ -1,0 +1,31 @@
+"""SyncGroup (key 14): the leader hands out assignments; every member receives its own.
+
+Versions 0-5; v3+ carry group.instance.id; v5 carry (and answer) protocol type
+and name, which must match the group's (INCONSISTENT_GROUP_PROTOCOL).  In
+CompletingRebalance a follower's request waits for the leader's.
+"""
+from __future__ import annotations
+
+from kafkapy.handlers._groups import callback_future, coordinator
+
+API_KEY = 14
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+
+def handle(ctx, request):
+    version = ctx.api_version
+    future, respond = callback_future()
+    coordinator(ctx).sync(
+        request.group_id, request.generation_id, request.member_id,
+        request.group_instance_id if version >= 3 else None,
+        request.protocol_type if version >= 5 else None,
+        request.protocol_name if version >= 5 else None,
+        {a.member_id: bytes(a.assignment) for a in request.assignments}, respond)
+    return _answer(ctx, future)
+
+
+async def _answer(ctx, future):
+    r = await future
+    return ctx.response(throttle_time_ms=0, error_code=r.error, protocol_type=r.protocol_type,
+                        protocol_name=r.protocol_name, assignment=r.assignment)
