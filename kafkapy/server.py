@@ -21,6 +21,7 @@ from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.config.broker import BrokerConfig, ConfigError
 from kafkapy.config.describe import describe_broker, describe_topic
 from kafkapy.controller.controller import Controller
+from kafkapy.coordinator.group.service import GroupService
 from kafkapy.coordinator.producer_ids import ProducerIdManager
 from kafkapy.handlers import build_registry
 from kafkapy.handlers.api_versions import unsupported_version_response
@@ -51,6 +52,7 @@ class Broker:
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
+        self.groups: GroupService | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.timer: Timer | None = None
         self.fetch_purgatory: Purgatory | None = None
@@ -77,6 +79,8 @@ class Broker:
         for name, topic in list(self.cache.topics.items()):
             self.replica_manager.on_topic_change(name, topic)
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
+        self.groups = GroupService(self)
+        self.groups.start()
         self.socket_server = self._socket_server()
         await self.socket_server.start()
         metrics.serve(self.config["kafkapy.metrics.port"])
@@ -263,6 +267,8 @@ class Broker:
             await self.socket_server.drain_and_close()
         for task in self._periodic:
             task.cancel()
+        if self.groups is not None:
+            self.groups.shutdown()
         for purgatory in (self.fetch_purgatory, self.produce_purgatory):
             if purgatory is not None:
                 purgatory.shutdown()

@@ -17,6 +17,17 @@ HANDLER_MODULES = (
     "describe_configs",
     "describe_cluster",
     "init_producer_id",
+    "find_coordinator",
+    "join_group",
+    "sync_group",
+    "heartbeat",
+    "leave_group",
+    "offset_commit",
+    "offset_fetch",
+    "offset_delete",
+    "describe_groups",
+    "list_groups",
+    "delete_groups",
 )
 
 

@@ -151,8 +151,18 @@ def _read_one(ctx, request, name, p, max_bytes: int, min_one: bool, slices):
                       high_watermark=partition.high_watermark,
                       last_stable_offset=partition.last_stable_offset,
                       log_start_offset=partition.log.log_start_offset,
-                      aborted_transactions=[] if request.isolation_level == READ_COMMITTED else None,
+                      aborted_transactions=(_aborted(partition, p.fetch_offset, upper, size)
+                                            if request.isolation_level == READ_COMMITTED
+                                            else None),
                       preferred_read_replica=-1, records=records), size
+
+
+def _aborted(partition, fetch_offset: int, upper: int, size: int) -> list:
+    """read_committed: the aborted transactions overlapping [fetch_offset, LSO)."""
+    if not size:
+        return []
+    return [_Partition.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+            for t in partition.log.collect_aborted_transactions(fetch_offset, upper)]
 
 
 def _error(index: int, code: int):

@@ -38,6 +38,7 @@ from kafkapy.log.partition_metadata import read_partition_metadata, write_partit
 from kafkapy.log.producer_state import DuplicateBatch, ProducerStateManager
 from kafkapy.log.segment import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
                                  TXN_INDEX_SUFFIX, FetchSlice, LogSegment)
+from kafkapy.log import transaction_index
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.batch import BatchHeader, RecordError, patch_for_append
 from kafkapy.records.record import decode_records
@@ -199,9 +200,18 @@ class Log:
         else:
             start = snap
         ps.map_end_offset = start
-        for h in self.iter_batch_headers(start):
-            if h.base_offset + h.last_offset_delta >= start:
-                ps.update(h)
+        for seg in self.segments:
+            transaction_index.for_segment(seg).truncate_to(self.log_end_offset)
+        for seg in self.segments[self.segment_for(start):]:
+            h0 = seg.find_offset_position(start) if seg.base_offset < start else None
+            if seg.base_offset < start and h0 is None:
+                continue
+            for h in seg.iter_batches(h0.position if h0 is not None else 0):
+                if h.base_offset + h.last_offset_delta >= start:
+                    if h.producer_id >= 0 and h.is_control:
+                        self._on_txn_marker(seg.read_batch_bytes(h), h, h.base_offset, seg,
+                                            position=0)
+                    ps.update(h)
         ps.map_end_offset = self.log_end_offset
 
     def _append_segment(self, seg: LogSegment) -> None:
@@ -279,6 +289,8 @@ class Log:
                    mv if pos == 0 and len(mv) == size else mv[pos:pos + size])
         self.log_end_offset = last + 1
         if header.producer_id >= 0:
+            if header.is_control:
+                self._on_txn_marker(records, header, first, seg)
             self.producer_state.update(header, first)
         self.producer_state.map_end_offset = self.log_end_offset
         if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch != leader_epoch:
@@ -300,6 +312,8 @@ class Log:
         seg.append(header.last_offset, header.max_timestamp, header.last_offset,
                    memoryview(records)[pos:pos + size])
         self.log_end_offset = header.last_offset + 1
+        if header.producer_id >= 0 and header.is_control:
+            self._on_txn_marker(records, header, header.base_offset, seg)
         self.producer_state.update(header)
         if header.partition_leader_epoch >= 0:
             self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
@@ -579,6 +593,48 @@ class Log:
         self.leader_epoch_cache.truncate_from_end(leo)
         self.producer_state.truncate_and_reload(self.log_start_offset, leo)
         self._rebuild_producer_state()
+
+    # ---------------------------------------------------------------- transactions
+
+    def _on_txn_marker(self, records, header: BatchHeader, offset: int, seg: LogSegment,
+                       position: int | None = None) -> None:
+        """A transaction marker at ``offset`` (before the producer state forgets the
+        transaction): an ABORT of a transaction that wrote data here goes into the
+        segment's ``.txnindex`` with the LSO right after it (Kafka's CompletedTxn)."""
+        entry = self.producer_state.last_entry(header.producer_id)
+        if entry is None or entry.current_txn_first_offset < 0:
+            return
+        pos = header.position if position is None else position
+        decoded = decode_records(records, pos)
+        if not decoded or decoded[0].key is None or len(decoded[0].key) < 4:
+            return
+        control_type = int.from_bytes(decoded[0].key[2:4], "big", signed=True)
+        if control_type != 0:  # COMMIT
+            return
+        others = [e.current_txn_first_offset for e in self.producer_state.producers.values()
+                  if e.current_txn_first_offset >= 0 and e.producer_id != header.producer_id]
+        lso = min(others) if others else offset + 1
+        index = transaction_index.for_segment(seg)
+        if not index.has(offset):
+            index.append(transaction_index.AbortedTxn(header.producer_id,
+                                                      entry.current_txn_first_offset,
+                                                      offset, lso))
+
+    def first_unstable_offset(self) -> int | None:
+        return self.producer_state.first_unstable_offset()
+
+    def collect_aborted_transactions(self, start_offset: int, upper_offset: int
+                                     ) -> list[transaction_index.AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, upper_offset) (Kafka's
+        LocalLog.collectAbortedTransactions): from the segment holding the start on."""
+        out: list[transaction_index.AbortedTxn] = []
+        for seg in self.segments[self.segment_for(start_offset):]:
+            found, complete = transaction_index.for_segment(seg).collect(start_offset,
+                                                                         upper_offset)
+            out.extend(found)
+            if complete:
+                break
+        return out
 
     # ---------------------------------------------------------------- lifecycle
 

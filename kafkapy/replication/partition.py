@@ -48,7 +48,10 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.log.high_watermark
+        """The high watermark, or the first offset of the earliest open transaction if lower."""
+        hw = self.log.high_watermark
+        unstable = self.log.first_unstable_offset()
+        return hw if unstable is None else min(hw, unstable)
 
     def append_as_leader(self, records: bytes, produce_version: int) -> AppendResult:
         """Validate one batch and append it (a duplicate answers with its first offsets)."""

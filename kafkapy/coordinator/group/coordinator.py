@@ -114,7 +114,8 @@ class GroupCoordinator(OffsetOps, AdminOps):
             self._install(group_id, loaded.groups.get(group_id), loaded.offsets.get(group_id, {}))
         self._loading.discard(index)
         self._owned.add(index)
-        _log.info("loaded group partition", partition=index, groups=len(loaded.group_ids()))
+        if loaded.group_ids():
+            _log.info("loaded group partition", partition=index, groups=len(loaded.group_ids()))
 
     def unload(self, index: int) -> None:
         """This broker no longer leads partition ``index``: forget its groups."""

@@ -1,0 +1,22 @@
+"""DeleteGroups (key 42): remove empty groups and their committed offsets.
+
+Versions 0-2.  Per group: unknown -> GROUP_ID_NOT_FOUND; with members ->
+NON_EMPTY_GROUP; otherwise tombstones for the group and each offset are
+written to ``__consumer_offsets``.
+"""
+from __future__ import annotations
+
+from kafkapy.handlers._groups import coordinator
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 42
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+_Result = RESPONSES[API_KEY].DeletableGroupResult
+
+
+def handle(ctx, request):
+    results = coordinator(ctx).delete_groups(list(request.groups_names))
+    return ctx.response(throttle_time_ms=0, results=[
+        _Result(group_id=g, error_code=e) for g, e in results.items()])

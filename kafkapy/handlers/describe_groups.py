@@ -1,0 +1,34 @@
+"""DescribeGroups (key 15): state, protocol and members of groups.
+
+Versions 0-5; v3+ may ask for authorized operations (all group operations are
+allowed here: READ, DELETE, DESCRIBE); v4+ answer group.instance.id.  An
+unknown group is described as Dead without error, as Kafka does.
+"""
+from __future__ import annotations
+
+from kafkapy.handlers._groups import coordinator
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 15
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+_Group = RESPONSES[API_KEY].DescribedGroup
+_Member = _Group.DescribedGroupMember
+_GROUP_OPERATIONS = {3, 6, 8}  # AclOperation READ, DELETE, DESCRIBE
+
+
+def handle(ctx, request):
+    include_ops = ctx.api_version >= 3 and request.include_authorized_operations
+    groups = []
+    for group_id in request.groups:
+        s = coordinator(ctx).describe_group(group_id)
+        groups.append(_Group(
+            error_code=s.error, error_message=None, group_id=group_id, group_state=s.state,
+            protocol_type=s.protocol_type, protocol_data=s.protocol,
+            members=[_Member(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                             client_id=m.client_id, client_host=m.client_host,
+                             member_metadata=m.metadata, member_assignment=m.assignment)
+                     for m in s.members],
+            authorized_operations=set(_GROUP_OPERATIONS) if include_ops else None))
+    return ctx.response(throttle_time_ms=0, groups=groups)
