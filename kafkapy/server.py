@@ -81,12 +81,20 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
         self.groups = GroupService(self)
         self.groups.start()
+        self._start_transactions()
         self.socket_server = self._socket_server()
         await self.socket_server.start()
         metrics.serve(self.config["kafkapy.metrics.port"])
         self._start_periodic_tasks()
+        self._start_log_cleaner()
         _log.info("kafkapy broker started", node_id=self.node_id, cluster_id=cluster_id,
                   port=self.socket_server.port, topics=len(self.cache.topics))
+
+    def _start_transactions(self) -> None:
+        from kafkapy.coordinator.transaction.service import TransactionService
+        self.txn_coordinator = TransactionService(self)
+        self.txn_coordinator.start()
+        self.transactions_enabled = True
 
     def _log_manager(self) -> LogManager:
         c = self.config
@@ -169,6 +177,12 @@ class Broker:
 
     def _start_periodic_tasks(self) -> None:
         self._periodic.append(asyncio.ensure_future(self._every(1000, self._log_maintenance)))
+
+    def _start_log_cleaner(self) -> None:
+        from kafkapy.log.cleaner import CleanerSettings, LogCleaner
+        settings = CleanerSettings.from_broker_config(self.config)
+        self.log_cleaner = LogCleaner(self.log_manager, settings, self.clock)
+        self.log_cleaner.start()
 
     async def _every(self, interval_ms: int, work) -> None:
         while True:
@@ -269,11 +283,15 @@ class Broker:
             task.cancel()
         if self.groups is not None:
             self.groups.shutdown()
+        if self.txn_coordinator is not None:
+            self.txn_coordinator.shutdown()
         for purgatory in (self.fetch_purgatory, self.produce_purgatory):
             if purgatory is not None:
                 purgatory.shutdown()
         if self.timer is not None:
             self.timer.close()
+        if getattr(self, "log_cleaner", None) is not None:
+            await self.log_cleaner.stop()
         if self.log_manager is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
         if self.store is not None:

@@ -28,6 +28,20 @@ HANDLER_MODULES = (
     "describe_groups",
     "list_groups",
     "delete_groups",
+    # transactions
+    "add_partitions_to_txn",
+    "add_offsets_to_txn",
+    "end_txn",
+    "txn_offset_commit",
+    "write_txn_markers",
+    "describe_producers",
+    "describe_transactions",
+    "list_transactions",
+    # storage: deletion, topic configs, log dirs
+    "delete_records",
+    "alter_configs",
+    "incremental_alter_configs",
+    "describe_log_dirs",
 )
 
 

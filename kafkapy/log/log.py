@@ -38,6 +38,7 @@ from kafkapy.log.partition_metadata import read_partition_metadata, write_partit
 from kafkapy.log.producer_state import DuplicateBatch, ProducerStateManager
 from kafkapy.log.segment import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
                                  TXN_INDEX_SUFFIX, FetchSlice, LogSegment)
+from kafkapy.log.swap import recover_swap_files
 from kafkapy.log import transaction_index
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.batch import BatchHeader, RecordError, patch_for_append
@@ -133,6 +134,7 @@ class Log:
 
     def _load(self, recovery_point: int, log_start_offset: int, high_watermark: int,
               had_clean_shutdown: bool) -> None:
+        recover_swap_files(self.dir)  # finish or roll back an interrupted cleaner swap
         names = os.listdir(self.dir)
         bases: list[int] = []
         for name in names:

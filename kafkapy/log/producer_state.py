@@ -130,7 +130,9 @@ class ProducerStateManager:
             raise RecordError(ErrorCode.INVALID_PRODUCER_EPOCH,
                               f"Epoch of producer {pid} is {epoch}, which is smaller than "
                               f"the last seen epoch {current_epoch}")
-        if header.is_control:
+        if header.is_control or first_seq < 0:
+            # Markers and coordinator-written batches (transactional offset commits carry
+            # no sequence; clients' batches always do) are not sequence-checked.
             return None
         if epoch != current_epoch:
             if first_seq != 0 and current_epoch != NO_PRODUCER_EPOCH:

@@ -46,6 +46,10 @@ class ReplicaManager:
                 log = self._logs.get_or_create_log(name, index, config,
                                                    topic_id_text(topic.topic_id))
                 self.partitions[key] = Partition(name, index, log, state, self._node_id)
+                if state.leader == self._node_id and len(state.isr) <= 1:
+                    # A sole in-sync leader's high watermark is its log end (Kafka's
+                    # maybeIncrementLeaderHW); the checkpoint may lag after a crash.
+                    log.high_watermark = log.log_end_offset
             else:
                 partition.state = state
                 partition.log.update_config(config)

@@ -150,3 +150,23 @@ def test_bad_config_value_stops_startup_naming_key_and_value(tmp_path):
     with pytest.raises(RuntimeError) as failure:
         b.start(timeout=20)
     assert "log.segment.bytes" in str(failure.value) and "lots" in str(failure.value)
+
+
+def test_acks_zero_gets_no_response_and_errors_close_the_connection(broker):
+    c = WireClient(broker.bootstrap)
+    try:
+        correlation, data = c.encode(0, 9, transactional_id=None, acks=0, timeout_ms=5000,
+                                     topic_data=[Produce.TopicProduceData(name="errors", partition_data=[
+                                         Produce.TopicProduceData.PartitionProduceData(
+                                             index=0, records=_batch())])])
+        c.send_raw(data)
+        versions = c.request(18, 0)  # the next frame read must be this answer, not a produce one
+        assert versions.error_code == 0
+        correlation, data = c.encode(0, 9, transactional_id=None, acks=0, timeout_ms=5000,
+                                     topic_data=[Produce.TopicProduceData(name="errors", partition_data=[
+                                         Produce.TopicProduceData.PartitionProduceData(
+                                             index=99, records=_batch())])])
+        c.send_raw(data)
+        assert c.is_closed(), "a failed acks=0 produce closes the connection, as in Kafka"
+    finally:
+        c.close()

@@ -32,12 +32,24 @@ EXPECTED_RANGES = {
     18: (0, 4),   # ApiVersions
     19: (2, 7),   # CreateTopics
     20: (1, 6),   # DeleteTopics
+    21: (0, 2),   # DeleteRecords
     22: (0, 5),   # InitProducerId
+    24: (0, 3),   # AddPartitionsToTxn (client versions; v4-5 are broker-to-broker)
+    25: (0, 4),   # AddOffsetsToTxn
+    26: (0, 4),   # EndTxn
+    27: (1, 1),   # WriteTxnMarkers
+    28: (0, 4),   # TxnOffsetCommit
     32: (1, 4),   # DescribeConfigs
+    33: (0, 2),   # AlterConfigs
+    35: (1, 4),   # DescribeLogDirs
     37: (0, 3),   # CreatePartitions
     42: (0, 2),   # DeleteGroups
+    44: (0, 1),   # IncrementalAlterConfigs
     47: (0, 0),   # OffsetDelete
     60: (0, 1),   # DescribeCluster
+    61: (0, 0),   # DescribeProducers
+    65: (0, 0),   # DescribeTransactions
+    66: (0, 1),   # ListTransactions
 }
 
 

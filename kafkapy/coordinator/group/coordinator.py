@@ -37,6 +37,7 @@ from kafkapy.coordinator.group.member import MemberMetadata, Protocols
 from kafkapy.coordinator.group.offset_ops import OffsetOps
 from kafkapy.coordinator.group.persistence import Loaded
 from kafkapy.coordinator.group.timers import Deadlines
+from kafkapy.coordinator.group.txn_offsets import TxnOffsetOps
 from kafkapy.protocol.errors import ErrorCode as E
 
 _log = structlog.get_logger("kafkapy.coordinator.group")
@@ -89,7 +90,7 @@ class SyncResult:
 Respond = Callable[[object], None]
 
 
-class GroupCoordinator(OffsetOps, AdminOps):
+class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
     def __init__(self, settings: GroupSettings, clock, deadlines: Deadlines, store) -> None:
         self.settings = settings
         self._clock = clock
@@ -112,6 +113,7 @@ class GroupCoordinator(OffsetOps, AdminOps):
         """Install what a partition holds and start serving its groups."""
         for group_id in loaded.group_ids():
             self._install(group_id, loaded.groups.get(group_id), loaded.offsets.get(group_id, {}))
+        self.install_pending_txn_offsets(loaded.pending_txn)  # transactions (issue 6)
         self._loading.discard(index)
         self._owned.add(index)
         if loaded.group_ids():
@@ -121,6 +123,7 @@ class GroupCoordinator(OffsetOps, AdminOps):
         """This broker no longer leads partition ``index``: forget its groups."""
         self._owned.discard(index)
         self._loading.discard(index)
+        self.drop_pending_txn_offsets(index)  # transactions (issue 6)
         for group_id in [g for g in self._groups if self.partition_for(g) == index]:
             self._drop_group(self._groups.pop(group_id), E.NOT_COORDINATOR)
 

@@ -19,6 +19,7 @@ from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import build_batch, decode_records
+from kafkapy.coordinator.group.txn_offsets import route_batch as route_txn_batch
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _READ_CHUNK = 1 << 20
@@ -57,6 +58,12 @@ class GroupStore:
             self._replicas.appended((OFFSETS_TOPIC, index))
         return _client_error(result.error_code, for_offsets)
 
+    # -- transactions (issue 6; see txn_offsets.py) --------------------------------------
+    def write_transactional(self, index: int, entries: list[Entry], producer_id: int,
+                            producer_epoch: int) -> int:
+        from kafkapy.coordinator.group.txn_offsets import write_transactional
+        return write_transactional(self, index, entries, producer_id, producer_epoch)
+
 
 def _client_error(code: int, for_offsets: bool) -> int:
     if code == 0:
@@ -70,16 +77,20 @@ def _client_error(code: int, for_offsets: bool) -> int:
     return code if for_offsets else ErrorCode.UNKNOWN
 
 
-def read_entries(log) -> list[Entry]:
-    """(key, value) of every data record of ``log`` below its high watermark."""
+def read_entries(log, pending_txn: dict | None = None) -> list[Entry]:
+    """(key, value) of every data record of ``log`` up to its end (as Kafka loads: to the
+    log end offset, since the high watermark checkpoint may lag after a crash)."""
     out: list[Entry] = []
-    offset, end = log.log_start_offset, log.high_watermark
+    offset, end = log.log_start_offset, log.log_end_offset
     while offset < end:
         chunk = log.read_bytes(offset, _READ_CHUNK, end, True)
         if not chunk:
             break
         for header in iter_headers(chunk):
             offset = header.next_offset
+            if header.is_transactional:  # transactions (issue 6): held until the marker
+                route_txn_batch(chunk, header, out, {} if pending_txn is None else pending_txn)
+                continue
             if header.is_control:
                 continue
             out.extend((r.key, r.value) for r in decode_records(chunk, header.position)
@@ -92,6 +103,8 @@ class Loaded:
     """What one partition holds: group metadata and offsets per group id."""
     groups: dict[str, R.StoredGroup] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
+    # transactions (issue 6): entries of transactions still open, by producer id
+    pending_txn: dict[int, list[Entry]] = field(default_factory=dict)
 
     def group_ids(self) -> set[str]:
         return set(self.groups) | {g for g, o in self.offsets.items() if o}
@@ -117,4 +130,7 @@ def replay(entries: list[Entry]) -> Loaded:
 
 
 def load_partition(log) -> Loaded:
-    return replay(read_entries(log))
+    pending: dict[int, list[Entry]] = {}
+    loaded = replay(read_entries(log, pending))
+    loaded.pending_txn = pending
+    return loaded

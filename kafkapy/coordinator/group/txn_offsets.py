@@ -1,0 +1,142 @@
+"""Transactional offset commits (TxnOffsetCommit) for the group coordinator (issue 6).
+
+A mixin of ``GroupCoordinator``, owned by the transactions work.  Offsets sent
+with TxnOffsetCommit are written to the group's ``__consumer_offsets``
+partition as a *transactional* batch of the producer (producer id and epoch,
+no sequence; a stale epoch is refused by the partition's producer state with
+INVALID_PRODUCER_EPOCH) and kept pending per producer id, invisible to
+OffsetFetch.  When the transaction's marker lands in that partition
+(``complete_txn_offsets``, called by the marker path) a COMMIT moves them into
+the group's committed offsets and an ABORT drops them (Kafka's
+GroupMetadata.pendingTransactionalOffsetCommits).
+
+Loading (``route_batch``): records of transactional batches are held per
+producer id until that producer's COMMIT (then replayed in place) or ABORT
+(dropped); what is still open at the end of the log is installed as pending.
+
+Validation (Kafka's doTxnCommitOffsets): Dead group -> COORDINATOR_NOT_AVAILABLE,
+fenced static member -> FENCED_INSTANCE_ID, a non-empty member id unknown to
+the group -> UNKNOWN_MEMBER_ID, generation >= 0 not the group's ->
+ILLEGAL_GENERATION; an unknown group is created Empty.
+"""
+from __future__ import annotations
+
+from kafkapy.coordinator.group import records as R
+from kafkapy.coordinator.group.group import GroupState
+from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
+from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.records.record import build_batch, decode_records
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+class TxnOffsetOps:
+    # producer id -> group id -> partition -> offset
+    def _pending_txn(self) -> dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]]:
+        pending = self.__dict__.get("_pending_txn_offsets")
+        if pending is None:
+            pending = self.__dict__["_pending_txn_offsets"] = {}
+        return pending
+
+    def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                           member_id: str, instance_id: str | None, generation: int,
+                           offsets: dict[TopicPartition, OffsetAndMetadata]
+                           ) -> dict[TopicPartition, int]:
+        error = self._group_error(group_id)
+        group = self._groups.get(group_id) if not error else None
+        if not error and group is None:
+            group = self._new_group(group_id)
+        if not error:
+            if group.is_(GroupState.DEAD):
+                error = E.COORDINATOR_NOT_AVAILABLE
+            elif group.is_static_member_fenced(instance_id, member_id):
+                error = E.FENCED_INSTANCE_ID
+            elif member_id and not group.has(member_id):
+                error = E.UNKNOWN_MEMBER_ID
+            elif generation >= 0 and generation != group.generation:
+                error = E.ILLEGAL_GENERATION
+        if error:
+            return {tp: error for tp in offsets}
+        errors = {tp: E.OFFSET_METADATA_TOO_LARGE for tp, om in offsets.items()
+                  if om.metadata is not None and len(om.metadata) > self.settings.metadata_max_bytes}
+        valid = {tp: om for tp, om in offsets.items() if tp not in errors}
+        if valid:
+            entries = [(R.offset_key(group_id, t, p), R.offset_value(om))
+                       for (t, p), om in valid.items()]
+            error = self._store.write_transactional(self.partition_for(group_id), entries,
+                                                    producer_id, producer_epoch)
+            if not error:
+                self._pending_txn().setdefault(producer_id, {}).setdefault(
+                    group_id, {}).update(valid)
+            errors.update({tp: error for tp in valid})
+        return errors
+
+    def complete_txn_offsets(self, producer_id: int, partitions: list[int], commit: bool) -> None:
+        """A transaction marker of ``producer_id`` landed in these offsets partitions."""
+        by_group = self._pending_txn().get(producer_id)
+        if not by_group:
+            return
+        for group_id in [g for g in by_group if self.partition_for(g) in partitions]:
+            offsets = by_group.pop(group_id)
+            if not commit:
+                continue
+            group = self._groups.get(group_id)
+            if group is None:
+                group = self._new_group(group_id)
+            group.offsets.update(offsets)
+        if not by_group:
+            self._pending_txn().pop(producer_id, None)
+
+    def has_pending_txn_offsets(self, group_id: str, tp: TopicPartition | None = None) -> bool:
+        for by_group in self._pending_txn().values():
+            offsets = by_group.get(group_id)
+            if offsets and (tp is None or tp in offsets):
+                return True
+        return False
+
+    def install_pending_txn_offsets(self, pending: dict[int, list]) -> None:
+        """After loading: offsets of transactions still open at the end of the log."""
+        for producer_id, entries in pending.items():
+            for key_bytes, value in entries:
+                key = R.decode_key(key_bytes)
+                if isinstance(key, R.OffsetKey) and value is not None:
+                    self._pending_txn().setdefault(producer_id, {}).setdefault(
+                        key.group, {})[(key.topic, key.partition)] = R.decode_offset_value(value)
+
+    def drop_pending_txn_offsets(self, index: int) -> None:
+        """Unloading partition ``index``: forget its groups' pending offsets."""
+        for producer_id, by_group in list(self._pending_txn().items()):
+            for group_id in [g for g in by_group if self.partition_for(g) == index]:
+                del by_group[group_id]
+            if not by_group:
+                del self._pending_txn()[producer_id]
+
+
+def write_transactional(store, index: int, entries, producer_id: int, producer_epoch: int) -> int:
+    """Append ``entries`` as one transactional batch of the producer (no sequence)."""
+    from kafkapy.coordinator.group.persistence import _client_error
+    partition = store.partition(index)
+    if partition is None:
+        return E.NOT_COORDINATOR
+    now = store._clock.time_ms()
+    batch = build_batch([(k, v, None, now) for k, v in entries], compression=store._compression,
+                        producer_id=producer_id, producer_epoch=producer_epoch,
+                        base_sequence=-1, is_transactional=True)
+    result = partition.append_internal(batch)
+    if result.error_code == 0:
+        store._replicas.appended((OFFSETS_TOPIC, index))
+    return _client_error(result.error_code, True)
+
+
+def route_batch(chunk, header, out: list, pending: dict[int, list]) -> None:
+    """Loading: hold a transactional batch's records until its producer's marker."""
+    pid = header.producer_id
+    if header.is_control:
+        held = pending.pop(pid, [])
+        records = decode_records(chunk, header.position)
+        key = records[0].key if records else None
+        if key is not None and len(key) >= 4 and int.from_bytes(key[2:4], "big") == 1:
+            out.extend(held)  # COMMIT
+        return
+    pending.setdefault(pid, []).extend(
+        (r.key, r.value) for r in decode_records(chunk, header.position) if r.key is not None)

@@ -1,0 +1,513 @@
+"""The transaction coordinator (Kafka's TransactionCoordinator + TransactionStateManager).
+
+It serves the transactional ids whose ``__transaction_state`` partition
+(``abs(java_string_hash(id)) % transaction.state.log.num.partitions``) this
+broker leads and has loaded.  Every state change is written to that partition
+first (``store.write``: key TransactionLogKey, value TransactionLogValue, see
+``records.py``) and installed only once the write succeeded.
+
+Flow of one transaction:
+- InitProducerId: a new id gets a producer id (from the persisted id blocks)
+  and epoch 0; an existing one in Empty/Complete* gets its epoch bumped
+  (PRODUCER_FENCED for a stale expected epoch, v3+); in Ongoing the epoch is
+  bumped to fence the old producer, the transaction is aborted and the client
+  gets CONCURRENT_TRANSACTIONS (its retry bumps again); in Prepare* it gets
+  CONCURRENT_TRANSACTIONS.  A timeout above transaction.max.timeout.ms is
+  INVALID_TRANSACTION_TIMEOUT.
+- AddPartitionsToTxn / AddOffsetsToTxn: Ongoing with the partitions added
+  (the start time is set when leaving Empty/Complete*).
+- EndTxn: Prepare{Commit,Abort} is written, the client is answered, and the
+  markers are written to every partition of the transaction (``markers``,
+  deferred to the next loop turn; failures retried after
+  ``MARKER_RETRY_BACKOFF_MS``); then Complete{Commit,Abort}.  Meanwhile the
+  transaction has a pending transition and every request for it gets
+  CONCURRENT_TRANSACTIONS.
+- Timeouts run on the purgatory timer (``Deadlines``, injected clock): an
+  Ongoing transaction whose start + transaction timeout has passed is fenced
+  (epoch + 1) and aborted; an id idle in Empty/Complete* for
+  transactional.id.expiration.ms is removed (a tombstone is written).
+- Loading a partition (restart, leadership): the latest value per id is
+  installed; Prepare* transactions get their markers (re)sent, Ongoing ones
+  their timeout.
+
+Errors: unknown partition owner -> NOT_COORDINATOR, loading ->
+COORDINATOR_LOAD_IN_PROGRESS, unknown id -> INVALID_PRODUCER_ID_MAPPING,
+wrong producer id -> INVALID_PRODUCER_ID_MAPPING, wrong epoch ->
+PRODUCER_FENCED (handlers turn it into INVALID_PRODUCER_EPOCH for old
+request versions), illegal end state -> INVALID_TXN_STATE.
+Single owner: everything runs on the event loop; no locks.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import structlog
+
+from kafkapy.coordinator.group.hashing import java_string_hash, java_utils_abs
+from kafkapy.coordinator.transaction import records as R
+from kafkapy.coordinator.transaction.state import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
+                                                   IllegalTransition, TransactionMetadata,
+                                                   TxnState, TxnTransit, is_epoch_exhausted)
+from kafkapy.protocol.errors import ErrorCode as E
+
+_log = structlog.get_logger("kafkapy.coordinator.transaction")
+S = TxnState
+MARKER_RETRY_BACKOFF_MS = 100
+
+_TO_COORDINATOR_NOT_AVAILABLE = {E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
+                                 E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT}
+_TO_NOT_COORDINATOR = {E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR}
+
+
+def partition_for(transactional_id: str, num_partitions: int) -> int:
+    return java_utils_abs(java_string_hash(transactional_id)) % num_partitions
+
+
+@dataclass(frozen=True)
+class TxnSettings:
+    num_partitions: int = 50
+    max_timeout_ms: int = 900000
+    id_expiration_ms: int = 604800000
+
+    @classmethod
+    def from_config(cls, config) -> "TxnSettings":
+        return cls(config["transaction.state.log.num.partitions"],
+                   config["transaction.max.timeout.ms"],
+                   config["transactional.id.expiration.ms"])
+
+
+@dataclass
+class _Owned:
+    coordinator_epoch: int
+    loading: bool
+    txns: dict
+
+
+class TransactionCoordinator:
+    """See the module docstring.
+
+    ``store.write(partition, key, value) -> error code`` appends one record to
+    ``__transaction_state``; ``markers.write(producer_id, epoch, coordinator_epoch,
+    commit, partitions) -> {partition: error code}`` writes COMMIT/ABORT markers;
+    ``next_producer_id()`` hands out persisted producer ids; ``defer(fn)`` runs fn on
+    a later loop turn; ``offsets_partition(group_id)`` is the __consumer_offsets
+    partition of a group.
+    """
+
+    def __init__(self, settings: TxnSettings, clock, deadlines, store, markers,
+                 next_producer_id: Callable[[], int], defer: Callable[[Callable], None],
+                 offsets_partition: Callable[[str], tuple[str, int]] | None = None) -> None:
+        self.settings = settings
+        self._clock = clock
+        self._deadlines = deadlines
+        self._store = store
+        self._markers = markers
+        self._next_producer_id = next_producer_id
+        self._defer = defer
+        self._offsets_partition = offsets_partition
+        self._owned: dict[int, _Owned] = {}
+        self._timeouts: dict[str, object] = {}
+        self._expiries: dict[str, object] = {}
+        self._marker_jobs: dict[str, object] = {}
+
+    # -- ownership ------------------------------------------------------------------------
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.settings.num_partitions)
+
+    def serves(self, index: int) -> bool:
+        return index in self._owned
+
+    def begin_loading(self, index: int, coordinator_epoch: int) -> None:
+        self.unload(index)
+        self._owned[index] = _Owned(coordinator_epoch, True, {})
+
+    def finish_loading(self, index: int, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """Install the latest state of every id in the partition (from its records)."""
+        owned = self._owned.get(index)
+        if owned is None:
+            return
+        latest: dict[str, R.StoredTxn | None] = {}
+        for key, value in entries:
+            txn_id = R.decode_key(key)
+            if txn_id is not None:
+                latest[txn_id] = R.decode_value(value)
+        for txn_id, stored in latest.items():
+            if stored is None:
+                continue
+            owned.txns[txn_id] = TransactionMetadata(
+                txn_id, stored.producer_id, stored.producer_epoch, stored.timeout_ms,
+                TxnState(stored.state), stored.partitions, stored.start_ms, stored.last_update_ms)
+        owned.loading = False
+        for txn in list(owned.txns.values()):
+            if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                transit = txn.prepare_complete(self._clock.time_ms())
+                self._start_markers(txn, owned.coordinator_epoch,
+                                    txn.state == S.PREPARE_COMMIT, transit)
+            self._schedule_deadlines(txn)
+        if owned.txns:
+            _log.info("loaded transaction state partition", partition=index,
+                      transactions=len(owned.txns))
+
+    def unload(self, index: int) -> None:
+        owned = self._owned.pop(index, None)
+        if owned is None:
+            return
+        for txn_id in owned.txns:
+            for table in (self._timeouts, self._expiries, self._marker_jobs):
+                _cancel(table.pop(txn_id, None))
+
+    def shutdown(self) -> None:
+        for index in list(self._owned):
+            self.unload(index)
+
+    def _lookup(self, txn_id: str) -> tuple[int, _Owned | None]:
+        owned = self._owned.get(self.partition_for(txn_id))
+        if owned is None:
+            return E.NOT_COORDINATOR, None
+        if owned.loading:
+            return E.COORDINATOR_LOAD_IN_PROGRESS, None
+        return 0, owned
+
+    # -- InitProducerId ---------------------------------------------------------------------
+    def init_producer_id(self, txn_id: str, timeout_ms: int, expected_pid: int = -1,
+                         expected_epoch: int = -1) -> tuple[int, int, int]:
+        """(error, producer id, epoch) for InitProducerId with a transactional id."""
+        if not txn_id:
+            return E.INVALID_REQUEST, -1, -1
+        if timeout_ms <= 0 or timeout_ms > self.settings.max_timeout_ms:
+            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        error, owned = self._lookup(txn_id)
+        if error:
+            return error, -1, -1
+        now = self._clock.time_ms()
+        txn = owned.txns.get(txn_id)
+        if txn is None:
+            txn = TransactionMetadata(txn_id, self._next_producer_id(), NO_PRODUCER_EPOCH,
+                                      timeout_ms, S.EMPTY, (), -1, now)
+            owned.txns[txn_id] = txn
+        expected = (expected_pid, expected_epoch) if expected_pid >= 0 else None
+        if txn.pending_in_progress:
+            return E.CONCURRENT_TRANSACTIONS, -1, -1
+        if expected is not None and not (
+                txn.producer_epoch == NO_PRODUCER_EPOCH or expected_pid == txn.producer_id
+                or (expected_pid == txn.last_producer_id and is_epoch_exhausted(expected_epoch))):
+            return E.PRODUCER_FENCED, -1, -1
+        if txn.state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):
+            return E.CONCURRENT_TRANSACTIONS, -1, -1
+        if txn.state == S.ONGOING:
+            transit = txn.prepare_fence_producer_epoch()
+            error = self._end(txn, owned, transit.producer_epoch, False, from_client=False)
+            return (error or E.CONCURRENT_TRANSACTIONS), -1, -1
+        if txn.state not in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
+            return E.INVALID_TXN_STATE, -1, -1
+        if txn.producer_epoch >= 0 and is_epoch_exhausted(txn.producer_epoch) and (
+                expected is None or expected_epoch == txn.producer_epoch):
+            transit = txn.prepare_producer_id_rotation(self._next_producer_id(), timeout_ms, now,
+                                                       expected is not None)
+        else:
+            transit = txn.prepare_increment_producer_epoch(
+                timeout_ms, expected_epoch if expected is not None else None, now)
+            if isinstance(transit, int):
+                return transit, -1, -1
+        error = self._write(txn, owned, transit)
+        if error:
+            return error, -1, -1
+        _log.info("initialized transactional id", transactional_id=txn_id,
+                  producer_id=txn.producer_id, epoch=txn.producer_epoch)
+        return 0, txn.producer_id, txn.producer_epoch
+
+    # -- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------------
+    def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
+                       partitions: Iterable[tuple[str, int]]) -> int:
+        if not txn_id:
+            return E.INVALID_REQUEST
+        error, owned = self._lookup(txn_id)
+        if error:
+            return error
+        txn = owned.txns.get(txn_id)
+        partitions = frozenset(partitions)
+        if txn is None or txn.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if txn.producer_epoch != epoch:
+            return E.PRODUCER_FENCED
+        if txn.pending_in_progress or txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return E.CONCURRENT_TRANSACTIONS
+        if txn.state == S.ONGOING and partitions <= txn.partitions:
+            return 0
+        return self._write(txn, owned, txn.prepare_add_partitions(partitions,
+                                                                  self._clock.time_ms()))
+
+    def add_offsets(self, txn_id: str, producer_id: int, epoch: int, group_id: str) -> int:
+        if self._offsets_partition is None:
+            return E.COORDINATOR_NOT_AVAILABLE
+        return self.add_partitions(txn_id, producer_id, epoch,
+                                   [self._offsets_partition(group_id)])
+
+    def verify(self, txn_id: str, producer_id: int, epoch: int, topic: str, index: int) -> int:
+        """Whether a transactional produce to (topic, index) belongs to an open transaction
+        (Kafka's partition verification, KIP-890 part 1); 0 or the error to answer."""
+        error, owned = self._lookup(txn_id)
+        if error:
+            return 0 if error == E.NOT_COORDINATOR else error
+        txn = owned.txns.get(txn_id)
+        if txn is None or txn.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if txn.producer_epoch > epoch:
+            return E.INVALID_PRODUCER_EPOCH
+        if txn.state != S.ONGOING or (topic, index) not in txn.partitions:
+            return E.INVALID_TXN_STATE
+        return 0
+
+    # -- EndTxn -------------------------------------------------------------------------------
+    def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> int:
+        if not txn_id:
+            return E.INVALID_REQUEST
+        error, owned = self._lookup(txn_id)
+        if error:
+            return error
+        txn = owned.txns.get(txn_id)
+        if txn is None or txn.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        return self._end(txn, owned, epoch, commit, from_client=True)
+
+    def _end(self, txn: TransactionMetadata, owned: _Owned, epoch: int, commit: bool,
+             from_client: bool) -> int:
+        if (from_client and epoch != txn.producer_epoch) or epoch < txn.producer_epoch:
+            if txn.pending == S.PREPARE_EPOCH_FENCE:
+                txn.abort_pending()
+            return E.PRODUCER_FENCED
+        if txn.pending_in_progress and txn.pending != S.PREPARE_EPOCH_FENCE:
+            return E.CONCURRENT_TRANSACTIONS
+        state = txn.state
+        if state == S.ONGOING:
+            fence = False
+            if not commit and txn.pending == S.PREPARE_EPOCH_FENCE:
+                fence = True
+                txn.pending = None
+                txn.producer_epoch = epoch
+                txn.last_producer_epoch = NO_PRODUCER_EPOCH
+            transit = txn.prepare_abort_or_commit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
+                                                  self._clock.time_ms())
+            error = self._write(txn, owned, transit)
+            if error:
+                if fence:
+                    txn.failed_epoch_fence = True
+                return error
+            _cancel(self._timeouts.pop(txn.transactional_id, None))
+            complete = txn.prepare_complete(self._clock.time_ms())
+            self._start_markers(txn, owned.coordinator_epoch, commit, complete)
+            return 0
+        if txn.pending == S.PREPARE_EPOCH_FENCE:
+            txn.abort_pending()
+        if state == S.COMPLETE_COMMIT:
+            return 0 if commit else E.INVALID_TXN_STATE
+        if state == S.COMPLETE_ABORT:
+            return 0 if not commit else E.INVALID_TXN_STATE
+        if state == S.PREPARE_COMMIT:
+            return E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE
+        if state == S.PREPARE_ABORT:
+            return E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE
+        return E.INVALID_TXN_STATE
+
+    # -- markers ------------------------------------------------------------------------------
+    def _start_markers(self, txn: TransactionMetadata, coordinator_epoch: int, commit: bool,
+                       complete: TxnTransit) -> None:
+        remaining = set(txn.partitions)
+        job = _MarkerJob(txn, coordinator_epoch, commit, complete, remaining)
+        self._marker_jobs[txn.transactional_id] = job
+        self._defer(lambda: self._send_markers(job))
+
+    def _send_markers(self, job: "_MarkerJob") -> None:
+        txn = job.txn
+        txn_id = txn.transactional_id
+        if job.cancelled or self._marker_jobs.get(txn_id) is not job:
+            return
+        owned = self._owned.get(self.partition_for(txn_id))
+        if owned is None or owned.coordinator_epoch != job.coordinator_epoch \
+                or owned.txns.get(txn_id) is not txn:
+            self._marker_jobs.pop(txn_id, None)
+            return
+        if job.remaining:
+            results = self._markers.write(txn.producer_id, txn.producer_epoch,
+                                          job.coordinator_epoch, job.commit,
+                                          sorted(job.remaining))
+            for tp, code in results.items():
+                if code == 0 or code in (E.UNKNOWN_TOPIC_OR_PARTITION, E.INVALID_PRODUCER_EPOCH,
+                                         E.TRANSACTION_COORDINATOR_FENCED):
+                    # Done, gone, or superseded by a newer epoch/coordinator: Kafka drops it too.
+                    if code:
+                        _log.warning("transaction marker not written", transactional_id=txn_id,
+                                     partition=tp, error=E(code).name)
+                    job.remaining.discard(tp)
+        if job.remaining:
+            job.handle = self._deadlines.schedule(MARKER_RETRY_BACKOFF_MS,
+                                                  lambda: self._send_markers(job))
+            return
+        error = self._write(txn, owned, job.complete)
+        if error in (E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE) \
+                and not self.serves(self.partition_for(txn_id)):
+            self._marker_jobs.pop(txn_id, None)
+            return
+        if error:
+            # Keep the CompleteX transition pending and retry the write.
+            txn.pending = job.complete.state
+            job.handle = self._deadlines.schedule(MARKER_RETRY_BACKOFF_MS,
+                                                  lambda: self._send_markers(job))
+            return
+        self._marker_jobs.pop(txn_id, None)
+        self._schedule_deadlines(txn)
+
+    # -- writing ------------------------------------------------------------------------------
+    def _write(self, txn: TransactionMetadata, owned: _Owned, transit: TxnTransit) -> int:
+        """Write ``transit`` to the log; install it on success, forget it on failure."""
+        stored = R.StoredTxn(transit.producer_id, transit.producer_epoch, transit.timeout_ms,
+                             int(transit.state), transit.partitions, transit.last_update_ms,
+                             transit.start_ms)
+        index = self.partition_for(txn.transactional_id)
+        try:
+            code = self._store.write(index, R.encode_key(txn.transactional_id),
+                                     R.encode_value(stored))
+        except Exception:
+            _log.exception("writing transaction state failed",
+                           transactional_id=txn.transactional_id)
+            code = E.UNKNOWN
+        if code:
+            txn.abort_pending()
+            if code in _TO_COORDINATOR_NOT_AVAILABLE:
+                return E.COORDINATOR_NOT_AVAILABLE
+            if code in _TO_NOT_COORDINATOR:
+                return E.NOT_COORDINATOR
+            return code
+        if self._owned.get(index) is not owned:
+            return E.NOT_COORDINATOR
+        txn.complete(transit)
+        self._schedule_deadlines(txn)
+        return 0
+
+    # -- deadlines ------------------------------------------------------------------------------
+    def _schedule_deadlines(self, txn: TransactionMetadata) -> None:
+        txn_id = txn.transactional_id
+        now = self._clock.time_ms()
+        if txn.state == S.ONGOING and txn.start_ms >= 0:
+            if txn_id not in self._timeouts:
+                due = txn.start_ms + txn.timeout_ms
+                self._timeouts[txn_id] = self._deadlines.schedule(
+                    max(0, due - now), lambda: self._abort_if_timed_out(txn))
+        else:
+            _cancel(self._timeouts.pop(txn_id, None))
+        if txn.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
+            _cancel(self._expiries.pop(txn_id, None))
+            due = txn.last_update_ms + self.settings.id_expiration_ms
+            self._expiries[txn_id] = self._deadlines.schedule(
+                max(0, due - now), lambda: self._expire_if_idle(txn))
+        else:
+            _cancel(self._expiries.pop(txn_id, None))
+
+    def _abort_if_timed_out(self, txn: TransactionMetadata) -> None:
+        txn_id = txn.transactional_id
+        self._timeouts.pop(txn_id, None)
+        error, owned = self._lookup(txn_id)
+        if error or owned.txns.get(txn_id) is not txn or txn.state != S.ONGOING:
+            return
+        now = self._clock.time_ms()
+        if txn.start_ms + txn.timeout_ms > now:
+            self._schedule_deadlines(txn)
+            return
+        if txn.pending_in_progress:
+            # Retry shortly, as Kafka's periodic abort pass would.
+            self._timeouts[txn_id] = self._deadlines.schedule(
+                MARKER_RETRY_BACKOFF_MS, lambda: self._abort_if_timed_out(txn))
+            return
+        _log.info("aborting timed-out transaction", transactional_id=txn_id,
+                  producer_id=txn.producer_id, timeout_ms=txn.timeout_ms)
+        transit = txn.prepare_fence_producer_epoch()
+        error = self._end(txn, owned, transit.producer_epoch, False, from_client=False)
+        if error:
+            _log.warning("aborting timed-out transaction failed", transactional_id=txn_id,
+                         error=E(error).name)
+            if txn.state == S.ONGOING and txn_id not in self._timeouts:
+                self._timeouts[txn_id] = self._deadlines.schedule(
+                    MARKER_RETRY_BACKOFF_MS, lambda: self._abort_if_timed_out(txn))
+
+    def _expire_if_idle(self, txn: TransactionMetadata) -> None:
+        txn_id = txn.transactional_id
+        self._expiries.pop(txn_id, None)
+        error, owned = self._lookup(txn_id)
+        if error or owned.txns.get(txn_id) is not txn:
+            return
+        if txn.state not in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
+            return
+        now = self._clock.time_ms()
+        if txn.pending_in_progress or txn.last_update_ms + self.settings.id_expiration_ms > now:
+            self._schedule_deadlines(txn)
+            return
+        txn.prepare_dead()
+        index = self.partition_for(txn_id)
+        code = self._store.write(index, R.encode_key(txn_id), None)
+        txn.abort_pending()
+        if code:
+            self._expiries[txn_id] = self._deadlines.schedule(
+                MARKER_RETRY_BACKOFF_MS, lambda: self._expire_if_idle(txn))
+            return
+        owned.txns.pop(txn_id, None)
+        _cancel(self._timeouts.pop(txn_id, None))
+        _log.info("expired transactional id", transactional_id=txn_id)
+
+    # -- admin ----------------------------------------------------------------------------------
+    def describe(self, txn_id: str) -> tuple[int, TransactionMetadata | None]:
+        if not txn_id:
+            return E.INVALID_REQUEST, None
+        error, owned = self._lookup(txn_id)
+        if error:
+            return error, None
+        txn = owned.txns.get(txn_id)
+        if txn is None or txn.state == S.DEAD:
+            return E.TRANSACTIONAL_ID_NOT_FOUND, None
+        return 0, txn
+
+    def list(self, states: set[TxnState], producer_ids: set[int], min_duration_ms: int = -1,
+             pattern: str | None = None) -> tuple[int, list[TransactionMetadata]]:
+        if any(o.loading for o in self._owned.values()):
+            return E.COORDINATOR_LOAD_IN_PROGRESS, []
+        now = self._clock.time_ms()
+        regex = re.compile(pattern) if pattern else None
+        out = []
+        for owned in self._owned.values():
+            for txn in owned.txns.values():
+                if states and txn.state not in states:
+                    continue
+                if producer_ids and txn.producer_id not in producer_ids:
+                    continue
+                if min_duration_ms >= 0 and (txn.start_ms < 0 or
+                                             now - txn.start_ms < min_duration_ms
+                                             or not txn.has_pending_transaction):
+                    continue
+                if regex is not None and not regex.match(txn.transactional_id):
+                    continue
+                out.append(txn)
+        return 0, out
+
+
+class _MarkerJob:
+    __slots__ = ("txn", "coordinator_epoch", "commit", "complete", "remaining", "handle",
+                 "cancelled")
+
+    def __init__(self, txn, coordinator_epoch, commit, complete, remaining) -> None:
+        self.txn = txn
+        self.coordinator_epoch = coordinator_epoch
+        self.commit = commit
+        self.complete = complete
+        self.remaining = remaining
+        self.handle = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        _cancel(self.handle)
+
+
+def _cancel(task) -> None:
+    if task is not None:
+        task.cancel()

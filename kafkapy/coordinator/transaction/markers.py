@@ -1,0 +1,67 @@
+"""Writing transaction markers into data partitions (the WriteTxnMarkers path).
+
+``write_markers`` appends one control batch (COMMIT or ABORT; key = version 0 +
+type, value = version 0 + coordinator epoch; producer id/epoch of the
+transaction, sequence -1, transactional + control attributes) to each named
+partition this broker leads, exactly like Kafka's coordinator-origin append:
+- a marker whose producer epoch is below the partition's current epoch for
+  that producer -> INVALID_PRODUCER_EPOCH;
+- a coordinator epoch below the one last seen for the producer ->
+  TRANSACTION_COORDINATOR_FENCED;
+- unknown partition -> UNKNOWN_TOPIC_OR_PARTITION, not the leader ->
+  NOT_LEADER_OR_FOLLOWER.
+The log indexes an ABORT in ``.txnindex`` and the LSO moves past the
+transaction; waiting fetches are woken.  Markers landing in
+``__consumer_offsets`` are then handed to the ``offsets_listeners`` so the
+group coordinator can materialise or drop the transaction's pending offsets.
+Used by the local coordinator directly and by the WriteTxnMarkers handler.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.records.record import CONTROL_ABORT, CONTROL_COMMIT, build_control_batch
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+OffsetsListener = Callable[[int, list[int], bool], None]  # (producer id, partitions, commit)
+
+
+def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
+                  coordinator_epoch: int, commit: bool,
+                  partitions: Iterable[tuple[str, int]],
+                  offsets_listeners: list[OffsetsListener] = ()) -> dict[tuple[str, int], int]:
+    results: dict[tuple[str, int], int] = {}
+    offsets_done: list[int] = []
+    for key in partitions:
+        results[key] = code = _write_one(replica_manager, clock, producer_id, producer_epoch,
+                                         coordinator_epoch, commit, key)
+        if code == 0 and key[0] == OFFSETS_TOPIC:
+            offsets_done.append(key[1])
+    if offsets_done:
+        for listener in offsets_listeners:
+            listener(producer_id, offsets_done, commit)
+    return results
+
+
+def _write_one(replica_manager, clock, producer_id: int, producer_epoch: int,
+               coordinator_epoch: int, commit: bool, key: tuple[str, int]) -> int:
+    partition = replica_manager.partitions.get(key)
+    if partition is None:
+        return E.UNKNOWN_TOPIC_OR_PARTITION
+    if not partition.is_leader:
+        return E.NOT_LEADER_OR_FOLLOWER
+    entry = partition.log.producer_state.last_entry(producer_id)
+    if entry is not None and entry.coordinator_epoch > coordinator_epoch:
+        return E.TRANSACTION_COORDINATOR_FENCED
+    batch = build_control_batch(CONTROL_COMMIT if commit else CONTROL_ABORT, coordinator_epoch,
+                                producer_id, producer_epoch, clock.time_ms())
+    result = partition.append_internal(batch)
+    if result.error_code:
+        return result.error_code
+    entry = partition.log.producer_state.last_entry(producer_id)
+    if entry is not None:
+        entry.coordinator_epoch = coordinator_epoch
+    replica_manager.appended(key)
+    return 0

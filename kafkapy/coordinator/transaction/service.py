@@ -1,0 +1,210 @@
+"""The transaction coordinator inside a broker: internal topic, loading, store and markers.
+
+``TransactionService`` creates ``__transaction_state`` on first use
+(compacted, transaction.state.log.num.partitions partitions,
+transaction.state.log.replication.factor capped by the live brokers,
+segment.bytes = transaction.state.log.segment.bytes, min.insync.replicas =
+transaction.state.log.min.isr capped by the factor, compression none),
+follows the controller's changes to it (loading a partition when this broker
+leads it, at the leader epoch as coordinator epoch; unloading when it stops),
+and answers which broker coordinates a transactional id.  Loading reads the
+log off the event loop and installs the result on the loop.
+Records are appended through ``Partition.append_internal`` (one batch per
+state change, CreateTime = now); markers go through ``markers.write_markers``
+on this broker (the WriteTxnMarkers handler serves the same function to
+other brokers).
+"""
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+
+from kafkapy.coordinator.group.timers import Deadlines
+from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator, TxnSettings
+from kafkapy.coordinator.transaction.markers import OFFSETS_TOPIC, write_markers
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.batch import iter_headers
+from kafkapy.records.record import build_batch, decode_records
+
+_log = structlog.get_logger("kafkapy.coordinator.transaction")
+TRANSACTION_TOPIC = "__transaction_state"
+_READ_CHUNK = 1 << 20
+
+
+class _Store:
+    def __init__(self, replica_manager, clock) -> None:
+        self._replicas = replica_manager
+        self._clock = clock
+
+    def write(self, index: int, key: bytes, value: bytes | None) -> int:
+        partition = self._replicas.partitions.get((TRANSACTION_TOPIC, index))
+        if partition is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        batch = build_batch([(key, value, None, self._clock.time_ms())])
+        result = partition.append_internal(batch)
+        if result.error_code == 0:
+            self._replicas.appended((TRANSACTION_TOPIC, index))
+        return result.error_code
+
+
+class _LocalMarkers:
+    def __init__(self, broker, offsets_listeners: list) -> None:
+        self._broker = broker
+        self._listeners = offsets_listeners
+
+    def write(self, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool,
+              partitions) -> dict:
+        b = self._broker
+        return write_markers(b.replica_manager, b.clock, producer_id, epoch, coordinator_epoch,
+                             commit, partitions, self._listeners)
+
+
+def read_entries(log) -> list[tuple[bytes, bytes | None]]:
+    """(key, value) of every data record of ``log`` up to its end offset."""
+    out: list = []
+    offset, end = log.log_start_offset, log.log_end_offset
+    while offset < end:
+        chunk = log.read_bytes(offset, _READ_CHUNK, end, True)
+        if not chunk:
+            break
+        for header in iter_headers(chunk):
+            offset = header.next_offset
+            if header.is_control:
+                continue
+            out.extend((r.key, r.value) for r in decode_records(chunk, header.position)
+                       if r.key is not None)
+    return out
+
+
+class TransactionService:
+    def __init__(self, broker) -> None:
+        self._broker = broker
+        self._loop = asyncio.get_running_loop()
+        self.settings = TxnSettings.from_config(broker.config)
+        # Hooks called as (producer id, [__consumer_offsets partitions], commit) once markers
+        # land there (the group coordinator's pending transactional offsets).
+        self.offsets_listeners: list = []
+        groups = getattr(broker, "groups", None)
+        if groups is not None:
+            self.offsets_listeners.append(groups.coordinator.complete_txn_offsets)
+        self.coordinator = TransactionCoordinator(
+            self.settings, broker.clock, Deadlines(broker.timer),
+            _Store(broker.replica_manager, broker.clock),
+            _LocalMarkers(broker, self.offsets_listeners), broker.producer_ids.next_id,
+            self._loop.call_soon, self._offsets_partition)
+        self._loads: set[asyncio.Task] = set()
+
+    def start(self) -> None:
+        self._broker.controller.add_listener(self._on_topic_change)
+        topic = self._broker.cache.topic(TRANSACTION_TOPIC)
+        if topic is not None:
+            self._on_topic_change(TRANSACTION_TOPIC, topic)
+
+    def shutdown(self) -> None:
+        for task in self._loads:
+            task.cancel()
+        self.coordinator.shutdown()
+
+    def write_markers(self, producer_id, epoch, coordinator_epoch, commit, partitions) -> dict:
+        b = self._broker
+        return write_markers(b.replica_manager, b.clock, producer_id, epoch, coordinator_epoch,
+                             commit, partitions, self.offsets_listeners)
+
+    def init_producer_id(self, ctx, request):
+        """InitProducerId with a transactional id (routed here by its handler)."""
+        from kafkapy.handlers._txn import fenced_for_version
+        try:
+            self.ensure_topic()
+        except KafkaError:
+            pass
+        version = ctx.api_version
+        expected_pid = request.producer_id if version >= 3 else -1
+        expected_epoch = request.producer_epoch if version >= 3 else -1
+        error, pid, epoch = self.coordinator.init_producer_id(
+            request.transactional_id, request.transaction_timeout_ms, expected_pid,
+            expected_epoch)
+        return ctx.response(throttle_time_ms=0, error_code=fenced_for_version(error, version, 4),
+                            producer_id=pid, producer_epoch=epoch)
+
+    # -- the internal topic --------------------------------------------------------------
+    def ensure_topic(self) -> None:
+        broker = self._broker
+        if broker.cache.topic(TRANSACTION_TOPIC) is not None:
+            return
+        config = broker.config
+        live = len(broker.cache.live_broker_ids())
+        factor = max(1, min(config["transaction.state.log.replication.factor"], live))
+        configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                   "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+                   "min.insync.replicas": str(min(factor,
+                                                  config["transaction.state.log.min.isr"])),
+                   "unclean.leader.election.enable": "false"}
+        try:
+            broker.controller.create_topic(TRANSACTION_TOPIC, self.settings.num_partitions,
+                                           factor, configs=configs)
+        except KafkaError as err:
+            if err.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise
+
+    def coordinator_node(self, transactional_id: str):
+        """(error, node) where node is the BrokerEndpoint leading the id's partition."""
+        try:
+            self.ensure_topic()
+        except KafkaError:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        state = self._broker.cache.partition(TRANSACTION_TOPIC,
+                                             self.coordinator.partition_for(transactional_id or ""))
+        node = self._broker.cache.brokers.get(state.leader) if state is not None else None
+        if node is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        return 0, node
+
+    def _offsets_partition(self, group_id: str) -> tuple[str, int]:
+        groups = getattr(self._broker, "groups", None)
+        if groups is not None:
+            try:
+                groups.ensure_topic()
+            except KafkaError:
+                pass
+            return OFFSETS_TOPIC, groups.coordinator.partition_for(group_id)
+        from kafkapy.coordinator.group.hashing import partition_for
+        return OFFSETS_TOPIC, partition_for(group_id,
+                                            self._broker.config["offsets.topic.num.partitions"])
+
+    # -- following leadership ---------------------------------------------------------------
+    def _on_topic_change(self, name: str, topic) -> None:
+        if name != TRANSACTION_TOPIC:
+            return
+        coordinator = self.coordinator
+        led = {}
+        if topic is not None:
+            led = {i: s.leader_epoch for i, s in topic.partitions.items()
+                   if s.leader == self._broker.node_id}
+        for index in range(self.settings.num_partitions):
+            known = coordinator.serves(index)
+            if index in led and not known:
+                self._load(index, led[index])
+            elif index not in led and known:
+                coordinator.unload(index)
+
+    def _load(self, index: int, coordinator_epoch: int) -> None:
+        partition = self._broker.replica_manager.partitions.get((TRANSACTION_TOPIC, index))
+        if partition is None:
+            return
+        self.coordinator.begin_loading(index, coordinator_epoch)
+        if partition.log.log_end_offset == 0:
+            self.coordinator.finish_loading(index, [])
+            return
+        task = self._loop.create_task(self._load_async(index, partition.log))
+        self._loads.add(task)
+        task.add_done_callback(self._loads.discard)
+
+    async def _load_async(self, index: int, log) -> None:
+        try:
+            entries = await self._loop.run_in_executor(None, read_entries, log)
+        except Exception:
+            _log.exception("loading transaction state partition failed", partition=index)
+            entries = []
+        if self.coordinator.serves(index):
+            self.coordinator.finish_loading(index, entries)

@@ -1,0 +1,26 @@
+"""AddOffsetsToTxn (key 25): make a group's ``__consumer_offsets`` partition part of
+the transaction, so that the offsets sent with TxnOffsetCommit commit or abort with it.
+
+Versions 0-4.  The partition is the group's coordinator partition
+(``abs(java_string_hash(group)) % offsets.topic.num.partitions``); errors as
+for AddPartitionsToTxn (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2).
+"""
+from __future__ import annotations
+
+from kafkapy.handlers._txn import fenced_for_version, service
+from kafkapy.protocol.errors import ErrorCode
+
+API_KEY = 25
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+def handle(ctx, request):
+    txns = service(ctx)
+    if txns is None:
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    else:
+        error = txns.coordinator.add_offsets(request.transactional_id, request.producer_id,
+                                             request.producer_epoch, request.group_id)
+    return ctx.response(throttle_time_ms=0,
+                        error_code=fenced_for_version(error, ctx.api_version, 2))

@@ -1,0 +1,98 @@
+"""AlterConfigs (key 33): replace a topic's config overrides (legacy, non-incremental).
+
+Versions 0-2 (Kafka 3.9 and 4.0).  Per resource:
+- TOPIC (2): the given entries become the topic's complete set of overrides
+  (keys left out return to their defaults), validated like CreateTopics
+  configs (unknown key, bad value, min > max compaction lag ->
+  INVALID_CONFIG with the reason); unknown topic -> UNKNOWN_TOPIC_OR_PARTITION.
+  Persisted through ``controller.alter_topic_configs`` (``/config/topics/<t>``
+  plus a config-change notification) and applied to the partition logs at
+  once (retention, segment size, cleanup policy, ...).  ``validate_only``
+  checks and changes nothing.
+- BROKER (4): another broker's id -> INVALID_REQUEST; an empty change set is
+  accepted; any key -> INVALID_REQUEST naming the keys (this broker applies no
+  dynamic broker configs; static keys get Kafka's "Cannot update these configs
+  dynamically" message).
+- other resource types -> INVALID_REQUEST.
+"""
+from __future__ import annotations
+
+from kafkapy.config.definitions import BROKER_CONFIGS
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 33
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+TOPIC, BROKER = 2, 4
+_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", 8: "BROKER_LOGGER"}
+
+_R = RESPONSES[API_KEY]
+_Result = _R.AlterConfigsResourceResponse
+
+
+def handle(ctx, request):
+    results = []
+    for resource in request.resources:
+        try:
+            if resource.resource_type == TOPIC:
+                configs = {c.name: c.value for c in resource.configs}
+                if len(configs) != len(resource.configs):
+                    raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                     "Error due to duplicate config keys")
+                apply_topic_configs(ctx.broker, resource.resource_name, configs,
+                                    bool(request.validate_only))
+            elif resource.resource_type == BROKER:
+                check_broker_change(ctx.broker, resource.resource_name,
+                                    [c.name for c in resource.configs])
+            else:
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                 f"AlterConfigs is only supported for topics and brokers, but "
+                                 f"resource type is {resource.resource_type}")
+            results.append(result(_Result, resource, 0, None))
+        except KafkaError as err:
+            results.append(result(_Result, resource, err.code, err.message))
+    return ctx.response(throttle_time_ms=0, responses=results)
+
+
+def result(cls, resource, code: int, message: str | None):
+    return cls(error_code=code, error_message=message, resource_type=resource.resource_type,
+               resource_name=resource.resource_name)
+
+
+def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
+                        validate_only: bool) -> None:
+    """Validate, then (unless validate_only) persist and apply a topic's new overrides."""
+    if broker.cache.topic(name) is None:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                         f"The topic '{name}' does not exist.")
+    for key, value in configs.items():
+        if value is None:
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
+                             f"Null value not supported for topic configs: {key}")
+    if validate_only:
+        broker._validate_topic_configs(configs)
+        return
+    broker.controller.alter_topic_configs(name, dict(configs))
+
+
+def check_broker_change(broker, name: str, keys: list[str]) -> None:
+    """Reject broker config changes this broker cannot apply (it has no dynamic configs)."""
+    if name not in ("", str(broker.node_id)):
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         f"Unexpected broker id, expected {broker.node_id} or empty string, "
+                         f"but received {name}")
+    if not keys:
+        return
+    resource = f"ConfigResource(type=BROKER, name='{name}')"
+    unknown = [k for k in keys if BROKER_CONFIGS.get(k) is None]
+    static = [k for k in keys if k not in unknown and not BROKER_CONFIGS[k].dynamic]
+    if static:
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         f"Invalid config value for resource {resource}: Cannot update these "
+                         f"configs dynamically: Set({', '.join(static)})")
+    raise KafkaError(ErrorCode.INVALID_REQUEST,
+                     f"Invalid config value for resource {resource}: dynamic broker configs "
+                     f"are not supported by this broker; set them in server.properties "
+                     f"and restart: {', '.join(keys)}")

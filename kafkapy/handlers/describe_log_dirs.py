@@ -1,0 +1,53 @@
+"""DescribeLogDirs (key 35): this broker's log dirs and the partitions in each.
+
+Versions 1 (Kafka 4.0's minimum) to 4 (3.9's maximum).  ``topics`` null means
+every partition; otherwise only the named partitions that live here (others
+are left out, as Kafka does).  Per partition: size in bytes (sum of segment
+sizes), offset lag 0 (no future replicas), is_future false.  v3+ carries a
+top-level error code; v4 each dir's total and usable bytes (statvfs).  A dir
+that cannot be stat'ed answers KAFKA_STORAGE_ERROR.
+"""
+from __future__ import annotations
+
+import os
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 35
+MIN_VERSION = 1
+MAX_VERSION = 4
+
+_R = RESPONSES[API_KEY]
+_Result = _R.DescribeLogDirsResult
+_Topic = _Result.DescribeLogDirsTopic
+_Partition = _Topic.DescribeLogDirsPartition
+
+
+def handle(ctx, request):
+    manager = ctx.broker.log_manager
+    wanted = None
+    if request.topics is not None:
+        wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
+    by_dir: dict[str, dict[str, list]] = {d: {} for d in manager.log_dirs}
+    for (topic, index), log in sorted(manager.logs.items()):
+        if wanted is not None and (topic, index) not in wanted:
+            continue
+        d = manager.log_dir_of(topic, index)
+        by_dir.setdefault(d, {}).setdefault(topic, []).append(
+            _Partition(partition_index=index, partition_size=log.size, offset_lag=0,
+                       is_future_key=False))
+    results = []
+    for d, topics in by_dir.items():
+        total = usable = -1
+        code = 0
+        try:
+            st = os.statvfs(d)
+            total, usable = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+        except OSError:
+            code = ErrorCode.KAFKA_STORAGE_ERROR
+        results.append(_Result(
+            error_code=code, log_dir=d,
+            topics=[_Topic(name=t, partitions=ps) for t, ps in sorted(topics.items())],
+            total_bytes=total, usable_bytes=usable))
+    return ctx.response(throttle_time_ms=0, error_code=0, results=results)

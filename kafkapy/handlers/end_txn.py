@@ -1,0 +1,26 @@
+"""EndTxn (key 26): commit or abort the producer's transaction.
+
+Versions 0-4 (v5 belongs to transactions v2, whose feature is not
+advertised).  The coordinator writes PrepareCommit/PrepareAbort, answers,
+then writes the markers and CompleteCommit/CompleteAbort.  PRODUCER_FENCED is
+INVALID_PRODUCER_EPOCH below v2.
+"""
+from __future__ import annotations
+
+from kafkapy.handlers._txn import fenced_for_version, service
+from kafkapy.protocol.errors import ErrorCode
+
+API_KEY = 26
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+def handle(ctx, request):
+    txns = service(ctx)
+    if txns is None:
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    else:
+        error = txns.coordinator.end_txn(request.transactional_id, request.producer_id,
+                                         request.producer_epoch, bool(request.committed))
+    return ctx.response(throttle_time_ms=0,
+                        error_code=fenced_for_version(error, ctx.api_version, 2))

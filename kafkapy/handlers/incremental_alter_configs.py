@@ -1,0 +1,100 @@
+"""IncrementalAlterConfigs (key 44): SET / DELETE / APPEND / SUBTRACT on topic configs.
+
+Versions 0-1 (Kafka 3.9 and 4.0).  Per resource, starting from the topic's
+current overrides: SET (0) sets a value, DELETE (1) removes the override (the
+default applies again), APPEND (2) / SUBTRACT (3) add / remove items of a
+LIST key (starting from its current value, the default when not
+overridden; items stay distinct).  A key given twice -> INVALID_REQUEST; an
+unknown operation -> INVALID_REQUEST; APPEND/SUBTRACT on a non-list key ->
+INVALID_CONFIG; SET with a null value -> INVALID_REQUEST; then the result is
+validated and persisted as in AlterConfigs (``alter_configs.apply_topic_configs``),
+``validate_only`` changing nothing.  BROKER resources as in AlterConfigs;
+BROKER_LOGGER and other types -> INVALID_REQUEST.
+"""
+from __future__ import annotations
+
+from kafkapy.config.definitions import TOPIC_CONFIGS
+from kafkapy.config.types import ConfigType
+from kafkapy.handlers.alter_configs import (BROKER, TOPIC, apply_topic_configs,
+                                            check_broker_change, result)
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 44
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+_R = RESPONSES[API_KEY]
+_Result = _R.AlterConfigsResourceResponse
+
+
+def handle(ctx, request):
+    results = []
+    for resource in request.resources:
+        try:
+            names = [c.name for c in resource.configs]
+            if len(set(names)) != len(names):
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                 "Error due to duplicate config keys")
+            if resource.resource_type == TOPIC:
+                topic = ctx.broker.cache.topic(resource.resource_name)
+                if topic is None:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                     f"The topic '{resource.resource_name}' does not exist.")
+                configs = _apply_ops(ctx.broker, dict(topic.configs or {}), resource.configs)
+                apply_topic_configs(ctx.broker, resource.resource_name, configs,
+                                    bool(request.validate_only))
+            elif resource.resource_type == BROKER:
+                check_broker_change(ctx.broker, resource.resource_name, names)
+            else:
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                 f"Unsupported resource type {resource.resource_type} for "
+                                 f"IncrementalAlterConfigs")
+            results.append(result(_Result, resource, 0, None))
+        except KafkaError as err:
+            results.append(result(_Result, resource, err.code, err.message))
+    return ctx.response(throttle_time_ms=0, responses=results)
+
+
+def _split(value: str | None) -> list[str]:
+    if not value:
+        return []
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _apply_ops(broker, current: dict[str, str], ops) -> dict[str, str]:
+    out = dict(current)
+    for op in ops:
+        name, kind, value = op.name, op.config_operation, op.value
+        if kind == SET:
+            if value is None:
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                 f"Null value not supported for : {name}")
+            out[name] = value
+        elif kind == DELETE:
+            out.pop(name, None)
+        elif kind in (APPEND, SUBTRACT):
+            key = TOPIC_CONFIGS.get(name)
+            if key is None:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+            if key.type != ConfigType.LIST:
+                verb = "append" if kind == APPEND else "subtract"
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                 f"Config value {verb} is not allowed for config key: {name}")
+            if name in out:
+                old = _split(out[name])
+            else:
+                default = broker.config.topic_defaults().get(name)
+                old = list(default) if isinstance(default, (list, tuple)) else _split(default)
+            items = _split(value)
+            if kind == APPEND:
+                new = old + [v for v in items if v not in old]
+            else:
+                new = [v for v in old if v not in items]
+            out[name] = ",".join(new)
+        else:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Unknown alter configs operation type {kind}")
+    return out

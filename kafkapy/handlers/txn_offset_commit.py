@@ -1,0 +1,60 @@
+"""TxnOffsetCommit (key 28): offsets committed as part of a transaction.
+
+Versions 0-4 (v5 belongs to transactions v2).  Sent to the group coordinator
+after AddOffsetsToTxn; the offsets are written to ``__consumer_offsets`` as a
+transactional batch of the producer and stay pending (invisible to
+OffsetFetch) until the transaction's COMMIT marker makes them the group's
+committed offsets; an ABORT drops them (``kafkapy.coordinator.group.txn_offsets``).
+v3+ carry generation / member id / group instance id, checked like Kafka.
+Partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION.
+"""
+from __future__ import annotations
+
+from kafkapy.coordinator.group.offsets import OffsetAndMetadata
+from kafkapy.handlers._txn import fenced_for_version
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 28
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+_R = RESPONSES[API_KEY]
+_Topic = _R.TxnOffsetCommitResponseTopic
+_Partition = _Topic.TxnOffsetCommitResponsePartition
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    version = ctx.api_version
+    now = broker.clock.time_ms()
+    results: dict[tuple[str, int], int] = {}
+    offsets = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if broker.cache.partition(topic.name, p.partition_index) is None:
+                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            offsets[tp] = OffsetAndMetadata(
+                p.committed_offset, p.committed_leader_epoch if version >= 2 else -1,
+                p.committed_metadata if p.committed_metadata is not None else "", now)
+    groups = getattr(broker, "groups", None)
+    if offsets:
+        if groups is None:
+            results.update({tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in offsets})
+        else:
+            member_id = request.member_id if version >= 3 else ""
+            instance_id = request.group_instance_id if version >= 3 else None
+            generation = request.generation_id if version >= 3 else -1
+            results.update(groups.coordinator.commit_txn_offsets(
+                request.group_id, request.producer_id, request.producer_epoch,
+                member_id or "", instance_id, generation, offsets))
+    topics = []
+    for topic in request.topics:
+        topics.append(_Topic(name=topic.name, partitions=[
+            _Partition(partition_index=p.partition_index,
+                       error_code=fenced_for_version(results[(topic.name, p.partition_index)],
+                                                     version, 2))
+            for p in topic.partitions]))
+    return ctx.response(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,40 @@
+"""WriteTxnMarkers (key 27): the coordinator asks a partition leader to write markers.
+
+Version 1 only (Kafka 4.0's minimum and 3.9's maximum; v0 is not flexible,
+v2 carries transaction.version).  Each marker is written to each of its
+partitions through ``kafkapy.coordinator.transaction.markers.write_markers``
+(the path the local coordinator uses too), with a per-partition error code.
+"""
+from __future__ import annotations
+
+from kafkapy.handlers._txn import service
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 27
+MIN_VERSION = 1
+MAX_VERSION = 1
+
+_R = RESPONSES[API_KEY]
+_Result = _R.WritableTxnMarkerResult
+_TopicResult = _Result.WritableTxnMarkerTopicResult
+_PartitionResult = _TopicResult.WritableTxnMarkerPartitionResult
+
+
+def handle(ctx, request):
+    txns = service(ctx)
+    out = []
+    for marker in request.markers:
+        wanted = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
+        if txns is None:
+            results = {tp: ErrorCode.CLUSTER_AUTHORIZATION_FAILED for tp in wanted}
+        else:
+            results = txns.write_markers(marker.producer_id, marker.producer_epoch,
+                                         marker.coordinator_epoch,
+                                         bool(marker.transaction_result), wanted)
+        out.append(_Result(producer_id=marker.producer_id, topics=[
+            _TopicResult(name=t.name, partitions=[
+                _PartitionResult(partition_index=p, error_code=results[(t.name, p)])
+                for p in t.partition_indexes])
+            for t in marker.topics]))
+    return ctx.response(markers=out)
