@@ -88,7 +88,8 @@ def java_clients(tmp_path_factory) -> dict[str, JavaClient]:
         classes = build / version
         classes.mkdir()
         proc = subprocess.run(["javac", "-Xlint:none", "-d", str(classes), "-cp", str(jars / "*"),
-                               str(JAVA_SOURCE)], capture_output=True, text=True, timeout=300)
+                               *sorted(str(p) for p in JAVA_SOURCE.parent.glob("*.java"))],
+                              capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, f"javac against kafka-clients {version} failed:\n{proc.stdout}\n{proc.stderr}"
         clients[version] = JavaClient(version, jars, classes)
     return clients
