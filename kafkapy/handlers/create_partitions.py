@@ -6,6 +6,7 @@ named twice -> INVALID_REQUEST; unknown topic -> UNKNOWN_TOPIC_OR_PARTITION.
 """
 from __future__ import annotations
 
+from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
@@ -18,12 +19,10 @@ _Result = _R.CreatePartitionsTopicResult
 
 
 def handle(ctx, request):
-    counts: dict[str, int] = {}
-    for topic in request.topics:
-        counts[topic.name] = counts.get(topic.name, 0) + 1
+    duplicated = repeated(t.name for t in request.topics)
     results = []
     for topic in request.topics:
-        if counts[topic.name] > 1:
+        if topic.name in duplicated:
             results.append(_Result(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
                                    error_message="Duplicate topic in request."))
             continue

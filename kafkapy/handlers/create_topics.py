@@ -12,6 +12,7 @@ configs; v7 with the topic id.
 """
 from __future__ import annotations
 
+from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
@@ -25,12 +26,10 @@ _Config = _Result.CreatableTopicConfigs
 
 
 def handle(ctx, request):
-    counts: dict[str, int] = {}
-    for topic in request.topics:
-        counts[topic.name] = counts.get(topic.name, 0) + 1
+    duplicated = repeated(t.name for t in request.topics)
     results = []
     for topic in request.topics:
-        if counts[topic.name] > 1:
+        if topic.name in duplicated:
             results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST,
                                    f"Create topics request from client `{ctx.client_id}` "
                                    f"contains multiple entries for the following topics: "
