@@ -67,7 +67,8 @@ class Broker:
         self.store = self._open_store()
         cluster_id = self._cluster_id()
         self.log_manager = self._log_manager()
-        await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id)
+        await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
+                                   self._stored_topic_config)
         self.cache = MetadataCache(cluster_id, self.node_id)
         self._register_broker()
         self.controller = Controller(self.store, self.cache, self._validate_topic_configs)
@@ -177,6 +178,14 @@ class Broker:
 
     def _start_periodic_tasks(self) -> None:
         self._periodic.append(asyncio.ensure_future(self._every(1000, self._log_maintenance)))
+
+    def _stored_topic_config(self, name: str) -> dict | None:
+        """A topic's stored overrides, for recovery at load (before topics are loaded)."""
+        try:
+            data, _ = self.store.get(paths.topic_config_path(name))
+            return self.config.validate_topic_configs(paths.decode_entity_config(data))
+        except (NoNodeError, ConfigError, ValueError):
+            return None
 
     def _start_log_cleaner(self) -> None:
         from kafkapy.log.cleaner import CleanerSettings, LogCleaner

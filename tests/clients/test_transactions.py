@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import uuid
 
 import pytest
@@ -297,3 +296,33 @@ def test_java_transactions(broker, java_clients, version):
     assert len(committed) == summary["committed"]
     assert all(v.startswith(b"commit-") for v in committed)
     assert len(_read_all(broker.bootstrap, topic, "read_uncommitted")) == summary["written"]
+
+
+def test_confluent_txn_offsets_visible_on_commit_and_gone_on_abort(broker):
+    topic = f"txn-off-{uuid.uuid4().hex[:8]}"
+    group = f"g-{topic}"
+    _create(broker.bootstrap, topic)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    meta = consumer.consumer_group_metadata()
+    p = _producer(broker.bootstrap, f"off-{topic}")
+    p.init_transactions(30)
+
+    def committed():
+        return consumer.committed([TopicPartition(topic, 0)], timeout=30)[0].offset
+
+    p.begin_transaction()
+    p.produce(topic, value=b"x")
+    p.send_offsets_to_transaction([TopicPartition(topic, 0, 17)], meta, 30)
+    p.abort_transaction(30)
+    assert committed() < 0  # aborted: no committed offset
+    p.begin_transaction()
+    p.produce(topic, value=b"y")
+    p.send_offsets_to_transaction([TopicPartition(topic, 0, 23)], meta, 30)
+    p.commit_transaction(30)
+    assert committed() == 23
+    p.begin_transaction()
+    p.send_offsets_to_transaction([TopicPartition(topic, 0, 99)], meta, 30)
+    p.abort_transaction(30)
+    assert committed() == 23
+    consumer.close()

@@ -55,6 +55,7 @@ public class SparkCallSequence {
     static final long SPEC_BASE_TS = 1_767_225_600_000L;
     static final long POLL_TIMEOUT_MS = 10_000L;    // Spark: kafkaConsumer.pollTimeoutMs
 
+    static final long START = System.nanoTime();
     static String bootstrap;
     static final List<String> checkJson = new ArrayList<>();
     static boolean allOk = true;
@@ -75,7 +76,8 @@ public class SparkCallSequence {
         if (!ok) allOk = false;
         if (detail.length() > 1500) detail = detail.substring(0, 1500) + "...";
         checkJson.add("{\"name\":" + js(name) + ",\"ok\":" + ok + ",\"detail\":" + js(detail) + "}");
-        System.err.println((ok ? "ok   " : "FAIL ") + name + (ok ? "" : ": " + detail));
+        System.err.printf("%8.1fs %s %s%s%n", (System.nanoTime() - START) / 1e9, ok ? "ok  " : "FAIL", name,
+                          ok ? "" : ": " + detail);
     }
 
     static void checkEq(String name, Object expected, Object actual) {

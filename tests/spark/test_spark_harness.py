@@ -29,6 +29,7 @@ import time
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from tests.clients import common
 from tests.spark import gap_logs
 
 pytestmark = [pytest.mark.java, pytest.mark.timeout(900)]
@@ -40,16 +41,7 @@ END_TXN_KEY = 26
 
 
 def _api_keys(bootstrap: str) -> set[int]:
-    from kafka import KafkaAdminClient as _A
-    admin = _A(bootstrap_servers=bootstrap, client_id="spark-harness-versions")
-    try:
-        conn = next(iter(admin._client._conns.values()), None)
-        if conn is None:
-            admin._client.poll(timeout_ms=500)
-            conn = next(iter(admin._client._conns.values()))
-        return set(conn._api_versions or {})
-    finally:
-        admin.close()
+    return set(common.broker_api_versions(bootstrap))
 
 
 def _wait_for_dirs(log_dir, names, timeout=30.0):
@@ -80,12 +72,14 @@ def harness_run(broker, spark_harness, tmp_path_factory):
                                                 PREFIX),
                           capture_output=True, text=True, timeout=840)
     elapsed = time.monotonic() - started
+    (spec.parent / "harness.stderr").write_text(proc.stderr)
     report = (f"SparkCallSequence exited {proc.returncode} after {elapsed:.1f}s\n"
               f"--- stdout ---\n{proc.stdout[-5000:]}\n--- stderr ---\n{proc.stderr[-20000:]}")
     assert proc.returncode == 0, report
     lines = [line for line in proc.stdout.splitlines() if line.startswith('{"ok"')]
     assert len(lines) == 1, report
     summary = json.loads(lines[0])
+    print(f"SparkCallSequence: {len(summary['checks'])} checks in {elapsed:.1f}s")
     return summary, report, _api_keys(broker.bootstrap)
 
 

@@ -47,8 +47,7 @@ import structlog
 
 from kafkapy.coordinator.group.hashing import java_string_hash, java_utils_abs
 from kafkapy.coordinator.transaction import records as R
-from kafkapy.coordinator.transaction.state import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
-                                                   IllegalTransition, TransactionMetadata,
+from kafkapy.coordinator.transaction.state import (NO_PRODUCER_EPOCH, TransactionMetadata,
                                                    TxnState, TxnTransit, is_epoch_exhausted)
 from kafkapy.protocol.errors import ErrorCode as E
 
@@ -244,21 +243,6 @@ class TransactionCoordinator:
             return E.COORDINATOR_NOT_AVAILABLE
         return self.add_partitions(txn_id, producer_id, epoch,
                                    [self._offsets_partition(group_id)])
-
-    def verify(self, txn_id: str, producer_id: int, epoch: int, topic: str, index: int) -> int:
-        """Whether a transactional produce to (topic, index) belongs to an open transaction
-        (Kafka's partition verification, KIP-890 part 1); 0 or the error to answer."""
-        error, owned = self._lookup(txn_id)
-        if error:
-            return 0 if error == E.NOT_COORDINATOR else error
-        txn = owned.txns.get(txn_id)
-        if txn is None or txn.producer_id != producer_id:
-            return E.INVALID_PRODUCER_ID_MAPPING
-        if txn.producer_epoch > epoch:
-            return E.INVALID_PRODUCER_EPOCH
-        if txn.state != S.ONGOING or (topic, index) not in txn.partitions:
-            return E.INVALID_TXN_STATE
-        return 0
 
     # -- EndTxn -------------------------------------------------------------------------------
     def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> int:
@@ -480,9 +464,9 @@ class TransactionCoordinator:
                     continue
                 if producer_ids and txn.producer_id not in producer_ids:
                     continue
-                if min_duration_ms >= 0 and (txn.start_ms < 0 or
-                                             now - txn.start_ms < min_duration_ms
-                                             or not txn.has_pending_transaction):
+                if txn.state == S.DEAD:
+                    continue
+                if min_duration_ms >= 0 and now - txn.start_ms <= min_duration_ms:
                     continue
                 if regex is not None and not regex.match(txn.transactional_id):
                     continue
