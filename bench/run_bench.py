@@ -260,6 +260,36 @@ def smoke_test(bootstrap: str, topic: str, timeout: float = 30.0) -> dict:
 
 # --------------------------------------------------------------------------- per broker
 
+def _run_key(name: str, r: dict) -> float:
+    if name == "e2e":
+        return r.get("latency_ms", {}).get("p50") or float("inf")
+    return r.get("produce", {}).get("records_per_s") or 0.0
+
+
+def _median_run(name: str, runs: list[dict]) -> dict:
+    """The repetition with the median headline number (produce rec/s; e2e p50), plus a
+    compact list of every repetition's numbers under "repeats"."""
+    if len(runs) == 1:
+        return runs[0]
+    ordered = sorted(runs, key=lambda r: _run_key(name, r))
+    med = dict(ordered[(len(ordered) - 1) // 2])
+    med["repeats"] = [_compact(name, r) for r in runs]
+    return med
+
+
+def _compact(name: str, r: dict) -> dict:
+    if name == "e2e":
+        lat = r.get("latency_ms", {})
+        return {"rep": r.get("repetition"), "p50": lat.get("p50"), "p99": lat.get("p99"),
+                "other_load_pct": r.get("other_load_pct"), "ok": r.get("ok")}
+    p, c = r.get("produce", {}), r.get("consume", {})
+    return {"rep": r.get("repetition"), "produce_rps": p.get("records_per_s"),
+            "p50": p.get("latency_ms", {}).get("p50"), "p99": p.get("latency_ms", {}).get("p99"),
+            "consume_rps": c.get("records_per_s"),
+            "other_load_pct": [p.get("other_load_pct"), c.get("other_load_pct")],
+            "ok": r.get("ok")}
+
+
 class BrokerRun:
     """Runs the selected workloads against one kind of broker and collects a result dict."""
 
@@ -272,6 +302,8 @@ class BrokerRun:
         self.broker = None
         self.sampler: RssSampler | None = None
         self.profile_dir = Path(args.results_dir) / "profiles"
+        self.rep = 0
+        self.runs: dict[str, list[dict]] = {}
         self.source_dir: Path | None = None
         if kind == "kafkapy" and not args.bootstrap and not args.no_snapshot:
             snap = snapshot_source(work_root / "kafkapy-src")
@@ -322,7 +354,7 @@ class BrokerRun:
         return info
 
     def _topic(self, name: str) -> str:
-        return f"bench-{name}-{self.run_id}"
+        return f"bench-{name}-{self.run_id}-{self.rep + 1}"
 
     def _create_topic(self, topic: str) -> str:
         fallback = getattr(self.broker, "create_topic", None)
@@ -334,7 +366,7 @@ class BrokerRun:
         from profiling import PySpy
         fmt = "flamegraph" if self.args.profile_svg else "raw"
         ext = "svg" if fmt == "flamegraph" else "txt"
-        out = self.profile_dir / f"{self.run_id}-{name}.{ext}"
+        out = self.profile_dir / f"{self.run_id}-{name}-r{self.rep + 1}.{ext}"
         return PySpy(self.broker.pid, out, fmt=fmt).start()
 
     def _phase(self, name: str, fn):
@@ -363,52 +395,78 @@ class BrokerRun:
         return res
 
     # workloads -------------------------------------------------------------
-    def run(self) -> dict:
-        args = self.args
+    def prepare(self) -> bool:
+        """Check the broker can be had; start the shared broker if asked. False: skip it."""
         try:
-            if self.kind == "peer":
+            if self.kind == "peer" and not self.args.bootstrap:
                 from peers import PeerUnavailable, find_tansu
                 try:
                     find_tansu()
                 except PeerUnavailable as e:
                     self.result.update(status="unavailable", error=str(e))
                     log(f"peer unavailable: {e}")
-                    return self.result
-            shared = args.shared_broker or args.bootstrap
-            if shared:
+                    return False
+            if self.shared:
                 self._start("shared")
-            for name in args.workloads:
-                if name == "sendfile":
-                    continue
-                if not shared:
-                    self._start(name)
-                try:
-                    if name == "e2e":
-                        self.result["workloads"][name] = self._e2e()
-                    else:
-                        self.result["workloads"][name] = self._throughput(name)
-                except Exception as e:  # noqa: BLE001 - record and go on
-                    log(f"{self.kind} {name}: FAILED {e}")
-                    self.result["workloads"][name] = {
-                        "ok": False, "errors": [f"{type(e).__name__}: {e}"],
-                        "traceback": traceback.format_exc()[-3000:]}
-                finally:
-                    if not shared:
-                        self.result["workloads"][name]["broker_process"] = self._stop()
-            if shared:
-                self.result["broker_process"] = self._stop()
-            oks = [w.get("ok") for w in self.result["workloads"].values()]
-            self.result["status"] = "ok" if oks and all(oks) else "partial" if any(
-                w.get("produce", {}).get("records_per_s") or w.get("latency_ms", {}).get("count")
-                for w in self.result["workloads"].values()) else "failed"
+            return True
         except Exception as e:  # noqa: BLE001
-            self.result.update(status="failed", error=f"{type(e).__name__}: {e}",
-                               traceback=traceback.format_exc()[-4000:])
-            log(f"{self.kind}: FAILED {e}")
+            self._fail(e)
+            return False
+
+    @property
+    def shared(self) -> bool:
+        return bool(self.args.shared_broker or self.args.bootstrap)
+
+    def _fail(self, e: Exception) -> None:
+        self.result.update(status="failed", error=f"{type(e).__name__}: {e}",
+                           traceback=traceback.format_exc()[-4000:])
+        log(f"{self.kind}: FAILED {e}")
+        try:
+            self.result["broker_process"] = self._stop()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def run_one(self, name: str, rep: int = 0) -> dict:
+        """One repetition of one workload (fresh broker unless shared)."""
+        self.rep = rep
+        label = name if self.args.repeat == 1 else f"{name}-r{rep + 1}"
+        try:
+            if not self.shared:
+                self._start(label)
+            if name == "e2e":
+                res = self._e2e()
+            else:
+                res = self._throughput(name)
+        except Exception as e:  # noqa: BLE001 - record and go on
+            log(f"{self.kind} {name}: FAILED {e}")
+            res = {"ok": False, "errors": [f"{type(e).__name__}: {e}"],
+                   "traceback": traceback.format_exc()[-3000:]}
+        finally:
+            if not self.shared:
+                try:
+                    bp = self._stop()
+                except Exception as e:  # noqa: BLE001
+                    bp = {"error": str(e)}
+        if not self.shared:
+            res["broker_process"] = bp
+        res["repetition"] = rep + 1
+        self.runs.setdefault(name, []).append(res)
+        self.result["workloads"][name] = _median_run(name, self.runs[name])
+        return res
+
+    def finish(self) -> dict:
+        if self.shared:
             try:
                 self.result["broker_process"] = self._stop()
             except Exception:  # noqa: BLE001
                 pass
+        if self.result.get("status") in ("unavailable", "failed") and not self.runs:
+            return self.result
+        wls = self.result["workloads"].values()
+        oks = [w.get("ok") for w in wls]
+        self.result["status"] = "ok" if oks and all(oks) else "partial" if any(
+            w.get("produce", {}).get("records_per_s") or w.get("latency_ms", {}).get("count")
+            for w in wls) else "failed"
         return self.result
 
     def _throughput(self, name: str) -> dict:
@@ -558,6 +616,24 @@ def render_markdown(doc: dict) -> str:
                     f"| {_fmt(ns.get('other_load_pct'))} "
                     f"| {'yes' if ns.get('ok') else 'NO'} |")
     lines.append("")
+    rep_lines = []
+    for kind, res in brokers.items():
+        for name, w in res.get("workloads", {}).items():
+            reps = w.get("repeats")
+            if not reps:
+                continue
+            if name == "e2e":
+                txt = "; ".join(f"p50 {_fmt(r.get('p50'), 2)} / p99 {_fmt(r.get('p99'), 1)} ms"
+                                f" (other {_fmt(r.get('other_load_pct'))}%)" for r in reps)
+            else:
+                txt = "; ".join(
+                    f"{_fmt(r.get('produce_rps'))} / {_fmt(r.get('consume_rps'))}"
+                    f" (other {'/'.join(_fmt(x) for x in r.get('other_load_pct') or [])}%)"
+                    for r in reps)
+            rep_lines.append(f"- {kind} {name}: {txt}")
+    if rep_lines:
+        lines += ["Every repetition (throughput: produce / consume rec/s; the table shows the "
+                  "median run):", "", *rep_lines, ""]
     e2e_rows = [(k, r["workloads"]["e2e"]) for k, r in brokers.items()
                 if "e2e" in r.get("workloads", {})]
     if e2e_rows:
@@ -688,6 +764,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          "'sendfile' adds a sendfile-off consume pass for kafkapy)")
     ap.add_argument("--records-scale", type=float, default=1.0,
                     help="multiply record counts (0.1 = quick run)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="repetitions of every workload, brokers interleaved; the report "
+                         "shows the median run (by produce rec/s; e2e by p50) and all runs")
     ap.add_argument("--producer-procs", type=int, default=2)
     ap.add_argument("--consumer-procs", type=int, default=1)
     ap.add_argument("--producer-conf", action="append", default=[], metavar="K=V",
@@ -744,10 +823,23 @@ def main(argv: list[str] | None = None) -> int:
     log(f"work dir {work_root}")
     doc = {"run": _run_info(args), "brokers": {}}
     kinds = ["kafkapy", "peer"] if args.only == "all" else [args.only]
+    runs = {kind: BrokerRun(kind, args, work_root, run_id) for kind in kinds}
     try:
+        live = [k for k in kinds if runs[k].prepare()]
         for kind in kinds:
-            doc["brokers"][kind] = BrokerRun(kind, args, work_root, run_id).run()
-            write_results(doc, Path(args.results_dir), stamp, latest=not args.no_latest)
+            doc["brokers"][kind] = runs[kind].result
+        # Interleaved: rep 1 of workload A on every broker, then B, ..., then rep 2: both
+        # brokers see the same share of whatever else loads the machine.
+        for rep in range(args.repeat):
+            for name in args.workloads:
+                if name == "sendfile":
+                    continue
+                for kind in live:
+                    runs[kind].run_one(name, rep)
+                    write_results(doc, Path(args.results_dir), stamp,
+                                  latest=not args.no_latest)
+        for kind in kinds:
+            doc["brokers"][kind] = runs[kind].finish()
     finally:
         doc["run"]["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime(
             "%Y-%m-%dT%H:%M:%SZ")
