@@ -11,7 +11,7 @@ PROPS  ?= config/server.properties
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e '.[test]'
+	$(PIP) install --quiet -e '.[test,spark]'
 	touch $(STAMP)
 
 venv: $(STAMP)

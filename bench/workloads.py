@@ -221,6 +221,7 @@ def consume_worker(wid: int, bootstrap: str, topic: str, partition: int, start: 
         last_data = t0
         consume = c.consume
         last = start - 1
+        t_first = None
         while last < end - 1:
             msgs = consume(10000, 0.5)
             now = time.monotonic()
@@ -232,6 +233,8 @@ def consume_worker(wid: int, bootstrap: str, topic: str, partition: int, start: 
                     break
                 continue
             last_data = now
+            if t_first is None:
+                t_first = now
             for m in msgs:
                 if m.error() is not None:
                     first_error = first_error or str(m.error())
@@ -244,7 +247,8 @@ def consume_worker(wid: int, bootstrap: str, topic: str, partition: int, start: 
                 last = off
         t1 = time.monotonic()
         c.close()
-        res.update(ok=got == want, t_start=t0, t_end=t1, records=got, bytes=nbytes,
+        res.update(ok=got == want, t_start=t0, t_first=t_first if t_first is not None else t1,
+                   t_end=t1, records=got, bytes=nbytes,
                    expected=want, first_error=first_error,
                    driver_cpu_s=time.process_time() - cpu0,
                    process_cpu_s=time.process_time())
