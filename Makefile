@@ -33,7 +33,7 @@ system-deps:
 java-clients: $(STAMP)
 	PIP=$(PIP) bash scripts/fetch_java_clients.sh .cache/java-clients
 
-bench: $(STAMP) java-clients
+bench: $(STAMP)
 	$(PY) bench/run_bench.py $(BENCH_ARGS)
 
 clean:

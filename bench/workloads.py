@@ -223,7 +223,9 @@ def consume_worker(wid: int, bootstrap: str, topic: str, partition: int, start: 
         last = start - 1
         t_first = None
         while last < end - 1:
-            msgs = consume(10000, 0.5)
+            # Never ask for more than what is left: consume() waits until it has
+            # num_messages or the timeout passes, which would add a dead wait at the end.
+            msgs = consume(min(10000, end - 1 - last), 0.1)
             now = time.monotonic()
             if not msgs:
                 if now > hard_stop or now - last_data > idle_s:
