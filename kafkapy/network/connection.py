@@ -29,7 +29,6 @@ import structlog
 from kafkapy import metrics
 from kafkapy.handlers.base import CloseConnection, RequestContext
 from kafkapy.network.zero_copy import FileRange, ZeroCopyResponse, materialize, splice
-from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.headers import (
     API_VERSIONS_KEY, decode_request_header, peek_api)
 

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from kafkapy.coordinator.group import records as R
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.records.batch import iter_headers
+from kafkapy.coordinator.internal_topic import scan_batches
 from kafkapy.records.record import build_batch, decode_records
 from kafkapy.coordinator.group.txn_offsets import route_batch as route_txn_batch
 
 OFFSETS_TOPIC = "__consumer_offsets"
-_READ_CHUNK = 1 << 20
 
 _TO_COORDINATOR_NOT_AVAILABLE = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
                                  ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
@@ -81,18 +80,10 @@ def read_entries(log, pending_txn: dict | None = None) -> list[Entry]:
     """(key, value) of every data record of ``log`` up to its end (as Kafka loads: to the
     log end offset, since the high watermark checkpoint may lag after a crash)."""
     out: list[Entry] = []
-    offset, end = log.log_start_offset, log.log_end_offset
-    while offset < end:
-        chunk = log.read_bytes(offset, _READ_CHUNK, end, True)
-        if not chunk:
-            break
-        for header in iter_headers(chunk):
-            offset = header.next_offset
-            if header.is_transactional:  # transactions (issue 6): held until the marker
-                route_txn_batch(chunk, header, out, {} if pending_txn is None else pending_txn)
-                continue
-            if header.is_control:
-                continue
+    for chunk, header in scan_batches(log):
+        if header.is_transactional:  # transactions (issue 6): held until the marker
+            route_txn_batch(chunk, header, out, {} if pending_txn is None else pending_txn)
+        elif not header.is_control:
             out.extend((r.key, r.value) for r in decode_records(chunk, header.position)
                        if r.key is not None)
     return out

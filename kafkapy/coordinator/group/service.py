@@ -18,6 +18,7 @@ from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSetting
 from kafkapy.coordinator.group.persistence import (OFFSETS_TOPIC, GroupStore, Loaded,
                                                    load_partition)
 from kafkapy.coordinator.group.timers import Deadlines
+from kafkapy.coordinator.internal_topic import coordinator_node, ensure_internal_topic
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory.timer import Timer
 
@@ -52,21 +53,12 @@ class GroupService:
     # -- the internal topic ------------------------------------------------------------
     def ensure_topic(self) -> None:
         """Create ``__consumer_offsets`` if it does not exist yet."""
-        broker = self._broker
-        if broker.cache.topic(OFFSETS_TOPIC) is not None:
-            return
-        config = broker.config
-        live = len(broker.cache.live_broker_ids())
-        factor = max(1, min(config["offsets.topic.replication.factor"], live))
-        configs = {"cleanup.policy": "compact",
-                   "segment.bytes": str(config["offsets.topic.segment.bytes"]),
-                   "compression.type": "producer"}
-        try:
-            broker.controller.create_topic(OFFSETS_TOPIC, self.settings.num_partitions, factor,
-                                           configs=configs)
-        except KafkaError as err:
-            if err.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                raise
+        config = self._broker.config
+        ensure_internal_topic(self._broker, OFFSETS_TOPIC, self.settings.num_partitions,
+                              config["offsets.topic.replication.factor"],
+                              {"cleanup.policy": "compact",
+                               "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+                               "compression.type": "producer"})
 
     def coordinator_node(self, group_id: str):
         """(error, node) where node is the BrokerEndpoint leading the group's partition."""
@@ -74,12 +66,8 @@ class GroupService:
             self.ensure_topic()
         except KafkaError:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        state = self._broker.cache.partition(OFFSETS_TOPIC,
-                                             self.coordinator.partition_for(group_id))
-        node = self._broker.cache.brokers.get(state.leader) if state is not None else None
-        if node is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        return 0, node
+        return coordinator_node(self._broker, OFFSETS_TOPIC,
+                                self.coordinator.partition_for(group_id))
 
     # -- following leadership ------------------------------------------------------------
     def _on_topic_change(self, name: str, topic) -> None:

@@ -21,15 +21,14 @@ import asyncio
 import structlog
 
 from kafkapy.coordinator.group.timers import Deadlines
+from kafkapy.coordinator.internal_topic import coordinator_node, ensure_internal_topic, scan_batches
 from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator, TxnSettings
 from kafkapy.coordinator.transaction.markers import OFFSETS_TOPIC, write_markers
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import build_batch, decode_records
 
 _log = structlog.get_logger("kafkapy.coordinator.transaction")
 TRANSACTION_TOPIC = "__transaction_state"
-_READ_CHUNK = 1 << 20
 
 
 class _Store:
@@ -63,15 +62,8 @@ class _LocalMarkers:
 def read_entries(log) -> list[tuple[bytes, bytes | None]]:
     """(key, value) of every data record of ``log`` up to its end offset."""
     out: list = []
-    offset, end = log.log_start_offset, log.log_end_offset
-    while offset < end:
-        chunk = log.read_bytes(offset, _READ_CHUNK, end, True)
-        if not chunk:
-            break
-        for header in iter_headers(chunk):
-            offset = header.next_offset
-            if header.is_control:
-                continue
+    for chunk, header in scan_batches(log):
+        if not header.is_control:
             out.extend((r.key, r.value) for r in decode_records(chunk, header.position)
                        if r.key is not None)
     return out
@@ -129,23 +121,15 @@ class TransactionService:
 
     # -- the internal topic --------------------------------------------------------------
     def ensure_topic(self) -> None:
-        broker = self._broker
-        if broker.cache.topic(TRANSACTION_TOPIC) is not None:
-            return
-        config = broker.config
-        live = len(broker.cache.live_broker_ids())
-        factor = max(1, min(config["transaction.state.log.replication.factor"], live))
-        configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
-                   "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
-                   "min.insync.replicas": str(min(factor,
-                                                  config["transaction.state.log.min.isr"])),
-                   "unclean.leader.election.enable": "false"}
-        try:
-            broker.controller.create_topic(TRANSACTION_TOPIC, self.settings.num_partitions,
-                                           factor, configs=configs)
-        except KafkaError as err:
-            if err.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                raise
+        config = self._broker.config
+        factor = config["transaction.state.log.replication.factor"]
+        ensure_internal_topic(self._broker, TRANSACTION_TOPIC, self.settings.num_partitions,
+                              factor, {
+                                  "cleanup.policy": "compact", "compression.type": "uncompressed",
+                                  "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+                                  "min.insync.replicas": str(min(
+                                      factor, config["transaction.state.log.min.isr"])),
+                                  "unclean.leader.election.enable": "false"})
 
     def coordinator_node(self, transactional_id: str):
         """(error, node) where node is the BrokerEndpoint leading the id's partition."""
@@ -153,12 +137,8 @@ class TransactionService:
             self.ensure_topic()
         except KafkaError:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        state = self._broker.cache.partition(TRANSACTION_TOPIC,
-                                             self.coordinator.partition_for(transactional_id or ""))
-        node = self._broker.cache.brokers.get(state.leader) if state is not None else None
-        if node is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        return 0, node
+        return coordinator_node(self._broker, TRANSACTION_TOPIC,
+                                self.coordinator.partition_for(transactional_id or ""))
 
     def _offsets_partition(self, group_id: str) -> tuple[str, int]:
         groups = getattr(self._broker, "groups", None)

@@ -1,0 +1,51 @@
+"""What the group and transaction coordinators share about their internal topics.
+
+Both keep their state in a compacted internal topic (``__consumer_offsets``,
+``__transaction_state``) created on first use, find the coordinator of a key
+as the leader of the key's partition, and rebuild state at load by reading the
+partition from its log start to its log end (not the high watermark, which may
+lag after a crash, as Kafka does).
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.batch import BatchHeader, iter_headers
+
+_READ_CHUNK = 1 << 20
+
+
+def ensure_internal_topic(broker, name: str, partitions: int, replication_factor: int,
+                          configs: dict[str, str]) -> None:
+    """Create the topic unless it exists; the replication factor is capped by live brokers."""
+    if broker.cache.topic(name) is not None:
+        return
+    live = len(broker.cache.live_broker_ids())
+    factor = max(1, min(replication_factor, live))
+    try:
+        broker.controller.create_topic(name, partitions, factor, configs=configs)
+    except KafkaError as err:
+        if err.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            raise
+
+
+def coordinator_node(broker, topic: str, partition: int):
+    """(error, node): the BrokerEndpoint leading ``partition`` of ``topic``."""
+    state = broker.cache.partition(topic, partition)
+    node = broker.cache.brokers.get(state.leader) if state is not None else None
+    if node is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+    return 0, node
+
+
+def scan_batches(log) -> Iterator[tuple[bytes, BatchHeader]]:
+    """Every batch of ``log`` up to its end offset, with the chunk holding it."""
+    offset, end = log.log_start_offset, log.log_end_offset
+    while offset < end:
+        chunk = log.read_bytes(offset, _READ_CHUNK, end, True)
+        if not chunk:
+            return
+        for header in iter_headers(chunk):
+            offset = header.next_offset
+            yield chunk, header
