@@ -30,13 +30,14 @@ __all__ = ["ConfigSource", "ConfigEntry", "describe_broker", "describe_topic", "
 
 
 class ConfigSource(enum.IntEnum):
+    """Wire ids of DescribeConfigsResponse.ConfigSource (as Kafka's enum numbers them)."""
     UNKNOWN = 0
     DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_LOGGER_CONFIG = 2
-    DYNAMIC_BROKER_CONFIG = 3
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 4
-    STATIC_BROKER_CONFIG = 5
-    DEFAULT_CONFIG = 6
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
 @dataclass

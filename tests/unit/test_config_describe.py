@@ -6,6 +6,11 @@ from kafkapy.config import BrokerConfig, ConfigSource, ConfigType, describe_brok
 STATIC, DEFAULT, TOPIC = ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG, ConfigSource.DYNAMIC_TOPIC_CONFIG
 
 
+def test_config_source_wire_ids_are_kafkas():
+    assert (int(TOPIC), int(STATIC), int(DEFAULT)) == (1, 4, 5)
+    assert int(ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG) == 6
+
+
 def one(entries, name):
     [e] = [e for e in entries if e.name == name]
     return e
