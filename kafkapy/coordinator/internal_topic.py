@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import structlog
+
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.batch import BatchHeader, iter_headers
 
 _READ_CHUNK = 1 << 20
+_log = structlog.get_logger("kafkapy.coordinator")
 
 
 def ensure_internal_topic(broker, name: str, partitions: int, replication_factor: int,
@@ -49,3 +52,38 @@ def scan_batches(log) -> Iterator[tuple[bytes, BatchHeader]]:
         for header in iter_headers(chunk):
             offset = header.next_offset
             yield chunk, header
+
+
+class PartitionLoads:
+    """Background loads of coordinator partitions: read off the loop, install on it.
+
+    ``start`` reads ``log`` with ``read`` in an executor and hands the result to
+    ``finish`` back on the event loop (``empty`` when the log is empty or the
+    read failed); ``finish`` must itself ignore a partition it no longer serves.
+    """
+
+    def __init__(self, loop, what: str) -> None:
+        self._loop = loop
+        self._what = what
+        self._tasks: set = set()
+
+    def start(self, index: int, log, read, finish, empty) -> None:
+        if log.log_end_offset == 0:
+            finish(empty)
+            return
+        task = self._loop.create_task(self._run(index, log, read, finish, empty))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, index: int, log, read, finish, empty) -> None:
+        try:
+            value = await self._loop.run_in_executor(None, read, log)
+        except Exception:
+            _log.exception("loading coordinator partition failed", topic=self._what,
+                           partition=index)
+            value = empty
+        finish(value)
+
+    def cancel(self) -> None:
+        for task in self._tasks:
+            task.cancel()

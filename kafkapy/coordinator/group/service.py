@@ -18,7 +18,8 @@ from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSetting
 from kafkapy.coordinator.group.persistence import (OFFSETS_TOPIC, GroupStore, Loaded,
                                                    load_partition)
 from kafkapy.coordinator.group.timers import Deadlines
-from kafkapy.coordinator.internal_topic import coordinator_node, ensure_internal_topic
+from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
+                                                ensure_internal_topic)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory.timer import Timer
 
@@ -35,7 +36,7 @@ class GroupService:
                            broker.config["offsets.topic.compression.codec"])
         self.coordinator = GroupCoordinator(self.settings, broker.clock, Deadlines(self.timer),
                                             store)
-        self._loads: set[asyncio.Task] = set()
+        self._loads = PartitionLoads(self._loop, OFFSETS_TOPIC)
 
     def start(self) -> None:
         self._broker.controller.add_listener(self._on_topic_change)
@@ -45,8 +46,7 @@ class GroupService:
         self.coordinator.start_offset_expiry()
 
     def shutdown(self) -> None:
-        for task in self._loads:
-            task.cancel()
+        self._loads.cancel()
         self.coordinator.shutdown()
         self.timer.close()
 
@@ -89,18 +89,9 @@ class GroupService:
         if partition is None:
             return
         self.coordinator.begin_loading(index)
-        if partition.log.log_end_offset == 0:
-            self.coordinator.finish_loading(index, Loaded())
-            return
-        task = self._loop.create_task(self._load_async(index, partition.log))
-        self._loads.add(task)
-        task.add_done_callback(self._loads.discard)
 
-    async def _load_async(self, index: int, log) -> None:
-        try:
-            loaded = await self._loop.run_in_executor(None, load_partition, log)
-        except Exception:
-            _log.exception("loading group partition failed", partition=index)
-            loaded = Loaded()
-        if self.coordinator.serves(index):
-            self.coordinator.finish_loading(index, loaded)
+        def finish(loaded: Loaded) -> None:
+            if self.coordinator.serves(index):
+                self.coordinator.finish_loading(index, loaded)
+
+        self._loads.start(index, partition.log, load_partition, finish, Loaded())

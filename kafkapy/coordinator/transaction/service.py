@@ -21,7 +21,8 @@ import asyncio
 import structlog
 
 from kafkapy.coordinator.group.timers import Deadlines
-from kafkapy.coordinator.internal_topic import coordinator_node, ensure_internal_topic, scan_batches
+from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
+                                                ensure_internal_topic, scan_batches)
 from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator, TxnSettings
 from kafkapy.coordinator.transaction.markers import OFFSETS_TOPIC, write_markers
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -85,7 +86,7 @@ class TransactionService:
             _Store(broker.replica_manager, broker.clock),
             _LocalMarkers(broker, self.offsets_listeners), broker.producer_ids.next_id,
             self._loop.call_soon, self._offsets_partition)
-        self._loads: set[asyncio.Task] = set()
+        self._loads = PartitionLoads(self._loop, TRANSACTION_TOPIC)
 
     def start(self) -> None:
         self._broker.controller.add_listener(self._on_topic_change)
@@ -94,8 +95,7 @@ class TransactionService:
             self._on_topic_change(TRANSACTION_TOPIC, topic)
 
     def shutdown(self) -> None:
-        for task in self._loads:
-            task.cancel()
+        self._loads.cancel()
         self.coordinator.shutdown()
 
     def write_markers(self, producer_id, epoch, coordinator_epoch, commit, partitions) -> dict:
@@ -173,18 +173,9 @@ class TransactionService:
         if partition is None:
             return
         self.coordinator.begin_loading(index, coordinator_epoch)
-        if partition.log.log_end_offset == 0:
-            self.coordinator.finish_loading(index, [])
-            return
-        task = self._loop.create_task(self._load_async(index, partition.log))
-        self._loads.add(task)
-        task.add_done_callback(self._loads.discard)
 
-    async def _load_async(self, index: int, log) -> None:
-        try:
-            entries = await self._loop.run_in_executor(None, read_entries, log)
-        except Exception:
-            _log.exception("loading transaction state partition failed", partition=index)
-            entries = []
-        if self.coordinator.serves(index):
-            self.coordinator.finish_loading(index, entries)
+        def finish(entries: list) -> None:
+            if self.coordinator.serves(index):
+                self.coordinator.finish_loading(index, entries)
+
+        self._loads.start(index, partition.log, read_entries, finish, [])
