@@ -63,10 +63,7 @@ class Partition:
         except RecordError as err:
             return AppendResult(err.code, log_start_offset=log.log_start_offset,
                                 error_message=err.message)
-        if len(self.state.isr) <= 1:
-            log.high_watermark = log.log_end_offset
-        return AppendResult(0, info.first_offset, info.log_append_time_ms,
-                            info.log_start_offset, last_offset=info.last_offset)
+        return self._appended(info)
 
     def append_internal(self, records: bytes) -> AppendResult:
         """Append one batch the broker built itself (coordinator records): no client checks."""
@@ -76,8 +73,12 @@ class Partition:
             info = log.append_as_leader(bytearray(records), read_header(records), self.leader_epoch)
         except KafkaError as err:
             return AppendResult(err.code, error_message=err.message)
+        return self._appended(info)
+
+    def _appended(self, info) -> AppendResult:
+        """A sole in-sync replica's high watermark follows its log end at once."""
         if len(self.state.isr) <= 1:
-            log.high_watermark = log.log_end_offset
+            self.log.high_watermark = self.log.log_end_offset
         return AppendResult(0, info.first_offset, info.log_append_time_ms,
                             info.log_start_offset, last_offset=info.last_offset)
 
