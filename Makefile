@@ -33,8 +33,10 @@ system-deps:
 java-clients: $(STAMP)
 	PIP=$(PIP) bash scripts/fetch_java_clients.sh .cache/java-clients
 
+## Throughput, latency, CPU and memory against kafkapy and the tansu peer; timer-wheel costs.
 bench: $(STAMP)
 	$(PY) bench/run_bench.py $(BENCH_ARGS)
+	$(PY) bench/bench_timers.py
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info data
