@@ -58,6 +58,7 @@ class Broker:
         self.fetch_purgatory: Purgatory | None = None
         self.produce_purgatory: Purgatory | None = None
         self.socket_server: SocketServer | None = None
+        self.log_cleaner = None
         self._periodic: list[asyncio.Task] = []
         self._stopped = asyncio.Event()
 
@@ -299,7 +300,7 @@ class Broker:
                 purgatory.shutdown()
         if self.timer is not None:
             self.timer.close()
-        if getattr(self, "log_cleaner", None) is not None:
+        if self.log_cleaner is not None:
             await self.log_cleaner.stop()
         if self.log_manager is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)

@@ -1,4 +1,5 @@
-"""The group coordinator inside a broker: its timer, store, internal topic and loading.
+"""The group coordinator inside a broker: its store, internal topic and loading (deadlines on
+the broker's timing wheel).
 
 ``GroupService`` creates ``__consumer_offsets`` on first use (compacted,
 offsets.topic.num.partitions partitions, offsets.topic.replication.factor
@@ -21,7 +22,6 @@ from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
                                                 ensure_internal_topic)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.purgatory.timer import Timer
 
 _log = structlog.get_logger("kafkapy.coordinator.group")
 
@@ -30,7 +30,7 @@ class GroupService:
     def __init__(self, broker) -> None:
         self._broker = broker
         self._loop = asyncio.get_running_loop()
-        self.timer = Timer(self._loop, broker.clock)
+        self.timer = broker.timer  # the broker's one timing wheel
         self.settings = GroupSettings.from_config(broker.config)
         store = GroupStore(broker.replica_manager, broker.clock,
                            broker.config["offsets.topic.compression.codec"])
@@ -48,7 +48,6 @@ class GroupService:
     def shutdown(self) -> None:
         self._loads.cancel()
         self.coordinator.shutdown()
-        self.timer.close()
 
     # -- the internal topic ------------------------------------------------------------
     def ensure_topic(self) -> None:
