@@ -170,3 +170,27 @@ def test_acks_zero_gets_no_response_and_errors_close_the_connection(broker):
         assert c.is_closed(), "a failed acks=0 produce closes the connection, as in Kafka"
     finally:
         c.close()
+
+
+def test_delete_topics_by_name_and_by_id(client, broker):
+    CreateTopics, DeleteTopics = REQUESTS[19], REQUESTS[20]
+    created = client.request(19, 7, topics=[CreateTopics.CreatableTopic(
+        name=name, num_partitions=2, replication_factor=1, assignments=[], configs=[])
+        for name in ("doomed-by-name", "doomed-by-id")], timeout_ms=5000, validate_only=False)
+    ids = {t.name: t.topic_id for t in created.topics}
+    assert all(ids.values())
+    by_name = client.request(20, 5, topic_names=["doomed-by-name", "never-existed"],
+                             timeout_ms=5000)
+    assert {r.name: r.error_code for r in by_name.responses} == {
+        "doomed-by-name": 0, "never-existed": 3}
+    by_id = client.request(20, 6, topics=[DeleteTopics.DeleteTopicState(
+        name=None, topic_id=ids["doomed-by-id"])], timeout_ms=5000)
+    assert [(r.name, r.error_code) for r in by_id.responses] == [("doomed-by-id", 0)]
+    Metadata = REQUESTS[3]
+    meta = client.request(3, 12, topics=[Metadata.MetadataRequestTopic(topic_id=None, name=n)
+                                         for n in ids], allow_auto_topic_creation=False,
+                          include_topic_authorized_operations=False)
+    assert {t.name: t.error_code for t in meta.topics} == {n: 3 for n in ids}
+    leftovers = [p.name for p in broker.log_dir.iterdir()
+                 if p.name.startswith("doomed") and not p.name.endswith("-delete")]
+    assert leftovers == []
