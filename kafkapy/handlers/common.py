@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from typing import Hashable, Iterable
 
 
-def repeated(names: Iterable[str]) -> set[str]:
-    """Names that appear more than once in a request (Kafka answers them INVALID_REQUEST)."""
-    return {name for name, count in Counter(names).items() if count > 1}
+def repeated(keys: Iterable[Hashable]) -> set:
+    """Keys (topic names, partitions) that appear more than once in a request;
+    Kafka answers each of them INVALID_REQUEST."""
+    return {key for key, count in Counter(keys).items() if count > 1}

@@ -11,6 +11,7 @@ replica id or a non-leader gets NOT_LEADER_OR_FOLLOWER.
 """
 from __future__ import annotations
 
+from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
@@ -29,10 +30,8 @@ _Partition = _Topic.ListOffsetsPartitionResponse
 def handle(ctx, request):
     topics = []
     for topic in request.topics:
-        seen: dict[int, int] = {}
-        for p in topic.partitions:
-            seen[p.partition_index] = seen.get(p.partition_index, 0) + 1
-        parts = [_lookup(ctx, request, topic.name, p, seen[p.partition_index] > 1)
+        duplicated = repeated(p.partition_index for p in topic.partitions)
+        parts = [_lookup(ctx, request, topic.name, p, p.partition_index in duplicated)
                  for p in topic.partitions]
         topics.append(_Topic(name=topic.name, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=topics)

@@ -194,3 +194,21 @@ def test_delete_topics_by_name_and_by_id(client, broker):
     leftovers = [p.name for p in broker.log_dir.iterdir()
                  if p.name.startswith("doomed") and not p.name.endswith("-delete")]
     assert leftovers == []
+
+
+def test_list_offsets_earliest_latest_and_duplicate_partitions(client):
+    ListOffsets = REQUESTS[2]
+    Topic = ListOffsets.ListOffsetsTopic
+    Part = Topic.ListOffsetsPartition
+
+    def ask(partitions):
+        return client.request(2, 7, replica_id=-1, isolation_level=0, topics=[
+            Topic(name="errors", partitions=[Part(partition_index=i, current_leader_epoch=-1,
+                                                  timestamp=ts) for i, ts in partitions])])
+
+    earliest = ask([(0, -2)]).topics[0].partitions[0]
+    latest = ask([(0, -1)]).topics[0].partitions[0]
+    assert (earliest.error_code, earliest.offset) == (0, 0)
+    assert latest.error_code == 0 and latest.offset > 0
+    doubled = ask([(0, -1), (0, -2)]).topics[0].partitions
+    assert [p.error_code for p in doubled] == [42, 42]
