@@ -10,8 +10,9 @@ loss unless the broker reports it as Kafka does. Gaps come from:
   never returns; with read_committed, aborted records are skipped too;
 - a log start offset above 0 (retention, DeleteRecords).
 
-kafkapy has no log cleaner and (so far) no transaction coordinator, so the
-test writes these layouts itself: the broker is stopped, the batches are
+The test writes these layouts itself rather than waiting on the log cleaner
+and the transaction coordinator, so every gap is exactly where the harness
+expects it: the broker is stopped, the batches are
 appended to the partition's log with ``Log.append_as_follower`` (a replica's
 path: offsets kept as written), the offset checkpoints are set, and the
 broker is started again. The batches are encoded here, independently of

@@ -34,15 +34,21 @@ class OffsetOps:
             error = self._commit_error(group, member_id, instance_id, generation)
         if error:
             return {tp: error for tp in offsets}
-        errors = {tp: E.OFFSET_METADATA_TOO_LARGE for tp, om in offsets.items()
-                  if om.metadata is not None and len(om.metadata) > self.settings.metadata_max_bytes}
-        valid = {tp: om for tp, om in offsets.items() if tp not in errors}
+        errors, valid = self._split_oversized(offsets)
         if valid:
             error = self._write_offsets(group, valid)
             if not error:
                 group.offsets.update(valid)
             errors.update({tp: error for tp in valid})
         return errors
+
+    def _split_oversized(self, offsets: dict) -> tuple[dict, dict]:
+        """(OFFSET_METADATA_TOO_LARGE per partition whose metadata is over
+        offset.metadata.max.bytes, the offsets that may be written)."""
+        limit = self.settings.metadata_max_bytes
+        errors = {tp: E.OFFSET_METADATA_TOO_LARGE for tp, om in offsets.items()
+                  if om.metadata is not None and len(om.metadata) > limit}
+        return errors, {tp: om for tp, om in offsets.items() if tp not in errors}
 
     def _commit_error(self, group: GroupMetadata, member_id: str, instance_id: str | None,
                       generation: int) -> int:

@@ -57,9 +57,7 @@ class TxnOffsetOps:
                 error = E.ILLEGAL_GENERATION
         if error:
             return {tp: error for tp in offsets}
-        errors = {tp: E.OFFSET_METADATA_TOO_LARGE for tp, om in offsets.items()
-                  if om.metadata is not None and len(om.metadata) > self.settings.metadata_max_bytes}
-        valid = {tp: om for tp, om in offsets.items() if tp not in errors}
+        errors, valid = self._split_oversized(offsets)
         if valid:
             entries = [(R.offset_key(group_id, t, p), R.offset_value(om))
                        for (t, p), om in valid.items()]
