@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafkapy.protocol.messages import REQUESTS
 from tests.broker_process import BrokerProcess
+from tests.integration.wire import WireClient
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -325,4 +328,49 @@ def test_confluent_txn_offsets_visible_on_commit_and_gone_on_abort(broker):
     p.send_offsets_to_transaction([TopicPartition(topic, 0, 99)], meta, 30)
     p.abort_transaction(30)
     assert committed() == 23
+    consumer.close()
+
+
+def _offset_fetch(bootstrap: str, group: str, topic: str, require_stable: bool) -> tuple[int, int]:
+    """(error code, committed offset) of partition 0 from a raw OffsetFetch v7."""
+    asked = REQUESTS[9].OffsetFetchRequestTopic(name=topic, partition_indexes=[0])
+    client = WireClient(bootstrap)
+    try:
+        response = client.request(9, 7, group_id=group, require_stable=require_stable,
+                                  topics=[asked])
+    finally:
+        client.close()
+    assert response.error_code == 0, response
+    (partition,) = response.topics[0].partitions
+    return partition.error_code, partition.committed_offset
+
+
+def test_require_stable_offset_fetch_waits_for_the_pending_transaction(broker):
+    """OffsetFetch require_stable answers UNSTABLE_OFFSET_COMMIT (88) while a
+    transactional commit is pending; a read_committed librdkafka consumer
+    (which sets require_stable) retries on it and sees the offset once committed."""
+    topic = f"txn-stable-{uuid.uuid4().hex[:8]}"
+    group = f"g-{topic}"
+    _create(broker.bootstrap, topic)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    p = _producer(broker.bootstrap, f"stable-{topic}")
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"x")
+    p.send_offsets_to_transaction([TopicPartition(topic, 0, 41)],
+                                  consumer.consumer_group_metadata(), 30)
+    assert _offset_fetch(broker.bootstrap, group, topic, require_stable=True) == (88, -1)
+    assert _offset_fetch(broker.bootstrap, group, topic, require_stable=False) == (0, -1)
+
+    seen = {}
+    waiter = threading.Thread(target=lambda: seen.update(
+        offset=consumer.committed([TopicPartition(topic, 0)], timeout=60)[0].offset))
+    waiter.start()
+    waiter.join(1.0)
+    assert waiter.is_alive(), f"committed() returned {seen} while the transaction was open"
+    p.commit_transaction(30)
+    waiter.join(60)
+    assert seen == {"offset": 41}
+    assert _offset_fetch(broker.bootstrap, group, topic, require_stable=True) == (0, 41)
     consumer.close()
