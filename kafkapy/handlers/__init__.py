@@ -42,6 +42,10 @@ HANDLER_MODULES = (
     "alter_configs",
     "incremental_alter_configs",
     "describe_log_dirs",
+    # ACLs: answered as Kafka does with no authorizer configured
+    "describe_acls",
+    "create_acls",
+    "delete_acls",
 )
 
 

@@ -75,3 +75,44 @@ def test_kafka_python_admin_describes_configs_and_cluster(broker):
         assert configs["message.max.bytes"]["config_source"] == "DEFAULT_CONFIG"
     finally:
         admin.close()
+
+
+def test_acl_requests_answer_security_disabled_like_kafka_without_authorizer(broker, admin):
+    """Kafka with an empty authorizer.class.name (the default) answers every ACL
+    request SECURITY_DISABLED; stock admin clients surface exactly that."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation,
+                                       AclPermissionType, ResourcePatternType, ResourceType)
+    from kafka.errors import SecurityDisabledError
+
+    binding = AclBinding(ResourceType.TOPIC, "acl-topic", ResourcePatternType.LITERAL,
+                         "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    match_all = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY,
+                                 None, None, AclOperation.ANY, AclPermissionType.ANY)
+    # librdkafka drops DescribeAcls' top-level error (rdkafka_admin.c reads it and
+    # returns success), so an empty list is all it can show; kafka-python below
+    # surfaces the code.
+    assert admin.describe_acls(match_all).result(30) == []
+    calls = {
+        "create": lambda: admin.create_acls([binding])[binding].result(30),
+        "delete": lambda: admin.delete_acls([match_all])[match_all].result(30),
+    }
+    for name, call in calls.items():
+        with pytest.raises(KafkaException) as e:
+            call()
+        error = e.value.args[0]
+        assert error.name() == "SECURITY_DISABLED", (name, error)
+        assert "No Authorizer is configured" in error.str(), (name, error)
+
+    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType
+    from kafka.admin import ResourcePatternFilter, ResourceType as KPResourceType
+    kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        acl_filter = ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
+                               permission_type=ACLPermissionType.ANY,
+                               resource_pattern=ResourcePatternFilter(
+                                   KPResourceType.ANY, None, ACLResourcePatternType.ANY))
+        with pytest.raises(SecurityDisabledError):
+            kp.describe_acls(acl_filter)
+    finally:
+        kp.close()

@@ -39,6 +39,9 @@ EXPECTED_RANGES = {
     26: (0, 4),   # EndTxn
     27: (1, 1),   # WriteTxnMarkers
     28: (0, 4),   # TxnOffsetCommit
+    29: (1, 3),   # DescribeAcls
+    30: (1, 3),   # CreateAcls
+    31: (1, 3),   # DeleteAcls
     32: (1, 4),   # DescribeConfigs
     33: (0, 2),   # AlterConfigs
     35: (1, 4),   # DescribeLogDirs
