@@ -10,7 +10,9 @@ clean-shutdown marker so the next start skips recovery.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import sys
 from pathlib import Path
 
 import structlog
@@ -36,6 +38,19 @@ from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionSt
 from kafkapy.replication.replica_manager import ReplicaManager
 
 _log = structlog.get_logger("kafkapy.server")
+
+
+def _log_dir_failed(log_dir: str, live_dirs: list[str]) -> None:
+    """A log dir went offline after an I/O error.  Its partitions answer
+    KAFKA_STORAGE_ERROR; with no live dir left the broker halts at once, as
+    Kafka does: no clean-shutdown marker, so the next start recovers every log
+    (a torn tail after the failed write is truncated; acknowledged batches
+    lie before it)."""
+    if not live_dirs:   # (LogManager.fail_dir has logged the dir and the error)
+        _log.critical("Shutdown broker because all log dirs have failed", failed_dir=log_dir)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 class Broker:
@@ -107,7 +122,8 @@ class Broker:
             recovery_point_checkpoint_interval_ms=c["log.flush.offset.checkpoint.interval.ms"],
             log_start_offset_checkpoint_interval_ms=c["log.flush.start.offset.checkpoint.interval.ms"],
             high_watermark_checkpoint_interval_ms=c["replica.high.watermark.checkpoint.interval.ms"],
-            retention_check_interval_ms=c["log.retention.check.interval.ms"])
+            retention_check_interval_ms=c["log.retention.check.interval.ms"],
+            on_dir_failure=_log_dir_failed)
 
     def _start_purgatories(self, loop) -> None:
         """One timing wheel drives every delayed operation of this broker."""

@@ -28,8 +28,12 @@ class BrokerProcess:
     """One broker process; ``start()`` waits until the port accepts connections."""
 
     def __init__(self, log_dir: Path, port: int | None = None,
-                 overrides: dict[str, str] | None = None, node_id: int = 0) -> None:
+                 overrides: dict[str, str] | None = None, node_id: int = 0,
+                 file_size_limit: int | None = None) -> None:
         self.log_dir = Path(log_dir)
+        # RLIMIT_FSIZE for the broker: a write past it fails with EFBIG (Python
+        # ignores SIGXFSZ), which stands in for a full disk.
+        self.file_size_limit = file_size_limit
         self.port = port or free_port()
         self.node_id = node_id
         self.overrides = dict(overrides or {})
@@ -60,7 +64,7 @@ class BrokerProcess:
         out = open(self.output_path, "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
-                                     cwd=ROOT, env=env)
+                                     cwd=ROOT, env=env, preexec_fn=self._limits())
         out.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -73,6 +77,16 @@ class BrokerProcess:
                 time.sleep(0.05)
         self.kill()
         raise RuntimeError(f"broker did not listen within {timeout}s:\n{self.output()}")
+
+    def _limits(self):
+        if self.file_size_limit is None:
+            return None
+        limit = self.file_size_limit
+
+        def apply() -> None:
+            import resource
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        return apply
 
     def output(self) -> str:
         try:

@@ -5,7 +5,8 @@ every partition; otherwise only the named partitions that live here (others
 are left out, as Kafka does).  Per partition: size in bytes (sum of segment
 sizes), offset lag 0 (no future replicas), is_future false.  v3+ carries a
 top-level error code; v4 each dir's total and usable bytes (statvfs).  A dir
-that cannot be stat'ed answers KAFKA_STORAGE_ERROR.
+that is offline after an I/O error, or cannot be stat'ed, answers
+KAFKA_STORAGE_ERROR (an offline one with no partitions, as Kafka does).
 """
 from __future__ import annotations
 
@@ -41,6 +42,10 @@ def handle(ctx, request):
     for d, topics in by_dir.items():
         total = usable = -1
         code = 0
+        if d in manager.offline_dirs:
+            results.append(_Result(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=d, topics=[],
+                                   total_bytes=-1, usable_bytes=-1))
+            continue
         try:
             st = os.statvfs(d)
             total, usable = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize

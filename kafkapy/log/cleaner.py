@@ -861,7 +861,7 @@ class LogCleaner:
         now = self.clock.time_ms() if now_ms is None else now_ms
         candidates = []
         for key, log in list(self.log_manager.logs.items()):
-            if key in self.in_progress or not is_compacted(log):
+            if key in self.in_progress or log.offline or not is_compacted(log):
                 continue
             dirty, uncleanable, force = cleanable_offsets(log, self.checkpointed(key), now)
             if force:

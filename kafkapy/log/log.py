@@ -91,6 +91,7 @@ class Log:
         self.leader_epoch_cache = LeaderEpochCache(None)
         self.topic_id: str | None = None
         self.recovered_bytes_truncated = 0
+        self.offline = False    # set by LogManager.fail_dir: its dir had an I/O error
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
 

@@ -13,6 +13,12 @@ Invariants:
 - without the clean-shutdown marker, segments from each log's recovery point
   on are recovered at load; the marker is deleted once the dir is loaded and
   written again by ``shutdown`` after every log was flushed and closed.
+- a log dir whose I/O failed (``fail_dir``: ENOSPC, EIO, EFBIG...) is
+  offline for the rest of the process, as with Kafka's LogDirFailureChannel:
+  its logs are marked ``offline`` (their partitions answer
+  KAFKA_STORAGE_ERROR), nothing more is written there (no checkpoint, no
+  clean-shutdown marker, so the next start recovers it), new logs go to live
+  dirs only, and ``on_dir_failure(dir, live_dirs)`` is told, once per dir.
 ``load``, ``shutdown``, ``flush_dirty`` and ``periodic`` block on disk I/O:
 run them off the event loop (executor) when logs are large.
 """
@@ -53,7 +59,8 @@ class LogManager:
                  log_start_offset_checkpoint_interval_ms: int = 60000,
                  high_watermark_checkpoint_interval_ms: int = 5000,
                  producer_expiration_check_interval_ms: int = 600000,
-                 retention_check_interval_ms: int = 300000) -> None:
+                 retention_check_interval_ms: int = 300000,
+                 on_dir_failure: Callable[[str, list[str]], None] | None = None) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -73,6 +80,8 @@ class LogManager:
         self._last_run: dict[str, int] = {}
         self._pending_log_deletes: list[tuple[int, Log]] = []
         self._loaded = False
+        self.offline_dirs: set[str] = set()
+        self._on_dir_failure = on_dir_failure
 
     # ---------------------------------------------------------------- config
 
@@ -151,11 +160,37 @@ class LogManager:
     def log_dir_of(self, topic: str, partition: int) -> str | None:
         return self._dir_of.get((topic, partition))
 
+    @property
+    def live_log_dirs(self) -> list[str]:
+        return [d for d in self.log_dirs if d not in self.offline_dirs]
+
     def _next_log_dir(self) -> str:
-        counts = {d: 0 for d in self.log_dirs}
+        live = self.live_log_dirs
+        if not live:
+            raise OSError(f"no live log dir: every one of {self.log_dirs} has failed")
+        counts = {d: 0 for d in live}
         for d in self._dir_of.values():
             counts[d] = counts.get(d, 0) + 1
-        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+        return min(live, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    # ---------------------------------------------------------------- dir failure
+
+    def fail_dir(self, d: str, error: BaseException) -> None:
+        """Take log dir ``d`` offline after an I/O error there (once; later calls are no-ops)."""
+        if d in self.offline_dirs:
+            return
+        self.offline_dirs.add(d)
+        for key, log in self.logs.items():
+            if self._dir_of.get(key) == d:
+                log.offline = True
+        _log.error("Error while writing to log dir %s: %s; stopped serving its replicas", d, error)
+        if self._on_dir_failure is not None:
+            self._on_dir_failure(d, self.live_log_dirs)
+
+    def fail_dir_of(self, topic: str, partition: int, error: BaseException) -> None:
+        d = self._dir_of.get((topic, partition))
+        if d is not None:
+            self.fail_dir(d, error)
 
     def get_or_create_log(self, topic: str, partition: int,
                           topic_config: dict[str, Any] | None = None,
@@ -218,27 +253,33 @@ class LogManager:
     # ---------------------------------------------------------------- checkpoints
 
     def _by_dir(self) -> dict[str, list[tuple[tuple[str, int], Log]]]:
-        out: dict[str, list[tuple[tuple[str, int], Log]]] = {d: [] for d in self.log_dirs}
+        """Live dirs and their logs (an offline dir is never written again)."""
+        out: dict[str, list[tuple[tuple[str, int], Log]]] = {d: [] for d in self.live_log_dirs}
         for key, log in list(self.logs.items()):
-            out.setdefault(self._dir_of[key], []).append((key, log))
+            d = self._dir_of[key]
+            if d in out:
+                out[d].append((key, log))
         return out
 
-    def checkpoint_recovery_points(self) -> None:
+    def _write_checkpoints(self, name: str, offsets_of) -> None:
         for d, items in self._by_dir().items():
-            write_offset_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
-                                    {k: log.recovery_point for k, log in items})
+            try:
+                write_offset_checkpoint(os.path.join(d, name), offsets_of(items))
+            except OSError as err:
+                self.fail_dir(d, err)
+
+    def checkpoint_recovery_points(self) -> None:
+        self._write_checkpoints(RECOVERY_POINT_CHECKPOINT,
+                                lambda items: {k: log.recovery_point for k, log in items})
 
     def checkpoint_log_start_offsets(self) -> None:
-        for d, items in self._by_dir().items():
-            write_offset_checkpoint(
-                os.path.join(d, LOG_START_OFFSET_CHECKPOINT),
-                {k: log.log_start_offset for k, log in items
-                 if log.log_start_offset > log.segments[0].base_offset})
+        self._write_checkpoints(LOG_START_OFFSET_CHECKPOINT, lambda items: {
+            k: log.log_start_offset for k, log in items
+            if log.log_start_offset > log.segments[0].base_offset})
 
     def checkpoint_high_watermarks(self) -> None:
-        for d, items in self._by_dir().items():
-            write_offset_checkpoint(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT),
-                                    {k: log.high_watermark for k, log in items})
+        self._write_checkpoints(REPLICATION_OFFSET_CHECKPOINT,
+                                lambda items: {k: log.high_watermark for k, log in items})
 
     def checkpoint(self) -> None:
         """Write recovery points, log start offsets and high watermarks."""
@@ -252,14 +293,19 @@ class LogManager:
         """flush.ms policy, plus segments rolled since their last flush; returns flushes."""
         now = self.clock.time_ms() if now_ms is None else now_ms
         n = 0
-        for log in list(self.logs.values()):
-            if log.flush_if_due(now):
-                n += 1
+        for key, log in list(self.logs.items()):
+            if log.offline:
                 continue
-            rolled = log.active_segment.base_offset
-            if rolled > log.recovery_point:
-                log.flush(rolled)  # Kafka flushes a rolled segment right after the roll
-                n += 1
+            try:
+                if log.flush_if_due(now):
+                    n += 1
+                    continue
+                rolled = log.active_segment.base_offset
+                if rolled > log.recovery_point:
+                    log.flush(rolled)  # Kafka flushes a rolled segment right after the roll
+                    n += 1
+            except OSError as err:
+                self.fail_dir_of(*key, err)
         return n
 
     def periodic(self, now_ms: int | None = None) -> list[str]:
@@ -286,9 +332,14 @@ class LogManager:
         """Retention pass over every log plus removal of due ``.deleted`` files."""
         now = self.clock.time_ms()
         n = 0
-        for log in list(self.logs.values()):
-            n += log.delete_old_segments(now)
-            log.purge_deleted_segments(now)
+        for key, log in list(self.logs.items()):
+            if log.offline:
+                continue
+            try:
+                n += log.delete_old_segments(now)
+                log.purge_deleted_segments(now)
+            except OSError as err:
+                self.fail_dir_of(*key, err)
         self.purge_deleted_logs(now)
         return n
 
@@ -300,13 +351,21 @@ class LogManager:
     # ---------------------------------------------------------------- shutdown
 
     def shutdown(self, broker_epoch: int = -1) -> None:
-        """Flush and close every log, write checkpoints and the clean-shutdown marker."""
-        for log in self.logs.values():
-            log.flush()
+        """Flush and close every log, write checkpoints and the clean-shutdown marker
+        (live dirs only: an offline dir is left to recovery at the next start)."""
+        for key, log in self.logs.items():
+            if not log.offline:
+                try:
+                    log.flush()
+                except OSError as err:
+                    self.fail_dir_of(*key, err)
         self.checkpoint()
         for log in self.logs.values():
-            log.close()
-        for d in self.log_dirs:
+            try:
+                log.close()
+            except OSError:
+                pass  # its dir is offline; nothing more can be saved there
+        for d in self.live_log_dirs:
             if os.path.isdir(d):
                 atomic_write(os.path.join(d, CLEAN_SHUTDOWN_FILE),
                              json.dumps({"version": 0, "brokerEpoch": broker_epoch},

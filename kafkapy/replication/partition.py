@@ -4,11 +4,15 @@ The leader appends: validate the batch header (CRC32C, size, magic), check
 the producer's sequence against the partition's producer state (a duplicate
 is answered with the original offsets), then let the log assign offsets and
 write.  With a single replica the high watermark follows the log end offset;
-the replication issue makes it follow the ISR.
+the replication issue makes it follow the ISR.  A write that fails with an
+OSError takes the log's dir offline (``storage_failed``) and is answered
+KAFKA_STORAGE_ERROR; so is every later request to a partition whose log is
+offline.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -27,12 +31,16 @@ class AppendResult:
 
 
 class Partition:
-    def __init__(self, topic: str, index: int, log, state: PartitionState, node_id: int) -> None:
+    def __init__(self, topic: str, index: int, log, state: PartitionState, node_id: int,
+                 storage_failed: Callable[[OSError], None] = lambda err: None) -> None:
         self.topic = topic
         self.index = index
         self.log = log
         self.node_id = node_id
         self.state = state
+        # Takes the log's dir offline (LogManager.fail_dir): after a failed write the
+        # file's tail is unknown, so nothing more may be appended to it.
+        self._storage_failed = storage_failed
 
     @property
     def is_leader(self) -> bool:
@@ -59,10 +67,15 @@ class Partition:
         try:
             header = validate_for_append(memoryview(records), log.config.max_message_bytes,
                                          produce_version)[0]
+            self._check_online()
             info = log.append_as_leader(records, header, self.leader_epoch)
         except RecordError as err:
             return AppendResult(err.code, log_start_offset=log.log_start_offset,
                                 error_message=err.message)
+        except KafkaError as err:
+            return AppendResult(err.code, error_message=err.message)
+        except OSError as err:
+            return self._failed_append(err)
         return self._appended(info)
 
     def append_internal(self, records: bytes) -> AppendResult:
@@ -73,7 +86,20 @@ class Partition:
             info = log.append_as_leader(bytearray(records), read_header(records), self.leader_epoch)
         except KafkaError as err:
             return AppendResult(err.code, error_message=err.message)
+        except OSError as err:
+            return self._failed_append(err)
         return self._appended(info)
+
+    def _failed_append(self, err: OSError) -> AppendResult:
+        self._storage_failed(err)
+        return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR,
+                            error_message=f"Error while appending records to {self.topic}-{self.index} "
+                                          f"in dir {self.log.dir}: {err}")
+
+    def _check_online(self) -> None:
+        if self.log.offline:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"the log dir of {self.topic}-{self.index} is offline")
 
     def _appended(self, info) -> AppendResult:
         """A sole in-sync replica's high watermark follows its log end at once."""
@@ -97,6 +123,7 @@ class Partition:
         """Raise unless this replica leads, at the epoch the client knows (if it says)."""
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self._check_online()
         if current_leader_epoch >= 0:
             if current_leader_epoch < self.leader_epoch:
                 raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH)

@@ -45,7 +45,9 @@ class ReplicaManager:
             if partition is None:
                 log = self._logs.get_or_create_log(name, index, config,
                                                    topic_id_text(topic.topic_id))
-                self.partitions[key] = Partition(name, index, log, state, self._node_id)
+                self.partitions[key] = Partition(
+                    name, index, log, state, self._node_id,
+                    lambda err, key=key: self._logs.fail_dir_of(*key, err))
                 if state.leader == self._node_id and len(state.isr) <= 1:
                     # A sole in-sync leader's high watermark is its log end (Kafka's
                     # maybeIncrementLeaderHW); the checkpoint may lag after a crash.

@@ -145,3 +145,62 @@ def test_periodic_flushes_rolled_segments_and_checkpoints(dirs):
     assert log.recovery_point == log.active_segment.base_offset > 0
     assert os.path.exists(os.path.join(m.log_dir_of("p", 0), "replication-offset-checkpoint"))
     m.shutdown()
+
+
+def _disk_full(log) -> None:
+    """Point the active segment's descriptor at /dev/full: the next write fails
+    with ENOSPC from the kernel, as on a full disk."""
+    full = os.open("/dev/full", os.O_WRONLY)
+    os.dup2(full, log.active_segment._fd)
+    os.close(full)
+
+
+def test_a_failed_write_takes_its_dir_offline_and_spares_the_other(dirs):
+    from kafkapy.metadata.cache import PartitionState
+    from kafkapy.protocol.errors import ErrorCode, KafkaError
+    from kafkapy.replication.partition import Partition
+
+    failures = []
+    m = LogManager(dirs, MockClock(TS), {"segment.bytes": 600},
+                   on_dir_failure=lambda d, live: failures.append((d, live)))
+    m.load("cluster-A", 1)
+    parts = []
+    for p in range(2):
+        log = m.get_or_create_log("t", p)
+        parts.append(Partition("t", p, log, PartitionState(p, [1], 1, 0, [1]), 1,
+                               lambda err, p=p: m.fail_dir_of("t", p, err)))
+    broken, healthy = parts
+    assert m.log_dir_of("t", 0) != m.log_dir_of("t", 1)
+    assert broken.append_as_leader(bytes(batch()[0]), 9).error_code == 0
+    bad_dir, good_dir = m.log_dir_of("t", 0), m.log_dir_of("t", 1)
+    m.checkpoint()
+    before = open(os.path.join(bad_dir, "recovery-point-offset-checkpoint")).read()
+
+    _disk_full(broken.log)
+    result = broken.append_as_leader(bytes(batch()[0]), 9)
+    assert result.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert "No space left on device" in result.error_message
+    assert failures == [(bad_dir, [good_dir])] and m.offline_dirs == {bad_dir}
+    assert broken.log.log_end_offset == 3          # the failed batch got no offsets
+    # Offline for good: later requests are refused before touching the file.
+    with pytest.raises(KafkaError) as e:
+        broken.check_leader()
+    assert e.value.code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert broken.append_as_leader(bytes(batch()[0]), 9).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+
+    assert healthy.append_as_leader(bytes(batch()[0]), 9).error_code == 0
+    assert m.get_or_create_log("t", 2).dir.startswith(good_dir)   # new logs: live dirs only
+    broken.log.recovery_point = 3
+    m.checkpoint()
+    m.flush_dirty(TS + 10**9)
+    assert open(os.path.join(bad_dir, "recovery-point-offset-checkpoint")).read() == before
+    m.shutdown()
+    assert not os.path.exists(os.path.join(bad_dir, CLEAN_SHUTDOWN_FILE))
+    assert os.path.exists(os.path.join(good_dir, CLEAN_SHUTDOWN_FILE))
+    assert failures == [(bad_dir, [good_dir])]      # told once
+
+    # The next start recovers the failed dir; everything appended before the failure is there.
+    m2 = new_manager(dirs)
+    assert m2.get_log("t", 0).log_end_offset == 3
+    assert m2.get_log("t", 1).log_end_offset == 3
+    m2.shutdown()
