@@ -11,6 +11,7 @@ HANDLER_MODULES = (
     "produce",
     "fetch",
     "list_offsets",
+    "offset_for_leader_epoch",
     "create_topics",
     "delete_topics",
     "create_partitions",

@@ -55,6 +55,13 @@ class ReplicaManager:
             else:
                 partition.state = state
                 partition.log.update_config(config)
+            log = self.partitions[key].log
+            cache = log.leader_epoch_cache
+            if (state.leader == self._node_id and not log.offline
+                    and (cache.latest_epoch is None or state.leader_epoch > cache.latest_epoch)):
+                # Kafka's makeLeader: a new leader epoch starts at the log end, so
+                # OffsetForLeaderEpoch can place the current epoch before any append.
+                cache.assign(state.leader_epoch, log.log_end_offset)
 
     def _drop_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:

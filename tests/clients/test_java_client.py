@@ -67,3 +67,21 @@ def test_java_client(broker, java_clients, version):
         common.check_records(got, common.expected_records(codec, base),
                              what=f"kafka-python re-reading {topic}")
         common.check_stored_codec(broker.log_dir, topic, codec)
+
+
+@pytest.mark.parametrize("version", ["3.9.0", "4.3.0"])
+def test_java_consumer_validates_its_position_with_offset_for_leader_epoch(broker, java_clients,
+                                                                           version):
+    """tests/java/EpochValidation.java: a seek with a leader epoch is validated
+    (KIP-320) before fetching; a position past the epoch's end is reported as
+    log truncation at the offset the broker names."""
+    client = java_clients[version]
+    topic = f"epoch-validate-{version}{common.TOPIC_SUFFIX}"
+    proc = subprocess.run(client.command("EpochValidation", broker.bootstrap, topic),
+                          capture_output=True, text=True, timeout=300)
+    report = f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-8000:]}"
+    assert proc.returncode == 0, report
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith('{"ok"')]
+    summary = json.loads(line)
+    assert summary == {"ok": True, "offsets": [5, 6, 7, 8, 9],
+                       "truncation": "LogTruncationException", "divergent_offset": 10}, report

@@ -212,3 +212,25 @@ def test_list_offsets_earliest_latest_and_duplicate_partitions(client):
     assert latest.error_code == 0 and latest.offset > 0
     doubled = ask([(0, -1), (0, -2)]).topics[0].partitions
     assert [p.error_code for p in doubled] == [42, 42]
+
+
+def _epoch_end(client, topic, leader_epoch, current_leader_epoch=-1, version=4):
+    Request = REQUESTS[23]
+    response = client.request(23, version, replica_id=-1, topics=[Request.OffsetForLeaderTopic(
+        topic=topic, partitions=[Request.OffsetForLeaderTopic.OffsetForLeaderPartition(
+            partition=0, current_leader_epoch=current_leader_epoch, leader_epoch=leader_epoch)])])
+    p = response.topics[0].partitions[0]
+    return p.error_code, p.leader_epoch, p.end_offset
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_offset_for_leader_epoch(client, version):
+    """Epoch 0 (the only one) ends at the log end; epochs the cache cannot place
+    answer -1/-1; a current epoch ahead of the broker is UNKNOWN_LEADER_EPOCH; unknown topics say so."""
+    leo = _produce(client, "errors", _batch()).responses[0].partition_responses[0].base_offset + 3
+    assert _epoch_end(client, "errors", 0, version=version) == (0, 0, leo)
+    assert _epoch_end(client, "errors", 0, current_leader_epoch=0, version=version) == (0, 0, leo)
+    assert _epoch_end(client, "errors", 7, version=version) == (0, -1, -1)
+    assert _epoch_end(client, "errors", -1, version=version) == (0, -1, -1)
+    assert _epoch_end(client, "errors", 0, current_leader_epoch=1, version=version)[0] == 75  # UNKNOWN_LEADER_EPOCH
+    assert _epoch_end(client, "no-such-topic", 0, version=version)[0] == 3  # UNKNOWN_TOPIC_OR_PARTITION

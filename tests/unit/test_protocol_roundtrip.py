@@ -34,6 +34,7 @@ EXPECTED_RANGES = {
     20: (1, 6),   # DeleteTopics
     21: (0, 2),   # DeleteRecords
     22: (0, 5),   # InitProducerId
+    23: (2, 4),   # OffsetForLeaderEpoch
     24: (0, 3),   # AddPartitionsToTxn (client versions; v4-5 are broker-to-broker)
     25: (0, 4),   # AddOffsetsToTxn
     26: (0, 4),   # EndTxn
