@@ -10,6 +10,9 @@ Behaviour (Kafka 3.9, ZooKeeper mode):
   INVALID_TOPIC_EXCEPTION; otherwise UNKNOWN_TOPIC_OR_PARTITION.
 - Internal topics (``__consumer_offsets``, ``__transaction_state``) carry the
   internal flag and are never auto-created from Metadata.
+- A replica on a broker that is not live, or here in a log dir that failed, is
+  listed in offline_replicas and left out of the ISR; a partition whose leader
+  is such a replica answers LEADER_NOT_AVAILABLE with leader -1.
 """
 from __future__ import annotations
 
@@ -77,16 +80,22 @@ def _error_topic(code: int, name: str | None, topic_id=None):
 
 def _topic(ctx, topic):
     live = ctx.broker.cache.brokers
+    hosted = ctx.broker.replica_manager.partitions
+    node_id = ctx.broker.node_id
     partitions = []
     for index in sorted(topic.partitions):
         state = topic.partitions[index]
-        error = ErrorCode.NO_ERROR if state.leader in live else ErrorCode.LEADER_NOT_AVAILABLE
+        local = hosted.get((topic.name, index))
+        # A replica here whose log dir failed is offline, as Kafka's controller records it.
+        offline = {r for r in state.replicas
+                   if r not in live or (r == node_id and local is not None and local.log.offline)}
+        has_leader = state.leader in live and state.leader not in offline
         partitions.append(_R.MetadataResponseTopic.MetadataResponsePartition(
-            error_code=error, partition_index=index,
-            leader_id=state.leader if state.leader in live else -1,
+            error_code=ErrorCode.NO_ERROR if has_leader else ErrorCode.LEADER_NOT_AVAILABLE,
+            partition_index=index, leader_id=state.leader if has_leader else -1,
             leader_epoch=state.leader_epoch, replica_nodes=list(state.replicas),
-            isr_nodes=list(state.isr),
-            offline_replicas=[r for r in state.replicas if r not in live]))
+            isr_nodes=[r for r in state.isr if r not in offline],
+            offline_replicas=[r for r in state.replicas if r in offline]))
     return _R.MetadataResponseTopic(
         error_code=ErrorCode.NO_ERROR, name=topic.name, topic_id=topic.topic_id,
         is_internal=topic.internal, partitions=partitions,

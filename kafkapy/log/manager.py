@@ -361,10 +361,9 @@ class LogManager:
                     self.fail_dir_of(*key, err)
         self.checkpoint()
         for log in self.logs.values():
-            try:
-                log.close()
-            except OSError:
-                pass  # its dir is offline; nothing more can be saved there
+            # An offline log is only let go: trimming its mmap'd indexes on a full
+            # disk would be SIGBUS, and recovery rebuilds them at the next start.
+            log.release() if log.offline else log.close()
         for d in self.live_log_dirs:
             if os.path.isdir(d):
                 atomic_write(os.path.join(d, CLEAN_SHUTDOWN_FILE),
