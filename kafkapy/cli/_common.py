@@ -1,0 +1,254 @@
+"""Plumbing shared by the Kafka-shaped command-line tools (``kafkapy-topics`` and friends).
+
+Each tool mirrors one of Kafka's ``bin/`` scripts and talks to any broker over the Kafka
+protocol through kafka-python. What they share:
+
+- ``ToolParser``: argparse with Kafka's habits. A usage error prints the message and the
+  usage to stderr and exits 1 (argparse exits 2); every tool takes ``--bootstrap-server``
+  and ``--command-config``. Unambiguous prefixes of long options work, as with joptsimple.
+- Client properties: ``--command-config`` (and the producer/consumer config files) are Java
+  ``.properties`` files, read by ``kafkapy.config.properties`` exactly as Kafka reads them;
+  ``--*-property key=value`` pairs are parsed like Kafka's ``parseKeyValueArgs``. Both use
+  Kafka's client property names (``client.id``, ``request.timeout.ms``); ``client_config``
+  turns them into kafka-python keyword arguments (``client_id``, ``request_timeout_ms``)
+  typed after the client's defaults. A name kafka-python does not know is skipped with
+  Kafka's warning "The configuration 'x' was supplied but isn't a known config.";
+  ``sasl.jaas.config`` gives its ``username``/``password`` to kafka-python's SASL settings.
+- ``run``: logging (WARN and above to stderr, in the layout of Kafka's tools-log4j), and
+  failures to exit codes: ``UsageError`` -> its message on stderr, exit 1; ``CommandError``
+  and kafka-python errors -> the tool's own error report, exit 1; Ctrl-C or SIGTERM -> 130.
+- Topics: ``TopicFilter`` (Kafka's IncludeList: a regex matching the whole name, commas as
+  alternatives), ``kafka_uuid`` (Kafka's base64 spelling of a topic id), ``error_text``
+  (the broker's error message, else Kafka's default description of the error code).
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import logging
+import os
+import re
+import signal
+import sys
+import uuid
+from typing import Callable
+
+import kafka.errors
+
+from kafkapy.config.errors import ConfigError
+from kafkapy.config.properties import load_properties
+
+log = logging.getLogger("kafkapy.cli")
+
+
+class UsageError(Exception):
+    """Bad command-line input; Kafka prints these to stderr and exits 1."""
+
+
+class CommandError(Exception):
+    """The operation failed (the broker refused, a resource is missing, ...)."""
+
+
+class ToolParser(argparse.ArgumentParser):
+    """argparse that fails like Kafka's joptsimple tools: message and usage, exit 1."""
+
+    def __init__(self, prog: str, description: str) -> None:
+        super().__init__(prog=prog, description=description)
+        self.add_argument("--bootstrap-server", metavar="HOST1:PORT1,...",
+                          help="REQUIRED: the Kafka server(s) to connect to")
+        self.add_argument("--command-config", metavar="FILE",
+                          help="property file with configs for the client")
+
+    def error(self, message: str):
+        print(message, file=sys.stderr)
+        self.print_usage(sys.stderr)
+        sys.exit(1)
+
+
+def run(body: Callable[[argparse.Namespace], int | None], parser: ToolParser,
+        argv: list[str] | None, report: Callable[[str], None]) -> int:
+    """Parse ``argv``, run ``body`` and map what goes wrong to Kafka's exit codes.
+
+    ``report`` prints a failed operation in the tool's own words (each Kafka tool
+    has its own prefix, stream and layout for these).
+    """
+    args = parser.parse_args(argv)
+    _configure_logging()
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return body(args) or 0
+    except UsageError as err:
+        print(err, file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly; stdout now goes nowhere so the
+        # interpreter's final flush does not complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (CommandError, kafka.errors.KafkaError, ConfigError, OSError) as err:
+        report(failure_text(err))
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _interrupt(signum, frame) -> None:
+    # SIGTERM ends a tool like Ctrl-C does, so ``finally`` blocks (closing clients,
+    # committing a console consumer's offsets) still run, as in Kafka's shutdown hooks.
+    raise KeyboardInterrupt
+
+
+def _configure_logging() -> None:
+    logging.addLevelName(logging.WARNING, "WARN")
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    # kafka-python warns "No partition metadata for topic" when a new consumer's first
+    # assignment runs before its metadata arrives; it recovers at once and Kafka's own
+    # client says nothing, so the warning would only alarm.
+    logging.getLogger("kafka.coordinator.assignors").setLevel(logging.ERROR)
+
+
+def single_action(args: argparse.Namespace, actions, listing: str) -> str:
+    """The one action flag given, else Kafka's usage error naming ``listing``."""
+    given = [a for a in actions if getattr(args, a)]
+    if len(given) != 1:
+        raise UsageError(f"Command must include exactly one action: {listing}")
+    return given[0]
+
+
+def require_bootstrap(args: argparse.Namespace) -> str:
+    if not args.bootstrap_server:
+        raise UsageError('Missing required argument "[bootstrap-server]"')
+    return args.bootstrap_server
+
+
+def properties_file(path: str | None) -> dict[str, str]:
+    """A Java .properties file, or nothing when no path is given."""
+    return load_properties(path) if path else {}
+
+
+def key_values(items: list[str]) -> dict[str, str]:
+    """``key=value`` pairs from repeated options, split at the first ``=`` as Kafka does."""
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"Invalid command line properties: {item}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def client_config(props: dict[str, str], defaults: dict) -> dict:
+    """Kafka client properties -> kafka-python keyword arguments (see the module doc)."""
+    config = {}
+    for name, raw in props.items():
+        if name == "sasl.jaas.config":
+            config.update(_jaas_credentials(raw))
+            continue
+        key = name.replace(".", "_")
+        if key not in defaults:
+            log.warning("The configuration '%s' was supplied but isn't a known config.", name)
+            continue
+        try:
+            config[key] = _typed(key, raw.strip(), defaults[key])
+        except ValueError:
+            raise UsageError(f"Invalid value {raw} for configuration {name}") from None
+    return config
+
+
+def _typed(key: str, raw: str, default):
+    if key == "bootstrap_servers":
+        return [server.strip() for server in raw.split(",") if server.strip()]
+    if key == "acks":
+        return "all" if raw == "all" else int(raw)
+    if key == "compression_type":
+        return None if raw == "none" else raw
+    if isinstance(default, bool):
+        return raw.lower() == "true"
+    if isinstance(default, (int, float)):
+        return int(raw)
+    if default is None and re.fullmatch(r"-?\d+", raw):
+        return int(raw)
+    return raw
+
+
+_JAAS_FIELD = re.compile(r'(username|password)\s*=\s*"([^"]*)"')
+
+
+def _jaas_credentials(jaas: str) -> dict:
+    fields = dict(_JAAS_FIELD.findall(jaas))
+    config = {}
+    if "username" in fields:
+        config["sasl_plain_username"] = fields["username"]
+    if "password" in fields:
+        config["sasl_plain_password"] = fields["password"]
+    return config
+
+
+def admin_client(args: argparse.Namespace, **overrides):
+    """A KafkaAdminClient for ``--bootstrap-server`` plus ``--command-config``.
+
+    ``overrides`` are kafka-python settings a tool's own options impose (they win).
+    """
+    from kafka import KafkaAdminClient
+
+    props = properties_file(args.command_config)
+    props["bootstrap.servers"] = require_bootstrap(args)
+    config = client_config(props, KafkaAdminClient.DEFAULT_CONFIG)
+    return KafkaAdminClient(**{**config, **overrides})
+
+
+class TopicFilter:
+    """Kafka's ``IncludeList`` topic filter.
+
+    Commas become alternatives, spaces and surrounding quotes are dropped (property files
+    may bring quotes), and the regex must match the whole topic name (Java ``matches``).
+    """
+
+    def __init__(self, raw: str) -> None:
+        regex = raw.strip().replace(",", "|").replace(" ", "").strip("\"'")
+        try:
+            self._pattern = re.compile(regex)
+        except re.error:
+            raise UsageError(f"{regex} is an invalid regex.") from None
+
+    def allows(self, topic: str) -> bool:
+        return self._pattern.fullmatch(topic) is not None
+
+
+def kafka_uuid(topic_id) -> str | None:
+    """A topic id as Kafka prints it (URL-safe base64, no padding); None for none/zero."""
+    if topic_id is None:
+        return None
+    value = topic_id if isinstance(topic_id, uuid.UUID) else uuid.UUID(str(topic_id))
+    if value.int == 0:
+        return None
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+
+
+def error_text(code: int, message: str | None = None) -> str:
+    """The broker's message for an error code, else Kafka's default description."""
+    if message:
+        return message
+    return kafka.errors.for_code(code).description or kafka.errors.for_code(code).__name__
+
+
+def failure_text(err: Exception) -> str:
+    """An exception as one line: a broker error's message (not kafka-python's ``[Error n]``)."""
+    if isinstance(err, kafka.errors.BrokerResponseError):
+        return str(err.args[0]) if err.args else error_text(err.errno)
+    return str(err)
+
+
+def check_error(code: int, message: str | None = None) -> None:
+    if code:
+        raise CommandError(error_text(code, message))
+
+
+def java_text(value) -> str:
+    """A value as Java's string concatenation prints it (``null``, ``true``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

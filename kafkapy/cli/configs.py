@@ -1,0 +1,264 @@
+"""``kafkapy-configs``: Kafka's ``bin/kafka-configs.sh`` (ConfigCommand) for topics and brokers.
+
+Entities: ``--entity-type topics|brokers`` with ``--entity-name X`` (or ``--entity-default``
+for the cluster-wide broker defaults), or the shortcuts ``--topic X``, ``--broker N``,
+``--broker-defaults``.
+
+- ``--describe``: "Dynamic configs for topic X are:" (``All configs`` with ``--all``;
+  "Default configs for brokers in the cluster are:" for the defaults), then per config,
+  sorted by name, ``  name=value sensitive=false synonyms={SOURCE:name=value, ...}``. Only
+  configs whose source is the entity's own dynamic source are listed unless ``--all``.
+  Without a name every topic, or every broker plus the defaults, is described. A topic or
+  broker that does not exist: "The topic 'X' doesn't exist and doesn't have dynamic
+  config." (exit 0, as in Kafka).
+- ``--alter``: ``--add-config k1=v1,k2=[a,b]`` (brackets group values holding commas),
+  ``--add-config-file FILE``, ``--delete-config k1,k2``, sent as one IncrementalAlterConfigs
+  request (deletions first); deleting a key that is not set dynamically fails with
+  "Invalid config(s): k". Success: "Completed updating config for topic X." (or "Completed
+  updating default config for brokers in the cluster.").
+
+Usage errors and refused changes print their reason to stderr and exit 1; an unexpected
+failure prints "Error while executing config command with args '...'" and the reason.
+
+Differences from Kafka:
+- Only topics and brokers: users, clients, ips, broker-loggers, client-metrics and groups
+  are not offered, nor ``--bootstrap-controller``.
+- Requests go through kafka-python's connection manager (``KafkaAdminClient._manager``)
+  rather than ``describe_configs``/``alter_configs``: kafka-python drops per-resource
+  errors and cannot address the broker-defaults entity (an empty broker name).
+- No Java stack trace is printed after "Error while executing config command".
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from kafkapy.cli import _common as common
+from kafkapy.cli._common import UsageError
+
+TOPIC, BROKER = 2, 4
+_TYPES = {"topics": TOPIC, "brokers": BROKER}
+_KAFKA_ONLY_TYPES = ("users", "clients", "ips", "broker-loggers", "client-metrics", "groups")
+_DYNAMIC_SOURCE = {TOPIC: 1, BROKER: 2}        # DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG
+_DYNAMIC_DEFAULT_BROKER = 3                    # DYNAMIC_DEFAULT_BROKER_CONFIG
+_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+            3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+            6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "DYNAMIC_CLIENT_METRICS_CONFIG",
+            8: "DYNAMIC_GROUP_CONFIG"}
+_SET, _DELETE = 0, 1
+# Split at commas (and then at '=') that are not inside [...] (Kafka's ConfigCommand).
+_OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    return common.run(_execute, _parser(), argv, lambda message: _report(argv, message))
+
+
+def _report(argv: list[str], message: str) -> None:
+    print(f"Error while executing config command with args '{' '.join(argv)}'", file=sys.stderr)
+    print(message, file=sys.stderr)
+
+
+def _parser() -> common.ToolParser:
+    parser = common.ToolParser("kafkapy-configs",
+                               "Change or describe the configs of topics and brokers.")
+    parser.add_argument("--describe", action="store_true", help="list configs")
+    parser.add_argument("--alter", action="store_true", help="change configs")
+    parser.add_argument("--all", action="store_true", help="describe all configs, not only dynamic")
+    parser.add_argument("--entity-type", help="topics or brokers")
+    parser.add_argument("--entity-name", help="topic name or broker id")
+    parser.add_argument("--entity-default", action="store_true",
+                        help="the cluster-wide broker defaults")
+    parser.add_argument("--topic", help="same as --entity-type topics --entity-name TOPIC")
+    parser.add_argument("--broker", help="same as --entity-type brokers --entity-name ID")
+    parser.add_argument("--broker-defaults", action="store_true",
+                        help="same as --entity-type brokers --entity-default")
+    parser.add_argument("--add-config", metavar="k1=v1,k2=[v1,v2]")
+    parser.add_argument("--add-config-file", metavar="FILE")
+    parser.add_argument("--delete-config", action="append", default=[], metavar="k1,k2")
+    return parser
+
+
+def _execute(args: argparse.Namespace) -> None:
+    kind, name = _entity(args)
+    _check_args(args, kind, name)
+    admin = common.admin_client(args)
+    try:
+        if args.alter:
+            _alter(admin, kind, name, args)
+        else:
+            _describe(admin, kind, name, args.all)
+    finally:
+        admin.close()
+
+
+def _entity(args: argparse.Namespace) -> tuple[int | None, str | None]:
+    """(resource type, name); name "" is the broker defaults, None means every entity."""
+    if args.topic is not None:
+        return TOPIC, args.topic
+    if args.broker is not None:
+        return BROKER, args.broker
+    if args.broker_defaults:
+        return BROKER, ""
+    if args.entity_type is None:
+        return None, None
+    if args.entity_type in _KAFKA_ONLY_TYPES:
+        raise UsageError(f"kafkapy-configs does not support --entity-type {args.entity_type}; "
+                         f"it handles topics and brokers")
+    if args.entity_type not in _TYPES:
+        raise UsageError(f"Invalid entity type {args.entity_type}, the entity type must be one "
+                         "of topics, brokers")
+    return _TYPES[args.entity_type], "" if args.entity_default else args.entity_name
+
+
+def _check_args(args: argparse.Namespace, kind: int | None, name: str | None) -> None:
+    if args.describe == args.alter:
+        raise UsageError("Command must include exactly one action: --describe, --alter")
+    common.require_bootstrap(args)
+    if kind is None:
+        raise UsageError("At least one entity type must be specified")
+    if kind == TOPIC and name == "":
+        raise UsageError("--entity-default is not supported for topics")
+    if kind == BROKER and name:
+        _check_broker_id(name)
+    if args.alter:
+        if name is None:
+            raise UsageError("An entity name must be specified with --alter")
+        if not (args.add_config or args.add_config_file or args.delete_config):
+            raise UsageError("At least one of --add-config, --add-config-file, or "
+                             "--delete-config must be specified with --alter")
+    elif args.add_config or args.add_config_file or args.delete_config:
+        raise UsageError("--add-config, --add-config-file and --delete-config only go with --alter")
+
+
+def _check_broker_id(name: str) -> None:
+    if not re.fullmatch(r"-?\d+", name):
+        raise UsageError(f"The entity name for brokers must be a valid integer broker id, "
+                         f"found: {name}")
+
+
+def _check_topic_name(name: str) -> None:
+    if name in ("", ".", ".."):
+        raise UsageError("Topic name is illegal, it can't be empty, '.' or '..'")
+    if len(name) > 249:
+        raise UsageError("Topic name is illegal, it can't be longer than 249 characters, "
+                         f"topic name: {name}")
+    if not _LEGAL_TOPIC.fullmatch(name):
+        raise UsageError(f"Topic name \"{name}\" is illegal, it contains a character other "
+                         "than ASCII alphanumerics, '.', '_' and '-'")
+
+
+# --describe ---------------------------------------------------------------
+
+def _describe(admin, kind: int, name: str | None, describe_all: bool) -> None:
+    if name and not describe_all and not _exists(admin, kind, name):
+        singular = "topic" if kind == TOPIC else "broker"
+        print(f"The {singular} '{name}' doesn't exist and doesn't have dynamic config.")
+        return
+    for entity in [name] if name is not None else _all_entities(admin, kind):
+        _print_entity(admin, kind, entity, describe_all)
+
+
+def _exists(admin, kind: int, name: str) -> bool:
+    if kind == TOPIC:
+        _check_topic_name(name)
+        return name in admin.list_topics()
+    return int(name) in _broker_ids(admin)
+
+
+def _broker_ids(admin) -> list[int]:
+    return [b["broker_id"] for b in admin.describe_cluster()["brokers"]]
+
+
+def _all_entities(admin, kind: int) -> list[str]:
+    if kind == TOPIC:
+        return sorted(admin.list_topics())
+    return [str(b) for b in sorted(_broker_ids(admin))] + [""]
+
+
+def _print_entity(admin, kind: int, name: str, describe_all: bool) -> None:
+    if kind == BROKER and name == "":
+        print("Default configs for brokers in the cluster are:")
+    else:
+        singular = "topic" if kind == TOPIC else "broker"
+        print(f"{'All' if describe_all else 'Dynamic'} configs for {singular} {name} are:")
+    for entry in _entries(admin, kind, name, describe_all, synonyms=True):
+        synonyms = ", ".join(f"{_SOURCES.get(s.source, s.source)}:{s.name}="
+                             f"{common.java_text(s.value)}" for s in entry.synonyms)
+        print(f"  {entry.name}={common.java_text(entry.value)} "
+              f"sensitive={common.java_text(entry.is_sensitive)} synonyms={{{synonyms}}}")
+
+
+def _entries(admin, kind: int, name: str, describe_all: bool, synonyms: bool) -> list:
+    """The entity's configs, sorted by name; only its dynamic ones unless ``describe_all``."""
+    from kafka.protocol.admin import DescribeConfigsRequest
+
+    request = DescribeConfigsRequest(resources=[(kind, name, None)], include_synonyms=synonyms,
+                                     min_version=1)
+    result = _send(admin, request, kind, name).results[0]
+    common.check_error(result.error_code, result.error_message)
+    source = _dynamic_source(kind, name)
+    return sorted((e for e in result.configs if describe_all or e.config_source == source),
+                  key=lambda e: e.name)
+
+
+def _dynamic_source(kind: int, name: str) -> int:
+    return _DYNAMIC_DEFAULT_BROKER if kind == BROKER and name == "" else _DYNAMIC_SOURCE[kind]
+
+
+def _send(admin, request, kind: int, name: str):
+    # A broker's own configs must be asked of that broker; anything else of any broker.
+    node_id = int(name) if kind == BROKER and name else None
+    return admin._manager.run(admin._manager.send, request, node_id)
+
+
+# --alter ------------------------------------------------------------------
+
+def _alter(admin, kind: int, name: str, args: argparse.Namespace) -> None:
+    from kafka.protocol.admin import IncrementalAlterConfigsRequest
+
+    if kind == TOPIC:
+        _check_topic_name(name)
+    added = {**common.properties_file(args.add_config_file), **_added(args.add_config)}
+    for key in added:
+        if not re.fullmatch(r"[$a-zA-Z0-9._-]*", key):
+            raise UsageError(f"Invalid character found for config key: {key}")
+    deleted = [k.strip() for item in args.delete_config for k in item.split(",") if k.strip()]
+    current = {e.name for e in _entries(admin, kind, name, False, synonyms=False)}
+    unknown = [k for k in deleted if k not in current]
+    if unknown:
+        raise UsageError(f"Invalid config(s): {','.join(unknown)}")
+    changes = [(k, _DELETE, None) for k in deleted] + [(k, _SET, v) for k, v in added.items()]
+    request = IncrementalAlterConfigsRequest(resources=[(kind, name, changes)],
+                                             validate_only=False)
+    result = _send(admin, request, kind, name).responses[0]
+    common.check_error(result.error_code, result.error_message)
+    if name:
+        print(f"Completed updating config for {'topic' if kind == TOPIC else 'broker'} {name}.")
+    else:
+        print("Completed updating default config for brokers in the cluster.")
+
+
+def _added(text: str | None) -> dict[str, str]:
+    """``k1=v1,k2=[a,b]`` -> {k1: v1, k2: "a,b"} (Kafka's parseConfigsToBeAdded)."""
+    if not text:
+        return {}
+    added = {}
+    items = re.split("," + _OUTSIDE_BRACKETS, text)
+    while items and items[-1] == "":  # Java's String.split drops trailing empty parts
+        items.pop()
+    for item in items:
+        pair = re.split(r"\s*=\s*" + _OUTSIDE_BRACKETS, item)
+        if len(pair) != 2:
+            raise UsageError('Invalid entity config: all configs to be added must be in the '
+                             'format "key=val" or  "key=[val1,val2]" to group values which '
+                             'contain commas.')
+        added[pair[0].strip()] = re.sub(r"[\[\]]", "", pair[1]).strip()
+    return added
+
+
+if __name__ == "__main__":
+    sys.exit(main())

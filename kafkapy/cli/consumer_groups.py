@@ -1,0 +1,607 @@
+"""``kafkapy-consumer-groups``: Kafka's ``bin/kafka-consumer-groups.sh`` over kafka-python.
+
+Exactly one action:
+- ``--list``: consumer group ids, one a line; with ``--state [S1,S2]`` a GROUP/STATE table.
+- ``--describe --group G`` (repeatable, or ``--all-groups``): per group and partition the
+  columns GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
+  (``--verbose`` adds LEADER-EPOCH); ``--members`` lists members, ``--state`` the group state
+  with its coordinator. Partitions committed but assigned to nobody show ``-`` as consumer.
+  An empty group prints "Consumer group 'G' has no active members." to stderr.
+- ``--delete --group G``: "Deletion of requested consumer groups ('G') was successful."
+- ``--reset-offsets --group G`` with a scope (``--topic T``, ``--topic T:0,1`` or
+  ``--all-topics``) and one scenario (``--to-earliest``, ``--to-latest``, ``--to-offset N``,
+  ``--to-current``, ``--shift-by N``, ``--to-datetime YYYY-MM-DDTHH:mm:SS.sss``,
+  ``--by-duration PnDTnHnMnS``): prints the plan as GROUP TOPIC PARTITION NEW-OFFSET and
+  commits it with ``--execute`` (``--dry-run`` is the default). Only an Empty or unknown group
+  can be reset. Offsets outside the log are moved to its start or end, with Kafka's warning.
+- ``--delete-offsets --group G --topic T[:partitions]``: a TOPIC PARTITION STATUS table.
+
+Tables use Kafka's layout: a leading empty line, columns at least 15 wide (group, topic,
+consumer id and host widen to their longest value), ``-`` for missing values.
+
+Differences from Kafka:
+- Exit code 1 whenever an error is printed (Kafka prints "Error: ..." and still exits 0).
+- ``--export``, ``--from-file``, ``--validate-regex``, ``--type`` and share/streams groups are
+  not offered; only classic consumer groups are known to kafka-python 3.0.
+- Error details are the broker's error descriptions, not Java exception class names.
+- ``--state`` finds the coordinator through kafka-python's private FindCoordinator helper.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+import time
+from datetime import datetime
+
+from kafkapy.cli import _common as common
+from kafkapy.cli._common import CommandError, UsageError
+
+log = logging.getLogger("kafkapy.cli.consumer_groups")
+
+_ACTIONS = ("list", "describe", "delete", "reset_offsets", "delete_offsets")
+_SCENARIOS = ("to_offset", "to_datetime", "by_duration", "to_earliest", "to_latest",
+              "shift_by", "to_current")
+_INACTIVE = ("Empty", "Dead")
+_REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
+_VALID_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+_DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?",
+                       re.IGNORECASE)
+MISSING = "-"
+_FLAGS = {
+    "list": "list all consumer groups",
+    "describe": "describe the groups' offsets (or --members, --state)",
+    "delete": "delete the groups",
+    "reset-offsets": "reset the groups' committed offsets",
+    "delete-offsets": "delete the group's committed offsets of --topic",
+    "all-groups": "every consumer group",
+    "all-topics": "every topic the group has offsets for",
+    "to-earliest": "reset to the earliest offsets",
+    "to-latest": "reset to the latest offsets",
+    "to-current": "reset to the committed offsets",
+    "dry-run": "only show the new offsets (the default)",
+    "execute": "commit the new offsets",
+    "members": "describe the groups' members",
+    "offsets": "describe the groups' offsets (the default)",
+    "verbose": "more columns",
+}
+
+
+class _Errors:
+    """Whether any error was printed; decides the exit code."""
+    seen = False
+
+
+def main(argv: list[str] | None = None) -> int:
+    return common.run(_execute, _parser(), argv, _report)
+
+
+def _report(message: str) -> None:
+    _print_error(f"Executing consumer group command failed due to {message}")
+
+
+def _print_error(message: str) -> None:
+    _Errors.seen = True
+    print(f"\nError: {message}")
+
+
+def _parser() -> common.ToolParser:
+    parser = common.ToolParser("kafkapy-consumer-groups",
+                               "List all consumer groups, describe a consumer group, delete "
+                               "consumer group info, or reset consumer group offsets.")
+    for flag, text in _FLAGS.items():
+        parser.add_argument(f"--{flag}", action="store_true", help=text)
+    parser.add_argument("--group", action="append", default=[], help="consumer group (repeatable)")
+    parser.add_argument("--topic", action="append", default=[], metavar="TOPIC[:P1,P2]",
+                        help="topic (and partitions) to reset or delete offsets of")
+    parser.add_argument("--to-offset", type=int, help="reset to this offset")
+    parser.add_argument("--shift-by", type=int, help="move the committed offsets by N")
+    parser.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss",
+                        help="reset to the first offset at or after this time")
+    parser.add_argument("--by-duration", metavar="PnDTnHnMnS",
+                        help="reset to the first offset at or after this long ago")
+    parser.add_argument("--state", nargs="?", const="", help="show group state (filter for --list)")
+    parser.add_argument("--timeout", type=int, default=5000,
+                        help="ms to wait for each answer from the cluster (default 5000)")
+    return parser
+
+
+def _execute(args: argparse.Namespace) -> int:
+    action = _check_args(args)
+    _Errors.seen = False
+    admin = common.admin_client(args, request_timeout_ms=args.timeout)
+    try:
+        {"list": _list, "describe": _describe, "delete": _delete,
+         "reset_offsets": _reset_offsets, "delete_offsets": _delete_offsets}[action](admin, args)
+    finally:
+        admin.close()
+    return 1 if _Errors.seen else 0
+
+
+def _check_args(args: argparse.Namespace) -> str:
+    action = common.single_action(args, _ACTIONS, "--list, --describe, --delete, "
+                                  "--reset-offsets, --delete-offsets")
+    common.require_bootstrap(args)
+    if action in ("describe", "delete", "reset_offsets") and not (args.group or args.all_groups):
+        raise UsageError(f"Option [{_dashed(action)}] takes one of these options: "
+                         "[all-groups], [group]")
+    if action == "delete_offsets" and (len(args.group) != 1 or not args.topic):
+        raise UsageError("Option [delete-offsets] takes the following options: [group], [topic]")
+    if action == "reset_offsets":
+        _check_reset_args(args)
+    return action
+
+
+def _check_reset_args(args: argparse.Namespace) -> None:
+    if args.dry_run and args.execute:
+        raise UsageError("Option [reset-offsets] only accepts one of [execute], [dry-run]")
+    if bool(args.topic) == args.all_topics:
+        raise UsageError("One of the reset scopes should be defined: --all-topics, --topic.")
+    chosen = [s for s in _SCENARIOS if getattr(args, s) not in (None, False)]
+    if len(chosen) != 1:
+        raise UsageError("Option [reset-offsets] takes exactly one of these options: "
+                         + ", ".join(f"[{_dashed(s)}]" for s in _SCENARIOS))
+
+
+def _dashed(name: str) -> str:
+    return name.replace("_", "-")
+
+
+# --list -------------------------------------------------------------------
+
+def _consumer_groups(admin) -> list[dict]:
+    # Kafka lists groups of the consumer protocol and offset-only groups (empty type).
+    return [g for g in admin.list_groups() if g.get("protocol_type") in ("consumer", "")]
+
+
+def _list(admin, args: argparse.Namespace) -> None:
+    groups = _consumer_groups(admin)
+    if args.state is None:
+        for group in groups:
+            print(group["group_id"])
+        return
+    states = _states(args.state)
+    shown = [g for g in groups if not states or g.get("group_state", "").lower() in states]
+    width = max([15] + [len(g["group_id"]) for g in shown]) + 10
+    print(f"{'GROUP':<{width}} {'STATE':<20}")
+    for group in shown:
+        print(f"{group['group_id']:<{width}} {group.get('group_state') or 'Unknown':<20}")
+
+
+def _states(text: str) -> set[str]:
+    states = {s.strip().lower() for s in text.split(",") if s.strip()}
+    valid = {s.lower() for s in _VALID_STATES}
+    if not states <= valid:
+        raise UsageError(f"Invalid state list '{text}'. Valid states are: "
+                         + ", ".join(_VALID_STATES))
+    return states
+
+
+def _group_ids(admin, args: argparse.Namespace) -> list[str]:
+    if args.all_groups:
+        return [g["group_id"] for g in _consumer_groups(admin)]
+    return list(dict.fromkeys(args.group))
+
+
+# --describe ---------------------------------------------------------------
+
+def _describe(admin, args: argparse.Namespace) -> None:
+    groups = sorted(_group_ids(admin, args))
+    descriptions = admin.describe_groups(groups)
+    for group in groups:
+        description = descriptions.get(group)
+        if args.members:
+            _describe_members(group, description, args.verbose)
+        elif args.state is not None:
+            _describe_state(admin, group, description, args.verbose)
+        else:
+            _describe_offsets(admin, group, description, args.verbose)
+
+
+def _worth_printing(group: str, description: dict | None, rows: int) -> bool:
+    """Kafka's shouldPrintMemberState: notes about the state, then whether rows follow."""
+    if description is None:
+        _print_error(f"The consumer group '{group}' does not exist.")
+        return False
+    state = description["group_state"]
+    if state == "Dead":
+        _print_error(f"Consumer group '{group}' does not exist.")
+    elif state == "Empty":
+        print(f"\nConsumer group '{group}' has no active members.", file=sys.stderr)
+    elif state in _REBALANCING:
+        print(f"\nWarning: Consumer group '{group}' is rebalancing.", file=sys.stderr)
+    return state != "Dead" and rows > 0
+
+
+def _assignment(member: dict) -> list:
+    from kafka import TopicPartition
+
+    assignment = member.get("member_assignment")
+    if not isinstance(assignment, dict):
+        return []
+    return [TopicPartition(t["topic"], p) for t in assignment.get("assigned_partitions", [])
+            for p in t["partitions"]]
+
+
+def _describe_offsets(admin, group: str, description: dict | None, verbose: bool) -> None:
+    rows = _offset_rows(admin, group, description) if description else []
+    if not _worth_printing(group, description, len(rows)):
+        return
+    g, t, c, h = (max([15] + [len(row[key]) for row in rows])
+                  for key in ("group", "topic", "id", "host"))
+    columns = [("GROUP", "group", g), ("TOPIC", "topic", t), ("PARTITION", "partition", 10)]
+    if verbose:
+        columns.append(("LEADER-EPOCH", "epoch", 15))
+    columns += [("CURRENT-OFFSET", "offset", 15), ("LOG-END-OFFSET", "end", 15),
+                ("LAG", "lag", 15), ("CONSUMER-ID", "id", c), ("HOST", "host", h),
+                ("CLIENT-ID", "client", 0)]
+    widths = [width for _, _, width in columns]
+    print()
+    print(_row([name for name, _, _ in columns], widths))
+    for row in rows:
+        print(_row([row[key] for _, key, _ in columns], widths))
+
+
+def _row(values: list[str], widths: list[int]) -> str:
+    """Columns as Java's ``%-Ns`` pads them; width 0 is a plain ``%s``."""
+    return " ".join(f"{v:<{w}}" for v, w in zip(values, widths))
+
+
+def _offset_rows(admin, group: str, description: dict) -> list[dict]:
+    committed = admin.list_group_offsets(group).get(group, {})
+    members = [m for m in description["members"] if _assignment(m)]
+    members.sort(key=lambda m: len(_assignment(m)), reverse=True)
+    rows, assigned = [], set()
+    for member in members:
+        partitions = _assignment(member)
+        assigned.update(partitions)
+        rows += _partition_rows(admin, group, partitions, committed,
+                                (member["member_id"], member["client_host"], member["client_id"]))
+    unassigned = [tp for tp in committed if tp not in assigned]
+    if unassigned:
+        rows += _partition_rows(admin, group, unassigned, committed, (MISSING,) * 3)
+    return rows
+
+
+def _partition_rows(admin, group: str, partitions: list, committed: dict,
+                    consumer: tuple[str, str, str]) -> list[dict]:
+    ends = _log_end_offsets(admin, partitions)
+    rows = []
+    for tp in sorted(partitions):
+        meta = committed.get(tp)
+        offset = None if meta is None or meta.offset == -1 else meta.offset
+        end = ends.get(tp)
+        epoch = meta.leader_epoch if meta is not None and meta.leader_epoch not in (None, -1) \
+            else None
+        lag = end - offset if offset is not None and end is not None else None
+        rows.append({"group": group, "topic": tp.topic, "partition": str(tp.partition),
+                     "epoch": _text(epoch), "offset": _text(offset), "end": _text(end),
+                     "lag": _text(lag), "id": consumer[0], "host": consumer[1],
+                     "client": consumer[2]})
+    return rows
+
+
+def _text(value) -> str:
+    return MISSING if value is None else str(value)
+
+
+def _log_end_offsets(admin, partitions: list) -> dict:
+    return {tp: o.offset for tp, o in _list_offsets(admin, partitions, _spec("LATEST")).items()}
+
+
+def _list_offsets(admin, partitions: list, spec) -> dict:
+    """ListOffsets for many partitions; one that fails (deleted topic) is left out."""
+    import kafka.errors
+
+    if not partitions:
+        return {}
+    try:
+        return admin.list_partition_offsets({tp: spec for tp in partitions})
+    except kafka.errors.KafkaError:
+        found = {}
+        for tp in partitions:
+            try:
+                found.update(admin.list_partition_offsets({tp: spec}))
+            except kafka.errors.KafkaError:
+                pass
+        return found
+
+
+def _spec(name: str):
+    from kafka.admin import OffsetSpec
+
+    return OffsetSpec[name]
+
+
+def _describe_members(group: str, description: dict | None, verbose: bool) -> None:
+    members = description["members"] if description else []
+    _worth_printing(group, description, len(members))
+    rows = [{"group": group, "id": m["member_id"], "instance": m.get("group_instance_id") or "",
+             "host": m["client_host"], "client": m["client_id"],
+             "count": str(len(_assignment(m))), "assignment": _assignment_text(_assignment(m))}
+            for m in members]
+    with_instance = any(r["instance"] for r in rows)
+    keys = ["group", "id"] + (["instance"] if with_instance else []) + ["host", "client", "count"]
+    names = {"group": "GROUP", "id": "CONSUMER-ID", "instance": "GROUP-INSTANCE-ID",
+             "host": "HOST", "client": "CLIENT-ID", "count": "#PARTITIONS"}
+    minimum = {"instance": 17, "count": 15}
+    widths = [max([minimum.get(k, 15)] + [len(r[k]) for r in rows]) if k != "count" else 15
+              for k in keys]
+    assignment_width = max([20] + [len(r["assignment"]) for r in rows])
+    # Kafka's member table pads every column, the last one too (trailing space included).
+    header = " ".join(f"{names[k]:<{w}}" for k, w in zip(keys, widths)) + " "
+    if verbose:
+        header += (f"{'CURRENT-EPOCH':<15} {'CURRENT-ASSIGNMENT':<{assignment_width}} "
+                   f"{'TARGET-EPOCH':<15} {'TARGET-ASSIGNMENT':<20}")
+    print("\n" + header)
+    for row in rows:
+        line = " ".join(f"{row[k]:<{w}}" for k, w in zip(keys, widths)) + " "
+        if verbose:
+            line += (f"{MISSING:<15} {row['assignment']:<{assignment_width}} "
+                     f"{MISSING:<15} {MISSING:<20}")
+        print(line)
+
+
+def _assignment_text(partitions: list) -> str:
+    if not partitions:
+        return MISSING
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return ";".join(sorted(f"{topic}:" + ",".join(map(str, sorted(parts)))
+                           for topic, parts in by_topic.items()))
+
+
+def _describe_state(admin, group: str, description: dict | None, verbose: bool) -> None:
+    if not _worth_printing(group, description, 1):
+        return
+    coordinator = _coordinator(admin, group)
+    strategy = description.get("protocol_data") or MISSING
+    g, c = max(15, len(group)), max(25, len(coordinator))
+    header = [f"{'GROUP':<{g}}", f"{'COORDINATOR (ID)':<{c}}", f"{'ASSIGNMENT-STRATEGY':<20}",
+              f"{'STATE':<20}"]
+    values = [f"{group:<{g}}", f"{coordinator:<{c}}", f"{strategy:<20}",
+              f"{description['group_state']:<20}"]
+    if verbose:
+        header += [f"{'GROUP-EPOCH':<15}", f"{'TARGET-ASSIGNMENT-EPOCH':<25}"]
+        values += [f"{MISSING:<15}", f"{MISSING:<25}"]
+    print("\n" + " ".join(header + ["#MEMBERS"]))
+    print(" ".join(values + [str(len(description["members"]))]))
+
+
+def _coordinator(admin, group: str) -> str:
+    """``host:port  (id)`` of the group's coordinator.
+
+    kafka-python 3.0 has no public call for this; its FindCoordinator helper is used.
+    """
+    node_id = admin._manager.run(admin._find_coordinator_ids, [group])[group]
+    node = admin._manager.cluster.broker_metadata(node_id)
+    return f"{node.host}:{node.port}  ({node_id})"
+
+
+# --delete -----------------------------------------------------------------
+
+def _delete(admin, args: argparse.Namespace) -> None:
+    import kafka.errors
+
+    groups = _group_ids(admin, args)
+    results = admin.delete_groups(groups) if groups else {}
+    done = [g for g in groups if results.get(g) == "OK"]
+    failed = {g: results.get(g) for g in groups if results.get(g) != "OK"}
+    if not failed:
+        print("Deletion of requested consumer groups ("
+              + ", ".join(f"'{g}'" for g in done) + ") was successful.")
+        return
+    _print_error("Deletion of some consumer groups failed:")
+    for group, name in failed.items():
+        error = getattr(kafka.errors, name or "", None)
+        reason = getattr(error, "description", None) or name
+        print(f"* Group '{group}' could not be deleted due to: {reason}")
+    if done:
+        print("\nThese consumer groups were deleted successfully: "
+              + ", ".join(f"'{g}'" for g in done))
+
+
+# --reset-offsets ------------------------------------------------------------
+
+def _reset_offsets(admin, args: argparse.Namespace) -> None:
+    if not args.dry_run and not args.execute:
+        print("WARN: No action will be performed as the --execute option is missing. "
+              "In a future major release, the default behavior of this command will be to "
+              "prompt the user before executing the reset rather than doing a dry run. You "
+              "should add the --dry-run option explicitly if you are scripting this command "
+              "and want to keep the current default behavior without prompting.",
+              file=sys.stderr)
+    groups = _group_ids(admin, args)
+    descriptions = admin.describe_groups(groups)
+    plan = {}
+    for group in groups:
+        state = descriptions.get(group, {}).get("group_state", "Dead")
+        if state in _INACTIVE:
+            plan[group] = _reset_group(admin, group, args)
+        else:
+            _print_error(f"Assignments can only be reset if the group '{group}' is inactive, "
+                         f"but the current state is {state}.")
+            plan[group] = {}
+    _print_plan(plan)
+
+
+def _reset_group(admin, group: str, args: argparse.Namespace) -> dict:
+    from kafka.structs import OffsetAndMetadata
+
+    committed = admin.list_group_offsets(group).get(group, {})
+    partitions = list(committed) if args.all_topics else _partitions(admin, args.topic)
+    offsets = _new_offsets(admin, partitions, committed, args)
+    if args.execute and offsets:
+        results = admin.alter_group_offsets(
+            group, {tp: OffsetAndMetadata(o, "", None) for tp, o in offsets.items()})
+        for error in results.values():
+            common.check_error(error.errno)
+    return offsets
+
+
+def _partitions(admin, topics: list[str]) -> list:
+    """``T`` -> all of T's partitions; ``T:0,2`` -> those; a partition must exist."""
+    from kafka import TopicPartition
+
+    wanted = [_topic_arg(arg) for arg in topics]
+    described = {t["name"]: t for t in admin.describe_topics(list({t for t, _ in wanted}))}
+    partitions = []
+    for topic, chosen in wanted:
+        info = described.get(topic)
+        if info is None or info["error_code"]:
+            raise CommandError(common.error_text(info["error_code"] if info else 3))
+        existing = {p["partition_index"] for p in info["partitions"]}
+        missing = [p for p in chosen or [] if p not in existing]
+        if missing:
+            raise CommandError("The partitions \"" + ",".join(f"{topic}-{p}" for p in missing)
+                               + "\" do not exist")
+        partitions += [TopicPartition(topic, p) for p in (chosen or sorted(existing))]
+    return partitions
+
+
+def _topic_arg(arg: str) -> tuple[str, list[int] | None]:
+    if ":" not in arg:
+        return arg, None
+    parts = arg.split(":")
+    if len(parts) != 2:
+        raise UsageError(f"Invalid topic arg '{arg}', expected topic name and partitions")
+    try:
+        return parts[0], [int(p) for p in parts[1].split(",")]
+    except ValueError:
+        raise UsageError(f"Invalid partition specified in topic arg '{arg}'") from None
+
+
+def _new_offsets(admin, partitions: list, committed: dict, args: argparse.Namespace) -> dict:
+    if args.to_earliest:
+        return _offsets(admin, partitions, _spec("EARLIEST"))
+    if args.to_latest:
+        return _offsets(admin, partitions, _spec("LATEST"))
+    if args.to_offset is not None:
+        return _clamped(admin, {tp: args.to_offset for tp in partitions})
+    if args.shift_by is not None:
+        return _clamped(admin, _shifted(partitions, committed, args.shift_by))
+    if args.to_current:
+        current = {tp: committed[tp].offset for tp in partitions if tp in committed}
+        rest = [tp for tp in partitions if tp not in committed]
+        return {**current, **_offsets(admin, rest, _spec("LATEST"))}
+    return _offsets_at(admin, partitions, _timestamp(args))
+
+
+def _offsets(admin, partitions: list, spec) -> dict:
+    return {tp: o.offset for tp, o in admin.list_partition_offsets(
+        {tp: spec for tp in partitions}).items()} if partitions else {}
+
+
+def _shifted(partitions: list, committed: dict, shift: int) -> dict:
+    missing = [tp for tp in partitions if tp not in committed]
+    if missing:
+        tp = missing[0]
+        raise CommandError(f"Cannot shift offset for partition {tp.topic}-{tp.partition} "
+                           "since there is no current committed offset")
+    return {tp: committed[tp].offset + shift for tp in partitions}
+
+
+def _clamped(admin, wanted: dict) -> dict:
+    starts = _offsets(admin, list(wanted), _spec("EARLIEST"))
+    ends = _offsets(admin, list(wanted), _spec("LATEST"))
+    offsets = {}
+    for tp, offset in wanted.items():
+        name = f"{tp.topic}-{tp.partition}"
+        if offset > ends[tp]:
+            log.warning("New offset (%d) is higher than latest offset for topic partition %s. "
+                        "Value will be set to %d.", offset, name, ends[tp])
+            offset = ends[tp]
+        elif offset < starts[tp]:
+            log.warning("New offset (%d) is lower than earliest offset for topic partition %s. "
+                        "Value will be set to %d.", offset, name, starts[tp])
+            offset = starts[tp]
+        offsets[tp] = offset
+    return offsets
+
+
+def _timestamp(args: argparse.Namespace) -> int:
+    if args.to_datetime is not None:
+        try:
+            moment = datetime.fromisoformat(args.to_datetime)
+        except ValueError:
+            raise UsageError(f"Error parsing timestamp: {args.to_datetime} (expected "
+                             "YYYY-MM-DDTHH:mm:SS.sss, optionally with a time zone)") from None
+        return int(moment.timestamp() * 1000)
+    match = _DURATION.fullmatch(args.by_duration)
+    if not match or not any(match.groups()):
+        raise UsageError(f"Text cannot be parsed to a Duration: {args.by_duration}")
+    days, hours, minutes, seconds = (float(g or 0) for g in match.groups())
+    span = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    return int((time.time() - span) * 1000)
+
+
+def _offsets_at(admin, partitions: list, timestamp: int) -> dict:
+    from kafka.admin import OffsetTimestamp
+
+    found = _offsets(admin, partitions, OffsetTimestamp(timestamp))
+    empty = [tp for tp in partitions if found.get(tp, -1) < 0]
+    for tp in empty:
+        print(f"\nWarn: Partition {tp.partition} from topic {tp.topic} is empty. Falling back "
+              "to latest known offset.")
+    return {**found, **_offsets(admin, empty, _spec("LATEST"))}
+
+
+def _print_plan(plan: dict[str, dict]) -> None:
+    g = max([15] + [len(group) for group in plan])
+    t = max([15] + [len(tp.topic) for offsets in plan.values() for tp in offsets])
+    print()  # Kafka starts the table (or, with no group, the output) with an empty line
+    if plan:
+        print(_row(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [g, t, 10, 0]))
+    for group, offsets in plan.items():
+        for tp in sorted(offsets):
+            print(_row([group, tp.topic, str(tp.partition), str(offsets[tp])], [g, t, 10, 0]))
+
+
+# --delete-offsets -----------------------------------------------------------
+
+def _delete_offsets(admin, args: argparse.Namespace) -> None:
+    import kafka.errors
+
+    group = args.group[0]
+    results, partitions = {}, []
+    for arg in args.topic:
+        topic, chosen = _topic_arg(arg)
+        try:
+            partitions += _partitions(admin, [arg]) if chosen is None else \
+                [_tp(topic, p) for p in chosen]
+        except CommandError as err:
+            results[(topic, MISSING)] = f"Error: {err}"
+    try:
+        outcome = admin.delete_group_offsets(group, partitions) if partitions else {}
+    except kafka.errors.BrokerResponseError as err:
+        _print_error(common.error_text(err.errno))
+        outcome = {}
+    for tp, error in outcome.items():
+        results[(tp.topic, str(tp.partition))] = "Successful" if not error.errno \
+            else f"Error: {error.description}"
+    failed = any(status != "Successful" for status in results.values())
+    if not _Errors.seen and not failed:
+        print(f"Request succeeded for deleting offsets from group {group}.")
+    elif failed:
+        _print_error("Encountered some partition-level error, see the follow-up details.")
+    _print_offset_deletions(results)
+
+
+def _tp(topic: str, partition: int):
+    from kafka import TopicPartition
+
+    return TopicPartition(topic, partition)
+
+
+def _print_offset_deletions(results: dict) -> None:
+    t = max([15] + [len(topic) for topic, _ in results])
+    print()
+    print(_row(["TOPIC", "PARTITION", "STATUS"], [t, 10, 15]))
+    for (topic, partition), status in sorted(results.items(), key=lambda r: r[0][0] + r[0][1]):
+        print(_row([topic, partition, status], [t, 10, 15]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
