@@ -1,4 +1,4 @@
-"""The controller: topic creation, deletion and partition growth through the metadata store.
+"""The controller: topic creation, deletion, partition growth and leader elections.
 
 It is the only writer of topic state.  Every change goes request -> controller
 -> metadata store (Kafka's znode layout and JSON payloads) -> metadata cache ->
@@ -208,6 +208,20 @@ class Controller:
             self._write_partition_state(name, topic.partitions[index])
         _log.info("added partitions", topic=name, count=count)
         self._notify(name, topic)
+
+    def elect_leader(self, name: str, index: int, leader: int) -> PartitionState:
+        """Make ``leader`` the partition's leader with the next leader epoch.  A leader
+        from outside the ISR (an unclean election) becomes the whole ISR, as in Kafka."""
+        topic = self._cache.topic(name)
+        old = topic.partitions[index]
+        isr = list(old.isr) if leader in old.isr else [leader]
+        state = PartitionState(index, old.replicas, leader, old.leader_epoch + 1, isr, self.epoch)
+        self._write_partition_state(name, state)
+        topic.partitions[index] = state
+        _log.info("elected leader", topic=name, partition=index, leader=leader,
+                  leader_epoch=state.leader_epoch, isr=isr)
+        self._notify(name, topic)
+        return state
 
     def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         topic = self._cache.topic(name)

@@ -43,6 +43,8 @@ HANDLER_MODULES = (
     "alter_configs",
     "incremental_alter_configs",
     "describe_log_dirs",
+    # controller: leader election on request
+    "elect_leaders",
     # ACLs: answered as Kafka does with no authorizer configured
     "describe_acls",
     "create_acls",

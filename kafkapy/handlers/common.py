@@ -14,3 +14,21 @@ def repeated(keys: Iterable[Hashable]) -> set:
 # What Kafka answers every ACL request with when authorizer.class.name is empty
 # (its default): error SECURITY_DISABLED with this message.
 NO_AUTHORIZER = "No Authorizer is configured."
+
+
+def offline_replicas(broker, topic: str, state) -> set[int]:
+    """Replicas of a partition that cannot serve: on a broker that is not live,
+    or here in a log dir that failed (as Kafka's controller records them)."""
+    live = broker.cache.brokers
+    local = broker.replica_manager.partitions.get((topic, state.partition))
+    here_offline = local is not None and local.log.offline
+    return {r for r in state.replicas
+            if r not in live or (r == broker.node_id and here_offline)}
+
+
+def live_leader(broker, topic: str, state) -> int:
+    """The partition's leader, or -1 when it has none that can serve."""
+    leader = state.leader
+    if leader in broker.cache.brokers and leader not in offline_replicas(broker, topic, state):
+        return leader
+    return -1

@@ -16,6 +16,7 @@ Behaviour (Kafka 3.9, ZooKeeper mode):
 """
 from __future__ import annotations
 
+from kafkapy.handlers.common import offline_replicas
 from kafkapy.metadata.topics import invalid_topic_reason, is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -80,15 +81,10 @@ def _error_topic(code: int, name: str | None, topic_id=None):
 
 def _topic(ctx, topic):
     live = ctx.broker.cache.brokers
-    hosted = ctx.broker.replica_manager.partitions
-    node_id = ctx.broker.node_id
     partitions = []
     for index in sorted(topic.partitions):
         state = topic.partitions[index]
-        local = hosted.get((topic.name, index))
-        # A replica here whose log dir failed is offline, as Kafka's controller records it.
-        offline = {r for r in state.replicas
-                   if r not in live or (r == node_id and local is not None and local.log.offline)}
+        offline = offline_replicas(ctx.broker, topic.name, state)
         has_leader = state.leader in live and state.leader not in offline
         partitions.append(_R.MetadataResponseTopic.MetadataResponsePartition(
             error_code=ErrorCode.NO_ERROR if has_leader else ErrorCode.LEADER_NOT_AVAILABLE,

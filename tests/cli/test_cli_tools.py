@@ -391,3 +391,55 @@ def test_get_offsets_latest_earliest_and_filters(run, broker, admin):
     assert nothing.returncode == 1
     assert nothing.stderr.strip() == ("Error occurred: Could not match any topic-partitions with "
                                       "the specified filters")
+
+
+# -- kafkapy-leader-election -------------------------------------------------------------------
+
+def test_leader_election_reports_like_kafka(run, tmp_path):
+    topic = unique("elect")
+    create_topic(run, topic, partitions=2)
+    result = run("leader-election", "--election-type", "PREFERRED", "--topic", topic,
+                 "--partition", "0")
+    assert (result.returncode, result.stdout) == (
+        0, f"Valid replica already elected for partitions {topic}-0\n"), result.stderr
+    spec = tmp_path / "election.json"
+    spec.write_text(f'{{"partitions": [{{"topic": "{topic}", "partition": 1}}, '
+                    f'{{"topic": "{topic}", "partition": 0}}]}}')
+    result = run("leader-election", "--election-type", "unclean", "--path-to-json-file", str(spec))
+    assert (result.returncode, result.stdout) == (
+        0, f"Valid replica already elected for partitions {topic}-0, {topic}-1\n"), result.stderr
+    # Every partition: the healthy ones need no election and are not reported.
+    result = run("leader-election", "--election-type", "preferred", "--all-topic-partitions")
+    assert (result.returncode, result.stdout) == (0, ""), result.stderr
+
+
+def test_leader_election_failures_and_bad_options(run, tmp_path):
+    topic = unique("elect-missing")
+    create_topic(run, topic)
+    result = run("leader-election", "--election-type", "preferred", "--topic", topic,
+                 "--partition", "9")
+    assert result.returncode == 1
+    assert result.stdout == (f"Error completing leader election (PREFERRED) for partition: "
+                             f"{topic}-9: UnknownTopicOrPartitionException: The partition does "
+                             f"not exist.\n")
+    assert result.stderr.strip() == "1 replica(s) could not be elected"
+    usage = {
+        ("--all-topic-partitions",): "Missing required option(s): election-type",
+        ("--election-type", "preferred", "--topic", topic, "--all-topic-partitions"):
+            "One and only one of the following options is required: topic, "
+            "all-topic-partitions, path-to-json-file",
+        ("--election-type", "preferred", "--topic", topic): "Missing required option(s): partition",
+        ("--election-type", "sideways", "--all-topic-partitions"):
+            "Cannot convert argument 'sideways' of option ['election-type']. "
+            "Possible values: PREFERRED, UNCLEAN",
+    }
+    for args, message in usage.items():
+        result = run("leader-election", *args)
+        assert (result.returncode, result.stderr.strip()) == (1, message), args
+    duplicate = tmp_path / "dup.json"
+    duplicate.write_text(f'{{"partitions": [{{"topic": "{topic}", "partition": 0}}, '
+                         f'{{"topic": "{topic}", "partition": 0}}]}}')
+    result = run("leader-election", "--election-type", "preferred", "--path-to-json-file",
+                 str(duplicate))
+    assert (result.returncode, result.stderr.strip()) == (
+        1, f"Replica election data contains duplicate partitions: {topic}-0")
