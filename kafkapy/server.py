@@ -6,6 +6,9 @@ becomes controller (single node), loads topics, creates its partitions, and
 only then opens the listener.  Shutdown is the reverse: stop accepting,
 finish in-flight requests, flush and checkpoint the logs, and write the
 clean-shutdown marker so the next start skips recovery.
+
+The metadata store is ZooKeeper when ``zookeeper.connect`` is set (unless
+``kafkapy.metadata.store=embedded``), else the embedded file in the first log dir.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from kafkapy.handlers.api_versions import unsupported_version_response
 from kafkapy.log.manager import LogManager
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
+from kafkapy.metadata.ephemeral import claim
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.network.server import SocketServer
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -86,9 +90,11 @@ class Broker:
         await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
                                    self._stored_topic_config)
         self.cache = MetadataCache(cluster_id, self.node_id)
-        self._register_broker()
+        # A killed broker's ZooKeeper session outlives it by up to the session timeout.
+        stale_wait_ms = 2 * self.config["zookeeper.session.timeout.ms"]
+        await self._register_broker(stale_wait_ms)
         self.controller = Controller(self.store, self.cache, self._validate_topic_configs)
-        self.controller.elect(self.node_id, self.clock.time_ms())
+        await self.controller.elect(self.node_id, self.clock.time_ms(), stale_wait_ms)
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config)
         self._start_purgatories(loop)
         self.controller.add_listener(self.replica_manager.on_topic_change)
@@ -136,7 +142,7 @@ class Broker:
         self.replica_manager.add_append_listener(self.produce_purgatory.check_and_complete)
 
     def _open_store(self):
-        if self.config["zookeeper.connect"] and self.config["kafkapy.metadata.store"] == "zookeeper":
+        if self.config.metadata_store == "zookeeper":
             from kafkapy.metadata.zk_store import ZooKeeperStore
             store = ZooKeeperStore(self.config["zookeeper.connect"],
                                    self.config["zookeeper.session.timeout.ms"],
@@ -170,16 +176,14 @@ class Broker:
             host = socket.getfqdn()
         return host, port
 
-    def _register_broker(self) -> None:
+    async def _register_broker(self, wait_ms: int) -> None:
         host, port = self._advertised()
         name = self.config.advertised_listeners[0][0]
         endpoint = paths.EndPoint(name, host, port, "PLAINTEXT")
         payload = paths.encode_broker_registration([endpoint], self.clock.time_ms(),
                                                    rack=self.config["broker.rack"])
-        path = paths.broker_path(self.node_id)
-        if self.store.exists(path):
-            self.store.delete(path)
-        self.store.create(path, payload, ephemeral=True, makepath=True)
+        await claim(self.store, paths.broker_path(self.node_id), payload, wait_ms,
+                    lambda _data: f" (broker {self.node_id} is registered by another session)")
         self.cache.brokers[self.node_id] = BrokerEndpoint(self.node_id, host, port,
                                                           self.config["broker.rack"])
 

@@ -18,6 +18,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from kafkapy.controller.assignment import assign_replicas
 from kafkapy.metadata import paths
+from kafkapy.metadata.ephemeral import claim
 from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
 from kafkapy.metadata.topics import (
     collision_key, invalid_topic_reason, new_topic_id, parse_topic_id, topic_id_text)
@@ -40,8 +41,15 @@ class Controller:
         self._listeners.append(listener)
 
     # -- start-up ----------------------------------------------------------------
-    def elect(self, node_id: int, timestamp_ms: int) -> None:
-        """Become controller (always succeeds with a single broker) and bump the epoch."""
+    async def elect(self, node_id: int, timestamp_ms: int, wait_ms: int) -> None:
+        """Become controller: claim ``/controller``, then bump ``/controller_epoch``.
+
+        A ``/controller`` left by this broker's previous, killed session is waited out
+        (up to ``wait_ms``); one held by a live broker stops start-up, since this broker
+        cannot yet join a cluster of several.
+        """
+        await claim(self._store, paths.CONTROLLER, paths.encode_controller(node_id, timestamp_ms),
+                    wait_ms, _controller_holder)
         try:
             data, stat = self._store.get(paths.CONTROLLER_EPOCH)
             self.epoch = paths.decode_controller_epoch(data) + 1
@@ -51,8 +59,6 @@ class Controller:
             self.epoch = 1
             self._store.create(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(1),
                                makepath=True)
-        self._store.create(paths.CONTROLLER, paths.encode_controller(node_id, timestamp_ms),
-                           ephemeral=True)
         self._cache.controller_id = node_id
 
     def load_topics(self) -> None:
@@ -254,3 +260,10 @@ class Controller:
     def _notify(self, name: str, topic: TopicMetadata | None) -> None:
         for listener in self._listeners:
             listener(name, topic)
+
+
+def _controller_holder(data: bytes) -> str:
+    try:
+        return f" (broker {paths.decode_controller(data).broker_id} is the controller)"
+    except ValueError:
+        return ""

@@ -290,3 +290,31 @@ def check_librdkafka_stored_codec(bootstrap: str, log_dir: Path | None, topic: s
         pytest.xfail(f"librdkafka sent {codec} batches uncompressed: the broker's ApiVersions lack "
                      "what librdkafka requires for it (lz4: FindCoordinator v0; zstd: Produce v7 + Fetch v10); "
                      "everything else was checked")
+
+
+def produce_values(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    """Produce ``values`` to ``topic`` with confluent-kafka; every one must be acknowledged."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 20000})
+    errors = []
+    for v in values:
+        producer.produce(topic, v, on_delivery=lambda err, _msg: err and errors.append(err))
+    assert producer.flush(30) == 0 and not errors, errors
+
+
+def read_values(bootstrap: str, topic: str, count: int, timeout: float = 30.0) -> list[bytes]:
+    """Up to ``count`` values of partition 0 from offset 0, read with an assigned
+    confluent-kafka consumer (no group membership)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got, deadline = [], time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value())
+    consumer.close()
+    return got

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 
 from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.protocol.messages import REQUESTS
+from tests.clients.common import produce_values, read_values
 from tests.integration.wire import WireClient
 
 try:  # confluent-kafka >= 2.4
@@ -96,32 +96,11 @@ def _orphan_partition(broker, topic: str, dead_broker: int) -> int:
     return epoch
 
 
-def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 20000})
-    errors = []
-    for v in values:
-        producer.produce(topic, v, on_delivery=lambda err, _msg: err and errors.append(err))
-    assert producer.flush(30) == 0 and not errors, errors
-
-
-def _consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got, deadline = [], time.monotonic() + 30
-    while len(got) < count and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
-    consumer.close()
-    return got
-
-
 def test_unclean_election_brings_back_a_partition_whose_leader_is_gone(fresh_broker):
     admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
     topic = "elect-orphan"
     _create(admin, topic)
-    _produce(fresh_broker.bootstrap, topic, [b"before-0", b"before-1"])
+    produce_values(fresh_broker.bootstrap, topic, [b"before-0", b"before-1"])
     epoch = _orphan_partition(fresh_broker, topic, dead_broker=5)
     admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
 
@@ -146,8 +125,8 @@ def test_unclean_election_brings_back_a_partition_whose_leader_is_gone(fresh_bro
     assert meta.leader == 0 and meta.isrs == [0] and meta.error is None
     assert _elect(admin, ElectionType.UNCLEAN, [tp]) == {(topic, 0): ELECTION_NOT_NEEDED}
 
-    _produce(fresh_broker.bootstrap, topic, [b"after-0"])
-    assert _consume(fresh_broker.bootstrap, topic, 3) == [b"before-0", b"before-1", b"after-0"]
+    produce_values(fresh_broker.bootstrap, topic, [b"after-0"])
+    assert read_values(fresh_broker.bootstrap, topic, 3) == [b"before-0", b"before-1", b"after-0"]
 
     # The new leadership is durable, with the next leader epoch.
     fresh_broker.restart()
