@@ -90,11 +90,9 @@ class Broker:
         await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
                                    self._stored_topic_config)
         self.cache = MetadataCache(cluster_id, self.node_id)
-        # A killed broker's ZooKeeper session outlives it by up to the session timeout.
-        stale_wait_ms = 2 * self.config["zookeeper.session.timeout.ms"]
-        await self._register_broker(stale_wait_ms)
         self.controller = Controller(self.store, self.cache, self._validate_topic_configs)
-        await self.controller.elect(self.node_id, self.clock.time_ms(), stale_wait_ms)
+        await self._claim_registrations()
+        self.store.on_new_session(self._session_replaced)
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config)
         self._start_purgatories(loop)
         self.controller.add_listener(self.replica_manager.on_topic_change)
@@ -175,6 +173,29 @@ class Broker:
         if not host or host == "0.0.0.0":
             host = socket.getfqdn()
         return host, port
+
+    async def _claim_registrations(self) -> None:
+        """Register this broker, then become controller (Kafka's order)."""
+        # A killed broker's ZooKeeper session outlives it by up to the session timeout.
+        stale_wait_ms = 2 * self.config["zookeeper.session.timeout.ms"]
+        await self._register_broker(stale_wait_ms)
+        await self.controller.elect(self.node_id, self.clock.time_ms(), stale_wait_ms)
+
+    def _session_replaced(self) -> None:
+        """ZooKeeper expired our session (a long pause, a partition) and kazoo opened a new
+        one: the registration and ``/controller`` went with the old one; claim them again,
+        as Kafka's broker does on a new session (a new controller epoch follows)."""
+        if self._stopped.is_set():
+            return
+        _log.warning("metadata store session expired; registering again")
+
+        async def again() -> None:
+            try:
+                await self._claim_registrations()
+                _log.info("registered again", controller_epoch=self.controller.epoch)
+            except Exception:
+                _log.exception("registering again failed")
+        self._periodic.append(self.loop.create_task(again()))
 
     async def _register_broker(self, wait_ms: int) -> None:
         host, port = self._advertised()

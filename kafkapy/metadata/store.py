@@ -243,6 +243,11 @@ class MetadataStore(abc.ABC):
     def session_id(self) -> int:
         """The session owning this store's ephemeral nodes (``Stat.ephemeral_owner``)."""
 
+    def on_new_session(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` on the running event loop whenever a new session replaces
+        an expired one: the old session's ephemeral nodes are gone and must be claimed
+        again.  A store whose session is the process itself never calls it."""
+
     @abc.abstractmethod
     def create(self, path: str, data: bytes = b"", ephemeral: bool = False,
                sequence: bool = False, makepath: bool = False) -> str:

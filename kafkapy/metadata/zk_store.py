@@ -16,8 +16,10 @@ A thin translation layer; the ZooKeeper controller builds on it.
   kazoo's session is lost, pending watches receive an ``EventType.NONE`` event.
 * ``multi`` uses a kazoo transaction but raises the first failing operation's
   exception (``op_index``/``op`` attributes set) instead of returning it.
-* ``client`` exposes the ``KazooClient`` for session-state listeners and async
-  calls (the controller needs session-expiry handling).
+* ``on_new_session(callback)``: after ZooKeeper expired the session and kazoo opened a
+  new one, ``callback`` runs on the event loop that registered it, so the broker can
+  claim its ephemeral nodes again.
+* ``client`` exposes the ``KazooClient`` for session-state listeners and async calls.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ import logging
 import threading
 from typing import Sequence
 
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import RolledBackError
 from kazoo.handlers.threading import KazooTimeoutError
 
@@ -145,6 +147,21 @@ class ZooKeeperStore(MetadataStore):
     @property
     def session_id(self) -> int:
         return self._client.client_id[0] if self._client.client_id else 0
+
+    def on_new_session(self, callback) -> None:
+        # kazoo reports LOST when ZooKeeper expired the session, then CONNECTED once
+        # it has a new one; its listeners run on kazoo's thread and must not block.
+        loop = asyncio.get_running_loop()
+        lost = False
+
+        def listener(state) -> None:
+            nonlocal lost
+            if state == KazooState.LOST:
+                lost = True
+            elif state == KazooState.CONNECTED and lost:
+                lost = False
+                loop.call_soon_threadsafe(callback)
+        self._client.add_listener(listener)
 
     # --- watches ------------------------------------------------------------
     def _wrap(self, kind: str, path: str, cb: WatchCallback | None) -> _Watch | None:

@@ -11,6 +11,8 @@ restart are read back with a stock client.
 from __future__ import annotations
 
 import json
+import signal
+import time
 
 import pytest
 from kazoo.client import KazooClient
@@ -101,3 +103,33 @@ def test_a_live_broker_with_the_same_id_is_not_displaced(zk_broker, zk, tmp_path
     _, after = zk.get("/brokers/ids/0")
     assert after.ephemeralOwner == before.ephemeralOwner
     produce_values(zk_broker.bootstrap, "zk-still-serving", [b"ok"])
+
+
+def _wait_for(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_registration_is_claimed_again_after_the_session_expires(zk_broker, zk):
+    """A broker paused past its session timeout (a long GC or VM pause) loses its
+    ZooKeeper session and with it its ephemeral nodes; when it runs again it registers
+    and becomes controller again with the next controller epoch, and keeps serving."""
+    produce_values(zk_broker.bootstrap, "zk-paused", [b"before"])
+    _, old = zk.get("/brokers/ids/0")
+    zk_broker.proc.send_signal(signal.SIGSTOP)
+    try:
+        _wait_for(lambda: zk.exists("/brokers/ids/0") is None, 6 * SESSION_TIMEOUT_MS / 1000,
+                  "ZooKeeper to expire the paused broker's session")
+    finally:
+        zk_broker.proc.send_signal(signal.SIGCONT)
+    _wait_for(lambda: zk.exists("/brokers/ids/0") is not None and zk.exists("/controller"),
+              30, "the broker to register again")
+    _, new = zk.get("/brokers/ids/0")
+    assert new.ephemeralOwner not in (0, old.ephemeralOwner)
+    assert _json(zk, "/controller")["brokerid"] == 0
+    assert zk.get("/controller_epoch")[0] == b"2"
+    produce_values(zk_broker.bootstrap, "zk-paused", [b"after"])
+    assert read_values(zk_broker.bootstrap, "zk-paused", 2) == [b"before", b"after"]
+    assert "registering again" in zk_broker.output()
