@@ -18,8 +18,8 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from kafkapy.controller.assignment import assign_replicas
 from kafkapy.metadata import paths
-from kafkapy.metadata.ephemeral import claim
 from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
+from kafkapy.metadata.ephemeral import claim
 from kafkapy.metadata.topics import (
     collision_key, invalid_topic_reason, new_topic_id, parse_topic_id, topic_id_text)
 from kafkapy.protocol.errors import ErrorCode, KafkaError

@@ -16,9 +16,10 @@ leaves out the ones answered ELECTION_NOT_NEEDED, as Kafka's broker does.
 A broker that is not the controller answers NOT_CONTROLLER for every partition;
 an election type other than 0 and 1 gets INVALID_REQUEST.
 
-On one broker a partition only lacks a serving leader when its log dir has
-failed, so elections here answer ELECTION_NOT_NEEDED or that the leader is not
-available; the selection rules above are the ones replication will rely on.
+On one broker a partition lacks a serving leader when its log dir has failed
+(nothing to elect: this broker is its only replica) or when its recorded leader
+is a broker that is gone, as after a move from a larger cluster; an unclean
+election then makes this broker leader if it is an assigned replica.
 """
 from __future__ import annotations
 
