@@ -26,11 +26,13 @@ import argparse
 import json
 import sys
 
+import kafka.errors
+
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError, UsageError
 
 _TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
-_ELECTION_NOT_NEEDED = 84
+_ELECTION_NOT_NEEDED = kafka.errors.ElectionNotNeededError.errno
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,8 +149,6 @@ def _print_results(election: str, response, report_noop: bool) -> int:
 
 
 def _error(code: int, message: str | None) -> str:
-    import kafka.errors
-
     cls = kafka.errors.for_code(code).__name__
     java_name = cls[:-len("Error")] + "Exception" if cls.endswith("Error") else cls
     return f"{java_name}: {common.error_text(code, message)}"

@@ -26,9 +26,8 @@ def offline_replicas(broker, topic: str, state) -> set[int]:
             if r not in live or (r == broker.node_id and here_offline)}
 
 
-def live_leader(broker, topic: str, state) -> int:
-    """The partition's leader, or -1 when it has none that can serve."""
+def live_leader(broker, state, offline: set[int]) -> int:
+    """The partition's leader, or -1 when it has none that can serve; ``offline`` is
+    what ``offline_replicas`` found for it."""
     leader = state.leader
-    if leader in broker.cache.brokers and leader not in offline_replicas(broker, topic, state):
-        return leader
-    return -1
+    return leader if leader in broker.cache.brokers and leader not in offline else -1

@@ -87,10 +87,10 @@ def _elect(broker, topic: str, index: int, election: int):
     if state is None:
         return _result(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                        "The partition does not exist.")
-    leader = live_leader(broker, topic, state)
-    if _already_valid(state, leader, election):
+    offline = offline_replicas(broker, topic, state)
+    if _already_valid(state, live_leader(broker, state, offline), election):
         return _result(index, ErrorCode.ELECTION_NOT_NEEDED, _NOT_NEEDED)
-    candidate = _candidate(broker, topic, state, election)
+    candidate = _candidate(state, offline, election)
     if candidate is None:
         code = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if election == PREFERRED
                 else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE)
@@ -106,8 +106,7 @@ def _already_valid(state, leader: int, election: int) -> bool:
     return leader != -1
 
 
-def _candidate(broker, topic: str, state, election: int) -> int | None:
-    offline = offline_replicas(broker, topic, state)
+def _candidate(state, offline: set[int], election: int) -> int | None:
     usable = [r for r in state.replicas if r not in offline]
     if election == PREFERRED:
         preferred = state.replicas[0]

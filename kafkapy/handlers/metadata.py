@@ -16,7 +16,7 @@ Behaviour (Kafka 3.9, ZooKeeper mode):
 """
 from __future__ import annotations
 
-from kafkapy.handlers.common import offline_replicas
+from kafkapy.handlers.common import live_leader, offline_replicas
 from kafkapy.metadata.topics import invalid_topic_reason, is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -80,15 +80,14 @@ def _error_topic(code: int, name: str | None, topic_id=None):
 
 
 def _topic(ctx, topic):
-    live = ctx.broker.cache.brokers
     partitions = []
     for index in sorted(topic.partitions):
         state = topic.partitions[index]
         offline = offline_replicas(ctx.broker, topic.name, state)
-        has_leader = state.leader in live and state.leader not in offline
+        leader = live_leader(ctx.broker, state, offline)
         partitions.append(_R.MetadataResponseTopic.MetadataResponsePartition(
-            error_code=ErrorCode.NO_ERROR if has_leader else ErrorCode.LEADER_NOT_AVAILABLE,
-            partition_index=index, leader_id=state.leader if has_leader else -1,
+            error_code=ErrorCode.NO_ERROR if leader != -1 else ErrorCode.LEADER_NOT_AVAILABLE,
+            partition_index=index, leader_id=leader,
             leader_epoch=state.leader_epoch, replica_nodes=list(state.replicas),
             isr_nodes=[r for r in state.isr if r not in offline],
             offline_replicas=[r for r in state.replicas if r in offline]))

@@ -10,6 +10,7 @@ takes records again.
 """
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -80,19 +81,27 @@ def _partition_meta(admin: AdminClient, topic: str):
     return admin.list_topics(topic, timeout=30).topics[topic].partitions[0]
 
 
-def _orphan_partition(broker, topic: str, dead_broker: int) -> int:
-    """Stop the broker and record ``dead_broker`` as the partition's only leader and
-    ISR member, as after that broker's loss; returns the recorded leader epoch."""
+@contextlib.contextmanager
+def _store_while_stopped(broker):
+    """The broker's metadata store, opened while the broker is stopped (it holds the
+    store's lock while running); the broker starts again afterwards."""
     broker.stop()
     store = EmbeddedStore(broker.log_dir / "kafkapy-metadata.json")
     try:
-        path = paths.partition_state_path(topic, 0)
+        yield store
+    finally:
+        store.close()
+        broker.start()
+
+
+def _orphan_partition(broker, topic: str, dead_broker: int) -> int:
+    """Record ``dead_broker`` as the partition's only leader and ISR member, as after
+    that broker's loss; returns the recorded leader epoch."""
+    path = paths.partition_state_path(topic, 0)
+    with _store_while_stopped(broker) as store:
         data, _ = store.get(path)
         epoch = paths.decode_partition_state(data).leader_epoch + 1
         store.set(path, paths.encode_partition_state(dead_broker, epoch, [dead_broker], 1))
-    finally:
-        store.close()
-    broker.start()
     return epoch
 
 
@@ -128,8 +137,8 @@ def test_unclean_election_brings_back_a_partition_whose_leader_is_gone(fresh_bro
     produce_values(fresh_broker.bootstrap, topic, [b"after-0"])
     assert read_values(fresh_broker.bootstrap, topic, 3) == [b"before-0", b"before-1", b"after-0"]
 
-    # The new leadership is durable, with the next leader epoch.
-    fresh_broker.restart()
+    # The new leadership is durable, with the next leader epoch (read while the broker
+    # is stopped; it serves the partition again after starting).
     store_state = _stored_state(fresh_broker, topic)
     assert (store_state.leader, store_state.leader_epoch, store_state.isr) == (0, epoch + 1, [0])
     assert _partition_meta(AdminClient({"bootstrap.servers": fresh_broker.bootstrap}),
@@ -137,14 +146,9 @@ def test_unclean_election_brings_back_a_partition_whose_leader_is_gone(fresh_bro
 
 
 def _stored_state(broker, topic: str):
-    broker.stop()
-    store = EmbeddedStore(broker.log_dir / "kafkapy-metadata.json")
-    try:
+    with _store_while_stopped(broker) as store:
         data, _ = store.get(paths.partition_state_path(topic, 0))
-        return paths.decode_partition_state(data)
-    finally:
-        store.close()
-        broker.start()
+    return paths.decode_partition_state(data)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
