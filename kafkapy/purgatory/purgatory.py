@@ -7,7 +7,9 @@ completion of whatever is left when its delay runs out.
 
 Invariants:
 - ``try_complete_else_watch`` follows Kafka's order: try; watch on each key; try
-  again; only then add to the timer.
+  again; only then add to the timer.  An operation with no keys (a Fetch or a
+  Produce that names no partitions) has nothing that could complete it early, so it
+  completes at once: Kafka's replica manager answers such requests without waiting.
 - Completed operations leave the watcher list of the key being checked at once, and
   the lists of the other keys lazily: when the number of watched operations exceeds
   the number still delayed by more than ``purge_interval_requests``, every list is
@@ -64,7 +66,8 @@ class Purgatory:
         True when completed by this call."""
         keys = list(keys)
         if not keys:
-            raise ValueError("an operation needs at least one watch key")
+            op.force_complete()
+            return True
         if op.try_complete():
             return True
         if self._shut_down:

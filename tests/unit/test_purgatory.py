@@ -248,9 +248,11 @@ def test_shutdown_drops_pending_ops_without_completing(purgatory, timer, clock):
     assert op.events == []
 
 
-def test_watch_needs_a_key(purgatory):
-    with pytest.raises(ValueError):
-        purgatory.try_complete_else_watch(Op(10), [])
+def test_operation_without_keys_completes_at_once(purgatory, timer):
+    op = Op(10)
+    assert purgatory.try_complete_else_watch(op, []) is True
+    assert op.is_completed and op.events == ["complete"]
+    assert timer.size == 0 and purgatory.num_delayed == 0 and purgatory.watched_count == 0
 
 
 # --- DelayedFetch ---------------------------------------------------------------------
