@@ -6,6 +6,11 @@ bytes.  Invariants:
   handlers finish in (a queue of slots; only the ready head is written);
 - at most ``max_inflight`` requests of a connection are being handled at once:
   reading pauses at the bound and resumes as responses drain;
+- fairness: one event-loop callback handles at most ``_FRAMES_PER_TURN`` frames of
+  a connection; the rest wait for a later turn (``call_soon``, behind every other
+  ready callback) and reading pauses while they wait, as Kafka mutes a channel
+  while its request is being handled.  A client pipelining thousands of requests
+  thus takes its turn like everyone else instead of holding the loop;
 - when the transport's write buffer is over its high-water mark, no new
   request is started until it drains (``pause_writing``/``resume_writing``);
 - a frame larger than socket.request.max.bytes, an unknown API key, an
@@ -35,6 +40,10 @@ from kafkapy.protocol.headers import (
 _log = structlog.get_logger("kafkapy.network")
 _SIZE = struct.Struct(">i")
 _NO_RESPONSE = b""
+# Frames one connection may have handled per event-loop turn.  Small enough that a
+# pipelining client cannot hold the loop; large enough that a pipelining producer
+# (librdkafka keeps up to 5 requests in flight) is not slowed by extra turns.
+_FRAMES_PER_TURN = 4
 
 
 class _Slot:
@@ -55,6 +64,7 @@ class KafkaConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._reading_paused = False
         self._writing_paused = False
+        self._turn_scheduled = False
         self._closed = False
         self._zero_copy = server.zero_copy
         self._file_parts: collections.deque = collections.deque()
@@ -90,14 +100,19 @@ class KafkaConnection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._writing_paused = False
         self._update_reading()
-        self._process_frames()
+        self._schedule_turn()
 
     # -- framing --------------------------------------------------------------
     def _process_frames(self) -> None:
+        self._turn_scheduled = False
         buf = self._buf
         consumed = 0
+        handled = 0
         while not self._closed and not self._busy():
             if len(buf) - consumed < 4:
+                break
+            if handled == _FRAMES_PER_TURN:
+                self._schedule_turn()
                 break
             (size,) = _SIZE.unpack_from(buf, consumed)
             if size < 0 or size > self._max_frame:
@@ -109,6 +124,7 @@ class KafkaConnection(asyncio.Protocol):
                 break
             frame = bytes(memoryview(buf)[consumed + 4:end])
             consumed = end
+            handled += 1
             try:
                 self._handle_frame(frame)
             except Exception:
@@ -119,13 +135,23 @@ class KafkaConnection(asyncio.Protocol):
             del buf[:consumed]
         self._update_reading()
 
+    def _schedule_turn(self) -> None:
+        """Handle the rest of the buffer in a later loop turn, after everyone else's."""
+        if not self._turn_scheduled:
+            self._turn_scheduled = True
+            asyncio.get_running_loop().call_soon(self._process_frames)
+
     def _busy(self) -> bool:
         return self._writing_paused or len(self._slots) >= self._max_inflight
+
+    def _muted(self) -> bool:
+        """Read nothing more while unhandled frames wait for their turn or a bound holds."""
+        return self._turn_scheduled or self._busy()
 
     def _update_reading(self) -> None:
         if self._transport is None or self._closed:
             return
-        should_pause = self._busy()
+        should_pause = self._muted()
         if should_pause and not self._reading_paused:
             self._transport.pause_reading()
             self._reading_paused = True
@@ -232,7 +258,7 @@ class KafkaConnection(asyncio.Protocol):
         if self._reading_paused and not self._busy():
             self._update_reading()
             if self._buf:
-                asyncio.get_running_loop().call_soon(self._process_frames)
+                self._schedule_turn()
 
     def _write_now(self, ready: list) -> None:
         if len(ready) == 1:
