@@ -3,22 +3,34 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
+# Two install levels: the broker alone (what `make run` needs), and everything the tests
+# and the benchmarks use (the test and spark extras, several hundred MB more).
 STAMP  := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 PROPS  ?= config/server.properties
+ARGS   ?=
 
 .PHONY: run test test-unit bench venv system-deps java-clients clean
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(PY):
+	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(PY)
+	$(PIP) install --quiet -e .
+	touch $(RUN_STAMP)
+
+# The full install contains the broker's, so it satisfies `make run` too.
+$(STAMP): pyproject.toml | $(PY)
 	$(PIP) install --quiet -e '.[test,spark]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
 venv: $(STAMP)
 
-## Start one broker on 127.0.0.1:9092 with the embedded metadata store.
-run: $(STAMP)
-	$(PY) -m kafkapy $(PROPS)
+## Start one broker on 127.0.0.1:9092 with the embedded metadata store;
+## extra broker arguments pass through: make run ARGS="--override broker.id=1".
+run: $(RUN_STAMP)
+	$(PY) -m kafkapy $(PROPS) $(ARGS)
 
 ## Install what the tests need (Debian packages as root), then run every test.
 test: $(STAMP) system-deps java-clients

@@ -1,0 +1,410 @@
+"""README.md's commands, run as printed, so the README cannot drift from what works.
+
+Job: read the fenced ``sh`` blocks of the README's "Quickstart", "Starting like Kafka" and
+"Command-line tools" sections at test time and run them with bash in a temporary copy of the
+repository (its files without ``.venv``, ``data``, ``.git`` and caches). The Quickstart's
+``make run`` therefore builds a fresh ``.venv`` exactly as a user's first ``make run`` does
+(``pip install -e .``, the broker only; this needs PyPI or a pip cache and takes a minute or
+so), and every later ``.venv/bin/...`` command uses that venv.
+
+One substitution is made, the same in the commands and in the copy's
+``config/server.properties``: the README's ports (9092 and 9093 right after a colon, as in
+``127.0.0.1:9092``; not in names such as ``data/broker-9093``) become two free loopback ports,
+so a broker a developer already runs on 9092 neither breaks the test nor answers it. Relative
+paths (``data/...``) land in the copy. The "Two commands" block is not run: its ``make run``
+is the Quickstart's, and its ``make test`` is what runs this module.
+
+Invariants: every command of those sections runs and its output is checked; a command this
+module has no check for, or a check no command uses, fails the test, so a changed example
+must come with a changed check. Traffic goes only to 127.0.0.1. Brokers are stopped as a
+user stops them (SIGINT to the process group, i.e. Ctrl-C) and must shut down cleanly; a
+failing test kills what it started. No assertion depends on timing: waits are bounded
+deadlines that only guard against a hang.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from kafka import KafkaProducer
+
+from tests.broker_process import free_port
+from tests.integration.wire import WireClient
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+README_PORTS = ("9092", "9093")
+COPY_IGNORE = shutil.ignore_patterns(".venv", ".git", ".cache", "data", "__pycache__",
+                                     "*.egg-info", ".pytest_cache", "build")
+# Environment a user's shell would not have inside this test run (an outer make, a venv).
+ENV_DROP = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+FIRST_START_S = 600.0   # `make run` into an empty venv installs the broker first
+START_S = 60.0
+STOP_S = 60.0
+COMMAND_S = 180.0
+METADATA = 3
+
+pytestmark = pytest.mark.timeout(1200)
+
+
+# ---------------------------------------------------------------- reading README.md
+
+def section(heading: str) -> str:
+    text = README.read_text()
+    m = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert m, f"README.md has no '## {heading}' section"
+    return m.group(1)
+
+
+def sh_blocks(heading: str) -> list[str]:
+    return re.findall(r"^```sh\n(.*?)^```", section(heading), re.S | re.M)
+
+
+def logical_lines(block: str) -> list[str]:
+    """The block's commands: continuation lines joined, blank and comment lines dropped."""
+    joined = re.sub(r"\\\n\s*", "", block)
+    return [line.strip() for line in joined.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+# ---------------------------------------------------------------- the repository copy
+
+@dataclass
+class Foreground:
+    """A long-running README command (a broker start), in its own process group."""
+    command: str
+    port: int
+    proc: subprocess.Popen
+    output_path: Path
+
+    def output(self) -> str:
+        return self.output_path.read_text(errors="replace")[-20000:]
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def ctrl_c(self) -> str:
+        """SIGINT to the group, as a terminal's Ctrl-C; returns the output after exit."""
+        if self.running():
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(STOP_S)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                pytest.fail(f"{self.command!r} ignored Ctrl-C:\n{self.output()}")
+        return self.output()
+
+    def kill(self) -> None:
+        if self.running():
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+@dataclass
+class Workspace:
+    """A copy of the repository where README commands run as printed (ports localized)."""
+    root: Path
+    ports: dict[str, int]
+    started: list[Foreground] = field(default_factory=list)
+
+    def localize(self, text: str) -> str:
+        for readme_port, port in self.ports.items():
+            text = re.sub(rf"(?<=:){readme_port}\b", str(port), text)
+        return text
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in ENV_DROP}
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def run(self, script: str, check: bool = True) -> subprocess.CompletedProcess:
+        """Runs README text with bash in the copy; with ``check``, a failure fails the test."""
+        local = self.localize(script)
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", local], cwd=self.root,
+                              env=self.env(), capture_output=True, text=True,
+                              timeout=COMMAND_S)
+        if check:
+            assert proc.returncode == 0, (
+                f"README command failed ({proc.returncode}):\n{local}\n--- stdout ---\n"
+                f"{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}")
+        return proc
+
+    def start(self, command: str, timeout: float = START_S) -> Foreground:
+        """Starts a README broker command and waits until its port accepts connections."""
+        port = self.ports["9093"] if "9093" in command else self.ports["9092"]
+        out_path = self.root / f"foreground-{len(self.started)}.out"
+        with open(out_path, "wb") as out:
+            proc = subprocess.Popen(["bash", "-c", self.localize(command)], cwd=self.root,
+                                    env=self.env(), stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        fg = Foreground(command, port, proc, out_path)
+        self.started.append(fg)
+        wait_listening(fg, timeout)
+        return fg
+
+    @contextmanager
+    def foreground(self, command: str):
+        """``start`` for the length of a ``with``; whatever happens in it, the broker is gone
+        after it, so a failed check leaves no port taken."""
+        fg = self.start(command)
+        try:
+            yield fg
+        finally:
+            fg.kill()
+
+    def stop_all(self) -> None:
+        for fg in self.started:
+            fg.kill()
+
+
+def wait_listening(fg: Foreground, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not fg.running():
+            pytest.fail(f"{fg.command!r} exited with {fg.proc.returncode}:\n{fg.output()}")
+        try:
+            with socket.create_connection(("127.0.0.1", fg.port), timeout=1.0):
+                return
+        except OSError:
+            time.sleep(0.2)
+    fg.kill()
+    pytest.fail(f"{fg.command!r} did not listen on {fg.port} within {timeout}s:\n{fg.output()}")
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Workspace:
+    root = tmp_path_factory.mktemp("readme") / "kafkapy"
+    shutil.copytree(ROOT, root, ignore=COPY_IGNORE)
+    ws = Workspace(root, {p: free_port() for p in README_PORTS})
+    assert len(set(ws.ports.values())) == len(README_PORTS)
+    props = root / "config" / "server.properties"
+    assert "127.0.0.1:9092" in props.read_text(), "the README's 9092 comes from the sample config"
+    props.write_text(ws.localize(props.read_text()))
+    yield ws
+    ws.stop_all()
+
+
+@pytest.fixture(scope="module")
+def make_run(workspace) -> Foreground:
+    """The Quickstart's first block, ``make run``, started in the copy (a fresh venv)."""
+    first = sh_blocks("Quickstart")[0].strip()
+    assert first == "make run", f"the Quickstart starts with {first!r}, not 'make run'"
+    fg = workspace.start(first, timeout=FIRST_START_S)
+    yield fg
+    fg.kill()
+
+
+def quickstart_block(marker: str) -> str:
+    blocks = [b for b in sh_blocks("Quickstart") if marker in b]
+    assert len(blocks) == 1, f"expected one Quickstart block with {marker!r}, found {blocks!r}"
+    return blocks[0]
+
+
+def assert_clean_stop(fg: Foreground, log_dir: Path) -> None:
+    output = fg.ctrl_c()
+    assert "shut down cleanly" in output, output
+    # Kafka's marker: its presence is what lets the next start skip log recovery.
+    assert (log_dir / ".kafka_cleanshutdown").is_file(), sorted(p.name for p in log_dir.iterdir())
+
+
+def advertised_brokers(port: int) -> list[tuple[int, str, int]]:
+    """The brokers a Metadata request to 127.0.0.1:port names: where clients go next."""
+    client = WireClient(f"127.0.0.1:{port}")
+    try:
+        response = client.request(METADATA, 1, topics=[])
+    finally:
+        client.close()
+    return [(b.node_id, b.host, b.port) for b in response.brokers]
+
+
+# ---------------------------------------------------------------- Quickstart
+
+@pytest.mark.kcat
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat binary not installed")
+def test_quickstart_kcat(workspace, make_run):
+    block = quickstart_block("kcat -P")
+    assert "kcat -C" in block and "printf 'hello\\nworld\\n'" in block, block
+    out = workspace.run(block).stdout
+    assert out.splitlines() == ["hello", "world"], out
+
+
+def test_quickstart_kafka_python(workspace, make_run):
+    """The snippet prints the topic from offset 0; its own record is last (after kcat's, if
+    that test ran first)."""
+    block = quickstart_block("KafkaProducer")
+    assert block.startswith(".venv/bin/python - <<'PY'"), block
+    lines = workspace.run(block).stdout.splitlines()
+    assert lines and lines[-1] == f"{len(lines) - 1} b'k' b'from kafka-python'", lines
+    assert [int(line.split()[0]) for line in lines] == list(range(len(lines))), lines
+
+
+def test_make_run_installs_the_broker_only(workspace, make_run):
+    """``make run`` installs the runtime dependencies, not the test and Spark extras."""
+    probe = ("import importlib.util as u; "
+             "print(*[m for m in ('kafka', 'uvloop', 'kafkapy', 'pytest', 'pyspark', "
+             "'confluent_kafka') if u.find_spec(m)])")
+    out = workspace.run(f".venv/bin/python -c \"{probe}\"").stdout
+    assert out.split() == ["kafka", "uvloop", "kafkapy"], out
+    assert (workspace.root / ".venv" / ".installed-run").is_file()
+    assert not (workspace.root / ".venv" / ".installed").exists()
+
+
+# ---------------------------------------------------------------- Command-line tools
+
+def _rows(stdout: str, header: list[str]) -> list[list[str]]:
+    lines = stdout.splitlines()
+    assert lines[0] == "" and lines[1].split() == header, stdout
+    return [line.split() for line in lines[2:]]
+
+
+def check_create(r: subprocess.CompletedProcess) -> None:
+    assert r.stdout == "Created topic orders.\n", r.stdout
+
+
+def check_describe_topic(r: subprocess.CompletedProcess) -> None:
+    head, *parts = r.stdout.splitlines()
+    assert head.startswith("Topic: orders\tTopicId: ") and "PartitionCount: 3" in head, head
+    assert "retention.ms=86400000" in head, head
+    assert [p.split("\t")[2] for p in parts] == [f"Partition: {i}" for i in range(3)], parts
+
+
+def check_produce(r: subprocess.CompletedProcess) -> None:
+    assert r.stdout == "", r.stdout
+
+
+def check_consume(r: subprocess.CompletedProcess) -> None:
+    assert sorted(r.stdout.splitlines()) == ["k1\thello", "k2\tworld"], r.stdout
+    assert "Processed a total of 2 messages" in r.stderr, r.stderr
+
+
+def check_describe_group(r: subprocess.CompletedProcess) -> None:
+    assert "Consumer group 'billing' has no active members." in r.stderr, r.stderr
+    rows = _rows(r.stdout, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET",
+                            "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"])
+    assert [row[:3] for row in rows] == [["billing", "orders", str(i)] for i in range(3)], rows
+    assert [row[3] for row in rows] == [row[4] for row in rows], rows   # all consumed
+    assert sum(int(row[3]) for row in rows) == 2 and {row[5] for row in rows} == {"0"}, rows
+
+
+def check_reset(r: subprocess.CompletedProcess) -> None:
+    rows = _rows(r.stdout, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])
+    assert rows == [["billing", "orders", str(i), "0"] for i in range(3)], rows
+
+
+def check_alter_config(r: subprocess.CompletedProcess) -> None:
+    assert r.stdout == "Completed updating config for topic orders.\n", r.stdout
+
+
+def check_describe_config(r: subprocess.CompletedProcess) -> None:
+    lines = r.stdout.splitlines()
+    assert lines[0] == "Dynamic configs for topic orders are:", lines
+    assert [line.split()[0] for line in lines[1:]] == [
+        "cleanup.policy=compact", "retention.ms=86400000"], lines
+
+
+def check_offsets(r: subprocess.CompletedProcess) -> None:
+    parts = [line.split(":") for line in r.stdout.splitlines()]
+    assert [p[:2] for p in parts] == [["orders", str(i)] for i in range(3)], parts
+    assert sum(int(p[2]) for p in parts) == 2, parts
+
+
+def check_election(r: subprocess.CompletedProcess) -> None:
+    # One broker: every preferred leader already leads; Kafka then reports nothing.
+    assert r.stdout == "", r.stdout
+
+
+CLI_CHECKS: list[tuple[str, Callable[[subprocess.CompletedProcess], None]]] = [
+    (r"kafkapy-topics .*--create", check_create),
+    (r"kafkapy-topics .*--describe", check_describe_topic),
+    (r"kafkapy-console-producer ", check_produce),
+    (r"kafkapy-console-consumer ", check_consume),
+    (r"kafkapy-consumer-groups .*--describe", check_describe_group),
+    (r"kafkapy-consumer-groups .*--reset-offsets", check_reset),
+    (r"kafkapy-configs .*--alter", check_alter_config),
+    (r"kafkapy-configs .*--describe", check_describe_config),
+    (r"kafkapy-get-offsets ", check_offsets),
+    (r"kafkapy-leader-election ", check_election),
+]
+
+
+def cli_check(command: str) -> Callable[[subprocess.CompletedProcess], None]:
+    found = [check for pattern, check in CLI_CHECKS if re.search(pattern, command)]
+    assert len(found) == 1, f"README command with {len(found)} checks here: {command}"
+    return found[0]
+
+
+def test_command_line_tools(workspace, make_run):
+    """Each command of the section, in order, with the block's variable assignments."""
+    (block,) = sh_blocks("Command-line tools")
+    lines = logical_lines(block)
+    assignments = [line for line in lines if re.match(r"^[A-Za-z_]\w*=", line)]
+    commands = [line for line in lines if line not in assignments]
+    checks = [cli_check(command) for command in commands]
+    assert sorted(map(id, checks)) == sorted(id(c) for _, c in CLI_CHECKS), "unused checks"
+    for command, check in zip(commands, checks):
+        result = workspace.run("\n".join(assignments + [command]))
+        check(result)
+
+
+# ---------------------------------------------------------------- stopping, starting
+
+def test_make_run_stops_cleanly_on_ctrl_c(workspace, make_run):
+    assert_clean_stop(make_run, workspace.root / "data" / "kafka-logs")
+
+
+def check_broker_1(workspace: Workspace, fg: Foreground) -> None:
+    assert advertised_brokers(fg.port) == [(1, "127.0.0.1", fg.port)]
+    log_dir = workspace.root / "data" / "broker-1"
+    assert "broker.id=1" in (log_dir / "meta.properties").read_text()
+    assert_clean_stop(fg, log_dir)
+
+
+def check_broker_9093(workspace: Workspace, fg: Foreground) -> None:
+    """Clients are sent to the port-override broker, and their records land in its logs."""
+    assert advertised_brokers(fg.port) == [(0, "127.0.0.1", fg.port)]
+    bootstrap = f"127.0.0.1:{fg.port}"
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    sent = producer.send("port-override", b"to 9093").get(timeout=30)
+    producer.close()
+    assert (sent.topic, sent.partition) == ("port-override", 0), sent
+    log_dir = workspace.root / "data" / "broker-9093"
+    assert (log_dir / "port-override-0").is_dir()
+    assert_clean_stop(fg, log_dir)
+
+
+def test_starting_like_kafka(workspace, make_run):
+    """Each start command in turn; ``make run``'s broker is stopped first (same port)."""
+    make_run.ctrl_c()
+    (block,) = sh_blocks("Starting like Kafka")
+    commands = logical_lines(block)
+    assert len(commands) == 3, commands
+    assert "9093" not in commands[0] and all("9093" in c for c in commands[1:]), commands
+    assert commands[2].startswith("make run ARGS="), commands[2]
+    for command, check in zip(commands, [check_broker_1, check_broker_9093, check_broker_9093]):
+        with workspace.foreground(command) as fg:
+            check(workspace, fg)
+
+
+def test_listener_host_claims(workspace, make_run):
+    """The section's prose: ``0.0.0.0`` alone stops start-up (as Kafka does); an empty host
+    is advertised as this machine's canonical name (Python's ``socket.getfqdn()``)."""
+    text = " ".join(section("Starting like Kafka").split())
+    assert "refuses to start with `listeners=PLAINTEXT://0.0.0.0:9093` alone" in text, text
+    assert "`listeners=PLAINTEXT://:9093`, advertised as this machine's canonical" in text, text
+    start = ".venv/bin/python -m kafkapy config/server.properties --override log.dirs=data/hosts"
+    refused = workspace.run(f"{start} --override listeners=PLAINTEXT://0.0.0.0:9093", check=False)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0" in refused.stderr
+    with workspace.foreground(f"{start} --override listeners=PLAINTEXT://:9093") as fg:
+        assert advertised_brokers(fg.port) == [(0, socket.getfqdn(), fg.port)]
+        assert_clean_stop(fg, workspace.root / "data" / "hosts")
