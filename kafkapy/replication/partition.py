@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from kafkapy import metrics
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory.delayed_fetch import LogOffsetMetadata
@@ -76,6 +77,8 @@ class Partition:
             return AppendResult(err.code, error_message=err.message)
         except OSError as err:
             return self._failed_append(err)
+        if not info.duplicate:  # a retried batch is answered, not written again
+            metrics.PRODUCE_BYTES.inc(len(records))
         return self._appended(info)
 
     def append_internal(self, records: bytes) -> AppendResult:
