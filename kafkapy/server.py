@@ -9,6 +9,15 @@ clean-shutdown marker so the next start skips recovery.
 
 The metadata store is ZooKeeper when ``zookeeper.connect`` is set (unless
 ``kafkapy.metadata.store=embedded``), else the embedded file in the first log dir.
+The log dirs are locked (``.lock``) before the store is opened, so a second broker
+on the same dirs is refused before it touches the store in them.
+
+A start-up failure the operator can fix (port in use, a log dir locked by another
+broker, no usable log dir, ZooKeeper unreachable, a broker id held by another
+session, a log dir of another cluster) raises ``StartupError``, whose message is
+the one line to report; ``shutdown(after_failed_start=True)`` then quietly lets go
+of what was opened (the logs get their clean-shutdown marker only if they had been
+loaded completely).
 """
 from __future__ import annotations
 
@@ -30,10 +39,12 @@ from kafkapy.coordinator.group.service import GroupService
 from kafkapy.coordinator.producer_ids import ProducerIdManager
 from kafkapy.handlers import build_registry
 from kafkapy.handlers.api_versions import unsupported_version_response
-from kafkapy.log.manager import LogManager
+from kafkapy.log.manager import LogDirError, LogManager
+from kafkapy.log.meta_properties import InconsistentMetaPropertiesError
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
 from kafkapy.metadata.ephemeral import claim
+from kafkapy.metadata.store import MetadataStoreError
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.network.server import SocketServer
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -42,6 +53,13 @@ from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionSt
 from kafkapy.replication.replica_manager import ReplicaManager
 
 _log = structlog.get_logger("kafkapy.server")
+
+# Failures whose message already says what is wrong and where: no traceback needed.
+_OPERATOR_ERRORS = (LogDirError, InconsistentMetaPropertiesError, MetadataStoreError)
+
+
+class StartupError(Exception):
+    """The broker cannot start for a reason its one-line message names."""
 
 
 def _log_dir_failed(log_dir: str, live_dirs: list[str]) -> None:
@@ -83,10 +101,18 @@ class Broker:
 
     # -- start-up ---------------------------------------------------------------------
     async def start(self) -> None:
+        """Start every part; raises ``StartupError`` for an operator-fixable failure."""
+        try:
+            await self._start()
+        except _OPERATOR_ERRORS as err:
+            raise StartupError(str(err)) from None
+
+    async def _start(self) -> None:
         loop = self.loop = asyncio.get_running_loop()
+        self.log_manager = self._log_manager()
+        self.log_manager.open_dirs()
         self.store = self._open_store()
         cluster_id = self._cluster_id()
-        self.log_manager = self._log_manager()
         await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
                                    self._stored_topic_config)
         self.cache = MetadataCache(cluster_id, self.node_id)
@@ -104,12 +130,30 @@ class Broker:
         self.groups.start()
         self._start_transactions()
         self.socket_server = self._socket_server()
-        await self.socket_server.start()
-        metrics.serve(self.config["kafkapy.metrics.port"])
+        await self._listen()
+        self._serve_metrics()
         self._start_periodic_tasks()
         self._start_log_cleaner()
         _log.info("kafkapy broker started", node_id=self.node_id, cluster_id=cluster_id,
                   port=self.socket_server.port, topics=len(self.cache.topics))
+
+    async def _listen(self) -> None:
+        try:
+            await self.socket_server.start()
+        except OSError as err:
+            host = self.socket_server.host or "0.0.0.0"
+            reason = os.strerror(err.errno) if err.errno else str(err)
+            raise StartupError(f"Socket server failed to bind to {host}:{self.socket_server.port}: "
+                               f"{reason}.") from None
+
+    def _serve_metrics(self) -> None:
+        port = self.config["kafkapy.metrics.port"]
+        try:
+            metrics.serve(port)
+        except OSError as err:
+            reason = os.strerror(err.errno) if err.errno else str(err)
+            raise StartupError(f"Metrics endpoint failed to bind to 127.0.0.1:{port} "
+                               f"(kafkapy.metrics.port): {reason}.") from None
 
     def _start_transactions(self) -> None:
         from kafkapy.coordinator.transaction.service import TransactionService
@@ -147,9 +191,14 @@ class Broker:
                                    self.config["zookeeper.connection.timeout.ms"])
         else:
             from kafkapy.metadata.embedded import EmbeddedStore
-            first_dir = Path(self.config.log_dirs[0])
-            first_dir.mkdir(parents=True, exist_ok=True)
-            store = EmbeddedStore(first_dir / "kafkapy-metadata.json")
+            first_dir = self.config.log_dirs[0]
+            if first_dir in self.log_manager.offline_dirs:
+                # Another dir would hold a fresh store: every topic would be forgotten.
+                raise StartupError(
+                    f"Log dir {first_dir} is unusable and holds the embedded metadata store "
+                    "(the first of log.dirs); repair it, or keep the metadata in ZooKeeper "
+                    "(zookeeper.connect)")
+            store = EmbeddedStore(Path(first_dir) / "kafkapy-metadata.json")
         paths.ensure_base_paths(store)
         return store
 
@@ -325,8 +374,11 @@ class Broker:
     def request_stop(self) -> None:
         self._stopped.set()
 
-    async def shutdown(self) -> None:
-        _log.info("shutting down")
+    async def shutdown(self, after_failed_start: bool = False) -> None:
+        """Stop every part that was started; after a failed start quietly, since the
+        failure is the one thing to report."""
+        if not after_failed_start:
+            _log.info("shutting down")
         if self.socket_server is not None:
             await self.socket_server.stop_accepting()
             await self.socket_server.drain_and_close()
@@ -347,4 +399,5 @@ class Broker:
             await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
         if self.store is not None:
             self.store.close()
-        _log.info("shut down cleanly")
+        if not after_failed_start:
+            _log.info("shut down cleanly")

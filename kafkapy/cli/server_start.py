@@ -1,7 +1,9 @@
 """``kafkapy-server-start config/server.properties [--override key=value ...]``.
 
 Like Kafka's ``bin/kafka-server-start.sh``: a properties file, then overrides.
-A bad config stops start-up with a message naming the key and the value.
+A bad config stops start-up with a message naming the key and the value; a
+start-up failure the operator can fix (port in use, log dir locked or unusable,
+ZooKeeper unreachable...) with one line naming it; both exit with code 1.
 SIGTERM and SIGINT shut the broker down gracefully.
 """
 from __future__ import annotations
@@ -53,18 +55,31 @@ def _run(config: BrokerConfig) -> int:
 
 
 async def _serve(config: BrokerConfig) -> int:
-    from kafkapy.server import Broker
+    from kafkapy.server import Broker, StartupError
 
     broker = Broker(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, broker.request_stop)
+    log = structlog.get_logger("kafkapy")
     try:
         await broker.start()
-    except Exception as err:
-        structlog.get_logger("kafkapy").exception("start-up failed", error=str(err))
-        await broker.shutdown()
+    except StartupError as err:
+        # The message names the problem and where; a traceback would bury it.
+        log.critical(f"start-up failed: {err}")
+        await _close_after_failed_start(broker)
+        return 1
+    except Exception as err:    # a bug: its traceback is what a report needs
+        log.exception("start-up failed", error=str(err))
+        await _close_after_failed_start(broker)
         return 1
     await broker.serve_forever()
     await broker.shutdown()
     return 0
+
+
+async def _close_after_failed_start(broker) -> None:
+    try:
+        await broker.shutdown(after_failed_start=True)
+    except Exception as err:    # the start-up failure stays the line that matters
+        structlog.get_logger("kafkapy").warning(f"cleanup after the failed start-up: {err}")

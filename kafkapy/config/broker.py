@@ -10,7 +10,9 @@ Built once from server.properties plus ``--override`` pairs (both are
   log dirs (log.dirs over log.dir), listeners and advertised listeners,
   retention (ms > minutes > hours, negative -> -1), roll and jitter (ms >
   hours), flush interval (ms > scheduler interval);
-- cross-key rules Kafka enforces at startup are checked here.
+- cross-key rules Kafka enforces at startup are checked here;
+- KRaft settings (process.roles, controller.quorum.*, controller.listener.names)
+  are refused: kafkapy has no KRaft mode.
 
 Topic configs: ``topic_defaults()`` gives each topic key's value on this
 broker through ServerTopicConfigSynonyms; ``validate_topic_configs`` checks a
@@ -165,6 +167,7 @@ class BrokerConfig:
         return next((self._values[k] for k in keys if self._values[k] is not None), None)
 
     def _derive(self) -> None:
+        _check_not_kraft(self)   # first: a KRaft file would fail later checks confusingly
         self._node_id = self._derive_node_id()
         self._log_dirs = self._derive_log_dirs()
         self._derive_listeners()
@@ -340,6 +343,23 @@ def _check_compaction_lag(cfg: BrokerConfig) -> None:
     lo, hi = cfg["log.cleaner.min.compaction.lag.ms"], cfg["log.cleaner.max.compaction.lag.ms"]
     _require(lo <= hi, f"conflict topic config setting min.compaction.lag.ms ({lo}) > "  # type: ignore[operator]
              f"max.compaction.lag.ms ({hi})", "log.cleaner.min.compaction.lag.ms", cfg)
+
+
+_KRAFT_KEYS = ("process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+               "controller.listener.names")
+_KRAFT_HINT = ("KRaft mode is not supported by kafkapy: remove process.roles and the other "
+               "KRaft settings (controller.*), and set zookeeper.connect "
+               "(or nothing, for the embedded metadata store)")
+
+
+def _check_not_kraft(cfg: BrokerConfig) -> None:
+    """KRaft-only settings mean the operator expects a KRaft node; starting as a
+    ZooKeeper-style broker instead would be a surprise, so refuse (node.id alone is
+    fine: Kafka's ZooKeeper mode takes it as broker.id)."""
+    originals = cfg.originals
+    for key in _KRAFT_KEYS:
+        if originals.get(key, "").strip():
+            raise ConfigError(f"{key}={originals[key]}: {_KRAFT_HINT}", key=key, value=originals[key])
 
 
 def _check_unsupported(cfg: BrokerConfig) -> None:

@@ -62,10 +62,10 @@ def _general() -> None:
 
 def _kraft() -> None:
     D.define("process.roles", T.LIST, [], list_in("broker", "controller"), H,
-             "KRaft roles; accepted for compatibility, kafkapy runs ZooKeeper-style.")
+             "KRaft roles; kafkapy runs ZooKeeper-style only, so a non-empty value is refused.")
     D.define("node.id", T.INT, -1, None, H, "Node id; must equal broker.id when both are set.")
-    D.define("controller.listener.names", T.STRING, None, None, H, "KRaft controller listener names (accepted, unused).")
-    D.define("controller.quorum.voters", T.LIST, [], None, H, "KRaft voter set (accepted, unused).")
+    D.define("controller.listener.names", T.STRING, None, None, H, "KRaft controller listener names; kafkapy refuses a value (no KRaft mode).")
+    D.define("controller.quorum.voters", T.LIST, [], None, H, "KRaft voter set; kafkapy refuses a value (no KRaft mode).")
     D.define("metadata.log.dir", T.STRING, None, None, H, "KRaft metadata log directory (accepted, unused).")
     D.define("authorizer.class.name", T.STRING, "", non_null, L, "Authorizer class; empty means no authorization.")
     D.define("early.start.listeners", T.STRING, None, None, H, "Listeners started before authorizer initialisation.")

@@ -844,7 +844,7 @@ class LogCleaner:
         self._futures: set[asyncio.Future] = set()
         self.cleans = 0
         self.last_stats: CleanStats | None = None
-        for d in log_manager.log_dirs:
+        for d in log_manager.live_log_dirs:   # an offline dir is neither read nor written
             path = os.path.join(d, CLEANER_OFFSET_CHECKPOINT)
             try:
                 self.checkpoints[d] = read_offset_checkpoint(path)

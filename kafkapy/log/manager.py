@@ -19,11 +19,23 @@ Invariants:
   KAFKA_STORAGE_ERROR), nothing more is written there (no checkpoint, no
   clean-shutdown marker, so the next start recovers it), new logs go to live
   dirs only, and ``on_dir_failure(dir, live_dirs)`` is told, once per dir.
+- every live dir is held with an exclusive ``flock`` on its ``.lock`` file
+  from ``open_dirs`` (called by ``load`` if not before) until ``shutdown``, so a
+  second broker on the same dir is refused (``LogDirLockedError``), as Kafka's
+  FileLock does; the lock dies with the process.
+- a dir that cannot be created, read or locked when opened starts offline (its
+  reason logged), as with Kafka's createAndValidateLogDirs; with none usable,
+  ``open_dirs`` raises ``NoLiveLogDirError`` naming each dir and its reason.
+- ``shutdown`` before a completed ``load`` only lets go of what was opened: it
+  writes no checkpoint and no clean-shutdown marker (a dir whose load did not
+  finish may still need recovery).
 ``load``, ``shutdown``, ``flush_dirty`` and ``periodic`` block on disk I/O:
 run them off the event loop (executor) when logs are large.
 """
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import logging
 import os
@@ -41,6 +53,7 @@ from kafkapy.log.log_config import LogConfig
 from kafkapy.log.meta_properties import ensure_meta_properties
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+LOCK_FILE = ".lock"
 
 _log = logging.getLogger(__name__)
 
@@ -49,6 +62,14 @@ TopicConfigs = dict[str, dict[str, Any]] | Callable[[str], dict[str, Any] | None
 
 class LogDirError(Exception):
     """Log dirs are inconsistent (e.g. the same partition in two dirs)."""
+
+
+class LogDirLockedError(LogDirError):
+    """Another process (or another LogManager) holds a log dir's ``.lock``."""
+
+
+class NoLiveLogDirError(LogDirError):
+    """None of the configured log dirs can be created, read or locked."""
 
 
 class LogManager:
@@ -80,6 +101,8 @@ class LogManager:
         self._last_run: dict[str, int] = {}
         self._pending_log_deletes: list[tuple[int, Log]] = []
         self._loaded = False
+        self._opened = False
+        self._lock_fds: dict[str, int] = {}
         self.offline_dirs: set[str] = set()
         self._on_dir_failure = on_dir_failure
 
@@ -90,12 +113,83 @@ class LogManager:
 
     # ---------------------------------------------------------------- loading
 
+    def open_dirs(self) -> None:
+        """Create, check and lock every log dir; an unusable one starts offline.
+
+        Raises ``LogDirLockedError`` when another process holds a dir (nothing
+        stays locked then) and ``NoLiveLogDirError`` when no dir is usable.
+        """
+        if self._opened:
+            return
+        if len(set(self.log_dirs)) < len(self.log_dirs):
+            raise LogDirError("Duplicate log directory found: " + ", ".join(self.log_dirs))
+        failures: dict[str, str] = {}
+        try:
+            for d in self.log_dirs:
+                reason = self._open_dir(d)
+                if reason is not None:
+                    failures[d] = reason
+        except LogDirLockedError:
+            self._release_locks()
+            raise
+        if len(failures) == len(self.log_dirs):
+            raise NoLiveLogDirError(
+                "Shutdown broker because none of the specified log dirs from "
+                f"{', '.join(self.log_dirs)} can be created or validated: "
+                + "; ".join(failures.values()))
+        for d, reason in failures.items():
+            # Kafka's LogDirFailureChannel at start-up: the dir is offline, the rest serve.
+            self.offline_dirs.add(d)
+            _log.error("Failed to create or validate data directory %s (now offline): %s",
+                       d, reason)
+        self._opened = True
+
+    def _open_dir(self, d: str) -> str | None:
+        """Create, check and lock one dir; the reason it cannot be used, or None."""
+        if not os.path.isdir(d):
+            if os.path.lexists(d):
+                return f"{d} is not a readable log directory."
+            try:
+                os.makedirs(d)
+            except OSError as err:
+                return f"Failed to create data directory {d}: {err.strerror}"
+        if not os.access(d, os.R_OK | os.W_OK | os.X_OK):
+            return f"{d} is not a readable log directory."
+        try:
+            fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            return f"Disk error while locking directory {d}: {err.strerror}"
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(fd)
+            if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise LogDirLockedError(
+                    f"Failed to acquire lock on file {LOCK_FILE} in {d}. A Kafka instance in "
+                    "another process or thread is using this directory.") from None
+            return f"Disk error while locking directory {d}: {err.strerror}"
+        self._lock_fds[d] = fd
+        return None
+
+    def _release_locks(self) -> None:
+        for fd in self._lock_fds.values():
+            os.close(fd)   # closing the descriptor drops the flock
+        self._lock_fds.clear()
+
     def load(self, cluster_id: str, node_id: int, topic_configs: TopicConfigs = None) -> None:
-        """Create dirs, check meta.properties, open (and if needed recover) every log."""
-        for d in self.log_dirs:
-            os.makedirs(d, exist_ok=True)
-        ensure_meta_properties(self.log_dirs, cluster_id, node_id)
-        for d in self.log_dirs:
+        """Open the dirs (if not yet), check meta.properties, open (and if needed
+        recover) every log of the live dirs."""
+        self.open_dirs()
+        try:
+            self._load_dirs(cluster_id, node_id, topic_configs)
+        except BaseException:
+            self.shutdown()   # lets go of the logs opened so far and of the locks
+            raise
+
+    def _load_dirs(self, cluster_id: str, node_id: int, topic_configs: TopicConfigs) -> None:
+        live = self.live_log_dirs
+        ensure_meta_properties(live, cluster_id, node_id)
+        for d in live:
             marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
             clean = os.path.exists(marker)
             self.had_clean_shutdown[d] = clean
@@ -176,8 +270,14 @@ class LogManager:
     # ---------------------------------------------------------------- dir failure
 
     def fail_dir(self, d: str, error: BaseException) -> None:
-        """Take log dir ``d`` offline after an I/O error there (once; later calls are no-ops)."""
+        """Take log dir ``d`` offline after an I/O error there (once; later calls are no-ops).
+
+        Running out of descriptors (EMFILE, ENFILE) says nothing about the disk: the
+        request that hit it fails, the dir stays online and a restart works."""
         if d in self.offline_dirs:
+            return
+        if getattr(error, "errno", None) in (errno.EMFILE, errno.ENFILE):
+            _log.warning("Out of file descriptors in log dir %s: %s; the dir stays online", d, error)
             return
         self.offline_dirs.add(d)
         for key, log in self.logs.items():
@@ -352,7 +452,21 @@ class LogManager:
 
     def shutdown(self, broker_epoch: int = -1) -> None:
         """Flush and close every log, write checkpoints and the clean-shutdown marker
-        (live dirs only: an offline dir is left to recovery at the next start)."""
+        (live dirs only: an offline dir is left to recovery at the next start), then
+        unlock the dirs.  Before a completed ``load``: only let go (module docstring)."""
+        try:
+            if self._loaded:
+                self._close_all(broker_epoch)
+            else:
+                for log in self.logs.values():
+                    log.release()
+                self.logs.clear()
+                self._dir_of.clear()
+        finally:
+            self._release_locks()
+            self._opened = self._loaded = False
+
+    def _close_all(self, broker_epoch: int) -> None:
         for key, log in self.logs.items():
             if not log.offline:
                 try:

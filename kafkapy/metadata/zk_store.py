@@ -5,7 +5,9 @@ A thin translation layer; the ZooKeeper controller builds on it.
 * ``connect_string`` is Kafka's ``zookeeper.connect``: ``host:port[,host:port...][/chroot]``.
   The chroot is created if missing (as Kafka does) and all paths are relative to it.
 * The constructor connects (blocking, up to ``connection_timeout_ms``) and raises
-  ``MetadataStoreError`` naming the servers on failure.
+  ``MetadataStoreError`` naming the servers on failure, in one line with kazoo's last
+  connection error.  kazoo's log records of that first attempt are held back: replayed
+  once connected, dropped (summed up by the error) if the attempt fails.
 * Calls are synchronous kazoo calls (one round trip each); stats are converted to
   ``Stat``, missing data (null) is returned as ``b""``.
 * Watch callbacks: kazoo calls watchers on its own thread.  A watch registered
@@ -55,6 +57,9 @@ _log = logging.getLogger(__name__)
 
 _DATA = "data"
 _CHILD = "child"
+_KAZOO_LOGGERS = ("kazoo.client", "kazoo.protocol.connection")
+_MAX_HELD_RECORDS = 1000   # a long timeout of retries to a closed port logs two a try
+_DROPPED = "Connection dropped: "
 
 
 def split_connect_string(connect_string: str) -> tuple[str, str]:
@@ -107,6 +112,40 @@ def _run_watch(cb: WatchCallback, ev: WatchedEvent) -> None:
         _log.exception("metadata store watch callback %r failed on %s", cb, ev)
 
 
+class _HeldBack(logging.Filter):
+    """Holds kazoo's log records (any thread) while attached to its loggers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def __enter__(self) -> "_HeldBack":
+        for name in _KAZOO_LOGGERS:
+            logging.getLogger(name).addFilter(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name in _KAZOO_LOGGERS:
+            logging.getLogger(name).removeFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if len(self.records) < _MAX_HELD_RECORDS:
+            self.records.append(record)
+        return False
+
+    def replay(self) -> None:
+        for record in self.records:
+            logging.getLogger(record.name).handle(record)
+
+    def last_error(self) -> str | None:
+        """Why the last connection attempt failed, as kazoo logged it."""
+        for record in reversed(self.records):
+            message = record.getMessage()
+            if message.startswith(_DROPPED):
+                return message[len(_DROPPED):]
+        return None
+
+
 class ZooKeeperStore(MetadataStore):
     """``MetadataStore`` over kazoo's ``KazooClient`` (see module docstring)."""
 
@@ -120,12 +159,17 @@ class ZooKeeperStore(MetadataStore):
         self._watches: dict[tuple, _Watch] = {}
         timeout_ms = connection_timeout_ms if connection_timeout_ms is not None else session_timeout_ms
         self._client = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
-        try:
-            self._client.start(timeout=timeout_ms / 1000.0)
-        except KazooTimeoutError:
-            self._client.close()
-            raise MetadataStoreError(
-                f"timed out after {timeout_ms} ms connecting to ZooKeeper at {hosts}") from None
+        with _HeldBack() as held:
+            try:
+                self._client.start(timeout=timeout_ms / 1000.0)
+            except KazooTimeoutError:
+                self._client.close()
+                cause = held.last_error()
+                raise MetadataStoreError(
+                    "Timed out waiting for connection while in state: CONNECTING to ZooKeeper "
+                    f"at {connect_string} after {timeout_ms} ms (zookeeper.connection.timeout.ms)"
+                    + (f"; last error: {cause}" if cause else "")) from None
+        held.replay()
         try:
             if chroot:
                 self._client.ensure_path(chroot)

@@ -197,8 +197,14 @@ def test_metadata_store_follows_zookeeper_connect():
     assert make({"zookeeper.connect": "h:1", "kafkapy.metadata.store": "embedded"}).metadata_store == "embedded"
 
 
-def test_process_roles_accepted():
-    assert make({"process.roles": "broker,controller"})["process.roles"] == ["broker", "controller"]
+def test_kraft_settings_refused():
+    for key, value in [("process.roles", "broker,controller"), ("controller.quorum.voters", "1@h:9093"),
+                       ("controller.listener.names", "CONTROLLER")]:
+        with pytest.raises(ConfigError, match="KRaft mode is not supported by kafkapy") as err:
+            make({key: value})
+        assert err.value.key == key
+    assert make({"process.roles": ""})["process.roles"] == []
+    assert make({"node.id": "3"}).node_id == 3   # ZooKeeper mode takes node.id as broker.id
     with pytest.raises(ConfigError, match="process.roles"):
         make({"process.roles": "worker"})
 

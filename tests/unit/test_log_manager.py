@@ -85,9 +85,10 @@ def test_unclean_restart_recovers(dirs):
         log.append_as_leader(*batch(), 0)
     path = log.segments[-1].log_path
     m.checkpoint()
-    # crash: no shutdown, torn last write
+    # crash: no shutdown, torn last write; the dir locks die with the process
     for s in log.segments:
         s.release()
+    m._release_locks()
     with open(path, "r+b") as f:
         f.truncate(os.path.getsize(path) - 3)
     m2 = new_manager(dirs)

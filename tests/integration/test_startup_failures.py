@@ -1,0 +1,176 @@
+"""A broker that cannot start says why in one line and exits non-zero, as Kafka does.
+
+Each case starts a real broker process (``python -m kafkapy config/server.properties
+--override ...``, as tests/broker_process.py does) into a real obstacle: a port another
+socket listens on, a log dir a running broker holds, a regular file where a log dir should
+be, a loopback port where no ZooKeeper listens, KRaft settings.  The exit code is non-zero;
+the output has no traceback and no "shut down cleanly", and exactly one line names the
+problem.  One unusable dir among several ``log.dirs`` is no reason to stop: the broker
+starts on the others with that dir offline (DescribeLogDirs answers KAFKA_STORAGE_ERROR for
+it) and places no partition there.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from tests.broker_process import ROOT, BrokerProcess, free_port
+from tests.clients.common import produce_values, read_values
+from tests.integration.wire import WireClient
+
+KAFKA_STORAGE_ERROR = 56
+KAFKA_KRAFT_SAMPLES = ROOT.parent / "shared" / "kafka_2.13-3.9.0" / "config" / "kraft"
+# Not a timing assertion: a broker that wrongly starts instead of failing runs until
+# killed, and the test must then fail rather than hang.
+HANG_GUARD_S = 120
+
+
+def _run_to_exit(command: list[str]) -> tuple[int, str]:
+    """Run a broker command that should fail; its exit code and merged output."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    try:
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              cwd=ROOT, env=env, text=True, timeout=HANG_GUARD_S)
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(f"the broker started instead of failing:\n{err.output}")
+    return done.returncode, done.stdout
+
+
+def _assert_one_line_failure(code: int, output: str, *needles: str) -> str:
+    """Exit code non-zero; one line holds every needle; no traceback, no clean-shutdown
+    claim.  Returns that line."""
+    assert code != 0, output
+    assert "Traceback" not in output, output
+    assert "shut down cleanly" not in output, output
+    lines = [line for line in output.splitlines() if needles[0] in line]
+    assert len(lines) == 1, output
+    for needle in needles[1:]:
+        assert needle in lines[0], output
+    return lines[0]
+
+
+def _log_dir_errors(bootstrap: str) -> dict[str, tuple[int, list[str]]]:
+    client = WireClient(bootstrap)
+    try:
+        response = client.request(35, 4, topics=None)
+    finally:
+        client.close()
+    return {r.log_dir: (r.error_code, [t.name for t in r.topics]) for r in response.results}
+
+
+def test_port_in_use(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        broker = BrokerProcess(tmp_path / "logs", port=port)
+        code, output = _run_to_exit(broker.command())
+    _assert_one_line_failure(code, output,
+                             f"Socket server failed to bind to 127.0.0.1:{port}: "
+                             "Address already in use.")
+
+
+def test_log_dir_locked_by_another_broker(tmp_path):
+    first = BrokerProcess(tmp_path / "logs").start()
+    try:
+        second = BrokerProcess(tmp_path / "logs")
+        code, output = _run_to_exit(second.command())
+        _assert_one_line_failure(code, output,
+                                 f"Failed to acquire lock on file .lock in {tmp_path / 'logs'}. "
+                                 "A Kafka instance in another process or thread is using "
+                                 "this directory.")
+        # The refused broker left the running one's dir alone: no clean-shutdown marker.
+        assert not (tmp_path / "logs" / ".kafka_cleanshutdown").exists()
+        produce_values(first.bootstrap, "still-here", [b"a", b"b"])
+        assert read_values(first.bootstrap, "still-here", 2) == [b"a", b"b"]
+        assert first.stop() == 0, first.output()
+    finally:
+        first.kill()
+    assert (tmp_path / "logs" / ".kafka_cleanshutdown").exists()
+
+
+def test_the_only_log_dir_is_a_file(tmp_path):
+    in_the_way = tmp_path / "not-a-dir"
+    in_the_way.write_text("a file where the log dir should be\n")
+    broker = BrokerProcess(tmp_path / "unused", overrides={"log.dirs": str(in_the_way)})
+    code, output = _run_to_exit(broker.command())
+    _assert_one_line_failure(code, output, "none of the specified log dirs",
+                             f"{in_the_way} is not a readable log directory.")
+
+
+def test_one_unusable_dir_among_several_goes_offline(tmp_path):
+    good_a, good_b, bad = tmp_path / "a", tmp_path / "b", tmp_path / "bad"
+    bad.write_text("a file where the log dir should be\n")
+    broker = BrokerProcess(good_a, overrides={"log.dirs": f"{good_a},{bad},{good_b}"}).start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        admin.create_topics([NewTopic("spread", 6, 1)])
+        admin.close()
+        dirs = _log_dir_errors(broker.bootstrap)
+        assert dirs == {str(good_a): (0, ["spread"]), str(bad): (KAFKA_STORAGE_ERROR, []),
+                        str(good_b): (0, ["spread"])}
+        placed = sorted(p.name for d in (good_a, good_b) for p in d.iterdir()
+                        if p.name.startswith("spread-"))
+        assert placed == [f"spread-{i}" for i in range(6)]
+        assert bad.read_text() == "a file where the log dir should be\n"
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
+        for value in (b"x", b"y"):
+            producer.send("spread", value=value, partition=0).get(30)
+        producer.close()
+        assert read_values(broker.bootstrap, "spread", 2) == [b"x", b"y"]
+        assert broker.proc.poll() is None
+        assert broker.stop() == 0, broker.output()
+    finally:
+        broker.kill()
+    assert "not a readable log directory" in broker.output()
+
+
+def test_embedded_store_dir_unusable(tmp_path):
+    bad, good = tmp_path / "bad", tmp_path / "good"
+    bad.write_text("a file where the log dir should be\n")
+    broker = BrokerProcess(good, overrides={"log.dirs": f"{bad},{good}"})
+    code, output = _run_to_exit(broker.command())
+    _assert_one_line_failure(code, output, f"Log dir {bad} is unusable",
+                             "embedded metadata store")
+
+
+def test_zookeeper_unreachable(tmp_path):
+    closed = free_port()   # bound and closed again: nothing listens there
+    connect = f"127.0.0.1:{closed}/kafka"
+    broker = BrokerProcess(tmp_path / "logs", overrides={
+        "zookeeper.connect": connect, "zookeeper.connection.timeout.ms": "1000"})
+    code, output = _run_to_exit(broker.command())
+    line = _assert_one_line_failure(
+        code, output, "Timed out waiting for connection while in state: CONNECTING",
+        f"ZooKeeper at {connect}", "Connection refused")
+    # kazoo's retry chatter is summed up by that line, not printed.
+    assert [ln for ln in output.splitlines() if "zookeeper" in ln.lower()] == [line], output
+
+
+def test_kraft_process_roles(tmp_path):
+    broker = BrokerProcess(tmp_path / "logs", overrides={"process.roles": "broker,controller",
+                                                         "node.id": "0"})
+    code, output = _run_to_exit(broker.command())
+    _assert_one_line_failure(code, output, "KRaft mode is not supported by kafkapy",
+                             "process.roles", "zookeeper.connect")
+    assert not (tmp_path / "logs" / "meta.properties").exists()
+
+
+@pytest.mark.parametrize("sample", ["server.properties", "broker.properties",
+                                    "controller.properties"])
+def test_kafkas_kraft_sample_configs(tmp_path, sample):
+    path = KAFKA_KRAFT_SAMPLES / sample
+    if not path.exists():
+        pytest.skip(f"no Kafka distribution at {path.parent}")
+    command = [sys.executable, "-m", "kafkapy", str(path),
+               "--override", f"log.dirs={tmp_path / 'logs'}"]
+    code, output = _run_to_exit(command)
+    _assert_one_line_failure(code, output, "KRaft mode is not supported by kafkapy",
+                             "process.roles=")
