@@ -29,8 +29,10 @@ venv: $(STAMP)
 
 ## Start one broker on 127.0.0.1:9092 with the embedded metadata store;
 ## extra broker arguments pass through: make run ARGS="--override broker.id=1".
+# exec: with quotes in ARGS make runs a shell, and a SIGTERM make passes on must reach
+# the broker, not a shell that would leave it running.
 run: $(RUN_STAMP)
-	$(PY) -m kafkapy $(PROPS) $(ARGS)
+	exec $(PY) -m kafkapy $(PROPS) $(ARGS)
 
 ## Install what the tests need (Debian packages as root), then run every test.
 test: $(STAMP) system-deps java-clients

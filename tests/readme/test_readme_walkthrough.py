@@ -97,12 +97,25 @@ class Foreground:
         """SIGINT to the group, as a terminal's Ctrl-C; returns the output after exit."""
         if self.running():
             os.killpg(self.proc.pid, signal.SIGINT)
-            try:
-                self.proc.wait(STOP_S)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                pytest.fail(f"{self.command!r} ignored Ctrl-C:\n{self.output()}")
+            self._wait("Ctrl-C")
         return self.output()
+
+    def sigterm(self) -> str:
+        """SIGTERM to the started process alone (``kill PID``); returns the output."""
+        os.kill(self.proc.pid, signal.SIGTERM)
+        self._wait("SIGTERM")
+        # The rest of the group (the broker, if the process did not pass SIGTERM on) must
+        # be gone too: a probe signal to an empty group fails.
+        with pytest.raises(ProcessLookupError):
+            os.killpg(self.proc.pid, 0)
+        return self.output()
+
+    def _wait(self, how: str) -> None:
+        try:
+            self.proc.wait(STOP_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"{self.command!r} ignored {how}:\n{self.output()}")
 
     def kill(self) -> None:
         if self.running():
@@ -210,8 +223,8 @@ def quickstart_block(marker: str) -> str:
     return blocks[0]
 
 
-def assert_clean_stop(fg: Foreground, log_dir: Path) -> None:
-    output = fg.ctrl_c()
+def assert_clean_stop(fg: Foreground, log_dir: Path, how: str = "ctrl_c") -> None:
+    output = getattr(fg, how)()
     assert "shut down cleanly" in output, output
     # Kafka's marker: its presence is what lets the next start skip log recovery.
     assert (log_dir / ".kafka_cleanshutdown").is_file(), sorted(p.name for p in log_dir.iterdir())
@@ -362,14 +375,14 @@ def test_make_run_stops_cleanly_on_ctrl_c(workspace, make_run):
     assert_clean_stop(make_run, workspace.root / "data" / "kafka-logs")
 
 
-def check_broker_1(workspace: Workspace, fg: Foreground) -> None:
+def check_broker_1(workspace: Workspace, fg: Foreground) -> Path:
     assert advertised_brokers(fg.port) == [(1, "127.0.0.1", fg.port)]
     log_dir = workspace.root / "data" / "broker-1"
     assert "broker.id=1" in (log_dir / "meta.properties").read_text()
-    assert_clean_stop(fg, log_dir)
+    return log_dir
 
 
-def check_broker_9093(workspace: Workspace, fg: Foreground) -> None:
+def check_broker_9093(workspace: Workspace, fg: Foreground) -> Path:
     """Clients are sent to the port-override broker, and their records land in its logs."""
     assert advertised_brokers(fg.port) == [(0, "127.0.0.1", fg.port)]
     bootstrap = f"127.0.0.1:{fg.port}"
@@ -379,20 +392,23 @@ def check_broker_9093(workspace: Workspace, fg: Foreground) -> None:
     assert (sent.topic, sent.partition) == ("port-override", 0), sent
     log_dir = workspace.root / "data" / "broker-9093"
     assert (log_dir / "port-override-0").is_dir()
-    assert_clean_stop(fg, log_dir)
+    return log_dir
 
 
 def test_starting_like_kafka(workspace, make_run):
-    """Each start command in turn; ``make run``'s broker is stopped first (same port)."""
+    """Each start command in turn; ``make run``'s broker is stopped first (same port). The
+    ``make run ARGS=...`` start is stopped by SIGTERM to make alone, the README's other way
+    to stop ``make run``; the others by Ctrl-C."""
     make_run.ctrl_c()
     (block,) = sh_blocks("Starting like Kafka")
     commands = logical_lines(block)
     assert len(commands) == 3, commands
     assert "9093" not in commands[0] and all("9093" in c for c in commands[1:]), commands
     assert commands[2].startswith("make run ARGS="), commands[2]
-    for command, check in zip(commands, [check_broker_1, check_broker_9093, check_broker_9093]):
+    checks = [check_broker_1, check_broker_9093, check_broker_9093]
+    for command, check, how in zip(commands, checks, ["ctrl_c", "ctrl_c", "sigterm"]):
         with workspace.foreground(command) as fg:
-            check(workspace, fg)
+            assert_clean_stop(fg, check(workspace, fg), how)
 
 
 def test_listener_host_claims(workspace, make_run):
