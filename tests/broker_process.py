@@ -29,11 +29,13 @@ class BrokerProcess:
 
     def __init__(self, log_dir: Path, port: int | None = None,
                  overrides: dict[str, str] | None = None, node_id: int = 0,
-                 file_size_limit: int | None = None) -> None:
+                 file_size_limit: int | None = None, open_files_limit: int | None = None) -> None:
         self.log_dir = Path(log_dir)
         # RLIMIT_FSIZE for the broker: a write past it fails with EFBIG (Python
         # ignores SIGXFSZ), which stands in for a full disk.
         self.file_size_limit = file_size_limit
+        # RLIMIT_NOFILE, soft and hard: the broker cannot raise it past this.
+        self.open_files_limit = open_files_limit
         self.port = port or free_port()
         self.node_id = node_id
         self.overrides = dict(overrides or {})
@@ -79,13 +81,18 @@ class BrokerProcess:
         raise RuntimeError(f"broker did not listen within {timeout}s:\n{self.output()}")
 
     def _limits(self):
-        if self.file_size_limit is None:
+        limits = {}
+        if self.file_size_limit is not None:
+            limits["RLIMIT_FSIZE"] = self.file_size_limit
+        if self.open_files_limit is not None:
+            limits["RLIMIT_NOFILE"] = self.open_files_limit
+        if not limits:
             return None
-        limit = self.file_size_limit
 
         def apply() -> None:
             import resource
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+            for name, limit in limits.items():
+                resource.setrlimit(getattr(resource, name), (limit, limit))
         return apply
 
     def output(self) -> str:

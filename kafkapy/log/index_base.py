@@ -2,7 +2,9 @@
 
 A writable index file is preallocated to ``max_index_size`` rounded down to a
 multiple of the entry size, zero-filled, and mmap'ed; entries are written in
-place.  The in-memory entry count is authoritative.  ``trim()`` shrinks the
+place.  No index holds a file descriptor: the mapping is made without one
+(``FileMapping``) and the file is resized by path, so a segment costs the broker
+one descriptor, its ``.log``, as in Kafka.  The in-memory entry count is authoritative.  ``trim()`` shrinks the
 file to exactly ``entries * entry_size`` bytes (roll / close), so a cleanly
 closed index's length gives its entry count.  Opening an untrimmed file (after
 a crash) finds the valid prefix by binary search for the first unused (all
@@ -11,8 +13,9 @@ Indexes hold no checksum; a corrupt one is deleted and rebuilt from the .log.
 """
 from __future__ import annotations
 
-import mmap
 import os
+
+from kafkapy.log.file_mapping import FileMapping
 
 
 class CorruptIndexError(Exception):
@@ -20,9 +23,7 @@ class CorruptIndexError(Exception):
 
 
 class IndexFileBase:
-    """Base class.  The descriptor is kept only while the index is writable (the
-    active segment); a read-only index keeps just its mapping, so inactive
-    segments cost one descriptor (the .log) instead of three."""
+    """Base class: a mapped index file; see the module docstring."""
 
     ENTRY_SIZE = 8
 
@@ -31,15 +32,14 @@ class IndexFileBase:
         self.path = path
         self.base_offset = base_offset
         self._max_size = self._round(max_index_size)
-        self._mm: mmap.mmap | None = None
+        self._mapping: FileMapping | None = None
+        self._mm: memoryview | None = None
         self._file_len = 0
         self._closed = False
         exists = os.path.exists(path)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        length = os.fstat(self._fd).st_size
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
+        length = os.path.getsize(path)
         if length % self.ENTRY_SIZE:
-            os.close(self._fd)
-            self._fd = -1
             self._closed = True
             raise CorruptIndexError(
                 f"index file {path} has length {length}, not a multiple of {self.ENTRY_SIZE}")
@@ -50,42 +50,35 @@ class IndexFileBase:
             self.resize(self._max_size)
         else:
             self.trim()
-            self._drop_fd()
 
     # -------------------------------------------------------------- file ops
 
     def _round(self, n: int) -> int:
         return max(0, n - n % self.ENTRY_SIZE)
 
-    def _ensure_fd(self) -> int:
-        if self._fd < 0:
-            if self._closed:
-                raise ValueError(f"index {self.path} is closed")
-            self._fd = os.open(self.path, os.O_RDWR)
-        return self._fd
-
-    def _drop_fd(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
     def _map(self) -> None:
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
+        self._unmap(flush=False)
         if self._file_len > 0:
-            self._mm = mmap.mmap(self._ensure_fd(), self._file_len)
+            self._mapping = FileMapping(self.path, self._file_len)
+            self._mm = self._mapping.view
+
+    def _unmap(self, flush: bool) -> None:
+        if self._mapping is not None:
+            if flush:
+                self._mapping.flush()
+            self._mm = None
+            self._mapping.close()
+            self._mapping = None
 
     def resize(self, new_size: int) -> None:
         """Set the file length (rounded down to whole entries, never below the data)."""
         new_len = max(self._round(new_size), self.entries * self.ENTRY_SIZE)
         if new_len == self._file_len:
             return
-        if self._mm is not None:
-            self._mm.flush()
-            self._mm.close()
-            self._mm = None
-        os.ftruncate(self._ensure_fd(), new_len)
+        if self._closed:
+            raise ValueError(f"index {self.path} is closed")
+        self._unmap(flush=True)
+        os.truncate(self.path, new_len)
         self._file_len = new_len
         self._map()
 
@@ -94,9 +87,8 @@ class IndexFileBase:
         self.resize(self.entries * self.ENTRY_SIZE)
 
     def make_read_only(self) -> None:
-        """Trim and let go of the descriptor (the mapping stays)."""
+        """Trim: the segment became inactive, no entry will be added."""
         self.trim()
-        self._drop_fd()
 
     @property
     def max_entries(self) -> int:
@@ -111,24 +103,20 @@ class IndexFileBase:
         return self.entries * self.ENTRY_SIZE
 
     def flush(self) -> None:
-        if self._mm is not None:
-            self._mm.flush()
+        if self._mapping is not None:
+            self._mapping.flush()
 
     def close(self) -> None:
         """Trim, flush and close."""
         if self._closed:
             return
         self.trim()
-        if self._mm is not None:
-            self._mm.flush()
-        self.release()
+        self._unmap(flush=True)
+        self._closed = True
 
     def release(self) -> None:
-        """Close the mapping and descriptor without trimming or flushing."""
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
-        self._drop_fd()
+        """Close the mapping without trimming or flushing."""
+        self._unmap(flush=False)
         self._closed = True
 
     def delete(self) -> None:
