@@ -11,10 +11,16 @@ Sub-commands:
   output topic with ``--from-topic``.
 
 Every flag has an environment default (see ``kafkapy.pipeline.settings``).
-The connector comes from ``--jars``/``KAFKAPY_SPARK_JARS`` (local files) or
-``--packages``/``KAFKAPY_SPARK_PACKAGES`` (Maven coordinates;
-``--packages auto`` picks spark-sql-kafka-0-10 matching the installed pyspark).
-Exit status: 0 done, 2 bad settings, 1 a query failed.
+The connector comes from ``--jars``/``KAFKAPY_SPARK_JARS`` (local files or
+directories of jars) or ``--packages``/``KAFKAPY_SPARK_PACKAGES`` (Maven
+coordinates; ``--packages auto`` picks spark-sql-kafka-0-10 matching the
+installed pyspark), else from ``../shared/spark-jars`` beside a source
+checkout; with none, ``stream`` and ``backfill`` stop with one line naming
+``KAFKAPY_SPARK_JARS`` before starting a JVM. ``stream`` first makes sure its
+input topics exist (``kafkapy.pipeline.topics``), so it can start before any
+event was sent.
+Exit status: 0 done, 2 bad settings (or an input topic the broker will not
+create), 1 a query failed.
 """
 from __future__ import annotations
 
@@ -26,8 +32,8 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from kafkapy.pipeline.settings import (PipelineSettings, SettingsError, default_packages,
-                                       from_env)
+from kafkapy.pipeline.settings import (PipelineSettings, SettingsError, connector,
+                                       default_packages, expand_jars, from_env)
 
 
 def _time_ms(text: str | None) -> int | None:
@@ -92,7 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(back)
     back.add_argument("--from", dest="start", help="range start, inclusive (ms or ISO-8601)")
     back.add_argument("--to", dest="end", help="range end, exclusive (ms or ISO-8601)")
-    back.add_argument("--ending-offsets", help="latest | JSON per partition (with no --to)")
+    back.add_argument("--ending-offsets",
+                      help="where the read ends: latest (default) | JSON per partition; --to "
+                           "filters by event time, the read still ends here")
     back.add_argument("--out", required=True, help="Parquet output dir (overwritten)")
     back.add_argument("--to-topic", action="store_true", help="also write to the output topic")
     send = sub.add_parser("send", help="produce sample events")
@@ -151,7 +159,7 @@ def settings_from_args(args: argparse.Namespace,
     take("slide")
     take("watermark")
     take("trigger_seconds")
-    take("jars", conv=lambda v: tuple(j.strip() for j in v.split(",") if j.strip()))
+    take("jars", conv=lambda v: expand_jars(tuple(j.strip() for j in v.split(",") if j.strip())))
     if getattr(args, "packages", None):
         if args.packages == "auto":
             import pyspark
@@ -162,14 +170,22 @@ def settings_from_args(args: argparse.Namespace,
     take("shuffle_partitions")
     take("checkpoint", "checkpoint_dir")
     take("parquet", "parquet_dir")
+    if changes.get("packages") and "jars" not in changes:
+        changes["jars"] = ()  # --packages replaces jars that came from the environment
     return s.with_(**changes).validate()
 
 
 def _cmd_stream(args, s: PipelineSettings) -> int:
-    from kafkapy.pipeline import jobs
+    from kafkapy.pipeline import jobs, topics
+    s = connector(s)
+    topics.ensure_input_topics(s)  # before the JVM: a missing topic is reported in one line
     spark = jobs.build_session(s)
-    queries = jobs.start_streaming(spark, s, sinks=[x.strip() for x in args.sinks.split(",")],
-                                   available_now=args.available_now)
+    try:
+        queries = jobs.start_streaming(spark, s, sinks=[x.strip() for x in args.sinks.split(",")],
+                                       available_now=args.available_now)
+    except BaseException:
+        spark.stop()
+        raise
     print(f"kafkapy-pipeline: reading {s.subscribe or s.subscribe_pattern or s.assign} from "
           f"{s.bootstrap}; aggregates -> topic {s.output_topic} and {s.parquet_dir}; "
           f"checkpoints in {s.checkpoint_dir}", flush=True)
@@ -198,6 +214,7 @@ def _cmd_stream(args, s: PipelineSettings) -> int:
 def _cmd_backfill(args, s: PipelineSettings) -> int:
     from kafkapy.pipeline import jobs
     start, end = _time_ms(args.start), _time_ms(args.end)
+    s = connector(s)
     spark = jobs.build_session(s, "kafkapy-pipeline-backfill")
     try:
         rows = jobs.run_backfill(spark, s, start, end, args.out, to_topic=args.to_topic)

@@ -1,8 +1,13 @@
 """The Spark side of the pipeline: session, streaming query, backfill.
 
 - ``build_session``: a SparkSession whose Kafka connector comes from local
-  jar files (``spark.jars``) or Maven coordinates (``spark.jars.packages``).
-- ``start_streaming``: reads the input topics with Spark's Kafka source, runs
+  jar files (``spark.jars``) or Maven coordinates (``spark.jars.packages``),
+  as ``settings.connector`` settles them.
+- ``start_streaming``: makes sure the input topics exist (``topics``: as a
+  Kafka consumer's first Metadata request would, so the broker's
+  ``auto.create.topics.enable`` decides; Spark's source looks its topics up
+  with Admin.describeTopics, which fails on a missing topic), then reads them
+  with Spark's Kafka source, runs
   ``transform.pipeline`` and starts one query per sink: the Kafka sink (topic
   ``output_topic``) and the Parquet sink (``parquet_dir``), both in append
   mode (a window is written once, when the watermark closes it), each with its
@@ -11,9 +16,15 @@
   exactly-once; the Kafka sink at-least-once (a batch replayed after a crash
   may be written twice), as with Apache Kafka.
 - ``run_backfill``: a batch read (``spark.read.format("kafka")``) of a time
-  range, from the first offset at or after ``start_ms`` (ListOffsets by
-  timestamp) to the first offset at or after ``end_ms``, aggregated without a
-  watermark and written to Parquet (overwrite) and optionally to the topic.
+  range, bounded by offsets per partition: from the first offset whose
+  timestamp is at or after ``start_ms`` (ListOffsets by time) to the log end
+  (ListOffsets latest), then filtered by event time. The end cannot be found
+  by time: record timestamps are not ordered within a partition (producers
+  set them, and a transaction marker carries the coordinator's clock), so the
+  first offset at or after ``end_ms`` may come before records of the range.
+  The start can, as long as an event's record timestamp is not before its
+  event time (it is the event time, or when it was sent). Aggregated without
+  a watermark and written to Parquet (overwrite) and optionally to the topic.
 
 ``raw`` arguments let tests and callers substitute any DataFrame with the
 Kafka source's columns for the Kafka read.
@@ -25,17 +36,15 @@ from typing import Iterable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from kafkapy.pipeline import transform
-from kafkapy.pipeline.settings import (PipelineSettings, SettingsError, missing_jars,
+from kafkapy.pipeline import topics, transform
+from kafkapy.pipeline.settings import (PipelineSettings, SettingsError, connector,
                                        sink_options, source_options, spark_conf)
 
 SINKS = ("kafka", "parquet")
 
 
 def build_session(s: PipelineSettings, app_name: str = "kafkapy-pipeline") -> SparkSession:
-    missing = missing_jars(s)
-    if missing:
-        raise SettingsError(f"connector jars not found: {', '.join(missing)}")
+    s = connector(s)
     builder = SparkSession.builder.appName(app_name).master(s.master)
     for key, value in spark_conf(s).items():
         builder = builder.config(key, value)
@@ -66,6 +75,7 @@ def start_streaming(spark: SparkSession, s: PipelineSettings, *,
     if unknown or not sinks:
         raise SettingsError(f"sinks must be among {SINKS}, got {sinks}")
     if raw is None:
+        topics.ensure_input_topics(s)
         raw = read_kafka_stream(spark, s)
     aggregates = transform.pipeline(raw, s.window, s.watermark, s.slide)
     queries = []
@@ -95,14 +105,14 @@ def backfill_aggregates(spark: SparkSession, s: PipelineSettings, start_ms: int 
                         end_ms: int | None, raw: DataFrame | None = None) -> DataFrame:
     """The aggregates of events with ``start_ms <= event_time < end_ms``.
 
-    The Kafka read is bounded by record timestamps (``startingTimestamp`` /
-    ``endingTimestamp``); with event time taken from the record timestamp or
-    close to it, that reads little more than the range. The event-time filter
-    then keeps exactly the range.
+    The Kafka read starts per partition at the first offset whose timestamp is
+    at or after ``start_ms`` (``startingTimestamp``) and ends at the offsets
+    ``s.ending_offsets`` names (by default the log end), never at a timestamp:
+    see the module docstring. The event-time filter then keeps exactly the range.
     """
     if raw is None:
         raw = read_kafka_batch(spark, s.with_(starting_timestamp=start_ms,
-                                              ending_timestamp=end_ms))
+                                              ending_timestamp=None))
     return transform.pipeline(raw, s.window, None, s.slide, start_ms, end_ms)
 
 

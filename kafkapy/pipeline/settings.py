@@ -13,7 +13,7 @@ Environment (a flag of the same meaning wins):
 | ``KAFKAPY_PIPELINE_OUTPUT`` | ``event-aggregates`` | topic the aggregates are written to |
 | ``KAFKAPY_PIPELINE_CHECKPOINT`` | ``data/pipeline/checkpoint`` | checkpoint root (one sub-dir per sink) |
 | ``KAFKAPY_PIPELINE_PARQUET`` | ``data/pipeline/aggregates`` | Parquet output of the streaming job |
-| ``KAFKAPY_SPARK_JARS`` | | comma-separated local jar paths -> ``spark.jars`` |
+| ``KAFKAPY_SPARK_JARS`` | see below | comma-separated local jars or directories of jars -> ``spark.jars`` |
 | ``KAFKAPY_SPARK_PACKAGES`` | | Maven coordinates -> ``spark.jars.packages`` |
 | ``KAFKAPY_SPARK_MASTER`` | ``local[2]`` | Spark master URL |
 
@@ -23,16 +23,31 @@ as a timestamp (``startingTimestamp``, ms) takes precedence over
 ``startingOffsets`` in Spark, so only one of them is emitted; ``endingOffsets``
 and ``endingTimestamp`` exist for batch reads only, ``maxOffsetsPerTrigger``
 for streaming only.
+
+The connector (``connector``): ``--jars``/``KAFKAPY_SPARK_JARS`` or
+``--packages``/``KAFKAPY_SPARK_PACKAGES`` when given; otherwise, in a source
+checkout, the jars in ``<checkout>/../shared/spark-jars``; with none of them
+the pipeline stops with one line naming ``KAFKAPY_SPARK_JARS`` before a JVM
+starts (Spark would otherwise fail on ``format("kafka")`` with a traceback).
 """
 from __future__ import annotations
 
 import json
 import os
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Mapping
 
 SPARK_KAFKA_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+# <checkout>/../shared/spark-jars: where a source checkout finds the connector
+# jars when nothing names them (the checkout is the folder of pyproject.toml).
+_CHECKOUT = Path(__file__).resolve().parents[2]
+SHARED_SPARK_JARS = _CHECKOUT.parent / "shared" / "spark-jars"
+NO_CONNECTOR = ("Spark's Kafka connector is not available: set KAFKAPY_SPARK_JARS to the jars "
+                "(spark-sql-kafka-0-10_2.13 and spark-token-provider-kafka-0-10_2.13 4.0.x, "
+                "commons-pool2, kafka-clients 3.9.x) or a directory holding them, or use "
+                "--packages auto where Maven Central is reachable")
 
 
 class SettingsError(ValueError):
@@ -76,6 +91,8 @@ class PipelineSettings:
         if len(chosen) != 1:
             raise SettingsError("exactly one of subscribe, subscribe_pattern or assign must be "
                                 f"set (got {', '.join(chosen) or 'none'})")
+        if self.assign:
+            assign_json(self.assign)  # malformed partitions are refused before a JVM starts
         if self.isolation_level not in ISOLATION_LEVELS:
             raise SettingsError(f"isolation level must be one of {ISOLATION_LEVELS}, "
                                 f"not {self.isolation_level!r}")
@@ -214,8 +231,8 @@ def from_env(env: Mapping[str, str] | None = None,
         changes["checkpoint_dir"] = env["KAFKAPY_PIPELINE_CHECKPOINT"]
     if env.get("KAFKAPY_PIPELINE_PARQUET"):
         changes["parquet_dir"] = env["KAFKAPY_PIPELINE_PARQUET"]
-    if env.get("KAFKAPY_SPARK_JARS"):
-        changes["jars"] = _split(env["KAFKAPY_SPARK_JARS"])
+    if env.get("KAFKAPY_SPARK_JARS", "").strip():
+        changes["jars"] = expand_jars(_split(env["KAFKAPY_SPARK_JARS"]))
     if env.get("KAFKAPY_SPARK_PACKAGES"):
         changes["packages"] = _split(env["KAFKAPY_SPARK_PACKAGES"])
     if env.get("KAFKAPY_SPARK_MASTER"):
@@ -226,3 +243,38 @@ def from_env(env: Mapping[str, str] | None = None,
 def missing_jars(s: PipelineSettings) -> list[str]:
     """The ``spark.jars`` entries that are not readable files."""
     return [j for j in s.jars if not os.path.isfile(j)]
+
+
+def expand_jars(entries: tuple[str, ...]) -> tuple[str, ...]:
+    """Jar paths, a directory standing for the ``*.jar`` files in it (sorted)."""
+    out: list[str] = []
+    for entry in entries:
+        if os.path.isdir(entry):
+            out.extend(sorted(str(p) for p in Path(entry).glob("*.jar")))
+        else:
+            out.append(entry)
+    return tuple(out)
+
+
+def shared_jars() -> tuple[str, ...]:
+    """The jars in ``<checkout>/../shared/spark-jars``; empty outside a source checkout."""
+    if not (_CHECKOUT / "pyproject.toml").is_file() or not SHARED_SPARK_JARS.is_dir():
+        return ()
+    return expand_jars((str(SHARED_SPARK_JARS),))
+
+
+def connector(s: PipelineSettings) -> PipelineSettings:
+    """``s`` with the connector settled: its own jars/packages, else the shared jars.
+
+    Raises ``SettingsError`` (one line naming ``KAFKAPY_SPARK_JARS``) when there
+    is no connector at all, or a named jar is not a file.
+    """
+    if not s.jars and not s.packages:
+        s = s.with_(jars=shared_jars())
+        if not s.jars:
+            raise SettingsError(NO_CONNECTOR)
+    missing = missing_jars(s)
+    if missing:
+        raise SettingsError(f"connector jars not found: {', '.join(missing)} "
+                            "(from --jars or KAFKAPY_SPARK_JARS)")
+    return s

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from kafkapy.pipeline import cli
-from kafkapy.pipeline.settings import (PipelineSettings, SettingsError, assign_json,
+from kafkapy.pipeline import cli, topics
+from kafkapy.pipeline import settings as settings_module
+from kafkapy.pipeline.settings import (PipelineSettings, SettingsError, assign_json, connector,
                                        default_packages, from_env, sink_options,
                                        source_options, spark_conf)
 
@@ -113,3 +114,42 @@ def test_sample_events_are_deterministic():
     assert a == cli.sample_events(5, ["x", "y"], 1767225600000, 1000, 3)
     assert [e["kind"] for e in a] == ["x", "y", "x", "y", "x"]
     assert a[1]["event_time"] == "2026-01-01T00:00:01.000Z"
+
+
+def test_cli_without_any_connector_says_so_in_one_line(monkeypatch, tmp_path, capsys):
+    # No KAFKAPY_SPARK_JARS, no --packages, and no shared jars beside the checkout.
+    monkeypatch.delenv("KAFKAPY_SPARK_JARS", raising=False)
+    monkeypatch.delenv("KAFKAPY_SPARK_PACKAGES", raising=False)
+    monkeypatch.setattr(settings_module, "SHARED_SPARK_JARS", tmp_path / "no-such-dir")
+    for command in (["stream", "--topics", "t"],
+                    ["backfill", "--topics", "t", "--out", str(tmp_path / "o")]):
+        assert cli.main([*command, "--bootstrap", "127.0.0.1:1"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "KAFKAPY_SPARK_JARS" in err, err
+
+
+def test_connector_jars_from_a_directory_or_beside_the_checkout(monkeypatch, tmp_path):
+    for name in ("b.jar", "a.jar", "notes.txt"):
+        (tmp_path / name).write_text("")
+    want = (str(tmp_path / "a.jar"), str(tmp_path / "b.jar"))
+    assert from_env({"KAFKAPY_SPARK_JARS": f"{tmp_path}"}).jars == want
+    args = cli.build_parser().parse_args(["backfill", "--out", "o", "--jars", str(tmp_path)])
+    assert cli.settings_from_args(args, env={}).jars == want
+    # Nothing named: the checkout's ../shared/spark-jars (the repo root holds pyproject.toml).
+    monkeypatch.setattr(settings_module, "SHARED_SPARK_JARS", tmp_path)
+    assert connector(PipelineSettings()).jars == want
+    assert connector(PipelineSettings(packages=("g:a:1",))).jars == ()
+    with pytest.raises(SettingsError, match="not found"):
+        connector(PipelineSettings(jars=(str(tmp_path / "gone.jar"),)))
+
+
+def test_packages_flag_replaces_jars_from_the_environment():
+    args = cli.build_parser().parse_args(["stream", "--packages", "g:a:1"])
+    s = cli.settings_from_args(args, env={"KAFKAPY_SPARK_JARS": "/x.jar"})
+    assert s.packages == ("g:a:1",) and s.jars == ()
+
+
+def test_input_topics_to_make_sure_of():
+    assert topics.input_topics(PipelineSettings(subscribe="a, b")) == ["a", "b"]
+    assert topics.input_topics(PipelineSettings(subscribe=None, assign="u:0;t:1")) == ["t", "u"]
+    assert topics.input_topics(PipelineSettings(subscribe=None, subscribe_pattern="x.*")) == []
