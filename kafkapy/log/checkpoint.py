@@ -70,6 +70,9 @@ def _read_lines(path: str, fields: int) -> list[list[str]]:
             text = f.read()
     except FileNotFoundError:
         return []
+    except UnicodeDecodeError as err:
+        raise CheckpointError(f"malformed checkpoint {path}: not UTF-8 text ({err.reason} "
+                              f"at byte {err.start})") from None
     if not text.strip():
         return []
     lines = text.split("\n")

@@ -44,8 +44,12 @@ def read_meta_properties(log_dir: str) -> MetaProperties | None:
             props = parse_properties(f.read().decode("iso-8859-1"))
     except FileNotFoundError:
         return None
+    if "version" not in props:
+        # Kafka requires the key: a file without it is not a meta.properties, and a dir
+        # must never be adopted into a cluster on the strength of garbage.
+        raise InconsistentMetaPropertiesError(f"{path}: malformed meta.properties: no version")
     try:
-        version = int(props.get("version", "0"))
+        version = int(props["version"])
         if version == 0:
             node = props.get("broker.id")
         elif version == 1:

@@ -30,6 +30,8 @@ def read_partition_metadata(dir_path: str) -> str | None:
             lines = f.read().splitlines()
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError as err:
+        raise PartitionMetadataError(f"malformed {path}: not UTF-8 text ({err.reason})") from None
     fields = {}
     for line in lines:
         if not line.strip():
