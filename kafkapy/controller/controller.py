@@ -140,25 +140,63 @@ class Controller:
 
     def _check_assignments(self, assignments: dict[int, list[int]], brokers: list[int],
                            first: int) -> dict[int, list[int]]:
-        live = set(brokers)
-        sizes = {len(r) for r in assignments.values()}
-        expected = list(range(first, first + len(assignments)))
-        if sorted(assignments) != expected:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "Partitions should be consecutive and start from "
-                             f"{first}: {sorted(assignments)}")
-        if len(sizes) != 1 or 0 in sizes:
+        """A new topic's manual assignment, checked in the order and with the messages of
+        Kafka's AdminZkClient.validateTopicCreate.  Kafka in ZooKeeper mode then creates a
+        topic on unknown (or no) brokers, leaderless; here those get
+        INVALID_REPLICA_ASSIGNMENT too, as Kafka's KRaft controller answers."""
+        if len({len(r) for r in assignments.values()}) != 1:
             raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "All partitions should have the same number of replicas")
-        for index, replicas in assignments.items():
+        if any(len(set(r)) != len(r) for r in assignments.values()):
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Duplicate replica assignment found: {_scala_map(assignments)}")
+        if sorted(assignments) != list(range(first, first + len(assignments))):
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "partitions should be a consecutive 0-based integer sequence")
+        live = set(brokers)
+        for index, replicas in sorted(assignments.items()):
+            if not replicas:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "The manual partition assignment includes an empty "
+                                 "replica list.")
+            for replica in replicas:
+                if replica not in live:
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"The manual partition assignment includes broker "
+                                     f"{replica}, but no such broker is registered.")
+        return {i: list(r) for i, r in sorted(assignments.items())}
+
+    @staticmethod
+    def _check_added_assignments(assignments: list[list[int]], brokers: list[int],
+                                 current: int, count: int, rf: int) -> dict[int, list[int]]:
+        """CreatePartitions' manual assignment, checked in the order and with the messages
+        of Kafka's ZkAdminManager.createPartitions and AdminZkClient's validation."""
+        unknown = sorted({r for replicas in assignments for r in replicas} - set(brokers))
+        if unknown:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Unknown broker(s) in replica assignment: "
+                             f"{', '.join(map(str, unknown))}.")
+        if len(assignments) != count - current:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Increasing the number of partitions by {count - current} "
+                             f"but {len(assignments)} assignments provided.")
+        new = {current + i: list(r) for i, r in enumerate(assignments)}
+        for index, replicas in new.items():
+            if not replicas:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Cannot have replication factor of 0 for partition id {index}.")
             if len(set(replicas)) != len(replicas):
                 raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Duplicate brokers not allowed in replica assignment: {replicas}"
-                                 f" for partition id {index}.")
-            if not set(replicas) <= live:
-                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Unknown broker(s) in replica assignment: {replicas}.")
-        return {i: list(r) for i, r in sorted(assignments.items())}
+                                 f"Duplicate brokers not allowed in replica assignment: "
+                                 f"{', '.join(map(str, replicas))} for partition id {index}.")
+        bad = [(i, len(r)) for i, r in new.items() if len(r) != rf]
+        if bad:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Inconsistent replication factor between partitions, partition 0 "
+                             f"has {rf} while partitions [{', '.join(str(i) for i, _ in bad)}] "
+                             f"have replication factors [{', '.join(str(n) for _, n in bad)}], "
+                             f"respectively.")
+        return new
 
     def _write_configs(self, name: str, configs: dict[str, str]) -> None:
         self._put(paths.topic_config_path(name), paths.encode_entity_config(configs))
@@ -194,15 +232,10 @@ class Controller:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"Topic already has {current} partitions.")
         brokers = self._cache.live_broker_ids()
-        if assignments:
-            if len(assignments) != count - current:
-                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Increasing the number of partitions by {count - current} "
-                                 f"but {len(assignments)} assignments provided.")
-            new = self._check_assignments(
-                {current + i: r for i, r in enumerate(assignments)}, brokers, current)
+        rf = len(topic.partitions[0].replicas)
+        if assignments is not None:
+            new = self._check_added_assignments(assignments, brokers, current, count, rf)
         else:
-            rf = len(topic.partitions[0].replicas)
             new = assign_replicas(brokers, count - current, rf, first_partition=current)
         if validate_only:
             return
@@ -267,3 +300,9 @@ def _controller_holder(data: bytes) -> str:
         return f" (broker {paths.decode_controller(data).broker_id} is the controller)"
     except ValueError:
         return ""
+
+
+def _scala_map(assignments: dict[int, list[int]]) -> str:
+    """An assignment as Scala prints a ``HashMap[Int, ArrayBuffer[Int]]`` (Kafka's messages)."""
+    return "HashMap(" + ", ".join(f"{i} -> ArrayBuffer({', '.join(map(str, r))})"
+                                  for i, r in sorted(assignments.items())) + ")"

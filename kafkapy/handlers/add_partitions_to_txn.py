@@ -1,11 +1,20 @@
-"""AddPartitionsToTxn (key 24): add partitions to the producer's ongoing transaction.
+"""AddPartitionsToTxn (key 24): add partitions to a producer's ongoing transaction.
 
-Versions 0-3 (the client versions; v4-5 are broker-to-broker batches, not
-served).  Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION and then
-every other partition OPERATION_NOT_ATTEMPTED (nothing is added); otherwise
-every partition gets the coordinator's answer (see
-``kafkapy.coordinator.transaction.coordinator``), PRODUCER_FENCED being sent as
-INVALID_PRODUCER_EPOCH below v2.
+Versions 0-5 (Kafka 3.9).  v0-3 come from producers: one transaction at the
+top level.  v4-5 (KIP-890 part 1) are the broker-to-broker form: a batch of
+transactions, each either added like a client's or, with ``verify_only``, only
+checked -- each partition answers NONE when it is in the transaction and
+TRANSACTION_ABORTABLE when not, or the transaction's error (unknown id or
+producer id INVALID_PRODUCER_ID_MAPPING, stale epoch PRODUCER_FENCED, a
+transaction being completed CONCURRENT_TRANSACTIONS).  Kafka 3.9 serves v4+
+to anyone holding CLUSTER_ACTION, which with no authorizer is every client,
+so kafkapy answers them too.
+
+Per transaction: partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION
+and every other partition OPERATION_NOT_ATTEMPTED (nothing is added);
+otherwise every partition gets the coordinator's answer (see
+``kafkapy.coordinator.transaction.coordinator``), PRODUCER_FENCED being sent
+as INVALID_PRODUCER_EPOCH below v2.
 """
 from __future__ import annotations
 
@@ -15,34 +24,53 @@ from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 24
 MIN_VERSION = 0
-MAX_VERSION = 3
+MAX_VERSION = 5
+FIRST_BATCHED = 4
 
 _R = RESPONSES[API_KEY]
+_TxnResult = _R.AddPartitionsToTxnResult
 _TopicResult = _R.AddPartitionsToTxnTopicResult
 _PartitionResult = _TopicResult.AddPartitionsToTxnPartitionResult
 
 
 def handle(ctx, request):
-    topics = [(t.name, list(t.partitions)) for t in request.v3_and_below_topics]
+    if ctx.api_version < FIRST_BATCHED:
+        topics = [(t.name, list(t.partitions)) for t in request.v3_and_below_topics]
+        errors = _transaction(ctx, request.v3_and_below_transactional_id,
+                              request.v3_and_below_producer_id,
+                              request.v3_and_below_producer_epoch, False, topics)
+        return ctx.response(throttle_time_ms=0,
+                            results_by_topic_v3_and_below=_topic_results(topics, errors))
+    results = []
+    for txn in request.transactions:
+        topics = [(t.name, list(t.partitions)) for t in txn.topics]
+        errors = _transaction(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                              bool(txn.verify_only), topics)
+        results.append(_TxnResult(transactional_id=txn.transactional_id,
+                                  topic_results=_topic_results(topics, errors)))
+    return ctx.response(throttle_time_ms=0, error_code=0, results_by_transaction=results)
+
+
+def _transaction(ctx, txn_id, producer_id, epoch, verify_only: bool, topics) -> dict:
+    """Each partition's error for one transaction of the request."""
+    wanted = [(name, p) for name, parts in topics for p in parts]
     txns = service(ctx)
     if txns is None:
-        return _respond(ctx, topics, lambda tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
     cache = ctx.broker.cache
-    unknown = {(name, p) for name, parts in topics for p in parts
-               if cache.partition(name, p) is None}
+    unknown = {tp for tp in wanted if cache.partition(*tp) is None}
     if unknown:
-        return _respond(ctx, topics, lambda tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                        if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED)
-    error = txns.coordinator.add_partitions(
-        request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-        request.v3_and_below_producer_epoch, [(n, p) for n, parts in topics for p in parts])
+        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
+                else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
+    if verify_only:
+        return txns.coordinator.verify_partitions(txn_id, producer_id, epoch, wanted)
+    error = txns.coordinator.add_partitions(txn_id, producer_id, epoch, wanted)
     error = fenced_for_version(error, ctx.api_version, 2)
-    return _respond(ctx, topics, lambda tp: error)
+    return {tp: error for tp in wanted}
 
 
-def _respond(ctx, topics, error_of):
-    return ctx.response(throttle_time_ms=0, results_by_topic_v3_and_below=[
-        _TopicResult(name=name, results_by_partition=[
-            _PartitionResult(partition_index=p, partition_error_code=error_of((name, p)))
-            for p in parts])
-        for name, parts in topics])
+def _topic_results(topics, errors: dict):
+    return [_TopicResult(name=name, results_by_partition=[
+        _PartitionResult(partition_index=p, partition_error_code=errors[(name, p)])
+        for p in parts])
+        for name, parts in topics]

@@ -9,15 +9,17 @@ Versions 0-2 (Kafka 3.9 and 4.0).  Per resource:
   plus a config-change notification) and applied to the partition logs at
   once (retention, segment size, cleanup policy, ...).  ``validate_only``
   checks and changes nothing.
+- First, as Kafka's ConfigAdminManager.preprocess: a resource named twice, a
+  key given twice, a null value, another resource type -> INVALID_REQUEST.
 - BROKER (4): another broker's id -> INVALID_REQUEST; an empty change set is
   accepted; any key -> INVALID_REQUEST naming the keys (this broker applies no
   dynamic broker configs; static keys get Kafka's "Cannot update these configs
   dynamically" message).
-- other resource types -> INVALID_REQUEST.
 """
 from __future__ import annotations
 
 from kafkapy.config.definitions import BROKER_CONFIGS
+from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
@@ -33,27 +35,39 @@ _Result = _R.AlterConfigsResourceResponse
 
 
 def handle(ctx, request):
+    repeated_ids = repeated((r.resource_type, r.resource_name) for r in request.resources)
     results = []
     for resource in request.resources:
         try:
+            preprocess(resource, repeated_ids, [c.name for c in resource.configs
+                                                if c.value is None])
             if resource.resource_type == TOPIC:
                 configs = {c.name: c.value for c in resource.configs}
-                if len(configs) != len(resource.configs):
-                    raise KafkaError(ErrorCode.INVALID_REQUEST,
-                                     "Error due to duplicate config keys")
                 apply_topic_configs(ctx.broker, resource.resource_name, configs,
                                     bool(request.validate_only))
-            elif resource.resource_type == BROKER:
+            else:
                 check_broker_change(ctx.broker, resource.resource_name,
                                     [c.name for c in resource.configs])
-            else:
-                raise KafkaError(ErrorCode.INVALID_REQUEST,
-                                 f"AlterConfigs is only supported for topics and brokers, but "
-                                 f"resource type is {resource.resource_type}")
             results.append(result(_Result, resource, 0, None))
         except KafkaError as err:
             results.append(result(_Result, resource, err.code, err.message))
     return ctx.response(throttle_time_ms=0, responses=results)
+
+
+def preprocess(resource, repeated_ids: set, null_keys: list[str]) -> None:
+    """The checks of Kafka's ConfigAdminManager.preprocess, in its order: a resource named
+    twice, a key given twice, null values, then a type other than TOPIC or BROKER
+    (each INVALID_REQUEST)."""
+    if (resource.resource_type, resource.resource_name) in repeated_ids:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+    if repeated(c.name for c in resource.configs):
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    if null_keys:
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         "Null value not supported for : " + ", ".join(null_keys))
+    if resource.resource_type not in (TOPIC, BROKER):
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         f"Unknown resource type {resource.resource_type}")
 
 
 def result(cls, resource, code: int, message: str | None):
@@ -79,10 +93,12 @@ def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
 
 def check_broker_change(broker, name: str, keys: list[str]) -> None:
     """Reject broker config changes this broker cannot apply (it has no dynamic configs)."""
-    if name not in ("", str(broker.node_id)):
+    if name and not name.lstrip("-").isdigit():
         raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Unexpected broker id, expected {broker.node_id} or empty string, "
-                         f"but received {name}")
+                         f"Node id must be an integer, but it is: {name}")
+    if name and int(name) != broker.node_id:
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         f"Unexpected broker id, expected {broker.node_id}, but received {name}")
     if not keys:
         return
     resource = f"ConfigResource(type=BROKER, name='{name}')"

@@ -33,8 +33,9 @@ def handle(ctx, request):
             _SOFTWARE.match(request.client_software_name or "")
             and _SOFTWARE.match(request.client_software_version or "")):
         error = ErrorCode.INVALID_REQUEST
+    # A ZooKeeper-mode broker has no finalized features; Kafka answers their epoch as 0.
     return ctx.response(error_code=error, api_keys=api_ranges(ctx.broker.apis),
-                        throttle_time_ms=0)
+                        throttle_time_ms=0, finalized_features_epoch=0)
 
 
 def unsupported_version_response(apis: dict, correlation_id: int) -> bytes:

@@ -31,3 +31,19 @@ def live_leader(broker, state, offline: set[int]) -> int:
     what ``offline_replicas`` found for it."""
     leader = state.leader
     return leader if leader in broker.cache.brokers and leader not in offline else -1
+
+
+# What Kafka answers for "authorized operations" with no authorizer configured: every
+# operation the resource type supports (AclEntry.supportedOperations), as AclOperation
+# codes -- READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.  Encoded as bits: topic 3576,
+# cluster 8096, group 328.  When the request does not ask for them the field keeps its
+# schema default, INT32_MIN (None here).
+TOPIC_OPERATIONS = frozenset({3, 4, 5, 6, 7, 8, 10, 11})
+CLUSTER_OPERATIONS = frozenset({5, 7, 8, 9, 10, 11, 12})
+GROUP_OPERATIONS = frozenset({3, 6, 8})
+
+
+def authorized_operations(asked: bool, operations: frozenset):
+    """The authorized-operations field: the full set when asked for, else the default."""
+    return set(operations) if asked else None

@@ -1,6 +1,6 @@
 """CreateAcls (key 30): add ACL bindings.
 
-Versions 1-3 (Kafka 3.9 maximum, 4.0 minimum).  With no authorizer (see
+Versions 0-3 (Kafka 3.9).  With no authorizer (see
 describe_acls) every creation is answered SECURITY_DISABLED, "No Authorizer
 is configured.", one result per creation in request order, as Kafka does.
 """
@@ -11,7 +11,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 30
-MIN_VERSION = 1
+MIN_VERSION = 0
 MAX_VERSION = 3
 
 _Result = RESPONSES[API_KEY].AclCreationResult

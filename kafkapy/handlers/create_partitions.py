@@ -1,8 +1,10 @@
 """CreatePartitions (key 37): grow a topic's partition count (never shrink).
 
 Versions 0-3.  Fewer or equal partitions -> INVALID_PARTITIONS; assignments
-that do not match the new partitions -> INVALID_REPLICA_ASSIGNMENT; a topic
-named twice -> INVALID_REQUEST; unknown topic -> UNKNOWN_TOPIC_OR_PARTITION.
+naming unknown brokers, or not matching the new partitions in number or
+replication factor -> INVALID_REPLICA_ASSIGNMENT; unknown topic ->
+UNKNOWN_TOPIC_OR_PARTITION.  A topic named twice gets one INVALID_REQUEST
+result, after the other topics' results (Kafka's order).
 """
 from __future__ import annotations
 
@@ -20,20 +22,23 @@ _Result = _R.CreatePartitionsTopicResult
 
 def handle(ctx, request):
     duplicated = repeated(t.name for t in request.topics)
-    results = []
-    for topic in request.topics:
-        if topic.name in duplicated:
-            results.append(_Result(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
-                                   error_message="Duplicate topic in request."))
-            continue
-        assignments = ([list(a.broker_ids) for a in topic.assignments]
-                       if topic.assignments else None)
-        try:
-            ctx.broker.controller.create_partitions(topic.name, topic.count, assignments,
-                                                    validate_only=request.validate_only)
-        except KafkaError as err:
-            results.append(_Result(name=topic.name, error_code=err.code,
-                                   error_message=err.message))
-            continue
-        results.append(_Result(name=topic.name, error_code=0, error_message=None))
+    results = [_create(ctx, request, topic) for topic in request.topics
+               if topic.name not in duplicated]
+    # Kafka answers each repeated name once, after the others.
+    results += [_Result(name=name, error_code=ErrorCode.INVALID_REQUEST,
+                        error_message="Duplicate topic in request.")
+                for name in dict.fromkeys(t.name for t in request.topics if t.name in duplicated)]
     return ctx.response(throttle_time_ms=0, results=results)
+
+
+def _create(ctx, request, topic):
+    # A null assignments array means "let the controller place them"; an empty one is
+    # checked (and refused) like any other manual assignment, as in Kafka.
+    assignments = (None if topic.assignments is None
+                   else [list(a.broker_ids) for a in topic.assignments])
+    try:
+        ctx.broker.controller.create_partitions(topic.name, topic.count, assignments,
+                                                validate_only=request.validate_only)
+    except KafkaError as err:
+        return _Result(name=topic.name, error_code=err.code, error_message=err.message)
+    return _Result(name=topic.name, error_code=0, error_message=None)

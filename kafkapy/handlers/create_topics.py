@@ -1,6 +1,6 @@
 """CreateTopics (key 19): validate and create topics through the controller.
 
-Versions 2 (Kafka 4.0's minimum) to 7.  Per topic: a name given twice ->
+Versions 0-7 (Kafka 3.9).  Per topic: a name given twice ->
 INVALID_REQUEST; illegal or colliding name -> INVALID_TOPIC_EXCEPTION;
 existing -> TOPIC_ALREADY_EXISTS; partitions/replication factor -1 take the
 broker defaults (num.partitions, default.replication.factor); both counts and
@@ -17,7 +17,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 19
-MIN_VERSION = 2
+MIN_VERSION = 0
 MAX_VERSION = 7
 
 _R = RESPONSES[API_KEY]

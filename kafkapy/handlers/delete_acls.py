@@ -1,6 +1,6 @@
 """DeleteAcls (key 31): remove the ACL bindings matching filters.
 
-Versions 1-3 (Kafka 3.9 maximum, 4.0 minimum).  With no authorizer (see
+Versions 0-3 (Kafka 3.9).  With no authorizer (see
 describe_acls) every filter is answered SECURITY_DISABLED, "No Authorizer is
 configured.", with no matching ACLs, one result per filter in request order.
 """
@@ -11,7 +11,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 31
-MIN_VERSION = 1
+MIN_VERSION = 0
 MAX_VERSION = 3
 
 _Result = RESPONSES[API_KEY].DeleteAclsFilterResult

@@ -1,9 +1,15 @@
-"""DeleteTopics (key 20): delete topics by name (v1-5) or by name or id (v6).
+"""DeleteTopics (key 20): delete topics by name (v0-5) or by name or id (v6).
 
-Versions 1 (Kafka 4.0's minimum) to 6.  Unknown name ->
-UNKNOWN_TOPIC_OR_PARTITION, unknown id -> UNKNOWN_TOPIC_ID, both name and id
-or neither -> INVALID_REQUEST, delete.topic.enable=false ->
-TOPIC_DELETION_DISABLED.  The logs are removed before the answer.
+Versions 0-6 (Kafka 3.9), answered as Kafka's ZooKeeper-mode KafkaApis does:
+- delete.topic.enable=false -> every topic TOPIC_DELETION_DISABLED
+  (INVALID_REQUEST below v3, which predates that error).
+- v6 naming one topic by both name and id -> an error response: every topic of
+  the request INVALID_REQUEST.
+- An unknown id -> UNKNOWN_TOPIC_ID (name null); neither name nor id (a null
+  name with the zero id) -> TOPIC_AUTHORIZATION_FAILED, as Kafka's authorizer
+  check answers a null name; an unknown name -> UNKNOWN_TOPIC_OR_PARTITION.
+- Each result echoes the id the request gave (the zero id for a topic named
+  by name).  The logs are removed before the answer.
 """
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 20
-MIN_VERSION = 1
+MIN_VERSION = 0
 MAX_VERSION = 6
 
 _R = RESPONSES[API_KEY]
@@ -20,30 +26,41 @@ _Result = _R.DeletableTopicResult
 
 def handle(ctx, request):
     if ctx.api_version >= 6:
-        wanted = [(t.name, t.topic_id) for t in request.topics]
+        wanted = [(t.name, t.topic_id if t.topic_id is not None and t.topic_id.int else None)
+                  for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    return ctx.response(throttle_time_ms=0,
-                        responses=[_delete(ctx, name, topic_id) for name, topic_id in wanted])
+    if not ctx.broker.config["delete.topic.enable"]:
+        error = (ErrorCode.TOPIC_DELETION_DISABLED if ctx.api_version >= 3
+                 else ErrorCode.INVALID_REQUEST)
+        return _respond(ctx, [_Result(name=n, topic_id=i, error_code=error, error_message=None)
+                              for n, i in wanted])
+    if any(name is not None and topic_id is not None for name, topic_id in wanted):
+        return _respond(ctx, [_Result(name=n, topic_id=i, error_code=ErrorCode.INVALID_REQUEST,
+                                      error_message=None) for n, i in wanted])
+    # Every topic is checked before any is deleted, so a topic named twice is found
+    # (and answered without error) both times, as in Kafka.
+    results = [_check(ctx, name, topic_id) for name, topic_id in wanted]
+    for name in dict.fromkeys(r.name for r in results if r.error_code == 0):
+        ctx.broker.controller.delete_topic(name)
+    return _respond(ctx, results)
 
 
-def _delete(ctx, name, topic_id):
+def _respond(ctx, results):
+    return ctx.response(throttle_time_ms=0, responses=results)
+
+
+def _check(ctx, name, topic_id):
     broker = ctx.broker
-    cache = broker.cache
-    if (name is None) == (topic_id is None):
-        return _Result(name=name, topic_id=topic_id, error_code=ErrorCode.INVALID_REQUEST,
-                       error_message="Give either a topic name or a topic id.")
     if topic_id is not None:
-        name = cache.topic_name(topic_id)
+        name = broker.cache.topic_name(topic_id)
         if name is None:
             return _Result(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
                            error_message=None)
-    topic = cache.topic(name)
-    if topic is None:
+    if name is None:
+        return _Result(name=None, topic_id=None,
+                       error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None)
+    if broker.cache.topic(name) is None:
         return _Result(name=name, topic_id=topic_id,
                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=None)
-    if not broker.config["delete.topic.enable"]:
-        return _Result(name=name, topic_id=topic.topic_id,
-                       error_code=ErrorCode.TOPIC_DELETION_DISABLED, error_message=None)
-    broker.controller.delete_topic(name)
-    return _Result(name=name, topic_id=topic.topic_id, error_code=0, error_message=None)
+    return _Result(name=name, topic_id=topic_id, error_code=0, error_message=None)

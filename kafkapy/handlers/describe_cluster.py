@@ -2,10 +2,14 @@
 
 Versions 0-1 (Kafka 3.9).  v1 adds endpoint_type: 1 = brokers (what clients
 ask for); 2 = controllers, which a broker does not serve ->
-MISMATCHED_ENDPOINT_TYPE.
+MISMATCHED_ENDPOINT_TYPE; any other type -> UNSUPPORTED_ENDPOINT_TYPE.  Both
+errors come back, as in Kafka's AuthHelper, in an otherwise default response
+(endpoint type 1, empty cluster id, controller -1, no brokers).  Authorized
+operations, when asked for, are the full cluster set (no authorizer).
 """
 from __future__ import annotations
 
+from kafkapy.handlers.common import CLUSTER_OPERATIONS, authorized_operations
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -15,20 +19,31 @@ MAX_VERSION = 1
 
 _R = RESPONSES[API_KEY]
 _Broker = _R.DescribeClusterBroker
-BROKERS_ENDPOINT = 1
+BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
 
 
 def handle(ctx, request):
     cache = ctx.broker.cache
-    if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE,
-                            error_message="The request was sent to an endpoint of type BROKER, "
-                                          "but we wanted an endpoint of type CONTROLLER",
-                            endpoint_type=request.endpoint_type, cluster_id=cache.cluster_id,
-                            controller_id=-1, brokers=[], authorized_operations=None)
+    endpoint = request.endpoint_type if ctx.api_version >= 1 else BROKERS_ENDPOINT
+    if endpoint not in (BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT):
+        return _error(ctx, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                      f"Unsupported endpoint type {endpoint}")
+    if endpoint != BROKERS_ENDPOINT:
+        return _error(ctx, ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                      "The request was sent to an endpoint of type BROKER, "
+                      "but we wanted an endpoint of type CONTROLLER")
+    brokers = sorted(cache.brokers.values(), key=lambda b: b.node_id)
+    controller = cache.controller_id if cache.controller_id in cache.brokers else -1
     return ctx.response(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=BROKERS_ENDPOINT,
-        cluster_id=cache.cluster_id, controller_id=cache.controller_id,
+        cluster_id=cache.cluster_id, controller_id=controller,
         brokers=[_Broker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                 for b in sorted(cache.brokers.values(), key=lambda b: b.node_id)],
-        authorized_operations=None)
+                 for b in brokers],
+        authorized_operations=authorized_operations(
+            request.include_cluster_authorized_operations, CLUSTER_OPERATIONS))
+
+
+def _error(ctx, code: int, message: str):
+    return ctx.response(throttle_time_ms=0, error_code=code, error_message=message,
+                        endpoint_type=BROKERS_ENDPOINT, cluster_id="", controller_id=-1,
+                        brokers=[], authorized_operations=None)

@@ -1,9 +1,11 @@
 """DescribeConfigs (key 32): broker and topic configs with sources, synonyms and docs.
 
-Versions 1 (Kafka 4.0's minimum) to 4.  Resource types: TOPIC (2) and BROKER
+Versions 0-4 (Kafka 3.9; v0 answers is_default, left false as Kafka does,
+instead of the config source).  Resource types: TOPIC (2) and BROKER
 (4; the name is this broker's id, or empty for cluster-wide defaults);
-BROKER_LOGGER (8) answers an empty list.  ``configuration_keys`` null means
-every key.  Unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; another broker's id
+BROKER_LOGGER (8, named by this broker's id) answers an empty list.
+``configuration_keys`` null or empty means every key.  Unknown topic ->
+UNKNOWN_TOPIC_OR_PARTITION with an empty message; another broker's id
 or a bad name -> INVALID_REQUEST; other types -> INVALID_REQUEST.
 """
 from __future__ import annotations
@@ -12,7 +14,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 32
-MIN_VERSION = 1
+MIN_VERSION = 0
 MAX_VERSION = 4
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -31,14 +33,13 @@ def handle(ctx, request):
 def _describe(ctx, request, resource):
     broker = ctx.broker
     kind, name = resource.resource_type, resource.resource_name
-    keys = resource.configuration_keys
+    keys = resource.configuration_keys or None  # Kafka: an empty list asks for every key
     synonyms = bool(request.include_synonyms)
     docs = bool(request.include_documentation)
     if kind == TOPIC:
         topic = broker.cache.topic(name)
         if topic is None:
-            return _failed(resource, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                           f"Topic {name} does not exist")
+            return _failed(resource, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
         entries = broker.describe_topic_configs(topic.configs, keys, synonyms, docs)
     elif kind == BROKER:
         if name not in ("", str(broker.node_id)):
@@ -47,11 +48,17 @@ def _describe(ctx, request, resource):
                            f"but received {name}")
         entries = broker.describe_broker_configs(keys, synonyms, docs) if name else []
     elif kind == BROKER_LOGGER:
+        if not name:
+            return _failed(resource, ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+        if name != str(broker.node_id):
+            return _failed(resource, ErrorCode.INVALID_REQUEST,
+                           f"Unexpected broker id, expected {broker.node_id} but received {name}")
         entries = []
     else:
         return _failed(resource, ErrorCode.INVALID_REQUEST,
                        f"Unsupported resource type {kind}")
-    return _Result(error_code=0, error_message=None, resource_type=kind, resource_name=name,
+    # Kafka leaves the message at its schema default, "", without an error.
+    return _Result(error_code=0, error_message="", resource_type=kind, resource_name=name,
                    configs=[_entry(e, synonyms) for e in entries])
 
 

@@ -7,6 +7,7 @@ unknown group is described as Dead without error, as Kafka does.
 from __future__ import annotations
 
 from kafkapy.handlers._groups import coordinator
+from kafkapy.handlers.common import GROUP_OPERATIONS, authorized_operations
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 15
@@ -15,7 +16,6 @@ MAX_VERSION = 5
 
 _Group = RESPONSES[API_KEY].DescribedGroup
 _Member = _Group.DescribedGroupMember
-_GROUP_OPERATIONS = {3, 6, 8}  # AclOperation READ, DELETE, DESCRIBE
 
 
 def handle(ctx, request):
@@ -30,5 +30,5 @@ def handle(ctx, request):
                              client_id=m.client_id, client_host=m.client_host,
                              member_metadata=m.metadata, member_assignment=m.assignment)
                      for m in s.members],
-            authorized_operations=set(_GROUP_OPERATIONS) if include_ops else None))
+            authorized_operations=authorized_operations(include_ops, GROUP_OPERATIONS)))
     return ctx.response(throttle_time_ms=0, groups=groups)

@@ -1,6 +1,6 @@
 """DescribeLogDirs (key 35): this broker's log dirs and the partitions in each.
 
-Versions 1 (Kafka 4.0's minimum) to 4 (3.9's maximum).  ``topics`` null means
+Versions 0-4 (Kafka 3.9).  ``topics`` null means
 every partition; otherwise only the named partitions that live here (others
 are left out, as Kafka does).  Per partition: size in bytes (sum of segment
 sizes), offset lag 0 (no future replicas), is_future false.  v3+ carries a
@@ -16,7 +16,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 35
-MIN_VERSION = 1
+MIN_VERSION = 0
 MAX_VERSION = 4
 
 _R = RESPONSES[API_KEY]

@@ -28,9 +28,10 @@ def handle(ctx, request):
         else:
             error, txn = txns.coordinator.describe(txn_id)
         if txn is None:
+            # Kafka leaves every other field at its zero default.
             states.append(_State(error_code=error, transactional_id=txn_id, transaction_state="",
-                                 transaction_timeout_ms=0, transaction_start_time_ms=-1,
-                                 producer_id=-1, producer_epoch=-1, topics=[]))
+                                 transaction_timeout_ms=0, transaction_start_time_ms=0,
+                                 producer_id=0, producer_epoch=0, topics=[]))
             continue
         by_topic: dict[str, list[int]] = {}
         for topic, index in sorted(txn.partitions):

@@ -16,7 +16,8 @@ from __future__ import annotations
 from kafkapy.config.definitions import TOPIC_CONFIGS
 from kafkapy.config.types import ConfigType
 from kafkapy.handlers.alter_configs import (BROKER, TOPIC, apply_topic_configs,
-                                            check_broker_change, result)
+                                            check_broker_change, preprocess, result)
+from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
@@ -25,19 +26,22 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+BROKER_LOGGER = 8
 
 _R = RESPONSES[API_KEY]
 _Result = _R.AlterConfigsResourceResponse
 
 
 def handle(ctx, request):
+    repeated_ids = repeated((r.resource_type, r.resource_name) for r in request.resources)
     results = []
     for resource in request.resources:
         try:
             names = [c.name for c in resource.configs]
-            if len(set(names)) != len(names):
-                raise KafkaError(ErrorCode.INVALID_REQUEST,
-                                 "Error due to duplicate config keys")
+            if resource.resource_type != BROKER_LOGGER:
+                preprocess(resource, repeated_ids, [c.name for c in resource.configs
+                                                    if c.config_operation != DELETE
+                                                    and c.value is None])
             if resource.resource_type == TOPIC:
                 topic = ctx.broker.cache.topic(resource.resource_name)
                 if topic is None:

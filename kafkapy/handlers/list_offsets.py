@@ -1,26 +1,41 @@
 """ListOffsets (key 2): offsets by timestamp, earliest, latest and max timestamp.
 
-Versions 1 (Kafka 4.0's minimum) to 9 (Kafka 3.9).  Special timestamps:
+Versions 0-9 (Kafka 3.9).  Special timestamps:
 -2 earliest (log start offset), -1 latest (high watermark, or the last stable
 offset for read_committed), -3 max timestamp (v7+: the offset and timestamp of
 the record with the largest timestamp), -4 earliest local (v8+: same as
-earliest without tiered storage).  Any other timestamp: the first offset whose
+earliest without tiered storage), -5 latest tiered (v9+: offset -1 without
+tiered storage).  Any other negative timestamp, or a special one below its
+version, gets UNSUPPORTED_VERSION.  Any other timestamp: the first offset whose
 timestamp is >= it, or offset -1 / timestamp -1 when none is.
 A partition asked for twice gets INVALID_REQUEST for both; a follower-only
 replica id or a non-leader gets NOT_LEADER_OR_FOLLOWER.
+
+v0 is Kafka's legacy lookup (UnifiedLog.legacyFetchOffsetsBefore): the
+candidates are each segment's base offset (at least the log start offset)
+with the segment file's modification time, plus the log end offset "now" when
+the active segment is not empty; -1 starts from the last, -2 from the first,
+another timestamp from the last candidate modified at or before it; up to
+max_num_offsets offsets are answered newest first.  For a consumer
+(replica id -1) offsets above the high watermark are replaced by it.
 """
 from __future__ import annotations
+
+import os
 
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 2
-MIN_VERSION = 1
+MIN_VERSION = 0
 MAX_VERSION = 9
 
-EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 READ_COMMITTED = 1
+CONSUMER, DEBUGGING = -1, -2
+# The first version that may ask for each special timestamp (Kafka's KafkaApis).
+_SPECIAL_SINCE = {EARLIEST: 1, LATEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 
 _R = RESPONSES[API_KEY]
 _Topic = _R.ListOffsetsTopicResponse
@@ -39,8 +54,12 @@ def handle(ctx, request):
 
 def _lookup(ctx, request, name, p, duplicated: bool):
     index = p.partition_index
+    if ctx.api_version == 0:
+        return _legacy(ctx, request, name, p)
     if duplicated:
         return _result(index, ErrorCode.INVALID_REQUEST)
+    if p.timestamp < 0 and ctx.api_version < _SPECIAL_SINCE.get(p.timestamp, 99):
+        return _result(index, ErrorCode.UNSUPPORTED_VERSION)
     try:
         partition = ctx.broker.replica_manager.leader_partition(name, index,
                                                                 p.current_leader_epoch)
@@ -55,10 +74,10 @@ def _lookup(ctx, request, name, p, duplicated: bool):
         latest = (partition.last_stable_offset if request.isolation_level == READ_COMMITTED
                   else partition.high_watermark)
         return _result(index, 0, -1, latest, epoch)
+    if ts == LATEST_TIERED:
+        return _result(index, 0, -1, -1, -1)  # nothing is tiered
     if ts == MAX_TIMESTAMP:
         found = log.max_timestamp_and_offset()
-    elif ts < 0:
-        return _result(index, ErrorCode.INVALID_REQUEST)
     else:
         found = log.offset_for_timestamp(ts)
     if found is None or found[0] >= partition.high_watermark:
@@ -70,3 +89,39 @@ def _lookup(ctx, request, name, p, duplicated: bool):
 def _result(index: int, error: int, timestamp: int = -1, offset: int = -1, epoch: int = -1):
     return _Partition(partition_index=index, error_code=error, timestamp=timestamp,
                       offset=offset, leader_epoch=epoch)
+
+
+def _legacy(ctx, request, name, p):
+    """A v0 partition: Kafka's legacy, segment-based offset list."""
+    index = p.partition_index
+    if p.timestamp < EARLIEST:
+        return _Partition(partition_index=index, error_code=ErrorCode.UNSUPPORTED_VERSION,
+                          old_style_offsets=[])
+    try:
+        partition = ctx.broker.replica_manager.leader_partition(name, index, -1)
+    except KafkaError as err:
+        return _Partition(partition_index=index, error_code=err.code, old_style_offsets=[])
+    offsets = _offsets_before(partition.log, p.timestamp, p.max_num_offsets,
+                              ctx.broker.clock.time_ms())
+    if request.replica_id == CONSUMER:
+        hw = partition.high_watermark
+        if any(o > hw for o in offsets):
+            offsets = [hw] + [o for o in offsets if o <= hw]
+    return _Partition(partition_index=index, error_code=0, old_style_offsets=offsets)
+
+
+def _offsets_before(log, timestamp: int, max_num: int, now_ms: int) -> list[int]:
+    candidates = [(max(seg.base_offset, log.log_start_offset),
+                   os.fstat(seg.fd).st_mtime_ns // 1_000_000) for seg in log.segments]
+    if log.segments[-1].size > 0:
+        candidates.append((log.log_end_offset, now_ms))
+    if timestamp == LATEST:
+        start = len(candidates) - 1
+    elif timestamp == EARLIEST:
+        start = 0
+    else:
+        start = len(candidates) - 1
+        while start >= 0 and candidates[start][1] > timestamp:
+            start -= 1
+    count = max(0, min(max_num, start + 1))
+    return [candidates[start - j][0] for j in range(count)]

@@ -3,7 +3,13 @@
 Behaviour (Kafka 3.9, ZooKeeper mode):
 - ``topics`` null (v1+) or empty at v0 means every topic; an empty list at v1+
   means none.
-- v10+ may name a topic by id only; an unknown id gets UNKNOWN_TOPIC_ID.
+- v12 may name topics by id (then names are ignored); an unknown id gets
+  UNKNOWN_TOPIC_ID, listed first.  v10-11 carry the id field but Kafka refuses
+  it there: a null name or a non-zero id gets an error response (every topic
+  INVALID_REQUEST, no brokers, no cluster id, controller -1).
+- A name asked twice is answered once (Kafka collects names in a set).
+- Authorized operations (no authorizer: every operation) are filled in when
+  asked for: per topic from v8, for the cluster in v8-10.
 - A missing topic is auto-created when ``auto.create.topics.enable`` and the
   request allow it (v4+ carries the flag; earlier versions always allow), and
   is answered LEADER_NOT_AVAILABLE so the client retries; an illegal name gets
@@ -16,7 +22,8 @@ Behaviour (Kafka 3.9, ZooKeeper mode):
 """
 from __future__ import annotations
 
-from kafkapy.handlers.common import live_leader, offline_replicas
+from kafkapy.handlers.common import (
+    CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized_operations, live_leader, offline_replicas)
 from kafkapy.metadata.topics import invalid_topic_reason, is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -31,13 +38,24 @@ _R = RESPONSES[API_KEY]
 def handle(ctx, request):
     broker = ctx.broker
     cache = broker.cache
-    allow_auto = request.allow_auto_topic_creation if ctx.api_version >= 4 else True
-    topics = []
-    if request.topics is None or (ctx.api_version == 0 and not request.topics):
-        topics = [_topic(ctx, cache.topics[name]) for name in sorted(cache.topics)]
-    else:
+    version = ctx.api_version
+    if version in (10, 11) and request.topics:
         for wanted in request.topics:
-            topics.append(_requested_topic(ctx, wanted, allow_auto))
+            if wanted.name is None or (wanted.topic_id is not None and wanted.topic_id.int):
+                return _invalid_request(ctx, request)
+    allow_auto = request.allow_auto_topic_creation if version >= 4 else True
+    unknown_ids, topics = [], []
+    if request.topics is None or (version == 0 and not request.topics):
+        topics = [_topic(ctx, cache.topics[name]) for name in sorted(cache.topics)]
+    elif any(t.topic_id is not None and t.topic_id.int for t in request.topics):
+        unknown_ids, topics = _by_id(ctx, request.topics)
+    else:
+        # Kafka collects the names in a set: a name asked twice is answered once.
+        for name in dict.fromkeys(t.name for t in request.topics):
+            topics.append(_requested_topic(ctx, name, allow_auto))
+    if version >= 8 and request.include_topic_authorized_operations:
+        for topic in topics:
+            topic.authorized_operations = set(TOPIC_OPERATIONS)
     return ctx.response(
         throttle_time_ms=0,
         brokers=[_R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port,
@@ -45,18 +63,39 @@ def handle(ctx, request):
                  for b in sorted(cache.brokers.values(), key=lambda b: b.node_id)],
         cluster_id=cache.cluster_id,
         controller_id=cache.controller_id,
-        topics=topics,
-        authorized_operations=None,
+        topics=unknown_ids + topics,
+        authorized_operations=authorized_operations(
+            8 <= version <= 10 and request.include_cluster_authorized_operations,
+            CLUSTER_OPERATIONS),
     )
 
 
-def _requested_topic(ctx, wanted, allow_auto: bool):
+def _invalid_request(ctx, request):
+    """Kafka's error response to a v10-11 request naming a topic by id (ids are only
+    served from v12): every topic INVALID_REQUEST, no brokers, no cluster id."""
+    return ctx.response(
+        throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1,
+        topics=[_R.MetadataResponseTopic(error_code=ErrorCode.INVALID_REQUEST,
+                                         name=t.name or "", topic_id=t.topic_id,
+                                         is_internal=False, partitions=[],
+                                         authorized_operations=None)
+                for t in request.topics],
+        authorized_operations=None)
+
+
+def _by_id(ctx, wanted):
+    """v12+ topics asked by id (names in the same request are then ignored, as in
+    Kafka): unknown ids first, then the known topics, each once."""
     cache = ctx.broker.cache
-    name = wanted.name
-    if ctx.api_version >= 10 and wanted.topic_id is not None and not name:
-        name = cache.topic_name(wanted.topic_id)
-        if name is None:
-            return _error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, wanted.topic_id)
+    ids = dict.fromkeys(t.topic_id for t in wanted if t.topic_id is not None and t.topic_id.int)
+    unknown = [_error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, i) for i in ids
+               if cache.topic_name(i) is None]
+    names = dict.fromkeys(cache.topic_name(i) for i in ids if cache.topic_name(i) is not None)
+    return unknown, [_topic(ctx, cache.topic(name)) for name in names]
+
+
+def _requested_topic(ctx, name: str, allow_auto: bool):
+    cache = ctx.broker.cache
     topic = cache.topic(name)
     if topic is not None:
         return _topic(ctx, topic)

@@ -1,21 +1,28 @@
 """OffsetCommit (key 8): store a group's consumed positions in ``__consumer_offsets``.
 
-Versions 2 (Kafka 4.0's minimum) to 9.  Generation -1 with an empty member id
-is a standalone commit (accepted for an Empty or unknown group); v2-4 carry a
-retention time (then the record gets an expire timestamp, value v1); v6+ the
-committed leader epoch; v7+ group.instance.id.  Per partition: a topic or
-partition this cluster does not have -> UNKNOWN_TOPIC_OR_PARTITION; metadata
-over offset.metadata.max.bytes -> OFFSET_METADATA_TOO_LARGE.
+Versions 0-9 (Kafka 3.9).  Generation -1 with an empty member id
+is a standalone commit (accepted for an Empty or unknown group); v1 carries a
+commit timestamp per partition (-1: now); v2-4 a retention time (then the
+record gets an expire timestamp, value v1); v6+ the committed leader epoch;
+v7+ group.instance.id.  Per partition: a topic or partition this cluster does
+not have -> UNKNOWN_TOPIC_OR_PARTITION; metadata over
+offset.metadata.max.bytes -> OFFSET_METADATA_TOO_LARGE.
+
+v0 commits go where Kafka 3.9 in ZooKeeper mode puts them: the metadata store
+(``/consumers/<group>/offsets/<topic>/<partition>``, see
+``kafkapy.coordinator.group.zk_offsets``), not the group coordinator; only
+OffsetFetch v0 reads them back.  The metadata is checked for size, not kept.
 """
 from __future__ import annotations
 
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
+from kafkapy.coordinator.group.zk_offsets import store_offset
 from kafkapy.handlers._groups import coordinator
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 8
-MIN_VERSION = 2
+MIN_VERSION = 0
 MAX_VERSION = 9
 
 _Topic = RESPONSES[API_KEY].OffsetCommitResponseTopic
@@ -24,6 +31,8 @@ _Partition = _Topic.OffsetCommitResponsePartition
 
 def handle(ctx, request):
     version = ctx.api_version
+    if version == 0:
+        return _commit_to_store(ctx, request)
     now = ctx.broker.clock.time_ms()
     retention = request.retention_time_ms if version <= 4 else -1
     expire = now + retention if retention is not None and retention >= 0 else None
@@ -35,8 +44,9 @@ def handle(ctx, request):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             epoch = p.committed_leader_epoch if version >= 6 else -1
+            stamp = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
             offsets[tp] = OffsetAndMetadata(p.committed_offset, epoch,
-                                            p.committed_metadata or "", now, expire)
+                                            p.committed_metadata or "", stamp, expire)
     if offsets:
         errors.update(coordinator(ctx).commit_offsets(
             request.group_id, request.member_id or "",
@@ -45,8 +55,29 @@ def handle(ctx, request):
     return ctx.response(throttle_time_ms=0, topics=_topics(request, errors))
 
 
+def _commit_to_store(ctx, request):
+    broker = ctx.broker
+    limit = broker.config["offset.metadata.max.bytes"]
+    errors = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if broker.cache.partition(*tp) is None:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif p.committed_metadata is not None and len(p.committed_metadata) > limit:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                store_offset(broker.store, request.group_id, *tp, p.committed_offset)
+    return ctx.response(throttle_time_ms=0, topics=_topics(request, errors))
+
+
 def _topics(request, errors):
-    return [_Topic(name=t.name, partitions=[
-        _Partition(partition_index=p.partition_index,
-                   error_code=errors.get((t.name, p.partition_index), 0))
-        for p in t.partitions]) for t in request.topics]
+    """Kafka's response builder order: the partitions refused before the commit (unknown
+    topic or partition) first, then the committed ones, each under its topic's first entry."""
+    by_topic: dict[str, list] = {}
+    asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    refused = {tp for tp, code in errors.items() if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    for tp in [tp for tp in asked if tp in refused] + [tp for tp in asked if tp not in refused]:
+        by_topic.setdefault(tp[0], []).append(
+            _Partition(partition_index=tp[1], error_code=errors.get(tp, 0)))
+    return [_Topic(name=name, partitions=parts) for name, parts in by_topic.items()]

@@ -1,6 +1,9 @@
 """OffsetFetch (key 9): a group's committed offsets (with the committed leader epoch).
 
-Versions 1-9.  v1-7 ask for one group (v2+: null topics = every committed
+Versions 0-9.  v0 reads what OffsetCommit v0 stored in the metadata store (as
+Kafka 3.9 in ZooKeeper mode reads ZooKeeper), never the group coordinator: an
+offset committed at v1+ is not found there; what is not found, like an
+unknown partition, answers offset -1 and UNKNOWN_TOPIC_OR_PARTITION.  v1-7 ask for one group (v2+: null topics = every committed
 offset; group-level errors are top-level from v2, per partition on v1); v5+
 answer the committed leader epoch; v7+ ``require_stable``; v8+ a batch of
 groups, each with its own error.  A partition without a committed offset
@@ -11,12 +14,13 @@ until the transaction ends instead of starting from a stale offset.
 """
 from __future__ import annotations
 
+from kafkapy.coordinator.group.zk_offsets import read_offset
 from kafkapy.handlers._groups import coordinator
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 9
-MIN_VERSION = 1
+MIN_VERSION = 0
 MAX_VERSION = 9
 
 _R = RESPONSES[API_KEY]
@@ -28,6 +32,8 @@ _GPartition = _GTopic.OffsetFetchResponsePartitions
 
 
 def handle(ctx, request):
+    if ctx.api_version == 0:
+        return _fetch_from_store(ctx, request)
     stable = bool(request.require_stable) if ctx.api_version >= 7 else False
     if ctx.api_version >= 8:
         return ctx.response(throttle_time_ms=0, groups=[_group(ctx, g, stable)
@@ -39,6 +45,27 @@ def handle(ctx, request):
         return ctx.response(topics=_nest(found, _Topic, _Partition))
     return ctx.response(throttle_time_ms=0, error_code=error,
                         topics=[] if error else _nest(found, _Topic, _Partition))
+
+
+def _fetch_from_store(ctx, request):
+    broker = ctx.broker
+    found = []
+    for tp in _asked(request.topics):
+        offset = (read_offset(broker.store, request.group_id, *tp)
+                  if broker.cache.partition(*tp) is not None else None)
+        found.append((tp, _StoredOffset(offset), 0) if offset is not None
+                     else (tp, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    return ctx.response(topics=_nest(found, _Topic, _Partition))
+
+
+class _StoredOffset:
+    """A v0 offset: no metadata and no leader epoch are stored with it."""
+    __slots__ = ("offset",)
+    metadata = ""
+    leader_epoch = -1
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
 
 
 def _group(ctx, group, stable: bool):

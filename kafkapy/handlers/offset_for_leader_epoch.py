@@ -1,6 +1,6 @@
 """OffsetForLeaderEpoch (key 23): where a leader epoch ends in this leader's log.
 
-Versions 2 (Kafka 4.0's minimum; librdkafka sends only v2) to 4 (Kafka 3.9).
+Versions 0-4 (Kafka 3.9; librdkafka sends v2; v0 answers no leader epoch).
 Consumers use it to validate their position after a leader change (KIP-320):
 the answer for epoch E is the largest epoch <= E in the leader-epoch cache and
 the start offset of the next higher epoch, or the log end offset when E is
@@ -18,7 +18,7 @@ from kafkapy.protocol.errors import KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 23
-MIN_VERSION = 2
+MIN_VERSION = 0
 MAX_VERSION = 4
 
 _R = RESPONSES[API_KEY]

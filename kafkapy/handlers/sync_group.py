@@ -1,12 +1,14 @@
 """SyncGroup (key 14): the leader hands out assignments; every member receives its own.
 
 Versions 0-5; v3+ carry group.instance.id; v5 carry (and answer) protocol type
-and name, which must match the group's (INCONSISTENT_GROUP_PROTOCOL).  In
+and name, which are mandatory and must match the group's (else
+INCONSISTENT_GROUP_PROTOCOL).  In
 CompletingRebalance a follower's request waits for the leader's.
 """
 from __future__ import annotations
 
 from kafkapy.handlers._groups import callback_future, coordinator
+from kafkapy.protocol.errors import ErrorCode
 
 API_KEY = 14
 MIN_VERSION = 0
@@ -15,6 +17,11 @@ MAX_VERSION = 5
 
 def handle(ctx, request):
     version = ctx.api_version
+    if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        # Mandatory from v5: Kafka refuses the request before it reaches the group.
+        return ctx.response(throttle_time_ms=0,
+                            error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                            protocol_type=None, protocol_name=None, assignment=b"")
     future, respond = callback_future()
     coordinator(ctx).sync(
         request.group_id, request.generation_id, request.member_id,

@@ -7,11 +7,19 @@ OffsetFetch) until the transaction's COMMIT marker makes them the group's
 committed offsets; an ABORT drops them (``kafkapy.coordinator.group.txn_offsets``).
 v3+ carry generation / member id / group instance id, checked like Kafka.
 Partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION.
+
+With ``transaction.partition.verification.enable`` (KIP-890 part 1), a producer
+without an open transaction in the group's offsets partition is first checked
+with the transaction coordinator, as Kafka's replica manager does: an unknown
+producer id answers INVALID_PRODUCER_ID_MAPPING, a stale epoch
+INVALID_PRODUCER_EPOCH, an offsets partition not added to the transaction
+(no AddOffsetsToTxn) INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4).
 """
 from __future__ import annotations
 
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
-from kafkapy.handlers._txn import fenced_for_version
+from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
+from kafkapy.handlers._txn import fenced_for_version, service
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -49,7 +57,8 @@ def handle(ctx, request):
             generation = request.generation_id if version >= 3 else -1
             results.update(groups.coordinator.commit_txn_offsets(
                 request.group_id, request.producer_id, request.producer_epoch,
-                member_id or "", instance_id, generation, offsets))
+                member_id or "", instance_id, generation, offsets,
+                verify=lambda: _verify(ctx, request)))
     topics = []
     for topic in request.topics:
         topics.append(_Topic(name=topic.name, partitions=[
@@ -58,3 +67,39 @@ def handle(ctx, request):
                                                      version, 2))
             for p in topic.partitions]))
     return ctx.response(throttle_time_ms=0, topics=topics)
+
+
+# Kafka's GroupMetadataManager.maybeConvertOffsetCommitError, for the errors a
+# verification can end in.
+_OFFSET_COMMIT_ERROR = {
+    ErrorCode.NETWORK_EXCEPTION: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+}
+
+
+def _verify(ctx, request) -> int:
+    """The transaction check Kafka makes before a transactional offset commit."""
+    broker = ctx.broker
+    if not broker.config["transaction.partition.verification.enable"]:
+        return 0
+    index = broker.groups.coordinator.partition_for(request.group_id)
+    tp = (OFFSETS_TOPIC, index)
+    partition = broker.replica_manager.partitions.get(tp)
+    if partition is None:
+        return _OFFSET_COMMIT_ERROR[ErrorCode.NOT_LEADER_OR_FOLLOWER]
+    entry = partition.log.producer_state.last_entry(request.producer_id)
+    if (entry is not None and entry.current_txn_first_offset >= 0
+            and entry.epoch == request.producer_epoch):
+        return 0  # an open transaction here was verified when it started
+    txns = service(ctx)
+    if txns is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    error = txns.coordinator.verify_partitions(request.transactional_id, request.producer_id,
+                                               request.producer_epoch, [tp])[tp]
+    if error == ErrorCode.PRODUCER_FENCED:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    elif error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version < 4:
+        error = ErrorCode.INVALID_TXN_STATE
+    return _OFFSET_COMMIT_ERROR.get(error, error)

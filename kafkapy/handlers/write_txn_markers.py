@@ -1,7 +1,7 @@
 """WriteTxnMarkers (key 27): the coordinator asks a partition leader to write markers.
 
-Version 1 only (Kafka 4.0's minimum and 3.9's maximum; v0 is not flexible,
-v2 carries transaction.version).  Each marker is written to each of its
+Versions 0-1 (Kafka 3.9; v1 is v0 in the flexible encoding; v2, with
+transaction.version, is Kafka 4's).  Each marker is written to each of its
 partitions through ``kafkapy.coordinator.transaction.markers.write_markers``
 (the path the local coordinator uses too), with a per-partition error code.
 """
@@ -12,7 +12,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 27
-MIN_VERSION = 1
+MIN_VERSION = 0
 MAX_VERSION = 1
 
 _R = RESPONSES[API_KEY]

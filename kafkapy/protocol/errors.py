@@ -21,6 +21,7 @@ def _codes() -> dict[str, int]:
     names["NOT_LEADER_OR_FOLLOWER"] = names["NOT_LEADER_FOR_PARTITION"]
     names["MESSAGE_TOO_LARGE"] = names["MESSAGE_SIZE_TOO_LARGE"]
     names["INVALID_TOPIC_EXCEPTION"] = names["INVALID_TOPIC"]
+    names["INVALID_REPLICA_ASSIGNMENT"] = names["INVALID_REPLICATION_ASSIGNMENT"]
     return dict(sorted(names.items(), key=lambda kv: kv[1]))
 
 

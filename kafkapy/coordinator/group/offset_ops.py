@@ -7,7 +7,8 @@ member must be known, of the current generation, and the group not
 CompletingRebalance.  Accepted commits are written as one batch before they
 become visible; deletions write tombstones.  Offsets of Empty groups expire
 offsets.retention.minutes after the group became Empty (or after the commit,
-for groups without a protocol); an Empty group left without offsets is removed.
+for groups without a protocol); an Empty group left without offsets (by expiry
+or by OffsetDelete) is removed.
 """
 from __future__ import annotations
 
@@ -103,9 +104,16 @@ class OffsetOps:
                 results[tp] = 0
                 removable.append(tp)
         error = self._remove_offsets(group, removable)
+        if not error and self._is_spent(group):
+            # Kafka's cleanupGroupMetadata: an Empty group left without offsets is gone.
+            error = self._remove_group(group)
         if error:
             return error, {}
         return 0, results
+
+    def _is_spent(self, group: GroupMetadata) -> bool:
+        return (group.is_(_S.EMPTY) and not group.offsets
+                and not self.has_pending_txn_offsets(group.group_id))
 
     def _remove_offsets(self, group: GroupMetadata, partitions: list[TopicPartition]) -> int:
         present = [tp for tp in partitions if tp in group.offsets]

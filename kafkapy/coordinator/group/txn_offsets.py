@@ -17,7 +17,8 @@ producer id until that producer's COMMIT (then replayed in place) or ABORT
 Validation (Kafka's doTxnCommitOffsets): Dead group -> COORDINATOR_NOT_AVAILABLE,
 fenced static member -> FENCED_INSTANCE_ID, a non-empty member id unknown to
 the group -> UNKNOWN_MEMBER_ID, generation >= 0 not the group's ->
-ILLEGAL_GENERATION; an unknown group is created Empty.
+ILLEGAL_GENERATION; an unknown group is created Empty.  Before those checks the
+caller's ``verify`` (the transaction check of KIP-890 part 1) may refuse the commit.
 """
 from __future__ import annotations
 
@@ -40,12 +41,17 @@ class TxnOffsetOps:
 
     def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
                            member_id: str, instance_id: str | None, generation: int,
-                           offsets: dict[TopicPartition, OffsetAndMetadata]
-                           ) -> dict[TopicPartition, int]:
+                           offsets: dict[TopicPartition, OffsetAndMetadata],
+                           verify=None) -> dict[TopicPartition, int]:
+        """``verify``, when given, is called once the group is known and may answer an
+        error for every partition (Kafka verifies the transaction with its coordinator
+        at that point, before the member checks)."""
         error = self._group_error(group_id)
         group = self._groups.get(group_id) if not error else None
         if not error and group is None:
             group = self._new_group(group_id)
+        if not error and verify is not None:
+            error = verify()
         if not error:
             if group.is_(GroupState.DEAD):
                 error = E.COORDINATOR_NOT_AVAILABLE

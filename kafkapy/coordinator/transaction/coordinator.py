@@ -244,6 +244,33 @@ class TransactionCoordinator:
         return self.add_partitions(txn_id, producer_id, epoch,
                                    [self._offsets_partition(group_id)])
 
+    def verify_partitions(self, txn_id: str, producer_id: int, epoch: int,
+                          partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Whether each partition is in the producer's transaction, without adding it
+        (KIP-890 part 1; Kafka's handleVerifyPartitionsInTransaction): a partition that is
+        not answers TRANSACTION_ABORTABLE; a transaction-wide error is every partition's."""
+        partitions = list(partitions)
+        error = self._verify_txn(txn_id, producer_id, epoch)
+        if error:
+            return {tp: error for tp in partitions}
+        txn = self._owned[self.partition_for(txn_id)].txns[txn_id]
+        return {tp: 0 if tp in txn.partitions else E.TRANSACTION_ABORTABLE for tp in partitions}
+
+    def _verify_txn(self, txn_id: str, producer_id: int, epoch: int) -> int:
+        if not txn_id:
+            return E.INVALID_REQUEST
+        error, owned = self._lookup(txn_id)
+        if error:
+            return error
+        txn = owned.txns.get(txn_id)
+        if txn is None or txn.state == S.DEAD or txn.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if txn.producer_epoch != epoch:
+            return E.PRODUCER_FENCED
+        if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return E.CONCURRENT_TRANSACTIONS
+        return 0
+
     # -- EndTxn -------------------------------------------------------------------------------
     def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> int:
         if not txn_id:
