@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, OSError, ValueError) as err:
         print(f"kafkapy: configuration error: {err}", file=sys.stderr)
         return 1
-    configure_logging(config["kafkapy.log.format"])
+    configure_logging(config["kafkapy.log.format"], config["kafkapy.log.level"],
+                      config["kafkapy.log.levels"])
     return _run(config)
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from kafkapy.config.definitions import BROKER_CONFIGS as D
 from kafkapy.config.definitions import Importance
 from kafkapy.config.types import ConfigType as T
-from kafkapy.config.validators import at_least, between, in_set, list_in, non_null, one_of_or, version_string
+from kafkapy.config.validators import at_least, between, in_set, list_in, non_null, one_of_or, version_string, custom
+from kafkapy.logging_setup import are_logger_levels, is_level
 
 H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 INT_MAX = 2 ** 31 - 1
@@ -245,6 +246,12 @@ def _kafkapy() -> None:
     D.define("cluster.id", T.STRING, None, None, M, "Cluster id (kafkapy); unset means generated on first start.")
     D.define("kafkapy.metrics.port", T.INT, -1, between(-1, 65535), L, "Prometheus exporter port; -1 disables it.")
     D.define("kafkapy.log.format", T.STRING, "console", in_set("console", "json"), L, "Broker log output format.")
+    D.define("kafkapy.log.level", T.STRING, "INFO", custom(is_level, "String must be one of: "
+             "ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF"), L,
+             "Root log level (log4j's level names, any case), for kafkapy's and its libraries' loggers.")
+    D.define("kafkapy.log.levels", T.LIST, [], custom(are_logger_levels, "Each item must be "
+             "logger=LEVEL with a log4j level name"), L,
+             "Per-logger levels as logger=LEVEL items, covering child loggers: kazoo=WARN,kafkapy.server=DEBUG.")
     D.define("kafkapy.metadata.store", T.STRING, None, in_set("embedded", "zookeeper"), M,
              "Metadata store; unset means zookeeper if zookeeper.connect is set, else embedded.")
     D.define("kafkapy.max.inflight.requests.per.connection", T.INT, 100, at_least(1), L,
