@@ -1,0 +1,286 @@
+"""Error codes and response shapes a real Kafka 3.9 broker (ZooKeeper mode) answers, over raw frames.
+
+Each expectation is what Kafka 3.9.0 answered to the same request when these tests were
+written (issue 22, items 2 and 6-8): bad replica assignments, TxnOffsetCommit's
+transaction check, special ListOffsets timestamps, AlterConfigs null values,
+DeleteTopics v6 ids, DescribeCluster endpoint types, SyncGroup v5's mandatory
+protocol, CreatePartitions naming a topic twice, Metadata by topic id, OffsetDelete
+of a group's last offset, DescribeTransactions of an unknown id, authorized operations
+without an authorizer, and the finalized-features epoch.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from kafkapy.protocol.errors import ErrorCode
+from tests.integration.request_fields import fields
+from tests.integration.wire import WireClient
+
+TOPIC = "error-codes"  # two partitions, replication factor 1, on broker 0
+
+
+@pytest.fixture(scope="module")
+def wire(broker):
+    client = WireClient(broker.bootstrap)
+    created = client.request(19, 7, **fields(19, topics=[dict(
+        name=TOPIC, num_partitions=2, replication_factor=1, assignments=[], configs=[])],
+        timeout_ms=10000, validate_only=False))
+    assert created.topics[0].error_code == 0
+    yield client
+    client.close()
+
+
+def _coordinator(wire, key: str, key_type: int = 0) -> None:
+    """Ask until the coordinator is ready (the first ask creates its internal topic)."""
+    for _ in range(100):
+        if wire.request(10, 3, key=key, key_type=key_type).error_code == 0:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no coordinator for {key!r}")
+
+
+# -- item 2: bad replica assignments -------------------------------------------------------
+
+def _create_assigned(wire, name, assignment):
+    r = wire.request(19, 7, **fields(19, topics=[dict(
+        name=name, num_partitions=-1, replication_factor=-1, configs=[],
+        assignments=[dict(partition_index=i, broker_ids=b) for i, b in assignment])],
+        timeout_ms=10000, validate_only=False))
+    [topic] = r.topics
+    return topic.error_code, topic.error_message
+
+
+def test_create_topics_with_a_bad_assignment(wire):
+    bad = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert _create_assigned(wire, "a1", [(0, [0]), (1, [0, 1])]) == (
+        bad, "All partitions should have the same number of replicas")
+    assert _create_assigned(wire, "a2", [(1, [0])]) == (
+        bad, "partitions should be a consecutive 0-based integer sequence")
+    assert _create_assigned(wire, "a3", [(0, [0, 0])]) == (
+        bad, "Duplicate replica assignment found: HashMap(0 -> ArrayBuffer(0, 0))")
+    # Kafka in ZooKeeper mode would create these leaderless (REQUEST_TIMED_OUT); kafkapy
+    # refuses them as Kafka's KRaft controller does.
+    assert _create_assigned(wire, "a4", [(0, [5])])[0] == bad
+    assert _create_assigned(wire, "a5", [(0, [])])[0] == bad
+
+
+def _add_partitions(wire, topics, validate_only=True):
+    r = wire.request(37, 3, **fields(37, topics=topics, timeout_ms=10000,
+                                     validate_only=validate_only))
+    return [(t.name, t.error_code, t.error_message) for t in r.results]
+
+
+def test_create_partitions_with_a_bad_assignment(wire):
+    bad = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+    def grow(count, *assignment):
+        [result] = _add_partitions(wire, [dict(name=TOPIC, count=count, assignments=[
+            dict(broker_ids=b) for b in assignment])])
+        return result[1:]
+    assert grow(3, [5]) == (bad, "Unknown broker(s) in replica assignment: 5.")
+    assert grow(3, [0, 1]) == (bad, "Unknown broker(s) in replica assignment: 1.")
+    assert grow(4, [0]) == (
+        bad, "Increasing the number of partitions by 2 but 1 assignments provided.")
+    assert grow(3, []) == (bad, "Cannot have replication factor of 0 for partition id 2.")
+    assert grow(3, [0, 0]) == (
+        bad, "Duplicate brokers not allowed in replica assignment: 0, 0 for partition id 2.")
+
+
+def test_create_partitions_naming_a_topic_twice_gets_one_result_last(wire):
+    twice = dict(name=TOPIC, count=3, assignments=None)
+    other = dict(name="no-such-topic", count=3, assignments=None)
+    assert _add_partitions(wire, [twice, other, twice]) == [
+        ("no-such-topic", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+         "The topic 'no-such-topic' does not exist."),
+        (TOPIC, ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")]
+
+
+# -- item 6: TxnOffsetCommit checks the transaction ----------------------------------------
+
+def _txn_commit(wire, version, txn_id, pid, epoch, group="txn-group"):
+    r = wire.request(28, version, **fields(28, transactional_id=txn_id, group_id=group,
+                                           producer_id=pid, producer_epoch=epoch,
+                                           generation_id=-1, member_id="",
+                                           group_instance_id=None, topics=[dict(
+                                               name=TOPIC, partitions=[dict(
+                                                   partition_index=0, committed_offset=1,
+                                                   committed_leader_epoch=-1,
+                                                   committed_metadata="")])]))
+    return r.topics[0].partitions[0].error_code
+
+
+@pytest.mark.parametrize("version", range(5))
+def test_txn_offset_commit_checks_the_transaction(wire, version):
+    txn_id = f"txn-commit-{version}"
+    _coordinator(wire, "txn-group")
+    _coordinator(wire, txn_id, key_type=1)
+    assert _txn_commit(wire, version, txn_id, 987654, 0) == (
+        ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+    init = wire.request(22, 4, transactional_id=txn_id, transaction_timeout_ms=60000,
+                        producer_id=-1, producer_epoch=-1)
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert _txn_commit(wire, version, txn_id, pid, epoch + 1) == ErrorCode.INVALID_PRODUCER_EPOCH
+    # Not added with AddOffsetsToTxn: v4 says TRANSACTION_ABORTABLE, older versions
+    # INVALID_TXN_STATE.
+    assert _txn_commit(wire, version, txn_id, pid, epoch) == (
+        ErrorCode.TRANSACTION_ABORTABLE if version >= 4 else ErrorCode.INVALID_TXN_STATE)
+    added = wire.request(25, 3, transactional_id=txn_id, producer_id=pid,
+                         producer_epoch=epoch, group_id="txn-group")
+    assert added.error_code == 0
+    assert _txn_commit(wire, version, txn_id, pid, epoch) == 0
+    assert wire.request(26, 3, transactional_id=txn_id, producer_id=pid, producer_epoch=epoch,
+                        committed=False).error_code == 0
+
+
+# -- item 7: wrong error codes ------------------------------------------------------------
+
+def _list_offsets(wire, version, timestamp):
+    r = wire.request(2, version, **fields(2, replica_id=-1, isolation_level=0, topics=[dict(
+        name=TOPIC, partitions=[dict(partition_index=0, current_leader_epoch=-1,
+                                     timestamp=timestamp)])]))
+    p = r.topics[0].partitions[0]
+    return p.error_code, p.offset, p.timestamp
+
+
+def test_list_offsets_special_timestamps_by_version(wire):
+    unsupported = (ErrorCode.UNSUPPORTED_VERSION, -1, -1)
+    assert _list_offsets(wire, 9, -9) == unsupported
+    assert _list_offsets(wire, 9, -6) == unsupported
+    assert _list_offsets(wire, 9, -5) == (0, -1, -1)  # latest tiered: nothing is tiered
+    assert _list_offsets(wire, 8, -5) == unsupported
+    assert _list_offsets(wire, 7, -4) == unsupported
+    assert _list_offsets(wire, 6, -3) == unsupported
+    assert _list_offsets(wire, 8, -4)[:2] == (0, 0)
+
+
+def test_alter_configs_null_value_is_an_invalid_request(wire):
+    r = wire.request(33, 2, **fields(33, resources=[dict(
+        resource_type=2, resource_name=TOPIC,
+        configs=[dict(name="retention.ms", value=None)])], validate_only=True))
+    [result] = r.responses
+    assert (result.error_code, result.error_message) == (
+        ErrorCode.INVALID_REQUEST, "Null value not supported for : retention.ms")
+
+
+def _delete_v6(wire, *topics):
+    r = wire.request(20, 6, **fields(20, topics=[dict(name=n, topic_id=i) for n, i in topics],
+                                     timeout_ms=10000))
+    return [(t.name, t.topic_id, t.error_code) for t in r.responses]
+
+
+def test_delete_topics_v6_ids(wire):
+    # The zero id with no name is refused as Kafka's authorizer check refuses a null name.
+    assert _delete_v6(wire, (None, uuid.UUID(int=0))) == [
+        (None, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    unknown = uuid.uuid4()
+    assert _delete_v6(wire, (None, unknown)) == [(None, unknown, ErrorCode.UNKNOWN_TOPIC_ID)]
+    # Name and id together make the whole request invalid, the other topic included.
+    assert _delete_v6(wire, (TOPIC, unknown), ("x", None)) == [
+        (TOPIC, unknown, ErrorCode.INVALID_REQUEST), ("x", None, ErrorCode.INVALID_REQUEST)]
+
+
+def _describe_cluster(wire, version, **extra):
+    return wire.request(60, version, include_cluster_authorized_operations=True, **extra)
+
+
+def test_describe_cluster_endpoint_types(wire):
+    r = _describe_cluster(wire, 1, endpoint_type=3)
+    assert (r.error_code, r.error_message, r.endpoint_type, r.cluster_id, r.controller_id,
+            r.brokers) == (ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, "Unsupported endpoint type 3",
+                           1, "", -1, [])
+    r = _describe_cluster(wire, 1, endpoint_type=2)
+    assert (r.error_code, r.endpoint_type, r.cluster_id) == (
+        ErrorCode.MISMATCHED_ENDPOINT_TYPE, 1, "")
+    r = _describe_cluster(wire, 1, endpoint_type=1)
+    assert r.error_code == 0 and r.controller_id == 0
+
+
+def test_sync_group_v5_needs_protocol_type_and_name(wire):
+    _coordinator(wire, "sync-group")
+    r = wire.request(14, 5, group_id="sync-group", generation_id=1, member_id="m",
+                     group_instance_id=None, protocol_type=None, protocol_name=None,
+                     assignments=[])
+    assert (r.error_code, r.protocol_type, r.protocol_name, r.assignment) == (
+        ErrorCode.INCONSISTENT_GROUP_PROTOCOL, None, None, b"")
+
+
+# -- item 8: wrong shapes -----------------------------------------------------------------
+
+def _metadata(wire, version, topics, cluster_ops=False, topic_ops=False):
+    return wire.request(3, version, **fields(3, topics=topics, allow_auto_topic_creation=False,
+                                             include_cluster_authorized_operations=cluster_ops,
+                                             include_topic_authorized_operations=topic_ops))
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_v10_v11_refuse_topic_ids(wire, version):
+    topic_id = uuid.uuid4()
+    r = _metadata(wire, version, [dict(name=None, topic_id=topic_id)])
+    assert (r.brokers, r.cluster_id, r.controller_id) == ([], None, -1)
+    assert [(t.error_code, t.name, t.topic_id) for t in r.topics] == [
+        (ErrorCode.INVALID_REQUEST, "", topic_id)]
+
+
+def test_metadata_v12_by_id(wire):
+    known = _metadata(wire, 12, [dict(name=TOPIC, topic_id=None)]).topics[0].topic_id
+    unknown = uuid.uuid4()
+    r = _metadata(wire, 12, [dict(name=None, topic_id=known), dict(name=None, topic_id=unknown)])
+    assert [(t.error_code, t.name) for t in r.topics] == [
+        (ErrorCode.UNKNOWN_TOPIC_ID, None), (0, TOPIC)]
+
+
+def test_metadata_answers_a_repeated_name_once(wire):
+    r = _metadata(wire, 12, [dict(name=TOPIC, topic_id=None), dict(name=TOPIC, topic_id=None)])
+    assert [t.name for t in r.topics] == [TOPIC]
+
+
+def test_authorized_operations_are_the_full_sets(wire):
+    asked = _metadata(wire, 8, [dict(name=TOPIC)], cluster_ops=True, topic_ops=True)
+    assert asked.authorized_operations == {5, 7, 8, 9, 10, 11, 12}  # 8096
+    assert asked.topics[0].authorized_operations == {3, 4, 5, 6, 7, 8, 10, 11}  # 3576
+    not_asked = _metadata(wire, 8, [dict(name=TOPIC)])
+    assert not_asked.authorized_operations is None  # INT32_MIN on the wire
+    assert not_asked.topics[0].authorized_operations is None
+    assert _describe_cluster(wire, 0).authorized_operations == {5, 7, 8, 9, 10, 11, 12}
+    # Only v8-10 carry the cluster's operations.
+    assert _metadata(wire, 11, [dict(name=TOPIC)], cluster_ops=True,
+                     topic_ops=True).topics[0].authorized_operations == {
+        3, 4, 5, 6, 7, 8, 10, 11}
+
+
+def test_offset_delete_of_the_last_offset_removes_the_group(wire):
+    group = "offset-delete-group"
+    _coordinator(wire, group)
+    committed = wire.request(8, 9, **fields(8, group_id=group, generation_id_or_member_epoch=-1,
+                                            member_id="", group_instance_id=None, topics=[dict(
+                                                name=TOPIC, partitions=[dict(
+                                                    partition_index=0, committed_offset=1,
+                                                    committed_leader_epoch=-1,
+                                                    committed_metadata="")])]))
+    assert committed.topics[0].partitions[0].error_code == 0
+
+    def delete():
+        return wire.request(47, 0, **fields(47, group_id=group, topics=[dict(
+            name=TOPIC, partitions=[dict(partition_index=0)])]))
+    first = delete()
+    assert (first.error_code, first.topics[0].partitions[0].error_code) == (0, 0)
+    assert delete().error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    described = wire.request(15, 5, groups=[group], include_authorized_operations=False)
+    assert described.groups[0].group_state == "Dead"
+
+
+def test_describe_transactions_of_an_unknown_id_leaves_zeros(wire):
+    _coordinator(wire, "no-such-txn", key_type=1)
+    r = wire.request(65, 0, transactional_ids=["no-such-txn"])
+    [state] = r.transaction_states
+    assert (state.error_code, state.transaction_start_time_ms, state.producer_id,
+            state.producer_epoch, state.transaction_timeout_ms) == (
+        ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, 0, 0, 0, 0)
+
+
+def test_api_versions_finalized_features_epoch_is_zero(wire):
+    r = wire.request(18, 3, client_software_name="error-codes", client_software_version="1")
+    assert (r.error_code, r.finalized_features_epoch, r.finalized_features) == (0, 0, [])
