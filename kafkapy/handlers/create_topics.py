@@ -1,7 +1,8 @@
 """CreateTopics (key 19): validate and create topics through the controller.
 
-Versions 0-7 (Kafka 3.9).  Per topic: a name given twice ->
-INVALID_REQUEST; illegal or colliding name -> INVALID_TOPIC_EXCEPTION;
+Versions 0-7 (Kafka 3.9).  Per topic: each entry of a name given twice ->
+INVALID_REQUEST ("Found multiple entries for this topic."), as does
+``__cluster_metadata``; illegal or colliding name -> INVALID_TOPIC_EXCEPTION;
 existing -> TOPIC_ALREADY_EXISTS; partitions/replication factor -1 take the
 broker defaults (num.partitions, default.replication.factor); both counts and
 explicit assignments -> INVALID_REQUEST; replication factor above the live
@@ -20,6 +21,8 @@ API_KEY = 19
 MIN_VERSION = 0
 MAX_VERSION = 7
 
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"  # KRaft's; never created through the API
+
 _R = RESPONSES[API_KEY]
 _Result = _R.CreatableTopicResult
 _Config = _Result.CreatableTopicConfigs
@@ -29,11 +32,14 @@ def handle(ctx, request):
     duplicated = repeated(t.name for t in request.topics)
     results = []
     for topic in request.topics:
+        if topic.name == CLUSTER_METADATA_TOPIC:
+            results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST,
+                                   f"Creation of internal topic {CLUSTER_METADATA_TOPIC} "
+                                   f"is prohibited."))
+            continue
         if topic.name in duplicated:
             results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST,
-                                   f"Create topics request from client `{ctx.client_id}` "
-                                   f"contains multiple entries for the following topics: "
-                                   f"{topic.name}"))
+                                   "Found multiple entries for this topic."))
             continue
         results.append(_create(ctx, request, topic))
     return ctx.response(throttle_time_ms=0, topics=results)
@@ -58,7 +64,9 @@ def _create(ctx, request, topic):
     except KafkaError as err:
         return _failed(topic.name, err.code, err.message)
     first = next(iter(created.partitions.values()))
-    return _Result(name=topic.name, topic_id=created.topic_id, error_code=0, error_message=None,
+    # Kafka gives a topic its id only when it creates it, so validate_only answers none.
+    topic_id = None if request.validate_only else created.topic_id
+    return _Result(name=topic.name, topic_id=topic_id, error_code=0, error_message=None,
                    num_partitions=len(created.partitions),
                    replication_factor=len(first.replicas),
                    configs=_configs(broker, created.configs) if ctx.api_version >= 5 else [])

@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 from kafkapy.protocol.errors import ErrorCode
+from tests.broker_process import BrokerProcess
 from tests.integration.request_fields import fields
 from tests.integration.wire import WireClient
 
@@ -65,6 +66,19 @@ def test_create_topics_with_a_bad_assignment(wire):
     # refuses them as Kafka's KRaft controller does.
     assert _create_assigned(wire, "a4", [(0, [5])])[0] == bad
     assert _create_assigned(wire, "a5", [(0, [])])[0] == bad
+
+
+def test_create_topics_naming_a_topic_twice_refuses_each_entry(wire):
+    def entry(name):
+        return dict(name=name, num_partitions=1, replication_factor=1, assignments=[],
+                    configs=[])
+    r = wire.request(19, 7, **fields(19, topics=[entry("twice"), entry("once"), entry("twice")],
+                                     timeout_ms=10000, validate_only=True))
+    assert [(t.name, t.error_code, t.error_message) for t in r.topics] == [
+        ("twice", ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic."),
+        ("once", 0, None),
+        ("twice", ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.")]
+    assert r.topics[1].topic_id is None  # validate_only: no id is given out
 
 
 def _add_partitions(wire, topics, validate_only=True):
@@ -180,6 +194,27 @@ def test_delete_topics_v6_ids(wire):
     # Name and id together make the whole request invalid, the other topic included.
     assert _delete_v6(wire, (TOPIC, unknown), ("x", None)) == [
         (TOPIC, unknown, ErrorCode.INVALID_REQUEST), ("x", None, ErrorCode.INVALID_REQUEST)]
+
+
+@pytest.fixture(scope="module")
+def no_deletion_broker(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("no-deletion") / "logs",
+                      overrides={"delete.topic.enable": "false"}).start()
+    yield b
+    b.stop()
+
+
+@pytest.mark.parametrize("version,expected", [
+    (0, ErrorCode.INVALID_REQUEST), (2, ErrorCode.INVALID_REQUEST),
+    (3, ErrorCode.TOPIC_DELETION_DISABLED), (5, ErrorCode.TOPIC_DELETION_DISABLED)])
+def test_delete_topics_disabled_by_version(no_deletion_broker, version, expected):
+    client = WireClient(no_deletion_broker.bootstrap)
+    try:
+        r = client.request(20, version, topic_names=["any", "other"], timeout_ms=10000)
+    finally:
+        client.close()
+    assert [(t.name, t.error_code) for t in r.responses] == [
+        ("any", expected), ("other", expected)]
 
 
 def _describe_cluster(wire, version, **extra):
