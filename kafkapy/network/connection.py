@@ -14,8 +14,9 @@ bytes.  Invariants:
 - when the transport's write buffer is over its high-water mark, no new
   request is started until it drains (``pause_writing``/``resume_writing``);
 - a frame larger than socket.request.max.bytes, an unknown API key, an
-  unsupported version of any API but ApiVersions, or a body that does not
-  decode closes this connection only, with a log line;
+  unsupported version of any API but ApiVersions, a body that does not
+  decode, or a null in a field the schema says is not nullable closes this
+  connection only, with one warning line;
 - responses carrying file ranges (zero-copy Fetch) are sent with
   ``os.sendfile`` on a duplicate of the socket's descriptor once the
   transport's own buffer is empty; everything queued behind them waits, so
@@ -36,6 +37,7 @@ from kafkapy.handlers.base import CloseConnection, RequestContext
 from kafkapy.network.zero_copy import FileRange, ZeroCopyResponse, materialize, splice
 from kafkapy.protocol.headers import (
     API_VERSIONS_KEY, decode_request_header, peek_api)
+from kafkapy.protocol.nullability import null_field
 
 _log = structlog.get_logger("kafkapy.network")
 _SIZE = struct.Struct(">i")
@@ -183,6 +185,11 @@ class KafkaConnection(asyncio.Protocol):
         except Exception as exc:  # malformed body: Kafka closes the connection too
             self._bad_request("request does not decode", api=spec.name, version=version,
                               error=repr(exc))
+            return
+        null_path = null_field(request, version)
+        if null_path is not None:   # Kafka's parser refuses these too
+            self._bad_request("non-nullable field was serialized as null", api=spec.name,
+                              version=version, field=null_path)
             return
         metrics.api_requests(spec.name).inc()
         ctx = RequestContext(self._broker, api_key, version, correlation_id,
