@@ -122,9 +122,10 @@ class Broker:
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config)
         self._start_purgatories(loop)
         self.controller.add_listener(self.replica_manager.on_topic_change)
-        self.controller.load_topics()
-        for name, topic in list(self.cache.topics.items()):
-            self.replica_manager.on_topic_change(name, topic)
+        with self.log_manager.placing_existing_partitions():
+            self.controller.load_topics()
+            for name, topic in list(self.cache.topics.items()):
+                self.replica_manager.on_topic_change(name, topic)
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
         self.groups = GroupService(self)
         self.groups.start()

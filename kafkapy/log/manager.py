@@ -26,6 +26,11 @@ Invariants:
 - a dir that cannot be created, read or locked when opened starts offline (its
   reason logged), as with Kafka's createAndValidateLogDirs; with none usable,
   ``open_dirs`` raises ``NoLiveLogDirError`` naming each dir and its reason.
+- a partition the broker had before (``placing_existing_partitions``, at start-up)
+  whose log is in no live dir while some dir is offline may be in that dir: it is not
+  created afresh elsewhere (that would fork it, and trip the duplicate check once the
+  dir is back) but gets an offline, empty, in-memory log in the first offline dir, as
+  Kafka's getOrCreateLog(isNew=false) refuses it; nothing on an offline dir is touched.
 - ``shutdown`` before a completed ``load`` only lets go of what was opened: it
   writes no checkpoint and no clean-shutdown marker (a dir whose load did not
   finish may still need recovery).
@@ -34,6 +39,7 @@ run them off the event loop (executor) when logs are large.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -103,6 +109,7 @@ class LogManager:
         self._loaded = False
         self._opened = False
         self._lock_fds: dict[str, int] = {}
+        self._placing_existing = False
         self.offline_dirs: set[str] = set()
         self._on_dir_failure = on_dir_failure
 
@@ -303,12 +310,38 @@ class LogManager:
                 write_partition_metadata(log.dir, topic_id)
                 log.topic_id = topic_id
             return log
+        if self._placing_existing and self.offline_dirs:
+            return self._offline_log(topic, partition, topic_config, topic_id)
         d = self._next_log_dir()
         path = os.path.join(d, partition_dir_name(topic, partition))
         log = Log.load(path, self.config_for(topic, topic_config), self.clock,
                        topic_id=topic_id)
         self.logs[key] = log
         self._dir_of[key] = d
+        return log
+
+    @contextlib.contextmanager
+    def placing_existing_partitions(self):
+        """While the broker opens the partitions it had before: a log found in no live
+        dir may be in an offline one (module docstring)."""
+        self._placing_existing = True
+        try:
+            yield
+        finally:
+            self._placing_existing = False
+
+    def _offline_log(self, topic: str, partition: int, topic_config: dict[str, Any] | None,
+                     topic_id: str | None) -> Log:
+        offline = [d for d in self.log_dirs if d in self.offline_dirs]
+        d = offline[0]
+        _log.error("Can not create log for %s-%d because log directories %s are offline",
+                   topic, partition, ",".join(offline))
+        log = Log(os.path.join(d, partition_dir_name(topic, partition)), topic, partition,
+                  self.config_for(topic, topic_config), self.clock)
+        log.offline = True
+        log.topic_id = topic_id
+        self.logs[(topic, partition)] = log
+        self._dir_of[(topic, partition)] = d
         return log
 
     def update_topic_config(self, topic: str, topic_config: dict[str, Any]) -> None:
@@ -332,6 +365,9 @@ class LogManager:
         self._dir_of.pop(key, None)
         if log is None:
             return False
+        if log.offline:   # nothing on an offline dir is touched: its files stay there
+            log.release()
+            return True
         log.rename_for_delete(close=False)
         due = self.clock.time_ms() + log.config.file_delete_delay_ms
         self._pending_log_deletes.append((due, log))

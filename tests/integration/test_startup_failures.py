@@ -7,7 +7,8 @@ be, a loopback port where no ZooKeeper listens, KRaft settings.  The exit code i
 the output has no traceback and no "shut down cleanly", and exactly one line names the
 problem.  One unusable dir among several ``log.dirs`` is no reason to stop: the broker
 starts on the others with that dir offline (DescribeLogDirs answers KAFKA_STORAGE_ERROR for
-it) and places no partition there.
+it) and places no partition there; a partition it held stays offline (no leader) instead of
+starting afresh, empty, in another dir, and is served again once the dir is back.
 """
 from __future__ import annotations
 
@@ -18,14 +19,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests.broker_process import ROOT, BrokerProcess, free_port
 from tests.clients.common import produce_values, read_values
+from kafkapy.protocol.messages import REQUESTS
 from tests.integration.wire import WireClient
 
-KAFKA_STORAGE_ERROR = 56
+KAFKA_STORAGE_ERROR, LEADER_NOT_AVAILABLE = 56, 5
 KAFKA_KRAFT_SAMPLES = ROOT.parent / "shared" / "kafka_2.13-3.9.0" / "config" / "kraft"
 # Not a timing assertion: a broker that wrongly starts instead of failing runs until
 # killed, and the test must then fail rather than hang.
@@ -63,6 +65,36 @@ def _log_dir_errors(bootstrap: str) -> dict[str, tuple[int, list[str]]]:
     finally:
         client.close()
     return {r.log_dir: (r.error_code, [t.name for t in r.topics]) for r in response.results}
+
+
+def _partition_metadata(bootstrap: str, topic: str) -> dict[int, tuple[int, int, list[int]]]:
+    client = WireClient(bootstrap)
+    try:
+        response = client.request(3, 12, topics=[REQUESTS[3].MetadataRequestTopic(
+            topic_id=None, name=topic)], allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False)
+    finally:
+        client.close()
+    return {p.partition_index: (p.error_code, p.leader_id, list(p.offline_replicas))
+            for p in response.topics[0].partitions}
+
+
+def _produce(bootstrap: str, topic: str, partition: int, values: list[bytes]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for value in values:
+        producer.send(topic, value=value, partition=partition).get(30)
+    producer.close()
+
+
+def _read(bootstrap: str, topic: str, partition: int) -> list[bytes]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             consumer_timeout_ms=5000)
+    tp = TopicPartition(topic, partition)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    values = [record.value for record in consumer]
+    consumer.close()
+    return values
 
 
 def test_port_in_use(tmp_path):
@@ -120,16 +152,49 @@ def test_one_unusable_dir_among_several_goes_offline(tmp_path):
                         if p.name.startswith("spread-"))
         assert placed == [f"spread-{i}" for i in range(6)]
         assert bad.read_text() == "a file where the log dir should be\n"
-        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
-        for value in (b"x", b"y"):
-            producer.send("spread", value=value, partition=0).get(30)
-        producer.close()
-        assert read_values(broker.bootstrap, "spread", 2) == [b"x", b"y"]
+        _produce(broker.bootstrap, "spread", 0, [b"x", b"y"])
+        assert _read(broker.bootstrap, "spread", 0) == [b"x", b"y"]
         assert broker.proc.poll() is None
         assert broker.stop() == 0, broker.output()
     finally:
         broker.kill()
     assert "not a readable log directory" in broker.output()
+
+
+def test_a_partition_of_a_dir_gone_offline_stays_offline_until_it_is_back(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    broker = BrokerProcess(first, overrides={"log.dirs": f"{first},{second}"}).start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        admin.create_topics([NewTopic("kept", 2, 1)])
+        admin.close()
+        values = {p: [b"%d-%d" % (p, i) for i in range(5)] for p in (0, 1)}
+        for p in (0, 1):
+            _produce(broker.bootstrap, "kept", p, values[p])
+        assert broker.stop() == 0, broker.output()
+        gone = next(p for p in (0, 1) if (second / f"kept-{p}").is_dir())
+        healthy = 1 - gone
+        # The disk of the second dir is gone: a file stands where it was mounted.
+        second.rename(tmp_path / "second.away")
+        second.write_text("the disk is not mounted\n")
+        broker.start()
+        assert _partition_metadata(broker.bootstrap, "kept") == {
+            gone: (LEADER_NOT_AVAILABLE, -1, [0]), healthy: (0, 0, [])}
+        assert _log_dir_errors(broker.bootstrap) == {
+            str(first): (0, ["kept"]), str(second): (KAFKA_STORAGE_ERROR, [])}
+        assert not (first / f"kept-{gone}").exists()   # not started afresh, empty
+        assert _read(broker.bootstrap, "kept", healthy) == values[healthy]
+        assert broker.stop() == 0, broker.output()
+        # The disk is back.
+        second.unlink()
+        (tmp_path / "second.away").rename(second)
+        broker.start()
+        assert _read(broker.bootstrap, "kept", gone) == values[gone]
+        _produce(broker.bootstrap, "kept", gone, [b"again"])
+        assert _read(broker.bootstrap, "kept", gone) == values[gone] + [b"again"]
+        assert broker.stop() == 0, broker.output()
+    finally:
+        broker.kill()
 
 
 def test_embedded_store_dir_unusable(tmp_path):
