@@ -50,6 +50,7 @@ from kafkapy.network.server import SocketServer
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory import Purgatory, Timer
 from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
 from kafkapy.replication.replica_manager import ReplicaManager
 
 _log = structlog.get_logger("kafkapy.server")
@@ -94,6 +95,8 @@ class Broker:
         self.timer: Timer | None = None
         self.fetch_purgatory: Purgatory | None = None
         self.produce_purgatory: Purgatory | None = None
+        self.fetch_manager = FetchManager(
+            FetchSessionCache(config["max.incremental.fetch.session.cache.slots"]))
         self.socket_server: SocketServer | None = None
         self.log_cleaner = None
         self._periodic: list[asyncio.Task] = []

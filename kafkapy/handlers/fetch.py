@@ -1,171 +1,421 @@
-"""Fetch (key 1): serve whole record batches from partition logs.
+"""Fetch (key 1): serve record batches from partition logs, in fetch sessions.
 
-Versions 4 (Kafka 4.0's minimum, message format v2) to 17 (Kafka 3.9).
-- Topics by name, or by topic id from v13 (unknown id -> UNKNOWN_TOPIC_ID).
-- Consumers (replica_id -1) read up to the high watermark (read_uncommitted)
-  or the last stable offset (read_committed); an offset outside
-  [log start, log end] -> OFFSET_OUT_OF_RANGE.
-- ``partition_max_bytes`` per partition and ``max_bytes`` in all, except that
-  the first batch found is always returned whole so a consumer can progress
-  past a batch larger than its limits (KIP-74).
-- Fetch sessions (KIP-227) are not kept: every answer carries session id 0,
-  which tells the client to send full fetches; an unknown non-zero session id
-  gets FETCH_SESSION_ID_NOT_FOUND.
-- If fewer than ``min_bytes`` are available and no partition errored, the
-  request becomes a DelayedFetch in the fetch purgatory, watched on each of its
-  partitions: an append completes it as soon as enough bytes are there, a
-  leadership change or error at once, and ``max_wait_ms`` at the latest.
-- Record bytes are never read into Python on plain connections: each
+Versions 0 to 17 (Kafka 3.9's range), following KafkaApis.handleFetchRequest:
+- The fetch session (``kafkapy.replication.fetch_session``) picks the partitions
+  (the request's, or an incremental session's) and, once read, which of them the
+  answer carries; a session error answers with no partition at all.
+- Partitions of unknown topics are answered UNKNOWN_TOPIC_ID (v13+, by id) or
+  UNKNOWN_TOPIC_OR_PARTITION without being read, after the read ones.
+- Consumers read up to the high watermark (read_uncommitted) or the last stable
+  offset (read_committed); an offset outside [log start, log end] ->
+  OFFSET_OUT_OF_RANGE; a stale or future ``current_leader_epoch`` ->
+  FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.  An errored partition carries empty
+  records (never null: librdkafka rejects a null record set), -1 offsets and null
+  aborted transactions (``[]`` when it was not read), as Kafka sends.
+- ``partition_max_bytes`` per partition and ``max_bytes`` (capped by
+  ``fetch.max.bytes``) in all; from v3 the first batch found is returned whole even
+  past those limits (KIP-74), below v3 the limits are hard.
+- v0-v3 read message format 0/1: batches are down-converted
+  (``kafkapy.records.down_convert``), never sent with sendfile; such a fetch gets
+  UNSUPPORTED_VERSION when ``message.downconversion.enable`` is false for the topic,
+  and below v10 a topic with ``compression.type=zstd`` gets
+  UNSUPPORTED_COMPRESSION_TYPE.  KAFKA_STORAGE_ERROR reads NOT_LEADER_OR_FOLLOWER
+  below v6, which older clients know.
+- v16+: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the current leader,
+  with its endpoint in ``node_endpoints``.
+- If fewer than ``min_bytes`` are available and no read failed, the request
+  becomes a DelayedFetch in the fetch purgatory, watched on each partition read:
+  an append completes it as soon as enough bytes are there, a leadership change or
+  error at once, and ``max_wait_ms`` at the latest; it then reads again.
+- Record bytes of v4+ are never read into Python on plain connections: each
   partition's ``records`` is a marker that the connection replaces with the
   segment file ranges, sent with os.sendfile (``kafkapy.network.zero_copy``).
 """
 from __future__ import annotations
 
+import bisect
+from dataclasses import dataclass, field
+
 from kafkapy import metrics
+from kafkapy.log.segment import FetchSlice
 from kafkapy.network.zero_copy import ZeroCopyResponse, new_marker
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.purgatory.delayed_fetch import DelayedFetch, FetchPartitionStatus
+from kafkapy.records.down_convert import down_convert, magic_for_fetch_version
+from kafkapy.replication.fetch_session import (PartitionAnswer, PartitionRequest,
+                                               TopicIdPartition)
 
 API_KEY = 1
-MIN_VERSION = 4
+MIN_VERSION = 0
 MAX_VERSION = 17
 
 _R = RESPONSES[API_KEY]
 _Topic = _R.FetchableTopicResponse
 _Partition = _Topic.PartitionData
 READ_COMMITTED = 1
+_HARD_LIMIT_BELOW = 3  # v0-2: max bytes are hard limits (no KIP-74 first batch)
+_ZSTD_FROM = 10  # Fetch versions that may carry zstd batches
+_STORAGE_ERROR_KNOWN_FROM = 6
+_LEADER_HINT_FROM = 16
+_LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
+
+@dataclass(slots=True)
+class _Result:
+    """One partition's read (or why it was not read), before the session filters it."""
+
+    tip: TopicIdPartition
+    request: PartitionRequest | None
+    error_code: int
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    aborted: list | None = None
+    found: list = field(default_factory=list)
+    size: int = 0
+    config: dict | None = None  # the local log's topic config, when there is a log
+    diverging: tuple[int, int] | None = None  # (epoch, end offset) of a diverged fetcher
+
+    def answer(self) -> PartitionAnswer:
+        return PartitionAnswer(self.error_code, self.high_watermark, self.log_start_offset,
+                               self.size, diverging=self.diverging is not None)
 
 
 def handle(ctx, request):
-    if request.session_id != 0:
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-                            session_id=0, responses=[])
-    wanted = _resolve(ctx, request)
-    slices: dict[bytes, list] = {}
-    responses, total, errored = _read_all(ctx, request, wanted, slices)
-    if request.max_wait_ms <= 0 or total >= request.min_bytes or errored:
-        return _answer(ctx, responses, slices)
-    return _delay(ctx, request, wanted)
-
-
-def _answer(ctx, responses, slices):
-    response = ctx.response(throttle_time_ms=0, error_code=0, session_id=0,
-                            responses=responses)
-    return ZeroCopyResponse(response, slices) if slices else response
-
-
-def _delay(ctx, request, wanted):
-    """Park the fetch in the purgatory; the future resolves with the response."""
     broker = ctx.broker
-    future = broker.loop.create_future()
-    statuses = [FetchPartitionStatus(name, p.partition, p.fetch_offset, p.partition_max_bytes,
-                                     _start_metadata(broker, name, p))
-                for name, _, parts in wanted for p in parts]
+    fetch_data, forgotten = _fetch_data(ctx, request)
+    context = broker.fetch_manager.new_context(
+        ctx.api_version, request.session_id, request.session_epoch, _is_follower(ctx, request),
+        fetch_data, forgotten, broker.cache.topic_name, broker.clock.time_ms())
+    interesting, erroneous = _classify(broker, context.partitions())
+    fetch = _Fetch(ctx, request, context, interesting, erroneous)
+    if not interesting:
+        return fetch.answer([])
+    results = fetch.read()
+    if fetch.can_answer_now(results):
+        return fetch.answer(results)
+    return fetch.delay()
 
-    def read():
+
+def _fetch_data(ctx, request):
+    """The request's partitions (a later duplicate updates the first) and forgotten ones."""
+    by_id = ctx.api_version >= 13
+    names = ctx.broker.cache.topic_name
+    data: dict[tuple, tuple[TopicIdPartition, PartitionRequest]] = {}
+    for topic in request.topics:
+        topic_id = topic.topic_id if by_id else None
+        name = names(topic_id) if by_id else topic.topic
+        for p in topic.partitions:
+            tip = TopicIdPartition(topic_id, name, p.partition)
+            data[tip.key] = (tip, PartitionRequest(
+                p.fetch_offset, p.log_start_offset, p.partition_max_bytes,
+                p.current_leader_epoch, p.last_fetched_epoch))
+    forgotten = []
+    for topic in request.forgotten_topics_data or ():
+        topic_id = topic.topic_id if by_id else None
+        name = names(topic_id) if by_id else topic.topic
+        forgotten.extend(TopicIdPartition(topic_id, name, index) for index in topic.partitions)
+    return list(data.values()), forgotten
+
+
+def _is_follower(ctx, request) -> bool:
+    if ctx.api_version >= 15:
+        state = request.replica_state
+        return state is not None and state.replica_id >= 0
+    return request.replica_id >= 0
+
+
+def _classify(broker, partitions):
+    """Split into partitions to read and those answered without reading (Kafka's order)."""
+    interesting, erroneous = [], []
+    for tip, req in partitions:
+        if tip.topic is None:
+            erroneous.append(_Result(tip, req, ErrorCode.UNKNOWN_TOPIC_ID, aborted=[]))
+        elif broker.cache.partition(tip.topic, tip.partition) is None:
+            erroneous.append(_Result(tip, req, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, aborted=[]))
+        else:
+            interesting.append((tip, req))
+    return interesting, erroneous
+
+
+class _Fetch:
+    """One fetch request: read, maybe wait, then build the versioned answer."""
+
+    def __init__(self, ctx, request, context, interesting, erroneous) -> None:
+        self.ctx = ctx
+        self.request = request
+        self.context = context
+        self.interesting = interesting
+        self.erroneous = erroneous
+        fetch_max = ctx.broker.config["fetch.max.bytes"]
+        self.max_bytes = min(request.max_bytes, fetch_max)
+        self.min_bytes = min(request.min_bytes, self.max_bytes)
+        self.read_committed = request.isolation_level == READ_COMMITTED
+
+    # -- reading ----------------------------------------------------------------------
+    def read(self) -> list[_Result]:
+        limit = self.max_bytes
+        min_one = self.ctx.api_version >= _HARD_LIMIT_BELOW
+        results = []
+        for tip, req in self.interesting:
+            result = self._read_one(tip, req, min(req.max_bytes, limit), min_one)
+            if result.size:
+                min_one = False  # only the first non-empty partition may exceed the limits
+            limit = max(0, limit - result.size)
+            results.append(result)
+        return results
+
+    def _read_one(self, tip, req, max_bytes: int, min_one: bool) -> _Result:
+        replicas = self.ctx.broker.replica_manager
+        local = replicas.partitions.get((tip.topic, tip.partition))
+        config = local.log.config.values if local is not None else None
+        try:
+            if local is None:
+                # Known to the cluster but not hosted here.
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            partition = replicas.leader_partition(tip.topic, tip.partition,
+                                                  req.current_leader_epoch)
+            log = partition.log
+            result = _Result(tip, req, 0, partition.high_watermark,
+                             partition.last_stable_offset, log.log_start_offset, config=config)
+            if req.last_fetched_epoch >= 0 and _diverging(log, req, result):
+                return result
+            upper = (partition.last_stable_offset if self.read_committed
+                     else partition.high_watermark)
+            result.found, result.aborted = _read_log(partition, req.fetch_offset, max_bytes,
+                                                     upper, min_one, self.read_committed)
+        except KafkaError as err:
+            return _Result(tip, req, err.code, config=config)
+        result.size = sum(s.size for s in result.found)
+        return result
+
+    def can_answer_now(self, results: list[_Result]) -> bool:
+        return (self.request.max_wait_ms <= 0
+                or sum(r.size for r in results) >= self.min_bytes
+                or any(r.error_code or r.diverging for r in results))
+
+    # -- waiting ----------------------------------------------------------------------
+    def delay(self):
+        """Park the fetch in the purgatory; the future resolves with the response."""
+        broker = self.ctx.broker
+        future = broker.loop.create_future()
+        statuses = [FetchPartitionStatus(tip.topic, tip.partition, req.fetch_offset,
+                                         req.max_bytes, _start_metadata(broker, tip, req))
+                    for tip, req in self.interesting]
+        epochs = {(tip.topic, tip.partition): req.current_leader_epoch
+                  for tip, req in self.interesting}
+
+        def respond(response):
+            if not future.done():
+                future.set_result(response)
+
+        def state(topic, index):
+            return _end_metadata(broker, topic, index, epochs.get((topic, index), -1),
+                                 self.read_committed)
+
+        operation = DelayedFetch(self.request.max_wait_ms, self.min_bytes, statuses,
+                                 lambda: self.answer(self.read()), respond, state)
+        keys = [(s.topic, s.partition) for s in statuses]
+        broker.fetch_purgatory.try_complete_else_watch(operation, keys)
+        return future
+
+    # -- answering --------------------------------------------------------------------
+    def answer(self, results: list[_Result]):
+        """Let the session pick the partitions to send; encode them for this version."""
+        ctx = self.ctx
+        updates = results + self.erroneous
+        error, session_id, kept = self.context.generate(
+            [(r.tip, r.answer()) for r in updates], ctx.broker.clock.time_ms())
         slices: dict[bytes, list] = {}
-        responses, _, _ = _read_all(ctx, request, wanted, slices)
-        return _answer(ctx, responses, slices)
+        endpoints: dict[int, object] = {}
+        topics: list = []
+        for index in kept:
+            result = updates[index]
+            data = self._partition_data(result, slices, endpoints)
+            _add_to_topics(topics, result.tip, data)
+        response = ctx.response(throttle_time_ms=0, error_code=error, session_id=session_id,
+                                responses=topics, node_endpoints=list(endpoints.values()))
+        return ZeroCopyResponse(response, slices) if slices else response
 
-    def respond(response):
-        if not future.done():
-            future.set_result(response)
+    def _partition_data(self, result: _Result, slices, endpoints):
+        version = self.ctx.api_version
+        refusal = self._refusal(result)
+        if refusal is None:
+            try:
+                records = self._records(result, slices)
+            except KafkaError as err:  # a zstd batch first in line for down-conversion
+                refusal = err.code
+        if refusal is not None:
+            # Kafka's bare partition error: records and offsets unset.
+            return _Partition(partition_index=result.tip.partition, error_code=refusal,
+                              high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
+                              aborted_transactions=[], preferred_read_replica=-1, records=None)
+        error = result.error_code
+        if error == ErrorCode.KAFKA_STORAGE_ERROR and version < _STORAGE_ERROR_KNOWN_FROM:
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        data = _Partition(partition_index=result.tip.partition, error_code=error,
+                          high_watermark=result.high_watermark,
+                          last_stable_offset=result.last_stable_offset,
+                          log_start_offset=result.log_start_offset,
+                          aborted_transactions=result.aborted, preferred_read_replica=-1,
+                          records=records)
+        if result.diverging is not None:
+            data.diverging_epoch = _Partition.EpochEndOffset(epoch=result.diverging[0],
+                                                             end_offset=result.diverging[1])
+        if version >= _LEADER_HINT_FROM and error in _LEADER_HINT_ERRORS:
+            data.current_leader = self._leader_hint(result.tip, endpoints)
+        return data
 
-    def state(topic, index):
-        return _end_metadata(broker, topic, index, request.isolation_level)
+    def _refusal(self, result: _Result) -> int | None:
+        """An error answered instead of the read (Kafka's maybeConvertFetchedData)."""
+        config = result.config
+        if config is None:
+            return None
+        version = self.ctx.api_version
+        if version < _ZSTD_FROM and config.get("compression.type") == "zstd":
+            return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+        if (magic_for_fetch_version(version) is not None
+                and not _is_follower(self.ctx, self.request)
+                and not config.get("message.downconversion.enable", True)):
+            return ErrorCode.UNSUPPORTED_VERSION
+        return None
 
-    operation = DelayedFetch(request.max_wait_ms, request.min_bytes, statuses, read, respond,
-                             state)
-    keys = [(s.topic, s.partition) for s in statuses if s.topic]
-    broker.fetch_purgatory.try_complete_else_watch(operation, keys)
-    return future
+    def _records(self, result: _Result, slices) -> bytes:
+        magic = magic_for_fetch_version(self.ctx.api_version)
+        if magic is not None:
+            raw = b"".join(s.read_bytes() for s in result.found)
+            metrics.FALLBACK_BYTES.inc(len(raw))
+            return down_convert(raw, magic, result.request.fetch_offset) if raw else b""
+        if not result.size:
+            return b""
+        if self.ctx.zero_copy:
+            marker = new_marker()
+            slices[marker] = result.found
+            return marker
+        metrics.FALLBACK_BYTES.inc(result.size)
+        return b"".join(s.read_bytes() for s in result.found)
+
+    def _leader_hint(self, tip: TopicIdPartition, endpoints):
+        """The partition's leader and epoch as this broker knows them; its endpoint."""
+        broker = self.ctx.broker
+        local = broker.replica_manager.partitions.get((tip.topic, tip.partition))
+        state = local.state if local is not None else broker.cache.partition(tip.topic,
+                                                                             tip.partition)
+        leader, epoch = (state.leader, state.leader_epoch) if state is not None else (-1, -1)
+        node = broker.cache.brokers.get(leader)
+        if node is not None:
+            endpoints[leader] = _R.NodeEndpoint(node_id=node.node_id, host=node.host,
+                                                port=node.port, rack=node.rack)
+        return _Partition.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
 
 
-def _start_metadata(broker, name, p):
-    partition = broker.replica_manager.partitions.get((name, p.partition)) if name else None
-    return partition.offset_metadata(p.fetch_offset) if partition is not None else None
+def _add_to_topics(topics: list, tip: TopicIdPartition, data) -> None:
+    """Append to the last topic if it is the same one, else start a topic (Kafka's order)."""
+    if topics:
+        last = topics[-1]
+        same = (last.topic_id == tip.topic_id) if tip.topic_id else (
+            last.topic_id is None and last.topic == (tip.topic or ""))
+        if same:
+            last.partitions.append(data)
+            return
+    topics.append(_Topic(topic=tip.topic or "", topic_id=tip.topic_id, partitions=[data]))
 
 
-def _end_metadata(broker, topic, index, isolation_level):
-    partition = broker.replica_manager.partitions.get((topic, index)) if topic else None
-    if partition is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if not partition.is_leader:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    upper = (partition.last_stable_offset if isolation_level == READ_COMMITTED
-             else partition.high_watermark)
+def _start_metadata(broker, tip, req):
+    partition = broker.replica_manager.partitions.get((tip.topic, tip.partition))
+    return partition.offset_metadata(req.fetch_offset) if partition is not None else None
+
+
+def _end_metadata(broker, topic, index, leader_epoch: int, read_committed: bool):
+    try:
+        partition = broker.replica_manager.leader_partition(topic, index, leader_epoch)
+    except KafkaError as err:
+        return err.code
+    upper = partition.last_stable_offset if read_committed else partition.high_watermark
     return partition.offset_metadata(upper)
 
 
-def _resolve(ctx, request):
-    """[(name or None, topic_id, partitions)] with names resolved from ids at v13+."""
-    cache = ctx.broker.cache
-    out = []
-    for topic in request.topics:
-        if ctx.api_version >= 13:
-            out.append((cache.topic_name(topic.topic_id), topic.topic_id, topic.partitions))
-        else:
-            out.append((topic.topic, None, topic.partitions))
-    return out
+def _diverging(log, req: PartitionRequest, result: _Result) -> bool:
+    """Kafka's check of ``last_fetched_epoch`` (v12+): True when the fetcher's log diverged.
+
+    The answer then carries the end of the largest epoch at or below the fetcher's,
+    and no records.
+    """
+    epoch, end = log.leader_epoch_cache.end_offset_for(req.last_fetched_epoch,
+                                                       log.log_end_offset)
+    if epoch < 0 or end < 0 or req.fetch_offset < log.log_start_offset:
+        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
+    if epoch < req.last_fetched_epoch or end < req.fetch_offset:
+        result.diverging = (epoch, end)
+        return True
+    return False
 
 
-def _read_all(ctx, request, wanted, slices: dict[bytes, list]):
-    remaining = request.max_bytes
-    total = 0
-    errored = False
-    responses = []
-    for name, topic_id, partitions in wanted:
-        parts = []
-        for p in partitions:
-            data, size = _read_one(ctx, request, name, p, min(p.partition_max_bytes, remaining),
-                                   (total == 0), slices)
-            total += size
-            remaining = max(0, remaining - size)
-            errored = errored or data.error_code != 0
-            parts.append(data)
-        responses.append(_Topic(topic=name or "", topic_id=topic_id, partitions=parts))
-    return responses, total, errored
+def _read_log(partition, offset: int, max_bytes: int, upper: int, min_one: bool,
+              read_committed: bool) -> tuple[list, list | None]:
+    """Kafka's UnifiedLog.read for a consumer: (file slices, aborted transactions).
+
+    As Kafka, the read stays in the first segment holding a batch at or after
+    ``offset`` and stops at ``max_bytes`` (at least the first batch when
+    ``min_one``) or at ``upper``'s position, so its last batch may be cut short;
+    clients drop such a partial batch.
+    """
+    log = partition.log
+    if offset < log.log_start_offset or offset > log.log_end_offset:
+        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                         f"offset {offset} is out of range for {log.name}: "
+                         f"[{log.log_start_offset}, {log.log_end_offset}]")
+    if offset >= upper:
+        return [], ([] if read_committed else None)
+    limit = partition.offset_metadata(upper)
+    segments = log.segments
+    for index in range(log.segment_for(offset), len(segments)):
+        segment = segments[index]
+        first = segment.find_offset_position(offset)
+        if first is None:
+            continue  # nothing at or after the offset here: the next segment
+        found = _segment_slice(segment, first, max_bytes, _max_position(segment, limit), min_one)
+        aborted = (_aborted(log, index, offset, first.position, found) if read_committed
+                   else None)
+        return found, aborted
+    return [], None  # everything from the offset on was removed
 
 
-def _read_one(ctx, request, name, p, max_bytes: int, min_one: bool, slices):
-    """(partition data, record bytes) for one partition; file ranges go into ``slices``."""
-    if name is None:
-        return _error(p.partition, ErrorCode.UNKNOWN_TOPIC_ID), 0
-    try:
-        partition = ctx.broker.replica_manager.leader_partition(name, p.partition,
-                                                                p.current_leader_epoch)
-        upper = (partition.last_stable_offset if request.isolation_level == READ_COMMITTED
-                 else partition.high_watermark)
-        found = partition.log.read(p.fetch_offset, max_bytes, upper, min_one)
-    except KafkaError as err:
-        return _error(p.partition, err.code), 0
-    size = sum(s.size for s in found)
-    if ctx.zero_copy and size:
-        records = new_marker()
-        slices[records] = found
-    else:
-        records = b"".join(s.read_bytes() for s in found)
-        metrics.FALLBACK_BYTES.inc(size)
-    return _Partition(partition_index=p.partition, error_code=0,
-                      high_watermark=partition.high_watermark,
-                      last_stable_offset=partition.last_stable_offset,
-                      log_start_offset=partition.log.log_start_offset,
-                      aborted_transactions=(_aborted(partition, p.fetch_offset, upper, size)
-                                            if request.isolation_level == READ_COMMITTED
-                                            else None),
-                      preferred_read_replica=-1, records=records), size
+def _max_position(segment, limit) -> int | None:
+    """How far this segment may be read: to its end, to the limit's position, or not at all."""
+    if segment.base_offset < limit.segment_base_offset:
+        return segment.size
+    if segment.base_offset == limit.segment_base_offset:
+        return limit.position
+    return None
 
 
-def _aborted(partition, fetch_offset: int, upper: int, size: int) -> list:
-    """read_committed: the aborted transactions overlapping [fetch_offset, LSO)."""
-    if not size:
+def _segment_slice(segment, first, max_bytes: int, max_position: int | None,
+                   min_one: bool) -> list[FetchSlice]:
+    """Kafka's LogSegment.read: from the batch holding the offset, a byte count, not batches."""
+    wanted = max(max_bytes, first.size) if min_one else max_bytes
+    if wanted <= 0 or max_position is None:
         return []
+    size = min(max_position - first.position, wanted)
+    return [FetchSlice(segment.fd, first.position, size, first.base_offset)] if size > 0 else []
+
+
+def _aborted(log, index: int, offset: int, start_position: int, found: list) -> list:
+    """read_committed: aborted transactions up to Kafka's upper bound for this read.
+
+    The bound is the first offset-index entry at or past the end of the bytes read,
+    else the next segment's base offset, else the log end (LocalLog.addAbortedTransactions).
+    """
+    segment = log.segments[index]
+    end = start_position + sum(s.size for s in found)
+    entries = segment.offset_index
+    slot = bisect.bisect_left(range(entries.entries), end, key=lambda i: entries.entry(i)[1])
+    if slot < entries.entries:
+        upper = entries.entry(slot)[0]
+    elif index + 1 < len(log.segments):
+        upper = log.segments[index + 1].base_offset
+    else:
+        upper = log.log_end_offset
     return [_Partition.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
-            for t in partition.log.collect_aborted_transactions(fetch_offset, upper)]
-
-
-def _error(index: int, code: int):
-    return _Partition(partition_index=index, error_code=code, high_watermark=-1,
-                      last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
-                      preferred_read_replica=-1, records=None)
+            for t in log.collect_aborted_transactions(offset, upper)]

@@ -13,13 +13,14 @@ for consumers, LSO for read_committed -- the caller's choice).  The log knows th
 positions for free: the log end is the active segment's size, and the high
 watermark's position is recorded when it moves (as Kafka does).
 
-Completion (Kafka's cases):
-- an error for any partition (leadership lost, partition gone): complete now;
-- the end and the fetch start are on different segments (segment rolled, or the log
-  was truncated below the fetch): complete now, the re-read sorts it out;
+Completion (Kafka's DelayedFetch.tryComplete cases):
+- an error for any partition (leadership lost, fenced epoch, partition gone): now;
+- the fetch offset lies past the end (the log was truncated below it): now;
+- the end is past the fetch offset on a newer segment (the fetch reads an older
+  segment, or one just rolled): now, the re-read sorts it out;
 - otherwise available bytes = sum over partitions of
-  ``min(end.position - start.position, max_bytes)`` when end offset > fetch offset;
-  complete once that reaches ``min_bytes``;
+  ``min(end.position - start.position, max_bytes)`` when end offset > fetch offset on
+  the same segment; complete once that reaches ``min_bytes``;
 - at the deadline, regardless.
 ``on_complete`` calls ``read_callback()`` to read the logs again and passes the result
 to ``respond_callback``.  Partitions whose start position is unknown are skipped.
@@ -91,14 +92,18 @@ class DelayedFetch(DelayedOperation):
 
     def _available_bytes(self, status: FetchPartitionStatus) -> int | None:
         """Bytes this partition can contribute, or None when the fetch must answer now."""
+        start = status.start
+        if start is None:
+            return 0  # the first read found no position (Kafka skips such a partition)
         state = self._state(status.topic, status.partition)
         if not isinstance(state, LogOffsetMetadata):
             return None  # error code: the re-read reports it
-        start = status.start
-        if start is None or state.offset == start.offset:
-            return 0
-        if state.on_older_segment(start) or start.on_older_segment(state):
+        if start.offset > state.offset:
+            return None  # the log was truncated below the fetch offset
+        if start.offset == state.offset:
+            return 0  # (a rolled segment with no new offset is not data)
+        if start.on_older_segment(state):
             return None
-        if start.offset < state.offset:
+        if start.segment_base_offset == state.segment_base_offset:
             return min(state.position - start.position, status.max_bytes)
         return 0
