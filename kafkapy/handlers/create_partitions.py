@@ -4,11 +4,14 @@ Versions 0-3.  Fewer or equal partitions -> INVALID_PARTITIONS; assignments
 naming unknown brokers, or not matching the new partitions in number or
 replication factor -> INVALID_REPLICA_ASSIGNMENT; unknown topic ->
 UNKNOWN_TOPIC_OR_PARTITION.  A topic named twice gets one INVALID_REQUEST
-result, after the other topics' results (Kafka's order).
+result, after the other topics' results (Kafka's order).  Growing a topic by more
+than 10,000 partitions in one request is refused with POLICY_VIOLATION, the bound
+Kafka's controller puts on one batch.
 """
 from __future__ import annotations
 
 from kafkapy.handlers.common import repeated
+from kafkapy.handlers.create_topics import MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
@@ -36,6 +39,10 @@ def _create(ctx, request, topic):
     # checked (and refused) like any other manual assignment, as in Kafka.
     assignments = (None if topic.assignments is None
                    else [list(a.broker_ids) for a in topic.assignments])
+    current = ctx.broker.cache.topic(topic.name)
+    if current is not None and topic.count - len(current.partitions) > MAX_PARTITIONS_PER_REQUEST:
+        return _Result(name=topic.name, error_code=ErrorCode.POLICY_VIOLATION,
+                       error_message=TOO_MANY_PARTITIONS)
     try:
         ctx.broker.controller.create_partitions(topic.name, topic.count, assignments,
                                                 validate_only=request.validate_only)

@@ -9,7 +9,9 @@ explicit assignments -> INVALID_REQUEST; replication factor above the live
 brokers -> INVALID_REPLICATION_FACTOR; a bad config -> INVALID_CONFIG with a
 message naming it.  validate_only checks everything and creates nothing.
 v5+ answers with the partition count, replication factor and the topic's
-configs; v7 with the topic id.
+configs; v7 with the topic id.  A request asking for more than 10,000 partitions
+in all is refused whole with POLICY_VIOLATION before anything is looked at, as
+Kafka's controller bounds a batch (MAX_PARTITIONS_PER_BATCH).
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ MIN_VERSION = 0
 MAX_VERSION = 7
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"  # KRaft's; never created through the API
+MAX_PARTITIONS_PER_REQUEST = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 
 _R = RESPONSES[API_KEY]
 _Result = _R.CreatableTopicResult
@@ -29,6 +33,10 @@ _Config = _Result.CreatableTopicConfigs
 
 
 def handle(ctx, request):
+    if _requested_partitions(ctx, request) > MAX_PARTITIONS_PER_REQUEST:
+        return ctx.response(throttle_time_ms=0, topics=[
+            _failed(t.name, ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
+            for t in request.topics])
     duplicated = repeated(t.name for t in request.topics)
     results = []
     for topic in request.topics:
@@ -43,6 +51,20 @@ def handle(ctx, request):
             continue
         results.append(_create(ctx, request, topic))
     return ctx.response(throttle_time_ms=0, topics=results)
+
+
+def _requested_partitions(ctx, request) -> int:
+    """Kafka's count: the assignments when given, else the count (-1: the default)."""
+    default = ctx.broker.config["num.partitions"]
+    total = 0
+    for topic in request.topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += default
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return total
 
 
 def _create(ctx, request, topic):
