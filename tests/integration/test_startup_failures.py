@@ -26,6 +26,7 @@ from tests.broker_process import ROOT, BrokerProcess, free_port
 from tests.clients.common import produce_values, read_values
 from kafkapy.protocol.messages import REQUESTS
 from tests.integration.wire import WireClient
+from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 KAFKA_STORAGE_ERROR, LEADER_NOT_AVAILABLE = 56, 5
 KAFKA_KRAFT_SAMPLES = ROOT.parent / "shared" / "kafka_2.13-3.9.0" / "config" / "kraft"
@@ -107,6 +108,17 @@ def test_port_in_use(tmp_path):
     _assert_one_line_failure(code, output,
                              f"Socket server failed to bind to 127.0.0.1:{port}: "
                              "Address already in use.")
+
+
+def test_metrics_port_in_use(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        broker = BrokerProcess(tmp_path / "logs", overrides={"kafkapy.metrics.port": str(port)})
+        code, output = _run_to_exit(broker.command())
+    _assert_one_line_failure(code, output, f"Metrics endpoint failed to bind to 127.0.0.1:{port}",
+                             "kafkapy.metrics.port", "Address already in use.")
 
 
 def test_log_dir_locked_by_another_broker(tmp_path):
@@ -204,6 +216,30 @@ def test_embedded_store_dir_unusable(tmp_path):
     code, output = _run_to_exit(broker.command())
     _assert_one_line_failure(code, output, f"Log dir {bad} is unusable",
                              "embedded metadata store")
+
+
+def test_log_dir_of_another_cluster(tmp_path):
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "meta.properties").write_text("version=0\nbroker.id=0\n"
+                                            "cluster.id=AAAAAAAAAAAAAAAAAAAAAA\n")
+    broker = BrokerProcess(ours, overrides={"log.dirs": f"{ours},{theirs}"})
+    code, output = _run_to_exit(broker.command())
+    _assert_one_line_failure(code, output, "doesn't match stored clusterId AAAAAAAAAAAAAAAAAAAAAA",
+                             str(theirs / "meta.properties"))
+
+
+def test_broker_id_held_by_a_live_broker(tmp_path, zk_connect):  # noqa: F811
+    settings = {"zookeeper.connect": zk_connect, "zookeeper.session.timeout.ms": "2000"}
+    first = BrokerProcess(tmp_path / "first", overrides=settings).start()
+    try:
+        twin = BrokerProcess(tmp_path / "twin", overrides=settings)
+        code, output = _run_to_exit(twin.command())
+        _assert_one_line_failure(code, output, "Error while creating ephemeral at /brokers/ids/0, "
+                                 "node already exists")
+        assert first.proc.poll() is None
+    finally:
+        first.kill()
 
 
 def test_zookeeper_unreachable(tmp_path):
