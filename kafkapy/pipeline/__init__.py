@@ -13,6 +13,8 @@ Modules:
 - ``transform``: the transformation logic as pure functions on DataFrames.
 - ``jobs``: the Spark session (connector from local jars or Maven
   coordinates), the streaming query and the backfill.
+- ``topics``: the streaming job's input topics exist before Spark looks them
+  up (auto-created as a consumer's metadata request would).
 - ``cli``: the ``kafkapy-pipeline`` console script.
 
 pyspark is an optional dependency (``pip install -e '.[spark]'``); only

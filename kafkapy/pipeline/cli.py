@@ -65,7 +65,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--starting-timestamp", help="start at this record time (ms or ISO-8601)")
     g.add_argument("--max-offsets-per-trigger", type=int, help="rate limit per micro-batch")
     g.add_argument("--no-headers", action="store_true", help="do not read record headers")
-    g.add_argument("--isolation-level", choices=("read_committed", "read_uncommitted"))
+    g.add_argument("--isolation-level", choices=("read_committed", "read_uncommitted"),
+                   help="the Kafka source's kafka.isolation.level")
     g.add_argument("--no-fail-on-data-loss", action="store_true",
                    help="skip missing offsets instead of failing the query")
     g.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
@@ -75,10 +76,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     a.add_argument("--slide", help="slide for sliding windows (default: tumbling)")
     a.add_argument("--watermark", help="allowed lateness (default '30 seconds')")
     s = p.add_argument_group("Spark")
-    s.add_argument("--jars", help="connector jars, comma-separated (KAFKAPY_SPARK_JARS)")
+    s.add_argument("--jars", help="connector jars or directories of jars, comma-separated "
+                                  "(KAFKAPY_SPARK_JARS; default ../shared/spark-jars beside "
+                                  "a source checkout)")
     s.add_argument("--packages", help="Maven coordinates or 'auto' (KAFKAPY_SPARK_PACKAGES)")
     s.add_argument("--master", help="Spark master (KAFKAPY_SPARK_MASTER, default local[2])")
-    s.add_argument("--shuffle-partitions", type=int)
+    s.add_argument("--shuffle-partitions", type=int, help="spark.sql.shuffle.partitions")
     o = p.add_argument_group("output")
     o.add_argument("--checkpoint", help="checkpoint root (KAFKAPY_PIPELINE_CHECKPOINT)")
     o.add_argument("--parquet", help="Parquet output dir (KAFKAPY_PIPELINE_PARQUET)")
@@ -104,19 +107,21 @@ def build_parser() -> argparse.ArgumentParser:
     back.add_argument("--out", required=True, help="Parquet output dir (overwritten)")
     back.add_argument("--to-topic", action="store_true", help="also write to the output topic")
     send = sub.add_parser("send", help="produce sample events")
-    send.add_argument("--bootstrap")
-    send.add_argument("--topic")
-    send.add_argument("--count", type=int, default=100)
-    send.add_argument("--kinds", default="click,view,purchase")
+    send.add_argument("--bootstrap", help="bootstrap servers (KAFKAPY_BOOTSTRAP)")
+    send.add_argument("--topic", help="topic (default: the first input topic, else events)")
+    send.add_argument("--count", type=int, default=100, help="events to send (default 100)")
+    send.add_argument("--kinds", default="click,view,purchase",
+                      help="event kinds, comma-separated (default click,view,purchase)")
     send.add_argument("--start", help="event time of the first event (default: now)")
-    send.add_argument("--spacing-ms", type=int, default=1000)
-    send.add_argument("--seed", type=int, default=7)
+    send.add_argument("--spacing-ms", type=int, default=1000,
+                      help="event time between events (default 1000)")
+    send.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     show = sub.add_parser("show", help="print the aggregates")
-    show.add_argument("--parquet")
+    show.add_argument("--parquet", help="Parquet output dir (KAFKAPY_PIPELINE_PARQUET)")
     show.add_argument("--from-topic", action="store_true",
                       help="read the output topic instead of Parquet")
-    show.add_argument("--bootstrap")
-    show.add_argument("--output-topic")
+    show.add_argument("--bootstrap", help="bootstrap servers (KAFKAPY_BOOTSTRAP)")
+    show.add_argument("--output-topic", help="aggregates topic (KAFKAPY_PIPELINE_OUTPUT)")
     return parser
 
 

@@ -5,7 +5,7 @@ shuffle partition, shared by every test that needs it (a JVM start costs
 seconds), bound to 127.0.0.1, with Spark's Kafka connector on its class path
 when ``CONNECTOR_JARS`` found it. Skipped with the reason when pyspark is not
 installed (it is the ``spark`` extra: ``pip install -e '.[spark]'``) or no
-``java`` is on PATH.
+``java`` is on PATH; under CI (``CI=true``) that fails instead.
 
 ``CONNECTOR_JARS``: ``KAFKAPY_SPARK_JARS`` when set, else the jars in
 ``<repo>/../shared/spark-jars`` (as ``kafkapy-pipeline`` finds them).
@@ -90,6 +90,8 @@ def pyspark_skip_reason() -> str | None:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     reason = pyspark_skip_reason()
+    if reason and in_ci():
+        pytest.fail(f"CI must run the Spark tests: {reason}", pytrace=False)
     if reason:
         pytest.skip(reason)
     from pyspark.sql import SparkSession
