@@ -17,6 +17,15 @@ protocol through kafka-python. What they share:
 - ``run``: logging (WARN and above to stderr, in the layout of Kafka's tools-log4j), and
   failures to exit codes: ``UsageError`` -> its message on stderr, exit 1; ``CommandError``
   and kafka-python errors -> the tool's own error report, exit 1; Ctrl-C or SIGTERM -> 130.
+  kafka-python's own log lines are silenced (below CRITICAL): they retry noisily where
+  Kafka's client would not, and what fails reaches the user once, as the tool's report.
+- A broker that is down is said once: before a client is made (``new_client``), each
+  bootstrap server gets one TCP connect (bounded by Kafka's socket.connection.setup.timeout.ms
+  default, 10 s); when none answers, the tool reports Kafka's NetworkClient sentence
+  "Connection to node -1 (host/127.0.0.1:9092) could not be established. Node may not be
+  available." (one per server, on one line) and exits 1, instead of kafka-python's 30 s of
+  bootstrap retries.  An unresolvable host gets Kafka's "No resolvable bootstrap urls given
+  in bootstrap.servers".
 - Topics: ``TopicFilter`` (Kafka's IncludeList: a regex matching the whole name, commas as
   alternatives), ``kafka_uuid`` (Kafka's base64 spelling of a topic id), ``error_text``
   (the broker's error message, else Kafka's default description of the error code).
@@ -29,6 +38,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import sys
 import uuid
 from typing import Callable
@@ -39,6 +49,8 @@ from kafkapy.config.errors import ConfigError
 from kafkapy.config.properties import load_properties
 
 log = logging.getLogger("kafkapy.cli")
+# Kafka's socket.connection.setup.timeout.ms default.
+_CONNECT_TIMEOUT_S = 10.0
 
 
 class UsageError(Exception):
@@ -102,10 +114,10 @@ def _configure_logging() -> None:
     logging.addLevelName(logging.WARNING, "WARN")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
-    # kafka-python warns "No partition metadata for topic" when a new consumer's first
-    # assignment runs before its metadata arrives; it recovers at once and Kafka's own
-    # client says nothing, so the warning would only alarm.
-    logging.getLogger("kafka.coordinator.assignors").setLevel(logging.ERROR)
+    # kafka-python logs every retry (a down broker: 30 s of connection errors) and warnings
+    # Kafka's client does not give (a consumer's first assignment before its metadata);
+    # failures reach the user through the tool's own report instead (see module doc).
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
 
 
 def single_action(args: argparse.Namespace, actions, listing: str) -> str:
@@ -195,7 +207,48 @@ def admin_client(args: argparse.Namespace, **overrides):
     props = properties_file(args.command_config)
     props["bootstrap.servers"] = require_bootstrap(args)
     config = client_config(props, KafkaAdminClient.DEFAULT_CONFIG)
-    return KafkaAdminClient(**{**config, **overrides})
+    return new_client(KafkaAdminClient, {**config, **overrides})
+
+
+def new_client(factory, config: dict):
+    """``factory(**config)`` (a kafka-python client) once a bootstrap server accepts a
+    connection; CommandError with Kafka's words when none does (see module doc)."""
+    check_reachable(config.get("bootstrap_servers", "localhost:9092"))
+    return factory(**config)
+
+
+def check_reachable(servers: str | list[str]) -> None:
+    """Return when one of ``servers`` accepts a TCP connection, else raise CommandError."""
+    if isinstance(servers, str):
+        servers = [s.strip() for s in servers.split(",") if s.strip()]
+    failures, resolved = [], False
+    for node, server in enumerate(servers, start=1):
+        host, _, port = server.rpartition(":")
+        host = host.strip("[]")
+        try:
+            addresses = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+        except (socket.gaierror, ValueError, UnicodeError):
+            continue
+        resolved = True
+        if any(_accepts(*found) for found in addresses):
+            return
+        address = addresses[0][4]
+        shown = "" if host == address[0] else host
+        failures.append(f"Connection to node -{node} ({shown}/{address[0]}:{address[1]}) "
+                        f"could not be established. Node may not be available.")
+    if not resolved:
+        raise CommandError("No resolvable bootstrap urls given in bootstrap.servers")
+    raise CommandError(" ".join(failures))
+
+
+def _accepts(family, kind, proto, _canonname, address) -> bool:
+    with socket.socket(family, kind, proto) as sock:
+        sock.settimeout(_CONNECT_TIMEOUT_S)
+        try:
+            sock.connect(address)
+        except OSError:
+            return False
+    return True
 
 
 class TopicFilter:

@@ -76,9 +76,12 @@ def _parser() -> common.ToolParser:
     parser.add_argument("--broker", help="same as --entity-type brokers --entity-name ID")
     parser.add_argument("--broker-defaults", action="store_true",
                         help="same as --entity-type brokers --entity-default")
-    parser.add_argument("--add-config", metavar="k1=v1,k2=[v1,v2]")
-    parser.add_argument("--add-config-file", metavar="FILE")
-    parser.add_argument("--delete-config", action="append", default=[], metavar="k1,k2")
+    parser.add_argument("--add-config", metavar="k1=v1,k2=[v1,v2]",
+                        help="configs to add or update; a list value in square brackets")
+    parser.add_argument("--add-config-file", metavar="FILE",
+                        help="properties file of configs to add or update")
+    parser.add_argument("--delete-config", action="append", default=[], metavar="k1,k2",
+                        help="configs to remove (comma-separated, may be repeated)")
     return parser
 
 

@@ -63,18 +63,25 @@ def _parser() -> common.ToolParser:
     parser.add_argument("--include", help="regex of the topics to consume")
     parser.add_argument("--partition", type=int, help="consume only this partition")
     parser.add_argument("--offset", help="earliest, latest (default) or a non-negative offset")
-    parser.add_argument("--from-beginning", action="store_true")
-    parser.add_argument("--max-messages", type=int, default=-1)
-    parser.add_argument("--timeout-ms", type=int, default=-1)
+    parser.add_argument("--from-beginning", action="store_true",
+                        help="start at the earliest offset when there is no committed one")
+    parser.add_argument("--max-messages", type=int, default=-1,
+                        help="exit after this many messages (default: no limit)")
+    parser.add_argument("--timeout-ms", type=int, default=-1,
+                        help="exit when no message arrives for this long (default: never)")
     parser.add_argument("--group", help="the consumer group id")
     parser.add_argument("--isolation-level", help="read_uncommitted (default) or read_committed")
-    parser.add_argument("--skip-message-on-error", action="store_true")
+    parser.add_argument("--skip-message-on-error", action="store_true",
+                        help="skip a message that cannot be printed instead of stopping")
     parser.add_argument("--property", "--formatter-property", dest="property", action="append",
                         default=[], metavar="key=value", help="formatter property")
-    parser.add_argument("--formatter-config", metavar="FILE")
+    parser.add_argument("--formatter-config", metavar="FILE",
+                        help="properties file for the message formatter")
     parser.add_argument("--consumer-property", "--command-property", dest="consumer_property",
-                        action="append", default=[], metavar="key=value")
-    parser.add_argument("--consumer.config", dest="consumer_config", metavar="FILE")
+                        action="append", default=[], metavar="key=value",
+                        help="a consumer config property (may be repeated)")
+    parser.add_argument("--consumer.config", dest="consumer_config", metavar="FILE",
+                        help="consumer config properties file (--consumer-property wins)")
     return parser
 
 
@@ -84,7 +91,8 @@ def _consume(args: argparse.Namespace) -> int:
     _check_args(args)
     offset = _offset(args)
     formatter = Formatter(_formatter_props(args))
-    consumer = KafkaConsumer(**_consumer_config(args, KafkaConsumer.DEFAULT_CONFIG))
+    consumer = common.new_client(KafkaConsumer,
+                                 _consumer_config(args, KafkaConsumer.DEFAULT_CONFIG))
     source = RecordSource(consumer, args.timeout_ms)
     count = 0
     try:

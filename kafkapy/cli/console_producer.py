@@ -78,8 +78,10 @@ def _parser() -> common.ToolParser:
                         default=[], metavar="key=value", help="line reader property")
     parser.add_argument("--reader-config", metavar="FILE", help="line reader properties file")
     parser.add_argument("--producer-property", "--command-property", dest="producer_property",
-                        action="append", default=[], metavar="key=value")
-    parser.add_argument("--producer.config", dest="producer_config", metavar="FILE")
+                        action="append", default=[], metavar="key=value",
+                        help="a producer config property (may be repeated)")
+    parser.add_argument("--producer.config", dest="producer_config", metavar="FILE",
+                        help="producer config properties file (--producer-property wins)")
     return parser
 
 
@@ -89,7 +91,8 @@ def _produce(args: argparse.Namespace) -> int:
     if not args.topic:
         raise UsageError('Missing required argument "[topic]"')
     reader = LineReader(_reader_props(args))
-    producer = KafkaProducer(**_producer_config(args, KafkaProducer.DEFAULT_CONFIG))
+    producer = common.new_client(KafkaProducer,
+                                 _producer_config(args, KafkaProducer.DEFAULT_CONFIG))
     failures = []
     try:
         for record in reader.records(sys.stdin.buffer):

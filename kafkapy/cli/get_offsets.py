@@ -48,7 +48,8 @@ def _parser() -> common.ToolParser:
     parser.add_argument("--time", default="latest",
                         help="-1/latest, -2/earliest, -3/max-timestamp, -4/earliest-local, "
                              "-5/latest-tiered, or a timestamp in ms")
-    parser.add_argument("--exclude-internal-topics", action="store_true")
+    parser.add_argument("--exclude-internal-topics", action="store_true",
+                        help="leave internal topics out of --topic's matches")
     return parser
 
 

@@ -36,6 +36,18 @@ from kafkapy.cli._common import UsageError
 _ACTIONS = ("create", "list", "alter", "describe", "delete")
 _REPORTS = ("under_replicated_partitions", "unavailable_partitions",
             "under_min_isr_partitions", "at_min_isr_partitions")
+_FLAG_HELP = {
+    "if-exists": "with --alter, --delete or --describe: only if the topic exists",
+    "if-not-exists": "with --create: only if the topic does not exist yet",
+    "exclude-internal": "leave internal topics out of --list and --describe",
+    "topics-with-overrides": "with --describe: only topics with config overrides",
+    "under-replicated-partitions": "with --describe: only partitions missing in-sync replicas",
+    "unavailable-partitions": "with --describe: only partitions whose leader is unavailable",
+    "under-min-isr-partitions": "with --describe: only partitions with fewer in-sync "
+                                "replicas than min.insync.replicas",
+    "at-min-isr-partitions": "with --describe: only partitions with exactly "
+                             "min.insync.replicas in-sync replicas",
+}
 # Options and the actions they may go with (Kafka's checkInvalidArgs).
 _ALLOWED_WITH = {
     "config": ("create",),
@@ -66,13 +78,15 @@ def _parser() -> common.ToolParser:
         parser.add_argument(f"--{action}", action="store_true", help=f"{action} topics")
     parser.add_argument("--topic", help="topic name (a regex except with --create)")
     parser.add_argument("--partitions", type=int, help="number of partitions")
-    parser.add_argument("--replication-factor", type=int)
-    parser.add_argument("--replica-assignment", metavar="B1:B2,B3:B4,...")
-    parser.add_argument("--config", action="append", default=[], metavar="name=value")
-    flags = ("if-exists", "if-not-exists", "exclude-internal", "topics-with-overrides",
-             *(report.replace("_", "-") for report in _REPORTS))
-    for flag in flags:
-        parser.add_argument(f"--{flag}", action="store_true")
+    parser.add_argument("--replication-factor", type=int,
+                        help="replicas of each partition of the created topic")
+    parser.add_argument("--replica-assignment", metavar="B1:B2,B3:B4,...",
+                        help="broker ids of each partition's replicas, partitions separated by "
+                             "commas, the preferred leader first")
+    parser.add_argument("--config", action="append", default=[], metavar="name=value",
+                        help="a topic config override for the created topic (may be repeated)")
+    for flag, text in _FLAG_HELP.items():
+        parser.add_argument(f"--{flag}", action="store_true", help=text)
     return parser
 
 

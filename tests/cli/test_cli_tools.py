@@ -20,6 +20,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.structs import OffsetAndMetadata
 
+from tests.broker_process import free_port
+
 BIN = Path(sys.executable).parent
 SUFFIX = uuid.uuid4().hex[:8]
 GROUP_COLUMNS = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
@@ -443,3 +445,69 @@ def test_leader_election_failures_and_bad_options(run, tmp_path):
                  str(duplicate))
     assert (result.returncode, result.stderr.strip()) == (
         1, f"Replica election data contains duplicate partitions: {topic}-0")
+
+
+def test_leader_election_reports_an_election_among_all_partitions(run, fresh_broker):
+    """A partition whose leader is gone: ``--all-topic-partitions`` elects it and says so,
+    the healthy partitions needing no election are not listed (as Kafka 3.9's tool does)."""
+    healthy, orphan = unique("elect-healthy"), unique("elect-orphan")
+    for topic in (healthy, orphan):
+        created = tool("topics", "--bootstrap-server", fresh_broker.bootstrap, "--create",
+                       "--topic", topic)
+        assert created.returncode == 0, created.stderr
+    orphan_partition(fresh_broker, orphan, dead_broker=5)
+    result = tool("leader-election", "--bootstrap-server", fresh_broker.bootstrap,
+                  "--election-type", "unclean", "--all-topic-partitions")
+    assert (result.returncode, result.stdout) == (
+        0, f"Successfully completed leader election (UNCLEAN) for partitions {orphan}-0\n"
+    ), result.stderr
+
+
+def orphan_partition(broker, topic: str, dead_broker: int) -> None:
+    """Record ``dead_broker`` as the partition's only leader and ISR member (written into
+    the metadata store while the broker is stopped), as after that broker's loss."""
+    from kafkapy.metadata import paths
+    from kafkapy.metadata.embedded import EmbeddedStore
+
+    broker.stop()
+    store = EmbeddedStore(broker.log_dir / "kafkapy-metadata.json")
+    try:
+        path = paths.partition_state_path(topic, 0)
+        epoch = paths.decode_partition_state(store.get(path)[0]).leader_epoch + 1
+        store.set(path, paths.encode_partition_state(dead_broker, epoch, [dead_broker], 1))
+    finally:
+        store.close()
+        broker.start()
+
+
+# -- a broker that is down ---------------------------------------------------------------------
+
+DOWN_BROKER_RUNS = {
+    "topics": ["--list"],
+    "console-consumer": ["--topic", "t"],
+    "console-producer": ["--topic", "t"],
+    "consumer-groups": ["--list"],
+    "configs": ["--entity-type", "topics", "--entity-name", "t", "--describe"],
+    "get-offsets": ["--topic", "t"],
+    "leader-election": ["--election-type", "preferred", "--all-topic-partitions"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOWN_BROKER_RUNS))
+def test_a_down_broker_is_reported_once(name):
+    port = free_port()  # bound and released: nothing listens there
+    result = tool(name, "--bootstrap-server", f"127.0.0.1:{port}", *DOWN_BROKER_RUNS[name],
+                  stdin="")
+    assert result.returncode == 1
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    # kafkapy-configs reports a failure under a line naming its arguments, as Kafka's does.
+    assert len(lines) == (2 if name == "configs" else 1), lines
+    assert (f"Connection to node -1 (/127.0.0.1:{port}) could not be established. "
+            f"Node may not be available.") in lines[-1], lines
+
+
+def test_an_unresolvable_bootstrap_server_is_reported_once():
+    result = tool("topics", "--bootstrap-server", "no-such-host.invalid:9092", "--list")
+    assert (result.returncode, result.stdout) == (
+        1, "Error while executing topic command : "
+           "No resolvable bootstrap urls given in bootstrap.servers\n")
