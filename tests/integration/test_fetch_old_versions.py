@@ -1,0 +1,200 @@
+"""Fetch v0-v3 over real sockets: v2 batches down-converted to message format 0/1.
+
+Stored batches (built here, every codec) are fetched at v0/v1 (magic 0) and v2/v3
+(magic 1) and decoded by kafka-python's own legacy-message reader: offsets, keys,
+values, timestamps and the wrapper's codec must survive.  Then what Kafka 3.9 does
+around it: an uncompressed batch fetched from its middle starts at the fetch offset,
+a compressed one is sent whole; transaction markers disappear; zstd batches and
+``compression.type=zstd`` topics answer UNSUPPORTED_COMPRESSION_TYPE, and
+``message.downconversion.enable=false`` UNSUPPORTED_VERSION, both with null records.
+librdkafka, told the broker is 0.9/0.10 (Fetch v1/v2), reads every codec through it.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                   NewTopic)
+from kafka.record import MemoryRecords
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import REQUESTS
+from kafkapy.records.record import build_batch
+from tests.integration.wire import WireClient
+
+Fetch = REQUESTS[1]
+Produce = REQUESTS[0]
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3}
+BATCH = 5
+TS = int(time.time() * 1000) - 60_000
+
+
+def _records(base: int) -> list[tuple]:
+    return [(None if i == 0 else b"key-%d" % (base + i), b"value-%d" % (base + i),
+             [("h", b"dropped")], TS + base + i) for i in range(BATCH)]
+
+
+def _create(bootstrap: str, topic: str, **configs: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(60)
+
+
+def _produce(c: WireClient, topic: str, codec: int, batches: int = 2) -> None:
+    for n in range(batches):
+        batch = build_batch(_records(n * BATCH), compression=codec)
+        r = c.request(0, 9, transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+            Produce.TopicProduceData(name=topic, partition_data=[
+                Produce.TopicProduceData.PartitionProduceData(index=0, records=batch)])])
+        assert r.responses[0].partition_responses[0].error_code == 0
+
+
+def _fetch(c: WireClient, version: int, topic: str, offset: int = 0):
+    r = c.request(1, version, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                  topics=[Fetch.FetchTopic(topic=topic, partitions=[
+                      Fetch.FetchTopic.FetchPartition(partition=0, fetch_offset=offset,
+                                                      partition_max_bytes=1 << 20)])])
+    return r.responses[0].partitions[0]
+
+
+def _decode(records: bytes) -> list[tuple]:
+    """(magic, codec, offset, key, value, timestamp) per message, by kafka-python."""
+    out = []
+    for batch in MemoryRecords(records):
+        for r in batch:
+            out.append((batch.magic, batch.compression_type, r.offset, r.key, r.value,
+                        r.timestamp))
+    return out
+
+
+def _read_all(c: WireClient, version: int, topic: str, end: int) -> list[tuple]:
+    """Fetch from each next offset, as a client does: a converted answer may be cut
+    short (Kafka sends at most the stored size, or the first converted batch)."""
+    got: list[tuple] = []
+    offset = 0
+    for _ in range(end + 1):
+        if offset >= end:
+            break
+        part = _fetch(c, version, topic, offset)
+        assert part.error_code == 0
+        fresh = [m for m in _decode(part.records) if m[2] >= offset]
+        assert fresh, f"no progress at offset {offset}"
+        got += fresh
+        offset = fresh[-1][2] + 1
+    return got
+
+
+@pytest.fixture(scope="module")
+def client(broker):
+    c = WireClient(broker.bootstrap)
+    yield c
+    c.close()
+
+
+def test_api_versions_advertise_fetch_0_to_17(client):
+    r = client.request(18, 3, client_software_name="t", client_software_version="1")
+    assert [(a.min_version, a.max_version) for a in r.api_keys if a.api_key == 1] == [(0, 17)]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_every_codec_is_down_converted(broker, client, codec, version):
+    if codec == "lz4" and version < 2:
+        pytest.skip("kafka-python needs xxhash for magic-0 LZ4; librdkafka reads it below")
+    topic = f"old-{codec}-v{version}"
+    _create(broker.bootstrap, topic)
+    _produce(client, topic, CODECS[codec])
+    part = _fetch(client, version, topic)
+    assert (part.error_code, part.high_watermark) == (0, 2 * BATCH)
+    magic = 0 if version < 2 else 1
+    got = _read_all(client, version, topic, 2 * BATCH)
+    expected = [(magic, CODECS[codec], i, r[0], r[1], r[3] if magic else None)
+                for i, r in enumerate(_records(0) + _records(BATCH))]
+    assert got == expected
+
+
+def test_uncompressed_batch_starts_at_the_fetch_offset_compressed_is_whole(broker, client):
+    for codec in ("none", "gzip"):
+        topic = f"old-middle-{codec}"
+        _create(broker.bootstrap, topic)
+        _produce(client, topic, CODECS[codec])
+        offsets = [m[2] for m in _decode(_fetch(client, 3, topic, offset=3).records)]
+        # (the answer may stop early: Kafka sends no more than the stored size)
+        if codec == "none":
+            assert offsets[:2] == [3, 4]
+        else:
+            assert offsets[:BATCH] == list(range(BATCH))
+
+
+def test_transaction_markers_are_dropped(broker, client):
+    topic = "old-txn"
+    _create(broker.bootstrap, topic)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "old-txn"})
+    producer.init_transactions(30)
+    for _ in range(2):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce(topic, value=b"t%d" % i)
+        producer.commit_transaction(30)
+    part = _fetch(client, 2, topic)
+    assert part.high_watermark == 8  # 2 x (3 records + 1 commit marker)
+    assert [m[2] for m in _decode(part.records)] == [0, 1, 2, 4, 5, 6]
+
+
+def test_zstd_cannot_be_down_converted(broker, client):
+    topic = "old-zstd"
+    _create(broker.bootstrap, topic)
+    _produce(client, topic, 4)
+    part = _fetch(client, 3, topic)
+    assert (part.error_code, part.records) == (ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, None)
+    assert _fetch(client, 4, topic).error_code == 0
+
+
+def test_zstd_topic_is_refused_below_fetch_v10(broker, client):
+    topic = "old-zstd-topic"
+    _create(broker.bootstrap, topic, **{"compression.type": "zstd"})
+    for version in (3, 9):
+        part = _fetch(client, version, topic)
+        assert (part.error_code, part.records) == (ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, None)
+    assert _fetch(client, 10, topic).error_code == 0
+
+
+def test_down_conversion_can_be_disabled(broker, client):
+    topic = "old-disabled"
+    _create(broker.bootstrap, topic, **{"message.downconversion.enable": "false"})
+    _produce(client, topic, 0)
+    part = _fetch(client, 3, topic)
+    assert (part.error_code, part.records) == (ErrorCode.UNSUPPORTED_VERSION, None)
+    assert _fetch(client, 4, topic).error_code == 0
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource("topic", topic, incremental_configs=[ConfigEntry(
+        "message.downconversion.enable", "true",
+        incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(60)
+    assert [m[2] for m in _read_all(client, 3, topic, 2 * BATCH)] == list(range(2 * BATCH))
+
+
+@pytest.mark.parametrize("fallback", ["0.9.0", "0.10.0"])
+@pytest.mark.parametrize("codec", CODECS)
+def test_librdkafka_reads_old_formats(broker, client, fallback, codec):
+    topic = f"old-rdkafka-{codec}-{fallback}"
+    _create(broker.bootstrap, topic)
+    _produce(client, topic, CODECS[codec])
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "old",
+                         "api.version.request": False, "broker.version.fallback": fallback,
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    try:
+        for _ in range(60):  # bounded: one poll a second at most
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            assert msg.error() is None, msg.error()
+            got.append((msg.offset(), msg.key(), msg.value()))
+            if len(got) == 2 * BATCH:
+                break
+    finally:
+        consumer.close()
+    assert got == [(i, r[0], r[1]) for i, r in enumerate(_records(0) + _records(BATCH))]
