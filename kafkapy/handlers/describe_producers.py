@@ -1,13 +1,17 @@
 """DescribeProducers (key 61): the active producers of partitions this broker leads.
 
-Version 0.  Per partition: UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER,
-else each producer id in the partition's producer state with its epoch, last
+Version 0.  Per topic, as Kafka checks it: an illegal name ->
+INVALID_TOPIC_EXCEPTION with the reason, a topic the cluster does not have ->
+UNKNOWN_TOPIC_OR_PARTITION with Kafka's default message, for each partition.
+Per partition: UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER without a
+message, else each producer id in the partition's producer state with its epoch, last
 sequence, last timestamp, coordinator epoch and the first offset of its open
 transaction (-1 if none).
 """
 from __future__ import annotations
 
-from kafkapy.protocol.errors import KafkaError
+from kafkapy.metadata.topics import invalid_topic_reason
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 61
@@ -24,12 +28,17 @@ def handle(ctx, request):
     topics = []
     for topic in request.topics:
         parts = []
+        topic_error = _topic_error(ctx, topic.name)
         for index in topic.partition_indexes:
+            if topic_error is not None:
+                parts.append(_Partition(partition_index=index, error_code=topic_error[0],
+                                        error_message=topic_error[1], active_producers=[]))
+                continue
             try:
                 partition = replicas.leader_partition(topic.name, index)
             except KafkaError as err:
                 parts.append(_Partition(partition_index=index, error_code=err.code,
-                                        error_message=err.message, active_producers=[]))
+                                        error_message=None, active_producers=[]))
                 continue
             producers = [
                 _Producer(producer_id=e.producer_id, producer_epoch=e.epoch,
@@ -41,3 +50,13 @@ def handle(ctx, request):
                                     active_producers=producers))
         topics.append(_Topic(name=topic.name, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=topics)
+
+
+def _topic_error(ctx, name: str) -> tuple[int, str] | None:
+    reason = invalid_topic_reason(name)
+    if reason:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
+    if ctx.broker.cache.topic(name) is None:
+        return (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                "This server does not host this topic-partition.")
+    return None

@@ -4,8 +4,12 @@ Versions 0-6; v0-3 ask for one key, v4+ for a batch (``coordinator_keys``).
 Key type 0 (group): the leader of partition
 ``abs(hash(group)) % offsets.topic.num.partitions`` of ``__consumer_offsets``,
 which is created here on first use.  Key type 1 (transaction) answers
-COORDINATOR_NOT_AVAILABLE until a transaction coordinator exists; other key
-types are INVALID_REQUEST.  Failures answer node -1, host "", port -1.
+COORDINATOR_NOT_AVAILABLE until a transaction coordinator exists; key type 2
+(share group) is INVALID_REQUEST below v6 and COORDINATOR_NOT_AVAILABLE from
+v6; other key types are INVALID_REQUEST (at v4+ an error response for every
+key, carrying Kafka's message).  Failures answer node -1, host "", port -1.  The
+error message is Kafka's: v0-3 carry Errors.message() ("NONE" on success),
+v4+ each coordinator's default "".
 """
 from __future__ import annotations
 
@@ -17,16 +21,24 @@ MIN_VERSION = 0
 MAX_VERSION = 6
 
 _Coordinator = RESPONSES[API_KEY].Coordinator
-_GROUP, _TRANSACTION = 0, 1
+_GROUP, _TRANSACTION, _SHARE = 0, 1, 2
 
 
 def handle(ctx, request):
     key_type = request.key_type if ctx.api_version >= 1 else _GROUP
+    if ctx.api_version >= 4 and key_type not in (_GROUP, _TRANSACTION, _SHARE):
+        # Kafka cannot even name the type: an error response, every key with the message.
+        return ctx.response(throttle_time_ms=0, coordinators=[
+            _Coordinator(key=key, node_id=-1, host="", port=-1,
+                         error_code=ErrorCode.INVALID_REQUEST,
+                         error_message=_message(ErrorCode.INVALID_REQUEST))
+            for key in request.coordinator_keys])
     if ctx.api_version >= 4:
         found = [(key, *_find(ctx, key_type, key)) for key in request.coordinator_keys]
+        # Kafka leaves each coordinator's message at its default, "", error or not.
         return ctx.response(throttle_time_ms=0, coordinators=[
             _Coordinator(key=key, node_id=node_id, host=host, port=port, error_code=error,
-                         error_message=_message(error)) for key, error, node_id, host, port in found])
+                         error_message="") for key, error, node_id, host, port in found])
     error, node_id, host, port = _find(ctx, key_type, request.key)
     return ctx.response(throttle_time_ms=0, error_code=error, error_message=_message(error),
                         node_id=node_id, host=host, port=port)
@@ -37,6 +49,8 @@ def _find(ctx, key_type: int, key: str):
         error, node = ctx.broker.groups.coordinator_node(key or "")
     elif key_type == _TRANSACTION:
         error, node = _transaction_coordinator(ctx, key)
+    elif key_type == _SHARE and ctx.api_version >= 6:
+        error, node = ErrorCode.COORDINATOR_NOT_AVAILABLE, None  # no share groups (KIP-932)
     else:
         error, node = ErrorCode.INVALID_REQUEST, None
     if error or node is None:
@@ -51,5 +65,20 @@ def _transaction_coordinator(ctx, key: str):
     return finder(key)
 
 
-def _message(error: int) -> str | None:
-    return ErrorCode(error).name if error else "NONE"
+# Kafka's Errors.message() for what v0-3 can answer: the name for NONE, else the
+# exception's default message.
+_MESSAGES = {
+    0: "NONE",
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+        "The coordinator is loading and hence can't process requests.",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
+    ErrorCode.INVALID_REQUEST:
+        "This most likely occurs because of a request being malformed by the client library "
+        "or the message was sent to an incompatible broker. See the broker logs for more "
+        "details.",
+}
+
+
+def _message(error: int) -> str:
+    return _MESSAGES.get(error, ErrorCode(error).name)

@@ -15,7 +15,10 @@ Behaviour (Kafka 3.9, ZooKeeper mode):
   is answered LEADER_NOT_AVAILABLE so the client retries; an illegal name gets
   INVALID_TOPIC_EXCEPTION; otherwise UNKNOWN_TOPIC_OR_PARTITION.
 - Internal topics (``__consumer_offsets``, ``__transaction_state``) carry the
-  internal flag and are never auto-created from Metadata.
+  internal flag, in error answers too; auto-creation creates them with their
+  coordinator's settings, as Kafka's AutoTopicCreationManager does.
+- Order (Kafka's): existing topics, then missing ones; with auto-creation the
+  illegal names come before the topics being created.
 - A replica on a broker that is not live, or here in a log dir that failed, is
   listed in offline_replicas and left out of the ISR; a partition whose leader
   is such a replica answers LEADER_NOT_AVAILABLE with leader -1.
@@ -24,6 +27,8 @@ from __future__ import annotations
 
 from kafkapy.handlers.common import (
     CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized_operations, live_leader, offline_replicas)
+from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
+from kafkapy.coordinator.transaction.service import TRANSACTION_TOPIC
 from kafkapy.metadata.topics import invalid_topic_reason, is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -50,9 +55,7 @@ def handle(ctx, request):
     elif any(t.topic_id is not None and t.topic_id.int for t in request.topics):
         unknown_ids, topics = _by_id(ctx, request.topics)
     else:
-        # Kafka collects the names in a set: a name asked twice is answered once.
-        for name in dict.fromkeys(t.name for t in request.topics):
-            topics.append(_requested_topic(ctx, name, allow_auto))
+        topics = _by_name(ctx, [t.name for t in request.topics], allow_auto)
     if version >= 8 and request.include_topic_authorized_operations:
         for topic in topics:
             topic.authorized_operations = set(TOPIC_OPERATIONS)
@@ -94,18 +97,37 @@ def _by_id(ctx, wanted):
     return unknown, [_topic(ctx, cache.topic(name)) for name in names]
 
 
-def _requested_topic(ctx, name: str, allow_auto: bool):
+def _by_name(ctx, names: list[str], allow_auto: bool):
+    """Topics asked by name, in Kafka's order: each name once (Kafka collects them in a
+    set), the existing topics first, then the missing ones -- with auto-creation, those
+    that cannot be created (illegal names) before those being created."""
     cache = ctx.broker.cache
-    topic = cache.topic(name)
-    if topic is not None:
-        return _topic(ctx, topic)
-    if invalid_topic_reason(name):
-        return _error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
-    config = ctx.broker.config
-    if not (allow_auto and config["auto.create.topics.enable"]) or is_internal(name):
-        return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+    names = list(dict.fromkeys(names))
+    found = [_topic(ctx, cache.topic(n)) for n in names if cache.topic(n) is not None]
+    missing = [n for n in names if cache.topic(n) is None]
+    if not (allow_auto and ctx.broker.config["auto.create.topics.enable"]):
+        return found + [_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION if invalid_topic_reason(n)
+                                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, n)
+                        for n in missing]
+    illegal = [n for n in missing if invalid_topic_reason(n)]
+    return (found + [_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, n) for n in illegal]
+            + [_auto_create(ctx, n) for n in missing if n not in illegal])
+
+
+def _auto_create(ctx, name: str):
+    """Create a missing topic (an internal one with its coordinator's settings, as
+    Kafka's AutoTopicCreationManager does); answered LEADER_NOT_AVAILABLE so the
+    client asks again."""
+    broker = ctx.broker
     try:
-        ctx.broker.auto_create_topic(name)
+        if name == OFFSETS_TOPIC:
+            broker.groups.ensure_topic()
+        elif name == TRANSACTION_TOPIC and broker.transactions_enabled:
+            broker.txn_coordinator.ensure_topic()
+        elif is_internal(name):
+            return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+        else:
+            broker.auto_create_topic(name)
     except KafkaError as err:
         if err.code != ErrorCode.TOPIC_ALREADY_EXISTS:
             return _error_topic(err.code, name)
@@ -114,7 +136,7 @@ def _requested_topic(ctx, name: str, allow_auto: bool):
 
 def _error_topic(code: int, name: str | None, topic_id=None):
     return _R.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id,
-                                    is_internal=False, partitions=[],
+                                    is_internal=is_internal(name), partitions=[],
                                     authorized_operations=None)
 
 

@@ -198,6 +198,7 @@ def test_delete_topics_v6_ids(wire):
 
 @pytest.fixture(scope="module")
 def no_deletion_broker(tmp_path_factory):
+    """A broker of its own: delete.topic.enable=false, and no internal topic yet."""
     b = BrokerProcess(tmp_path_factory.mktemp("no-deletion") / "logs",
                       overrides={"delete.topic.enable": "false"}).start()
     yield b
@@ -319,3 +320,60 @@ def test_describe_transactions_of_an_unknown_id_leaves_zeros(wire):
 def test_api_versions_finalized_features_epoch_is_zero(wire):
     r = wire.request(18, 3, client_software_name="error-codes", client_software_version="1")
     assert (r.error_code, r.finalized_features_epoch, r.finalized_features) == (0, 0, [])
+
+
+# -- further shapes met on the way ------------------------------------------------------
+
+def test_metadata_auto_creates_internal_topics_and_flags_them(no_deletion_broker):
+    client = WireClient(no_deletion_broker.bootstrap)
+    try:
+        def ask(allow_auto):
+            r = client.request(3, 9, **fields(3, topics=[dict(name="__transaction_state")],
+                                              allow_auto_topic_creation=allow_auto,
+                                              include_cluster_authorized_operations=False,
+                                              include_topic_authorized_operations=False))
+            return r.topics[0]
+        missing = ask(False)
+        assert (missing.error_code, missing.is_internal) == (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
+        created = ask(True)
+        assert (created.error_code, created.is_internal) == (ErrorCode.LEADER_NOT_AVAILABLE, True)
+        assert len(ask(False).partitions) == 50  # transaction.state.log.num.partitions
+    finally:
+        client.close()
+
+
+def test_metadata_answers_illegal_names_before_topics_it_creates(wire):
+    r = wire.request(3, 1, **fields(3, topics=[dict(name=TOPIC), dict(name="auto-made"),
+                                               dict(name="bad name!")]))
+    assert [(t.name, t.error_code) for t in r.topics] == [
+        (TOPIC, 0), ("bad name!", ErrorCode.INVALID_TOPIC_EXCEPTION),
+        ("auto-made", ErrorCode.LEADER_NOT_AVAILABLE)]
+
+
+def test_find_coordinator_messages(wire):
+    _coordinator(wire, "msg-group")
+    assert wire.request(10, 3, key="msg-group", key_type=0).error_message == "NONE"
+    batched = wire.request(10, 4, key_type=0, coordinator_keys=["msg-group"])
+    assert (batched.coordinators[0].error_code, batched.coordinators[0].error_message) == (0, "")
+    # Share groups (type 2) are known to v6 but not served; type 3 is not a type at all.
+    share = wire.request(10, 6, key_type=2, coordinator_keys=["s"]).coordinators[0]
+    assert (share.error_code, share.error_message) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, "")
+    share = wire.request(10, 5, key_type=2, coordinator_keys=["s"]).coordinators[0]
+    assert (share.error_code, share.error_message) == (ErrorCode.INVALID_REQUEST, "")
+    bogus = wire.request(10, 4, key_type=3, coordinator_keys=["a", "b"]).coordinators
+    assert [(c.key, c.error_code, c.node_id) for c in bogus] == [
+        ("a", ErrorCode.INVALID_REQUEST, -1), ("b", ErrorCode.INVALID_REQUEST, -1)]
+    assert bogus[0].error_message.startswith("This most likely occurs because of a request")
+
+
+def test_describe_producers_messages(wire):
+    r = wire.request(61, 0, **fields(61, topics=[dict(name=TOPIC, partition_indexes=[9]),
+                                                 dict(name="no-such-topic", partition_indexes=[0]),
+                                                 dict(name="bad name!", partition_indexes=[0])]))
+    got = [(t.name, p.error_code, p.error_message) for t in r.topics for p in t.partitions]
+    assert got[:2] == [
+        (TOPIC, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None),
+        ("no-such-topic", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+         "This server does not host this topic-partition.")]
+    assert got[2][:2] == ("bad name!", ErrorCode.INVALID_TOPIC_EXCEPTION)
