@@ -1,69 +1,118 @@
 """Produce (key 0): append record batches to partition leaders.
 
-Versions: advertised 0-11 like Kafka 3.9's maximum, but v0-2 (message format
-v0/v1) are rejected per partition with UNSUPPORTED_VERSION as Kafka 4 does;
-old librdkafka checks that v0 is in the range before it compresses.
-Per partition: unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; not the leader ->
-NOT_LEADER_OR_FOLLOWER; batch checks (CRC32C -> CORRUPT_MESSAGE, size ->
-MESSAGE_TOO_LARGE, one magic-2 batch -> INVALID_RECORD, codec ->
-UNSUPPORTED_COMPRESSION_TYPE); idempotent sequence checks (duplicate ->
-original offsets, gap -> OUT_OF_ORDER_SEQUENCE_NUMBER, stale epoch ->
-INVALID_PRODUCER_EPOCH).  acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS).
+Versions 0-11, Kafka 3.9's range.  v0-2 carry magic 0/1 message sets (or v2
+batches); the leader up-converts them to one v2 batch (``records.legacy``).
+
+Checks in Kafka's order (KafkaApis.handleProduceRequest, then ReplicaManager):
+1. transactional batches need a transactional id (and transactions enabled),
+   else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+2. per partition: unknown topic/partition -> UNKNOWN_TOPIC_OR_PARTITION; then
+   ProduceRequest.validateRecords (v3+: exactly one magic-2 batch, zstd from
+   v7) -> INVALID_RECORD / CORRUPT_MESSAGE / UNSUPPORTED_COMPRESSION_TYPE;
+3. acks not in (-1, 0, 1) -> INVALID_REQUIRED_ACKS for the partitions left;
+4. transactional batches are verified against the transaction coordinator
+   (KIP-890 part 1, ``_verify_transaction``) unless the producer already has an
+   open transaction on the partition;
+5. per partition: internal topic -> INVALID_TOPIC_EXCEPTION; not the leader ->
+   NOT_LEADER_OR_FOLLOWER; then the leader's append (``Partition``): header
+   checks, compacted-topic key check (INVALID_RECORD with record_errors),
+   idempotent sequence checks.
+Errors of steps 1-3 carry no log start offset (-1), as in Kafka; error_message
+is sent only where Kafka sends one (record errors, transaction verification).
 acks=0 gets no response; if anything failed the connection is closed instead,
-as Kafka does.  acks=-1 completes when the high watermark passes the appended
-offsets (at once with a single replica) or at timeout_ms.
+as Kafka does.  Null records (which Kafka never answers) close the connection.  acks=-1 completes when the high watermark passes the appended
+offsets (at once with a single replica) or at timeout_ms; a request with no
+partitions is answered at once.
 """
 from __future__ import annotations
 
+from kafkapy.coordinator.transaction.state import TxnState
 from kafkapy.handlers.base import CloseConnection
 from kafkapy.metadata.topics import is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.records.batch import ATTR_TRANSACTIONAL, MAGIC_OFFSET, RecordError, \
+    check_produce_request, read_header
 from kafkapy.replication.partition import AppendResult
 
 API_KEY = 0
 MIN_VERSION = 0
 MAX_VERSION = 11
-REJECTED_BELOW = 3
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+_ATTRIBUTES_AT = 21
+_FIRST_ABORTABLE_VERSION = 11  # Produce v11 answers TRANSACTION_ABORTABLE (KIP-890)
 
 _R = RESPONSES[API_KEY]
 _TopicResponse = _R.TopicProduceResponse
 _PartitionResponse = _TopicResponse.PartitionProduceResponse
+_RecordError = _PartitionResponse.BatchIndexAndErrorMessage
 
 
 def handle(ctx, request):
-    version = ctx.api_version
+    transactional_id = request.transactional_id if ctx.api_version >= 3 else None
+    if _has_transactional_records(request) and (
+            transactional_id is None or not ctx.broker.transactions_enabled):
+        return _all_failed(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if transactional_id is not None and not ctx.broker.transactions_enabled:
+        return _all_failed(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    results = _append(ctx, request, transactional_id)
     acks = request.acks
-    if version < REJECTED_BELOW:
-        error = ErrorCode.UNSUPPORTED_VERSION
-    elif acks not in (-1, 0, 1):
-        error = ErrorCode.INVALID_REQUIRED_ACKS
-    elif request.transactional_id is not None and not ctx.broker.transactions_enabled:
-        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    else:
-        error = None
-    if error is not None:
-        return _all_failed(ctx, request, error)
-    results = _append(ctx, request)
     if acks == 0:
         if any(r.error_code for _, _, r in results):
             raise CloseConnection("acks=0 produce failed")
         return None
-    if acks == -1:
+    if acks == -1 and results:
         return ctx.broker.await_replication(results, request.timeout_ms,
                                             lambda final: _response(ctx, final))
     return _response(ctx, results)
 
 
-def _append(ctx, request) -> list[tuple[str, int, AppendResult]]:
-    replicas = ctx.broker.replica_manager
-    version = ctx.api_version
-    results = []
+def _has_transactional_records(request) -> bool:
+    """Kafka's ProduceRequest.hasTransactionalRecords: the first batch of any partition."""
     for topic_data in request.topic_data:
-        name = topic_data.name
         for part in topic_data.partition_data:
-            results.append((name, part.index, _append_one(ctx, replicas, name, part, version)))
+            records = part.records
+            if (records is not None and len(records) > _ATTRIBUTES_AT + 1
+                    and records[MAGIC_OFFSET] == 2
+                    and records[_ATTRIBUTES_AT + 1] & ATTR_TRANSACTIONAL):
+                return True
+    return False
+
+
+def _append(ctx, request, transactional_id) -> list[tuple[str, int, AppendResult]]:
+    """Run the checks of the module docstring, then append what passed them."""
+    version = ctx.api_version
+    parts = [(t.name, p) for t in request.topic_data for p in t.partition_data]
+    early = [_request_error(ctx, name, part, version) for name, part in parts]
+    if request.acks not in (-1, 0, 1):
+        return [(name, part.index, r or AppendResult(ErrorCode.INVALID_REQUIRED_ACKS))
+                for (name, part), r in zip(parts, early)]
+    replicas = ctx.broker.replica_manager
+    verify = transactional_id is not None and _verification_enabled(ctx)
+    results = []
+    for (name, part), result in zip(parts, early):
+        if result is None and verify:
+            result = _verify_transaction(ctx, transactional_id, name, part)
+        if result is None:
+            result = _append_one(ctx, replicas, name, part, version)
+        results.append((name, part.index, result))
     return results
+
+
+def _request_error(ctx, name: str, part, version: int) -> AppendResult | None:
+    """KafkaApis' per-partition checks before the replica manager: unknown topic, records."""
+    if ctx.broker.cache.partition(name, part.index) is None:
+        return AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if part.records is None:
+        # Kafka 3.9 fails with a NullPointerException and never answers this request (the
+        # connection stalls); closing it is the same outcome without holding it open.
+        raise CloseConnection(f"null records for {name}-{part.index}")
+    try:
+        check_produce_request(part.records, version)
+    except RecordError as err:
+        return AppendResult(err.code, error_message=err.message)
+    return None
 
 
 def _append_one(ctx, replicas, name: str, part, version: int) -> AppendResult:
@@ -73,13 +122,93 @@ def _append_one(ctx, replicas, name: str, part, version: int) -> AppendResult:
         partition = replicas.leader_partition(name, part.index)
     except KafkaError as err:
         return AppendResult(err.code)
-    if part.records is None:
-        return AppendResult(ErrorCode.INVALID_RECORD, error_message="null records")
     result = partition.append_as_leader(part.records, version)
-    if result.error_code == 0:
+    if result.error_code == 0 and result.last_offset >= 0:
         replicas.appended((name, part.index))
     return result
 
+
+# -- transaction verification (KIP-890 part 1) ---------------------------------------------
+
+def _verification_enabled(ctx) -> bool:
+    return bool(ctx.broker.config["transaction.partition.verification.enable"])
+
+
+def _verify_transaction(ctx, transactional_id: str, name: str, part) -> AppendResult | None:
+    """Kafka's verification of a transactional batch before it is appended.
+
+    None when the batch may go on: it is not transactional, its producer already
+    has an open transaction on the partition, the coordinator knows the partition
+    is in the transaction, or the coordinator is another broker (not asked here).
+    """
+    records = part.records
+    if len(records) < 61 or records[MAGIC_OFFSET] != 2:
+        return None
+    header = read_header(records)
+    if not header.is_transactional:
+        return None
+    try:
+        partition = ctx.broker.replica_manager.leader_partition(name, part.index)
+    except KafkaError as err:
+        return AppendResult(err.code)
+    if partition.has_ongoing_transaction(header.producer_id):
+        return None
+    error = _coordinator_verdict(ctx, transactional_id, header.producer_id,
+                                 header.producer_epoch, (name, part.index))
+    return None if error is None else _verification_failure(error, ctx.api_version)
+
+
+def _coordinator_verdict(ctx, transactional_id: str, producer_id: int, epoch: int,
+                         tp: tuple[str, int]) -> int | None:
+    """TransactionCoordinator.handleVerifyPartitionsInTransaction: an error code, or None."""
+    broker = ctx.broker
+    service = broker.txn_coordinator
+    coordinator = service.coordinator
+    index = coordinator.partition_for(transactional_id)
+    topic = broker.cache.topic(TRANSACTION_STATE_TOPIC)
+    state = topic.partitions.get(index) if topic is not None else None
+    if state is None or state.leader < 0:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if state.leader != broker.node_id:
+        return None  # kafkapy does not ask another broker's coordinator
+    error, txn = coordinator.describe(transactional_id)
+    if error == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    if error:
+        return error
+    if txn.producer_id != producer_id:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    if txn.producer_epoch != epoch:
+        return ErrorCode.PRODUCER_FENCED
+    if txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+        return ErrorCode.CONCURRENT_TRANSACTIONS
+    return None if tp in txn.partitions else ErrorCode.INVALID_TXN_STATE
+
+
+_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
+    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+
+
+def _verification_failure(error: int, version: int) -> AppendResult:
+    """The client-facing answer Kafka's ReplicaManager makes of a coordinator error."""
+    if error == ErrorCode.PRODUCER_FENCED:
+        return AppendResult(ErrorCode.INVALID_PRODUCER_EPOCH)
+    if error == ErrorCode.INVALID_TXN_STATE:
+        if version >= _FIRST_ABORTABLE_VERSION:
+            return AppendResult(ErrorCode.TRANSACTION_ABORTABLE)
+        return AppendResult(error, error_message="Partition was not added to the transaction",
+                            message_is_public=True)
+    if error in _RETRY_AS_NOT_ENOUGH_REPLICAS:
+        # Old clients retry NOT_ENOUGH_REPLICAS without refreshing metadata.
+        return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS, message_is_public=True,
+                            error_message="Unable to verify the partition has been added to "
+                                          f"the transaction. Underlying error: "
+                                          f"{ErrorCode(error).name}")
+    return AppendResult(error)
+
+
+# -- response ------------------------------------------------------------------------------
 
 def _response(ctx, results):
     by_topic: dict[str, list] = {}
@@ -87,7 +216,9 @@ def _response(ctx, results):
         by_topic.setdefault(name, []).append(_PartitionResponse(
             index=index, error_code=r.error_code, base_offset=r.base_offset,
             log_append_time_ms=r.log_append_time_ms, log_start_offset=r.log_start_offset,
-            record_errors=[], error_message=r.error_message))
+            record_errors=[_RecordError(batch_index=i, batch_index_error_message=m)
+                           for i, m in r.record_errors],
+            error_message=r.error_message if r.message_is_public else None))
     return ctx.response(
         responses=[_TopicResponse(name=name, partition_responses=parts)
                    for name, parts in by_topic.items()],

@@ -68,10 +68,16 @@ def crc32c(data) -> int:
 
 
 class RecordError(KafkaError):
-    """A batch was rejected; ``code`` is the Kafka error code to answer with."""
+    """A batch was rejected; ``code`` is the Kafka error code to answer with.
 
-    def __init__(self, code: int, message: str | None = None) -> None:
+    ``record_errors`` lists (batch index, message) of the records that failed
+    Kafka's record-level checks (``validation.py``); empty for batch-level errors.
+    """
+
+    def __init__(self, code: int, message: str | None = None,
+                 record_errors: list[tuple[int, str]] | None = None) -> None:
         super().__init__(code, message)
+        self.record_errors = record_errors or []
 
 
 class BatchHeader:
@@ -226,102 +232,147 @@ def is_crc_valid(buf, header: BatchHeader) -> bool:
     return compute_crc(buf, header) == header.crc
 
 
-def validate_for_append(buf, max_message_bytes: int, produce_version: int) -> list[BatchHeader]:
-    """Kafka's leader-side header checks for one partition's Produce data.
+LEGACY_RECORD_OVERHEAD_V0 = 14  # smallest magic-0 message body: Kafka's size floor for any entry
+HEADER_SIZE_UP_TO_MAGIC = MAGIC_OFFSET + 1
 
-    Mirrors ProduceRequest.validateRecords (v3+: exactly one magic-2 batch, no
-    zstd below v7), UnifiedLog.analyzeAndValidateRecords (size vs
-    max.message.bytes, CRC) and LogValidator.validateBatch (offset range vs
-    count, no control batches from clients, a producer id needs a sequence).
-    Raises ``RecordError`` with the code Kafka answers with; returns the
-    headers (one for v3+).
+
+def next_entry_size(mv, pos: int, n: int) -> int:
+    """Size of the entry (batch or legacy message) at ``pos``, by Kafka's rules.
+
+    Mirrors ByteBufferLogInputStream.nextBatch: 0 when the bytes left hold no
+    whole entry (Kafka stops there and drops them); CORRUPT_MESSAGE for a size
+    field below 14 or a magic byte above 2.
+    """
+    remaining = n - pos
+    if remaining < LOG_OVERHEAD:
+        return 0
+    length = _INT32.unpack_from(mv, pos + 8)[0]
+    if length < LEGACY_RECORD_OVERHEAD_V0:
+        raise RecordError(ErrorCode.CORRUPT_MESSAGE,
+                          f"Record size {length} is less than the minimum record overhead "
+                          f"({LEGACY_RECORD_OVERHEAD_V0})")
+    if remaining < HEADER_SIZE_UP_TO_MAGIC:
+        return 0
+    magic = mv[pos + MAGIC_OFFSET]
+    if magic > 2:
+        raise RecordError(ErrorCode.CORRUPT_MESSAGE,
+                          f"Invalid magic found in record: {magic - 256 if magic > 127 else magic}")
+    size = LOG_OVERHEAD + length
+    return size if remaining >= size else 0
+
+
+def check_produce_request(buf, produce_version: int) -> None:
+    """Kafka's ProduceRequest.validateRecords (v3+): exactly one magic-2 batch, zstd from v7.
+
+    Raises ``RecordError``; Kafka answers these before the log is reached, so
+    the partition gets no log start offset and no error message.
+    """
+    if produce_version < 3:
+        return
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    n = len(mv)
+    size = next_entry_size(mv, 0, n)
+    if not size:
+        raise RecordError(ErrorCode.INVALID_RECORD,
+                          f"Produce requests with version {produce_version} must have at least "
+                          "one record batch per partition")
+    if mv[MAGIC_OFFSET] != 2:
+        raise RecordError(ErrorCode.INVALID_RECORD,
+                          f"Produce requests with version {produce_version} are only allowed to "
+                          "contain record batches with magic version 2")
+    if produce_version < 7 and _INT16.unpack_from(mv, 21)[0] & ATTR_COMPRESSION_MASK == \
+            COMPRESSION_ZSTD:
+        raise RecordError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                          f"Produce requests with version {produce_version} are not allowed to "
+                          "use ZStandard compression")
+    if next_entry_size(mv, size, n):
+        raise RecordError(ErrorCode.INVALID_RECORD,
+                          f"Produce requests with version {produce_version} are only allowed to "
+                          "contain exactly one record batch per partition")
+
+
+def validate_for_append(buf, max_message_bytes: int, produce_version: int) -> list[BatchHeader]:
+    """``check_produce_request`` then ``validate_batches``: all of Kafka's header checks."""
+    check_produce_request(buf, produce_version)
+    return validate_batches(buf, max_message_bytes)
+
+
+def validate_batches(buf, max_message_bytes: int) -> list[BatchHeader]:
+    """Kafka's leader-side header checks of magic-2 data, once it reaches the log.
+
+    Mirrors UnifiedLog.analyzeAndValidateRecords (per batch: base offset 0,
+    size vs max.message.bytes, CRC; bytes after the last whole batch are
+    dropped) and LogValidator.validateBatch (one batch; offset range vs count;
+    no control batches from clients; a producer id needs a sequence).  Raises
+    ``RecordError``; returns the headers: one, or none when no whole batch was
+    sent (Produce v0-2 only: Kafka then appends nothing and answers success).
     """
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
     n = len(mv)
-    if produce_version < 3:
-        # Magic 0/1 message sets (and up-conversion) are not supported.
-        if n >= MAGIC_OFFSET + 1 and mv[MAGIC_OFFSET] != 2:
-            raise RecordError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                              f"Produce v{produce_version} message format "
-                              f"(magic {mv[MAGIC_OFFSET]}) is not supported")
-    if n < LOG_OVERHEAD:
-        if produce_version >= 3:
-            raise RecordError(ErrorCode.INVALID_RECORD,
-                              f"Produce requests with version {produce_version} must have "
-                              "at least one record batch per partition")
-        raise RecordError(ErrorCode.CORRUPT_MESSAGE, "record set too short")
     headers: list[BatchHeader] = []
     pos = 0
-    while pos < n:
-        if n - pos < LOG_OVERHEAD:
-            raise RecordError(ErrorCode.CORRUPT_MESSAGE,
-                              f"{n - pos} trailing bytes do not form a batch")
-        length = _INT32.unpack_from(mv, pos + 8)[0]
-        if n - pos > MAGIC_OFFSET:
-            magic = mv[pos + MAGIC_OFFSET]
-            if magic != 2:
-                if produce_version >= 3:
-                    raise RecordError(ErrorCode.INVALID_RECORD,
-                                      f"Produce requests with version {produce_version} are "
-                                      "only allowed to contain record batches with magic "
-                                      "version 2")
-                raise RecordError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                                  f"magic {magic} is not supported")
-        if length < MIN_BATCH_LENGTH:
-            raise RecordError(ErrorCode.CORRUPT_MESSAGE,
-                              f"batch size {LOG_OVERHEAD + length} is less than the "
-                              f"record batch overhead {HEADER_SIZE}")
-        size = LOG_OVERHEAD + length
-        if produce_version >= 3 and pos + size < n:
+    while size := next_entry_size(mv, pos, n):
+        if mv[pos + MAGIC_OFFSET] != 2:  # magic 0/1 sets are up-converted before (legacy.py)
             raise RecordError(ErrorCode.INVALID_RECORD,
-                              f"Produce requests with version {produce_version} are only "
-                              "allowed to contain exactly one record batch per partition")
-        if pos + size > n:
-            raise RecordError(ErrorCode.CORRUPT_MESSAGE,
-                              f"batch of {size} bytes runs past the end of the "
-                              f"{n}-byte record set")
-        h = BatchHeader(*_HEADER.unpack_from(mv, pos), pos)
-        if produce_version >= 3 and h.compression == COMPRESSION_ZSTD and produce_version < 7:
-            raise RecordError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-                              f"Produce requests with version {produce_version} are not "
-                              "allowed to use ZStandard compression")
-        if h.base_offset != 0:
-            raise RecordError(ErrorCode.INVALID_RECORD,
-                              f"The baseOffset of the record batch should be 0, but it is "
-                              f"{h.base_offset}")
-        if size > max_message_bytes:
-            raise RecordError(ErrorCode.MESSAGE_TOO_LARGE,
-                              f"The record batch size {size} bytes exceeds the maximum "
-                              f"allowed {max_message_bytes} (max.message.bytes)")
-        computed = _crc32c.crc32c(mv[pos + CRC_START:pos + size])
-        if computed != h.crc:
-            raise RecordError(ErrorCode.CORRUPT_MESSAGE,
-                              f"Record is corrupt (stored crc = {h.crc}, computed crc = "
-                              f"{computed})")
-        if h.compression > COMPRESSION_ZSTD:
-            raise RecordError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-                              f"Unknown compression type id: {h.compression}")
-        if h.last_offset_delta < 0:
-            raise RecordError(ErrorCode.INVALID_RECORD,
-                              f"Batch has an invalid offset range: [{h.base_offset}, "
-                              f"{h.last_offset}]")
-        if h.records_count <= 0:
-            raise RecordError(ErrorCode.INVALID_RECORD,
-                              f"Invalid reported count for record batch: {h.records_count}")
-        if h.last_offset_delta + 1 != h.records_count:
-            raise RecordError(ErrorCode.INVALID_RECORD,
-                              f"Inconsistent batch offset range [{h.base_offset}, "
-                              f"{h.last_offset}] and count of records {h.records_count}")
-        if h.is_control:
-            raise RecordError(ErrorCode.INVALID_RECORD,
-                              "Clients are not allowed to write control records")
-        if h.has_producer_id and h.base_sequence < 0:
-            raise RecordError(ErrorCode.INVALID_RECORD,
-                              f"Invalid sequence number {h.base_sequence} in record batch "
-                              f"with producerId {h.producer_id}")
-        headers.append(h)
+                              f"Batch magic {mv[pos + MAGIC_OFFSET]} is not the same as the "
+                              "first batch's magic byte 2")
+        headers.append(check_stored_batch(mv, pos, size, max_message_bytes))
         pos += size
+    if len(headers) > 1:
+        raise RecordError(ErrorCode.INVALID_RECORD,
+                          "Compressed outer record has more than one batch")
+    if headers:
+        _check_client_batch(headers[0])
     return headers
+
+
+def check_stored_batch(mv, pos: int, size: int, max_message_bytes: int) -> BatchHeader:
+    """analyzeAndValidateRecords for one v2 batch: base offset, size, CRC."""
+    base_offset = _INT64.unpack_from(mv, pos)[0]
+    if base_offset != 0:
+        raise RecordError(ErrorCode.INVALID_RECORD,
+                          f"The baseOffset of the record batch should be 0, but it is "
+                          f"{base_offset}")
+    if size > max_message_bytes:
+        raise RecordError(ErrorCode.MESSAGE_TOO_LARGE,
+                          f"The record batch size {size} bytes exceeds the maximum "
+                          f"allowed {max_message_bytes} (max.message.bytes)")
+    if size < HEADER_SIZE:
+        raise RecordError(ErrorCode.CORRUPT_MESSAGE,
+                          f"Record batch is corrupt (the size of the batch {size} is smaller "
+                          f"than the minimum allowed overhead {HEADER_SIZE})")
+    h = BatchHeader(*_HEADER.unpack_from(mv, pos), pos)
+    computed = _crc32c.crc32c(mv[pos + CRC_START:pos + size])
+    if computed != h.crc:
+        raise RecordError(ErrorCode.CORRUPT_MESSAGE,
+                          f"Record is corrupt (stored crc = {h.crc}, computed crc = "
+                          f"{computed})")
+    if h.compression > COMPRESSION_ZSTD:
+        raise RecordError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                          f"Unknown compression type id: {h.compression}")
+    return h
+
+
+def _check_client_batch(h: BatchHeader) -> None:
+    """LogValidator.validateBatch for a client's batch."""
+    if h.last_offset_delta < 0:
+        raise RecordError(ErrorCode.INVALID_RECORD,
+                          f"Batch has an invalid offset range: [{h.base_offset}, "
+                          f"{h.last_offset}]")
+    if h.records_count <= 0:
+        raise RecordError(ErrorCode.INVALID_RECORD,
+                          f"Invalid reported count for record batch: {h.records_count}")
+    if h.last_offset_delta + 1 != h.records_count:
+        raise RecordError(ErrorCode.INVALID_RECORD,
+                          f"Inconsistent batch offset range [{h.base_offset}, "
+                          f"{h.last_offset}] and count of records {h.records_count}")
+    if h.is_control:
+        raise RecordError(ErrorCode.INVALID_RECORD,
+                          "Clients are not allowed to write control records")
+    if h.has_producer_id and h.base_sequence < 0:
+        raise RecordError(ErrorCode.INVALID_RECORD,
+                          f"Invalid sequence number {h.base_sequence} in record batch "
+                          f"with producerId {h.producer_id}")
 
 
 def patch_for_append(buf, header: BatchHeader, base_offset: int, leader_epoch: int,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import io
 import struct
+import zlib
 from typing import NamedTuple, Sequence
 
 from kafkapy.protocol.errors import ErrorCode
@@ -75,7 +76,7 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == COMPRESSION_NONE:
         return bytes(data)
     if codec == COMPRESSION_GZIP:
-        return gzip.compress(data)
+        return _gzip(data)
     if codec == COMPRESSION_SNAPPY:
         import snappy
         out = bytearray(_XERIAL_MAGIC)
@@ -86,13 +87,46 @@ def compress(codec: int, data: bytes) -> bytes:
             out += block
         return bytes(out)
     if codec == COMPRESSION_LZ4:
-        import lz4.frame
-        return lz4.frame.compress(bytes(data), block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-                                  content_checksum=False, block_linked=False)
+        return _lz4(data)
     if codec == COMPRESSION_ZSTD:
         import zstandard
         return zstandard.ZstdCompressor().compress(bytes(data))
     raise RecordError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown codec {codec}")
+
+
+# Java's GZIPOutputStream header: no flags, mtime 0, no extra flags, OS unknown (255).
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+
+def _gzip(data) -> bytes:
+    """A gzip stream as Kafka (Java, default level 6) writes it, so batches are byte-identical."""
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = deflate.compress(bytes(data)) + deflate.flush()
+    return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+# KafkaLZ4BlockOutputStream's frame header: independent blocks, no checksums, 64 KB blocks.
+_LZ4_HEADER = bytes.fromhex("04224d18604082")
+_LZ4_BLOCK = 64 * 1024
+_LZ4_UNCOMPRESSED = 0x80000000
+
+
+def _lz4(data) -> bytes:
+    """An LZ4 frame as Kafka 3.8+ writes it (LZ4HC level 9; a block that does not
+    shrink is stored uncompressed), so batches are byte-identical."""
+    import lz4.block
+    out = bytearray(_LZ4_HEADER)
+    data = bytes(data)
+    for i in range(0, len(data), _LZ4_BLOCK):
+        block = data[i:i + _LZ4_BLOCK]
+        packed = lz4.block.compress(block, mode="high_compression", compression=9,
+                                    store_size=False)
+        if len(packed) >= len(block):
+            out += struct.pack("<I", len(block) | _LZ4_UNCOMPRESSED) + block
+        else:
+            out += struct.pack("<I", len(packed)) + packed
+    out += b"\x00\x00\x00\x00"
+    return bytes(out)
 
 
 def decompress(codec: int, data) -> bytes:

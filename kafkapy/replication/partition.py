@@ -1,9 +1,14 @@
 """One partition replica on this broker: its log, leadership and idempotence checks.
 
-The leader appends: validate the batch header (CRC32C, size, magic), check
+The leader appends (the handler has already run Kafka's request-level record
+checks): up-convert a magic 0/1 message set (Produce v0-2) to one v2 batch,
+validate the batch header (CRC32C, size, offsets), on a compacted topic check
+that every record has a key (the only per-record work, done only there), check
 the producer's sequence against the partition's producer state (a duplicate
 is answered with the original offsets), then let the log assign offsets and
-write.  With a single replica the high watermark follows the log end offset;
+write.  Failed appends carry Kafka's log start offset: -1 for the errors Kafka
+answers without looking at the log (corrupt, too large, storage), the log's
+otherwise; only record-level errors carry a message to the client.  With a single replica the high watermark follows the log end offset;
 the replication issue makes it follow the ISR.  A write that fails with an
 OSError takes the log's dir offline (``storage_failed``) and is answered
 KAFKA_STORAGE_ERROR; so is every later request to a partition whose log is
@@ -11,14 +16,22 @@ offline.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from kafkapy import metrics
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory.delayed_fetch import LogOffsetMetadata
-from kafkapy.records.batch import RecordError, read_header, validate_for_append
+from kafkapy.records.batch import RecordError, read_header, validate_batches
+from kafkapy.records.legacy import first_magic, up_convert
+from kafkapy.records.validation import check_keys
+
+# Kafka's ReplicaManager answers these with no log start offset (-1).
+_NO_LOG_START = frozenset({ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE,
+                           ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.KAFKA_STORAGE_ERROR,
+                           ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                           ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 
 @dataclass(slots=True)
@@ -29,6 +42,10 @@ class AppendResult:
     log_start_offset: int = -1
     error_message: str | None = None
     last_offset: int = -1
+    # (batch index, message) per refused record; Kafka then sends error_message too.
+    record_errors: list = field(default_factory=list)
+    # Whether Kafka sends error_message to the client (record errors, txn verification).
+    message_is_public: bool = False
 
 
 class Partition:
@@ -63,23 +80,47 @@ class Partition:
         return hw if unstable is None else min(hw, unstable)
 
     def append_as_leader(self, records: bytes, produce_version: int) -> AppendResult:
-        """Validate one batch and append it (a duplicate answers with its first offsets)."""
+        """Validate one partition's Produce data and append it (a duplicate answers with
+        its first offsets; Produce v0-2 data without a whole batch appends nothing)."""
         log = self.log
         try:
-            header = validate_for_append(memoryview(records), log.config.max_message_bytes,
-                                         produce_version)[0]
+            records, header = self._validated(records, produce_version)
+            if header is None:
+                return AppendResult(0, log_start_offset=log.log_start_offset)
             self._check_online()
             info = log.append_as_leader(records, header, self.leader_epoch)
         except RecordError as err:
-            return AppendResult(err.code, log_start_offset=log.log_start_offset,
-                                error_message=err.message)
+            start = -1 if err.code in _NO_LOG_START else log.log_start_offset
+            return AppendResult(err.code, log_start_offset=start, error_message=err.message,
+                                record_errors=err.record_errors,
+                                message_is_public=bool(err.record_errors))
         except KafkaError as err:
             return AppendResult(err.code, error_message=err.message)
         except OSError as err:
             return self._failed_append(err)
-        if not info.duplicate:  # a retried batch is answered, not written again
-            metrics.PRODUCE_BYTES.inc(len(records))
         return self._appended(info)
+
+    def _validated(self, records, produce_version: int):
+        """(records, header) ready for the log; header None when there is nothing to append."""
+        config = self.log.config
+        compacted = "compact" in config.cleanup_policy
+        mv = memoryview(records)
+        if produce_version < 3 and first_magic(mv) in (0, 1):
+            records = up_convert(mv, config.max_message_bytes,
+                                 config.values.get("compression.type", "producer"), compacted,
+                                 f"{self.topic}-{self.index}")
+            return records, validate_batches(memoryview(records), config.max_message_bytes)[0]
+        headers = validate_batches(mv, config.max_message_bytes)
+        if not headers:
+            return records, None
+        if compacted:
+            check_keys(mv, headers[0], f"{self.topic}-{self.index}")
+        return records, headers[0]
+
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        """Whether ``producer_id`` has an open transaction here (Kafka skips verification)."""
+        entry = self.log.producer_state.last_entry(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0
 
     def append_internal(self, records: bytes) -> AppendResult:
         """Append one batch the broker built itself (coordinator records): no client checks."""

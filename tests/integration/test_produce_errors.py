@@ -67,8 +67,8 @@ def test_unknown_partition(client):
     assert _error(_produce(client, "errors", _batch(), partition=7)) == 3
 
 
-def test_produce_v2_is_rejected_with_unsupported_version(client):
-    assert _error(_produce(client, "errors", _batch(), version=2)) == 35
+def test_produce_v2_with_a_v2_batch_is_accepted_as_kafka_3_9_does(client):
+    assert _error(_produce(client, "errors", _batch(), version=2)) == 0
 
 
 def test_invalid_required_acks(client):

@@ -3,20 +3,32 @@ FindCoordinator(transaction), Fetch read_committed with aborted_transactions.
 
 A producer id from InitProducerId (no transactional id) writes a transactional
 batch; WriteTxnMarkers v1 then aborts it exactly as a remote coordinator would.
+The broker runs with transaction.partition.verification.enable=false: with it on,
+Kafka 3.9 (and kafkapy) refuse a transactional batch its coordinator does not know.
 """
 from __future__ import annotations
 
 import time
 
+import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.record import build_batch
+from tests.broker_process import BrokerProcess
 from tests.integration.wire import WireClient
 
 Produce, Fetch, Markers, Describe = REQUESTS[0], REQUESTS[1], REQUESTS[27], REQUESTS[61]
 TOPIC = "txn-wire"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("broker") / "logs", overrides={
+        "transaction.partition.verification.enable": "false"}).start()
+    yield b
+    b.stop()
 
 
 def _produce(client, records: bytes):
