@@ -11,15 +11,21 @@ offset.metadata.max.bytes -> OFFSET_METADATA_TOO_LARGE.
 v0 commits go where Kafka 3.9 in ZooKeeper mode puts them: the metadata store
 (``/consumers/<group>/offsets/<topic>/<partition>``, see
 ``kafkapy.coordinator.group.zk_offsets``), not the group coordinator; only
-OffsetFetch v0 reads them back.  The metadata is checked for size, not kept.
+OffsetFetch v0 reads them back.  The metadata is checked for size, not kept; a
+commit the store refuses (an empty group id is an illegal znode path) answers
+UNKNOWN_SERVER_ERROR, as Kafka's ZooKeeper write does.
 """
 from __future__ import annotations
+
+import structlog
 
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
 from kafkapy.coordinator.group.zk_offsets import store_offset
 from kafkapy.handlers._groups import coordinator
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
+
+_log = structlog.get_logger("kafkapy.handlers.offset_commit")
 
 API_KEY = 8
 MIN_VERSION = 0
@@ -67,8 +73,19 @@ def _commit_to_store(ctx, request):
             elif p.committed_metadata is not None and len(p.committed_metadata) > limit:
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
-                store_offset(broker.store, request.group_id, *tp, p.committed_offset)
+                errors[tp] = _store(broker, request.group_id, tp, p.committed_offset)
     return ctx.response(throttle_time_ms=0, topics=_topics(request, errors))
+
+
+def _store(broker, group_id: str, tp, offset: int) -> int:
+    try:
+        store_offset(broker.store, group_id, *tp, offset)
+    except Exception:  # noqa: BLE001 - Kafka answers any failure here UNKNOWN_SERVER_ERROR
+        # e.g. an empty group id makes an illegal znode path, as in ZooKeeper.
+        _log.warning("v0 offset commit failed", group_id=group_id, topic=tp[0],
+                     partition=tp[1], exc_info=True)
+        return ErrorCode.UNKNOWN
+    return 0
 
 
 def _topics(request, errors):

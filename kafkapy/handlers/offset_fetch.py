@@ -51,8 +51,13 @@ def _fetch_from_store(ctx, request):
     broker = ctx.broker
     found = []
     for tp in _asked(request.topics):
-        offset = (read_offset(broker.store, request.group_id, *tp)
-                  if broker.cache.partition(*tp) is not None else None)
+        try:
+            offset = (read_offset(broker.store, request.group_id, *tp)
+                      if broker.cache.partition(*tp) is not None else None)
+        except Exception:  # noqa: BLE001 - Kafka answers any failure UNKNOWN_SERVER_ERROR
+            # e.g. an empty group id makes an illegal znode path, as in ZooKeeper.
+            found.append((tp, None, ErrorCode.UNKNOWN))
+            continue
         found.append((tp, _StoredOffset(offset), 0) if offset is not None
                      else (tp, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     return ctx.response(topics=_nest(found, _Topic, _Partition))

@@ -114,6 +114,12 @@ def test_offset_commit_v0_answers_refused_partitions_first(wire):
         (TOPIC, 0, ErrorCode.OFFSET_METADATA_TOO_LARGE)]
 
 
+def test_offset_commit_and_fetch_v0_with_an_empty_group_id(wire):
+    # Kafka's ZooKeeper path /consumers//offsets/... is illegal: UNKNOWN_SERVER_ERROR.
+    assert _commit(wire, 0, "", [(TOPIC, 0, 1, None)]) == [(TOPIC, 0, ErrorCode.UNKNOWN)]
+    assert _fetch(wire, 0, "", [0]) == [(0, -1, "", ErrorCode.UNKNOWN)]
+
+
 def test_create_topics_v0_v1_and_delete_topics_v0(wire):
     def create(version, name, **extra):
         r = wire.request(19, version, **fields(19, topics=[dict(
