@@ -218,6 +218,14 @@ def test_bytes_after_a_compressed_stream_are_refused(impl):
         assert check(craft.assemble(payload, 2, attributes=codec)).error_code == -1
 
 
+def test_several_gzip_members_and_zstd_frames_pass(impl):
+    # Java's GZIPInputStream and ZstdInputStream read across members / frames.
+    first, second = craft.records(2), craft.record(2, 2) + craft.record(3, 3)
+    for codec in (craft.GZIP, craft.ZSTD):
+        payload = craft.compress(codec, first) + craft.compress(codec, second)
+        assert check(craft.assemble(payload, 4, attributes=codec)).ok
+
+
 def test_accepts_bytes_bytearray_and_memoryview(impl):
     batch = craft.plain(craft.records(4), 4, craft.LZ4)
     framed = b"junk" + batch + b"tail"
