@@ -14,11 +14,15 @@ formatter through its ``foreign_pre_chain``.  So:
   items (``kafkapy.log.levels=kazoo=WARN,kafkapy.server=DEBUG``), a logger's level covering
   its children as in log4j.  Both act on structlog and stdlib loggers alike, because the
   stdlib logger of the same name decides;
-- ``configure_logging`` may run more than once (start-up logs config warnings before the
-  configured format is known): each call replaces the previous handler.
+- ``configure_logging`` may run more than once; each call replaces the previous handler.
+  ``fmt=None`` holds records back instead (start-up, while the config that names the format
+  is being read): the next call writes them in its format, so config warnings of a JSON
+  broker are JSON too; records still held when the process exits (a config error) are
+  written in the console layout then.
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import sys
 import threading
@@ -71,15 +75,28 @@ def _valid(parse, value) -> bool:
     return True
 
 
-def configure_logging(fmt: str = "console", level: str = "INFO",
+class _Hold(logging.Handler):
+    """Keeps records until the format is known (``configure_logging(None)``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def configure_logging(fmt: str | None = "console", level: str = "INFO",
                       levels: list[str] | None = None) -> None:
-    """Route all logging to one stderr handler in ``fmt`` ("console" or "json")."""
+    """Route all logging to one stderr handler in ``fmt`` ("console" or "json"; None holds
+    records for the next call, see the module doc)."""
     root_level = level_number(level)
     named = parse_logger_levels(levels)
     logging.addLevelName(TRACE, "TRACE")
-    _install_handler(fmt, root_level)
+    held = _install_handler(fmt, root_level)
     for name, value in named.items():
         logging.getLogger(name).setLevel(value)
+    _replay(held)
     lowest = min([root_level, *named.values()])
     structlog.configure(
         processors=[structlog.stdlib.filter_by_level, *_shared_chain(),
@@ -106,7 +123,12 @@ def _shared_chain() -> list:
             structlog.processors.StackInfoRenderer()]
 
 
-def _install_handler(fmt: str, root_level: int) -> None:
+def _install_handler(fmt: str | None, root_level: int) -> list[logging.LogRecord]:
+    """Install the handler for ``fmt``; returns the records an earlier hold kept."""
+    if fmt is None:
+        handler = _Hold()
+        atexit.register(_release, handler)
+        return _replace_root_handlers(handler, root_level)
     if fmt == "json":
         render = [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
     else:
@@ -117,13 +139,35 @@ def _install_handler(fmt: str, root_level: int) -> None:
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *render])
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(formatter)
+    return _replace_root_handlers(handler, root_level)
+
+
+def _replace_root_handlers(handler: logging.Handler, root_level: int) -> list:
     root = logging.getLogger()
+    held = []
     # Any handler, ours from an earlier call or logging.basicConfig's, would write
     # lines in another layout.
     for old in list(root.handlers):
+        if isinstance(old, _Hold):
+            held += old.records
+            old.records = []
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(root_level)
+    return held
+
+
+def _replay(records: list[logging.LogRecord]) -> None:
+    """Held records through the new handler, if their logger's level lets them pass now."""
+    for record in records:
+        if logging.getLogger(record.name).isEnabledFor(record.levelno):
+            logging.getLogger().handle(record)
+
+
+def _release(hold: _Hold) -> None:
+    """At exit: records a hold still keeps (no format was ever configured), as console lines."""
+    if hold.records and hold in logging.getLogger().handlers:
+        configure_logging("console")
 
 
 def _log_uncaught(exc_type, exc_value, exc_traceback) -> None:

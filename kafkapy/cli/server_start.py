@@ -32,7 +32,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
-    configure_logging("console")
+    configure_logging(None)  # held until the config names the format
     log = structlog.get_logger("kafkapy")
     try:
         props = load_properties(args.properties)

@@ -3,7 +3,7 @@
 ZooKeeper mode brings kazoo, a library logging through plain ``logging``, so these tests see
 both kinds of logger.  With ``kafkapy.log.format=json`` every line the process writes (stdout
 and stderr together, start-up to clean shutdown) must be one JSON object; kazoo's lines
-among them.  ``kafkapy.log.level`` and ``kafkapy.log.levels`` decide which lines appear, for
+among them, and the warnings given while the config naming the format was being read.  ``kafkapy.log.level`` and ``kafkapy.log.levels`` decide which lines appear, for
 kafkapy's structlog loggers and kazoo's alike.  A bad level stops start-up with a config
 error naming the key.
 """
@@ -37,12 +37,14 @@ def run_broker_lines(tmp_path, zk_connect: str, **overrides: str) -> list[dict]:
 
 
 def test_json_format_puts_every_line_kazoos_included_in_json(tmp_path, zk_connect):  # noqa: F811
-    entries = run_broker_lines(tmp_path, zk_connect)
+    # An unknown key is warned about while the config, format included, is being read.
+    entries = run_broker_lines(tmp_path, zk_connect, **{"no.such.key": "1"})
     assert all({"event", "level", "logger", "timestamp"} <= entry.keys() for entry in entries)
     loggers = {entry["logger"] for entry in entries}
     assert any(name.startswith("kazoo") for name in loggers), loggers
     events = [entry["event"] for entry in entries]
     assert "kafkapy broker started" in events and "shut down cleanly" in events
+    assert "config.unknown_key" in events
     # The default root level is INFO: no debug line from anyone.
     assert {entry["level"] for entry in entries} <= {"info", "warning", "error", "critical"}
 

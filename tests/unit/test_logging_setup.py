@@ -75,3 +75,29 @@ def test_every_line_is_json_and_levels_apply_per_logger():
     assert "ZeroDivisionError" in handled["exception"]
     assert (uncaught["event"], uncaught["level"]) == ("uncaught exception", "critical")
     assert "RuntimeError: not handled" in uncaught["exception"]
+
+
+HELD = textwrap.dedent("""
+    import structlog
+    from kafkapy.logging_setup import configure_logging
+    configure_logging(None)
+    structlog.get_logger("kafkapy").warning("while reading the config", key="x")
+    structlog.get_logger("kafkapy").debug("below the root level")
+    {then}
+""")
+
+
+def test_held_records_take_the_format_configured_next():
+    result = subprocess.run([sys.executable, "-c", HELD.format(then='configure_logging("json")')],
+                            capture_output=True, text=True, timeout=60)
+    [entry] = [json.loads(line) for line in result.stderr.splitlines()]
+    assert (entry["event"], entry["level"], entry["key"]) == (
+        "while reading the config", "warning", "x")
+
+
+def test_held_records_are_written_at_exit_when_no_format_came():
+    result = subprocess.run([sys.executable, "-c", HELD.format(then="raise SystemExit(1)")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert "while reading the config" in line and "key=x" in line
