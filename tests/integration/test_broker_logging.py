@@ -3,8 +3,9 @@
 ZooKeeper mode brings kazoo, a library logging through plain ``logging``, so these tests see
 both kinds of logger.  With ``kafkapy.log.format=json`` every line the process writes (stdout
 and stderr together, start-up to clean shutdown) must be one JSON object; kazoo's lines
-among them, and the warnings given while the config naming the format was being read.  ``kafkapy.log.level`` and ``kafkapy.log.levels`` decide which lines appear, for
-kafkapy's structlog loggers and kazoo's alike.  A bad level stops start-up with a config
+among them, and the warnings given while the config naming the format was being read.
+``kafkapy.log.level`` and ``kafkapy.log.levels`` decide which lines appear, for kafkapy's
+structlog loggers and kazoo's alike.  A bad level stops start-up with a config
 error naming the key.
 """
 from __future__ import annotations
