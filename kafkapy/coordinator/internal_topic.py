@@ -37,7 +37,9 @@ def coordinator_node(broker, topic: str, partition: int):
     """(error, node): the BrokerEndpoint leading ``partition`` of ``topic``."""
     state = broker.cache.partition(topic, partition)
     node = broker.cache.brokers.get(state.leader) if state is not None else None
-    if node is None:
+    local = broker.replica_manager.partitions.get((topic, partition))
+    if node is None or (local is not None and local.log.offline):
+        # An offline log dir leaves the partition without a leader, as in Kafka.
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
     return 0, node
 

@@ -20,15 +20,18 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests.broker_process import ROOT, BrokerProcess, free_port
 from tests.clients.common import produce_values, read_values
+from kafkapy.coordinator.group.hashing import partition_for
 from kafkapy.protocol.messages import REQUESTS
 from tests.integration.wire import WireClient
 from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
-KAFKA_STORAGE_ERROR, LEADER_NOT_AVAILABLE = 56, 5
+KAFKA_STORAGE_ERROR, LEADER_NOT_AVAILABLE, COORDINATOR_NOT_AVAILABLE = 56, 5, 15
+OFFSETS_PARTITIONS = 50   # offsets.topic.num.partitions, Kafka's default
 KAFKA_KRAFT_SAMPLES = ROOT.parent / "shared" / "kafka_2.13-3.9.0" / "config" / "kraft"
 # Not a timing assertion: a broker that wrongly starts instead of failing runs until
 # killed, and the test must then fail rather than hang.
@@ -204,6 +207,52 @@ def test_a_partition_of_a_dir_gone_offline_stays_offline_until_it_is_back(tmp_pa
         assert _read(broker.bootstrap, "kept", gone) == values[gone]
         _produce(broker.bootstrap, "kept", gone, [b"again"])
         assert _read(broker.bootstrap, "kept", gone) == values[gone] + [b"again"]
+        assert broker.stop() == 0, broker.output()
+    finally:
+        broker.kill()
+
+
+def _consumer(bootstrap: str, group: str) -> KafkaConsumer:
+    return KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+
+
+def _coordinator_error(bootstrap: str, group: str) -> int:
+    client = WireClient(bootstrap)
+    try:
+        return client.request(10, 1, key=group, key_type=0).error_code
+    finally:
+        client.close()
+
+
+def test_a_group_whose_offsets_partition_is_offline_has_no_coordinator(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    broker = BrokerProcess(first, overrides={"log.dirs": f"{first},{second}"}).start()
+    tp = TopicPartition("orders", 0)
+    try:
+        _produce(broker.bootstrap, "orders", 0, [b"a", b"b", b"c"])
+        probe = _consumer(broker.bootstrap, "probe")   # creates __consumer_offsets
+        probe.commit({tp: OffsetAndMetadata(1, None)})
+        probe.close()
+        in_second = {int(p.name.rsplit("-", 1)[1]) for p in second.iterdir()
+                     if p.name.startswith("__consumer_offsets-")}
+        group = next(g for g in (f"group-{i}" for i in range(1000))
+                     if partition_for(g, OFFSETS_PARTITIONS) in in_second)
+        consumer = _consumer(broker.bootstrap, group)
+        consumer.commit({tp: OffsetAndMetadata(3, None)})
+        consumer.close()
+        assert broker.stop() == 0, broker.output()
+        second.rename(tmp_path / "second.away")
+        second.write_text("the disk is not mounted\n")
+        broker.start()
+        # Not a coordinator with no offsets (consumers would start over): none at all.
+        assert _coordinator_error(broker.bootstrap, group) == COORDINATOR_NOT_AVAILABLE
+        assert broker.stop() == 0, broker.output()
+        second.unlink()
+        (tmp_path / "second.away").rename(second)
+        broker.start()
+        consumer = _consumer(broker.bootstrap, group)
+        assert consumer.committed(tp) == 3
+        consumer.close()
         assert broker.stop() == 0, broker.output()
     finally:
         broker.kill()

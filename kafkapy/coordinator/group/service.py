@@ -85,7 +85,7 @@ class GroupService:
 
     def _load(self, index: int) -> None:
         partition = self._broker.replica_manager.partitions.get((OFFSETS_TOPIC, index))
-        if partition is None:
+        if partition is None or partition.log.offline:   # its dir was offline at start-up
             return
         self.coordinator.begin_loading(index)
 

@@ -170,7 +170,7 @@ class TransactionService:
 
     def _load(self, index: int, coordinator_epoch: int) -> None:
         partition = self._broker.replica_manager.partitions.get((TRANSACTION_TOPIC, index))
-        if partition is None:
+        if partition is None or partition.log.offline:   # its dir was offline at start-up
             return
         self.coordinator.begin_loading(index, coordinator_epoch)
 
