@@ -51,10 +51,14 @@ _RecordError = _PartitionResponse.BatchIndexAndErrorMessage
 
 def handle(ctx, request):
     transactional_id = request.transactional_id if ctx.api_version >= 3 else None
-    if _has_transactional_records(request) and (
-            transactional_id is None or not ctx.broker.transactions_enabled):
-        return _all_failed(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    if transactional_id is not None and not ctx.broker.transactions_enabled:
+    if any(p.records is None for t in request.topic_data for p in t.partition_data):
+        # Kafka 3.9 fails with a NullPointerException and never answers such a request (the
+        # connection stalls); closing it is the same outcome without holding it open.
+        raise CloseConnection("null records")
+    transactional = _has_transactional_records(request)
+    if (transactional and transactional_id is None) or (
+            (transactional or transactional_id is not None)
+            and not ctx.broker.transactions_enabled):
         return _all_failed(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     results = _append(ctx, request, transactional_id)
     acks = request.acks
@@ -73,7 +77,7 @@ def _has_transactional_records(request) -> bool:
     for topic_data in request.topic_data:
         for part in topic_data.partition_data:
             records = part.records
-            if (records is not None and len(records) > _ATTRIBUTES_AT + 1
+            if (len(records) > _ATTRIBUTES_AT + 1
                     and records[MAGIC_OFFSET] == 2
                     and records[_ATTRIBUTES_AT + 1] & ATTR_TRANSACTIONAL):
                 return True
@@ -104,10 +108,6 @@ def _request_error(ctx, name: str, part, version: int) -> AppendResult | None:
     """KafkaApis' per-partition checks before the replica manager: unknown topic, records."""
     if ctx.broker.cache.partition(name, part.index) is None:
         return AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if part.records is None:
-        # Kafka 3.9 fails with a NullPointerException and never answers this request (the
-        # connection stalls); closing it is the same outcome without holding it open.
-        raise CloseConnection(f"null records for {name}-{part.index}")
     try:
         check_produce_request(part.records, version)
     except RecordError as err:
