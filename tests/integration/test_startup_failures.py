@@ -16,7 +16,6 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
