@@ -20,11 +20,13 @@ from kafkapy.controller.assignment import assign_replicas
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
 from kafkapy.metadata.ephemeral import claim
+from kafkapy.metadata.store import CreateOp
 from kafkapy.metadata.topics import (
     collision_key, invalid_topic_reason, new_topic_id, parse_topic_id, topic_id_text)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 _log = structlog.get_logger("kafkapy.controller")
+_OPS_PER_MULTI = 1000
 
 TopicListener = Callable[[str, "TopicMetadata | None"], None]
 
@@ -105,10 +107,11 @@ class Controller:
         if name in self._cache.topics:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         key = collision_key(name)
-        for existing in self._cache.topics:
-            if collision_key(existing) == key:
-                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                 f"Topic '{name}' collides with existing topic: {existing}")
+        colliding = [t for t in self._cache.topics if collision_key(t) == key]
+        if colliding:
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                             f"Topic '{name}' collides with existing topics: "
+                             f"{', '.join(colliding)}")
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      assignments: dict[int, list[int]] | None = None,
@@ -130,8 +133,7 @@ class Controller:
             return topic
         self._write_configs(name, configs)
         self._write_assignment(topic)
-        for state in topic.partitions.values():
-            self._write_partition_state(name, state)
+        self._write_new_partition_states(name, topic.partitions.values())
         self._cache.put_topic(topic)
         _log.info("created topic", topic=name, partitions=len(assignment),
                   replication_factor=len(next(iter(assignment.values()))))
@@ -209,6 +211,28 @@ class Controller:
         self._put(paths.partition_state_path(name, state.partition), paths.encode_partition_state(
             state.leader, state.leader_epoch, state.isr, self.epoch))
 
+    def _write_new_partition_states(self, name: str, states) -> None:
+        """The znodes of new partitions (``partitions/N`` and its ``state``) in one store
+        transaction per ``_OPS_PER_MULTI``: one write of the embedded store's file, one
+        ZooKeeper round trip, where a write per znode made a topic of thousands of
+        partitions stall the broker for seconds.  ZooKeeper bounds one request at
+        jute.maxbuffer (1 MiB), hence the chunks."""
+        ops = []
+        if not self._store.exists(paths.topic_partitions_path(name)):
+            ops.append(CreateOp(paths.topic_partitions_path(name)))
+        for state in states:
+            payload = paths.encode_partition_state(state.leader, state.leader_epoch, state.isr,
+                                                   self.epoch)
+            ops.append(CreateOp(paths.topic_partition_path(name, state.partition)))
+            ops.append(CreateOp(paths.partition_state_path(name, state.partition), payload))
+        for start in range(0, len(ops), _OPS_PER_MULTI):
+            chunk = ops[start:start + _OPS_PER_MULTI]
+            try:
+                self._store.multi(chunk)
+            except NodeExistsError:     # left over from an earlier incarnation: one by one
+                for op in chunk:
+                    self._put(op.path, op.data)
+
     def _put(self, path: str, payload: bytes) -> None:
         if self._store.exists(path):
             self._store.set(path, payload)
@@ -243,8 +267,7 @@ class Controller:
             topic.partitions[index] = PartitionState(index, replicas, replicas[0], 0,
                                                      list(replicas), self.epoch)
         self._write_assignment(topic)
-        for index in new:
-            self._write_partition_state(name, topic.partitions[index])
+        self._write_new_partition_states(name, (topic.partitions[i] for i in new))
         _log.info("added partitions", topic=name, count=count)
         self._notify(name, topic)
 

@@ -85,10 +85,20 @@ def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
         if value is None:
             raise KafkaError(ErrorCode.INVALID_CONFIG,
                              f"Null value not supported for topic configs: {key}")
-    if validate_only:
-        broker._validate_topic_configs(configs)
-        return
-    broker.controller.alter_topic_configs(name, dict(configs))
+    try:
+        if validate_only:
+            broker._validate_topic_configs(configs)
+            return
+        broker.controller.alter_topic_configs(name, dict(configs))
+    except KafkaError as err:
+        # A value its ConfigDef refuses is a ConfigException in Kafka, which
+        # ZkAdminManager reports naming the resource; other refusals it passes as they are.
+        if err.code == ErrorCode.INVALID_CONFIG and (err.message or "").startswith(
+                "Invalid value "):
+            raise KafkaError(err.code, f"Invalid config value for resource "
+                                       f"ConfigResource(type=TOPIC, name='{name}'): "
+                                       f"{err.message}") from err
+        raise
 
 
 def check_broker_change(broker, name: str, keys: list[str]) -> None:
@@ -106,8 +116,7 @@ def check_broker_change(broker, name: str, keys: list[str]) -> None:
     static = [k for k in keys if k not in unknown and not BROKER_CONFIGS[k].dynamic]
     if static:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Invalid config value for resource {resource}: Cannot update these "
-                         f"configs dynamically: Set({', '.join(static)})")
+                         f"Cannot update these configs dynamically: Set({', '.join(static)})")
     raise KafkaError(ErrorCode.INVALID_REQUEST,
                      f"Invalid config value for resource {resource}: dynamic broker configs "
                      f"are not supported by this broker; set them in server.properties "

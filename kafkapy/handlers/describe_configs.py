@@ -4,12 +4,16 @@ Versions 0-4 (Kafka 3.9; v0 answers is_default, left false as Kafka does,
 instead of the config source).  Resource types: TOPIC (2) and BROKER
 (4; the name is this broker's id, or empty for cluster-wide defaults);
 BROKER_LOGGER (8, named by this broker's id) answers an empty list.
-``configuration_keys`` null or empty means every key.  Unknown topic ->
+CLIENT_METRICS (16) is INVALID_REQUEST, as in Kafka's ZooKeeper mode.
+``configuration_keys`` null or empty means every key.  An illegal topic name ->
+INVALID_TOPIC_EXCEPTION with Kafka's reason; unknown topic ->
 UNKNOWN_TOPIC_OR_PARTITION with an empty message; another broker's id
-or a bad name -> INVALID_REQUEST; other types -> INVALID_REQUEST.
+or a bad name -> INVALID_REQUEST; any other resource type makes the whole
+request INVALID_REQUEST (every resource, Kafka's default message).
 """
 from __future__ import annotations
 
+from kafkapy.metadata.topics import invalid_topic_reason
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -17,7 +21,11 @@ API_KEY = 32
 MIN_VERSION = 0
 MAX_VERSION = 4
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS = 2, 4, 8, 16
+_KNOWN_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS)
+_INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or "
+    "the message was sent to an incompatible broker. See the broker logs for more details.")
 
 _R = RESPONSES[API_KEY]
 _Result = _R.DescribeConfigsResult
@@ -26,6 +34,11 @@ _Synonym = _Entry.DescribeConfigsSynonym
 
 
 def handle(ctx, request):
+    if any(r.resource_type not in _KNOWN_TYPES for r in request.resources):
+        # Kafka refuses the whole request: every resource gets the error.
+        return ctx.response(throttle_time_ms=0, results=[
+            _failed(r, ErrorCode.INVALID_REQUEST, _INVALID_REQUEST_MESSAGE)
+            for r in request.resources])
     results = [_describe(ctx, request, r) for r in request.resources]
     return ctx.response(throttle_time_ms=0, results=results)
 
@@ -37,11 +50,17 @@ def _describe(ctx, request, resource):
     synonyms = bool(request.include_synonyms)
     docs = bool(request.include_documentation)
     if kind == TOPIC:
+        reason = invalid_topic_reason(name)
+        if reason:
+            return _failed(resource, ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
         topic = broker.cache.topic(name)
         if topic is None:
             return _failed(resource, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
         entries = broker.describe_topic_configs(topic.configs, keys, synonyms, docs)
     elif kind == BROKER:
+        if name and not name.lstrip("-").isdigit():
+            return _failed(resource, ErrorCode.INVALID_REQUEST,
+                           f"Broker id must be an integer, but it is: {name}")
         if name not in ("", str(broker.node_id)):
             return _failed(resource, ErrorCode.INVALID_REQUEST,
                            f"Unexpected broker id, expected {broker.node_id} or empty string, "
@@ -50,13 +69,19 @@ def _describe(ctx, request, resource):
     elif kind == BROKER_LOGGER:
         if not name:
             return _failed(resource, ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+        if not name.lstrip("-").isdigit():
+            return _failed(resource, ErrorCode.INVALID_REQUEST,
+                           f"Broker id must be an integer, but it is: {name}")
         if name != str(broker.node_id):
             return _failed(resource, ErrorCode.INVALID_REQUEST,
                            f"Unexpected broker id, expected {broker.node_id} but received {name}")
         entries = []
+    elif name:  # CLIENT_METRICS, which Kafka serves only in KRaft mode
+        return _failed(resource, ErrorCode.INVALID_REQUEST,
+                       "Config type client-metrics is only supported on KRaft clusters")
     else:
         return _failed(resource, ErrorCode.INVALID_REQUEST,
-                       f"Unsupported resource type {kind}")
+                       "Client metrics subscription name must not be empty")
     # Kafka leaves the message at its schema default, "", without an error.
     return _Result(error_code=0, error_message="", resource_type=kind, resource_name=name,
                    configs=[_entry(e, synonyms) for e in entries])

@@ -20,17 +20,17 @@ _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
 def invalid_topic_reason(name: str | None) -> str | None:
-    """Why ``name`` is not a legal topic name, or None when it is."""
+    """Why ``name`` is not a legal topic name (Kafka 3.9's Topic.validate message), or None."""
     if not name:
-        return "Topic name is illegal, it can't be empty"
+        return "Topic name is invalid: the empty string is not allowed"
     if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
+        return f"Topic name is invalid: '{name}' is not allowed"
     if len(name) > MAX_NAME_LENGTH:
-        return (f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} "
-                "characters, topic name: " + name)
+        return (f"Topic name is invalid: the length of '{name}' is longer than the max "
+                f"allowed length {MAX_NAME_LENGTH}")
     if not _LEGAL.match(name):
-        return (f"Topic name \"{name}\" is illegal, it contains a character other than "
-                "ASCII alphanumerics, '.', '_' and '-'")
+        return (f"Topic name is invalid: '{name}' contains one or more characters other "
+                "than ASCII alphanumerics, '.', '_' and '-'")
     return None
 
 

@@ -377,3 +377,53 @@ def test_describe_producers_messages(wire):
         ("no-such-topic", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
          "This server does not host this topic-partition.")]
     assert got[2][:2] == ("bad name!", ErrorCode.INVALID_TOPIC_EXCEPTION)
+
+
+def test_config_messages(wire):
+    def alter(name, value):
+        r = wire.request(33, 2, **fields(33, resources=[dict(
+            resource_type=2, resource_name=TOPIC, configs=[dict(name=name, value=value)])],
+            validate_only=True))
+        return r.responses[0].error_code, r.responses[0].error_message
+    # A value the config definition refuses names the resource; an unknown key does not.
+    assert alter("retention.ms", "abc") == (
+        ErrorCode.INVALID_CONFIG, f"Invalid config value for resource ConfigResource("
+        f"type=TOPIC, name='{TOPIC}'): Invalid value abc for configuration retention.ms: "
+        f"Not a number of type LONG")
+    assert alter("bogus.key", "1") == (ErrorCode.INVALID_CONFIG,
+                                       "Unknown topic config name: bogus.key")
+    r = wire.request(32, 4, **fields(32, resources=[
+        dict(resource_type=4, resource_name="x", configuration_keys=None),
+        dict(resource_type=16, resource_name="sub", configuration_keys=None),
+        dict(resource_type=2, resource_name="bad name!", configuration_keys=None)],
+        include_synonyms=False, include_documentation=False))
+    assert [(x.error_code, x.error_message) for x in r.results] == [
+        (ErrorCode.INVALID_REQUEST, "Broker id must be an integer, but it is: x"),
+        (ErrorCode.INVALID_REQUEST,
+         "Config type client-metrics is only supported on KRaft clusters"),
+        (ErrorCode.INVALID_TOPIC_EXCEPTION,
+         "Topic name is invalid: 'bad name!' contains one or more characters other than "
+         "ASCII alphanumerics, '.', '_' and '-'")]
+    # A type Kafka cannot name fails the whole request, the good resource too.
+    r = wire.request(32, 4, **fields(32, resources=[
+        dict(resource_type=3, resource_name="x", configuration_keys=None),
+        dict(resource_type=2, resource_name=TOPIC, configuration_keys=None)],
+        include_synonyms=False, include_documentation=False))
+    assert [x.error_code for x in r.results] == [ErrorCode.INVALID_REQUEST] * 2
+    assert all(not x.configs for x in r.results)
+
+
+def test_illegal_topic_names_get_kafka_3_9_reasons(wire):
+    def create(name):
+        r = wire.request(19, 7, **fields(19, topics=[dict(
+            name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+            timeout_ms=10000, validate_only=True))
+        return r.topics[0].error_code, r.topics[0].error_message
+    assert create("") == (ErrorCode.INVALID_TOPIC_EXCEPTION,
+                          "Topic name is invalid: the empty string is not allowed")
+    assert create("..") == (ErrorCode.INVALID_TOPIC_EXCEPTION,
+                            "Topic name is invalid: '..' is not allowed")
+    assert create("x" * 250) == (
+        ErrorCode.INVALID_TOPIC_EXCEPTION,
+        f"Topic name is invalid: the length of '{'x' * 250}' is longer than the max allowed "
+        f"length 249")
