@@ -98,6 +98,8 @@ class Partition:
             return AppendResult(err.code, error_message=err.message)
         except OSError as err:
             return self._failed_append(err)
+        if not info.duplicate:  # a retried batch is answered, not written again
+            metrics.PRODUCE_BYTES.inc(len(records))
         return self._appended(info)
 
     def _validated(self, records, produce_version: int):
