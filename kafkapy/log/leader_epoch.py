@@ -4,6 +4,11 @@ On disk: the checkpoint format (see ``checkpoint.py``) with ``<epoch>
 <start offset>`` lines.  Invariant: entries strictly increase in both epoch and
 start offset; each is the first offset written under that epoch.  Answers
 OffsetForLeaderEpoch (``end_offset_for``).
+
+A new epoch is written to the file at once but not fsynced (as Kafka since
+KAFKA-15046): log recovery rebuilds the entries from the batches' leader epochs,
+and ``flush()`` (the log's flush) makes the file durable.  Truncations are fsynced
+at once, since recovery could not undo a stale entry.
 """
 from __future__ import annotations
 
@@ -21,14 +26,16 @@ class LeaderEpochCache:
         self.path = os.path.join(dir_path, LEADER_EPOCH_CHECKPOINT) if dir_path else None
         self.entries: list[tuple[int, int]] = (
             read_leader_epoch_checkpoint(self.path) if self.path else [])
+        self._unsynced = False
 
     @property
     def latest_epoch(self) -> int | None:
         return self.entries[-1][0] if self.entries else None
 
-    def _persist(self) -> None:
+    def _persist(self, fsync: bool = True) -> None:
         if self.path is not None:
-            write_leader_epoch_checkpoint(self.path, self.entries)
+            write_leader_epoch_checkpoint(self.path, self.entries, fsync)
+            self._unsynced = not fsync
 
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that ``epoch`` starts at ``start_offset``; True if the cache changed."""
@@ -38,9 +45,10 @@ class LeaderEpochCache:
             last_epoch, last_start = self.entries[-1]
             if last_epoch == epoch and start_offset >= last_start:
                 return False
-        self.entries = [(e, o) for e, o in self.entries if e < epoch and o < start_offset]
-        self.entries.append((epoch, start_offset))
-        self._persist()
+        kept = [(e, o) for e, o in self.entries if e < epoch and o < start_offset]
+        truncated = len(kept) < len(self.entries)
+        self.entries = kept + [(epoch, start_offset)]
+        self._persist(fsync=truncated)
         return True
 
     def truncate_from_end(self, end_offset: int) -> None:
@@ -77,4 +85,6 @@ class LeaderEpochCache:
         return floor[-1][0], higher[1]
 
     def flush(self) -> None:
-        self._persist()
+        """Make the file durable if an assign left it unsynced."""
+        if self._unsynced:
+            self._persist()

@@ -90,6 +90,7 @@ class Log:
         self.producer_state = ProducerStateManager(dir_path)
         self.leader_epoch_cache = LeaderEpochCache(None)
         self.topic_id: str | None = None
+        self._topic_id_unsaved = False
         self.recovered_bytes_truncated = 0
         self.offline = False    # set by LogManager.fail_dir: its dir had an I/O error
         self._closed = False
@@ -114,8 +115,8 @@ class Log:
         stored_id = read_partition_metadata(dir_path)
         if topic_id is not None:
             if stored_id is None:
-                write_partition_metadata(dir_path, topic_id)
-                stored_id = topic_id
+                log.record_topic_id(topic_id)
+                return log
             elif stored_id != topic_id:
                 log.close()
                 raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID,
@@ -434,8 +435,21 @@ class Log:
 
     # ---------------------------------------------------------------- flush / config
 
+    def record_topic_id(self, topic_id: str) -> None:
+        """Take the topic id; ``partition.metadata`` is written (fsynced) by the next flush
+        or the close, off the request path, as Kafka's PartitionMetadataFile.maybeFlush.
+        A crash before that leaves no file, and the id is recorded again at the next load."""
+        self.topic_id = topic_id
+        self._topic_id_unsaved = True
+
+    def _save_topic_id(self) -> None:
+        if self._topic_id_unsaved:
+            write_partition_metadata(self.dir, self.topic_id)
+            self._topic_id_unsaved = False
+
     def flush(self, up_to_offset: int | None = None) -> None:
         """fsync segments holding offsets in [recovery_point, up_to_offset)."""
+        self._save_topic_id()
         target = self.log_end_offset if up_to_offset is None else min(up_to_offset,
                                                                       self.log_end_offset)
         if target <= self.recovery_point:
@@ -445,6 +459,7 @@ class Log:
             if seg.base_offset >= target and seg is not self.segments[first]:
                 break
             seg.flush()
+        self.leader_epoch_cache.flush()
         self.recovery_point = target
         self.last_flush_ms = self.clock.time_ms()
 
@@ -646,6 +661,7 @@ class Log:
         if self._closed:
             return
         self.producer_state.map_end_offset = self.log_end_offset
+        self._save_topic_id()
         try:
             self.producer_state.take_snapshot()
         except OSError:

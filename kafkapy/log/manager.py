@@ -306,9 +306,7 @@ class LogManager:
         log = self.logs.get(key)
         if log is not None:
             if topic_id is not None and log.topic_id is None:
-                from kafkapy.log.partition_metadata import write_partition_metadata
-                write_partition_metadata(log.dir, topic_id)
-                log.topic_id = topic_id
+                log.record_topic_id(topic_id)
             return log
         if self._placing_existing and self.offline_dirs:
             return self._offline_log(topic, partition, topic_config, topic_id)

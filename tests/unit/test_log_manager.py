@@ -40,7 +40,10 @@ def test_placement_and_checkpoints(dirs):
     logs = [m.get_or_create_log("t", p, None, "AAAAAAAAAAAAAAAAAAAAAQ") for p in range(4)]
     assert sorted(m.log_dir_of("t", p) for p in range(4)) == sorted(dirs * 2)
     assert m.get_or_create_log("t", 0) is logs[0]
-    assert open(os.path.join(logs[0].dir, "partition.metadata")).read().endswith(
+    metadata_file = os.path.join(logs[0].dir, "partition.metadata")
+    assert not os.path.exists(metadata_file)    # written off the request path, by the flush
+    logs[0].flush()
+    assert open(metadata_file).read().endswith(
         "topic_id: AAAAAAAAAAAAAAAAAAAAAQ\n")
     for _ in range(5):
         logs[0].append_as_leader(*batch(), 0)
