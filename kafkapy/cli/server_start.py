@@ -17,6 +17,7 @@ import structlog
 
 from kafkapy.config.broker import BrokerConfig, ConfigError
 from kafkapy.config.properties import load_properties, parse_override
+from kafkapy.limits import raise_open_file_limit
 from kafkapy.logging_setup import configure_logging
 
 
@@ -32,6 +33,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    raise_open_file_limit()
     configure_logging(None)  # held until the config names the format
     log = structlog.get_logger("kafkapy")
     try:
