@@ -23,6 +23,11 @@ Versions 0 to 17 (Kafka 3.9's range), following KafkaApis.handleFetchRequest:
   below v6, which older clients know.
 - v16+: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the current leader,
   with its endpoint in ``node_endpoints``.
+- A follower (replica id >= 0) must be another assigned replica (else
+  NOT_LEADER_OR_FOLLOWER, or UNKNOWN_LEADER_EPOCH when it names an epoch) and
+  reads up to the log end; its sessions are privileged in the session cache.
+- ``last_fetched_epoch`` (v12+) is checked against the leader-epoch cache: a
+  fetcher whose log diverged gets ``diverging_epoch`` and no records.
 - If fewer than ``min_bytes`` are available and no read failed, the request
   becomes a DelayedFetch in the fetch purgatory, watched on each partition read:
   an append completes it as soon as enough bytes are there, a leadership change or
@@ -119,11 +124,16 @@ def _fetch_data(ctx, request):
     return list(data.values()), forgotten
 
 
-def _is_follower(ctx, request) -> bool:
+def _replica_id(ctx, request) -> int:
+    """The fetching broker's id, or -1 for a consumer (a tagged field from v15)."""
     if ctx.api_version >= 15:
         state = request.replica_state
-        return state is not None and state.replica_id >= 0
-    return request.replica_id >= 0
+        return state.replica_id if state is not None else -1
+    return request.replica_id
+
+
+def _is_follower(ctx, request) -> bool:
+    return _replica_id(ctx, request) >= 0
 
 
 def _classify(broker, partitions):
@@ -152,6 +162,7 @@ class _Fetch:
         self.max_bytes = min(request.max_bytes, fetch_max)
         self.min_bytes = min(request.min_bytes, self.max_bytes)
         self.read_committed = request.isolation_level == READ_COMMITTED
+        self.follower = _is_follower(ctx, request)
 
     # -- reading ----------------------------------------------------------------------
     def read(self) -> list[_Result]:
@@ -176,19 +187,33 @@ class _Fetch:
                 raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             partition = replicas.leader_partition(tip.topic, tip.partition,
                                                   req.current_leader_epoch)
+            if self.follower:
+                self._check_follower(partition, req)
             log = partition.log
             result = _Result(tip, req, 0, partition.high_watermark,
                              partition.last_stable_offset, log.log_start_offset, config=config)
             if req.last_fetched_epoch >= 0 and _diverging(log, req, result):
                 return result
-            upper = (partition.last_stable_offset if self.read_committed
-                     else partition.high_watermark)
+            upper = self._upper(partition)
             result.found, result.aborted = _read_log(partition, req.fetch_offset, max_bytes,
                                                      upper, min_one, self.read_committed)
         except KafkaError as err:
             return _Result(tip, req, err.code, config=config)
         result.size = sum(s.size for s in result.found)
         return result
+
+    def _upper(self, partition) -> int:
+        """Where this fetcher's read stops: log end (followers), LSO or high watermark."""
+        if self.follower:
+            return partition.log.log_end_offset
+        return partition.last_stable_offset if self.read_committed else partition.high_watermark
+
+    def _check_follower(self, partition, req: PartitionRequest) -> None:
+        """Kafka's followerReplicaOrThrow: the fetcher must be another assigned replica."""
+        replica = _replica_id(self.ctx, self.request)
+        if replica == self.ctx.broker.node_id or replica not in partition.state.replicas:
+            raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH if req.current_leader_epoch >= 0
+                             else ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     def can_answer_now(self, results: list[_Result]) -> bool:
         return (self.request.max_wait_ms <= 0
@@ -212,7 +237,7 @@ class _Fetch:
 
         def state(topic, index):
             return _end_metadata(broker, topic, index, epochs.get((topic, index), -1),
-                                 self.read_committed)
+                                 self._upper)
 
         operation = DelayedFetch(self.request.max_wait_ms, self.min_bytes, statuses,
                                  lambda: self.answer(self.read()), respond, state)
@@ -276,7 +301,7 @@ class _Fetch:
         if version < _ZSTD_FROM and config.get("compression.type") == "zstd":
             return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
         if (magic_for_fetch_version(version) is not None
-                and not _is_follower(self.ctx, self.request)
+                and not self.follower
                 and not config.get("message.downconversion.enable", True)):
             return ErrorCode.UNSUPPORTED_VERSION
         return None
@@ -327,13 +352,12 @@ def _start_metadata(broker, tip, req):
     return partition.offset_metadata(req.fetch_offset) if partition is not None else None
 
 
-def _end_metadata(broker, topic, index, leader_epoch: int, read_committed: bool):
+def _end_metadata(broker, topic, index, leader_epoch: int, upper):
     try:
         partition = broker.replica_manager.leader_partition(topic, index, leader_epoch)
     except KafkaError as err:
         return err.code
-    upper = partition.last_stable_offset if read_committed else partition.high_watermark
-    return partition.offset_metadata(upper)
+    return partition.offset_metadata(upper(partition))
 
 
 def _diverging(log, req: PartitionRequest, result: _Result) -> bool:
