@@ -1,0 +1,124 @@
+"""The two brokers under comparison: Apache Kafka 3.9 and kafkapy, both in ZooKeeper mode.
+
+Both get the same ``SHARED_SETTINGS`` (broker.id, replication factors of the internal
+topics, rebalance delay, ...), their own free loopback port, their own log dir and their
+own chroot on one ZooKeeper (``/kafka`` and ``/kafkapy``).  Kafka runs from
+``<repo>/../shared/kafka_2.13-3.9.0`` (or ``$KAFKA_HOME``) with a small heap, tied to the
+test process with ``PR_SET_PDEATHSIG`` like the ZooKeeper server.
+
+``find_kafka_home()`` returns None when Kafka or Java is missing; the fixtures then skip,
+except under ``CI=true`` where a missing reference is a failure, not a skip.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from tests.broker_process import ROOT, BrokerProcess, free_port
+from tests.conformance.client import Connection
+from tests.zookeeper_server import _die_with_parent
+
+SHARED_SETTINGS = {
+    "broker.id": "1",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "true",
+    "delete.topic.enable": "true",
+    "zookeeper.session.timeout.ms": "18000",
+}
+KAFKA_HEAP_OPTS = "-Xmx512m -Xms256m"
+START_TIMEOUT_S = 90.0
+
+
+def find_kafka_home() -> Path | None:
+    """Kafka 3.9's install dir beside the repo (or $KAFKA_HOME), if it and java exist."""
+    if shutil.which("java") is None:
+        return None
+    home = Path(os.environ.get("KAFKA_HOME", ROOT.parent / "shared" / "kafka_2.13-3.9.0"))
+    return home if (home / "bin" / "kafka-server-start.sh").exists() else None
+
+
+class KafkaProcess:
+    """One Kafka 3.9 broker started with ``bin/kafka-server-start.sh`` on a generated file."""
+
+    def __init__(self, home: Path, base_dir: Path, zk_connect: str) -> None:
+        self.home = home
+        self.base_dir = base_dir
+        self.port = free_port()
+        self.zk_connect = zk_connect
+        self.proc: subprocess.Popen | None = None
+        self.output_path = base_dir / "kafka.out"
+
+    def _properties(self) -> Path:
+        settings = dict(SHARED_SETTINGS)
+        settings.update({
+            "zookeeper.connect": self.zk_connect,
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.base_dir / "logs"),
+        })
+        path = self.base_dir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        return path
+
+    def start(self) -> "KafkaProcess":
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, KAFKA_HEAP_OPTS=KAFKA_HEAP_OPTS,
+                   LOG_DIR=str(self.base_dir / "kafka-app-logs"),
+                   KAFKA_JVM_PERFORMANCE_OPTS="-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+                                              "-Djava.awt.headless=true")
+        with open(self.output_path, "ab") as out:
+            self.proc = subprocess.Popen(
+                [str(self.home / "bin" / "kafka-server-start.sh"), str(self._properties())],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                preexec_fn=_die_with_parent)
+        return self
+
+    def output(self) -> str:
+        try:
+            return self.output_path.read_text(errors="replace")[-6000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def kafkapy_process(base_dir: Path, zk_connect: str) -> BrokerProcess:
+    """A kafkapy broker with the shared settings, in its own chroot."""
+    overrides = dict(SHARED_SETTINGS, **{"zookeeper.connect": zk_connect})
+    return BrokerProcess(base_dir / "logs", overrides=overrides, node_id=1)
+
+
+def wait_ready(port: int, proc: subprocess.Popen, output, timeout: float = START_TIMEOUT_S) -> None:
+    """Until Metadata names a controller (topics can be created from then on)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {proc.returncode}:\n{output()}")
+        conn = Connection("127.0.0.1", port)
+        try:
+            answer = conn.exchange(3, 1, {"topics": []})
+            if answer.response is not None and answer.response.controller_id >= 0:
+                return
+        except OSError:
+            pass
+        finally:
+            conn.close()
+        time.sleep(0.2)
+    raise RuntimeError(f"broker on {port} not ready within {timeout}s:\n{output()}")
