@@ -20,9 +20,10 @@ Checks in Kafka's order (KafkaApis.handleProduceRequest, then ReplicaManager):
 Errors of steps 1-3 carry no log start offset (-1), as in Kafka; error_message
 is sent only where Kafka sends one (record errors, transaction verification).
 acks=0 gets no response; if anything failed the connection is closed instead,
-as Kafka does.  Null records (which Kafka never answers) close the connection.  acks=-1 completes when the high watermark passes the appended
-offsets (at once with a single replica) or at timeout_ms; a request with no
-partitions is answered at once.
+as Kafka does.  Null records (which Kafka never answers) close the connection.
+acks=-1 completes when the high watermark passes the appended offsets (at once
+with a single replica) or at timeout_ms; a request with no partitions is
+answered at once.
 """
 from __future__ import annotations
 

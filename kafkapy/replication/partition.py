@@ -8,8 +8,9 @@ the producer's sequence against the partition's producer state (a duplicate
 is answered with the original offsets), then let the log assign offsets and
 write.  Failed appends carry Kafka's log start offset: -1 for the errors Kafka
 answers without looking at the log (corrupt, too large, storage), the log's
-otherwise; only record-level errors carry a message to the client.  With a single replica the high watermark follows the log end offset;
-the replication issue makes it follow the ISR.  A write that fails with an
+otherwise; only record-level errors carry a message to the client.  With a
+single replica the high watermark follows the log end offset; the replication
+issue makes it follow the ISR.  A write that fails with an
 OSError takes the log's dir offline (``storage_failed``) and is answered
 KAFKA_STORAGE_ERROR; so is every later request to a partition whose log is
 offline.
