@@ -29,6 +29,11 @@ real 3.9 broker; the response carries a message only when ``record_errors`` is s
    LogAppendTime batch sent to a LogAppendTime topic -> INVALID_TIMESTAMP.  All refused
    records are listed in ``record_errors`` (batch index, message); INVALID_TIMESTAMP
    wins over INVALID_RECORD when both occur (processRecordErrors).
+6. only with ``refuse_reader_hazards`` (off by default: Kafka accepts these): a record
+   attributes byte with its high bit set, or a header key that is not UTF-8 ->
+   INVALID_RECORD with record_errors.  Both are legal v2 bytes, but kafka-python's
+   parser raises CorruptRecordError on them, so one producer would poison the partition
+   for those readers.
 
 Invariants: a Verdict with ``ok`` False means nothing of the batch may be stored; the
 batch bytes are never modified; work is linear in the (uncompressed) batch size
@@ -65,6 +70,7 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 _HEADER_SIZE = 61
 _ATTR_TIMESTAMP_TYPE = 0x08
 _ATTR_CONTROL = 0x20
+_TIMESTAMP_KINDS = (reference.OUT_OF_RANGE, reference.LOG_APPEND_TYPE)
 _log = logging.getLogger(__name__)
 _warned = False
 
@@ -98,14 +104,16 @@ class Verdict:
 def validate_batch(batch, *, topic_partition: str, now_ms: int, compacted: bool = False,
                    timestamp_type: str = CREATE_TIME, before_max_ms: int = LONG_MAX,
                    after_max_ms: int = LONG_MAX, from_client: bool = True,
-                   max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED) -> Verdict:
+                   max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED,
+                   refuse_reader_hazards: bool = False) -> Verdict:
     """Check exactly one v2 batch (bytes-like, 12 + batchLength bytes); see the module doc.
 
     ``topic_partition`` is "topic-partition" as Kafka prints it in messages;
     ``timestamp_type``, ``before_max_ms``, ``after_max_ms`` are the topic's
     message.timestamp.type / .before.max.ms / .after.max.ms; ``from_client`` is False
     for the broker's own writes (transaction markers, coordinators), which may be
-    control batches and are not held to the client offset/sequence rules.
+    control batches and are not held to the client offset/sequence rules;
+    ``refuse_reader_hazards`` adds check 6 of the module docstring.
     """
     mv = memoryview(batch).cast("B") if not isinstance(batch, bytes) else batch
     if len(mv) < _HEADER_SIZE:
@@ -133,7 +141,7 @@ def validate_batch(batch, *, topic_partition: str, now_ms: int, compacted: bool 
     log_append_batch = bool(attributes & _ATTR_TIMESTAMP_TYPE)
     walked = _walk()(data, count, base_offset, base_ts, log_append_batch, max_ts, compacted,
                      timestamp_type == CREATE_TIME, now_ms, before_max_ms, after_max_ms,
-                     bool(codec))
+                     bool(codec), refuse_reader_hazards)
     return _verdict(walked, count, topic_partition, now_ms, before_max_ms, after_max_ms)
 
 
@@ -196,7 +204,7 @@ def _verdict(walked, count: int, tp: str, now: int, before: int, after: int) -> 
         return Verdict(True, records_count=count, max_timestamp=max_ts,
                        max_timestamp_index=max_index, offsets_in_order=in_order)
     record_errors = [(e[0], _message(e, tp, now, before, after)) for e in errors]
-    if any(e[1] != reference.KEYLESS for e in errors):
+    if any(e[1] in _TIMESTAMP_KINDS for e in errors):
         return _refuse(INVALID_TIMESTAMP, "One or more records have been rejected due to "
                                           "invalid timestamp", record_errors)
     shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')"
@@ -211,6 +219,12 @@ def _message(error, tp: str, now: int, before: int, after: int) -> str:
     _index, kind, ts, offset, key_size, value_size = error
     if kind == reference.KEYLESS:
         return f"Compacted topic cannot accept message without key in topic partition {tp}"
+    if kind == reference.HIGH_ATTRIBUTES:
+        return "Record attributes byte has its high bit set, which some consumers " \
+               "(kafka-python) cannot parse"
+    if kind == reference.HEADER_KEY_NOT_UTF8:
+        return "Record header key is not valid UTF-8, which some consumers (kafka-python) " \
+               "cannot parse"
     if kind == reference.OUT_OF_RANGE:
         low, high = reference.wrap64(now - before), reference.wrap64(now + after)
         return f"Timestamp {ts} of message with offset {offset} is out of range. The " \

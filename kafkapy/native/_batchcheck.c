@@ -26,6 +26,8 @@
 #define KEYLESS 1
 #define OUT_OF_RANGE 2
 #define LOG_APPEND_TYPE 3
+#define HIGH_ATTRIBUTES 4
+#define HEADER_KEY_NOT_UTF8 5
 
 static const char PREMATURE_EOF[] = "Incorrect declared batch size, premature EOF reached";
 static const char STILL_REMAINING[] = "Incorrect declared batch size, records still remaining in file";
@@ -36,6 +38,8 @@ typedef struct {
     Py_ssize_t n;
     int fail_code;          /* 0 while the framing is good */
     char fail_msg[200];
+    int strict;             /* look for what stock readers cannot parse */
+    int hazard;             /* HIGH_ATTRIBUTES / HEADER_KEY_NOT_UTF8 in this record */
 } Walk;
 
 static int fail(Walk *w, int code, const char *msg) {
@@ -131,6 +135,37 @@ static int read_length(Walk *w, Py_ssize_t *p, int stream, int32_t *out) {
     return -1;
 }
 
+/* Strict UTF-8 as Python's decoder takes it: no overlong forms, surrogates or > U+10FFFF. */
+static int is_utf8(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int len;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) len = 2;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0) lo = 0xA0;
+            if (c == 0xED) hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0) lo = 0x90;
+            if (c == 0xF4) hi = 0x8F;
+        } else return 0;
+        if (n - i < len || s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (int k = 2; k < len; k++)
+            if (s[i + k] < 0x80 || s[i + k] > 0xBF)
+                return 0;
+        i += len;
+    }
+    return 1;
+}
+
 static int skip_headers(Walk *w, Py_ssize_t *p, Py_ssize_t end) {
     int32_t count, size;
     if (read_int(w, p, end, &count) < 0)
@@ -159,6 +194,8 @@ static int skip_headers(Walk *w, Py_ssize_t *p, Py_ssize_t end) {
         }
         if (size > end - *p)
             return fail(w, INVALID_RECORD, INVALID_STRUCTURE);
+        if (w->strict && !w->hazard && !is_utf8(w->data + *p, size))
+            w->hazard = HEADER_KEY_NOT_UTF8;
         *p += size;
         if (skip_blob(w, p, end, &size) < 0)
             return -1;
@@ -188,7 +225,10 @@ static int read_record(Walk *w, Py_ssize_t *pos, int stream, Rec *r) {
     Py_ssize_t end = start + length;
     if (start >= end)
         return fail(w, INVALID_RECORD, INVALID_STRUCTURE);
-    Py_ssize_t p = start + 1;  /* attributes: unused in v2 */
+    /* Attributes are unused in v2 and Kafka takes any byte, but kafka-python reads the
+       byte as a varint: with its high bit set, it misreads the whole record. */
+    w->hazard = (w->strict && (w->data[start] & 0x80)) ? HIGH_ATTRIBUTES : 0;
+    Py_ssize_t p = start + 1;
     if (read_long(w, &p, end, &r->ts_delta) < 0 || read_int(w, &p, end, &r->offset_delta) < 0
             || skip_blob(w, &p, end, &r->key_size) < 0
             || skip_blob(w, &p, end, &r->value_size) < 0 || skip_headers(w, &p, end) < 0)
@@ -209,7 +249,9 @@ typedef struct {
     int64_t now, before, after;
 } Rules;
 
-static int refusal(const Rules *rules, int64_t ts, int32_t key_size) {
+static int refusal(const Rules *rules, int hazard, int64_t ts, int32_t key_size) {
+    if (hazard)
+        return hazard;
     if (rules->compacted && key_size < 0)
         return KEYLESS;
     if (rules->topic_create_time && ts != -1) {
@@ -233,18 +275,18 @@ static int add_error(PyObject *errors, long i, int kind, int64_t ts, int64_t off
 
 PyDoc_STRVAR(walk_doc,
 "walk(data, count, base_offset, base_ts, batch_log_append, batch_max_ts, compacted,\n"
-"     topic_create_time, now, before, after, stream)\n"
+"     topic_create_time, now, before, after, stream, strict)\n"
 "-> (failure, max_ts, max_index, in_order, errors); see kafkapy/native/reference.py.");
 
 static PyObject *walk(PyObject *self, PyObject *args) {
     Py_buffer buf;
     long long count, base_offset, base_ts, batch_max_ts, now, before, after;
-    int batch_log_append, compacted, topic_create_time, stream;
-    if (!PyArg_ParseTuple(args, "y*LLLpLppLLLp", &buf, &count, &base_offset, &base_ts,
+    int batch_log_append, compacted, topic_create_time, stream, strict;
+    if (!PyArg_ParseTuple(args, "y*LLLpLppLLLpp", &buf, &count, &base_offset, &base_ts,
                           &batch_log_append, &batch_max_ts, &compacted, &topic_create_time,
-                          &now, &before, &after, &stream))
+                          &now, &before, &after, &stream, &strict))
         return NULL;
-    Walk w = {buf.buf, buf.len, 0, {0}};
+    Walk w = {buf.buf, buf.len, 0, {0}, strict, 0};
     Rules rules = {compacted, topic_create_time, batch_log_append, now, before, after};
     PyObject *errors = PyList_New(0);
     if (errors == NULL) {
@@ -267,7 +309,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             max_ts = ts;
             max_index = (long)i;
         }
-        int kind = refusal(&rules, ts, r.key_size);
+        int kind = refusal(&rules, w.hazard, ts, r.key_size);
         if (kind && add_error(errors, (long)i, kind, ts,
                               (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)r.offset_delta),
                               &r) < 0) {

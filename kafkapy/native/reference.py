@@ -5,7 +5,7 @@ test_native_batchcheck.py`` compares both on crafted and random batches) and the
 fallback when the extension was not built.  Both must return identical tuples.
 
 ``walk(data, count, base_offset, base_ts, batch_log_append, batch_max_ts, compacted,
-topic_create_time, now, before, after, stream)`` reads exactly ``count`` records from
+topic_create_time, now, before, after, stream, strict)`` reads exactly ``count`` records from
 the uncompressed record bytes ``data`` and returns
 ``(failure, max_ts, max_index, in_order, errors)``:
 
@@ -17,7 +17,9 @@ the uncompressed record bytes ``data`` and returns
 - ``errors``: ``(index, kind, timestamp, offset, key_size, value_size)`` per refused
   record, kind 1 = no key on a compacted topic, 2 = timestamp out of range, 3 = a
   LogAppendTime batch sent to a LogAppendTime topic (Kafka's validateKey /
-  validateTimestamp; the key check wins when both apply).
+  validateTimestamp; the key check wins when both apply); with ``strict``, first of all
+  4 = attributes byte with its high bit set, 5 = a header key that is not UTF-8: both are
+  legal for Kafka but stock readers (kafka-python) cannot parse them.
 
 Record layout (zig-zag varints; Kafka's DefaultRecord):
     length | attributes int8 | timestampDelta varlong | offsetDelta varint |
@@ -36,7 +38,7 @@ PREMATURE_EOF = "Incorrect declared batch size, premature EOF reached"
 STILL_REMAINING = "Incorrect declared batch size, records still remaining in file"
 INVALID_STRUCTURE = "Found invalid record structure"
 
-KEYLESS, OUT_OF_RANGE, LOG_APPEND_TYPE = 1, 2, 3
+KEYLESS, OUT_OF_RANGE, LOG_APPEND_TYPE, HIGH_ATTRIBUTES, HEADER_KEY_NOT_UTF8 = 1, 2, 3, 4, 5
 
 
 class _Framing(Exception):
@@ -119,7 +121,9 @@ def _length(data, pos: int, n: int, stream: bool) -> tuple[int, int]:
                    f"converted value: {raw & _M32:x}")
 
 
-def _headers(data, p: int, end: int) -> int:
+def _headers(data, p: int, end: int, strict: bool) -> tuple[int, int]:
+    """Skips the headers; returns (position, hazard)."""
+    hazard = 0
     count, p = _int(data, p, end)
     if count < 0:
         raise _Framing(INVALID_RECORD, f"Found invalid number of record headers {count}")
@@ -132,13 +136,23 @@ def _headers(data, p: int, end: int) -> int:
             raise _Framing(INVALID_RECORD, f"Invalid negative header key size {key_size}")
         if key_size > end - p:
             raise _Framing(INVALID_RECORD, INVALID_STRUCTURE)
+        if strict and not hazard and not _is_utf8(data[p:p + key_size]):
+            hazard = HEADER_KEY_NOT_UTF8
         p += key_size
         _, p = _blob(data, p, end)
-    return p
+    return p, hazard
 
 
-def _record(data, pos: int, n: int, stream: bool):
-    """One record at ``pos``: (end, ts_delta, offset_delta, key_size, value_size)."""
+def _is_utf8(raw) -> bool:
+    try:
+        bytes(raw).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _record(data, pos: int, n: int, stream: bool, strict: bool):
+    """One record at ``pos``: (end, ts_delta, offset_delta, key_size, value_size, hazard)."""
     length, pos = _length(data, pos, n, stream)
     if length < 0:
         raise _Framing(INVALID_RECORD, INVALID_STRUCTURE)
@@ -149,21 +163,25 @@ def _record(data, pos: int, n: int, stream: bool):
     end = pos + length
     if pos >= end:
         raise _Framing(INVALID_RECORD, INVALID_STRUCTURE)
-    p = pos + 1  # attributes: unused in v2
+    # Attributes are unused in v2 and Kafka takes any byte, but kafka-python reads the
+    # byte as a varint: with its high bit set, it misreads the whole record.
+    high_attributes = strict and data[pos] & 0x80
+    p = pos + 1
     ts_delta, p = _long(data, p, end)
     offset_delta, p = _int(data, p, end)
     key_size, p = _blob(data, p, end)
     value_size, p = _blob(data, p, end)
-    p = _headers(data, p, end)
+    p, hazard = _headers(data, p, end, strict)
     if p != end:
         raise _Framing(INVALID_RECORD, f"Invalid record size: expected to read {length} bytes "
                                        f"in record payload, but instead read {p - pos}")
-    return end, ts_delta, offset_delta, key_size, value_size
+    return (end, ts_delta, offset_delta, key_size, value_size,
+            HIGH_ATTRIBUTES if high_attributes else hazard)
 
 
 def walk(data, count: int, base_offset: int, base_ts: int, batch_log_append: bool,
          batch_max_ts: int, compacted: bool, topic_create_time: bool, now: int,
-         before: int, after: int, stream: bool):
+         before: int, after: int, stream: bool, strict: bool = False):
     """See the module docstring."""
     n = len(data)
     pos = 0
@@ -172,13 +190,14 @@ def walk(data, count: int, base_offset: int, base_ts: int, batch_log_append: boo
     errors = []
     try:
         for i in range(count):  # each pass consumes >= 2 bytes or raises
-            pos, ts_delta, offset_delta, key_size, value_size = _record(data, pos, n, stream)
+            pos, ts_delta, offset_delta, key_size, value_size, hazard = _record(
+                data, pos, n, stream, strict)
             ts = batch_max_ts if batch_log_append else wrap64(base_ts + ts_delta)
             if offset_delta != i:
                 in_order = False
             if ts > max_ts:
                 max_ts, max_index = ts, i
-            kind = _refusal(ts, key_size, compacted, topic_create_time, batch_log_append,
+            kind = hazard or _refusal(ts, key_size, compacted, topic_create_time, batch_log_append,
                             now, before, after)
             if kind:
                 errors.append((i, kind, ts, wrap64(base_offset + offset_delta), key_size,

@@ -138,6 +138,8 @@ def _poison() -> dict[str, tuple[bytes, bool, int]]:
                                                attributes=LZ4), False, INVALID_RECORD),
         "trailing-garbage": (assemble(ten + b"\x00\x01\x02", 10), False, INVALID_RECORD),
         "record-length-too-long": (assemble(bad_len + records(1), 2), False, INVALID_RECORD),
+        "record-length-with-slack": (assemble(varint(10) + record_body(0) + b"\x00\x00", 1),
+                                     False, INVALID_RECORD),
         "record-length-too-short": (assemble(varint(3) + record_body(0), 1), False,
                                     INVALID_RECORD),
         "negative-record-length": (assemble(varint(-5) + record_body(0), 1), False,

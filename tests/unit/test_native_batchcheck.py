@@ -12,9 +12,10 @@ import logging
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.errors import CorruptRecordError
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from kafkapy import native
 from kafkapy.native import reference
@@ -183,6 +184,42 @@ def test_broker_written_control_batch_passes_and_client_one_does_not(impl):
         f"Clients are not allowed to write control records in topic partition {TP}")
 
 
+def _kafka_python_keys(batch):
+    try:
+        return [r.key for r in DefaultRecordBatch(batch)]
+    except CorruptRecordError as exc:
+        return exc
+
+
+def test_reader_hazards_are_refused_only_on_request(impl):
+    high = craft.record(0, attributes=0x80) + craft.record(1)
+    bad_key = craft.record(0) + craft.record(1, headers=[(b"ok", b"1"), (b"\xff\xfe", b"2")])
+    for raw, index, message in ((high, 0, "Record attributes byte has its high bit set"),
+                                (bad_key, 1, "Record header key is not valid UTF-8")):
+        batch = craft.assemble(raw, 2)
+        # What a kafka-python consumer gets: misread keys (high bit) or CorruptRecordError.
+        assert _kafka_python_keys(batch) != [b"k", b"k"]
+        assert check(batch).ok  # Kafka 3.9 stores both
+        verdict = check(batch, refuse_reader_hazards=True)
+        assert verdict.error_code == 87
+        assert [(i, m.split(",")[0]) for i, m in verdict.record_errors] == [(index, message)]
+
+
+@pytest.mark.parametrize("key", [
+    b"", b"plain", "é€𝄞".encode(), b"\xe0\xa0\x80", b"\xed\x9f\xbf", b"\xf0\x90\x80\x80",
+    b"\xf4\x8f\xbf\xbf", b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xed\xa0\x80",
+    b"\xf0\x80\x80\x80", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\x80",
+    b"\xe2\x82", b"a\xc3", b"\xc3\x28"])
+def test_header_key_utf8_check_is_pythons(impl, key):
+    try:
+        key.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    batch = craft.assemble(craft.record(0, headers=[(key, b"v")]), 1)
+    assert check(batch, refuse_reader_hazards=True).ok == valid
+
+
 def test_headers_including_null_values_pass(impl):
     raw = craft.record(0, 0, b"k", None, headers=[(b"a", b"1"), (b"", None), (b"c", b"")])
     assert check(craft.assemble(raw, 1)).ok
@@ -332,11 +369,16 @@ _walk_args = st.tuples(
     st.integers(-(1 << 63), (1 << 63) - 1),  # now
     st.integers(0, (1 << 63) - 1), st.integers(0, (1 << 63) - 1),  # before, after
     st.booleans(),  # stream
+    st.booleans(),  # strict
 )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_damaged(), _walk_args)
+@example((craft.varint(10) + craft.record_body(0) + b"\x00\x00", 1),
+         (0, 0, False, 0, False, True, -1, 0, 0, False, False))  # slack bytes
+@example((craft.record(0), 1),  # now - ts = INT64_MIN
+         (0, (1 << 63) - 1, False, 0, False, True, -1, 0, 0, False, False))
 def test_c_walk_equals_python_walk(records_and_count, args):
     raw, count = records_and_count
     assert native.NATIVE
@@ -359,3 +401,18 @@ def test_c_and_python_verdicts_agree_on_whole_batches(records_and_count, codec, 
     finally:
         native._native_walk = saved
     assert c == py
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_damaged(), st.sampled_from(CODECS))
+@example((craft.varint(10) + craft.record_body(0) + b"\x00\x00", 1), craft.NONE)
+def test_what_passes_is_readable_by_kafka_python(records_and_count, codec):
+    """A stock consumer's parser reads every record of a batch the validator lets through."""
+    raw, count = records_and_count
+    batch = craft.plain(raw, count, codec)
+    verdict = check(batch, refuse_reader_hazards=True)
+    if not verdict.ok:
+        return
+    read = list(DefaultRecordBatch(batch))  # raises CorruptRecordError on a validator hole
+    assert len(read) == verdict.records_count == count
+    assert max(r.timestamp for r in read) == verdict.max_timestamp
