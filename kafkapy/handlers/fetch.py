@@ -228,16 +228,14 @@ class _Fetch:
         statuses = [FetchPartitionStatus(tip.topic, tip.partition, req.fetch_offset,
                                          req.max_bytes, _start_metadata(broker, tip, req))
                     for tip, req in self.interesting]
-        epochs = {(tip.topic, tip.partition): req.current_leader_epoch
-                  for tip, req in self.interesting}
+        requests = {(tip.topic, tip.partition): req for tip, req in self.interesting}
 
         def respond(response):
             if not future.done():
                 future.set_result(response)
 
         def state(topic, index):
-            return _end_metadata(broker, topic, index, epochs.get((topic, index), -1),
-                                 self._upper)
+            return _end_metadata(broker, topic, index, requests[(topic, index)], self._upper)
 
         operation = DelayedFetch(self.request.max_wait_ms, self.min_bytes, statuses,
                                  lambda: self.answer(self.read()), respond, state)
@@ -352,12 +350,24 @@ def _start_metadata(broker, tip, req):
     return partition.offset_metadata(req.fetch_offset) if partition is not None else None
 
 
-def _end_metadata(broker, topic, index, leader_epoch: int, upper):
+def _end_metadata(broker, topic, index, req: PartitionRequest, upper):
+    """Where a waiting fetch may read to, or an error code when it must answer now."""
     try:
-        partition = broker.replica_manager.leader_partition(topic, index, leader_epoch)
+        partition = broker.replica_manager.leader_partition(topic, index,
+                                                            req.current_leader_epoch)
     except KafkaError as err:
         return err.code
+    if req.last_fetched_epoch >= 0:
+        # Kafka's case H: the fetcher's log diverged meanwhile (or cannot be placed).
+        epoch, end = _epoch_end(partition.log, req)
+        if epoch < 0 or end < 0 or epoch < req.last_fetched_epoch or end < req.fetch_offset:
+            return ErrorCode.OFFSET_OUT_OF_RANGE
     return partition.offset_metadata(upper(partition))
+
+
+def _epoch_end(log, req: PartitionRequest) -> tuple[int, int]:
+    """The largest epoch <= the fetcher's last one and where it ends (-1s if unknown)."""
+    return log.leader_epoch_cache.end_offset_for(req.last_fetched_epoch, log.log_end_offset)
 
 
 def _diverging(log, req: PartitionRequest, result: _Result) -> bool:
@@ -366,8 +376,7 @@ def _diverging(log, req: PartitionRequest, result: _Result) -> bool:
     The answer then carries the end of the largest epoch at or below the fetcher's,
     and no records.
     """
-    epoch, end = log.leader_epoch_cache.end_offset_for(req.last_fetched_epoch,
-                                                       log.log_end_offset)
+    epoch, end = _epoch_end(log, req)
     if epoch < 0 or end < 0 or req.fetch_offset < log.log_start_offset:
         raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
     if epoch < req.last_fetched_epoch or end < req.fetch_offset:
