@@ -10,7 +10,7 @@ RUN_STAMP := $(VENV)/.installed-run
 PROPS  ?= config/server.properties
 ARGS   ?=
 
-.PHONY: run test test-unit bench venv system-deps java-clients clean
+.PHONY: run test test-unit bench fuzz venv system-deps java-clients clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ java-clients: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run_bench.py $(BENCH_ARGS)
 	$(PY) bench/bench_timers.py
+
+## 10^6 mutated frames of every API against a fresh broker (FUZZ_ARGS="--frames N --seed S").
+fuzz: $(STAMP)
+	$(PY) bench/fuzz_frames.py $(FUZZ_ARGS)
 
 clean:
 	rm -rf $(VENV) .cache build *.egg-info data
