@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import pathlib
 import platform
 import random
@@ -101,11 +102,14 @@ def main() -> None:
     args = parser.parse_args()
     if not native.NATIVE:
         print("warning: the C extension is not built; only the Python walk is measured")
+    load_before = os.getloadavg()[0]
     rows = measure(args.seconds)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     text = (f"\n## {stamp}\n\nMachine: {platform.platform()}, Python "
             f"{platform.python_version()}; {args.seconds} s per row; shapes 1k = 64 x 1 KiB, "
-            f"100b = 500 x 100 B records per batch (kafka-python builder).\n\n"
+            f"100b = 500 x 100 B records per batch (kafka-python builder); 1-min load "
+            f"average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after (2 cores shared)."
+            f"\n\n"
             f"{table(rows)}\n")
     print(text)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -14,17 +14,24 @@ Invariants: ``decompress`` returns every byte the stream holds or raises ``Codec
 a stream that stops before its end mark (truncated), is not of the codec at all, or has
 bytes after its end is an error: Kafka itself ignores bytes after an lz4/zstd end mark,
 but no producer writes them and readers such as librdkafka may not.  Output larger than
-``limit`` bytes is an error too (a small batch must not inflate into gigabytes in memory).
+``limit`` bytes is an error too (a small batch must not inflate into gigabytes in memory):
+lz4 output is produced 1 MiB at a time and zstd's declared content size is trusted only
+when plausible, so neither allocates more than the data needs.  One zstd context is kept
+per thread (creating one costs more than decompressing a 64 KiB batch).
 """
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = 16
 _GZIP_MAGIC = b"\x1f\x8b"
 _INT32 = struct.Struct(">i")
+_LZ4_STEP = 1 << 20  # output per lz4 call: a max_length of `limit` would allocate it all
+_ZSTD_TRUSTED = 1 << 20
+_local = threading.local()  # one zstd context per thread: making one costs more than a batch
 
 
 class CodecError(Exception):
@@ -99,17 +106,38 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
 def _unlz4(data, limit: int) -> bytes:
     import lz4.frame
     d = lz4.frame.LZ4FrameDecompressor()
-    out = d.decompress(bytes(data), max_length=limit + 1)
-    _check_limit(len(out), limit)
+    parts = [d.decompress(data, max_length=_LZ4_STEP)]
+    size = len(parts[0])
+    while not d.eof and not d.needs_input:  # each pass yields output or ends
+        parts.append(d.decompress(b"", max_length=_LZ4_STEP))
+        size += len(parts[-1])
+        _check_limit(size, limit)
+    _check_limit(size, limit)
     if not d.eof:
         raise CodecError("lz4 frame ends before its end mark")
     if d.unused_data:
         raise CodecError(f"{len(d.unused_data)} bytes after the lz4 frame")
-    return out
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _zstd_context():
+    ctx = getattr(_local, "zstd", None)
+    if ctx is None:
+        import zstandard
+        ctx = _local.zstd = zstandard.ZstdDecompressor()
+    return ctx
 
 
 def _unzstd(data, limit: int) -> bytes:
     import zstandard
+    ctx = _zstd_context()
+    declared = zstandard.frame_content_size(data)
+    # The one-call path allocates what the header declares, so only for plausible sizes.
+    if 0 < declared <= min(limit, max(_ZSTD_TRUSTED, 256 * len(data))):
+        try:  # one frame of known size (librdkafka, kafka-python): one call does it all
+            return ctx.decompress(data, allow_extra_data=False)
+        except zstandard.ZstdError:
+            pass  # several frames, or damage: the frame-by-frame walk below says which
     data = bytes(data)
     parts = []
     size = 0
@@ -117,7 +145,7 @@ def _unzstd(data, limit: int) -> bytes:
         declared = zstandard.frame_content_size(data)
         if declared > 0:
             _check_limit(size + declared, limit)
-        d = zstandard.ZstdDecompressor().decompressobj()
+        d = ctx.decompressobj()
         part = d.decompress(data)
         size += len(part)
         _check_limit(size, limit)

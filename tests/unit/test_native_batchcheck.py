@@ -249,6 +249,18 @@ def test_uncompressed_size_limit(impl):
     assert verdict.error_code == -1 and "exceeds 50000 bytes" in verdict.error_message
 
 
+def test_large_outputs_and_java_style_zstd(impl):
+    big = craft.record(0, 0, b"k", bytes(3 << 20))  # lz4 output spans several steps
+    for codec in (craft.GZIP, craft.LZ4, craft.ZSTD):
+        batch = craft.plain(big, 1, codec)
+        assert check(batch).ok
+        assert check(batch, max_uncompressed_bytes=2 << 20).error_code == -1
+    import zstandard
+    unsized = zstandard.ZstdCompressor(write_content_size=False).compress(craft.records(9))
+    assert check(craft.assemble(unsized, 9, attributes=craft.ZSTD)).ok
+    assert check(craft.assemble(unsized[:-2], 9, attributes=craft.ZSTD)).error_code == -1
+
+
 def test_bytes_after_a_compressed_stream_are_refused(impl):
     for codec in (craft.GZIP, craft.LZ4, craft.ZSTD):
         payload = craft.compress(codec, craft.records(2)) + b"\x00\x00\x07"
