@@ -79,6 +79,10 @@ class Controller:
         assignment = paths.decode_topic_assignment(data, name)
         topic = TopicMetadata(name=name, topic_id=parse_topic_id(assignment.topic_id),
                               configs=self._read_configs(name))
+        if assignment.partitions and not any(
+                self._store.exists(paths.partition_state_path(name, i))
+                for i in assignment.partitions):
+            return None  # never brought online (no live replica at creation): still hidden
         for index, replicas in assignment.partitions.items():
             topic.partitions[index] = self._read_partition_state(name, index, replicas)
         return topic
@@ -87,7 +91,8 @@ class Controller:
         try:
             data, stat = self._store.get(paths.partition_state_path(name, index))
         except NoNodeError:
-            return PartitionState(index, replicas, replicas[0], 0, list(replicas), self.epoch)
+            return PartitionState(index, replicas, replicas[0] if replicas else -1, 0,
+                                  list(replicas), self.epoch)
         doc = paths.decode_partition_state(data, stat)
         return PartitionState(index, replicas, doc.leader, doc.leader_epoch, doc.isr,
                               doc.controller_epoch)
@@ -104,7 +109,8 @@ class Controller:
         reason = invalid_topic_reason(name)
         if reason:
             raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
-        if name in self._cache.topics:
+        # The store too: a topic created without a live replica is not in the cache.
+        if name in self._cache.topics or self._store.exists(paths.topic_path(name)):
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         key = collision_key(name)
         colliding = [t for t in self._cache.topics if collision_key(t) == key]
@@ -122,17 +128,23 @@ class Controller:
         self._validate_configs(configs)
         brokers = self._cache.live_broker_ids()
         if assignments:
-            assignment = self._check_assignments(assignments, brokers, 0)
+            assignment = self._check_assignments(assignments)
         else:
             assignment = assign_replicas(brokers, num_partitions, replication_factor)
         topic = TopicMetadata(name=name, topic_id=new_topic_id(), configs=configs)
+        live = set(brokers)
         for index, replicas in assignment.items():
-            topic.partitions[index] = PartitionState(index, replicas, replicas[0], 0,
-                                                     list(replicas), self.epoch)
+            topic.partitions[index] = _new_partition(index, replicas, live, self.epoch)
         if validate_only:
             return topic
         self._write_configs(name, configs)
         self._write_assignment(topic)
+        if not any(set(r) & live for r in assignment.values()):
+            # Kafka's ZooKeeper controller cannot elect any leader: the topic stays in
+            # the store only, unknown to the metadata cache, until its brokers appear.
+            _log.warning("created topic without a live replica", topic=name,
+                         assignment=assignment)
+            return topic
         self._write_new_partition_states(name, topic.partitions.values())
         self._cache.put_topic(topic)
         _log.info("created topic", topic=name, partitions=len(assignment),
@@ -140,32 +152,20 @@ class Controller:
         self._notify(name, topic)
         return topic
 
-    def _check_assignments(self, assignments: dict[int, list[int]], brokers: list[int],
-                           first: int) -> dict[int, list[int]]:
+    @staticmethod
+    def _check_assignments(assignments: dict[int, list[int]]) -> dict[int, list[int]]:
         """A new topic's manual assignment, checked in the order and with the messages of
-        Kafka's AdminZkClient.validateTopicCreate.  Kafka in ZooKeeper mode then creates a
-        topic on unknown (or no) brokers, leaderless; here those get
-        INVALID_REPLICA_ASSIGNMENT too, as Kafka's KRaft controller answers."""
+        Kafka's AdminZkClient.validateTopicCreate -- which, like it, lets replicas name
+        unknown brokers (or none): such partitions get no leader."""
         if len({len(r) for r in assignments.values()}) != 1:
             raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "All partitions should have the same number of replicas")
         if any(len(set(r)) != len(r) for r in assignments.values()):
             raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              f"Duplicate replica assignment found: {_scala_map(assignments)}")
-        if sorted(assignments) != list(range(first, first + len(assignments))):
+        if sorted(assignments) != list(range(len(assignments))):
             raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                              "partitions should be a consecutive 0-based integer sequence")
-        live = set(brokers)
-        for index, replicas in sorted(assignments.items()):
-            if not replicas:
-                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 "The manual partition assignment includes an empty "
-                                 "replica list.")
-            for replica in replicas:
-                if replica not in live:
-                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"The manual partition assignment includes broker "
-                                     f"{replica}, but no such broker is registered.")
         return {i: list(r) for i, r in sorted(assignments.items())}
 
     @staticmethod
@@ -329,3 +329,11 @@ def _scala_map(assignments: dict[int, list[int]]) -> str:
     """An assignment as Scala prints a ``HashMap[Int, ArrayBuffer[Int]]`` (Kafka's messages)."""
     return "HashMap(" + ", ".join(f"{i} -> ArrayBuffer({', '.join(map(str, r))})"
                                   for i, r in sorted(assignments.items())) + ")"
+
+
+def _new_partition(index: int, replicas: list[int], live: set[int], epoch: int) -> PartitionState:
+    """A new partition as Kafka's controller starts it: the first live replica leads and
+    the live replicas are the ISR; with none live the first replica is named (or -1)."""
+    alive = [r for r in replicas if r in live]
+    leader = alive[0] if alive else (replicas[0] if replicas else -1)
+    return PartitionState(index, list(replicas), leader, 0, alive or list(replicas), epoch)

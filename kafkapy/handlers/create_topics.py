@@ -9,12 +9,21 @@ explicit assignments -> INVALID_REQUEST; replication factor above the live
 brokers -> INVALID_REPLICATION_FACTOR; a bad config -> INVALID_CONFIG with a
 message naming it.  validate_only checks everything and creates nothing.
 v5+ answers with the partition count, replication factor and the topic's
-configs; v7 with the topic id.  A request asking for more than 10,000 partitions
+configs; v7 with the topic id.
+
+Manual assignments may name unknown brokers, or none, as in Kafka's ZooKeeper
+mode: a topic none of whose partitions has a live replica is written to the
+store but stays out of the metadata cache, and like any topic still without
+leaders it is answered REQUEST_TIMED_OUT once timeout_ms has passed (topic id
+kept, counts -1, no configs).  With timeout_ms <= 0 every created topic is
+answered REQUEST_TIMED_OUT at once, as Kafka does.  A request asking for more than 10,000 partitions
 in all is refused whole with POLICY_VIOLATION before anything is looked at, as
 Kafka's controller bounds a batch (MAX_PARTITIONS_PER_BATCH).
 """
 from __future__ import annotations
 
+from kafkapy.coordinator.group.timers import Deadlines
+from kafkapy.handlers._groups import callback_future
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -50,7 +59,41 @@ def handle(ctx, request):
                                    "Found multiple entries for this topic."))
             continue
         results.append(_create(ctx, request, topic))
+    if request.validate_only:
+        return ctx.response(throttle_time_ms=0, topics=results)
+    return _await_leaders(ctx, request, results)
+
+
+def _await_leaders(ctx, request, results):
+    """Kafka answers a creation once every new partition has a leader, or at timeout_ms
+    with REQUEST_TIMED_OUT (at once when timeout_ms <= 0, even for topics that would be
+    ready).  Leaders are elected here as the topic is created, so only partitions with
+    no live replica are waited for, and they stay leaderless until the deadline."""
+    late = [r for r in results if r.error_code == 0 and (
+        request.timeout_ms <= 0 or not _led(ctx.broker, r.name))]
+    if not late:
+        return ctx.response(throttle_time_ms=0, topics=results)
+    future, respond = callback_future()
+    if request.timeout_ms <= 0:
+        respond(None)
+    else:
+        Deadlines(ctx.broker.timer).schedule(request.timeout_ms, lambda: respond(None))
+    return _timed_out(ctx, future, results, late)
+
+
+async def _timed_out(ctx, future, results, late):
+    await future
+    for r in late:
+        # As Kafka resets a failed creation's answer; the topic id stays.
+        r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
+        r.num_partitions, r.replication_factor, r.configs = -1, -1, []
     return ctx.response(throttle_time_ms=0, topics=results)
+
+
+def _led(broker, name: str) -> bool:
+    topic = broker.cache.topic(name)
+    return topic is not None and all(p.leader in broker.cache.brokers
+                                     for p in topic.partitions.values())
 
 
 def _requested_partitions(ctx, request) -> int:
@@ -85,12 +128,12 @@ def _create(ctx, request, topic):
                                                  configs, validate_only=request.validate_only)
     except KafkaError as err:
         return _failed(topic.name, err.code, err.message)
-    first = next(iter(created.partitions.values()))
+    first = next(iter(created.partitions.values()), None)
     # Kafka gives a topic its id only when it creates it, so validate_only answers none.
     topic_id = None if request.validate_only else created.topic_id
     return _Result(name=topic.name, topic_id=topic_id, error_code=0, error_message=None,
                    num_partitions=len(created.partitions),
-                   replication_factor=len(first.replicas),
+                   replication_factor=len(first.replicas) if first else -1,
                    configs=_configs(broker, created.configs) if ctx.api_version >= 5 else [])
 
 

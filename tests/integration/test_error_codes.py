@@ -45,11 +45,11 @@ def _coordinator(wire, key: str, key_type: int = 0) -> None:
 
 # -- item 2: bad replica assignments -------------------------------------------------------
 
-def _create_assigned(wire, name, assignment):
+def _create_assigned(wire, name, assignment, timeout_ms=10000):
     r = wire.request(19, 7, **fields(19, topics=[dict(
         name=name, num_partitions=-1, replication_factor=-1, configs=[],
         assignments=[dict(partition_index=i, broker_ids=b) for i, b in assignment])],
-        timeout_ms=10000, validate_only=False))
+        timeout_ms=timeout_ms, validate_only=False))
     [topic] = r.topics
     return topic.error_code, topic.error_message
 
@@ -62,10 +62,41 @@ def test_create_topics_with_a_bad_assignment(wire):
         bad, "partitions should be a consecutive 0-based integer sequence")
     assert _create_assigned(wire, "a3", [(0, [0, 0])]) == (
         bad, "Duplicate replica assignment found: HashMap(0 -> ArrayBuffer(0, 0))")
-    # Kafka in ZooKeeper mode would create these leaderless (REQUEST_TIMED_OUT); kafkapy
-    # refuses them as Kafka's KRaft controller does.
-    assert _create_assigned(wire, "a4", [(0, [5])])[0] == bad
-    assert _create_assigned(wire, "a5", [(0, [])])[0] == bad
+
+
+
+def _metadata_error(wire, name):
+    r = wire.request(3, 9, **fields(3, topics=[dict(name=name)], allow_auto_topic_creation=False,
+                                    include_cluster_authorized_operations=False,
+                                    include_topic_authorized_operations=False))
+    return r.topics[0].error_code
+
+
+def test_create_topics_on_unknown_brokers_times_out_leaderless(wire):
+    """Kafka in ZooKeeper mode creates such a topic and waits for leaders that never come."""
+    timed_out = (ErrorCode.REQUEST_TIMED_OUT, None)
+    assert _create_assigned(wire, "on-broker-5", [(0, [5])], timeout_ms=200) == timed_out
+    assert _create_assigned(wire, "on-no-broker", [(0, [])], timeout_ms=200) == timed_out
+    # Written, but unknown to the metadata cache: hidden, yet its name is taken.
+    assert _metadata_error(wire, "on-broker-5") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert _create_assigned(wire, "on-broker-5", [(0, [0])]) == (
+        ErrorCode.TOPIC_ALREADY_EXISTS, "Topic 'on-broker-5' already exists.")
+
+
+def test_create_topics_with_no_timeout_answers_request_timed_out(wire):
+    r = wire.request(19, 7, **fields(19, topics=[dict(
+        name="no-wait", num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+        timeout_ms=0, validate_only=False))
+    [topic] = r.topics
+    assert (topic.error_code, topic.num_partitions, topic.configs) == (
+        ErrorCode.REQUEST_TIMED_OUT, -1, [])
+    assert topic.topic_id is not None
+    # Created all the same (Kafka's cache learns of it a moment later).
+    for _ in range(100):
+        if _metadata_error(wire, "no-wait") == 0:
+            break
+        time.sleep(0.1)
+    assert _metadata_error(wire, "no-wait") == 0
 
 
 def test_create_topics_naming_a_topic_twice_refuses_each_entry(wire):
