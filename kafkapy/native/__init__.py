@@ -70,6 +70,7 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 _HEADER_SIZE = 61
 _ATTR_TIMESTAMP_TYPE = 0x08
 _ATTR_CONTROL = 0x20
+_TIMESTAMP_TYPES = (CREATE_TIME, LOG_APPEND_TIME)
 _TIMESTAMP_KINDS = (reference.OUT_OF_RANGE, reference.LOG_APPEND_TYPE)
 _log = logging.getLogger(__name__)
 _warned = False
@@ -115,6 +116,9 @@ def validate_batch(batch, *, topic_partition: str, now_ms: int, compacted: bool 
     control batches and are not held to the client offset/sequence rules;
     ``refuse_reader_hazards`` adds check 6 of the module docstring.
     """
+    if timestamp_type not in _TIMESTAMP_TYPES:
+        raise ValueError(f"message.timestamp.type must be CreateTime or LogAppendTime, "
+                         f"not {timestamp_type!r}")
     mv = memoryview(batch).cast("B") if not isinstance(batch, bytes) else batch
     if len(mv) < _HEADER_SIZE:
         return _refuse(CORRUPT_MESSAGE, f"Record batch is corrupt (the size {len(mv)} is "

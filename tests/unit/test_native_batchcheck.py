@@ -234,6 +234,11 @@ def test_negative_key_and_value_lengths_are_null(impl):
     assert check(batch, compacted=True).error_code == 87
 
 
+def test_unknown_timestamp_type_is_a_programming_error():
+    with pytest.raises(ValueError):
+        check(craft.assemble(craft.records(1), 1), timestamp_type="create_time")
+
+
 def test_size_magic_and_codec_checks(impl):
     good = craft.assemble(craft.records(2), 2)
     assert check(good[:60]).error_code == 2
