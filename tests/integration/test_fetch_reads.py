@@ -84,3 +84,20 @@ def test_an_unknown_last_fetched_epoch_is_out_of_range(client):
     part = _fetch(client, "reads", offset=5, last_fetched_epoch=7)
     assert (part.error_code, part.records) == (ErrorCode.OFFSET_OUT_OF_RANGE, b"")
     assert _fetch(client, "reads", offset=5, last_fetched_epoch=0).error_code == 0
+
+
+def test_v16_names_the_leader_with_not_leader_or_follower(broker, client):
+    metadata = REQUESTS[3]
+    r = client.request(3, 12, topics=[metadata.MetadataRequestTopic(name="reads")],
+                       allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    topic_id, port = r.topics[0].topic_id, int(broker.bootstrap.rsplit(":", 1)[1])
+    r = client.request(1, 16, replica_state=Fetch.ReplicaState(replica_id=5, replica_epoch=-1),
+                       max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, topics=[
+                           Fetch.FetchTopic(topic_id=topic_id, partitions=[
+                               Fetch.FetchTopic.FetchPartition(partition=0, fetch_offset=0,
+                                                               partition_max_bytes=100)])],
+                       forgotten_topics_data=[], rack_id="")
+    part = r.responses[0].partitions[0]
+    assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (0, 0)
+    assert [(n.node_id, n.host, n.port) for n in r.node_endpoints] == [(0, "127.0.0.1", port)]
