@@ -97,7 +97,7 @@ class Broker:
         self.produce_purgatory: Purgatory | None = None
         self.fetch_manager = FetchManager(
             FetchSessionCache(config["max.incremental.fetch.session.cache.slots"]))
-        self.socket_server: SocketServer | None = None
+        self.socket_servers: list[SocketServer] = []
         self.log_cleaner = None
         self._periodic: list[asyncio.Task] = []
         self._stopped = asyncio.Event()
@@ -133,7 +133,7 @@ class Broker:
         self.groups = GroupService(self)
         self.groups.start()
         self._start_transactions()
-        self.socket_server = self._socket_server()
+        self.socket_servers = [self._socket_server(listener) for listener in self.config.listeners]
         await self._listen()
         self._serve_metrics()
         self._start_periodic_tasks()
@@ -141,14 +141,20 @@ class Broker:
         _log.info("kafkapy broker started", node_id=self.node_id, cluster_id=cluster_id,
                   port=self.socket_server.port, topics=len(self.cache.topics))
 
+    @property
+    def socket_server(self) -> SocketServer | None:
+        """The first listener's server (the one a single-listener broker has)."""
+        return self.socket_servers[0] if self.socket_servers else None
+
     async def _listen(self) -> None:
-        try:
-            await self.socket_server.start()
-        except OSError as err:
-            host = self.socket_server.host or "0.0.0.0"
-            reason = os.strerror(err.errno) if err.errno else str(err)
-            raise StartupError(f"Socket server failed to bind to {host}:{self.socket_server.port}: "
-                               f"{reason}.") from None
+        for server in self.socket_servers:
+            try:
+                await server.start()
+            except OSError as err:
+                host = server.host or "0.0.0.0"
+                reason = os.strerror(err.errno) if err.errno else str(err)
+                raise StartupError(f"Socket server failed to bind to {host}:{server.port}: "
+                                   f"{reason}.") from None
 
     def _serve_metrics(self) -> None:
         port = self.config["kafkapy.metrics.port"]
@@ -221,11 +227,13 @@ class Broker:
             self.store.set(paths.CLUSTER_ID, payload)
         return cluster_id
 
-    def _advertised(self) -> tuple[str, int]:
-        name, host, port = self.config.advertised_listeners[0]
-        if not host or host == "0.0.0.0":
-            host = socket.getfqdn()
-        return host, port
+    def _advertised(self) -> list[paths.EndPoint]:
+        """Every advertised listener with its security protocol; an empty host is the
+        machine's name, as Kafka advertises it."""
+        protocols = self.config.listener_security_protocol_map
+        return [paths.EndPoint(name, host if host and host != "0.0.0.0" else socket.getfqdn(),
+                               port, protocols[name])
+                for name, host, port in self.config.advertised_listeners]
 
     async def _claim_registrations(self) -> None:
         """Register this broker, then become controller (Kafka's order)."""
@@ -251,25 +259,27 @@ class Broker:
         self._periodic.append(self.loop.create_task(again()))
 
     async def _register_broker(self, wait_ms: int) -> None:
-        host, port = self._advertised()
-        name = self.config.advertised_listeners[0][0]
-        endpoint = paths.EndPoint(name, host, port, "PLAINTEXT")
-        payload = paths.encode_broker_registration([endpoint], self.clock.time_ms(),
+        endpoints = self._advertised()
+        payload = paths.encode_broker_registration(endpoints, self.clock.time_ms(),
                                                    rack=self.config["broker.rack"])
         await claim(self.store, paths.broker_path(self.node_id), payload, wait_ms,
                     lambda _data: f" (broker {self.node_id} is registered by another session)")
-        self.cache.brokers[self.node_id] = BrokerEndpoint(self.node_id, host, port,
-                                                          self.config["broker.rack"])
+        rack = self.config["broker.rack"]
+        by_listener = {e.listener_name: BrokerEndpoint(self.node_id, e.host, e.port, rack)
+                       for e in endpoints}
+        inter_broker = self.config.inter_broker_listener_name
+        default = by_listener.get(inter_broker, next(iter(by_listener.values())))
+        self.cache.put_broker(default, by_listener)
 
-    def _socket_server(self) -> SocketServer:
-        _, host, port = self.config.listeners[0]
+    def _socket_server(self, listener) -> SocketServer:
+        name, host, port = listener
         return SocketServer(
             self, self.apis, host, port,
             max_request_bytes=self.config["socket.request.max.bytes"],
             max_inflight=self.config["kafkapy.max.inflight.requests.per.connection"],
             idle_ms=self.config["connections.max.idle.ms"],
             unsupported_api_versions=lambda cid: unsupported_version_response(self.apis, cid),
-            zero_copy=self.config["kafkapy.fetch.sendfile.enable"])
+            zero_copy=self.config["kafkapy.fetch.sendfile.enable"], listener=name)
 
     def _start_periodic_tasks(self) -> None:
         self._periodic.append(asyncio.ensure_future(self._every(1000, self._log_maintenance)))
@@ -383,9 +393,10 @@ class Broker:
         failure is the one thing to report."""
         if not after_failed_start:
             _log.info("shutting down")
-        if self.socket_server is not None:
-            await self.socket_server.stop_accepting()
-            await self.socket_server.drain_and_close()
+        for server in self.socket_servers:
+            await server.stop_accepting()
+        for server in self.socket_servers:
+            await server.drain_and_close()
         for task in self._periodic:
             task.cancel()
         if self.groups is not None:

@@ -203,6 +203,7 @@ class BrokerConfig:
                             if adv is not None else list(self._listeners))
         self._inter_broker_listener = self._derive_inter_broker_listener()
         _check_advertised(self)
+        _check_plaintext_only(text, self._listeners, self._protocols)
 
     def _derive_inter_broker_listener(self) -> str:
         name = self._values["inter.broker.listener.name"]
@@ -373,3 +374,15 @@ def _check_unsupported(cfg: BrokerConfig) -> None:
 
 _CROSS_CHECKS = (_check_replica_fetch, _check_offsets, _check_log_times, _check_queue_and_cleaner,
                  _check_compaction_lag, _check_unsupported)
+
+
+def _check_plaintext_only(text: str, listeners: list[Endpoint], protocols: dict[str, str]) -> None:
+    """kafkapy has no TLS or SASL yet: a listener declared with either would serve its
+    clients unauthenticated plaintext, so such a configuration is refused outright."""
+    for listener in listeners:
+        protocol = protocols[listener.name]
+        if protocol != "PLAINTEXT":
+            raise ConfigError(
+                f"Listener {listener.name} uses security protocol {protocol}, which kafkapy "
+                f"does not serve yet: only PLAINTEXT listeners are supported (listeners={text})",
+                key="listeners", value=text)

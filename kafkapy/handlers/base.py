@@ -41,11 +41,11 @@ class RequestContext:
     """One request: who sent it, at which version, and the broker serving it."""
 
     __slots__ = ("broker", "api_key", "api_version", "correlation_id", "client_id",
-                 "peer", "response_cls", "zero_copy")
+                 "peer", "response_cls", "zero_copy", "listener")
 
     def __init__(self, broker, api_key: int, api_version: int, correlation_id: int,
                  client_id: str | None, peer: str, response_cls: type,
-                 zero_copy: bool = False) -> None:
+                 zero_copy: bool = False, listener: str | None = None) -> None:
         self.broker = broker
         self.api_key = api_key
         self.api_version = api_version
@@ -54,6 +54,7 @@ class RequestContext:
         self.peer = peer
         self.response_cls = response_cls
         self.zero_copy = zero_copy  # records may be sent from files with sendfile
+        self.listener = listener    # the listener name the request arrived on
 
     def response(self, **fields):
         """A response of this request's API at its version."""

@@ -32,7 +32,7 @@ def handle(ctx, request):
         return _error(ctx, ErrorCode.MISMATCHED_ENDPOINT_TYPE,
                       "The request was sent to an endpoint of type BROKER, "
                       "but we wanted an endpoint of type CONTROLLER")
-    brokers = sorted(cache.brokers.values(), key=lambda b: b.node_id)
+    brokers = sorted(cache.brokers_for(ctx.listener).values(), key=lambda b: b.node_id)
     controller = cache.controller_id if cache.controller_id in cache.brokers else -1
     return ctx.response(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=BROKERS_ENDPOINT,

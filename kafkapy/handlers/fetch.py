@@ -326,7 +326,7 @@ class _Fetch:
         state = local.state if local is not None else broker.cache.partition(tip.topic,
                                                                              tip.partition)
         leader, epoch = (state.leader, state.leader_epoch) if state is not None else (-1, -1)
-        node = broker.cache.brokers.get(leader)
+        node = broker.cache.brokers_for(self.ctx.listener).get(leader)
         if node is not None:
             endpoints[leader] = _R.NodeEndpoint(node_id=node.node_id, host=node.host,
                                                 port=node.port, rack=node.rack)

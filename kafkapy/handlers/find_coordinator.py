@@ -55,6 +55,8 @@ def _find(ctx, key_type: int, key: str):
         error, node = ErrorCode.INVALID_REQUEST, None
     if error or node is None:
         return error or ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    # The coordinator as reached through the listener the client used.
+    node = ctx.broker.cache.brokers_for(ctx.listener).get(node.node_id, node)
     return 0, node.node_id, node.host, node.port
 
 

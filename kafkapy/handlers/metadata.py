@@ -63,7 +63,8 @@ def handle(ctx, request):
         throttle_time_ms=0,
         brokers=[_R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port,
                                            rack=b.rack)
-                 for b in sorted(cache.brokers.values(), key=lambda b: b.node_id)],
+                 for b in sorted(cache.brokers_for(ctx.listener).values(),
+                                 key=lambda b: b.node_id)],
         cluster_id=cache.cluster_id,
         controller_id=cache.controller_id,
         topics=unknown_ids + topics,

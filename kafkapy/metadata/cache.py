@@ -47,9 +47,22 @@ class MetadataCache:
         self.cluster_id = cluster_id
         self.node_id = node_id
         self.controller_id = -1
+        # The brokers as reached through the inter-broker listener (the default view) and
+        # through each listener: Metadata answers a client with the addresses of the
+        # listener it connected to, as Kafka does.
         self.brokers: dict[int, BrokerEndpoint] = {}
+        self.listener_brokers: dict[str, dict[int, BrokerEndpoint]] = {}
         self.topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, str] = {}
+
+    def brokers_for(self, listener: str | None) -> dict[int, BrokerEndpoint]:
+        """The brokers' endpoints on ``listener`` (the default view when unknown)."""
+        return self.listener_brokers.get(listener, self.brokers) if listener else self.brokers
+
+    def put_broker(self, default: BrokerEndpoint, by_listener: dict[str, BrokerEndpoint]) -> None:
+        self.brokers[default.node_id] = default
+        for listener, endpoint in by_listener.items():
+            self.listener_brokers.setdefault(listener, {})[endpoint.node_id] = endpoint
 
     def put_topic(self, topic: TopicMetadata) -> None:
         self.topics[topic.name] = topic

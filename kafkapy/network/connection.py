@@ -193,7 +193,8 @@ class KafkaConnection(asyncio.Protocol):
             return
         metrics.api_requests(spec.name).inc()
         ctx = RequestContext(self._broker, api_key, version, correlation_id,
-                             header.client_id, self.peer, spec.response_cls, self._zero_copy)
+                             header.client_id, self.peer, spec.response_cls, self._zero_copy,
+                             self._server.listener)
         slot = _Slot()
         self._slots.append(slot)
         try:

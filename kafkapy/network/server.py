@@ -19,8 +19,10 @@ _log = structlog.get_logger("kafkapy.network")
 class SocketServer:
     def __init__(self, broker, apis: dict, host: str, port: int, *,
                  max_request_bytes: int, max_inflight: int, idle_ms: int,
-                 unsupported_api_versions, zero_copy: bool = True) -> None:
+                 unsupported_api_versions, zero_copy: bool = True,
+                 listener: str | None = None) -> None:
         self.broker = broker
+        self.listener = listener
         self.apis = apis
         self.host = host
         self.port = port
@@ -45,7 +47,7 @@ class SocketServer:
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
         self._schedule_reaper()
-        _log.info("listening", host=self.host, port=self.port)
+        _log.info("listening", listener=self.listener, host=self.host, port=self.port)
 
     def connection_opened(self, conn: KafkaConnection) -> None:
         self._connections.add(conn)
