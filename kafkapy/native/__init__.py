@@ -83,8 +83,10 @@ class Verdict:
     ``max_timestamp`` / ``max_timestamp_index``: the largest record timestamp and the
     batch index of the first record with it (-1, -1 if none); the offset Kafka reports
     as offsetOfMaxTimestamp is the assigned base offset + ``max_timestamp_index``.
-    ``offsets_in_order``: every record's offsetDelta equals its index (Kafka rebuilds a
-    compressed batch when this is False, and refuses it if the deltas decrease).
+    ``offsets_in_order``: every record's offsetDelta equals its index.  Kafka stores an
+    uncompressed batch whatever its deltas; a compressed one with deltas off it rebuilds
+    (and 3.9 answered UNKNOWN_SERVER_ERROR for an lz4 batch with deltas 9..0): not
+    refused here, the append path decides.
     """
 
     ok: bool
