@@ -97,11 +97,10 @@ def test_api_versions_advertise_fetch_0_to_17(client):
     assert [(a.min_version, a.max_version) for a in r.api_keys if a.api_key == 1] == [(0, 17)]
 
 
-@pytest.mark.parametrize("codec", CODECS)
-@pytest.mark.parametrize("version", [0, 1, 2, 3])
+# kafka-python needs xxhash for magic-0 LZ4; librdkafka reads that one below.
+@pytest.mark.parametrize("codec,version", [(c, v) for c in CODECS for v in (0, 1, 2, 3)
+                                           if not (c == "lz4" and v < 2)])
 def test_every_codec_is_down_converted(broker, client, codec, version):
-    if codec == "lz4" and version < 2:
-        pytest.skip("kafka-python needs xxhash for magic-0 LZ4; librdkafka reads it below")
     topic = f"old-{codec}-v{version}"
     _create(broker.bootstrap, topic)
     _produce(client, topic, CODECS[codec])
