@@ -1,12 +1,17 @@
 """OffsetDelete (key 47): delete a group's committed offsets for some partitions.
 
-Version 0.  Unknown or dead group -> GROUP_ID_NOT_FOUND; a non-empty group
-that is not a consumer group -> NON_EMPTY_GROUP; partitions of topics the
-members subscribe to -> GROUP_SUBSCRIBED_TO_TOPIC (per partition).
+Version 0.  Partitions of topics or partitions this cluster does not have are
+refused first (UNKNOWN_TOPIC_OR_PARTITION) and the rest go to the coordinator:
+unknown or dead group -> GROUP_ID_NOT_FOUND; a non-empty group that is not a
+consumer group -> NON_EMPTY_GROUP; partitions of topics the members subscribe
+to -> GROUP_SUBSCRIBED_TO_TOPIC (per partition).  As Kafka's response builder
+merges them, a group-level error replaces the whole answer, else the refused
+partitions come first, then the coordinator's under each topic's first entry.
 """
 from __future__ import annotations
 
 from kafkapy.handlers._groups import coordinator
+from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 47
@@ -18,11 +23,19 @@ _Partition = _Topic.OffsetDeleteResponsePartition
 
 
 def handle(ctx, request):
+    cache = ctx.broker.cache
     asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    error, results = coordinator(ctx).delete_offsets(request.group_id, asked)
-    topics = [] if error else [
-        _Topic(name=t.name, partitions=[
-            _Partition(partition_index=p.partition_index,
-                       error_code=results.get((t.name, p.partition_index), 0))
-            for p in t.partitions]) for t in request.topics]
-    return ctx.response(error_code=error, throttle_time_ms=0, topics=topics)
+    refused = [tp for tp in asked if cache.partition(*tp) is None]
+    valid = [tp for tp in asked if tp not in refused]
+    error, results = coordinator(ctx).delete_offsets(request.group_id, valid)
+    if error:
+        return ctx.response(error_code=error, throttle_time_ms=0, topics=[])
+    by_topic: dict[str, list] = {}
+    for tp in refused:
+        by_topic.setdefault(tp[0], []).append(
+            _Partition(partition_index=tp[1], error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+    for tp in valid:
+        by_topic.setdefault(tp[0], []).append(
+            _Partition(partition_index=tp[1], error_code=results.get(tp, 0)))
+    return ctx.response(error_code=0, throttle_time_ms=0,
+                        topics=[_Topic(name=n, partitions=ps) for n, ps in by_topic.items()])

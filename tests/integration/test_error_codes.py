@@ -334,6 +334,10 @@ def test_offset_delete_of_the_last_offset_removes_the_group(wire):
             name=TOPIC, partitions=[dict(partition_index=0)])]))
     first = delete()
     assert (first.error_code, first.topics[0].partitions[0].error_code) == (0, 0)
+    # A group that is gone fails the whole request, unknown partitions included.
+    gone = wire.request(47, 0, **fields(47, group_id=group, topics=[
+        dict(name="no-such-topic", partitions=[dict(partition_index=0)])]))
+    assert (gone.error_code, gone.topics) == (ErrorCode.GROUP_ID_NOT_FOUND, [])
     assert delete().error_code == ErrorCode.GROUP_ID_NOT_FOUND
     described = wire.request(15, 5, groups=[group], include_authorized_operations=False)
     assert described.groups[0].group_state == "Dead"
@@ -458,3 +462,23 @@ def test_illegal_topic_names_get_kafka_3_9_reasons(wire):
         ErrorCode.INVALID_TOPIC_EXCEPTION,
         f"Topic name is invalid: the length of '{'x' * 250}' is longer than the max allowed "
         f"length 249")
+
+
+def test_offset_delete_refuses_unknown_partitions_first(wire):
+    group = "offset-delete-unknown"
+    _coordinator(wire, group)
+    committed = wire.request(8, 9, **fields(8, group_id=group, generation_id_or_member_epoch=-1,
+                                            member_id="", group_instance_id=None, topics=[dict(
+                                                name=TOPIC, partitions=[dict(
+                                                    partition_index=p, committed_offset=1,
+                                                    committed_leader_epoch=-1,
+                                                    committed_metadata="")
+                                                    for p in (0, 1)])]))
+    assert [p.error_code for p in committed.topics[0].partitions] == [0, 0]
+    r = wire.request(47, 0, **fields(47, group_id=group, topics=[
+        dict(name=TOPIC, partitions=[dict(partition_index=0), dict(partition_index=9)]),
+        dict(name="no-such-topic", partitions=[dict(partition_index=0)])]))
+    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert r.error_code == 0
+    assert [(t.name, p.partition_index, p.error_code) for t in r.topics for p in t.partitions] == [
+        (TOPIC, 9, unknown), (TOPIC, 0, 0), ("no-such-topic", 0, unknown)]
