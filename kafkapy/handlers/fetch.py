@@ -161,8 +161,9 @@ class _Fetch:
         fetch_max = ctx.broker.config["fetch.max.bytes"]
         self.max_bytes = min(request.max_bytes, fetch_max)
         self.min_bytes = min(request.min_bytes, self.max_bytes)
-        self.read_committed = request.isolation_level == READ_COMMITTED
         self.follower = _is_follower(ctx, request)
+        # (Kafka's FetchIsolation: a follower reads to the log end whatever it asks.)
+        self.read_committed = request.isolation_level == READ_COMMITTED and not self.follower
 
     # -- reading ----------------------------------------------------------------------
     def read(self) -> list[_Result]:
