@@ -57,6 +57,7 @@ from kafkapy.log.log import (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUF
                              parse_partition_dir_name, partition_dir_name)
 from kafkapy.log.log_config import LogConfig
 from kafkapy.log.meta_properties import ensure_meta_properties
+from kafkapy.log.partition_metadata import PartitionMetadataError
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
@@ -194,46 +195,64 @@ class LogManager:
             raise
 
     def _load_dirs(self, cluster_id: str, node_id: int, topic_configs: TopicConfigs) -> None:
-        live = self.live_log_dirs
-        ensure_meta_properties(live, cluster_id, node_id)
-        for d in live:
-            marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
-            clean = os.path.exists(marker)
-            self.had_clean_shutdown[d] = clean
-            recovery = self._read_checkpoint(d, RECOVERY_POINT_CHECKPOINT)
-            starts = self._read_checkpoint(d, LOG_START_OFFSET_CHECKPOINT)
-            hws = self._read_checkpoint(d, REPLICATION_OFFSET_CHECKPOINT)
-            for name in sorted(os.listdir(d)):
-                path = os.path.join(d, name)
-                if not os.path.isdir(path):
-                    continue
-                if name.endswith(DELETE_DIR_SUFFIX):
-                    shutil.rmtree(path, ignore_errors=True)
-                    continue
-                if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
-                    _log.warning("ignoring %s", path)
-                    continue
-                key = parse_partition_dir_name(name)
-                if key is None:
-                    continue
-                if key in self.logs:
-                    raise LogDirError(f"Duplicate log directories for {name} are found in "
-                                      f"{self._dir_of[key]} and {d}")
-                cfg = self.config_for(key[0], _topic_config(topic_configs, key[0]))
-                log = Log.load(path, cfg, self.clock, recovery_point=recovery.get(key, 0),
-                               log_start_offset=starts.get(key, 0),
-                               high_watermark=hws.get(key, 0), had_clean_shutdown=clean)
-                if log.recovered_bytes_truncated:
-                    _log.warning("recovered %s: truncated %d bytes", name,
-                                 log.recovered_bytes_truncated)
-                self.logs[key] = log
-                self._dir_of[key] = d
-            if clean:
-                os.unlink(marker)
+        ensure_meta_properties(self.live_log_dirs, cluster_id, node_id)
+        for d in self.live_log_dirs:
+            try:
+                self._load_dir(d, topic_configs)
+            except (CheckpointError, PartitionMetadataError, OSError) as err:
+                # Kafka's LogManager.loadLogs: a dir whose files cannot be read goes
+                # offline and the others serve; the file is named in the error.
+                self._fail_dir_at_load(d, err)
+        if not self.live_log_dirs:
+            raise NoLiveLogDirError("Shutdown broker because all log dirs in "
+                                    f"{', '.join(self.log_dirs)} have failed")
         self._loaded = True
         now = self.clock.time_ms()
         for k in self._intervals:
             self._last_run[k] = now
+
+    def _load_dir(self, d: str, topic_configs: TopicConfigs) -> None:
+        marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        self.had_clean_shutdown[d] = clean
+        recovery = self._read_checkpoint(d, RECOVERY_POINT_CHECKPOINT)
+        starts = self._read_checkpoint(d, LOG_START_OFFSET_CHECKPOINT)
+        hws = self._read_checkpoint(d, REPLICATION_OFFSET_CHECKPOINT)
+        for name in sorted(os.listdir(d)):
+            path = os.path.join(d, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+                _log.warning("ignoring %s", path)
+                continue
+            key = parse_partition_dir_name(name)
+            if key is None:
+                continue
+            if key in self.logs:
+                raise LogDirError(f"Duplicate log directories for {name} are found in "
+                                  f"{self._dir_of[key]} and {d}")
+            cfg = self.config_for(key[0], _topic_config(topic_configs, key[0]))
+            log = Log.load(path, cfg, self.clock, recovery_point=recovery.get(key, 0),
+                           log_start_offset=starts.get(key, 0),
+                           high_watermark=hws.get(key, 0), had_clean_shutdown=clean)
+            if log.recovered_bytes_truncated:
+                _log.warning("recovered %s: truncated %d bytes", name,
+                             log.recovered_bytes_truncated)
+            self.logs[key] = log
+            self._dir_of[key] = d
+        if clean:
+            os.unlink(marker)
+
+    def _fail_dir_at_load(self, d: str, err: BaseException) -> None:
+        """Let go of what was loaded from ``d`` and keep it offline."""
+        for key in [k for k, where in self._dir_of.items() if where == d]:
+            self.logs.pop(key).release()
+            del self._dir_of[key]
+        self.offline_dirs.add(d)
+        _log.error("Error while loading log dir %s (now offline): %s", d, err)
 
     async def load_async(self, cluster_id: str, node_id: int,
                          topic_configs: TopicConfigs = None) -> None:
