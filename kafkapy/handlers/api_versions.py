@@ -4,7 +4,7 @@ The response always uses response header v0.  A request at a version above ours
 is answered with UNSUPPORTED_VERSION (35) and a v0 body that still lists our
 ranges, so the client can retry at a version we support (done by the
 connection before decoding).  v3+ requests carry the client's software name and
-version; malformed ones get INVALID_REQUEST as in Kafka.
+version; malformed ones get INVALID_REQUEST and, as in Kafka, no API list.
 """
 from __future__ import annotations
 
@@ -28,11 +28,13 @@ def api_ranges(apis: dict) -> list:
 
 
 def handle(ctx, request):
-    error = ErrorCode.NO_ERROR
     if ctx.api_version >= 3 and not (
             _SOFTWARE.match(request.client_software_name or "")
             and _SOFTWARE.match(request.client_software_version or "")):
-        error = ErrorCode.INVALID_REQUEST
+        # Kafka's error response lists no APIs.
+        return ctx.response(error_code=ErrorCode.INVALID_REQUEST, api_keys=[],
+                            throttle_time_ms=0)
+    error = ErrorCode.NO_ERROR
     # A ZooKeeper-mode broker has no finalized features; Kafka answers their epoch as 0.
     return ctx.response(error_code=error, api_keys=api_ranges(ctx.broker.apis),
                         throttle_time_ms=0, finalized_features_epoch=0)

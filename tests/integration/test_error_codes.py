@@ -482,3 +482,12 @@ def test_offset_delete_refuses_unknown_partitions_first(wire):
     assert r.error_code == 0
     assert [(t.name, p.partition_index, p.error_code) for t in r.topics for p in t.partitions] == [
         (TOPIC, 9, unknown), (TOPIC, 0, 0), ("no-such-topic", 0, unknown)]
+
+
+def test_api_versions_bad_software_name_lists_no_apis(wire):
+    correlation, data = wire.encode(18, 3, client_software_name="-bad",
+                                    client_software_version="1")
+    wire.send_raw(data)
+    # correlation id, error 42, an empty compact array, throttle 0, no tagged fields:
+    # byte for byte what Kafka 3.9 answers.
+    assert wire.recv_frame() == correlation.to_bytes(4, "big") + bytes.fromhex("002a010000000000")
