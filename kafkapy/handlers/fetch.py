@@ -14,7 +14,9 @@ Versions 0 to 17 (Kafka 3.9's range), following KafkaApis.handleFetchRequest:
   aborted transactions (``[]`` when it was not read), as Kafka sends.
 - ``partition_max_bytes`` per partition and ``max_bytes`` (capped by
   ``fetch.max.bytes``) in all; from v3 the first batch found is returned whole even
-  past those limits (KIP-74), below v3 the limits are hard.
+  past those limits (KIP-74), below v3 the limits are hard.  As Kafka's
+  LogSegment.read, a read stays in one segment and is a byte count: its last batch
+  may be cut short (clients drop it).
 - v0-v3 read message format 0/1: batches are down-converted
   (``kafkapy.records.down_convert``), never sent with sendfile; such a fetch gets
   UNSUPPORTED_VERSION when ``message.downconversion.enable`` is false for the topic,
