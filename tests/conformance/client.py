@@ -3,8 +3,9 @@
 ``Connection.exchange(api_key, version, fields)`` frames one request (int32 size, request
 header, body, encoded by kafka-python's class for ``api_key``), sends it and reads one
 answer frame, decoded by the same class's response for that version.  The outcome is an
-``Answer``: the decoded response, or ``DROPPED`` when the broker closed the connection
-(or sent nothing within the read timeout), or ``UNDECODABLE`` with the decoder's message.
+``Answer``: the decoded response, or ``DROPPED`` when the broker closed the connection,
+``NO ANSWER`` when it sent nothing within the case's timeout, or ``UNDECODABLE`` with the
+frame's first body bytes when the schema of the requested version cannot read it.
 Both brokers' answers go through this one path, so a decoding quirk affects both alike.
 
 Invariant: after a dropped or undecodable answer the socket is reopened before the next
@@ -98,9 +99,10 @@ class Connection:
             return Answer(failure="DROPPED")
         try:
             response = RESPONSES[api_key].decode(frame, version=version, header=True)
-        except Exception as exc:  # noqa: BLE001 - any decoder complaint is the finding
+        except Exception:  # noqa: BLE001 - any decoder complaint is the finding
             self.close()
-            return Answer(failure=f"UNDECODABLE: {type(exc).__name__}: {exc}")
+            # The body bytes after the correlation id, so two equally odd answers compare equal.
+            return Answer(failure=f"UNDECODABLE as v{version}: {bytes(frame[4:])[:96].hex()}")
         if response.header.correlation_id != correlation:
             self.close()
             return Answer(failure=f"WRONG CORRELATION {response.header.correlation_id}")

@@ -7,7 +7,9 @@ transaction at 0-1 + marker at 2, an aborted one at 3-4 + marker at 5, then an o
 from 6 that keeps the last stable offset at 6), ``conf-strict`` (16 partitions,
 max.message.bytes=200, message.timestamp.type=LogAppendTime), ``conf-produce`` and
 ``conf-produce-compact`` (16 partitions each, empty: Produce cases of version v write to
-partition v, so one version's outcome never shifts another's offsets).
+partition v, so one version's outcome never shifts another's offsets); likewise
+``conf-isr`` (min.insync.replicas=2 on one replica) and ``conf-timestamps``
+(message.timestamp.before.max.ms=3600000).
 Group ``conf-group`` (no members) has committed offsets for conf-plain 0 and conf-multi 0-2.
 Transactional ids: ``conf-txn-id`` (last transaction aborted, CompleteAbort) and
 ``conf-txn-open`` (Ongoing on conf-txn 0).
@@ -22,6 +24,7 @@ from tests.conformance.cases import FIXED_TIMESTAMP, Side, batch, values  # noqa
 PLAIN, MULTI, COMPACT, TXN, STRICT = (
     "conf-plain", "conf-multi", "conf-compact", "conf-txn", "conf-strict")
 PRODUCE, PRODUCE_COMPACT = "conf-produce", "conf-produce-compact"   # partition = version
+ISR, TIMESTAMPS = "conf-isr", "conf-timestamps"                     # partition = version
 GROUP = "conf-group"
 TXN_ID, OPEN_TXN_ID = "conf-txn-id", "conf-txn-open"
 MISSING = "conf-missing"          # never created (cases never auto-create it)
@@ -36,6 +39,8 @@ TOPICS = {
     STRICT: (16, {"max.message.bytes": "200", "message.timestamp.type": "LogAppendTime"}),
     PRODUCE: (16, {}),
     PRODUCE_COMPACT: (16, {"cleanup.policy": "compact"}),
+    ISR: (16, {"min.insync.replicas": "2"}),
+    TIMESTAMPS: (16, {"message.timestamp.before.max.ms": "3600000"}),
 }
 CONCURRENT_TRANSACTIONS = 51
 # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: the internal
@@ -101,7 +106,7 @@ def _commit_offsets(side: Side) -> None:
               code=lambda r: r.topics[0].partitions[0].error_code)
 
 
-def init_producer(side: Side, transactional_id: str | None, timeout_ms: int = 60000):
+def init_producer(side: Side, transactional_id: str | None, timeout_ms: int = 600000):
     """(producer id, epoch) from InitProducerId, waiting out CONCURRENT_TRANSACTIONS."""
     if transactional_id is not None:
         side.call(10, 1, {"key": transactional_id, "key_type": 1},
@@ -131,7 +136,7 @@ def end_txn(side: Side, transactional_id: str, pid: int, epoch: int, commit: boo
 
 
 def _transactions(side: Side) -> None:
-    pid, epoch = init_producer(side, TXN_ID)
+    pid, epoch = init_producer(side, TXN_ID)   # the timeout outlasts the suite: no expiry
     for sequence, commit in ((0, True), (2, False)):
         add_partitions(side, TXN_ID, pid, epoch, TXN, [0])
         _produce(side, TXN, 0, batch(values(2, "t"), transactional=True, producer_id=pid,

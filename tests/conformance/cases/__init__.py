@@ -115,17 +115,20 @@ def all_cases(advertised: dict[int, tuple[int, int]]) -> list[Case]:
 
 def batch(records: list[tuple[bytes | None, bytes | None]], magic: int = 2,
           transactional: bool = False, producer_id: int = -1, producer_epoch: int = -1,
-          base_sequence: int = -1, headers: list | None = None) -> bytes:
-    """One record batch (or legacy message set) with fixed timestamps."""
+          base_sequence: int = -1, headers: list | None = None, compression: int = 0,
+          timestamp: int | None = None) -> bytes:
+    """One record batch (or legacy message set) with fixed timestamps; compression is the
+    attribute code (1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
+    ts = FIXED_TIMESTAMP if timestamp is None else timestamp
     if magic < 2:
-        builder = LegacyRecordBatchBuilder(magic, 0, 1 << 20)
+        builder = LegacyRecordBatchBuilder(magic, compression, 1 << 20)
         for i, (key, value) in enumerate(records):
-            builder.append(i, FIXED_TIMESTAMP + i if magic else None, key, value)
+            builder.append(i, ts + i if magic else None, key, value)
         return bytes(builder.build())
-    builder = DefaultRecordBatchBuilder(2, 0, transactional, producer_id, producer_epoch,
-                                        base_sequence, 1 << 20)
+    builder = DefaultRecordBatchBuilder(2, compression, transactional, producer_id,
+                                        producer_epoch, base_sequence, 1 << 20)
     for i, (key, value) in enumerate(records):
-        builder.append(i, FIXED_TIMESTAMP + i, key, value, headers or [])
+        builder.append(i, ts + i, key, value, headers or [])
     return bytes(builder.build())
 
 

@@ -61,20 +61,30 @@ def create_topics(v: int):
         yield case("default-partitions", _ct(_topic(f"{t}-def", -1, -1)))
 
 
+def gone(name: str):
+    """After: Kafka deletes asynchronously; wait until Metadata no longer knows the topic."""
+    def after(side: Side) -> None:
+        side.call(3, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False},
+                  retry_codes=(0,), code=lambda r: r.topics[0].error_code)
+    return after
+
+
 @for_api(20)
 def delete_topics(v: int):
     t = f"conf-dt-v{v}"
     if v < 6:
         yield case("ordinary", {"topic_names": [f"{t}-ok"], "timeout_ms": 30000},
-                   setup=created(f"{t}-ok"))
+                   setup=created(f"{t}-ok"), after=gone(f"{t}-ok"))
         yield case("unknown-topic", {"topic_names": [MISSING], "timeout_ms": 30000})
         yield case("no-topics", {"topic_names": [], "timeout_ms": 30000})
     else:
         yield case("by-name", {"topics": [{"name": f"{t}-n", "topic_id": None}],
-                               "timeout_ms": 30000}, setup=created(f"{t}-n"))
+                               "timeout_ms": 30000}, setup=created(f"{t}-n"),
+                   after=gone(f"{t}-n"))
         yield case("by-id", lambda s: {"topics": [{"name": None,
                                                    "topic_id": s.topic_ids[f"{t}-i"]}],
-                                       "timeout_ms": 30000}, setup=created(f"{t}-i"))
+                                       "timeout_ms": 30000}, setup=created(f"{t}-i"),
+                   after=gone(f"{t}-i"))
         yield case("unknown-name", {"topics": [{"name": MISSING}], "timeout_ms": 30000})
         yield case("unknown-id", {"topics": [{"name": None, "topic_id": UNKNOWN_TOPIC_ID}],
                                   "timeout_ms": 30000})
@@ -177,6 +187,7 @@ def describe_log_dirs(v: int):
     yield case("multi", {"topics": [{"topic": MULTI, "partitions": [0, 1, 2, 7]}]})
     yield case("unknown-topic", {"topics": [{"topic": MISSING, "partitions": [0]}]})
     yield case("no-topics", {"topics": []})
+    yield case("all", {"topics": None})
 
 
 def _cp(*topics, validate_only=False):
@@ -200,6 +211,7 @@ def create_partitions(v: int):
                setup=created(f"{t}-asb"))
     yield case("assignment-count-mismatch", _cp((f"{t}-asc", 3, [{"broker_ids": [1]}])),
                setup=created(f"{t}-asc"))
+    yield case("empty-assignments", _cp((f"{t}-ea", 2, [])), setup=created(f"{t}-ea"))
     yield case("no-topics", _cp())
 
 
@@ -211,6 +223,7 @@ def elect_leaders(v: int):
     yield case("unknown-topic", el([{"topic": MISSING, "partitions": [0]}]))
     yield case("unknown-partition", el([{"topic": PLAIN, "partitions": [3]}]))
     yield case("no-partitions", el([]))
+    yield case("all-partitions", el(None))
     if v >= 1:
         yield case("unclean", el([{"topic": MULTI, "partitions": [0, 1]}], election=1))
         yield case("invalid-election-type", el([{"topic": PLAIN, "partitions": [0]}], 5))

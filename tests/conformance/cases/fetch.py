@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tests.conformance.cases import for_api
 from tests.conformance.cases.common import UNKNOWN_TOPIC_ID, case, tid
-from tests.conformance.state import COMPACT, LOG_START, MISSING, MULTI, PLAIN, PLAIN_END, TXN
+from tests.conformance.state import (
+    COMPACT, LOG_START, MISSING, MULTI, PLAIN, PLAIN_END, PRODUCE, STRICT, TIMESTAMPS, TXN)
 
 
 def _part(partition, offset, **extra):
@@ -39,6 +40,10 @@ def fetch(v: int):
         dict(_part(0, LOG_START), partition_max_bytes=1)]))
     yield case("tiny-max-bytes", lambda s: dict(_fetch(PLAIN, [_part(0, LOG_START)])(s),
                                                 max_bytes=1))
+    # what the Produce cases of some version wrote (plain, gzip, zstd, idempotent batches)
+    yield case("produced", _fetch(PRODUCE, [_part(v % 12, 0)]))
+    yield case("produced-log-append-time", _fetch(STRICT, [_part(v % 12, 0)]))
+    yield case("produced-timestamps", _fetch(TIMESTAMPS, [_part(v % 12, 0)]))
     yield case("no-topics", lambda s: dict(_fetch(PLAIN, [])(s), topics=[]))
     yield case("txn-read-uncommitted", _fetch(TXN, [_part(0, 0)]))
     yield case("txn-read-committed", _fetch(TXN, [_part(0, 0)], isolation_level=1))

@@ -30,7 +30,8 @@ ASSIGNMENT = struct.pack(">hi", 0, 0) + struct.pack(">i", -1)   # no partitions,
 
 def join_fields(group: str, member: str = "", protocol_type: str = "consumer",
                 protocols=None) -> dict:
-    return {"group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 30000,
+    # long enough that no member expires while the suite runs (states stay comparable)
+    return {"group_id": group, "session_timeout_ms": 300000, "rebalance_timeout_ms": 300000,
             "member_id": member, "group_instance_id": None, "protocol_type": protocol_type,
             "protocols": protocols if protocols is not None else [
                 {"name": "range", "metadata": subscription(PLAIN)}], "reason": None}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from tests.conformance.cases import batch, for_api, values
 from tests.conformance.cases.common import case
-from tests.conformance.state import MISSING, PLAIN, PRODUCE, PRODUCE_COMPACT, STRICT
+from tests.conformance.state import (
+    ISR, MISSING, PLAIN, PRODUCE, PRODUCE_COMPACT, STRICT, TIMESTAMPS)
 
 
 def _request(topic, partition, records, acks=-1, transactional_id=None):
@@ -42,6 +43,13 @@ def produce(v: int):
     yield case("two-partitions-one-unknown", {"acks": -1, "timeout_ms": 10000, "topic_data": [
         {"name": PRODUCE, "partition_data": [{"index": v, "records": one},
                                              {"index": 99, "records": one}]}]})
+    yield case("gzip", _request(PRODUCE, v, batch(values(3, "g"), magic=magic, compression=1)))
+    yield case("zstd", _request(PRODUCE, v, batch(values(3, "z"), magic=2, compression=4)))
+    yield case("not-enough-replicas", _request(ISR, v, one))
+    yield case("not-enough-replicas-acks-1", _request(ISR, v, one, acks=1))
+    yield case("timestamp-too-old", _request(TIMESTAMPS, v, batch(values(1), magic=magic,
+                                                                  timestamp=1000)))
+    yield case("timestamp-recent", _request(TIMESTAMPS, v, batch(values(1), magic=magic)))
     if v >= 3:
         yield case("idempotent-sequence-gap", _request(PRODUCE, v, batch(
             values(1), producer_id=4242, producer_epoch=0, base_sequence=7)))
