@@ -22,11 +22,12 @@ from typing import Callable
 
 from kafkapy import metrics
 from kafkapy.metadata.cache import PartitionState
+from kafkapy.native import CREATE_TIME, LONG_MAX
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory.delayed_fetch import LogOffsetMetadata
 from kafkapy.records.batch import RecordError, read_header, validate_batches
 from kafkapy.records.legacy import first_magic, up_convert
-from kafkapy.records.validation import check_keys
+from kafkapy.records.validation import check_records
 
 # Kafka's ReplicaManager answers these with no log start offset (-1).
 _NO_LOG_START = frozenset({ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE,
@@ -116,9 +117,17 @@ class Partition:
         headers = validate_batches(mv, config.max_message_bytes)
         if not headers:
             return records, None
-        if compacted:
-            check_keys(mv, headers[0], f"{self.topic}-{self.index}")
-        return records, headers[0]
+        header = headers[0]
+        self._validate_records(mv[header.position:header.position + header.size], compacted)
+        return records, header
+
+    def _validate_records(self, batch: memoryview, compacted: bool) -> None:
+        values = self.log.config.values
+        check_records(
+            batch, f"{self.topic}-{self.index}", self.log.clock.time_ms(), compacted=compacted,
+            timestamp_type=values.get("message.timestamp.type", CREATE_TIME),
+            before_max_ms=int(values.get("message.timestamp.before.max.ms", LONG_MAX)),
+            after_max_ms=int(values.get("message.timestamp.after.max.ms", LONG_MAX)))
 
     def has_ongoing_transaction(self, producer_id: int) -> bool:
         """Whether ``producer_id`` has an open transaction here (Kafka skips verification)."""

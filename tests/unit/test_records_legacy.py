@@ -20,7 +20,7 @@ from kafkapy.records.batch import (RecordError, check_produce_request, patch_for
 from kafkapy.records.legacy import (first_magic, fix_lz4_header_checksum, up_convert,
                                     xxh32_short)
 from kafkapy.records.record import build_batch, compress, decode_records
-from kafkapy.records.validation import check_keys
+from kafkapy.records.validation import check_records
 
 TS = 1_700_000_000_000
 RECORDS = [(b"k0", b"v0"), (None, b"v1"), (b"k2", None)]
@@ -236,6 +236,12 @@ def test_keyless_v2_records_are_named_by_index(codec):
                                f"[{shown}]")
     keyed = v2([(b"a", b"1"), (b"", None)], codec)
     check_keys(memoryview(keyed), validate_batches(keyed, MAX)[0], TP)
+
+
+def check_keys(buf, header, topic_partition):
+    """The compacted-topic record check of the append path, on one batch."""
+    check_records(buf[header.position:header.position + header.size], topic_partition, 0,
+                  compacted=True)
 
 
 def _resigned(batch: bytearray) -> bytes:
