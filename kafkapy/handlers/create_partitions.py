@@ -4,7 +4,8 @@ Versions 0-3.  Fewer or equal partitions -> INVALID_PARTITIONS; assignments
 naming unknown brokers, or not matching the new partitions in number or
 replication factor -> INVALID_REPLICA_ASSIGNMENT; unknown topic ->
 UNKNOWN_TOPIC_OR_PARTITION.  A topic named twice gets one INVALID_REQUEST
-result, after the other topics' results (Kafka's order).  Growing a topic by more
+result, after the other topics' results (Kafka's order).  With timeout_ms <= 0
+the partitions are added but answered REQUEST_TIMED_OUT, as Kafka does.  Growing a topic by more
 than 10,000 partitions in one request is refused with POLICY_VIOLATION, the bound
 Kafka's controller puts on one batch.
 """
@@ -27,6 +28,11 @@ def handle(ctx, request):
     duplicated = repeated(t.name for t in request.topics)
     results = [_create(ctx, request, topic) for topic in request.topics
                if topic.name not in duplicated]
+    if request.timeout_ms <= 0 and not request.validate_only:
+        # Kafka does not wait for the new partitions' leaders then, and says so.
+        for r in results:
+            if r.error_code == 0:
+                r.error_code = ErrorCode.REQUEST_TIMED_OUT
     # Kafka answers each repeated name once, after the others.
     results += [_Result(name=name, error_code=ErrorCode.INVALID_REQUEST,
                         error_message="Duplicate topic in request.")

@@ -9,7 +9,8 @@ Versions 0-6 (Kafka 3.9), answered as Kafka's ZooKeeper-mode KafkaApis does:
   name with the zero id) -> TOPIC_AUTHORIZATION_FAILED, as Kafka's authorizer
   check answers a null name; an unknown name -> UNKNOWN_TOPIC_OR_PARTITION.
 - Each result echoes the id the request gave (the zero id for a topic named
-  by name).  The logs are removed before the answer.
+  by name).  The logs are removed before the answer; with timeout_ms <= 0
+  Kafka does not wait for that and answers REQUEST_TIMED_OUT, and so does kafkapy.
 """
 from __future__ import annotations
 
@@ -43,6 +44,11 @@ def handle(ctx, request):
     results = [_check(ctx, name, topic_id) for name, topic_id in wanted]
     for name in dict.fromkeys(r.name for r in results if r.error_code == 0):
         ctx.broker.controller.delete_topic(name)
+    if request.timeout_ms <= 0:
+        # Kafka does not wait for the deletion then, and says so.
+        for r in results:
+            if r.error_code == 0:
+                r.error_code = ErrorCode.REQUEST_TIMED_OUT
     return _respond(ctx, results)
 
 

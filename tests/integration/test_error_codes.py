@@ -491,3 +491,22 @@ def test_api_versions_bad_software_name_lists_no_apis(wire):
     # correlation id, error 42, an empty compact array, throttle 0, no tagged fields:
     # byte for byte what Kafka 3.9 answers.
     assert wire.recv_frame() == correlation.to_bytes(4, "big") + bytes.fromhex("002a010000000000")
+
+
+def test_no_timeout_answers_request_timed_out_but_acts(wire):
+    """timeout_ms <= 0: Kafka does the work but does not wait for it, and says so."""
+    name = "no-wait-admin"
+    wire.request(19, 7, **fields(19, topics=[dict(
+        name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+        timeout_ms=10000, validate_only=False))
+    grown = wire.request(37, 3, **fields(37, topics=[dict(name=name, count=2, assignments=None)],
+                                         timeout_ms=0, validate_only=False))
+    assert [(r.error_code, r.error_message) for r in grown.results] == [
+        (ErrorCode.REQUEST_TIMED_OUT, None)]
+    checked = wire.request(37, 3, **fields(37, topics=[dict(name=name, count=2,
+                                                            assignments=None)],
+                                           timeout_ms=0, validate_only=True))
+    assert checked.results[0].error_code == ErrorCode.INVALID_PARTITIONS  # it has 2 now
+    deleted = wire.request(20, 4, topic_names=[name, "no-such-topic"], timeout_ms=0)
+    assert [(t.name, t.error_code) for t in deleted.responses] == [
+        (name, ErrorCode.REQUEST_TIMED_OUT), ("no-such-topic", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
