@@ -200,7 +200,23 @@ def _order(items: list[dict], field: Any) -> list[dict]:
         keys = [k for k in ORDER_KEYS if k in names][:1]
     if not keys:
         return items
-    return sorted(items, key=lambda item: repr(tuple(item.get(k) for k in keys)))
+    return Keyed(sorted(items, key=lambda item: _sort_key(item, keys)), keys)
+
+
+class Keyed(list):
+    """A list of structs identified by ``keys``: diffed element by key, not by position."""
+
+    def __init__(self, items, keys):
+        super().__init__(items)
+        self.keys = keys
+
+    def label(self, item: dict) -> str:
+        return ",".join(f"{k}={item.get(k)!r}" for k in self.keys)
+
+
+def _sort_key(item: dict, keys: list[str]) -> tuple:
+    return tuple((type(item.get(k)).__name__, item.get(k) if item.get(k) is not None else 0)
+                 for k in keys)
 
 
 # Broker configs whose values are this broker's own addresses and paths.
@@ -221,12 +237,25 @@ def diff(kafka: Any, ours: Any, path: str = "") -> Iterator[Difference]:
         for key in sorted(kafka.keys() | ours.keys()):
             yield from diff(kafka.get(key, "<absent>"), ours.get(key, "<absent>"),
                             f"{path}.{key}" if path else key)
+    elif isinstance(kafka, Keyed) and isinstance(ours, Keyed):
+        ks = {kafka.label(i): i for i in kafka}
+        os_ = {ours.label(i): i for i in ours}
+        if len(ks) == len(kafka) and len(os_) == len(ours):     # keys unique on both sides
+            for label in sorted(ks.keys() | os_.keys()):
+                yield from diff(ks.get(label, "<absent>"), os_.get(label, "<absent>"),
+                                f"{path}[{label}]")
+            return
+        yield from _diff_positions(kafka, ours, path)
     elif isinstance(kafka, list) and isinstance(ours, list):
-        for i in range(max(len(kafka), len(ours))):
-            yield from diff(kafka[i] if i < len(kafka) else "<absent>",
-                            ours[i] if i < len(ours) else "<absent>", f"{path}[{i}]")
+        yield from _diff_positions(kafka, ours, path)
     elif kafka != ours:
         yield Difference(path or "<answer>", kafka, ours)
+
+
+def _diff_positions(kafka: list, ours: list, path: str) -> Iterator[Difference]:
+    for i in range(max(len(kafka), len(ours))):
+        yield from diff(kafka[i] if i < len(kafka) else "<absent>",
+                        ours[i] if i < len(ours) else "<absent>", f"{path}[{i}]")
 
 
 def compared_fields(tree: Any, path: tuple = ()) -> Iterator[tuple]:
