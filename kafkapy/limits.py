@@ -7,7 +7,13 @@ soft ``RLIMIT_NOFILE`` is raised to the hard limit; nothing is ever lowered.
 """
 from __future__ import annotations
 
+import os
 import resource
+
+# Descriptors kept free for connections, checkpoints and segment rolls when placing new
+# partitions: at least this many, or this share of the limit.
+_RESERVE_MIN = 128
+_RESERVE_SHARE = 0.1
 
 
 def raise_open_file_limit() -> int:
@@ -20,3 +26,18 @@ def raise_open_file_limit() -> int:
     except (ValueError, OSError):
         return soft
     return hard
+
+
+def free_descriptors() -> int:
+    """Descriptors this process may still open before hitting its soft limit, less a
+    reserve for connections and files opened in passing."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1 << 62
+    in_use = len(os.listdir("/proc/self/fd"))
+    reserve = max(_RESERVE_MIN, int(soft * _RESERVE_SHARE))
+    return soft - in_use - reserve
+
+
+def open_file_limit() -> int:
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]

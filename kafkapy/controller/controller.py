@@ -17,6 +17,7 @@ import structlog
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from kafkapy.controller.assignment import assign_replicas
+from kafkapy.limits import free_descriptors, open_file_limit
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
 from kafkapy.metadata.ephemeral import claim
@@ -131,6 +132,7 @@ class Controller:
             assignment = self._check_assignments(assignments)
         else:
             assignment = assign_replicas(brokers, num_partitions, replication_factor)
+        _check_descriptors(len(assignment))
         topic = TopicMetadata(name=name, topic_id=new_topic_id(), configs=configs)
         live = set(brokers)
         for index, replicas in assignment.items():
@@ -261,6 +263,7 @@ class Controller:
             new = self._check_added_assignments(assignments, brokers, current, count, rf)
         else:
             new = assign_replicas(brokers, count - current, rf, first_partition=current)
+        _check_descriptors(len(new))
         if validate_only:
             return
         for index, replicas in new.items():
@@ -316,6 +319,19 @@ class Controller:
     def _notify(self, name: str, topic: TopicMetadata | None) -> None:
         for listener in self._listeners:
             listener(name, topic)
+
+
+def _check_descriptors(new_partitions: int) -> None:
+    """Each partition holds a descriptor for its active segment: refuse partitions the
+    process could not open, rather than fail their logs half-way and leave the broker
+    unable to accept a connection.  (Kafka has no such check; it relies on a large
+    ulimit.  kafkapy raises its soft limit to the hard one at start.)"""
+    free = free_descriptors()
+    if new_partitions > free:
+        raise KafkaError(ErrorCode.POLICY_VIOLATION,
+                         f"Creating {new_partitions} partitions needs as many file "
+                         f"descriptors, but only {max(free, 0)} are free under the open-file "
+                         f"limit of {open_file_limit()} (ulimit -n)")
 
 
 def _controller_holder(data: bytes) -> str:
