@@ -25,10 +25,10 @@ Behaviour (Kafka 3.9, ZooKeeper mode):
 """
 from __future__ import annotations
 
-from kafkapy.handlers.common import (
-    CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized_operations, live_leader, offline_replicas)
 from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
 from kafkapy.coordinator.transaction.service import TRANSACTION_TOPIC
+from kafkapy.handlers.common import (
+    CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized_operations, live_leader, offline_replicas)
 from kafkapy.metadata.topics import invalid_topic_reason, is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
