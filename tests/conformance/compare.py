@@ -200,7 +200,8 @@ def _order(items: list[dict], field: Any) -> list[dict]:
         keys = [k for k in ORDER_KEYS if k in names][:1]
     if not keys:
         return items
-    return Keyed(sorted(items, key=lambda item: _sort_key(item, keys)), keys)
+    # the whole element breaks ties: keys normalised alike (producer ids) keep no order
+    return Keyed(sorted(items, key=lambda item: (_sort_key(item, keys), repr(item))), keys)
 
 
 class Keyed(list):

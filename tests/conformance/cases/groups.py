@@ -77,6 +77,12 @@ def both(*setups):
     return setup
 
 
+def _left(side: Side) -> None:
+    """Setup: the joined member leaves; the group is Empty again."""
+    side.call(13, 3, {"group_id": side.vars["group"], "members": [
+        {"member_id": side.vars["member"], "group_instance_id": None}]})
+
+
 @for_api(10)
 def find_coordinator(v: int):
     if v <= 3:
@@ -187,6 +193,8 @@ def describe_groups(v: int):
     yield case("unknown", {"groups": [f"{g}-none"]})
     yield case("no-groups", {"groups": []})
     yield case("empty-name", {"groups": [""]})
+    # left by JoinGroup cases: v0 joined and awaits its sync; v5 holds a pending member
+    yield case("awaiting-sync-and-pending", {"groups": ["conf-join-v0-new", "conf-join-v5-new"]})
     if v >= 3:
         yield case("authorized-ops", dict(ops, groups=[f"{g}-ops", GROUP]),
                    setup=joined(f"{g}-ops"))
@@ -228,6 +236,8 @@ def offset_delete(v: int):
                setup=both(committed(f"{g}-sub", PLAIN, (0,)), joined(f"{g}-sub")))
     yield case("not-subscribed", od(f"{g}-nsub"),
                setup=both(committed(f"{g}-nsub"), joined(f"{g}-nsub")))
+    yield case("after-member-left", od(f"{g}-left", topic=PLAIN),
+               setup=both(committed(f"{g}-left", PLAIN, (0,)), joined(f"{g}-left"), _left))
     yield case("unknown-topic", od(f"{g}-ut", topic=MISSING), setup=committed(f"{g}-ut"))
     yield case("unknown-partition", od(f"{g}-up", partitions=(0, 9)),
                setup=committed(f"{g}-up"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.conformance.cases import FIXED_TIMESTAMP, for_api
 from tests.conformance.cases.common import case
-from tests.conformance.state import MISSING, MULTI, PLAIN, TXN
+from tests.conformance.state import MISSING, MULTI, PLAIN, PRODUCE, STRICT, TXN
 
 
 def _lo(topic, partitions, timestamp, isolation=0, epoch=-1):
@@ -32,6 +32,10 @@ def list_offsets(v: int):
     if v >= 4:
         yield case("current-epoch-0", _lo(PLAIN, [0], -1, epoch=0))
         yield case("unknown-leader-epoch", _lo(PLAIN, [0], -1, epoch=9))
+    # what the Produce cases wrote: LogAppendTime and compressed batches
+    yield case("log-append-time-latest", _lo(STRICT, [3, 9], -1))
+    yield case("compressed-by-time", _lo(PRODUCE, [9], FIXED_TIMESTAMP + 1))
     for ts, first in ((-3, 7), (-4, 8), (-5, 9)):
         if v >= first:
             yield case(f"timestamp{ts}", _lo(PLAIN, [0], ts))
+            yield case(f"timestamp{ts}-compressed", _lo(PRODUCE, [9], ts))

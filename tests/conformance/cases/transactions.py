@@ -193,6 +193,9 @@ def describe_producers(v: int):
     yield case("unknown-topic", dp(MISSING, [0]))
     yield case("unknown-partition", dp(PLAIN, [0, 6]))
     yield case("no-topics", {"topics": []})
+    # idempotent producers of the Produce cases, finished transactions of the EndTxn cases
+    yield case("idempotent-producers", dp(PRODUCE, [3, 9, 11]))
+    yield case("ended-transactions", dp(PRODUCE, [12, 13, 15]))
 
 
 @for_api(65)
