@@ -4,9 +4,9 @@ Version 0.  Per topic, as Kafka checks it: an illegal name ->
 INVALID_TOPIC_EXCEPTION with the reason, a topic the cluster does not have ->
 UNKNOWN_TOPIC_OR_PARTITION with Kafka's default message, for each partition.
 Per partition: UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER without a
-message, else each producer id in the partition's producer state with its epoch, last
-sequence, last timestamp, coordinator epoch and the first offset of its open
-transaction (-1 if none).
+message, else each producer id in the partition's producer state, in Kafka's
+(hash map) order, with its epoch, last sequence, last timestamp, coordinator
+epoch and the first offset of its open transaction (-1 if none).
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def handle(ctx, request):
                           last_sequence=e.last_seq, last_timestamp=e.last_timestamp,
                           coordinator_epoch=e.coordinator_epoch,
                           current_txn_start_offset=e.current_txn_first_offset)
-                for e in partition.log.producer_state.producers.values()]
+                for e in _java_hash_order(partition.log.producer_state.producers)]
             parts.append(_Partition(partition_index=index, error_code=0, error_message=None,
                                     active_producers=producers))
         topics.append(_Topic(name=topic.name, partitions=parts))
@@ -60,3 +60,19 @@ def _topic_error(ctx, name: str) -> tuple[int, str] | None:
         return (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 "This server does not host this topic-partition.")
     return None
+
+
+def _java_hash_order(producers: dict) -> list:
+    """The producers in the order Kafka lists them: its ProducerStateManager keeps them
+    in a java.util.HashMap keyed by producer id, iterated bucket by bucket (a bucket is
+    the spread Long hash masked by the table size, which starts at 16 and doubles past
+    a 0.75 load), insertion order within a bucket."""
+    capacity = 16
+    while len(producers) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(pid: int) -> int:
+        h = (pid ^ (pid >> 32)) & 0xFFFFFFFF      # Long.hashCode
+        return (h ^ (h >> 16)) & (capacity - 1)   # HashMap.hash, masked
+    ordered = sorted(enumerate(producers.items()), key=lambda e: (bucket(e[1][0]), e[0]))
+    return [entry for _, (_, entry) in ordered]

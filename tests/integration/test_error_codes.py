@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.records.record import build_batch
 from tests.broker_process import BrokerProcess
 from tests.integration.request_fields import fields
 from tests.integration.wire import WireClient
@@ -510,3 +511,28 @@ def test_no_timeout_answers_request_timed_out_but_acts(wire):
     deleted = wire.request(20, 4, topic_names=[name, "no-such-topic"], timeout_ms=0)
     assert [(t.name, t.error_code) for t in deleted.responses] == [
         (name, ErrorCode.REQUEST_TIMED_OUT), ("no-such-topic", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+
+
+def test_describe_producers_lists_in_kafka_hash_map_order(no_deletion_broker):
+    client = WireClient(no_deletion_broker.bootstrap)
+    try:
+        client.request(19, 7, **fields(19, topics=[dict(
+            name="producers", num_partitions=1, replication_factor=1, assignments=[],
+            configs=[])], timeout_ms=10000, validate_only=False))
+        ids = [client.request(22, 4, transactional_id=None, transaction_timeout_ms=60000,
+                              producer_id=-1, producer_epoch=-1).producer_id for _ in range(17)]
+        assert ids == list(range(17))  # a fresh broker's first block starts at 0
+        for pid in (16, 1, 0):
+            batch = build_batch([(None, b"v", (), int(time.time() * 1000))], producer_id=pid,
+                                producer_epoch=0, base_sequence=0)
+            r = client.request(0, 9, **fields(0, transactional_id=None, acks=-1, timeout_ms=10000,
+                                              topic_data=[dict(name="producers", partition_data=[
+                                                  dict(index=0, records=batch)])]))
+            assert r.responses[0].partition_responses[0].error_code == 0
+        described = client.request(61, 0, **fields(61, topics=[dict(name="producers",
+                                                                    partition_indexes=[0])]))
+        listed = described.topics[0].partitions[0].active_producers
+        # Kafka's java.util.HashMap of 16 buckets: 16 and 0 share bucket 0, in arrival order.
+        assert [p.producer_id for p in listed] == [16, 0, 1]
+    finally:
+        client.close()
