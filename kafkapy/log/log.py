@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.log.leader_epoch import LeaderEpochCache
+from kafkapy.native import find_timestamp
 from kafkapy.log.log_config import LogConfig
 from kafkapy.log.partition_metadata import read_partition_metadata, write_partition_metadata
 from kafkapy.log.producer_state import DuplicateBatch, ProducerStateManager
@@ -428,9 +429,9 @@ class Log:
         ts = best.max_timestamp_so_far
         h = best.find_offset_position(best.offset_of_max_timestamp)
         if h is not None and h.max_timestamp == ts:
-            for r in decode_records(best.read_batch_bytes(h)):
-                if r.timestamp == ts:
-                    return r.offset, ts
+            found = find_timestamp(best.read_batch_bytes(h), ts)
+            if found is not None:
+                return found
         return best.offset_of_max_timestamp, ts
 
     # ---------------------------------------------------------------- flush / config

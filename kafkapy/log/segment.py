@@ -287,16 +287,27 @@ class LogSegment:
                                  ) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= target and
         offset >= ``starting_offset`` (ListOffsets).  Decodes only the batch(es)
-        whose maxTimestamp qualifies, normally one; never used on the hot path."""
-        from kafkapy.records.record import decode_records
+        whose maxTimestamp qualifies, normally one, in one native pass each (a batch of
+        millions of records costs milliseconds, not a Python object per record)."""
+        from kafkapy.native import find_timestamp
         _, ts_offset = self.time_index.lookup(timestamp)
         _, pos = self.offset_index.lookup(max(ts_offset, starting_offset))
         for h in self.iter_batches(pos):
             if h.max_timestamp < timestamp or h.base_offset + h.last_offset_delta < starting_offset:
                 continue
-            for r in decode_records(self.read_batch_bytes(h)):
-                if r.timestamp >= timestamp and r.offset >= starting_offset:
-                    return r.offset, r.timestamp
+            found = find_timestamp(self.read_batch_bytes(h), timestamp)
+            if found is not None and found[0] < starting_offset:
+                # The log starts inside this batch: the first qualifying record after it.
+                found = self._find_from(h, timestamp, starting_offset)
+            if found is not None:
+                return found
+        return None
+
+    def _find_from(self, h: BatchHeader, timestamp: int, starting_offset: int):
+        from kafkapy.records.record import decode_records
+        for r in decode_records(self.read_batch_bytes(h)):
+            if r.timestamp >= timestamp and r.offset >= starting_offset:
+                return r.offset, r.timestamp
         return None
 
     def read_batch_bytes(self, header: BatchHeader) -> bytes:

@@ -48,11 +48,13 @@ from dataclasses import dataclass, field
 from kafkapy.native import codecs, reference
 
 try:
+    from kafkapy.native._batchcheck import find_at_or_after as _native_find
     from kafkapy.native._batchcheck import walk as _native_walk
 except ImportError:  # the extension is optional (setup.py); the fallback is slower
-    _native_walk = None
+    _native_walk = _native_find = None
 
-__all__ = ["Verdict", "validate_batch", "NATIVE", "CREATE_TIME", "LOG_APPEND_TIME"]
+__all__ = ["Verdict", "validate_batch", "find_timestamp", "NATIVE", "CREATE_TIME",
+           "LOG_APPEND_TIME"]
 
 NATIVE = _native_walk is not None
 CREATE_TIME = "CreateTime"
@@ -149,6 +151,26 @@ def validate_batch(batch, *, topic_partition: str, now_ms: int, compacted: bool 
                      timestamp_type == CREATE_TIME, now_ms, before_max_ms, after_max_ms,
                      bool(codec), refuse_reader_hazards)
     return _verdict(walked, count, topic_partition, now_ms, before_max_ms, after_max_ms)
+
+
+def find_timestamp(batch, target: int,
+                   max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record of a stored v2 batch whose timestamp is at or
+    after ``target``, or None: ListOffsets by time, one C pass over the records."""
+    mv = memoryview(batch).cast("B") if not isinstance(batch, bytes) else batch
+    (base_offset, _length, _epoch, _magic, _crc, attributes, _lod, base_ts, max_ts, _pid,
+     _pe, _seq, count) = _HEADER.unpack_from(mv, 0)
+    if max_ts < target or count <= 0:
+        return None
+    data = mv[_HEADER_SIZE:]
+    if attributes & 7:
+        try:
+            data = codecs.decompress(attributes & 7, data, max_uncompressed_bytes)
+        except codecs.CodecError:
+            return None
+    find = _native_find or reference.find_at_or_after
+    found = find(data, count, base_ts, bool(attributes & _ATTR_TIMESTAMP_TYPE), max_ts, target)
+    return None if found is None else (base_offset + found[0], found[1])
 
 
 def _refuse(code: int, message: str, record_errors=None) -> Verdict:

@@ -330,8 +330,40 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     return result;
 }
 
+PyDoc_STRVAR(find_doc,
+"find_at_or_after(data, count, base_ts, batch_log_append, batch_max_ts, target)\n"
+"-> (offset_delta, timestamp) of the first record whose timestamp >= target, or None\n"
+"(also None when the records do not parse).  ListOffsets by time without building a\n"
+"Python object per record.");
+
+static PyObject *find_at_or_after(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    long long count, base_ts, batch_max_ts, target;
+    int batch_log_append;
+    if (!PyArg_ParseTuple(args, "y*LLpLL", &buf, &count, &base_ts, &batch_log_append,
+                          &batch_max_ts, &target))
+        return NULL;
+    Walk w = {buf.buf, buf.len, 0, {0}, 0, 0};
+    Py_ssize_t pos = 0;
+    Rec r;
+    PyObject *found = NULL;
+    for (long long i = 0; i < count && !found; i++) {
+        if (read_record(&w, &pos, 1, &r) < 0)
+            break;
+        int64_t ts = batch_log_append ? batch_max_ts
+                                      : (int64_t)((uint64_t)base_ts + (uint64_t)r.ts_delta);
+        if (ts >= target)
+            found = Py_BuildValue("(iL)", (int)r.offset_delta, (long long)ts);
+    }
+    PyBuffer_Release(&buf);
+    if (found)
+        return found;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
+    {"find_at_or_after", find_at_or_after, METH_VARARGS, find_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -209,6 +209,21 @@ def walk(data, count: int, base_offset: int, base_ts: int, batch_log_append: boo
     return None, max_ts, max_index, in_order, errors
 
 
+def find_at_or_after(data, count: int, base_ts: int, batch_log_append: bool,
+                     batch_max_ts: int, target: int):
+    """(offset_delta, timestamp) of the first record with timestamp >= target, or None."""
+    pos, n = 0, len(data)
+    try:
+        for _ in range(count):
+            pos, ts_delta, offset_delta, _k, _v, _h = _record(data, pos, n, True, False)
+            ts = batch_max_ts if batch_log_append else wrap64(base_ts + ts_delta)
+            if ts >= target:
+                return offset_delta, ts
+    except _Framing:
+        return None
+    return None
+
+
 def _refusal(ts: int, key_size: int, compacted: bool, topic_create_time: bool,
              batch_log_append: bool, now: int, before: int, after: int) -> int:
     if compacted and key_size < 0:
