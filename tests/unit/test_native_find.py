@@ -5,12 +5,9 @@ import random
 
 import pytest
 
-from kafkapy.native import NATIVE, find_timestamp, reference
+from kafkapy.native import find_timestamp, reference
 from kafkapy.native._batchcheck import find_at_or_after
 from tests.unit.batchcheck_craft import GZIP, LZ4, NONE, TS, plain, record
-
-pytestmark = pytest.mark.skipif(not NATIVE, reason="the C extension is built by pip install")
-
 
 def _batch(timestamps: list[int], codec: int) -> bytes:
     raw = b"".join(record(i, ts - TS, b"k", b"v") for i, ts in enumerate(timestamps))
