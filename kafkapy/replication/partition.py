@@ -135,8 +135,14 @@ class Partition:
         return entry is not None and entry.current_txn_first_offset >= 0
 
     def append_internal(self, records: bytes) -> AppendResult:
-        """Append one batch the broker built itself (coordinator records): no client checks."""
+        """Append one batch the broker built itself (coordinator records): no client checks,
+        but the topic's max.message.bytes holds (Kafka's append checks it for every origin),
+        so a group with megabytes of member metadata is refused, not persisted."""
         log = self.log
+        if len(records) > log.config.max_message_bytes:
+            return AppendResult(ErrorCode.MESSAGE_TOO_LARGE,
+                                error_message=f"The batch of {len(records)} bytes is larger than "
+                                              f"max.message.bytes {log.config.max_message_bytes}")
         try:
             self.check_leader()
             info = log.append_as_leader(bytearray(records), read_header(records), self.leader_epoch)
