@@ -73,6 +73,16 @@ def _producer_id(name, schema, value, ids):
     return _KEEP
 
 
+_TIMESTAMP_RANGE = re.compile(r"should be within \[-?\d+, -?\d+\]")
+
+
+def _clock_in_message(name, schema, value, ids):
+    if isinstance(value, str) and name.endswith("error_message") and \
+            _TIMESTAMP_RANGE.search(value):
+        return _TIMESTAMP_RANGE.sub("should be within [<clock range>]", value)
+    return _KEEP
+
+
 _CLOCK_FIELDS = {"log_append_time_ms", "last_timestamp", "transaction_start_time_ms",
                  "current_txn_start_offset_time"}
 _NEGATIVE = lambda v: not isinstance(v, int) or v < 0  # noqa: E731 - sentinel kept
@@ -91,6 +101,8 @@ NORMALISATIONS: tuple[Normalisation, ...] = (
                   _producer_id),
     Normalisation("clock", "wall-clock times of appends/transactions differ between runs",
                   _by_name(_CLOCK_FIELDS, "<time>", keep=_NEGATIVE)),
+    Normalisation("clock-in-message", "INVALID_TIMESTAMP messages quote the broker's clock",
+                  _clock_in_message),
     Normalisation("fetch-session-id", "fetch session ids are random",
                   _by_name({"session_id"}, "<session id>", keep=lambda v: v == 0)),
     Normalisation("log-dir", "each broker has its own temporary log dir and disk",
