@@ -1,6 +1,6 @@
-"""Session fixtures of the differential suite: one ZooKeeper, Kafka 3.9 and kafkapy on it.
+"""Fixtures of the differential suite: one ZooKeeper, Kafka 3.9 and kafkapy on it.
 
-Started once per test session, each broker in its own chroot (``/kafka``, ``/kafkapy``)
+Started once per test session (package-scoped: stopped after this package's tests), each broker in its own chroot (``/kafka``, ``/kafkapy``)
 with ``brokers.SHARED_SETTINGS``, then both get ``state.prepare``.  Missing Java, Kafka or
 ZooKeeper skips the suite, except with ``CI=true`` where it fails.
 
@@ -32,9 +32,10 @@ def _missing(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def conformance_brokers():
-    """(kafka Side, kafkapy Side), prepared alike."""
+    """(kafka Side, kafkapy Side), prepared alike; stopped when the package's tests are done,
+    so the JVMs do not outlive them in a whole-suite run."""
     home = find_kafka_home()
     if home is None:
         _missing("no Kafka 3.9 (../shared/kafka_2.13-3.9.0 or $KAFKA_HOME) or no java")
