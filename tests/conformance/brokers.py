@@ -1,6 +1,7 @@
 """The two brokers under comparison: Apache Kafka 3.9 and kafkapy, both in ZooKeeper mode.
 
-Both get the same ``SHARED_SETTINGS`` (broker.id, replication factors of the internal
+Both start from the repo's ``config/server.properties`` (shaped like Kafka's sample) and get
+the same ``SHARED_SETTINGS`` (broker.id, replication factors of the internal
 topics, rebalance delay, ...), their own free loopback port, their own log dir and their
 own chroot on one ZooKeeper (``/kafka`` and ``/kafkapy``).  Kafka runs from
 ``<repo>/../shared/kafka_2.13-3.9.0`` (or ``$KAFKA_HOME``) with a small heap, tied to the
@@ -17,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.broker_process import ROOT, BrokerProcess, free_port
+from tests.broker_process import ROOT, SERVER_PROPERTIES, BrokerProcess, free_port
 from tests.conformance.client import Connection
 from tests.zookeeper_server import _die_with_parent
 
@@ -66,8 +67,11 @@ class KafkaProcess:
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(self.base_dir / "logs"),
         })
+        # kafkapy starts from the repo's config/server.properties (Kafka's sample): Kafka gets
+        # the same file, so both report the same static settings; later keys win in Java too.
         path = self.base_dir / "server.properties"
-        path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        path.write_text(SERVER_PROPERTIES.read_text() + "\n"
+                        + "".join(f"{k}={v}\n" for k, v in settings.items()))
         return path
 
     def start(self) -> "KafkaProcess":
