@@ -114,6 +114,10 @@ def join_group(v: int):
         setup=joined(f"{g}-mismatch"))
     yield case("rejoin-leader", lambda s: join_fields(f"{g}-rejoin", member=s.vars["member"]),
                setup=joined(f"{g}-rejoin"))
+    if v >= 5:
+        yield case("static-member", dict(join_fields(f"{g}-static"),
+                                         group_instance_id="conf-instance-1"))
+        yield case("empty-instance-id", dict(join_fields(f"{g}-einst"), group_instance_id=""))
 
 
 def _sync(group_of, member=None, generation=None, **extra):
@@ -133,6 +137,7 @@ def sync_group(v: int):
     yield case("unknown-member", _sync(f"{g}-um", member="conf-nobody"),
                setup=joined(f"{g}-um"))
     yield case("wrong-generation", _sync(f"{g}-gen", generation=7), setup=joined(f"{g}-gen"))
+    yield case("no-assignments", _sync(f"{g}-noa", assignments=[]), setup=joined(f"{g}-noa"))
     yield case("unknown-group", lambda s: dict(_sync(f"{g}-ok")(s), group_id=f"{g}-none"),
                setup=joined(f"{g}-ok2"))
     if v >= 5:
@@ -182,6 +187,9 @@ def leave_group(v: int):
                    setup=joined(f"{g}-mix"))
         yield case("no-members", {"group_id": f"{g}-nm", "members": []},
                    setup=joined(f"{g}-nm"))
+        yield case("unknown-instance", {"group_id": f"{g}-ui", "members": [
+            {"member_id": "", "group_instance_id": "conf-no-instance"}]},
+                   setup=joined(f"{g}-ui"))
 
 
 @for_api(15)
