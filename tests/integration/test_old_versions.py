@@ -5,13 +5,15 @@ gave to the same request when these tests were written: ListOffsets v0's segment
 offsets, OffsetCommit / OffsetFetch v0 kept apart from the group coordinator's
 offsets (Kafka keeps them in ZooKeeper), CreateTopics v0-1, DeleteTopics v0,
 OffsetForLeaderEpoch v0-1, DescribeConfigs v0, DescribeLogDirs v0, the ACL APIs
-v0, WriteTxnMarkers v0 and AddPartitionsToTxn v4-5 (batched, verify-only).
+v0, WriteTxnMarkers v0 and AddPartitionsToTxn v4-5 (batched, verify-only); and a stock
+client, librdkafka, speaking the old versions it uses with an old broker.version.fallback.
 """
 from __future__ import annotations
 
 import time
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from kafka import KafkaProducer
 
 from kafkapy.protocol.errors import ErrorCode
@@ -223,3 +225,33 @@ def test_add_partitions_to_txn_batched_verify_only(wire, version):
     assert _verify(wire, version, txn_id, pid, epoch, [(TOPIC, [1])], verify_only=False) == {
         (TOPIC, 1): 0}
     assert _verify(wire, version, txn_id, pid, epoch, both) == {(TOPIC, 0): 0, (TOPIC, 1): 0}
+
+
+@pytest.mark.parametrize("fallback", ["0.8.2.2", "0.9.0"])
+def test_librdkafka_speaking_old_versions(broker, fallback):
+    """librdkafka told the broker is 0.8.2 / 0.9.0 (no ApiVersions) uses ListOffsets v0 to
+    find the earliest offset, Fetch v0/v1, OffsetCommit v1/v2 and OffsetFetch v1."""
+    topic = f"old-librdkafka-{fallback.replace('.', '-')}"
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    for i in range(5):
+        producer.send(topic, b"m%d" % i, partition=0)
+    producer.flush()
+    producer.close()
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic,
+                         "api.version.request": False, "broker.version.fallback": fallback,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        got = []
+        for _ in range(60):  # bounded: one poll of up to a second each
+            message = consumer.poll(1.0)
+            if message is not None and not message.error():
+                got.append(message.value())
+            if len(got) == 5:
+                break
+        assert got == [b"m%d" % i for i in range(5)]
+        consumer.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
+        [committed] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        assert (committed.offset, committed.error) == (3, None)
+    finally:
+        consumer.close()
