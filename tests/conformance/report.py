@@ -17,7 +17,9 @@ from pathlib import Path
 from kafkapy.protocol.messages import RESPONSES
 from tests.broker_process import ROOT
 
-REPORT_PATH = Path(os.environ.get("CONFORMANCE_REPORT", "/tmp/team/conformance-report.txt"))
+# /tmp/team is where the engineers fixing differences read it; elsewhere (CI) under .cache.
+_DEFAULT_DIR = Path("/tmp/team") if Path("/tmp/team").is_dir() else ROOT / ".cache" / "conformance"
+REPORT_PATH = Path(os.environ.get("CONFORMANCE_REPORT", _DEFAULT_DIR / "conformance-report.txt"))
 COVERAGE_PATH = REPORT_PATH.with_name("conformance-uncovered-fields.txt")
 # A run of only some cases (-k) writes here, so it never hides the last full run's report.
 PARTIAL_PATH = REPORT_PATH.with_name("conformance-report-partial.txt")
