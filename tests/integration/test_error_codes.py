@@ -536,3 +536,17 @@ def test_describe_producers_lists_in_kafka_hash_map_order(no_deletion_broker):
         assert [p.producer_id for p in listed] == [16, 0, 1]
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("instance_id,prefix", [("inst-1", "inst-1-"), ("", "-"),
+                                                 (None, "wire-test-")])
+def test_member_id_starts_with_instance_or_client_id(wire, instance_id, prefix):
+    group = f"member-ids-{instance_id}"
+    _coordinator(wire, group)
+    r = wire.request(11, 5, **fields(11, group_id=group, session_timeout_ms=10000,
+                                     rebalance_timeout_ms=10000, member_id="",
+                                     group_instance_id=instance_id, protocol_type="consumer",
+                                     protocols=[dict(name="range", metadata=b"")]))
+    # Dynamic members first get MEMBER_ID_REQUIRED with the id to use; static ones join.
+    assert r.error_code == (ErrorCode.MEMBER_ID_REQUIRED if instance_id is None else 0)
+    assert r.member_id.startswith(prefix) and len(r.member_id) == len(prefix) + 36

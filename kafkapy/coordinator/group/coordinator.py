@@ -240,7 +240,9 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
         if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
             respond(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, ""))
             return
-        new_id = f"{client_id}-{uuid.uuid4()}"
+        # Kafka's GroupMetadata.generateMemberId: a static member's id starts with its
+        # instance id (even an empty one), a dynamic member's with its client id.
+        new_id = f"{client_id if instance_id is None else instance_id}-{uuid.uuid4()}"
         old_id = group.static_member_id(instance_id)
         if old_id is not None:
             self._replace_static_member(group, old_id, new_id, instance_id, protocols,
