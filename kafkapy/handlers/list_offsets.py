@@ -33,7 +33,7 @@ MAX_VERSION = 9
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 READ_COMMITTED = 1
-CONSUMER, DEBUGGING = -1, -2
+CONSUMER = -1  # the replica id a consumer sends
 # The first version that may ask for each special timestamp (Kafka's KafkaApis).
 _SPECIAL_SINCE = {EARLIEST: 1, LATEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 
