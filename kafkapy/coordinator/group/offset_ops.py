@@ -146,7 +146,7 @@ class OffsetOps:
             expired = self._expired(group, now)
             if expired and not self._remove_offsets(group, expired):
                 removed += len(expired)
-            if group.is_(_S.EMPTY) and not group.offsets and not group.members:
+            if self._is_spent(group):  # pending transactional offsets keep it, as in Kafka
                 self._remove_group(group)
         return removed
 
