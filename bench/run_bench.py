@@ -1,4 +1,8 @@
-"""``make bench``: throughput, latency, CPU and memory of kafkapy, and of a peer broker (tansu).
+"""``make bench``: throughput, latency, CPU and memory of kafkapy, Apache Kafka 3.9 and tansu.
+
+The three brokers run one after another in the same invocation, interleaved per workload
+(``bench/brokers.py``: kafkapy; ``bench/peers.py``: Kafka from ``<repo>/../shared/`` in
+KRaft combined mode with its default 1 GiB heap, and tansu); ``--only`` picks one.
 
 Workloads (names for ``--workloads``):
 
@@ -56,6 +60,9 @@ THROUGHPUT_WORKLOADS = {
     "100b": {"record_size": 100, "records": 1_000_000},
 }
 ALL_WORKLOADS = ["1k", "100b", "e2e", "sendfile"]
+# Result keys, in run and report order; "peer" is tansu (the key predates Kafka's column).
+KINDS = ("kafkapy", "kafka", "peer")
+LABELS = {"kafkapy": "kafkapy", "kafka": "Kafka 3.9", "peer": "tansu (peer)"}
 DEFAULT_WORKLOADS = ["1k", "100b", "e2e"]
 
 _ctx = mp.get_context("spawn")
@@ -325,6 +332,10 @@ class BrokerRun:
             overrides.update(extra or {})
             return KafkapyBroker(wd, overrides=overrides, log_dir=log_dir,
                                  source_dir=self.source_dir)
+        if self.kind == "kafka":
+            from peers import KafkaBroker
+            return KafkaBroker(wd, overrides=_kv(self.args.kafka_override),
+                               heap_opts=self.args.kafka_heap_opts or None)
         from peers import TansuBroker
         return TansuBroker(wd)
 
@@ -410,6 +421,14 @@ class BrokerRun:
                 except PeerUnavailable as e:
                     self.result.update(status="unavailable", error=str(e))
                     log(f"peer unavailable: {e}")
+                    return False
+            if self.kind == "kafka" and not self.args.bootstrap:
+                from peers import PeerUnavailable, find_kafka_home
+                try:
+                    find_kafka_home()
+                except PeerUnavailable as e:
+                    self.result.update(status="unavailable", error=str(e))
+                    log(f"kafka unavailable: {e}")
                     return False
             if self.shared:
                 self._start("shared")
@@ -566,6 +585,68 @@ def _fmt(v, nd=0):
     return str(v)
 
 
+def _side_metrics(w: dict, name: str) -> list[tuple[str, object, int]]:
+    """(row label, value, decimals) of one workload's headline numbers for one broker."""
+    if name == "e2e":
+        lat, b = w.get("latency_ms", {}), w.get("broker", {})
+        return [("e2e p50 ms", lat.get("p50"), 2), ("e2e p99 ms", lat.get("p99"), 2),
+                ("e2e broker CPU %", b.get("cpu_pct"), 0),
+                ("e2e broker RSS peak MiB", b.get("rss_peak_mib"), 0)]
+    p, c = w.get("produce", {}), w.get("consume", {})
+    peaks = [x for x in (p.get("broker", {}).get("rss_peak_mib"),
+                         c.get("broker", {}).get("rss_peak_mib")) if x is not None]
+    return [(f"{name} produce rec/s", p.get("records_per_s"), 0),
+            (f"{name} produce p99 ms", p.get("latency_ms", {}).get("p99"), 1),
+            (f"{name} consume rec/s", c.get("records_per_s"), 0),
+            (f"{name} broker CPU % produce", p.get("broker", {}).get("cpu_pct"), 0),
+            (f"{name} broker CPU % consume", c.get("broker", {}).get("cpu_pct"), 0),
+            (f"{name} broker RSS peak MiB", max(peaks) if peaks else None, 0)]
+
+
+def _side_by_side_lines(brokers: dict) -> list[str]:
+    """One column per broker, one row per headline number (median runs)."""
+    kinds = list(brokers)
+    rows: dict[str, dict[str, str]] = {}
+    for kind in kinds:
+        for name, w in brokers[kind].get("workloads", {}).items():
+            for label, value, nd in _side_metrics(w, name):
+                rows.setdefault(label, {})[kind] = _fmt(value, nd)
+    if not rows:
+        return []
+    head = " | ".join(LABELS.get(k, k) for k in kinds)
+    out = ["## Side by side (median run of each workload)", "",
+           f"| | {head} |", "|---|" + "---:|" * len(kinds)]
+    for label, vals in rows.items():
+        out.append(f"| {label} | " + " | ".join(vals.get(k, "—") for k in kinds) + " |")
+    return out + [""]
+
+
+def _ratio_lines(brokers: dict) -> list[str]:
+    """kafkapy's records/s divided by each other broker's, per throughput phase."""
+    others = [k for k in brokers if k != "kafkapy"]
+    if "kafkapy" not in brokers or not others:
+        return []
+    rows = []
+    for name in THROUGHPUT_WORKLOADS:
+        k = brokers["kafkapy"].get("workloads", {}).get(name)
+        if not k:
+            continue
+        for phase in ("produce", "consume"):
+            a = k.get(phase, {}).get("records_per_s")
+            cells = []
+            for o in others:
+                b = brokers[o].get("workloads", {}).get(name, {}).get(phase, {}).get(
+                    "records_per_s")
+                cells.append(f"{a / b:.2f}x" if a and b else "—")
+            if any(c != "—" for c in cells):
+                rows.append(f"| {name} {phase} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    head = " | ".join(f"kafkapy / {LABELS.get(o, o)}" for o in others)
+    return ["## kafkapy relative to the others (records/s)", "", f"| phase | {head} |",
+            "|---|" + "---:|" * len(others), *rows, ""]
+
+
 def render_markdown(doc: dict) -> str:
     run = doc["run"]
     lines = [f"# kafkapy benchmark — {run['started_utc']}", ""]
@@ -584,9 +665,11 @@ def render_markdown(doc: dict) -> str:
             desc += f" (source snapshot {snap.get('sha1')})"
         lines.append(f"- **{kind}**: status `{res.get('status')}` {desc} "
                      f"{('storage ' + b['storage_engine']) if b.get('storage_engine') else ''}"
+                     f"{(b['mode'] + ', heap ' + b['heap_opts']) if b.get('mode') else ''}"
                      f"{(' git ' + b['git_commit']) if b.get('git_commit') else ''}"
                      + (f" — {res['error']}" if res.get("error") else ""))
     lines.append("")
+    lines += _side_by_side_lines(brokers)
     lines.append("## Throughput (acks=all, linger 5 ms, batch 64 KiB, 1 partition)")
     lines.append("")
     lines.append("| broker | workload | records | produce rec/s | produce MiB/s | p50 ms | p99 ms "
@@ -660,22 +743,7 @@ def render_markdown(doc: dict) -> str:
                 f"| {_fmt(w.get('other_load_pct'))} "
                 f"| {'yes' if w.get('ok') else 'NO'} |")
         lines.append("")
-    # ratios
-    if "kafkapy" in brokers and "peer" in brokers:
-        rows = []
-        for name in THROUGHPUT_WORKLOADS:
-            k = brokers["kafkapy"].get("workloads", {}).get(name)
-            t = brokers["peer"].get("workloads", {}).get(name)
-            if not k or not t:
-                continue
-            for phase in ("produce", "consume"):
-                a = k.get(phase, {}).get("records_per_s")
-                b = t.get(phase, {}).get("records_per_s")
-                if a and b:
-                    rows.append(f"| {name} {phase} | {a / b:.2f}x |")
-        if rows:
-            lines += ["## kafkapy relative to the peer (records/s)", "",
-                      "| phase | kafkapy / tansu |", "|---|---:|", *rows, ""]
+    lines += _ratio_lines(brokers)
     # errors
     errs = []
     for kind, res in brokers.items():
@@ -717,8 +785,9 @@ def render_markdown(doc: dict) -> str:
               "per-record produce()->delivery-report time (includes client queueing, as in "
               "kafka-producer-perf-test). Consume rate is timed from assign() to the last record "
               "(time to the first record: first_record_ms in the JSON). CPU % is of one core. RSS from /proc/<pid>/status "
-              "sampled every 50 ms. tansu runs with in-memory storage (no disk); kafkapy writes "
-              "a real log. 'other load' = CPU used by processes other than broker and driver "
+              "sampled every 50 ms (Kafka: the java process, default heap -Xmx1G -Xms1G, "
+              "so its RSS includes the heap it has touched). tansu runs with in-memory storage "
+              "(no disk); kafkapy and Kafka write a real log. 'other load' = CPU used by processes other than broker and driver "
               "during the phase (% of one core; e.g. tests running in parallel): high values "
               "mean disturbed numbers.", ""]
     return "\n".join(lines)
@@ -763,8 +832,9 @@ def write_results(doc: dict, results_dir: Path, stamp: str, latest: bool) -> lis
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["kafkapy", "peer", "all"], default="all",
-                    help="which broker(s) to benchmark (default: both)")
+    ap.add_argument("--only", choices=["kafkapy", "kafka", "peer", "tansu", "all"],
+                    default="all",
+                    help="which broker to benchmark (default: all three; tansu = peer)")
     ap.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
                     help=f"comma list from {ALL_WORKLOADS} (default %(default)s; "
                          "'sendfile' adds a sendfile-off consume pass for kafkapy)")
@@ -781,8 +851,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="extra librdkafka consumer setting (repeatable)")
     ap.add_argument("--broker-override", action="append", default=[], metavar="K=V",
                     help="extra kafkapy --override (repeatable)")
+    ap.add_argument("--kafka-override", action="append", default=[], metavar="K=V",
+                    help="extra Kafka server property (repeatable)")
+    ap.add_argument("--kafka-heap-opts", default="", metavar="OPTS",
+                    help="KAFKA_HEAP_OPTS for Kafka (default: the start script's "
+                         "-Xmx1G -Xms1G, what a user gets)")
     ap.add_argument("--bootstrap", help="benchmark an already running broker (not started or "
-                                        "stopped by us; with --only kafkapy or peer)")
+                                        "stopped by us; with --only kafkapy, kafka or peer)")
     ap.add_argument("--broker-pid", type=int, help="pid of the --bootstrap broker, for RSS/CPU")
     ap.add_argument("--shared-broker", action="store_true",
                     help="one broker for all workloads instead of a fresh one per workload")
@@ -810,8 +885,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     bad = set(args.workloads) - set(ALL_WORKLOADS)
     if bad:
         ap.error(f"unknown workloads {sorted(bad)}; choose from {ALL_WORKLOADS}")
+    if args.only == "tansu":
+        args.only = "peer"
     if args.bootstrap and args.only == "all":
-        ap.error("--bootstrap needs --only kafkapy or --only peer")
+        ap.error("--bootstrap needs --only kafkapy, kafka or peer")
     if args.profile_svg:
         args.profile = True
     return args
@@ -828,7 +905,7 @@ def main(argv: list[str] | None = None) -> int:
         work_root = Path(tempfile.mkdtemp(prefix="kafkapy-bench-"))
     log(f"work dir {work_root}")
     doc = {"run": _run_info(args), "brokers": {}}
-    kinds = ["kafkapy", "peer"] if args.only == "all" else [args.only]
+    kinds = list(KINDS) if args.only == "all" else [args.only]
     runs = {kind: BrokerRun(kind, args, work_root, run_id) for kind in kinds}
     try:
         live = [k for k in kinds if runs[k].prepare()]
