@@ -113,7 +113,11 @@ class Partition:
             records = up_convert(mv, config.max_message_bytes,
                                  config.values.get("compression.type", "producer"), compacted,
                                  f"{self.topic}-{self.index}")
-            return records, validate_batches(memoryview(records), config.max_message_bytes)[0]
+            header = validate_batches(memoryview(records), config.max_message_bytes)[0]
+            # Kafka checks a converted message set's timestamps as it converts.
+            self._validate_records(memoryview(records)[header.position:
+                                                       header.position + header.size], compacted)
+            return records, header
         headers = validate_batches(mv, config.max_message_bytes)
         if not headers:
             return records, None
