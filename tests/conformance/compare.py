@@ -105,6 +105,9 @@ NORMALISATIONS: tuple[Normalisation, ...] = (
                   _clock_in_message),
     Normalisation("fetch-session-id", "fetch session ids are random",
                   _by_name({"session_id"}, "<session id>", keep=lambda v: v == 0)),
+    Normalisation("documentation", "Kafka's config documentation is its prose, not copied "
+                  "into kafkapy; present or null is still compared",
+                  _by_name({"documentation"}, "<documentation>", keep=lambda v: v is None)),
     Normalisation("log-dir", "each broker has its own temporary log dir and disk",
                   _by_name({"log_dir", "total_bytes", "usable_bytes"}, "<local disk>",
                            keep=lambda v: v == -1)),

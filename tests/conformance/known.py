@@ -19,3 +19,33 @@ KNOWN_DIFFERENCES: dict[str, str] = {
        "Kafka 3.9 answers UNKNOWN_SERVER_ERROR (its enum lookup throws); kafkapy answers "
        "INVALID_REQUEST naming the operation." for v in (0, 1)},
 }
+
+
+# APIs Kafka 3.9 advertises that kafkapy does not serve yet.  Issue 22 leaves them to the
+# issues that build them (13: cluster, 14: replication, 15: reassignment, 17: security);
+# ApiVersions cases compare every other entry, so an API missing from this list and from
+# kafkapy still fails.
+NOT_YET_SERVED: dict[int, str] = {
+    4: "LeaderAndIsr: inter-broker, issue 13", 5: "StopReplica: inter-broker, issue 13",
+    6: "UpdateMetadata: inter-broker, issue 13", 7: "ControlledShutdown: issue 13",
+    17: "SaslHandshake: issue 17", 36: "SaslAuthenticate: issue 17",
+    34: "AlterReplicaLogDirs: issue 15", 45: "AlterPartitionReassignments: issue 15",
+    46: "ListPartitionReassignments: issue 15",
+    38: "CreateDelegationToken: issue 17", 39: "RenewDelegationToken: issue 17",
+    40: "ExpireDelegationToken: issue 17", 41: "DescribeDelegationToken: issue 17",
+    48: "DescribeClientQuotas: quotas, issue 17", 49: "AlterClientQuotas: quotas, issue 17",
+    50: "DescribeUserScramCredentials: issue 17", 51: "AlterUserScramCredentials: issue 17",
+    56: "AlterPartition: broker-to-controller ISR changes, issue 14",
+    57: "UpdateFeatures: controller, issue 13", 58: "Envelope: forwarding to a controller",
+    67: "AllocateProducerIds: broker-to-controller, issue 13",
+    68: "ConsumerGroupHeartbeat (KIP-848 groups): no issue yet",
+    69: "ConsumerGroupDescribe (KIP-848 groups): no issue yet",
+}
+
+
+def drop_not_yet_served(api_key: int, kafka_tree):
+    """Kafka's ApiVersions answer without the entries of ``NOT_YET_SERVED``."""
+    if api_key != 18 or not isinstance(kafka_tree, dict) or not kafka_tree.get("api_keys"):
+        return kafka_tree
+    kept = [e for e in kafka_tree["api_keys"] if e.get("api_key") not in NOT_YET_SERVED]
+    return {**kafka_tree, "api_keys": kept}
