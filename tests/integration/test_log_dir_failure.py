@@ -20,9 +20,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaStorageError
 
-from kafkapy.protocol.messages import REQUESTS
 from tests.broker_process import BrokerProcess
-from tests.integration.wire import WireClient
+from tests.integration.wire import WireClient, partition_metadata
 
 KAFKA_STORAGE_ERROR, LEADER_NOT_AVAILABLE = 56, 5
 
@@ -55,18 +54,6 @@ def _fill(bootstrap: str, topic: str, partition: int) -> tuple[list[tuple[int, b
         producer.close()
 
 
-def _partition_metadata(bootstrap: str, topic: str) -> dict[int, tuple[int, int, list[int]]]:
-    client = WireClient(bootstrap)
-    try:
-        response = client.request(3, 12, topics=[REQUESTS[3].MetadataRequestTopic(
-            topic_id=None, name=topic)], allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False)
-    finally:
-        client.close()
-    return {p.partition_index: (p.error_code, p.leader_id, list(p.offline_replicas))
-            for p in response.topics[0].partitions}
-
-
 def _log_dir_errors(bootstrap: str) -> dict[str, int]:
     client = WireClient(bootstrap)
     try:
@@ -95,7 +82,7 @@ def test_full_log_dir_goes_offline_and_the_other_keeps_serving(tmp_path, small_d
         assert len(acked) > 1000
         assert broker.proc.poll() is None, broker.output()
 
-        metadata = _partition_metadata(broker.bootstrap, "split")
+        metadata = partition_metadata(broker.bootstrap, "split")
         assert metadata[full] == (LEADER_NOT_AVAILABLE, -1, [0])
         assert metadata[healthy] == (0, 0, [])
         assert _log_dir_errors(broker.bootstrap) == {str(big): 0, str(small_dir): KAFKA_STORAGE_ERROR}

@@ -25,8 +25,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from tests.broker_process import ROOT, BrokerProcess, free_port
 from tests.clients.common import produce_values, read_values
 from kafkapy.coordinator.group.hashing import partition_for
-from kafkapy.protocol.messages import REQUESTS
-from tests.integration.wire import WireClient
+from tests.integration.wire import WireClient, partition_metadata
 from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 KAFKA_STORAGE_ERROR, LEADER_NOT_AVAILABLE, COORDINATOR_NOT_AVAILABLE = 56, 5, 15
@@ -68,18 +67,6 @@ def _log_dir_errors(bootstrap: str) -> dict[str, tuple[int, list[str]]]:
     finally:
         client.close()
     return {r.log_dir: (r.error_code, [t.name for t in r.topics]) for r in response.results}
-
-
-def _partition_metadata(bootstrap: str, topic: str) -> dict[int, tuple[int, int, list[int]]]:
-    client = WireClient(bootstrap)
-    try:
-        response = client.request(3, 12, topics=[REQUESTS[3].MetadataRequestTopic(
-            topic_id=None, name=topic)], allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False)
-    finally:
-        client.close()
-    return {p.partition_index: (p.error_code, p.leader_id, list(p.offline_replicas))
-            for p in response.topics[0].partitions}
 
 
 def _produce(bootstrap: str, topic: str, partition: int, values: list[bytes]) -> None:
@@ -192,7 +179,7 @@ def test_a_partition_of_a_dir_gone_offline_stays_offline_until_it_is_back(tmp_pa
         second.rename(tmp_path / "second.away")
         second.write_text("the disk is not mounted\n")
         broker.start()
-        assert _partition_metadata(broker.bootstrap, "kept") == {
+        assert partition_metadata(broker.bootstrap, "kept") == {
             gone: (LEADER_NOT_AVAILABLE, -1, [0]), healthy: (0, 0, [])}
         assert _log_dir_errors(broker.bootstrap) == {
             str(first): (0, ["kept"]), str(second): (KAFKA_STORAGE_ERROR, [])}

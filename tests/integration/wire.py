@@ -60,3 +60,16 @@ class WireClient:
             return True
         except socket.timeout:
             return False
+
+
+def partition_metadata(bootstrap: str, topic: str) -> dict[int, tuple[int, int, list[int]]]:
+    """Metadata v12 for ``topic``: {partition: (error code, leader, offline replicas)}."""
+    client = WireClient(bootstrap)
+    try:
+        response = client.request(3, 12, topics=[REQUESTS[3].MetadataRequestTopic(
+            topic_id=None, name=topic)], allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False)
+    finally:
+        client.close()
+    return {p.partition_index: (p.error_code, p.leader_id, list(p.offline_replicas))
+            for p in response.topics[0].partitions}
