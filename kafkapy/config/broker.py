@@ -51,6 +51,7 @@ class BrokerConfig:
                         log: Any = None) -> "BrokerConfig":
         merged = dict(props)
         merged.update(overrides or {})
+        _populate_id_synonyms(merged)
         values = {k.name: (k.parse(merged[k.name]) if k.name in merged else k.default) for k in BROKER_CONFIGS}
         unknown = [k for k in merged if k not in BROKER_CONFIGS]
         _warn_unknown(log, unknown)
@@ -265,6 +266,15 @@ def _check_topic_combination(values: Mapping[str, object]) -> None:
     if values["remote.storage.enable"]:
         raise ConfigError("Tiered Storage functionality is disabled in the broker. "
                           "Topic cannot be configured with remote log storage.", key="remote.storage.enable", value=True)
+
+
+def _populate_id_synonyms(merged: dict[str, str]) -> None:
+    """As KafkaConfig.populateSynonyms: broker.id and node.id name the same id, so the one
+    given stands in for the other (DescribeConfigs then shows both as static)."""
+    if "broker.id" in merged and "node.id" not in merged:
+        merged["node.id"] = merged["broker.id"]
+    elif "node.id" in merged and "broker.id" not in merged:
+        merged["broker.id"] = merged["node.id"]
 
 
 def _warn_unknown(log: Any, unknown: list[str]) -> None:

@@ -89,7 +89,6 @@ def _socket() -> None:
     D.define("max.connections", T.INT, INT_MAX, at_least(0), M, "Connections allowed to the broker.", dynamic=True)
     D.define("max.connection.creation.rate", T.INT, INT_MAX, at_least(0), M, "New connections per second allowed.", dynamic=True)
     D.define("connections.max.idle.ms", T.LONG, 600000, None, M, "Idle connections are closed after this long.")
-    D.define("failed.authentication.delay.ms", T.INT, 100, at_least(0), L, "Delay before closing after failed authentication.")
 
 
 def _log_basics() -> None:
@@ -243,22 +242,27 @@ def _fetch_metrics_security() -> None:
 
 
 def _kafkapy() -> None:
-    D.define("cluster.id", T.STRING, None, None, M, "Cluster id (kafkapy); unset means generated on first start.")
-    D.define("kafkapy.metrics.port", T.INT, -1, between(-1, 65535), L, "Prometheus exporter port; -1 disables it.")
-    D.define("kafkapy.log.format", T.STRING, "console", in_set("console", "json"), L, "Broker log output format.")
+    """kafkapy's own keys (not Kafka configs): internal, so DescribeConfigs lists one only when
+    it is set in the file, as Kafka lists its internal keys; Kafka tools never see them otherwise."""
+    D.define("cluster.id", T.STRING, None, None, M, "Cluster id (kafkapy); unset means generated on first start.", internal=True)
+    D.define("kafkapy.metrics.port", T.INT, -1, between(-1, 65535), L, "Prometheus exporter port; -1 disables it.", internal=True)
+    D.define("kafkapy.log.format", T.STRING, "console", in_set("console", "json"), L, "Broker log output format.", internal=True)
     D.define("kafkapy.log.level", T.STRING, "INFO", custom(is_level, "String must be one of: "
              "ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF"), L,
-             "Root log level (log4j's level names, any case), for kafkapy's and its libraries' loggers.")
+             "Root log level (log4j's level names, any case), for kafkapy's and its libraries' loggers.", internal=True)
     D.define("kafkapy.log.levels", T.LIST, [], custom(are_logger_levels, "Each item must be "
              "logger=LEVEL with a log4j level name"), L,
-             "Per-logger levels as logger=LEVEL items, covering child loggers: kazoo=WARN,kafkapy.server=DEBUG.")
+             "Per-logger levels as logger=LEVEL items, covering child loggers: kazoo=WARN,kafkapy.server=DEBUG.", internal=True)
     D.define("kafkapy.metadata.store", T.STRING, None, in_set("embedded", "zookeeper"), M,
-             "Metadata store; unset means zookeeper if zookeeper.connect is set, else embedded.")
+             "Metadata store; unset means zookeeper if zookeeper.connect is set, else embedded.", internal=True)
     D.define("kafkapy.max.inflight.requests.per.connection", T.INT, 100, at_least(1), L,
-             "Requests read from one connection before reading pauses.")
-    D.define("kafkapy.fetch.sendfile.enable", T.BOOLEAN, True, None, L, "Serve fetches with sendfile(2).")
+             "Requests read from one connection before reading pauses.", internal=True)
+    D.define("kafkapy.fetch.sendfile.enable", T.BOOLEAN, True, None, L, "Serve fetches with sendfile(2).", internal=True)
 
 
 for _section in (_zookeeper, _general, _kraft, _socket, _log_basics, _log_messages, _cleaner,
                  _replication, _groups_and_offsets, _transactions, _fetch_metrics_security, _kafkapy):
     _section()
+
+# Kafka 3.9's other keys, accepted and described but unused (imported for its side effect).
+from kafkapy.config import broker_keys_accepted as _accepted  # noqa: E402,F401
