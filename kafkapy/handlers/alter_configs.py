@@ -12,13 +12,18 @@ Versions 0-2 (Kafka 3.9 and 4.0).  Per resource:
 - First, as Kafka's ConfigAdminManager.preprocess: a resource named twice, a
   key given twice, a null value, another resource type -> INVALID_REQUEST.
 - BROKER (4): another broker's id -> INVALID_REQUEST; an empty change set is
-  accepted; any key -> INVALID_REQUEST naming the keys (this broker applies no
-  dynamic broker configs; static keys get Kafka's "Cannot update these configs
-  dynamically" message).
+  accepted.  Checked as Kafka's DynamicBrokerConfig does: keys Kafka cannot change
+  at runtime -> INVALID_REQUEST "Cannot update these configs dynamically: Set(..)";
+  a value its key refuses -> INVALID_REQUEST with the ConfigDef message; unknown
+  keys pass.  ``validate_only`` then answers success, as Kafka (nothing changes).
+  Otherwise INVALID_REQUEST naming the keys: this broker applies no dynamic broker
+  configs yet, and failing loudly beats Kafka's "stored, applied later" success
+  that kafkapy would never honour (no conformance case sends such a change).
 """
 from __future__ import annotations
 
 from kafkapy.config.definitions import BROKER_CONFIGS
+from kafkapy.config.errors import ConfigError
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -47,7 +52,8 @@ def handle(ctx, request):
                                     bool(request.validate_only))
             else:
                 check_broker_change(ctx.broker, resource.resource_name,
-                                    [c.name for c in resource.configs])
+                                    {c.name: c.value for c in resource.configs},
+                                    bool(request.validate_only))
             results.append(result(_Result, resource, 0, None))
         except KafkaError as err:
             results.append(result(_Result, resource, err.code, err.message))
@@ -101,23 +107,33 @@ def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
         raise
 
 
-def check_broker_change(broker, name: str, keys: list[str]) -> None:
-    """Reject broker config changes this broker cannot apply (it has no dynamic configs)."""
+def check_broker_change(broker, name: str, configs: dict[str, str | None],
+                        validate_only: bool) -> None:
+    """Validate broker config changes as Kafka does; refuse to apply them (see module doc).
+    A None value (IncrementalAlterConfigs DELETE) is not parsed."""
     if name and not name.lstrip("-").isdigit():
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"Node id must be an integer, but it is: {name}")
     if name and int(name) != broker.node_id:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"Unexpected broker id, expected {broker.node_id}, but received {name}")
-    if not keys:
+    if not configs:
         return
-    resource = f"ConfigResource(type=BROKER, name='{name}')"
-    unknown = [k for k in keys if BROKER_CONFIGS.get(k) is None]
-    static = [k for k in keys if k not in unknown and not BROKER_CONFIGS[k].dynamic]
+    known = {k: v for k, v in configs.items() if BROKER_CONFIGS.get(k) is not None}
+    static = [k for k in known if not BROKER_CONFIGS[k].dynamic]
     if static:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"Cannot update these configs dynamically: Set({', '.join(static)})")
+    for key, value in known.items():
+        if value is not None:
+            try:
+                BROKER_CONFIGS[key].parse(value)
+            except ConfigError as err:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, str(err)) from None
+    if validate_only:
+        return
+    resource = f"ConfigResource(type=BROKER, name='{name}')"
     raise KafkaError(ErrorCode.INVALID_REQUEST,
                      f"Invalid config value for resource {resource}: dynamic broker configs "
                      f"are not supported by this broker; set them in server.properties "
-                     f"and restart: {', '.join(keys)}")
+                     f"and restart: {', '.join(configs)}")

@@ -3,7 +3,8 @@
 Versions 0-4 (Kafka 3.9; v0 answers is_default, left false as Kafka does,
 instead of the config source).  Resource types: TOPIC (2) and BROKER
 (4; the name is this broker's id, or empty for cluster-wide defaults);
-BROKER_LOGGER (8, named by this broker's id) answers an empty list.
+BROKER_LOGGER (8, named by this broker's id) lists the process's loggers and
+their levels (``config.describe.describe_loggers``).
 CLIENT_METRICS (16) is INVALID_REQUEST, as in Kafka's ZooKeeper mode.
 ``configuration_keys`` null or empty means every key.  An illegal topic name ->
 INVALID_TOPIC_EXCEPTION with Kafka's reason; unknown topic ->
@@ -13,6 +14,7 @@ request INVALID_REQUEST (every resource, Kafka's default message).
 """
 from __future__ import annotations
 
+from kafkapy.config.describe import describe_loggers
 from kafkapy.metadata.topics import invalid_topic_reason
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
@@ -75,7 +77,7 @@ def _describe(ctx, request, resource):
         if name != str(broker.node_id):
             return _failed(resource, ErrorCode.INVALID_REQUEST,
                            f"Unexpected broker id, expected {broker.node_id} but received {name}")
-        entries = []
+        entries = describe_loggers(keys)
     elif name:  # CLIENT_METRICS, which Kafka serves only in KRaft mode
         return _failed(resource, ErrorCode.INVALID_REQUEST,
                        "Config type client-metrics is only supported on KRaft clusters")

@@ -37,7 +37,6 @@ def handle(ctx, request):
     results = []
     for resource in request.resources:
         try:
-            names = [c.name for c in resource.configs]
             if resource.resource_type != BROKER_LOGGER:
                 preprocess(resource, repeated_ids, [c.name for c in resource.configs
                                                     if c.config_operation != DELETE
@@ -51,7 +50,9 @@ def handle(ctx, request):
                 apply_topic_configs(ctx.broker, resource.resource_name, configs,
                                     bool(request.validate_only))
             elif resource.resource_type == BROKER:
-                check_broker_change(ctx.broker, resource.resource_name, names)
+                check_broker_change(ctx.broker, resource.resource_name,
+                                    {c.name: (None if c.config_operation == DELETE else c.value)
+                                     for c in resource.configs}, bool(request.validate_only))
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  f"Unsupported resource type {resource.resource_type} for "

@@ -112,8 +112,8 @@ NORMALISATIONS: tuple[Normalisation, ...] = (
                   _by_name({"log_dir", "total_bytes", "usable_bytes"}, "<local disk>",
                            keep=lambda v: v == -1)),
 )
-# Besides NORMALISATIONS, two structural ones: "map order" (_order) and "local config
-# values" (_local_config), below.
+# Besides NORMALISATIONS, three structural ones: "map order" (_order), "local config
+# values" (_local_config) and "logger names" (_shared_loggers), below.
 
 
 def _scalar(value: Any) -> Any:
@@ -181,7 +181,7 @@ def _struct_tree(obj: Any, struct: Any, version: int, ids: dict) -> dict:
         if not field.for_version_q(version):
             continue
         out[field.name] = _field_tree(getattr(obj, field.name), field, version, ids)
-    return _local_config(out)
+    return _local_config(_shared_loggers(out))
 
 
 def _field_tree(value: Any, field: Any, version: int, ids: dict) -> Any:
@@ -244,6 +244,22 @@ def _local_config(tree: dict) -> dict:
     """Normalisation "local config values": see LOCAL_CONFIGS."""
     if tree.get("name") in LOCAL_CONFIGS and isinstance(tree.get("value"), str):
         tree["value"] = "<local address or path>"
+    return tree
+
+
+# Loggers both brokers have: Kafka's other loggers are log4j's, named by Java class
+# (kafka.server.KafkaApis), kafkapy's are Python's, named by module (kafkapy.network).
+SHARED_LOGGERS = {"root"}
+BROKER_LOGGER = 8
+
+
+def _shared_loggers(tree: dict) -> dict:
+    """Normalisation "logger names": a BROKER_LOGGER result keeps only the entries of
+    SHARED_LOGGERS (their levels, sources and flags are still compared)."""
+    configs = tree.get("configs")
+    if tree.get("resource_type") == BROKER_LOGGER and isinstance(configs, Keyed):
+        tree["configs"] = Keyed([c for c in configs if c.get("name") in SHARED_LOGGERS],
+                                configs.keys)
     return tree
 
 

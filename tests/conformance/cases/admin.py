@@ -111,7 +111,7 @@ def describe_configs(v: int):
     yield case("other-broker", _dc((BROKER, "2", None)))
     yield case("invalid-broker-id", _dc((BROKER, "x", None)))
     yield case("unknown-resource-type", _dc((9, "x", None)))
-    yield case("broker-logger", _dc((BROKER_LOGGER, "1", ["kafka.server.KafkaApis"])))
+    yield case("broker-logger", _dc((BROKER_LOGGER, "1", ["kafka.server.KafkaApis", "root"])))
     yield case("no-resources", _dc())
     yield case("topic-and-unknown", _dc((TOPIC, PLAIN, ["retention.ms"]),
                                         (TOPIC, MISSING, ["retention.ms"])))
