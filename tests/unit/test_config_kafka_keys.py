@@ -1,0 +1,124 @@
+"""Broker keys against Kafka 3.9: the same names, types, defaults and internal flags as
+Kafka's own ConfigDef (read from the real jars by a small Java program), node.id/broker.id
+synonyms, kafkapy's own keys kept out of DescribeConfigs, the BROKER_LOGGER view, and the
+broker AlterConfigs checks."""
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import textwrap
+
+import pytest
+
+from kafkapy.config import BROKER_CONFIGS, BrokerConfig, ConfigError, ConfigSource, describe_broker
+from kafkapy.config.describe import describe_loggers, log4j_level_name
+from kafkapy.config.types import render_value
+from kafkapy.handlers.alter_configs import check_broker_change
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from tests.conformance.brokers import find_kafka_home
+
+STATIC = ConfigSource.STATIC_BROKER_CONFIG
+_DUMP_JAVA = textwrap.dedent("""
+    import org.apache.kafka.common.config.ConfigDef;
+    public class DumpKeys {
+      public static void main(String[] a) throws Exception {
+        ConfigDef def = (ConfigDef) Class.forName("kafka.server.KafkaConfig")
+            .getMethod("configDef").invoke(null);
+        for (ConfigDef.ConfigKey k : def.configKeys().values()) {
+          String d = !k.hasDefault() ? "<required>" : k.defaultValue == null ? "<null>"
+              : ConfigDef.convertToString(k.defaultValue, k.type);
+          System.out.println(k.name + "\\t" + k.type + "\\t" + d + "\\t" + k.internalConfig);
+        }
+      }
+    }""")
+
+
+def kafka_keys(tmp_path) -> dict[str, tuple[str, str, bool]]:
+    """name -> (type, default string, internal) from Kafka 3.9's KafkaConfig.configDef."""
+    home = find_kafka_home()
+    if home is None or shutil.which("javac") is None:
+        pytest.skip("needs Kafka 3.9 (../shared) and a JDK")
+    (tmp_path / "DumpKeys.java").write_text(_DUMP_JAVA)
+    cp = f"{home / 'libs'}/*"
+    subprocess.run(["javac", "-cp", cp, "DumpKeys.java"], cwd=tmp_path, check=True)
+    out = subprocess.run(["java", "-Xmx128m", "-cp", f"{cp}:.", "DumpKeys"], cwd=tmp_path,
+                         check=True, capture_output=True, text=True).stdout
+    rows = [line.split("\t") for line in out.splitlines() if line.count("\t") == 3]
+    return {name: (ctype, default, internal == "true") for name, ctype, default, internal in rows}
+
+
+def test_every_kafka_broker_key_is_defined_like_kafka(tmp_path):
+    kafka = kafka_keys(tmp_path)
+    assert len(kafka) > 300
+    ours = {k.name: k for k in BROKER_CONFIGS if not k.name.startswith("kafkapy.") and k.name != "cluster.id"}
+    assert sorted(set(kafka) - set(ours)) == [] and sorted(set(ours) - set(kafka)) == []
+    for name, (ctype, default, internal) in kafka.items():
+        key = ours[name]
+        assert key.type.name == ctype, name
+        assert key.internal == internal, name
+        mine = "<null>" if key.default is None else render_value(key.type, key.default)
+        assert mine == default, name
+
+
+def test_kafkapy_own_keys_are_described_only_when_set():
+    names = {e.name for e in describe_broker(BrokerConfig.from_properties({}))}
+    assert not {n for n in names if n.startswith("kafkapy.")} and "cluster.id" not in names
+    assert "connection.failed.authentication.delay.ms" in names
+    assert "failed.authentication.delay.ms" not in names
+    cfg = BrokerConfig.from_properties({"kafkapy.log.level": "debug"})
+    [entry] = describe_broker(cfg, ["kafkapy.log.level"])
+    assert entry.value == "debug" and entry.source == STATIC and entry.read_only
+
+
+def test_node_id_and_broker_id_stand_in_for_each_other():
+    cfg = BrokerConfig.from_properties({"broker.id": "1"})
+    entries = {e.name: e for e in describe_broker(cfg, ["broker.id", "node.id"], True)}
+    assert entries["node.id"].value == "1" and entries["node.id"].source == STATIC
+    assert entries["node.id"].synonyms == [("node.id", "1", STATIC), ("node.id", "-1", ConfigSource.DEFAULT_CONFIG)]
+    assert BrokerConfig.from_properties({"node.id": "3"}).node_id == 3
+    assert BrokerConfig.from_properties({"node.id": "3"})["broker.id"] == 3
+
+
+def test_kafka_only_keys_are_accepted_validated_and_sensitive_when_secret():
+    cfg = BrokerConfig.from_properties({"sasl.jaas.config": "x required;", "group.share.max.size": "20"})
+    [jaas] = describe_broker(cfg, ["sasl.jaas.config"])
+    assert jaas.is_sensitive and jaas.value is None and not jaas.read_only
+    with pytest.raises(ConfigError, match="Invalid value 5 for configuration group.share.max.size: "
+                                          "Value must be at least 10"):
+        BrokerConfig.from_properties({"group.share.max.size": "5"})
+
+
+def test_broker_logger_view():
+    logging.getLogger("kafkapy.test.loggers").setLevel(logging.WARNING)
+    entries = describe_loggers(["kafkapy.test.loggers", "root", "kafka.server.KafkaApis"])
+    assert [e.name for e in entries] == ["root", "kafkapy.test.loggers"]
+    mine = entries[1]
+    assert (mine.value, mine.source, mine.read_only, mine.is_sensitive, mine.documentation) == \
+        ("WARN", ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False, False, "")
+    assert [log4j_level_name(n) for n in (5, 10, 20, 30, 40, 50, 60)] == \
+        ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF"]
+
+
+class _Broker:
+    node_id = 1
+
+
+def _refusal(configs, validate_only):
+    try:
+        check_broker_change(_Broker(), "1", configs, validate_only)
+    except KafkaError as err:
+        return err.code, err.message
+    return None
+
+
+def test_broker_alter_checks_like_kafka():
+    assert _refusal({"log.cleaner.threads": "2"}, True) is None
+    assert _refusal({"no.such.key": "1"}, True) is None
+    assert _refusal({"broker.id": "5"}, True) == (
+        ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: Set(broker.id)")
+    assert _refusal({"log.cleaner.threads": "x"}, True) == (
+        ErrorCode.INVALID_REQUEST,
+        "Invalid value x for configuration log.cleaner.threads: Not a number of type INT")
+    code, message = _refusal({"log.cleaner.threads": "2"}, False)
+    assert code == ErrorCode.INVALID_REQUEST and "not supported by this broker" in message
