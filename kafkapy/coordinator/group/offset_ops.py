@@ -7,13 +7,15 @@ member must be known, of the current generation, and the group not
 CompletingRebalance.  Accepted commits are written as one batch before they
 become visible; deletions write tombstones.  Offsets of Empty groups expire
 offsets.retention.minutes after the group became Empty (or after the commit,
-for groups without a protocol); an Empty group left without offsets (by expiry
-or by OffsetDelete) is removed.
+for groups without a protocol); an Empty group left without offsets (by expiry,
+by OffsetDelete, or because a topic was deleted) is removed, in one batch of
+tombstones as Kafka's cleanupGroupMetadata writes it.
 """
 from __future__ import annotations
 
 from kafkapy.coordinator.group import records as R
 from kafkapy.coordinator.group.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState
+from kafkapy.coordinator.group.kafka_order import commit_order
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
 from kafkapy.protocol.errors import ErrorCode as E
 
@@ -69,9 +71,11 @@ class OffsetOps:
         return 0
 
     def _write_offsets(self, group: GroupMetadata, offsets: dict) -> int:
-        entries = [(R.offset_key(group.group_id, t, p), R.offset_value(om))
-                   for (t, p), om in offsets.items()]
-        return self._store.write(self.partition_for(group.group_id), entries, for_offsets=True)
+        # Kafka's record order, and its base sequence 0 for commit batches.
+        entries = [(R.offset_key(group.group_id, t, p), R.offset_value(offsets[(t, p)]))
+                   for t, p in commit_order(list(offsets))]
+        return self._store.write(self.partition_for(group.group_id), entries, for_offsets=True,
+                                 base_sequence=0)
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
                       require_stable: bool = False
@@ -103,28 +107,55 @@ class OffsetOps:
             else:
                 results[tp] = 0
                 removable.append(tp)
-        error = self._remove_offsets(group, removable)
-        if not error and self._is_spent(group):
-            # Kafka's cleanupGroupMetadata: an Empty group left without offsets is gone.
-            error = self._remove_group(group)
+        error = self._cleanup(group, removable, drop_pending=True)
         if error:
             return error, {}
         return 0, results
+
+    def handle_deleted_topic(self, topic: str) -> None:
+        """A topic was deleted: every group here loses its offsets for it, and every Empty
+        group then left without offsets goes (Kafka's handleDeletedPartitions)."""
+        for group in list(self._groups.values()):
+            if self.partition_for(group.group_id) in self._owned:
+                gone = [tp for tp in group.offsets if tp[0] == topic]
+                gone += [tp for tp in self._pending_of(group.group_id) if tp[0] == topic]
+                self._cleanup(group, gone, drop_pending=True)
 
     def _is_spent(self, group: GroupMetadata) -> bool:
         return (group.is_(_S.EMPTY) and not group.offsets
                 and not self.has_pending_txn_offsets(group.group_id))
 
-    def _remove_offsets(self, group: GroupMetadata, partitions: list[TopicPartition]) -> int:
-        present = [tp for tp in partitions if tp in group.offsets]
-        if not present:
-            return 0
+    def _cleanup(self, group: GroupMetadata, partitions: list[TopicPartition],
+                 drop_pending: bool = False) -> int:
+        """Kafka's cleanupGroupMetadata for one group: the offsets of ``partitions`` go
+        (pending transactional ones too with ``drop_pending``), and an Empty group left
+        without offsets goes Dead.  One batch of tombstones: the offsets', then the
+        group's -- unless it never had a generation (a group only storing offsets)."""
+        if drop_pending:
+            for by_group in self._pending_txn().values():
+                for tp in partitions:
+                    by_group.get(group.group_id, {}).pop(tp, None)
+        present = [tp for tp in dict.fromkeys(partitions) if tp in group.offsets]
+        dead = (group.is_(_S.EMPTY) and len(present) == len(group.offsets)
+                and not self.has_pending_txn_offsets(group.group_id))
         entries = [(R.offset_key(group.group_id, t, p), None) for t, p in present]
-        error = self._store.write(self.partition_for(group.group_id), entries, for_offsets=True)
-        if not error:
-            for tp in present:
-                group.offsets.pop(tp, None)
-        return error
+        if dead and group.generation > 0:
+            entries.append((R.group_key(group.group_id), None))
+        if entries:
+            error = self._store.write(self.partition_for(group.group_id), entries,
+                                      for_offsets=True)
+            if error:
+                return error
+        for tp in present:
+            group.offsets.pop(tp, None)
+        if dead:
+            group.transition_to(_S.DEAD, self._clock.time_ms())
+            self._groups.pop(group.group_id, None)
+        return 0
+
+    def _pending_of(self, group_id: str) -> list[TopicPartition]:
+        return [tp for by_group in self._pending_txn().values()
+                for tp in by_group.get(group_id, {})]
 
     # -- retention ------------------------------------------------------------------------
     def start_offset_expiry(self) -> None:
@@ -144,10 +175,9 @@ class OffsetOps:
             if self.partition_for(group.group_id) not in self._owned:
                 continue
             expired = self._expired(group, now)
-            if expired and not self._remove_offsets(group, expired):
+            # pending transactional offsets keep an Empty group, as in Kafka
+            if not self._cleanup(group, expired):
                 removed += len(expired)
-            if self._is_spent(group):  # pending transactional offsets keep it, as in Kafka
-                self._remove_group(group)
         return removed
 
     def _expired(self, group: GroupMetadata, now: int) -> list[TopicPartition]:
@@ -168,10 +198,13 @@ class OffsetOps:
         return out
 
     def _remove_group(self, group: GroupMetadata) -> int:
-        """Mark Dead, write the group tombstone (and offset tombstones), forget it."""
+        """Mark Dead, write the offset tombstones and the group's (not for a group that
+        never had a generation, as in Kafka), forget it."""
         entries = [(R.offset_key(group.group_id, t, p), None) for t, p in group.offsets]
-        entries.append((R.group_key(group.group_id), None))
-        error = self._store.write(self.partition_for(group.group_id), entries, for_offsets=False)
+        if group.generation > 0:
+            entries.append((R.group_key(group.group_id), None))
+        error = (self._store.write(self.partition_for(group.group_id), entries, for_offsets=False)
+                 if entries else 0)
         if error:
             return error
         group.transition_to(_S.DEAD, self._clock.time_ms())

@@ -44,14 +44,16 @@ class GroupStore:
     def partition(self, index: int):
         return self._replicas.partitions.get((OFFSETS_TOPIC, index))
 
-    def write(self, index: int, entries: list[Entry], for_offsets: bool) -> int:
-        """Append ``entries`` as one batch; the error code the client should see."""
+    def write(self, index: int, entries: list[Entry], for_offsets: bool,
+              base_sequence: int = -1) -> int:
+        """Append ``entries`` as one batch; the error code the client should see.
+        (Kafka's offset commit batches carry base sequence 0, its others -1.)"""
         partition = self.partition(index)
         if partition is None:
             return ErrorCode.NOT_COORDINATOR
         now = self._clock.time_ms()
         batch = build_batch([(k, v, None, now) for k, v in entries],
-                            compression=self._compression)
+                            compression=self._compression, base_sequence=base_sequence)
         result = partition.append_internal(batch)
         if result.error_code == 0:
             self._replicas.appended((OFFSETS_TOPIC, index))

@@ -71,6 +71,8 @@ class GroupService:
     # -- following leadership ------------------------------------------------------------
     def _on_topic_change(self, name: str, topic) -> None:
         if name != OFFSETS_TOPIC:
+            if topic is None:  # deleted: its offsets go, as Kafka's handleDeletedPartitions
+                self.coordinator.handle_deleted_topic(name)
             return
         coordinator = self.coordinator
         led = set()

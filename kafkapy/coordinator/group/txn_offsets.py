@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from kafkapy.coordinator.group import records as R
 from kafkapy.coordinator.group.group import GroupState
+from kafkapy.coordinator.group.kafka_order import commit_order
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.records.record import build_batch, decode_records
@@ -65,8 +66,8 @@ class TxnOffsetOps:
             return {tp: error for tp in offsets}
         errors, valid = self._split_oversized(offsets)
         if valid:
-            entries = [(R.offset_key(group_id, t, p), R.offset_value(om))
-                       for (t, p), om in valid.items()]
+            entries = [(R.offset_key(group_id, t, p), R.offset_value(valid[(t, p)]))
+                       for t, p in commit_order(list(valid))]  # Kafka's record order
             error = self._store.write_transactional(self.partition_for(group_id), entries,
                                                     producer_id, producer_epoch)
             if not error:

@@ -1,0 +1,75 @@
+"""The order in which Kafka's group coordinator lays out the records of an offset commit.
+
+Kafka (Scala 2.13) collects a commit's partitions in a ``mutable.HashMap`` keyed by
+``TopicIdPartition`` (topic id zero), then freezes it with ``toMap`` and writes one record
+per entry in that map's order; the order is observable in ``__consumer_offsets``.
+
+- ``TopicIdPartition.hashCode`` = 31 * (31 + 0) + ``TopicPartition.hashCode``, and
+  ``TopicPartition.hashCode`` = 31 * (31 + partition) + ``String.hashCode(topic)``,
+  all in 32-bit two's complement.
+- ``mutable.HashMap``: buckets ``h ^ (h >>> 16)`` masked by the table size (16, doubled
+  once the entries reach 0.75 of it), iterated by bucket, by hash within one.
+- ``toMap`` keeps that order for up to 4 entries (Map1..Map4); past 4 it is an immutable
+  CHAMP ``HashMap`` over ``Hashing.improve(h)``: each trie node lists the entries that
+  end there (by 5-bit chunk, lowest bits first) before descending into its sub-nodes.
+"""
+from __future__ import annotations
+
+TopicPartition = tuple[str, int]
+
+
+def _i32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _string_hash(text: str) -> int:
+    """Java's String.hashCode, over UTF-16 code units."""
+    data = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    return _i32(h)
+
+
+def topic_id_partition_hash(tp: TopicPartition) -> int:
+    topic, partition = tp
+    return _i32(31 * 31 + _i32(31 * (31 + partition) + _string_hash(topic)))
+
+
+def _mutable_order(tps: list[TopicPartition]) -> list[TopicPartition]:
+    size = 16
+    while len(tps) >= size * 3 // 4:
+        size *= 2
+
+    def key(tp):
+        h = topic_id_partition_hash(tp) & 0xFFFFFFFF
+        improved = _i32(h ^ (h >> 16))
+        return improved & (size - 1), improved
+    return sorted(tps, key=key)
+
+
+def _improve(hcode: int) -> int:
+    h = _i32(hcode + ~_i32(hcode << 9))
+    h = _i32(h ^ ((h & 0xFFFFFFFF) >> 14))
+    h = _i32(h + _i32(h << 4))
+    return _i32(h ^ ((h & 0xFFFFFFFF) >> 10))
+
+
+def _champ_order(items: list[tuple[int, TopicPartition]], shift: int) -> list[TopicPartition]:
+    by_chunk: dict[int, list] = {}
+    for h, tp in items:
+        by_chunk.setdefault(((h & 0xFFFFFFFF) >> shift) & 31, []).append((h, tp))
+    ends = [group[0][1] for _, group in sorted(by_chunk.items()) if len(group) == 1]
+    deeper = [group for _, group in sorted(by_chunk.items()) if len(group) > 1]
+    if shift >= 30:  # a full hash collision: Kafka keeps such entries in insertion order
+        return ends + [tp for group in deeper for _, tp in group]
+    return ends + [tp for group in deeper for tp in _champ_order(group, shift + 5)]
+
+
+def commit_order(tps: list[TopicPartition]) -> list[TopicPartition]:
+    """``tps`` (distinct) in the order Kafka writes their offset records."""
+    ordered = _mutable_order(list(tps))
+    if len(ordered) <= 4:
+        return ordered
+    return _champ_order([(_improve(topic_id_partition_hash(tp)), tp) for tp in ordered], 0)
