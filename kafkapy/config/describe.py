@@ -14,16 +14,10 @@ Follows Kafka's ConfigHelper (3.9):
   log.retention.hours synonym unless log.retention.ms itself is set: that is
   Kafka's behaviour and kept on purpose.
 - The entry's source is its first synonym's source, else DEFAULT_CONFIG.
-- A BROKER_LOGGER resource lists this process's loggers (Python's, named by module, where
-  Kafka's are log4j's, named by Java class) and ``root``, each with its effective level
-  in log4j's names; as Kafka, a requested name that is no logger is left out, and every
-  entry is DYNAMIC_BROKER_LOGGER_CONFIG, writable, not sensitive, type UNKNOWN, with an
-  empty documentation string.
 """
 from __future__ import annotations
 
 import enum
-import logging
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
@@ -31,10 +25,8 @@ from kafkapy.config.broker import BrokerConfig
 from kafkapy.config.definitions import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigKey
 from kafkapy.config.errors import ConfigError
 from kafkapy.config.types import ConfigType, Password, render_value
-from kafkapy.logging_setup import LEVELS
 
-__all__ = ["ConfigSource", "ConfigEntry", "describe_broker", "describe_topic", "describe_loggers",
-           "broker_synonym_names", "log4j_level_name"]
+__all__ = ["ConfigSource", "ConfigEntry", "describe_broker", "describe_topic", "broker_synonym_names"]
 
 
 class ConfigSource(enum.IntEnum):
@@ -162,31 +154,3 @@ def _default_string(name: str) -> str | None:
     if isinstance(key.default, Password):
         return key.default.value
     return render_value(key.type, key.default)
-
-
-ROOT_LOGGER = "root"
-
-
-def describe_loggers(keys: Iterable[str] | None = None) -> list[ConfigEntry]:
-    """The BROKER_LOGGER view: ``root`` and every logger created in this process."""
-    manager = logging.Logger.manager
-    names = [ROOT_LOGGER] + sorted(n for n, lg in list(manager.loggerDict.items())
-                                   if isinstance(lg, logging.Logger))
-    return [_logger_entry(n) for n in _filter(names, keys)]
-
-
-def _logger_entry(name: str) -> ConfigEntry:
-    logger = logging.getLogger() if name == ROOT_LOGGER else logging.getLogger(name)
-    return ConfigEntry(name=name, value=log4j_level_name(logger.getEffectiveLevel()), read_only=False,
-                       is_default=False, source=int(ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG),
-                       is_sensitive=False, documentation="")
-
-
-def log4j_level_name(level: int) -> str:
-    """A stdlib level as log4j's name: the most verbose log4j level not below it."""
-    by_number = sorted((n, name) for name, n in LEVELS.items())
-    chosen = by_number[0][1]
-    for number, name in by_number:
-        if number <= level:
-            chosen = name
-    return chosen

@@ -4,7 +4,7 @@ Versions 0-4 (Kafka 3.9; v0 answers is_default, left false as Kafka does,
 instead of the config source).  Resource types: TOPIC (2) and BROKER
 (4; the name is this broker's id, or empty for cluster-wide defaults);
 BROKER_LOGGER (8, named by this broker's id) lists the process's loggers and
-their levels (``config.describe.describe_loggers``).
+their levels (``config.loggers.describe_loggers``).
 CLIENT_METRICS (16) is INVALID_REQUEST, as in Kafka's ZooKeeper mode.
 ``configuration_keys`` null or empty means every key.  An illegal topic name ->
 INVALID_TOPIC_EXCEPTION with Kafka's reason; unknown topic ->
@@ -14,7 +14,7 @@ request INVALID_REQUEST (every resource, Kafka's default message).
 """
 from __future__ import annotations
 
-from kafkapy.config.describe import describe_loggers
+from kafkapy.config.loggers import describe_loggers
 from kafkapy.metadata.topics import invalid_topic_reason
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from kafkapy.config import BROKER_CONFIGS, BrokerConfig, ConfigError, ConfigSource, describe_broker
-from kafkapy.config.describe import describe_loggers, log4j_level_name
+from kafkapy.config.loggers import describe_loggers, log4j_level_name, validate_logger_ops
 from kafkapy.config.types import render_value
 from kafkapy.handlers.alter_configs import check_broker_change
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -122,3 +122,25 @@ def test_broker_alter_checks_like_kafka():
         "Invalid value x for configuration log.cleaner.threads: Not a number of type INT")
     code, message = _refusal({"log.cleaner.threads": "2"}, False)
     assert code == ErrorCode.INVALID_REQUEST and "not supported by this broker" in message
+
+
+def _logger_refusal(ops):
+    try:
+        validate_logger_ops(ops)
+    except KafkaError as err:
+        return err.code, err.message
+    return None
+
+
+def test_logger_changes_checked_like_kafka():
+    assert _logger_refusal([("root", 0, "DEBUG"), ("root", 0, "TRACE")]) is None
+    assert _logger_refusal([("no.such.logger", 0, "DEBUG")]) == (
+        ErrorCode.INVALID_CONFIG, "Logger no.such.logger does not exist!")
+    assert _logger_refusal([("root", 0, "debug")]) == (
+        ErrorCode.INVALID_CONFIG, "Cannot set the log level of root to debug as it is not a supported "
+                                  "log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN")
+    assert _logger_refusal([("root", 1, None)]) == (
+        ErrorCode.INVALID_REQUEST, "Removing the log level of the root logger is not allowed")
+    assert _logger_refusal([("root", 3, "x")]) == (
+        ErrorCode.INVALID_REQUEST, "SUBTRACT operation is not allowed for the BROKER_LOGGER resource")
+    assert _logger_refusal([("root", 7, "x")])[0] == ErrorCode.INVALID_REQUEST

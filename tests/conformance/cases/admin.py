@@ -143,6 +143,9 @@ def alter_configs(v: int):
     yield case("broker-validate-only", _ac("1", {"log.cleaner.threads": "2"},
                                            validate_only=True, rt=BROKER))
     yield case("broker-read-only", _ac("1", {"broker.id": "5"}, validate_only=True, rt=BROKER))
+    yield case("broker-invalid-value", _ac("1", {"log.cleaner.threads": "x"}, validate_only=True,
+                                           rt=BROKER))
+    yield case("broker-unknown-key", _ac("1", {"no.such.config": "1"}, validate_only=True, rt=BROKER))
     yield case("no-resources", {"validate_only": False, "resources": []})
 
 
@@ -179,6 +182,15 @@ def incremental_alter_configs(v: int):
     yield case("unknown-topic", _iac(MISSING, [("retention.ms", 0, "1")]))
     yield case("broker-validate-only", _iac("1", [("log.cleaner.threads", 0, "2")],
                                             validate_only=True, rt=BROKER))
+    # BROKER_LOGGER changes, validate-only so Kafka's levels stay as they are for other cases
+    for name, broker, ops in (("logger-set", "1", [("root", 0, "DEBUG")]),
+                              ("logger-unknown", "1", [("no.such.logger", 0, "DEBUG")]),
+                              ("logger-bad-level", "1", [("root", 0, "LOUD")]),
+                              ("logger-delete-root", "1", [("root", 1, None)]),
+                              ("logger-append", "1", [("root", 2, "DEBUG")]),
+                              ("logger-other-broker", "2", [("root", 0, "DEBUG")]),
+                              ("logger-bad-broker-id", "x", [("root", 0, "DEBUG")])):
+        yield case(name, _iac(broker, ops, validate_only=True, rt=BROKER_LOGGER))
 
 
 @for_api(35)
