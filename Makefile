@@ -7,6 +7,8 @@ PIP    := $(VENV)/bin/pip
 # and the benchmarks use (the test and spark extras, several hundred MB more).
 STAMP  := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
+# What an install builds from: the C extension (kafkapy/native) is compiled by pip too.
+BUILD_INPUTS := pyproject.toml setup.py kafkapy/native/_batchcheck.c
 PROPS  ?= config/server.properties
 ARGS   ?=
 
@@ -16,12 +18,12 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-$(RUN_STAMP): pyproject.toml | $(PY)
+$(RUN_STAMP): $(BUILD_INPUTS) | $(PY)
 	$(PIP) install --quiet -e .
 	touch $(RUN_STAMP)
 
 # The full install contains the broker's, so it satisfies `make run` too.
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): $(BUILD_INPUTS) | $(PY)
 	$(PIP) install --quiet -e '.[test,spark]'
 	touch $(STAMP) $(RUN_STAMP)
 
