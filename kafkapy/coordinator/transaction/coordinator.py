@@ -162,6 +162,10 @@ class TransactionCoordinator:
             self.unload(index)
 
     def _lookup(self, txn_id: str) -> tuple[int, _Owned | None]:
+        """The coordinator state owning ``txn_id``, or the error to answer (an empty id is
+        INVALID_REQUEST, as Kafka refuses it before anything else)."""
+        if not txn_id:
+            return E.INVALID_REQUEST, None
         owned = self._owned.get(self.partition_for(txn_id))
         if owned is None:
             return E.NOT_COORDINATOR, None
@@ -220,8 +224,6 @@ class TransactionCoordinator:
     # -- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------------
     def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
                        partitions: Iterable[tuple[str, int]]) -> int:
-        if not txn_id:
-            return E.INVALID_REQUEST
         error, owned = self._lookup(txn_id)
         if error:
             return error
@@ -257,8 +259,6 @@ class TransactionCoordinator:
         return {tp: 0 if tp in txn.partitions else E.TRANSACTION_ABORTABLE for tp in partitions}
 
     def _verify_txn(self, txn_id: str, producer_id: int, epoch: int) -> int:
-        if not txn_id:
-            return E.INVALID_REQUEST
         error, owned = self._lookup(txn_id)
         if error:
             return error
@@ -273,8 +273,6 @@ class TransactionCoordinator:
 
     # -- EndTxn -------------------------------------------------------------------------------
     def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> int:
-        if not txn_id:
-            return E.INVALID_REQUEST
         error, owned = self._lookup(txn_id)
         if error:
             return error
@@ -468,8 +466,6 @@ class TransactionCoordinator:
 
     # -- admin ----------------------------------------------------------------------------------
     def describe(self, txn_id: str) -> tuple[int, TransactionMetadata | None]:
-        if not txn_id:
-            return E.INVALID_REQUEST, None
         error, owned = self._lookup(txn_id)
         if error:
             return error, None
