@@ -4,8 +4,9 @@ Twenty connections pipeline Metadata requests and never read an answer; meanwhil
 well-behaved client produces one record at a time.  Kafka mutes a connection while its
 request is handled and its response unsent, so every connection gets its turn; kafkapy
 handles a bounded number of frames per connection per event-loop turn and stops reading
-a connection whose answers are not being read.  The produce latency is printed and checked
-against a generous bound (it was 16 s before; `make bench` reports the real figure).
+a connection whose answers are not being read.  The produce latency is printed and its p99
+must stay under the issue's 50 ms (measured 8 ms; it was 685 ms here and 16 s in the issue's
+report before the change).
 """
 from __future__ import annotations
 
@@ -96,4 +97,4 @@ def test_pipelining_without_reading_does_not_starve_a_producer(broker):
     p99 = latencies[int(len(latencies) * 0.99) - 1]
     print(f"produce latency under flood: p50 {statistics.median(latencies) * 1000:.1f} ms, "
           f"p99 {p99 * 1000:.1f} ms")
-    assert p99 < 0.25, f"p99 {p99:.3f} s"
+    assert p99 < 0.05, f"p99 {p99:.3f} s"
