@@ -14,11 +14,11 @@ request, so one case's failure never leaks into the next case.
 from __future__ import annotations
 
 import socket
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
+from tests.integration.wire import recv_frame
 
 CLIENT_ID = "conformance"
 READ_TIMEOUT_S = 15.0
@@ -89,8 +89,7 @@ class Connection:
             return Answer(failure="DROPPED")
         try:
             self._sock.settimeout(timeout)
-            size = struct.unpack(">i", self._read(4))[0]
-            frame = self._read(size)
+            frame = recv_frame(self._sock)
         except socket.timeout:
             self.close()
             return Answer(failure=f"NO ANSWER within {timeout}s")
@@ -110,13 +109,3 @@ class Connection:
 
     def exchange(self, api_key: int, version: int, fields: dict) -> Answer:
         return self.receive(api_key, version, self.send(api_key, version, fields))
-
-    def _read(self, n: int) -> bytes:
-        chunks = []
-        while n:
-            chunk = self._sock.recv(n)
-            if not chunk:
-                raise ConnectionError("closed")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)

@@ -319,16 +319,22 @@ def test_authorized_operations_are_the_full_sets(wire):
         3, 4, 5, 6, 7, 8, 10, 11}
 
 
-def test_offset_delete_of_the_last_offset_removes_the_group(wire):
-    group = "offset-delete-group"
-    _coordinator(wire, group)
+def _commit_offsets(wire, group: str, partitions: list[int]) -> list[int]:
+    """Commit offset 1 for ``partitions`` of TOPIC outside any generation; their codes."""
     committed = wire.request(8, 9, **fields(8, group_id=group, generation_id_or_member_epoch=-1,
                                             member_id="", group_instance_id=None, topics=[dict(
                                                 name=TOPIC, partitions=[dict(
-                                                    partition_index=0, committed_offset=1,
+                                                    partition_index=p, committed_offset=1,
                                                     committed_leader_epoch=-1,
-                                                    committed_metadata="")])]))
-    assert committed.topics[0].partitions[0].error_code == 0
+                                                    committed_metadata="")
+                                                    for p in partitions])]))
+    return [p.error_code for p in committed.topics[0].partitions]
+
+
+def test_offset_delete_of_the_last_offset_removes_the_group(wire):
+    group = "offset-delete-group"
+    _coordinator(wire, group)
+    assert _commit_offsets(wire, group, [0]) == [0]
 
     def delete():
         return wire.request(47, 0, **fields(47, group_id=group, topics=[dict(
@@ -468,14 +474,7 @@ def test_illegal_topic_names_get_kafka_3_9_reasons(wire):
 def test_offset_delete_refuses_unknown_partitions_first(wire):
     group = "offset-delete-unknown"
     _coordinator(wire, group)
-    committed = wire.request(8, 9, **fields(8, group_id=group, generation_id_or_member_epoch=-1,
-                                            member_id="", group_instance_id=None, topics=[dict(
-                                                name=TOPIC, partitions=[dict(
-                                                    partition_index=p, committed_offset=1,
-                                                    committed_leader_epoch=-1,
-                                                    committed_metadata="")
-                                                    for p in (0, 1)])]))
-    assert [p.error_code for p in committed.topics[0].partitions] == [0, 0]
+    assert _commit_offsets(wire, group, [0, 1]) == [0, 0]
     r = wire.request(47, 0, **fields(47, group_id=group, topics=[
         dict(name=TOPIC, partitions=[dict(partition_index=0), dict(partition_index=9)]),
         dict(name="no-such-topic", partitions=[dict(partition_index=0)])]))

@@ -7,6 +7,23 @@ import struct
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 
 
+def recv_frame(sock: socket.socket) -> bytes:
+    """One size-prefixed frame from ``sock``; ConnectionError when the broker closes it."""
+    size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+    return _recv_exact(sock, size)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = sock.recv(n)
+        if not chunk:
+            raise ConnectionError("connection closed by broker")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
 class WireClient:
     def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
         host, port = bootstrap.rsplit(":", 1)
@@ -20,18 +37,7 @@ class WireClient:
         self.sock.sendall(data)
 
     def recv_frame(self) -> bytes:
-        size = struct.unpack(">i", self._recv_exact(4))[0]
-        return self._recv_exact(size)
-
-    def _recv_exact(self, n: int) -> bytes:
-        chunks = []
-        while n:
-            chunk = self.sock.recv(n)
-            if not chunk:
-                raise ConnectionError("connection closed by broker")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
+        return recv_frame(self.sock)
 
     def encode(self, api_key: int, version: int, **fields) -> tuple[int, bytes]:
         self._correlation += 1
