@@ -53,12 +53,14 @@ def wrap64(v: int) -> int:
     return v - (1 << 64) if v >> 63 else v
 
 
-def _varint(data, p: int, end: int, max_bytes: int) -> tuple[int, int, bool]:
-    """(raw value, new position, too_long); running past ``end`` is a framing error."""
+def _varint(data, p: int, end: int, max_bytes: int,
+            eof: str = INVALID_STRUCTURE) -> tuple[int, int, bool]:
+    """(raw value, new position, too_long); running past ``end`` is a framing error
+    (INVALID_RECORD with the message ``eof``)."""
     raw = shift = 0
     for _ in range(max_bytes):
         if p >= end:
-            raise _Framing(INVALID_RECORD, INVALID_STRUCTURE)
+            raise _Framing(INVALID_RECORD, eof)
         b = data[p]
         p += 1
         raw |= (b & 0x7F) << shift
@@ -104,16 +106,9 @@ def _blob(data, p: int, end: int) -> tuple[int, int]:
 
 def _length(data, pos: int, n: int, stream: bool) -> tuple[int, int]:
     """The record's length prefix; Kafka's answers differ for bytes and streams."""
-    raw = shift = 0
-    for _ in range(5):
-        if pos >= n:
-            raise _Framing(INVALID_RECORD, PREMATURE_EOF)
-        b = data[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return _zigzag32(raw), pos
+    raw, pos, too_long = _varint(data, pos, n, 5, PREMATURE_EOF)
+    if not too_long:
+        return _zigzag32(raw), pos
     if stream:
         raise _Framing(INVALID_RECORD, PREMATURE_EOF)
     raise _Framing(UNKNOWN_SERVER_ERROR,
