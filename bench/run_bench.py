@@ -414,21 +414,14 @@ class BrokerRun:
     def prepare(self) -> bool:
         """Check the broker can be had; start the shared broker if asked. False: skip it."""
         try:
-            if self.kind == "peer" and not self.args.bootstrap:
-                from peers import PeerUnavailable, find_tansu
+            if self.kind in ("peer", "kafka") and not self.args.bootstrap:
+                import peers
+                find = peers.find_tansu if self.kind == "peer" else peers.find_kafka_home
                 try:
-                    find_tansu()
-                except PeerUnavailable as e:
+                    find()
+                except peers.PeerUnavailable as e:
                     self.result.update(status="unavailable", error=str(e))
-                    log(f"peer unavailable: {e}")
-                    return False
-            if self.kind == "kafka" and not self.args.bootstrap:
-                from peers import PeerUnavailable, find_kafka_home
-                try:
-                    find_kafka_home()
-                except PeerUnavailable as e:
-                    self.result.update(status="unavailable", error=str(e))
-                    log(f"kafka unavailable: {e}")
+                    log(f"{self.kind} unavailable: {e}")
                     return False
             if self.shared:
                 self._start("shared")
