@@ -14,11 +14,11 @@ gzip stream, snappy (xerial-framed or raw block), LZ4 frame, zstd frame.
 from __future__ import annotations
 
 import gzip
-import io
 import struct
 import zlib
 from typing import NamedTuple, Sequence
 
+from kafkapy.native import codecs
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.batch import (ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL,
                                    COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_NONE,
@@ -129,6 +129,9 @@ def _lz4(data) -> bytes:
     return bytes(out)
 
 
+_NO_LIMIT = 1 << 62   # stored batches were size-checked when they were appended
+
+
 def decompress(codec: int, data) -> bytes:
     data = bytes(data)
     try:
@@ -136,18 +139,8 @@ def decompress(codec: int, data) -> bytes:
             return data
         if codec == COMPRESSION_GZIP:
             return gzip.decompress(data)
-        if codec == COMPRESSION_SNAPPY:
-            import snappy
-            if data[:8] != _XERIAL_MAGIC:
-                return snappy.decompress(data)
-            out = io.BytesIO()
-            pos = 16
-            while pos < len(data):
-                (n,) = struct.unpack_from(">i", data, pos)
-                pos += 4
-                out.write(snappy.decompress(data[pos:pos + n]))
-                pos += n
-            return out.getvalue()
+        if codec == COMPRESSION_SNAPPY:  # raw or xerial-framed: the validator's reader
+            return codecs.decompress(codec, data, _NO_LIMIT)
         if codec == COMPRESSION_LZ4:
             import lz4.frame
             return lz4.frame.decompress(data)
