@@ -1,0 +1,36 @@
+"""Inter-broker messages kafka-python lacks, from Kafka's own schemas in ``protocol/``.
+
+LeaderAndIsr (4), StopReplica (5) and UpdateMetadata (6) go from the controller to
+every broker; ControlledShutdown (7) and AlterPartition (56) from a broker to the
+controller.  The JSON files are Kafka 3.9's, unchanged, so the wire bytes are
+Kafka's; importing this module registers the classes in ``messages.REQUESTS`` /
+``RESPONSES``.
+"""
+from __future__ import annotations
+
+from kafka.protocol.api_message import ApiMessage
+
+from kafkapy.protocol import messages
+from kafkapy.protocol.schema_package import ensure_schema_package
+
+_SCHEMAS = ensure_schema_package()
+
+
+class LeaderAndIsrRequest(ApiMessage, load_json=_SCHEMAS): pass
+class LeaderAndIsrResponse(ApiMessage, load_json=_SCHEMAS): pass
+class StopReplicaRequest(ApiMessage, load_json=_SCHEMAS): pass
+class StopReplicaResponse(ApiMessage, load_json=_SCHEMAS): pass
+class UpdateMetadataRequest(ApiMessage, load_json=_SCHEMAS): pass
+class UpdateMetadataResponse(ApiMessage, load_json=_SCHEMAS): pass
+class ControlledShutdownRequest(ApiMessage, load_json=_SCHEMAS): pass
+class ControlledShutdownResponse(ApiMessage, load_json=_SCHEMAS): pass
+class AlterPartitionRequest(ApiMessage, load_json=_SCHEMAS): pass
+class AlterPartitionResponse(ApiMessage, load_json=_SCHEMAS): pass
+
+
+for _request, _response in ((LeaderAndIsrRequest, LeaderAndIsrResponse),
+                            (StopReplicaRequest, StopReplicaResponse),
+                            (UpdateMetadataRequest, UpdateMetadataResponse),
+                            (ControlledShutdownRequest, ControlledShutdownResponse),
+                            (AlterPartitionRequest, AlterPartitionResponse)):
+    messages.register(_request, _response)
