@@ -1,0 +1,285 @@
+"""The active controller's view of the cluster (Kafka's ``ControllerContext``).
+
+Job: hold what the controller knows -- its epoch, the live brokers (with their
+endpoints, rack and broker epoch = czxid of ``/brokers/ids/N``), the topics with
+their ids and replica assignments, each partition's leader/ISR as last written to
+its state znode (with that znode's zk version), the partition and replica state
+machines' states, and the topic-deletion bookkeeping -- and answer the queries the
+state machines and the controller need.
+
+Invariants:
+ - changed only from the controller's event-queue task (no locks);
+ - ``assignments[t][p]`` lists replicas in assignment order (first = preferred);
+ - ``leadership[(t, p)]`` is what the state znode holds (``zk_version`` = its zk
+   version, the partition epoch); a partition without a state znode has no entry;
+ - ``partition_states`` / ``replica_states`` hold only partitions/replicas the state
+   machines have seen; a missing entry means NonExistent;
+ - ``clear()`` empties everything: a resigned controller keeps no view.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Iterator
+
+from kafkapy.metadata.paths import LEADER_RECOVERED, EndPoint
+
+TopicPartition = tuple[str, int]
+#: A replica of a partition: ((topic, partition), broker id).
+PartitionAndReplica = tuple[TopicPartition, int]
+
+#: ``LeaderAndIsr.NoLeader``
+NO_LEADER = -1
+#: ``LeaderAndIsr.InitialLeaderEpoch``
+INITIAL_LEADER_EPOCH = 0
+
+
+class PartitionState(enum.Enum):
+    """Kafka's PartitionState (PartitionStateMachine.scala)."""
+    NEW = "NewPartition"
+    ONLINE = "OnlinePartition"
+    OFFLINE = "OfflinePartition"
+    NON_EXISTENT = "NonExistentPartition"
+
+
+class ReplicaState(enum.Enum):
+    """Kafka's ReplicaState (ReplicaStateMachine.scala)."""
+    NEW = "NewReplica"
+    ONLINE = "OnlineReplica"
+    OFFLINE = "OfflineReplica"
+    DELETION_STARTED = "ReplicaDeletionStarted"
+    DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
+    DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
+    NON_EXISTENT = "NonExistentReplica"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderIsr:
+    """A partition's leader and ISR (Kafka's ``LeaderIsrAndControllerEpoch``):
+    ``zk_version`` is the state znode's zk version (the partition epoch)."""
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int = 0
+    leader_recovery_state: int = LEADER_RECOVERED
+
+    def new_leader_and_isr(self, leader: int, isr: Iterable[int]) -> "LeaderIsr":
+        """Kafka's ``LeaderAndIsr.newLeaderAndIsr``: next leader epoch, same zk version
+        (the caller writes it conditionally and stores the new version)."""
+        return replace(self, leader=leader, leader_epoch=self.leader_epoch + 1,
+                       isr=tuple(isr))
+
+    def new_epoch(self) -> "LeaderIsr":
+        return replace(self, leader_epoch=self.leader_epoch + 1)
+
+    def with_zk_version(self, zk_version: int, controller_epoch: int) -> "LeaderIsr":
+        return replace(self, zk_version=zk_version, controller_epoch=controller_epoch)
+
+
+@dataclass(slots=True)
+class LiveBroker:
+    """A registered broker as the controller saw ``/brokers/ids/N``."""
+    broker_id: int
+    endpoints: tuple[EndPoint, ...]
+    rack: str | None
+    epoch: int              # czxid of the registration znode
+    features: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def endpoint(self, listener_name: str) -> EndPoint | None:
+        for ep in self.endpoints:
+            if ep.listener_name == listener_name:
+                return ep
+        return None
+
+
+@dataclass(slots=True)
+class ControllerContext:
+    epoch: int = 0
+    epoch_zk_version: int = -1
+    live_brokers: dict[int, LiveBroker] = field(default_factory=dict)
+    shutting_down_broker_ids: set[int] = field(default_factory=set)
+    topic_ids: dict[str, str] = field(default_factory=dict)       # name -> base64 text id
+    assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    leadership: dict[TopicPartition, LeaderIsr] = field(default_factory=dict)
+    partition_states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
+    replica_states: dict[PartitionAndReplica, ReplicaState] = field(default_factory=dict)
+    topics_to_be_deleted: set[str] = field(default_factory=set)
+    topics_with_deletion_started: set[str] = field(default_factory=set)
+    topics_ineligible_for_deletion: set[str] = field(default_factory=set)
+    #: Partitions whose leader should move back to the preferred replica (unused
+    #: until auto leader rebalance; kept for Kafka's shape).
+    partitions_being_reassigned: set[TopicPartition] = field(default_factory=set)
+
+    # -- lifecycle --------------------------------------------------------------
+    def clear(self) -> None:
+        """Forget everything (resignation / session expiry)."""
+        self.epoch = 0
+        self.epoch_zk_version = -1
+        for d in (self.live_brokers, self.topic_ids, self.assignments, self.leadership,
+                  self.partition_states, self.replica_states):
+            d.clear()
+        for s in (self.shutting_down_broker_ids, self.topics_to_be_deleted,
+                  self.topics_with_deletion_started, self.topics_ineligible_for_deletion,
+                  self.partitions_being_reassigned):
+            s.clear()
+
+    # -- brokers ----------------------------------------------------------------
+    def live_broker_ids(self) -> set[int]:
+        """Live brokers not shutting down (Kafka's ``liveBrokerIds``)."""
+        return set(self.live_brokers) - self.shutting_down_broker_ids
+
+    def live_or_shutting_down_broker_ids(self) -> set[int]:
+        return set(self.live_brokers)
+
+    def is_broker_live(self, broker_id: int) -> bool:
+        return broker_id in self.live_brokers
+
+    def broker_epoch(self, broker_id: int) -> int:
+        b = self.live_brokers.get(broker_id)
+        return b.epoch if b is not None else -1
+
+    def add_live_broker(self, broker: LiveBroker) -> None:
+        self.live_brokers[broker.broker_id] = broker
+
+    def remove_live_brokers(self, ids: Iterable[int]) -> None:
+        for b in ids:
+            self.live_brokers.pop(b, None)
+            self.shutting_down_broker_ids.discard(b)
+
+    # -- topics and assignments -------------------------------------------------
+    def all_topics(self) -> set[str]:
+        return set(self.assignments)
+
+    def add_topic(self, topic: str, topic_id: str | None,
+                  partitions: dict[int, list[int]]) -> None:
+        if topic_id is not None:
+            self.topic_ids[topic] = topic_id
+        self.assignments.setdefault(topic, {}).update(
+            {p: list(r) for p, r in partitions.items()})
+
+    def remove_topic(self, topic: str) -> None:
+        """Forget a deleted topic and every state of its partitions and replicas."""
+        parts = self.assignments.pop(topic, {})
+        self.topic_ids.pop(topic, None)
+        for p, replicas in parts.items():
+            tp = (topic, p)
+            self.leadership.pop(tp, None)
+            self.partition_states.pop(tp, None)
+            for r in replicas:
+                self.replica_states.pop((tp, r), None)
+        # replicas whose assignment changed under us
+        for key in [k for k in self.replica_states if k[0][0] == topic]:
+            del self.replica_states[key]
+        self.topics_to_be_deleted.discard(topic)
+        self.topics_with_deletion_started.discard(topic)
+        self.topics_ineligible_for_deletion.discard(topic)
+
+    def replicas(self, tp: TopicPartition) -> list[int]:
+        """The partition's assigned replicas (empty if unknown)."""
+        return list(self.assignments.get(tp[0], {}).get(tp[1], ()))
+
+    def update_assignment(self, tp: TopicPartition, replicas: list[int]) -> None:
+        self.assignments.setdefault(tp[0], {})[tp[1]] = list(replicas)
+
+    def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
+        return [(topic, p) for p in sorted(self.assignments.get(topic, {}))]
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return [(t, p) for t, parts in self.assignments.items() for p in sorted(parts)]
+
+    def partition_count(self) -> int:
+        return sum(len(parts) for parts in self.assignments.values())
+
+    def replicas_for_topic(self, topic: str) -> list[PartitionAndReplica]:
+        return [((topic, p), r) for p, reps in sorted(self.assignments.get(topic, {}).items())
+                for r in reps]
+
+    def all_replicas(self) -> list[PartitionAndReplica]:
+        return [((t, p), r) for t, parts in self.assignments.items()
+                for p, reps in sorted(parts.items()) for r in reps]
+
+    def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
+        return [(t, p) for t, parts in self.assignments.items()
+                for p, reps in sorted(parts.items()) if broker_id in reps]
+
+    def replicas_on_brokers(self, broker_ids: Iterable[int]) -> list[PartitionAndReplica]:
+        ids = set(broker_ids)
+        return [((t, p), r) for t, parts in self.assignments.items()
+                for p, reps in sorted(parts.items()) for r in reps if r in ids]
+
+    def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
+        return [tp for tp, li in self.leadership.items() if li.leader == broker_id]
+
+    def partition_leadership(self, tp: TopicPartition) -> LeaderIsr | None:
+        return self.leadership.get(tp)
+
+    def put_leadership(self, tp: TopicPartition, leader_isr: LeaderIsr) -> None:
+        self.leadership[tp] = leader_isr
+
+    # -- replica liveness -------------------------------------------------------
+    def is_replica_online(self, broker_id: int, tp: TopicPartition,
+                          include_shutting_down: bool = False) -> bool:
+        """Kafka's ``isReplicaOnline``: the broker is live (and, unless asked, not
+        shutting down).  Offline log dirs are not tracked (no JBOD failure handling)."""
+        if include_shutting_down:
+            return broker_id in self.live_brokers
+        return broker_id in self.live_brokers and broker_id not in self.shutting_down_broker_ids
+
+    def online_and_offline_replicas(self) -> tuple[set[PartitionAndReplica],
+                                                   set[PartitionAndReplica]]:
+        online: set[PartitionAndReplica] = set()
+        offline: set[PartitionAndReplica] = set()
+        for replica in self.all_replicas():
+            tp, b = replica
+            (online if self.is_replica_online(b, tp, include_shutting_down=True)
+             else offline).add(replica)
+        return online, offline
+
+    # -- state machine states ---------------------------------------------------
+    def partition_state(self, tp: TopicPartition) -> PartitionState:
+        return self.partition_states.get(tp, PartitionState.NON_EXISTENT)
+
+    def put_partition_state(self, tp: TopicPartition, state: PartitionState) -> None:
+        self.partition_states[tp] = state
+
+    def partitions_in_state(self, state: PartitionState,
+                            topic: str | None = None) -> list[TopicPartition]:
+        return [tp for tp, s in self.partition_states.items()
+                if s is state and (topic is None or tp[0] == topic)]
+
+    def offline_partitions(self) -> list[TopicPartition]:
+        return self.partitions_in_state(PartitionState.OFFLINE)
+
+    def replica_state(self, replica: PartitionAndReplica) -> ReplicaState:
+        return self.replica_states.get(replica, ReplicaState.NON_EXISTENT)
+
+    def put_replica_state(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
+        self.replica_states[replica] = state
+
+    def replicas_in_state(self, topic: str, state: ReplicaState) -> set[PartitionAndReplica]:
+        return {r for r in self.replicas_for_topic(topic) if self.replica_state(r) is state}
+
+    def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return all(self.replica_state(r) is state for r in self.replicas_for_topic(topic))
+
+    def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return any(self.replica_state(r) is state for r in self.replicas_for_topic(topic))
+
+    # -- topic deletion ---------------------------------------------------------
+    def queue_topic_deletion(self, topics: Iterable[str]) -> None:
+        self.topics_to_be_deleted.update(topics)
+
+    def is_topic_queued_for_deletion(self, topic: str) -> bool:
+        return topic in self.topics_to_be_deleted
+
+    def is_topic_deletion_in_progress(self, topic: str) -> bool:
+        return topic in self.topics_with_deletion_started
+
+    def is_partition_being_deleted(self, tp: TopicPartition) -> bool:
+        return tp[0] in self.topics_to_be_deleted
+
+    def iter_topic_partitions(self) -> Iterator[tuple[str, int, list[int]]]:
+        for t, parts in self.assignments.items():
+            for p, reps in sorted(parts.items()):
+                yield t, p, reps
