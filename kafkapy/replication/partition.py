@@ -14,20 +14,41 @@ issue makes it follow the ISR.  A write that fails with an
 OSError takes the log's dir offline (``storage_failed``) and is answered
 KAFKA_STORAGE_ERROR; so is every later request to a partition whose log is
 offline.
+
+Replication (Kafka's ZK-mode Partition, before ISR changes and epoch-based
+truncation, which come later):
+- ``make_leader``: a new leader epoch starts at the log end in the leader-epoch
+  cache; a broker that was not the leader forgets what it knew of the followers
+  (their log end offsets are unknown until they fetch), a re-elected one keeps it.
+- ``update_follower_fetch`` (the leader, on each follower fetch): the follower's
+  log end offset is its fetch offset; the high watermark is the smallest log end
+  offset over the ISR (the leader's own for itself), never moving back, and stays
+  put while an ISR member's log end offset is unknown.
+- ``make_follower``: truncates the log to its high watermark (what a follower may
+  trust without asking the leader); ``append_as_follower`` writes the leader's
+  batches as they are (offsets, epochs, timestamps byte for byte), and
+  ``update_follower_high_watermark`` takes the leader's high watermark (bounded by
+  the local log end) and log start offset.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable
 
+import structlog
+
 from kafkapy import metrics
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.native import CREATE_TIME, LONG_MAX
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory.delayed_fetch import LogOffsetMetadata
-from kafkapy.records.batch import RecordError, read_header, validate_batches
+from kafkapy.records.batch import (RecordError, is_crc_valid, iter_headers, read_header,
+                                   validate_batches)
 from kafkapy.records.legacy import first_magic, up_convert
 from kafkapy.records.validation import check_records
+
+_log = structlog.get_logger("kafkapy.replication")
+_UNKNOWN = -1
 
 # Kafka's ReplicaManager answers these with no log start offset (-1).
 _NO_LOG_START = frozenset({ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE,
@@ -50,6 +71,16 @@ class AppendResult:
     message_is_public: bool = False
 
 
+@dataclass(slots=True)
+class FollowerState:
+    """What the leader knows of one follower (Kafka's ReplicaState)."""
+
+    log_end_offset: int = _UNKNOWN
+    log_start_offset: int = _UNKNOWN
+    last_fetch_ms: int = 0
+    last_caught_up_ms: int = 0
+
+
 class Partition:
     def __init__(self, topic: str, index: int, log, state: PartitionState, node_id: int,
                  storage_failed: Callable[[OSError], None] = lambda err: None) -> None:
@@ -61,6 +92,12 @@ class Partition:
         # Takes the log's dir offline (LogManager.fail_dir): after a failed write the
         # file's tail is unknown, so nothing more may be appended to it.
         self._storage_failed = storage_failed
+        # The leader's view of each other assigned replica (empty on a follower).
+        self.followers: dict[int, FollowerState] = {}
+        # "leader" / "follower" once make_leader / make_follower ran (None: not yet).
+        self._role: str | None = None
+        if self.is_leader:
+            self._track_followers(new_leader=True, now_ms=log.clock.time_ms())
 
     @property
     def is_leader(self) -> bool:
@@ -166,6 +203,142 @@ class Partition:
         if self.log.offline:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
                              f"the log dir of {self.topic}-{self.index} is offline")
+
+    # -- leadership -----------------------------------------------------------------------
+    def make_leader(self, state: PartitionState, now_ms: int | None = None) -> bool:
+        """Become (or stay) the leader as ``state`` says; True if this broker was not the
+        leader before.  Kafka's Partition.makeLeader: a new leader epoch starts at the log
+        end; a new leader forgets the followers' log ends; the high watermark stays, or
+        moves up when the ISR is down to this broker."""
+        now = self.log.clock.time_ms() if now_ms is None else now_ms
+        was_leader = self._role == "leader"
+        new_epoch = state.leader_epoch > self.state.leader_epoch or not was_leader
+        self._role = "leader"
+        self.state = state
+        log = self.log
+        cache = log.leader_epoch_cache
+        if not log.offline and (cache.latest_epoch is None
+                                or state.leader_epoch > cache.latest_epoch):
+            # OffsetForLeaderEpoch / diverging-epoch answers can place the new epoch
+            # before anything is appended in it.
+            cache.assign(state.leader_epoch, log.log_end_offset)
+        self._track_followers(new_leader=not was_leader, now_ms=now, reset=new_epoch)
+        self._maybe_increment_high_watermark()
+        return not was_leader
+
+    def make_follower(self, state: PartitionState) -> bool:
+        """Follow ``state.leader``; True when the fetcher must (re)start from the log end
+        (a new leader or leader epoch).  Kafka 3.9 relies on epoch-based truncation by the
+        fetcher; before that (KIP-101) a new follower truncated to its high watermark,
+        which is what this does: beyond it the log may hold what the new leader lacks."""
+        changed = (self._role != "follower" or state.leader != self.state.leader
+                   or state.leader_epoch > self.leader_epoch)
+        self._role = "follower"
+        self.state = state
+        self.followers.clear()
+        log = self.log
+        if not log.offline and log.high_watermark < log.log_end_offset:
+            truncated_from = log.log_end_offset
+            log.truncate_to(log.high_watermark)
+            _log.info("truncated follower log to its high watermark",
+                      partition=f"{self.topic}-{self.index}", high_watermark=log.high_watermark,
+                      log_end_offset=truncated_from)
+        return changed
+
+    def _track_followers(self, new_leader: bool, now_ms: int, reset: bool = True) -> None:
+        """Kafka's resetReplicaState over the assigned replicas other than this one."""
+        isr = set(self.state.isr)
+        tracked: dict[int, FollowerState] = {}
+        for replica in self.state.replicas:
+            if replica == self.node_id:
+                continue
+            old = None if new_leader else self.followers.get(replica)
+            caught_up = now_ms if replica in isr else 0
+            if old is None:
+                tracked[replica] = FollowerState(last_caught_up_ms=caught_up)
+            elif reset:
+                tracked[replica] = FollowerState(old.log_end_offset, old.log_start_offset,
+                                                 now_ms if replica in isr else 0, caught_up)
+            else:
+                tracked[replica] = old
+        self.followers = tracked
+
+    # -- the leader's side of follower fetches ----------------------------------------------
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int,
+                              log_start_offset: int = _UNKNOWN) -> bool:
+        """A follower fetched from ``fetch_offset``: that is its log end.  Returns whether
+        the high watermark moved (the caller then wakes delayed produces and fetches)."""
+        follower = self.followers.get(replica_id)
+        if follower is None or not self.is_leader:
+            return False
+        previous = follower.log_end_offset
+        follower.log_end_offset = fetch_offset
+        follower.log_start_offset = log_start_offset
+        follower.last_fetch_ms = now_ms
+        if fetch_offset >= self.log.log_end_offset:
+            follower.last_caught_up_ms = now_ms
+        if previous == fetch_offset:
+            return False
+        return self._maybe_increment_high_watermark()
+
+    def _maybe_increment_high_watermark(self) -> bool:
+        """HW = the smallest log end offset over the ISR; it only grows (Kafka's
+        maybeIncrementLeaderHW).  An ISR member whose log end is unknown holds it."""
+        if not self.is_leader:
+            return False
+        log = self.log
+        candidate = log.log_end_offset
+        for replica in self.state.isr:
+            if replica == self.node_id:
+                continue
+            follower = self.followers.get(replica)
+            leo = follower.log_end_offset if follower is not None else _UNKNOWN
+            candidate = min(candidate, leo)
+        if candidate > log.high_watermark:
+            log.high_watermark = candidate
+            return True
+        return False
+
+    # -- the follower's side ------------------------------------------------------------
+    def append_as_follower(self, records) -> int:
+        """Append the leader's batches as they are; returns the new log end offset.
+
+        Whole batches only (a fetch answer may end with a partial one, dropped as Kafka
+        drops it); batches wholly below the log end are skipped; a batch that fails its
+        CRC raises CORRUPT_MESSAGE before anything after it is written.  The producer
+        state and the leader-epoch cache learn from the batches (Log.append_as_follower).
+        """
+        log = self.log
+        mv = memoryview(records)
+        appended = 0
+        try:
+            for header in iter_headers(mv):
+                if header.last_offset < log.log_end_offset:
+                    continue
+                if header.magic != 2 or not is_crc_valid(mv, header):
+                    raise RecordError(ErrorCode.CORRUPT_MESSAGE,
+                                      f"Record batch at offset {header.base_offset} from the "
+                                      f"leader of {self.topic}-{self.index} is corrupt")
+                self._check_online()
+                log.append_as_follower(mv, header)
+                appended += header.size
+        except OSError as err:
+            self._storage_failed(err)
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(err)) from None
+        if appended:
+            if log.log_end_offset - log.recovery_point >= log.config.flush_messages:
+                log.flush()
+        return log.log_end_offset
+
+    def update_follower_high_watermark(self, leader_high_watermark: int,
+                                       leader_log_start_offset: int = _UNKNOWN) -> int:
+        """Follower HW = min(own log end, the leader's HW); the log start follows the
+        leader's when that is within what this log holds below its HW."""
+        log = self.log
+        log.high_watermark = min(log.log_end_offset, leader_high_watermark)
+        if log.log_start_offset < leader_log_start_offset <= log.high_watermark:
+            log.maybe_increment_log_start_offset(leader_log_start_offset)
+        return log.high_watermark
 
     def _appended(self, info) -> AppendResult:
         """A sole in-sync replica's high watermark follows its log end at once."""
