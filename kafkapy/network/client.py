@@ -1,0 +1,266 @@
+"""An asyncio client connection to one Kafka broker (ours or Kafka's).
+
+Used between brokers: the controller's channel (LeaderAndIsr, StopReplica,
+UpdateMetadata), the replica fetcher (Fetch) and ControlledShutdown to the
+controller.
+
+Wire format (Kafka's framing):
+- request  = int32 size, request header, body.  Header v1 = api_key int16,
+  api_version int16, correlation_id int32, client_id nullable string (int16
+  length); header v2 (flexible versions) = v1 followed by tagged fields.
+- response = int32 size, response header, body.  Header v0 = correlation_id
+  int32; v1 (flexible versions) = v0 and tagged fields.  ApiVersions responses
+  always carry header v0 (kafka-python's ``ApiVersionsResponse`` knows it).
+
+Invariants:
+- requests may be pipelined; responses arrive in request order (Kafka's server
+  guarantee), so the pending requests are a FIFO and each response's
+  correlation id must match the head of it, else the connection is broken;
+- a request that expects no response (Produce with acks=0) is written and
+  answered ``None`` at once;
+- a timed-out request closes the connection (a late answer would otherwise be
+  taken for the next request's, as Kafka's NetworkClient disconnects on request
+  timeout) and raises ``asyncio.TimeoutError``;
+- any failure of the socket fails every pending request with
+  ``ConnectionError``; after ``close()`` every send raises ``ConnectionError``.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import socket
+import struct
+
+import structlog
+from kafka.protocol.api_header import RequestHeader, ResponseHeader
+from kafka.protocol.api_message import ApiMessage
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import RESPONSES, is_flexible
+
+_log = structlog.get_logger("kafkapy.network.client")
+_SIZE = struct.Struct(">i")
+_CORRELATION = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+_MAX_CORRELATION = 2**31 - 1
+_API_VERSIONS = 18
+# kafka-python's ApiVersionsResponse.decode reads a v0 body for ANY error; Kafka
+# answers v0 only for UNSUPPORTED_VERSION (other errors keep the asked version),
+# so the generic decoder is called and the version chosen here.
+_decode_body = ApiMessage.__dict__["decode"].__func__
+
+
+class CorrelationMismatch(ConnectionError):
+    """A response whose correlation id is not the oldest pending request's."""
+
+
+class _Pending:
+    __slots__ = ("correlation_id", "response_cls", "future")
+
+    def __init__(self, correlation_id: int, response_cls: type, future: asyncio.Future) -> None:
+        self.correlation_id = correlation_id
+        self.response_cls = response_cls
+        self.future = future
+
+
+class BrokerConnection:
+    """One TCP connection; ``connect`` once, ``send`` any number of times."""
+
+    def __init__(self, client_id: str | None = "kafkapy", request_timeout_s: float = 30.0) -> None:
+        self.client_id = client_id
+        self.request_timeout_s = request_timeout_s
+        self.host: str | None = None
+        self.port: int | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._read_task: asyncio.Task | None = None
+        self._pending: collections.deque[_Pending] = collections.deque()
+        self._next_correlation = 0
+        self._closed_error: ConnectionError | None = None
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and self._closed_error is None
+
+    async def connect(self, host: str, port: int, timeout_s: float = 30.0) -> None:
+        """Open the socket; ``asyncio.TimeoutError`` or ``ConnectionError`` on failure."""
+        if self._writer is not None:
+            raise RuntimeError("BrokerConnection.connect called twice")
+        self.host, self.port = host, port
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+        except asyncio.TimeoutError:
+            raise
+        except ConnectionError:
+            raise
+        except OSError as exc:  # EHOSTUNREACH, ENETUNREACH, DNS failure...: callers catch one type
+            raise ConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._reader, self._writer = reader, writer
+        self._closed_error = None
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    async def send(self, request, client_id: str | None = None, timeout_s: float | None = None):
+        """Send a versioned request instance; returns the decoded versioned response."""
+        if self._closed_error is not None:
+            raise ConnectionError(str(self._closed_error))
+        if self._writer is None:
+            raise ConnectionError("not connected")
+        api_key, version = request.API_KEY, request.API_VERSION
+        correlation_id = self._correlation_id()
+        frame = _encode(request, correlation_id, self.client_id if client_id is None else client_id)
+        expects_response = request.expect_response()
+        pending = None
+        if expects_response:
+            future = asyncio.get_running_loop().create_future()
+            pending = _Pending(correlation_id, RESPONSES[api_key][version], future)
+            # Registered before writing so the answer can never outrun its entry.
+            self._pending.append(pending)
+        self._writer.write(frame)
+        try:
+            await self._writer.drain()
+        except (ConnectionError, OSError) as exc:
+            self._fail(ConnectionError(f"send to {self.host}:{self.port} failed: {exc}"))
+        if pending is None:
+            if self._closed_error is not None:
+                raise ConnectionError(str(self._closed_error))
+            return None
+        timeout = self.request_timeout_s if timeout_s is None else timeout_s
+        try:
+            # A cancelled caller cancels only its future: its answer is still
+            # read and dropped, so the connection stays in step.
+            return await asyncio.wait_for(pending.future, timeout)
+        except asyncio.TimeoutError:
+            self._fail(ConnectionError(
+                f"request {api_key} v{version} to {self.host}:{self.port} timed out after {timeout}s"))
+            raise
+
+    def close(self) -> None:
+        """Close the socket; pending requests fail with ConnectionError."""
+        self._fail(ConnectionError("connection closed by client"))
+
+    async def wait_closed(self) -> None:
+        task = self._read_task
+        if task is not None and not task.done():
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    def _correlation_id(self) -> int:
+        self._next_correlation = (self._next_correlation + 1) % _MAX_CORRELATION
+        return self._next_correlation
+
+    async def _read_loop(self) -> None:
+        reader = self._reader
+        try:
+            while True:
+                size = _SIZE.unpack(await reader.readexactly(4))[0]
+                if size < 4:
+                    raise ConnectionError(f"bad response size {size}")
+                self._dispatch(await reader.readexactly(size))
+        except asyncio.CancelledError:
+            self._fail(ConnectionError("connection closed by client"))
+            raise
+        except asyncio.IncompleteReadError:
+            self._fail(ConnectionError(f"connection to {self.host}:{self.port} closed by the broker"))
+        except (ConnectionError, OSError) as exc:
+            self._fail(exc if isinstance(exc, ConnectionError) else ConnectionError(str(exc)))
+
+    def _dispatch(self, frame: bytes) -> None:
+        correlation_id = _CORRELATION.unpack_from(frame, 0)[0]
+        if not self._pending or self._pending[0].correlation_id != correlation_id:
+            expected = self._pending[0].correlation_id if self._pending else None
+            raise CorrelationMismatch(
+                f"response correlation id {correlation_id} from {self.host}:{self.port}, "
+                f"expected {expected}")
+        pending = self._pending.popleft()
+        if pending.future.done():
+            return
+        try:
+            response = _decode(pending.response_cls, frame)
+        except Exception as exc:  # a body we cannot read fails that request only: framing is intact
+            _log.warning("undecodable response", host=self.host, port=self.port,
+                         response=pending.response_cls.__name__, error=repr(exc))
+            _set_exception(pending.future, exc)
+            return
+        pending.future.set_result(response)
+
+    def _fail(self, error: ConnectionError) -> None:
+        if self._closed_error is None:
+            self._closed_error = error
+        while self._pending:
+            future = self._pending.popleft().future
+            if not future.done():
+                _set_exception(future, ConnectionError(str(error)))
+        if self._writer is not None:
+            self._writer.close()
+        task = self._read_task
+        if task is not None and not task.done() and task is not _current_task():
+            task.cancel()
+
+
+def _set_exception(future: asyncio.Future, exc: BaseException) -> None:
+    future.set_exception(exc)
+    # Marked retrieved: an awaiting caller still gets it raised, and a future
+    # nobody awaits any more does not log "exception was never retrieved".
+    future.exception()
+
+
+def _current_task() -> asyncio.Task | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
+def _decode(response_cls: type, frame: bytes):
+    """Header v0/v1 skipped without copying the frame; then the versioned body."""
+    view = memoryview(frame)
+    api_key, version = response_cls.API_KEY, response_cls._class_version
+    correlation_id = _CORRELATION.unpack_from(view, 0)[0]
+    pos = 4
+    if api_key == _API_VERSIONS:
+        if len(view) >= 6 and _INT16.unpack_from(view, 4)[0] == ErrorCode.UNSUPPORTED_VERSION:
+            version = 0
+    elif is_flexible(api_key, version):
+        pos = _skip_tagged_fields(view, pos)
+    response = _decode_body(response_cls, view[pos:], version=version)
+    response._header = ResponseHeader(correlation_id=correlation_id)
+    return response
+
+
+def _skip_tagged_fields(view: memoryview, pos: int) -> int:
+    count, pos = _read_uvarint(view, pos)
+    for _ in range(count):
+        _, pos = _read_uvarint(view, pos)  # tag
+        size, pos = _read_uvarint(view, pos)
+        pos += size
+    if pos > len(view):
+        raise ValueError("response header tagged fields overrun the frame")
+    return pos
+
+
+def _read_uvarint(view: memoryview, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = view[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint too long in response header")
+
+
+def _encode(request, correlation_id: int, client_id: str | None) -> bytes:
+    """Frame = size, header v1/v2, body; the request instance is not modified."""
+    api_key, version = request.API_KEY, request.API_VERSION
+    header = RequestHeader(request_api_key=api_key, request_api_version=version,
+                           correlation_id=correlation_id, client_id=client_id)
+    head = header.encode(flexible=is_flexible(api_key, version))
+    body = request.encode()
+    return _SIZE.pack(len(head) + len(body)) + bytes(head) + bytes(body)

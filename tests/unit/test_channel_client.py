@@ -1,0 +1,211 @@
+"""BrokerConnection against small asyncio servers on 127.0.0.1 that misbehave on purpose.
+
+A real broker never sends these (late answers, wrong correlation ids, tagged
+fields in response headers, a v0 ApiVersions body), so they are staged here.
+"""
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import pytest
+
+from kafkapy.network.client import BrokerConnection
+from kafkapy.protocol.messages import REQUESTS, RESPONSES
+
+ApiVersions, Metadata = REQUESTS[18], REQUESTS[3]
+
+
+class FakeServer:
+    """Reads request frames; ``answer(frame) -> list of response payloads`` (without size)."""
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
+        self.frames: list[bytes] = []
+        self.server: asyncio.AbstractServer | None = None
+        self.port = 0
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def start(self) -> "FakeServer":
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def _serve(self, reader, writer) -> None:
+        self.writers.append(writer)
+        try:
+            while True:
+                size = struct.unpack(">i", await reader.readexactly(4))[0]
+                frame = await reader.readexactly(size)
+                self.frames.append(frame)
+                for payload in await self.answer(frame):
+                    if payload is None:
+                        writer.close()
+                        return
+                    writer.write(struct.pack(">i", len(payload)) + payload)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def stop(self) -> None:
+        for writer in self.writers:
+            writer.close()
+        self.server.close()
+        await self.server.wait_closed()
+
+
+def correlation_of(frame: bytes) -> int:
+    return struct.unpack_from(">i", frame, 4)[0]
+
+
+def metadata_v12_body() -> bytes:
+    response = RESPONSES[3][12](throttle_time_ms=0, brokers=[], cluster_id="c", controller_id=7,
+                                topics=[])
+    return bytes(response.encode())
+
+
+def metadata_v12() -> object:
+    return Metadata[12](topics=[], allow_auto_topic_creation=False,
+                        include_topic_authorized_operations=False)
+
+
+@pytest.fixture
+async def serve():
+    servers = []
+
+    async def start(answer) -> FakeServer:
+        server = await FakeServer(answer).start()
+        servers.append(server)
+        return server
+    yield start
+    for server in servers:
+        await server.stop()
+
+
+async def connect(server: FakeServer, **kw) -> BrokerConnection:
+    conn = BrokerConnection(**kw)
+    await conn.connect("127.0.0.1", server.port, timeout_s=5.0)
+    return conn
+
+
+async def test_request_header_v2_for_flexible_and_v1_otherwise(serve):
+    async def answer(frame):
+        cid = struct.pack(">i", correlation_of(frame))
+        api_key, version = struct.unpack_from(">hh", frame, 0)
+        if api_key == 3:
+            return [cid + b"\x00" + metadata_v12_body()]
+        body = RESPONSES[18][version](error_code=0, api_keys=[]).encode()
+        return [cid + bytes(body)]
+    server = await serve(answer)
+    conn = await connect(server, client_id="controller-1")
+    try:
+        await conn.send(ApiVersions[0]())
+        await conn.send(metadata_v12())
+        v1, v2 = server.frames
+        # api key, version, correlation id, client id (int16 length) ...
+        assert struct.unpack_from(">hhih", v1, 0) == (18, 0, 1, 12)
+        assert v1[10:22] == b"controller-1" and len(v1) == 22  # v1: no tagged fields, empty body
+        assert struct.unpack_from(">hhih", v2, 0) == (3, 12, 2, 12)
+        assert v2[22] == 0  # v2 header: empty tagged fields after the client id
+    finally:
+        conn.close()
+
+
+async def test_flexible_response_header_tagged_fields_are_skipped(serve):
+    async def answer(frame):
+        # one tagged field (tag 5, 3 bytes) in the response header
+        header = struct.pack(">i", correlation_of(frame)) + b"\x01\x05\x03abc"
+        return [header + metadata_v12_body()]
+    server = await serve(answer)
+    conn = await connect(server)
+    try:
+        response = await conn.send(metadata_v12())
+        assert response.controller_id == 7 and response.cluster_id == "c"
+        assert response.header.correlation_id == 1
+    finally:
+        conn.close()
+
+
+async def test_api_versions_unsupported_version_is_read_as_v0(serve):
+    async def answer(frame):
+        body = RESPONSES[18][0](error_code=35, api_keys=[
+            RESPONSES[18].ApiVersion(api_key=18, min_version=0, max_version=3)]).encode()
+        return [struct.pack(">i", correlation_of(frame)) + bytes(body)]
+    server = await serve(answer)
+    conn = await connect(server)
+    try:
+        response = await conn.send(ApiVersions[4](client_software_name="a", client_software_version="b"))
+        assert response.error_code == 35
+        assert [(a.api_key, a.max_version) for a in response.api_keys] == [(18, 3)]
+    finally:
+        conn.close()
+
+
+async def test_timeout_raises_and_closes_the_connection(serve):
+    async def answer(frame):
+        return []  # never answers
+    server = await serve(answer)
+    conn = await connect(server)
+    with pytest.raises(asyncio.TimeoutError):
+        await conn.send(ApiVersions[0](), timeout_s=0.2)
+    assert not conn.connected
+    with pytest.raises(ConnectionError):
+        await conn.send(ApiVersions[0]())
+
+
+async def test_server_closing_fails_every_pending_request(serve):
+    seen = []
+
+    async def answer(frame):
+        seen.append(frame)
+        return [None] if len(seen) == 3 else []
+    server = await serve(answer)
+    conn = await connect(server)
+    results = await asyncio.gather(*(conn.send(ApiVersions[0](), timeout_s=10) for _ in range(3)),
+                                   return_exceptions=True)
+    assert all(isinstance(r, ConnectionError) for r in results), results
+    assert not conn.connected
+
+
+async def test_wrong_correlation_id_breaks_the_connection(serve):
+    async def answer(frame):
+        body = RESPONSES[18][0](error_code=0, api_keys=[]).encode()
+        return [struct.pack(">i", correlation_of(frame) + 100) + bytes(body)]
+    server = await serve(answer)
+    conn = await connect(server)
+    with pytest.raises(ConnectionError, match="correlation"):
+        await conn.send(ApiVersions[0](), timeout_s=5)
+    assert not conn.connected
+
+
+async def test_cancelled_caller_leaves_the_connection_in_step(serve):
+    release = asyncio.Event()
+
+    async def answer(frame):
+        if correlation_of(frame) == 1:
+            await release.wait()
+        body = RESPONSES[18][0](error_code=0, api_keys=[
+            RESPONSES[18].ApiVersion(api_key=correlation_of(frame), min_version=0, max_version=0)]).encode()
+        return [struct.pack(">i", correlation_of(frame)) + bytes(body)]
+    server = await serve(answer)
+    conn = await connect(server)
+    try:
+        first = asyncio.ensure_future(conn.send(ApiVersions[0]()))
+        await asyncio.sleep(0.05)
+        first.cancel()
+        release.set()
+        response = await conn.send(ApiVersions[0](), timeout_s=5)
+        assert response.api_keys[0].api_key == 2  # the answer to the second request, not the first
+        assert conn.connected
+    finally:
+        conn.close()
+
+
+async def test_connect_refused_is_a_connection_error(serve):
+    server = await serve(lambda frame: [])
+    port = server.port
+    await server.stop()
+    with pytest.raises(ConnectionError):
+        await BrokerConnection().connect("127.0.0.1", port, timeout_s=5.0)
