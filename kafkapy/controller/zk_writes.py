@@ -1,0 +1,241 @@
+"""The controller's leader/ISR znode reads and writes (the leader-and-isr parts of
+Kafka 3.9's ``KafkaZkClient``: createTopicPartitionStatesRaw, getTopicPartitionStatesRaw,
+updateLeaderAndIsr, deleteTopicZNode, deleteTopicConfigs, deleteTopicDeletions).
+
+Job: turn the state machines' decisions into znode writes on
+``/brokers/topics/<t>/partitions/<p>/state`` and report, per partition, what happened.
+
+Invariants:
+ - every write is fenced: each ``multi`` starts with ``CheckOp(/controller_epoch,
+   ctx.epoch_zk_version)``; when that check fails another controller was elected and
+   ``ControllerMovedError`` is raised (the caller resigns); nothing of that multi
+   was applied;
+ - a state znode is updated only at the zk version the controller last saw
+   (``LeaderIsr.zk_version``); a ``BadVersionError`` means someone else (a newer
+   controller, a leader's AlterPartition) changed it: the partition is reported
+   "to retry" so the caller re-reads and re-decides, as Kafka does;
+ - writes are batched in multis of at most ``OPS_PER_MULTI`` operations (ZooKeeper's
+   request size limit); one failing operation does not fail the others: it is
+   reported for its partition and the rest of the multi is retried without it
+   (Kafka issues one multi per partition; the outcome per partition is the same).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Hashable, Iterable, Sequence
+
+import structlog
+
+from kafkapy.metadata import paths
+from kafkapy.metadata.store import (
+    BadVersionError, CheckOp, CreateOp, DeleteOp, NodeExistsError, NoNodeError,
+    NotEmptyError, Op, SetDataOp)
+
+if TYPE_CHECKING:
+    from kafkapy.controller.context import ControllerContext, LeaderIsr, TopicPartition
+    from kafkapy.metadata.store import MetadataStore
+
+_log = structlog.get_logger("kafkapy.controller.zk_writes")
+
+#: Operations per multi, the epoch check included (Kafka's controller batches stay
+#: well below ZooKeeper's 1 MB jute.maxbuffer at this size).
+OPS_PER_MULTI = 1000
+
+
+class ControllerMovedError(Exception):
+    """The ``/controller_epoch`` check failed: another broker is the controller now
+    (Kafka's ``ControllerMovedException``).  The controller must resign."""
+
+
+class StateChangeFailedError(Exception):
+    """A partition or replica state change could not be made (Kafka's
+    ``StateChangeFailedException``); reported per partition, never raised through."""
+
+
+@dataclass(slots=True)
+class UpdateLeaderAndIsrResult:
+    """Kafka's ``UpdateLeaderAndIsrResult``: ``finished`` maps each partition to its
+    written ``LeaderIsr`` (new zk version) or the exception that failed it;
+    ``to_retry`` lists partitions whose znode version had moved (BadVersion)."""
+    finished: "dict[TopicPartition, LeaderIsr | Exception]" = field(default_factory=dict)
+    to_retry: "list[TopicPartition]" = field(default_factory=list)
+
+
+class ZkWrites:
+    """Leader/ISR znode access for the active controller; ``ctx`` gives the controller
+    epoch (written into the state payloads) and ``epoch_zk_version`` (the fence)."""
+
+    def __init__(self, store: "MetadataStore", ctx: "ControllerContext") -> None:
+        self.store = store
+        self._ctx = ctx
+
+    # -- partition state znodes -------------------------------------------------
+    def create_partition_states(self, states: "dict[TopicPartition, LeaderIsr]"
+                                ) -> "dict[TopicPartition, LeaderIsr | Exception]":
+        """Create ``.../partitions``, ``.../partitions/<p>`` (if missing) and the state
+        znode of each partition (Kafka's createTopicPartitionStatesRaw).
+
+        Returns, per partition, the written ``LeaderIsr`` (zk version 0, controller
+        epoch = ours) or the exception (``NodeExistsError`` if the state znode already
+        exists, ``NoNodeError`` if the topic znode is gone).  Raises
+        ``ControllerMovedError``.
+        """
+        if not states:
+            return {}
+        parents: dict[Hashable, Op] = {}
+        for topic in sorted({tp[0] for tp in states}):
+            parents[topic] = CreateOp(paths.topic_partitions_path(topic))
+        for tp in states:
+            parents[tp] = CreateOp(paths.topic_partition_path(*tp))
+        # Parent nodes: NodeExists is fine, anything else shows on the state create.
+        self._multi_each(list(parents.items()))
+        ops = [(tp, CreateOp(paths.partition_state_path(*tp), self._encode(li)))
+               for tp, li in states.items()]
+        out: dict = {}
+        for tp, result in self._multi_each(ops).items():
+            out[tp] = (result if isinstance(result, Exception)
+                       else states[tp].with_zk_version(0, self._ctx.epoch))
+        return out
+
+    def get_partition_states(self, partitions: "Iterable[TopicPartition]"
+                             ) -> "dict[TopicPartition, LeaderIsr | None | Exception]":
+        """Read each state znode (Kafka's getTopicPartitionStatesRaw + decode): the
+        ``LeaderIsr`` with its zk version, None if the znode does not exist, or the
+        exception that failed the read (unparsable payload included)."""
+        from kafkapy.controller.context import LeaderIsr
+        out: dict = {}
+        for tp in partitions:
+            try:
+                data, stat = self.store.get(paths.partition_state_path(*tp))
+                ps = paths.decode_partition_state(data, stat)
+            except NoNodeError:
+                out[tp] = None
+                continue
+            except Exception as e:      # noqa: BLE001 - reported per partition
+                out[tp] = e
+                continue
+            out[tp] = LeaderIsr(leader=ps.leader, leader_epoch=ps.leader_epoch,
+                                isr=tuple(ps.isr), controller_epoch=ps.controller_epoch,
+                                zk_version=stat.version,
+                                leader_recovery_state=ps.leader_recovery_state)
+        return out
+
+    def update_leader_and_isr(self, leader_isrs: "dict[TopicPartition, LeaderIsr]"
+                              ) -> UpdateLeaderAndIsrResult:
+        """Write each partition's new leader/ISR conditionally on its ``zk_version``
+        (Kafka's updateLeaderAndIsr).  Written partitions come back with the new zk
+        version and our controller epoch; BadVersion -> ``to_retry``; other failures
+        (e.g. NoNode) -> the exception in ``finished``.  Raises ``ControllerMovedError``.
+        """
+        result = UpdateLeaderAndIsrResult()
+        if not leader_isrs:
+            return result
+        ops = [(tp, SetDataOp(paths.partition_state_path(*tp), self._encode(li),
+                              li.zk_version))
+               for tp, li in leader_isrs.items()]
+        try:
+            outcomes = self._multi_each(ops)
+        except ControllerMovedError:
+            raise
+        except Exception as e:          # noqa: BLE001 - Kafka fails every partition
+            result.finished = {tp: e for tp in leader_isrs}
+            return result
+        for tp, outcome in outcomes.items():
+            if isinstance(outcome, BadVersionError):
+                result.to_retry.append(tp)
+            elif isinstance(outcome, Exception):
+                result.finished[tp] = outcome
+            else:
+                result.finished[tp] = leader_isrs[tp].with_zk_version(outcome.version,
+                                                                      self._ctx.epoch)
+        return result
+
+    # -- topic deletion -----------------------------------------------------------
+    def delete_topic(self, topic: str) -> None:
+        """Remove a deleted topic's znodes (Kafka's ControllerDeletionClient.deleteTopic):
+        ``/brokers/topics/<t>`` with everything below, ``/config/topics/<t>``, then
+        ``/admin/delete_topics/<t>``.  Missing nodes are fine.  Raises
+        ``ControllerMovedError``."""
+        self._delete_recursive(paths.topic_path(topic))
+        self._delete_if_exists([paths.topic_config_path(topic)])
+        self.delete_topic_deletions([topic])
+
+    def delete_topic_deletions(self, topics: Iterable[str]) -> None:
+        """Remove ``/admin/delete_topics/<t>`` markers (missing ones are fine)."""
+        self._delete_if_exists([paths.delete_topic_path(t) for t in topics])
+
+    # -- helpers ----------------------------------------------------------------
+    def _encode(self, li: "LeaderIsr") -> bytes:
+        return paths.encode_partition_state(li.leader, li.leader_epoch, li.isr,
+                                            self._ctx.epoch, li.leader_recovery_state)
+
+    def _delete_if_exists(self, node_paths: Sequence[str]) -> None:
+        for key, outcome in self._multi_each([(p, DeleteOp(p)) for p in node_paths]).items():
+            if isinstance(outcome, Exception) and not isinstance(outcome, NoNodeError):
+                raise outcome
+
+    def _delete_recursive(self, root: str, attempts: int = 5) -> None:
+        """Delete ``root`` and its subtree, deepest first, fenced.  A child created
+        meanwhile (NotEmpty) re-reads the tree; bounded by ``attempts``."""
+        for _ in range(attempts):
+            tree = self._subtree(root)
+            if not tree:
+                return
+            outcomes = self._multi_each([(p, DeleteOp(p)) for p in tree])
+            errors = [o for o in outcomes.values()
+                      if isinstance(o, Exception) and not isinstance(o, NoNodeError)]
+            if not errors:
+                return
+            if not all(isinstance(e, NotEmptyError) for e in errors):
+                raise errors[0]
+        raise NotEmptyError(f"{root} kept gaining children while being deleted")
+
+    def _subtree(self, root: str) -> list[str]:
+        """``root`` and its descendants, children before parents; empty if missing."""
+        out: list[str] = []
+
+        def walk(path: str) -> None:
+            try:
+                children = self.store.get_children(path)
+            except NoNodeError:
+                return
+            for c in children:
+                walk(paths_join(path, c))
+            out.append(path)
+
+        walk(root)
+        return out
+
+    def _multi_each(self, keyed_ops: "list[tuple[Any, Op]]") -> dict:
+        """Apply ops in fenced multis of at most ``OPS_PER_MULTI``; returns, per key,
+        the op's result or the exception that failed that op alone.  A failing op is
+        dropped and the rest of its multi retried (bounded by the multi's size)."""
+        out: dict = {}
+        step = OPS_PER_MULTI - 1
+        for start in range(0, len(keyed_ops), step):
+            pending = list(keyed_ops[start:start + step])
+            for _ in range(len(pending) + 1):
+                if not pending:
+                    break
+                fence = CheckOp(paths.CONTROLLER_EPOCH, self._ctx.epoch_zk_version)
+                try:
+                    results = self.store.multi([fence] + [op for _, op in pending])
+                except Exception as e:      # noqa: BLE001 - op_index tells store errors
+                    index = getattr(e, "op_index", None)
+                    if index is None:
+                        raise
+                    if index == 0:
+                        raise ControllerMovedError(
+                            f"controller epoch zk version {self._ctx.epoch_zk_version} "
+                            f"is no longer current ({type(e).__name__})") from e
+                    key, op = pending.pop(index - 1)
+                    out[key] = e
+                    continue
+                for (key, _), r in zip(pending, results[1:]):
+                    out[key] = r
+                break
+        return out
+
+
+def paths_join(parent: str, child: str) -> str:
+    return parent + child if parent.endswith("/") else f"{parent}/{child}"
