@@ -45,6 +45,11 @@ HANDLER_MODULES = (
     "describe_log_dirs",
     # controller: leader election on request
     "elect_leaders",
+    # from the controller to every broker (and, ControlledShutdown, to the controller)
+    "leader_and_isr",
+    "stop_replica",
+    "update_metadata",
+    "controlled_shutdown",
     # ACLs: answered as Kafka does with no authorizer configured
     "describe_acls",
     "create_acls",

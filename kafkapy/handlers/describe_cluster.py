@@ -5,7 +5,9 @@ ask for); 2 = controllers, which a broker does not serve ->
 MISMATCHED_ENDPOINT_TYPE; any other type -> UNSUPPORTED_ENDPOINT_TYPE.  Both
 errors come back, as in Kafka's AuthHelper, in an otherwise default response
 (endpoint type 1, empty cluster id, controller -1, no brokers).  Authorized
-operations, when asked for, are the full cluster set (no authorizer).
+operations, when asked for, are the full cluster set (no authorizer).  Brokers
+and controller come from the metadata cache (the controller's UpdateMetadata):
+the live brokers on the client's listener.
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ def handle(ctx, request):
                       "The request was sent to an endpoint of type BROKER, "
                       "but we wanted an endpoint of type CONTROLLER")
     brokers = sorted(cache.brokers_for(ctx.listener).values(), key=lambda b: b.node_id)
-    controller = cache.controller_id if cache.controller_id in cache.brokers else -1
+    # The controller the last UpdateMetadata named (-1 before any), alive or not, as Kafka.
+    controller = cache.controller_id
     return ctx.response(
         throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=BROKERS_ENDPOINT,
         cluster_id=cache.cluster_id, controller_id=controller,

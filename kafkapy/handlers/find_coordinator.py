@@ -3,7 +3,8 @@
 Versions 0-6; v0-3 ask for one key, v4+ for a batch (``coordinator_keys``).
 Key type 0 (group): the leader of partition
 ``abs(hash(group)) % offsets.topic.num.partitions`` of ``__consumer_offsets``,
-which is created here on first use.  Key type 1 (transaction) answers
+which is created here on first use; the leader is the metadata cache's (any broker
+of the cluster), answered with its endpoint on the client's listener.  Key type 1 (transaction) answers
 COORDINATOR_NOT_AVAILABLE until a transaction coordinator exists; key type 2
 (share group) is INVALID_REQUEST below v6 and COORDINATOR_NOT_AVAILABLE from
 v6; other key types are INVALID_REQUEST (at v4+ an error response for every
@@ -53,10 +54,12 @@ def _find(ctx, key_type: int, key: str):
         error, node = ErrorCode.COORDINATOR_NOT_AVAILABLE, None  # no share groups (KIP-932)
     else:
         error, node = ErrorCode.INVALID_REQUEST, None
+    if not error and node is not None:
+        # The coordinator as reached through the listener the client used; a leader
+        # without it is no coordinator for this client (Kafka's getAliveBrokerNode).
+        node = ctx.broker.cache.brokers_for(ctx.listener).get(node.node_id)
     if error or node is None:
         return error or ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-    # The coordinator as reached through the listener the client used.
-    node = ctx.broker.cache.brokers_for(ctx.listener).get(node.node_id, node)
     return 0, node.node_id, node.host, node.port
 
 

@@ -19,16 +19,22 @@ Behaviour (Kafka 3.9, ZooKeeper mode):
   coordinator's settings, as Kafka's AutoTopicCreationManager does.
 - Order (Kafka's): existing topics, then missing ones; with auto-creation the
   illegal names come before the topics being created.
-- A replica on a broker that is not live, or here in a log dir that failed, is
-  listed in offline_replicas and left out of the ISR; a partition whose leader
-  is such a replica answers LEADER_NOT_AVAILABLE with leader -1.
+- Partitions come from the metadata cache (the controller's UpdateMetadata), as
+  Kafka's ZkMetadataCache.getTopicMetadata answers them: a leader that is not a
+  live broker -> LEADER_NOT_AVAILABLE with leader -1; a live leader without the
+  client's listener -> LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before);
+  offline_replicas as the controller sent them.  v0 alone lists only the replicas
+  and ISR members reachable on the listener and answers REPLICA_NOT_AVAILABLE when
+  that dropped any.  Brokers are the live ones on the client's listener; the
+  controller id is the cache's (-1 when unknown).
+- A replica here whose log dir failed (before the controller hears of it) is
+  listed offline and left out of the ISR; if it leads, LEADER_NOT_AVAILABLE.
 """
 from __future__ import annotations
 
 from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
 from kafkapy.coordinator.transaction.service import TRANSACTION_TOPIC
-from kafkapy.handlers.common import (
-    CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized_operations, live_leader, offline_replicas)
+from kafkapy.handlers.common import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized_operations
 from kafkapy.metadata.topics import invalid_topic_reason, is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -142,18 +148,48 @@ def _error_topic(code: int, name: str | None, topic_id=None):
 
 
 def _topic(ctx, topic):
-    partitions = []
-    for index in sorted(topic.partitions):
-        state = topic.partitions[index]
-        offline = offline_replicas(ctx.broker, topic.name, state)
-        leader = live_leader(ctx.broker, state, offline)
-        partitions.append(_R.MetadataResponseTopic.MetadataResponsePartition(
-            error_code=ErrorCode.NO_ERROR if leader != -1 else ErrorCode.LEADER_NOT_AVAILABLE,
-            partition_index=index, leader_id=leader,
-            leader_epoch=state.leader_epoch, replica_nodes=list(state.replicas),
-            isr_nodes=[r for r in state.isr if r not in offline],
-            offline_replicas=[r for r in state.replicas if r in offline]))
+    broker = ctx.broker
+    nodes = broker.cache.brokers_for(ctx.listener)
+    partitions = [_partition(ctx, nodes, topic.name, index, topic.partitions[index])
+                  for index in sorted(topic.partitions)]
     return _R.MetadataResponseTopic(
         error_code=ErrorCode.NO_ERROR, name=topic.name, topic_id=topic.topic_id,
         is_internal=topic.internal, partitions=partitions,
         authorized_operations=None)
+
+
+def _partition(ctx, nodes, name: str, index: int, state):
+    """One partition as Kafka's getPartitionMetadata answers it (module docstring)."""
+    broker = ctx.broker
+    version = ctx.api_version
+    offline = list(state.offline_replicas)
+    isr = list(state.isr)
+    local = broker.replica_manager.partitions.get((name, index))
+    if local is not None and local.log.offline:
+        # This broker's failed log dir: offline here before the controller says so.
+        if broker.node_id not in offline:
+            offline.append(broker.node_id)
+        isr = [r for r in isr if r != broker.node_id]
+    replicas = list(state.replicas)
+    if version == 0:
+        replicas = [r for r in replicas if r in nodes]
+        isr_shown = [r for r in isr if r in nodes]
+    else:
+        isr_shown = isr
+    leader = state.leader
+    if leader in offline and local is not None and leader == broker.node_id:
+        leader = -1
+    if leader not in nodes:
+        if version >= 6 and leader != -1 and broker.cache.is_alive(leader):
+            error = ErrorCode.LISTENER_NOT_FOUND
+        else:
+            error = ErrorCode.LEADER_NOT_AVAILABLE
+        leader = -1
+    elif len(replicas) < len(state.replicas) or len(isr_shown) < len(isr):
+        error = ErrorCode.REPLICA_NOT_AVAILABLE
+    else:
+        error = ErrorCode.NO_ERROR
+    return _R.MetadataResponseTopic.MetadataResponsePartition(
+        error_code=error, partition_index=index, leader_id=leader,
+        leader_epoch=state.leader_epoch, replica_nodes=replicas, isr_nodes=isr_shown,
+        offline_replicas=offline)

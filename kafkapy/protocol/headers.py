@@ -3,8 +3,7 @@
 Request header v1 (non-flexible APIs): api_key int16, api_version int16,
 correlation_id int32, client_id nullable string (int16 length).
 Request header v2 (flexible versions): v1 followed by tagged fields.
-(v0, without client_id, only exists for ControlledShutdown v0, which no client
-sends any more.)
+Request header v0 (no client_id) is ControlledShutdown v0's alone, as in Kafka.
 
 Response header v0: correlation_id int32.  v1 (flexible versions): v0 and
 tagged fields.  ApiVersionsResponse always uses v0 so that a client that sent
@@ -20,7 +19,10 @@ from kafka.protocol.api_header import RequestHeader
 from kafkapy.protocol.messages import is_flexible, REQUESTS
 
 API_VERSIONS_KEY = 18
+_CONTROLLED_SHUTDOWN_KEY = 7
 _FIXED = struct.Struct(">hhi")
+_decode_v0 = RequestHeader._struct.compiled_decode_from(
+    0, compact=False, tagged=False, data_class=RequestHeader)
 _decode_v1 = RequestHeader._struct.compiled_decode_from(
     1, compact=False, tagged=False, data_class=RequestHeader)
 _decode_v2 = RequestHeader._struct.compiled_decode_from(
@@ -44,4 +46,6 @@ def decode_request_header(frame: memoryview, api_key: int, api_version: int):
     """Decode the header; returns (header, body_position)."""
     if request_header_is_flexible(api_key, api_version):
         return _decode_v2(frame, 0)
+    if api_key == _CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+        return _decode_v0(frame, 0)
     return _decode_v1(frame, 0)

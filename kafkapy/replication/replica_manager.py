@@ -1,17 +1,27 @@
 """The replica manager: this broker's partitions, appends and reads.
 
-It follows the controller's topic changes (creating or deleting logs), routes
-Produce appends to partition leaders and serves Fetch reads.  Appends wake the
-fetches parked on a partition through ``on_append`` listeners (the purgatory).
+It hosts the partitions the controller assigns through LeaderAndIsr
+(``become_leader_or_follower``: create the log with its topic id, become leader or
+follower) and StopReplica (``stop_replicas``: stop following, delete the log), as
+Kafka 3.9's ReplicaManager; routes Produce appends to partition leaders and serves
+Fetch reads.  Appends (and leadership changes) wake the operations parked on a
+partition through ``on_append`` listeners (the purgatories).
+
+Invariants: a partition's leader epoch only grows (an older LeaderAndIsr is refused
+per partition); a follower has a fetcher (``fetchers``, the ReplicaFetcherManager)
+exactly while it follows a live leader; a partition whose log dir is offline is
+answered KAFKA_STORAGE_ERROR and never changed.
 """
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass
 from typing import Callable
 
 import structlog
 
-from kafkapy.metadata.cache import TopicMetadata
-from kafkapy.metadata.topics import topic_id_text
+from kafkapy.metadata.cache import PartitionState
+from kafkapy.metadata.topics import parse_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.replication.partition import Partition
 
@@ -19,63 +29,200 @@ _log = structlog.get_logger("kafkapy.replication")
 
 PartitionKey = tuple[str, int]
 
+#: StopReplica leader epochs that skip the epoch check (LeaderAndIsr.EpochDuringDelete, NoEpoch).
+EPOCH_DURING_DELETE = -2
+NO_EPOCH = -1
+
+
+@dataclass
+class PartitionChange:
+    """One partition of a LeaderAndIsr request."""
+    topic: str
+    topic_id: uuid.UUID | None     # None: the request carries no (or a zero) id
+    state: PartitionState
+    is_new: bool = False
+
 
 class ReplicaManager:
-    def __init__(self, log_manager, node_id: int, topic_config_of: Callable[[str], dict]) -> None:
+    def __init__(self, log_manager, node_id: int, topic_config_of: Callable[[str], dict],
+                 cache=None, fetchers=None) -> None:
         self._logs = log_manager
         self._node_id = node_id
         self._topic_config_of = topic_config_of
+        self.cache = cache          # MetadataCache: leader liveness, known partitions
+        self.fetchers = fetchers    # ReplicaFetcherManager (REPL), None until it exists
         self.partitions: dict[PartitionKey, Partition] = {}
         self._append_listeners: list[Callable[[PartitionKey], None]] = []
 
     def add_append_listener(self, listener: Callable[[PartitionKey], None]) -> None:
         self._append_listeners.append(listener)
 
-    # -- following the controller -------------------------------------------------
-    def on_topic_change(self, name: str, topic: TopicMetadata | None) -> None:
-        if topic is None:
-            self._drop_topic(name)
-            return
-        config = self._topic_config_of(name)
-        for index, state in topic.partitions.items():
-            key = (name, index)
-            partition = self.partitions.get(key)
-            if self._node_id not in state.replicas:
-                continue
-            if partition is None:
-                log = self._logs.get_or_create_log(name, index, config,
-                                                   topic_id_text(topic.topic_id))
-                self.partitions[key] = Partition(
-                    name, index, log, state, self._node_id,
-                    lambda err, key=key: self._logs.fail_dir_of(*key, err))
-                if state.leader == self._node_id and len(state.isr) <= 1:
-                    # A sole in-sync leader's high watermark is its log end (Kafka's
-                    # maybeIncrementLeaderHW); the checkpoint may lag after a crash.
-                    log.high_watermark = log.log_end_offset
-            else:
-                partition.state = state
-                partition.log.update_config(config)
-            log = self.partitions[key].log
-            cache = log.leader_epoch_cache
-            if (state.leader == self._node_id and not log.offline
-                    and (cache.latest_epoch is None or state.leader_epoch > cache.latest_epoch)):
-                # Kafka's makeLeader: a new leader epoch starts at the log end, so
-                # OffsetForLeaderEpoch can place the current epoch before any append.
-                cache.assign(state.leader_epoch, log.log_end_offset)
+    # -- LeaderAndIsr ----------------------------------------------------------------
+    def become_leader_or_follower(self, controller_id: int, controller_epoch: int,
+                                  changes: list[PartitionChange]) -> dict[PartitionKey, int]:
+        """Kafka's becomeLeaderOrFollower after the request-level fencing (done by the
+        handler): per partition an error code, in request order."""
+        errors: dict[PartitionKey, int] = {}
+        leaders: list[tuple[PartitionChange, Partition | None]] = []
+        followers: list[tuple[PartitionChange, Partition | None]] = []
+        for change in changes:
+            key = (change.topic, change.state.partition)
+            errors[key] = self._check(change, key, leaders, followers)
+        if leaders:
+            self._make_leaders(leaders, errors)
+        if followers:
+            self._make_followers(followers, errors)
+        _log.info("handled LeaderAndIsr", controller_id=controller_id,
+                  controller_epoch=controller_epoch, partitions=len(changes),
+                  leaders=len(leaders), followers=len(followers))
+        return errors
 
-    def _drop_topic(self, name: str) -> None:
-        for key in [k for k in self.partitions if k[0] == name]:
-            self.partitions.pop(key)
-            self._logs.delete_log(*key)
+    def _check(self, change: PartitionChange, key: PartitionKey, leaders: list,
+               followers: list) -> int:
+        """Kafka's per-partition checks: offline log, topic id, leader epoch, assignment."""
+        partition = self.partitions.get(key)
+        if partition is not None and partition.log.offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        log = partition.log if partition is not None else self._logs.get_log(*key)
+        log_id = _parse_id(getattr(log, "topic_id", None)) if log is not None else None
+        if change.topic_id is not None and log_id is not None and log_id != change.topic_id:
+            _log.error("inconsistent topic id", partition=key, log_topic_id=str(log_id),
+                       request_topic_id=str(change.topic_id))
+            return ErrorCode.INCONSISTENT_TOPIC_ID
+        current = partition.leader_epoch if partition is not None else -1
+        state = change.state
+        if state.leader_epoch > current:
+            if self._node_id not in state.replicas:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            (leaders if state.leader == self._node_id else followers).append((change, partition))
+            return ErrorCode.NO_ERROR
+        if state.leader_epoch < current:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if change.topic_id is not None and log is not None and log_id is None:
+            # The controller assigns an id to an old topic without bumping the epoch.
+            log.record_topic_id(topic_id_text(change.topic_id))
+            return ErrorCode.NO_ERROR
+        if change.topic_id is None and log_id is not None and state.leader != self._node_id:
+            return ErrorCode.NO_ERROR
+        return ErrorCode.STALE_CONTROLLER_EPOCH
+
+    def _make_leaders(self, leaders: list, errors: dict[PartitionKey, int]) -> None:
+        self._remove_fetchers([(c.topic, c.state.partition) for c, _ in leaders])
+        for change, partition in leaders:
+            key = (change.topic, change.state.partition)
+            partition = partition or self._create(change)
+            if partition.log.offline:
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
+            make_leader = getattr(partition, "make_leader", None)
+            if make_leader is not None:
+                make_leader(change.state)
+            else:
+                _become_leader(partition, change.state)
             self._wake(key)
+
+    def _make_followers(self, followers: list, errors: dict[PartitionKey, int]) -> None:
+        moved: list[Partition] = []
+        for change, partition in followers:
+            key = (change.topic, change.state.partition)
+            partition = partition or self._create(change)
+            if partition.log.offline:
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
+            if self.cache is not None and not self.cache.is_alive(change.state.leader):
+                # Kafka keeps the log (its high watermark checkpointed) but changes nothing
+                # until a LeaderAndIsr names a live leader.
+                _log.warning("cannot become follower: leader unavailable", partition=key,
+                             leader=change.state.leader)
+                continue
+            make_follower = getattr(partition, "make_follower", None)
+            if make_follower is not None:
+                # False: same leader and epoch, the running fetcher carries on (Kafka).
+                if make_follower(change.state):
+                    moved.append(partition)
+            else:
+                partition.state = change.state
+                moved.append(partition)
+        self._remove_fetchers([(p.topic, p.index) for p in moved])
+        for partition in moved:
+            self._wake((partition.topic, partition.index))
+        if moved and self.fetchers is not None:
+            self.fetchers.add_partitions({
+                (p.topic, p.index): (p.state.leader, p.log.log_end_offset) for p in moved})
+
+    def _create(self, change: PartitionChange) -> Partition:
+        """The partition's object and log; an existing partition's log found in no live
+        dir while a dir is offline is that dir's (offline) log, unless the controller says
+        the replica is new (Kafka's getOrCreateLog with isNew)."""
+        name, index = change.topic, change.state.partition
+        config = self._topic_config_of(name)
+        topic_id = topic_id_text(change.topic_id) if change.topic_id is not None else None
+        if change.is_new or self._logs.get_log(name, index) is not None:
+            log = self._logs.get_or_create_log(name, index, config, topic_id)
+        else:
+            with self._logs.placing_existing_partitions():
+                log = self._logs.get_or_create_log(name, index, config, topic_id)
+        key = (name, index)
+        # Not yet leader nor follower: epoch -1, so the request's state is applied next.
+        placeholder = PartitionState(index, list(change.state.replicas), -1, -1, [],
+                                     change.state.controller_epoch)
+        partition = Partition(name, index, log, placeholder, self._node_id,
+                              lambda err, key=key: self._logs.fail_dir_of(*key, err))
+        if log.offline:
+            partition.state = change.state   # kept for Metadata, which shows it offline
+        self.partitions[key] = partition
+        return partition
+
+    # -- StopReplica ---------------------------------------------------------------------
+    def stop_replicas(self, controller_id: int, controller_epoch: int,
+                      partitions: dict[PartitionKey, tuple[int, bool]]) -> dict[PartitionKey, int]:
+        """Kafka's stopReplicas after the request-level fencing: ``partitions`` maps each
+        partition to (leader epoch, delete); answers an error code per partition."""
+        errors: dict[PartitionKey, int] = {}
+        stopped: list[tuple[PartitionKey, bool]] = []
+        for key, (leader_epoch, delete) in partitions.items():
+            partition = self.partitions.get(key)
+            if partition is not None and partition.log.offline:
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+            elif (partition is None or leader_epoch in (EPOCH_DURING_DELETE, NO_EPOCH)
+                  or leader_epoch >= partition.leader_epoch):
+                stopped.append((key, delete))
+                errors[key] = ErrorCode.NO_ERROR
+            else:
+                errors[key] = ErrorCode.FENCED_LEADER_EPOCH
+        self._remove_fetchers([key for key, _ in stopped])
+        for key, delete in stopped:
+            if delete:
+                self.partitions.pop(key, None)
+                try:
+                    self._logs.delete_log(*key)
+                except OSError as err:
+                    _log.error("deleting a stopped replica failed", partition=key, error=str(err))
+                    errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+            self._wake(key)
+        _log.info("handled StopReplica", controller_id=controller_id,
+                  controller_epoch=controller_epoch, partitions=len(partitions),
+                  stopped=len(stopped))
+        return errors
+
+    def _remove_fetchers(self, keys: list[PartitionKey]) -> None:
+        if keys and self.fetchers is not None:
+            self.fetchers.remove_partitions(keys)
 
     # -- requests -------------------------------------------------------------------
     def leader_partition(self, topic: str, index: int, current_leader_epoch: int = -1) -> Partition:
         partition = self.partitions.get((topic, index))
         if partition is None:
+            if self.cache is not None and self.cache.partition(topic, index) is not None:
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         partition.check_leader(current_leader_epoch)
         return partition
+
+    def is_leader(self, topic: str, index: int) -> bool:
+        """Whether this broker hosts the partition as its leader (coordinators load then)."""
+        partition = self.partitions.get((topic, index))
+        return partition is not None and partition.is_leader and not partition.log.offline
 
     def appended(self, key: PartitionKey) -> None:
         self._wake(key)
@@ -83,3 +230,28 @@ class ReplicaManager:
     def _wake(self, key: PartitionKey) -> None:
         for listener in self._append_listeners:
             listener(key)
+
+
+def _become_leader(partition: Partition, state: PartitionState) -> None:
+    """Leadership without REPL's Partition.make_leader: take the state, start the new
+    leader epoch at the log end (Kafka's makeLeader, so OffsetForLeaderEpoch can place
+    it before any append), and let a sole in-sync leader's high watermark be its log end
+    (Kafka's maybeIncrementLeaderHW; the checkpoint may lag after a crash)."""
+    partition.state = state
+    log = partition.log
+    cache = log.leader_epoch_cache
+    if cache.latest_epoch is None or state.leader_epoch > cache.latest_epoch:
+        cache.assign(state.leader_epoch, log.log_end_offset)
+    if len(state.isr) <= 1:
+        log.high_watermark = log.log_end_offset
+
+
+def _parse_id(text) -> uuid.UUID | None:
+    if text is None:
+        return None
+    if isinstance(text, uuid.UUID):
+        return text
+    try:
+        return parse_topic_id(text)
+    except (ValueError, TypeError):
+        return None

@@ -21,6 +21,10 @@ EXPECTED_RANGES = {
     1: (0, 17),   # Fetch
     2: (0, 9),    # ListOffsets
     3: (0, 12),   # Metadata
+    4: (0, 7),    # LeaderAndIsr
+    5: (0, 4),    # StopReplica
+    6: (0, 8),    # UpdateMetadata
+    7: (0, 3),    # ControlledShutdown
     8: (0, 9),    # OffsetCommit
     9: (0, 9),    # OffsetFetch
     10: (0, 6),   # FindCoordinator

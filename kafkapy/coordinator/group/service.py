@@ -4,8 +4,10 @@ the broker's timing wheel).
 ``GroupService`` creates ``__consumer_offsets`` on first use (compacted,
 offsets.topic.num.partitions partitions, offsets.topic.replication.factor
 capped by the live brokers, segment.bytes = offsets.topic.segment.bytes),
-follows the controller's changes to that topic (loading a partition when this
-broker becomes its leader, unloading when it stops), and answers which broker
+follows that topic through the metadata cache's listeners (loading a partition
+when the cache names this broker its leader and the replica manager hosts it as
+leader, unloading when either stops: LeaderAndIsr making it a follower, StopReplica,
+UpdateMetadata), drops the offsets of deleted topics, and answers which broker
 coordinates a group.  Loading reads the log off the event loop, then installs
 the result on the loop; an empty partition is installed at once.
 """
@@ -39,7 +41,7 @@ class GroupService:
         self._loads = PartitionLoads(self._loop, OFFSETS_TOPIC)
 
     def start(self) -> None:
-        self._broker.controller.add_listener(self._on_topic_change)
+        self._broker.cache.add_listener(self._on_topic_change)
         topic = self._broker.cache.topic(OFFSETS_TOPIC)
         if topic is not None:
             self._on_topic_change(OFFSETS_TOPIC, topic)
@@ -77,7 +79,10 @@ class GroupService:
         coordinator = self.coordinator
         led = set()
         if topic is not None:
-            led = {i for i, s in topic.partitions.items() if s.leader == self._broker.node_id}
+            # Led by the cache's view and hosted as leader here (LeaderAndIsr came first).
+            replicas = self._broker.replica_manager
+            led = {i for i, s in topic.partitions.items()
+                   if s.leader == self._broker.node_id and replicas.is_leader(OFFSETS_TOPIC, i)}
         for index in range(self.settings.num_partitions):
             known = coordinator.serves(index)
             if index in led and not known:

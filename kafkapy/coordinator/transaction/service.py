@@ -5,8 +5,9 @@
 transaction.state.log.replication.factor capped by the live brokers,
 segment.bytes = transaction.state.log.segment.bytes, min.insync.replicas =
 transaction.state.log.min.isr capped by the factor, compression none),
-follows the controller's changes to it (loading a partition when this broker
-leads it, at the leader epoch as coordinator epoch; unloading when it stops),
+follows it through the metadata cache's listeners (loading a partition when the
+cache names this broker its leader and the replica manager hosts it as leader, at
+the leader epoch as coordinator epoch; unloading when either stops),
 and answers which broker coordinates a transactional id.  Loading reads the
 log off the event loop and installs the result on the loop.
 Records are appended through ``Partition.append_internal`` (one batch per
@@ -89,7 +90,7 @@ class TransactionService:
         self._loads = PartitionLoads(self._loop, TRANSACTION_TOPIC)
 
     def start(self) -> None:
-        self._broker.controller.add_listener(self._on_topic_change)
+        self._broker.cache.add_listener(self._on_topic_change)
         topic = self._broker.cache.topic(TRANSACTION_TOPIC)
         if topic is not None:
             self._on_topic_change(TRANSACTION_TOPIC, topic)
@@ -159,8 +160,11 @@ class TransactionService:
         coordinator = self.coordinator
         led = {}
         if topic is not None:
+            # Led by the cache's view and hosted as leader here (LeaderAndIsr came first).
+            replicas = self._broker.replica_manager
             led = {i: s.leader_epoch for i, s in topic.partitions.items()
-                   if s.leader == self._broker.node_id}
+                   if s.leader == self._broker.node_id
+                   and replicas.is_leader(TRANSACTION_TOPIC, i)}
         for index in range(self.settings.num_partitions):
             known = coordinator.serves(index)
             if index in led and not known:

@@ -1,0 +1,30 @@
+"""ControlledShutdown (key 7): a broker asks the controller to move leadership off it.
+
+Versions 0-3 (Kafka 3.9, ZooKeeper mode).  Served by the active controller: the
+controller moves the broker's leaderships away (KafkaController.doControlledShutdown)
+and answers the partitions the broker still leads (``remaining_partitions``).  A
+broker that is not the active controller answers STALE_CONTROLLER_EPOCH, as Kafka
+does (its ControllerMovedException); the controller's own checks (stale broker
+epoch, unknown broker -> BROKER_NOT_AVAILABLE) come back as its error code.
+v0-1 carry no broker epoch (-1: not checked).
+"""
+from __future__ import annotations
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.inter_broker import ControlledShutdownResponse
+
+API_KEY = 7
+MIN_VERSION = 0
+MAX_VERSION = 3
+
+_Remaining = ControlledShutdownResponse.RemainingPartition
+
+
+async def handle(ctx, request):
+    controller = getattr(ctx.broker, "controller", None)
+    if controller is None or not getattr(controller, "is_active", False):
+        return ctx.response(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, remaining_partitions=[])
+    broker_epoch = request.broker_epoch if ctx.api_version >= 2 else -1
+    error, remaining = await controller.controlled_shutdown(request.broker_id, broker_epoch)
+    return ctx.response(error_code=error, remaining_partitions=[] if error else [
+        _Remaining(topic_name=topic, partition_index=index) for topic, index in remaining])

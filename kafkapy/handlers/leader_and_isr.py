@@ -1,0 +1,122 @@
+"""LeaderAndIsr (key 4): the controller tells this broker which partitions it leads or follows.
+
+Versions 0-7 (Kafka 3.9, ZooKeeper mode).  ``apply(broker, request)`` is the
+synchronous core, called by ``handle`` and in-process by the controller's channel
+for requests to itself.  Fencing as Kafka's KafkaApis.handleLeaderAndIsrRequest and
+ReplicaManager.becomeLeaderOrFollower:
+
+- broker epoch (v2+) not -1 and older than ours -> STALE_BROKER_EPOCH for the
+  request and every partition (a request meant for this broker's previous life);
+- controller epoch older than the highest seen -> STALE_CONTROLLER_EPOCH likewise;
+  otherwise it becomes the highest seen;
+- per partition: offline log dir -> KAFKA_STORAGE_ERROR; topic id differing from
+  the log's -> INCONSISTENT_TOPIC_ID; a newer leader epoch is applied (this broker
+  not among the replicas -> UNKNOWN_TOPIC_OR_PARTITION); an older one ->
+  STALE_CONTROLLER_EPOCH; the same one -> STALE_CONTROLLER_EPOCH unless it only
+  brings the topic id.
+v0-4 answer errors per (topic name, partition); v5+ per topic id.
+After applying, the cache's topic listeners run for the topics named (the group
+and transaction coordinators follow what this broker now leads).
+"""
+from __future__ import annotations
+
+import uuid
+
+from kafkapy.metadata.cache import ZERO_UUID, PartitionState
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.inter_broker import LeaderAndIsrRequest, LeaderAndIsrResponse
+from kafkapy.replication.replica_manager import PartitionChange
+
+API_KEY = 4
+MIN_VERSION = 0
+MAX_VERSION = 7
+
+_Topic = LeaderAndIsrResponse.LeaderAndIsrTopicError
+_Partition = LeaderAndIsrResponse.LeaderAndIsrPartitionError
+UNKNOWN_BROKER_EPOCH = -1
+
+
+def handle(ctx, request):
+    return apply(ctx.broker, request)
+
+
+def apply(broker, request):
+    """Apply a LeaderAndIsr request of any version; the response at its version."""
+    entries = list(_entries(request))
+    if broker_epoch_is_stale(broker, request):
+        return _error_response(request, entries, ErrorCode.STALE_BROKER_EPOCH)
+    cache = broker.cache
+    if request.controller_epoch < cache.controller_epoch:
+        return _error_response(request, entries, ErrorCode.STALE_CONTROLLER_EPOCH)
+    cache.controller_epoch = request.controller_epoch
+    replica_manager = broker.replica_manager
+    if getattr(replica_manager, "cache", None) is None:
+        replica_manager.cache = cache
+    if getattr(replica_manager, "fetchers", None) is None:
+        replica_manager.fetchers = getattr(broker, "replica_fetchers", None)
+    changes = [PartitionChange(name, topic_id, state, is_new)
+               for name, topic_id, state, is_new in entries]
+    errors = replica_manager.become_leader_or_follower(
+        request.controller_id, request.controller_epoch, changes)
+    # A topic the cache does not know yet waits for UpdateMetadata (None means deleted).
+    cache.notify_topics(c.topic for c in changes if cache.topic(c.topic) is not None)
+    return _response(request, entries, errors)
+
+
+def broker_epoch_is_stale(broker, request) -> bool:
+    """Kafka's isBrokerEpochStale: a known epoch older than this broker's registration
+    (a newer one is possible: the controller saw the registration first)."""
+    epoch = request.broker_epoch if request.version >= _BROKER_EPOCH_SINCE[request.API_KEY] else -1
+    return epoch != UNKNOWN_BROKER_EPOCH and epoch < getattr(broker, "broker_epoch", -1)
+
+
+# The first version carrying broker_epoch: LeaderAndIsr 2, StopReplica 1, UpdateMetadata 5.
+_BROKER_EPOCH_SINCE = {4: 2, 5: 1, 6: 5}
+
+
+def _entries(request):
+    """(topic name, topic id or None, PartitionState, is_new) per partition, in order."""
+    version = request.version
+    if version < 2:
+        for p in request.ungrouped_partition_states:
+            yield p.topic_name, None, _state(p), bool(version >= 1 and p.is_new)
+        return
+    for topic in request.topic_states:
+        topic_id = topic.topic_id if version >= 5 else None
+        if topic_id == ZERO_UUID:
+            topic_id = None
+        for p in topic.partition_states:
+            yield topic.topic_name, topic_id, _state(p), bool(p.is_new)
+
+
+def _state(p) -> PartitionState:
+    return PartitionState(partition=p.partition_index, replicas=list(p.replicas),
+                          leader=p.leader, leader_epoch=p.leader_epoch, isr=list(p.isr),
+                          controller_epoch=p.controller_epoch, zk_version=p.partition_epoch)
+
+
+def _topic_ids(request) -> dict[str, uuid.UUID]:
+    if request.version < 5:
+        return {}
+    return {t.topic_name: t.topic_id if t.topic_id is not None else ZERO_UUID
+            for t in request.topic_states}
+
+
+def _error_response(request, entries, code: int):
+    errors = {(name, state.partition): code for name, _, state, _ in entries}
+    return _response(request, entries, errors, code)
+
+
+def _response(request, entries, errors: dict, top_code: int = 0):
+    version = request.version
+    if version < 5:
+        return LeaderAndIsrResponse(version=version, error_code=top_code, partition_errors=[
+            _Partition(topic_name=name, partition_index=index, error_code=code)
+            for (name, index), code in errors.items()])
+    ids = _topic_ids(request)
+    topics: dict[str, list] = {}
+    for (name, index), code in errors.items():
+        topics.setdefault(name, []).append(_Partition(partition_index=index, error_code=code))
+    return LeaderAndIsrResponse(version=version, error_code=top_code, topics=[
+        _Topic(topic_id=ids.get(name, ZERO_UUID), partition_errors=partitions)
+        for name, partitions in topics.items()])

@@ -1,0 +1,74 @@
+"""StopReplica (key 5): the controller tells this broker to stop (and maybe delete) replicas.
+
+Versions 0-4 (Kafka 3.9, ZooKeeper mode).  ``apply(broker, request)`` is the
+synchronous core (``handle`` and the controller's in-process delivery call it).
+As Kafka's KafkaApis.handleStopReplicaRequest and ReplicaManager.stopReplicas:
+
+- broker epoch (v1+) not -1 and older than ours -> STALE_BROKER_EPOCH, no
+  partitions in the answer;
+- controller epoch older than the highest seen -> STALE_CONTROLLER_EPOCH, no
+  partitions; otherwise it becomes the highest seen;
+- per partition: offline log dir -> KAFKA_STORAGE_ERROR; a leader epoch (v3+) older
+  than the replica's -> FENCED_LEADER_EPOCH (-2 "during delete" and -1 "none" skip
+  the check); else the fetcher stops and, with delete, the log goes.  A partition
+  not hosted here is stopped too (its log deleted if one is left on disk).
+  v0-2 carry one delete flag for the request and no epochs.
+- A deleted partition of ``__consumer_offsets`` / ``__transaction_state`` makes its
+  coordinator resign it (the cache listeners see the replica gone).
+"""
+from __future__ import annotations
+
+from kafkapy.handlers.leader_and_isr import broker_epoch_is_stale
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.inter_broker import StopReplicaResponse
+from kafkapy.replication.replica_manager import NO_EPOCH
+
+API_KEY = 5
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+_Partition = StopReplicaResponse.StopReplicaPartitionError
+
+
+def handle(ctx, request):
+    return apply(ctx.broker, request)
+
+
+def apply(broker, request):
+    """Apply a StopReplica request of any version; the response at its version."""
+    if broker_epoch_is_stale(broker, request):
+        return _response(request, ErrorCode.STALE_BROKER_EPOCH, {})
+    cache = broker.cache
+    if request.controller_epoch < cache.controller_epoch:
+        return _response(request, ErrorCode.STALE_CONTROLLER_EPOCH, {})
+    cache.controller_epoch = request.controller_epoch
+    replica_manager = broker.replica_manager
+    if getattr(replica_manager, "fetchers", None) is None:
+        replica_manager.fetchers = getattr(broker, "replica_fetchers", None)
+    partitions = _partitions(request)
+    errors = replica_manager.stop_replicas(request.controller_id, request.controller_epoch,
+                                           partitions)
+    # Coordinators resign partitions they no longer host (Kafka's onResignation).
+    # (a topic already gone from the cache was announced as deleted then)
+    cache.notify_topics(name for (name, _), (_, delete) in partitions.items()
+                        if delete and cache.topic(name) is not None)
+    return _response(request, ErrorCode.NO_ERROR, errors)
+
+
+def _partitions(request) -> dict[tuple[str, int], tuple[int, bool]]:
+    """(topic, partition) -> (leader epoch, delete), as Kafka's partitionStates()."""
+    version = request.version
+    if version == 0:
+        return {(p.topic_name, p.partition_index): (NO_EPOCH, bool(request.delete_partitions))
+                for p in request.ungrouped_partitions}
+    if version < 3:
+        return {(t.name, index): (NO_EPOCH, bool(request.delete_partitions))
+                for t in request.topics for index in t.partition_indexes}
+    return {(t.topic_name, p.partition_index): (p.leader_epoch, bool(p.delete_partition))
+            for t in request.topic_states for p in t.partition_states}
+
+
+def _response(request, code: int, errors: dict):
+    return StopReplicaResponse(version=request.version, error_code=code, partition_errors=[
+        _Partition(topic_name=name, partition_index=index, error_code=error)
+        for (name, index), error in errors.items()])

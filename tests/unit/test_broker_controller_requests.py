@@ -1,0 +1,376 @@
+"""The broker side of the controller's requests: LeaderAndIsr, UpdateMetadata, StopReplica,
+ControlledShutdown -- their ``apply`` cores over a real MetadataCache and a real
+ReplicaManager on a temporary LogManager, with Kafka 3.9's fencing."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from kafkapy.clock import MockClock
+from kafkapy.handlers import controlled_shutdown, leader_and_isr, stop_replica, update_metadata
+from kafkapy.log.manager import LogManager
+from kafkapy.metadata.cache import MetadataCache
+from kafkapy.metadata.topics import topic_id_text
+from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.protocol.inter_broker import (
+    LeaderAndIsrRequest as LAI, StopReplicaRequest as SR, UpdateMetadataRequest as UM)
+from kafkapy.protocol.messages import RESPONSES
+from kafkapy.replication.replica_manager import ReplicaManager
+
+TS = 1_700_000_000_000
+NODE = 1
+TID = uuid.UUID(int=0x1234)
+
+
+class FakeFetchers:
+    def __init__(self):
+        self.added, self.removed = {}, []
+
+    def add_partitions(self, partitions):
+        self.added.update(partitions)
+
+    def remove_partitions(self, keys):
+        self.removed.extend(keys)
+        for key in keys:
+            self.added.pop(key, None)
+
+
+class Broker:
+    """What the apply functions use of the server's Broker."""
+
+    def __init__(self, tmp_path):
+        self.node_id = NODE
+        self.broker_epoch = 100
+        self.cache = MetadataCache("cluster", NODE, "INTERNAL")
+        self.log_manager = LogManager([str(tmp_path / "d")], MockClock(TS), {})
+        self.log_manager.load("cluster", NODE)
+        self.replica_manager = ReplicaManager(self.log_manager, NODE, lambda name: {},
+                                              cache=self.cache)
+        self.replica_fetchers = FakeFetchers()
+        self.woken = []
+        self.replica_manager.add_append_listener(self.woken.append)
+
+
+@pytest.fixture
+def broker(tmp_path):
+    b = Broker(tmp_path)
+    yield b
+    b.log_manager.shutdown()
+
+
+def lai(partitions, *, version=7, controller_epoch=1, broker_epoch=-1, topic="t", topic_id=TID):
+    """LeaderAndIsr for ``partitions``: [(index, leader, leader_epoch, replicas, isr)]."""
+    def state(index, leader, epoch, replicas, isr):
+        return LAI.LeaderAndIsrPartitionState(
+            topic_name=topic, partition_index=index, controller_epoch=controller_epoch,
+            leader=leader, leader_epoch=epoch, isr=isr, partition_epoch=0, replicas=replicas,
+            adding_replicas=[], removing_replicas=[], is_new=True, leader_recovery_state=0)
+    states = [state(*p) for p in partitions]
+    if version < 2:
+        return LAI(version=version, controller_id=1, controller_epoch=controller_epoch,
+                   ungrouped_partition_states=states, live_leaders=[])
+    return LAI(version=version, controller_id=1, controller_epoch=controller_epoch,
+               broker_epoch=broker_epoch, type=0, is_k_raft_controller=False,
+               topic_states=[LAI.LeaderAndIsrTopicState(topic_name=topic, topic_id=topic_id,
+                                                        partition_states=states)],
+               live_leaders=[])
+
+
+def um(partitions=(), *, version=8, controller_epoch=1, broker_epoch=-1, brokers=(1, 2),
+       topic="t", topic_id=TID, controller_id=1):
+    """UpdateMetadata: live ``brokers`` (each on INTERNAL and EXTERNAL) and ``partitions``:
+    [(index, leader, leader_epoch, replicas, isr, offline)]."""
+    def state(index, leader, epoch, replicas, isr, offline=()):
+        return UM.UpdateMetadataPartitionState(
+            topic_name=topic, partition_index=index, controller_epoch=controller_epoch,
+            leader=leader, leader_epoch=epoch, isr=list(isr), zk_version=3,
+            replicas=list(replicas), offline_replicas=list(offline))
+    live = [UM.UpdateMetadataBroker(
+        id=b, v0_host=f"h{b}", v0_port=9000 + b, rack=f"r{b}", endpoints=[
+            UM.UpdateMetadataBroker.UpdateMetadataEndpoint(
+                port=9000 + b, host=f"in{b}", listener="INTERNAL", security_protocol=0),
+            UM.UpdateMetadataBroker.UpdateMetadataEndpoint(
+                port=8000 + b, host=f"ex{b}", listener="EXTERNAL", security_protocol=1)])
+        for b in brokers]
+    states = [state(*p) for p in partitions]
+    if version < 5:
+        return UM(version=version, controller_id=controller_id,
+                  controller_epoch=controller_epoch, ungrouped_partition_states=states,
+                  live_brokers=live)
+    return UM(version=version, controller_id=controller_id, controller_epoch=controller_epoch,
+              broker_epoch=broker_epoch, is_k_raft_controller=False, type=0,
+              topic_states=[UM.UpdateMetadataTopicState(
+                  topic_name=topic, topic_id=topic_id, partition_states=states)] if states else [],
+              live_brokers=live)
+
+
+def sr(partitions, *, version=4, controller_epoch=1, broker_epoch=-1, topic="t", delete=True):
+    """StopReplica for ``partitions``: [(index, leader_epoch)]."""
+    if version == 0:
+        return SR(version=0, controller_id=1, controller_epoch=controller_epoch,
+                  delete_partitions=delete, ungrouped_partitions=[
+                      SR.StopReplicaPartitionV0(topic_name=topic, partition_index=i)
+                      for i, _ in partitions])
+    if version < 3:
+        return SR(version=version, controller_id=1, controller_epoch=controller_epoch,
+                  broker_epoch=broker_epoch, delete_partitions=delete,
+                  topics=[SR.StopReplicaTopicV1(name=topic,
+                                                partition_indexes=[i for i, _ in partitions])])
+    return SR(version=version, controller_id=1, controller_epoch=controller_epoch,
+              broker_epoch=broker_epoch, is_k_raft_controller=False, topic_states=[
+                  SR.StopReplicaTopicState(topic_name=topic, partition_states=[
+                      SR.StopReplicaTopicState.StopReplicaPartitionState(
+                          partition_index=i, leader_epoch=e, delete_partition=delete)
+                      for i, e in partitions])])
+
+
+def lai_errors(response):
+    if response.version < 5:
+        return {(p.topic_name, p.partition_index): p.error_code
+                for p in response.partition_errors}
+    return {(t.topic_id, p.partition_index): p.error_code
+            for t in response.topics for p in t.partition_errors}
+
+
+def roundtrip(response):
+    """The response encodes and decodes at its version (what goes on the wire)."""
+    cls = RESPONSES[response.API_KEY]
+    return cls.decode(response.encode(), version=response.version)
+
+
+# -- LeaderAndIsr -------------------------------------------------------------------------
+def test_leader_and_isr_makes_this_broker_leader_with_the_topic_id(broker):
+    response = leader_and_isr.apply(broker, lai([(0, NODE, 0, [1, 2], [1, 2]),
+                                                 (1, 2, 0, [2, 1], [2, 1])]))
+    assert response.error_code == 0
+    assert lai_errors(roundtrip(response)) == {(TID, 0): 0, (TID, 1): 0}
+    rm = broker.replica_manager
+    leader = rm.partitions[("t", 0)]
+    assert leader.is_leader and leader.leader_epoch == 0
+    assert leader.log.topic_id == topic_id_text(TID)
+    assert rm.leader_partition("t", 0) is leader
+    assert broker.cache.controller_epoch == 1
+    # Broker 2 is not live in the cache: no fetcher, but the log exists (KAFKA-1647).
+    assert ("t", 1) in rm.partitions and broker.replica_fetchers.added == {}
+    with pytest.raises(Exception) as err:
+        rm.leader_partition("t", 1)
+    assert err.value.code == E.NOT_LEADER_OR_FOLLOWER
+
+
+def test_follower_of_a_live_leader_fetches_from_it(broker):
+    update_metadata.apply(broker, um())
+    leader_and_isr.apply(broker, lai([(0, 2, 4, [2, 1], [2, 1])]))
+    partition = broker.replica_manager.partitions[("t", 0)]
+    assert not partition.is_leader and partition.leader_epoch == 4
+    assert broker.replica_fetchers.added == {("t", 0): (2, 0)}
+    # Becoming leader stops the fetcher.
+    leader_and_isr.apply(broker, lai([(0, NODE, 5, [2, 1], [1])]))
+    assert broker.replica_fetchers.added == {} and ("t", 0) in broker.replica_fetchers.removed
+    assert partition.is_leader and partition.leader_epoch == 5
+
+
+def test_leader_epoch_fencing_per_partition(broker):
+    leader_and_isr.apply(broker, lai([(0, NODE, 3, [1], [1])]))
+    same = leader_and_isr.apply(broker, lai([(0, NODE, 3, [1], [1])]))
+    older = leader_and_isr.apply(broker, lai([(0, NODE, 2, [1], [1])]))
+    newer = leader_and_isr.apply(broker, lai([(0, NODE, 4, [1], [1])]))
+    assert lai_errors(same) == {(TID, 0): E.STALE_CONTROLLER_EPOCH}
+    assert lai_errors(older) == {(TID, 0): E.STALE_CONTROLLER_EPOCH}
+    assert lai_errors(newer) == {(TID, 0): 0}
+    assert same.error_code == older.error_code == 0
+    assert broker.replica_manager.partitions[("t", 0)].leader_epoch == 4
+
+
+def test_stale_controller_epoch_fences_the_whole_request(broker):
+    leader_and_isr.apply(broker, lai([(0, NODE, 0, [1], [1])], controller_epoch=5))
+    response = leader_and_isr.apply(broker, lai([(1, NODE, 0, [1], [1])], controller_epoch=4))
+    assert response.error_code == E.STALE_CONTROLLER_EPOCH
+    assert lai_errors(response) == {(TID, 1): E.STALE_CONTROLLER_EPOCH}
+    assert ("t", 1) not in broker.replica_manager.partitions
+    assert broker.cache.controller_epoch == 5
+
+
+@pytest.mark.parametrize("epoch, code", [(99, E.STALE_BROKER_EPOCH), (-1, 0), (100, 0), (101, 0)])
+def test_broker_epoch_fencing(broker, epoch, code):
+    response = leader_and_isr.apply(broker, lai([(0, NODE, 0, [1], [1])], broker_epoch=epoch))
+    assert response.error_code == code
+    assert lai_errors(response) == {(TID, 0): code}
+    assert (("t", 0) in broker.replica_manager.partitions) == (code == 0)
+
+
+def test_partition_not_assigned_here_and_inconsistent_topic_id(broker):
+    response = leader_and_isr.apply(broker, lai([(0, 2, 0, [2, 3], [2, 3])]))
+    assert lai_errors(response) == {(TID, 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+    assert ("t", 0) not in broker.replica_manager.partitions
+    leader_and_isr.apply(broker, lai([(1, NODE, 0, [1], [1])]))
+    other = uuid.UUID(int=0x999)
+    response = leader_and_isr.apply(broker, lai([(1, NODE, 1, [1], [1])], topic_id=other))
+    assert lai_errors(response) == {(other, 1): E.INCONSISTENT_TOPIC_ID}
+    assert broker.replica_manager.partitions[("t", 1)].leader_epoch == 0
+
+
+@pytest.mark.parametrize("version", [0, 1, 4])
+def test_old_versions_answer_by_topic_name(broker, version):
+    response = leader_and_isr.apply(broker, lai([(0, NODE, 0, [1], [1])], version=version))
+    assert lai_errors(roundtrip(response)) == {("t", 0): 0}
+    assert broker.replica_manager.partitions[("t", 0)].log.topic_id is None
+
+
+def test_leader_and_isr_tells_the_cache_listeners(broker):
+    seen = []
+    broker.cache.add_listener(lambda name, topic: seen.append((name, topic is not None)))
+    leader_and_isr.apply(broker, lai([(0, NODE, 0, [1], [1])]))
+    assert seen == []          # unknown to the cache until UpdateMetadata
+    update_metadata.apply(broker, um([(0, NODE, 0, [1], [1])]))
+    assert seen == [("t", True)]
+    leader_and_isr.apply(broker, lai([(0, 2, 1, [1, 2], [1, 2])]))
+    assert seen == [("t", True), ("t", True)]
+    assert not broker.replica_manager.is_leader("t", 0)
+
+
+# -- UpdateMetadata -------------------------------------------------------------------------
+def test_update_metadata_fills_the_cache(broker):
+    updates = []
+    broker.cache.add_update_listener(lambda: updates.append(1))
+    broker.cache.config_loader = lambda name: {"cleanup.policy": "compact"}
+    response = update_metadata.apply(broker, um([(0, 1, 2, [1, 2], [1], [2]),
+                                                 (1, 2, 0, [2, 1], [2, 1])], controller_id=2))
+    assert roundtrip(response).error_code == 0 and updates == [1]
+    cache = broker.cache
+    assert cache.controller_id == 2 and cache.live_broker_ids() == [1, 2]
+    assert cache.brokers[2].host == "in2" and cache.brokers[2].rack == "r2"
+    assert cache.brokers_for("EXTERNAL")[1].port == 8001
+    topic = cache.topic("t")
+    assert topic.topic_id == TID and cache.topic_name(TID) == "t"
+    assert topic.configs == {"cleanup.policy": "compact"}
+    p0 = cache.partition("t", 0)
+    assert (p0.leader, p0.leader_epoch, p0.isr, p0.offline_replicas, p0.zk_version) == (
+        1, 2, [1], [2], 3)
+
+
+def test_update_metadata_deletes_partitions_led_by_minus_two(broker):
+    seen = []
+    broker.cache.add_listener(lambda name, topic: seen.append((name, topic)))
+    update_metadata.apply(broker, um([(0, 1, 0, [1], [1]), (1, 1, 0, [1], [1])]))
+    update_metadata.apply(broker, um([(0, -2, 0, [1], [1])]))
+    assert sorted(broker.cache.topic("t").partitions) == [1]
+    update_metadata.apply(broker, um([(1, -2, 0, [1], [1])]))
+    assert broker.cache.topic("t") is None and broker.cache.topic_name(TID) is None
+    assert seen[-1] == ("t", None)
+
+
+def test_update_metadata_replaces_the_live_brokers(broker):
+    update_metadata.apply(broker, um(brokers=(1, 2, 3)))
+    update_metadata.apply(broker, um(brokers=(1, 3)))
+    assert broker.cache.live_broker_ids() == [1, 3]
+    assert sorted(broker.cache.brokers_for("EXTERNAL")) == [1, 3]
+
+
+def test_update_metadata_fencing(broker):
+    update_metadata.apply(broker, um(controller_epoch=3))
+    assert update_metadata.apply(broker, um(controller_epoch=2, controller_id=7)).error_code == \
+        E.STALE_CONTROLLER_EPOCH
+    assert update_metadata.apply(broker, um(controller_epoch=3, broker_epoch=5)).error_code == \
+        E.STALE_BROKER_EPOCH
+    assert broker.cache.controller_id == 1
+
+
+@pytest.mark.parametrize("version", range(0, 9))
+def test_update_metadata_every_version(broker, version):
+    response = update_metadata.apply(broker, um([(0, 1, 0, [1, 2], [1, 2])], version=version))
+    assert roundtrip(response).error_code == 0
+    cache = broker.cache
+    assert cache.partition("t", 0).isr == [1, 2]
+    assert (cache.topic("t").topic_id == TID) == (version >= 7)
+    if version == 0:       # host and port only: the PLAINTEXT listener
+        assert cache.brokers[2].host == "h2"
+    elif version < 3:      # no listener names: named after the security protocol
+        assert cache.brokers_for("PLAINTEXT")[2].host == "in2"
+    else:
+        assert cache.brokers[2].host == "in2"
+
+
+# -- StopReplica ----------------------------------------------------------------------------
+def test_stop_replica_deletes_the_log(broker, tmp_path):
+    leader_and_isr.apply(broker, lai([(0, NODE, 3, [1], [1]), (1, NODE, 3, [1], [1])]))
+    log_dir = broker.replica_manager.partitions[("t", 0)].log.dir
+    response = stop_replica.apply(broker, sr([(0, 3), (1, 2), (7, 0)]))
+    errors = {(p.topic_name, p.partition_index): p.error_code
+              for p in roundtrip(response).partition_errors}
+    assert response.error_code == 0
+    assert errors == {("t", 0): 0, ("t", 1): E.FENCED_LEADER_EPOCH, ("t", 7): 0}
+    assert ("t", 0) not in broker.replica_manager.partitions
+    assert broker.log_manager.get_log("t", 0) is None
+    assert not (tmp_path / "d" / "t-0").exists() and log_dir.endswith("t-0")   # renamed -delete
+    assert ("t", 1) in broker.replica_manager.partitions
+    # The epoch used during deletion (-2) passes any check.
+    assert stop_replica.apply(broker, sr([(1, -2)])).partition_errors[0].error_code == 0
+    assert ("t", 1) not in broker.replica_manager.partitions
+    assert ("t", 0) in broker.woken
+
+
+def test_stop_replica_without_delete_stops_fetching_only(broker):
+    update_metadata.apply(broker, um())
+    leader_and_isr.apply(broker, lai([(0, 2, 1, [2, 1], [2, 1])]))
+    assert ("t", 0) in broker.replica_fetchers.added
+    stop_replica.apply(broker, sr([(0, 1)], delete=False))
+    assert broker.replica_fetchers.added == {}
+    assert ("t", 0) in broker.replica_manager.partitions
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_stop_replica_old_versions(broker, version):
+    leader_and_isr.apply(broker, lai([(0, NODE, 3, [1], [1])]))
+    response = roundtrip(stop_replica.apply(broker, sr([(0, None)], version=version)))
+    assert [(p.topic_name, p.partition_index, p.error_code) for p in response.partition_errors] \
+        == [("t", 0, 0)]
+    assert ("t", 0) not in broker.replica_manager.partitions
+
+
+def test_stop_replica_fencing(broker):
+    update_metadata.apply(broker, um(controller_epoch=4))
+    stale = stop_replica.apply(broker, sr([(0, 1)], controller_epoch=3))
+    assert (stale.error_code, stale.partition_errors) == (E.STALE_CONTROLLER_EPOCH, [])
+    old = stop_replica.apply(broker, sr([(0, 1)], controller_epoch=4, broker_epoch=1))
+    assert (old.error_code, old.partition_errors) == (E.STALE_BROKER_EPOCH, [])
+
+
+def test_unknown_partition_answers_unknown_topic_or_partition(broker):
+    with pytest.raises(Exception) as err:
+        broker.replica_manager.leader_partition("nope", 0)
+    assert err.value.code == E.UNKNOWN_TOPIC_OR_PARTITION
+
+
+# -- ControlledShutdown ---------------------------------------------------------------------
+class _Ctx:
+    def __init__(self, broker, version):
+        self.broker, self.api_version = broker, version
+
+    def response(self, **fields):
+        return RESPONSES[7](version=self.api_version, **fields)
+
+
+class _Controller:
+    def __init__(self, active):
+        self.is_active, self.calls = active, []
+
+    async def controlled_shutdown(self, broker_id, broker_epoch):
+        self.calls.append((broker_id, broker_epoch))
+        return 0, [("t", 0), ("u", 2)]
+
+
+@pytest.mark.parametrize("version", range(4))
+def test_controlled_shutdown(broker, version):
+    from kafkapy.protocol.messages import REQUESTS
+    request = REQUESTS[7](version=version, broker_id=2, broker_epoch=55)
+    broker.controller = _Controller(active=False)
+    response = asyncio.run(controlled_shutdown.handle(_Ctx(broker, version), request))
+    assert (response.error_code, response.remaining_partitions) == (E.STALE_CONTROLLER_EPOCH, [])
+    broker.controller = _Controller(active=True)
+    response = roundtrip(asyncio.run(controlled_shutdown.handle(_Ctx(broker, version), request)))
+    assert response.error_code == 0
+    assert [(p.topic_name, p.partition_index) for p in response.remaining_partitions] == [
+        ("t", 0), ("u", 2)]
+    assert broker.controller.calls == [(2, 55 if version >= 2 else -1)]
