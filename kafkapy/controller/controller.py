@@ -1,355 +1,902 @@
-"""The controller: topic creation, deletion, partition growth and leader elections.
+"""The ZooKeeper-mode controller (Kafka 3.9's KafkaController.scala).
 
-It is the only writer of topic state.  Every change goes request -> controller
--> metadata store (Kafka's znode layout and JSON payloads) -> metadata cache ->
-listeners (the replica manager creates or deletes logs).  With the embedded
-store this broker is always the controller; the ZooKeeper controller issue
-adds election, fencing and multi-broker state machines on the same seams.
+Job: every broker runs one ``KafkaController``; it races for ``/controller`` and the
+winner (the *active* controller) owns the cluster's partition leadership: it
+watches brokers, topics, deletions and ISR change notifications, elects leaders
+through the partition and replica state machines, writes partition state znodes
+fenced by ``/controller_epoch``'s zk version, and tells brokers through the
+``ControllerChannelManager`` (requests to itself are applied in-process).
 
-Invariants: the store is written before the cache, so a crash never leaves the
-cache ahead of durable state; leader epochs only grow.
+Invariants:
+ - one ``asyncio.Queue`` drained by one task; watch callbacks and the public API
+   only enqueue events, so ``ControllerContext`` has one writer;
+ - events that change cluster state do nothing unless this controller is active
+   (a resigned controller's leftover watches are harmless);
+ - election is Kafka's registerControllerAndIncrementControllerEpoch: one multi
+   creating the ephemeral ``/controller`` and setting ``/controller_epoch`` at the
+   version read before; losing it (NodeExists / BadVersion) means another broker won;
+ - a fenced write failing on the ``/controller_epoch`` check means another
+   controller was elected: resign at once (and give up ``/controller`` if we
+   still hold it, Kafka's triggerControllerMove);
+ - on resignation the channel is closed and the context cleared.
 """
 from __future__ import annotations
 
-from typing import Callable
+import asyncio
+import importlib
+from typing import Iterable
 
 import structlog
-from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from kafkapy.controller.assignment import assign_replicas
-from kafkapy.limits import free_descriptors, open_file_limit
+from kafkapy.controller import events as ev
+from kafkapy.controller.context import (
+    NO_LEADER, ControllerContext, LeaderIsr, LiveBroker, PartitionState, ReplicaState,
+    TopicPartition)
+from kafkapy.controller.leader_election import (
+    CONTROLLED_SHUTDOWN, OFFLINE, OFFLINE_UNCLEAN, PREFERRED as PREFERRED_STRATEGY)
+from kafkapy.controller.zk_writes import ControllerMovedError
 from kafkapy.metadata import paths
-from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
-from kafkapy.metadata.ephemeral import claim
-from kafkapy.metadata.store import CreateOp
-from kafkapy.metadata.topics import (
-    collision_key, invalid_topic_reason, new_topic_id, parse_topic_id, topic_id_text)
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.metadata.store import (
+    BadVersionError, CheckOp, CreateOp, EventType, NodeExistsError, NoNodeError, SetDataOp)
+from kafkapy.metadata.topics import new_topic_id, topic_id_text
+from kafkapy.protocol.errors import ErrorCode
 
 _log = structlog.get_logger("kafkapy.controller")
+
+PREFERRED = 0
+UNCLEAN = 1
+
+#: request API key -> the broker-side module whose ``apply(broker, request)`` handles it
+_LOCAL_HANDLERS = {4: "kafkapy.handlers.leader_and_isr",
+                   5: "kafkapy.handlers.stop_replica",
+                   6: "kafkapy.handlers.update_metadata"}
 _OPS_PER_MULTI = 1000
+_NOT_NEEDED = "Leader election not needed for topic partition."
+_STRATEGY_NAMES = {PREFERRED: "PreferredReplicaPartitionLeaderElectionStrategy",
+                   UNCLEAN: "OfflinePartitionLeaderElectionStrategy(true)"}
 
-TopicListener = Callable[[str, "TopicMetadata | None"], None]
 
+class KafkaController:
+    def __init__(self, broker, *, local_deliver=None, channel_factory=None) -> None:
+        """``local_deliver`` (request -> response) and ``channel_factory`` (the
+        ``ControllerChannelManager`` signature) replace the defaults in tests."""
+        self._broker = broker
+        self._local_deliver = local_deliver or self._deliver_locally
+        self._channel_factory = channel_factory
+        self._closed_channels: list = []
+        self.ctx = ControllerContext()
+        self._active = False
+        #: the broker id in /controller as last read (-1: none)
+        self.active_controller_id = -1
+        self._queue: asyncio.Queue[ev.ControllerEvent] | None = None
+        self._task: asyncio.Task | None = None
+        self._channel = None
+        self._batch = None
+        self._zk = None
+        self._rsm = None
+        self._psm = None
+        self._deletion = None
+        self._watchers: dict[tuple[str, str], object] = {}
+        self._stopped = False
 
-class Controller:
-    def __init__(self, store, cache: MetadataCache, validate_topic_configs) -> None:
-        self._store = store
-        self._cache = cache
-        self._validate_configs = validate_topic_configs
-        self._listeners: list[TopicListener] = []
-        self.epoch = 0
+    # -- public surface --------------------------------------------------------------
+    @property
+    def is_active(self) -> bool:
+        return self._active
 
-    def add_listener(self, listener: TopicListener) -> None:
-        self._listeners.append(listener)
+    @property
+    def epoch(self) -> int:
+        return self.ctx.epoch
 
-    # -- start-up ----------------------------------------------------------------
-    async def elect(self, node_id: int, timestamp_ms: int, wait_ms: int) -> None:
-        """Become controller: claim ``/controller``, then bump ``/controller_epoch``.
+    @property
+    def store(self):
+        return self._broker.store
 
-        A ``/controller`` left by this broker's previous, killed session is waited out
-        (up to ``wait_ms``); one held by a live broker stops start-up, since this broker
-        cannot yet join a cluster of several.
-        """
-        await claim(self._store, paths.CONTROLLER, paths.encode_controller(node_id, timestamp_ms),
-                    wait_ms, _controller_holder)
+    async def startup(self) -> None:
+        """Start the event task, then watch ``/controller`` and run for controller;
+        returns once that is done (failover included when this broker won)."""
+        self._start_task()
+        await self._submit(ev.Startup())
+
+    async def reelect(self) -> None:
+        """Resign if active and run again (after the broker registered again)."""
+        self._start_task()
+        await self._submit(ev.Reelect())
+
+    def on_session_expired(self) -> None:
+        """The store's session expired: drop queued work and resign (Kafka's Expire)."""
+        if self._queue is None:
+            return
+        while not self._queue.empty():
+            self._preempt(self._queue.get_nowait())
+        self._queue.put_nowait(ev.Expire())
+
+    async def shutdown(self) -> None:
+        """Resign (without giving up /controller: our session ends with the broker)
+        and stop the event task."""
+        if self._queue is None or self._stopped:
+            return
+        self._stopped = True
+        while not self._queue.empty():
+            self._preempt(self._queue.get_nowait())
+        done = ev.ShutdownEventThread(future=asyncio.get_running_loop().create_future())
+        self._queue.put_nowait(done)
         try:
-            data, stat = self._store.get(paths.CONTROLLER_EPOCH)
-            self.epoch = paths.decode_controller_epoch(data) + 1
-            self._store.set(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(self.epoch),
-                            version=stat.version)
+            await asyncio.wait_for(done.future, 30)
+        except asyncio.TimeoutError:
+            self._task.cancel()
+        self._resign()
+        for channel in self._closed_channels:
+            if hasattr(channel, "wait_closed"):
+                await channel.wait_closed()
+        self._closed_channels.clear()
+
+    async def controlled_shutdown(self, broker_id: int,
+                                  broker_epoch: int) -> tuple[int, list[TopicPartition]]:
+        """Kafka's doControlledShutdown: move leadership off ``broker_id``; answers
+        ``(error_code, partitions it still leads)``."""
+        if self._queue is None or self._stopped:
+            return ErrorCode.NOT_CONTROLLER, []
+        return await self._submit(ev.ControlledShutdown(broker_id=broker_id,
+                                                        broker_epoch=broker_epoch))
+
+    async def elect_leaders(self, election_type: int,
+                            partitions: list[TopicPartition] | None
+                            ) -> dict[TopicPartition, tuple[int, str | None]]:
+        """ElectLeaders (preferred 0 / unclean 1); ``None`` = every partition."""
+        if self._queue is None or self._stopped:
+            return {tp: (ErrorCode.NOT_CONTROLLER, None) for tp in partitions or ()}
+        return await self._submit(ev.ReplicaLeaderElection(
+            election_type=election_type, partitions=None if partitions is None
+            else list(dict.fromkeys(partitions))))
+
+    # -- the event queue -------------------------------------------------------------
+    def _start_task(self) -> None:
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+        if self._task is None or self._task.done():
+            self._stopped = False
+            self._task = asyncio.get_running_loop().create_task(self._run(),
+                                                                name="controller-events")
+
+    async def _submit(self, event: ev.ControllerEvent):
+        event.future = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(event)
+        return await event.future
+
+    def _enqueue(self, event: ev.ControllerEvent) -> None:
+        if self._queue is not None and not self._stopped:
+            self._queue.put_nowait(event)
+
+    async def _run(self) -> None:
+        while True:
+            event = await self._queue.get()
+            if isinstance(event, ev.ShutdownEventThread):
+                event.complete()
+                return
+            try:
+                event.complete(self._process(event))
+            except ControllerMovedError as e:
+                _log.info(f"Controller moved to another broker when processing {event.name}.",
+                          reason=str(e))
+                self._trigger_controller_move()
+                self._preempt(event)
+            except Exception as e:      # one bad event must not stop the controller
+                _log.exception(f"Error processing event {event.name}")
+                self._answer_error(event, e)
+            # let handlers and the channel run between events
+            await asyncio.sleep(0)
+
+    def _process(self, event: ev.ControllerEvent):
+        handler = getattr(self, "_process_" + type(event).__name__)
+        return handler(event)
+
+    def _preempt(self, event: ev.ControllerEvent) -> None:
+        """Answer an event that will not run as Kafka's ``preempt`` does."""
+        if isinstance(event, ev.ControlledShutdown):
+            event.complete((ErrorCode.NOT_CONTROLLER, []))
+        elif isinstance(event, ev.ReplicaLeaderElection):
+            event.complete({tp: (ErrorCode.NOT_CONTROLLER, None)
+                            for tp in event.partitions or ()})
+        else:
+            event.complete(None)
+
+    def _answer_error(self, event: ev.ControllerEvent, exc: Exception) -> None:
+        if isinstance(event, ev.ControlledShutdown):
+            event.complete((ErrorCode.UNKNOWN, []))
+        elif isinstance(event, ev.ReplicaLeaderElection):
+            event.complete({tp: (ErrorCode.UNKNOWN, str(exc)) for tp in event.partitions or ()})
+        elif isinstance(event, (ev.Startup, ev.Reelect)):
+            event.fail(exc)
+        else:
+            event.complete(None)
+
+    # -- watches: callbacks only enqueue ---------------------------------------------
+    def _watcher(self, kind: str, path: str, make_event):
+        """One callable per (kind, path): the store delivers a watch registered twice
+        with the same callable once, so re-reading never multiplies events."""
+        key = (kind, path)
+        cb = self._watchers.get(key)
+        if cb is None:
+            def cb(event, make_event=make_event) -> None:
+                if event.type == EventType.NONE:    # connection state, not a change
+                    return
+                self._enqueue(make_event(event))
+            self._watchers[key] = cb
+        return cb
+
+    def _controller_watch(self):
+        return self._watcher("data", paths.CONTROLLER, lambda e: (
+            ev.Reelect() if e.type == EventType.DELETED else ev.ControllerChange()))
+
+    def _children(self, path: str, make_event) -> list[str]:
+        try:
+            return self.store.get_children(path, watch=self._watcher("child", path, make_event))
         except NoNodeError:
-            self.epoch = 1
-            self._store.create(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(1),
-                               makepath=True)
-        self._cache.controller_id = node_id
+            self.store.ensure_path(path)
+            return self.store.get_children(path, watch=self._watcher("child", path, make_event))
 
-    def load_topics(self) -> None:
-        for name in self._store.get_children(paths.BROKER_TOPICS):
-            topic = self._read_topic(name)
-            if topic is not None:
-                self._cache.put_topic(topic)
-        for name in self._store.get_children(paths.ADMIN_DELETE_TOPICS):
-            self.delete_topic(name)
+    # -- election (Kafka's elect / maybeResign / onControllerResignation) --------------
+    def _process_Startup(self, _event) -> None:
+        self._read_controller_id()
+        self._elect()
 
-    def _read_topic(self, name: str) -> TopicMetadata | None:
+    def _process_ControllerChange(self, _event) -> None:
+        self._maybe_resign()
+
+    def _process_Reelect(self, _event) -> None:
+        self._maybe_resign()
+        self._elect()
+
+    def _process_Expire(self, _event) -> None:
+        self.active_controller_id = -1
+        if self._active:
+            self._resign()
+
+    def _read_controller_id(self) -> int:
+        """(Re)register the /controller watch and read who holds it."""
+        watch = self._controller_watch()
         try:
-            data, _ = self._store.get(paths.topic_path(name))
+            data, stat = self.store.get(paths.CONTROLLER, watch=watch)
+        except NoNodeError:
+            self.store.exists(paths.CONTROLLER, watch=watch)
+            self.active_controller_id = -1
+            return -1
+        try:
+            holder = paths.decode_controller(data).broker_id
+        except ValueError:
+            holder = -1
+        # Our broker id from an older, expired session is someone else.
+        ours = holder == self._broker.node_id and stat.ephemeral_owner == self.store.session_id
+        self.active_controller_id = holder if holder != self._broker.node_id or ours else -2
+        return self.active_controller_id
+
+    def _maybe_resign(self) -> None:
+        was_active = self._active
+        self._read_controller_id()
+        if was_active and self.active_controller_id != self._broker.node_id:
+            self._resign()
+
+    def _elect(self) -> None:
+        if self._stopped:
+            return
+        if self.active_controller_id != -1:
+            if self.active_controller_id != self._broker.node_id or self._active:
+                _log.debug(f"Broker {self.active_controller_id} has been elected as the "
+                           "controller, so stopping the election process.")
+                return
+        try:
+            epoch, zk_version = self._register_controller_and_increment_epoch()
+        except ControllerMovedError as e:
+            self._read_controller_id()
+            _log.debug("controller election lost", reason=str(e),
+                       controller=self.active_controller_id)
+            return
+        self.ctx.epoch, self.ctx.epoch_zk_version = epoch, zk_version
+        self.active_controller_id = self._broker.node_id
+        self._active = True
+        _log.info(f"{self._broker.node_id} successfully elected as the controller. Epoch "
+                  f"incremented to {epoch} and epoch zk version is now {zk_version}")
+        self._on_controller_failover()
+
+    def _register_controller_and_increment_epoch(self) -> tuple[int, int]:
+        store = self.store
+        try:
+            data, stat = store.get(paths.CONTROLLER_EPOCH)
+            cur_epoch, cur_version = paths.decode_controller_epoch(data), stat.version
+        except NoNodeError:
+            cur_epoch, cur_version = self._create_controller_epoch()
+        new_epoch = cur_epoch + 1
+        payload = paths.encode_controller(self._broker.node_id, self._broker.clock.time_ms())
+        try:
+            results = store.multi([
+                CreateOp(paths.CONTROLLER, payload, ephemeral=True),
+                SetDataOp(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(new_epoch),
+                          cur_version)])
+        except (NodeExistsError, BadVersionError):
+            return self._check_controller_and_epoch(new_epoch)
+        return new_epoch, results[1].version
+
+    def _create_controller_epoch(self) -> tuple[int, int]:
+        initial = paths.INITIAL_CONTROLLER_EPOCH
+        try:
+            self.store.create(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(initial),
+                              makepath=True)
+            return initial, 0
+        except NodeExistsError:
+            data, stat = self.store.get(paths.CONTROLLER_EPOCH)
+            return paths.decode_controller_epoch(data), stat.version
+
+    def _check_controller_and_epoch(self, new_epoch: int) -> tuple[int, int]:
+        """The multi failed: it may still be ours (a retried request); else we lost."""
+        try:
+            data, stat = self.store.get(paths.CONTROLLER)
+        except NoNodeError:
+            raise ControllerMovedError(
+                "The ephemeral node at /controller went away while checking whether the "
+                "controller election succeeds. Aborting controller startup procedure") from None
+        if (paths.decode_controller(data).broker_id == self._broker.node_id
+                and stat.ephemeral_owner == self.store.session_id):
+            edata, estat = self.store.get(paths.CONTROLLER_EPOCH)
+            if paths.decode_controller_epoch(edata) == new_epoch:
+                return new_epoch, estat.version
+        raise ControllerMovedError(
+            "Controller moved to another broker. Aborting controller startup procedure")
+
+    def _trigger_controller_move(self) -> None:
+        """Kafka's triggerControllerMove: resign and give up /controller if we hold it,
+        so every broker (this one too) runs again against the current epoch."""
+        was_ours = self._active
+        self._resign()
+        self.active_controller_id = -1
+        if not was_ours:
+            return
+        try:
+            _, stat = self.store.get(paths.CONTROLLER)
+            if stat.ephemeral_owner == self.store.session_id:
+                self.store.delete(paths.CONTROLLER, version=stat.version)
+        except (NoNodeError, BadVersionError):
+            pass
+
+    def _resign(self) -> None:
+        """Kafka's onControllerResignation."""
+        if not self._active and self._channel is None:
+            return
+        was = self.ctx.epoch
+        self._active = False
+        if self._deletion is not None and hasattr(self._deletion, "reset"):
+            self._deletion.reset()
+        for sm in (self._rsm, self._psm):
+            if sm is not None and hasattr(sm, "shutdown"):
+                sm.shutdown()
+        if self._channel is not None:
+            self._channel.close()
+            self._closed_channels.append(self._channel)
+        self._channel = self._batch = self._zk = self._rsm = self._psm = None
+        self._deletion = None
+        self.ctx.clear()
+        _log.info(f"Resigned as the controller (epoch {was})", node_id=self._broker.node_id)
+
+    # -- failover (Kafka's onControllerFailover) ---------------------------------------
+    def _on_controller_failover(self) -> None:
+        self._build_machinery()
+        self._delete_isr_change_notifications(self._children(
+            paths.ISR_CHANGE_NOTIFICATION, lambda e: ev.IsrChangeNotification()))
+        self._initialize_context()
+        to_delete, ineligible = self._initialize_topic_deletion()
+        self._send_update_metadata(sorted(self.ctx.live_or_shutting_down_broker_ids()), [])
+        self._rsm.startup()
+        self._psm.startup()
+        self._deletion.init(to_delete, ineligible)
+        self._deletion.try_topic_deletion()
+        # The watch again: the deletion above consumed the one set before it.
+        self._children(paths.ISR_CHANGE_NOTIFICATION, lambda e: ev.IsrChangeNotification())
+        _log.info("controller failover done", epoch=self.ctx.epoch,
+                  live_brokers=sorted(self.ctx.live_broker_ids()),
+                  topics=len(self.ctx.assignments), partitions=self.ctx.partition_count())
+
+    def _build_machinery(self) -> None:
+        from kafkapy.controller.partition_state_machine import PartitionStateMachine
+        from kafkapy.controller.replica_state_machine import ReplicaStateMachine
+        from kafkapy.controller.request_batch import ControllerBrokerRequestBatch
+        from kafkapy.controller.topic_deletion import (
+            ControllerDeletionClient, TopicDeletionManager)
+        from kafkapy.controller.zk_writes import ZkWrites
+        broker = self._broker
+        config = broker.config
+        factory = self._channel_factory
+        if factory is None:
+            from kafkapy.controller.channel import ControllerChannelManager as factory
+        self._channel = factory(asyncio.get_running_loop(), broker.node_id,
+                                self._local_deliver, None,
+                                config["controller.socket.timeout.ms"])
+        self._batch = ControllerBrokerRequestBatch(
+            self.ctx, self._channel, broker.node_id, broker.inter_broker_listener,
+            self._batch_callbacks())
+        self._zk = ZkWrites(self.store, self.ctx)
+        self._rsm = ReplicaStateMachine(self.ctx, self._zk, self._batch, node_id=broker.node_id)
+        self._psm = PartitionStateMachine(
+            self.ctx, self._zk, self._batch, node_id=broker.node_id,
+            topic_config=broker.topic_config,
+            unclean_default=bool(config["unclean.leader.election.enable"]))
+        # Muting a deleted topic's /brokers/topics/<t> watch needs nothing: its
+        # PartitionModifications events are ignored once the topic left the context.
+        client = ControllerDeletionClient(self.ctx, self._zk, self._batch, lambda topic: None)
+        self._deletion = TopicDeletionManager(self.ctx, self._rsm, self._psm, client,
+                                              bool(config["delete.topic.enable"]))
+
+    def _batch_callbacks(self):
+        from kafkapy.controller.request_batch import BatchCallbacks
+
+        def stop_replica_deleted(broker_id: int, error_code: int, partition_errors) -> None:
+            self._enqueue(ev.TopicDeletionStopReplicaResponseReceived(
+                broker_id=broker_id, error_code=error_code,
+                partition_errors=dict(partition_errors)))
+        return BatchCallbacks(on_stop_replica_deletion=stop_replica_deleted)
+
+    def _deliver_locally(self, request):
+        module = importlib.import_module(_LOCAL_HANDLERS[request.API_KEY])
+        return module.apply(self._broker, request)
+
+    def _initialize_context(self) -> None:
+        ctx = self.ctx
+        for broker in self._read_brokers().values():
+            ctx.add_live_broker(broker)
+            self._add_to_channel(broker)
+        topics = self._children(paths.BROKER_TOPICS, lambda e: ev.TopicChange())
+        self._read_topics(topics)
+        ctx.shutting_down_broker_ids.clear()
+        self._update_leader_and_isr_cache(ctx.all_partitions())
+
+    def _initialize_topic_deletion(self) -> tuple[set[str], set[str]]:
+        to_delete = set(self._children(paths.ADMIN_DELETE_TOPICS, lambda e: ev.TopicDeletion()))
+        unknown = to_delete - self.ctx.all_topics()
+        if unknown:
+            self._delete_topic_deletions(unknown)
+        to_delete -= unknown
+        # topics with a replica on a dead broker wait until it is back
+        offline = {tp[0] for (tp, b) in self.ctx.all_replicas()
+                   if not self.ctx.is_replica_online(b, tp)}
+        return to_delete, {t for t in to_delete if t in offline}
+
+    # -- reading the store -------------------------------------------------------------
+    def _read_brokers(self) -> dict[int, LiveBroker]:
+        """Every registered broker (with its data watch) and its epoch (czxid)."""
+        out: dict[int, LiveBroker] = {}
+        for child in self._children(paths.BROKER_IDS, lambda e: ev.BrokerChange()):
+            broker = self._read_broker(int(child))
+            if broker is not None:
+                out[broker.broker_id] = broker
+        return out
+
+    def _read_broker(self, broker_id: int) -> LiveBroker | None:
+        path = paths.broker_path(broker_id)
+        watch = self._watcher("data", path, lambda e, b=broker_id: ev.BrokerModification(
+            broker_id=b))
+        try:
+            data, stat = self.store.get(path, watch=watch)
         except NoNodeError:
             return None
-        assignment = paths.decode_topic_assignment(data, name)
-        topic = TopicMetadata(name=name, topic_id=parse_topic_id(assignment.topic_id),
-                              configs=self._read_configs(name))
-        if assignment.partitions and not any(
-                self._store.exists(paths.partition_state_path(name, i))
-                for i in assignment.partitions):
-            return None  # never brought online (no live replica at creation): still hidden
-        for index, replicas in assignment.partitions.items():
-            topic.partitions[index] = self._read_partition_state(name, index, replicas)
-        return topic
-
-    def _read_partition_state(self, name: str, index: int, replicas: list[int]) -> PartitionState:
         try:
-            data, stat = self._store.get(paths.partition_state_path(name, index))
-        except NoNodeError:
-            return PartitionState(index, replicas, replicas[0] if replicas else -1, 0,
-                                  list(replicas), self.epoch)
-        doc = paths.decode_partition_state(data, stat)
-        return PartitionState(index, replicas, doc.leader, doc.leader_epoch, doc.isr,
-                              doc.controller_epoch)
+            reg = paths.decode_broker_registration(broker_id, data)
+        except ValueError as e:
+            _log.warning("unreadable broker registration", broker=broker_id, error=str(e))
+            return None
+        return LiveBroker(broker_id, tuple(reg.endpoints), reg.rack, stat.czxid,
+                          dict(reg.features))
 
-    def _read_configs(self, name: str) -> dict[str, str]:
-        try:
-            data, _ = self._store.get(paths.topic_config_path(name))
-        except NoNodeError:
-            return {}
-        return paths.decode_entity_config(data)
-
-    # -- topic creation ------------------------------------------------------------
-    def check_new_topic(self, name: str) -> None:
-        reason = invalid_topic_reason(name)
-        if reason:
-            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
-        # The store too: a topic created without a live replica is not in the cache.
-        if name in self._cache.topics or self._store.exists(paths.topic_path(name)):
-            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        key = collision_key(name)
-        colliding = [t for t in self._cache.topics if collision_key(t) == key]
-        if colliding:
-            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                             f"Topic '{name}' collides with existing topics: "
-                             f"{', '.join(colliding)}")
-
-    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     assignments: dict[int, list[int]] | None = None,
-                     configs: dict[str, str] | None = None,
-                     validate_only: bool = False) -> TopicMetadata:
-        self.check_new_topic(name)
-        configs = dict(configs or {})
-        self._validate_configs(configs)
-        brokers = self._cache.live_broker_ids()
-        if assignments:
-            assignment = self._check_assignments(assignments)
-        else:
-            assignment = assign_replicas(brokers, num_partitions, replication_factor)
-        _check_descriptors(len(assignment))
-        topic = TopicMetadata(name=name, topic_id=new_topic_id(), configs=configs)
-        live = set(brokers)
-        for index, replicas in assignment.items():
-            topic.partitions[index] = _new_partition(index, replicas, live, self.epoch)
-        if validate_only:
-            return topic
-        self._write_configs(name, configs)
-        self._write_assignment(topic)
-        if not any(set(r) & live for r in assignment.values()):
-            # Kafka's ZooKeeper controller cannot elect any leader: the topic stays in
-            # the store only, unknown to the metadata cache, until its brokers appear.
-            _log.warning("created topic without a live replica", topic=name,
-                         assignment=assignment)
-            return topic
-        self._write_new_partition_states(name, topic.partitions.values())
-        self._cache.put_topic(topic)
-        _log.info("created topic", topic=name, partitions=len(assignment),
-                  replication_factor=len(next(iter(assignment.values()))))
-        self._notify(name, topic)
-        return topic
-
-    @staticmethod
-    def _check_assignments(assignments: dict[int, list[int]]) -> dict[int, list[int]]:
-        """A new topic's manual assignment, checked in the order and with the messages of
-        Kafka's AdminZkClient.validateTopicCreate -- which, like it, lets replicas name
-        unknown brokers (or none): such partitions get no leader."""
-        if len({len(r) for r in assignments.values()}) != 1:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "All partitions should have the same number of replicas")
-        if any(len(set(r)) != len(r) for r in assignments.values()):
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"Duplicate replica assignment found: {_scala_map(assignments)}")
-        if sorted(assignments) != list(range(len(assignments))):
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "partitions should be a consecutive 0-based integer sequence")
-        return {i: list(r) for i, r in sorted(assignments.items())}
-
-    @staticmethod
-    def _check_added_assignments(assignments: list[list[int]], brokers: list[int],
-                                 current: int, count: int, rf: int) -> dict[int, list[int]]:
-        """CreatePartitions' manual assignment, checked in the order and with the messages
-        of Kafka's ZkAdminManager.createPartitions and AdminZkClient's validation."""
-        unknown = sorted({r for replicas in assignments for r in replicas} - set(brokers))
-        if unknown:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"Unknown broker(s) in replica assignment: "
-                             f"{', '.join(map(str, unknown))}.")
-        if len(assignments) != count - current:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"Increasing the number of partitions by {count - current} "
-                             f"but {len(assignments)} assignments provided.")
-        new = {current + i: list(r) for i, r in enumerate(assignments)}
-        for index, replicas in new.items():
-            if not replicas:
-                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Cannot have replication factor of 0 for partition id {index}.")
-            if len(set(replicas)) != len(replicas):
-                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Duplicate brokers not allowed in replica assignment: "
-                                 f"{', '.join(map(str, replicas))} for partition id {index}.")
-        bad = [(i, len(r)) for i, r in new.items() if len(r) != rf]
-        if bad:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"Inconsistent replication factor between partitions, partition 0 "
-                             f"has {rf} while partitions [{', '.join(str(i) for i, _ in bad)}] "
-                             f"have replication factors [{', '.join(str(n) for _, n in bad)}], "
-                             f"respectively.")
-        return new
-
-    def _write_configs(self, name: str, configs: dict[str, str]) -> None:
-        self._put(paths.topic_config_path(name), paths.encode_entity_config(configs))
-
-    def _write_assignment(self, topic: TopicMetadata) -> None:
-        self._put(paths.topic_path(topic.name), paths.encode_topic_assignment(
-            {p: s.replicas for p, s in topic.partitions.items()}, topic_id_text(topic.topic_id)))
-
-    def _write_partition_state(self, name: str, state: PartitionState) -> None:
-        self._put(paths.partition_state_path(name, state.partition), paths.encode_partition_state(
-            state.leader, state.leader_epoch, state.isr, self.epoch))
-
-    def _write_new_partition_states(self, name: str, states) -> None:
-        """The znodes of new partitions (``partitions/N`` and its ``state``) in one store
-        transaction per ``_OPS_PER_MULTI``: one write of the embedded store's file, one
-        ZooKeeper round trip, where a write per znode made a topic of thousands of
-        partitions stall the broker for seconds.  ZooKeeper bounds one request at
-        jute.maxbuffer (1 MiB), hence the chunks."""
-        ops = []
-        if not self._store.exists(paths.topic_partitions_path(name)):
-            ops.append(CreateOp(paths.topic_partitions_path(name)))
-        for state in states:
-            payload = paths.encode_partition_state(state.leader, state.leader_epoch, state.isr,
-                                                   self.epoch)
-            ops.append(CreateOp(paths.topic_partition_path(name, state.partition)))
-            ops.append(CreateOp(paths.partition_state_path(name, state.partition), payload))
-        for start in range(0, len(ops), _OPS_PER_MULTI):
-            chunk = ops[start:start + _OPS_PER_MULTI]
-            try:
-                self._store.multi(chunk)
-            except NodeExistsError:     # left over from an earlier incarnation: one by one
-                for op in chunk:
-                    self._put(op.path, op.data)
-
-    def _put(self, path: str, payload: bytes) -> None:
-        if self._store.exists(path):
-            self._store.set(path, payload)
-        else:
-            self._store.create(path, payload, makepath=True)
-
-    # -- partitions, configs and deletion ----------------------------------------------
-    def create_partitions(self, name: str, count: int,
-                          assignments: list[list[int]] | None = None,
-                          validate_only: bool = False) -> None:
-        topic = self._cache.topic(name)
-        if topic is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                             f"The topic '{name}' does not exist.")
-        current = len(topic.partitions)
-        if count < current:
-            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
-                             f"Topic currently has {current} partitions, which is higher than "
-                             f"the requested {count}.")
-        if count == current:
-            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
-                             f"Topic already has {current} partitions.")
-        brokers = self._cache.live_broker_ids()
-        rf = len(topic.partitions[0].replicas)
-        if assignments is not None:
-            new = self._check_added_assignments(assignments, brokers, current, count, rf)
-        else:
-            new = assign_replicas(brokers, count - current, rf, first_partition=current)
-        _check_descriptors(len(new))
-        if validate_only:
+    def _add_to_channel(self, broker: LiveBroker) -> None:
+        ep = broker.endpoint(self._broker.inter_broker_listener) or (
+            broker.endpoints[0] if broker.endpoints else None)
+        if ep is None:
+            _log.warning("broker has no endpoint", broker=broker.broker_id)
             return
-        for index, replicas in new.items():
-            topic.partitions[index] = PartitionState(index, replicas, replicas[0], 0,
-                                                     list(replicas), self.epoch)
-        self._write_assignment(topic)
-        self._write_new_partition_states(name, (topic.partitions[i] for i in new))
-        _log.info("added partitions", topic=name, count=count)
-        self._notify(name, topic)
+        self._channel.add_broker(broker.broker_id, ep.host or "127.0.0.1", ep.port)
 
-    def elect_leader(self, name: str, index: int, leader: int) -> PartitionState:
-        """Make ``leader`` the partition's leader with the next leader epoch.  A leader
-        from outside the ISR (an unclean election) becomes the whole ISR, as in Kafka."""
-        topic = self._cache.topic(name)
-        old = topic.partitions[index]
-        isr = list(old.isr) if leader in old.isr else [leader]
-        state = PartitionState(index, old.replicas, leader, old.leader_epoch + 1, isr, self.epoch)
-        self._write_partition_state(name, state)
-        topic.partitions[index] = state
-        _log.info("elected leader", topic=name, partition=index, leader=leader,
-                  leader_epoch=state.leader_epoch, isr=isr)
-        self._notify(name, topic)
-        return state
+    def _read_topics(self, topics: Iterable[str]) -> dict[str, dict[int, list[int]]]:
+        """Assignments (with a data watch per topic) into the context; a topic without
+        an id gets one written.  Returns what was read."""
+        read: dict[str, dict[int, list[int]]] = {}
+        for topic in topics:
+            got = self._read_topic(topic)
+            if got is None:
+                continue
+            topic_id, parts = got
+            self.ctx.add_topic(topic, topic_id, parts)
+            read[topic] = parts
+        return read
 
-    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        topic = self._cache.topic(name)
-        if topic is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                             f"The topic '{name}' does not exist.")
-        self._validate_configs(configs)
-        self._write_configs(name, configs)
-        self._store.create(paths.CONFIG_CHANGE_SEQ_PATH, paths.encode_config_change(
-            f"topics/{name}"), sequence=True, makepath=True)
-        topic.configs = dict(configs)
-        self._notify(name, topic)
+    def _read_topic(self, topic: str) -> tuple[str, dict[int, list[int]]] | None:
+        path = paths.topic_path(topic)
+        watch = self._watcher("data", path,
+                              lambda e, t=topic: ev.PartitionModifications(topic=t))
+        try:
+            data, stat = self.store.get(path, watch=watch)
+            assignment = paths.decode_topic_assignment(data, topic)
+        except NoNodeError:
+            return None
+        except ValueError as e:
+            _log.warning("unreadable topic assignment", topic=topic, error=str(e))
+            return None
+        topic_id = assignment.topic_id
+        if topic_id is None:
+            topic_id = self._write_topic_id(topic, assignment, stat.version)
+        return topic_id, {p: list(r) for p, r in assignment.partitions.items()}
 
-    def delete_topic(self, name: str) -> None:
-        """Mark for deletion, remove logs (through listeners), then the znodes."""
-        marker = paths.delete_topic_path(name)
-        if not self._store.exists(marker):
+    def _write_topic_id(self, topic: str, assignment, version: int) -> str:
+        """Kafka's processTopicIds: a topic created without an id (an old tool) gets one."""
+        topic_id = topic_id_text(new_topic_id())
+        payload = paths.encode_topic_assignment(assignment.partitions, topic_id,
+                                                assignment.adding_replicas,
+                                                assignment.removing_replicas)
+        self._fenced([SetDataOp(paths.topic_path(topic), payload, version)])
+        _log.info("assigned topic id", topic=topic, topic_id=topic_id)
+        return topic_id
+
+    def _update_leader_and_isr_cache(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
             try:
-                self._store.create(marker, b"", makepath=True)
-            except NodeExistsError:
+                data, stat = self.store.get(paths.partition_state_path(*tp))
+            except NoNodeError:
+                self.ctx.leadership.pop(tp, None)
+                continue
+            doc = paths.decode_partition_state(data, stat)
+            self.ctx.put_leadership(tp, LeaderIsr(doc.leader, doc.leader_epoch, tuple(doc.isr),
+                                                  doc.controller_epoch, stat.version,
+                                                  doc.leader_recovery_state))
+
+    # -- fenced writes ---------------------------------------------------------------
+    def _fenced(self, ops: list) -> list:
+        """``ops`` in one multi behind a check of our /controller_epoch version."""
+        out = []
+        for start in range(0, len(ops), _OPS_PER_MULTI):
+            chunk = [CheckOp(paths.CONTROLLER_EPOCH, self.ctx.epoch_zk_version)]
+            chunk += ops[start:start + _OPS_PER_MULTI]
+            try:
+                out += self.store.multi(chunk)[1:]
+            except (BadVersionError, NoNodeError) as e:
+                if getattr(e, "op_index", None) == 0:
+                    raise ControllerMovedError(
+                        "Controller epoch zkVersion check fails. Expected zkVersion = "
+                        f"{self.ctx.epoch_zk_version}") from None
+                raise
+        return out
+
+    def _delete_topic_deletions(self, topics: Iterable[str]) -> None:
+        self._zk.delete_topic_deletions(sorted(topics))
+
+    def _delete_isr_change_notifications(self, names: Iterable[str]) -> None:
+        for name in names:
+            try:
+                self._fenced([_delete(f"{paths.ISR_CHANGE_NOTIFICATION}/{name}")])
+            except NoNodeError:
                 pass
-        self._cache.remove_topic(name)
-        self._notify(name, None)
-        for path in (paths.topic_path(name), paths.topic_config_path(name)):
-            if self._store.exists(path):
-                self._store.delete(path, recursive=True)
-        self._store.delete(marker)
-        _log.info("deleted topic", topic=name)
 
-    def _notify(self, name: str, topic: TopicMetadata | None) -> None:
-        for listener in self._listeners:
-            listener(name, topic)
+    # -- requests ------------------------------------------------------------------
+    def _send_update_metadata(self, brokers: Iterable[int],
+                              partitions: Iterable[TopicPartition]) -> None:
+        self._batch.new_batch()
+        self._batch.add_update_metadata(list(brokers), list(partitions))
+        self._batch.send()
+
+    # -- broker changes (Kafka's processBrokerChange / onBrokerStartup / onBrokerFailure) -
+    def _process_BrokerChange(self, _event) -> None:
+        if not self._active:
+            return
+        ctx = self.ctx
+        current = self._read_brokers()
+        known = ctx.live_or_shutting_down_broker_ids()
+        new_ids = sorted(set(current) - known)
+        dead_ids = sorted(known - set(current))
+        bounced_ids = sorted(b for b in set(current) & known
+                             if current[b].epoch > ctx.broker_epoch(b))
+        live = sorted(current)
+        _log.info(f"Newly added brokers: {_join(new_ids)}, deleted brokers: {_join(dead_ids)}, "
+                  f"bounced brokers: {_join(bounced_ids)}, all live brokers: {_join(live)}")
+        for b in new_ids:
+            self._add_to_channel(current[b])
+        for b in bounced_ids:
+            self._channel.remove_broker(b)
+            self._add_to_channel(current[b])
+        for b in dead_ids:
+            self._channel.remove_broker(b)
+        if new_ids:
+            for b in new_ids:
+                ctx.add_live_broker(current[b])
+            self._on_broker_startup(new_ids)
+        if bounced_ids:
+            ctx.remove_live_brokers(bounced_ids)
+            self._on_broker_failure(bounced_ids)
+            for b in bounced_ids:
+                ctx.add_live_broker(current[b])
+            self._on_broker_startup(bounced_ids)
+        if dead_ids:
+            ctx.remove_live_brokers(dead_ids)
+            self._on_broker_failure(dead_ids)
+
+    def _on_broker_startup(self, new_brokers: list[int]) -> None:
+        ctx = self.ctx
+        _log.info(f"New broker startup callback for {_join(new_brokers)}")
+        existing = sorted(ctx.live_or_shutting_down_broker_ids() - set(new_brokers))
+        # the others learn about the new brokers; the new ones get every partition
+        self._send_update_metadata(existing, [])
+        self._send_update_metadata(new_brokers, [tp for tp in ctx.all_partitions()
+                                                 if tp in ctx.leadership])
+        replicas = ctx.replicas_on_brokers(new_brokers)
+        self._rsm.handle_state_changes(replicas, ReplicaState.ONLINE)
+        self._psm.trigger_online_partition_state_change()
+        resumed = {tp[0] for tp, _ in replicas if ctx.is_topic_queued_for_deletion(tp[0])}
+        if resumed:
+            _log.info(f"Some replicas {sorted(resumed)} for topics scheduled for deletion are "
+                      "on the newly restarted brokers. Signaling restart of topic deletion "
+                      "for these topics")
+            self._deletion.resume_deletion_for_topics(resumed)
+
+    def _on_broker_failure(self, dead_brokers: list[int]) -> None:
+        _log.info(f"Broker failure callback for {_join(dead_brokers)}")
+        self._on_replicas_become_offline(self.ctx.replicas_on_brokers(dead_brokers))
+
+    def _on_replicas_become_offline(self, replicas) -> None:
+        """Kafka's onReplicasBecomeOffline."""
+        ctx = self.ctx
+        for_deletion = [r for r in replicas if ctx.is_topic_queued_for_deletion(r[0][0])]
+        not_for_deletion = [r for r in replicas if not ctx.is_topic_queued_for_deletion(r[0][0])]
+        offline_leader = [tp for tp, li in ctx.leadership.items()
+                          if not ctx.is_replica_online(li.leader, tp)
+                          and not ctx.is_topic_queued_for_deletion(tp[0])]
+        self._psm.handle_state_changes(offline_leader, PartitionState.OFFLINE)
+        results = self._psm.trigger_online_partition_state_change()
+        self._rsm.handle_state_changes(not_for_deletion, ReplicaState.OFFLINE)
+        if for_deletion:
+            self._deletion.fail_replica_deletion(for_deletion)
+        if not not_for_deletion and not any(_succeeded(r) for r in (results or {}).values()):
+            # nothing changed leader or ISR: tell the brokers about the dead ones directly
+            self._send_update_metadata(sorted(ctx.live_or_shutting_down_broker_ids()), [])
+
+    def _process_BrokerModification(self, event: ev.BrokerModification) -> None:
+        if not self._active:
+            return
+        old = self.ctx.live_brokers.get(event.broker_id)
+        new = self._read_broker(event.broker_id)
+        if old is None or new is None or new.epoch != old.epoch:
+            return          # registration gone or replaced: BrokerChange handles it
+        if (new.endpoints, new.rack, new.features) == (old.endpoints, old.rack, old.features):
+            return
+        _log.info(f"Updated broker {event.broker_id}", endpoints=[
+            e.connection_string() for e in new.endpoints], rack=new.rack)
+        self.ctx.add_live_broker(new)
+        self._send_update_metadata(sorted(self.ctx.live_or_shutting_down_broker_ids()), [])
+
+    # -- topics (Kafka's processTopicChange / processPartitionModifications) ------------
+    def _process_TopicChange(self, _event) -> None:
+        if not self._active:
+            return
+        ctx = self.ctx
+        topics = set(self._children(paths.BROKER_TOPICS, lambda e: ev.TopicChange()))
+        new_topics = topics - ctx.all_topics()
+        deleted = ctx.all_topics() - topics
+        for topic in deleted:
+            ctx.remove_topic(topic)
+        added = self._read_topics(sorted(new_topics))
+        _log.info(f"New topics: [{_set(new_topics)}], deleted topics: [{_set(deleted)}], "
+                  f"new partition replica assignment [{_assignment_text(added)}]")
+        new_partitions = [(t, p) for t, parts in added.items() for p in sorted(parts)]
+        if new_partitions:
+            self._on_new_partition_creation(new_partitions)
+
+    def _process_PartitionModifications(self, event: ev.PartitionModifications) -> None:
+        if not self._active:
+            return
+        ctx, topic = self.ctx, event.topic
+        if topic not in ctx.assignments:
+            return
+        got = self._read_topic(topic)
+        if got is None:
+            return
+        _, parts = got
+        to_add = {p: r for p, r in parts.items() if p not in ctx.assignments[topic]}
+        if ctx.is_topic_queued_for_deletion(topic):
+            if to_add:
+                _log.warning(f"Skipping adding partitions {sorted(to_add)} for topic {topic} "
+                             "since it is currently being deleted")
+                self._restore_assignment(topic)
+            else:
+                _log.info("Ignoring partition change during topic deletion as no new "
+                          "partitions are added")
+            return
+        if to_add:
+            _log.info(f"New partitions to be added {_assignment_text({topic: to_add})}")
+            for p, replicas in to_add.items():
+                ctx.update_assignment((topic, p), replicas)
+            self._on_new_partition_creation([(topic, p) for p in sorted(to_add)])
+
+    def _restore_assignment(self, topic: str) -> None:
+        """Kafka's restorePartitionReplicaAssignment: write back the known assignment."""
+        try:
+            _, stat = self.store.get(paths.topic_path(topic))
+            self._fenced([SetDataOp(paths.topic_path(topic), paths.encode_topic_assignment(
+                self.ctx.assignments[topic], self.ctx.topic_ids.get(topic)), stat.version)])
+        except (NoNodeError, BadVersionError) as e:
+            _log.warning("could not restore the assignment", topic=topic, error=str(e))
+
+    def _on_new_partition_creation(self, partitions: list[TopicPartition]) -> None:
+        _log.info(f"New partition creation callback for {_tps(partitions)}")
+        replicas = [(tp, r) for tp in partitions for r in self.ctx.replicas(tp)]
+        self._psm.handle_state_changes(partitions, PartitionState.NEW)
+        self._rsm.handle_state_changes(replicas, ReplicaState.NEW)
+        self._psm.handle_state_changes(partitions, PartitionState.ONLINE, OFFLINE)
+        self._rsm.handle_state_changes(replicas, ReplicaState.ONLINE)
+
+    # -- deletion and ISR notifications ---------------------------------------------
+    def _process_TopicDeletion(self, _event) -> None:
+        if not self._active:
+            return
+        ctx = self.ctx
+        to_delete = set(self._children(paths.ADMIN_DELETE_TOPICS, lambda e: ev.TopicDeletion()))
+        unknown = to_delete - ctx.all_topics()
+        if unknown:
+            _log.warning(f"Ignoring request to delete non-existing topics {_set(unknown)}")
+            self._delete_topic_deletions(unknown)
+        to_delete -= unknown
+        if not self._broker.config["delete.topic.enable"]:
+            if to_delete:
+                _log.info(f"Removing {_set(to_delete)} since delete topic is disabled")
+                self._delete_topic_deletions(to_delete)
+            return
+        to_delete -= ctx.topics_to_be_deleted
+        if to_delete:
+            _log.info(f"Starting topic deletion for topics {_set(to_delete)}")
+            self._deletion.enqueue_topics_for_deletion(to_delete)
+
+    def _process_TopicDeletionStopReplicaResponseReceived(
+            self, event: ev.TopicDeletionStopReplicaResponseReceived) -> None:
+        """Kafka's processTopicDeletionStopReplicaResponseReceived."""
+        if not self._active:
+            return
+        errors = event.partition_errors
+        in_error = (set(errors) if event.error_code != ErrorCode.NO_ERROR
+                    else {tp for tp, code in errors.items() if code != ErrorCode.NO_ERROR})
+        if in_error:
+            self._deletion.fail_replica_deletion([(tp, event.broker_id) for tp in in_error])
+        done = set(errors) - in_error
+        if done:
+            self._deletion.complete_replica_deletion([(tp, event.broker_id) for tp in done])
+
+    def _process_IsrChangeNotification(self, _event) -> None:
+        if not self._active:
+            return
+        names = self._children(paths.ISR_CHANGE_NOTIFICATION,
+                               lambda e: ev.IsrChangeNotification())
+        try:
+            partitions: list[TopicPartition] = []
+            for name in names:
+                try:
+                    data, _ = self.store.get(f"{paths.ISR_CHANGE_NOTIFICATION}/{name}")
+                    partitions += [tp for tp in paths.decode_isr_change(data)
+                                   if tp not in partitions]
+                except (NoNodeError, ValueError):
+                    continue
+            partitions = [tp for tp in partitions if self.ctx.replicas(tp)]
+            if partitions:
+                self._update_leader_and_isr_cache(partitions)
+                self._send_update_metadata(
+                    sorted(self.ctx.live_or_shutting_down_broker_ids()), partitions)
+        finally:
+            self._delete_isr_change_notifications(names)
+
+    # -- controlled shutdown (Kafka's doControlledShutdown) --------------------------
+    def _process_ControlledShutdown(self, event: ev.ControlledShutdown):
+        if not self._active:
+            return ErrorCode.NOT_CONTROLLER, []
+        ctx, broker_id = self.ctx, event.broker_id
+        if event.broker_epoch != -1:
+            cached = ctx.broker_epoch(broker_id)
+            if event.broker_epoch < cached:
+                _log.info(f"Received controlled shutdown request from an old broker epoch "
+                          f"{event.broker_epoch} for broker {broker_id}. Current broker "
+                          f"epoch is {cached}.")
+                return ErrorCode.STALE_BROKER_EPOCH, []
+        _log.info(f"Shutting down broker {broker_id}")
+        if broker_id not in ctx.live_brokers:
+            return ErrorCode.BROKER_NOT_AVAILABLE, []
+        ctx.shutting_down_broker_ids.add(broker_id)
+        to_act = [tp for tp in ctx.partitions_on_broker(broker_id)
+                  if len(ctx.replicas(tp)) > 1 and tp in ctx.leadership
+                  and not ctx.is_topic_queued_for_deletion(tp[0])]
+        led = [tp for tp in to_act if ctx.leadership[tp].leader == broker_id]
+        followed = [tp for tp in to_act if ctx.leadership[tp].leader != broker_id]
+        self._psm.handle_state_changes(led, PartitionState.ONLINE, CONTROLLED_SHUTDOWN)
+        self._batch.new_batch()
+        for tp in followed:
+            self._batch.add_stop_replica([broker_id], tp, False)
+        self._batch.send()
+        self._rsm.handle_state_changes([(tp, broker_id) for tp in followed],
+                                       ReplicaState.OFFLINE)
+        remaining = [tp for tp, li in ctx.leadership.items() if li.leader == broker_id
+                     and not ctx.is_topic_deletion_in_progress(tp[0])]
+        return ErrorCode.NO_ERROR, sorted(remaining)
+
+    # -- ElectLeaders (Kafka's processReplicaLeaderElection) ---------------------------
+    def _process_ReplicaLeaderElection(self, event: ev.ReplicaLeaderElection):
+        ctx, kind = self.ctx, event.election_type
+        wanted = event.partitions if event.partitions is not None else ctx.all_partitions()
+        if not self._active:
+            return {tp: (ErrorCode.NOT_CONTROLLER, None) for tp in wanted}
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        electable = []
+        for tp in wanted:
+            if not ctx.replicas(tp):
+                _log.info(f"Skipping replica leader election ({_kind(kind)}) for partition "
+                          f"{tp[0]}-{tp[1]} by AdminClientTriggered since it doesn't exist.")
+                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                               "The partition does not exist.")
+            elif ctx.is_topic_queued_for_deletion(tp[0]):
+                results[tp] = (ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is being deleted")
+            elif self._election_needed(tp, kind):
+                electable.append(tp)
+            else:
+                results[tp] = (ErrorCode.ELECTION_NOT_NEEDED, _NOT_NEEDED)
+        if electable:
+            strategy = PREFERRED_STRATEGY if kind == PREFERRED else OFFLINE_UNCLEAN
+            outcome = self._psm.handle_state_changes(electable, PartitionState.ONLINE, strategy)
+            failed = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if kind == PREFERRED
+                      else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE)
+            for tp in electable:
+                res = (outcome or {}).get(tp)
+                if _succeeded(res):
+                    results[tp] = (ErrorCode.NO_ERROR, None)
+                else:
+                    if isinstance(res, ControllerMovedError) or _is_moved(res):
+                        raise ControllerMovedError(str(res))
+                    message = str(res) if isinstance(res, BaseException) and str(res) else (
+                        f"Failed to elect leader for partition {tp[0]}-{tp[1]} under "
+                        f"strategy {_STRATEGY_NAMES.get(kind)}")
+                    _log.info(f"Error completing replica leader election ({_kind(kind)}) for "
+                              f"partition {tp[0]}-{tp[1]}", error=message)
+                    results[tp] = (failed, message)
+        return {tp: results[tp] for tp in wanted}
+
+    def _election_needed(self, tp: TopicPartition, kind: int) -> bool:
+        li = self.ctx.leadership.get(tp)
+        leader = li.leader if li is not None else NO_LEADER
+        if kind == PREFERRED:
+            return leader != self.ctx.replicas(tp)[0]
+        return leader == NO_LEADER or leader not in self.ctx.live_broker_ids()
 
 
-def _check_descriptors(new_partitions: int) -> None:
-    """Each partition holds a descriptor for its active segment: refuse partitions the
-    process could not open, rather than fail their logs half-way and leave the broker
-    unable to accept a connection.  (Kafka has no such check; it relies on a large
-    ulimit.  kafkapy raises its soft limit to the hard one at start.)"""
-    free = free_descriptors()
-    if new_partitions > free:
-        raise KafkaError(ErrorCode.POLICY_VIOLATION,
-                         f"Creating {new_partitions} partitions needs as many file "
-                         f"descriptors, but only {max(free, 0)} are free under the open-file "
-                         f"limit of {open_file_limit()} (ulimit -n)")
+# -- helpers -----------------------------------------------------------------------
+def _delete(path: str):
+    from kafkapy.metadata.store import DeleteOp
+    return DeleteOp(path)
 
 
-def _controller_holder(data: bytes) -> str:
-    try:
-        return f" (broker {paths.decode_controller(data).broker_id} is the controller)"
-    except ValueError:
-        return ""
+def _succeeded(result) -> bool:
+    """A state machine result: a LeaderIsr (or anything not an exception) is success."""
+    return result is not None and not isinstance(result, BaseException)
 
 
-def _scala_map(assignments: dict[int, list[int]]) -> str:
-    """An assignment as Scala prints a ``HashMap[Int, ArrayBuffer[Int]]`` (Kafka's messages)."""
-    return "HashMap(" + ", ".join(f"{i} -> ArrayBuffer({', '.join(map(str, r))})"
-                                  for i, r in sorted(assignments.items())) + ")"
+def _is_moved(result) -> bool:
+    return isinstance(result, BaseException) and type(result).__name__ in (
+        "ControllerMovedError", "ControllerMovedException")
 
 
-def _new_partition(index: int, replicas: list[int], live: set[int], epoch: int) -> PartitionState:
-    """A new partition as Kafka's controller starts it: the first live replica leads and
-    the live replicas are the ISR; with none live the first replica is named (or -1)."""
-    alive = [r for r in replicas if r in live]
-    leader = alive[0] if alive else (replicas[0] if replicas else -1)
-    return PartitionState(index, list(replicas), leader, 0, alive or list(replicas), epoch)
+def _join(ids: Iterable[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
+def _set(names: Iterable[str]) -> str:
+    return ",".join(sorted(names))
+
+
+def _tps(partitions: Iterable[TopicPartition]) -> str:
+    return ",".join(f"{t}-{p}" for t, p in partitions)
+
+
+def _kind(kind: int) -> str:
+    return "PREFERRED" if kind == PREFERRED else "UNCLEAN"
+
+
+def _assignment_text(assignment: dict[str, dict[int, list[int]]]) -> str:
+    return ", ".join(f"{t}-{p} -> ReplicaAssignment(replicas={','.join(map(str, r))}, "
+                     f"addingReplicas=, removingReplicas=)"
+                     for t, parts in assignment.items() for p, r in sorted(parts.items()))

@@ -1,0 +1,114 @@
+"""The controller's events (Kafka's ``ControllerEvent`` subclasses of KafkaController.scala).
+
+Job: name every piece of work the controller does.  Watch callbacks and the public
+API only build one of these and put it on the controller's queue; the one task
+draining the queue runs them in order, so the controller's state has one writer.
+
+Invariants: events are plain data; an event that a caller awaits carries a
+``future`` resolved (result or exception) by the queue task exactly once --
+also when the event is dropped because the controller stopped.
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class ControllerEvent:
+    #: Resolved when the event was processed (awaitable events only).
+    future: asyncio.Future | None = field(default=None, kw_only=True)
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def complete(self, result=None) -> None:
+        if self.future is not None and not self.future.done():
+            self.future.set_result(result)
+
+    def fail(self, exc: BaseException) -> None:
+        if self.future is not None and not self.future.done():
+            self.future.set_exception(exc)
+
+
+@dataclass(slots=True)
+class Startup(ControllerEvent):
+    """Register the /controller watch and run for controller."""
+
+
+@dataclass(slots=True)
+class ControllerChange(ControllerEvent):
+    """/controller was created, changed or deleted (Kafka's ControllerChange):
+    resign if it is no longer us, then run for controller if it is gone."""
+
+
+@dataclass(slots=True)
+class Reelect(ControllerEvent):
+    """Resign if active and run for controller again (Kafka's Reelect /
+    RegisterBrokerAndReelect after the broker registered again)."""
+
+
+@dataclass(slots=True)
+class Expire(ControllerEvent):
+    """The metadata store session expired: resign (Kafka's Expire)."""
+
+
+@dataclass(slots=True)
+class BrokerChange(ControllerEvent):
+    """Children of /brokers/ids changed."""
+
+
+@dataclass(slots=True)
+class BrokerModification(ControllerEvent):
+    """A broker's registration data changed (endpoints, rack)."""
+    broker_id: int = -1
+
+
+@dataclass(slots=True)
+class TopicChange(ControllerEvent):
+    """Children of /brokers/topics changed."""
+
+
+@dataclass(slots=True)
+class PartitionModifications(ControllerEvent):
+    """/brokers/topics/<topic> changed (partitions added)."""
+    topic: str = ""
+
+
+@dataclass(slots=True)
+class TopicDeletion(ControllerEvent):
+    """Children of /admin/delete_topics changed."""
+
+
+@dataclass(slots=True)
+class IsrChangeNotification(ControllerEvent):
+    """Children of /isr_change_notification changed."""
+
+
+@dataclass(slots=True)
+class ControlledShutdown(ControllerEvent):
+    """A broker asked to shut down; the future gets ``(error_code, [(t, p), ...])``."""
+    broker_id: int = -1
+    broker_epoch: int = -1
+
+
+@dataclass(slots=True)
+class ReplicaLeaderElection(ControllerEvent):
+    """ElectLeaders from the admin API; the future gets
+    ``{(t, p): (error_code, message | None)}``."""
+    election_type: int = 0
+    partitions: list[tuple[str, int]] | None = None
+
+
+@dataclass(slots=True)
+class TopicDeletionStopReplicaResponseReceived(ControllerEvent):
+    """A broker answered a StopReplica(delete=True) of a topic being deleted."""
+    broker_id: int = -1
+    error_code: int = 0
+    partition_errors: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ShutdownEventThread(ControllerEvent):
+    """Last event: the queue task stops after it."""

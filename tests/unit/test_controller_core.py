@@ -1,0 +1,449 @@
+"""KafkaController (ZooKeeper mode) against real stores: election and the epoch bump,
+one active controller among several, failover when the active's session ends,
+fencing of a stale controller, and what the active controller sends when brokers
+come and go, topics appear, brokers shut down and leaders are elected on request.
+
+Brokers are stand-ins (``FakeBroker``): the broker-side ``apply`` of each is a stub
+that records the requests it receives.  The controller's channel is a
+``FakeChannel`` delivering requests to those stubs on the loop (no sockets: the
+channel has tests of its own).  ZooKeeper tests use the real server of
+``tests.zookeeper_server`` (one chroot per test); they skip without one.
+"""
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from kafkapy.clock import SYSTEM_CLOCK
+from kafkapy.controller.context import PartitionState
+from kafkapy.controller.controller import KafkaController
+from kafkapy.metadata import paths
+from kafkapy.metadata.embedded import EmbeddedStore
+from kafkapy.metadata.paths import EndPoint
+from kafkapy.metadata.store import NoNodeError
+from kafkapy.protocol.errors import ErrorCode
+from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+
+LAI, STOP, UM = 4, 5, 6
+
+
+# -- stand-ins ------------------------------------------------------------------------
+class FakeBroker:
+    """What KafkaController needs of the broker; ``received`` records requests."""
+
+    def __init__(self, node_id: int, store, network: dict) -> None:
+        self.node_id = node_id
+        self.store = store
+        self.clock = SYSTEM_CLOCK
+        self.loop = None
+        self.inter_broker_listener = "PLAINTEXT"
+        self.config = {"controller.socket.timeout.ms": 3000, "delete.topic.enable": True,
+                       "unclean.leader.election.enable": False}
+        self.broker_epoch = -1
+        self.received: list = []
+        self.network = network
+        network[node_id] = self
+        self.controller: KafkaController | None = None
+
+    def topic_config(self, name: str) -> dict:
+        return {"unclean.leader.election.enable": False}
+
+    def register(self) -> None:
+        payload = paths.encode_broker_registration(
+            [EndPoint("PLAINTEXT", "127.0.0.1", 19000 + self.node_id, "PLAINTEXT")],
+            SYSTEM_CLOCK.time_ms())
+        self.store.create(paths.broker_path(self.node_id), payload, ephemeral=True,
+                          makepath=True)
+        self.broker_epoch = self.store.get(paths.broker_path(self.node_id))[1].czxid
+
+    def apply(self, request):
+        self.received.append(request)
+        if request.API_KEY == STOP:
+            errors = [SimpleNamespace(topic_name=t.topic_name, partition_index=p.partition_index,
+                                      error_code=0)
+                      for t in request.topic_states for p in t.partition_states]
+            return SimpleNamespace(error_code=0, partition_errors=errors)
+        return SimpleNamespace(error_code=0)
+
+    def start_controller(self) -> KafkaController:
+        self.controller = KafkaController(
+            self, local_deliver=self.apply,
+            channel_factory=lambda loop, node_id, deliver, client_id, timeout:
+                FakeChannel(loop, node_id, deliver, self.network))
+        return self.controller
+
+    # what the requests said -------------------------------------------------
+    def leader_and_isr(self) -> dict:
+        """(topic, partition) -> last LeaderAndIsr partition state received."""
+        out = {}
+        for r in self.received:
+            if r.API_KEY == LAI:
+                for t in r.topic_states:
+                    for p in t.partition_states:
+                        out[(t.topic_name, p.partition_index)] = p
+        return out
+
+    def metadata(self) -> dict:
+        """(topic, partition) -> last UpdateMetadata partition state received."""
+        out = {}
+        for r in self.received:
+            if r.API_KEY == UM:
+                for t in r.topic_states:
+                    for p in t.partition_states:
+                        out[(t.topic_name, p.partition_index)] = p
+        return out
+
+    def stopped(self) -> list:
+        return [(t.topic_name, p.partition_index, p.delete_partition)
+                for r in self.received if r.API_KEY == STOP
+                for t in r.topic_states for p in t.partition_states]
+
+
+class FakeChannel:
+    """ControllerChannelManager's surface; remote requests go to the stub brokers on
+    the loop (in order), local ones synchronously, as the real channel does."""
+
+    def __init__(self, loop, node_id, deliver, network) -> None:
+        self._loop, self._node_id, self._deliver, self._network = loop, node_id, deliver, network
+        self.brokers: set[int] = set()
+        self.closed = False
+
+    def add_broker(self, node_id, host, port) -> None:
+        if node_id != self._node_id:
+            self.brokers.add(node_id)
+
+    def remove_broker(self, node_id) -> None:
+        self.brokers.discard(node_id)
+
+    def send(self, node_id, request, callback=None) -> None:
+        if node_id == self._node_id:
+            response = self._deliver(request)
+            if callback is not None:
+                callback(response)
+            return
+        if self.closed or node_id not in self.brokers or node_id not in self._network:
+            return
+
+        def deliver() -> None:
+            if node_id in self.brokers and not self.closed:
+                response = self._network[node_id].apply(request)
+                if callback is not None:
+                    callback(response)
+        self._loop.call_soon(deliver)
+
+    def close(self) -> None:
+        self.closed = True
+        self.brokers.clear()
+
+
+# -- helpers --------------------------------------------------------------------------
+async def eventually(check, what: str, timeout_s: float = 15.0):
+    """Poll ``check()`` until truthy (bounded); returns its value."""
+    for _ in range(int(timeout_s / 0.02)):
+        value = check()
+        if value:
+            return value
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def create_topic(store, name: str, assignment: dict[int, list[int]], topic_id: str | None
+                 = "AAAAAAAAAAAAAAAAAAAAAQ") -> None:
+    store.create(paths.topic_path(name), paths.encode_topic_assignment(assignment, topic_id),
+                 makepath=True)
+
+
+def state(store, topic: str, partition: int):
+    try:
+        data, stat = store.get(paths.partition_state_path(topic, partition))
+    except NoNodeError:
+        return None
+    return paths.decode_partition_state(data, stat)
+
+
+def epoch_znode(store) -> tuple[int, int]:
+    data, stat = store.get(paths.CONTROLLER_EPOCH)
+    return paths.decode_controller_epoch(data), stat.version
+
+
+@pytest.fixture
+def zk(request):
+    from kafkapy.metadata.zk_store import ZooKeeperStore
+    connect = request.getfixturevalue("zk_connect")
+    opened = []
+
+    def open_store():
+        store = ZooKeeperStore(connect, 6000, 15000)
+        paths.ensure_base_paths(store)
+        opened.append(store)
+        return store
+    yield open_store
+    for store in opened:
+        try:
+            store.close()
+        except Exception:
+            pass
+
+
+# -- single broker, embedded store ----------------------------------------------------
+async def test_single_broker_elects_itself_and_brings_partitions_online(tmp_path):
+    store = EmbeddedStore(tmp_path / "meta.json")
+    paths.ensure_base_paths(store)
+    network: dict = {}
+    broker = FakeBroker(1, store, network)
+    broker.register()
+    create_topic(store, "t", {0: [1], 1: [1]})
+    controller = broker.start_controller()
+    await controller.startup()
+    try:
+        # failover is complete when startup returns
+        assert controller.is_active and controller.epoch == 1
+        assert epoch_znode(store) == (1, 1)
+        assert paths.decode_controller(store.get(paths.CONTROLLER)[0]).broker_id == 1
+        for p in (0, 1):
+            s = state(store, "t", p)
+            assert (s.leader, s.leader_epoch, s.isr, s.controller_epoch) == (1, 0, [1], 1)
+            assert broker.leader_and_isr()[("t", p)].leader == 1
+            assert broker.metadata()[("t", p)].leader == 1
+        assert [r.API_KEY for r in broker.received][0] == UM   # brokers first
+    finally:
+        await controller.shutdown()
+    assert not controller.is_active
+    store.close()
+
+
+async def test_second_start_bumps_the_epoch_and_keeps_leaders(tmp_path):
+    for expected_epoch in (1, 2):
+        store = EmbeddedStore(tmp_path / "meta.json")
+        paths.ensure_base_paths(store)
+        broker = FakeBroker(1, store, {})
+        broker.register()
+        if expected_epoch == 1:
+            create_topic(store, "t", {0: [1]})
+        controller = broker.start_controller()
+        await controller.startup()
+        assert controller.epoch == expected_epoch
+        assert epoch_znode(store) == (expected_epoch, expected_epoch)
+        s = state(store, "t", 0)
+        assert (s.leader, s.leader_epoch) == (1, 0)     # already online: not re-elected
+        assert broker.leader_and_isr()[("t", 0)].leader == 1
+        await controller.shutdown()
+        store.close()
+
+
+async def test_new_topics_and_partitions_through_watches(tmp_path):
+    store = EmbeddedStore(tmp_path / "meta.json")
+    paths.ensure_base_paths(store)
+    broker = FakeBroker(1, store, {})
+    broker.register()
+    controller = broker.start_controller()
+    await controller.startup()
+    try:
+        # replica 2 is not live: leader is the first live replica, ISR the live ones
+        create_topic(store, "a", {0: [2, 1], 1: [1, 2]})
+        await eventually(lambda: state(store, "a", 1), "state of a-1")
+        assert (state(store, "a", 0).leader, state(store, "a", 0).isr) == (1, [1])
+        assert (state(store, "a", 1).leader, state(store, "a", 1).isr) == (1, [1])
+        # no live replica: stays NewPartition without a state znode
+        create_topic(store, "dead", {0: [7]})
+        await eventually(lambda: controller.ctx.partition_state(("dead", 0))
+                         is PartitionState.NEW, "dead-0 NewPartition")
+        assert state(store, "dead", 0) is None
+        # a partition added to the assignment
+        _, stat = store.get(paths.topic_path("a"))
+        store.set(paths.topic_path("a"), paths.encode_topic_assignment(
+            {0: [2, 1], 1: [1, 2], 2: [1]}, "AAAAAAAAAAAAAAAAAAAAAQ"), version=stat.version)
+        await eventually(lambda: state(store, "a", 2), "state of a-2")
+        assert broker.leader_and_isr()[("a", 2)].leader == 1
+    finally:
+        await controller.shutdown()
+        store.close()
+
+
+async def test_topic_without_id_gets_one(tmp_path):
+    store = EmbeddedStore(tmp_path / "meta.json")
+    paths.ensure_base_paths(store)
+    broker = FakeBroker(1, store, {})
+    broker.register()
+    create_topic(store, "old", {0: [1]}, topic_id=None)
+    controller = broker.start_controller()
+    await controller.startup()
+    try:
+        written = paths.decode_topic_assignment(store.get(paths.topic_path("old"))[0])
+        assert written.topic_id and controller.ctx.topic_ids["old"] == written.topic_id
+    finally:
+        await controller.shutdown()
+        store.close()
+
+
+async def test_elect_leaders_errors_single_broker(tmp_path):
+    store = EmbeddedStore(tmp_path / "meta.json")
+    paths.ensure_base_paths(store)
+    broker = FakeBroker(1, store, {})
+    broker.register()
+    create_topic(store, "t", {0: [1]})
+    controller = broker.start_controller()
+    await controller.startup()
+    try:
+        got = await controller.elect_leaders(0, [("t", 0), ("nope", 0)])
+        assert got[("t", 0)][0] == ErrorCode.ELECTION_NOT_NEEDED
+        assert got[("nope", 0)] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                    "The partition does not exist.")
+        got = await controller.elect_leaders(1, None)
+        assert got == {("t", 0): (ErrorCode.ELECTION_NOT_NEEDED,
+                                  "Leader election not needed for topic partition.")}
+    finally:
+        await controller.shutdown()
+        store.close()
+
+
+# -- several brokers on one ZooKeeper -----------------------------------------------
+async def test_one_active_controller_and_failover(zk):
+    network: dict = {}
+    b1, b2 = FakeBroker(1, zk(), network), FakeBroker(2, zk(), network)
+    for b in (b1, b2):
+        b.register()
+    c1, c2 = b1.start_controller(), b2.start_controller()
+    await c1.startup()
+    await c2.startup()
+    try:
+        assert c1.is_active and not c2.is_active
+        assert c2.active_controller_id == 1
+        assert epoch_znode(b1.store)[0] == 1
+        # the active one's session ends: the other takes over with the next epoch
+        await c1.shutdown()
+        b1.store.close()
+        await eventually(lambda: c2.is_active, "broker 2 to become controller")
+        assert c2.epoch == 2 and epoch_znode(b2.store) == (2, 2)
+        await eventually(lambda: 1 not in c2.ctx.live_brokers, "broker 1 seen dead")
+    finally:
+        await c2.shutdown()
+        if c1.is_active:
+            await c1.shutdown()
+
+
+async def test_broker_failure_and_startup_move_leaders(zk):
+    network: dict = {}
+    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
+    for b in (b1, b2, b3):
+        b.register()
+    create_topic(b1.store, "t", {0: [2, 3], 1: [3, 2]})
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        assert (state(b1.store, "t", 0).leader, state(b1.store, "t", 1).leader) == (2, 3)
+        await eventually(lambda: ("t", 0) in b2.leader_and_isr()
+                         and ("t", 1) in b3.leader_and_isr(), "LeaderAndIsr to 2 and 3")
+        assert b2.leader_and_isr()[("t", 0)].leader == 2
+        # broker 2 dies: partition 0 moves to 3, 2 leaves every ISR
+        b2.store.close()
+        await eventually(lambda: state(b1.store, "t", 0).leader == 3, "t-0 led by 3")
+        s0, s1 = state(b1.store, "t", 0), state(b1.store, "t", 1)
+        assert (s0.leader_epoch, s0.isr, s0.controller_epoch) == (1, [3], 1)
+        assert (s1.leader, s1.isr) == (3, [3])
+        await eventually(lambda: b3.leader_and_isr()[("t", 0)].leader == 3, "3 told to lead")
+        assert b1.metadata()[("t", 0)].leader == 3
+        # broker 2 comes back (a new session, a new epoch): it gets all partitions
+        b2.store = zk()
+        b2.received.clear()
+        b2.register()
+        await eventually(lambda: b2.leader_and_isr().keys() == {("t", 0), ("t", 1)},
+                         "LeaderAndIsr to the restarted broker")
+        assert b2.metadata().keys() == {("t", 0), ("t", 1)}
+        assert all(r.broker_epoch == b2.broker_epoch for r in b2.received)
+        assert state(b1.store, "t", 0).leader == 3      # no automatic move back
+        # preferred election: 2 is not in the ISR yet (no AlterPartition here)
+        got = await c1.elect_leaders(0, [("t", 0), ("t", 1), ("t", 9)])
+        assert got[("t", 0)][0] == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+        assert got[("t", 1)][0] == ErrorCode.ELECTION_NOT_NEEDED
+        assert got[("t", 9)][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        await c1.shutdown()
+
+
+async def test_controlled_shutdown_moves_leadership(zk):
+    network: dict = {}
+    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
+    for b in (b1, b2, b3):
+        b.register()
+    create_topic(b1.store, "t", {0: [2, 3], 1: [3, 2], 2: [2]})
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        code, remaining = await c1.controlled_shutdown(2, b2.broker_epoch - 1)
+        assert (code, remaining) == (ErrorCode.STALE_BROKER_EPOCH, [])
+        code, remaining = await c1.controlled_shutdown(2, b2.broker_epoch)
+        # t-2 has one replica: it stays with 2 (Kafka only moves replicated partitions)
+        assert (code, remaining) == (ErrorCode.NO_ERROR, [("t", 2)])
+        s0, s1 = state(b1.store, "t", 0), state(b1.store, "t", 1)
+        assert (s0.leader, s0.isr, s0.leader_epoch) == (3, [3], 1)
+        assert (s1.leader, s1.isr) == (3, [3])
+        await eventually(lambda: ("t", 1, False) in b2.stopped(), "StopReplica to follower 2")
+        code, _ = await c1.controlled_shutdown(9, -1)
+        assert code == ErrorCode.BROKER_NOT_AVAILABLE
+    finally:
+        await c1.shutdown()
+
+
+async def test_isr_change_notification(zk):
+    network: dict = {}
+    b1, b2 = FakeBroker(1, zk(), network), FakeBroker(2, zk(), network)
+    for b in (b1, b2):
+        b.register()
+    create_topic(b1.store, "t", {0: [1, 2]})
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        store = b1.store
+        data, stat = store.get(paths.partition_state_path("t", 0))
+        store.set(paths.partition_state_path("t", 0),
+                  paths.encode_partition_state(1, 0, [1], 1), version=stat.version)
+        store.create(paths.ISR_CHANGE_SEQ_PATH, paths.encode_isr_change([("t", 0)]),
+                     sequence=True)
+        await eventually(lambda: list(b2.metadata().get(("t", 0), SimpleNamespace(isr=[]))
+                                      .isr) == [1], "UpdateMetadata with the new ISR")
+        assert c1.ctx.leadership[("t", 0)].isr == (1,)
+        await eventually(lambda: not store.get_children(paths.ISR_CHANGE_NOTIFICATION),
+                         "notification deleted")
+    finally:
+        await c1.shutdown()
+
+
+async def test_stale_epoch_write_resigns(zk):
+    network: dict = {}
+    b1 = FakeBroker(1, zk(), network)
+    b1.register()
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        assert c1.epoch == 1
+        # another controller bumped the epoch behind our back (e.g. after a pause)
+        other = zk()
+        _, stat = other.get(paths.CONTROLLER_EPOCH)
+        other.set(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(5), version=stat.version)
+        # the next fenced write (a new partition's state) fails: resign, run again
+        create_topic(b1.store, "t", {0: [1]})
+        await eventually(lambda: c1.is_active and c1.epoch == 6, "re-elected at epoch 6")
+        await eventually(lambda: state(b1.store, "t", 0), "t-0 online")
+        assert state(b1.store, "t", 0).controller_epoch == 6
+    finally:
+        await c1.shutdown()
+
+
+async def test_not_active_answers_not_controller(zk):
+    network: dict = {}
+    b1, b2 = FakeBroker(1, zk(), network), FakeBroker(2, zk(), network)
+    for b in (b1, b2):
+        b.register()
+    c1, c2 = b1.start_controller(), b2.start_controller()
+    await c1.startup()
+    await c2.startup()
+    try:
+        assert await c2.controlled_shutdown(1, -1) == (ErrorCode.NOT_CONTROLLER, [])
+        assert await c2.elect_leaders(0, [("t", 0)]) == {
+            ("t", 0): (ErrorCode.NOT_CONTROLLER, None)}
+    finally:
+        await c1.shutdown()
+        await c2.shutdown()
