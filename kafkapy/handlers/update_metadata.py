@@ -37,6 +37,9 @@ def apply(broker, request):
     if request.controller_epoch < cache.controller_epoch:
         return _response(request, ErrorCode.STALE_CONTROLLER_EPOCH)
     cache.controller_epoch = request.controller_epoch
+    if cache.inter_broker_listener is None:
+        # The cache's default broker view is the inter-broker listener's.
+        cache.inter_broker_listener = getattr(broker, "inter_broker_listener", None)
     cache.apply_update_metadata(request)
     return _response(request, ErrorCode.NO_ERROR)
 

@@ -8,6 +8,7 @@ Kafka's; importing this module registers the classes in ``messages.REQUESTS`` /
 """
 from __future__ import annotations
 
+from kafka.protocol.api_header import RequestHeader
 from kafka.protocol.api_message import ApiMessage
 
 from kafkapy.protocol import messages
@@ -16,11 +17,26 @@ from kafkapy.protocol.schema_package import ensure_schema_package
 _SCHEMAS = ensure_schema_package()
 
 
-class LeaderAndIsrRequest(ApiMessage, load_json=_SCHEMAS): pass
+class LeaderAndIsrRequest(ApiMessage, load_json=_SCHEMAS):
+    # The schema's field "Type" shadows ApiMessage.type ("request"), which with_header needs.
+    header_class = RequestHeader
+
+    @classmethod
+    def is_request(cls) -> bool:
+        return True
+
+
 class LeaderAndIsrResponse(ApiMessage, load_json=_SCHEMAS): pass
 class StopReplicaRequest(ApiMessage, load_json=_SCHEMAS): pass
 class StopReplicaResponse(ApiMessage, load_json=_SCHEMAS): pass
-class UpdateMetadataRequest(ApiMessage, load_json=_SCHEMAS): pass
+class UpdateMetadataRequest(ApiMessage, load_json=_SCHEMAS):
+    header_class = RequestHeader    # as LeaderAndIsrRequest: a field "Type" shadows .type
+
+    @classmethod
+    def is_request(cls) -> bool:
+        return True
+
+
 class UpdateMetadataResponse(ApiMessage, load_json=_SCHEMAS): pass
 class ControlledShutdownRequest(ApiMessage, load_json=_SCHEMAS): pass
 class ControlledShutdownResponse(ApiMessage, load_json=_SCHEMAS): pass
