@@ -21,13 +21,16 @@ _log = structlog.get_logger("kafkapy.coordinator")
 
 def ensure_internal_topic(broker, name: str, partitions: int, replication_factor: int,
                           configs: dict[str, str]) -> None:
-    """Create the topic unless it exists; the replication factor is capped by live brokers."""
+    """Create the topic unless this broker's metadata cache has it, from any broker, as
+    Kafka's ZooKeeper-mode auto topic creation does: the znodes are written and the
+    controller brings the topic online; nothing waits for that.  The replication factor
+    is the configured one: with fewer live brokers the creation fails
+    (INVALID_REPLICATION_FACTOR), which the coordinators answer COORDINATOR_NOT_AVAILABLE,
+    as Kafka does, until enough brokers are up."""
     if broker.cache.topic(name) is not None:
         return
-    live = len(broker.cache.live_broker_ids())
-    factor = max(1, min(replication_factor, live))
     try:
-        broker.controller.create_topic(name, partitions, factor, configs=configs)
+        broker.admin.create_topic(name, partitions, replication_factor, configs=configs)
     except KafkaError as err:
         if err.code != ErrorCode.TOPIC_ALREADY_EXISTS:
             raise

@@ -5,10 +5,11 @@ Versions 0-2 (Kafka 3.9 and 4.0).  Per resource:
   (keys left out return to their defaults), validated like CreateTopics
   configs (unknown key, bad value, min > max compaction lag ->
   INVALID_CONFIG with the reason); unknown topic -> UNKNOWN_TOPIC_OR_PARTITION.
-  Persisted through ``controller.alter_topic_configs`` (``/config/topics/<t>``
-  plus a config-change notification) and applied to the partition logs at
-  once (retention, segment size, cleanup policy, ...).  ``validate_only``
-  checks and changes nothing.
+  Persisted through ``admin.alter_topic_configs`` (``/config/topics/<t>``
+  plus a ``/config/changes`` notification), on any broker: every broker
+  applies the change to its partition logs when the notification reaches it
+  (retention, segment size, cleanup policy, ...), this one at once.
+  ``validate_only`` checks and changes nothing.
 - First, as Kafka's ConfigAdminManager.preprocess: a resource named twice, a
   key given twice, a null value, another resource type -> INVALID_REQUEST.
 - BROKER (4): another broker's id -> INVALID_REQUEST; an empty change set is
@@ -95,7 +96,7 @@ def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
         if validate_only:
             broker._validate_topic_configs(configs)
             return
-        broker.controller.alter_topic_configs(name, dict(configs))
+        broker.admin.alter_topic_configs(name, dict(configs))
     except KafkaError as err:
         # A value its ConfigDef refuses is a ConfigException in Kafka, which
         # ZkAdminManager reports naming the resource; other refusals it passes as they are.

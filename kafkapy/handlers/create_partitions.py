@@ -1,13 +1,22 @@
 """CreatePartitions (key 37): grow a topic's partition count (never shrink).
 
-Versions 0-3.  Fewer or equal partitions -> INVALID_PARTITIONS; assignments
+Versions 0-3, answered as Kafka 3.9's ZooKeeper-mode KafkaApis / ZkAdminManager:
+a broker that is not the active controller answers every topic NOT_CONTROLLER.
+On the controller: fewer or equal partitions -> INVALID_PARTITIONS; assignments
 naming unknown brokers, or not matching the new partitions in number or
 replication factor -> INVALID_REPLICA_ASSIGNMENT; unknown topic ->
-UNKNOWN_TOPIC_OR_PARTITION.  A topic named twice gets one INVALID_REQUEST
-result, after the other topics' results (Kafka's order).  With timeout_ms <= 0
-the partitions are added but answered REQUEST_TIMED_OUT, as Kafka does.  Growing a topic by more
-than 10,000 partitions in one request is refused with POLICY_VIOLATION, the bound
-Kafka's controller puts on one batch.
+UNKNOWN_TOPIC_OR_PARTITION; a topic queued for deletion -> INVALID_TOPIC_EXCEPTION;
+a reassignment in progress -> REASSIGNMENT_IN_PROGRESS.  A topic named twice gets
+one INVALID_REQUEST result, after the other topics' results, and a topic queued
+for deletion comes last (Kafka's order).
+Growing a topic by more than 10,000 partitions in one request is refused with
+POLICY_VIOLATION, the bound Kafka's controller puts on one batch.
+
+The new assignment is written to ``/brokers/topics/T`` (``broker.admin``); the
+answer waits until this broker's metadata cache shows a leader for every
+partition of the topic (Kafka's DelayedCreatePartitions), else REQUEST_TIMED_OUT
+at timeout_ms; with timeout_ms <= 0 the partitions are added but answered
+REQUEST_TIMED_OUT at once, as Kafka does.  validate_only answers at once.
 """
 from __future__ import annotations
 
@@ -24,34 +33,55 @@ _R = RESPONSES[API_KEY]
 _Result = _R.CreatePartitionsTopicResult
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
+    if not ctx.broker.controller.is_active:
+        return ctx.response(throttle_time_ms=0, results=[
+            _Result(name=name, error_code=ErrorCode.NOT_CONTROLLER, error_message=None)
+            for name in dict.fromkeys(t.name for t in request.topics)])
     duplicated = repeated(t.name for t in request.topics)
-    results = [_create(ctx, request, topic) for topic in request.topics
-               if topic.name not in duplicated]
-    if request.timeout_ms <= 0 and not request.validate_only:
-        # Kafka does not wait for the new partitions' leaders then, and says so.
-        for r in results:
-            if r.error_code == 0:
-                r.error_code = ErrorCode.REQUEST_TIMED_OUT
+    admin = ctx.broker.admin
+    queued = [t.name for t in request.topics
+              if t.name not in duplicated and admin.is_queued_for_deletion(t.name)]
+    created: dict[str, int] = {}
+    results = [_create(ctx, request, topic, created) for topic in request.topics
+               if topic.name not in duplicated and topic.name not in queued]
+    late = await _await_leaders(ctx, request, created)
+    for r in results:
+        if r.name in late:
+            r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
     # Kafka answers each repeated name once, after the others.
     results += [_Result(name=name, error_code=ErrorCode.INVALID_REQUEST,
                         error_message="Duplicate topic in request.")
                 for name in dict.fromkeys(t.name for t in request.topics if t.name in duplicated)]
+    results += [_Result(name=name, error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
+                        error_message="The topic is queued for deletion.") for name in queued]
     return ctx.response(throttle_time_ms=0, results=results)
 
 
-def _create(ctx, request, topic):
+async def _await_leaders(ctx, request, created: dict[str, int]) -> set[str]:
+    """The topics answered REQUEST_TIMED_OUT: all when timeout_ms <= 0 (Kafka does not
+    wait then, and says so), else those whose partitions lack a leader at timeout_ms."""
+    if request.validate_only or not created:
+        return set()
+    if request.timeout_ms <= 0:
+        return set(created)
+    return set(await ctx.broker.admin.wait_for_topics(created, request.timeout_ms))
+
+
+def _create(ctx, request, topic, created: dict[str, int]):
     # A null assignments array means "let the controller place them"; an empty one is
     # checked (and refused) like any other manual assignment, as in Kafka.
     assignments = (None if topic.assignments is None
                    else [list(a.broker_ids) for a in topic.assignments])
-    current = ctx.broker.cache.topic(topic.name)
+    broker = ctx.broker
+    current = broker.cache.topic(topic.name)
     if current is not None and topic.count - len(current.partitions) > MAX_PARTITIONS_PER_REQUEST:
         return _Result(name=topic.name, error_code=ErrorCode.POLICY_VIOLATION,
                        error_message=TOO_MANY_PARTITIONS)
     try:
-        ctx.broker.controller.create_partitions(topic.name, topic.count, assignments,
-                                                validate_only=request.validate_only)
+        assignment = broker.admin.create_partitions(topic.name, topic.count, assignments,
+                                                    validate_only=request.validate_only)
     except KafkaError as err:
         return _Result(name=topic.name, error_code=err.code, error_message=err.message)
+    created[topic.name] = len(assignment)
     return _Result(name=topic.name, error_code=0, error_message=None)

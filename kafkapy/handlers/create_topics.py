@@ -1,6 +1,8 @@
-"""CreateTopics (key 19): validate and create topics through the controller.
+"""CreateTopics (key 19): validate and create topics (Kafka 3.9 ZooKeeper mode).
 
-Versions 0-7 (Kafka 3.9).  Per topic: each entry of a name given twice ->
+Versions 0-7 (Kafka 3.9).  A broker that is not the active controller answers
+every topic NOT_CONTROLLER (the client retries on the controller).  On the
+controller, per topic: each entry of a name given twice ->
 INVALID_REQUEST ("Found multiple entries for this topic."), as does
 ``__cluster_metadata``; illegal or colliding name -> INVALID_TOPIC_EXCEPTION;
 existing -> TOPIC_ALREADY_EXISTS; partitions/replication factor -1 take the
@@ -11,19 +13,19 @@ message naming it.  validate_only checks everything and creates nothing.
 v5+ answers with the partition count, replication factor and the topic's
 configs; v7 with the topic id.
 
+The znodes are written by ``broker.admin``; the controller brings the topic
+online through its watches, and the answer waits (Kafka's DelayedCreatePartitions)
+until this broker's metadata cache shows a leader for every partition, or
+timeout_ms passes: then REQUEST_TIMED_OUT (topic id kept, counts -1, no configs).
 Manual assignments may name unknown brokers, or none, as in Kafka's ZooKeeper
-mode: a topic none of whose partitions has a live replica is written to the
-store but stays out of the metadata cache, and like any topic still without
-leaders it is answered REQUEST_TIMED_OUT once timeout_ms has passed (topic id
-kept, counts -1, no configs).  With timeout_ms <= 0 every created topic is
-answered REQUEST_TIMED_OUT at once, as Kafka does.  A request asking for more than 10,000 partitions
+mode: such partitions get no leader, so their topic times out.  With
+timeout_ms <= 0 every created topic is answered REQUEST_TIMED_OUT at once, as
+Kafka does.  A request asking for more than 10,000 partitions
 in all is refused whole with POLICY_VIOLATION before anything is looked at, as
 Kafka's controller bounds a batch (MAX_PARTITIONS_PER_BATCH).
 """
 from __future__ import annotations
 
-from kafkapy.coordinator.group.timers import Deadlines
-from kafkapy.handlers._groups import callback_future
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -41,7 +43,10 @@ _Result = _R.CreatableTopicResult
 _Config = _Result.CreatableTopicConfigs
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
+    if not ctx.broker.controller.is_active:
+        return ctx.response(throttle_time_ms=0, topics=[
+            _failed(t.name, ErrorCode.NOT_CONTROLLER, None) for t in request.topics])
     if _requested_partitions(ctx, request) > MAX_PARTITIONS_PER_REQUEST:
         return ctx.response(throttle_time_ms=0, topics=[
             _failed(t.name, ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
@@ -59,41 +64,27 @@ def handle(ctx, request):
                                    "Found multiple entries for this topic."))
             continue
         results.append(_create(ctx, request, topic))
-    if request.validate_only:
-        return ctx.response(throttle_time_ms=0, topics=results)
-    return _await_leaders(ctx, request, results)
-
-
-def _await_leaders(ctx, request, results):
-    """Kafka answers a creation once every new partition has a leader, or at timeout_ms
-    with REQUEST_TIMED_OUT (at once when timeout_ms <= 0, even for topics that would be
-    ready).  Leaders are elected here as the topic is created, so only partitions with
-    no live replica are waited for, and they stay leaderless until the deadline."""
-    late = [r for r in results if r.error_code == 0 and (
-        request.timeout_ms <= 0 or not _led(ctx.broker, r.name))]
-    if not late:
-        return ctx.response(throttle_time_ms=0, topics=results)
-    future, respond = callback_future()
-    if request.timeout_ms <= 0:
-        respond(None)
-    else:
-        Deadlines(ctx.broker.timer).schedule(request.timeout_ms, lambda: respond(None))
-    return _timed_out(ctx, future, results, late)
-
-
-async def _timed_out(ctx, future, results, late):
-    await future
-    for r in late:
-        # As Kafka resets a failed creation's answer; the topic id stays.
-        r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
-        r.num_partitions, r.replication_factor, r.configs = -1, -1, []
+    await _await_leaders(ctx, request, results)
     return ctx.response(throttle_time_ms=0, topics=results)
 
 
-def _led(broker, name: str) -> bool:
-    topic = broker.cache.topic(name)
-    return topic is not None and all(p.leader in broker.cache.brokers
-                                     for p in topic.partitions.values())
+async def _await_leaders(ctx, request, results) -> None:
+    """Kafka answers a creation once every new partition has a leader in this broker's
+    metadata cache, or at timeout_ms with REQUEST_TIMED_OUT (at once when timeout_ms <= 0,
+    even for topics that would be ready); validate_only answers at once."""
+    created = [r for r in results if r.error_code == 0]
+    if request.validate_only or not created:
+        return
+    if request.timeout_ms <= 0:
+        late = {r.name for r in created}
+    else:
+        late = set(await ctx.broker.admin.wait_for_topics(
+            {r.name: r.num_partitions for r in created}, request.timeout_ms))
+    for r in created:
+        if r.name in late:
+            # As Kafka resets a failed creation's answer; the topic id stays.
+            r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
+            r.num_partitions, r.replication_factor, r.configs = -1, -1, []
 
 
 def _requested_partitions(ctx, request) -> int:
@@ -124,8 +115,8 @@ def _create(ctx, request, topic):
         if factor == -1:
             factor = broker.config["default.replication.factor"]
         configs = {c.name: c.value for c in topic.configs}
-        created = broker.controller.create_topic(topic.name, partitions, factor, assignments,
-                                                 configs, validate_only=request.validate_only)
+        created = broker.admin.create_topic(topic.name, partitions, factor, assignments,
+                                            configs, validate_only=request.validate_only)
     except KafkaError as err:
         return _failed(topic.name, err.code, err.message)
     first = next(iter(created.partitions.values()), None)

@@ -1,6 +1,7 @@
 """DeleteTopics (key 20): delete topics by name (v0-5) or by name or id (v6).
 
 Versions 0-6 (Kafka 3.9), answered as Kafka's ZooKeeper-mode KafkaApis does:
+- a broker that is not the active controller -> every topic NOT_CONTROLLER.
 - delete.topic.enable=false -> every topic TOPIC_DELETION_DISABLED
   (INVALID_REQUEST below v3, which predates that error).
 - v6 naming one topic by both name and id -> an error response: every topic of
@@ -9,12 +10,16 @@ Versions 0-6 (Kafka 3.9), answered as Kafka's ZooKeeper-mode KafkaApis does:
   name with the zero id) -> TOPIC_AUTHORIZATION_FAILED, as Kafka's authorizer
   check answers a null name; an unknown name -> UNKNOWN_TOPIC_OR_PARTITION.
 - Each result echoes the id the request gave (the zero id for a topic named
-  by name).  The logs are removed before the answer; with timeout_ms <= 0
-  Kafka does not wait for that and answers REQUEST_TIMED_OUT, and so does kafkapy.
+  by name).
+The topic is marked for deletion (``/admin/delete_topics/T``, ``broker.admin``);
+the controller deletes it through its watch, and the answer waits until this
+broker's metadata cache no longer has it (Kafka's DelayedDeleteTopics), else
+REQUEST_TIMED_OUT at timeout_ms; with timeout_ms <= 0 Kafka does not wait and
+answers REQUEST_TIMED_OUT at once, and so does kafkapy.
 """
 from __future__ import annotations
 
-from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 20
@@ -25,12 +30,15 @@ _R = RESPONSES[API_KEY]
 _Result = _R.DeletableTopicResult
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id if t.topic_id is not None and t.topic_id.int else None)
                   for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
+    if not ctx.broker.controller.is_active:
+        return _respond(ctx, [_Result(name=n, topic_id=i, error_code=ErrorCode.NOT_CONTROLLER,
+                                      error_message=None) for n, i in wanted])
     if not ctx.broker.config["delete.topic.enable"]:
         error = (ErrorCode.TOPIC_DELETION_DISABLED if ctx.api_version >= 3
                  else ErrorCode.INVALID_REQUEST)
@@ -42,13 +50,23 @@ def handle(ctx, request):
     # Every topic is checked before any is deleted, so a topic named twice is found
     # (and answered without error) both times, as in Kafka.
     results = [_check(ctx, name, topic_id) for name, topic_id in wanted]
+    errors: dict[str, int] = {}
     for name in dict.fromkeys(r.name for r in results if r.error_code == 0):
-        ctx.broker.controller.delete_topic(name)
+        try:
+            ctx.broker.admin.delete_topic(name)
+        except KafkaError as err:
+            errors[name] = err.code
+    marked = [name for name in dict.fromkeys(r.name for r in results if r.error_code == 0)
+              if name not in errors]
     if request.timeout_ms <= 0:
         # Kafka does not wait for the deletion then, and says so.
-        for r in results:
-            if r.error_code == 0:
-                r.error_code = ErrorCode.REQUEST_TIMED_OUT
+        errors.update(dict.fromkeys(marked, ErrorCode.REQUEST_TIMED_OUT))
+    elif marked:
+        late = await ctx.broker.admin.wait_for_deletion(marked, request.timeout_ms)
+        errors.update(dict.fromkeys(late, ErrorCode.REQUEST_TIMED_OUT))
+    for r in results:
+        if r.error_code == 0 and r.name in errors:
+            r.error_code = errors[r.name]
     return _respond(ctx, results)
 
 

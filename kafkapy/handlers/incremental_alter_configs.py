@@ -1,7 +1,7 @@
 """IncrementalAlterConfigs (key 44): SET / DELETE / APPEND / SUBTRACT on topic configs.
 
 Versions 0-1 (Kafka 3.9 and 4.0).  Per resource, starting from the topic's
-current overrides: SET (0) sets a value, DELETE (1) removes the override (the
+current overrides as stored (``/config/topics/<t>``, as Kafka's fetchEntityConfig): SET (0) sets a value, DELETE (1) removes the override (the
 default applies again), APPEND (2) / SUBTRACT (3) add / remove items of a
 LIST key (starting from its current value, the default when not
 overridden; items stay distinct).  A key given twice -> INVALID_REQUEST; an
@@ -48,7 +48,8 @@ def handle(ctx, request):
                 if topic is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                      f"The topic '{resource.resource_name}' does not exist.")
-                configs = _apply_ops(ctx.broker, dict(topic.configs or {}), resource.configs)
+                current = ctx.broker.admin.stored_topic_configs(resource.resource_name)
+                configs = _apply_ops(ctx.broker, current, resource.configs)
                 apply_topic_configs(ctx.broker, resource.resource_name, configs,
                                     bool(request.validate_only))
             elif resource.resource_type == BROKER:
