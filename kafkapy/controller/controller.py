@@ -51,6 +51,8 @@ _LOCAL_HANDLERS = {4: "kafkapy.handlers.leader_and_isr",
                    5: "kafkapy.handlers.stop_replica",
                    6: "kafkapy.handlers.update_metadata"}
 _OPS_PER_MULTI = 1000
+_FAILOVER_RETRY_S = 1.0
+_FIRST_REBALANCE_CHECK_S = 5
 _NOT_NEEDED = "Leader election not needed for topic partition."
 _STRATEGY_NAMES = {PREFERRED: "PreferredReplicaPartitionLeaderElectionStrategy",
                    UNCLEAN: "OfflinePartitionLeaderElectionStrategy(true)"}
@@ -78,6 +80,8 @@ class KafkaController:
         self._deletion = None
         self._watchers: dict[tuple[str, str], object] = {}
         self._stopped = False
+        self._retry_after = 0.0      # loop time before which no election is attempted
+        self._rebalance_timer: asyncio.TimerHandle | None = None
 
     # -- public surface --------------------------------------------------------------
     @property
@@ -280,6 +284,10 @@ class KafkaController:
     def _elect(self) -> None:
         if self._stopped:
             return
+        wait = self._retry_after - asyncio.get_running_loop().time()
+        if wait > 0:
+            asyncio.get_running_loop().call_later(wait, self._enqueue, ev.Reelect())
+            return
         if self.active_controller_id != -1:
             if self.active_controller_id != self._broker.node_id or self._active:
                 _log.debug(f"Broker {self.active_controller_id} has been elected as the "
@@ -297,7 +305,18 @@ class KafkaController:
         self._active = True
         _log.info(f"{self._broker.node_id} successfully elected as the controller. Epoch "
                   f"incremented to {epoch} and epoch zk version is now {zk_version}")
-        self._on_controller_failover()
+        try:
+            self._on_controller_failover()
+        except ControllerMovedError:
+            raise
+        except Exception:
+            # Kafka: "Error while electing or becoming controller" -> triggerControllerMove.
+            # The next attempt waits a little, so a failover that always fails does not spin.
+            _log.exception(f"Error while electing or becoming controller on broker "
+                           f"{self._broker.node_id}. Trigger controller movement immediately")
+            self._retry_after = asyncio.get_running_loop().time() + _FAILOVER_RETRY_S
+            self._trigger_controller_move()
+            raise
 
     def _register_controller_and_increment_epoch(self) -> tuple[int, int]:
         store = self.store
@@ -369,6 +388,9 @@ class KafkaController:
         for sm in (self._rsm, self._psm):
             if sm is not None and hasattr(sm, "shutdown"):
                 sm.shutdown()
+        if self._rebalance_timer is not None:
+            self._rebalance_timer.cancel()
+            self._rebalance_timer = None
         if self._channel is not None:
             self._channel.close()
             self._closed_channels.append(self._channel)
@@ -383,14 +405,14 @@ class KafkaController:
         self._delete_isr_change_notifications(self._children(
             paths.ISR_CHANGE_NOTIFICATION, lambda e: ev.IsrChangeNotification()))
         self._initialize_context()
-        to_delete, ineligible = self._initialize_topic_deletion()
+        # queued deletions first: the state machines leave those topics alone
+        self._deletion.init(*self._initialize_topic_deletion())
         self._send_update_metadata(sorted(self.ctx.live_or_shutting_down_broker_ids()), [])
         self._rsm.startup()
         self._psm.startup()
-        self._deletion.init(to_delete, ineligible)
         self._deletion.try_topic_deletion()
-        # The watch again: the deletion above consumed the one set before it.
-        self._children(paths.ISR_CHANGE_NOTIFICATION, lambda e: ev.IsrChangeNotification())
+        if self._broker.config["auto.leader.rebalance.enable"]:
+            self._schedule_auto_leader_rebalance(_FIRST_REBALANCE_CHECK_S)
         _log.info("controller failover done", epoch=self.ctx.epoch,
                   live_brokers=sorted(self.ctx.live_broker_ids()),
                   topics=len(self.ctx.assignments), partitions=self.ctx.partition_count())
@@ -665,6 +687,7 @@ class KafkaController:
         _log.info(f"Updated broker {event.broker_id}", endpoints=[
             e.connection_string() for e in new.endpoints], rack=new.rack)
         self.ctx.add_live_broker(new)
+        self._add_to_channel(new)
         self._send_update_metadata(sorted(self.ctx.live_or_shutting_down_broker_ids()), [])
 
     # -- topics (Kafka's processTopicChange / processPartitionModifications) ------------
@@ -855,6 +878,48 @@ class KafkaController:
                               f"partition {tp[0]}-{tp[1]}", error=message)
                     results[tp] = (failed, message)
         return {tp: results[tp] for tp in wanted}
+
+    # -- auto leader rebalance (Kafka's checkAndTriggerAutoLeaderRebalance) ---------------
+    def _schedule_auto_leader_rebalance(self, delay_s: float) -> None:
+        if self._rebalance_timer is not None:
+            self._rebalance_timer.cancel()
+        self._rebalance_timer = asyncio.get_running_loop().call_later(
+            delay_s, self._enqueue, ev.AutoPreferredReplicaLeaderElection())
+
+    def _process_AutoPreferredReplicaLeaderElection(self, _event) -> None:
+        if not self._active:
+            return
+        try:
+            _log.info("Processing automatic preferred replica leader election")
+            self._check_and_trigger_auto_leader_rebalance()
+        finally:
+            if self._active:
+                self._schedule_auto_leader_rebalance(
+                    self._broker.config["leader.imbalance.check.interval.seconds"])
+
+    def _check_and_trigger_auto_leader_rebalance(self) -> None:
+        """Per preferred broker: if more than leader.imbalance.per.broker.percentage of
+        the partitions it should lead are led elsewhere, run a preferred election for
+        those whose preferred replica can lead (live and in the ISR)."""
+        ctx = self.ctx
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for tp in ctx.all_partitions():
+            replicas = ctx.replicas(tp)
+            if replicas and not ctx.is_topic_queued_for_deletion(tp[0]):
+                by_preferred.setdefault(replicas[0], []).append(tp)
+        threshold = self._broker.config["leader.imbalance.per.broker.percentage"] / 100
+        for preferred, partitions in sorted(by_preferred.items()):
+            elsewhere = [tp for tp in partitions if tp in ctx.leadership
+                         and ctx.leadership[tp].leader != preferred]
+            if len(elsewhere) / len(partitions) <= threshold:
+                continue
+            candidates = [tp for tp in elsewhere if preferred in ctx.leadership[tp].isr
+                          and ctx.is_replica_online(preferred, tp)]
+            if candidates:
+                _log.info(f"Leader imbalance on broker {preferred}: preferred replica "
+                          f"election for {_tps(candidates)}")
+                self._psm.handle_state_changes(candidates, PartitionState.ONLINE,
+                                               PREFERRED_STRATEGY)
 
     def _election_needed(self, tp: TopicPartition, kind: int) -> bool:
         li = self.ctx.leadership.get(tp)

@@ -102,6 +102,11 @@ class ReplicaLeaderElection(ControllerEvent):
 
 
 @dataclass(slots=True)
+class AutoPreferredReplicaLeaderElection(ControllerEvent):
+    """The periodic leader imbalance check (auto.leader.rebalance.enable)."""
+
+
+@dataclass(slots=True)
 class TopicDeletionStopReplicaResponseReceived(ControllerEvent):
     """A broker answered a StopReplica(delete=True) of a topic being deleted."""
     broker_id: int = -1

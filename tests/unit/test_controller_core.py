@@ -40,7 +40,10 @@ class FakeBroker:
         self.loop = None
         self.inter_broker_listener = "PLAINTEXT"
         self.config = {"controller.socket.timeout.ms": 3000, "delete.topic.enable": True,
-                       "unclean.leader.election.enable": False}
+                       "unclean.leader.election.enable": False,
+                       "auto.leader.rebalance.enable": True,
+                       "leader.imbalance.check.interval.seconds": 300,
+                       "leader.imbalance.per.broker.percentage": 10}
         self.broker_epoch = -1
         self.received: list = []
         self.network = network
@@ -161,6 +164,17 @@ def state(store, topic: str, partition: int):
     except NoNodeError:
         return None
     return paths.decode_partition_state(data, stat)
+
+
+def set_isr(store, topic: str, partition: int, isr: list[int]) -> None:
+    """Write a new ISR into the state znode and notify, as a partition leader does."""
+    data, stat = store.get(paths.partition_state_path(topic, partition))
+    doc = paths.decode_partition_state(data, stat)
+    store.set(paths.partition_state_path(topic, partition),
+              paths.encode_partition_state(doc.leader, doc.leader_epoch, isr,
+                                           doc.controller_epoch), version=stat.version)
+    store.create(paths.ISR_CHANGE_SEQ_PATH, paths.encode_isr_change([(topic, partition)]),
+                 sequence=True)
 
 
 def epoch_znode(store) -> tuple[int, int]:
@@ -359,6 +373,14 @@ async def test_broker_failure_and_startup_move_leaders(zk):
         assert got[("t", 0)][0] == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
         assert got[("t", 1)][0] == ErrorCode.ELECTION_NOT_NEEDED
         assert got[("t", 9)][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        # once 2 is back in the ISR (as the leader's AlterPartition would write it)
+        set_isr(b1.store, "t", 0, [3, 2])
+        await eventually(lambda: 2 in c1.ctx.leadership[("t", 0)].isr, "ISR change seen")
+        got = await c1.elect_leaders(0, [("t", 0)])
+        assert got == {("t", 0): (ErrorCode.NO_ERROR, None)}
+        s0 = state(b1.store, "t", 0)
+        assert (s0.leader, s0.leader_epoch, s0.isr) == (2, 2, [3, 2])
+        await eventually(lambda: b2.leader_and_isr()[("t", 0)].leader == 2, "2 told to lead")
     finally:
         await c1.shutdown()
 
@@ -447,3 +469,106 @@ async def test_not_active_answers_not_controller(zk):
     finally:
         await c1.shutdown()
         await c2.shutdown()
+
+
+async def test_topic_deletion(zk):
+    network: dict = {}
+    b1, b2 = FakeBroker(1, zk(), network), FakeBroker(2, zk(), network)
+    for b in (b1, b2):
+        b.register()
+    create_topic(b1.store, "t", {0: [1, 2], 1: [2, 1]})
+    b1.store.create(paths.topic_config_path("t"), paths.encode_entity_config({}),
+                    makepath=True)
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        b1.store.create(paths.delete_topic_path("t"), b"", makepath=True)
+        await eventually(lambda: not b1.store.exists(paths.topic_path("t"))
+                         and not b1.store.exists(paths.delete_topic_path("t")),
+                         "topic znodes deleted")
+        assert not b1.store.exists(paths.topic_config_path("t"))
+        for b in (b1, b2):
+            assert {("t", 0, True), ("t", 1, True)} <= set(b.stopped())
+            assert {p.leader for p in b.metadata().values()} == {-2}
+        assert "t" not in c1.ctx.assignments
+        # deleting an unknown topic just removes the marker
+        b1.store.create(paths.delete_topic_path("nope"), b"")
+        await eventually(lambda: not b1.store.exists(paths.delete_topic_path("nope")),
+                         "marker of an unknown topic removed")
+    finally:
+        await c1.shutdown()
+
+
+async def test_session_expiry_resigns_and_reelects(zk):
+    from kazoo.client import KazooClient
+    network: dict = {}
+    b1 = FakeBroker(1, zk(), network)
+    b1.register()
+    c1 = b1.start_controller()
+    await c1.startup()
+    replaced = asyncio.Event()
+
+    def session_replaced() -> None:     # what server.py does
+        c1.on_session_expired()
+
+        async def again() -> None:
+            b1.register()
+            await c1.reelect()
+            replaced.set()
+        asyncio.get_running_loop().create_task(again())
+    b1.store.on_new_session(session_replaced)
+    try:
+        assert c1.epoch == 1
+        # expire the session: another client with its id and password closes it
+        session_id, password = b1.store.client.client_id
+        hosts = b1.store.client.hosts
+        thief = KazooClient(hosts=",".join(f"{h}:{p}" for h, p in hosts),
+                            client_id=(session_id, password))
+        await asyncio.get_running_loop().run_in_executor(None, thief.start, 10)
+        await asyncio.get_running_loop().run_in_executor(None, thief.stop)
+        thief.close()
+        await asyncio.wait_for(replaced.wait(), 30)
+        assert c1.is_active and c1.epoch == 2
+        assert epoch_znode(b1.store) == (2, 2)
+    finally:
+        await c1.shutdown()
+
+
+async def test_auto_leader_rebalance_moves_leaders_back(zk):
+    from kafkapy.controller import events
+    network: dict = {}
+    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
+    for b in (b1, b2, b3):
+        b.register()
+    create_topic(b1.store, "t", {0: [2, 3], 1: [3, 2]})
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        b2.store.close()
+        await eventually(lambda: state(b1.store, "t", 0).leader == 3, "t-0 led by 3")
+        b2.store = zk()
+        b2.register()
+        await eventually(lambda: 2 in c1.ctx.live_brokers, "broker 2 back")
+        set_isr(b1.store, "t", 0, [3, 2])
+        await eventually(lambda: 2 in c1.ctx.leadership[("t", 0)].isr, "ISR change seen")
+        c1._enqueue(events.AutoPreferredReplicaLeaderElection())
+        await eventually(lambda: state(b1.store, "t", 0).leader == 2, "t-0 back on 2")
+        assert state(b1.store, "t", 1).leader == 3
+    finally:
+        await c1.shutdown()
+
+
+async def test_deletion_queued_before_failover(zk):
+    network: dict = {}
+    b1 = FakeBroker(1, zk(), network)
+    b1.register()
+    create_topic(b1.store, "gone", {0: [1]})
+    b1.store.create(paths.delete_topic_path("gone"), b"", makepath=True)
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        await eventually(lambda: not b1.store.exists(paths.topic_path("gone")), "deleted")
+        assert ("gone", 0) not in b1.leader_and_isr()     # never brought online
+        assert ("gone", 0, True) in b1.stopped()
+    finally:
+        await c1.shutdown()
