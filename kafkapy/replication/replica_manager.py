@@ -21,7 +21,7 @@ from typing import Callable
 import structlog
 
 from kafkapy.metadata.cache import PartitionState
-from kafkapy.metadata.topics import parse_topic_id, topic_id_text
+from kafkapy.metadata.topics import invalid_topic_reason, parse_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.replication.partition import Partition
 
@@ -81,6 +81,8 @@ class ReplicaManager:
                followers: list) -> int:
         """Kafka's per-partition checks: offline log, topic id, leader epoch, assignment."""
         partition = self.partitions.get(key)
+        if partition is None and (invalid_topic_reason(change.topic) or key[1] < 0):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION    # no controller sends these
         if partition is not None and partition.log.offline:
             return ErrorCode.KAFKA_STORAGE_ERROR
         log = partition.log if partition is not None else self._logs.get_log(*key)
@@ -110,7 +112,9 @@ class ReplicaManager:
         self._remove_fetchers([(c.topic, c.state.partition) for c, _ in leaders])
         for change, partition in leaders:
             key = (change.topic, change.state.partition)
-            partition = partition or self._create(change)
+            partition = partition or self._create(change, errors)
+            if partition is None:
+                continue
             if partition.log.offline:
                 errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
@@ -125,7 +129,9 @@ class ReplicaManager:
         moved: list[Partition] = []
         for change, partition in followers:
             key = (change.topic, change.state.partition)
-            partition = partition or self._create(change)
+            partition = partition or self._create(change, errors)
+            if partition is None:
+                continue
             if partition.log.offline:
                 errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
@@ -150,19 +156,28 @@ class ReplicaManager:
             self.fetchers.add_partitions({
                 (p.topic, p.index): (p.state.leader, p.log.log_end_offset) for p in moved})
 
-    def _create(self, change: PartitionChange) -> Partition:
+    def _create(self, change: PartitionChange, errors: dict) -> Partition | None:
         """The partition's object and log; an existing partition's log found in no live
         dir while a dir is offline is that dir's (offline) log, unless the controller says
-        the replica is new (Kafka's getOrCreateLog with isNew)."""
+        the replica is new (Kafka's getOrCreateLog with isNew).  None (its error noted)
+        when the log cannot be had."""
         name, index = change.topic, change.state.partition
-        config = self._topic_config_of(name)
-        topic_id = topic_id_text(change.topic_id) if change.topic_id is not None else None
-        if change.is_new or self._logs.get_log(name, index) is not None:
-            log = self._logs.get_or_create_log(name, index, config, topic_id)
-        else:
-            with self._logs.placing_existing_partitions():
-                log = self._logs.get_or_create_log(name, index, config, topic_id)
         key = (name, index)
+        topic_id = topic_id_text(change.topic_id) if change.topic_id is not None else None
+        try:
+            config = self._topic_config_of(name)
+            if change.is_new or self._logs.get_log(name, index) is not None:
+                log = self._logs.get_or_create_log(name, index, config, topic_id)
+            else:
+                with self._logs.placing_existing_partitions():
+                    log = self._logs.get_or_create_log(name, index, config, topic_id)
+        except KafkaError as err:      # a log on disk of another topic id
+            errors[key] = err.code
+            return None
+        except (OSError, ValueError) as err:
+            _log.error("cannot create log", partition=key, error=str(err))
+            errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+            return None
         # Not yet leader nor follower: epoch -1, so the request's state is applied next.
         placeholder = PartitionState(index, list(change.state.replicas), -1, -1, [],
                                      change.state.controller_epoch)

@@ -374,3 +374,11 @@ def test_controlled_shutdown(broker, version):
     assert [(p.topic_name, p.partition_index) for p in response.remaining_partitions] == [
         ("t", 0), ("u", 2)]
     assert broker.controller.calls == [(2, 55 if version >= 2 else -1)]
+
+
+def test_partitions_no_controller_sends_are_refused_without_a_log(broker):
+    response = leader_and_isr.apply(broker, lai([(0, NODE, 0, [1], [1])], topic="bad/name"))
+    assert lai_errors(response) == {(TID, 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+    response = leader_and_isr.apply(broker, lai([(-1, NODE, 0, [1], [1])]))
+    assert lai_errors(response) == {(TID, -1): E.UNKNOWN_TOPIC_OR_PARTITION}
+    assert broker.replica_manager.partitions == {} and broker.log_manager.logs == {}
