@@ -1,0 +1,196 @@
+"""Stock clients against the cluster: create topics, produce, consume, with a known outcome.
+
+Every helper is bootstrapped from ONE broker address, as a user's client is; the client must
+find the other brokers (and each partition's leader) from that broker's Metadata answer.
+Records are deterministic (``record_values``), produced to an explicit partition (or keyed,
+for the Java console producer) so the tests know where each record must land and can read
+every partition back exactly.  Every loop is bounded in time.
+
+Clients: confluent-kafka (librdkafka), kafka-python, and the Java client through Kafka 3.9's
+own console scripts (``kafka-console-producer.sh`` / ``kafka-console-consumer.sh``, i.e.
+kafka-clients 3.9's KafkaProducer/KafkaConsumer).
+"""
+from __future__ import annotations
+
+import time
+
+from tests.cluster.conftest import kafka_tool
+
+
+def record_values(topic: str, partition: int, count: int, tag: str = "") -> list[bytes]:
+    return [f"{topic}/{partition}/{tag}{i}".encode() for i in range(count)]
+
+
+# --------------------------------------------------------------------------- admin
+
+def create_topic(bootstrap: str, name: str, partitions: int = 6, replication: int = 1,
+                 assignment: dict[int, list[int]] | None = None,
+                 configs: dict[str, str] | None = None, timeout: float = 30.0) -> None:
+    """CreateTopics through confluent-kafka's AdminClient (routed to the controller); an
+    explicit ``assignment`` through kafka-python's (librdkafka 2.16's binding refuses one)."""
+    if assignment is not None:
+        from kafka.admin import KafkaAdminClient, NewTopic as KNewTopic
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap,
+                                 request_timeout_ms=int(timeout * 1000))
+        try:
+            admin.create_topics([KNewTopic(name, -1, -1, replica_assignments=assignment,
+                                           topic_configs=configs or {})],
+                                timeout_ms=int(timeout * 1000), raise_errors=True)
+        finally:
+            admin.close()
+        return
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = NewTopic(name, partitions, replication, config=configs or {})
+    admin.create_topics([topic], operation_timeout=timeout, request_timeout=timeout)[name].result(
+        timeout + 5)
+
+
+def delete_topic(bootstrap: str, name: str, timeout: float = 30.0) -> None:
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([name], operation_timeout=timeout, request_timeout=timeout)[name].result(
+        timeout + 5)
+
+
+def elect_preferred(bootstrap: str, partitions: list[tuple[str, int]], timeout: float = 30.0):
+    """ElectLeaders (preferred) through confluent-kafka; {(topic, p): error or None}."""
+    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    result = admin.elect_leaders(ElectionType.PREFERRED,
+                                 [TopicPartition(t, p) for t, p in partitions],
+                                 request_timeout=timeout, operation_timeout=timeout).result(
+        timeout + 5)
+    return {(tp.topic, tp.partition): err for tp, err in result.items()}
+
+
+# --------------------------------------------------------------------------- confluent
+
+def produce_confluent(bootstrap: str, topic: str, values: dict[int, list[bytes]],
+                      acks: str = "all", timeout: float = 60.0) -> dict[int, list[int]]:
+    """Produce ``values[p]`` to partition ``p``; every record must be acknowledged.
+    Returns the acknowledged offsets per partition."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
+                         "enable.idempotence": acks == "all",
+                         "message.timeout.ms": int(timeout * 1000)})
+    offsets: dict[int, list[int]] = {p: [] for p in values}
+    errors: list[str] = []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append(str(err))
+        else:
+            offsets[msg.partition()].append(msg.offset())
+    for p, vals in values.items():
+        for v in vals:
+            producer.produce(topic, v, partition=p, on_delivery=on_delivery)
+            producer.poll(0)
+    left = producer.flush(timeout)
+    assert left == 0 and not errors, f"confluent-kafka produce to {topic}: {left} unacked, {errors[:5]}"
+    return {p: sorted(o) for p, o in offsets.items()}
+
+
+def consume_confluent(bootstrap: str, topic: str, counts: dict[int, int],
+                      timeout: float = 60.0) -> dict[int, list[bytes]]:
+    """Read ``counts[p]`` records of each partition from offset 0 (assign, no group)."""
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader",
+                         "enable.auto.commit": False, "enable.partition.eof": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in counts])
+    got: dict[int, list[bytes]] = {p: [] for p in counts}
+    deadline = time.monotonic() + timeout
+    try:
+        while any(len(got[p]) < n for p, n in counts.items()) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error() is not None:
+                continue
+            got[msg.partition()].append(msg.value())
+    finally:
+        consumer.close()
+    return got
+
+
+# --------------------------------------------------------------------------- kafka-python
+
+def produce_kafka_python(bootstrap: str, topic: str, values: dict[int, list[bytes]],
+                         acks="all", timeout: float = 60.0) -> dict[int, list[int]]:
+    from kafka import KafkaProducer
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=acks if acks != "all" else "all",
+                             linger_ms=5, request_timeout_ms=int(timeout * 1000), retries=10)
+    try:
+        futures = [(p, producer.send(topic, v, partition=p)) for p, vals in values.items()
+                   for v in vals]
+        producer.flush(timeout)
+        offsets: dict[int, list[int]] = {p: [] for p in values}
+        for p, f in futures:
+            offsets[p].append(f.get(timeout).offset)
+    finally:
+        producer.close(10)
+    return {p: sorted(o) for p, o in offsets.items()}
+
+
+def consume_kafka_python(bootstrap: str, topic: str, counts: dict[int, int],
+                         timeout: float = 60.0) -> dict[int, list[bytes]]:
+    from kafka import KafkaConsumer, TopicPartition
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                             enable_auto_commit=False, auto_offset_reset="earliest")
+    tps = [TopicPartition(topic, p) for p in counts]
+    consumer.assign(tps)
+    for tp in tps:
+        consumer.seek(tp, 0)
+    got: dict[int, list[bytes]] = {p: [] for p in counts}
+    deadline = time.monotonic() + timeout
+    try:
+        while any(len(got[p]) < n for p, n in counts.items()) and time.monotonic() < deadline:
+            for tp, records in consumer.poll(timeout_ms=500).items():
+                got[tp.partition] += [r.value for r in records]
+    finally:
+        consumer.close()
+    return got
+
+
+# --------------------------------------------------------------------------- Java
+
+def java_partition(key: bytes, partitions: int) -> int:
+    """The Java producer's partition for a keyed record (murmur2, as Kafka's
+    BuiltInPartitioner.partitionForKey)."""
+    from kafka.partitioner.default import murmur2
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def produce_java(bootstrap: str, topic: str, keyed: list[tuple[str, str]], acks: str = "all",
+                 timeout: float = 120.0) -> None:
+    """kafka-console-producer.sh (kafka-clients 3.9) with ``key:value`` lines."""
+    text = "".join(f"{k}:{v}\n" for k, v in keyed)
+    result = kafka_tool("kafka-console-producer.sh", "--bootstrap-server", bootstrap,
+                        "--topic", topic, "--producer-property", f"acks={acks}",
+                        "--producer-property", "linger.ms=5",
+                        "--property", "parse.key=true", "--property", "key.separator=:",
+                        stdin=text, timeout=timeout)
+    assert result.returncode == 0 and "ERROR" not in result.stderr, (
+        f"kafka-console-producer.sh exited {result.returncode}:\n{result.stderr[-4000:]}")
+
+
+def consume_java(bootstrap: str, topic: str, count: int,
+                 timeout: float = 120.0) -> list[tuple[int, int, str, str]]:
+    """kafka-console-consumer.sh from the beginning: [(partition, offset, key, value)]."""
+    result = kafka_tool("kafka-console-consumer.sh", "--bootstrap-server", bootstrap,
+                        "--topic", topic, "--from-beginning", "--max-messages", str(count),
+                        "--timeout-ms", "45000",
+                        "--property", "print.partition=true", "--property", "print.offset=true",
+                        "--property", "print.key=true", "--property", "key.separator=|",
+                        timeout=timeout)
+    rows = []
+    for line in result.stdout.splitlines():
+        # Kafka 3.9's DefaultMessageFormatter: "Partition:P\tOffset:O\tkey|value"
+        parts = line.split("\t")
+        if len(parts) < 3 or not parts[0].startswith("Partition:"):
+            continue
+        key, _, value = "\t".join(parts[2:]).partition("|")
+        rows.append((int(parts[0].split(":", 1)[1]), int(parts[1].split(":", 1)[1]), key, value))
+    assert len(rows) == count, (f"kafka-console-consumer.sh read {len(rows)} of {count} records "
+                                f"(exit {result.returncode}):\n{result.stdout[-2000:]}\n"
+                                f"{result.stderr[-4000:]}")
+    return rows
