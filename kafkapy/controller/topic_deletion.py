@@ -111,6 +111,13 @@ class TopicDeletionManager:
                       topics=sorted(topics))
             self._client.delete_topic_deletions(sorted(topics))
 
+    def reset(self) -> None:
+        """On resignation: forget the deletion bookkeeping (Kafka's reset)."""
+        if self.is_delete_topic_enabled:
+            self._ctx.topics_to_be_deleted.clear()
+            self._ctx.topics_with_deletion_started.clear()
+            self._ctx.topics_ineligible_for_deletion.clear()
+
     def try_topic_deletion(self) -> None:
         """Resume whatever deletion can go on (after failover)."""
         if self.is_delete_topic_enabled:
