@@ -171,3 +171,51 @@ async def test_broker_gone_fails_sends_with_connection_error(fresh_broker):
         conn.close()
     with pytest.raises(ConnectionError):
         await BrokerConnection().connect("127.0.0.1", fresh_broker.port, timeout_s=5.0)
+
+
+async def test_controller_channel_to_a_real_broker(broker):
+    """LeaderAndIsr v7, UpdateMetadata v8, StopReplica v4 (all flexible) through the channel.
+
+    They come from a pretend controller with epoch 0, older than the broker's own
+    controller's, so the broker fences every one (STALE_CONTROLLER_EPOCH) and its
+    state is unchanged; the answers prove the framing and versions both ways.
+    """
+    from kafkapy.controller.channel import ControllerChannelManager
+    from kafkapy.protocol.inter_broker import (
+        LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
+
+    common = dict(controller_id=9, is_k_raft_controller=False, controller_epoch=0, broker_epoch=-1)
+    requests = [LeaderAndIsrRequest[7](type=0, topic_states=[], live_leaders=[], **common),
+                UpdateMetadataRequest[8](type=0, topic_states=[], live_brokers=[], **common),
+                StopReplicaRequest[4](topic_states=[], **common)]
+    conn = await _connect(broker)
+    try:
+        await _wait_for_leader(conn, TOPIC)  # the broker's own controller has run (epoch >= 1)
+    finally:
+        conn.close()
+    channel = ControllerChannelManager(asyncio.get_running_loop(), 9, None, socket_timeout_ms=10000)
+    answers: list = []
+    done = asyncio.Event()
+
+    def record(response) -> None:
+        answers.append(response)
+        if len(answers) == len(requests):
+            done.set()
+    try:
+        channel.add_broker(broker.node_id, "127.0.0.1", broker.port)
+        for request in requests:
+            channel.send(broker.node_id, request, record)
+        await asyncio.wait_for(done.wait(), 20)
+    finally:
+        channel.close()
+        await channel.wait_closed()
+    assert [type(a).__name__ for a in answers] == [
+        "LeaderAndIsrResponse", "UpdateMetadataResponse", "StopReplicaResponse"]
+    assert [a.API_VERSION for a in answers] == [7, 8, 4]
+    assert [a.error_code for a in answers] == [11, 11, 11]  # STALE_CONTROLLER_EPOCH
+    conn = await _connect(broker)
+    try:
+        response = await conn.send(_metadata(12, TOPIC))
+        assert response.controller_id == broker.node_id  # the pretend controller changed nothing
+    finally:
+        conn.close()
