@@ -380,6 +380,11 @@ def test_metadata_auto_creates_internal_topics_and_flags_them(no_deletion_broker
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
         created = ask(True)
         assert (created.error_code, created.is_internal) == (ErrorCode.LEADER_NOT_AVAILABLE, True)
+        # The controller brings the written topic online through its watch, as in Kafka.
+        for _ in range(100):
+            if ask(False).partitions:
+                break
+            time.sleep(0.05)
         assert len(ask(False).partitions) == 50  # transaction.state.log.num.partitions
     finally:
         client.close()
