@@ -146,8 +146,9 @@ class KafkaController:
 
     async def elect_leaders(self, election_type: int,
                             partitions: list[TopicPartition] | None
-                            ) -> dict[TopicPartition, tuple[int, str | None]]:
-        """ElectLeaders (preferred 0 / unclean 1); ``None`` = every partition."""
+                            ) -> dict[TopicPartition, tuple]:
+        """ElectLeaders (preferred 0 / unclean 1); ``None`` = every partition.  Per
+        partition ``(error_code, message)``, or ``(NO_ERROR, None, new_leader)``."""
         if self._queue is None or self._stopped:
             return {tp: (ErrorCode.NOT_CONTROLLER, None) for tp in partitions or ()}
         return await self._submit(ev.ReplicaLeaderElection(
@@ -867,7 +868,8 @@ class KafkaController:
             for tp in electable:
                 res = (outcome or {}).get(tp)
                 if _succeeded(res):
-                    results[tp] = (ErrorCode.NO_ERROR, None)
+                    # the new leader as a third item: the handler waits to see it
+                    results[tp] = (ErrorCode.NO_ERROR, None, res.leader)
                 else:
                     if isinstance(res, ControllerMovedError) or _is_moved(res):
                         raise ControllerMovedError(str(res))

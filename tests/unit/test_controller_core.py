@@ -377,7 +377,7 @@ async def test_broker_failure_and_startup_move_leaders(zk):
         set_isr(b1.store, "t", 0, [3, 2])
         await eventually(lambda: 2 in c1.ctx.leadership[("t", 0)].isr, "ISR change seen")
         got = await c1.elect_leaders(0, [("t", 0)])
-        assert got == {("t", 0): (ErrorCode.NO_ERROR, None)}
+        assert got == {("t", 0): (ErrorCode.NO_ERROR, None, 2)}
         s0 = state(b1.store, "t", 0)
         assert (s0.leader, s0.leader_epoch, s0.isr) == (2, 2, [3, 2])
         await eventually(lambda: b2.leader_and_isr()[("t", 0)].leader == 2, "2 told to lead")
@@ -570,5 +570,35 @@ async def test_deletion_queued_before_failover(zk):
         await eventually(lambda: not b1.store.exists(paths.topic_path("gone")), "deleted")
         assert ("gone", 0) not in b1.leader_and_isr()     # never brought online
         assert ("gone", 0, True) in b1.stopped()
+    finally:
+        await c1.shutdown()
+
+
+async def test_unclean_election_on_request(zk):
+    network: dict = {}
+    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
+    for b in (b1, b2, b3):
+        b.register()
+    create_topic(b1.store, "t", {0: [2, 3]})
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        b3.store.close()
+        await eventually(lambda: state(b1.store, "t", 0).isr == [2], "3 out of the ISR")
+        b2.store.close()
+        await eventually(lambda: state(b1.store, "t", 0).leader == -1, "t-0 offline")
+        assert state(b1.store, "t", 0).isr == [2]       # the last ISR member stays
+        b3.store = zk()
+        b3.register()
+        await eventually(lambda: 3 in c1.ctx.live_brokers, "broker 3 back")
+        assert state(b1.store, "t", 0).leader == -1     # clean election impossible
+        got = await c1.elect_leaders(0, [("t", 0)])
+        assert got[("t", 0)][0] == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+        got = await c1.elect_leaders(1, [("t", 0)])
+        assert got == {("t", 0): (ErrorCode.NO_ERROR, None, 3)}
+        s0 = state(b1.store, "t", 0)
+        assert (s0.leader, s0.isr) == (3, [3])
+        got = await c1.elect_leaders(1, [("t", 0)])
+        assert got[("t", 0)][0] == ErrorCode.ELECTION_NOT_NEEDED
     finally:
         await c1.shutdown()
