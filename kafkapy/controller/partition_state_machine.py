@@ -283,8 +283,8 @@ class PartitionStateMachine:
                 failed[tp] = StateChangeFailedError(
                     f"Aborted leader election for partition {_tp(tp)} since the LeaderAndIsr "
                     f"path was already written by another controller. This probably means "
-                    f"that the current controller went through a soft failure and another "
-                    f"controller was elected with epoch {current.controller_epoch}.")
+                    f"that the current controller {self._node_id} went through a soft failure "
+                    f"and another controller was elected with epoch {current.controller_epoch}.")
             else:
                 valid.append((tp, current))
         if not valid:

@@ -261,6 +261,8 @@ class ReplicaStateMachine:
                     f"failure and another controller was elected with epoch "
                     f"{li.controller_epoch}. Aborting state change by this controller")
             elif broker not in li.isr:
+                # Kafka stamps what it read with its own epoch (LeaderIsrAndControllerEpoch)
+                li = li.with_zk_version(li.zk_version, ctx.epoch)
                 ctx.put_leadership(tp, li)
                 results[tp] = li
             else:

@@ -16,9 +16,9 @@ Invariants (Kafka's):
  - requests go only to live (or shutting-down) brokers, each with that broker's
    epoch; per broker the order is LeaderAndIsr, UpdateMetadata, StopReplica (the
    channel keeps one FIFO per broker);
- - UpdateMetadata carries the partition states as the context has them when ``send``
-   is called (``leader = -2`` for topics queued for deletion), the live brokers with
-   all their endpoints and racks, and each partition's offline replicas.
+ - UpdateMetadata carries each partition's state as the context had it when it was
+   added (``leader = -2`` for topics queued for deletion) with its offline replicas,
+   and the live brokers (at send time) with all their endpoints and racks.
 """
 from __future__ import annotations
 
