@@ -43,6 +43,9 @@ _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
 _MAX_CORRELATION = 2**31 - 1
+# StreamReader pauses the socket past twice this and resumes on every read:
+# 1 MiB keeps multi-megabyte Fetch responses from stopping every 128 KiB.
+_READ_BUFFER = 1 << 20
 _API_VERSIONS = 18
 # kafka-python's ApiVersionsResponse.decode reads a v0 body for ANY error; Kafka
 # answers v0 only for UNSUPPORTED_VERSION (other errors keep the asked version),
@@ -88,7 +91,8 @@ class BrokerConnection:
             raise RuntimeError("BrokerConnection.connect called twice")
         self.host, self.port = host, port
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port, limit=_READ_BUFFER), timeout_s)
         except asyncio.TimeoutError:
             raise
         except ConnectionError:

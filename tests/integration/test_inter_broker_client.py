@@ -219,3 +219,33 @@ async def test_controller_channel_to_a_real_broker(broker):
         assert response.controller_id == broker.node_id  # the pretend controller changed nothing
     finally:
         conn.close()
+
+
+async def test_large_fetch_response_arrives_whole(broker):
+    """A multi-megabyte Fetch answer (served by sendfile) is read as one frame and decoded."""
+    Fetch = REQUESTS[1]
+    topic = "inter-broker-client-big"
+    conn = await _connect(broker)
+    try:
+        await _wait_for_leader(conn, topic)
+        for i in range(4):
+            records = build_batch([(None, bytes([i]) * 900_000, None, int(time.time() * 1000))])
+            partition = Produce.TopicProduceData.PartitionProduceData(index=0, records=records)
+            response = await conn.send(Produce[9](
+                transactional_id=None, acks=1, timeout_ms=5000,
+                topic_data=[Produce.TopicProduceData(name=topic, partition_data=[partition])]))
+            assert response.responses[0].partition_responses[0].error_code == 0
+        response = await conn.send(Fetch[12](
+            replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=10 << 20, isolation_level=0,
+            session_id=0, session_epoch=-1, topics=[Fetch.FetchTopic(
+                topic=topic, partitions=[Fetch.FetchTopic.FetchPartition(
+                    partition=0, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1,
+                    log_start_offset=-1, partition_max_bytes=10 << 20)])],
+            forgotten_topics_data=[], rack_id=""))
+        data = response.responses[0].partitions[0]
+        assert data.error_code == 0 and data.high_watermark == 4
+        assert len(data.records) > 3_600_000
+        # still in step afterwards
+        assert (await conn.send(_api_versions(3))).error_code == 0
+    finally:
+        conn.close()
