@@ -184,12 +184,13 @@ def consume_java(bootstrap: str, topic: str, count: int,
                         timeout=timeout)
     rows = []
     for line in result.stdout.splitlines():
-        # Kafka 3.9's DefaultMessageFormatter: "Partition:P\tOffset:O\tkey|value"
-        parts = line.split("\t")
-        if len(parts) < 3 or not parts[0].startswith("Partition:"):
+        # Kafka 3.9's DefaultMessageFormatter puts key.separator between every field:
+        # "Partition:P|Offset:O|key|value".
+        parts = line.split("|", 3)
+        if len(parts) != 4 or not parts[0].startswith("Partition:"):
             continue
-        key, _, value = "\t".join(parts[2:]).partition("|")
-        rows.append((int(parts[0].split(":", 1)[1]), int(parts[1].split(":", 1)[1]), key, value))
+        rows.append((int(parts[0].split(":", 1)[1]), int(parts[1].split(":", 1)[1]),
+                     parts[2], parts[3]))
     assert len(rows) == count, (f"kafka-console-consumer.sh read {len(rows)} of {count} records "
                                 f"(exit {result.returncode}):\n{result.stdout[-2000:]}\n"
                                 f"{result.stderr[-4000:]}")
