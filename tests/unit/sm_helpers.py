@@ -87,8 +87,9 @@ class Cluster:
 
 
 def make_cluster(tmp_path, live=(0, 1, 2), *, delete_topic_enable: bool = True,
-                 unclean_default: bool = False) -> Cluster:
-    store = EmbeddedStore(tmp_path / "metadata.json", fsync=False)
+                 unclean_default: bool = False, store=None) -> Cluster:
+    if store is None:
+        store = EmbeddedStore(tmp_path / "metadata.json", fsync=False)
     paths.ensure_base_paths(store)
     store.create(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(1))
     stat = store.set(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(2))
