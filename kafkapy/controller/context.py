@@ -107,9 +107,11 @@ class ControllerContext:
     topics_to_be_deleted: set[str] = field(default_factory=set)
     topics_with_deletion_started: set[str] = field(default_factory=set)
     topics_ineligible_for_deletion: set[str] = field(default_factory=set)
-    #: Partitions whose leader should move back to the preferred replica (unused
-    #: until auto leader rebalance; kept for Kafka's shape).
+    #: Partitions being reassigned (issue 15; empty until then).
     partitions_being_reassigned: set[TopicPartition] = field(default_factory=set)
+    #: broker id -> its partitions whose log dir failed (KAFKA_STORAGE_ERROR in a
+    #: LeaderAndIsr response); such replicas count as offline.
+    replicas_on_offline_dirs: dict[int, set[TopicPartition]] = field(default_factory=dict)
 
     # -- lifecycle --------------------------------------------------------------
     def clear(self) -> None:
@@ -117,7 +119,7 @@ class ControllerContext:
         self.epoch = 0
         self.epoch_zk_version = -1
         for d in (self.live_brokers, self.topic_ids, self.assignments, self.leadership,
-                  self.partition_states, self.replica_states):
+                  self.partition_states, self.replica_states, self.replicas_on_offline_dirs):
             d.clear()
         for s in (self.shutting_down_broker_ids, self.topics_to_be_deleted,
                   self.topics_with_deletion_started, self.topics_ineligible_for_deletion,
@@ -221,10 +223,12 @@ class ControllerContext:
     def is_replica_online(self, broker_id: int, tp: TopicPartition,
                           include_shutting_down: bool = False) -> bool:
         """Kafka's ``isReplicaOnline``: the broker is live (and, unless asked, not
-        shutting down).  Offline log dirs are not tracked (no JBOD failure handling)."""
-        if include_shutting_down:
-            return broker_id in self.live_brokers
-        return broker_id in self.live_brokers and broker_id not in self.shutting_down_broker_ids
+        shutting down) and the replica's log dir has not failed."""
+        if broker_id not in self.live_brokers:
+            return False
+        if not include_shutting_down and broker_id in self.shutting_down_broker_ids:
+            return False
+        return tp not in self.replicas_on_offline_dirs.get(broker_id, ())
 
     def online_and_offline_replicas(self) -> tuple[set[PartitionAndReplica],
                                                    set[PartitionAndReplica]]:

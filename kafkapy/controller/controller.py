@@ -403,8 +403,10 @@ class KafkaController:
     # -- failover (Kafka's onControllerFailover) ---------------------------------------
     def _on_controller_failover(self) -> None:
         self._build_machinery()
-        self._delete_isr_change_notifications(self._children(
+        self._delete_notifications(paths.ISR_CHANGE_NOTIFICATION, self._children(
             paths.ISR_CHANGE_NOTIFICATION, lambda e: ev.IsrChangeNotification()))
+        self._delete_notifications(paths.LOG_DIR_EVENT_NOTIFICATION, self._children(
+            paths.LOG_DIR_EVENT_NOTIFICATION, lambda e: ev.LogDirEventNotification()))
         self._initialize_context()
         # queued deletions first: the state machines leave those topics alone
         self._deletion.init(*self._initialize_topic_deletion())
@@ -455,7 +457,11 @@ class KafkaController:
             self._enqueue(ev.TopicDeletionStopReplicaResponseReceived(
                 broker_id=broker_id, error_code=error_code,
                 partition_errors=dict(partition_errors)))
-        return BatchCallbacks(on_stop_replica_deletion=stop_replica_deleted)
+        def leader_and_isr_answered(broker_id: int, response) -> None:
+            self._enqueue(ev.LeaderAndIsrResponseReceived(broker_id=broker_id,
+                                                          response=response))
+        return BatchCallbacks(on_leader_and_isr_response=leader_and_isr_answered,
+                              on_stop_replica_deletion=stop_replica_deleted)
 
     def _deliver_locally(self, request):
         module = importlib.import_module(_LOCAL_HANDLERS[request.API_KEY])
@@ -588,10 +594,10 @@ class KafkaController:
     def _delete_topic_deletions(self, topics: Iterable[str]) -> None:
         self._zk.delete_topic_deletions(sorted(topics))
 
-    def _delete_isr_change_notifications(self, names: Iterable[str]) -> None:
+    def _delete_notifications(self, parent: str, names: Iterable[str]) -> None:
         for name in names:
             try:
-                self._fenced([_delete(f"{paths.ISR_CHANGE_NOTIFICATION}/{name}")])
+                self._fenced([_delete(f"{parent}/{name}")])
             except NoNodeError:
                 pass
 
@@ -640,6 +646,8 @@ class KafkaController:
     def _on_broker_startup(self, new_brokers: list[int]) -> None:
         ctx = self.ctx
         _log.info(f"New broker startup callback for {_join(new_brokers)}")
+        for b in new_brokers:
+            ctx.replicas_on_offline_dirs.pop(b, None)
         existing = sorted(ctx.live_or_shutting_down_broker_ids() - set(new_brokers))
         # the others learn about the new brokers; the new ones get every partition
         self._send_update_metadata(existing, [])
@@ -657,6 +665,8 @@ class KafkaController:
 
     def _on_broker_failure(self, dead_brokers: list[int]) -> None:
         _log.info(f"Broker failure callback for {_join(dead_brokers)}")
+        for b in dead_brokers:
+            self.ctx.replicas_on_offline_dirs.pop(b, None)
         self._on_replicas_become_offline(self.ctx.replicas_on_brokers(dead_brokers))
 
     def _on_replicas_become_offline(self, replicas) -> None:
@@ -806,7 +816,54 @@ class KafkaController:
                 self._send_update_metadata(
                     sorted(self.ctx.live_or_shutting_down_broker_ids()), partitions)
         finally:
-            self._delete_isr_change_notifications(names)
+            self._delete_notifications(paths.ISR_CHANGE_NOTIFICATION, names)
+
+    # -- failed log dirs (Kafka's processLogDirEventNotification, LeaderAndIsr responses) --
+    def _process_LogDirEventNotification(self, _event) -> None:
+        if not self._active:
+            return
+        names = self._children(paths.LOG_DIR_EVENT_NOTIFICATION,
+                               lambda e: ev.LogDirEventNotification())
+        try:
+            brokers: list[int] = []
+            for name in names:
+                try:
+                    data, _ = self.store.get(f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{name}")
+                    broker_id = paths.decode_log_dir_event(data)
+                except (NoNodeError, ValueError):
+                    continue
+                if broker_id not in brokers:
+                    brokers.append(broker_id)
+            if brokers:
+                # LeaderAndIsr to every replica there: the answers name the offline ones
+                _log.info(f"Handling log directory failure for brokers {_join(brokers)}")
+                self._rsm.handle_state_changes(self.ctx.replicas_on_brokers(brokers),
+                                               ReplicaState.ONLINE)
+        finally:
+            self._delete_notifications(paths.LOG_DIR_EVENT_NOTIFICATION, names)
+
+    def _process_LeaderAndIsrResponseReceived(self, event: ev.LeaderAndIsrResponseReceived
+                                              ) -> None:
+        if not self._active:
+            return
+        response, broker_id = event.response, event.broker_id
+        if getattr(response, "error_code", 0) != ErrorCode.NO_ERROR:
+            _log.error(f"Received error {response.error_code} in LeaderAndIsr response from "
+                       f"broker {broker_id}")
+            return
+        offline, online = set(), set()
+        for tp, code in _partition_errors(response, self.ctx.topic_ids):
+            if code == ErrorCode.KAFKA_STORAGE_ERROR:
+                offline.add(tp)
+            elif code == ErrorCode.NO_ERROR:
+                online.add(tp)
+        previous = self.ctx.replicas_on_offline_dirs.get(broker_id, set())
+        current = (previous - online) | offline
+        self.ctx.replicas_on_offline_dirs[broker_id] = current
+        new = sorted(current - previous)
+        if new:
+            _log.info(f"Mark replicas {_tps(new)} on broker {broker_id} as offline")
+            self._on_replicas_become_offline([(tp, broker_id) for tp in new])
 
     # -- controlled shutdown (Kafka's doControlledShutdown) --------------------------
     def _process_ControlledShutdown(self, event: ev.ControlledShutdown):
@@ -945,6 +1002,27 @@ def _succeeded(result) -> bool:
 def _is_moved(result) -> bool:
     return isinstance(result, BaseException) and type(result).__name__ in (
         "ControllerMovedError", "ControllerMovedException")
+
+
+def _partition_errors(response, topic_ids: dict[str, str]):
+    """(tp, error code) of a LeaderAndIsr response: v5+ by topic id, older by name."""
+    names = {text: name for name, text in topic_ids.items()}
+    for topic in getattr(response, "topics", None) or ():
+        tid = topic.topic_id
+        name = names.get(tid if isinstance(tid, str) else _id_text(tid))
+        if name is None:
+            continue
+        for pe in topic.partition_errors or ():
+            yield (name, pe.partition_index), pe.error_code
+    for pe in getattr(response, "partition_errors", None) or ():
+        yield (pe.topic_name, pe.partition_index), pe.error_code
+
+
+def _id_text(topic_id) -> str:
+    try:
+        return topic_id_text(topic_id)
+    except Exception:       # noqa: BLE001 - an id we cannot read matches nothing
+        return ""
 
 
 def _join(ids: Iterable[int]) -> str:

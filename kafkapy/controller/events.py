@@ -87,6 +87,18 @@ class IsrChangeNotification(ControllerEvent):
 
 
 @dataclass(slots=True)
+class LogDirEventNotification(ControllerEvent):
+    """Children of /log_dir_event_notification changed (a broker's log dir failed)."""
+
+
+@dataclass(slots=True)
+class LeaderAndIsrResponseReceived(ControllerEvent):
+    """A broker answered a LeaderAndIsr request (KAFKA_STORAGE_ERROR = offline dir)."""
+    broker_id: int = -1
+    response: object = None
+
+
+@dataclass(slots=True)
 class ControlledShutdown(ControllerEvent):
     """A broker asked to shut down; the future gets ``(error_code, [(t, p), ...])``."""
     broker_id: int = -1

@@ -46,6 +46,7 @@ class FakeBroker:
                        "leader.imbalance.per.broker.percentage": 10}
         self.broker_epoch = -1
         self.received: list = []
+        self.failed_dirs: set = set()
         self.network = network
         network[node_id] = self
         self.controller: KafkaController | None = None
@@ -63,6 +64,14 @@ class FakeBroker:
 
     def apply(self, request):
         self.received.append(request)
+        if request.API_KEY == LAI:
+            # partitions in self.failed_dirs answer KAFKA_STORAGE_ERROR
+            return SimpleNamespace(error_code=0, topics=[SimpleNamespace(
+                topic_id=t.topic_id, partition_errors=[SimpleNamespace(
+                    partition_index=p.partition_index,
+                    error_code=ErrorCode.KAFKA_STORAGE_ERROR
+                    if (t.topic_name, p.partition_index) in self.failed_dirs else 0)
+                    for p in t.partition_states]) for t in request.topic_states])
         if request.API_KEY == STOP:
             errors = [SimpleNamespace(topic_name=t.topic_name, partition_index=p.partition_index,
                                       error_code=0)
@@ -600,5 +609,29 @@ async def test_unclean_election_on_request(zk):
         assert (s0.leader, s0.isr) == (3, [3])
         got = await c1.elect_leaders(1, [("t", 0)])
         assert got[("t", 0)][0] == ErrorCode.ELECTION_NOT_NEEDED
+    finally:
+        await c1.shutdown()
+
+
+async def test_log_dir_failure_moves_leaders(zk):
+    network: dict = {}
+    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
+    for b in (b1, b2, b3):
+        b.register()
+    create_topic(b1.store, "t", {0: [2, 3], 1: [2, 3]})
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        assert state(b1.store, "t", 0).leader == 2
+        # broker 2's dir holding t-0 failed; it says so through the notification
+        b2.failed_dirs.add(("t", 0))
+        b2.store.create(paths.LOG_DIR_EVENT_SEQ_PATH, paths.encode_log_dir_event(2),
+                        sequence=True, makepath=True)
+        await eventually(lambda: state(b1.store, "t", 0).leader == 3, "t-0 moved to 3")
+        s0, s1 = state(b1.store, "t", 0), state(b1.store, "t", 1)
+        assert s0.isr == [3] and (s1.leader, s1.isr) == (2, [2, 3])
+        assert not c1.ctx.is_replica_online(2, ("t", 0))
+        await eventually(lambda: not b1.store.get_children(paths.LOG_DIR_EVENT_NOTIFICATION),
+                         "notification deleted")
     finally:
         await c1.shutdown()
