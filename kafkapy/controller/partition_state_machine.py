@@ -71,13 +71,18 @@ class PartitionStateMachine:
     ``topic_config(topic)`` returns the topic's effective config (broker defaults plus
     overrides, e.g. ``broker.topic_config``); it decides ``unclean.leader.election.enable``
     for partitions without a live ISR replica.  Without it ``unclean_default`` is used.
+    ``target_replicas(tp)`` gives a reassignment's target replicas for the reassign
+    election (issue 15); without it the current assignment is the target.
+    ``is_leader_recovery_supported`` (IBP >= 3.2) marks unclean leaders RECOVERING.
     """
 
     def __init__(self, ctx: "ControllerContext", zk_writes: "ZkWrites",
                  batch: "ControllerBrokerRequestBatch", *, node_id: int = -1,
                  topic_config: Callable[[str], Mapping[str, Any]] | None = None,
                  unclean_default: bool = False,
-                 is_leader_recovery_supported: bool = True) -> None:
+                 is_leader_recovery_supported: bool = True,
+                 target_replicas: Callable[["TopicPartition"], list[int]] | None = None
+                 ) -> None:
         self._ctx = ctx
         self._zk = zk_writes
         self._batch = batch
@@ -85,6 +90,7 @@ class PartitionStateMachine:
         self._topic_config = topic_config
         self._unclean_default = unclean_default
         self._leader_recovery = is_leader_recovery_supported
+        self._target_replicas = target_replicas
 
     # -- lifecycle ------------------------------------------------------------------
     def startup(self) -> StateChangeResults:
@@ -312,7 +318,10 @@ class PartitionStateMachine:
             return leader_for_offline(ctx, self._collect_unclean_state(valid, election.allow_unclean),
                                       self._leader_recovery)
         if isinstance(election, ReassignPartitionLeaderElectionStrategy):
-            return leader_for_reassign(ctx, valid)
+            targets = None
+            if self._target_replicas is not None:
+                targets = {tp: self._target_replicas(tp) for tp, _ in valid}
+            return leader_for_reassign(ctx, valid, targets)
         if isinstance(election, PreferredReplicaPartitionLeaderElectionStrategy):
             return leader_for_preferred_replica(ctx, valid)
         if isinstance(election, ControlledShutdownPartitionLeaderElectionStrategy):

@@ -9,7 +9,8 @@ import pytest
 from kafkapy.controller import zk_writes as zk_writes_mod
 from kafkapy.controller.context import LeaderIsr, PartitionState, ReplicaState
 from kafkapy.controller.leader_election import (
-    CONTROLLED_SHUTDOWN, OFFLINE, OFFLINE_UNCLEAN, PREFERRED)
+    CONTROLLED_SHUTDOWN, OFFLINE, OFFLINE_UNCLEAN, PREFERRED, REASSIGN)
+from kafkapy.controller.partition_state_machine import PartitionStateMachine
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
 from kafkapy.metadata import paths
 from kafkapy.metadata.paths import LEADER_RECOVERING
@@ -225,6 +226,19 @@ def test_controlled_shutdown_election(tmp_path):
     assert (result[TP].leader, result[TP].isr) == (1, (1, 2))
     # the shutting-down broker still gets the LeaderAndIsr (it becomes a follower)
     assert sorted(c.channel.targets(LAI)) == [0, 1, 2]
+
+
+def test_reassign_election_picks_from_the_target_replicas(tmp_path):
+    c = make_cluster(tmp_path)
+    c.add_topic("t", {0: [0, 1, 2]}, states={0: _li(0, [0, 1, 2], epoch=1)})
+    c.ctx.put_partition_state(TP, PartitionState.ONLINE)
+    psm = PartitionStateMachine(c.ctx, c.zk, c.batch, target_replicas=lambda tp: [2, 1])
+    result = psm.handle_state_changes([TP], PartitionState.ONLINE, REASSIGN)
+    assert (result[TP].leader, result[TP].isr, result[TP].leader_epoch) == (2, (0, 1, 2), 2)
+    assert sorted(c.channel.targets(LAI)) == [1, 2]
+    # without targets the current assignment is the target: its first live ISR member
+    result = c.psm.handle_state_changes([TP], PartitionState.ONLINE, REASSIGN)
+    assert result[TP].leader == 0
 
 
 def test_invalid_transitions_are_skipped(tmp_path):
