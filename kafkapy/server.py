@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sys
 from pathlib import Path
 
@@ -34,7 +33,9 @@ from kafkapy import metrics
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.config.broker import BrokerConfig, ConfigError
 from kafkapy.config.describe import describe_broker, describe_topic
-from kafkapy.controller.controller import Controller
+from kafkapy.controller.admin import AdminManager
+from kafkapy.controller.controller import KafkaController
+from kafkapy.controller.topic_configs import TopicConfigs
 from kafkapy.coordinator.group.service import GroupService
 from kafkapy.coordinator.producer_ids import ProducerIdManager
 from kafkapy.handlers import build_registry
@@ -42,8 +43,8 @@ from kafkapy.handlers.api_versions import unsupported_version_response
 from kafkapy.log.manager import LogDirError, LogManager
 from kafkapy.log.meta_properties import InconsistentMetaPropertiesError
 from kafkapy.metadata import paths
-from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
-from kafkapy.metadata.ephemeral import claim
+from kafkapy.metadata.cache import MetadataCache
+from kafkapy.metadata.membership import register_broker, resolve_broker_id
 from kafkapy.metadata.store import MetadataStoreError
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.network.server import SocketServer
@@ -51,6 +52,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory import Purgatory, Timer
 from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
+from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.replica_manager import ReplicaManager
 
 _log = structlog.get_logger("kafkapy.server")
@@ -86,7 +88,12 @@ class Broker:
         self.txn_coordinator = None
         self.store = None
         self.cache: MetadataCache | None = None
-        self.controller: Controller | None = None
+        self.controller: KafkaController | None = None
+        self.admin: AdminManager | None = None
+        self.topic_configs: TopicConfigs | None = None
+        self.replica_fetchers: ReplicaFetcherManager | None = None
+        # The czxid of our /brokers/ids registration; -1 until registered.
+        self.broker_epoch = -1
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
@@ -116,30 +123,39 @@ class Broker:
         self.log_manager.open_dirs()
         self.store = self._open_store()
         cluster_id = self._cluster_id()
+        self.node_id = resolve_broker_id(self.config, self.store, self.log_manager.live_log_dirs)
         await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
                                    self._stored_topic_config)
         self.cache = MetadataCache(cluster_id, self.node_id)
-        self.controller = Controller(self.store, self.cache, self._validate_topic_configs)
-        await self._claim_registrations()
-        self.store.on_new_session(self._session_replaced)
+        self.topic_configs = TopicConfigs(self)
+        self.cache.config_loader = self.topic_configs.overrides
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config)
         self._start_purgatories(loop)
-        self.controller.add_listener(self.replica_manager.on_topic_change)
-        with self.log_manager.placing_existing_partitions():
-            self.controller.load_topics()
-            for name, topic in list(self.cache.topics.items()):
-                self.replica_manager.on_topic_change(name, topic)
+        self.replica_fetchers = ReplicaFetcherManager(self)
+        self.admin = AdminManager(self)
+        self.controller = KafkaController(self)
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
         self.groups = GroupService(self)
         self.groups.start()
         self._start_transactions()
+        await self._register_broker()
+        self.store.on_new_session(self._session_replaced)
+        self.topic_configs.start()
+        # A controller elected here brings this broker's partitions online in-process
+        # before the listeners open; otherwise the controller reaches them over the network.
+        await self.controller.startup()
         self.socket_servers = [self._socket_server(listener) for listener in self.config.listeners]
         await self._listen()
         self._serve_metrics()
         self._start_periodic_tasks()
         self._start_log_cleaner()
         _log.info("kafkapy broker started", node_id=self.node_id, cluster_id=cluster_id,
-                  port=self.socket_server.port, topics=len(self.cache.topics))
+                  broker_epoch=self.broker_epoch, port=self.socket_server.port,
+                  controller=self.cache.controller_id, topics=len(self.cache.topics))
+
+    @property
+    def inter_broker_listener(self) -> str:
+        return self.config.inter_broker_listener_name
 
     @property
     def socket_server(self) -> SocketServer | None:
@@ -227,49 +243,32 @@ class Broker:
             self.store.set(paths.CLUSTER_ID, payload)
         return cluster_id
 
-    def _advertised(self) -> list[paths.EndPoint]:
-        """Every advertised listener with its security protocol; an empty host is the
-        machine's name, as Kafka advertises it."""
-        protocols = self.config.listener_security_protocol_map
-        return [paths.EndPoint(name, host if host and host != "0.0.0.0" else socket.getfqdn(),
-                               port, protocols[name])
-                for name, host, port in self.config.advertised_listeners]
-
-    async def _claim_registrations(self) -> None:
-        """Register this broker, then become controller (Kafka's order)."""
+    def _stale_wait_ms(self) -> int:
         # A killed broker's ZooKeeper session outlives it by up to the session timeout.
-        stale_wait_ms = 2 * self.config["zookeeper.session.timeout.ms"]
-        await self._register_broker(stale_wait_ms)
-        await self.controller.elect(self.node_id, self.clock.time_ms(), stale_wait_ms)
+        return 2 * self.config["zookeeper.session.timeout.ms"]
+
+    async def _register_broker(self) -> None:
+        self.broker_epoch = await register_broker(self.store, self.config, self.node_id,
+                                                  self.clock.time_ms(), self._stale_wait_ms())
+        _log.info("registered broker", node_id=self.node_id, broker_epoch=self.broker_epoch)
 
     def _session_replaced(self) -> None:
         """ZooKeeper expired our session (a long pause, a partition) and kazoo opened a new
-        one: the registration and ``/controller`` went with the old one; claim them again,
-        as Kafka's broker does on a new session (a new controller epoch follows)."""
+        one: the registration and ``/controller`` went with the old one.  As Kafka's broker:
+        resign as controller, register again (a new broker epoch), then run for controller."""
         if self._stopped.is_set():
             return
         _log.warning("metadata store session expired; registering again")
+        self.controller.on_session_expired()
 
         async def again() -> None:
             try:
-                await self._claim_registrations()
-                _log.info("registered again", controller_epoch=self.controller.epoch)
+                await self._register_broker()
+                await self.controller.reelect()
+                _log.info("registered again", broker_epoch=self.broker_epoch)
             except Exception:
                 _log.exception("registering again failed")
         self._periodic.append(self.loop.create_task(again()))
-
-    async def _register_broker(self, wait_ms: int) -> None:
-        endpoints = self._advertised()
-        payload = paths.encode_broker_registration(endpoints, self.clock.time_ms(),
-                                                   rack=self.config["broker.rack"])
-        await claim(self.store, paths.broker_path(self.node_id), payload, wait_ms,
-                    lambda _data: f" (broker {self.node_id} is registered by another session)")
-        rack = self.config["broker.rack"]
-        by_listener = {e.listener_name: BrokerEndpoint(self.node_id, e.host, e.port, rack)
-                       for e in endpoints}
-        inter_broker = self.config.inter_broker_listener_name
-        default = by_listener.get(inter_broker, next(iter(by_listener.values())))
-        self.cache.put_broker(default, by_listener)
 
     def _socket_server(self, listener) -> SocketServer:
         name, host, port = listener
@@ -315,10 +314,11 @@ class Broker:
 
     # -- services for handlers ------------------------------------------------------------
     def topic_config(self, name: str) -> dict:
-        topic = self.cache.topic(name) if self.cache else None
+        """The topic's effective config: broker defaults and its stored overrides."""
         config = dict(self.config.topic_defaults())
-        if topic is not None and topic.configs:
-            config.update(self.config.validate_topic_configs(topic.configs))
+        overrides = self.topic_configs.overrides(name) if self.topic_configs else None
+        if overrides:
+            config.update(self.config.validate_topic_configs(overrides))
         return config
 
     def _validate_topic_configs(self, configs: dict[str, str]) -> None:
@@ -335,8 +335,8 @@ class Broker:
         return describe_broker(self.config, keys, synonyms, docs)
 
     def auto_create_topic(self, name: str) -> None:
-        self.controller.create_topic(name, self.config["num.partitions"],
-                                     self.config["default.replication.factor"])
+        self.admin.create_topic(name, self.config["num.partitions"],
+                                self.config["default.replication.factor"])
 
     def may_write_internal(self, ctx) -> bool:
         return False
@@ -382,6 +382,22 @@ class Broker:
         return partition.high_watermark
 
     # -- shutdown ---------------------------------------------------------------------------
+    async def _controlled_shutdown(self) -> None:
+        """Kafka's controlled shutdown: ask the controller to move every leadership away
+        (``controlled.shutdown.max.retries`` attempts) while this broker still serves, so
+        clients switch to the new leaders before it stops."""
+        if not self.config["controlled.shutdown.enable"] or self.broker_epoch < 0:
+            return
+        from kafkapy.controller.shutdown_client import controlled_shutdown
+        try:
+            done = await controlled_shutdown(self)
+        except Exception:
+            _log.exception("controlled shutdown failed")
+            return
+        if not done:
+            _log.warning("Proceeding to do an unclean shutdown as all the controlled "
+                         "shutdown attempts failed")
+
     async def serve_forever(self) -> None:
         await self._stopped.wait()
 
@@ -393,6 +409,11 @@ class Broker:
         failure is the one thing to report."""
         if not after_failed_start:
             _log.info("shutting down")
+            await self._controlled_shutdown()
+        if self.replica_fetchers is not None:
+            await self.replica_fetchers.shutdown()
+        if self.controller is not None:
+            await self.controller.shutdown()
         for server in self.socket_servers:
             await server.stop_accepting()
         for server in self.socket_servers:

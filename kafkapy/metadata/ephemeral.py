@@ -28,7 +28,8 @@ _POLL_S = 0.2
 
 async def claim(store, path: str, payload: bytes, wait_ms: int,
                 describe_owner=lambda data: "") -> Stat:
-    """Create ``path`` as an ephemeral node of this session, waiting out a stale owner.
+    """Create ``path`` as an ephemeral node of this session, waiting out a stale owner;
+    returns its stat (its czxid is a broker's epoch).
 
     ``describe_owner(data)`` words the current holder for the log line and the error.
     """
@@ -36,7 +37,7 @@ async def claim(store, path: str, payload: bytes, wait_ms: int,
     waiting = False
     while True:
         try:
-            return store.create(path, payload, ephemeral=True, makepath=True)
+            store.create(path, payload, ephemeral=True, makepath=True)
         except NodeExistsError:
             pass
         try:
