@@ -289,11 +289,18 @@ class KafkaController:
         if wait > 0:
             asyncio.get_running_loop().call_later(wait, self._enqueue, ev.Reelect())
             return
+        if self.active_controller_id == self._broker.node_id and not self._active:
+            # held by this session without a failover behind it: a leftover, give it up
+            self._delete_own_controller_node()
+            self.active_controller_id = -1
+        if self.active_controller_id == -2:
+            _log.info("/controller is held by an earlier session of this broker; waiting "
+                      "for ZooKeeper to expire it")
+            return
         if self.active_controller_id != -1:
-            if self.active_controller_id != self._broker.node_id or self._active:
-                _log.debug(f"Broker {self.active_controller_id} has been elected as the "
-                           "controller, so stopping the election process.")
-                return
+            _log.debug(f"Broker {self.active_controller_id} has been elected as the "
+                       "controller, so stopping the election process.")
+            return
         try:
             epoch, zk_version = self._register_controller_and_increment_epoch()
         except ControllerMovedError as e:
@@ -369,8 +376,11 @@ class KafkaController:
         was_ours = self._active
         self._resign()
         self.active_controller_id = -1
-        if not was_ours:
-            return
+        if was_ours:
+            self._delete_own_controller_node()
+
+    def _delete_own_controller_node(self) -> None:
+        """Delete /controller if this session holds it (every broker's watch fires)."""
         try:
             _, stat = self.store.get(paths.CONTROLLER)
             if stat.ephemeral_owner == self.store.session_id:

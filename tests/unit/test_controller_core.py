@@ -635,3 +635,19 @@ async def test_log_dir_failure_moves_leaders(zk):
                          "notification deleted")
     finally:
         await c1.shutdown()
+
+
+async def test_own_id_in_controller_from_old_session_is_waited_out(zk):
+    old = zk()      # a killed earlier incarnation of broker 1 whose session still lives
+    old.create(paths.CONTROLLER, paths.encode_controller(1, 0), ephemeral=True)
+    b1 = FakeBroker(1, zk(), {})
+    b1.register()
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        assert not c1.is_active
+        old.close()     # ZooKeeper expires it
+        await eventually(lambda: c1.is_active, "elected once the old session is gone")
+        assert c1.epoch == 1
+    finally:
+        await c1.shutdown()
