@@ -98,6 +98,7 @@ class ControllerBrokerRequestBatch:
         self._stop_replica: dict[int, dict[TopicPartition, tuple[int, bool]]] = {}
         self._update_metadata_brokers: set[int] = set()
         self._update_metadata_partitions: dict[TopicPartition, Any] = {}
+        self._errors: list[BaseException] = []
 
     # -- lifecycle ----------------------------------------------------------------
     def new_batch(self) -> None:
@@ -198,12 +199,26 @@ class ControllerBrokerRequestBatch:
         """Build and send everything collected, then empty the batch (Kafka's
         sendRequestsToBrokers).  ``callbacks`` overrides the batch's own."""
         cbs = callbacks or self.callbacks
+        self._errors = []
         try:
             self._send_leader_and_isr(cbs)
             self._send_update_metadata(cbs)
             self._send_stop_replica(cbs)
         finally:
             self.clear()
+        if self._errors:
+            # Every other broker was still told; the caller fails the state change.
+            raise self._errors[0]
+
+    def _send_one(self, broker: int, request: Any, callback: Callable[[Any], None]) -> None:
+        """Hand one request to the channel; a failure (e.g. the in-process delivery to
+        this broker raising) is kept so the remaining brokers still get theirs."""
+        try:
+            self.channel.send(broker, request, callback)
+        except Exception as e:          # noqa: BLE001 - re-raised by send()
+            _log.exception("failed to send controller request", broker=broker,
+                           api_key=request.API_KEY)
+            self._errors.append(e)
 
     def _topic_id(self, topic: str) -> uuid.UUID:
         text = self._ctx.topic_ids.get(topic)
@@ -240,7 +255,7 @@ class ControllerBrokerRequestBatch:
                 live_leaders=live_leaders)
             _log.info("sending LeaderAndIsr", broker=broker, partitions=len(states),
                       become_leader=sum(1 for s in states.values() if s.leader == broker))
-            self.channel.send(broker, request,
+            self._send_one(broker, request,
                               _response_callback(broker, cbs.on_leader_and_isr_response))
 
     def _live_brokers_payload(self) -> list:
@@ -275,7 +290,7 @@ class ControllerBrokerRequestBatch:
                           controller_epoch=self._ctx.epoch,
                           broker_epoch=self._ctx.broker_epoch(broker),
                           topic_states=topic_states, live_brokers=live_brokers)
-            self.channel.send(broker, request,
+            self._send_one(broker, request,
                               _response_callback(broker, cbs.on_update_metadata_response))
 
     def _send_stop_replica(self, cbs: BatchCallbacks) -> None:
@@ -295,7 +310,7 @@ class ControllerBrokerRequestBatch:
                                         for t, ps in by_topic.items()])
             _log.info("sending StopReplica", broker=broker, partitions=len(states))
             deleted = {tp for tp, (_, delete) in states.items() if delete}
-            self.channel.send(broker, request,
+            self._send_one(broker, request,
                               self._stop_replica_callback(broker, deleted, cbs))
 
     def _stop_replica_callback(self, broker: int, deleted: "set[TopicPartition]",

@@ -204,3 +204,21 @@ def test_broker_without_inter_broker_endpoint_is_left_out_of_live_leaders(tmp_pa
     c.batch.add_leader_and_isr([0], ("t", 0), li, [1, 0], False)
     c.batch.send()
     assert c.channel.of(LAI, 0)[0].live_leaders == []
+
+
+def test_a_failing_send_does_not_keep_other_brokers_uninformed(tmp_path):
+    c = make_cluster(tmp_path)
+    real_send = c.channel.send
+
+    def send(node_id, request, callback):
+        if node_id == 0:
+            raise RuntimeError("local apply failed")
+        real_send(node_id, request, callback)
+
+    c.channel.send = send
+    c.batch.new_batch()
+    c.batch.add_update_metadata([0, 1, 2])
+    with pytest.raises(RuntimeError):
+        c.batch.send()
+    assert sorted(c.channel.targets(UM)) == [1, 2]
+    assert c.batch.is_empty
