@@ -203,8 +203,16 @@ def _verify(wire, version, txn_id, pid, epoch, partitions, verify_only=True):
 @pytest.mark.parametrize("version", [4, 5])
 def test_add_partitions_to_txn_batched_verify_only(wire, version):
     txn_id = f"old-versions-txn-{version}"
-    init = wire.request(22, 4, transactional_id=txn_id, transaction_timeout_ms=60000,
-                        producer_id=-1, producer_epoch=-1)
+    # The first call creates __transaction_state; until the controller has brought it
+    # online the answer is NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE, as in Kafka.
+    for _ in range(100):
+        init = wire.request(22, 4, transactional_id=txn_id, transaction_timeout_ms=60000,
+                            producer_id=-1, producer_epoch=-1)
+        if init.error_code not in (ErrorCode.NOT_COORDINATOR,
+                                   ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                   ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+            break
+        time.sleep(0.05)
     assert init.error_code == 0
     pid, epoch = init.producer_id, init.producer_epoch
     added = wire.request(24, 3, v3_and_below_transactional_id=txn_id,

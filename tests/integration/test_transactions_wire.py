@@ -105,7 +105,13 @@ def test_write_txn_markers_over_the_wire(broker):
 def test_find_coordinator_for_transactional_id(broker):
     client = WireClient(broker.bootstrap)
     try:
-        r = client.request(10, 3, key="some-txn", key_type=1)
+        # The first lookup creates __transaction_state; as in Kafka it is answered
+        # COORDINATOR_NOT_AVAILABLE until the controller has brought the topic online.
+        for _ in range(100):
+            r = client.request(10, 3, key="some-txn", key_type=1)
+            if r.error_code != ErrorCode.COORDINATOR_NOT_AVAILABLE:
+                break
+            time.sleep(0.05)
         assert (r.error_code, r.node_id) == (0, 0)
         described = client.request(65, 0, transactional_ids=["never-used"])
         assert described.transaction_states[0].error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
