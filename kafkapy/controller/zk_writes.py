@@ -28,7 +28,7 @@ import structlog
 
 from kafkapy.metadata import paths
 from kafkapy.metadata.store import (
-    BadVersionError, CheckOp, CreateOp, DeleteOp, NodeExistsError, NoNodeError,
+    BadVersionError, CheckOp, CreateOp, DeleteOp, NoNodeError,
     NotEmptyError, Op, SetDataOp)
 
 if TYPE_CHECKING:
