@@ -236,11 +236,11 @@ class Broker:
         except NoNodeError:
             pass
         cluster_id = self.config["cluster.id"] or topic_id_text(new_topic_id())
-        payload = paths.encode_cluster_id(cluster_id)
         try:
-            self.store.create(paths.CLUSTER_ID, payload, makepath=True)
-        except NodeExistsError:
-            self.store.set(paths.CLUSTER_ID, payload)
+            self.store.create(paths.CLUSTER_ID, paths.encode_cluster_id(cluster_id),
+                              makepath=True)
+        except NodeExistsError:     # another broker of the cluster was first: use its id
+            return paths.decode_cluster_id(self.store.get(paths.CLUSTER_ID)[0])
         return cluster_id
 
     def _stale_wait_ms(self) -> int:
@@ -390,13 +390,9 @@ class Broker:
             return
         from kafkapy.controller.shutdown_client import controlled_shutdown
         try:
-            done = await controlled_shutdown(self)
+            await controlled_shutdown(self)     # logs a failure itself
         except Exception:
             _log.exception("controlled shutdown failed")
-            return
-        if not done:
-            _log.warning("Proceeding to do an unclean shutdown as all the controlled "
-                         "shutdown attempts failed")
 
     async def serve_forever(self) -> None:
         await self._stopped.wait()
