@@ -424,3 +424,30 @@ def test_replica_startup(tmp_path):
     assert c.ctx.replica_state((TP, 2)) is ReplicaState.OFFLINE
     assert c.state_znode("t", 0).isr == [0, 1]
     assert sorted(set(c.channel.targets(LAI))) == [0, 1]
+
+
+def test_broker_failure_sequence(tmp_path):
+    """KafkaController.onBrokerFailure's use of both machines: the dead leader's
+    partitions go Offline and are re-elected, then its replicas go Offline."""
+    c = make_cluster(tmp_path)
+    c.add_topic("t", {0: [0, 1, 2], 1: [1, 2, 0], 2: [2, 0, 1]},
+                states={p: _li(p, [p, (p + 1) % 3, (p + 2) % 3], epoch=1) for p in range(3)})
+    c.rsm.startup()
+    c.psm.startup()
+    c.channel.clear()
+    c.ctx.remove_live_brokers([0])
+    led = [tp for tp in c.ctx.partitions_led_by(0)]
+    c.psm.handle_state_changes(led, PartitionState.OFFLINE)
+    c.psm.trigger_online_partition_state_change()
+    c.rsm.handle_state_changes(c.ctx.replicas_on_brokers([0]), ReplicaState.OFFLINE)
+    z = {p: c.state_znode("t", p) for p in range(3)}
+    assert (z[0].leader, z[0].isr, z[0].leader_epoch) == (1, [1, 2], 2)
+    assert (z[1].leader, z[1].isr, z[1].leader_epoch) == (1, [1, 2], 2)
+    assert (z[2].leader, z[2].isr, z[2].leader_epoch) == (2, [2, 1], 2)
+    assert all(c.ctx.partition_state(("t", p)) is PartitionState.ONLINE for p in range(3))
+    assert all(c.ctx.replica_state((("t", p), 0)) is ReplicaState.OFFLINE for p in range(3))
+    assert 0 not in c.channel.targets(LAI) + c.channel.targets(UM) + c.channel.targets(STOP)
+    last_um = c.channel.of(UM, 1)[-1]
+    offline = {ps.partition_index: ps.offline_replicas
+               for ts in last_um.topic_states for ps in ts.partition_states}
+    assert offline == {0: [0], 1: [0], 2: [0]}
