@@ -1,0 +1,145 @@
+"""controller_epoch fencing: a paused old controller is replaced, fenced, and steps down.
+
+A controller SIGSTOPped past its ZooKeeper session loses ``/controller``; another broker is
+elected with a higher ``/controller_epoch`` and takes over.  On SIGCONT the old one finds its
+session gone, resigns (its log says so), registers again as an ordinary broker, and takes its
+metadata from the new controller; ``/controller`` still names the new one, the epoch is
+unchanged, and nothing the old controller might still send is accepted: every partition
+state written after its return carries the new epoch.
+
+Every broker refuses controller requests from an older controller epoch
+(STALE_CONTROLLER_EPOCH) or for an older broker epoch than its registration
+(STALE_BROKER_EPOCH), checked with raw LeaderAndIsr v7 / UpdateMetadata v8 / StopReplica v4
+requests, as Kafka 3.9's ReplicaManager and KafkaApis check them.
+"""
+from __future__ import annotations
+
+from tests.cluster import clients
+from tests.cluster.conftest import (
+    FAILOVER_S, LOG_PATTERNS, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, wait_for)
+from tests.integration.request_fields import fields
+from tests.integration.wire import WireClient
+
+
+def test_paused_controller_is_fenced_and_steps_down(cluster, unique):
+    c = cluster
+    topic = unique("fenced")
+    clients.create_topic(c.bootstrap(1), topic, partitions=6, replication=3)
+    c.wait_topic(topic, 6)
+    old, old_epoch = c.controller_id(), c.controller_epoch()
+    others = [i for i in (1, 2, 3) if i != old]
+
+    c.pause(old)
+    try:
+        new = wait_for(lambda: (c.controller_id() not in (None, old)) and c.controller_id(),
+                       FAILOVER_S, lambda: f"a new controller while {old} is paused\n{c.summary()}")
+        new_epoch = c.controller_epoch()
+        assert new in others and new_epoch > old_epoch
+
+        # The new controller moved leadership off the paused broker and told the others.
+        def taken_over():
+            if old in c.registered():
+                return False
+            for i in others:
+                view = c.metadata(i, [topic])
+                if view.controller != new or old in view.brokers:
+                    return False
+                if any(p.leader in (old, -1) for p in view.topics[topic].values()):
+                    return False
+            return True
+        wait_for(taken_over, FAILOVER_S,
+                 lambda: f"{new} to take over from paused {old}\n{c.summary()}")
+        before = {p: c.zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")[1].version
+                  for p in range(6)}
+    finally:
+        c.resume(old)
+
+    # The old controller notices its session is gone, resigns, and rejoins as a broker
+    # whose cache the new controller fills.
+    def rejoined():
+        if old not in c.registered():
+            return False
+        view = c.metadata(old, [topic])
+        return view.controller == new and set(view.brokers) == {1, 2, 3} and len(
+            view.topics.get(topic, {})) == 6
+    wait_for(rejoined, FAILOVER_S + 10,
+             lambda: f"old controller {old} to rejoin under {new}\n{c.summary()}")
+    assert LOG_PATTERNS["resigned"].search(c.log_text(old)), (
+        f"broker {old}'s log does not say it resigned:\n{c.log_text(old)[-4000:]}")
+
+    # Fenced: the new controller stays, with its epoch; every broker names it (polled a few
+    # times, so a late request of the old controller would show).
+    for _ in range(10):
+        assert (c.controller_id(), c.controller_epoch()) == (new, new_epoch)
+        for i in (1, 2, 3):
+            assert c.metadata(i).controller == new, f"broker {i} names another controller"
+        import time
+        time.sleep(0.2)
+    for p in range(6):
+        data, stat = c.zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")
+        if stat.version != before[p]:
+            import json
+            assert json.loads(data)["controller_epoch"] == new_epoch, (p, data)
+    stale = [i for i in others if LOG_PATTERNS["stale_epoch"].search(c.log_text(i))]
+    print(f"brokers that logged a refused stale-epoch request: {stale}")
+
+    # And the cluster works: records in and out through the old controller.
+    values = {p: clients.record_values(topic, p, 5) for p in range(6)}
+    clients.produce_confluent(c.bootstrap(old), topic, values)
+    assert clients.consume_confluent(c.bootstrap(old), topic, {p: 5 for p in range(6)}) == values
+
+
+# --------------------------------------------------------------------------- raw requests
+
+def _live_brokers(view) -> list[dict]:
+    """The cluster's real broker list (harmless even if a broken broker applied it)."""
+    return [dict(id=i, endpoints=[dict(port=port, host="127.0.0.1", listener="PLAINTEXT",
+                                       security_protocol=0)], rack=None)
+            for i, port in sorted(view.brokers.items())]
+
+
+def _send(c, node: int, api_key: int, version: int, **values):
+    wire = WireClient(c.bootstrap(node))
+    try:
+        return wire.request(api_key, version, **fields(api_key, **values))
+    finally:
+        wire.close()
+
+
+def test_brokers_refuse_a_stale_controller_epoch(shared_cluster):
+    c = shared_cluster
+    controller, epoch = c.controller_id(), c.controller_epoch()
+    assert epoch >= 1
+    view = c.metadata(controller)
+    for node in (1, 2, 3):
+        broker_epoch = c.broker_epoch(node)
+        common = dict(controller_id=controller, is_k_raft_controller=False,
+                      controller_epoch=epoch - 1, broker_epoch=broker_epoch)
+        um = _send(c, node, 6, 8, **common, topic_states=[], live_brokers=_live_brokers(view))
+        assert um.error_code == STALE_CONTROLLER_EPOCH, f"UpdateMetadata to {node}: {um}"
+        lai = _send(c, node, 4, 7, **common, type=0, topic_states=[],
+                    live_leaders=[dict(broker_id=controller, host_name="127.0.0.1",
+                                       port=view.brokers[controller])])
+        assert lai.error_code == STALE_CONTROLLER_EPOCH, f"LeaderAndIsr to {node}: {lai}"
+        sr = _send(c, node, 5, 4, **common, topic_states=[])
+        assert sr.error_code == STALE_CONTROLLER_EPOCH, f"StopReplica to {node}: {sr}"
+    # Nothing changed: every broker still names the controller.
+    assert all(c.metadata(i).controller == controller for i in (1, 2, 3))
+
+
+def test_brokers_refuse_a_stale_broker_epoch(shared_cluster):
+    c = shared_cluster
+    controller, epoch = c.controller_id(), c.controller_epoch()
+    view = c.metadata(controller)
+    for node in (1, 2, 3):
+        common = dict(controller_id=controller, is_k_raft_controller=False,
+                      controller_epoch=epoch, broker_epoch=c.broker_epoch(node) - 1)
+        um = _send(c, node, 6, 8, **common, topic_states=[], live_brokers=_live_brokers(view))
+        assert um.error_code == STALE_BROKER_EPOCH, f"UpdateMetadata to {node}: {um}"
+        lai = _send(c, node, 4, 7, **common, type=0, topic_states=[],
+                    live_leaders=[dict(broker_id=controller, host_name="127.0.0.1",
+                                       port=view.brokers[controller])])
+        assert lai.error_code == STALE_BROKER_EPOCH, f"LeaderAndIsr to {node}: {lai}"
+        sr = _send(c, node, 5, 4, **common, topic_states=[])
+        assert sr.error_code == STALE_BROKER_EPOCH, f"StopReplica to {node}: {sr}"
+    assert all(c.metadata(i).controller == controller for i in (1, 2, 3))
