@@ -651,3 +651,30 @@ async def test_own_id_in_controller_from_old_session_is_waited_out(zk):
         assert c1.epoch == 1
     finally:
         await c1.shutdown()
+
+
+async def test_resigns_when_another_broker_takes_controller(zk):
+    from kafkapy.metadata.store import CreateOp, DeleteOp, SetDataOp
+    b1 = FakeBroker(1, zk(), {})
+    b1.register()
+    create_topic(b1.store, "t", {0: [1]})
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        assert c1.is_active and c1.ctx.assignments
+        channel = c1._channel
+        other = zk()
+        _, stat = other.get(paths.CONTROLLER_EPOCH)
+        other.multi([DeleteOp(paths.CONTROLLER),
+                     CreateOp(paths.CONTROLLER, paths.encode_controller(2, 0), ephemeral=True),
+                     SetDataOp(paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(2),
+                               stat.version)])
+        await eventually(lambda: not c1.is_active, "resigned")
+        assert c1.active_controller_id == 2
+        assert channel.closed and not c1.ctx.assignments and c1.epoch == 0
+        # events of leftover watches do nothing now
+        create_topic(b1.store, "u", {0: [1]})
+        await asyncio.sleep(0.3)
+        assert state(b1.store, "u", 0) is None
+    finally:
+        await c1.shutdown()
