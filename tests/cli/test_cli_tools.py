@@ -12,12 +12,14 @@ from __future__ import annotations
 import base64
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.errors import CoordinatorNotAvailableError
 from kafka.structs import OffsetAndMetadata
 
 from tests.broker_process import free_port
@@ -150,7 +152,14 @@ def test_list_shows_internal_topics_unless_excluded(run, admin):
     # A commit makes the coordinator create __consumer_offsets.
     topic, group = unique("internal"), unique("internal-group")
     create_topic(run, topic)
-    admin.alter_group_offsets(group, {TopicPartition(topic, 0): OffsetAndMetadata(0, "", None)})
+    # The first lookup creates the topic without waiting (as Kafka): retry until it is online.
+    for _ in range(100):
+        try:
+            admin.alter_group_offsets(group, {TopicPartition(topic, 0):
+                                              OffsetAndMetadata(0, "", None)})
+            break
+        except CoordinatorNotAvailableError:
+            time.sleep(0.05)
     assert "__consumer_offsets" in run("topics", "--list").stdout.splitlines()
     listed = run("topics", "--list", "--exclude-internal").stdout.splitlines()
     assert topic in listed and "__consumer_offsets" not in listed
@@ -309,7 +318,14 @@ def test_consumer_groups_with_an_active_member(run, broker):
 def test_consumer_groups_delete_offsets(run, admin):
     topic, group = unique("offsets-gone"), unique("offsets-group")
     create_topic(run, topic)
-    admin.alter_group_offsets(group, {TopicPartition(topic, 0): OffsetAndMetadata(0, "", None)})
+    # The first lookup creates the topic without waiting (as Kafka): retry until it is online.
+    for _ in range(100):
+        try:
+            admin.alter_group_offsets(group, {TopicPartition(topic, 0):
+                                              OffsetAndMetadata(0, "", None)})
+            break
+        except CoordinatorNotAvailableError:
+            time.sleep(0.05)
     assert group_rows(run, group) == [[group, topic, "0", "0", "0", "0", "-", "-", "-"]]
     result = run("consumer-groups", "--delete-offsets", "--group", group, "--topic", topic)
     assert result.returncode == 0
