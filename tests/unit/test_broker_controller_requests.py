@@ -382,3 +382,52 @@ def test_partitions_no_controller_sends_are_refused_without_a_log(broker):
     response = leader_and_isr.apply(broker, lai([(-1, NODE, 0, [1], [1])]))
     assert lai_errors(response) == {(TID, -1): E.UNKNOWN_TOPIC_OR_PARTITION}
     assert broker.replica_manager.partitions == {} and broker.log_manager.logs == {}
+
+
+# -- Metadata from the cache ------------------------------------------------------------------
+class _MetadataCtx:
+    def __init__(self, broker, version, listener="EXTERNAL"):
+        self.broker, self.api_version, self.listener = broker, version, listener
+
+    def response(self, **fields):
+        return RESPONSES[3](version=self.api_version, **fields)
+
+
+def _metadata(broker, version, listener="EXTERNAL"):
+    from kafkapy.handlers import metadata
+    from kafkapy.protocol.messages import REQUESTS
+    request = REQUESTS[3](version=version, topics=None, allow_auto_topic_creation=False,
+                          include_cluster_authorized_operations=False,
+                          include_topic_authorized_operations=False)
+    response = roundtrip(metadata.handle(_MetadataCtx(broker, version, listener), request))
+    return response, {p.partition_index: p for p in response.topics[0].partitions}
+
+
+def test_metadata_answers_as_kafkas_zk_metadata_cache(broker):
+    # Broker 3 is not live; partition 1's leader is dead, partition 2 lists broker 3 offline.
+    update_metadata.apply(broker, um([(0, 2, 1, [2, 1], [2, 1]), (1, 3, 1, [3, 1], [3]),
+                                      (2, 1, 1, [1, 3], [1, 3], [3])], controller_id=2))
+    response, parts = _metadata(broker, 12)
+    assert response.controller_id == 2
+    assert [(b.node_id, b.host, b.port) for b in response.brokers] == [
+        (1, "ex1", 8001), (2, "ex2", 8002)]
+    assert (parts[0].error_code, parts[0].leader_id) == (0, 2)
+    assert (parts[1].error_code, parts[1].leader_id, parts[1].isr_nodes) == (
+        E.LEADER_NOT_AVAILABLE, -1, [3])
+    assert (parts[2].error_code, parts[2].replica_nodes, parts[2].isr_nodes,
+            parts[2].offline_replicas) == (0, [1, 3], [1, 3], [3])
+    # v0 lists only reachable replicas and says so.
+    _, parts = _metadata(broker, 0)
+    assert (parts[2].error_code, parts[2].replica_nodes, parts[2].isr_nodes) == (
+        E.REPLICA_NOT_AVAILABLE, [1], [1])
+
+
+def test_metadata_leader_without_the_clients_listener(broker):
+    update_metadata.apply(broker, um([(0, 2, 1, [2, 1], [2, 1])]))
+    # Broker 2 loses its EXTERNAL listener.
+    request = um([(0, 2, 1, [2, 1], [2, 1])])
+    request.live_brokers[1].endpoints = request.live_brokers[1].endpoints[:1]
+    update_metadata.apply(broker, request)
+    assert _metadata(broker, 6)[1][0].error_code == E.LISTENER_NOT_FOUND
+    assert _metadata(broker, 5)[1][0].error_code == E.LEADER_NOT_AVAILABLE
+    assert _metadata(broker, 6, listener="INTERNAL")[1][0].error_code == 0
