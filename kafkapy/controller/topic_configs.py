@@ -16,6 +16,7 @@ no dynamic broker configs.  Notifications older than 15 minutes are purged, as
 Kafka's listener does on every pass.
 
 Watch callbacks only schedule a pass on the event loop; a pass runs on the loop.
+A new store session (the old one expired with its watches) schedules a pass too.
 A deleted topic's cached entry is dropped when the cache reports the deletion.
 """
 from __future__ import annotations
@@ -79,7 +80,12 @@ class TopicConfigs:
         add_listener = getattr(self._broker.cache, "add_listener", None)
         if add_listener is not None:
             add_listener(self._on_topic_change)
-        self._broker.store.ensure_path(paths.CONFIG_CHANGES)
+        store = self._broker.store
+        if self._loop is not None:
+            # Watches die with an expired session: a new one starts with a full pass
+            # (Kafka's listener on afterInitializingSession).
+            store.on_new_session(self._on_children)
+        store.ensure_path(paths.CONFIG_CHANGES)
         self.process_changes()
 
     def stop(self) -> None:

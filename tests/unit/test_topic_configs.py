@@ -10,7 +10,9 @@ import pytest
 
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import PartitionState, TopicMetadata
+from kafkapy.metadata.zk_store import ZooKeeperStore
 from tests.unit.test_admin import Broker, um
+from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 
 class FakeLog:
@@ -112,3 +114,35 @@ async def test_deleted_topic_forgotten(broker):
     broker.store.delete(paths.topic_config_path("t"))
     broker.cache.apply_update_metadata(um("t", [(0, -2, [0])]))
     assert broker.topic_configs.overrides("t") == {}
+
+
+# -- two brokers on a real ZooKeeper ----------------------------------------------------------
+class ZkBroker(Broker):
+    def __init__(self, connect, tmp_path):
+        super().__init__(tmp_path)
+        self.store.close()
+        self.store = ZooKeeperStore(connect, 6000, 15000)
+        paths.ensure_base_paths(self.store)
+        self.replica_manager = FakeReplicaManager([("t", 0)])
+
+
+async def test_a_change_on_one_broker_reaches_another(request, tmp_path):
+    connect = request.getfixturevalue("zk_connect")
+    one, two = ZkBroker(connect, tmp_path / "1"), ZkBroker(connect, tmp_path / "2")
+    try:
+        one.admin.create_topic("t", 1, 1, configs={"retention.ms": "5"})
+        for b in (one, two):
+            b.topic_configs.start()
+            assert b.topic_configs.overrides("t") == {"retention.ms": "5"}
+        one.admin.alter_topic_configs("t", {"retention.ms": "6"})
+        assert one.topic_configs.overrides("t") == {"retention.ms": "6"}   # at once
+        for _ in range(200):
+            if two.topic_configs.overrides("t") == {"retention.ms": "6"}:
+                break
+            await asyncio.sleep(0.02)
+        assert two.topic_configs.overrides("t") == {"retention.ms": "6"}
+        assert two.replica_manager.partitions[("t", 0)].log.configs[-1] == {"retention.ms": "6"}
+    finally:
+        for b in (one, two):
+            b.topic_configs.stop()
+            b.store.close()
