@@ -212,10 +212,15 @@ class AdminManager:
         _log.info("marked topic for deletion", topic=name)
 
     def is_queued_for_deletion(self, name: str) -> bool:
+        """Kafka's controller.isTopicQueuedForDeletion: the active controller's context
+        when it has one, else the marker znode."""
         controller = getattr(self._broker, "controller", None)
-        queued = getattr(controller, "is_topic_queued_for_deletion", None)
-        if queued is not None and getattr(controller, "is_active", False):
-            return bool(queued(name))
+        if getattr(controller, "is_active", False):
+            owner = controller if hasattr(controller, "is_topic_queued_for_deletion") \
+                else getattr(controller, "ctx", None)
+            queued = getattr(owner, "is_topic_queued_for_deletion", None)
+            if queued is not None:
+                return bool(queued(name))
         return self._store.exists(paths.delete_topic_path(name)) is not None
 
     def _put(self, path: str, payload: bytes) -> None:
