@@ -661,8 +661,9 @@ class KafkaController:
         existing = sorted(ctx.live_or_shutting_down_broker_ids() - set(new_brokers))
         # the others learn about the new brokers; the new ones get every partition
         self._send_update_metadata(existing, [])
-        self._send_update_metadata(new_brokers, [tp for tp in ctx.all_partitions()
-                                                 if tp in ctx.leadership])
+        self._send_update_metadata(new_brokers, [
+            tp for tp in ctx.all_partitions()
+            if tp in ctx.leadership and not ctx.is_topic_queued_for_deletion(tp[0])])
         replicas = ctx.replicas_on_brokers(new_brokers)
         self._rsm.handle_state_changes(replicas, ReplicaState.ONLINE)
         self._psm.trigger_online_partition_state_change()
@@ -903,8 +904,11 @@ class KafkaController:
         self._batch.send()
         self._rsm.handle_state_changes([(tp, broker_id) for tp in followed],
                                        ReplicaState.OFFLINE)
+        # Kafka's replicatedPartitionsBrokerLeads: a partition with one replica cannot
+        # move, so it does not hold the shutdown back.
         remaining = [tp for tp, li in ctx.leadership.items() if li.leader == broker_id
-                     and not ctx.is_topic_deletion_in_progress(tp[0])]
+                     and len(ctx.replicas(tp)) > 1
+                     and not ctx.is_topic_queued_for_deletion(tp[0])]
         return ErrorCode.NO_ERROR, sorted(remaining)
 
     # -- ElectLeaders (Kafka's processReplicaLeaderElection) ---------------------------
