@@ -43,14 +43,14 @@ class TopicConfigs:
 
     # -- reads ---------------------------------------------------------------------
     def overrides(self, name: str) -> dict[str, str]:
+        """The topic's overrides (a copy: callers may keep or change it)."""
         cached = self._overrides.get(name)
-        if cached is not None:
-            return cached
-        stored = self._read(name)
-        if stored is None:
-            return {}
-        self._overrides[name] = stored
-        return stored
+        if cached is None:
+            cached = self._read(name)
+            if cached is None:
+                return {}
+            self._overrides[name] = cached
+        return dict(cached)
 
     def invalidate(self, name: str) -> None:
         """Forget ``name`` (a topic created or deleted): the next read goes to the store."""
