@@ -37,7 +37,8 @@ from kafkapy.controller.leader_election import (
 from kafkapy.controller.zk_writes import ControllerMovedError
 from kafkapy.metadata import paths
 from kafkapy.metadata.store import (
-    BadVersionError, CheckOp, CreateOp, EventType, NodeExistsError, NoNodeError, SetDataOp)
+    BadVersionError, CheckOp, CreateOp, DeleteOp, EventType, NodeExistsError, NoNodeError,
+    SetDataOp)
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode
 
@@ -607,7 +608,7 @@ class KafkaController:
     def _delete_notifications(self, parent: str, names: Iterable[str]) -> None:
         for name in names:
             try:
-                self._fenced([_delete(f"{parent}/{name}")])
+                self._fenced([DeleteOp(f"{parent}/{name}")])
             except NoNodeError:
                 pass
 
@@ -1003,11 +1004,6 @@ class KafkaController:
 
 
 # -- helpers -----------------------------------------------------------------------
-def _delete(path: str):
-    from kafkapy.metadata.store import DeleteOp
-    return DeleteOp(path)
-
-
 def _succeeded(result) -> bool:
     """A state machine result: a LeaderIsr (or anything not an exception) is success."""
     return result is not None and not isinstance(result, BaseException)
