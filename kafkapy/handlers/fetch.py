@@ -25,9 +25,12 @@ Versions 0 to 17 (Kafka 3.9's range), following KafkaApis.handleFetchRequest:
   below v6, which older clients know.
 - v16+: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the current leader,
   with its endpoint in ``node_endpoints``.
-- A follower (replica id >= 0) must be another assigned replica (else
-  NOT_LEADER_OR_FOLLOWER, or UNKNOWN_LEADER_EPOCH when it names an epoch) and
-  reads up to the log end; its sessions are privileged in the session cache.
+- A follower (replica id >= 0, from v15 ``replica_state``) reads only from the
+  leader, must be another assigned replica (else NOT_LEADER_OR_FOLLOWER, or
+  UNKNOWN_LEADER_EPOCH when it names an epoch) and reads up to the log end; its
+  sessions are privileged in the session cache.  Its fetch offset is its log end
+  for the leader's high watermark (``Partition.update_follower_fetch``); a HW
+  that moves wakes the produce and fetch purgatories.
 - ``last_fetched_epoch`` (v12+) is checked against the leader-epoch cache: a
   fetcher whose log diverged gets ``diverging_epoch`` and no records.
 - If fewer than ``min_bytes`` are available and no read failed, the request
@@ -178,7 +181,32 @@ class _Fetch:
                 min_one = False  # only the first non-empty partition may exceed the limits
             limit = max(0, limit - result.size)
             results.append(result)
+        if self.follower:
+            self._record_follower_fetches(results)
         return results
+
+    def _record_follower_fetches(self, results: list[_Result]) -> None:
+        """Kafka's updateFollowerFetchState: each partition read for a follower records its
+        fetch offset as the follower's log end; where that moves the high watermark, the
+        delayed produces (acks=all) and consumer fetches watching the partition may now
+        complete.  (The answer carries the HW as read, as Kafka's: the follower learns a
+        new HW with its next fetch.)"""
+        broker = self.ctx.broker
+        replicas = broker.replica_manager
+        replica = _replica_id(self.ctx, self.request)
+        now = broker.clock.time_ms()
+        moved = []
+        for result in results:
+            if result.error_code or result.diverging is not None:
+                continue
+            key = (result.tip.topic, result.tip.partition)
+            partition = replicas.partitions.get(key)
+            req = result.request
+            if partition is not None and partition.update_follower_fetch(
+                    replica, req.fetch_offset, now, req.log_start_offset):
+                moved.append(key)
+        for key in moved:
+            replicas.appended(key)
 
     def _read_one(self, tip, req, max_bytes: int, min_one: bool) -> _Result:
         replicas = self.ctx.broker.replica_manager

@@ -1,0 +1,217 @@
+"""The replica fetcher against a real kafkapy broker acting as the leader.
+
+One broker process (node 0) holds a topic assigned to replicas [0, 1]; this test
+plays broker 1: a ``ReplicaFetcherManager`` over a local Partition (real Log in
+tmp_path, real MetadataCache, real BrokerConnection) follows the leader, and its
+log must become the leader's log byte for byte: segment file, offsets, epochs,
+timestamps; then it keeps following new appends (long-polled follower fetches).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kafkapy.clock import SYSTEM_CLOCK
+from kafkapy.log.log import Log
+from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
+from kafkapy.records.record import build_batch
+from kafkapy.replication.fetcher import ReplicaFetcherManager
+from kafkapy.replication.partition import Partition
+from tests.broker_process import BrokerProcess
+from tests.integration.request_fields import fields
+from tests.integration.wire import WireClient
+
+TOPIC = "followed"
+SEGMENT = "00000000000000000000.log"
+FOLLOWER_CONFIG = {
+    "replica.fetch.wait.max.ms": 500, "replica.fetch.min.bytes": 1,
+    "replica.fetch.response.max.bytes": 10485760,
+    "replica.fetch.max.bytes": 4096,   # small: several round trips for the first copy
+    "replica.fetch.backoff.ms": 200, "replica.socket.timeout.ms": 30000,
+}
+
+
+@pytest.fixture
+def leader(tmp_path):
+    broker = BrokerProcess(tmp_path / "leader").start()
+    yield broker
+    broker.stop()
+
+
+def _create_topic(wire: WireClient) -> None:
+    response = wire.request(19, 7, **fields(19, topics=[dict(
+        name=TOPIC, num_partitions=-1, replication_factor=-1, configs=[],
+        assignments=[dict(partition_index=0, broker_ids=[0, 1])])],
+        timeout_ms=10000, validate_only=False))
+    assert response.topics[0].error_code == 0, response
+
+
+def _topic_state(wire: WireClient):
+    """(topic id, leader epoch) from Metadata v12, once the partition has its leader."""
+    for _ in range(100):
+        response = wire.request(3, 12, **fields(3, topics=[dict(name=TOPIC, topic_id=None)],
+                                               allow_auto_topic_creation=False,
+                                               include_topic_authorized_operations=False))
+        [topic] = response.topics
+        if topic.error_code == 0 and topic.partitions and topic.partitions[0].leader_id == 0:
+            return topic.topic_id, topic.partitions[0].leader_epoch
+        time.sleep(0.1)
+    raise AssertionError(f"no leader for {TOPIC}: {response}")
+
+
+def _produce(wire: WireClient, count: int, first: int = 0) -> None:
+    for i in range(first, first + count):
+        records = [(b"k%d" % i, b"value-%d-" % i + b"x" * 300, [], 1_700_000_000_000 + i)]
+        batch = build_batch(records, compression=1 if i % 3 == 0 else 0)
+        response = wire.request(0, 9, **fields(0, transactional_id=None, acks=1,
+                                               timeout_ms=5000, topic_data=[dict(
+                                                   name=TOPIC, partition_data=[dict(
+                                                       index=0, records=bytes(batch))])]))
+        assert response.responses[0].partition_responses[0].error_code == 0
+
+
+def _follower(tmp_path: Path, leader: BrokerProcess, topic_id, epoch: int):
+    """Broker 1's side: the contract's broker object, with the followed partition."""
+    cache = MetadataCache("c", 1)
+    endpoint = BrokerEndpoint(0, "127.0.0.1", leader.port)
+    cache.put_broker(endpoint, {"PLAINTEXT": endpoint})
+    state = PartitionState(0, [0, 1], 0, epoch, [0, 1])
+    cache.put_topic(TopicMetadata(TOPIC, topic_id, {0: state}))
+    log = Log.load(str(tmp_path / "follower" / f"{TOPIC}-0"), {}, SYSTEM_CLOCK)
+    partition = Partition(TOPIC, 0, log, state, 1)
+    assert partition.make_follower(state)
+    broker = SimpleNamespace(node_id=1, broker_epoch=-1, config=FOLLOWER_CONFIG,
+                             clock=SYSTEM_CLOCK, loop=asyncio.get_running_loop(), cache=cache,
+                             inter_broker_listener="PLAINTEXT",
+                             replica_manager=SimpleNamespace(partitions={(TOPIC, 0): partition}))
+    return broker, partition
+
+
+async def _until(predicate, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+def test_follower_copies_the_leaders_log_byte_for_byte(tmp_path, leader):
+    wire = WireClient(leader.bootstrap)
+    _create_topic(wire)
+    topic_id, epoch = _topic_state(wire)
+    _produce(wire, 30)
+    leader_segment = leader.log_dir / f"{TOPIC}-0" / SEGMENT
+
+    async def follow() -> None:
+        broker, partition = _follower(tmp_path, leader, topic_id, epoch)
+        fetchers = ReplicaFetcherManager(broker)
+        fetchers.add_partitions({(TOPIC, 0): (0, partition.log.log_end_offset)})
+        try:
+            await _until(lambda: partition.log.log_end_offset == 30)
+            follower_segment = Path(partition.log.dir) / SEGMENT
+            assert follower_segment.read_bytes() == leader_segment.read_bytes()
+            await _until(lambda: partition.high_watermark == 30)
+            assert partition.log.leader_epoch_cache.entries == [(epoch, 0)]
+            # Appends while the follower's fetch waits at the log end reach it too.
+            await asyncio.get_running_loop().run_in_executor(None, _produce, wire, 5, 30)
+            await _until(lambda: partition.log.log_end_offset == 35)
+            await _until(lambda: partition.high_watermark == 35)
+            assert follower_segment.read_bytes() == leader_segment.read_bytes()
+            leader_id, state = fetchers.fetch_state((TOPIC, 0))
+            assert (leader_id, state.fetch_offset) == (0, 35)
+            fetchers.remove_partitions([(TOPIC, 0)])
+            assert fetchers.fetch_state((TOPIC, 0)) is None
+        finally:
+            await fetchers.shutdown()
+            partition.log.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(follow(), 60))
+    finally:
+        wire.close()
+
+
+def _diverged_follower_follows(tmp_path, leader, extra_epoch_delta: int) -> None:
+    """A follower whose log holds the leader's 30 batches and 10 more the leader never
+    had, written in the leader's epoch plus ``extra_epoch_delta``: it truncates to 30,
+    then copies what the leader appends next, byte for byte."""
+    wire = WireClient(leader.bootstrap)
+    _create_topic(wire)
+    topic_id, epoch = _topic_state(wire)
+    _produce(wire, 30)
+    leader_segment = leader.log_dir / f"{TOPIC}-0" / SEGMENT
+
+    async def follow() -> None:
+        broker, partition = _follower(tmp_path, leader, topic_id, epoch)
+        partition.append_as_follower(leader_segment.read_bytes())
+        for i in range(10):
+            partition.append_as_follower(build_batch(
+                [(None, b"lost-%d" % i, [], 1_700_000_000_000)], base_offset=30 + i,
+                partition_leader_epoch=epoch + extra_epoch_delta))
+        assert partition.log.log_end_offset == 40
+        fetchers = ReplicaFetcherManager(broker)
+        fetchers.add_partitions({(TOPIC, 0): (0, partition.log.log_end_offset)})
+        try:
+            await _until(lambda: partition.log.log_end_offset == 30)
+            await asyncio.get_running_loop().run_in_executor(None, _produce, wire, 5, 30)
+            await _until(lambda: partition.high_watermark == 35)
+            follower_segment = Path(partition.log.dir) / SEGMENT
+            assert follower_segment.read_bytes() == leader_segment.read_bytes()
+            assert partition.log.leader_epoch_cache.entries == [(epoch, 0)]
+        finally:
+            await fetchers.shutdown()
+            partition.log.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(follow(), 60))
+    finally:
+        wire.close()
+
+
+def test_diverging_epoch_truncates_the_follower(tmp_path, leader):
+    """Same last epoch, longer log: the leader answers diverging_epoch (epoch, 30)."""
+    _diverged_follower_follows(tmp_path, leader, 0)
+
+
+def test_offset_out_of_range_truncates_the_follower(tmp_path, leader):
+    """A last epoch the leader never had: OFFSET_OUT_OF_RANGE; the follower asks the
+    leader's end offset (ListOffsets) and truncates to it."""
+    _diverged_follower_follows(tmp_path, leader, 7)
+
+
+def test_a_partition_the_leader_does_not_host_backs_off(tmp_path, leader):
+    """UNKNOWN_TOPIC_OR_PARTITION (the leader may not have had its LeaderAndIsr yet):
+    the fetcher keeps the partition, retries after replica.fetch.backoff.ms, and the
+    other partitions of the same leader keep being fetched."""
+    wire = WireClient(leader.bootstrap)
+    _create_topic(wire)
+    topic_id, epoch = _topic_state(wire)
+    _produce(wire, 3)
+
+    async def follow() -> None:
+        broker, partition = _follower(tmp_path, leader, topic_id, epoch)
+        state = PartitionState(5, [0, 1], 0, epoch, [0, 1])
+        broker.cache.topics[TOPIC].partitions[5] = state
+        log = Log.load(str(tmp_path / "follower" / f"{TOPIC}-5"), {}, SYSTEM_CLOCK)
+        missing = Partition(TOPIC, 5, log, state, 1)
+        missing.make_follower(state)
+        broker.replica_manager.partitions[(TOPIC, 5)] = missing
+        fetchers = ReplicaFetcherManager(broker)
+        fetchers.add_partitions({(TOPIC, 0): (0, 0), (TOPIC, 5): (0, 0)})
+        try:
+            await _until(lambda: fetchers.fetch_state((TOPIC, 5))[1].delayed_until_ms > 0)
+            await _until(lambda: partition.high_watermark == 3)
+            assert fetchers.fetch_state((TOPIC, 5))[0] == 0
+            assert missing.log.log_end_offset == 0
+        finally:
+            await fetchers.shutdown()
+            partition.log.close()
+            missing.log.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(follow(), 60))
+    finally:
+        wire.close()
