@@ -30,7 +30,7 @@ import structlog
 
 from kafkapy.controller import events as ev
 from kafkapy.controller.context import (
-    NO_LEADER, ControllerContext, LeaderIsr, LiveBroker, PartitionState, ReplicaState,
+    NO_LEADER, ControllerContext, LiveBroker, PartitionState, ReplicaState,
     TopicPartition)
 from kafkapy.controller.leader_election import (
     CONTROLLED_SHUTDOWN, OFFLINE, OFFLINE_UNCLEAN, PREFERRED as PREFERRED_STRATEGY)
@@ -574,16 +574,15 @@ class KafkaController:
         return topic_id
 
     def _update_leader_and_isr_cache(self, partitions: Iterable[TopicPartition]) -> None:
-        for tp in partitions:
-            try:
-                data, stat = self.store.get(paths.partition_state_path(*tp))
-            except NoNodeError:
+        """Kafka's updateLeaderAndIsrCache: the state znodes into the context."""
+        for tp, got in self._zk.get_partition_states(partitions).items():
+            if got is None:
                 self.ctx.leadership.pop(tp, None)
-                continue
-            doc = paths.decode_partition_state(data, stat)
-            self.ctx.put_leadership(tp, LeaderIsr(doc.leader, doc.leader_epoch, tuple(doc.isr),
-                                                  doc.controller_epoch, stat.version,
-                                                  doc.leader_recovery_state))
+            elif isinstance(got, Exception):
+                _log.warning("unreadable partition state", partition=f"{tp[0]}-{tp[1]}",
+                             error=str(got))
+            else:
+                self.ctx.put_leadership(tp, got)
 
     # -- fenced writes ---------------------------------------------------------------
     def _fenced(self, ops: list) -> list:
