@@ -21,6 +21,8 @@ answered ELECTION_NOT_NEEDED, as Kafka's broker does.
 """
 from __future__ import annotations
 
+import asyncio
+
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -48,9 +50,13 @@ async def handle(ctx, request):
         return _refuse(ctx, wanted, ErrorCode.INVALID_REQUEST,
                        f"Unknown election type {election}")
     partitions = [(topic, index) for topic, indexes in wanted.items() for index in indexes]
+    loop = asyncio.get_running_loop()
+    # Kafka's deadline runs from before the controller's turn (ReplicaManager.electLeaders).
+    deadline = loop.time() + request.timeout_ms / 1000.0
     outcome = await ctx.broker.controller.elect_leaders(election, partitions)
     results = {tp: (int(v[0]), v[1]) for tp, v in outcome.items()}
-    late = await _await_leaders(ctx.broker, election, outcome, request.timeout_ms)
+    remaining_ms = int(max(0.0, deadline - loop.time()) * 1000)
+    late = await _await_leaders(ctx.broker, election, outcome, remaining_ms)
     for tp in late:
         results[tp] = (ErrorCode.REQUEST_TIMED_OUT, None)
     topics = []
