@@ -5,6 +5,10 @@ plays broker 1: a ``ReplicaFetcherManager`` over a local Partition (real Log in
 tmp_path, real MetadataCache, real BrokerConnection) follows the leader, and its
 log must become the leader's log byte for byte: segment file, offsets, epochs,
 timestamps; then it keeps following new appends (long-polled follower fetches).
+A diverged follower truncates (diverging epoch, or out of range); a partition the
+leader does not host backs off.  In ZooKeeper mode, with broker 1 registered so that
+the ISR is [0, 1], an acks=all produce completes only once the follower has fetched
+past it (the leader's HW follows the follower's fetch offsets).
 """
 from __future__ import annotations
 
@@ -18,12 +22,14 @@ import pytest
 from kafkapy.clock import SYSTEM_CLOCK
 from kafkapy.log.log import Log
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
+from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.record import build_batch
 from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.partition import Partition
-from tests.broker_process import BrokerProcess
+from tests.broker_process import BrokerProcess, free_port
 from tests.integration.request_fields import fields
 from tests.integration.wire import WireClient
+from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 TOPIC = "followed"
 SEGMENT = "00000000000000000000.log"
@@ -215,3 +221,86 @@ def test_a_partition_the_leader_does_not_host_backs_off(tmp_path, leader):
         asyncio.run(asyncio.wait_for(follow(), 60))
     finally:
         wire.close()
+
+
+# -- the leader's side: its high watermark follows the follower's fetches -----------------
+
+@pytest.fixture
+def zk(zk_connect):  # noqa: F811
+    from kazoo.client import KazooClient
+    client = KazooClient(zk_connect)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+def _register_broker_1(zk) -> int:
+    """Broker 1's registration (ephemeral, this test's session): the controller sees it
+    live, so a new partition on [0, 1] gets the ISR [0, 1].  Its endpoint has no
+    listener; the controller's requests to it just wait.  Returns its broker epoch."""
+    from kafkapy.metadata import paths
+    payload = paths.encode_broker_registration(
+        [paths.EndPoint("PLAINTEXT", "127.0.0.1", free_port(), "PLAINTEXT")],
+        int(time.time() * 1000))
+    zk.ensure_path("/brokers/ids")
+    zk.create("/brokers/ids/1", payload, ephemeral=True)
+    return zk.exists("/brokers/ids/1").czxid
+
+
+def _write_topic_with_isr_0_1(zk) -> None:
+    """The topic's znodes as a controller leaves them: replicas and ISR [0, 1], leader 0."""
+    from kafkapy.metadata import paths
+    from kafkapy.metadata.topics import new_topic_id, topic_id_text
+    zk.create(paths.topic_path(TOPIC), paths.encode_topic_assignment(
+        {0: [0, 1]}, topic_id_text(new_topic_id())), makepath=True)
+    zk.create(paths.partition_state_path(TOPIC, 0),
+              paths.encode_partition_state(0, 0, [0, 1], 1), makepath=True)
+
+
+def _isr(zk) -> list[int]:
+    from kafkapy.metadata import paths
+    data, stat = zk.get(paths.partition_state_path(TOPIC, 0))
+    return paths.decode_partition_state(data, stat).isr
+
+
+def _produce_all(wire: WireClient, value: bytes, timeout_ms: int) -> int:
+    batch = build_batch([(None, value, [], int(time.time() * 1000))])
+    response = wire.request(0, 9, **fields(0, transactional_id=None, acks=-1,
+                                           timeout_ms=timeout_ms, topic_data=[dict(
+                                               name=TOPIC, partition_data=[dict(
+                                                   index=0, records=bytes(batch))])]))
+    return response.responses[0].partition_responses[0].error_code
+
+
+def test_acks_all_completes_when_the_follower_has_fetched(tmp_path, zk, zk_connect):  # noqa: F811
+    broker_epoch = _register_broker_1(zk)
+    _write_topic_with_isr_0_1(zk)
+    leader = BrokerProcess(tmp_path / "leader", overrides={"zookeeper.connect": zk_connect})
+    leader.start()
+    wire = WireClient(leader.bootstrap)
+    try:
+        topic_id, epoch = _topic_state(wire)
+        assert _isr(zk) == [0, 1], "broker 1 is registered: it stays in the ISR"
+        # Nobody fetches for broker 1 yet: the HW cannot pass the append.
+        assert _produce_all(wire, b"waits", 1000) == ErrorCode.REQUEST_TIMED_OUT
+
+        async def follow() -> None:
+            broker, partition = _follower(tmp_path, leader, topic_id, epoch)
+            broker.broker_epoch = broker_epoch
+            fetchers = ReplicaFetcherManager(broker)
+            fetchers.add_partitions({(TOPIC, 0): (0, 0)})
+            try:
+                loop = asyncio.get_running_loop()
+                code = await loop.run_in_executor(None, _produce_all, wire, b"done", 20000)
+                assert code == 0
+                await _until(lambda: partition.log.log_end_offset == 2)
+                await _until(lambda: partition.high_watermark == 2)
+            finally:
+                await fetchers.shutdown()
+                partition.log.close()
+
+        asyncio.run(asyncio.wait_for(follow(), 60))
+    finally:
+        wire.close()
+        leader.stop()
