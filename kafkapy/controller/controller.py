@@ -54,6 +54,7 @@ _LOCAL_HANDLERS = {4: "kafkapy.handlers.leader_and_isr",
 _OPS_PER_MULTI = 1000
 _FAILOVER_RETRY_S = 1.0
 _FIRST_REBALANCE_CHECK_S = 5
+_DRAIN_ON_SHUTDOWN_S = 5.0
 _NOT_NEEDED = "Leader election not needed for topic partition."
 _STRATEGY_NAMES = {PREFERRED: "PreferredReplicaPartitionLeaderElectionStrategy",
                    UNCLEAN: "OfflinePartitionLeaderElectionStrategy(true)"}
@@ -130,6 +131,10 @@ class KafkaController:
             await asyncio.wait_for(done.future, 30)
         except asyncio.TimeoutError:
             self._task.cancel()
+        if self._channel is not None:
+            # What was decided (a controlled shutdown's new leaders) reaches the
+            # brokers before the channel drops its queues; bounded: a broker may be gone.
+            await self._channel.drained(_DRAIN_ON_SHUTDOWN_S)
         self._resign()
         for channel in self._closed_channels:
             if hasattr(channel, "wait_closed"):
@@ -443,9 +448,9 @@ class KafkaController:
         factory = self._channel_factory
         if factory is None:
             from kafkapy.controller.channel import ControllerChannelManager as factory
-        self._channel = factory(asyncio.get_running_loop(), broker.node_id,
-                                self._local_deliver, None,
-                                config["controller.socket.timeout.ms"])
+        self._channel = _TrackedChannel(factory(asyncio.get_running_loop(), broker.node_id,
+                                                self._local_deliver, None,
+                                                config["controller.socket.timeout.ms"]))
         self._batch = ControllerBrokerRequestBatch(
             self.ctx, self._channel, broker.node_id, broker.inter_broker_listener,
             self._batch_callbacks())
@@ -1000,6 +1005,68 @@ class KafkaController:
         if kind == PREFERRED:
             return leader != self.ctx.replicas(tp)[0]
         return leader == NO_LEADER or leader not in self.ctx.live_broker_ids()
+
+
+class _TrackedChannel:
+    """The channel, counting per broker the requests not yet answered, so shutdown can
+    wait for them (``drained``).  A removed broker's requests are dropped by the
+    channel without callbacks: its count goes with it."""
+
+    def __init__(self, channel) -> None:
+        self._channel = channel
+        self._pending: dict[int, int] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def __getattr__(self, name):
+        return getattr(self._channel, name)
+
+    def send(self, node_id: int, request, callback=None) -> None:
+        self._pending[node_id] = self._pending.get(node_id, 0) + 1
+        self._idle.clear()
+
+        def answered(response, node_id=node_id) -> None:
+            self._done(node_id)
+            if callback is not None:
+                callback(response)
+        try:
+            self._channel.send(node_id, request, answered)
+        except BaseException:
+            self._done(node_id)
+            raise
+        if node_id != self._channel.local_node_id and not self._channel.has_broker(node_id):
+            self._forget(node_id)       # not in the channel: dropped at once
+
+    def remove_broker(self, node_id: int) -> None:
+        self._channel.remove_broker(node_id)
+        self._forget(node_id)
+
+    def close(self) -> None:
+        self._channel.close()
+        self._pending.clear()
+        self._idle.set()
+
+    async def drained(self, timeout_s: float) -> bool:
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+            return True
+        except asyncio.TimeoutError:
+            _log.warning("controller requests still unanswered at shutdown",
+                         pending={b: n for b, n in self._pending.items() if n})
+            return False
+
+    def _done(self, node_id: int) -> None:
+        if self._pending.get(node_id, 0) > 0:
+            self._pending[node_id] -= 1
+        self._check_idle()
+
+    def _forget(self, node_id: int) -> None:
+        self._pending.pop(node_id, None)
+        self._check_idle()
+
+    def _check_idle(self) -> None:
+        if not any(self._pending.values()):
+            self._idle.set()
 
 
 # -- helpers -----------------------------------------------------------------------

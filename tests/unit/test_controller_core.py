@@ -80,10 +80,12 @@ class FakeBroker:
         return SimpleNamespace(error_code=0)
 
     def start_controller(self) -> KafkaController:
-        self.controller = KafkaController(
-            self, local_deliver=self.apply,
-            channel_factory=lambda loop, node_id, deliver, client_id, timeout:
-                FakeChannel(loop, node_id, deliver, self.network))
+        def channel(loop, node_id, deliver, client_id, timeout) -> FakeChannel:
+            self.channels.append(FakeChannel(loop, node_id, deliver, self.network))
+            return self.channels[-1]
+        self.channels: list[FakeChannel] = []
+        self.controller = KafkaController(self, local_deliver=self.apply,
+                                          channel_factory=channel)
         return self.controller
 
     # what the requests said -------------------------------------------------
@@ -119,8 +121,20 @@ class FakeChannel:
 
     def __init__(self, loop, node_id, deliver, network) -> None:
         self._loop, self._node_id, self._deliver, self._network = loop, node_id, deliver, network
+        self.local_node_id = node_id
         self.brokers: set[int] = set()
         self.closed = False
+        self.hold = False           # True: remote requests wait until released
+        self.held: list = []
+
+    def has_broker(self, node_id) -> bool:
+        return node_id in self.brokers
+
+    def release(self) -> None:
+        self.hold = False
+        for deliver in self.held:
+            self._loop.call_soon(deliver)
+        self.held.clear()
 
     def add_broker(self, node_id, host, port) -> None:
         if node_id != self._node_id:
@@ -143,7 +157,10 @@ class FakeChannel:
                 response = self._network[node_id].apply(request)
                 if callback is not None:
                     callback(response)
-        self._loop.call_soon(deliver)
+        if self.hold:
+            self.held.append(deliver)
+        else:
+            self._loop.call_soon(deliver)
 
     def close(self) -> None:
         self.closed = True
@@ -663,7 +680,7 @@ async def test_resigns_when_another_broker_takes_controller(zk):
     await c1.startup()
     try:
         assert c1.is_active and c1.ctx.assignments
-        channel = c1._channel
+        channel = b1.channels[-1]
         other = zk()
         _, stat = other.get(paths.CONTROLLER_EPOCH)
         other.multi([DeleteOp(paths.CONTROLLER),
@@ -679,3 +696,27 @@ async def test_resigns_when_another_broker_takes_controller(zk):
         assert state(b1.store, "u", 0) is None
     finally:
         await c1.shutdown()
+
+
+async def test_shutdown_waits_for_requests_in_flight(zk):
+    network: dict = {}
+    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
+    for b in (b1, b2, b3):
+        b.register()
+    create_topic(b1.store, "t", {0: [1, 2]})
+    c1 = b1.start_controller()
+    await c1.startup()
+    await eventually(lambda: ("t", 0) in b2.leader_and_isr(), "2 follows t-0")
+    # the controller's own broker shuts down: leadership moves to 2, then the
+    # controller stops while the requests telling 2 and 3 are still on their way
+    channel = b1.channels[-1]
+    channel.hold = True
+    code, remaining = await c1.controlled_shutdown(1, b1.broker_epoch)
+    assert (code, remaining) == (ErrorCode.NO_ERROR, [])
+    stopping = asyncio.get_running_loop().create_task(c1.shutdown())
+    await asyncio.sleep(0.05)
+    assert not stopping.done()
+    channel.release()
+    await asyncio.wait_for(stopping, 10)
+    assert b2.leader_and_isr()[("t", 0)].leader == 2
+    assert b3.metadata()[("t", 0)].leader == 2
