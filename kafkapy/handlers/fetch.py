@@ -171,7 +171,9 @@ class _Fetch:
         self.read_committed = request.isolation_level == READ_COMMITTED and not self.follower
 
     # -- reading ----------------------------------------------------------------------
-    def read(self) -> list[_Result]:
+    def read(self, record_follower: bool = True) -> list[_Result]:
+        """Read every partition; a follower's fetch offsets are recorded on the first read
+        only (Kafka's readFromPurgatory: the offsets are the same when a wait ends)."""
         limit = self.max_bytes
         min_one = self.ctx.api_version >= _HARD_LIMIT_BELOW
         results = []
@@ -181,7 +183,7 @@ class _Fetch:
                 min_one = False  # only the first non-empty partition may exceed the limits
             limit = max(0, limit - result.size)
             results.append(result)
-        if self.follower:
+        if self.follower and record_follower:
             self._record_follower_fetches(results)
         return results
 
@@ -269,7 +271,8 @@ class _Fetch:
             return _end_metadata(broker, topic, index, requests[(topic, index)], self._upper)
 
         operation = DelayedFetch(self.request.max_wait_ms, self.min_bytes, statuses,
-                                 lambda: self.answer(self.read()), respond, state)
+                                 lambda: self.answer(self.read(record_follower=False)),
+                                 respond, state)
         keys = [(s.topic, s.partition) for s in statuses]
         broker.fetch_purgatory.try_complete_else_watch(operation, keys)
         return future
