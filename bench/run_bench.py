@@ -61,8 +61,12 @@ THROUGHPUT_WORKLOADS = {
 }
 ALL_WORKLOADS = ["1k", "100b", "e2e", "sendfile"]
 # Result keys, in run and report order; "peer" is tansu (the key predates Kafka's column).
-KINDS = ("kafkapy", "kafka", "peer")
-LABELS = {"kafkapy": "kafkapy", "kafka": "Kafka 3.9", "peer": "tansu (peer)"}
+KINDS = ("kafkapy", "kafka", "peer", "kafkapy3")
+LABELS = {"kafkapy": "kafkapy", "kafka": "Kafka 3.9", "peer": "tansu (peer)",
+          "kafkapy3": "kafkapy 3 brokers"}
+# Partitions of the benchmark topics per kind: the 3-broker cluster gets one partition per
+# broker (RF 1, so each broker leads one) and the records spread over them.
+PARTITIONS = {"kafkapy3": 3}
 DEFAULT_WORKLOADS = ["1k", "100b", "e2e"]
 
 _ctx = mp.get_context("spawn")
@@ -117,9 +121,14 @@ def _merge_latencies(chunks: list[bytes], typecode: str = "f") -> list[float]:
 
 
 def produce_phase(bootstrap: str, topic: str, count: int, size: int, nprocs: int,
-                  conf: dict, timeout: float) -> dict:
+                  conf: dict, timeout: float, partitions: int = 1) -> dict:
+    """With several ``partitions``: at least one producer process per partition, process i
+    writing to partition i % partitions, so every partition gets an equal share."""
+    if partitions > 1:
+        nprocs = partitions * -(-nprocs // partitions)
     per = [count // nprocs + (1 if i < count % nprocs else 0) for i in range(nprocs)]
-    argsets = [(i, bootstrap, topic, 0, n, size, conf) for i, n in enumerate(per) if n]
+    argsets = [(i, bootstrap, topic, i % partitions, n, size, conf)
+               for i, n in enumerate(per) if n]
     res = _run_procs(wl.produce_worker, argsets, timeout)
     errors = [r.get("error") for r in res if r.get("error")]
     acked = sum(r.get("acked", 0) for r in res)
@@ -170,6 +179,38 @@ def consume_phase(bootstrap: str, topic: str, size: int, nprocs: int, conf: dict
         secs = max(r["t_end"] for r in timed) - t_start
         out.update(seconds=round(secs, 3),
                    first_record_ms=round((t_first - t_start) * 1000, 1),
+                   records_per_s=round(got / secs, 1) if secs > 0 else None,
+                   mib_per_s=round(nbytes / MIB / secs, 2) if secs > 0 else None,
+                   driver_cpu_s=round(sum(r.get("driver_cpu_s", 0) for r in timed), 2),
+                   driver_process_cpu_s=round(sum(r.get("process_cpu_s", 0) for r in timed), 2))
+    out["ok"] = not errors and got == total
+    return out
+
+
+def consume_partitions_phase(bootstrap: str, topic: str, partitions: int, conf: dict,
+                             timeout: float, expected: int | None = None) -> dict:
+    """Read every partition of ``topic`` back, one fresh assign() consumer process per
+    partition (for the 3-broker cluster: one per leader)."""
+    marks = {p: wl.high_watermark(bootstrap, topic, p) for p in range(partitions)}
+    total = sum(hi - lo for lo, hi in marks.values())
+    out: dict = {"watermarks": {p: list(m) for p, m in marks.items()}, "low": 0, "high": total}
+    if expected is not None and total != expected:
+        out["watermark_note"] = f"sum of high-low={total}, produced {expected}"
+    argsets = [(p, bootstrap, topic, p, lo, hi, conf) for p, (lo, hi) in marks.items() if hi > lo]
+    if not argsets:
+        out.update(ok=False, errors=["topic is empty"], records=0)
+        return out
+    res = _run_procs(wl.consume_worker, argsets, timeout)
+    errors = [r.get("error") for r in res if r.get("error")]
+    got = sum(r.get("records", 0) for r in res)
+    nbytes = sum(r.get("bytes", 0) for r in res)
+    timed = [r for r in res if "t_start" in r]
+    out.update(processes=len(argsets), records=got, bytes=nbytes, errors=errors)
+    if timed:
+        t_start = min(r["t_start"] for r in timed)
+        secs = max(r["t_end"] for r in timed) - t_start
+        out.update(seconds=round(secs, 3),
+                   first_record_ms=round((min(r["t_first"] for r in timed) - t_start) * 1000, 1),
                    records_per_s=round(got / secs, 1) if secs > 0 else None,
                    mib_per_s=round(nbytes / MIB / secs, 2) if secs > 0 else None,
                    driver_cpu_s=round(sum(r.get("driver_cpu_s", 0) for r in timed), 2),
@@ -317,7 +358,7 @@ class BrokerRun:
         self.rep = 0
         self.runs: dict[str, list[dict]] = {}
         self.source_dir: Path | None = None
-        if kind == "kafkapy" and not args.bootstrap and not args.no_snapshot:
+        if kind in ("kafkapy", "kafkapy3") and not args.bootstrap and not args.no_snapshot:
             snap = snapshot_source(work_root / "kafkapy-src")
             self.source_dir = Path(snap["dir"])
             self.result["source_snapshot"] = snap
@@ -332,6 +373,11 @@ class BrokerRun:
             overrides.update(extra or {})
             return KafkapyBroker(wd, overrides=overrides, log_dir=log_dir,
                                  source_dir=self.source_dir)
+        if self.kind == "kafkapy3":
+            from cluster import KafkapyCluster
+            overrides = _kv(self.args.broker_override)
+            overrides.update(extra or {})
+            return KafkapyCluster(wd, overrides=overrides, source_dir=self.source_dir)
         if self.kind == "kafka":
             from peers import KafkaBroker
             return KafkaBroker(wd, overrides=_kv(self.args.kafka_override),
@@ -347,7 +393,9 @@ class BrokerRun:
         log(f"{self.kind}: starting broker ({label})")
         b.start(timeout=self.args.start_timeout)
         self.broker = b
-        self.sampler = RssSampler(b.pid).start()
+        # A cluster samples all its brokers (sums); a broker, its one process.
+        make = getattr(b, "make_sampler", None)
+        self.sampler = (make() if make is not None else RssSampler(b.pid)).start()
         if "broker" not in self.result:
             self.result["broker"] = b.describe()
         return b
@@ -372,9 +420,13 @@ class BrokerRun:
     def _topic(self, name: str) -> str:
         return f"bench-{name}-{self.run_id}-{self.rep + 1}"
 
+    @property
+    def partitions(self) -> int:
+        return 1 if self.args.bootstrap else PARTITIONS.get(self.kind, 1)
+
     def _create_topic(self, topic: str) -> str:
         fallback = getattr(self.broker, "create_topic", None)
-        return wl.create_topic(self.broker.bootstrap, topic, 1, fallback=fallback)
+        return wl.create_topic(self.broker.bootstrap, topic, self.partitions, fallback=fallback)
 
     def _profiler(self, name: str):
         if not (self.args.profile and self.kind == "kafkapy" and self.broker.pid):
@@ -414,6 +466,14 @@ class BrokerRun:
     def prepare(self) -> bool:
         """Check the broker can be had; start the shared broker if asked. False: skip it."""
         try:
+            if self.kind == "kafkapy3" and not self.args.bootstrap:
+                from cluster import ClusterUnavailable, zookeeper_classpath
+                try:
+                    zookeeper_classpath()
+                except ClusterUnavailable as e:
+                    self.result.update(status="unavailable", error=str(e))
+                    log(f"{self.kind} unavailable: {e}")
+                    return False
             if self.kind in ("peer", "kafka") and not self.args.bootstrap:
                 import peers
                 find = peers.find_tansu if self.kind == "peer" else peers.find_kafka_home
@@ -491,7 +551,7 @@ class BrokerRun:
         spec = THROUGHPUT_WORKLOADS[name]
         size = spec["record_size"]
         count = max(1, int(spec["records"] * args.records_scale))
-        out: dict = {"record_size": size, "records": count, "partitions": 1,
+        out: dict = {"record_size": size, "records": count, "partitions": self.partitions,
                      "producer_config": {**{k: v for k, v in wl.PRODUCER_DEFAULTS.items()},
                                          **_kv(args.producer_conf)},
                      "consumer_config": {**wl.CONSUMER_DEFAULTS, **_kv(args.consumer_conf)}}
@@ -505,10 +565,15 @@ class BrokerRun:
         topic = self._topic(name)
         out["topic"] = topic
         out["topic_created_by"] = self._create_topic(topic)
-        log(f"{self.kind} {name}: producing {count} x {size} B with {args.producer_procs} procs")
+        spread = self.partitions > 1
+        if spread and hasattr(self.broker, "leaders"):
+            out["leaders"] = self.broker.leaders(topic)
+        log(f"{self.kind} {name}: producing {count} x {size} B with {args.producer_procs} procs"
+            + (f" (at least one per partition) over {self.partitions} partitions, leaders "
+               f"{out.get('leaders')}" if spread else ""))
         out["produce"] = self._phase(f"{name}-produce", lambda: produce_phase(
             bs, topic, count, size, args.producer_procs, _kv(args.producer_conf),
-            args.phase_timeout))
+            args.phase_timeout, partitions=self.partitions))
         p = out["produce"]
         log(f"{self.kind} {name}: produce {p.get('records_per_s')} rec/s "
             f"{p.get('mib_per_s')} MiB/s p50 {p.get('latency_ms', {}).get('p50')} ms "
@@ -516,9 +581,14 @@ class BrokerRun:
             f"{p['broker']['cpu_pct']:.0f}% rss peak {p['broker']['rss_peak_mib']:.0f} MiB "
             f"{'' if p['ok'] else 'ERRORS ' + str(p.get('errors'))[:300]}")
         time.sleep(1.0)
-        out["consume"] = self._phase(f"{name}-consume", lambda: consume_phase(
-            bs, topic, size, args.consumer_procs, _kv(args.consumer_conf), args.phase_timeout,
-            expected=p.get("records_acked")))
+        if spread:
+            out["consume"] = self._phase(f"{name}-consume", lambda: consume_partitions_phase(
+                bs, topic, self.partitions, _kv(args.consumer_conf), args.phase_timeout,
+                expected=p.get("records_acked")))
+        else:
+            out["consume"] = self._phase(f"{name}-consume", lambda: consume_phase(
+                bs, topic, size, args.consumer_procs, _kv(args.consumer_conf),
+                args.phase_timeout, expected=p.get("records_acked")))
         c = out["consume"]
         log(f"{self.kind} {name}: consume {c.get('records_per_s')} rec/s "
             f"{c.get('mib_per_s')} MiB/s, broker cpu {c['broker']['cpu_pct']:.0f}% "
@@ -663,7 +733,8 @@ def render_markdown(doc: dict) -> str:
                      + (f" — {res['error']}" if res.get("error") else ""))
     lines.append("")
     lines += _side_by_side_lines(brokers)
-    lines.append("## Throughput (acks=all, linger 5 ms, batch 64 KiB, 1 partition)")
+    lines.append("## Throughput (acks=all, linger 5 ms, batch 64 KiB, 1 partition; "
+                 "kafkapy 3 brokers: 3 partitions, RF 1, one leader per broker)")
     lines.append("")
     lines.append("| broker | workload | records | produce rec/s | produce MiB/s | p50 ms | p99 ms "
                  "| consume rec/s | consume MiB/s | broker CPU produce / consume | "
@@ -678,7 +749,9 @@ def render_markdown(doc: dict) -> str:
             lat = p.get("latency_ms", {})
             after = w.get("after_idle_2s", {})
             lines.append(
-                f"| {kind} | {name} ({w.get('record_size')} B) | {_fmt(w.get('records'))} "
+                f"| {kind} | {name} ({w.get('record_size')} B"
+                f"{', %d partitions' % w['partitions'] if w.get('partitions', 1) > 1 else ''}) "
+                f"| {_fmt(w.get('records'))} "
                 f"| {_fmt(p.get('records_per_s'))} | {_fmt(p.get('mib_per_s'), 1)} "
                 f"| {_fmt(lat.get('p50'), 1)} | {_fmt(lat.get('p99'), 1)} "
                 f"| {_fmt(c.get('records_per_s'))} | {_fmt(c.get('mib_per_s'), 1)} "
@@ -825,9 +898,10 @@ def write_results(doc: dict, results_dir: Path, stamp: str, latest: bool) -> lis
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["kafkapy", "kafka", "peer", "tansu", "all"],
+    ap.add_argument("--only", choices=["kafkapy", "kafka", "peer", "tansu", "kafkapy3", "all"],
                     default="all",
-                    help="which broker to benchmark (default: all three; tansu = peer)")
+                    help="which broker to benchmark (default: all; tansu = peer; kafkapy3 = "
+                         "three kafkapy brokers on a ZooKeeper, topics with 3 partitions RF 1)")
     ap.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
                     help=f"comma list from {ALL_WORKLOADS} (default %(default)s; "
                          "'sendfile' adds a sendfile-off consume pass for kafkapy)")
