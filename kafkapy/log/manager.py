@@ -479,6 +479,10 @@ class LogManager:
                     fn()
                 self._last_run[name] = now
                 done.append(name)
+        # Deleted logs go once their file.delete.delay.ms is over, not at the next retention
+        # pass (Kafka's kafka-delete-logs task); the pending list is short.
+        if self._pending_log_deletes and self.purge_deleted_logs(now):
+            done.append("delete-logs")
         return done
 
     def cleanup_logs(self) -> int:
