@@ -2,10 +2,15 @@
 
 Job: every broker runs one ``KafkaController``; it races for ``/controller`` and the
 winner (the *active* controller) owns the cluster's partition leadership: it
-watches brokers, topics, deletions and ISR change notifications, elects leaders
-through the partition and replica state machines, writes partition state znodes
-fenced by ``/controller_epoch``'s zk version, and tells brokers through the
-``ControllerChannelManager`` (requests to itself are applied in-process).
+watches brokers (``/brokers/ids`` and each registration), topics (``/brokers/topics``
+and each assignment), ``/admin/delete_topics``, ``/isr_change_notification`` and
+``/log_dir_event_notification``, elects leaders through the partition and replica
+state machines, writes partition state znodes fenced by ``/controller_epoch``'s zk
+version, and tells brokers through the ``ControllerChannelManager`` (requests to
+itself are applied in-process, synchronously).  It also answers ControlledShutdown
+and ElectLeaders, and moves leaders back to preferred replicas periodically
+(``auto.leader.rebalance.enable``).  Not yet: partition reassignment and the
+``/admin/preferred_replica_election`` znode (issue 15).
 
 Invariants:
  - one ``asyncio.Queue`` drained by one task; watch callbacks and the public API
@@ -18,7 +23,8 @@ Invariants:
  - a fenced write failing on the ``/controller_epoch`` check means another
    controller was elected: resign at once (and give up ``/controller`` if we
    still hold it, Kafka's triggerControllerMove);
- - on resignation the channel is closed and the context cleared.
+ - on resignation the channel is closed and the context cleared; on shutdown the
+   channel first gets a bounded time to deliver what was already decided.
 """
 from __future__ import annotations
 
