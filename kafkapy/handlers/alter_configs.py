@@ -4,7 +4,8 @@ Versions 0-2 (Kafka 3.9 and 4.0).  Per resource:
 - TOPIC (2): the given entries become the topic's complete set of overrides
   (keys left out return to their defaults), validated like CreateTopics
   configs (unknown key, bad value, min > max compaction lag ->
-  INVALID_CONFIG with the reason); unknown topic -> UNKNOWN_TOPIC_OR_PARTITION.
+  INVALID_CONFIG with the reason); unknown topic -> UNKNOWN_TOPIC_OR_PARTITION;
+  an empty name -> INVALID_REQUEST "Default topic resources are not allowed.".
   Persisted through ``admin.alter_topic_configs`` (``/config/topics/<t>``
   plus a ``/config/changes`` notification), on any broker: every broker
   applies the change to its partition logs when the notification reaches it
@@ -85,6 +86,7 @@ def result(cls, resource, code: int, message: str | None):
 def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
                         validate_only: bool) -> None:
     """Validate, then (unless validate_only) persist and apply a topic's new overrides."""
+    check_topic_name(name)
     if broker.cache.topic(name) is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                          f"The topic '{name}' does not exist.")
@@ -106,6 +108,12 @@ def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
                                        f"ConfigResource(type=TOPIC, name='{name}'): "
                                        f"{err.message}") from err
         raise
+
+
+def check_topic_name(name: str) -> None:
+    """ZkAdminManager: a topic resource needs a name (no default topic resource)."""
+    if not name:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
 
 
 def check_broker_change(broker, name: str, configs: dict[str, str | None],

@@ -18,7 +18,8 @@ from kafkapy.config.definitions import TOPIC_CONFIGS
 from kafkapy.config.loggers import validate_logger_ops
 from kafkapy.config.types import ConfigType
 from kafkapy.handlers.alter_configs import (BROKER, TOPIC, apply_topic_configs,
-                                            check_broker_change, preprocess, result)
+                                            check_broker_change, check_topic_name, preprocess,
+                                            result)
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -44,6 +45,7 @@ def handle(ctx, request):
                                                     if c.config_operation != DELETE
                                                     and c.value is None])
             if resource.resource_type == TOPIC:
+                check_topic_name(resource.resource_name)
                 topic = ctx.broker.cache.topic(resource.resource_name)
                 if topic is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

@@ -251,3 +251,18 @@ def test_incremental_alter_configs_starts_from_the_store(broker):
                 name="retention.ms", config_operation=1, value=None)])]))
     assert r.responses[0].error_code == 0
     assert broker.admin.stored_topic_configs("t") == {"segment.ms": "100000"}
+
+
+def test_alter_configs_refuse_a_default_topic_resource(broker):
+    from kafkapy.handlers import alter_configs
+    AC = REQUESTS[33]
+    r = alter_configs.handle(ctx(broker, 33, 2), AC(version=2, validate_only=False, resources=[
+        AC.AlterConfigsResource(resource_type=2, resource_name="", configs=[])]))
+    assert (r.responses[0].error_code, r.responses[0].error_message) == (
+        E.INVALID_REQUEST, "Default topic resources are not allowed.")
+    Res = IAC.AlterConfigsResource
+    r = incremental_alter_configs.handle(ctx(broker, 44, 1), IAC(
+        version=1, validate_only=False, resources=[Res(resource_type=2, resource_name="",
+                                                       configs=[])]))
+    assert (r.responses[0].error_code, r.responses[0].error_message) == (
+        E.INVALID_REQUEST, "Default topic resources are not allowed.")
