@@ -9,8 +9,8 @@ state machines, writes partition state znodes fenced by ``/controller_epoch``'s 
 version, and tells brokers through the ``ControllerChannelManager`` (requests to
 itself are applied in-process, synchronously).  It also answers ControlledShutdown
 and ElectLeaders, and moves leaders back to preferred replicas periodically
-(``auto.leader.rebalance.enable``).  Not yet: partition reassignment and the
-``/admin/preferred_replica_election`` znode (issue 15).
+(``auto.leader.rebalance.enable``) or when ``/admin/preferred_replica_election``
+asks.  Not yet: partition reassignment (issue 15).
 
 Invariants:
  - one ``asyncio.Queue`` drained by one task; watch callbacks and the public API
@@ -436,6 +436,7 @@ class KafkaController:
         self._rsm.startup()
         self._psm.startup()
         self._deletion.try_topic_deletion()
+        self._preferred_replica_election_from_znode()
         if self._broker.config["auto.leader.rebalance.enable"]:
             self._schedule_auto_leader_rebalance(_FIRST_REBALANCE_CHECK_S)
         _log.info("controller failover done", epoch=self.ctx.epoch,
@@ -962,6 +963,43 @@ class KafkaController:
                               f"partition {tp[0]}-{tp[1]}", error=message)
                     results[tp] = (failed, message)
         return {tp: results[tp] for tp in wanted}
+
+    # -- /admin/preferred_replica_election (Kafka's ZkTriggered replica election) ---------
+    def _process_ZkPreferredReplicaElection(self, _event) -> None:
+        if self._active:
+            self._preferred_replica_election_from_znode()
+
+    def _preferred_replica_election_from_znode(self) -> None:
+        """Run the preferred election the znode asks for, then delete it (watched by an
+        exists watch, so its creation is seen)."""
+        path = paths.ADMIN_PREFERRED_REPLICA_ELECTION
+        watch = self._watcher("data", path, lambda e: ev.ZkPreferredReplicaElection())
+        if self.store.exists(path, watch=watch) is None:
+            return
+        try:
+            data, _ = self.store.get(path)
+            wanted = paths.decode_preferred_replica_election(data)
+        except NoNodeError:
+            return
+        except ValueError as e:
+            _log.warning("unreadable preferred replica election request", error=str(e))
+            wanted = []
+        try:
+            ctx = self.ctx
+            electable = [tp for tp in dict.fromkeys(wanted) if ctx.replicas(tp)
+                         and not ctx.is_topic_queued_for_deletion(tp[0])
+                         and self._election_needed(tp, PREFERRED)]
+            if electable:
+                _log.info(f"Starting replica leader election (PREFERRED) for partitions "
+                          f"{_tps(electable)} triggered by ZkTriggered")
+                self._psm.handle_state_changes(electable, PartitionState.ONLINE,
+                                               PREFERRED_STRATEGY)
+        finally:
+            try:
+                self._fenced([DeleteOp(path)])
+            except NoNodeError:
+                pass
+            self.store.exists(path, watch=watch)
 
     # -- auto leader rebalance (Kafka's checkAndTriggerAutoLeaderRebalance) ---------------
     def _schedule_auto_leader_rebalance(self, delay_s: float) -> None:

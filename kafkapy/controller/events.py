@@ -127,5 +127,10 @@ class TopicDeletionStopReplicaResponseReceived(ControllerEvent):
 
 
 @dataclass(slots=True)
+class ZkPreferredReplicaElection(ControllerEvent):
+    """/admin/preferred_replica_election was created (an operator's znode)."""
+
+
+@dataclass(slots=True)
 class ShutdownEventThread(ControllerEvent):
     """Last event: the queue task stops after it."""

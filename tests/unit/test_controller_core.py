@@ -720,3 +720,28 @@ async def test_shutdown_waits_for_requests_in_flight(zk):
     await asyncio.wait_for(stopping, 10)
     assert b2.leader_and_isr()[("t", 0)].leader == 2
     assert b3.metadata()[("t", 0)].leader == 2
+
+
+async def test_preferred_replica_election_znode(zk):
+    network: dict = {}
+    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
+    for b in (b1, b2, b3):
+        b.register()
+    create_topic(b1.store, "t", {0: [2, 3]})
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        b2.store.close()
+        await eventually(lambda: state(b1.store, "t", 0).leader == 3, "t-0 led by 3")
+        b2.store = zk()
+        b2.register()
+        await eventually(lambda: 2 in c1.ctx.live_brokers, "broker 2 back")
+        set_isr(b1.store, "t", 0, [3, 2])
+        await eventually(lambda: 2 in c1.ctx.leadership[("t", 0)].isr, "ISR change seen")
+        b1.store.create(paths.ADMIN_PREFERRED_REPLICA_ELECTION,
+                        paths.encode_preferred_replica_election([("t", 0), ("x", 1)]))
+        await eventually(lambda: state(b1.store, "t", 0).leader == 2, "t-0 back on 2")
+        await eventually(lambda: not b1.store.exists(paths.ADMIN_PREFERRED_REPLICA_ELECTION),
+                         "request znode deleted")
+    finally:
+        await c1.shutdown()
