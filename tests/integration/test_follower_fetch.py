@@ -41,9 +41,13 @@ FOLLOWER_CONFIG = {
 }
 
 
+# Broker 1 is never alive: a controlled shutdown could not move the leadership anyway.
+LEADER_OVERRIDES = {"controlled.shutdown.enable": "false"}
+
+
 @pytest.fixture
 def leader(tmp_path):
-    broker = BrokerProcess(tmp_path / "leader").start()
+    broker = BrokerProcess(tmp_path / "leader", overrides=LEADER_OVERRIDES).start()
     yield broker
     broker.stop()
 
@@ -276,7 +280,8 @@ def _produce_all(wire: WireClient, value: bytes, timeout_ms: int) -> int:
 def test_acks_all_completes_when_the_follower_has_fetched(tmp_path, zk, zk_connect):  # noqa: F811
     broker_epoch = _register_broker_1(zk)
     _write_topic_with_isr_0_1(zk)
-    leader = BrokerProcess(tmp_path / "leader", overrides={"zookeeper.connect": zk_connect})
+    leader = BrokerProcess(tmp_path / "leader", overrides={**LEADER_OVERRIDES,
+                                                             "zookeeper.connect": zk_connect})
     leader.start()
     wire = WireClient(leader.bootstrap)
     try:
@@ -303,4 +308,4 @@ def test_acks_all_completes_when_the_follower_has_fetched(tmp_path, zk, zk_conne
         asyncio.run(asyncio.wait_for(follow(), 60))
     finally:
         wire.close()
-        leader.stop()
+        leader.kill()   # (a clean stop waits for the controller's requests to broker 1)
