@@ -1,4 +1,5 @@
-"""A three-broker kafkapy cluster on a real ZooKeeper for ``make bench`` (result key ``kafkapy3``).
+"""Three-broker clusters on a real ZooKeeper for ``make bench``: kafkapy (result key
+``kafkapy3``) and, side by side, Apache Kafka 3.9 in ZooKeeper mode (``kafka3``).
 
 ``KafkapyCluster`` starts one ZooKeeper server (``tests/zookeeper_server.py``'s
 ``ZooKeeperServer``: a standalone server on a free loopback port; jars from
@@ -11,6 +12,12 @@ broker 1's Metadata lists all three and names a controller.  It has the surface
 driver's clients find the other brokers from it, as a user's do.  ``make_sampler()`` gives a
 sampler that adds up the three brokers' RSS and CPU (ZooKeeper's JVM is not counted; its
 own RSS is recorded in ``describe()['zookeeper_rss_mib']``).
+
+``KafkaZkCluster`` is the same with three Kafka 3.9 brokers in ZooKeeper mode
+(``KafkaZkBroker``: ``bin/kafka-server-start.sh`` on Kafka's own ZK-mode sample
+``config/server.properties`` with only broker.id, addresses, ``log.dirs``,
+``zookeeper.connect``, ``num.partitions=1`` and ``group.initial.rebalance.delay.ms=0`` set; the
+start script's default heap unless ``--kafka-heap-opts``), sampled at the JVMs.
 
 Invariants: every process listens on 127.0.0.1 only; everything written is under the work dir.
 """
@@ -91,21 +98,24 @@ class _SummedSampler(RssSampler):
         return ph
 
 
-class KafkapyCluster:
-    """ZooKeeper + kafkapy brokers 1, 2, 3 (see the module docstring)."""
+class _ZkCluster:
+    """ZooKeeper + brokers 1, 2, 3 (see the module docstring); subclasses make the brokers."""
 
-    name = "kafkapy3"
+    name = "cluster"
+    kind_text = "brokers"
 
     def __init__(self, work_dir: Path, overrides: dict[str, str] | None = None,
-                 source_dir: Path | None = None, ids=BROKER_IDS) -> None:
+                 ids=BROKER_IDS) -> None:
         self.work_dir = Path(work_dir)
         self.overrides = dict(overrides or {})
-        self.source_dir = source_dir
         self.ids = tuple(ids)
         self.zk = None
-        self.brokers: dict[int, KafkapyBroker] = {}
+        self.brokers: dict = {}
         self.stop_returncode: int | None = None
         self._classpath = zookeeper_classpath()
+
+    def _make_broker(self, node_id: int, zk_connect: str):
+        raise NotImplementedError
 
     # -- the broker surface ---------------------------------------------------------------
     @property
@@ -138,11 +148,7 @@ class KafkapyCluster:
         try:
             self._ensure_chroot()
             for i in self.ids:
-                settings = {"broker.id": str(i), "zookeeper.connect": connect}
-                settings.update(self.overrides)
-                self.brokers[i] = KafkapyBroker(self.work_dir / f"broker-{i}",
-                                                overrides=settings,
-                                                source_dir=self.source_dir)
+                self.brokers[i] = self._make_broker(i, connect)
             for b in self.brokers.values():
                 b.start(timeout=timeout)
             self._wait_ready(timeout)
@@ -205,11 +211,20 @@ class KafkapyCluster:
         return "\n".join(f"--- broker {i} ---\n{b.output_tail(per)}"
                          for i, b in self.brokers.items())
 
-    def leaders(self, topic: str) -> dict[int, int]:
+    def leaders(self, topic: str, timeout: float = 15.0) -> dict[int, int]:
+        """{partition: leader} from broker 1's Metadata, once every partition has one."""
         from confluent_kafka.admin import AdminClient
-        md = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3}).list_topics(
-            topic, timeout=10)
-        return {p: pm.leader for p, pm in md.topics[topic].partitions.items()}
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 3})
+        deadline = time.monotonic() + timeout
+        leaders: dict[int, int] = {}
+        while time.monotonic() < deadline:
+            md = admin.list_topics(topic, timeout=5)
+            t = md.topics.get(topic)
+            leaders = {p: pm.leader for p, pm in (t.partitions if t else {}).items()}
+            if leaders and all(l >= 0 for l in leaders.values()):
+                break
+            time.sleep(0.2)
+        return leaders
 
     def describe(self) -> dict:
         first = self.brokers[self.ids[0]].describe() if self.brokers else {}
@@ -217,10 +232,113 @@ class KafkapyCluster:
         if self.zk is not None and self.zk.proc is not None:
             zk_rss = round(read_status_kb(self.zk.proc.pid).get("VmRSS", 0) / 1024, 1)
         return {"name": self.name, "bootstrap": self.bootstrap,
-                "cluster": f"{len(self.ids)} kafkapy brokers on ZooKeeper",
+                "cluster": f"{len(self.ids)} {self.kind_text} on ZooKeeper",
                 "brokers": {i: b.describe() for i, b in self.brokers.items()},
                 "zookeeper": {"connect": self.zk.connect_string if self.zk else None,
                               "classpath": self._classpath},
                 "zookeeper_rss_mib": zk_rss,
                 "version": first.get("version"), "git_commit": first.get("git_commit"),
                 "source_dir": first.get("source_dir")}
+
+
+class KafkapyCluster(_ZkCluster):
+    """kafkapy brokers 1, 2, 3 (``KafkapyBroker``, from the source snapshot when given)."""
+
+    name = "kafkapy3"
+    kind_text = "kafkapy brokers"
+
+    def __init__(self, work_dir: Path, overrides: dict[str, str] | None = None,
+                 source_dir: Path | None = None, ids=BROKER_IDS) -> None:
+        super().__init__(work_dir, overrides, ids)
+        self.source_dir = source_dir
+
+    def _make_broker(self, node_id: int, zk_connect: str) -> KafkapyBroker:
+        settings = {"broker.id": str(node_id), "zookeeper.connect": zk_connect}
+        settings.update(self.overrides)
+        return KafkapyBroker(self.work_dir / f"broker-{node_id}", overrides=settings,
+                             source_dir=self.source_dir)
+
+
+def _kafka_zk_broker_class():
+    from peers import KafkaBroker, read_properties
+
+    class KafkaZkBroker(KafkaBroker):
+        """Kafka 3.9 in ZooKeeper mode on its own sample ``config/server.properties``."""
+
+        name = "kafka"
+
+        def __init__(self, work_dir: Path, node_id: int, zk_connect: str, **kw) -> None:
+            super().__init__(work_dir, **kw)
+            self.node_id = node_id
+            self.zk_connect = zk_connect
+
+        def settings(self) -> dict[str, str]:
+            settings = read_properties(self.home / "config" / "server.properties")
+            broker = f"127.0.0.1:{self.port}"
+            settings.update({
+                "broker.id": str(self.node_id),
+                "listeners": f"PLAINTEXT://{broker}",
+                "advertised.listeners": f"PLAINTEXT://{broker}",
+                "log.dirs": str(self.data_dir),
+                "zookeeper.connect": self.zk_connect,
+                "num.partitions": "1",
+                "group.initial.rebalance.delay.ms": "0",
+            })
+            settings.update(self.overrides)
+            return settings
+
+        def start(self, timeout: float = 60.0) -> "KafkaZkBroker":
+            deadline = time.monotonic() + timeout
+            self.work_dir.mkdir(parents=True, exist_ok=True)
+            self.app_log_dir.mkdir(parents=True, exist_ok=True)
+            self.props_path.write_text(
+                "".join(f"{k}={v}\n" for k, v in self.settings().items()))
+            super(KafkaBroker, self).start(max(1.0, deadline - time.monotonic()))
+            try:
+                self._wait_started(deadline)
+            except Exception:
+                self.kill()
+                raise
+            return self
+
+        def _wait_started(self, deadline: float) -> None:
+            """ZK mode logs "[KafkaServer id=N] started" once it serves requests."""
+            line = f"[KafkaServer id={self.node_id}] started"
+            while time.monotonic() < deadline:
+                if not self.alive():
+                    raise RuntimeError(f"kafka exited with {self.proc.returncode}:\n"
+                                       f"{self.output_tail(4000)}")
+                if self.pid_is_java() and line in self.output_tail(200_000):
+                    return
+                time.sleep(0.2)
+            raise RuntimeError(f"kafka did not log '{line}' in time:\n{self.output_tail(4000)}")
+
+        def describe(self) -> dict:
+            d = super().describe()
+            d["mode"] = "ZooKeeper mode"
+            return d
+
+    return KafkaZkBroker
+
+
+class KafkaZkCluster(_ZkCluster):
+    """Kafka 3.9 brokers 1, 2, 3 in ZooKeeper mode (``kafka3``)."""
+
+    name = "kafka3"
+    kind_text = "Kafka 3.9 brokers (ZooKeeper mode)"
+
+    def __init__(self, work_dir: Path, overrides: dict[str, str] | None = None,
+                 heap_opts: str | None = None, ids=BROKER_IDS) -> None:
+        super().__init__(work_dir, overrides, ids)
+        self.heap_opts = heap_opts
+
+    def _make_broker(self, node_id: int, zk_connect: str):
+        return _kafka_zk_broker_class()(self.work_dir / f"broker-{node_id}", node_id, zk_connect,
+                                        overrides=self.overrides, heap_opts=self.heap_opts)
+
+    def describe(self) -> dict:
+        d = super().describe()
+        first = d["brokers"].get(self.ids[0], {}) if d.get("brokers") else {}
+        d.update(version=first.get("version"), mode=f"{len(self.ids)} brokers, ZooKeeper mode",
+                 heap_opts=str(first.get("heap_opts") or ""))
+        return d

@@ -61,12 +61,12 @@ THROUGHPUT_WORKLOADS = {
 }
 ALL_WORKLOADS = ["1k", "100b", "e2e", "sendfile"]
 # Result keys, in run and report order; "peer" is tansu (the key predates Kafka's column).
-KINDS = ("kafkapy", "kafka", "peer", "kafkapy3")
+KINDS = ("kafkapy", "kafka", "peer", "kafkapy3", "kafka3")
 LABELS = {"kafkapy": "kafkapy", "kafka": "Kafka 3.9", "peer": "tansu (peer)",
-          "kafkapy3": "kafkapy 3 brokers"}
+          "kafkapy3": "kafkapy 3 brokers", "kafka3": "Kafka 3.9 3 brokers (ZK)"}
 # Partitions of the benchmark topics per kind: the 3-broker cluster gets one partition per
 # broker (RF 1, so each broker leads one) and the records spread over them.
-PARTITIONS = {"kafkapy3": 3}
+PARTITIONS = {"kafkapy3": 3, "kafka3": 3}
 DEFAULT_WORKLOADS = ["1k", "100b", "e2e"]
 
 _ctx = mp.get_context("spawn")
@@ -378,6 +378,10 @@ class BrokerRun:
             overrides = _kv(self.args.broker_override)
             overrides.update(extra or {})
             return KafkapyCluster(wd, overrides=overrides, source_dir=self.source_dir)
+        if self.kind == "kafka3":
+            from cluster import KafkaZkCluster
+            return KafkaZkCluster(wd, overrides=_kv(self.args.kafka_override),
+                                  heap_opts=self.args.kafka_heap_opts or None)
         if self.kind == "kafka":
             from peers import KafkaBroker
             return KafkaBroker(wd, overrides=_kv(self.args.kafka_override),
@@ -466,11 +470,14 @@ class BrokerRun:
     def prepare(self) -> bool:
         """Check the broker can be had; start the shared broker if asked. False: skip it."""
         try:
-            if self.kind == "kafkapy3" and not self.args.bootstrap:
+            if self.kind in ("kafkapy3", "kafka3") and not self.args.bootstrap:
                 from cluster import ClusterUnavailable, zookeeper_classpath
+                import peers
                 try:
                     zookeeper_classpath()
-                except ClusterUnavailable as e:
+                    if self.kind == "kafka3":
+                        peers.find_kafka_home()
+                except (ClusterUnavailable, peers.PeerUnavailable) as e:
                     self.result.update(status="unavailable", error=str(e))
                     log(f"{self.kind} unavailable: {e}")
                     return False
@@ -898,10 +905,12 @@ def write_results(doc: dict, results_dir: Path, stamp: str, latest: bool) -> lis
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["kafkapy", "kafka", "peer", "tansu", "kafkapy3", "all"],
+    ap.add_argument("--only", choices=["kafkapy", "kafka", "peer", "tansu", "kafkapy3", "kafka3",
+                                       "all"],
                     default="all",
                     help="which broker to benchmark (default: all; tansu = peer; kafkapy3 = "
-                         "three kafkapy brokers on a ZooKeeper, topics with 3 partitions RF 1)")
+                         "three kafkapy brokers on a ZooKeeper, topics with 3 partitions RF 1; "
+                         "kafka3 = the same with Kafka 3.9 in ZooKeeper mode)")
     ap.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
                     help=f"comma list from {ALL_WORKLOADS} (default %(default)s; "
                          "'sendfile' adds a sendfile-off consume pass for kafkapy)")
