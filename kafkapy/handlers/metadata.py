@@ -164,21 +164,21 @@ def _partition(ctx, nodes, name: str, index: int, state):
     version = ctx.api_version
     offline = list(state.offline_replicas)
     isr = list(state.isr)
+    leader = state.leader
     local = broker.replica_manager.partitions.get((name, index))
     if local is not None and local.log.offline:
         # This broker's failed log dir: offline here before the controller says so.
         if broker.node_id not in offline:
             offline.append(broker.node_id)
         isr = [r for r in isr if r != broker.node_id]
+        if leader == broker.node_id:
+            leader = -1
     replicas = list(state.replicas)
     if version == 0:
         replicas = [r for r in replicas if r in nodes]
         isr_shown = [r for r in isr if r in nodes]
     else:
         isr_shown = isr
-    leader = state.leader
-    if leader in offline and local is not None and leader == broker.node_id:
-        leader = -1
     if leader not in nodes:
         if version >= 6 and leader != -1 and broker.cache.is_alive(leader):
             error = ErrorCode.LISTENER_NOT_FOUND

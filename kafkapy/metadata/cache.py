@@ -125,14 +125,6 @@ class MetadataCache:
     def is_alive(self, broker_id: int) -> bool:
         return broker_id in self.brokers
 
-    def topic_overrides(self, name: str) -> dict[str, str]:
-        """The topic's config overrides: the cached ones, else the loader's (a topic this
-        broker hosts before UpdateMetadata has told it about the topic)."""
-        topic = self.topics.get(name)
-        if topic is not None:
-            return topic.configs
-        return dict(self.config_loader(name) or {}) if self.config_loader else {}
-
     # -- writes ----------------------------------------------------------------------------
     def put_broker(self, default: BrokerEndpoint, by_listener: dict[str, BrokerEndpoint]) -> None:
         self.brokers[default.node_id] = default
