@@ -431,3 +431,25 @@ def test_metadata_leader_without_the_clients_listener(broker):
     assert _metadata(broker, 6)[1][0].error_code == E.LISTENER_NOT_FOUND
     assert _metadata(broker, 5)[1][0].error_code == E.LEADER_NOT_AVAILABLE
     assert _metadata(broker, 6, listener="INTERNAL")[1][0].error_code == 0
+
+
+def test_an_existing_replica_missing_while_a_dir_is_offline_is_a_storage_error(tmp_path):
+    """Kafka's getOrCreateLog(isNew=false): a replica the controller says existed before is
+    not created afresh in a live dir while another dir is offline (it may be there)."""
+    b = Broker(tmp_path)
+    b.log_manager.shutdown()
+    b.log_manager = LogManager([str(tmp_path / "a"), str(tmp_path / "b")], MockClock(TS), {})
+    b.log_manager.load("cluster", NODE)
+    b.replica_manager = ReplicaManager(b.log_manager, NODE, lambda name: {}, cache=b.cache)
+    try:
+        b.log_manager.fail_dir(str(tmp_path / "b"), OSError(5, "I/O error"))
+        request = lai([(0, NODE, 0, [1], [1]), (1, NODE, 0, [1], [1])])
+        request.topic_states[0].partition_states[0].is_new = False
+        errors = lai_errors(leader_and_isr.apply(b, request))
+        assert errors == {(TID, 0): E.KAFKA_STORAGE_ERROR, (TID, 1): 0}
+        assert b.replica_manager.partitions[("t", 0)].log.offline
+        assert not b.replica_manager.partitions[("t", 1)].log.offline
+        again = lai_errors(leader_and_isr.apply(b, lai([(0, NODE, 1, [1], [1])])))
+        assert again == {(TID, 0): E.KAFKA_STORAGE_ERROR}
+    finally:
+        b.log_manager.shutdown()
