@@ -33,6 +33,8 @@ import importlib
 from typing import Iterable
 
 import structlog
+from kazoo.exceptions import (
+    ConnectionDropped, ConnectionLoss, OperationTimeoutError, SessionExpiredError)
 
 from kafkapy.controller import events as ev
 from kafkapy.controller.context import (
@@ -61,6 +63,10 @@ _OPS_PER_MULTI = 1000
 _FAILOVER_RETRY_S = 1.0
 _FIRST_REBALANCE_CHECK_S = 5
 _DRAIN_ON_SHUTDOWN_S = 5.0
+_STORE_RETRY_S = 1.0
+#: kazoo's errors while the ZooKeeper connection is down (the session may live on)
+_STORE_UNAVAILABLE = (ConnectionLoss, ConnectionDropped, SessionExpiredError,
+                      OperationTimeoutError)
 _NOT_NEEDED = "Leader election not needed for topic partition."
 _STRATEGY_NAMES = {PREFERRED: "PreferredReplicaPartitionLeaderElectionStrategy",
                    UNCLEAN: "OfflinePartitionLeaderElectionStrategy(true)"}
@@ -198,11 +204,29 @@ class KafkaController:
                           reason=str(e))
                 self._trigger_controller_move()
                 self._preempt(event)
+            except _STORE_UNAVAILABLE as e:
+                self._store_unavailable(event, e)
             except Exception as e:      # one bad event must not stop the controller
                 _log.exception(f"Error processing event {event.name}")
                 self._answer_error(event, e)
             # let handlers and the channel run between events
             await asyncio.sleep(0)
+
+    def _store_unavailable(self, event: ev.ControllerEvent, exc: Exception) -> None:
+        """The store connection dropped mid-event (Kafka's client would block until it
+        is back).  What the event did so far may be half done, so an active controller
+        resigns and, like every broker, runs again shortly: the failover rebuilds its
+        view from the store.  Awaited events are answered with an error."""
+        _log.warning(f"Metadata store unavailable while processing {event.name}; "
+                     f"running for controller again in {_STORE_RETRY_S} s", error=repr(exc))
+        if self._active:
+            self._resign()
+        if isinstance(event, (ev.Startup, ev.Reelect)):
+            event.complete(None)        # the broker goes on; the election comes later
+        else:
+            self._answer_error(event, exc)
+        if not self._stopped:
+            asyncio.get_running_loop().call_later(_STORE_RETRY_S, self._enqueue, ev.Reelect())
 
     def _process(self, event: ev.ControllerEvent):
         handler = getattr(self, "_process_" + type(event).__name__)
@@ -223,7 +247,7 @@ class KafkaController:
             event.complete((ErrorCode.UNKNOWN, []))
         elif isinstance(event, ev.ReplicaLeaderElection):
             event.complete({tp: (ErrorCode.UNKNOWN, str(exc)) for tp in event.partitions or ()})
-        elif isinstance(event, (ev.Startup, ev.Reelect)):
+        elif isinstance(event, (ev.Startup, ev.Reelect)) and event.future is not None:
             event.fail(exc)
         else:
             event.complete(None)

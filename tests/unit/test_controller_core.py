@@ -745,3 +745,44 @@ async def test_preferred_replica_election_znode(zk):
                          "request znode deleted")
     finally:
         await c1.shutdown()
+
+
+class FlakyStore:
+    """A store whose connection drops once, on the next ``get_children`` of ``path``
+    after ``arm()`` (kazoo raises ConnectionLoss then)."""
+
+    def __init__(self, store, path: str) -> None:
+        self._store, self._path, self._armed = store, path, False
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def arm(self) -> None:
+        self._armed = True
+
+    def get_children(self, path, watch=None):
+        if self._armed and path == self._path:
+            from kazoo.exceptions import ConnectionLoss
+            self._armed = False
+            raise ConnectionLoss()
+        return self._store.get_children(path, watch=watch)
+
+
+async def test_store_connection_lost_mid_event_fails_over_again(zk):
+    network: dict = {}
+    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
+    for b in (b1, b2, b3):
+        b.register()
+    b1.store = FlakyStore(b1.store, paths.BROKER_IDS)
+    create_topic(b1.store, "t", {0: [2, 3]})
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        assert c1.epoch == 1 and state(b1.store, "t", 0).leader == 2
+        b1.store.arm()
+        b2.store.close()        # the BrokerChange it causes meets the dropped connection
+        await eventually(lambda: c1.is_active and c1.epoch == 2, "failed over again")
+        await eventually(lambda: state(b1.store, "t", 0).leader == 3, "t-0 led by 3")
+        assert 2 not in c1.ctx.live_brokers
+    finally:
+        await c1.shutdown()
