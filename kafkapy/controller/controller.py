@@ -32,6 +32,7 @@ import asyncio
 import importlib
 from typing import Iterable
 
+import prometheus_client as prom
 import structlog
 from kazoo.exceptions import (
     ConnectionDropped, ConnectionLoss, OperationTimeoutError, SessionExpiredError)
@@ -51,6 +52,13 @@ from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode
 
 _log = structlog.get_logger("kafkapy.controller")
+
+# Kafka's kafka.controller:type=KafkaController gauges (set by the event task).
+ACTIVE_CONTROLLER = prom.Gauge("kafkapy_controller_active",
+                               "1 on the active controller (Kafka's ActiveControllerCount)")
+OFFLINE_PARTITIONS = prom.Gauge("kafkapy_controller_offline_partitions",
+                                "Partitions without a live leader (OfflinePartitionsCount)")
+CONTROLLER_EPOCH = prom.Gauge("kafkapy_controller_epoch", "This controller's epoch")
 
 PREFERRED = 0
 UNCLEAN = 1
@@ -209,6 +217,7 @@ class KafkaController:
             except Exception as e:      # one bad event must not stop the controller
                 _log.exception(f"Error processing event {event.name}")
                 self._answer_error(event, e)
+            self._update_gauges()
             # let handlers and the channel run between events
             await asyncio.sleep(0)
 
@@ -227,6 +236,12 @@ class KafkaController:
             self._answer_error(event, exc)
         if not self._stopped:
             asyncio.get_running_loop().call_later(_STORE_RETRY_S, self._enqueue, ev.Reelect())
+
+    def _update_gauges(self) -> None:
+        ACTIVE_CONTROLLER.set(1 if self._active else 0)
+        CONTROLLER_EPOCH.set(self.ctx.epoch)
+        OFFLINE_PARTITIONS.set(sum(1 for st in self.ctx.partition_states.values()
+                                   if st is PartitionState.OFFLINE) if self._active else 0)
 
     def _process(self, event: ev.ControllerEvent):
         handler = getattr(self, "_process_" + type(event).__name__)

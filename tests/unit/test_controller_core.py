@@ -615,6 +615,10 @@ async def test_unclean_election_on_request(zk):
         b2.store.close()
         await eventually(lambda: state(b1.store, "t", 0).leader == -1, "t-0 offline")
         assert state(b1.store, "t", 0).isr == [2]       # the last ISR member stays
+        import prometheus_client
+        assert prometheus_client.REGISTRY.get_sample_value(
+            "kafkapy_controller_offline_partitions") == 1
+        assert prometheus_client.REGISTRY.get_sample_value("kafkapy_controller_active") == 1
         b3.store = zk()
         b3.register()
         await eventually(lambda: 3 in c1.ctx.live_brokers, "broker 3 back")
