@@ -1,8 +1,7 @@
 """Admin requests as Kafka's ZooKeeper-mode ZkAdminManager / AdminZkClient: validate, write znodes.
 
 ``AdminManager(broker)`` never touches the metadata cache or the logs: it
-checks a request (same checks, order and messages as kafkapy's single-broker
-controller had) and writes the znodes the active controller acts on through its
+checks a request (Kafka's checks, order and messages) and writes the znodes the active controller acts on through its
 watches -- ``/config/topics/T`` then ``/brokers/topics/T`` (with a new topic
 id) for a new topic; the grown assignment of ``/brokers/topics/T`` (topic id
 kept) for new partitions; ``/admin/delete_topics/T`` for a deletion;
@@ -56,12 +55,22 @@ class AdminManager:
         return self._broker.cache
 
     # -- topic creation ------------------------------------------------------------
+    def check_request(self, name: str, configs: Mapping[str, str | None] | None) -> None:
+        """The first checks of ZkAdminManager.createTopics: a topic this broker's cache
+        knows, then null config values."""
+        if name in self._cache.topics:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        nulls = [k for k, v in (configs or {}).items() if v is None]
+        if nulls:
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
+                             f"Null value not supported for topic configs: {','.join(nulls)}")
+
     def check_new_topic(self, name: str) -> None:
+        """AdminZkClient.validateTopicCreate's name checks: legal, not in the store (the
+        cache lags it), not colliding with another topic over '.' and '_'."""
         reason = invalid_topic_reason(name)
         if reason:
             raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
-        # The store too: the cache lags the store (and a topic being created or deleted
-        # elsewhere is only there).
         if name in self._cache.topics or self._store.exists(paths.topic_path(name)):
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         key = collision_key(name)
@@ -83,13 +92,15 @@ class AdminManager:
                      assignments: dict[int, list[int]] | None = None,
                      configs: dict[str, str] | None = None,
                      validate_only: bool = False) -> TopicMetadata:
-        """Check, then (unless validate_only) write the topic's config and assignment.
-        Returns the topic as requested: its partitions' replicas (no leader yet, -1)."""
-        self.check_new_topic(name)
+        """Check in ZkAdminManager.createTopics' order (known topic, null configs, the
+        assignment, then AdminZkClient.validateTopicCreate: name, existence, collisions,
+        the manual assignment's shape, the configs), then (unless validate_only) write
+        the topic's config and assignment.  Returns the topic as requested: its
+        partitions' replicas (no leader yet, -1)."""
         configs = dict(configs or {})
-        self._broker._validate_topic_configs(configs)
+        self.check_request(name, configs)
         if assignments:
-            assignment = _check_assignments(assignments)
+            assignment = {i: list(r) for i, r in assignments.items()}
         else:
             brokers = self._cache.live_broker_ids()
             try:
@@ -98,6 +109,9 @@ class AdminManager:
             except RackInfoMissing as err:
                 _log.error("cannot assign replicas", topic=name, reason=err.reason)
                 raise
+        self.check_new_topic(name)
+        assignment = _check_assignments(assignment)
+        self._broker._validate_topic_configs(configs)
         _check_descriptors(len(assignment))
         topic = TopicMetadata(name=name, topic_id=new_topic_id(), configs=configs)
         for index, replicas in assignment.items():

@@ -4,11 +4,14 @@ Versions 0-7 (Kafka 3.9).  A broker that is not the active controller answers
 every topic NOT_CONTROLLER (the client retries on the controller).  On the
 controller, per topic: each entry of a name given twice ->
 INVALID_REQUEST ("Found multiple entries for this topic."), as does
-``__cluster_metadata``; illegal or colliding name -> INVALID_TOPIC_EXCEPTION;
-existing -> TOPIC_ALREADY_EXISTS; partitions/replication factor -1 take the
-broker defaults (num.partitions, default.replication.factor); both counts and
-explicit assignments -> INVALID_REQUEST; replication factor above the live
-brokers -> INVALID_REPLICATION_FACTOR; a bad config -> INVALID_CONFIG with a
+``__cluster_metadata``; then in ZkAdminManager's order: known to this broker ->
+TOPIC_ALREADY_EXISTS; a null config value -> INVALID_CONFIG; both counts and
+explicit assignments -> INVALID_REQUEST; partitions/replication factor -1 take
+the broker defaults (num.partitions, default.replication.factor); the
+assignment (partitions < 1 -> INVALID_PARTITIONS, replication factor above the
+live brokers -> INVALID_REPLICATION_FACTOR); illegal or colliding name ->
+INVALID_TOPIC_EXCEPTION; in the store -> TOPIC_ALREADY_EXISTS; a bad manual
+assignment -> INVALID_REPLICA_ASSIGNMENT; a bad config -> INVALID_CONFIG with a
 message naming it.  validate_only checks everything and creates nothing.
 v5+ answers with the partition count, replication factor and the topic's
 configs; v7 with the topic id.
@@ -106,6 +109,8 @@ def _create(ctx, request, topic):
     partitions, factor = topic.num_partitions, topic.replication_factor
     assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
     try:
+        configs = {c.name: c.value for c in topic.configs}
+        broker.admin.check_request(topic.name, configs)
         if assignments and (partitions != -1 or factor != -1):
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                              "Both numPartitions or replicationFactor and replicasAssignments "
@@ -114,7 +119,6 @@ def _create(ctx, request, topic):
             partitions = broker.config["num.partitions"]
         if factor == -1:
             factor = broker.config["default.replication.factor"]
-        configs = {c.name: c.value for c in topic.configs}
         created = broker.admin.create_topic(topic.name, partitions, factor, assignments,
                                             configs, validate_only=request.validate_only)
     except KafkaError as err:

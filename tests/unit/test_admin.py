@@ -279,3 +279,20 @@ async def test_wait_for_deletion(broker):
     assert await asyncio.wait_for(wait, 5) == []
     broker.cache.apply_update_metadata(um("u", [(0, 0, [0])]))
     assert await broker.admin.wait_for_deletion(["u"], 30) == ["u"]
+
+
+def test_create_topic_checks_in_kafkas_order(broker):
+    def code(*args, **kw):
+        with pytest.raises(KafkaError) as e:
+            broker.admin.create_topic(*args, **kw)
+        return e.value.code, e.value.message
+    # The assignment before the name (ZkAdminManager computes it first) ...
+    assert code("bad name", 1, 9) == (E.INVALID_REPLICATION_FACTOR,
+                                      "Replication factor: 9 larger than available brokers: 3.")
+    # ... the name before the configs ...
+    assert code("bad name", 1, 1, configs={"no.such.key": "1"})[0] == E.INVALID_TOPIC_EXCEPTION
+    # ... null configs (all named) before the assignment.
+    assert code("t", 1, 9, configs={"a": None, "b": None}) == (
+        E.INVALID_CONFIG, "Null value not supported for topic configs: a,b")
+    broker.cache.apply_update_metadata(um("known", [(0, 0, [0])]))
+    assert code("known", 1, 9) == (E.TOPIC_ALREADY_EXISTS, "Topic 'known' already exists.")
