@@ -790,3 +790,29 @@ async def test_store_connection_lost_mid_event_fails_over_again(zk):
         assert 2 not in c1.ctx.live_brokers
     finally:
         await c1.shutdown()
+
+
+async def test_bounced_broker_is_failed_then_started(zk):
+    network: dict = {}
+    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
+    for b in (b1, b2, b3):
+        b.register()
+    create_topic(b1.store, "t", {0: [2, 3]})
+    c1 = b1.start_controller()
+    await c1.startup()
+    try:
+        old_epoch = b2.broker_epoch
+        # gone and back before the controller looks: one id, a new czxid
+        b2.store.close()
+        b2.store = zk()
+        b2.received.clear()
+        b2.register()
+        assert b2.broker_epoch > old_epoch
+        await eventually(lambda: c1.ctx.broker_epoch(2) == b2.broker_epoch, "new epoch seen")
+        s0 = state(b1.store, "t", 0)
+        assert (s0.leader, s0.isr) == (3, [3])
+        await eventually(lambda: ("t", 0) in b2.leader_and_isr(), "LeaderAndIsr to the bounced")
+        assert b2.leader_and_isr()[("t", 0)].leader == 3
+        assert all(r.broker_epoch == b2.broker_epoch for r in b2.received)
+    finally:
+        await c1.shutdown()
