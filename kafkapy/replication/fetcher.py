@@ -69,10 +69,13 @@ class ReplicaFetcherManager:
     def __init__(self, broker) -> None:
         self._broker = broker
         self._fetchers: dict[int, _LeaderFetcher] = {}
+        self._shut_down = False   # a LeaderAndIsr handled during shutdown starts nothing
 
     def add_partitions(self, partitions: dict[PartitionKey, tuple[int, int]]) -> None:
         """Fetch each ``key`` from ``leader_id`` starting at ``fetch_offset``; a partition
         fetched from another leader before moves (Kafka's addFetcherForPartitions)."""
+        if self._shut_down:
+            return
         for key, (leader_id, fetch_offset) in partitions.items():
             for other_id, fetcher in self._fetchers.items():
                 if other_id != leader_id:
@@ -104,6 +107,7 @@ class ReplicaFetcherManager:
             self._fetchers.pop(leader_id).stop()
 
     async def shutdown(self) -> None:
+        self._shut_down = True
         fetchers = list(self._fetchers.values())
         self._fetchers.clear()
         for fetcher in fetchers:

@@ -130,4 +130,6 @@ def test_manager_moves_partitions_between_leaders_and_stops_idle_fetchers(tmp_pa
         assert manager.fetch_state(("t", 2)) is None
         await asyncio.wait_for(manager.shutdown(), 10)
         assert manager._fetchers == {}
+        manager.add_partitions({("t", 0): (0, 5)})
+        assert manager._fetchers == {}, "nothing starts after shutdown"
     asyncio.run(run())
