@@ -1,0 +1,149 @@
+"""Group and transaction coordinators in a 3-broker cluster.
+
+``__consumer_offsets`` is created with ``offsets.topic.replication.factor`` (3) replicas, and
+only once that many brokers are alive (before that FindCoordinator answers
+COORDINATOR_NOT_AVAILABLE, as Kafka 3.9 does).  The group coordinator is the leader of the
+group's ``__consumer_offsets`` partition: when that broker is killed, the partition's new
+leader loads the group and its committed offsets, and the group resumes where it committed.
+A transaction that writes to leaders on all three brokers commits and aborts everywhere (the
+transaction coordinator sends its markers to every leader), so a read_committed consumer
+bootstrapped elsewhere sees exactly the committed records.
+"""
+from __future__ import annotations
+
+import time
+
+from tests.cluster import clients
+from tests.cluster.conftest import FAILOVER_S, wait_for
+from tests.integration.wire import WireClient
+
+COORDINATOR_NOT_AVAILABLE = 15
+
+
+def find_coordinator(c, via: int, key: str, key_type: int = 0):
+    """FindCoordinator v3 at broker ``via``: (error code, coordinator node id)."""
+    wire = WireClient(c.bootstrap(via))
+    try:
+        r = wire.request(10, 3, key=key, key_type=key_type)
+    finally:
+        wire.close()
+    return r.error_code, r.node_id
+
+
+def _group_read(bootstrap: str, topic: str, group: str, count: int, timeout: float = 60.0):
+    from confluent_kafka import Consumer
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(got) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append((msg.partition(), msg.value()))
+        if got:
+            consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return got
+
+
+def test_offsets_topic_waits_for_enough_brokers(cluster, unique):
+    c = cluster
+    c.kill(3)
+    wait_for(lambda: 3 not in c.registered() and all(
+        3 not in c.metadata(i).brokers for i in (1, 2)), FAILOVER_S, "broker 3 to be gone")
+    group = unique("early")
+    for via in (1, 2):
+        assert find_coordinator(c, via, group)[0] == COORDINATOR_NOT_AVAILABLE
+    assert not c.zk.exists("/brokers/topics/__consumer_offsets")
+
+    c.restart(3)
+    c.wait_ready()
+    error, node = wait_for(lambda: (r := find_coordinator(c, 1, group))[0] == 0 and r,
+                           30, "a coordinator once 3 brokers are alive")
+    assert node in (1, 2, 3)
+    assignment = c.assignment("__consumer_offsets")
+    assert sorted(assignment) == [0, 1, 2]
+    assert all(sorted(r) == [1, 2, 3] for r in assignment.values()), assignment
+
+
+def test_group_coordinator_moves_with_leadership(cluster, unique):
+    c = cluster
+    topic = unique("grouped")
+    clients.create_topic(c.bootstrap(1), topic, partitions=3, replication=3)
+    c.wait_topic(topic, 3)
+    clients.produce_confluent(c.bootstrap(1), topic,
+                              {p: clients.record_values(topic, p, 5) for p in range(3)})
+    group = unique("movers")
+    assert len(_group_read(c.bootstrap(2), topic, group, 15)) == 15
+    _, coordinator = find_coordinator(c, 1, group)
+    assert coordinator in (1, 2, 3)
+    survivors = [i for i in (1, 2, 3) if i != coordinator]
+
+    c.kill(coordinator)
+
+    def moved():
+        error, node = find_coordinator(c, survivors[0], group)
+        return error == 0 and node in survivors and node
+    new = wait_for(moved, FAILOVER_S + 10,
+                   lambda: f"a new coordinator for {group} after killing {coordinator}\n"
+                           f"{c.summary()}")
+    assert find_coordinator(c, survivors[1], group) == (0, new)
+
+    # The committed offsets survived the move: the group reads only what came after.
+    clients.produce_confluent(c.bootstrap(survivors[0]), topic,
+                              {p: clients.record_values(topic, p, 1, "late") for p in range(3)})
+    got = _group_read(c.bootstrap(survivors[1]), topic, group, 3)
+    assert sorted(got) == sorted((p, clients.record_values(topic, p, 1, "late")[0])
+                                 for p in range(3)), got
+
+
+def test_transaction_across_three_leaders(shared_cluster, unique):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    c = shared_cluster
+    topic = unique("txn")
+    clients.create_topic(c.bootstrap(1), topic, partitions=6, replication=3)
+    leaders = c.wait_topic(topic, 6)
+    assert set(leaders.values()) == {1, 2, 3}
+    producer = Producer({"bootstrap.servers": c.bootstrap(2), "transactional.id": unique("tx"),
+                         "transaction.timeout.ms": 60000})
+    producer.init_transactions(60)
+
+    def txn(tag: str, commit: bool) -> None:
+        producer.begin_transaction()
+        for p in range(6):
+            for v in clients.record_values(topic, p, 3, tag):
+                producer.produce(topic, v, partition=p)
+        if commit:
+            producer.commit_transaction(60)
+        else:
+            producer.abort_transaction(60)
+    txn("a", True)
+    txn("x", False)
+    txn("b", True)
+
+    consumer = Consumer({"bootstrap.servers": c.bootstrap(3), "group.id": unique("rc"),
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(6)])
+    got = {p: [] for p in range(6)}
+    deadline = time.monotonic() + 60
+    try:
+        while sum(map(len, got.values())) < 36 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got[msg.partition()].append(msg.value())
+        # Past the committed records only markers and aborted records remain: wait a
+        # little to be sure nothing aborted shows up.
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                got[msg.partition()].append(msg.value())
+    finally:
+        consumer.close()
+    assert got == {p: clients.record_values(topic, p, 3, "a") + clients.record_values(
+        topic, p, 3, "b") for p in range(6)}
+    assignment = c.assignment("__transaction_state")
+    assert all(sorted(r) == [1, 2, 3] for r in assignment.values()), assignment
