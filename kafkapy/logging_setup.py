@@ -86,12 +86,19 @@ class _Hold(logging.Handler):
         self.records.append(record)
 
 
+# Kafka writes the controller's per-partition state changes and requests to
+# state-change.log, not to the server log; here they are WARN unless named in
+# kafkapy.log.levels (``kafkapy.state.change=INFO``).
+_QUIET_BY_DEFAULT = ("kafkapy.state.change", "kafkapy.controller.request_batch")
+
+
 def configure_logging(fmt: str | None = "console", level: str = "INFO",
                       levels: list[str] | None = None) -> None:
     """Route all logging to one stderr handler in ``fmt`` ("console" or "json"; None holds
     records for the next call, see the module doc)."""
     root_level = level_number(level)
-    named = parse_logger_levels(levels)
+    quiet = max(root_level, logging.WARNING)
+    named = {**{name: quiet for name in _QUIET_BY_DEFAULT}, **parse_logger_levels(levels)}
     logging.addLevelName(TRACE, "TRACE")
     held = _install_handler(fmt, root_level)
     for name, value in named.items():

@@ -126,12 +126,13 @@ class Broker:
         self.node_id = resolve_broker_id(self.config, self.store, self.log_manager.live_log_dirs)
         await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
                                    self._stored_topic_config)
-        self.cache = MetadataCache(cluster_id, self.node_id)
+        self.cache = MetadataCache(cluster_id, self.node_id, self.inter_broker_listener)
         self.topic_configs = TopicConfigs(self)
         self.cache.config_loader = self.topic_configs.overrides
-        self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config)
+        self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config,
+                                              cache=self.cache)
         self._start_purgatories(loop)
-        self.replica_fetchers = ReplicaFetcherManager(self)
+        self.replica_fetchers = self.replica_manager.fetchers = ReplicaFetcherManager(self)
         self.admin = AdminManager(self)
         self.controller = KafkaController(self)
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
