@@ -196,6 +196,8 @@ class _Fetch:
         broker = self.ctx.broker
         replicas = broker.replica_manager
         replica = _replica_id(self.ctx, self.request)
+        state = self.request.replica_state if self.ctx.api_version >= 15 else None
+        replica_epoch = state.replica_epoch if state is not None else -1
         now = broker.clock.time_ms()
         moved = []
         for result in results:
@@ -205,7 +207,7 @@ class _Fetch:
             partition = replicas.partitions.get(key)
             req = result.request
             if partition is not None and partition.update_follower_fetch(
-                    replica, req.fetch_offset, now, req.log_start_offset):
+                    replica, req.fetch_offset, now, req.log_start_offset, replica_epoch):
                 moved.append(key)
         for key in moved:
             replicas.appended(key)

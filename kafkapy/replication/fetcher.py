@@ -260,6 +260,12 @@ class _LeaderFetcher:
             if partition is None or partition.is_leader:
                 continue
             log = partition.log
+            if state.fetch_offset != log.log_end_offset:
+                # Something else moved the log end (a truncation): appends must go on
+                # from the log end, byte for byte.
+                _log.info("fetch offset reset to the log end", partition=_name(key),
+                          fetch_offset=state.fetch_offset, log_end_offset=log.log_end_offset)
+                state.fetch_offset = log.log_end_offset
             latest = log.leader_epoch_cache.latest_epoch
             by_topic.setdefault(key[0], []).append(_Fetch.FetchTopic.FetchPartition(
                 partition=key[1], current_leader_epoch=partition.leader_epoch,

@@ -79,6 +79,7 @@ class FollowerState:
     log_start_offset: int = _UNKNOWN
     last_fetch_ms: int = 0
     last_caught_up_ms: int = 0
+    broker_epoch: int = -1   # the follower's, from its fetch (KIP-903 ISR checks, later)
 
 
 class Partition:
@@ -237,7 +238,8 @@ class Partition:
         self.state = state
         self.followers.clear()
         log = self.log
-        if not log.offline and log.high_watermark < log.log_end_offset:
+        # Only when the fetcher restarts: a running one fetches from the log end it knows.
+        if changed and not log.offline and log.high_watermark < log.log_end_offset:
             truncated_from = log.log_end_offset
             log.truncate_to(log.high_watermark)
             _log.info("truncated follower log to its high watermark",
@@ -258,14 +260,15 @@ class Partition:
                 tracked[replica] = FollowerState(last_caught_up_ms=caught_up)
             elif reset:
                 tracked[replica] = FollowerState(old.log_end_offset, old.log_start_offset,
-                                                 now_ms if replica in isr else 0, caught_up)
+                                                 now_ms if replica in isr else 0, caught_up,
+                                                 old.broker_epoch)
             else:
                 tracked[replica] = old
         self.followers = tracked
 
     # -- the leader's side of follower fetches ----------------------------------------------
     def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int,
-                              log_start_offset: int = _UNKNOWN) -> bool:
+                              log_start_offset: int = _UNKNOWN, broker_epoch: int = -1) -> bool:
         """A follower fetched from ``fetch_offset``: that is its log end.  Returns whether
         the high watermark moved (the caller then wakes delayed produces and fetches)."""
         follower = self.followers.get(replica_id)
@@ -274,6 +277,7 @@ class Partition:
         previous = follower.log_end_offset
         follower.log_end_offset = fetch_offset
         follower.log_start_offset = log_start_offset
+        follower.broker_epoch = broker_epoch
         follower.last_fetch_ms = now_ms
         if fetch_offset >= self.log.log_end_offset:
             follower.last_caught_up_ms = now_ms

@@ -9,6 +9,7 @@ from kafkapy.clock import MockClock
 from kafkapy.log.log import Log
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.record import build_batch
 from kafkapy.replication.partition import Partition
 
 TS = 1_700_000_000_000
@@ -201,8 +202,13 @@ def test_make_follower_truncates_to_the_high_watermark(tmp_path, clock):
     assert p.make_follower(state(1, 2, [0, 1])) is True
     assert p.log.log_end_offset == 3
     assert not p.is_leader
-    # The same leader and epoch again: nothing for the fetcher to restart.
+    # The same leader and epoch again: nothing for the fetcher to restart, nothing cut
+    # from under the running fetcher.
+    p.append_as_follower(build_batch([(None, b"a", [], TS), (None, b"b", [], TS)],
+                                     base_offset=3, partition_leader_epoch=2))
+    assert (p.high_watermark, p.log.log_end_offset) == (3, 5)
     assert p.make_follower(state(1, 2, [0, 1])) is False
+    assert p.log.log_end_offset == 5
 
 
 def test_follower_log_start_follows_the_leader_within_its_hw(tmp_path, clock):
