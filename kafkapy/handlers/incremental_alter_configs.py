@@ -4,9 +4,11 @@ Versions 0-1 (Kafka 3.9 and 4.0).  Per resource, starting from the topic's
 current overrides as stored (``/config/topics/<t>``, as Kafka's fetchEntityConfig): SET (0) sets a value, DELETE (1) removes the override (the
 default applies again), APPEND (2) / SUBTRACT (3) add / remove items of a
 LIST key (starting from its current value, the default when not
-overridden; items stay distinct).  A key given twice -> INVALID_REQUEST; an
+overridden; items stay distinct; an unknown key -> UNKNOWN_SERVER_ERROR, no
+message, as Kafka 3.9).  A key given twice -> INVALID_REQUEST; an
 unknown operation -> INVALID_REQUEST; APPEND/SUBTRACT on a non-list key ->
-INVALID_CONFIG; SET with a null value -> INVALID_REQUEST; then the result is
+INVALID_CONFIG; SET with a null value -> INVALID_REQUEST (all before an unknown
+topic is noticed, as Kafka); then the result is
 validated and persisted as in AlterConfigs (``alter_configs.apply_topic_configs``),
 ``validate_only`` changing nothing.  BROKER resources as in AlterConfigs;
 BROKER_LOGGER changes are checked as Kafka checks them and pass with validate_only,
@@ -46,10 +48,8 @@ def handle(ctx, request):
                                                     and c.value is None])
             if resource.resource_type == TOPIC:
                 check_topic_name(resource.resource_name)
-                topic = ctx.broker.cache.topic(resource.resource_name)
-                if topic is None:
-                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                     f"The topic '{resource.resource_name}' does not exist.")
+                # Kafka applies the operations to the stored overrides before it looks
+                # for the topic (ZkAdminManager.incrementalAlterConfigs).
                 current = ctx.broker.admin.stored_topic_configs(resource.resource_name)
                 configs = _apply_ops(ctx.broker, current, resource.configs)
                 apply_topic_configs(ctx.broker, resource.resource_name, configs,
@@ -111,7 +111,9 @@ def _apply_ops(broker, current: dict[str, str], ops) -> dict[str, str]:
         elif kind in (APPEND, SUBTRACT):
             key = TOPIC_CONFIGS.get(name)
             if key is None:
-                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
+                # Kafka looks the key up in a Scala map that throws: UNKNOWN_SERVER_ERROR
+                # without a message (checked against Kafka 3.9).
+                raise KafkaError(ErrorCode.UNKNOWN, None)
             if key.type != ConfigType.LIST:
                 verb = "append" if kind == APPEND else "subtract"
                 raise KafkaError(ErrorCode.INVALID_CONFIG,

@@ -266,3 +266,21 @@ def test_alter_configs_refuse_a_default_topic_resource(broker):
                                                        configs=[])]))
     assert (r.responses[0].error_code, r.responses[0].error_message) == (
         E.INVALID_REQUEST, "Default topic resources are not allowed.")
+
+
+@pytest.mark.parametrize("name, op, key, code, message", [
+    # the operations are checked before the topic is looked for (Kafka 3.9)
+    ("nope", 2, "retention.ms", E.INVALID_CONFIG,
+     "Config value append is not allowed for config key: retention.ms"),
+    ("nope", 0, "retention.ms", E.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'nope' does not exist."),
+    ("t", 2, "no.such.key", E.UNKNOWN, None),
+])
+def test_incremental_alter_configs_order(broker, name, op, key, code, message):
+    broker.admin.create_topic("t", 1, 1)
+    broker.cache.apply_update_metadata(um("t", [(0, 0, [0])]))
+    Res = IAC.AlterConfigsResource
+    r = incremental_alter_configs.handle(ctx(broker, 44, 1), IAC(
+        version=1, validate_only=True, resources=[Res(
+            resource_type=2, resource_name=name, configs=[Res.AlterableConfig(
+                name=key, config_operation=op, value="1")])]))
+    assert (r.responses[0].error_code, r.responses[0].error_message) == (code, message)
