@@ -296,3 +296,19 @@ def test_create_topic_checks_in_kafkas_order(broker):
         E.INVALID_CONFIG, "Null value not supported for topic configs: a,b")
     broker.cache.apply_update_metadata(um("known", [(0, 0, [0])]))
     assert code("known", 1, 9) == (E.TOPIC_ALREADY_EXISTS, "Topic 'known' already exists.")
+
+
+def test_internal_topic_refused_while_too_few_brokers_are_alive(tmp_path):
+    """Kafka 3.9: the configured replication factor, not capped; FindCoordinator then
+    answers COORDINATOR_NOT_AVAILABLE (the coordinators turn the error into it)."""
+    from kafkapy.coordinator.internal_topic import ensure_internal_topic
+    b = Broker(tmp_path, brokers=(0,))
+    with pytest.raises(KafkaError) as e:
+        ensure_internal_topic(b, "__consumer_offsets", 50, 3, {"cleanup.policy": "compact"})
+    assert (e.value.code, e.value.message) == (
+        E.INVALID_REPLICATION_FACTOR, "Replication factor: 3 larger than available brokers: 1.")
+    assert not b.store.exists(paths.topic_path("__consumer_offsets"))
+    ensure_internal_topic(b, "__consumer_offsets", 50, 1, {"cleanup.policy": "compact"})
+    assert len(stored_assignment(b, "__consumer_offsets").partitions) == 50
+    ensure_internal_topic(b, "__consumer_offsets", 50, 1, {})    # written already: fine
+    b.store.close()
