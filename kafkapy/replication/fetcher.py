@@ -219,9 +219,10 @@ class _LeaderFetcher:
         if response.error_code:
             raise ConnectionError(f"fetch answered error {response.error_code}")
         by_id = request.API_VERSION >= 13
-        names = self._broker.cache.topic_name
+        # Names as this request sent them: the cache may have moved on meanwhile.
+        names = {t.topic_id: t.topic for t in request.topics}
         for topic in response.responses:
-            name = names(topic.topic_id) if by_id else topic.topic
+            name = names.get(topic.topic_id) if by_id else topic.topic
             for data in topic.partitions:
                 key = (name, data.partition_index)
                 if key in sent:
