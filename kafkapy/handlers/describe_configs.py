@@ -58,7 +58,11 @@ def _describe(ctx, request, resource):
         topic = broker.cache.topic(name)
         if topic is None:
             return _failed(resource, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
-        entries = broker.describe_topic_configs(topic.configs, keys, synonyms, docs)
+        # As Kafka's ZooKeeper mode, the stored overrides: current on every broker at once
+        # after an AlterConfigs anywhere (the cache follows /config/changes a moment later).
+        admin = getattr(broker, "admin", None)
+        overrides = admin.stored_topic_configs(name) if admin is not None else topic.configs
+        entries = broker.describe_topic_configs(overrides, keys, synonyms, docs)
     elif kind == BROKER:
         if name and not name.lstrip("-").isdigit():
             return _failed(resource, ErrorCode.INVALID_REQUEST,
