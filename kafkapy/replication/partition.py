@@ -9,8 +9,8 @@ is answered with the original offsets), then let the log assign offsets and
 write.  Failed appends carry Kafka's log start offset: -1 for the errors Kafka
 answers without looking at the log (corrupt, too large, storage), the log's
 otherwise; only record-level errors carry a message to the client.  With a
-single replica the high watermark follows the log end offset; the replication
-issue makes it follow the ISR.  A write that fails with an
+sole in-sync replica the high watermark follows the log end offset; with more,
+the followers' fetches move it (below).  A write that fails with an
 OSError takes the log's dir offline (``storage_failed``) and is answered
 KAFKA_STORAGE_ERROR; so is every later request to a partition whose log is
 offline.
@@ -24,8 +24,10 @@ truncation, which come later):
   log end offset is its fetch offset; the high watermark is the smallest log end
   offset over the ISR (the leader's own for itself), never moving back, and stays
   put while an ISR member's log end offset is unknown.
-- ``make_follower``: truncates the log to its high watermark (what a follower may
-  trust without asking the leader); ``append_as_follower`` writes the leader's
+- ``make_follower``: when the fetcher must (re)start (a new leader or epoch),
+  truncates the log to its high watermark (what a follower may trust without
+  asking the leader; Kafka 3.9 leaves this to epoch-based truncation, and the
+  fetcher does that too on a diverging epoch); ``append_as_follower`` writes the leader's
   batches as they are (offsets, epochs, timestamps byte for byte), and
   ``update_follower_high_watermark`` takes the leader's high watermark (bounded by
   the local log end) and log start offset.
