@@ -411,6 +411,10 @@ class Broker:
             await self.replica_fetchers.shutdown()
         if self.controller is not None:
             await self.controller.shutdown()
+        if self.topic_configs is not None:
+            self.topic_configs.stop()
+        if self.admin is not None:
+            self.admin.close()
         for server in self.socket_servers:
             await server.stop_accepting()
         for server in self.socket_servers:
