@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.cluster import clients
 from tests.cluster.conftest import FAILOVER_S, wait_for
 from tests.integration.wire import WireClient
@@ -100,14 +102,16 @@ def test_group_coordinator_moves_with_leadership(cluster, unique):
                                  for p in range(3)), got
 
 
-def test_transaction_across_three_leaders(shared_cluster, unique):
+@pytest.mark.parametrize("rf", [1, 3])
+def test_transaction_across_three_leaders(shared_cluster, unique, rf):
     from confluent_kafka import Consumer, Producer, TopicPartition
     c = shared_cluster
-    topic = unique("txn")
-    clients.create_topic(c.bootstrap(1), topic, partitions=6, replication=3)
+    topic = unique(f"txn-rf{rf}")
+    clients.create_topic(c.bootstrap(1), topic, partitions=6, replication=rf)
     leaders = c.wait_topic(topic, 6)
     assert set(leaders.values()) == {1, 2, 3}
-    producer = Producer({"bootstrap.servers": c.bootstrap(2), "transactional.id": unique("tx"),
+    txn_id = unique("tx")
+    producer = Producer({"bootstrap.servers": c.bootstrap(2), "transactional.id": txn_id,
                          "transaction.timeout.ms": 60000})
     producer.init_transactions(60)
 
@@ -143,7 +147,11 @@ def test_transaction_across_three_leaders(shared_cluster, unique):
                 got[msg.partition()].append(msg.value())
     finally:
         consumer.close()
-    assert got == {p: clients.record_values(topic, p, 3, "a") + clients.record_values(
+    expected = {p: clients.record_values(topic, p, 3, "a") + clients.record_values(
         topic, p, 3, "b") for p in range(6)}
+    coordinator = find_coordinator(c, 1, txn_id, key_type=1)
+    assert got == expected, (
+        f"read_committed got {dict((p, len(v)) for p, v in got.items())} records per partition,"
+        f" expected 6 each; leaders {leaders}, transaction coordinator {coordinator}")
     assignment = c.assignment("__transaction_state")
     assert all(sorted(r) == [1, 2, 3] for r in assignment.values()), assignment
