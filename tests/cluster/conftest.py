@@ -81,7 +81,7 @@ CLUSTER_SETTINGS = {
 # controller.log; ReplicaManager "... since its controller epoch N is old" in
 # state-change.log.
 LOG_PATTERNS = {
-    "resigned": re.compile(r"resign", re.IGNORECASE),
+    "resigned": re.compile(r"\bResigned\b"),          # kafkapy: "Resigned as the controller"
     "stale_epoch": re.compile(r"STALE_CONTROLLER_EPOCH|stale controller epoch|"
                               r"controller epoch \d+ is old", re.IGNORECASE),
 }
