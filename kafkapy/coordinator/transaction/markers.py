@@ -8,13 +8,16 @@ partition this broker leads, exactly like Kafka's coordinator-origin append:
   that producer -> INVALID_PRODUCER_EPOCH;
 - a coordinator epoch below the one last seen for the producer ->
   TRANSACTION_COORDINATOR_FENCED;
-- unknown partition -> UNKNOWN_TOPIC_OR_PARTITION, not the leader ->
-  NOT_LEADER_OR_FOLLOWER.
+- a partition this broker does not host -> NOT_LEADER_OR_FOLLOWER when the
+  metadata cache knows it (Kafka's ReplicaManager.getPartitionOrError), else
+  UNKNOWN_TOPIC_OR_PARTITION; hosted as a follower -> NOT_LEADER_OR_FOLLOWER.
 The log indexes an ABORT in ``.txnindex`` and the LSO moves past the
 transaction; waiting fetches are woken.  Markers landing in
 ``__consumer_offsets`` are then handed to the ``offsets_listeners`` so the
 group coordinator can materialise or drop the transaction's pending offsets.
-Used by the local coordinator directly and by the WriteTxnMarkers handler.
+Used by the local coordinator for the partitions this broker leads (through
+``marker_channel.MarkerChannel``, which sends the others to their leaders) and
+by the WriteTxnMarkers handler.
 """
 from __future__ import annotations
 
@@ -49,6 +52,11 @@ def _write_one(replica_manager, clock, producer_id: int, producer_epoch: int,
                coordinator_epoch: int, commit: bool, key: tuple[str, int]) -> int:
     partition = replica_manager.partitions.get(key)
     if partition is None:
+        # Known to the cache but not hosted (yet): a leader change in flight; the
+        # coordinator retries NOT_LEADER_OR_FOLLOWER but drops UNKNOWN_TOPIC_OR_PARTITION.
+        cache = getattr(replica_manager, "cache", None)
+        if cache is not None and cache.partition(*key) is not None:
+            return E.NOT_LEADER_OR_FOLLOWER
         return E.UNKNOWN_TOPIC_OR_PARTITION
     if not partition.is_leader:
         return E.NOT_LEADER_OR_FOLLOWER

@@ -11,9 +11,10 @@ the leader epoch as coordinator epoch; unloading when either stops),
 and answers which broker coordinates a transactional id.  Loading reads the
 log off the event loop and installs the result on the loop.
 Records are appended through ``Partition.append_internal`` (one batch per
-state change, CreateTime = now); markers go through ``markers.write_markers``
-on this broker (the WriteTxnMarkers handler serves the same function to
-other brokers).
+state change, CreateTime = now); markers go through ``marker_channel.MarkerChannel``:
+written here (``markers.write_markers``) to the partitions this broker leads,
+sent as WriteTxnMarkers to the leader of every other partition (whose handler
+calls ``write_markers`` on that broker).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
                                                 ensure_internal_topic, scan_batches)
 from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator, TxnSettings
+from kafkapy.coordinator.transaction.marker_channel import MarkerChannel
 from kafkapy.coordinator.transaction.markers import OFFSETS_TOPIC, write_markers
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.record import build_batch, decode_records
@@ -49,18 +51,6 @@ class _Store:
         return result.error_code
 
 
-class _LocalMarkers:
-    def __init__(self, broker, offsets_listeners: list) -> None:
-        self._broker = broker
-        self._listeners = offsets_listeners
-
-    def write(self, producer_id: int, epoch: int, coordinator_epoch: int, commit: bool,
-              partitions) -> dict:
-        b = self._broker
-        return write_markers(b.replica_manager, b.clock, producer_id, epoch, coordinator_epoch,
-                             commit, partitions, self._listeners)
-
-
 def read_entries(log) -> list[tuple[bytes, bytes | None]]:
     """(key, value) of every data record of ``log`` up to its end offset."""
     out: list = []
@@ -82,10 +72,15 @@ class TransactionService:
         groups = getattr(broker, "groups", None)
         if groups is not None:
             self.offsets_listeners.append(groups.coordinator.complete_txn_offsets)
+        config = broker.config
+        self.markers = MarkerChannel(
+            broker.node_id, broker.cache, self.write_markers, broker.clock,
+            request_timeout_ms=config["request.timeout.ms"],
+            connect_timeout_ms=config["socket.connection.setup.timeout.ms"])
         self.coordinator = TransactionCoordinator(
             self.settings, broker.clock, Deadlines(broker.timer),
             _Store(broker.replica_manager, broker.clock),
-            _LocalMarkers(broker, self.offsets_listeners), broker.producer_ids.next_id,
+            self.markers, broker.producer_ids.next_id,
             self._loop.call_soon, self._offsets_partition)
         self._loads = PartitionLoads(self._loop, TRANSACTION_TOPIC)
 
@@ -98,8 +93,11 @@ class TransactionService:
     def shutdown(self) -> None:
         self._loads.cancel()
         self.coordinator.shutdown()
+        self.markers.close()
 
     def write_markers(self, producer_id, epoch, coordinator_epoch, commit, partitions) -> dict:
+        """Markers to partitions hosted here (the WriteTxnMarkers handler, and the local
+        part of this coordinator's own markers)."""
         b = self._broker
         return write_markers(b.replica_manager, b.clock, producer_id, epoch, coordinator_epoch,
                              commit, partitions, self.offsets_listeners)

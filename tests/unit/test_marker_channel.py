@@ -1,0 +1,319 @@
+"""MarkerChannel (transaction markers to remote leaders) against fake brokers.
+
+A fake broker is an asyncio server on 127.0.0.1 that decodes WriteTxnMarkers v1 with our
+protocol classes and answers per partition with the code its ``codes`` map gives (default
+0); it can hold answers or drop the connection on demand.  The metadata cache is a real
+``MetadataCache`` filled by hand; local writes are recorded by a stub.  The coordinator's
+polling is imitated by calling ``write`` again for what is still remaining.  Every wait is
+bounded.
+"""
+from __future__ import annotations
+
+import asyncio
+import struct
+import uuid
+
+import pytest
+
+from kafkapy.clock import MockClock
+from kafkapy.coordinator.transaction.marker_channel import IN_FLIGHT, MarkerChannel
+from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
+from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.protocol.headers import decode_request_header, peek_api
+from kafkapy.protocol.messages import REQUESTS, RESPONSES
+
+WAIT_S = 10.0
+LOCAL = 1
+DONE = {0, E.UNKNOWN_TOPIC_OR_PARTITION, E.INVALID_PRODUCER_EPOCH,
+        E.TRANSACTION_COORDINATOR_FENCED}
+_Resp = RESPONSES[27][1]
+_Result = _Resp.WritableTxnMarkerResult
+_TopicResult = _Result.WritableTxnMarkerTopicResult
+_PartitionResult = _TopicResult.WritableTxnMarkerPartitionResult
+
+
+class FakeBroker:
+    """Answers WriteTxnMarkers; ``received`` holds the decoded requests in order."""
+
+    def __init__(self) -> None:
+        self.codes: dict[tuple[str, int], int] = {}
+        self.received: list = []
+        self.connections = 0
+        self.drop_next = 0
+        self.hold = asyncio.Event()
+        self.hold.set()
+        self.arrived = asyncio.Event()
+        self.port = 0
+        self._server = None
+        self._writers: set = set()
+
+    async def start(self) -> "FakeBroker":
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        self._server.close()
+        for w in list(self._writers):
+            w.close()
+        await self._server.wait_closed()
+
+    async def wait_requests(self, count: int) -> None:
+        async def until():
+            while len(self.received) < count:
+                self.arrived.clear()
+                await self.arrived.wait()
+        await asyncio.wait_for(until(), WAIT_S)
+
+    async def _serve(self, reader, writer) -> None:
+        self.connections += 1
+        self._writers.add(writer)
+        try:
+            while True:
+                size = struct.unpack(">i", await reader.readexactly(4))[0]
+                frame = await reader.readexactly(size)
+                api_key, version, correlation_id = peek_api(frame)
+                assert (api_key, version) == (27, 1)
+                _, pos = decode_request_header(memoryview(frame), api_key, version)
+                request = REQUESTS[27][1].decode(memoryview(frame)[pos:])
+                self.received.append(request)
+                self.arrived.set()
+                if self.drop_next:
+                    self.drop_next -= 1
+                    return
+                await self.hold.wait()
+                payload = struct.pack(">i", correlation_id) + b"\x00" + bytes(
+                    self._answer(request).encode())
+                writer.write(struct.pack(">i", len(payload)) + payload)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass   # (cancelled: the test's loop is closing)
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    def _answer(self, request):
+        return _Resp(markers=[_Result(producer_id=m.producer_id, topics=[
+            _TopicResult(name=t.name, partitions=[
+                _PartitionResult(partition_index=p, error_code=self.codes.get((t.name, p), 0))
+                for p in t.partition_indexes]) for t in m.topics]) for m in request.markers])
+
+
+def markers_of(request) -> list[tuple]:
+    """(pid, epoch, coordinator epoch, commit, sorted partitions) per marker."""
+    return [(m.producer_id, m.producer_epoch, m.coordinator_epoch, m.transaction_result,
+             sorted((t.name, p) for t in m.topics for p in t.partition_indexes))
+            for m in request.markers]
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.cache = MetadataCache("cluster", LOCAL)
+        self.clock = MockClock()
+        self.local: list[tuple] = []
+        self.local_codes: dict[tuple[str, int], int] = {}
+        self.channel = MarkerChannel(LOCAL, self.cache, self._local_write, self.clock,
+                                     request_timeout_ms=5000, connect_timeout_ms=2000)
+        self.fakes: dict[int, FakeBroker] = {}
+
+    def _local_write(self, pid, epoch, coordinator_epoch, commit, partitions):
+        self.local.append((pid, epoch, coordinator_epoch, commit, sorted(partitions)))
+        return {tp: self.local_codes.get(tp, 0) for tp in partitions}
+
+    async def add_broker(self, node_id: int) -> FakeBroker:
+        fake = await FakeBroker().start()
+        self.fakes[node_id] = fake
+        self.cache.put_broker(BrokerEndpoint(node_id, "127.0.0.1", fake.port), {})
+        return fake
+
+    def lead(self, topic: str, leaders: dict[int, int]) -> None:
+        meta = self.cache.topics.get(topic) or TopicMetadata(topic, uuid.uuid4())
+        for p, leader in leaders.items():
+            meta.partitions[p] = PartitionState(p, [leader], leader, 0, [leader])
+        self.cache.put_topic(meta)
+
+    async def until_done(self, args: tuple, partitions, rounds: int = 200) -> dict:
+        """Poll as the coordinator does until every partition has a done code."""
+        remaining = set(partitions)
+        final: dict = {}
+        for _ in range(rounds):
+            results = self.channel.write(*args, sorted(remaining))
+            for tp, code in results.items():
+                if code in DONE:
+                    final[tp] = code
+                    remaining.discard(tp)
+            if not remaining:
+                return final
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"not done after {rounds} rounds: {sorted(remaining)}")
+
+
+@pytest.fixture
+async def h():
+    harness = Harness()
+    yield harness
+    harness.channel.close()
+    for fake in harness.fakes.values():
+        await fake.stop()
+
+
+async def test_local_partitions_written_at_once_remote_ones_sent_to_their_leaders(h):
+    two, three = await h.add_broker(2), await h.add_broker(3)
+    h.lead("t", {0: LOCAL, 1: 2, 2: 3, 3: 2})
+    parts = [("t", p) for p in range(4)]
+
+    first = h.channel.write(7, 3, 5, True, parts)
+    assert first == {("t", 0): 0, ("t", 1): IN_FLIGHT, ("t", 2): IN_FLIGHT, ("t", 3): IN_FLIGHT}
+    assert h.local == [(7, 3, 5, True, [("t", 0)])]
+    await two.wait_requests(1)
+    await three.wait_requests(1)
+    # One request per broker, its partitions batched into one marker.
+    assert markers_of(two.received[0]) == [(7, 3, 5, True, [("t", 1), ("t", 3)])]
+    assert markers_of(three.received[0]) == [(7, 3, 5, True, [("t", 2)])]
+
+    done = await h.until_done((7, 3, 5, True), [("t", 1), ("t", 2), ("t", 3)])
+    assert done == {("t", 1): 0, ("t", 2): 0, ("t", 3): 0}
+    assert len(two.received) == 1 and len(three.received) == 1   # answered once, not resent
+    assert h.local == [(7, 3, 5, True, [("t", 0)])]
+    assert h.channel.pending_keys() == 0                          # nothing kept once reported
+
+
+async def test_markers_of_several_transactions_share_one_request(h):
+    two = await h.add_broker(2)
+    h.lead("t", {0: 2, 1: 2})
+    two.hold.clear()
+    h.channel.write(1, 0, 0, True, [("t", 0)])          # goes out alone, held by the fake
+    await two.wait_requests(1)
+    h.channel.write(2, 0, 0, False, [("t", 0), ("t", 1)])
+    h.channel.write(3, 4, 0, True, [("t", 1)])
+    two.hold.set()
+    await two.wait_requests(2)
+    assert markers_of(two.received[1]) == [(2, 0, 0, False, [("t", 0), ("t", 1)]),
+                                           (3, 4, 0, True, [("t", 1)])]
+    for args, parts in (((1, 0, 0, True), [("t", 0)]),
+                        ((2, 0, 0, False), [("t", 0), ("t", 1)]),
+                        ((3, 4, 0, True), [("t", 1)])):
+        assert set((await h.until_done(args, parts)).values()) == {0}
+    assert two.connections == 1                          # one connection, reused
+
+
+async def test_in_flight_partition_is_not_sent_twice(h):
+    two = await h.add_broker(2)
+    h.lead("t", {0: 2})
+    two.hold.clear()
+    for _ in range(5):
+        assert h.channel.write(1, 0, 0, True, [("t", 0)]) == {("t", 0): IN_FLIGHT}
+        await asyncio.sleep(0.01)
+    await two.wait_requests(1)
+    two.hold.set()
+    assert await h.until_done((1, 0, 0, True), [("t", 0)]) == {("t", 0): 0}
+    assert len(two.received) == 1
+
+
+async def test_not_leader_answer_is_resent_to_the_new_leader(h):
+    two, three = await h.add_broker(2), await h.add_broker(3)
+    h.lead("t", {0: 2})
+    two.codes[("t", 0)] = E.NOT_LEADER_OR_FOLLOWER
+    h.channel.write(9, 1, 2, False, [("t", 0)])
+    await two.wait_requests(1)
+    # Answered NOT_LEADER: resent on a later call, still to broker 2 while the cache says so.
+    for _ in range(200):
+        h.channel.write(9, 1, 2, False, [("t", 0)])
+        if len(two.received) >= 2:
+            break
+        await asyncio.sleep(0.02)
+    assert len(two.received) >= 2
+    h.lead("t", {0: 3})                                   # leadership moved
+    done = await h.until_done((9, 1, 2, False), [("t", 0)])
+    assert done == {("t", 0): 0}
+    assert markers_of(three.received[0]) == [(9, 1, 2, False, [("t", 0)])]
+
+
+async def test_remote_unknown_partition_is_retried_until_the_cache_forgets_it(h):
+    two = await h.add_broker(2)
+    h.lead("t", {0: 2})
+    two.codes[("t", 0)] = E.UNKNOWN_TOPIC_OR_PARTITION    # e.g. LeaderAndIsr not there yet
+    h.channel.write(4, 0, 0, True, [("t", 0)])
+    await two.wait_requests(1)
+    for _ in range(200):
+        assert h.channel.write(4, 0, 0, True, [("t", 0)])[("t", 0)] not in DONE
+        if len(two.received) >= 2:
+            break
+        await asyncio.sleep(0.02)
+    assert len(two.received) >= 2
+    h.cache.remove_topic("t")                              # deleted: the marker is skipped
+    assert await h.until_done((4, 0, 0, True), [("t", 0)]) == {
+        ("t", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+
+
+async def test_fenced_answers_are_reported(h):
+    two = await h.add_broker(2)
+    h.lead("t", {0: 2, 1: 2})
+    two.codes[("t", 0)] = E.INVALID_PRODUCER_EPOCH
+    two.codes[("t", 1)] = E.TRANSACTION_COORDINATOR_FENCED
+    assert await h.until_done((4, 0, 0, True), [("t", 0), ("t", 1)]) == {
+        ("t", 0): E.INVALID_PRODUCER_EPOCH, ("t", 1): E.TRANSACTION_COORDINATOR_FENCED}
+
+
+async def test_dropped_connection_is_resent_on_a_new_one(h):
+    two = await h.add_broker(2)
+    h.lead("t", {0: 2})
+    two.drop_next = 1
+    assert await h.until_done((5, 0, 0, True), [("t", 0)]) == {("t", 0): 0}
+    assert len(two.received) == 2 and two.connections == 2
+
+
+async def test_unreachable_broker_then_its_new_endpoint(h):
+    two = await h.add_broker(2)
+    h.lead("t", {0: 2})
+    await two.stop()
+    for _ in range(10):     # refused connections: retried, never done
+        assert h.channel.write(5, 0, 0, True, [("t", 0)])[("t", 0)] not in DONE
+        await asyncio.sleep(0.02)
+    moved = await h.add_broker(2)                          # broker 2 re-registered elsewhere
+    assert await h.until_done((5, 0, 0, True), [("t", 0)]) == {("t", 0): 0}
+    assert markers_of(moved.received[-1]) == [(5, 0, 0, True, [("t", 0)])]
+
+
+async def test_unknown_partition_and_missing_leader(h):
+    h.lead("t", {0: -1, 1: 4})                             # no leader; leader not alive
+    results = h.channel.write(1, 0, 0, True, [("t", 0), ("t", 1), ("gone", 0)])
+    assert results == {("t", 0): E.LEADER_NOT_AVAILABLE, ("t", 1): E.LEADER_NOT_AVAILABLE,
+                       ("gone", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+    assert h.local == [] and h.channel.destinations() == []
+
+
+async def test_local_codes_pass_through(h):
+    h.lead("t", {0: LOCAL, 1: LOCAL})
+    h.local_codes[("t", 1)] = E.NOT_LEADER_OR_FOLLOWER
+    assert h.channel.write(1, 0, 0, False, [("t", 0), ("t", 1)]) == {
+        ("t", 0): 0, ("t", 1): E.NOT_LEADER_OR_FOLLOWER}
+
+
+async def test_answers_of_an_abandoned_job_are_dropped_after_idling(h):
+    two = await h.add_broker(2)
+    h.lead("t", {0: 2})
+    h.channel.write(6, 0, 0, True, [("t", 0)])
+    await two.wait_requests(1)
+    for _ in range(200):       # wait for the answer to be recorded (no write call reports it)
+        if not h.channel._keys[(6, 0, 0, True)].in_flight:
+            break
+        await asyncio.sleep(0.01)
+    assert h.channel.pending_keys() == 1
+    h.clock.advance(61_000)
+    h.channel.write(7, 0, 0, True, [("gone", 0)])          # any call sweeps
+    assert h.channel.pending_keys() == 0
+
+
+async def test_close_stops_the_senders(h):
+    two = await h.add_broker(2)
+    h.lead("t", {0: 2})
+    two.hold.clear()
+    h.channel.write(1, 0, 0, True, [("t", 0)])
+    await two.wait_requests(1)
+    tasks = [d.task for d in h.channel._destinations.values()]
+    h.channel.close()
+    await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), WAIT_S)
+    assert all(t.done() for t in tasks)
+    assert h.channel.write(1, 0, 0, True, [("t", 0)]) == {("t", 0): IN_FLIGHT}
+    assert h.channel.destinations() == []
