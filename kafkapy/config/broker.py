@@ -183,7 +183,7 @@ class BrokerConfig:
             raise ConfigError("You must set `node.id` to the same value as `broker.id`.", key="node.id", value=node_id)
         chosen = broker_id if "broker.id" in self._originals else node_id
         _check_broker_id(self, chosen)  # type: ignore[arg-type]
-        return 0 if chosen == -1 else chosen  # type: ignore[return-value]
+        return chosen  # -1: drawn at start-up (kafkapy.metadata.membership)  # type: ignore[return-value]
 
     def _derive_log_dirs(self) -> list[str]:
         key = "log.dirs" if self._values["log.dirs"] is not None else "log.dir"

@@ -58,7 +58,7 @@ def test_every_default_passes_its_own_validator():
 
 def test_derived_defaults():
     c = make({})
-    assert c.node_id == 0 and c.log_retention_ms == 604800000 and c.log_roll_ms == 604800000
+    assert c.node_id == -1 and c.log_retention_ms == 604800000 and c.log_roll_ms == 604800000
     assert c.log_roll_jitter_ms == 0 and c.log_flush_interval_ms == 2 ** 63 - 1
     assert c.listeners == [Endpoint("PLAINTEXT", "", 9092)] == c.advertised_listeners
     assert c.inter_broker_listener_name == "PLAINTEXT" and c.metadata_store == "embedded"
@@ -146,7 +146,7 @@ def test_roll_jitter_flush_precedence():
 def test_node_id_and_broker_id():
     assert make({"broker.id": "4"}).node_id == 4
     assert make({"node.id": "5"}).node_id == 5
-    assert make({"broker.id": "-1"}).node_id == 0
+    assert make({"broker.id": "-1"}).node_id == -1    # drawn at start-up
     with pytest.raises(ConfigError, match="node.id"):
         make({"broker.id": "1", "node.id": "2"})
     with pytest.raises(ConfigError, match="reserved.broker.max.id"):
