@@ -1,17 +1,19 @@
 """README.md's commands, run as printed, so the README cannot drift from what works.
 
-Job: read the fenced ``sh`` blocks of the README's "Quickstart", "Starting like Kafka" and
-"Command-line tools" sections at test time and run them with bash in a temporary copy of the
+Job: read the fenced ``sh`` blocks of the README's "Quickstart", "Starting like Kafka",
+"Command-line tools" and "A cluster" sections at test time and run them with bash in a temporary copy of the
 repository (its files without ``.venv``, ``data``, ``.git`` and caches). The Quickstart's
 ``make run`` therefore builds a fresh ``.venv`` exactly as a user's first ``make run`` does
 (``pip install -e .``, the broker only; this needs PyPI or a pip cache and takes a minute or
 so), and every later ``.venv/bin/...`` command uses that venv.
 
 One substitution is made, the same in the commands and in the copy's
-``config/server.properties``: the README's ports (9092 and 9093 right after a colon, as in
-``127.0.0.1:9092``; not in names such as ``data/broker-9093``) become two free loopback ports,
-so a broker a developer already runs on 9092 neither breaks the test nor answers it. Relative
-paths (``data/...``) land in the copy. The "Two commands" block is not run: its ``make run``
+``config/server.properties``: the README's ports (9092, 9093, the cluster's 9101-9103 and
+ZooKeeper's 2181, right after a colon, as in ``127.0.0.1:9092``; not in names such as
+``data/broker-9093``) become free loopback ports, so a broker or ZooKeeper a developer already
+runs on them neither breaks the test nor answers it. "A cluster" runs against a real
+ZooKeeper (``tests/zookeeper_server.py``) started on the port that replaces 2181; without
+ZooKeeper jars or java that test skips. Relative paths (``data/...``) land in the copy. The "Two commands" block is not run: its ``make run``
 is the Quickstart's, and its ``make test`` is what runs this module.
 
 Invariants: every command of those sections runs and its output is checked; a command this
@@ -38,12 +40,16 @@ from typing import Callable
 import pytest
 from kafka import KafkaProducer
 
+from kafkapy.protocol.messages import REQUESTS
 from tests.broker_process import free_port
 from tests.integration.wire import WireClient
+from tests.zookeeper_server import ZOOKEEPER_SKIP_REASON, ZooKeeperServer, zookeeper_classpath
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 README_PORTS = ("9092", "9093")
+CLUSTER_PORTS = ("9101", "9102", "9103")
+ZOOKEEPER_PORT = "2181"
 COPY_IGNORE = shutil.ignore_patterns(".venv", ".git", ".cache", "data", "__pycache__",
                                      "*.egg-info", ".pytest_cache", "build")
 # Environment a user's shell would not have inside this test run (an outer make, a venv).
@@ -152,9 +158,12 @@ class Workspace:
                 f"{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}")
         return proc
 
-    def start(self, command: str, timeout: float = START_S) -> Foreground:
-        """Starts a README broker command and waits until its port accepts connections."""
-        port = self.ports["9093"] if "9093" in command else self.ports["9092"]
+    def start(self, command: str, timeout: float = START_S,
+              port: int | None = None) -> Foreground:
+        """Starts a README broker command and waits until its port (by default the local
+        9093 if the command names it, else 9092) accepts connections."""
+        if port is None:
+            port = self.ports["9093"] if "9093" in command else self.ports["9092"]
         out_path = self.root / f"foreground-{len(self.started)}.out"
         with open(out_path, "wb") as out:
             proc = subprocess.Popen(["bash", "-c", self.localize(command)], cwd=self.root,
@@ -198,8 +207,9 @@ def wait_listening(fg: Foreground, timeout: float) -> None:
 def workspace(tmp_path_factory) -> Workspace:
     root = tmp_path_factory.mktemp("readme") / "kafkapy"
     shutil.copytree(ROOT, root, ignore=COPY_IGNORE)
-    ws = Workspace(root, {p: free_port() for p in README_PORTS})
-    assert len(set(ws.ports.values())) == len(README_PORTS)
+    readme_ports = README_PORTS + CLUSTER_PORTS + (ZOOKEEPER_PORT,)
+    ws = Workspace(root, {p: free_port() for p in readme_ports})
+    assert len(set(ws.ports.values())) == len(readme_ports)
     props = root / "config" / "server.properties"
     assert "127.0.0.1:9092" in props.read_text(), "the README's 9092 comes from the sample config"
     props.write_text(ws.localize(props.read_text()))
@@ -424,3 +434,154 @@ def test_listener_host_claims(workspace, make_run):
     with workspace.foreground(f"{start} --override listeners=PLAINTEXT://:9093") as fg:
         assert advertised_brokers(fg.port) == [(0, socket.getfqdn(), fg.port)]
         assert_clean_stop(fg, workspace.root / "data" / "hosts")
+
+
+# ---------------------------------------------------------------- A cluster
+
+CLUSTER_TOPIC = "payments"
+CLUSTER_IDS = [1, 2, 3]
+
+
+@pytest.fixture(scope="module")
+def readme_zookeeper(workspace, tmp_path_factory):
+    """A real ZooKeeper on the port that stands for the README's 127.0.0.1:2181."""
+    if zookeeper_classpath() is None:
+        pytest.skip(ZOOKEEPER_SKIP_REASON)
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"),
+                             port=workspace.ports[ZOOKEEPER_PORT]).start()
+    yield server
+    server.stop()
+
+
+@dataclass
+class ClusterBroker:
+    """One of the section's broker commands and what it claims: id, listener port, log dir."""
+    command: str
+    broker_id: int
+    readme_port: str
+    log_dir: str
+
+
+def cluster_broker(command: str) -> ClusterBroker:
+    """The command's claims, read from its overrides (so a changed README is followed)."""
+    broker_id = re.search(r"--override broker\.id=(\d+)\b", command)
+    port = re.search(r"--override listeners=PLAINTEXT://127\.0\.0\.1:(\d+)\b", command)
+    log_dir = re.search(r"--override log\.dirs=(\S+)", command)
+    assert broker_id and port and log_dir, f"a cluster broker command without its own id, " \
+                                           f"listener or log.dirs: {command}"
+    assert command.startswith(".venv/bin/kafkapy-server-start config/server.properties $Z "), \
+        command
+    assert port.group(1) in CLUSTER_PORTS, command
+    return ClusterBroker(command, int(broker_id.group(1)), port.group(1), log_dir.group(1))
+
+
+def wait_for_cluster(workspace: Workspace, brokers: list[ClusterBroker]) -> None:
+    """Every broker names all of them in Metadata: they share one cluster (the check of
+    each start command). Also the point where the controller knows all three, which a
+    replication factor of 3 needs; a bounded wait, not a timing claim."""
+    expected = sorted((b.broker_id, "127.0.0.1", workspace.ports[b.readme_port])
+                      for b in brokers)
+    seen: dict[int, list] = {}
+    deadline = time.monotonic() + START_S
+    while time.monotonic() < deadline:
+        seen = {b.broker_id: sorted(advertised_brokers(workspace.ports[b.readme_port]))
+                for b in brokers}
+        if all(v == expected for v in seen.values()):
+            return
+        time.sleep(0.2)
+    pytest.fail(f"brokers did not all see {expected} within {START_S}s: {seen}")
+
+
+def check_cluster_create(r: subprocess.CompletedProcess) -> None:
+    assert r.stdout == f"Created topic {CLUSTER_TOPIC}.\n", r.stdout + r.stderr
+
+
+def check_cluster_describe(r: subprocess.CompletedProcess) -> None:
+    """Six partitions, each on brokers 1, 2 and 3, led by one of them, all three in sync."""
+    head, *parts = r.stdout.splitlines()
+    fields = dict(f.split(": ", 1) for f in head.split("\t") if ": " in f)
+    assert fields["Topic"] == CLUSTER_TOPIC, head
+    assert (fields["PartitionCount"], fields["ReplicationFactor"]) == ("6", "3"), head
+    rows = [dict(f.split(": ", 1) for f in p.strip().split("\t") if ": " in f) for p in parts]
+    assert [row["Partition"] for row in rows] == [str(i) for i in range(6)], parts
+    for row in rows:
+        assert row["Topic"] == CLUSTER_TOPIC, row
+        assert sorted(map(int, row["Replicas"].split(","))) == CLUSTER_IDS, row
+        assert int(row["Leader"]) in CLUSTER_IDS, row
+        assert sorted(map(int, row["Isr"].split(","))) == CLUSTER_IDS, row
+    # Kafka's placement spreads the leaders (first replicas) over the brokers.
+    assert {int(row["Leader"]) for row in rows} == set(CLUSTER_IDS), parts
+
+
+CLUSTER_CHECKS: list[tuple[str, Callable[[subprocess.CompletedProcess], None]]] = [
+    (r"kafkapy-topics .*--create", check_cluster_create),
+    (r"kafkapy-topics .*--describe", check_cluster_describe),
+]
+
+
+def cluster_check(command: str) -> Callable[[subprocess.CompletedProcess], None]:
+    found = [check for pattern, check in CLUSTER_CHECKS if re.search(pattern, command)]
+    assert len(found) == 1, f"README command with {len(found)} checks here: {command}"
+    return found[0]
+
+
+def wait_for_topic(workspace: Workspace, readme_port: str, partitions: int) -> None:
+    """The broker a describe goes to has the topic with a leader for every partition: the
+    create answers once the controller has it, the others learn it by UpdateMetadata right
+    after (as in Kafka). A bounded wait so the describe does not race that message."""
+    client = WireClient(f"127.0.0.1:{workspace.ports[readme_port]}")
+    try:
+        deadline = time.monotonic() + START_S
+        while time.monotonic() < deadline:
+            response = client.request(METADATA, 4, allow_auto_topic_creation=False,
+                                      topics=[REQUESTS[METADATA].MetadataRequestTopic(
+                                          name=CLUSTER_TOPIC)])
+            (topic,) = response.topics
+            if (topic.error_code == 0 and len(topic.partitions) == partitions
+                    and all(p.leader_id >= 0 for p in topic.partitions)):
+                return
+            time.sleep(0.2)
+    finally:
+        client.close()
+    pytest.fail(f"{CLUSTER_TOPIC} not on the broker at {readme_port} within {START_S}s")
+
+
+def test_a_cluster(workspace, make_run, readme_zookeeper):
+    """Three brokers on one ZooKeeper, started as printed (one "terminal" each: a process
+    group), then the topic commands through two different brokers; each broker stops on
+    Ctrl-C with exit code 0 and a clean shutdown. ``make_run`` is here for the venv it
+    builds (its broker, on another port and without ZooKeeper, does not matter)."""
+    blocks = sh_blocks("A cluster")
+    assert len(blocks) == 2, blocks
+    lines = logical_lines(blocks[0])
+    assignments = [line for line in lines if re.match(r"^[A-Za-z_]\w*=", line)]
+    assert assignments == ['Z="--override zookeeper.connect=127.0.0.1:2181"'], assignments
+    brokers = [cluster_broker(line) for line in lines if line not in assignments]
+    assert sorted(b.broker_id for b in brokers) == CLUSTER_IDS, lines
+    assert sorted(b.readme_port for b in brokers) == list(CLUSTER_PORTS), lines
+
+    commands = logical_lines(blocks[1])
+    checks = [cluster_check(command) for command in commands]
+    assert sorted(map(id, checks)) == sorted(id(c) for _, c in CLUSTER_CHECKS), "unused checks"
+    started: list[Foreground] = []
+    try:
+        for b in brokers:
+            started.append(workspace.start("\n".join(assignments + [b.command]),
+                                           port=workspace.ports[b.readme_port]))
+        wait_for_cluster(workspace, brokers)
+        for command, check in zip(commands, checks):
+            if check is check_cluster_describe:
+                via = re.search(r"--bootstrap-server 127\.0\.0\.1:(\d+)\b", command)
+                assert via and via.group(1) in CLUSTER_PORTS, command
+                wait_for_topic(workspace, via.group(1), 6)
+            check(workspace.run(command))
+        # One terminal after another; the last one stopped leads everything and has no
+        # one to hand over to, so its controlled shutdown gives up after its retries.
+        for b, fg in zip(brokers, started):
+            assert_clean_stop(fg, workspace.root / b.log_dir)
+            assert fg.proc.returncode == 0, fg.output()
+            assert f"broker.id={b.broker_id}" in (
+                workspace.root / b.log_dir / "meta.properties").read_text()
+    finally:
+        for fg in started:
+            fg.kill()
