@@ -143,8 +143,10 @@ class _Attempts:
 def _succeeded(error_code: int, remaining: list[str]) -> bool:
     if error_code == ErrorCode.NO_ERROR and not remaining:
         return True
-    _log.info("Remaining partitions to move", partitions=remaining)
-    _log.info("Error from controller", error=_error_name(error_code))
+    if remaining:
+        _log.info("Remaining partitions to move", partitions=remaining)
+    if error_code != ErrorCode.NO_ERROR:
+        _log.info("Error from controller", error=_error_name(error_code))
     return False
 
 
