@@ -220,8 +220,9 @@ class KafkaNode:
 
     def launch(self) -> None:
         self.base.mkdir(parents=True, exist_ok=True)
-        settings = dict(self.settings, **{
-            "broker.id": str(self.node_id),
+        settings = {"broker.id": str(self.node_id)}   # unless the settings say otherwise
+        settings.update(self.settings)
+        settings.update({
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(self.log_dir)})
@@ -358,6 +359,17 @@ class Cluster:
             self._zk.stop()
             self._zk.close()
             self._zk = None
+
+    def add_broker(self, key: int, extra_settings: dict[str, str] | None = None,
+                   timeout: float = 90.0):
+        """Start one more broker (``key`` names its dir, and is its broker.id unless
+        ``extra_settings`` set one) on the same chroot; returns its node."""
+        settings = dict(CLUSTER_SETTINGS, **{"zookeeper.connect": self.zk_connect})
+        settings.update(extra_settings or {})
+        node_cls = KafkaNode if REFERENCE == "kafka" else KafkapyNode
+        node = self.nodes[key] = node_cls(key, self.base, settings)
+        node.start(timeout=timeout)
+        return node
 
     def running_ids(self) -> list[int]:
         return [i for i, n in self.nodes.items() if n.proc is not None and n.proc.poll() is None]

@@ -113,7 +113,7 @@ def test_transaction_across_three_leaders(shared_cluster, unique, rf):
     txn_id = unique("tx")
     producer = Producer({"bootstrap.servers": c.bootstrap(2), "transactional.id": txn_id,
                          "transaction.timeout.ms": 60000})
-    producer.init_transactions(60)
+    producer.init_transactions(30)
 
     def txn(tag: str, commit: bool) -> None:
         producer.begin_transaction()
@@ -121,9 +121,9 @@ def test_transaction_across_three_leaders(shared_cluster, unique, rf):
             for v in clients.record_values(topic, p, 3, tag):
                 producer.produce(topic, v, partition=p)
         if commit:
-            producer.commit_transaction(60)
+            producer.commit_transaction(30)
         else:
-            producer.abort_transaction(60)
+            producer.abort_transaction(30)
     txn("a", True)
     txn("x", False)
     txn("b", True)

@@ -1,0 +1,50 @@
+"""Leader election from the ISR, and ``unclean.leader.election.enable`` per topic.
+
+Two topics on the same replicas (explicit assignment [a, b]): ``clean`` with the default
+(false) and ``unclean`` with the topic override true.  Kill b: the controller drops it from
+both ISRs (a leads, ISR [a]).  Kill a: no live ISR member is left, so both partitions go
+offline (leader -1, ISR [a] kept, as Kafka keeps the last ISR member).  Start b again: only
+``unclean`` elects it (a replica outside the ISR); ``clean`` stays offline until a, its last
+ISR member, returns.
+"""
+from __future__ import annotations
+
+from tests.cluster import clients
+from tests.cluster.conftest import FAILOVER_S, wait_for
+
+
+def test_unclean_leader_election_is_per_topic(cluster, unique):
+    c = cluster
+    controller = c.controller_id()
+    a, b = [i for i in (1, 2, 3) if i != controller]
+    clean, unclean = unique("clean"), unique("unclean")
+    clients.create_topic(c.bootstrap(controller), clean, assignment={0: [a, b]})
+    clients.create_topic(c.bootstrap(controller), unclean, assignment={0: [a, b]},
+                         configs={"unclean.leader.election.enable": "true"})
+    for t in (clean, unclean):
+        c.wait_topic(t, 1)
+        clients.produce_confluent(c.bootstrap(controller), t, {0: [b"before"]})
+
+    def state(t):
+        s = c.partition_state(t, 0)
+        return s["leader"], sorted(s["isr"])
+
+    c.kill(b)
+    wait_for(lambda: state(clean) == state(unclean) == (a, [a]), FAILOVER_S,
+             lambda: f"{b} out of the ISRs: {state(clean)} {state(unclean)}\n{c.summary()}")
+    c.kill(a)
+    wait_for(lambda: state(clean) == state(unclean) == (-1, [a]), FAILOVER_S,
+             lambda: f"both offline: {state(clean)} {state(unclean)}\n{c.summary()}")
+
+    c.restart(b)
+    wait_for(lambda: state(unclean) == (b, [b]), FAILOVER_S,
+             lambda: f"unclean election of {b}: {state(unclean)}\n{c.summary()}")
+    wait_for(lambda: c.leaders(unclean, controller) == {0: b}, FAILOVER_S,
+             "metadata to name the unclean leader")
+    assert state(clean) == (-1, [a])
+    assert c.leaders(clean, controller) == {0: -1}
+
+    c.restart(a)
+    wait_for(lambda: state(clean)[0] == a, FAILOVER_S,
+             lambda: f"{a} back as leader of {clean}: {state(clean)}\n{c.summary()}")
+    assert clients.consume_confluent(c.bootstrap(controller), clean, {0: 1}) == {0: [b"before"]}
