@@ -722,8 +722,10 @@ def render_markdown(doc: dict) -> str:
     lines = [f"# kafkapy benchmark — {run['started_utc']}", ""]
     lines.append(f"Machine: {run['cpus']} CPUs, {run['mem_gib']} GiB, {run['platform']}; "
                  f"Python {run['python']}; confluent-kafka {run['confluent_kafka']} "
-                 f"(librdkafka {run['librdkafka']}). Records scale {run['records_scale']}. "
-                 f"Driver: {run['producer_procs']} producer / {run['consumer_procs']} consumer "
+                 f"(librdkafka {run['librdkafka']}). "
+                 + (f"Records scale {run['records_scale']}. " if not run.get("merged_with") else
+                    "Results of several runs (each broker's run and records scale below). ")
+                 + f"Driver: {run['producer_procs']} producer / {run['consumer_procs']} consumer "
                  f"process(es), separate from the broker; broker and driver share the cores.")
     lines.append("")
     brokers = doc["brokers"]
@@ -733,6 +735,9 @@ def render_markdown(doc: dict) -> str:
         snap = res.get("source_snapshot") or {}
         if snap:
             desc += f" (source snapshot {snap.get('sha1')})"
+        ri = res.get("run_info")
+        if ri:   # a result merged from another run (--merge-latest)
+            desc += f" [run {ri.get('started_utc')}, records scale {ri.get('records_scale')}]"
         lines.append(f"- **{kind}**: status `{res.get('status')}` {desc} "
                      f"{('storage ' + b['storage_engine']) if b.get('storage_engine') else ''}"
                      f"{(b['mode'] + ', heap ' + b['heap_opts']) if b.get('mode') else ''}"
@@ -956,6 +961,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--keep", action="store_true", help="keep the work dir (logs, broker output)")
     ap.add_argument("--no-latest", action="store_true",
                     help="write only the timestamped copy, not latest.json/md")
+    ap.add_argument("--merge-latest", action="store_true",
+                    help="keep the other brokers' results of the current latest.json and "
+                         "add (or replace) the ones run now, each marked with its run's "
+                         "time and records scale (e.g. --only kafkapy3 beside a full run)")
     args = ap.parse_args(argv)
     args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
     bad = set(args.workloads) - set(ALL_WORKLOADS)
@@ -970,6 +979,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _previous_latest(results_dir: Path) -> dict | None:
+    try:
+        return json.loads((results_dir / "latest.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _merged(doc: dict, previous: dict | None) -> dict:
+    """``doc`` plus the brokers of ``previous`` it did not run, in report order; every
+    broker's result then says which run (time, records scale) it comes from."""
+    if not previous:
+        return doc
+    def info(run: dict) -> dict:
+        return {"started_utc": run.get("started_utc"), "records_scale": run.get("records_scale")}
+    brokers: dict = {}
+    order = list(KINDS) + [k for k in {**previous.get("brokers", {}), **doc["brokers"]}
+                           if k not in KINDS]
+    for kind in order:
+        if kind in doc["brokers"]:
+            brokers[kind] = dict(doc["brokers"][kind], run_info=info(doc["run"]))
+        elif kind in previous.get("brokers", {}):
+            old = previous["brokers"][kind]
+            brokers[kind] = dict(old, run_info=old.get("run_info") or info(previous["run"]))
+    return {"run": dict(doc["run"], merged_with=info(previous.get("run", {}))),
+            "brokers": brokers}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -981,6 +1017,7 @@ def main(argv: list[str] | None = None) -> int:
         work_root = Path(tempfile.mkdtemp(prefix="kafkapy-bench-"))
     log(f"work dir {work_root}")
     doc = {"run": _run_info(args), "brokers": {}}
+    previous = _previous_latest(Path(args.results_dir)) if args.merge_latest else None
     kinds = list(KINDS) if args.only == "all" else [args.only]
     runs = {kind: BrokerRun(kind, args, work_root, run_id) for kind in kinds}
     try:
@@ -995,13 +1032,14 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 for kind in live:
                     runs[kind].run_one(name, rep)
-                    write_results(doc, Path(args.results_dir), stamp,
+                    write_results(_merged(doc, previous), Path(args.results_dir), stamp,
                                   latest=not args.no_latest)
         for kind in kinds:
             doc["brokers"][kind] = runs[kind].finish()
     finally:
         doc["run"]["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime(
             "%Y-%m-%dT%H:%M:%SZ")
+        doc = _merged(doc, previous)
         paths = write_results(doc, Path(args.results_dir), stamp, latest=not args.no_latest)
         if args.keep:
             log(f"kept work dir {work_root}")
@@ -1010,7 +1048,7 @@ def main(argv: list[str] | None = None) -> int:
     print(render_markdown(doc))
     log("wrote " + ", ".join(str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
                              for p in paths))
-    ok = all(r.get("status") == "ok" for r in doc["brokers"].values())
+    ok = all(doc["brokers"][k].get("status") == "ok" for k in kinds)
     return 0 if ok else 1
 
 
