@@ -96,6 +96,8 @@ def _verify(ctx, request) -> int:
     txns = service(ctx)
     if txns is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if not _coordinated_here(broker, txns, request.transactional_id):
+        return 0  # as Produce: kafkapy does not ask another broker's coordinator (yet)
     error = txns.coordinator.verify_partitions(request.transactional_id, request.producer_id,
                                                request.producer_epoch, [tp])[tp]
     if error == ErrorCode.PRODUCER_FENCED:
@@ -103,3 +105,11 @@ def _verify(ctx, request) -> int:
     elif error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version < 4:
         error = ErrorCode.INVALID_TXN_STATE
     return _OFFSET_COMMIT_ERROR.get(error, error)
+
+
+def _coordinated_here(broker, txns, transactional_id: str) -> bool:
+    """Whether this broker leads the transactional id's ``__transaction_state`` partition
+    (Kafka verifies with the coordinator wherever it is, through AddPartitionsToTxn)."""
+    index = txns.coordinator.partition_for(transactional_id or "")
+    state = broker.cache.partition("__transaction_state", index)
+    return state is None or state.leader == broker.node_id
