@@ -746,7 +746,7 @@ def render_markdown(doc: dict) -> str:
     lines.append("")
     lines += _side_by_side_lines(brokers)
     lines.append("## Throughput (acks=all, linger 5 ms, batch 64 KiB, 1 partition; "
-                 "kafkapy 3 brokers: 3 partitions, RF 1, one leader per broker)")
+                 "3-broker runs: 3 partitions, RF 1, one leader per broker)")
     lines.append("")
     lines.append("| broker | workload | records | produce rec/s | produce MiB/s | p50 ms | p99 ms "
                  "| consume rec/s | consume MiB/s | broker CPU produce / consume | "
