@@ -317,3 +317,22 @@ async def test_close_stops_the_senders(h):
     assert all(t.done() for t in tasks)
     assert h.channel.write(1, 0, 0, True, [("t", 0)]) == {("t", 0): IN_FLIGHT}
     assert h.channel.destinations() == []
+
+
+def test_write_markers_not_hosted_partition_known_to_the_cache_is_not_leader():
+    """The receiving side (markers.write_markers): a partition the cache knows but this
+    broker does not host (LeaderAndIsr not applied yet) must be retried, not dropped."""
+    from kafkapy.coordinator.transaction.markers import write_markers
+
+    class Replicas:
+        partitions: dict = {}
+
+        def __init__(self, cache) -> None:
+            self.cache = cache
+
+    cache = MetadataCache("cluster", LOCAL)
+    meta = TopicMetadata("t", uuid.uuid4())
+    meta.partitions[0] = PartitionState(0, [LOCAL], LOCAL, 0, [LOCAL])
+    cache.put_topic(meta)
+    results = write_markers(Replicas(cache), MockClock(), 1, 0, 0, True, [("t", 0), ("u", 0)])
+    assert results == {("t", 0): E.NOT_LEADER_OR_FOLLOWER, ("u", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
