@@ -65,6 +65,18 @@ def elect_preferred(bootstrap: str, partitions: list[tuple[str, int]], timeout: 
     return {(tp.topic, tp.partition): err for tp, err in result.items()}
 
 
+def find_coordinator(cluster, via: int, key: str, key_type: int = 0) -> tuple[int, int]:
+    """FindCoordinator v3 at broker ``via`` (key_type 0 group, 1 transaction):
+    (error code, coordinator node id)."""
+    from tests.integration.wire import WireClient
+    wire = WireClient(cluster.bootstrap(via))
+    try:
+        r = wire.request(10, 3, key=key, key_type=key_type)
+    finally:
+        wire.close()
+    return r.error_code, r.node_id
+
+
 # --------------------------------------------------------------------------- confluent
 
 def produce_confluent(bootstrap: str, topic: str, values: dict[int, list[bytes]],

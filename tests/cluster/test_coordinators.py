@@ -16,20 +16,10 @@ import time
 import pytest
 
 from tests.cluster import clients
+from tests.cluster.clients import find_coordinator
 from tests.cluster.conftest import FAILOVER_S, wait_for
-from tests.integration.wire import WireClient
 
 COORDINATOR_NOT_AVAILABLE = 15
-
-
-def find_coordinator(c, via: int, key: str, key_type: int = 0):
-    """FindCoordinator v3 at broker ``via``: (error code, coordinator node id)."""
-    wire = WireClient(c.bootstrap(via))
-    try:
-        r = wire.request(10, 3, key=key, key_type=key_type)
-    finally:
-        wire.close()
-    return r.error_code, r.node_id
 
 
 def _group_read(bootstrap: str, topic: str, group: str, count: int, timeout: float = 60.0):
