@@ -21,6 +21,7 @@ from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.headers import decode_request_header, peek_api
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
+from kafkapy.replication.partition import AppendResult
 
 WAIT_S = 10.0
 LOCAL = 1
@@ -112,13 +113,23 @@ class Harness:
         self.clock = MockClock()
         self.local: list[tuple] = []
         self.local_codes: dict[tuple[str, int], int] = {}
+        # Local partitions' high watermarks (or an ErrorCode); absent: far ahead (replicated).
+        self.hw: dict[tuple[str, int], int] = {}
+        self.log_end: dict[tuple[str, int], int] = {}
         self.channel = MarkerChannel(LOCAL, self.cache, self._local_write, self.clock,
-                                     request_timeout_ms=5000, connect_timeout_ms=2000)
+                                     request_timeout_ms=5000, connect_timeout_ms=2000,
+                                     high_watermark_of=lambda tp: self.hw.get(tp, 1 << 40))
         self.fakes: dict[int, FakeBroker] = {}
 
-    def _local_write(self, pid, epoch, coordinator_epoch, commit, partitions):
+    def _local_write(self, pid, epoch, coordinator_epoch, commit, partitions, appended):
         self.local.append((pid, epoch, coordinator_epoch, commit, sorted(partitions)))
-        return {tp: self.local_codes.get(tp, 0) for tp in partitions}
+        codes = {tp: self.local_codes.get(tp, 0) for tp in partitions}
+        for tp, code in codes.items():
+            if code == 0:       # the marker is one record at the log end
+                offset = self.log_end.get(tp, 0)
+                self.log_end[tp] = offset + 1
+                appended[tp] = AppendResult(0, base_offset=offset, last_offset=offset)
+        return codes
 
     async def add_broker(self, node_id: int) -> FakeBroker:
         fake = await FakeBroker().start()
@@ -336,3 +347,20 @@ def test_write_markers_not_hosted_partition_known_to_the_cache_is_not_leader():
     cache.put_topic(meta)
     results = write_markers(Replicas(cache), MockClock(), 1, 0, 0, True, [("t", 0), ("u", 0)])
     assert results == {("t", 0): E.NOT_LEADER_OR_FOLLOWER, ("u", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+
+
+async def test_local_marker_done_once_replicated_rewritten_after_losing_leadership(h):
+    h.lead("t", {0: LOCAL})
+    h.hw[("t", 0)] = 0                       # followers have not fetched the marker yet
+    args = (3, 1, 2, True)
+    assert h.channel.write(*args, [("t", 0)]) == {("t", 0): IN_FLIGHT}
+    assert h.channel.write(*args, [("t", 0)]) == {("t", 0): IN_FLIGHT}
+    assert len(h.local) == 1                 # written once, waited for
+    h.hw[("t", 0)] = E.NOT_LEADER_OR_FOLLOWER   # leadership lost before replication
+    assert h.channel.write(*args, [("t", 0)]) == {("t", 0): E.NOT_LEADER_OR_FOLLOWER}
+    h.hw[("t", 0)] = 1                       # led again here: written again, at offset 1
+    assert h.channel.write(*args, [("t", 0)]) == {("t", 0): IN_FLIGHT}
+    assert len(h.local) == 2
+    h.hw[("t", 0)] = 2
+    assert h.channel.write(*args, [("t", 0)]) == {("t", 0): 0}
+    assert h.channel.pending_keys() == 0

@@ -9,7 +9,10 @@ TRANSACTION_COORDINATOR_FENCED.  Each partition is routed by this broker's metad
 - not in the cache: the topic is gone, the marker is skipped (UNKNOWN_TOPIC_OR_PARTITION);
 - no leader, or a leader without a live endpoint: LEADER_NOT_AVAILABLE, tried again on the
   next call (Kafka's queue for unknown brokers);
-- led by this broker: written at once through ``local_write`` (``markers.write_markers``);
+- led by this broker: written at once through ``local_write`` (``markers.write_markers``),
+  then, as Kafka appends markers with acks=all, reported ``IN_FLIGHT`` until the
+  partition's high watermark passes the marker (``high_watermark_of``); if the partition
+  stops being led here meanwhile, the next call routes and writes it again;
 - led by another broker: queued for that broker and reported ``IN_FLIGHT`` (a retried
   code) until its answer arrives; the answer's codes are kept and handed out on the next
   call.  Codes Kafka's TransactionMarkerRequestCompletionHandler retries (NOT_LEADER,
@@ -47,7 +50,11 @@ _log = structlog.get_logger("kafkapy.coordinator.transaction.markers")
 
 TopicPartition = tuple[str, int]
 MarkerKey = tuple[int, int, int, bool]   # (producer id, producer epoch, coordinator epoch, commit)
-LocalWrite = Callable[[int, int, int, bool, list], dict]
+# (producer id, epoch, coordinator epoch, commit, partitions, appended={}) -> {tp: code};
+# fills ``appended`` with the AppendResult of each marker written.
+LocalWrite = Callable[..., dict]
+# tp -> this broker's high watermark of it, or an ErrorCode when it is not led here any more.
+HighWatermarkOf = Callable[[TopicPartition], int]
 
 #: What ``write`` reports for a partition whose request is queued or on the wire: a code the
 #: coordinator retries (it is not one of its "done" codes).
@@ -77,6 +84,12 @@ class _KeyState:
     touched_ms: int
     in_flight: set[TopicPartition] = field(default_factory=set)
     answered: dict[TopicPartition, int] = field(default_factory=dict)
+    # local markers written, waiting for the high watermark: tp -> offset it must reach
+    replicating: dict[TopicPartition, int] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.in_flight or self.answered or self.replicating)
 
 
 class _Destination:
@@ -103,10 +116,12 @@ class MarkerChannel:
 
     def __init__(self, node_id: int, cache, local_write: LocalWrite, clock,
                  client_id: str | None = None, request_timeout_ms: int = 30000,
-                 connect_timeout_ms: int = 10000) -> None:
+                 connect_timeout_ms: int = 10000,
+                 high_watermark_of: HighWatermarkOf | None = None) -> None:
         self._node_id = node_id
         self._cache = cache
         self._local_write = local_write
+        self._hw_of = high_watermark_of
         self._clock = clock
         self._client_id = client_id if client_id is not None else \
             f"broker-{node_id}-txn-marker-sender"
@@ -131,6 +146,8 @@ class MarkerChannel:
                 results[tp] = state.answered.pop(tp)
             elif state is not None and tp in state.in_flight:
                 results[tp] = IN_FLIGHT
+            elif state is not None and tp in state.replicating:
+                results[tp] = self._replicated(state, tp)
             else:
                 where, value = self._route(tp)
                 if where is _LOCAL:
@@ -140,8 +157,16 @@ class MarkerChannel:
                 else:
                     results[tp] = value
         if local:
-            results.update(self._local_write(producer_id, producer_epoch, coordinator_epoch,
-                                             bool(commit), local))
+            appended: dict = {}
+            codes = self._local_write(producer_id, producer_epoch, coordinator_epoch,
+                                      bool(commit), local, appended=appended)
+            results.update(codes)
+            if self._hw_of is not None and appended:
+                state = self._keys.setdefault(key, _KeyState(now))
+                for tp, result in appended.items():
+                    if codes.get(tp) == 0 and result is not None and result.last_offset >= 0:
+                        state.replicating[tp] = result.last_offset + 1
+                        results[tp] = self._replicated(state, tp)
         if remote and not self._closed:
             state = self._keys.setdefault(key, _KeyState(now))
             for node_id, tps in remote.items():
@@ -152,7 +177,7 @@ class MarkerChannel:
             results.update((tp, IN_FLIGHT) for tps in remote.values() for tp in tps)
         if state is not None:
             state.touched_ms = now
-            if not state.in_flight and not state.answered:
+            if state.empty:
                 self._keys.pop(key, None)
         return results
 
@@ -186,6 +211,19 @@ class MarkerChannel:
             return _ANSWER, E.LEADER_NOT_AVAILABLE
         return _REMOTE, leader
 
+    def _replicated(self, state: _KeyState, tp: TopicPartition) -> int:
+        """0 once the local marker is below the high watermark; IN_FLIGHT while it is not;
+        the partition's error (retried: written again) once it is not led here."""
+        hw = self._hw_of(tp)
+        required = state.replicating[tp]
+        if isinstance(hw, E):
+            del state.replicating[tp]
+            return E.NOT_LEADER_OR_FOLLOWER if hw == E.UNKNOWN_TOPIC_OR_PARTITION else hw
+        if hw >= required:
+            del state.replicating[tp]
+            return 0
+        return IN_FLIGHT
+
     def _enqueue(self, node_id: int, key: MarkerKey, tps: list[TopicPartition]) -> None:
         dest = self._destinations.get(node_id)
         if dest is None:
@@ -199,7 +237,7 @@ class MarkerChannel:
     def _sweep(self, now: int) -> None:
         """Drop keys of finished or abandoned jobs (nothing in flight, not asked about)."""
         stale = [k for k, s in self._keys.items()
-                 if not s.in_flight and (not s.answered or now - s.touched_ms > _IDLE_KEY_MS)]
+                 if s.empty or (not s.in_flight and now - s.touched_ms > _IDLE_KEY_MS)]
         for k in stale:
             del self._keys[k]
 

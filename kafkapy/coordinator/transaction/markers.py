@@ -34,12 +34,18 @@ OffsetsListener = Callable[[int, list[int], bool], None]  # (producer id, partit
 def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
                   coordinator_epoch: int, commit: bool,
                   partitions: Iterable[tuple[str, int]],
-                  offsets_listeners: list[OffsetsListener] = ()) -> dict[tuple[str, int], int]:
+                  offsets_listeners: list[OffsetsListener] = (),
+                  appended: dict | None = None) -> dict[tuple[str, int], int]:
+    """{partition: error code}; ``appended`` (when given) receives the AppendResult of
+    each written marker (its ``last_offset`` is what replication must reach)."""
     results: dict[tuple[str, int], int] = {}
     offsets_done: list[int] = []
     for key in partitions:
-        results[key] = code = _write_one(replica_manager, clock, producer_id, producer_epoch,
-                                         coordinator_epoch, commit, key)
+        code, result = _write_one(replica_manager, clock, producer_id, producer_epoch,
+                                  coordinator_epoch, commit, key)
+        results[key] = code
+        if code == 0 and appended is not None:
+            appended[key] = result
         if code == 0 and key[0] == OFFSETS_TOPIC:
             offsets_done.append(key[1])
     if offsets_done:
@@ -49,27 +55,27 @@ def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
 
 
 def _write_one(replica_manager, clock, producer_id: int, producer_epoch: int,
-               coordinator_epoch: int, commit: bool, key: tuple[str, int]) -> int:
+               coordinator_epoch: int, commit: bool, key: tuple[str, int]) -> tuple[int, object]:
     partition = replica_manager.partitions.get(key)
     if partition is None:
         # Known to the cache but not hosted (yet): a leader change in flight; the
         # coordinator retries NOT_LEADER_OR_FOLLOWER but drops UNKNOWN_TOPIC_OR_PARTITION.
         cache = getattr(replica_manager, "cache", None)
         if cache is not None and cache.partition(*key) is not None:
-            return E.NOT_LEADER_OR_FOLLOWER
-        return E.UNKNOWN_TOPIC_OR_PARTITION
+            return E.NOT_LEADER_OR_FOLLOWER, None
+        return E.UNKNOWN_TOPIC_OR_PARTITION, None
     if not partition.is_leader:
-        return E.NOT_LEADER_OR_FOLLOWER
+        return E.NOT_LEADER_OR_FOLLOWER, None
     entry = partition.log.producer_state.last_entry(producer_id)
     if entry is not None and entry.coordinator_epoch > coordinator_epoch:
-        return E.TRANSACTION_COORDINATOR_FENCED
+        return E.TRANSACTION_COORDINATOR_FENCED, None
     batch = build_control_batch(CONTROL_COMMIT if commit else CONTROL_ABORT, coordinator_epoch,
                                 producer_id, producer_epoch, clock.time_ms())
     result = partition.append_internal(batch)
     if result.error_code:
-        return result.error_code
+        return result.error_code, result
     entry = partition.log.producer_state.last_entry(producer_id)
     if entry is not None:
         entry.coordinator_epoch = coordinator_epoch
     replica_manager.appended(key)
-    return 0
+    return 0, result

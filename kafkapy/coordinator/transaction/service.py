@@ -76,7 +76,8 @@ class TransactionService:
         self.markers = MarkerChannel(
             broker.node_id, broker.cache, self.write_markers, broker.clock,
             request_timeout_ms=config["request.timeout.ms"],
-            connect_timeout_ms=config["socket.connection.setup.timeout.ms"])
+            connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
+            high_watermark_of=self._high_watermark_of)
         self.coordinator = TransactionCoordinator(
             self.settings, broker.clock, Deadlines(broker.timer),
             _Store(broker.replica_manager, broker.clock),
@@ -95,12 +96,21 @@ class TransactionService:
         self.coordinator.shutdown()
         self.markers.close()
 
-    def write_markers(self, producer_id, epoch, coordinator_epoch, commit, partitions) -> dict:
+    def write_markers(self, producer_id, epoch, coordinator_epoch, commit, partitions,
+                      appended: dict | None = None) -> dict:
         """Markers to partitions hosted here (the WriteTxnMarkers handler, and the local
         part of this coordinator's own markers)."""
         b = self._broker
         return write_markers(b.replica_manager, b.clock, producer_id, epoch, coordinator_epoch,
-                             commit, partitions, self.offsets_listeners)
+                             commit, partitions, self.offsets_listeners, appended)
+
+    def _high_watermark_of(self, key):
+        partition = self._broker.replica_manager.partitions.get(key)
+        if partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if not partition.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return partition.high_watermark
 
     def init_producer_id(self, ctx, request):
         """InitProducerId with a transactional id (routed here by its handler)."""
