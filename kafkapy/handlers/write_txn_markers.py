@@ -3,7 +3,11 @@
 Versions 0-1 (Kafka 3.9; v1 is v0 in the flexible encoding; v2, with
 transaction.version, is Kafka 4's).  Each marker is written to each of its
 partitions through ``kafkapy.coordinator.transaction.markers.write_markers``
-(the path the local coordinator uses too), with a per-partition error code.
+(the path the local coordinator uses too), with a per-partition error code; as Kafka
+appends them with acks=-1, the answer waits (up to request.timeout.ms) until
+the high watermark of every written partition covers its marker
+(REQUEST_TIMED_OUT / NOT_LEADER_OR_FOLLOWER otherwise, which the coordinator
+retries).
 """
 from __future__ import annotations
 
@@ -23,18 +27,37 @@ _PartitionResult = _TopicResult.WritableTxnMarkerPartitionResult
 
 def handle(ctx, request):
     txns = service(ctx)
-    out = []
+    per_marker = []
+    appended: dict = {}   # (topic, partition) -> the latest marker's AppendResult there
     for marker in request.markers:
         wanted = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
         if txns is None:
             results = {tp: ErrorCode.CLUSTER_AUTHORIZATION_FAILED for tp in wanted}
         else:
+            written: dict = {}
             results = txns.write_markers(marker.producer_id, marker.producer_epoch,
                                          marker.coordinator_epoch,
-                                         bool(marker.transaction_result), wanted)
+                                         bool(marker.transaction_result), wanted,
+                                         appended=written)
+            appended.update(written)   # a later marker on a partition lies further on
+        per_marker.append(results)
+    if not appended:
+        return _response(ctx, request, per_marker, {})
+    # Kafka appends markers with acks=-1: answered once the high watermark covers them.
+    return ctx.broker.await_replication(
+        [(t, p, r) for (t, p), r in appended.items()],
+        ctx.broker.config["request.timeout.ms"],
+        lambda final: _response(ctx, request, per_marker,
+                                {(t, p): r.error_code for t, p, r in final}))
+
+
+def _response(ctx, request, per_marker: list[dict], replicated: dict):
+    out = []
+    for marker, results in zip(request.markers, per_marker):
         out.append(_Result(producer_id=marker.producer_id, topics=[
             _TopicResult(name=t.name, partitions=[
-                _PartitionResult(partition_index=p, error_code=results[(t.name, p)])
+                _PartitionResult(partition_index=p, error_code=results[(t.name, p)]
+                                 or replicated.get((t.name, p), 0))
                 for p in t.partition_indexes])
             for t in marker.topics]))
     return ctx.response(markers=out)
