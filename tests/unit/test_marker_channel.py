@@ -364,3 +364,50 @@ async def test_local_marker_done_once_replicated_rewritten_after_losing_leadersh
     h.hw[("t", 0)] = 2
     assert h.channel.write(*args, [("t", 0)]) == {("t", 0): 0}
     assert h.channel.pending_keys() == 0
+
+
+async def test_the_coordinator_completes_a_transaction_through_the_channel(h):
+    """The real TransactionCoordinator polling the channel: PrepareCommit until the remote
+    leaders answered (the first answer NOT_LEADER), then CompleteCommit; the next
+    transaction of the same producer is accepted again."""
+    from kafkapy.coordinator.group.timers import Deadlines
+    from kafkapy.coordinator.transaction.coordinator import (MARKER_RETRY_BACKOFF_MS,
+                                                             TransactionCoordinator, TxnSettings)
+    from kafkapy.coordinator.transaction.state import TxnState as S
+    from kafkapy.purgatory.timer import Timer
+
+    class Store:
+        def write(self, index, key, value):
+            return 0
+
+    two, three = await h.add_broker(2), await h.add_broker(3)
+    h.lead("t", {0: LOCAL, 1: 2, 2: 3})
+    three.codes[("t", 2)] = E.NOT_LEADER_OR_FOLLOWER
+    timer = Timer(None, h.clock)
+    deferred: list = []
+    coord = TransactionCoordinator(TxnSettings(num_partitions=1), h.clock, Deadlines(timer),
+                                   Store(), h.channel, iter(range(500, 600)).__next__,
+                                   deferred.append)
+    coord.begin_loading(0, coordinator_epoch=4)
+    coord.finish_loading(0, [])
+    _, pid, epoch = coord.init_producer_id("tx", 10000)
+    parts = [("t", 0), ("t", 1), ("t", 2)]
+    assert coord.add_partitions("tx", pid, epoch, parts) == 0
+    assert coord.end_txn("tx", pid, epoch, True) == 0
+    while deferred:
+        deferred.pop(0)()
+    for _ in range(300):
+        if coord.describe("tx")[1].state == S.COMPLETE_COMMIT:
+            break
+        if len(three.received) == 1:
+            three.codes.clear()              # the partition's leader is ready now
+        await asyncio.sleep(0.01)
+        h.clock.advance(MARKER_RETRY_BACKOFF_MS)
+        timer.advance_clock()
+    assert coord.describe("tx")[1].state == S.COMPLETE_COMMIT
+    assert h.local[0] == (pid, epoch, 4, True, [("t", 0)])
+    assert [markers_of(r) for r in two.received] == [[(pid, epoch, 4, True, [("t", 1)])]]
+    assert len(three.received) >= 2
+    assert coord.add_partitions("tx", pid, epoch, [("t", 1)]) == 0
+    assert h.channel.pending_keys() == 0
+    coord.shutdown()

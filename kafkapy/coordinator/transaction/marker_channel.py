@@ -29,10 +29,11 @@ in-flight state, so the next call sends them again, and delays that broker's nex
 (exponential backoff, 50 ms .. 1 s).
 
 Invariants / memory: state is kept per marker key (producer id, producer epoch, coordinator
-epoch, commit); a kept code is removed when reported, a key with nothing in flight is
-dropped once it holds nothing or the coordinator has not asked about it for
-``_IDLE_KEY_MS`` (a finished or abandoned job); a broker's sender (task and connection) stops
-after ``_IDLE_SENDER_S`` without work, forgetting anything still queued.  Everything runs on the event loop; no locks.
+epoch, commit); a kept code is removed when reported; a key is dropped once it holds
+nothing, or, with nothing on the wire, once the coordinator has not asked about it for
+``_IDLE_KEY_MS`` (a finished or abandoned job); a broker's sender (task and connection)
+stops after ``_IDLE_SENDER_S`` without work, forgetting anything still queued.  Everything
+runs on the event loop; no locks.
 """
 from __future__ import annotations
 
@@ -347,7 +348,8 @@ class MarkerChannel:
                 state.in_flight.difference_update(tps)
 
 
-def _take_batch(queue: dict[MarkerKey, set[TopicPartition]]) -> dict[MarkerKey, set[TopicPartition]]:
+def _take_batch(queue: dict[MarkerKey, set[TopicPartition]]
+                ) -> dict[MarkerKey, set[TopicPartition]]:
     """Every queued key, but one per producer id (answers are matched by producer id)."""
     batch: dict[MarkerKey, set[TopicPartition]] = {}
     producers: set[int] = set()
