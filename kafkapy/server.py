@@ -50,7 +50,7 @@ from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.network.server import SocketServer
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory import Purgatory, Timer
-from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafkapy.replication import acks
 from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
 from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.replica_manager import ReplicaManager
@@ -343,44 +343,8 @@ class Broker:
         return False
 
     def await_replication(self, results, timeout_ms: int, build_response):
-        """acks=all: answer once every partition's high watermark covers its append.
-
-        ``results`` are (topic, partition, AppendResult); ``build_response`` turns
-        the final results (REQUEST_TIMED_OUT where the deadline won) into the
-        response.  Returns it at once when already satisfied (a single replica),
-        else a future the produce purgatory resolves.
-        """
-        statuses = {(t, p): ProducePartitionStatus(r.last_offset + 1, r.error_code, r)
-                    for t, p, r in results}
-        outcome: list = []
-
-        def respond(done):
-            final = []
-            for (topic, index), status in done.items():
-                result = status.result
-                if status.error_code != result.error_code:
-                    result = type(result)(status.error_code, log_start_offset=-1)
-                final.append((topic, index, result))
-            response = build_response(final)
-            if future is None:
-                outcome.append(response)
-            elif not future.done():
-                future.set_result(response)
-
-        future = None
-        operation = DelayedProduce(timeout_ms, statuses, self._high_watermark_of, respond)
-        if self.produce_purgatory.try_complete_else_watch(operation, list(statuses)):
-            return outcome[0]
-        future = self.loop.create_future()
-        return future
-
-    def _high_watermark_of(self, key):
-        partition = self.replica_manager.partitions.get(key)
-        if partition is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if not partition.is_leader:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return partition.high_watermark
+        """acks=all wait: ``kafkapy.replication.acks.await_replication``."""
+        return acks.await_replication(self, results, timeout_ms, build_response)
 
     # -- shutdown ---------------------------------------------------------------------------
     async def _controlled_shutdown(self) -> None:

@@ -21,11 +21,17 @@ Errors of steps 1-3 carry no log start offset (-1), as in Kafka; error_message
 is sent only where Kafka sends one (record errors, transaction verification).
 acks=0 gets no response; if anything failed the connection is closed instead,
 as Kafka does.  Null records (which Kafka never answers) close the connection.
-acks=-1 completes when the high watermark passes the appended offsets (at once
-with a single replica) or at timeout_ms; a request with no partitions is
-answered at once.
+acks=-1 (``kafkapy.replication.acks``): a leader whose ISR is smaller than the
+topic's effective min.insync.replicas refuses the partition with
+NOT_ENOUGH_REPLICAS before appending (after the checks above, as Kafka's
+Partition.appendRecordsToLeader); otherwise the answer waits until the high
+watermark passes the appended offsets (at once with a single replica):
+NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min ISR,
+REQUEST_TIMED_OUT at timeout_ms; a request with no partitions is answered at once.
 """
 from __future__ import annotations
+
+import structlog
 
 from kafkapy.coordinator.transaction.state import TxnState
 from kafkapy.handlers.base import CloseConnection
@@ -34,7 +40,10 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.records.batch import ATTR_TRANSACTIONAL, MAGIC_OFFSET, RecordError, \
     check_produce_request, read_header
+from kafkapy.replication import acks
 from kafkapy.replication.partition import AppendResult
+
+_log = structlog.get_logger("kafkapy.handlers.produce")
 
 API_KEY = 0
 MIN_VERSION = 0
@@ -62,12 +71,12 @@ def handle(ctx, request):
             and not ctx.broker.transactions_enabled):
         return _all_failed(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     results = _append(ctx, request, transactional_id)
-    acks = request.acks
-    if acks == 0:
+    required_acks = request.acks
+    if required_acks == 0:
         if any(r.error_code for _, _, r in results):
             raise CloseConnection("acks=0 produce failed")
         return None
-    if acks == -1 and results:
+    if required_acks == -1 and results:
         return ctx.broker.await_replication(results, request.timeout_ms,
                                             lambda final: _response(ctx, final))
     return _response(ctx, results)
@@ -100,7 +109,7 @@ def _append(ctx, request, transactional_id) -> list[tuple[str, int, AppendResult
         if result is None and verify:
             result = _verify_transaction(ctx, transactional_id, name, part)
         if result is None:
-            result = _append_one(ctx, replicas, name, part, version)
+            result = _append_one(ctx, replicas, name, part, version, request.acks)
         results.append((name, part.index, result))
     return results
 
@@ -116,13 +125,20 @@ def _request_error(ctx, name: str, part, version: int) -> AppendResult | None:
     return None
 
 
-def _append_one(ctx, replicas, name: str, part, version: int) -> AppendResult:
+def _append_one(ctx, replicas, name: str, part, version: int, required_acks: int
+                ) -> AppendResult:
     if is_internal(name) and not ctx.broker.may_write_internal(ctx):
         return AppendResult(ErrorCode.INVALID_TOPIC_EXCEPTION)
     try:
         partition = replicas.leader_partition(name, part.index)
     except KafkaError as err:
         return AppendResult(err.code)
+    if required_acks == -1:
+        refused = acks.min_isr_error(partition, name, part.index)
+        if refused is not None:
+            _log.error("Error processing append operation on partition",
+                       partition=f"{name}-{part.index}", error=refused.error_message)
+            return refused
     result = partition.append_as_leader(part.records, version)
     if result.error_code == 0 and result.last_offset >= 0:
         replicas.appended((name, part.index))

@@ -7,11 +7,14 @@ on each partition key.  High watermark moves call ``check_and_complete(key)``.
 
 Protocol with the caller: ``hw_of(key)`` returns the partition's high watermark as a
 plain int, or an ``ErrorCode`` member when the partition cannot satisfy the produce
-any more (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, or
-NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR fell below min.insync.replicas).
+any more (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION); ``after_append(key)``
+(optional) is asked once the high watermark passed the data and answers
+NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR is now below min.insync.replicas, else
+NO_ERROR (Kafka's Partition.checkEnoughReplicasReachOffset).
 
 Completion (Kafka's rules): a partition is finished when its high watermark is
-``>= required_offset`` (error NO_ERROR) or ``hw_of`` reports an error (that error);
+``>= required_offset`` (error: ``after_append``'s, else NO_ERROR) or ``hw_of``
+reports an error (that error);
 partitions that arrived with an error are finished from the start.  The operation
 completes when every partition is finished; at the deadline each unfinished one
 gets REQUEST_TIMED_OUT.  ``respond_callback`` receives the ``partitions`` dict,
@@ -26,6 +29,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.purgatory.delayed_operation import DelayedOperation
 
 HighWatermarkOf = Callable[[Hashable], Union[int, ErrorCode]]
+AfterAppend = Callable[[Hashable], int]
 
 
 @dataclass(slots=True)
@@ -41,16 +45,17 @@ class ProducePartitionStatus:
 class DelayedProduce(DelayedOperation):
     """Completes when every partition's HW reached its required offset or failed."""
 
-    __slots__ = ("partitions", "_hw_of", "_respond")
+    __slots__ = ("partitions", "_hw_of", "_respond", "_after_append")
 
     def __init__(self, delay_ms: int, partitions: dict[Hashable, ProducePartitionStatus],
                  hw_of: HighWatermarkOf,
-                 respond_callback: Callable[[dict[Hashable, ProducePartitionStatus]], None]
-                 ) -> None:
+                 respond_callback: Callable[[dict[Hashable, ProducePartitionStatus]], None],
+                 after_append: AfterAppend | None = None) -> None:
         super().__init__(delay_ms)
         self.partitions = partitions
         self._hw_of = hw_of
         self._respond = respond_callback
+        self._after_append = after_append
         for status in partitions.values():
             status.acks_pending = status.error_code == ErrorCode.NO_ERROR
 
@@ -79,4 +84,5 @@ class DelayedProduce(DelayedOperation):
             status.error_code = hw
         elif hw >= status.required_offset:
             status.acks_pending = False
-            status.error_code = ErrorCode.NO_ERROR
+            after = self._after_append
+            status.error_code = ErrorCode.NO_ERROR if after is None else after(key)

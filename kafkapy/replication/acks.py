@@ -1,0 +1,177 @@
+"""acks=all: min.insync.replicas before an append, the wait for the high watermark after.
+
+Kafka 3.9's rules (Partition.appendRecordsToLeader, checkEnoughReplicasReachOffset,
+DelayedProduce, ReplicaManager.appendRecords):
+- before a leader append with acks=-1 (client Produce, coordinator writes, markers):
+  an ISR smaller than the *effective* min ISR refuses it with NOT_ENOUGH_REPLICAS,
+  nothing appended (``min_isr_error``).  The effective min ISR is
+  ``min(min.insync.replicas, replication factor)``: a topic configured above its
+  replica count still takes writes (Kafka's effectiveMinIsr).
+- after the append the write waits (``await_replication`` for a request,
+  ``replicated`` for one coordinator write) until the high watermark reaches the next
+  offset after it; it is then NO_ERROR, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
+  (maximal) ISR fell below the effective min ISR meanwhile; NOT_LEADER_OR_FOLLOWER
+  when leadership moved; REQUEST_TIMED_OUT at the deadline.  With one in-sync
+  replica the high watermark moves at the append, so these answer at once and
+  single-broker behaviour needs no loop turn.
+Everything runs on the event loop; a waiting write is a DelayedProduce in the
+broker's produce purgatory, woken by the replica manager's append listeners.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionStatus
+
+
+# -- min.insync.replicas ----------------------------------------------------------------------
+def min_insync_replicas(partition) -> int:
+    """The topic's min.insync.replicas (its override, else the broker default)."""
+    return int(partition.log.config.values.get("min.insync.replicas", 1))
+
+
+def effective_min_isr(partition) -> int:
+    """Kafka's effectiveMinIsr: min(min.insync.replicas, replication factor)."""
+    return min(min_insync_replicas(partition), max(len(partition.state.replicas), 1))
+
+
+def maximal_isr(partition) -> list[int]:
+    """The ISR the high watermark uses (Kafka's maximalIsr: a pending expansion counts)."""
+    maximal = getattr(partition, "maximal_isr", None)
+    return list(partition.state.isr if maximal is None else maximal)
+
+
+def min_isr_error(partition, topic: str, index: int):
+    """NOT_ENOUGH_REPLICAS as an AppendResult when an acks=-1 append must be refused."""
+    from kafkapy.replication.partition import AppendResult
+    minimum = effective_min_isr(partition)
+    isr = list(partition.state.isr)
+    if len(isr) >= minimum:
+        return None
+    # Kafka logs this text; the client gets only the code (no custom message).
+    message = (f"The size of the current ISR {_scala_set(isr)} is insufficient to satisfy "
+               f"the min.isr requirement of {minimum} for partition {topic}-{index}")
+    return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS,
+                        log_start_offset=partition.log.log_start_offset, error_message=message)
+
+
+def _scala_set(ids: list[int]) -> str:
+    return f"Set({', '.join(str(i) for i in ids)})"
+
+
+# -- waiting for the high watermark -----------------------------------------------------------
+def high_watermark_of(broker, key):
+    """The leader's high watermark of ``key``, or the error that ends a wait on it."""
+    partition = broker.replica_manager.partitions.get(key)
+    if partition is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not partition.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return partition.high_watermark
+
+
+def after_append_error(broker, key) -> int:
+    """Once the high watermark passed a write: NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
+    ISR is now below the effective min ISR (Kafka's checkEnoughReplicasReachOffset)."""
+    partition = broker.replica_manager.partitions.get(key)
+    if partition is None:
+        return ErrorCode.NO_ERROR
+    if effective_min_isr(partition) <= len(maximal_isr(partition)):
+        return ErrorCode.NO_ERROR
+    return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
+def await_replication(broker, results, timeout_ms: int, build_response):
+    """acks=all: answer once every partition's high watermark covers its append.
+
+    ``results`` are (topic, partition, AppendResult); ``build_response`` turns the final
+    results (REQUEST_TIMED_OUT where the deadline won, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    where the ISR shrank below min ISR) into the response.  Returns it at once when
+    already satisfied (a single replica), else a future the produce purgatory resolves.
+    """
+    statuses = {(t, p): ProducePartitionStatus(r.last_offset + 1, r.error_code, r)
+                for t, p, r in results}
+
+    def respond(done):
+        final = []
+        for (topic, index), status in done.items():
+            result = status.result
+            if status.error_code != result.error_code:
+                result = type(result)(status.error_code, log_start_offset=-1)
+            final.append((topic, index, result))
+        return build_response(final)
+
+    return _watch(broker, statuses, timeout_ms, respond)
+
+
+def replicated(broker, key, result, timeout_ms: int):
+    """One coordinator write (``result`` its AppendResult): its final error code, at once
+    when the high watermark already covers it (or it failed), else a future of it."""
+    if result.error_code:
+        return result.error_code
+    statuses = {key: ProducePartitionStatus(result.last_offset + 1, 0, result)}
+    return _watch(broker, statuses, timeout_ms, lambda done: done[key].error_code)
+
+
+def _watch(broker, statuses: dict, timeout_ms: int, respond: Callable[[dict], Any]):
+    outcome: list = []
+    future = None
+
+    def complete(done):
+        value = respond(done)
+        if future is None:
+            outcome.append(value)
+        elif not future.done():
+            future.set_result(value)
+
+    operation = DelayedProduce(timeout_ms, statuses, lambda k: high_watermark_of(broker, k),
+                               complete, after_append=lambda k: after_append_error(broker, k))
+    if broker.produce_purgatory.try_complete_else_watch(operation, list(statuses)):
+        return outcome[0]
+    future = broker.loop.create_future()
+    return future
+
+
+# -- chaining a value that may still be pending ------------------------------------------------
+def is_pending(value) -> bool:
+    return isinstance(value, asyncio.Future)
+
+
+def then(value, fn: Callable[[Any], Any]):
+    """``fn(value)`` now, or once the future ``value`` resolves (a future of fn's result;
+    fn may itself return a future, which is followed)."""
+    if not is_pending(value):
+        return fn(value)
+    out = value.get_loop().create_future()
+
+    def settle(result) -> None:
+        if is_pending(result):
+            result.add_done_callback(lambda f: _resolve(out, f))
+        elif not out.done():
+            out.set_result(result)
+
+    def done(f) -> None:
+        if f.cancelled():
+            out.cancel()
+            return
+        try:
+            settle(fn(f.result()))
+        except BaseException as err:  # noqa: BLE001 - handed to whoever awaits
+            if not out.done():
+                out.set_exception(err)
+
+    value.add_done_callback(done)
+    return out
+
+
+def _resolve(out, f) -> None:
+    if out.done():
+        return
+    if f.cancelled():
+        out.cancel()
+    elif f.exception() is not None:
+        out.set_exception(f.exception())
+    else:
+        out.set_result(f.result())
