@@ -24,10 +24,9 @@ truncation, which come later):
   log end offset is its fetch offset; the high watermark is the smallest log end
   offset over the ISR (the leader's own for itself), never moving back, and stays
   put while an ISR member's log end offset is unknown.
-- ``make_follower``: when the fetcher must (re)start (a new leader or epoch),
-  truncates the log to its high watermark (what a follower may trust without
-  asking the leader; Kafka 3.9 leaves this to epoch-based truncation, and the
-  fetcher does that too on a diverging epoch); ``append_as_follower`` writes the leader's
+- ``make_follower``: tells whether the fetcher must (re)start (a new leader or
+  epoch) and truncates nothing: the fetcher truncates by leader epoch (Kafka 3.9,
+  ``kafkapy.replication.truncation``); ``append_as_follower`` writes the leader's
   batches as they are (offsets, epochs, timestamps byte for byte), and
   ``update_follower_high_watermark`` takes the leader's high watermark (bounded by
   the local log end) and log start offset.
@@ -48,6 +47,7 @@ from kafkapy.records.batch import (RecordError, is_crc_valid, iter_headers, read
                                    validate_batches)
 from kafkapy.records.legacy import first_magic, up_convert
 from kafkapy.records.validation import check_records
+from kafkapy.replication import truncation
 
 _log = structlog.get_logger("kafkapy.replication")
 _UNKNOWN = -1
@@ -231,22 +231,17 @@ class Partition:
 
     def make_follower(self, state: PartitionState) -> bool:
         """Follow ``state.leader``; True when the fetcher must (re)start from the log end
-        (a new leader or leader epoch).  Kafka 3.9 relies on epoch-based truncation by the
-        fetcher; before that (KIP-101) a new follower truncated to its high watermark,
-        which is what this does: beyond it the log may hold what the new leader lacks."""
+        (a new leader or leader epoch).  Nothing is truncated here: as Kafka 3.9, the
+        fetcher truncates on the leader's diverging-epoch answer (``truncation``); the
+        ``truncate_to_hw`` test hook restores pre-KIP-101 truncation to the HW."""
         changed = (self._role != "follower" or state.leader != self.state.leader
                    or state.leader_epoch > self.leader_epoch)
         self._role = "follower"
         self.state = state
         self.followers.clear()
-        log = self.log
         # Only when the fetcher restarts: a running one fetches from the log end it knows.
-        if changed and not log.offline and log.high_watermark < log.log_end_offset:
-            truncated_from = log.log_end_offset
-            log.truncate_to(log.high_watermark)
-            _log.info("truncated follower log to its high watermark",
-                      partition=f"{self.topic}-{self.index}", high_watermark=log.high_watermark,
-                      log_end_offset=truncated_from)
+        if changed:
+            truncation.on_become_follower(self)
         return changed
 
     def _track_followers(self, new_leader: bool, now_ms: int, reset: bool = True) -> None:

@@ -192,15 +192,21 @@ def test_follower_append_refuses_a_corrupt_batch(tmp_path, clock):
     assert follower.log.log_end_offset == 0
 
 
-def test_make_follower_truncates_to_the_high_watermark(tmp_path, clock):
+@pytest.mark.parametrize("hw_hook", [False, True])
+def test_make_follower_truncates_nothing_unless_the_hw_hook_is_set(tmp_path, clock, hw_hook):
+    """Kafka 3.9: the fetcher truncates by leader epoch, becoming follower cuts nothing;
+    the test hook (pre-KIP-101) truncates to the high watermark."""
     p = partition(tmp_path, clock, 0, state(0, 1, [0, 1]))
+    p.truncate_to_hw = hw_hook
     p.make_leader(state(0, 1, [0, 1]))
     produce(p, 3)
     p.update_follower_fetch(1, 3, TS)
     produce(p, 3)   # not replicated: above the HW
     assert (p.high_watermark, p.log.log_end_offset) == (3, 6)
     assert p.make_follower(state(1, 2, [0, 1])) is True
-    assert p.log.log_end_offset == 3
+    assert p.log.log_end_offset == (3 if hw_hook else 6)
+    if not hw_hook:
+        return
     assert not p.is_leader
     # The same leader and epoch again: nothing for the fetcher to restart, nothing cut
     # from under the running fetcher.
