@@ -1,0 +1,144 @@
+"""ISR shrink by lag, expansion on catch-up, and min.insync.replicas (issue 14, "Done when").
+
+Three brokers with ``replica.lag.time.max.ms=2000`` and ``replica.fetch.wait.max.ms=500``
+and a ZooKeeper session of 20 s, so a SIGSTOPped broker keeps its registration for the
+whole pause: whatever takes it out of the ISR is the leader's lag rule (Kafka's
+isr-expiration task and AlterPartition to the controller), not the controller noticing a
+dead broker.  The topic has one partition on [controller, a, b] (the controller leads, so
+pausing a follower never pauses the controller) with ``min.insync.replicas=2``.
+
+* A follower SIGSTOPped drops out of the ISR (the partition state znode and every broker's
+  Metadata) while still registered; after SIGCONT it catches up and is back in the ISR.
+* With both followers paused the ISR is the leader alone: an acks=all Produce answers
+  NOT_ENOUGH_REPLICAS (19) and appends nothing, acks=1 is appended; after SIGCONT the
+  followers rejoin, acks=all works again and the acks=1 record is there.
+
+Runs against real Kafka 3.9 too (``KAFKAPY_CLUSTER_REFERENCE=kafka``).
+"""
+from __future__ import annotations
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from kafkapy.protocol.messages import REQUESTS
+from tests.cluster import clients
+from tests.cluster.conftest import Cluster, _skip_without_reference, wait_for
+from tests.integration.wire import WireClient
+
+NONE = 0
+NOT_ENOUGH_REPLICAS = 19
+SHRINK_S = 30        # lag time + the expiration task's period + AlterPartition + UpdateMetadata
+REJOIN_S = 45
+SETTINGS = {
+    "replica.lag.time.max.ms": "2000",
+    "replica.fetch.wait.max.ms": "500",
+    "zookeeper.session.timeout.ms": "20000",
+}
+Produce = REQUESTS[0]
+
+
+@pytest.fixture(scope="module")
+def lag_cluster(tmp_path_factory, zookeeper_server):  # noqa: F811
+    _skip_without_reference()
+    c = Cluster(tmp_path_factory.mktemp("isr-cluster"), zookeeper_server, extra_settings=SETTINGS)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+def _batch(values: list[bytes]) -> bytes:
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    for i, v in enumerate(values):
+        builder.append(i, 1_700_000_000_000 + i, None, v, [])
+    return bytes(builder.build())
+
+
+def produce(c: Cluster, node: int, topic: str, values: list[bytes], acks: int):
+    """Produce v9 straight to ``node``: (error code, base offset)."""
+    wire = WireClient(c.bootstrap(node), timeout=30)
+    try:
+        r = wire.request(0, 9, transactional_id=None, acks=acks, timeout_ms=5000,
+                         topic_data=[Produce.TopicProduceData(name=topic, partition_data=[
+                             Produce.TopicProduceData.PartitionProduceData(
+                                 index=0, records=_batch(values))])])
+    finally:
+        wire.close()
+    p = r.responses[0].partition_responses[0]
+    return p.error_code, p.base_offset
+
+
+def isr(c: Cluster, topic: str) -> list[int]:
+    return sorted(c.partition_state(topic, 0)["isr"])
+
+
+def wait_isr(c: Cluster, topic: str, expected: list[int], timeout: float, why: str) -> None:
+    """Until the state znode AND every running, unpaused broker's Metadata show ``expected``."""
+    def settled():
+        if isr(c, topic) != sorted(expected):
+            return False
+        for i in c.running_ids():
+            if i in c.paused:
+                continue
+            view = c.metadata(i, [topic]).topics[topic][0]
+            if sorted(view.isr) != sorted(expected):
+                return False
+        return True
+    wait_for(settled, timeout, lambda: f"{why}: ISR of {topic}-0 to be {sorted(expected)}, "
+                                       f"znode says {c.partition_state(topic, 0)}\n{c.summary()}")
+
+
+def setup_topic(c: Cluster, topic: str) -> tuple[int, int, int]:
+    leader = c.controller_id()
+    a, b = [i for i in (1, 2, 3) if i != leader]
+    clients.create_topic(c.bootstrap(leader), topic, assignment={0: [leader, a, b]},
+                         configs={"min.insync.replicas": "2"})
+    c.wait_topic(topic, 1)
+    wait_isr(c, topic, [1, 2, 3], REJOIN_S, "after creation")
+    assert produce(c, leader, topic, [b"warm-up"], acks=-1) == (NONE, 0)
+    return leader, a, b
+
+
+def test_paused_follower_leaves_the_isr_and_rejoins(lag_cluster, unique):
+    c = lag_cluster
+    topic = unique("lagging")
+    leader, a, b = setup_topic(c, topic)
+    epoch = c.partition_state(topic, 0)["leader_epoch"]
+    c.pause(a)
+    try:
+        wait_isr(c, topic, [leader, b], SHRINK_S, f"paused follower {a}")
+        # Still registered: the lag rule did it, not a session expiry.
+        assert a in c.registered()
+        state = c.partition_state(topic, 0)
+        assert (state["leader"], state["leader_epoch"]) == (leader, epoch), state
+        # With 2 in sync (= min.insync.replicas) acks=all still works.
+        assert produce(c, leader, topic, [b"two-in-sync"], acks=-1) == (NONE, 1)
+    finally:
+        c.resume(a)
+    wait_isr(c, topic, [1, 2, 3], REJOIN_S, f"resumed follower {a}")
+    assert produce(c, leader, topic, [b"three-in-sync"], acks=-1) == (NONE, 2)
+    got = clients.consume_confluent(c.bootstrap(a), topic, {0: 3})
+    assert got == {0: [b"warm-up", b"two-in-sync", b"three-in-sync"]}
+
+
+def test_isr_below_min_insync_refuses_acks_all_but_not_acks_1(lag_cluster, unique):
+    c = lag_cluster
+    topic = unique("min-isr")
+    leader, a, b = setup_topic(c, topic)
+    c.pause(a)
+    c.pause(b)
+    try:
+        wait_isr(c, topic, [leader], SHRINK_S, f"paused followers {a} and {b}")
+        assert {a, b} <= set(c.registered())
+        assert produce(c, leader, topic, [b"refused"], acks=-1) == (NOT_ENOUGH_REPLICAS, -1)
+        assert produce(c, leader, topic, [b"leader-only"], acks=1) == (NONE, 1)
+        assert produce(c, leader, topic, [b"refused-again"], acks=-1)[0] == NOT_ENOUGH_REPLICAS
+    finally:
+        c.resume(a)
+        c.resume(b)
+    wait_isr(c, topic, [1, 2, 3], REJOIN_S, f"resumed followers {a} and {b}")
+    assert produce(c, leader, topic, [b"accepted"], acks=-1) == (NONE, 2)
+    # The refused writes were never appended; the acks=1 one is there.
+    got = clients.consume_confluent(c.bootstrap(a), topic, {0: 3}, timeout=30)
+    assert got == {0: [b"warm-up", b"leader-only", b"accepted"]}

@@ -1,0 +1,156 @@
+"""Kafka's own verifiable producer and consumer across leader bounces: no acknowledged loss.
+
+``bin/kafka-verifiable-producer.sh`` (kafka-clients 3.9's KafkaProducer, acks=-1, so
+idempotent) writes the increasing integers "0", "1", ... at a bounded rate to a 3-partition
+RF-3 topic with ``min.insync.replicas=2`` and prints one JSON line per outcome
+(``producer_send_success`` with partition and offset, or ``producer_send_error``);
+``bin/kafka-verifiable-consumer.sh --verbose`` consumes in a group, committing, and prints
+every record (``record_data``).  Meanwhile the test bounces partition leaders twice:
+SIGTERM (a controlled shutdown moves leadership away first), restart on the same log dir,
+wait until it is back in every ISR.  Afterwards every value the producer saw acknowledged was
+consumed, at the partition and offset it was acknowledged with.
+
+This is how Kafka's own system tests (``replication_test.py``, ``produce_consume_validate``)
+check a cluster; runs against real Kafka 3.9 too (``KAFKAPY_CLUSTER_REFERENCE=kafka``).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+from tests.cluster import clients
+from tests.cluster.conftest import (KAFKA_BIN, Cluster, _die_with_parent, kafka_env, wait_for)
+
+MESSAGES = 3000
+THROUGHPUT = 120          # records/s: the producer runs ~25 s, long enough for two bounces
+PARTITIONS = 3
+BOUNCES = 2
+REJOIN_S = 90
+
+
+class JsonLinesTool:
+    """One of Kafka's verifiable tools as a child process; its stdout JSON lines collected
+    by a thread into ``events`` (non-JSON lines are ignored)."""
+
+    def __init__(self, script: str, args: list[str], log_dir) -> None:
+        path = KAFKA_BIN / script
+        if not path.is_file():
+            pytest.skip(f"no Kafka 3.9 scripts at {KAFKA_BIN}")
+        if shutil.which("java") is None:
+            pytest.skip("no java on PATH")
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.stderr_path = log_dir / f"{script}.stderr"
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen([str(path), *args], stdout=subprocess.PIPE,
+                                     stderr=self._stderr, stdin=subprocess.DEVNULL,
+                                     env=kafka_env(log_dir, heap="-Xmx256m -Xms32m"),
+                                     preexec_fn=_die_with_parent)
+        self.events: list[dict] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._read, daemon=True, name=f"{script}-stdout")
+        self._thread.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._lock:
+                self.events.append(event)
+
+    def named(self, name: str) -> list[dict]:
+        with self._lock:
+            return [e for e in self.events if e.get("name") == name]
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._thread.join(10)
+        self._stderr.close()
+
+    def stderr_tail(self) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")[-3000:]
+        except OSError:
+            return ""
+
+
+def full_isrs(c: Cluster, topic: str) -> bool:
+    return all(sorted(s["isr"]) == [1, 2, 3] for s in c.states(topic).values())
+
+
+def test_verifiable_producer_and_consumer_across_leader_bounces(cluster, unique, tmp_path):
+    c = cluster
+    topic = unique("verifiable")
+    bootstrap = ",".join(c.bootstrap(i) for i in (1, 2, 3))
+    clients.create_topic(c.bootstrap(c.controller_id()), topic, partitions=PARTITIONS,
+                         replication=3, configs={"min.insync.replicas": "2"})
+    c.wait_topic(topic, PARTITIONS)
+    wait_for(lambda: full_isrs(c, topic), REJOIN_S, "full ISRs after creation")
+
+    consumer = JsonLinesTool("kafka-verifiable-consumer.sh", [
+        "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", unique("verifier"),
+        "--verbose", "--reset-policy", "earliest", "--session-timeout", "10000"],
+        tmp_path / "consumer")
+    producer = None
+    try:
+        producer = JsonLinesTool("kafka-verifiable-producer.sh", [
+            "--bootstrap-server", bootstrap, "--topic", topic, "--acks", "-1",
+            "--max-messages", str(MESSAGES), "--throughput", str(THROUGHPUT)],
+            tmp_path / "producer")
+        wait_for(lambda: len(producer.named("producer_send_success")) >= 200, 90,
+                 lambda: f"the verifiable producer's first acknowledgements\n"
+                         f"{producer.stderr_tail()}")
+        for bounce in range(BOUNCES):
+            wait_for(lambda: full_isrs(c, topic), REJOIN_S,
+                     lambda: f"full ISRs before bounce {bounce}: {c.states(topic)}\n{c.summary()}")
+            victim = c.partition_state(topic, bounce % PARTITIONS)["leader"]
+            acked_before = len(producer.named("producer_send_success"))
+            assert c.terminate(victim) == 0, f"broker {victim} exit code after SIGTERM"
+            c.restart(victim)
+            wait_for(lambda: full_isrs(c, topic), REJOIN_S,
+                     lambda: f"bounced broker {victim} back in every ISR: {c.states(topic)}\n"
+                             f"{c.summary()}")
+            wait_for(lambda: (len(producer.named("producer_send_success")) > acked_before + 50
+                              or producer.proc.poll() is not None), 90,
+                     lambda: f"acknowledgements after bouncing {victim}\n{producer.stderr_tail()}")
+        producer.proc.wait(180)
+        producer.stop()
+        acked = {e["value"]: (e["partition"], e["offset"])
+                 for e in producer.named("producer_send_success")}
+        errors = producer.named("producer_send_error")
+        assert acked, producer.stderr_tail()
+
+        def consumed_all():
+            seen = {e["value"] for e in consumer.named("record_data")}
+            return not [v for v in acked if v not in seen]
+        wait_for(consumed_all, 120, lambda: (
+            f"the verifiable consumer to read all {len(acked)} acknowledged values (read "
+            f"{len(consumer.named('record_data'))})\n{consumer.stderr_tail()}"))
+    finally:
+        if producer is not None:
+            producer.stop()
+        consumer.stop()
+
+    records = consumer.named("record_data")
+    where = {}
+    for e in records:
+        where.setdefault(e["value"], set()).add((e["partition"], e["offset"]))
+    lost = sorted((int(v) for v in acked if v not in where))
+    moved = sorted((v, pos, where[v]) for v, pos in acked.items()
+                   if v in where and where[v] != {pos})
+    assert not lost and not moved, (
+        f"acknowledged {len(acked)} (errors {len(errors)}): lost {len(lost)} {lost[:10]}, "
+        f"moved {moved[:10]}")
+    tool = producer.named("tool_data")
+    assert tool and tool[-1]["acked"] == len(acked), tool
