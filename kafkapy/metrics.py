@@ -20,6 +20,16 @@ SENDFILE_BYTES = prom.Counter("kafkapy_fetch_sendfile_bytes",
 FALLBACK_BYTES = prom.Counter("kafkapy_fetch_copied_bytes",
                               "Record bytes read into memory and written (no sendfile)")
 PRODUCE_BYTES = prom.Counter("kafkapy_produce_bytes", "Record batch bytes appended")
+# Kafka's ReplicaManager IsrShrinksPerSec / IsrExpandsPerSec / FailedIsrUpdatesPerSec
+# (counted when the controller's answer is applied) and UnderReplicatedPartitions
+# (a function of the replica manager, set by the AlterPartitionManager).
+ISR_SHRINKS = prom.Counter("kafkapy_isr_shrinks", "ISR shrinks committed by the controller")
+ISR_EXPANDS = prom.Counter("kafkapy_isr_expands", "ISR expansions committed by the controller")
+ISR_UPDATE_FAILURES = prom.Counter("kafkapy_failed_isr_updates",
+                                   "ISR changes the controller refused or answered stale")
+UNDER_REPLICATED_PARTITIONS = prom.Gauge(
+    "kafkapy_under_replicated_partitions",
+    "Partitions this broker leads with fewer in-sync replicas than assigned")
 
 
 @lru_cache(maxsize=None)

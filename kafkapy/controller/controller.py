@@ -7,8 +7,11 @@ and each assignment), ``/admin/delete_topics``, ``/isr_change_notification`` and
 ``/log_dir_event_notification``, elects leaders through the partition and replica
 state machines, writes partition state znodes fenced by ``/controller_epoch``'s zk
 version, and tells brokers through the ``ControllerChannelManager`` (requests to
-itself are applied in-process, synchronously).  It also answers ControlledShutdown
-and ElectLeaders, and moves leaders back to preferred replicas periodically
+itself are applied in-process, synchronously).  It also answers ControlledShutdown,
+AlterPartition (a leader's ISR change, Kafka's processAlterPartition: checked
+against the broker epoch and the partition's leader and partition epochs, written
+to the state znode conditionally on its zk version, then UpdateMetadata to every
+broker) and ElectLeaders, and moves leaders back to preferred replicas periodically
 (``auto.leader.rebalance.enable``) or when ``/admin/preferred_replica_election``
 asks.  Not yet: partition reassignment (issue 15).
 
@@ -45,6 +48,7 @@ from kafkapy.controller.leader_election import (
     CONTROLLED_SHUTDOWN, OFFLINE, OFFLINE_UNCLEAN, PREFERRED as PREFERRED_STRATEGY)
 from kafkapy.controller.zk_writes import ControllerMovedError
 from kafkapy.metadata import paths
+from kafkapy.metadata.paths import LEADER_RECOVERED, LEADER_RECOVERING
 from kafkapy.metadata.store import (
     BadVersionError, CheckOp, CreateOp, DeleteOp, EventType, NodeExistsError, NoNodeError,
     SetDataOp)
@@ -181,6 +185,13 @@ class KafkaController:
             election_type=election_type, partitions=None if partitions is None
             else list(dict.fromkeys(partitions))))
 
+    async def alter_partition(self, request, version: int):
+        """AlterPartition (any version) from a partition leader, answered on the event
+        queue (Kafka's AlterPartitionReceived); NOT_CONTROLLER when not running."""
+        if self._queue is None or self._stopped:
+            return _alter_partition_error(version, ErrorCode.NOT_CONTROLLER)
+        return await self._submit(ev.AlterPartitionReceived(request=request, version=version))
+
     # -- the event queue -------------------------------------------------------------
     def _start_task(self) -> None:
         if self._queue is None:
@@ -254,6 +265,8 @@ class KafkaController:
         elif isinstance(event, ev.ReplicaLeaderElection):
             event.complete({tp: (ErrorCode.NOT_CONTROLLER, None)
                             for tp in event.partitions or ()})
+        elif isinstance(event, ev.AlterPartitionReceived):
+            event.complete(_alter_partition_error(event.version, ErrorCode.NOT_CONTROLLER))
         else:
             event.complete(None)
 
@@ -262,6 +275,9 @@ class KafkaController:
             event.complete((ErrorCode.UNKNOWN, []))
         elif isinstance(event, ev.ReplicaLeaderElection):
             event.complete({tp: (ErrorCode.UNKNOWN, str(exc)) for tp in event.partitions or ()})
+        elif isinstance(event, ev.AlterPartitionReceived):
+            _log.error("Error when processing AlterPartition", error=repr(exc))
+            event.complete(_alter_partition_error(event.version, ErrorCode.UNKNOWN))
         elif isinstance(event, (ev.Startup, ev.Reelect)) and event.future is not None:
             event.fail(exc)
         else:
@@ -990,6 +1006,139 @@ class KafkaController:
                      and not ctx.is_topic_queued_for_deletion(tp[0])]
         return ErrorCode.NO_ERROR, sorted(remaining)
 
+    # -- AlterPartition (Kafka's processAlterPartition / tryProcessAlterPartition) -------
+    def _process_AlterPartitionReceived(self, event: ev.AlterPartitionReceived):
+        version, request = event.version, event.request
+        if not self._active:
+            return _alter_partition_error(version, ErrorCode.NOT_CONTROLLER)
+        ctx, broker_id = self.ctx, request.broker_id
+        if broker_id not in ctx.live_brokers:
+            _log.info(f"Ignoring AlterPartition due to unknown broker {broker_id}")
+            return _alter_partition_error(version, ErrorCode.STALE_BROKER_EPOCH)
+        if request.broker_epoch != ctx.broker_epoch(broker_id):
+            _log.info(f"Ignoring AlterPartition due to stale broker epoch "
+                      f"{request.broker_epoch} and local broker epoch "
+                      f"{ctx.broker_epoch(broker_id)} for broker {broker_id}")
+            return _alter_partition_error(version, ErrorCode.STALE_BROKER_EPOCH)
+        wanted, unknown_ids = self._alter_partition_wanted(request, version)
+        results: dict[TopicPartition, object] = {}      # error code or LeaderIsr
+        to_write: dict[TopicPartition, LeaderIsr] = {}
+        for tp, proposed in wanted.items():
+            outcome = self._check_alter_partition(broker_id, tp, proposed, version)
+            if isinstance(outcome, LeaderIsr) and outcome is proposed:
+                to_write[tp] = proposed
+            else:
+                results[tp] = outcome
+        written = self._zk.update_leader_and_isr(to_write)
+        for tp, outcome in written.finished.items():
+            if isinstance(outcome, Exception):
+                _log.error(f"Failed to update ISR for partition {tp[0]}-{tp[1]}",
+                           error=repr(outcome))
+                results[tp] = _store_error_code(outcome)
+            else:
+                _log.debug(f"ISR for partition {tp[0]}-{tp[1]} updated to {list(outcome.isr)}")
+                ctx.put_leadership(tp, outcome)
+                results[tp] = outcome
+        for tp in written.to_retry:
+            _log.info(f"Failed to update ISR to {list(to_write[tp].isr)} for partition "
+                      f"{tp[0]}-{tp[1]}, bad ZK version.")
+            results[tp] = ErrorCode.INVALID_UPDATE_VERSION
+        if wanted:
+            self._send_update_metadata(sorted(ctx.live_or_shutting_down_broker_ids()),
+                                       [tp for tp in wanted if ctx.replicas(tp)])
+        return self._alter_partition_response(version, request, wanted, results, unknown_ids)
+
+    def _alter_partition_wanted(self, request, version: int):
+        """(tp -> proposed LeaderIsr in request order, topic ids the context lacks)."""
+        names = {text: name for name, text in self.ctx.topic_ids.items()}
+        wanted: dict[TopicPartition, LeaderIsr] = {}
+        unknown_ids: list = []
+        for topic in request.topics or ():
+            if version >= 2:
+                name = names.get(_id_text(topic.topic_id))
+                if name is None:
+                    unknown_ids.append(topic)
+                    continue
+            else:
+                name = topic.topic_name
+            for p in topic.partitions or ():
+                isr = ([b.broker_id for b in p.new_isr_with_epochs or ()] if version >= 3
+                       else list(p.new_isr or ()))
+                recovery = p.leader_recovery_state if version >= 1 else LEADER_RECOVERED
+                wanted[(name, p.partition_index)] = LeaderIsr(
+                    request.broker_id, p.leader_epoch, tuple(isr), self.ctx.epoch,
+                    p.partition_epoch, recovery)
+        return wanted, unknown_ids
+
+    def _check_alter_partition(self, broker_id: int, tp: TopicPartition, proposed: LeaderIsr,
+                               version: int):
+        """The proposed LeaderIsr when it may be written, the current one when already
+        there, else the error code (Kafka's checks, in Kafka's order)."""
+        current = self.ctx.leadership.get(tp)
+        if current is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if (proposed.zk_version > current.zk_version
+                or proposed.leader_epoch > current.leader_epoch):
+            # the leader knows a newer state: this controller is likely stale
+            return ErrorCode.NOT_CONTROLLER
+        if proposed.leader_epoch < current.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if (proposed.leader, proposed.leader_epoch, tuple(proposed.isr),
+                proposed.leader_recovery_state) == (
+                current.leader, current.leader_epoch, tuple(current.isr),
+                current.leader_recovery_state):
+            return current      # already so (idempotent retry)
+        if proposed.zk_version < current.zk_version:
+            return ErrorCode.INVALID_UPDATE_VERSION
+        if proposed.leader_recovery_state == LEADER_RECOVERING and len(proposed.isr) > 1:
+            _log.info(f"Rejecting AlterPartition from node {broker_id} for {tp[0]}-{tp[1]} "
+                      f"because leader is recovering and ISR is greater than 1")
+            return ErrorCode.INVALID_REQUEST
+        if (current.leader_recovery_state == LEADER_RECOVERED
+                and proposed.leader_recovery_state == LEADER_RECOVERING):
+            _log.info(f"Rejecting AlterPartition from node {broker_id} for {tp[0]}-{tp[1]} "
+                      f"because the leader recovery state cannot change from RECOVERED to "
+                      f"RECOVERING")
+            return ErrorCode.INVALID_REQUEST
+        ineligible = sorted(set(proposed.isr) - self.ctx.live_broker_ids())
+        if ineligible:
+            _log.info(f"Rejecting AlterPartition request from node {broker_id} for "
+                      f"{tp[0]}-{tp[1]} because it specified ineligible replicas "
+                      f"{ineligible} in the new ISR {list(proposed.isr)}.")
+            return (ErrorCode.INELIGIBLE_REPLICA if version > 1
+                    else ErrorCode.OPERATION_NOT_ATTEMPTED)
+        return proposed
+
+    def _alter_partition_response(self, version: int, request, wanted, results,
+                                  unknown_ids: list):
+        from kafkapy.protocol.inter_broker import AlterPartitionResponse
+        topic_cls = AlterPartitionResponse.TopicData
+        part_cls = topic_cls.PartitionData
+        topics: dict[str, list] = {}
+        for tp in wanted:
+            outcome = results[tp]
+            if isinstance(outcome, LeaderIsr):
+                entry = part_cls(partition_index=tp[1], error_code=0, leader_id=outcome.leader,
+                                 leader_epoch=outcome.leader_epoch, isr=list(outcome.isr),
+                                 leader_recovery_state=outcome.leader_recovery_state,
+                                 partition_epoch=outcome.zk_version)
+            else:
+                entry = part_cls(partition_index=tp[1], error_code=int(outcome), leader_id=0,
+                                 leader_epoch=0, isr=[], leader_recovery_state=0,
+                                 partition_epoch=0)
+            topics.setdefault(tp[0], []).append(entry)
+        out = []
+        for topic in unknown_ids:
+            out.append(topic_cls(topic_id=topic.topic_id, topic_name="", partitions=[
+                part_cls(partition_index=p.partition_index,
+                         error_code=ErrorCode.UNKNOWN_TOPIC_ID, leader_id=0, leader_epoch=0,
+                         isr=[], leader_recovery_state=0, partition_epoch=0)
+                for p in topic.partitions or ()]))
+        for name, parts in topics.items():
+            topic_id = _alter_partition_topic_id(self.ctx.topic_ids.get(name))
+            out.append(topic_cls(topic_name=name, topic_id=topic_id, partitions=parts))
+        return AlterPartitionResponse[version](throttle_time_ms=0, error_code=0, topics=out)
+
     # -- ElectLeaders (Kafka's processReplicaLeaderElection) ---------------------------
     def _process_ReplicaLeaderElection(self, event: ev.ReplicaLeaderElection):
         ctx, kind = self.ctx, event.election_type
@@ -1203,6 +1352,32 @@ def _partition_errors(response, topic_ids: dict[str, str]):
             yield (name, pe.partition_index), pe.error_code
     for pe in getattr(response, "partition_errors", None) or ():
         yield (pe.topic_name, pe.partition_index), pe.error_code
+
+
+def _alter_partition_error(version: int, code: int):
+    """AlterPartition answered with a top-level error and no topics (Kafka's
+    AlterPartitionRequest.getErrorResponse)."""
+    from kafkapy.protocol.inter_broker import AlterPartitionResponse
+    return AlterPartitionResponse[version](throttle_time_ms=0, error_code=int(code), topics=[])
+
+
+def _alter_partition_topic_id(text: str | None):
+    import uuid
+
+    from kafkapy.metadata.topics import parse_topic_id
+    if not text:
+        return uuid.UUID(int=0)
+    try:
+        return parse_topic_id(text)
+    except (ValueError, TypeError):
+        return uuid.UUID(int=0)
+
+
+def _store_error_code(exc: Exception) -> int:
+    """Kafka's Errors.forException for a failed znode write."""
+    if isinstance(exc, NoNodeError):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return ErrorCode.UNKNOWN
 
 
 def _id_text(topic_id) -> str:

@@ -132,5 +132,13 @@ class ZkPreferredReplicaElection(ControllerEvent):
 
 
 @dataclass(slots=True)
+class AlterPartitionReceived(ControllerEvent):
+    """A partition leader's AlterPartition (ISR change); the future gets the
+    ``AlterPartitionResponse`` of ``version``."""
+    request: object = None
+    version: int = 0
+
+
+@dataclass(slots=True)
 class ShutdownEventThread(ControllerEvent):
     """Last event: the queue task stops after it."""

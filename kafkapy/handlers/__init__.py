@@ -50,6 +50,8 @@ HANDLER_MODULES = (
     "stop_replica",
     "update_metadata",
     "controlled_shutdown",
+    # from a partition leader to the controller: ISR changes
+    "alter_partition",
     # ACLs: answered as Kafka does with no authorizer configured
     "describe_acls",
     "create_acls",

@@ -15,15 +15,28 @@ OSError takes the log's dir offline (``storage_failed``) and is answered
 KAFKA_STORAGE_ERROR; so is every later request to a partition whose log is
 offline.
 
-Replication (Kafka's ZK-mode Partition, before ISR changes and epoch-based
-truncation, which come later):
+Replication (Kafka 3.9's ZK-mode Partition):
 - ``make_leader``: a new leader epoch starts at the log end in the leader-epoch
   cache; a broker that was not the leader forgets what it knew of the followers
   (their log end offsets are unknown until they fetch), a re-elected one keeps it.
 - ``update_follower_fetch`` (the leader, on each follower fetch): the follower's
-  log end offset is its fetch offset; the high watermark is the smallest log end
-  offset over the ISR (the leader's own for itself), never moving back, and stays
-  put while an ISR member's log end offset is unknown.
+  log end offset is its fetch offset, its last caught-up time follows Kafka's
+  Replica.updateFetchStateOrThrow (caught up to the leader's log end now, or to the
+  leader's log end at its previous fetch); a follower outside the ISR that is in sync
+  (Kafka's isFollowerInSync: at or past the high watermark and the current leader
+  epoch's start offset, and alive in the metadata cache) is proposed for the ISR.
+- the high watermark (Kafka's maybeIncrementLeaderHW) is the smallest log end
+  offset over the *maximal* ISR (the committed ISR plus a member whose expansion is
+  in flight) and over caught-up eligible followers about to join; it never moves
+  back, stays put while a member's log end is unknown, and does not move while the
+  ISR is below the effective min.insync.replicas (Kafka 3.9, KIP-966).
+- ``maybe_shrink_isr`` (every replica.lag.time.max.ms / 2): ISR followers not caught
+  up for longer than replica.lag.time.max.ms are proposed out of the ISR.
+- ISR changes are Kafka's PendingExpandIsr / PendingShrinkIsr: at most one in
+  flight (``isr_inflight``), sent by the AlterPartitionManager (``isr_manager``) to
+  the controller; ``state.isr`` stays the committed ISR until the controller's
+  answer (new ISR and partition epoch = ``state.zk_version``) is applied; a
+  LeaderAndIsr meanwhile replaces the pending change (its answer is then ignored).
 - ``make_follower``: tells whether the fetcher must (re)start (a new leader or
   epoch) and truncates nothing: the fetcher truncates by leader epoch (Kafka 3.9,
   ``kafkapy.replication.truncation``); ``append_as_follower`` writes the leader's
@@ -33,7 +46,7 @@ truncation, which come later):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import structlog
@@ -82,6 +95,44 @@ class FollowerState:
     last_fetch_ms: int = 0
     last_caught_up_ms: int = 0
     broker_epoch: int = -1   # the follower's, from its fetch (KIP-903 ISR checks, later)
+    # The leader's log end offset when the previous fetch came (Kafka's
+    # lastFetchLeaderLogEndOffset): reaching it proves the follower was caught up then.
+    last_fetch_leader_leo: int = _UNKNOWN
+
+    def is_caught_up(self, leader_end_offset: int, now_ms: int, max_lag_ms: int) -> bool:
+        """Kafka's ReplicaState.isCaughtUp."""
+        return (self.log_end_offset == leader_end_offset
+                or now_ms - self.last_caught_up_ms <= max_lag_ms)
+
+
+#: Kafka's replica.lag.time.max.ms default, used when no ISR manager is attached.
+DEFAULT_LAG_TIME_MAX_MS = 30000
+EXPAND = "expand"
+SHRINK = "shrink"
+
+
+@dataclass(eq=False, slots=True)
+class PendingIsrChange:
+    """Kafka's PendingExpandIsr / PendingShrinkIsr: the ISR sent to the controller
+    (``new_isr``) at (``leader_epoch``, ``partition_epoch``), the replicas it adds or
+    removes, and the committed ISR it came from.  Compared by identity: an answer
+    applies only while this very change is the partition's pending one."""
+    kind: str
+    replica_ids: frozenset
+    new_isr: list
+    leader_epoch: int
+    partition_epoch: int
+    committed_isr: list
+    leader_recovery_state: int = 0
+
+    @property
+    def maximal_isr(self) -> list:
+        """The expanded ISR counts at once (a failed expansion only held the HW back
+        longer); a shrink counts only once committed."""
+        if self.kind == EXPAND:
+            return self.committed_isr + [r for r in self.replica_ids
+                                         if r not in self.committed_isr]
+        return self.committed_isr
 
 
 class Partition:
@@ -99,6 +150,15 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         # "leader" / "follower" once make_leader / make_follower ran (None: not yet).
         self._role: str | None = None
+        # The AlterPartitionManager (submit, replica_lag_time_max_ms, is_replica_eligible);
+        # None: the ISR never changes from here (a single broker without one, unit tests).
+        self.isr_manager = None
+        # The ISR change sent to the controller and not yet answered (Kafka's Pending*Isr).
+        self.pending_isr: PendingIsrChange | None = None
+        # Log end offset when this broker's current leader epoch began (Kafka's
+        # leaderEpochStartOffsetOpt): a follower joins the ISR only once it reached it.
+        self._leader_epoch_start_offset: int | None = (
+            log.log_end_offset if state.leader == node_id else None)
         if self.is_leader:
             self._track_followers(new_leader=True, now_ms=log.clock.time_ms())
 
@@ -109,6 +169,54 @@ class Partition:
     @property
     def leader_epoch(self) -> int:
         return self.state.leader_epoch
+
+    @property
+    def partition_epoch(self) -> int:
+        """The zk version of the state znode the current state came from."""
+        return self.state.zk_version
+
+    # -- ISR views (what acks=all, metrics and Metadata read) -------------------------------
+    @property
+    def isr_inflight(self) -> bool:
+        return self.pending_isr is not None
+
+    @property
+    def maximal_isr(self) -> list[int]:
+        """Kafka's partitionState.maximalIsr: the committed ISR plus a member whose
+        expansion is in flight (acks=all and the high watermark wait for it too)."""
+        pending = self.pending_isr
+        return list(self.state.isr) if pending is None else pending.maximal_isr
+
+    @property
+    def in_sync_count(self) -> int:
+        """Size of the committed ISR (Kafka's appendRecordsToLeader checks min ISR on it)."""
+        return len(self.state.isr)
+
+    @property
+    def effective_min_isr(self) -> int:
+        """min.insync.replicas, at most the replication factor (Kafka's effectiveMinIsr)."""
+        configured = int(self.log.config.values.get("min.insync.replicas", 1))
+        return max(1, min(configured, len(self.state.replicas) or 1))
+
+    @property
+    def is_under_min_isr(self) -> bool:
+        return self.is_leader and len(self.state.isr) < self.effective_min_isr
+
+    @property
+    def is_under_replicated(self) -> bool:
+        """Kafka's isUnderReplicated: the leader sees fewer in-sync replicas than assigned."""
+        return self.is_leader and len(self.state.replicas) - len(self.state.isr) > 0
+
+    @property
+    def replica_lag_time_max_ms(self) -> int:
+        manager = self.isr_manager
+        return DEFAULT_LAG_TIME_MAX_MS if manager is None else manager.replica_lag_time_max_ms
+
+    def _is_replica_isr_eligible(self, replica_id: int) -> bool:
+        """ZK mode: the broker is alive in the metadata cache (the controller refuses
+        brokers shutting down)."""
+        manager = self.isr_manager
+        return True if manager is None else manager.is_replica_eligible(replica_id)
 
     @property
     def high_watermark(self) -> int:
@@ -211,13 +319,15 @@ class Partition:
     def make_leader(self, state: PartitionState, now_ms: int | None = None) -> bool:
         """Become (or stay) the leader as ``state`` says; True if this broker was not the
         leader before.  Kafka's Partition.makeLeader: a new leader epoch starts at the log
-        end; a new leader forgets the followers' log ends; the high watermark stays, or
-        moves up when the ISR is down to this broker."""
+        end; a new leader forgets the followers' log ends; a pending ISR change is
+        superseded (its answer will be ignored); the high watermark stays, or moves up
+        when the ISR is down to this broker."""
         now = self.log.clock.time_ms() if now_ms is None else now_ms
         was_leader = self._role == "leader"
         new_epoch = state.leader_epoch > self.state.leader_epoch or not was_leader
         self._role = "leader"
-        self.state = state
+        self.state = replace(state, isr=list(state.isr), replicas=list(state.replicas))
+        self.pending_isr = None
         log = self.log
         cache = log.leader_epoch_cache
         if not log.offline and (cache.latest_epoch is None
@@ -225,8 +335,10 @@ class Partition:
             # OffsetForLeaderEpoch / diverging-epoch answers can place the new epoch
             # before anything is appended in it.
             cache.assign(state.leader_epoch, log.log_end_offset)
+        if new_epoch or self._leader_epoch_start_offset is None:
+            self._leader_epoch_start_offset = log.log_end_offset
         self._track_followers(new_leader=not was_leader, now_ms=now, reset=new_epoch)
-        self._maybe_increment_high_watermark()
+        self._maybe_increment_high_watermark(now)
         return not was_leader
 
     def make_follower(self, state: PartitionState) -> bool:
@@ -239,14 +351,19 @@ class Partition:
         self._role = "follower"
         self.state = state
         self.followers.clear()
+        self.pending_isr = None
+        self._leader_epoch_start_offset = None
         # Only when the fetcher restarts: a running one fetches from the log end it knows.
         if changed:
             truncation.on_become_follower(self)
         return changed
 
     def _track_followers(self, new_leader: bool, now_ms: int, reset: bool = True) -> None:
-        """Kafka's resetReplicaState over the assigned replicas other than this one."""
+        """Kafka's resetReplicaState over the assigned replicas other than this one: an
+        ISR member counts as caught up now, any other as never (so it neither holds
+        the high watermark back nor rejoins before it fetches)."""
         isr = set(self.state.isr)
+        leader_end = self.log.log_end_offset
         tracked: dict[int, FollowerState] = {}
         for replica in self.state.replicas:
             if replica == self.node_id:
@@ -257,8 +374,8 @@ class Partition:
                 tracked[replica] = FollowerState(last_caught_up_ms=caught_up)
             elif reset:
                 tracked[replica] = FollowerState(old.log_end_offset, old.log_start_offset,
-                                                 now_ms if replica in isr else 0, caught_up,
-                                                 old.broker_epoch)
+                                                 caught_up, caught_up, old.broker_epoch,
+                                                 leader_end)
             else:
                 tracked[replica] = old
         self.followers = tracked
@@ -266,39 +383,167 @@ class Partition:
     # -- the leader's side of follower fetches ----------------------------------------------
     def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int,
                               log_start_offset: int = _UNKNOWN, broker_epoch: int = -1) -> bool:
-        """A follower fetched from ``fetch_offset``: that is its log end.  Returns whether
-        the high watermark moved (the caller then wakes delayed produces and fetches)."""
+        """A follower fetched from ``fetch_offset``: that is its log end (Kafka's
+        updateFollowerFetchState).  It may join the ISR; returns whether the high
+        watermark moved (the caller then wakes delayed produces and fetches)."""
         follower = self.followers.get(replica_id)
         if follower is None or not self.is_leader:
             return False
+        leader_end = self.log.log_end_offset
         previous = follower.log_end_offset
+        if fetch_offset >= leader_end:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, now_ms)
+        elif fetch_offset >= follower.last_fetch_leader_leo:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
         follower.log_end_offset = fetch_offset
         follower.log_start_offset = log_start_offset
         follower.broker_epoch = broker_epoch
         follower.last_fetch_ms = now_ms
-        if fetch_offset >= self.log.log_end_offset:
-            follower.last_caught_up_ms = now_ms
+        follower.last_fetch_leader_leo = max(leader_end, follower.last_fetch_leader_leo)
+        self._maybe_expand_isr(replica_id, follower)
         if previous == fetch_offset:
             return False
-        return self._maybe_increment_high_watermark()
+        return self._maybe_increment_high_watermark(now_ms)
 
-    def _maybe_increment_high_watermark(self) -> bool:
-        """HW = the smallest log end offset over the ISR; it only grows (Kafka's
-        maybeIncrementLeaderHW).  An ISR member whose log end is unknown holds it."""
-        if not self.is_leader:
+    def _maybe_increment_high_watermark(self, now_ms: int | None = None) -> bool:
+        """Kafka's maybeIncrementLeaderHW: the smallest log end offset over the maximal
+        ISR and over followers caught up and eligible to join it; it only grows, stays
+        put while a member's log end is unknown, and while the ISR is under min ISR."""
+        if not self.is_leader or self.log.offline:
+            return False
+        if self.is_under_min_isr:
             return False
         log = self.log
-        candidate = log.log_end_offset
-        for replica in self.state.isr:
-            if replica == self.node_id:
+        now = log.clock.time_ms() if now_ms is None else now_ms
+        leader_end = log.log_end_offset
+        lag = self.replica_lag_time_max_ms
+        maximal = set(self.maximal_isr)
+        candidate = leader_end
+        for replica, follower in self.followers.items():
+            leo = follower.log_end_offset
+            if leo >= candidate:
                 continue
-            follower = self.followers.get(replica)
-            leo = follower.log_end_offset if follower is not None else _UNKNOWN
-            candidate = min(candidate, leo)
+            if replica in maximal or (follower.is_caught_up(leader_end, now, lag)
+                                      and self._is_replica_isr_eligible(replica)):
+                candidate = leo
+        for replica in maximal:     # an ISR member this leader does not track holds it
+            if replica != self.node_id and replica not in self.followers:
+                candidate = min(candidate, _UNKNOWN)
         if candidate > log.high_watermark:
             log.high_watermark = candidate
             return True
         return False
+
+    # -- ISR changes (Kafka's maybeExpandIsr / maybeShrinkIsr / submitAlterPartition) ---------
+    def _is_follower_in_sync(self, follower: FollowerState) -> bool:
+        """Kafka's isFollowerInSync: at or past the HW and this leader epoch's start."""
+        start = self._leader_epoch_start_offset
+        return (start is not None and follower.log_end_offset >= self.log.high_watermark
+                and follower.log_end_offset >= start)
+
+    def _maybe_expand_isr(self, replica_id: int, follower: FollowerState) -> None:
+        if (self.isr_manager is None or self.pending_isr is not None
+                or replica_id in self.state.isr or self.log.offline
+                or not self._is_replica_isr_eligible(replica_id)
+                or not self._is_follower_in_sync(follower)):
+            return
+        committed = list(self.state.isr)
+        _log.info(f"Expanding ISR from {_ids(committed)} to {_ids(committed + [replica_id])}",
+                  partition=f"{self.topic}-{self.index}")
+        self._submit(PendingIsrChange(EXPAND, frozenset([replica_id]), committed + [replica_id],
+                                      self.leader_epoch, self.partition_epoch, committed))
+
+    def out_of_sync_replicas(self, now_ms: int) -> list[int]:
+        """Kafka's getOutOfSyncReplicas: ISR followers not caught up within the lag."""
+        if not self.is_leader or self.pending_isr is not None:
+            return []
+        leader_end = self.log.log_end_offset
+        lag = self.replica_lag_time_max_ms
+        out = []
+        for replica in self.state.isr:
+            if replica == self.node_id:
+                continue
+            follower = self.followers.get(replica)
+            if follower is None or not follower.is_caught_up(leader_end, now_ms, lag):
+                out.append(replica)
+        return out
+
+    def maybe_shrink_isr(self, now_ms: int | None = None) -> bool:
+        """Propose the ISR without the followers out of sync; True when one was sent."""
+        if self.isr_manager is None or self.log.offline:
+            return False
+        now = self.log.clock.time_ms() if now_ms is None else now_ms
+        out = self.out_of_sync_replicas(now)
+        if not out:
+            return False
+        committed = list(self.state.isr)
+        new_isr = [r for r in committed if r not in out]
+        lagging = " ".join(
+            f"(brokerId: {r}, endOffset: "
+            f"{self.followers[r].log_end_offset if r in self.followers else 'unknown'})"
+            for r in out)
+        _log.info(f"Shrinking ISR from {_ids(committed)} to {_ids(new_isr)}. Leader: "
+                  f"(highWatermark: {self.log.high_watermark}, endOffset: "
+                  f"{self.log.log_end_offset}). Out of sync replicas: {lagging}.",
+                  partition=f"{self.topic}-{self.index}")
+        self._submit(PendingIsrChange(SHRINK, frozenset(out), new_isr, self.leader_epoch,
+                                      self.partition_epoch, committed))
+        return True
+
+    def _submit(self, pending: PendingIsrChange) -> None:
+        self.pending_isr = pending
+        if not self.isr_manager.submit(self, pending):
+            # Kafka's OperationNotAttemptedException: another change for this partition
+            # is still queued; back to the committed state.
+            self.pending_isr = None
+
+    def alter_partition_answered(self, pending: PendingIsrChange, error_code: int,
+                                 leader_epoch: int = -1, isr=None,
+                                 partition_epoch: int = -1) -> tuple[bool, bool]:
+        """The controller's answer to ``pending`` (Kafka's submitAlterPartition completion):
+        returns (high watermark moved, resubmit).  Ignored when the partition moved on
+        (a LeaderAndIsr replaced the pending change)."""
+        if self.pending_isr is not pending:
+            _log.debug("ignoring an answer to a superseded ISR change",
+                       partition=f"{self.topic}-{self.index}", error_code=error_code)
+            return False, False
+        if error_code != ErrorCode.NO_ERROR:
+            return False, self._alter_partition_failed(pending, error_code)
+        if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
+            # Stays pending until a LeaderAndIsr brings the controller's state.
+            metrics.ISR_UPDATE_FAILURES.inc()
+            _log.debug("ignoring an ISR answer from a stale epoch",
+                       partition=f"{self.topic}-{self.index}", leader_epoch=leader_epoch,
+                       partition_epoch=partition_epoch)
+            return False, False
+        self.state = replace(self.state, isr=list(isr), zk_version=partition_epoch)
+        self.pending_isr = None
+        (metrics.ISR_EXPANDS if pending.kind == EXPAND else metrics.ISR_SHRINKS).inc()
+        _log.info(f"ISR updated to {_ids(self.state.isr)}"
+                  f"{' (under-min-isr)' if self.is_under_min_isr else ''} and version "
+                  f"updated to {partition_epoch}", partition=f"{self.topic}-{self.index}")
+        return self._maybe_increment_high_watermark(), False
+
+    def _alter_partition_failed(self, pending: PendingIsrChange, error_code: int) -> bool:
+        """Kafka's handleAlterPartitionError; True when the change is to be sent again."""
+        metrics.ISR_UPDATE_FAILURES.inc()
+        name = _error_name(error_code)
+        where = f"{self.topic}-{self.index}"
+        if error_code in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):
+            # The controller says the request was not applied at this partition epoch.
+            self.pending_isr = None
+            _log.info(f"Failed to alter partition since the controller rejected the request "
+                      f"with {name}. Partition state has been reset to the latest committed "
+                      f"state.", partition=where, isr=list(self.state.isr))
+            return False
+        if error_code in _AWAIT_METADATA:
+            # The controller's newer state (a LeaderAndIsr) is on its way.
+            _log.debug(f"Failed to alter partition with {name}; awaiting new metadata",
+                       partition=where)
+            return False
+        _log.warning(f"Failed to update ISR due to unexpected {name}. Retrying.",
+                     partition=where)
+        return True
 
     # -- the follower's side ------------------------------------------------------------
     def append_as_follower(self, records) -> int:
@@ -342,9 +587,9 @@ class Partition:
         return log.high_watermark
 
     def _appended(self, info) -> AppendResult:
-        """A sole in-sync replica's high watermark follows its log end at once."""
-        if len(self.state.isr) <= 1:
-            self.log.high_watermark = self.log.log_end_offset
+        """A sole in-sync replica's high watermark follows its log end at once (Kafka's
+        appendRecordsToLeader ends with maybeIncrementLeaderHW)."""
+        self._maybe_increment_high_watermark()
         return AppendResult(0, info.first_offset, info.log_append_time_ms,
                             info.log_start_offset, last_offset=info.last_offset)
 
@@ -369,3 +614,22 @@ class Partition:
                 raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH)
             if current_leader_epoch > self.leader_epoch:
                 raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
+
+
+# Kafka's handleAlterPartitionError: errors after which a LeaderAndIsr / UpdateMetadata
+# brings the controller's state; the change stays pending until then.
+_AWAIT_METADATA = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
+    ErrorCode.INVALID_REQUEST, ErrorCode.NEW_LEADER_ELECTED})
+
+
+def _ids(replicas) -> str:
+    return ",".join(str(r) for r in replicas)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)

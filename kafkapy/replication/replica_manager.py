@@ -53,6 +53,8 @@ class ReplicaManager:
         self.fetchers = fetchers    # ReplicaFetcherManager (REPL), None until it exists
         self.partitions: dict[PartitionKey, Partition] = {}
         self._append_listeners: list[Callable[[PartitionKey], None]] = []
+        # The AlterPartitionManager (ISR changes to the controller); None: ISRs stay.
+        self.alter_partition = None
 
     def add_append_listener(self, listener: Callable[[PartitionKey], None]) -> None:
         self._append_listeners.append(listener)
@@ -183,6 +185,7 @@ class ReplicaManager:
                                      change.state.controller_epoch)
         partition = Partition(name, index, log, placeholder, self._node_id,
                               lambda err, key=key: self._logs.fail_dir_of(*key, err))
+        partition.isr_manager = self.alter_partition
         if log.offline:
             partition.state = change.state   # kept for Metadata, which shows it offline
         self.partitions[key] = partition
@@ -241,6 +244,21 @@ class ReplicaManager:
 
     def appended(self, key: PartitionKey) -> None:
         self._wake(key)
+
+    # -- ISR (Kafka's isr-expiration task and UnderReplicatedPartitions) -----------------
+    def maybe_shrink_isr(self, now_ms: int | None = None) -> int:
+        """Every replica.lag.time.max.ms / 2: each led partition proposes its ISR
+        without the followers out of sync; returns how many proposed a change."""
+        changed = 0
+        for partition in list(self.partitions.values()):
+            shrink = getattr(partition, "maybe_shrink_isr", None)
+            if shrink is not None and partition.is_leader and shrink(now_ms):
+                changed += 1
+        return changed
+
+    def under_replicated_count(self) -> int:
+        return sum(1 for p in self.partitions.values()
+                   if getattr(p, "is_under_replicated", False))
 
     def _wake(self, key: PartitionKey) -> None:
         for listener in self._append_listeners:

@@ -37,7 +37,6 @@ NOT_YET_SERVED: dict[int, str] = {
     40: "ExpireDelegationToken: issue 17", 41: "DescribeDelegationToken: issue 17",
     48: "DescribeClientQuotas: quotas, issue 17", 49: "AlterClientQuotas: quotas, issue 17",
     50: "DescribeUserScramCredentials: issue 17", 51: "AlterUserScramCredentials: issue 17",
-    56: "AlterPartition: broker-to-controller ISR changes, issue 14",
     57: "UpdateFeatures: controller, issue 13", 58: "Envelope: forwarding to a controller",
     67: "AllocateProducerIds: broker-to-controller, issue 13",
     68: "ConsumerGroupHeartbeat (KIP-848 groups): no issue yet",

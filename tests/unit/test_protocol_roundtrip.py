@@ -56,6 +56,7 @@ EXPECTED_RANGES = {
     43: (0, 2),   # ElectLeaders
     44: (0, 1),   # IncrementalAlterConfigs
     47: (0, 0),   # OffsetDelete
+    56: (0, 3),   # AlterPartition
     60: (0, 1),   # DescribeCluster
     61: (0, 0),   # DescribeProducers
     65: (0, 0),   # DescribeTransactions

@@ -1,5 +1,5 @@
 """Controller-to-broker requests: LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6), and
-ControlledShutdown (7, broker to controller).
+ControlledShutdown (7) and AlterPartition (56), broker to controller.
 
 Only answers that change nothing are compared: each broker is its cluster's controller
 (epoch >= 1, broker epoch = the czxid of its registration), so requests of an older
@@ -86,3 +86,14 @@ def controlled_shutdown(v: int):
     if v >= 2:
         # Checked before anything changes: the broker keeps running.
         yield case("stale-broker-epoch", {"broker_id": 1, "broker_epoch": 1})
+
+
+@for_api(56)
+def alter_partition(v: int):
+    # Checked before anything changes: an unknown broker, a stale broker epoch.
+    partition = {"partition_index": 0, "leader_epoch": 0, "new_isr": [999],
+                 "new_isr_with_epochs": [{"broker_id": 999, "broker_epoch": -1}],
+                 "leader_recovery_state": 0, "partition_epoch": 0}
+    topics = [{"topic_name": _TOPIC, "topic_id": _ZERO, "partitions": [partition]}]
+    yield case("unknown-broker", {"broker_id": 999, "broker_epoch": -1, "topics": topics})
+    yield case("stale-broker-epoch", {"broker_id": 1, "broker_epoch": 1, "topics": topics})
