@@ -1,21 +1,27 @@
 """Replica fetchers: a follower copies its partitions' logs from their leaders.
 
-Kafka's ReplicaFetcherManager / ReplicaFetcherThread (ZK mode, one fetcher per
-source broker: ``num.replica.fetchers`` is not honoured yet), as asyncio tasks:
+Kafka 3.9's ReplicaFetcherManager / ReplicaFetcherThread (ZK mode), as asyncio tasks:
 
 - ``ReplicaFetcherManager(broker)`` is ``broker.replica_fetchers``; the replica
   manager calls ``add_partitions({(topic, p): (leader_id, fetch_offset)})`` after
   ``Partition.make_follower`` and ``remove_partitions(keys)`` when a partition stops
   following (it leads, is stopped or deleted); ``await shutdown()`` at broker stop.
-- One ``_LeaderFetcher`` task per leader broker sends Fetch (Kafka 3.9's replica
-  version 17; 12 with topic names while a topic id is unknown) with ``replica_state``
-  = (node id, broker epoch), ``replica.fetch.wait.max.ms`` / ``.min.bytes`` /
-  ``.response.max.bytes`` / ``.max.bytes``, READ_UNCOMMITTED, no fetch session, to
-  the leader's endpoint on the inter-broker listener (``BrokerConnection``).
-- Each partition is fetched from its own log end; its leader-epoch cache's latest
-  epoch goes as ``last_fetched_epoch``, so a leader whose log diverged answers
-  ``diverging_epoch`` and the follower truncates as Kafka's
-  AbstractFetcherThread.truncateOnFetchResponse does.
+- ``num.replica.fetchers`` fetchers per leader broker: a partition goes to fetcher
+  ``abs(31 * topic.hashCode() + partition) % num.replica.fetchers`` (Kafka's
+  AbstractFetcherManager.getFetcherId, Java's String.hashCode); each has its own
+  connection, client id ``broker-<id>-fetcher-<fetcher id>`` and fetch session.
+- Each fetcher sends Fetch (Kafka 3.9's replica version 17; 12 with topic names
+  while a topic id is unknown) with ``replica_state`` = (node id, broker epoch),
+  ``replica.fetch.wait.max.ms`` / ``.min.bytes`` / ``.response.max.bytes`` /
+  ``.max.bytes``, READ_UNCOMMITTED, to the leader's endpoint on the inter-broker
+  listener, in an incremental fetch session (KIP-227, ``fetch_session_handler``): after
+  the first full fetch only partitions added or changed are sent, partitions no
+  longer fetched (removed, or backing off) are forgotten, and the leader answers
+  only partitions with news.
+- Each partition is fetched from its own log end with its leader-epoch cache's
+  latest epoch as ``last_fetched_epoch``; a leader whose log diverged answers
+  ``diverging_epoch`` and the follower truncates (``truncation``, Kafka's
+  truncateOnFetchResponse).  Nothing else truncates a follower by its HW.
 - An answer is applied only to a partition still fetched from the offset the
   request carried (a partition re-added meanwhile ignores the stale answer).
   Records are appended as they are (``Partition.append_as_follower``); then the
@@ -27,18 +33,26 @@ source broker: ``num.replica.fetchers`` is not honoured yet), as asyncio tasks:
   epoch, and storage errors, drop the partition until the next LeaderAndIsr adds
   it again; every other error (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION:
   the leader may not have had its LeaderAndIsr yet) delays that partition by
-  ``replica.fetch.backoff.ms``; a connection failure delays the whole fetcher.
+  ``replica.fetch.backoff.ms``; a connection failure delays the whole fetcher and
+  closes its session (the next fetch is full).
+
+Tests may pass ``connect`` (leader id -> an object with ``send(request, timeout_s)``,
+``connected``, ``close()``) and ``autostart=False``, then step every fetcher with
+``await manager.fetch_round()``.
 """
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Awaitable, Callable
 
 import structlog
 
 from kafkapy.network.client import BrokerConnection
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import REQUESTS
+from kafkapy.replication import truncation
+from kafkapy.replication.fetch_session_handler import FetchSessionHandler, PartitionData
 
 _log = structlog.get_logger("kafkapy.replication.fetcher")
 
@@ -50,9 +64,33 @@ _LATEST, _EARLIEST = -1, -2
 _READ_UNCOMMITTED = 0
 _Fetch = REQUESTS[1]
 _ListOffsets = REQUESTS[2]
+_SESSION_ERRORS = frozenset({ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                             ErrorCode.INVALID_FETCH_SESSION_EPOCH})
 
 # Errors after which the partition leaves the fetcher until LeaderAndIsr adds it again.
 _DROP = frozenset({ErrorCode.KAFKA_STORAGE_ERROR})
+
+# (Kept for callers of the first fetcher: the truncation rule now lives in ``truncation``.)
+truncation_offset = truncation.diverged_offset
+
+Connect = Callable[[int], Awaitable[object]]
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (UTF-16 code units, 32-bit signed overflow)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
+    """Kafka's getFetcherId: Utils.abs(31 * topic.hashCode + partition) % numFetchers."""
+    value = (31 * java_string_hash(topic) + partition) & 0xFFFFFFFF
+    value = value - (1 << 32) if value >= 1 << 31 else value
+    magnitude = 0 if value == -(1 << 31) else abs(value)   # Kafka's Utils.abs
+    return magnitude % num_fetchers
 
 
 @dataclass(slots=True)
@@ -64,11 +102,15 @@ class FetchState:
 
 
 class ReplicaFetcherManager:
-    """``broker.replica_fetchers``: which leader each followed partition is fetched from."""
+    """``broker.replica_fetchers``: which fetcher (leader, fetcher id) each followed
+    partition is fetched by."""
 
-    def __init__(self, broker) -> None:
+    def __init__(self, broker, connect: Connect | None = None, autostart: bool = True) -> None:
         self._broker = broker
-        self._fetchers: dict[int, _LeaderFetcher] = {}
+        self._connect = connect
+        self._autostart = autostart
+        self.num_fetchers = max(1, int(_setting(broker.config, "num.replica.fetchers", 1)))
+        self._fetchers: dict[tuple[int, int], _LeaderFetcher] = {}
         self._shut_down = False   # a LeaderAndIsr handled during shutdown starts nothing
 
     def add_partitions(self, partitions: dict[PartitionKey, tuple[int, int]]) -> None:
@@ -77,13 +119,16 @@ class ReplicaFetcherManager:
         if self._shut_down:
             return
         for key, (leader_id, fetch_offset) in partitions.items():
-            for other_id, fetcher in self._fetchers.items():
-                if other_id != leader_id:
+            target = (leader_id, fetcher_id(key[0], key[1], self.num_fetchers))
+            for other, fetcher in self._fetchers.items():
+                if other != target:
                     fetcher.remove(key)
-            fetcher = self._fetchers.get(leader_id)
+            fetcher = self._fetchers.get(target)
             if fetcher is None:
-                fetcher = self._fetchers[leader_id] = _LeaderFetcher(self._broker, leader_id)
-                fetcher.start()
+                fetcher = self._fetchers[target] = _LeaderFetcher(
+                    self._broker, leader_id, target[1], self._connect)
+                if self._autostart:
+                    fetcher.start()
             fetcher.add(key, fetch_offset)
         self._stop_idle()
 
@@ -95,16 +140,28 @@ class ReplicaFetcherManager:
 
     def fetch_state(self, key: PartitionKey) -> tuple[int, FetchState] | None:
         """(leader id, state) of a fetched partition, else None."""
-        for leader_id, fetcher in self._fetchers.items():
+        for (leader_id, _), fetcher in self._fetchers.items():
             state = fetcher.partitions.get(key)
             if state is not None:
                 return leader_id, state
         return None
 
+    def fetcher_of(self, key: PartitionKey):
+        """The fetcher fetching ``key`` (its ``leader_id``, ``fetcher_id``, ``session``)."""
+        for fetcher in self._fetchers.values():
+            if key in fetcher.partitions:
+                return fetcher
+        return None
+
+    async def fetch_round(self) -> None:
+        """One fetch round trip by every fetcher (tests that step replication by hand)."""
+        for fetcher in list(self._fetchers.values()):
+            await fetcher.step()
+
     def _stop_idle(self) -> None:
         """Kafka's shutdownIdleFetcherThreads: a fetcher with no partition stops."""
-        for leader_id in [i for i, f in self._fetchers.items() if not f.partitions]:
-            self._fetchers.pop(leader_id).stop()
+        for target in [t for t, f in self._fetchers.items() if not f.partitions]:
+            self._fetchers.pop(target).stop()
 
     async def shutdown(self) -> None:
         self._shut_down = True
@@ -117,12 +174,15 @@ class ReplicaFetcherManager:
 
 
 class _LeaderFetcher:
-    """The fetch loop towards one leader broker."""
+    """One fetch loop towards one leader broker (Kafka's ReplicaFetcherThread)."""
 
-    def __init__(self, broker, leader_id: int) -> None:
+    def __init__(self, broker, leader_id: int, fetcher_id: int = 0,
+                 connect: Connect | None = None) -> None:
         self._broker = broker
         self.leader_id = leader_id
+        self.fetcher_id = fetcher_id
         self.partitions: dict[PartitionKey, FetchState] = {}
+        self.session = FetchSessionHandler(leader_id)
         config = broker.config
         self._max_wait_ms = config["replica.fetch.wait.max.ms"]
         self._min_bytes = config["replica.fetch.min.bytes"]
@@ -130,8 +190,9 @@ class _LeaderFetcher:
         self._partition_max_bytes = config["replica.fetch.max.bytes"]
         self._backoff_ms = config["replica.fetch.backoff.ms"]
         self._timeout_s = max(config["replica.socket.timeout.ms"], self._max_wait_ms + 1000) / 1000
-        self._client_id = f"broker-{broker.node_id}-fetcher-0"
-        self._conn: BrokerConnection | None = None
+        self._client_id = f"broker-{broker.node_id}-fetcher-{fetcher_id}"
+        self._connect = connect
+        self._conn = None
         self._task: asyncio.Task | None = None
         self._changed = asyncio.Event()
         # Checked by the loop too: a cancel that lands while a closed connection fails
@@ -148,7 +209,8 @@ class _LeaderFetcher:
             self._changed.set()
 
     def start(self) -> None:
-        self._task = self._broker.loop.create_task(self._run(), name=f"fetcher-{self.leader_id}")
+        self._task = self._broker.loop.create_task(
+            self._run(), name=f"fetcher-{self.leader_id}-{self.fetcher_id}")
 
     def stop(self) -> None:
         self._stopped = True
@@ -167,25 +229,36 @@ class _LeaderFetcher:
     # -- the loop -------------------------------------------------------------------------
     async def _run(self) -> None:
         while not self._stopped:
-            ready = self._ready()
-            if not ready:
-                await self._wait(self._next_ready_in_ms())
-                continue
-            try:
-                if not await self._fetch_once(ready):
-                    await self._wait(self._backoff_ms)  # (nothing local to fetch for yet)
-            except asyncio.CancelledError:
-                raise
-            except (ConnectionError, asyncio.TimeoutError, OSError) as err:
-                if self._stopped:
-                    break
-                _log.info("replica fetch failed", leader=self.leader_id, error=str(err))
-                self._close()
-                await self._wait(self._backoff_ms)
-            except Exception:  # a bug must not end replication from this leader for good
-                _log.exception("replica fetch failed", leader=self.leader_id)
-                self._close()
-                await self._wait(self._backoff_ms)
+            wait_ms = await self.step()
+            if wait_ms != 0:
+                await self._wait(wait_ms)
+
+    async def step(self) -> int | None:
+        """One round: fetch what is ready.  Returns how long to wait before the next
+        (0: at once, None: until partitions change)."""
+        ready = self._ready()
+        if not ready and not self.session.session_partitions:
+            return self._next_ready_in_ms()
+        try:
+            if not await self._fetch_once(ready):
+                # Nothing local to fetch for yet, or nothing ready.
+                return self._backoff_ms if ready else self._next_ready_in_ms()
+            return 0
+        except asyncio.CancelledError:
+            raise
+        except (ConnectionError, asyncio.TimeoutError, OSError) as err:
+            self.session.handle_error()
+            if self._stopped:
+                return None
+            _log.info("replica fetch failed", leader=self.leader_id, fetcher=self.fetcher_id,
+                      error=str(err))
+            self._close()
+            return self._backoff_ms
+        except Exception:  # a bug must not end replication from this leader for good
+            self.session.handle_error()
+            _log.exception("replica fetch failed", leader=self.leader_id)
+            self._close()
+            return self._backoff_ms
 
     def _ready(self) -> dict[PartitionKey, FetchState]:
         now = self._broker.clock.time_ms()
@@ -216,23 +289,25 @@ class _LeaderFetcher:
         request, sent = built
         conn = await self._connection()
         response = await conn.send(request, timeout_s=self._timeout_s)
-        if response.error_code:
-            raise ConnectionError(f"fetch answered error {response.error_code}")
-        by_id = request.API_VERSION >= 13
-        # Names as this request sent them: the cache may have moved on meanwhile.
-        names = {t.topic_id: t.topic for t in request.topics}
-        for topic in response.responses:
-            name = names.get(topic.topic_id) if by_id else topic.topic
-            for data in topic.partitions:
-                key = (name, data.partition_index)
-                if key in sent:
-                    await self._apply(key, sent[key], data)
+        version = request.API_VERSION
+        if not self.session.handle_response(response, version):
+            if response.error_code == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR:
+                raise ConnectionError("fetch session topic id error")
+            if response.error_code and response.error_code not in _SESSION_ERRORS:
+                raise ConnectionError(f"fetch answered error {_error_name(response.error_code)}")
+            return True   # the next fetch is full
+        for key, data in self.session.response_keys(response, version).items():
+            if key in sent:
+                await self._apply(key, sent[key], data)
         return True
 
-    async def _connection(self) -> BrokerConnection:
+    async def _connection(self):
         if self._conn is not None and self._conn.connected:
             return self._conn
         self._close()
+        if self._connect is not None:
+            self._conn = await self._connect(self.leader_id)
+            return self._conn
         broker = self._broker
         endpoint = broker.cache.brokers_for(broker.inter_broker_listener).get(self.leader_id)
         if endpoint is None:
@@ -250,11 +325,11 @@ class _LeaderFetcher:
 
     # -- requests ---------------------------------------------------------------------------
     def _build(self, ready: dict[PartitionKey, FetchState]):
-        """(Fetch request, {key: (state, fetch offset, leader epoch) sent}), or None when
-        nothing can be fetched."""
+        """(Fetch request, {key: (state, fetch offset, leader epoch)} of every partition in
+        the session this round), or None when there is nothing to send."""
         broker = self._broker
         local = broker.replica_manager.partitions
-        by_topic: dict[str, list] = {}
+        wanted: dict[PartitionKey, PartitionData] = {}
         sent: dict[PartitionKey, tuple[FetchState, int, int]] = {}
         for key, state in ready.items():
             partition = local.get(key)
@@ -267,27 +342,25 @@ class _LeaderFetcher:
                 _log.info("fetch offset reset to the log end", partition=_name(key),
                           fetch_offset=state.fetch_offset, log_end_offset=log.log_end_offset)
                 state.fetch_offset = log.log_end_offset
-            latest = log.leader_epoch_cache.latest_epoch
-            by_topic.setdefault(key[0], []).append(_Fetch.FetchTopic.FetchPartition(
-                partition=key[1], current_leader_epoch=partition.leader_epoch,
-                fetch_offset=state.fetch_offset,
-                last_fetched_epoch=latest if latest is not None else -1,
-                log_start_offset=log.log_start_offset,
-                partition_max_bytes=self._partition_max_bytes))
+            wanted[key] = PartitionData(
+                _topic_id(broker, key[0]), state.fetch_offset, log.log_start_offset,
+                self._partition_max_bytes, partition.leader_epoch,
+                truncation.last_fetched_epoch(partition))
             sent[key] = (state, state.fetch_offset, partition.leader_epoch)
-        if not sent:
+        data = self.session.build(wanted)
+        if not data.session_partitions and not data.to_forget:
             return None
-        ids = {name: _topic_id(broker, name) for name in by_topic}
-        version = FETCH_VERSION if all(ids.values()) else FETCH_VERSION_BY_NAME
-        topics = [_Fetch.FetchTopic(topic=name, topic_id=ids[name], partitions=parts)
-                  for name, parts in by_topic.items()]
+        version = FETCH_VERSION if data.can_use_topic_ids else FETCH_VERSION_BY_NAME
         request = _Fetch[version](
             replica_id=broker.node_id,
             replica_state=_Fetch.ReplicaState(replica_id=broker.node_id,
                                               replica_epoch=broker.broker_epoch),
             max_wait_ms=self._max_wait_ms, min_bytes=self._min_bytes,
             max_bytes=self._max_bytes, isolation_level=_READ_UNCOMMITTED,
-            session_id=0, session_epoch=-1, topics=topics, forgotten_topics_data=[],
+            session_id=data.session_id, session_epoch=data.epoch,
+            topics=_fetch_topics(data.to_send),
+            forgotten_topics_data=_forgotten(data.to_forget + (
+                data.to_replace if version >= 13 else [])),
             rack_id="")
         return request, sent
 
@@ -323,12 +396,10 @@ class _LeaderFetcher:
     def _apply_data(self, partition, state: FetchState, data) -> None:
         diverging = data.diverging_epoch
         if diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0):
-            offset = truncation_offset(partition.log, diverging.epoch, diverging.end_offset)
-            _log.info("truncating diverged follower log", partition=_name((partition.topic,
-                                                                           partition.index)),
-                      to=offset, leader_epoch=diverging.epoch, leader_end=diverging.end_offset)
-            partition.log.truncate_to(offset)
-            state.fetch_offset = partition.log.log_end_offset
+            # Kafka: truncate, and take nothing else from this answer (the next fetch
+            # brings the high watermark and log start).
+            state.fetch_offset = truncation.truncate_diverged(partition, diverging.epoch,
+                                                              diverging.end_offset)
             return
         if data.records:
             partition.append_as_follower(data.records)
@@ -372,23 +443,33 @@ class _LeaderFetcher:
         state.delayed_until_ms = self._broker.clock.time_ms() + self._backoff_ms
 
 
-def truncation_offset(log, leader_epoch: int, leader_end_offset: int) -> int:
-    """Where a follower truncates on a diverging epoch (Kafka's getOffsetTruncationState).
+def _fetch_topics(to_send: dict[PartitionKey, PartitionData]) -> list:
+    """FetchTopics in order; consecutive partitions of one topic share one (Kafka's)."""
+    topics: list = []
+    for (name, index), data in to_send.items():
+        if not topics or topics[-1].topic != name:
+            topics.append(_Fetch.FetchTopic(topic=name, topic_id=data.topic_id, partitions=[]))
+        topics[-1].partitions.append(_Fetch.FetchTopic.FetchPartition(
+            partition=index, current_leader_epoch=data.current_leader_epoch,
+            fetch_offset=data.fetch_offset, last_fetched_epoch=data.last_fetched_epoch,
+            log_start_offset=data.log_start_offset, partition_max_bytes=data.max_bytes))
+    return topics
 
-    The leader says its largest epoch <= ours is ``leader_epoch``, ending at
-    ``leader_end_offset``.  If this log knows that epoch, it keeps up to the smaller
-    end; if its largest epoch below is another one, it keeps up to that epoch's end
-    (the next fetch asks again); without epochs, up to the leader's end.
-    """
-    leo = log.log_end_offset
-    if leader_end_offset < 0:
-        return log.high_watermark
-    epoch, end = log.leader_epoch_cache.end_offset_for(leader_epoch, leo)
-    if epoch < 0 or end < 0:
-        return min(leader_end_offset, leo)
-    if epoch != leader_epoch:
-        return min(end, leo)
-    return min(end, leader_end_offset, leo)
+
+def _forgotten(items) -> list:
+    by_topic: dict = {}
+    for topic_id, (name, index) in items:
+        by_topic.setdefault((name, topic_id), []).append(index)
+    return [_Fetch.ForgottenTopic(topic=name, topic_id=topic_id, partitions=indexes)
+            for (name, topic_id), indexes in by_topic.items()]
+
+
+def _setting(config, key: str, default):
+    try:
+        value = config[key]
+    except (KeyError, TypeError):
+        return default
+    return default if value is None else value
 
 
 def _topic_id(broker, name: str):

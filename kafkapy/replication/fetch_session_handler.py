@@ -1,0 +1,193 @@
+"""The fetching side of an incremental fetch session (KIP-227): Kafka's FetchSessionHandler.
+
+One handler per connection to a leader (a replica fetcher).  ``build(next)`` takes
+the partitions to fetch this round, in order, and says what the request carries:
+
+- full (session epoch 0 or -1): every partition; the session's partitions become
+  exactly these;
+- incremental (the session's id and epoch 1, 2, ...): only partitions added or
+  whose request changed (fetch offset, log start, max bytes, leader epochs, topic
+  id), the changed ones after the new ones (Kafka's order); a session partition not
+  in ``next`` is forgotten (``to_forget``); one whose topic id changed is forgotten
+  under the old id and sent again (``to_replace``, v13+ only).
+
+``handle_response`` moves the session on from the leader's answer, as Kafka's:
+a top-level error starts over (FETCH_SESSION_ID_NOT_FOUND: a new session; any other:
+close the current one and ask for a new one, epoch 0 with the old id); a full answer
+must carry every session partition and nothing else, and its session id (0: no
+session, every fetch stays full) gives the next epoch 1; an incremental answer may
+carry only session partitions, session id 0 means the leader closed the session.
+A response that fails these checks is not processed (False).  ``handle_error`` (the
+request failed) closes the session on the next request and asks for a new one.
+
+Invariants: ``session_partitions`` is what the leader's cached session holds once the
+last request built was served; ``session_topic_names`` maps the ids of topics in the
+session to names (empty when the session does not use topic ids).
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import structlog
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.replication.fetch_session import (FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID,
+                                               is_full, next_epoch)
+
+_log = structlog.get_logger("kafkapy.replication.fetch_session_handler")
+
+PartitionKey = tuple[str, int]
+
+
+class PartitionData(NamedTuple):
+    """What one partition's fetch asks (Kafka's FetchRequest.PartitionData; equality is
+    what makes a partition 'altered')."""
+
+    topic_id: uuid.UUID | None
+    fetch_offset: int
+    log_start_offset: int
+    max_bytes: int
+    current_leader_epoch: int
+    last_fetched_epoch: int
+
+
+@dataclass
+class FetchRequestData:
+    """One request's worth: what to send, forget and replace, the whole session, its
+    (id, epoch) and whether every partition has a topic id (else Fetch v12)."""
+
+    to_send: dict[PartitionKey, PartitionData]
+    to_forget: list[tuple[uuid.UUID | None, PartitionKey]]
+    to_replace: list[tuple[uuid.UUID | None, PartitionKey]]
+    session_partitions: dict[PartitionKey, PartitionData]
+    session_id: int
+    epoch: int
+    can_use_topic_ids: bool
+
+    @property
+    def is_full(self) -> bool:
+        return is_full(self.epoch)
+
+
+@dataclass
+class FetchSessionHandler:
+    node: int
+    session_id: int = INVALID_SESSION_ID
+    epoch: int = INITIAL_EPOCH
+    session_partitions: dict[PartitionKey, PartitionData] = field(default_factory=dict)
+    session_topic_names: dict[uuid.UUID, str] = field(default_factory=dict)
+
+    # -- requests -------------------------------------------------------------------------
+    def build(self, next_data: dict[PartitionKey, PartitionData]) -> FetchRequestData:
+        """Kafka's FetchSessionHandler.Builder.build over ``next_data`` (insertion order)."""
+        nxt = dict(next_data)
+        names = {}
+        without_ids = 0
+        for key, data in nxt.items():
+            if data.topic_id is None:
+                without_ids += 1
+            else:
+                names.setdefault(data.topic_id, key[0])
+        can_use_ids = without_ids == 0
+        if is_full(self.epoch):
+            self.session_partitions = nxt
+            self.session_topic_names = names if can_use_ids else {}
+            to_send = dict(nxt)
+            return FetchRequestData(to_send, [], [], dict(to_send), self.session_id,
+                                    self.epoch, can_use_ids)
+        removed, replaced = [], []
+        for key, prev in list(self.session_partitions.items()):
+            data = nxt.pop(key, None)
+            if data is None:
+                del self.session_partitions[key]
+                removed.append((prev.topic_id, key))
+                if can_use_ids and prev.topic_id is None:
+                    can_use_ids = False
+                continue
+            if (prev.topic_id != data.topic_id and prev.topic_id is not None
+                    and data.topic_id is not None):
+                replaced.append((prev.topic_id, key))
+            elif prev == data:
+                continue
+            # Re-queued at the end of the request; it keeps its place in the session.
+            nxt[key] = data
+            self.session_partitions[key] = data
+        for key, data in nxt.items():
+            if key in self.session_partitions:
+                continue   # altered or replaced: already in the session
+            self.session_partitions[key] = data
+        self.session_topic_names = names if can_use_ids else {}
+        return FetchRequestData(nxt, removed, replaced, dict(self.session_partitions),
+                                self.session_id, self.epoch, can_use_ids)
+
+    # -- answers --------------------------------------------------------------------------
+    def response_keys(self, response, version: int) -> dict[PartitionKey, object]:
+        """The answer's partitions by (name, index); v13+ ids are named by the session
+        (an id the session does not know is left out, as Kafka's responseData)."""
+        out: dict[PartitionKey, object] = {}
+        for topic in response.responses:
+            if version >= 13:
+                name = self.session_topic_names.get(topic.topic_id)
+                if name is None:
+                    continue
+            else:
+                name = topic.topic
+            for data in topic.partitions:
+                out[(name, data.partition_index)] = data
+        return out
+
+    def handle_response(self, response, version: int) -> bool:
+        """Move the session on; False when the answer must not be processed."""
+        if response.error_code:
+            _log.info("leader could not process the fetch session", node=self.node,
+                      session_id=self.session_id, epoch=self.epoch,
+                      error=_error_name(response.error_code))
+            if response.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND:
+                self._initial()
+            else:
+                self.epoch = INITIAL_EPOCH   # close the current one, ask for a new one
+            return False
+        keys = set(self.response_keys(response, version))
+        unknown_ids = version >= 13 and any(t.topic_id not in self.session_topic_names
+                                            for t in response.responses)
+        extra = keys - set(self.session_partitions)
+        if is_full(self.epoch):
+            omitted = set(self.session_partitions) - keys
+            if extra or omitted or unknown_ids:
+                _log.info("invalid full fetch response", node=self.node,
+                          extra=sorted(extra), omitted=sorted(omitted))
+                self._initial()
+                return False
+            if response.session_id == INVALID_SESSION_ID:
+                self._initial()
+            else:
+                self.session_id, self.epoch = response.session_id, next_epoch(INITIAL_EPOCH)
+            return True
+        if extra or unknown_ids:
+            _log.info("invalid incremental fetch response", node=self.node, extra=sorted(extra))
+            self.epoch = INITIAL_EPOCH
+            return False
+        if response.session_id == INVALID_SESSION_ID:
+            self._initial()   # the leader closed the session
+        else:
+            self.epoch = next_epoch(self.epoch)
+        return True
+
+    def handle_error(self) -> None:
+        """The request failed: close the session with the next one, asking for a new one."""
+        self.epoch = INITIAL_EPOCH
+
+    def notify_close(self) -> None:
+        self.epoch = FINAL_EPOCH
+
+    def _initial(self) -> None:
+        self.session_id, self.epoch = INVALID_SESSION_ID, INITIAL_EPOCH
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
