@@ -52,6 +52,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory import Purgatory, Timer
 from kafkapy.replication import acks
 from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
+from kafkapy.replication.alter_partition import AlterPartitionManager
 from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.replica_manager import ReplicaManager
 
@@ -92,6 +93,7 @@ class Broker:
         self.admin: AdminManager | None = None
         self.topic_configs: TopicConfigs | None = None
         self.replica_fetchers: ReplicaFetcherManager | None = None
+        self.alter_partition: AlterPartitionManager | None = None
         # The czxid of our /brokers/ids registration; -1 until registered.
         self.broker_epoch = -1
         self.log_manager: LogManager | None = None
@@ -133,6 +135,8 @@ class Broker:
                                               cache=self.cache)
         self._start_purgatories(loop)
         self.replica_fetchers = self.replica_manager.fetchers = ReplicaFetcherManager(self)
+        # ISR changes to the controller; attaches itself to the replica manager.
+        self.alter_partition = AlterPartitionManager(self)
         self.admin = AdminManager(self)
         self.controller = KafkaController(self)
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
@@ -283,6 +287,8 @@ class Broker:
 
     def _start_periodic_tasks(self) -> None:
         self._periodic.append(asyncio.ensure_future(self._every(1000, self._log_maintenance)))
+        # Kafka's isr-expiration: ISR shrink check every replica.lag.time.max.ms / 2.
+        self.alter_partition.start()
 
     def _stored_topic_config(self, name: str) -> dict | None:
         """A topic's stored overrides, for recovery at load (before topics are loaded)."""
@@ -373,6 +379,8 @@ class Broker:
             await self._controlled_shutdown()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.shutdown()
+        if self.alter_partition is not None:
+            self.alter_partition.close()
         if self.controller is not None:
             await self.controller.shutdown()
         if self.topic_configs is not None:
