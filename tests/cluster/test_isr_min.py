@@ -8,7 +8,9 @@ dead broker.  The topic has one partition on [controller, a, b] (the controller 
 pausing a follower never pauses the controller) with ``min.insync.replicas=2``.
 
 * A follower SIGSTOPped drops out of the ISR (the partition state znode and every broker's
-  Metadata) while still registered; after SIGCONT it catches up and is back in the ISR.
+  Metadata) while still registered, once the leader's log has moved on without it (acks=1
+  writes during the pause: an idle partition keeps a stopped follower in sync, as in
+  Kafka); after SIGCONT it catches up and is back in the ISR.
 * With both followers paused the ISR is the leader alone: an acks=all Produce answers
   NOT_ENOUGH_REPLICAS (19) and appends nothing, acks=1 is appended; after SIGCONT the
   followers rejoin, acks=all works again and the acks=1 record is there.
@@ -73,9 +75,19 @@ def isr(c: Cluster, topic: str) -> list[int]:
     return sorted(c.partition_state(topic, 0)["isr"])
 
 
-def wait_isr(c: Cluster, topic: str, expected: list[int], timeout: float, why: str) -> None:
-    """Until the state znode AND every running, unpaused broker's Metadata show ``expected``."""
+def wait_isr(c: Cluster, topic: str, expected: list[int], timeout: float, why: str,
+             written: list[bytes] | None = None) -> None:
+    """Until the state znode AND every running, unpaused broker's Metadata show ``expected``.
+    With ``written``, each poll first appends one acks=1 record to the leader (and to
+    ``written``): a follower only falls out of sync when the leader's log end moves past it
+    (Kafka's isFollowerOutOfSync: not caught up AND lagging for replica.lag.time.max.ms), so
+    an idle partition keeps even a stopped follower in its ISR."""
     def settled():
+        if written is not None:
+            value = f"filler-{len(written)}".encode()
+            assert produce(c, c.partition_state(topic, 0)["leader"], topic, [value],
+                           acks=1)[0] == NONE
+            written.append(value)
         if isr(c, topic) != sorted(expected):
             return False
         for i in c.running_ids():
@@ -105,40 +117,46 @@ def test_paused_follower_leaves_the_isr_and_rejoins(lag_cluster, unique):
     topic = unique("lagging")
     leader, a, b = setup_topic(c, topic)
     epoch = c.partition_state(topic, 0)["leader_epoch"]
+    written = [b"warm-up"]
     c.pause(a)
     try:
-        wait_isr(c, topic, [leader, b], SHRINK_S, f"paused follower {a}")
+        wait_isr(c, topic, [leader, b], SHRINK_S, f"paused follower {a}", written)
         # Still registered: the lag rule did it, not a session expiry.
         assert a in c.registered()
         state = c.partition_state(topic, 0)
         assert (state["leader"], state["leader_epoch"]) == (leader, epoch), state
         # With 2 in sync (= min.insync.replicas) acks=all still works.
-        assert produce(c, leader, topic, [b"two-in-sync"], acks=-1) == (NONE, 1)
+        assert produce(c, leader, topic, [b"two-in-sync"], acks=-1) == (NONE, len(written))
+        written.append(b"two-in-sync")
     finally:
         c.resume(a)
     wait_isr(c, topic, [1, 2, 3], REJOIN_S, f"resumed follower {a}")
-    assert produce(c, leader, topic, [b"three-in-sync"], acks=-1) == (NONE, 2)
-    got = clients.consume_confluent(c.bootstrap(a), topic, {0: 3})
-    assert got == {0: [b"warm-up", b"two-in-sync", b"three-in-sync"]}
+    assert produce(c, leader, topic, [b"three-in-sync"], acks=-1) == (NONE, len(written))
+    written.append(b"three-in-sync")
+    got = clients.consume_confluent(c.bootstrap(a), topic, {0: len(written)})
+    assert got == {0: written}
 
 
 def test_isr_below_min_insync_refuses_acks_all_but_not_acks_1(lag_cluster, unique):
     c = lag_cluster
     topic = unique("min-isr")
     leader, a, b = setup_topic(c, topic)
+    written = [b"warm-up"]
     c.pause(a)
     c.pause(b)
     try:
-        wait_isr(c, topic, [leader], SHRINK_S, f"paused followers {a} and {b}")
+        wait_isr(c, topic, [leader], SHRINK_S, f"paused followers {a} and {b}", written)
         assert {a, b} <= set(c.registered())
         assert produce(c, leader, topic, [b"refused"], acks=-1) == (NOT_ENOUGH_REPLICAS, -1)
-        assert produce(c, leader, topic, [b"leader-only"], acks=1) == (NONE, 1)
+        assert produce(c, leader, topic, [b"leader-only"], acks=1) == (NONE, len(written))
+        written.append(b"leader-only")
         assert produce(c, leader, topic, [b"refused-again"], acks=-1)[0] == NOT_ENOUGH_REPLICAS
     finally:
         c.resume(a)
         c.resume(b)
     wait_isr(c, topic, [1, 2, 3], REJOIN_S, f"resumed followers {a} and {b}")
-    assert produce(c, leader, topic, [b"accepted"], acks=-1) == (NONE, 2)
-    # The refused writes were never appended; the acks=1 one is there.
-    got = clients.consume_confluent(c.bootstrap(a), topic, {0: 3}, timeout=30)
-    assert got == {0: [b"warm-up", b"leader-only", b"accepted"]}
+    assert produce(c, leader, topic, [b"accepted"], acks=-1) == (NONE, len(written))
+    written.append(b"accepted")
+    # The refused writes were never appended; the acks=1 ones are there.
+    got = clients.consume_confluent(c.bootstrap(a), topic, {0: len(written)}, timeout=30)
+    assert got == {0: written}
