@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kafkapy.handlers._txn import fenced_for_version, service
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.replication.acks import then
 
 API_KEY = 25
 MIN_VERSION = 0
@@ -22,5 +23,6 @@ def handle(ctx, request):
     else:
         error = txns.coordinator.add_offsets(request.transactional_id, request.producer_id,
                                              request.producer_epoch, request.group_id)
-    return ctx.response(throttle_time_ms=0,
-                        error_code=fenced_for_version(error, ctx.api_version, 2))
+    # Answered once the new state is durable (a future while it replicates).
+    return then(error, lambda code: ctx.response(
+        throttle_time_ms=0, error_code=fenced_for_version(code, ctx.api_version, 2)))

@@ -21,6 +21,7 @@ from __future__ import annotations
 from kafkapy.handlers._txn import fenced_for_version, service
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.replication.acks import is_pending, then
 
 API_KEY = 24
 MIN_VERSION = 0
@@ -39,15 +40,29 @@ def handle(ctx, request):
         errors = _transaction(ctx, request.v3_and_below_transactional_id,
                               request.v3_and_below_producer_id,
                               request.v3_and_below_producer_epoch, False, topics)
-        return ctx.response(throttle_time_ms=0,
-                            results_by_topic_v3_and_below=_topic_results(topics, errors))
-    results = []
+        # Answered once the new state is durable (a future while it replicates).
+        return then(errors, lambda done: ctx.response(
+            throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(topics, done)))
+    answers = []
     for txn in request.transactions:
         topics = [(t.name, list(t.partitions)) for t in txn.topics]
-        errors = _transaction(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch,
-                              bool(txn.verify_only), topics)
-        results.append(_TxnResult(transactional_id=txn.transactional_id,
-                                  topic_results=_topic_results(topics, errors)))
+        answers.append((txn.transactional_id, topics, _transaction(
+            ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch,
+            bool(txn.verify_only), topics)))
+    if any(is_pending(errors) for _, _, errors in answers):
+        return _batched(ctx, answers)
+    return _batched_response(ctx, answers)
+
+
+async def _batched(ctx, answers):
+    done = [(txn_id, topics, await errors if is_pending(errors) else errors)
+            for txn_id, topics, errors in answers]
+    return _batched_response(ctx, done)
+
+
+def _batched_response(ctx, answers):
+    results = [_TxnResult(transactional_id=txn_id, topic_results=_topic_results(topics, errors))
+               for txn_id, topics, errors in answers]
     return ctx.response(throttle_time_ms=0, error_code=0, results_by_transaction=results)
 
 
@@ -64,9 +79,13 @@ def _transaction(ctx, txn_id, producer_id, epoch, verify_only: bool, topics) -> 
                 else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
     if verify_only:
         return txns.coordinator.verify_partitions(txn_id, producer_id, epoch, wanted)
-    error = txns.coordinator.add_partitions(txn_id, producer_id, epoch, wanted)
-    error = fenced_for_version(error, ctx.api_version, 2)
-    return {tp: error for tp in wanted}
+    added = txns.coordinator.add_partitions(txn_id, producer_id, epoch, wanted)
+
+    def per_partition(error: int) -> dict:
+        error = fenced_for_version(error, ctx.api_version, 2)
+        return {tp: error for tp in wanted}
+
+    return then(added, per_partition)
 
 
 def _topic_results(topics, errors: dict):

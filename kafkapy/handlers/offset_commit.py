@@ -24,6 +24,7 @@ from kafkapy.coordinator.group.zk_offsets import store_offset
 from kafkapy.handlers._groups import coordinator
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.replication import acks
 
 _log = structlog.get_logger("kafkapy.handlers.offset_commit")
 
@@ -53,12 +54,19 @@ def handle(ctx, request):
             stamp = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
             offsets[tp] = OffsetAndMetadata(p.committed_offset, epoch,
                                             p.committed_metadata or "", stamp, expire)
-    if offsets:
-        errors.update(coordinator(ctx).commit_offsets(
-            request.group_id, request.member_id or "",
-            request.group_instance_id if version >= 7 else None,
-            request.generation_id_or_member_epoch, offsets))
-    return ctx.response(throttle_time_ms=0, topics=_topics(request, errors))
+    if not offsets:
+        return ctx.response(throttle_time_ms=0, topics=_topics(request, errors))
+    committed = coordinator(ctx).commit_offsets(
+        request.group_id, request.member_id or "",
+        request.group_instance_id if version >= 7 else None,
+        request.generation_id_or_member_epoch, offsets)
+
+    def respond(results: dict):
+        errors.update(results)
+        return ctx.response(throttle_time_ms=0, topics=_topics(request, errors))
+
+    # Answered once the commit is durable (a future while followers catch up).
+    return acks.then(committed, respond)
 
 
 def _commit_to_store(ctx, request):

@@ -22,6 +22,7 @@ from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
 from kafkapy.handlers._txn import fenced_for_version, service
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.replication import acks
 
 API_KEY = 28
 MIN_VERSION = 0
@@ -48,6 +49,7 @@ def handle(ctx, request):
                 p.committed_offset, p.committed_leader_epoch if version >= 2 else -1,
                 p.committed_metadata if p.committed_metadata is not None else "", now)
     groups = getattr(broker, "groups", None)
+    committed: dict = {}
     if offsets:
         if groups is None:
             results.update({tp: ErrorCode.COORDINATOR_NOT_AVAILABLE for tp in offsets})
@@ -55,18 +57,24 @@ def handle(ctx, request):
             member_id = request.member_id if version >= 3 else ""
             instance_id = request.group_instance_id if version >= 3 else None
             generation = request.generation_id if version >= 3 else -1
-            results.update(groups.coordinator.commit_txn_offsets(
+            committed = groups.coordinator.commit_txn_offsets(
                 request.group_id, request.producer_id, request.producer_epoch,
                 member_id or "", instance_id, generation, offsets,
-                verify=lambda: _verify(ctx, request)))
-    topics = []
-    for topic in request.topics:
-        topics.append(_Topic(name=topic.name, partitions=[
-            _Partition(partition_index=p.partition_index,
-                       error_code=fenced_for_version(results[(topic.name, p.partition_index)],
-                                                     version, 2))
-            for p in topic.partitions]))
-    return ctx.response(throttle_time_ms=0, topics=topics)
+                verify=lambda: _verify(ctx, request))
+
+    def respond(written: dict):
+        results.update(written)
+        topics = []
+        for topic in request.topics:
+            topics.append(_Topic(name=topic.name, partitions=[
+                _Partition(partition_index=p.partition_index,
+                           error_code=fenced_for_version(
+                               results[(topic.name, p.partition_index)], version, 2))
+                for p in topic.partitions]))
+        return ctx.response(throttle_time_ms=0, topics=topics)
+
+    # Answered once the offsets are durable (a future while followers catch up).
+    return acks.then(committed, respond)
 
 
 # Kafka's GroupMetadataManager.maybeConvertOffsetCommitError, for the errors a

@@ -377,7 +377,7 @@ async def test_the_coordinator_completes_a_transaction_through_the_channel(h):
     from kafkapy.purgatory.timer import Timer
 
     class Store:
-        def write(self, index, key, value):
+        def write(self, index, key, value, timeout_ms=None):
             return 0
 
     two, three = await h.add_broker(2), await h.add_broker(3)

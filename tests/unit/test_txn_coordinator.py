@@ -25,7 +25,7 @@ class FakeStore:
         self.records: list[tuple[int, bytes, bytes | None]] = []
         self.fail_with = 0
 
-    def write(self, index, key, value):
+    def write(self, index, key, value, timeout_ms=None):
         if self.fail_with:
             return self.fail_with
         self.records.append((index, key, value))

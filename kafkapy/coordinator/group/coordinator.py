@@ -15,8 +15,9 @@ Rebalance (Kafka's classic protocol):
   up to the rebalance timeout;
 - then the generation is bumped, a protocol is chosen (common to all, most
   votes), the leader gets every member's metadata and the group moves to
-  CompletingRebalance; the leader's SyncGroup assignment is persisted and
-  handed out and the group becomes Stable;
+  CompletingRebalance; the leader's SyncGroup assignment is persisted and,
+  once that write is durable (the high watermark passed it: a later loop turn
+  when followers must catch up), handed out and the group becomes Stable;
 - a member whose session timeout passes without a heartbeat (and that is not
   parked in a join/sync) is removed, which triggers a rebalance.
 Offset and admin operations live in the mixins ``OffsetOps`` and ``AdminOps``.
@@ -39,6 +40,7 @@ from kafkapy.coordinator.group.persistence import Loaded
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.group.txn_offsets import TxnOffsetOps
 from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.replication import acks
 
 _log = structlog.get_logger("kafkapy.coordinator.group")
 _S = GroupState
@@ -335,17 +337,24 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
 
     def _static_rejoin_stable(self, group: GroupMetadata, member: MemberMetadata, old_id: str,
                               old_leader: str | None, old_protocols) -> None:
-        error = self._store_group(group, {m.member_id: m.assignment for m in group.members.values()})
-        if error:
-            member.protocols = old_protocols
-            group.replace_static_member(member.group_instance_id, member.member_id, old_id)
-            member.answer_join(JoinResult(error, ""))
-            return
-        is_leader = group.is_leader(member.member_id)
-        result = self._join_result(group, member)
-        result.skip_assignment = is_leader
-        result.old_leader_id = old_leader or ""
-        member.answer_join(result)
+        """Kafka's updateStaticMemberAndRebalance in Stable: the new member id is stored
+        (a durable write) before the member is answered; a failed write reverts it."""
+        written = self._store_group(group, {m.member_id: m.assignment
+                                            for m in group.members.values()})
+
+        def stored(error: int) -> None:
+            if error:
+                member.protocols = old_protocols
+                group.replace_static_member(member.group_instance_id, member.member_id, old_id)
+                member.answer_join(JoinResult(error, ""))
+                return
+            is_leader = group.is_leader(member.member_id)
+            result = self._join_result(group, member)
+            result.skip_assignment = is_leader
+            result.old_leader_id = old_leader or ""
+            member.answer_join(result)
+
+        acks.then(written, stored)
 
     def _expire_pending(self, group: GroupMetadata, member_id: str) -> None:
         group.pending_tasks.pop(member_id, None)
@@ -447,7 +456,8 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
                                              group.protocol_name)):
                 self._schedule_heartbeat(group, member)
 
-    def _store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> int:
+    def _store_group(self, group: GroupMetadata, assignment: dict[str, bytes]):
+        """Write the group's metadata: its error code, or a future of it (durable write)."""
         members = [R.StoredMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                                   m.rebalance_timeout_ms, m.session_timeout_ms,
                                   m.metadata(group.protocol_name) if group.protocol_name else b"",
@@ -514,15 +524,27 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
             self._leader_synced(group, assignments)
 
     def _leader_synced(self, group: GroupMetadata, assignments: dict[str, bytes]) -> None:
+        """Store the leader's assignment (a durable write; the group stays
+        CompletingRebalance meanwhile, so other members' SyncGroups wait), then hand it
+        out -- unless the group moved on while the write was in flight (Kafka's check of
+        state and generation in storeGroup's callback)."""
         full = {m: assignments.get(m, b"") for m in group.members}
-        error = self._store_group(group, full)
-        if error:
-            self._reset_and_propagate_error(group, error)
-            self._maybe_prepare_rebalance(group, "failed to store the group")
-            return
-        self._propagate_assignment(group, full)
-        group.transition_to(_S.STABLE, self._clock.time_ms())
-        _log.info("group stable", group=group.group_id, generation=group.generation)
+        generation = group.generation
+        written = self._store_group(group, full)
+
+        def stored(error: int) -> None:
+            if (self._groups.get(group.group_id) is not group
+                    or not group.is_(_S.COMPLETING_REBALANCE) or group.generation != generation):
+                return
+            if error:
+                self._reset_and_propagate_error(group, error)
+                self._maybe_prepare_rebalance(group, "failed to store the group")
+                return
+            self._propagate_assignment(group, full)
+            group.transition_to(_S.STABLE, self._clock.time_ms())
+            _log.info("group stable", group=group.group_id, generation=group.generation)
+
+        acks.then(written, stored)
 
     def _member_error(self, group: GroupMetadata | None, member_id: str,
                       instance_id: str | None, generation: int) -> int:

@@ -64,6 +64,9 @@ class GroupMetadata:
         self.pending_sync: set[str] = set()
         self.new_member_added = False
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        # Offset commits written but not yet replicated (Kafka's pendingOffsetCommits):
+        # partition -> how many; they keep an Empty group from being removed.
+        self.pending_offset_commits: dict[TopicPartition, int] = {}
         self.join_task = None      # the delayed join of the current rebalance
         self.join_initial = False  # join_task is the initial (delay) join: never completes early
         self.pending_tasks: dict = {}  # MEMBER_ID_REQUIRED ids -> their expiry task

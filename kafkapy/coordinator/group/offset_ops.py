@@ -4,8 +4,10 @@ A mixin of ``GroupCoordinator`` (uses its groups, validation and store).
 Commits are checked like Kafka's classic groups: a standalone commit
 (generation < 0) is accepted for an Empty or unknown group; otherwise the
 member must be known, of the current generation, and the group not
-CompletingRebalance.  Accepted commits are written as one batch before they
-become visible; deletions write tombstones.  Offsets of Empty groups expire
+CompletingRebalance.  Accepted commits are written as one batch and become
+visible only once it is durable (the high watermark passed it: the answer is
+then a future while followers catch up, Kafka's storeOffsets); deletions write
+tombstones without waiting (Kafka's acks=0 cleanup).  Offsets of Empty groups expire
 offsets.retention.minutes after the group became Empty (or after the commit,
 for groups without a protocol); an Empty group left without offsets (by expiry,
 by OffsetDelete, or because a topic was deleted) is removed, in one batch of
@@ -18,6 +20,7 @@ from kafkapy.coordinator.group.group import CONSUMER_PROTOCOL_TYPE, GroupMetadat
 from kafkapy.coordinator.group.kafka_order import commit_order
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
 from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.replication import acks
 
 _S = GroupState
 
@@ -38,12 +41,27 @@ class OffsetOps:
         if error:
             return {tp: error for tp in offsets}
         errors, valid = self._split_oversized(offsets)
-        if valid:
-            error = self._write_offsets(group, valid)
-            if not error:
+        if not valid:
+            return errors
+        pending = group.pending_offset_commits
+        for tp in valid:
+            pending[tp] = pending.get(tp, 0) + 1
+        written = self._write_offsets(group, valid)
+
+        def finish(error: int) -> dict[TopicPartition, int]:
+            # Kafka's putCacheCallback: visible once durable, unless the group died meanwhile.
+            for tp in valid:
+                left = pending.get(tp, 0) - 1
+                if left > 0:
+                    pending[tp] = left
+                else:
+                    pending.pop(tp, None)
+            if not error and not group.is_(_S.DEAD):
                 group.offsets.update(valid)
             errors.update({tp: error for tp in valid})
-        return errors
+            return errors
+
+        return acks.then(written, finish)
 
     def _split_oversized(self, offsets: dict) -> tuple[dict, dict]:
         """(OFFSET_METADATA_TOO_LARGE per partition whose metadata is over
@@ -122,7 +140,7 @@ class OffsetOps:
                 self._cleanup(group, gone, drop_pending=True)
 
     def _is_spent(self, group: GroupMetadata) -> bool:
-        return (group.is_(_S.EMPTY) and not group.offsets
+        return (group.is_(_S.EMPTY) and not group.offsets and not group.pending_offset_commits
                 and not self.has_pending_txn_offsets(group.group_id))
 
     def _cleanup(self, group: GroupMetadata, partitions: list[TopicPartition],
@@ -137,13 +155,15 @@ class OffsetOps:
                     by_group.get(group.group_id, {}).pop(tp, None)
         present = [tp for tp in dict.fromkeys(partitions) if tp in group.offsets]
         dead = (group.is_(_S.EMPTY) and len(present) == len(group.offsets)
+                and not group.pending_offset_commits
                 and not self.has_pending_txn_offsets(group.group_id))
         entries = [(R.offset_key(group.group_id, t, p), None) for t, p in present]
         if dead and group.generation > 0:
             entries.append((R.group_key(group.group_id), None))
         if entries:
+            # Kafka appends these tombstones with acks=0: no wait.
             error = self._store.write(self.partition_for(group.group_id), entries,
-                                      for_offsets=True)
+                                      for_offsets=True, wait=False)
             if error:
                 return error
         for tp in present:
@@ -203,8 +223,8 @@ class OffsetOps:
         entries = [(R.offset_key(group.group_id, t, p), None) for t, p in group.offsets]
         if group.generation > 0:
             entries.append((R.group_key(group.group_id), None))
-        error = (self._store.write(self.partition_for(group.group_id), entries, for_offsets=False)
-                 if entries else 0)
+        error = (self._store.write(self.partition_for(group.group_id), entries, for_offsets=False,
+                                   wait=False) if entries else 0)
         if error:
             return error
         group.transition_to(_S.DEAD, self._clock.time_ms())

@@ -4,7 +4,9 @@ Writes: one RecordBatch v2 per change (all records of one OffsetCommit, or a
 group's metadata, or the tombstones of a deletion), CreateTime = now, built
 with ``kafkapy.records.record.build_batch`` and appended through the
 partition as leader (``Partition.append_internal``), exactly like any other
-batch in the log; fetch waiters are woken as for a Produce.
+batch in the log; fetch waiters are woken as for a Produce.  Commits and group
+metadata are durable writes (acks=-1, see ``GroupStore``): the caller gets the
+outcome only once the high watermark passed them.
 Reads: ``read_entries`` decodes every record of a partition log in offset
 order (skipping control batches); ``replay`` folds them into the latest
 group metadata and offsets per group, honouring tombstones.  Loading is pure
@@ -20,62 +22,90 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.coordinator.internal_topic import scan_batches
 from kafkapy.records.record import build_batch, decode_records
 from kafkapy.coordinator.group.txn_offsets import route_batch as route_txn_batch
+from kafkapy.replication import acks
 
 OFFSETS_TOPIC = "__consumer_offsets"
-
-_TO_COORDINATOR_NOT_AVAILABLE = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
-                                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                                 ErrorCode.REQUEST_TIMED_OUT}
-_TO_NOT_COORDINATOR = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR}
-_TOO_LARGE = {ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
-              ErrorCode.INVALID_FETCH_SIZE}
 
 Entry = tuple[bytes, bytes | None]
 
 
 class GroupStore:
-    """Appends coordinator records to this broker's ``__consumer_offsets`` partitions."""
+    """Appends coordinator records to this broker's ``__consumer_offsets`` partitions.
 
-    def __init__(self, replica_manager, clock, compression: int = 0) -> None:
+    Kafka appends offset commits and group metadata with acks=-1
+    (offsets.commit.required.acks) and answers once the high watermark passes them,
+    or at offsets.commit.timeout.ms: ``write`` returns the client's error code at once
+    when it is already known (a failed append, a single replica), else a future of it.
+    ``replicate(key, result)`` is that wait (``kafkapy.replication.acks.replicated``);
+    without one (unit tests) the append is final.  Tombstones are written with acks=0
+    (``wait=False``): a lost one is written again by the next cleanup, as in Kafka.
+    """
+
+    def __init__(self, replica_manager, clock, compression: int = 0, replicate=None) -> None:
         self._replicas = replica_manager
         self._clock = clock
         self._compression = compression
+        self._replicate = replicate
 
     def partition(self, index: int):
         return self._replicas.partitions.get((OFFSETS_TOPIC, index))
 
     def write(self, index: int, entries: list[Entry], for_offsets: bool,
-              base_sequence: int = -1) -> int:
-        """Append ``entries`` as one batch; the error code the client should see.
-        (Kafka's offset commit batches carry base sequence 0, its others -1.)"""
+              base_sequence: int = -1, wait: bool = True):
+        """Append ``entries`` as one batch; the error code the client should see (or a
+        future of it).  (Kafka's offset commit batches carry base sequence 0, its
+        others -1.)"""
         partition = self.partition(index)
         if partition is None:
             return ErrorCode.NOT_COORDINATOR
         now = self._clock.time_ms()
         batch = build_batch([(k, v, None, now) for k, v in entries],
                             compression=self._compression, base_sequence=base_sequence)
-        result = partition.append_internal(batch)
-        if result.error_code == 0:
-            self._replicas.appended((OFFSETS_TOPIC, index))
-        return _client_error(result.error_code, for_offsets)
+        return self.append(index, partition, batch, for_offsets, wait)
+
+    def append(self, index: int, partition, batch: bytes, for_offsets: bool, wait: bool = True):
+        """Kafka's appendForGroup: the min ISR check of an acks=-1 append, the append, the
+        wait for the high watermark; the error mapped for the client."""
+        key = (OFFSETS_TOPIC, index)
+        result = acks.min_isr_error(partition, *key) if wait else None
+        if result is None:
+            result = partition.append_internal(batch)
+            if result.error_code == 0:
+                self._replicas.appended(key)
+        if not wait or self._replicate is None:
+            return client_error(result.error_code, for_offsets)
+        return acks.then(self._replicate(key, result),
+                         lambda code: client_error(code, for_offsets))
 
     # -- transactions (issue 6; see txn_offsets.py) --------------------------------------
     def write_transactional(self, index: int, entries: list[Entry], producer_id: int,
-                            producer_epoch: int) -> int:
+                            producer_epoch: int):
         from kafkapy.coordinator.group.txn_offsets import write_transactional
         return write_transactional(self, index, entries, producer_id, producer_epoch)
 
 
-def _client_error(code: int, for_offsets: bool) -> int:
+def client_error(code: int, for_offsets: bool) -> int:
+    """A failed append as the coordinator answers it: Kafka's maybeConvertOffsetCommitError
+    for offset commits, storeGroup's mapping for group metadata."""
     if code == 0:
         return 0
-    if code in _TO_COORDINATOR_NOT_AVAILABLE:
+    if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if code in _TO_NOT_COORDINATOR:
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
         return ErrorCode.NOT_COORDINATOR
-    if code in _TOO_LARGE:
+    if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                ErrorCode.INVALID_FETCH_SIZE):
         return ErrorCode.INVALID_COMMIT_OFFSET_SIZE if for_offsets else ErrorCode.UNKNOWN
-    return code if for_offsets else ErrorCode.UNKNOWN
+    if for_offsets:
+        # NETWORK_EXCEPTION (a failed transaction verification) makes clients retry in place.
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if code == ErrorCode.NETWORK_EXCEPTION \
+            else code
+    # storeGroup: a timed-out write makes the members rejoin.
+    return ErrorCode.REBALANCE_IN_PROGRESS if code == ErrorCode.REQUEST_TIMED_OUT else code
+
+
+_client_error = client_error   # the name txn_offsets used
 
 
 def read_entries(log, pending_txn: dict | None = None) -> list[Entry]:

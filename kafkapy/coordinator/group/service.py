@@ -24,6 +24,7 @@ from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
                                                 ensure_internal_topic)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.replication import acks
 
 _log = structlog.get_logger("kafkapy.coordinator.group")
 
@@ -34,8 +35,11 @@ class GroupService:
         self._loop = asyncio.get_running_loop()
         self.timer = broker.timer  # the broker's one timing wheel
         self.settings = GroupSettings.from_config(broker.config)
+        timeout_ms = broker.config["offsets.commit.timeout.ms"]
         store = GroupStore(broker.replica_manager, broker.clock,
-                           broker.config["offsets.topic.compression.codec"])
+                           broker.config["offsets.topic.compression.codec"],
+                           replicate=lambda key, result: acks.replicated(broker, key, result,
+                                                                         timeout_ms))
         self.coordinator = GroupCoordinator(self.settings, broker.clock, Deadlines(self.timer),
                                             store)
         self._loads = PartitionLoads(self._loop, OFFSETS_TOPIC)

@@ -14,6 +14,10 @@ Loading (``route_batch``): records of transactional batches are held per
 producer id until that producer's COMMIT (then replayed in place) or ABORT
 (dropped); what is still open at the end of the log is installed as pending.
 
+The write is durable (acks=-1): the answer -- a future of it while the high
+watermark catches up -- comes once it replicated, and only then are the offsets
+pending for the transaction.
+
 Validation (Kafka's doTxnCommitOffsets): Dead group -> COORDINATOR_NOT_AVAILABLE,
 fenced static member -> FENCED_INSTANCE_ID, a non-empty member id unknown to
 the group -> UNKNOWN_MEMBER_ID, generation >= 0 not the group's ->
@@ -28,6 +32,7 @@ from kafkapy.coordinator.group.kafka_order import commit_order
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.records.record import build_batch, decode_records
+from kafkapy.replication import acks
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -65,16 +70,35 @@ class TxnOffsetOps:
         if error:
             return {tp: error for tp in offsets}
         errors, valid = self._split_oversized(offsets)
-        if valid:
-            entries = [(R.offset_key(group_id, t, p), R.offset_value(valid[(t, p)]))
-                       for t, p in commit_order(list(valid))]  # Kafka's record order
-            error = self._store.write_transactional(self.partition_for(group_id), entries,
-                                                    producer_id, producer_epoch)
-            if not error:
-                self._pending_txn().setdefault(producer_id, {}).setdefault(
-                    group_id, {}).update(valid)
+        if not valid:
+            return errors
+        entries = [(R.offset_key(group_id, t, p), R.offset_value(valid[(t, p)]))
+                   for t, p in commit_order(list(valid))]  # Kafka's record order
+        # Kafka's prepareTxnOffsetCommit: pending (invisible until the marker) from now;
+        # a failed write takes them back (failPendingTxnOffsetCommit).
+        pending = self._pending_txn().setdefault(producer_id, {}).setdefault(group_id, {})
+        pending.update(valid)
+        written = self._store.write_transactional(self.partition_for(group_id), entries,
+                                                  producer_id, producer_epoch)
+
+        def finish(error: int) -> dict[TopicPartition, int]:
+            if error:
+                self._fail_pending_txn_offsets(producer_id, group_id, valid)
             errors.update({tp: error for tp in valid})
-        return errors
+            return errors
+
+        return acks.then(written, finish)
+
+    def _fail_pending_txn_offsets(self, producer_id: int, group_id: str, offsets: dict) -> None:
+        by_group = self._pending_txn().get(producer_id, {})
+        pending = by_group.get(group_id, {})
+        for tp, om in offsets.items():
+            if pending.get(tp) is om:
+                del pending[tp]
+        if not pending:
+            by_group.pop(group_id, None)
+        if not by_group:
+            self._pending_txn().pop(producer_id, None)
 
     def complete_txn_offsets(self, producer_id: int, partitions: list[int], commit: bool) -> None:
         """A transaction marker of ``producer_id`` landed in these offsets partitions."""
@@ -117,9 +141,9 @@ class TxnOffsetOps:
                 del self._pending_txn()[producer_id]
 
 
-def write_transactional(store, index: int, entries, producer_id: int, producer_epoch: int) -> int:
-    """Append ``entries`` as one transactional batch of the producer (no sequence)."""
-    from kafkapy.coordinator.group.persistence import _client_error
+def write_transactional(store, index: int, entries, producer_id: int, producer_epoch: int):
+    """Append ``entries`` as one transactional batch of the producer (no sequence): the
+    client's error code, or a future of it while the high watermark catches up."""
     partition = store.partition(index)
     if partition is None:
         return E.NOT_COORDINATOR
@@ -127,10 +151,7 @@ def write_transactional(store, index: int, entries, producer_id: int, producer_e
     batch = build_batch([(k, v, None, now) for k, v in entries], compression=store._compression,
                         producer_id=producer_id, producer_epoch=producer_epoch,
                         base_sequence=-1, is_transactional=True)
-    result = partition.append_internal(batch)
-    if result.error_code == 0:
-        store._replicas.appended((OFFSETS_TOPIC, index))
-    return _client_error(result.error_code, True)
+    return store.append(index, partition, batch, for_offsets=True)
 
 
 def route_batch(chunk, header, out: list, pending: dict[int, list]) -> None:

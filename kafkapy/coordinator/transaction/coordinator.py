@@ -4,7 +4,11 @@ It serves the transactional ids whose ``__transaction_state`` partition
 (``abs(java_string_hash(id)) % transaction.state.log.num.partitions``) this
 broker leads and has loaded.  Every state change is written to that partition
 first (``store.write``: key TransactionLogKey, value TransactionLogValue, see
-``records.py``) and installed only once the write succeeded.
+``records.py``) and installed only once the write is durable: the store answers
+an error code, or a future of it while followers catch up (Kafka appends with
+acks=-1 and min ISR transaction.state.log.min.isr); meanwhile the transition is
+pending, so other requests for the id get CONCURRENT_TRANSACTIONS, and the
+public operations return a future of their answer.
 
 Flow of one transaction:
 - InitProducerId: a new id gets a producer id (from the persisted id blocks)
@@ -50,14 +54,27 @@ from kafkapy.coordinator.transaction import records as R
 from kafkapy.coordinator.transaction.state import (NO_PRODUCER_EPOCH, TransactionMetadata,
                                                    TxnState, TxnTransit, is_epoch_exhausted)
 from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.replication.acks import then
 
 _log = structlog.get_logger("kafkapy.coordinator.transaction")
 S = TxnState
 MARKER_RETRY_BACKOFF_MS = 100
 
+# Kafka's appendTransactionToLog: a failed append as the client sees it.
 _TO_COORDINATOR_NOT_AVAILABLE = {E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
                                  E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT}
 _TO_NOT_COORDINATOR = {E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR}
+_TO_UNKNOWN = {E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE}
+
+
+def _coordinator_error(code: int) -> int:
+    if code in _TO_COORDINATOR_NOT_AVAILABLE:
+        return E.COORDINATOR_NOT_AVAILABLE
+    if code in _TO_NOT_COORDINATOR:
+        return E.NOT_COORDINATOR
+    if code in _TO_UNKNOWN:
+        return E.UNKNOWN
+    return code
 
 
 def partition_for(transactional_id: str, num_partitions: int) -> int:
@@ -175,8 +192,9 @@ class TransactionCoordinator:
 
     # -- InitProducerId ---------------------------------------------------------------------
     def init_producer_id(self, txn_id: str, timeout_ms: int, expected_pid: int = -1,
-                         expected_epoch: int = -1) -> tuple[int, int, int]:
-        """(error, producer id, epoch) for InitProducerId with a transactional id."""
+                         expected_epoch: int = -1):
+        """(error, producer id, epoch) for InitProducerId with a transactional id (or a
+        future of it while the write replicates)."""
         if not txn_id:
             return E.INVALID_REQUEST, -1, -1
         if timeout_ms <= 0 or timeout_ms > self.settings.max_timeout_ms:
@@ -201,8 +219,8 @@ class TransactionCoordinator:
             return E.CONCURRENT_TRANSACTIONS, -1, -1
         if txn.state == S.ONGOING:
             transit = txn.prepare_fence_producer_epoch()
-            error = self._end(txn, owned, transit.producer_epoch, False, from_client=False)
-            return (error or E.CONCURRENT_TRANSACTIONS), -1, -1
+            return then(self._end(txn, owned, transit.producer_epoch, False, from_client=False),
+                        lambda error: ((error or E.CONCURRENT_TRANSACTIONS), -1, -1))
         if txn.state not in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
             return E.INVALID_TXN_STATE, -1, -1
         if txn.producer_epoch >= 0 and is_epoch_exhausted(txn.producer_epoch) and (
@@ -214,16 +232,20 @@ class TransactionCoordinator:
                 timeout_ms, expected_epoch if expected is not None else None, now)
             if isinstance(transit, int):
                 return transit, -1, -1
-        error = self._write(txn, owned, transit)
-        if error:
-            return error, -1, -1
-        _log.info("initialized transactional id", transactional_id=txn_id,
-                  producer_id=txn.producer_id, epoch=txn.producer_epoch)
-        return 0, txn.producer_id, txn.producer_epoch
+
+        def written(error: int) -> tuple[int, int, int]:
+            if error:
+                return error, -1, -1
+            _log.info("initialized transactional id", transactional_id=txn_id,
+                      producer_id=txn.producer_id, epoch=txn.producer_epoch)
+            return 0, txn.producer_id, txn.producer_epoch
+
+        return then(self._write(txn, owned, transit), written)
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------------
     def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                       partitions: Iterable[tuple[str, int]]) -> int:
+                       partitions: Iterable[tuple[str, int]]):
+        """The error code, or a future of it while the write replicates."""
         error, owned = self._lookup(txn_id)
         if error:
             return error
@@ -240,7 +262,7 @@ class TransactionCoordinator:
         return self._write(txn, owned, txn.prepare_add_partitions(partitions,
                                                                   self._clock.time_ms()))
 
-    def add_offsets(self, txn_id: str, producer_id: int, epoch: int, group_id: str) -> int:
+    def add_offsets(self, txn_id: str, producer_id: int, epoch: int, group_id: str):
         if self._offsets_partition is None:
             return E.COORDINATOR_NOT_AVAILABLE
         return self.add_partitions(txn_id, producer_id, epoch,
@@ -272,7 +294,8 @@ class TransactionCoordinator:
         return 0
 
     # -- EndTxn -------------------------------------------------------------------------------
-    def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> int:
+    def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool):
+        """The error code, or a future of it while PrepareCommit/PrepareAbort replicates."""
         error, owned = self._lookup(txn_id)
         if error:
             return error
@@ -282,7 +305,7 @@ class TransactionCoordinator:
         return self._end(txn, owned, epoch, commit, from_client=True)
 
     def _end(self, txn: TransactionMetadata, owned: _Owned, epoch: int, commit: bool,
-             from_client: bool) -> int:
+             from_client: bool):
         if (from_client and epoch != txn.producer_epoch) or epoch < txn.producer_epoch:
             if txn.pending == S.PREPARE_EPOCH_FENCE:
                 txn.abort_pending()
@@ -299,15 +322,18 @@ class TransactionCoordinator:
                 txn.last_producer_epoch = NO_PRODUCER_EPOCH
             transit = txn.prepare_abort_or_commit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
                                                   self._clock.time_ms())
-            error = self._write(txn, owned, transit)
-            if error:
-                if fence:
-                    txn.failed_epoch_fence = True
-                return error
-            _cancel(self._timeouts.pop(txn.transactional_id, None))
-            complete = txn.prepare_complete(self._clock.time_ms())
-            self._start_markers(txn, owned.coordinator_epoch, commit, complete)
-            return 0
+
+            def prepared(error: int) -> int:
+                if error:
+                    if fence:
+                        txn.failed_epoch_fence = True
+                    return error
+                _cancel(self._timeouts.pop(txn.transactional_id, None))
+                complete = txn.prepare_complete(self._clock.time_ms())
+                self._start_markers(txn, owned.coordinator_epoch, commit, complete)
+                return 0
+
+            return then(self._write(txn, owned, transit), prepared)
         if txn.pending == S.PREPARE_EPOCH_FENCE:
             txn.abort_pending()
         if state == S.COMPLETE_COMMIT:
@@ -354,7 +380,14 @@ class TransactionCoordinator:
             job.handle = self._deadlines.schedule(MARKER_RETRY_BACKOFF_MS,
                                                   lambda: self._send_markers(job))
             return
-        error = self._write(txn, owned, job.complete)
+        then(self._write(txn, owned, job.complete), lambda error: self._completed(job, error))
+
+    def _completed(self, job: "_MarkerJob", error: int) -> None:
+        """The CompleteCommit/CompleteAbort write of a marker job ended."""
+        txn = job.txn
+        txn_id = txn.transactional_id
+        if self._marker_jobs.get(txn_id) is not job:
+            return
         if error in (E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE) \
                 and not self.serves(self.partition_for(txn_id)):
             self._marker_jobs.pop(txn_id, None)
@@ -369,27 +402,33 @@ class TransactionCoordinator:
         self._schedule_deadlines(txn)
 
     # -- writing ------------------------------------------------------------------------------
-    def _write(self, txn: TransactionMetadata, owned: _Owned, transit: TxnTransit) -> int:
-        """Write ``transit`` to the log; install it on success, forget it on failure."""
+    def _write(self, txn: TransactionMetadata, owned: _Owned, transit: TxnTransit):
+        """Write ``transit`` to the log; install it once the write is durable (the high
+        watermark passed it, within the transaction timeout as Kafka's
+        appendTransactionToLog), forget it on failure.  The error code, or a future of it;
+        meanwhile the transition stays pending (CONCURRENT_TRANSACTIONS for others)."""
         stored = R.StoredTxn(transit.producer_id, transit.producer_epoch, transit.timeout_ms,
                              int(transit.state), transit.partitions, transit.last_update_ms,
                              transit.start_ms)
         index = self.partition_for(txn.transactional_id)
         try:
-            code = self._store.write(index, R.encode_key(txn.transactional_id),
-                                     R.encode_value(stored))
+            written = self._store.write(index, R.encode_key(txn.transactional_id),
+                                        R.encode_value(stored), timeout_ms=transit.timeout_ms)
         except Exception:
             _log.exception("writing transaction state failed",
                            transactional_id=txn.transactional_id)
-            code = E.UNKNOWN
+            written = E.UNKNOWN
+        return then(written, lambda code: self._written(txn, owned, index, transit, code))
+
+    def _written(self, txn: TransactionMetadata, owned: _Owned, index: int,
+                 transit: TxnTransit, code: int) -> int:
+        current = self._owned.get(index)
         if code:
             txn.abort_pending()
-            if code in _TO_COORDINATOR_NOT_AVAILABLE:
-                return E.COORDINATOR_NOT_AVAILABLE
-            if code in _TO_NOT_COORDINATOR:
-                return E.NOT_COORDINATOR
-            return code
-        if self._owned.get(index) is not owned:
+            return _coordinator_error(code)
+        if current is not owned or owned.txns.get(txn.transactional_id) is not txn:
+            # Emigrated (or reloaded) while the write was in flight: Kafka answers
+            # NOT_COORDINATOR and leaves the state to the new owner.
             return E.NOT_COORDINATOR
         txn.complete(transit)
         self._schedule_deadlines(txn)
@@ -432,13 +471,17 @@ class TransactionCoordinator:
         _log.info("aborting timed-out transaction", transactional_id=txn_id,
                   producer_id=txn.producer_id, timeout_ms=txn.timeout_ms)
         transit = txn.prepare_fence_producer_epoch()
-        error = self._end(txn, owned, transit.producer_epoch, False, from_client=False)
-        if error:
+
+        def ended(error: int) -> None:
+            if not error:
+                return
             _log.warning("aborting timed-out transaction failed", transactional_id=txn_id,
                          error=E(error).name)
             if txn.state == S.ONGOING and txn_id not in self._timeouts:
                 self._timeouts[txn_id] = self._deadlines.schedule(
                     MARKER_RETRY_BACKOFF_MS, lambda: self._abort_if_timed_out(txn))
+
+        then(self._end(txn, owned, transit.producer_epoch, False, from_client=False), ended)
 
     def _expire_if_idle(self, txn: TransactionMetadata) -> None:
         txn_id = txn.transactional_id
@@ -454,8 +497,15 @@ class TransactionCoordinator:
             return
         txn.prepare_dead()
         index = self.partition_for(txn_id)
-        code = self._store.write(index, R.encode_key(txn_id), None)
+        # Kafka writes the tombstone with acks=-1 and forgets the id once it is durable.
+        then(self._store.write(index, R.encode_key(txn_id), None),
+             lambda code: self._expired(txn, owned, index, code))
+
+    def _expired(self, txn: TransactionMetadata, owned: _Owned, index: int, code: int) -> None:
+        txn_id = txn.transactional_id
         txn.abort_pending()
+        if self._owned.get(index) is not owned or owned.txns.get(txn_id) is not txn:
+            return
         if code:
             self._expiries[txn_id] = self._deadlines.schedule(
                 MARKER_RETRY_BACKOFF_MS, lambda: self._expire_if_idle(txn))

@@ -4,7 +4,7 @@
 (compacted, transaction.state.log.num.partitions partitions,
 transaction.state.log.replication.factor capped by the live brokers,
 segment.bytes = transaction.state.log.segment.bytes, min.insync.replicas =
-transaction.state.log.min.isr capped by the factor, compression none),
+transaction.state.log.min.isr, compression none),
 follows it through the metadata cache's listeners (loading a partition when the
 cache names this broker its leader and the replica manager hosts it as leader, at
 the leader epoch as coordinator epoch; unloading when either stops),
@@ -30,25 +30,38 @@ from kafkapy.coordinator.transaction.marker_channel import MarkerChannel
 from kafkapy.coordinator.transaction.markers import OFFSETS_TOPIC, write_markers
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.record import build_batch, decode_records
+from kafkapy.replication import acks
 
 _log = structlog.get_logger("kafkapy.coordinator.transaction")
 TRANSACTION_TOPIC = "__transaction_state"
 
 
 class _Store:
-    def __init__(self, replica_manager, clock) -> None:
-        self._replicas = replica_manager
-        self._clock = clock
+    """Kafka's appendTransactionToLog append: acks=-1, so the ISR must hold
+    min.insync.replicas (NOT_ENOUGH_REPLICAS, nothing written) and the answer -- the
+    append's error code, or a future of it -- comes once the high watermark passed the
+    record (or at ``timeout_ms``: the transaction timeout, request.timeout.ms for
+    tombstones)."""
 
-    def write(self, index: int, key: bytes, value: bytes | None) -> int:
-        partition = self._replicas.partitions.get((TRANSACTION_TOPIC, index))
+    def __init__(self, broker) -> None:
+        self._broker = broker
+        self._replicas = broker.replica_manager
+        self._clock = broker.clock
+
+    def write(self, index: int, key: bytes, value: bytes | None, timeout_ms: int | None = None):
+        tp = (TRANSACTION_TOPIC, index)
+        partition = self._replicas.partitions.get(tp)
         if partition is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        batch = build_batch([(key, value, None, self._clock.time_ms())])
-        result = partition.append_internal(batch)
-        if result.error_code == 0:
-            self._replicas.appended((TRANSACTION_TOPIC, index))
-        return result.error_code
+        result = acks.min_isr_error(partition, *tp)
+        if result is None:
+            batch = build_batch([(key, value, None, self._clock.time_ms())])
+            result = partition.append_internal(batch)
+            if result.error_code == 0:
+                self._replicas.appended(tp)
+        if timeout_ms is None:
+            timeout_ms = self._broker.config["request.timeout.ms"]
+        return acks.replicated(self._broker, tp, result, timeout_ms)
 
 
 def read_entries(log) -> list[tuple[bytes, bytes | None]]:
@@ -80,7 +93,7 @@ class TransactionService:
             high_watermark_of=self._high_watermark_of)
         self.coordinator = TransactionCoordinator(
             self.settings, broker.clock, Deadlines(broker.timer),
-            _Store(broker.replica_manager, broker.clock),
+            _Store(broker),
             self.markers, broker.producer_ids.next_id,
             self._loop.call_soon, self._offsets_partition)
         self._loads = PartitionLoads(self._loop, TRANSACTION_TOPIC)
@@ -122,11 +135,18 @@ class TransactionService:
         version = ctx.api_version
         expected_pid = request.producer_id if version >= 3 else -1
         expected_epoch = request.producer_epoch if version >= 3 else -1
-        error, pid, epoch = self.coordinator.init_producer_id(
+        answer = self.coordinator.init_producer_id(
             request.transactional_id, request.transaction_timeout_ms, expected_pid,
             expected_epoch)
-        return ctx.response(throttle_time_ms=0, error_code=fenced_for_version(error, version, 4),
-                            producer_id=pid, producer_epoch=epoch)
+
+        def respond(result):
+            error, pid, epoch = result
+            return ctx.response(throttle_time_ms=0,
+                                error_code=fenced_for_version(error, version, 4),
+                                producer_id=pid, producer_epoch=epoch)
+
+        # Answered once the new state is durable (a future while it replicates).
+        return acks.then(answer, respond)
 
     # -- the internal topic --------------------------------------------------------------
     def ensure_topic(self) -> None:
@@ -136,8 +156,10 @@ class TransactionService:
                               factor, {
                                   "cleanup.policy": "compact", "compression.type": "uncompressed",
                                   "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
-                                  "min.insync.replicas": str(min(
-                                      factor, config["transaction.state.log.min.isr"])),
+                                  # as Kafka: not capped by the factor (the
+                                  # effective min ISR is, kafkapy.replication.acks)
+                                  "min.insync.replicas": str(
+                                      config["transaction.state.log.min.isr"]),
                                   "unclean.leader.election.enable": "false"})
 
     def coordinator_node(self, transactional_id: str):
