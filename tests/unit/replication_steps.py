@@ -1,0 +1,172 @@
+"""Replicas of one partition on several 'brokers' in one process, stepped by the test.
+
+Each ``Replica`` is one broker's real pieces: a LogManager over its own tmp dir (a
+restart reloads the logs, recovery and the high-watermark checkpoint), a
+ReplicaManager applying LeaderAndIsr as the handler does, the real Fetch and
+ListOffsets handlers serving followers (requests and answers go through their wire
+encoding), a FetchManager with its session cache, and a ReplicaFetcherManager whose
+fetchers only run when the test calls ``fetch_round()``.  The test plays the
+controller (``leader_and_isr``) and the producers (``produce``: an acks=1 append on
+the leader).  Nothing waits: followers fetch with max_wait_ms = 0.
+"""
+from __future__ import annotations
+
+import inspect
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+
+from kafkapy.clock import MockClock
+from kafkapy.handlers import fetch as fetch_handler
+from kafkapy.handlers import list_offsets as list_offsets_handler
+from kafkapy.handlers.base import RequestContext
+from kafkapy.log.manager import LogManager
+from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
+from kafkapy.protocol.messages import REQUESTS, RESPONSES
+from kafkapy.records.record import build_batch
+from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
+from kafkapy.replication.fetcher import ReplicaFetcherManager
+from kafkapy.replication.replica_manager import PartitionChange, ReplicaManager
+
+TS = 1_700_000_000_000
+TOPIC = "t"
+TOPIC_ID = uuid.UUID(int=0xABCDEF)
+_HANDLERS = {1: fetch_handler, 2: list_offsets_handler}
+CONFIG = {
+    "replica.fetch.wait.max.ms": 0, "replica.fetch.min.bytes": 1,
+    "replica.fetch.response.max.bytes": 10485760, "replica.fetch.max.bytes": 1048576,
+    "replica.fetch.backoff.ms": 1000, "replica.socket.timeout.ms": 30000,
+    "fetch.max.bytes": 57671680, "num.replica.fetchers": 1,
+}
+
+
+class LocalConnection:
+    """A follower's 'connection' to a leader replica: encode, handle there, decode."""
+
+    def __init__(self, cluster: "Cluster", leader_id: int) -> None:
+        self._cluster = cluster
+        self._leader_id = leader_id
+        self.connected = True
+        self.requests: list = []   # (decoded) requests the leader received
+
+    async def send(self, request, timeout_s=None):
+        leader = self._cluster.replicas[self._leader_id]
+        if not leader.running:
+            self.connected = False
+            raise ConnectionError(f"broker {self._leader_id} is down")
+        key, version = request.API_KEY, request.API_VERSION
+        decoded = REQUESTS[key][version].decode(bytes(request.encode()))
+        self.requests.append(decoded)
+        ctx = RequestContext(leader.broker, key, version, len(self.requests), "follower",
+                             "local", RESPONSES[key], zero_copy=False, listener="PLAINTEXT")
+        response = _HANDLERS[key].handle(ctx, decoded)
+        if inspect.isawaitable(response):
+            response = await response
+        return RESPONSES[key][version].decode(bytes(response.encode()))
+
+    def close(self) -> None:
+        self.connected = False
+
+
+class Replica:
+    def __init__(self, cluster: "Cluster", node_id: int, root: Path) -> None:
+        self.cluster = cluster
+        self.node_id = node_id
+        self.dir = root / f"broker-{node_id}"
+        self.running = False
+        self.connections: list[LocalConnection] = []
+
+    # -- life ----------------------------------------------------------------------------
+    def start(self) -> "Replica":
+        clock = self.cluster.clock
+        self.logs = LogManager([str(self.dir)], clock, {})
+        self.logs.load("cluster", self.node_id)
+        cache = MetadataCache("cluster", self.node_id)
+        for node in self.cluster.node_ids:
+            endpoint = BrokerEndpoint(node, "127.0.0.1", 9000 + node)
+            cache.put_broker(endpoint, {"PLAINTEXT": endpoint})
+        self.cache = cache
+        self.replica_manager = ReplicaManager(self.logs, self.node_id, lambda name: {},
+                                              cache=cache)
+        self.broker = SimpleNamespace(
+            node_id=self.node_id, broker_epoch=100 + self.node_id, config=CONFIG, clock=clock,
+            loop=None, cache=cache, inter_broker_listener="PLAINTEXT",
+            replica_manager=self.replica_manager,
+            fetch_manager=FetchManager(FetchSessionCache(1000)))
+        self.fetchers = ReplicaFetcherManager(self.broker, connect=self._connect,
+                                              autostart=False)
+        self.replica_manager.fetchers = self.fetchers
+        self.running = True
+        return self
+
+    def stop(self) -> None:
+        """A clean stop: the high watermarks and recovery points are checkpointed."""
+        self.running = False
+        self.fetchers.remove_partitions(list(self.replica_manager.partitions))
+        self.logs.shutdown()
+
+    async def _connect(self, leader_id: int) -> LocalConnection:
+        conn = LocalConnection(self.cluster, leader_id)
+        self.connections.append(conn)
+        return conn
+
+    # -- what the controller and clients do --------------------------------------------
+    def leader_and_isr(self, leader: int, leader_epoch: int, isr: list[int],
+                       is_new: bool = False, partitions=(0,)) -> dict:
+        states = []
+        for index in partitions:
+            state = PartitionState(index, list(self.cluster.node_ids), leader, leader_epoch,
+                                   list(isr), controller_epoch=1)
+            states.append(state)
+        self.cache.put_topic(TopicMetadata(TOPIC, TOPIC_ID, {s.partition: s for s in states}))
+        return self.replica_manager.become_leader_or_follower(
+            self.cluster.controller_id, 1,
+            [PartitionChange(TOPIC, TOPIC_ID, s, is_new) for s in states])
+
+    def partition(self, index: int = 0):
+        return self.replica_manager.partitions[(TOPIC, index)]
+
+    def produce(self, value: bytes, index: int = 0) -> int:
+        """An acks=1 produce of one record; returns its offset."""
+        batch = build_batch([(None, value, [], TS)])
+        result = self.partition(index).append_as_leader(bytes(batch), 9)
+        assert result.error_code == 0, result
+        return result.base_offset
+
+    async def fetch_round(self) -> None:
+        await self.fetchers.fetch_round()
+
+    # -- what the test reads back --------------------------------------------------------
+    def records(self, index: int = 0) -> list[tuple[int, bytes]]:
+        """(offset, value) of every record in the log, read from its files."""
+        from kafka.record.default_records import DefaultRecordBatch
+        log = self.partition(index).log
+        raw = log.read_bytes(log.log_start_offset, 1 << 30)
+        out, pos = [], 0
+        while pos + 12 <= len(raw):
+            size = int.from_bytes(raw[pos + 8:pos + 12], "big") + 12
+            batch = DefaultRecordBatch(bytes(raw[pos:pos + size]))
+            out.extend((r.offset, r.value) for r in batch)
+            pos += size
+        return out
+
+    def log_bytes(self, index: int = 0) -> bytes:
+        log = self.partition(index).log
+        return bytes(log.read_bytes(log.log_start_offset, 1 << 30))
+
+
+class Cluster:
+    def __init__(self, root: Path, node_ids=(0, 1), controller_id: int = 0) -> None:
+        self.clock = MockClock(TS)
+        self.node_ids = list(node_ids)
+        self.controller_id = controller_id
+        self.replicas = {n: Replica(self, n, root) for n in node_ids}
+
+    def start(self, *node_ids) -> None:
+        for n in node_ids or self.node_ids:
+            self.replicas[n].start()
+
+    def shutdown(self) -> None:
+        for replica in self.replicas.values():
+            if replica.running:
+                replica.stop()
