@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections import Counter
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -155,6 +156,9 @@ def test_broker_cut_from_zookeeper_never_acknowledges_as_a_second_leader(proxied
         state = c.partition_state(topic, 0)
         assert new_leader == a and victim not in state["isr"], state
         assert victim not in c.registered()
+        print(f"victim {victim} outcomes (after new leader acked, error) -> count:",
+              Counter((after, err) for after, _, err, _ in victim_outcomes),
+              f"new leader acks: {sum(v.startswith(b'new-') for v in acked)}")
         second_leader_acks = [(v, off) for after, v, err, off in victim_outcomes
                               if after and err == NONE]
         assert not second_leader_acks, (
