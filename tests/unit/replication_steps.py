@@ -89,7 +89,8 @@ class Replica:
         self.replica_manager = ReplicaManager(self.logs, self.node_id, lambda name: {},
                                               cache=cache)
         self.broker = SimpleNamespace(
-            node_id=self.node_id, broker_epoch=100 + self.node_id, config=CONFIG, clock=clock,
+            node_id=self.node_id, broker_epoch=100 + self.node_id, config=self.cluster.config,
+            clock=clock,
             loop=None, cache=cache, inter_broker_listener="PLAINTEXT",
             replica_manager=self.replica_manager,
             fetch_manager=FetchManager(FetchSessionCache(1000)))
@@ -156,8 +157,10 @@ class Replica:
 
 
 class Cluster:
-    def __init__(self, root: Path, node_ids=(0, 1), controller_id: int = 0) -> None:
+    def __init__(self, root: Path, node_ids=(0, 1), controller_id: int = 0,
+                 config: dict | None = None) -> None:
         self.clock = MockClock(TS)
+        self.config = {**CONFIG, **(config or {})}
         self.node_ids = list(node_ids)
         self.controller_id = controller_id
         self.replicas = {n: Replica(self, n, root) for n in node_ids}
