@@ -116,7 +116,7 @@ def test_verifiable_producer_and_consumer_across_leader_bounces(cluster, unique,
                      lambda: f"full ISRs before bounce {bounce}: {c.states(topic)}\n{c.summary()}")
             victim = c.partition_state(topic, bounce % PARTITIONS)["leader"]
             acked_before = len(producer.named("producer_send_success"))
-            assert c.terminate(victim) == 0, f"broker {victim} exit code after SIGTERM"
+            assert c.terminate(victim) in (0, 143), f"broker {victim} exit code after SIGTERM"
             c.restart(victim)
             wait_for(lambda: full_isrs(c, topic), REJOIN_S,
                      lambda: f"bounced broker {victim} back in every ISR: {c.states(topic)}\n"
