@@ -46,18 +46,21 @@ def last_fetched_epoch(partition) -> int:
 
 
 def on_become_follower(partition) -> None:
-    """What becoming follower cuts: nothing (Kafka 3.9), or down to the HW with the hook.
-
-    Kafka 3.9 also truncates to the HW a log with no epoch at all (legacy message
-    formats; an empty log has nothing to cut): v2 batches always carry one here.
-    """
+    """What becoming follower cuts: nothing when the log has leader epochs (Kafka 3.9:
+    the fetcher truncates by epoch), down to the HW with the hook -- and, as Kafka 3.9
+    (a partition without a latest epoch starts its fetcher Truncating, which truncates
+    to the HW), when the log holds records but no epoch to fetch with."""
     log = partition.log
-    if log.offline or not truncates_to_hw(partition):
+    if log.offline:
+        return
+    no_epochs = log.leader_epoch_cache.latest_epoch is None
+    if not (truncates_to_hw(partition) or no_epochs):
         return
     if log.high_watermark < log.log_end_offset:
         end = log.log_end_offset
         log.truncate_to(log.high_watermark)
-        _log.info("truncated follower log to its high watermark (pre-KIP-101 hook)",
+        _log.info("truncated follower log to its high watermark",
+                  reason="pre-KIP-101 hook" if truncates_to_hw(partition) else "no leader epochs",
                   partition=f"{partition.topic}-{partition.index}",
                   high_watermark=log.high_watermark, log_end_offset=end)
 

@@ -214,3 +214,20 @@ def test_num_replica_fetchers_splits_partitions_into_sessions(tmp_path):
         asyncio.run(run())
     finally:
         cluster.shutdown()
+
+
+def test_becoming_follower_truncates_to_the_hw_only_a_log_without_epochs(tmp_path):
+    """Kafka 3.9: a partition with no latest epoch cannot be checked by epoch; its fetcher
+    starts Truncating and cuts to the HW.  A log with epochs keeps everything."""
+    from kafkapy.metadata.cache import PartitionState
+    from kafkapy.replication.partition import Partition
+    follow = PartitionState(0, [0, 1], 0, 5, [0, 1])
+    kept = {}
+    for name, runs in (("epochs", [(1, 6)]), ("none", [(-1, 6)])):
+        write_log(tmp_path / name / "x-0", runs)
+        log = Log.load(str(tmp_path / name / "x-0"), {}, MockClock(TS), high_watermark=4)
+        partition = Partition("x", 0, log, follow, 1)
+        assert partition.make_follower(follow)
+        kept[name] = log.log_end_offset
+        log.close()
+    assert kept == {"epochs": 6, "none": 4}
