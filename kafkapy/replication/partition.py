@@ -448,8 +448,9 @@ class Partition:
                 or not self._is_follower_in_sync(follower)):
             return
         committed = list(self.state.isr)
-        _log.info(f"Expanding ISR from {_ids(committed)} to {_ids(committed + [replica_id])}",
-                  partition=f"{self.topic}-{self.index}")
+        # Kafka 3.9 logs the proposal at debug only ("Submitting ISR state change").
+        _log.debug(f"Expanding ISR from {_ids(committed)} to {_ids(committed + [replica_id])}",
+                   partition=f"{self.topic}-{self.index}")
         self._submit(PendingIsrChange(EXPAND, frozenset([replica_id]), committed + [replica_id],
                                       self.leader_epoch, self.partition_epoch, committed))
 
