@@ -29,7 +29,8 @@ Versions 0 to 17 (Kafka 3.9's range), following KafkaApis.handleFetchRequest:
   leader, must be another assigned replica (else NOT_LEADER_OR_FOLLOWER, or
   UNKNOWN_LEADER_EPOCH when it names an epoch) and reads up to the log end; its
   sessions are privileged in the session cache.  Its fetch offset is its log end
-  for the leader's high watermark (``Partition.update_follower_fetch``); a HW
+  for the leader's high watermark (``Partition.update_follower_fetch``), for every
+  partition of its session (those an incremental fetch only implies too); a HW
   that moves wakes the produce and fetch purgatories.
 - ``last_fetched_epoch`` (v12+) is checked against the leader-epoch cache: a
   fetcher whose log diverged gets ``diverging_epoch`` and no records.

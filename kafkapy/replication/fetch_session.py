@@ -25,6 +25,9 @@ the shards in turn.  A full shard evicts a session unused for more than
 else the least valuable evictable one ordered by (privileged, size, id) if the
 newcomer ranks at least as high.  Followers' sessions are privileged.
 
+Replica fetches use the same cache (their sessions privileged); the fetching side
+of a session, a follower's, is ``fetch_session_handler`` (Kafka's FetchSessionHandler).
+
 Invariants: session ids are never 0 and unique in the cache; a session's epoch is
 the one its next request must carry; partitions keep Kafka's order (appended when
 added, moved to the end when they returned records) so a fetch reading up to
