@@ -43,6 +43,7 @@ _log = structlog.get_logger("kafkapy.replication.alter_partition")
 
 REQUEST_VERSION = 3         # Kafka 3.9 at IBP 3.9 (KIP-903: NewIsrWithEpochs)
 _RETRY_S = 0.05             # Kafka reschedules after a top-level error in 50 ms
+_NOT_CONTROLLER_RETRY_S = 0.1   # until the cache names the new controller (retry.backoff.ms)
 _CONNECT_RETRY_S = 0.5      # no controller known / unreachable
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -241,10 +242,11 @@ class AlterPartitionManager:
         """Kafka's handleAlterPartitionResponse; returns the delay before the next send."""
         error = response.error_code
         if error != ErrorCode.NO_ERROR:
-            if error == ErrorCode.NOT_CONTROLLER:
-                self._close_connection()    # the controller moved: look it up again
             _log.info("Controller returned a top-level error to AlterPartition; retrying",
                       error=_error_name(error))
+            if error == ErrorCode.NOT_CONTROLLER:
+                self._close_connection()    # the controller moved: look it up again
+                return _NOT_CONTROLLER_RETRY_S
             return _RETRY_S
         answers: dict[tuple[str, int], object] = {}
         for topic in response.topics or ():

@@ -411,6 +411,12 @@ class Partition:
         put while a member's log end is unknown, and while the ISR is under min ISR."""
         if not self.is_leader or self.log.offline:
             return False
+        log = self.log
+        if not self.followers:      # a single replica (the hot path of a lone broker)
+            if log.log_end_offset > log.high_watermark:
+                log.high_watermark = log.log_end_offset
+                return True
+            return False
         if self.is_under_min_isr:
             return False
         log = self.log
