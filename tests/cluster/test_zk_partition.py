@@ -23,6 +23,9 @@ ISR during the cut (AlterPartition, which the controller must refuse: the victim
 longer a live broker and its leader epoch is old).  With ``min.insync.replicas=1`` a leader
 that shrank its ISR on its own would acknowledge alone; the test runs with 1 and with 2.
 
+Cut from ZooKeeper, the victim must go on answering requests (Kafka's does: REQUEST_TIMED_OUT
+after the Produce timeout once its followers have gone), checked last.
+
 Runs against real Kafka 3.9 too (``KAFKAPY_CLUSTER_REFERENCE=kafka``).
 """
 from __future__ import annotations
@@ -50,6 +53,7 @@ SETTINGS = {
     "replica.fetch.wait.max.ms": "500",
 }
 Produce = REQUESTS[0]
+NO_ANSWER: list[str] = []         # why a produce got no answer (diagnostics)
 
 
 @pytest.fixture
@@ -92,7 +96,8 @@ def produce(c: Cluster, node: int, topic: str, value: bytes) -> tuple[int, int]:
                          topic_data=[Produce.TopicProduceData(name=topic, partition_data=[
                              Produce.TopicProduceData.PartitionProduceData(
                                  index=0, records=_batch(value))])])
-    except (OSError, ConnectionError, socket.timeout):
+    except (OSError, ConnectionError, socket.timeout) as e:
+        NO_ANSWER.append(f"{type(e).__name__}: {e}")
         return -1, -1
     finally:
         wire.close()
@@ -138,8 +143,11 @@ def test_broker_cut_from_zookeeper_never_acknowledges_as_a_second_leader(proxied
                 if state["leader"] != victim and state["leader_epoch"] > before["leader_epoch"]:
                     elected_at, new_leader = time.monotonic(), state["leader"]
             value = f"victim-{i}".encode()
+            sent = time.monotonic()
             err, offset = produce(c, victim, topic, value)
             victim_outcomes.append((new_leader_acked, value, err, offset))
+            print(f"victim produce {value!r}: error {err} offset {offset} after "
+                  f"{time.monotonic() - sent:.1f}s; elected={elected_at is not None}")
             if err == NONE:
                 acked[value] = offset
             if elected_at is not None:
@@ -158,7 +166,8 @@ def test_broker_cut_from_zookeeper_never_acknowledges_as_a_second_leader(proxied
         assert victim not in c.registered()
         print(f"victim {victim} outcomes (after new leader acked, error) -> count:",
               Counter((after, err) for after, _, err, _ in victim_outcomes),
-              f"new leader acks: {sum(v.startswith(b'new-') for v in acked)}")
+              f"new leader acks: {sum(v.startswith(b'new-') for v in acked)}; "
+              f"no answer: {NO_ANSWER[-3:]}")
         second_leader_acks = [(v, off) for after, v, err, off in victim_outcomes
                               if after and err == NONE]
         assert not second_leader_acks, (
@@ -181,3 +190,10 @@ def test_broker_cut_from_zookeeper_never_acknowledges_as_a_second_leader(proxied
     assert not missing, f"acknowledged writes missing afterwards: {missing[:10]}"
     values = list(log.values())
     assert len(values) == len(set(values)), "a record twice in the log"
+    # Cut from ZooKeeper, a broker goes on serving: Kafka's victim answers each acks=all
+    # Produce (NONE before the election, REQUEST_TIMED_OUT after timeout_ms once its
+    # followers have left).  No answer within 10 s means its request handling stopped.
+    unanswered = [v for _, v, err, _ in victim_outcomes if err == -1]
+    assert not unanswered, (f"{victim}, cut from ZooKeeper, answered none of {len(unanswered)} "
+                            f"of {len(victim_outcomes)} Produce requests within 10 s: "
+                            f"{NO_ANSWER[-3:]}")
