@@ -23,6 +23,8 @@ Versions 0 to 17 (Kafka 3.9's range), following KafkaApis.handleFetchRequest:
   and below v10 a topic with ``compression.type=zstd`` gets
   UNSUPPORTED_COMPRESSION_TYPE.  KAFKA_STORAGE_ERROR reads NOT_LEADER_OR_FOLLOWER
   below v6, which older clients know.
+- A consumer's Fetch v11+ may be answered by a follower (Kafka's KIP-392 fetch from
+  follower), up to that follower's high watermark; earlier versions read only the leader.
 - v16+: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the current leader,
   with its endpoint in ``node_endpoints``.
 - A follower (replica id >= 0, from v15 ``replica_state``) reads only from the
@@ -168,6 +170,9 @@ class _Fetch:
         self.max_bytes = min(request.max_bytes, fetch_max)
         self.min_bytes = min(request.min_bytes, self.max_bytes)
         self.follower = _is_follower(ctx, request)
+        # Kafka's fetchOnlyFromLeader: followers, and consumers before v11 (no client
+        # metadata); a v11+ consumer may read a follower up to its high watermark (KIP-392).
+        self.leader_only = self.follower or ctx.api_version < 11
         # (Kafka's FetchIsolation: a follower reads to the log end whatever it asks.)
         self.read_committed = request.isolation_level == READ_COMMITTED and not self.follower
 
@@ -221,8 +226,8 @@ class _Fetch:
             if local is None:
                 # Known to the cluster but not hosted here.
                 raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            partition = replicas.leader_partition(tip.topic, tip.partition,
-                                                  req.current_leader_epoch)
+            partition = replicas.readable_partition(tip.topic, tip.partition,
+                                                    req.current_leader_epoch, self.leader_only)
             if self.follower:
                 self._check_follower(partition, req)
             log = partition.log
@@ -271,7 +276,8 @@ class _Fetch:
                 future.set_result(response)
 
         def state(topic, index):
-            return _end_metadata(broker, topic, index, requests[(topic, index)], self._upper)
+            return _end_metadata(broker, topic, index, requests[(topic, index)], self._upper,
+                                 self.leader_only)
 
         operation = DelayedFetch(self.request.max_wait_ms, self.min_bytes, statuses,
                                  lambda: self.answer(self.read(record_follower=False)),
@@ -387,11 +393,12 @@ def _start_metadata(broker, tip, req):
     return partition.offset_metadata(req.fetch_offset) if partition is not None else None
 
 
-def _end_metadata(broker, topic, index, req: PartitionRequest, upper):
+def _end_metadata(broker, topic, index, req: PartitionRequest, upper, leader_only=True):
     """Where a waiting fetch may read to, or an error code when it must answer now."""
     try:
-        partition = broker.replica_manager.leader_partition(topic, index,
-                                                            req.current_leader_epoch)
+        partition = broker.replica_manager.readable_partition(topic, index,
+                                                              req.current_leader_epoch,
+                                                              leader_only)
     except KafkaError as err:
         return err.code
     if req.last_fetched_epoch >= 0:

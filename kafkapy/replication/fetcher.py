@@ -401,10 +401,14 @@ class _LeaderFetcher:
             state.fetch_offset = truncation.truncate_diverged(partition, diverging.epoch,
                                                               diverging.end_offset)
             return
+        high_watermark = partition.high_watermark
         if data.records:
             partition.append_as_follower(data.records)
         state.fetch_offset = partition.log.log_end_offset
         partition.update_follower_high_watermark(data.high_watermark, data.log_start_offset)
+        if partition.high_watermark != high_watermark:
+            # Consumers long-polling this follower (KIP-392) read up to its HW.
+            self._broker.replica_manager.appended((partition.topic, partition.index))
 
     async def _out_of_range(self, key: PartitionKey, partition, state: FetchState) -> None:
         """Kafka's handleOutOfRangeError (follower side)."""

@@ -237,6 +237,26 @@ class ReplicaManager:
         partition.check_leader(current_leader_epoch)
         return partition
 
+    def readable_partition(self, topic: str, index: int, current_leader_epoch: int = -1,
+                           leader_only: bool = True) -> Partition:
+        """The partition a fetch reads: the leader's, or (a consumer's Fetch v11+, Kafka's
+        KIP-392 fetch from follower) any replica here, at the epoch the client knows."""
+        if leader_only:
+            return self.leader_partition(topic, index, current_leader_epoch)
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            return self.leader_partition(topic, index, current_leader_epoch)  # raises
+        if partition.is_leader:
+            partition.check_leader(current_leader_epoch)
+            return partition
+        if partition.log.offline:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR)
+        if current_leader_epoch >= 0 and current_leader_epoch != partition.leader_epoch:
+            raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH
+                             if current_leader_epoch < partition.leader_epoch
+                             else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        return partition
+
     def is_leader(self, topic: str, index: int) -> bool:
         """Whether this broker hosts the partition as its leader (coordinators load then)."""
         partition = self.partitions.get((topic, index))
