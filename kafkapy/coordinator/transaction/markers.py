@@ -8,6 +8,7 @@ partition this broker leads, exactly like Kafka's coordinator-origin append:
   that producer -> INVALID_PRODUCER_EPOCH;
 - a coordinator epoch below the one last seen for the producer ->
   TRANSACTION_COORDINATOR_FENCED;
+- an ISR below the topic's min.insync.replicas -> NOT_ENOUGH_REPLICAS (acks=-1);
 - a partition this broker does not host -> NOT_LEADER_OR_FOLLOWER when the
   metadata cache knows it (Kafka's ReplicaManager.getPartitionOrError), else
   UNKNOWN_TOPIC_OR_PARTITION; hosted as a follower -> NOT_LEADER_OR_FOLLOWER.
@@ -25,6 +26,7 @@ from typing import Callable, Iterable
 
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.records.record import CONTROL_ABORT, CONTROL_COMMIT, build_control_batch
+from kafkapy.replication import acks
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -66,6 +68,11 @@ def _write_one(replica_manager, clock, producer_id: int, producer_epoch: int,
         return E.UNKNOWN_TOPIC_OR_PARTITION, None
     if not partition.is_leader:
         return E.NOT_LEADER_OR_FOLLOWER, None
+    # Kafka appends markers with acks=-1: an ISR below min.insync.replicas refuses them
+    # (NOT_ENOUGH_REPLICAS, which the coordinator retries) before the log looks at them.
+    refused = acks.min_isr_error(partition, *key)
+    if refused is not None:
+        return refused.error_code, None
     entry = partition.log.producer_state.last_entry(producer_id)
     if entry is not None and entry.coordinator_epoch > coordinator_epoch:
         return E.TRANSACTION_COORDINATOR_FENCED, None
