@@ -231,3 +231,30 @@ def test_becoming_follower_truncates_to_the_hw_only_a_log_without_epochs(tmp_pat
         kept[name] = log.log_end_offset
         log.close()
     assert kept == {"epochs": 6, "none": 4}
+
+
+def test_a_lost_session_starts_over_with_a_full_fetch(cluster):
+    """The leader forgot the session (evicted, restarted): FETCH_SESSION_ID_NOT_FOUND,
+    no partition is touched, the next fetch is full and opens a new session."""
+    async def run():
+        a, b = cluster.replicas[A], cluster.replicas[B]
+        cluster.start()
+        a.leader_and_isr(A, 0, [A, B], is_new=True, partitions=(0, 1))
+        b.leader_and_isr(A, 0, [A, B], is_new=True, partitions=(0, 1))
+        a.produce(b"x", 0)
+        await b.fetch_round()
+        [conn] = b.connections
+        old = b.fetchers.fetcher_of((TOPIC, 0)).session.session_id
+        assert old != 0
+        a.broker.fetch_manager.cache.remove(old)
+        a.produce(b"y", 1)
+        await b.fetch_round()          # refused: nothing applied
+        assert b.partition(1).log.log_end_offset == 0
+        await b.fetch_round()          # full again
+        full = conn.requests[-1]
+        assert (full.session_id, full.session_epoch) == (0, 0)
+        assert _partitions_sent(full) == [(0, 1), (1, 0)]
+        assert b.partition(1).log.log_end_offset == 1
+        await b.fetch_round()
+        assert conn.requests[-1].session_id not in (0, old)
+    asyncio.run(run())
