@@ -9,7 +9,8 @@ Kafka 3.9's ReplicaFetcherManager / ReplicaFetcherThread (ZK mode), as asyncio t
 - ``num.replica.fetchers`` fetchers per leader broker: a partition goes to fetcher
   ``abs(31 * topic.hashCode() + partition) % num.replica.fetchers`` (Kafka's
   AbstractFetcherManager.getFetcherId, Java's String.hashCode); each has its own
-  connection, client id ``broker-<id>-fetcher-<fetcher id>`` and fetch session.
+  connection, client id ``broker-<id>-fetcher-<fetcher id>`` and fetch session;
+  ``resize(n)`` moves partitions when the number changes (Kafka's resizeThreadPool).
 - Each fetcher sends Fetch (Kafka 3.9's replica version 17; 12 with topic names
   while a topic id is unknown) with ``replica_state`` = (node id, broker epoch),
   ``replica.fetch.wait.max.ms`` / ``.min.bytes`` / ``.response.max.bytes`` /
@@ -131,6 +132,21 @@ class ReplicaFetcherManager:
                     fetcher.start()
             fetcher.add(key, fetch_offset)
         self._stop_idle()
+
+    def resize(self, num_fetchers: int) -> None:
+        """Kafka's resizeThreadPool (a dynamic ``num.replica.fetchers``): every partition
+        moves to the fetcher its id names now, from the offset it had reached."""
+        num_fetchers = max(1, num_fetchers)
+        if num_fetchers == self.num_fetchers:
+            return
+        moving = {key: (leader_id, state.fetch_offset)
+                  for (leader_id, _), fetcher in self._fetchers.items()
+                  for key, state in fetcher.partitions.items()}
+        for fetcher in self._fetchers.values():
+            fetcher.stop()
+        self._fetchers.clear()
+        self.num_fetchers = num_fetchers
+        self.add_partitions(moving)
 
     def remove_partitions(self, keys) -> None:
         for key in keys:

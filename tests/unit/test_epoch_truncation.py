@@ -258,3 +258,32 @@ def test_a_lost_session_starts_over_with_a_full_fetch(cluster):
         await b.fetch_round()
         assert conn.requests[-1].session_id not in (0, old)
     asyncio.run(run())
+
+
+def test_resizing_the_fetchers_moves_partitions_with_their_offsets(tmp_path):
+    cluster = Cluster(tmp_path, node_ids=(A, B))
+    parts = tuple(range(6))
+
+    async def run():
+        a, b = cluster.replicas[A], cluster.replicas[B]
+        cluster.start()
+        a.leader_and_isr(A, 0, [A, B], is_new=True, partitions=parts)
+        b.leader_and_isr(A, 0, [A, B], is_new=True, partitions=parts)
+        for index in parts:
+            a.produce(b"v", index)
+        await b.fetch_round()
+        b.fetchers.resize(3)
+        for index in parts:
+            fetcher = b.fetchers.fetcher_of((TOPIC, index))
+            assert fetcher.fetcher_id == fetcher_id(TOPIC, index, 3)
+            assert fetcher.partitions[(TOPIC, index)].fetch_offset == 1
+        for index in parts:
+            a.produce(b"w", index)
+        await b.fetch_round()
+        assert all(b.partition(i).log.log_end_offset == 2 for i in parts)
+        b.fetchers.resize(1)
+        assert {f.fetcher_id for f in b.fetchers._fetchers.values()} == {0}
+    try:
+        asyncio.run(run())
+    finally:
+        cluster.shutdown()
