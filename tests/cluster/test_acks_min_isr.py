@@ -13,15 +13,24 @@ everything alone.  Then, as Kafka 3.9:
 * after a and b restart and rejoin the ISR, acks=all and InitProducerId work again (the
   epoch moves by one), and the log holds exactly the acknowledged records.
 
+Durable offset commits: with both followers of the group's ``__consumer_offsets``
+partition SIGSTOPped but still in the ISR (a ZooKeeper session and replica.lag.time.max.ms
+longer than the test), the high watermark cannot pass a new commit: the OffsetCommit is
+answered REQUEST_TIMED_OUT after offsets.commit.timeout.ms (5 s) and OffsetFetch still
+answers the previous offset; after SIGCONT commits succeed again.
+
 Runs against real Kafka 3.9 too (``KAFKAPY_CLUSTER_REFERENCE=kafka``).
 """
 from __future__ import annotations
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+import pytest
+
 from kafkapy.protocol.messages import REQUESTS
 from tests.cluster import clients
-from tests.cluster.conftest import FAILOVER_S, Cluster, wait_for
+from tests.cluster.conftest import FAILOVER_S, Cluster, _skip_without_reference, wait_for
+from tests.integration.request_fields import fields
 from tests.integration.wire import WireClient
 
 NONE = 0
@@ -29,6 +38,7 @@ COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
 NOT_COORDINATOR = 16
 NOT_ENOUGH_REPLICAS = 19
+REQUEST_TIMED_OUT = 7
 CONCURRENT_TRANSACTIONS = 51
 REJOIN_S = 90
 TXN_TOPIC = "__transaction_state"
@@ -135,3 +145,65 @@ def test_two_dead_followers_refuse_acks_all_and_transaction_state_writes(cluster
     assert settled_init(c, coordinator, txn_id, 60) == (NONE, pid, epoch + 1)
     got = clients.consume_confluent(c.bootstrap(a), topic, {0: 3}, timeout=30)
     assert got == {0: [b"before", b"leader-only", b"after"]}
+
+
+# --------------------------------------------------------------------------- offset commits
+
+@pytest.fixture
+def patient_cluster(tmp_path, zookeeper_server):  # noqa: F811
+    """Paused brokers stay registered and in every ISR for the whole test."""
+    _skip_without_reference()
+    c = Cluster(tmp_path / "cluster", zookeeper_server, extra_settings={
+        "zookeeper.session.timeout.ms": "30000", "replica.lag.time.max.ms": "60000"})
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+def commit(c: Cluster, node: int, group: str, topic: str, offset: int) -> int:
+    wire = WireClient(c.bootstrap(node), timeout=30)
+    try:
+        r = wire.request(8, 8, **fields(8, group_id=group, generation_id_or_member_epoch=-1,
+                                        member_id="", group_instance_id=None, topics=[dict(
+                                            name=topic, partitions=[dict(
+                                                partition_index=0, committed_offset=offset,
+                                                committed_leader_epoch=-1,
+                                                committed_metadata="")])]))
+    finally:
+        wire.close()
+    return r.topics[0].partitions[0].error_code
+
+
+def committed(c: Cluster, node: int, group: str, topic: str) -> int:
+    wire = WireClient(c.bootstrap(node), timeout=30)
+    try:
+        r = wire.request(9, 7, **fields(9, group_id=group, topics=[dict(
+            name=topic, partition_indexes=[0])], require_stable=False))
+    finally:
+        wire.close()
+    return r.topics[0].partitions[0].committed_offset
+
+
+def test_offset_commit_waits_for_the_followers(patient_cluster, unique):
+    c = patient_cluster
+    topic, group = unique("committed"), unique("group")
+    clients.create_topic(c.bootstrap(c.controller_id()), topic, partitions=1, replication=3)
+    c.wait_topic(topic, 1)
+    wait_for(lambda: clients.find_coordinator(c, c.controller_id(), group)[0] == NONE, 60,
+             "the group coordinator")
+    wait_isr(c, "__consumer_offsets", [1, 2, 3], REJOIN_S, "offsets topic after creation")
+    coordinator = clients.find_coordinator(c, c.controller_id(), group)[1]
+    wait_for(lambda: commit(c, coordinator, group, topic, 5) == NONE, 60, "a first commit")
+    others = [i for i in (1, 2, 3) if i != coordinator]
+    for i in others:
+        c.pause(i)
+    try:
+        assert commit(c, coordinator, group, topic, 9) == REQUEST_TIMED_OUT
+        assert committed(c, coordinator, group, topic) == 5
+    finally:
+        for i in others:
+            c.resume(i)
+    wait_for(lambda: commit(c, coordinator, group, topic, 12) == NONE, 60, "a commit after resume")
+    assert committed(c, coordinator, group, topic) == 12
