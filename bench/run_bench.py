@@ -58,8 +58,14 @@ MIB = 1024 * 1024
 THROUGHPUT_WORKLOADS = {
     "1k": {"record_size": 1024, "records": 300_000},
     "100b": {"record_size": 100, "records": 1_000_000},
+    # Issue 14: acks=all on three replicas.  3 partitions (the controller places one leader
+    # on each broker), replication factor 3, min.insync.replicas=2, an idempotent producer
+    # with otherwise the same settings as 1k; run only on the 3-broker clusters.
+    "rf3": {"record_size": 1024, "records": 300_000, "partitions": 3, "replication_factor": 3,
+            "topic_config": {"min.insync.replicas": "2"},
+            "producer_conf": {"enable.idempotence": True}, "clusters_only": True},
 }
-ALL_WORKLOADS = ["1k", "100b", "e2e", "sendfile"]
+ALL_WORKLOADS = ["1k", "100b", "e2e", "rf3", "sendfile"]
 # Result keys, in run and report order; "peer" is tansu (the key predates Kafka's column).
 KINDS = ("kafkapy", "kafka", "peer", "kafkapy3", "kafka3")
 LABELS = {"kafkapy": "kafkapy", "kafka": "Kafka 3.9", "peer": "tansu (peer)",
@@ -67,7 +73,14 @@ LABELS = {"kafkapy": "kafkapy", "kafka": "Kafka 3.9", "peer": "tansu (peer)",
 # Partitions of the benchmark topics per kind: the 3-broker cluster gets one partition per
 # broker (RF 1, so each broker leads one) and the records spread over them.
 PARTITIONS = {"kafkapy3": 3, "kafka3": 3}
-DEFAULT_WORKLOADS = ["1k", "100b", "e2e"]
+CLUSTER_KINDS = ("kafkapy3", "kafka3")
+DEFAULT_WORKLOADS = ["1k", "100b", "e2e", "rf3"]
+
+
+def runs_workload(kind: str, name: str, bootstrap: str | None = None) -> bool:
+    """Whether ``kind`` runs workload ``name`` (rf3 needs three brokers we started)."""
+    spec = THROUGHPUT_WORKLOADS.get(name, {})
+    return not spec.get("clusters_only") or (kind in CLUSTER_KINDS and not bootstrap)
 
 _ctx = mp.get_context("spawn")
 
@@ -133,6 +146,7 @@ def produce_phase(bootstrap: str, topic: str, count: int, size: int, nprocs: int
     errors = [r.get("error") for r in res if r.get("error")]
     acked = sum(r.get("acked", 0) for r in res)
     out: dict = {"processes": len(argsets), "records_requested": count, "records_acked": acked,
+                 "warmup_records": sum(r.get("warmup_records", 0) for r in res),
                  "delivery_errors": sum(r.get("errors") or 0 for r in res),
                  "first_delivery_error": next((r["first_error"] for r in res
                                                if r.get("first_error")), None),
@@ -428,12 +442,18 @@ class BrokerRun:
     def partitions(self) -> int:
         return 1 if self.args.bootstrap else PARTITIONS.get(self.kind, 1)
 
-    def _create_topic(self, topic: str) -> str:
+    def _create_topic(self, topic: str, spec: dict | None = None) -> str:
+        spec = spec or {}
         fallback = getattr(self.broker, "create_topic", None)
-        return wl.create_topic(self.broker.bootstrap, topic, self.partitions, fallback=fallback)
+        return wl.create_topic(self.broker.bootstrap, topic,
+                               spec.get("partitions", self.partitions), fallback=fallback,
+                               replication_factor=spec.get("replication_factor", 1),
+                               config=spec.get("topic_config"))
 
     def _profiler(self, name: str):
-        if not (self.args.profile and self.kind == "kafkapy" and self.broker.pid):
+        # kafkapy3: broker 1 (the cluster's pid), leader of one partition and follower of
+        # the other two.
+        if not (self.args.profile and self.kind in ("kafkapy", "kafkapy3") and self.broker.pid):
             return None
         from profiling import PySpy
         fmt = "flamegraph" if self.args.profile_svg else "raw"
@@ -546,6 +566,11 @@ class BrokerRun:
                 pass
         if self.result.get("status") in ("unavailable", "failed") and not self.runs:
             return self.result
+        if not self.runs:
+            self.result["status"] = "skipped"
+            self.result["notes"].append("none of the selected workloads applies to this broker "
+                                        "(rf3 runs on the 3-broker clusters only)")
+            return self.result
         wls = self.result["workloads"].values()
         oks = [w.get("ok") for w in wls]
         self.result["status"] = "ok" if oks and all(oks) else "partial" if any(
@@ -558,9 +583,13 @@ class BrokerRun:
         spec = THROUGHPUT_WORKLOADS[name]
         size = spec["record_size"]
         count = max(1, int(spec["records"] * args.records_scale))
-        out: dict = {"record_size": size, "records": count, "partitions": self.partitions,
+        partitions = spec.get("partitions", self.partitions)
+        pconf = {**spec.get("producer_conf", {}), **_kv(args.producer_conf)}
+        out: dict = {"record_size": size, "records": count, "partitions": partitions,
+                     "replication_factor": spec.get("replication_factor", 1),
+                     "topic_config": spec.get("topic_config", {}),
                      "producer_config": {**{k: v for k, v in wl.PRODUCER_DEFAULTS.items()},
-                                         **_kv(args.producer_conf)},
+                                         **pconf},
                      "consumer_config": {**wl.CONSUMER_DEFAULTS, **_kv(args.consumer_conf)}}
         bs = self.broker.bootstrap
         smoke = smoke_test(bs, self._topic(f"smoke-{name}"))
@@ -571,16 +600,17 @@ class BrokerRun:
             return out
         topic = self._topic(name)
         out["topic"] = topic
-        out["topic_created_by"] = self._create_topic(topic)
-        spread = self.partitions > 1
+        out["topic_created_by"] = self._create_topic(topic, spec)
+        spread = partitions > 1
         if spread and hasattr(self.broker, "leaders"):
             out["leaders"] = self.broker.leaders(topic)
         log(f"{self.kind} {name}: producing {count} x {size} B with {args.producer_procs} procs"
-            + (f" (at least one per partition) over {self.partitions} partitions, leaders "
-               f"{out.get('leaders')}" if spread else ""))
+            + (f" (at least one per partition) over {partitions} partitions"
+               f" RF {out['replication_factor']}, leaders {out.get('leaders')}"
+               if spread else ""))
         out["produce"] = self._phase(f"{name}-produce", lambda: produce_phase(
-            bs, topic, count, size, args.producer_procs, _kv(args.producer_conf),
-            args.phase_timeout, partitions=self.partitions))
+            bs, topic, count, size, args.producer_procs, pconf,
+            args.phase_timeout, partitions=partitions))
         p = out["produce"]
         log(f"{self.kind} {name}: produce {p.get('records_per_s')} rec/s "
             f"{p.get('mib_per_s')} MiB/s p50 {p.get('latency_ms', {}).get('p50')} ms "
@@ -589,9 +619,10 @@ class BrokerRun:
             f"{'' if p['ok'] else 'ERRORS ' + str(p.get('errors'))[:300]}")
         time.sleep(1.0)
         if spread:
+            # The topic also holds the idempotent producers' warm-up records (one each).
             out["consume"] = self._phase(f"{name}-consume", lambda: consume_partitions_phase(
-                bs, topic, self.partitions, _kv(args.consumer_conf), args.phase_timeout,
-                expected=p.get("records_acked")))
+                bs, topic, partitions, _kv(args.consumer_conf), args.phase_timeout,
+                expected=(p.get("records_acked") or 0) + p.get("warmup_records", 0)))
         else:
             out["consume"] = self._phase(f"{name}-consume", lambda: consume_phase(
                 bs, topic, size, args.consumer_procs, _kv(args.consumer_conf),
@@ -717,6 +748,109 @@ def _ratio_lines(brokers: dict) -> list[str]:
             "|---|" + "---:|" * len(others), *rows, ""]
 
 
+RF3_ROWS = (
+    # (label, getter, decimals, ratio sense: "higher" / "lower" is better, None: no ratio)
+    ("records", lambda w: w.get("records"), 0, None),
+    ("produce rec/s", lambda w: w.get("produce", {}).get("records_per_s"), 0, "higher"),
+    ("produce MiB/s", lambda w: w.get("produce", {}).get("mib_per_s"), 1, "higher"),
+    ("produce p50 ms", lambda w: w.get("produce", {}).get("latency_ms", {}).get("p50"), 1,
+     "lower"),
+    ("produce p99 ms", lambda w: w.get("produce", {}).get("latency_ms", {}).get("p99"), 1,
+     "lower"),
+    ("consume rec/s", lambda w: w.get("consume", {}).get("records_per_s"), 0, "higher"),
+    ("consume MiB/s", lambda w: w.get("consume", {}).get("mib_per_s"), 1, "higher"),
+    ("broker CPU % produce (sum of 3)",
+     lambda w: w.get("produce", {}).get("broker", {}).get("cpu_pct"), 0, "lower"),
+    ("broker CPU % consume (sum of 3)",
+     lambda w: w.get("consume", {}).get("broker", {}).get("cpu_pct"), 0, "lower"),
+    ("broker RSS peak MiB (sum of 3)", lambda w: max(
+        [x for x in (w.get("produce", {}).get("broker", {}).get("rss_peak_mib"),
+                     w.get("consume", {}).get("broker", {}).get("rss_peak_mib"))
+         if x is not None] or [None], key=lambda x: x or 0), 0, "lower"),
+    ("other load % produce", lambda w: w.get("produce", {}).get("other_load_pct"), 0, None),
+    ("other load % consume", lambda w: w.get("consume", {}).get("other_load_pct"), 0, None),
+)
+
+RF3_LEGEND = [
+    "- Columns: one per 3-broker cluster (kafkapy brokers 1-3 on ZooKeeper; Kafka 3.9 brokers "
+    "1-3 in ZooKeeper mode on its sample config/server.properties, start-script heap), and "
+    "**kafkapy / Kafka** = the kafkapy cluster's number divided by Kafka's (throughput: above "
+    "1 = kafkapy faster; latency, CPU, RSS: below 1 = kafkapy lower/better).",
+    "- Rows: *records* = 1 KiB records produced in the timed part (records scale applied; "
+    "each idempotent producer first gets one warm-up record acknowledged, so InitProducerId "
+    "is outside the clock, and the read-back includes those); *produce rec/s, MiB/s* "
+    "= acknowledged records (values only, MiB = 2^20 B) / wall time from the first produce() "
+    "to the last delivery report over all producer processes; *produce p50/p99 ms* = "
+    "librdkafka's per-record produce()->acks=all delivery report time (includes time queued "
+    "in the client, as kafka-producer-perf-test reports it); *consume rec/s, MiB/s* = the "
+    "topic read back by one fresh assign() consumer per partition (from the leaders), "
+    "assign() to last record; *broker CPU %* = CPU seconds of the three broker processes "
+    "together / phase wall time (100 = one core; ZooKeeper not counted); *broker RSS peak* = "
+    "peak of the sum of the three brokers' VmRSS sampled every 50 ms; *other load* = CPU of "
+    "processes other than the brokers and the driver (% of one core; above ~50 the numbers "
+    "are disturbed).",
+]
+
+
+def _rf3_lines(brokers: dict, run: dict) -> list[str]:
+    """Issue 14's headline: acks=all RF 3 on kafkapy's 3 brokers vs Kafka's, with ratios."""
+    cols = [k for k in CLUSTER_KINDS if "rf3" in brokers.get(k, {}).get("workloads", {})]
+    if not cols:
+        return []
+    ws = {k: brokers[k]["workloads"]["rf3"] for k in cols}
+    pair = cols == list(CLUSTER_KINDS)
+    spec = THROUGHPUT_WORKLOADS["rf3"]
+    w0 = next(iter(ws.values()))
+    pconf = w0.get("producer_config", {})
+    scales = {k: (brokers[k].get("run_info") or {}).get("records_scale",
+                                                        run.get("records_scale"))
+              for k in cols}
+    out = ["## acks=all, replication factor 3, on 3 brokers (workload rf3)", "",
+           f"{spec['record_size']} B records, topic with {spec['partitions']} partitions "
+           f"(one leader per broker), replication factor {spec['replication_factor']}, "
+           f"min.insync.replicas={spec['topic_config']['min.insync.replicas']}; producer "
+           f"acks={pconf.get('acks')}, enable.idempotence={pconf.get('enable.idempotence')}, "
+           f"linger.ms={pconf.get('linger.ms')}, batch.size={pconf.get('batch.size')}, "
+           f"compression {pconf.get('compression.type')}; {w0.get('produce', {}).get('processes')} "
+           "producer processes, each writing its own partition, bootstrapped from broker 1. "
+           "Records scale: " + ", ".join(f"{LABELS[k]} {scales[k]}" for k in cols) + ".", ""]
+    head = " | ".join(LABELS[k] for k in cols) + (" | kafkapy / Kafka |" if pair else " |")
+    out += [f"| | {head}", "|---|" + "---:|" * (len(cols) + (1 if pair else 0))]
+    for label, get, nd, sense in RF3_ROWS:
+        vals = [get(ws[k]) for k in cols]
+        cells = [_fmt(v, nd) for v in vals]
+        if pair:
+            a, b = vals
+            cells.append(f"{a / b:.2f}x" if sense and a and b else "")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    oks = " | ".join("yes" if ws[k].get("ok") else "NO" for k in cols)
+    out.append(f"| all records acknowledged and read back | {oks} |" + (" |" if pair else ""))
+    out.append("")
+    if pair:
+        a = ws["kafkapy3"].get("produce", {}).get("records_per_s")
+        b = ws["kafka3"].get("produce", {}).get("records_per_s")
+        pa = ws["kafkapy3"].get("produce", {}).get("latency_ms", {}).get("p99")
+        pb = ws["kafka3"].get("produce", {}).get("latency_ms", {}).get("p99")
+        if a and b:
+            out += [f"**Ratio kafkapy / Kafka 3.9, acks=all RF 3 produce: {a / b:.2f}x** "
+                    f"({_fmt(a)} vs {_fmt(b)} rec/s; p99 {_fmt(pa, 1)} vs {_fmt(pb, 1)} ms) — "
+                    + ("at or above Kafka." if a >= b else "below Kafka."), ""]
+    return out + RF3_LEGEND + [""]
+
+
+def rf3_summary(brokers: dict) -> str | None:
+    """One line for the console: kafkapy3 vs kafka3 on rf3."""
+    w = {k: brokers.get(k, {}).get("workloads", {}).get("rf3") for k in CLUSTER_KINDS}
+    if not all(w.values()):
+        return None
+    a, b = (w[k].get("produce", {}) for k in CLUSTER_KINDS)
+    ra, rb = a.get("records_per_s"), b.get("records_per_s")
+    ratio = f"{ra / rb:.2f}x" if ra and rb else "—"
+    return (f"rf3 (acks=all, RF 3, min ISR 2, idempotent): kafkapy3 {_fmt(ra)} rec/s "
+            f"p99 {_fmt(a.get('latency_ms', {}).get('p99'), 1)} ms; kafka3 {_fmt(rb)} rec/s "
+            f"p99 {_fmt(b.get('latency_ms', {}).get('p99'), 1)} ms; ratio {ratio}")
+
+
 def render_markdown(doc: dict) -> str:
     run = doc["run"]
     lines = [f"# kafkapy benchmark — {run['started_utc']}", ""]
@@ -745,8 +879,10 @@ def render_markdown(doc: dict) -> str:
                      + (f" — {res['error']}" if res.get("error") else ""))
     lines.append("")
     lines += _side_by_side_lines(brokers)
+    lines += _rf3_lines(brokers, run)
     lines.append("## Throughput (acks=all, linger 5 ms, batch 64 KiB, 1 partition; "
-                 "3-broker runs: 3 partitions, RF 1, one leader per broker)")
+                 "3-broker runs: 3 partitions, RF 1, one leader per broker; rf3: RF 3, "
+                 "min.insync.replicas=2, idempotent producer)")
     lines.append("")
     lines.append("| broker | workload | records | produce rec/s | produce MiB/s | p50 ms | p99 ms "
                  "| consume rec/s | consume MiB/s | broker CPU produce / consume | "
@@ -762,7 +898,8 @@ def render_markdown(doc: dict) -> str:
             after = w.get("after_idle_2s", {})
             lines.append(
                 f"| {kind} | {name} ({w.get('record_size')} B"
-                f"{', %d partitions' % w['partitions'] if w.get('partitions', 1) > 1 else ''}) "
+                f"{', %d partitions' % w['partitions'] if w.get('partitions', 1) > 1 else ''}"
+                f"{', RF %d' % w['replication_factor'] if w.get('replication_factor', 1) > 1 else ''}) "
                 f"| {_fmt(w.get('records'))} "
                 f"| {_fmt(p.get('records_per_s'))} | {_fmt(p.get('mib_per_s'), 1)} "
                 f"| {_fmt(lat.get('p50'), 1)} | {_fmt(lat.get('p99'), 1)} "
@@ -910,12 +1047,12 @@ def write_results(doc: dict, results_dir: Path, stamp: str, latest: bool) -> lis
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["kafkapy", "kafka", "peer", "tansu", "kafkapy3", "kafka3",
-                                       "all"],
-                    default="all",
-                    help="which broker to benchmark (default: all; tansu = peer; kafkapy3 = "
-                         "three kafkapy brokers on a ZooKeeper, topics with 3 partitions RF 1; "
-                         "kafka3 = the same with Kafka 3.9 in ZooKeeper mode)")
+    ap.add_argument("--only", default="all", metavar="KINDS",
+                    help="which brokers to benchmark, a comma list of kafkapy, kafka, peer "
+                         "(= tansu), kafkapy3, kafka3, or all (default: all). kafkapy3 = "
+                         "three kafkapy brokers on a ZooKeeper (topics with 3 partitions, RF 1; "
+                         "rf3: RF 3); kafka3 = the same with Kafka 3.9 in ZooKeeper mode; "
+                         "e.g. --only kafkapy3,kafka3 --workloads rf3")
     ap.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS),
                     help=f"comma list from {ALL_WORKLOADS} (default %(default)s; "
                          "'sendfile' adds a sendfile-off consume pass for kafkapy)")
@@ -970,9 +1107,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     bad = set(args.workloads) - set(ALL_WORKLOADS)
     if bad:
         ap.error(f"unknown workloads {sorted(bad)}; choose from {ALL_WORKLOADS}")
-    if args.only == "tansu":
-        args.only = "peer"
-    if args.bootstrap and args.only == "all":
+    only = [k.strip() for k in args.only.split(",") if k.strip()]
+    only = ["peer" if k == "tansu" else k for k in only]
+    bad = set(only) - set(KINDS) - {"all"}
+    if bad or not only:
+        ap.error(f"unknown --only {sorted(bad)}; choose from {list(KINDS)}, tansu or all")
+    args.only = "all" if "all" in only else ",".join(dict.fromkeys(only))
+    if args.bootstrap and (args.only == "all" or "," in args.only):
         ap.error("--bootstrap needs --only kafkapy, kafka or peer")
     if args.profile_svg:
         args.profile = True
@@ -1018,7 +1159,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"work dir {work_root}")
     doc = {"run": _run_info(args), "brokers": {}}
     previous = _previous_latest(Path(args.results_dir)) if args.merge_latest else None
-    kinds = list(KINDS) if args.only == "all" else [args.only]
+    kinds = list(KINDS) if args.only == "all" else args.only.split(",")
     runs = {kind: BrokerRun(kind, args, work_root, run_id) for kind in kinds}
     try:
         live = [k for k in kinds if runs[k].prepare()]
@@ -1031,6 +1172,8 @@ def main(argv: list[str] | None = None) -> int:
                 if name == "sendfile":
                     continue
                 for kind in live:
+                    if not runs_workload(kind, name, args.bootstrap):
+                        continue
                     runs[kind].run_one(name, rep)
                     write_results(_merged(doc, previous), Path(args.results_dir), stamp,
                                   latest=not args.no_latest)
@@ -1046,9 +1189,12 @@ def main(argv: list[str] | None = None) -> int:
         elif not args.work_dir:
             shutil.rmtree(work_root, ignore_errors=True)
     print(render_markdown(doc))
+    summary = rf3_summary(doc["brokers"])
+    if summary:
+        log(summary)
     log("wrote " + ", ".join(str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
                              for p in paths))
-    ok = all(doc["brokers"][k].get("status") == "ok" for k in kinds)
+    ok = all(doc["brokers"][k].get("status") in ("ok", "skipped") for k in kinds)
     return 0 if ok else 1
 
 
