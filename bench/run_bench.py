@@ -802,9 +802,8 @@ def _rf3_lines(brokers: dict, run: dict) -> list[str]:
     spec = THROUGHPUT_WORKLOADS["rf3"]
     w0 = next(iter(ws.values()))
     pconf = w0.get("producer_config", {})
-    scales = {k: (brokers[k].get("run_info") or {}).get("records_scale",
-                                                        run.get("records_scale"))
-              for k in cols}
+    scales = {k: (ws[k].get("run_info") or brokers[k].get("run_info") or {}).get(
+        "records_scale", run.get("records_scale")) for k in cols}
     out = ["## acks=all, replication factor 3, on 3 brokers (workload rf3)", "",
            f"{spec['record_size']} B records, topic with {spec['partitions']} partitions "
            f"(one leader per broker), replication factor {spec['replication_factor']}, "
@@ -872,6 +871,14 @@ def render_markdown(doc: dict) -> str:
         ri = res.get("run_info")
         if ri:   # a result merged from another run (--merge-latest)
             desc += f" [run {ri.get('started_utc')}, records scale {ri.get('records_scale')}]"
+            older: dict = {}
+            for n, w in res.get("workloads", {}).items():
+                wri = w.get("run_info")
+                if wri and wri != ri:
+                    older.setdefault((wri.get("started_utc"), wri.get("records_scale")),
+                                     []).append(n)
+            for (t, sc), names in older.items():
+                desc += f" [{', '.join(names)} from run {t}, records scale {sc}]"
         lines.append(f"- **{kind}**: status `{res.get('status')}` {desc} "
                      f"{('storage ' + b['storage_engine']) if b.get('storage_engine') else ''}"
                      f"{(b['mode'] + ', heap ' + b['heap_opts']) if b.get('mode') else ''}"
@@ -1139,7 +1146,17 @@ def _merged(doc: dict, previous: dict | None) -> dict:
                            if k not in KINDS]
     for kind in order:
         if kind in doc["brokers"]:
-            brokers[kind] = dict(doc["brokers"][kind], run_info=info(doc["run"]))
+            new = dict(doc["brokers"][kind], run_info=info(doc["run"]))
+            old = previous.get("brokers", {}).get(kind)
+            if old and old.get("workloads") and new.get("status") != "unavailable":
+                # Workloads of this broker not run now stay, each marked with its run.
+                old_info = old.get("run_info") or info(previous["run"])
+                kept = {n: dict(w, run_info=w.get("run_info") or old_info)
+                        for n, w in old["workloads"].items() if n not in new["workloads"]}
+                if kept:
+                    new["workloads"] = {**kept, **{n: dict(w, run_info=new["run_info"])
+                                                   for n, w in new["workloads"].items()}}
+            brokers[kind] = new
         elif kind in previous.get("brokers", {}):
             old = previous["brokers"][kind]
             brokers[kind] = dict(old, run_info=old.get("run_info") or info(previous["run"]))
