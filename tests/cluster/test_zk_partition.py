@@ -1,8 +1,9 @@
 """A broker cut off from ZooKeeper never acknowledges acks=all writes as a second leader.
 
 Every broker reaches ZooKeeper through its own ``TcpProxy`` (tests/cluster/tcp_proxy.py) on
-loopback; the brokers still reach each other directly.  The victim is a broker that is not
-the controller and leads the topic's one partition (RF 3, assignment [victim, a, b]).  The
+loopback; the brokers still reach each other directly.  The victim leads the topic's one
+partition (RF 3, assignment [victim, a, b]) and is either not the controller or the
+controller itself (then ``a`` or ``b`` takes over as controller first).  The
 test cuts the victim's proxy: its ZooKeeper session expires, the controller elects ``a``
 (first live ISR member) with a higher leader epoch and tells ``a`` and ``b``, which follow
 ``a`` from then on.  The victim is never told: it still believes it leads.
@@ -105,13 +106,16 @@ def produce(c: Cluster, node: int, topic: str, value: bytes) -> tuple[int, int]:
     return p.error_code, p.base_offset
 
 
-@pytest.mark.parametrize("min_isr", [1, 2])
+@pytest.mark.parametrize("min_isr,role", [(1, "broker"), (2, "broker"), (1, "controller")])
 def test_broker_cut_from_zookeeper_never_acknowledges_as_a_second_leader(proxied_cluster,
-                                                                         unique, min_isr):
+                                                                         unique, min_isr, role):
     c = proxied_cluster
     topic = unique("zk-cut")
     controller = c.controller_id()
-    victim = next(i for i in (1, 2, 3) if i != controller)
+    if role == "controller":
+        victim = controller
+    else:
+        victim = next(i for i in (1, 2, 3) if i != controller)
     a, b = [i for i in (1, 2, 3) if i != victim]
     clients.create_topic(c.bootstrap(controller), topic, assignment={0: [victim, a, b]},
                          configs={"min.insync.replicas": str(min_isr)})
