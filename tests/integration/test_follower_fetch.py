@@ -97,7 +97,8 @@ def _follower(tmp_path: Path, leader: BrokerProcess, topic_id, epoch: int):
     broker = SimpleNamespace(node_id=1, broker_epoch=-1, config=FOLLOWER_CONFIG,
                              clock=SYSTEM_CLOCK, loop=asyncio.get_running_loop(), cache=cache,
                              inter_broker_listener="PLAINTEXT",
-                             replica_manager=SimpleNamespace(partitions={(TOPIC, 0): partition}))
+                             replica_manager=SimpleNamespace(partitions={(TOPIC, 0): partition},
+                                                             appended=lambda key: None))
     return broker, partition
 
 

@@ -129,7 +129,8 @@ def test_kafkapy_follows_a_kafka_leader_in_a_session(tmp_path, kafka):
                                  config=FOLLOWER_CONFIG, clock=SYSTEM_CLOCK,
                                  loop=asyncio.get_running_loop(), cache=cache,
                                  inter_broker_listener="PLAINTEXT",
-                                 replica_manager=SimpleNamespace(partitions=partitions))
+                                 replica_manager=SimpleNamespace(partitions=partitions,
+                                                                 appended=lambda key: None))
         recorded: list[RecordingConnection] = []
 
         async def connect(leader_id: int) -> RecordingConnection:

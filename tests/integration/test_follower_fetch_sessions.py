@@ -129,7 +129,8 @@ def test_incremental_sessions_carry_only_changed_partitions(tmp_path, leader):
         broker = SimpleNamespace(node_id=1, broker_epoch=-1, config=FOLLOWER_CONFIG,
                                  clock=SYSTEM_CLOCK, loop=asyncio.get_running_loop(),
                                  cache=cache, inter_broker_listener="PLAINTEXT",
-                                 replica_manager=SimpleNamespace(partitions=partitions))
+                                 replica_manager=SimpleNamespace(partitions=partitions,
+                                                                 appended=lambda key: None))
         recorded: list[RecordingConnection] = []
 
         async def connect(leader_id: int) -> RecordingConnection:
