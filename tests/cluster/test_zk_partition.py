@@ -110,6 +110,7 @@ def produce(c: Cluster, node: int, topic: str, value: bytes) -> tuple[int, int]:
 def test_broker_cut_from_zookeeper_never_acknowledges_as_a_second_leader(proxied_cluster,
                                                                          unique, min_isr, role):
     c = proxied_cluster
+    NO_ANSWER.clear()
     topic = unique("zk-cut")
     controller = c.controller_id()
     if role == "controller":
@@ -198,6 +199,6 @@ def test_broker_cut_from_zookeeper_never_acknowledges_as_a_second_leader(proxied
     # Produce (NONE before the election, REQUEST_TIMED_OUT after timeout_ms once its
     # followers have left).  No answer within 10 s means its request handling stopped.
     unanswered = [v for _, v, err, _ in victim_outcomes if err == -1]
-    assert not unanswered, (f"{victim}, cut from ZooKeeper, answered none of {len(unanswered)} "
+    assert not unanswered, (f"{victim}, cut from ZooKeeper, did not answer {len(unanswered)} "
                             f"of {len(victim_outcomes)} Produce requests within 10 s: "
                             f"{NO_ANSWER[-3:]}")
