@@ -37,7 +37,8 @@ class GroupStore:
     or at offsets.commit.timeout.ms: ``write`` returns the client's error code at once
     when it is already known (a failed append, a single replica), else a future of it.
     ``replicate(key, result)`` is that wait (``kafkapy.replication.acks.replicated``);
-    without one (unit tests) the append is final.  Tombstones are written with acks=0
+    without one (offsets.commit.required.acks other than -1; unit tests) there is no
+    min ISR check and the append is final.  Tombstones are written with acks=0
     (``wait=False``): a lost one is written again by the next cleanup, as in Kafka.
     """
 
@@ -67,12 +68,13 @@ class GroupStore:
         """Kafka's appendForGroup: the min ISR check of an acks=-1 append, the append, the
         wait for the high watermark; the error mapped for the client."""
         key = (OFFSETS_TOPIC, index)
+        wait = wait and self._replicate is not None
         result = acks.min_isr_error(partition, *key) if wait else None
         if result is None:
             result = partition.append_internal(batch)
             if result.error_code == 0:
                 self._replicas.appended(key)
-        if not wait or self._replicate is None:
+        if not wait:
             return client_error(result.error_code, for_offsets)
         return acks.then(self._replicate(key, result),
                          lambda code: client_error(code, for_offsets))

@@ -36,10 +36,13 @@ class GroupService:
         self.timer = broker.timer  # the broker's one timing wheel
         self.settings = GroupSettings.from_config(broker.config)
         timeout_ms = broker.config["offsets.commit.timeout.ms"]
+        # offsets.commit.required.acks (deprecated, default -1): other values skip the
+        # min ISR check and the wait, as Kafka's appendRecords does for them.
+        durable = broker.config["offsets.commit.required.acks"] == -1
         store = GroupStore(broker.replica_manager, broker.clock,
                            broker.config["offsets.topic.compression.codec"],
-                           replicate=lambda key, result: acks.replicated(broker, key, result,
-                                                                         timeout_ms))
+                           replicate=(lambda key, result: acks.replicated(
+                               broker, key, result, timeout_ms)) if durable else None)
         self.coordinator = GroupCoordinator(self.settings, broker.clock, Deadlines(self.timer),
                                             store)
         self._loads = PartitionLoads(self._loop, OFFSETS_TOPIC)
