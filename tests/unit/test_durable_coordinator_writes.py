@@ -17,14 +17,12 @@ import pytest
 from kafkapy.coordinator.group.coordinator import GroupCoordinator
 from kafkapy.coordinator.group.group import GroupState
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
-from kafkapy.coordinator.group.persistence import OFFSETS_TOPIC, GroupStore, Loaded
+from kafkapy.coordinator.group.persistence import GroupStore, Loaded
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.transaction.state import TxnState as S
-from kafkapy.log.log import Log
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.replication.acks import is_pending
-from kafkapy.replication.partition import Partition
 from tests.unit import test_group_coordinator as group_tests
 from tests.unit import test_txn_coordinator as txn_tests
 
@@ -134,7 +132,7 @@ def test_isr_below_min_isr_refuses_the_commit_before_appending(tmp_path, loop):
     assert g.log.log_end_offset == 0 and not g.waits.pending
 
 
-# -- SyncGroup --------------------------------------------------------------------------------------
+# -- SyncGroup -------------------------------------------------------------------------------
 
 def _completing(g):
     first = g.first_join()

@@ -90,7 +90,7 @@ class TransactionService:
             broker.node_id, broker.cache, self.write_markers, broker.clock,
             request_timeout_ms=config["request.timeout.ms"],
             connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
-            high_watermark_of=self._high_watermark_of)
+            high_watermark_of=lambda key: acks.high_watermark_of(broker, key))
         self.coordinator = TransactionCoordinator(
             self.settings, broker.clock, Deadlines(broker.timer),
             _Store(broker),
@@ -116,14 +116,6 @@ class TransactionService:
         b = self._broker
         return write_markers(b.replica_manager, b.clock, producer_id, epoch, coordinator_epoch,
                              commit, partitions, self.offsets_listeners, appended)
-
-    def _high_watermark_of(self, key):
-        partition = self._broker.replica_manager.partitions.get(key)
-        if partition is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if not partition.is_leader:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return partition.high_watermark
 
     def init_producer_id(self, ctx, request):
         """InitProducerId with a transactional id (routed here by its handler)."""
