@@ -255,3 +255,20 @@ def test_txn_write_failures_map_as_kafka_and_release_the_id(t, loop, append_erro
     retry = t.coord.init_producer_id("a", 10000)
     t.store.resolve(0)
     assert retry.result()[0] == 0
+
+
+# -- transaction markers in __consumer_offsets ---------------------------------------------------
+
+@pytest.mark.parametrize("outcome, heard", [(0, [(77, [0], True)]), (E.REQUEST_TIMED_OUT, [])])
+def test_txn_offsets_materialise_once_the_marker_is_durable(tmp_path, loop, outcome, heard):
+    """Kafka hands a COMMIT marker in __consumer_offsets to the group coordinator in the
+    acks=-1 append's callback: a marker that never replicates materialises nothing (the
+    coordinator writes it again)."""
+    from kafkapy.coordinator.transaction.markers import write_markers
+    g = GroupHarness(tmp_path, loop)
+    calls = []
+    results = write_markers(g.replicas, g.clock, 77, 0, 0, True, [("__consumer_offsets", 0)],
+                            [lambda *args: calls.append(args)], replicate=g.waits)
+    assert results == {("__consumer_offsets", 0): 0} and calls == []
+    g.waits.resolve(outcome)
+    assert calls == heard

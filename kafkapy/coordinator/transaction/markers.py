@@ -14,8 +14,9 @@ partition this broker leads, exactly like Kafka's coordinator-origin append:
   UNKNOWN_TOPIC_OR_PARTITION; hosted as a follower -> NOT_LEADER_OR_FOLLOWER.
 The log indexes an ABORT in ``.txnindex`` and the LSO moves past the
 transaction; waiting fetches are woken.  Markers landing in
-``__consumer_offsets`` are then handed to the ``offsets_listeners`` so the
-group coordinator can materialise or drop the transaction's pending offsets.
+``__consumer_offsets`` are handed to the ``offsets_listeners`` once durable
+(``replicate``) so the group coordinator can materialise or drop the
+transaction's pending offsets.
 Used by the local coordinator for the partitions this broker leads (through
 ``marker_channel.MarkerChannel``, which sends the others to their leaders) and
 by the WriteTxnMarkers handler.
@@ -37,11 +38,16 @@ def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
                   coordinator_epoch: int, commit: bool,
                   partitions: Iterable[tuple[str, int]],
                   offsets_listeners: list[OffsetsListener] = (),
-                  appended: dict | None = None) -> dict[tuple[str, int], int]:
+                  appended: dict | None = None, replicate=None) -> dict[tuple[str, int], int]:
     """{partition: error code}; ``appended`` (when given) receives the AppendResult of
-    each written marker (its ``last_offset`` is what replication must reach)."""
+    each written marker (its ``last_offset`` is what replication must reach).
+
+    ``replicate(key, result)`` (``kafkapy.replication.acks.replicated``): the listeners
+    hear of a marker in ``__consumer_offsets`` only once it is durable, as Kafka
+    materialises transactional offsets in the acks=-1 append's callback; without it, at
+    once."""
     results: dict[tuple[str, int], int] = {}
-    offsets_done: list[int] = []
+    offsets_done: list[tuple[tuple[str, int], object]] = []
     for key in partitions:
         code, result = _write_one(replica_manager, clock, producer_id, producer_epoch,
                                   coordinator_epoch, commit, key)
@@ -49,10 +55,16 @@ def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
         if code == 0 and appended is not None:
             appended[key] = result
         if code == 0 and key[0] == OFFSETS_TOPIC:
-            offsets_done.append(key[1])
-    if offsets_done:
-        for listener in offsets_listeners:
-            listener(producer_id, offsets_done, commit)
+            offsets_done.append((key, result))
+    for key, result in offsets_done:
+        def materialise(code: int, index: int = key[1]) -> None:
+            if code == 0:
+                for listener in offsets_listeners:
+                    listener(producer_id, [index], commit)
+        if replicate is None:
+            materialise(0)
+        else:
+            acks.then(replicate(key, result), materialise)
     return results
 
 

@@ -114,8 +114,11 @@ class TransactionService:
         """Markers to partitions hosted here (the WriteTxnMarkers handler, and the local
         part of this coordinator's own markers)."""
         b = self._broker
+        timeout_ms = b.config["request.timeout.ms"]
         return write_markers(b.replica_manager, b.clock, producer_id, epoch, coordinator_epoch,
-                             commit, partitions, self.offsets_listeners, appended)
+                             commit, partitions, self.offsets_listeners, appended,
+                             replicate=lambda key, result: acks.replicated(b, key, result,
+                                                                           timeout_ms))
 
     def init_producer_id(self, ctx, request):
         """InitProducerId with a transactional id (routed here by its handler)."""
