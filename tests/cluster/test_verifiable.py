@@ -6,8 +6,9 @@ RF-3 topic with ``min.insync.replicas=2`` and prints one JSON line per outcome
 (``producer_send_success`` with partition and offset, or ``producer_send_error``);
 ``bin/kafka-verifiable-consumer.sh --verbose`` consumes in a group, committing, and prints
 every record (``record_data``).  Meanwhile the test bounces partition leaders twice:
-SIGTERM (a controlled shutdown moves leadership away first), restart on the same log dir,
-wait until it is back in every ISR.  Afterwards every value the producer saw acknowledged was
+SIGTERM (a controlled shutdown moves leadership away first) or kill -9 (the controller
+moves leadership when the session ends), restart on the same log dir, wait until it is
+back in every ISR.  Afterwards every value the producer saw acknowledged was
 consumed, at the partition and offset it was acknowledged with.
 
 This is how Kafka's own system tests (``replication_test.py``, ``produce_consume_validate``)
@@ -89,7 +90,9 @@ def full_isrs(c: Cluster, topic: str) -> bool:
     return all(sorted(s["isr"]) == [1, 2, 3] for s in c.states(topic).values())
 
 
-def test_verifiable_producer_and_consumer_across_leader_bounces(cluster, unique, tmp_path):
+@pytest.mark.parametrize("bounce_kind", ["sigterm", "kill"])
+def test_verifiable_producer_and_consumer_across_leader_bounces(cluster, unique, tmp_path,
+                                                                bounce_kind):
     c = cluster
     topic = unique("verifiable")
     bootstrap = ",".join(c.bootstrap(i) for i in (1, 2, 3))
@@ -116,7 +119,12 @@ def test_verifiable_producer_and_consumer_across_leader_bounces(cluster, unique,
                      lambda: f"full ISRs before bounce {bounce}: {c.states(topic)}\n{c.summary()}")
             victim = c.partition_state(topic, bounce % PARTITIONS)["leader"]
             acked_before = len(producer.named("producer_send_success"))
-            assert c.terminate(victim) in (0, 143), f"broker {victim} exit code after SIGTERM"
+            if bounce_kind == "sigterm":
+                assert c.terminate(victim) in (0, 143), f"broker {victim} exit code after SIGTERM"
+            else:
+                c.kill(victim)
+                wait_for(lambda: victim not in c.registered(), 30,
+                         f"killed broker {victim}'s session to end")
             c.restart(victim)
             wait_for(lambda: full_isrs(c, topic), REJOIN_S,
                      lambda: f"bounced broker {victim} back in every ISR: {c.states(topic)}\n"
