@@ -833,8 +833,32 @@ def _rf3_lines(brokers: dict, run: dict) -> list[str]:
         if a and b:
             out += [f"**Ratio kafkapy / Kafka 3.9, acks=all RF 3 produce: {a / b:.2f}x** "
                     f"({_fmt(a)} vs {_fmt(b)} rec/s; p99 {_fmt(pa, 1)} vs {_fmt(pb, 1)} ms) — "
-                    + ("at or above Kafka." if a >= b else "below Kafka."), ""]
+                    + ("at or above Kafka." if a >= b else "below Kafka.")
+                    + (" Medians of each cluster's repetitions." if ws["kafkapy3"].get("repeats")
+                       else ""), ""]
+        out += _rf3_repeat_lines(ws)
     return out + RF3_LEGEND + [""]
+
+
+def _rf3_repeat_lines(ws: dict) -> list[str]:
+    """Repetition n of kafkapy3 beside repetition n of kafka3 (run back to back, so they
+    saw similar load), with each one's other load and the pair's ratio."""
+    reps = {k: {r.get("rep"): r for r in ws[k].get("repeats") or []} for k in CLUSTER_KINDS}
+    common = sorted(set(reps["kafkapy3"]) & set(reps["kafka3"]), key=lambda x: x or 0)
+    if len(common) < 2:
+        return []
+    out = ["Each repetition (kafkapy's run n, then Kafka's run n; produce rec/s, p99 ms, other "
+           "load % during produce; the least disturbed pair is the fairest comparison):", "",
+           "| repetition | kafkapy 3 brokers | Kafka 3.9 3 brokers (ZK) | kafkapy / Kafka |",
+           "|---:|---|---|---:|"]
+    for n in common:
+        a, b = reps["kafkapy3"][n], reps["kafka3"][n]
+        cell = lambda r: (f"{_fmt(r.get('produce_rps'))} rec/s, p99 {_fmt(r.get('p99'), 0)} ms, "
+                          f"other {_fmt((r.get('other_load_pct') or [None])[0], 0)}%")
+        ra, rb = a.get("produce_rps"), b.get("produce_rps")
+        out.append(f"| {n} | {cell(a)} | {cell(b)} | "
+                   f"{f'{ra / rb:.2f}x' if ra and rb else '—'} |")
+    return out + [""]
 
 
 def rf3_summary(brokers: dict) -> str | None:
