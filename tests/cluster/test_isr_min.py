@@ -14,6 +14,9 @@ pausing a follower never pauses the controller) with ``min.insync.replicas=2``.
 * With both followers paused the ISR is the leader alone: an acks=all Produce answers
   NOT_ENOUGH_REPLICAS (19) and appends nothing, acks=1 is appended; after SIGCONT the
   followers rejoin, acks=all works again and the acks=1 record is there.
+* An acks=all write appended while all three were in sync and waiting when both followers
+  stop: the ISR shrinks to the leader and the write is never acknowledged
+  (REQUEST_TIMED_OUT as Kafka 3.9, or NOT_ENOUGH_REPLICAS_AFTER_APPEND); it stays in the log.
 
 Runs against real Kafka 3.9 too (``KAFKAPY_CLUSTER_REFERENCE=kafka``).
 """
@@ -29,6 +32,8 @@ from tests.integration.wire import WireClient
 
 NONE = 0
 NOT_ENOUGH_REPLICAS = 19
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+REQUEST_TIMED_OUT = 7
 SHRINK_S = 30        # lag time + the expiration task's period + AlterPartition + UpdateMetadata
 REJOIN_S = 45
 SETTINGS = {
@@ -57,11 +62,12 @@ def _batch(values: list[bytes]) -> bytes:
     return bytes(builder.build())
 
 
-def produce(c: Cluster, node: int, topic: str, values: list[bytes], acks: int):
+def produce(c: Cluster, node: int, topic: str, values: list[bytes], acks: int,
+            timeout_ms: int = 5000):
     """Produce v9 straight to ``node``: (error code, base offset)."""
-    wire = WireClient(c.bootstrap(node), timeout=30)
+    wire = WireClient(c.bootstrap(node), timeout=timeout_ms / 1000 + 30)
     try:
-        r = wire.request(0, 9, transactional_id=None, acks=acks, timeout_ms=5000,
+        r = wire.request(0, 9, transactional_id=None, acks=acks, timeout_ms=timeout_ms,
                          topic_data=[Produce.TopicProduceData(name=topic, partition_data=[
                              Produce.TopicProduceData.PartitionProduceData(
                                  index=0, records=_batch(values))])])
@@ -160,3 +166,26 @@ def test_isr_below_min_insync_refuses_acks_all_but_not_acks_1(lag_cluster, uniqu
     # The refused writes were never appended; the acks=1 ones are there.
     got = clients.consume_confluent(c.bootstrap(a), topic, {0: len(written)}, timeout=30)
     assert got == {0: written}
+
+
+def test_isr_shrinking_under_a_waiting_acks_all_write(lag_cluster, unique):
+    """Appended while 3 were in sync, the write waits; the stopped followers leave the ISR
+    (below min.insync.replicas) and the write is never acknowledged: Kafka 3.9 answers
+    REQUEST_TIMED_OUT at the request's timeout (its high watermark does not move when the
+    AlterPartition shrink commits; checked), NOT_ENOUGH_REPLICAS_AFTER_APPEND is the answer
+    when it does (checkEnoughReplicasReachOffset).  Either way the record stays in the log."""
+    c = lag_cluster
+    topic = unique("after-append")
+    leader, a, b = setup_topic(c, topic)
+    c.pause(a)
+    c.pause(b)
+    try:
+        error, _ = produce(c, leader, topic, [b"waiting"], acks=-1, timeout_ms=10000)
+        assert error in (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND), error
+        wait_isr(c, topic, [leader], SHRINK_S, f"paused followers {a} and {b}")
+    finally:
+        c.resume(a)
+        c.resume(b)
+    wait_isr(c, topic, [1, 2, 3], REJOIN_S, f"resumed followers {a} and {b}")
+    got = clients.consume_confluent(c.bootstrap(a), topic, {0: 2}, timeout=30)
+    assert got == {0: [b"warm-up", b"waiting"]}
