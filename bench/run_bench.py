@@ -15,6 +15,11 @@ Workloads (names for ``--workloads``):
 ``e2e``      end-to-end latency: one producer at ``--e2e-rate`` (1,000) records/s for
              ``--e2e-seconds`` (10) s, one long-polling consumer (fetch.wait.max.ms=500);
              produce->consume latency p50/p99 from a monotonic timestamp in the payload.
+``rf3``      (3-broker clusters only: kafkapy3, kafka3; issue 14) 1 KiB x 300,000 records to a
+             topic with 3 partitions (one leader per broker), replication factor 3,
+             min.insync.replicas=2, acks=all, idempotent producer (else the 1k settings);
+             the report's "acks=all, replication factor 3" section puts the two clusters
+             side by side with the kafkapy / Kafka ratio (and per-repetition pairs).
 ``sendfile`` (kafkapy only; hook) after each throughput workload, restart the broker on the
              same log dir with ``kafkapy.fetch.sendfile.enable=false`` and consume again.
 
@@ -22,7 +27,8 @@ For every phase the broker's CPU (% of one core) and RSS (``/proc/<pid>/status``
 every 50 ms; VmHWM) are recorded.  Each throughput workload gets a fresh broker (fresh temp
 log dir) unless ``--shared-broker``.  The machine has 2 cores shared by broker and driver, so
 the driver's CPU is reported too.  ``--profile`` samples the kafkapy broker with py-spy during
-each phase and puts the hottest functions in the report.
+each phase and puts the hottest functions in the report (kafkapy3: broker 1, which leads one
+partition and follows the other two).
 
 Results: ``bench/results/latest.json`` and ``latest.md`` plus timestamped copies
 (``bench/results/<UTC time>.json|md``).  ``--records-scale 0.1`` makes a quick run.
