@@ -85,6 +85,11 @@ class NumberedProducer:
         with self._lock:
             return len(self.acked)
 
+    def snapshot(self) -> tuple[dict[int, int], list[tuple[int, str]]]:
+        """Copies of what has been acknowledged and what failed so far."""
+        with self._lock:
+            return dict(self.acked), list(self.errors)
+
     def _on_delivery(self, err, msg) -> None:
         n = int(msg.value())
         with self._lock:
@@ -211,9 +216,7 @@ def kill_and_restart(c: Cluster, topic: str, victim: int, producer: NumberedProd
 def audit_so_far(bootstrap: str, topic: str, producer: NumberedProducer, round_no: int) -> int:
     """After a failover: every record acknowledged so far is in the log, once, in order.
     Returns how many that was."""
-    with producer._lock:
-        acked = dict(producer.acked)
-        errors = list(producer.errors)
+    acked, errors = producer.snapshot()
     if not acked:
         return 0
     log = read_partition(bootstrap, topic, until=max(acked.values()) + 1)
