@@ -24,12 +24,13 @@ from __future__ import annotations
 import asyncio
 
 import structlog
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import ConnectionLoss, NoNodeError
 
 from kafkapy.metadata import paths
 
 _log = structlog.get_logger("kafkapy.topic_configs")
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000
+_RETRY_S = 1.0
 
 
 class TopicConfigs:
@@ -121,6 +122,12 @@ class TopicConfigs:
         except NoNodeError:
             store.ensure_path(paths.CONFIG_CHANGES)
             children = sorted(store.get_children(paths.CONFIG_CHANGES, watch=self._on_children))
+        except ConnectionLoss as err:
+            # ZooKeeper is away: try again shortly (the watch that brought us here fired).
+            _log.warning("reading config change notifications failed; retrying", error=str(err))
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.call_later(_RETRY_S, self._on_children)
+            return
         except Exception:
             _log.exception("reading config change notifications failed")
             return

@@ -9,7 +9,16 @@ A thin translation layer; the ZooKeeper controller builds on it.
   connection error.  kazoo's log records of that first attempt are held back: replayed
   once connected, dropped (summed up by the error) if the attempt fails.
 * Calls are synchronous kazoo calls (one round trip each); stats are converted to
-  ``Stat``, missing data (null) is returned as ``b""``.
+  ``Stat``, missing data (null) is returned as ``b""``.  They run on the broker's
+  event loop, so they must never wait for a ZooKeeper that is not there: while kazoo
+  is not connected a call raises ``ConnectionLoss`` at once, and a call whose
+  connection dies under it waits at most ``op_timeout_ms`` (a third of the session
+  timeout) before raising ``ConnectionLoss`` (a write's outcome is then unknown, as
+  with ZooKeeper's own ConnectionLoss).  Callers retry later; the broker keeps
+  serving everything that does not need ZooKeeper.
+* Reconnecting: kazoo's back-off is capped at 1 s (its default grows to minutes), so a
+  broker cut off from ZooKeeper learns of its expired session within a second of the
+  network healing, as Kafka's ZooKeeper client does.
 * Watch callbacks: kazoo calls watchers on its own thread.  A watch registered
   while an asyncio loop is running in the calling thread is delivered onto that
   loop with ``loop.call_soon_threadsafe``; otherwise (no loop) it runs on kazoo's
@@ -31,7 +40,7 @@ import threading
 from typing import Sequence
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import RolledBackError
+from kazoo.exceptions import ConnectionLoss, RolledBackError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from kafkapy.metadata.store import (
@@ -158,7 +167,10 @@ class ZooKeeperStore(MetadataStore):
         self._watch_lock = threading.Lock()
         self._watches: dict[tuple, _Watch] = {}
         timeout_ms = connection_timeout_ms if connection_timeout_ms is not None else session_timeout_ms
-        self._client = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
+        self._op_timeout_s = max(1.0, session_timeout_ms / 3000.0)
+        self._client = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0,
+                                   connection_retry=dict(max_tries=-1, delay=0.1, backoff=2,
+                                                         max_delay=1.0, max_jitter=0.2))
         with _HeldBack() as held:
             try:
                 self._client.start(timeout=timeout_ms / 1000.0)
@@ -242,20 +254,31 @@ class ZooKeeperStore(MetadataStore):
     def _check_open(self) -> None:
         if self._closed:
             raise ConnectionClosedError("metadata store is closed")
+        if self._client.state != KazooState.CONNECTED:
+            raise ConnectionLoss(f"not connected to ZooKeeper ({self._client.state})")
+
+    def _wait(self, result):
+        """The result of a kazoo async call, waiting at most the op timeout."""
+        try:
+            return result.get(timeout=self._op_timeout_s)
+        except KazooTimeoutError:
+            raise ConnectionLoss(f"no answer from ZooKeeper within "
+                                 f"{self._op_timeout_s:.1f} s") from None
 
     def create(self, path: str, data: bytes = b"", ephemeral: bool = False,
                sequence: bool = False, makepath: bool = False) -> str:
         self._check_open()
         validate_path(path, allow_trailing_slash=sequence)
-        return self._client.create(path, bytes(data or b""), ephemeral=ephemeral,
-                                   sequence=sequence, makepath=makepath)
+        return self._wait(self._client.create_async(path, bytes(data or b""),
+                                                    ephemeral=ephemeral, sequence=sequence,
+                                                    makepath=makepath))
 
     def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, Stat]:
         self._check_open()
         validate_path(path)
         w = self._wrap(_DATA, path, watch)
         try:
-            data, zstat = self._client.get(path, watch=w)
+            data, zstat = self._wait(self._client.get_async(path, watch=w))
         except BaseException:
             self._registered(w, False)
             raise
@@ -265,7 +288,8 @@ class ZooKeeperStore(MetadataStore):
     def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         self._check_open()
         validate_path(path)
-        return Stat.from_znode_stat(self._client.set(path, bytes(data or b""), version))
+        return Stat.from_znode_stat(self._wait(self._client.set_async(path, bytes(data or b""),
+                                                                      version)))
 
     def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
         self._check_open()
@@ -285,7 +309,7 @@ class ZooKeeperStore(MetadataStore):
         validate_path(path)
         w = self._wrap(_DATA, path, watch)
         try:
-            zstat = self._client.exists(path, watch=w)
+            zstat = self._wait(self._client.exists_async(path, watch=w))
         except BaseException:
             self._registered(w, False)
             raise
@@ -297,7 +321,7 @@ class ZooKeeperStore(MetadataStore):
         validate_path(path)
         w = self._wrap(_CHILD, path, watch)
         try:
-            children = self._client.get_children(path, watch=w)
+            children = self._wait(self._client.get_children_async(path, watch=w))
         except BaseException:
             self._registered(w, False)
             raise
@@ -332,7 +356,7 @@ class ZooKeeperStore(MetadataStore):
                 t.check(op.path, op.version)
             else:
                 raise TypeError(f"not a multi operation: {op!r}")
-        results = t.commit()
+        results = self._wait(t.commit_async())
         failed = [(i, r) for i, r in enumerate(results)
                   if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
         if failed or any(isinstance(r, Exception) for r in results):
