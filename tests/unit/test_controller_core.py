@@ -12,6 +12,7 @@ channel has tests of its own).  ZooKeeper tests use the real server of
 from __future__ import annotations
 
 import asyncio
+from contextlib import asynccontextmanager
 from types import SimpleNamespace
 
 import pytest
@@ -227,60 +228,92 @@ def zk(request):
             pass
 
 
-# -- single broker, embedded store ----------------------------------------------------
-async def test_single_broker_elects_itself_and_brings_partitions_online(tmp_path):
+@asynccontextmanager
+async def embedded_broker(tmp_path):
+    """Broker 1, registered in a fresh embedded store (closed on exit)."""
     store = EmbeddedStore(tmp_path / "meta.json")
     paths.ensure_base_paths(store)
+    try:
+        broker = FakeBroker(1, store, {})
+        broker.register()
+        yield broker
+    finally:
+        store.close()
+
+
+def zk_brokers(zk, count: int) -> list[FakeBroker]:
+    """Brokers 1..count on one network, each registered with a session of its own."""
     network: dict = {}
-    broker = FakeBroker(1, store, network)
-    broker.register()
-    create_topic(store, "t", {0: [1], 1: [1]})
+    brokers = [FakeBroker(i, zk(), network) for i in range(1, count + 1)]
+    for broker in brokers:
+        broker.register()
+    return brokers
+
+
+@asynccontextmanager
+async def running_controller(broker: FakeBroker):
+    """The broker's controller, started (elected or not) and shut down on exit."""
     controller = broker.start_controller()
     await controller.startup()
     try:
-        # failover is complete when startup returns
-        assert controller.is_active and controller.epoch == 1
-        assert epoch_znode(store) == (1, 1)
-        assert paths.decode_controller(store.get(paths.CONTROLLER)[0]).broker_id == 1
-        for p in (0, 1):
-            s = state(store, "t", p)
-            assert (s.leader, s.leader_epoch, s.isr, s.controller_epoch) == (1, 0, [1], 1)
-            assert broker.leader_and_isr()[("t", p)].leader == 1
-            assert broker.metadata()[("t", p)].leader == 1
-        assert [r.API_KEY for r in broker.received][0] == UM   # brokers first
+        yield controller
     finally:
         await controller.shutdown()
-    assert not controller.is_active
-    store.close()
+
+
+def new_session(broker: FakeBroker, zk) -> None:
+    """The broker comes back after its session ended: a new session, a new registration."""
+    broker.store = zk()
+    broker.register()
+
+
+async def lose_then_rejoin_isr(zk, controller, b1: FakeBroker, b2: FakeBroker) -> None:
+    """Broker 2 (preferred leader of t-0, broker 3 the other replica) dies and t-0 moves
+    to 3; 2 comes back and rejoins the ISR, so a preferred election may move t-0 back."""
+    b2.store.close()
+    await eventually(lambda: state(b1.store, "t", 0).leader == 3, "t-0 led by 3")
+    new_session(b2, zk)
+    await eventually(lambda: 2 in controller.ctx.live_brokers, "broker 2 back")
+    set_isr(b1.store, "t", 0, [3, 2])
+    await eventually(lambda: 2 in controller.ctx.leadership[("t", 0)].isr, "ISR change seen")
+
+
+# -- single broker, embedded store ----------------------------------------------------
+async def test_single_broker_elects_itself_and_brings_partitions_online(tmp_path):
+    async with embedded_broker(tmp_path) as broker:
+        store = broker.store
+        create_topic(store, "t", {0: [1], 1: [1]})
+        async with running_controller(broker) as controller:
+            # failover is complete when startup returns
+            assert controller.is_active and controller.epoch == 1
+            assert epoch_znode(store) == (1, 1)
+            assert paths.decode_controller(store.get(paths.CONTROLLER)[0]).broker_id == 1
+            for p in (0, 1):
+                s = state(store, "t", p)
+                assert (s.leader, s.leader_epoch, s.isr, s.controller_epoch) == (1, 0, [1], 1)
+                assert broker.leader_and_isr()[("t", p)].leader == 1
+                assert broker.metadata()[("t", p)].leader == 1
+            assert [r.API_KEY for r in broker.received][0] == UM   # brokers first
+        assert not controller.is_active
 
 
 async def test_second_start_bumps_the_epoch_and_keeps_leaders(tmp_path):
     for expected_epoch in (1, 2):
-        store = EmbeddedStore(tmp_path / "meta.json")
-        paths.ensure_base_paths(store)
-        broker = FakeBroker(1, store, {})
-        broker.register()
-        if expected_epoch == 1:
-            create_topic(store, "t", {0: [1]})
-        controller = broker.start_controller()
-        await controller.startup()
-        assert controller.epoch == expected_epoch
-        assert epoch_znode(store) == (expected_epoch, expected_epoch)
-        s = state(store, "t", 0)
-        assert (s.leader, s.leader_epoch) == (1, 0)     # already online: not re-elected
-        assert broker.leader_and_isr()[("t", 0)].leader == 1
-        await controller.shutdown()
-        store.close()
+        async with embedded_broker(tmp_path) as broker:
+            store = broker.store
+            if expected_epoch == 1:
+                create_topic(store, "t", {0: [1]})
+            async with running_controller(broker) as controller:
+                assert controller.epoch == expected_epoch
+                assert epoch_znode(store) == (expected_epoch, expected_epoch)
+                s = state(store, "t", 0)
+                assert (s.leader, s.leader_epoch) == (1, 0)     # already online: not re-elected
+                assert broker.leader_and_isr()[("t", 0)].leader == 1
 
 
 async def test_new_topics_and_partitions_through_watches(tmp_path):
-    store = EmbeddedStore(tmp_path / "meta.json")
-    paths.ensure_base_paths(store)
-    broker = FakeBroker(1, store, {})
-    broker.register()
-    controller = broker.start_controller()
-    await controller.startup()
-    try:
+    async with embedded_broker(tmp_path) as broker, running_controller(broker) as controller:
+        store = broker.store
         # replica 2 is not live: leader is the first live replica, ISR the live ones
         create_topic(store, "a", {0: [2, 1], 1: [1, 2]})
         await eventually(lambda: state(store, "a", 1), "state of a-1")
@@ -297,58 +330,33 @@ async def test_new_topics_and_partitions_through_watches(tmp_path):
             {0: [2, 1], 1: [1, 2], 2: [1]}, "AAAAAAAAAAAAAAAAAAAAAQ"), version=stat.version)
         await eventually(lambda: state(store, "a", 2), "state of a-2")
         assert broker.leader_and_isr()[("a", 2)].leader == 1
-    finally:
-        await controller.shutdown()
-        store.close()
 
 
 async def test_topic_without_id_gets_one(tmp_path):
-    store = EmbeddedStore(tmp_path / "meta.json")
-    paths.ensure_base_paths(store)
-    broker = FakeBroker(1, store, {})
-    broker.register()
-    create_topic(store, "old", {0: [1]}, topic_id=None)
-    controller = broker.start_controller()
-    await controller.startup()
-    try:
-        written = paths.decode_topic_assignment(store.get(paths.topic_path("old"))[0])
-        assert written.topic_id and controller.ctx.topic_ids["old"] == written.topic_id
-    finally:
-        await controller.shutdown()
-        store.close()
+    async with embedded_broker(tmp_path) as broker:
+        create_topic(broker.store, "old", {0: [1]}, topic_id=None)
+        async with running_controller(broker) as controller:
+            written = paths.decode_topic_assignment(broker.store.get(paths.topic_path("old"))[0])
+            assert written.topic_id and controller.ctx.topic_ids["old"] == written.topic_id
 
 
 async def test_elect_leaders_errors_single_broker(tmp_path):
-    store = EmbeddedStore(tmp_path / "meta.json")
-    paths.ensure_base_paths(store)
-    broker = FakeBroker(1, store, {})
-    broker.register()
-    create_topic(store, "t", {0: [1]})
-    controller = broker.start_controller()
-    await controller.startup()
-    try:
-        got = await controller.elect_leaders(0, [("t", 0), ("nope", 0)])
-        assert got[("t", 0)][0] == ErrorCode.ELECTION_NOT_NEEDED
-        assert got[("nope", 0)] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                    "The partition does not exist.")
-        got = await controller.elect_leaders(1, None)
-        assert got == {("t", 0): (ErrorCode.ELECTION_NOT_NEEDED,
-                                  "Leader election not needed for topic partition.")}
-    finally:
-        await controller.shutdown()
-        store.close()
+    async with embedded_broker(tmp_path) as broker:
+        create_topic(broker.store, "t", {0: [1]})
+        async with running_controller(broker) as controller:
+            got = await controller.elect_leaders(0, [("t", 0), ("nope", 0)])
+            assert got[("t", 0)][0] == ErrorCode.ELECTION_NOT_NEEDED
+            assert got[("nope", 0)] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                        "The partition does not exist.")
+            got = await controller.elect_leaders(1, None)
+            assert got == {("t", 0): (ErrorCode.ELECTION_NOT_NEEDED,
+                                      "Leader election not needed for topic partition.")}
 
 
 # -- several brokers on one ZooKeeper -----------------------------------------------
 async def test_one_active_controller_and_failover(zk):
-    network: dict = {}
-    b1, b2 = FakeBroker(1, zk(), network), FakeBroker(2, zk(), network)
-    for b in (b1, b2):
-        b.register()
-    c1, c2 = b1.start_controller(), b2.start_controller()
-    await c1.startup()
-    await c2.startup()
-    try:
+    b1, b2 = zk_brokers(zk, 2)
+    async with running_controller(b1) as c1, running_controller(b2) as c2:
         assert c1.is_active and not c2.is_active
         assert c2.active_controller_id == 1
         assert epoch_znode(b1.store)[0] == 1
@@ -358,21 +366,12 @@ async def test_one_active_controller_and_failover(zk):
         await eventually(lambda: c2.is_active, "broker 2 to become controller")
         assert c2.epoch == 2 and epoch_znode(b2.store) == (2, 2)
         await eventually(lambda: 1 not in c2.ctx.live_brokers, "broker 1 seen dead")
-    finally:
-        await c2.shutdown()
-        if c1.is_active:
-            await c1.shutdown()
 
 
 async def test_broker_failure_and_startup_move_leaders(zk):
-    network: dict = {}
-    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
-    for b in (b1, b2, b3):
-        b.register()
+    b1, b2, b3 = zk_brokers(zk, 3)
     create_topic(b1.store, "t", {0: [2, 3], 1: [3, 2]})
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    async with running_controller(b1) as c1:
         assert (state(b1.store, "t", 0).leader, state(b1.store, "t", 1).leader) == (2, 3)
         await eventually(lambda: ("t", 0) in b2.leader_and_isr()
                          and ("t", 1) in b3.leader_and_isr(), "LeaderAndIsr to 2 and 3")
@@ -386,9 +385,8 @@ async def test_broker_failure_and_startup_move_leaders(zk):
         await eventually(lambda: b3.leader_and_isr()[("t", 0)].leader == 3, "3 told to lead")
         assert b1.metadata()[("t", 0)].leader == 3
         # broker 2 comes back (a new session, a new epoch): it gets all partitions
-        b2.store = zk()
         b2.received.clear()
-        b2.register()
+        new_session(b2, zk)
         await eventually(lambda: b2.leader_and_isr().keys() == {("t", 0), ("t", 1)},
                          "LeaderAndIsr to the restarted broker")
         assert b2.metadata().keys() == {("t", 0), ("t", 1)}
@@ -407,19 +405,12 @@ async def test_broker_failure_and_startup_move_leaders(zk):
         s0 = state(b1.store, "t", 0)
         assert (s0.leader, s0.leader_epoch, s0.isr) == (2, 2, [3, 2])
         await eventually(lambda: b2.leader_and_isr()[("t", 0)].leader == 2, "2 told to lead")
-    finally:
-        await c1.shutdown()
 
 
 async def test_controlled_shutdown_moves_leadership(zk):
-    network: dict = {}
-    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
-    for b in (b1, b2, b3):
-        b.register()
+    b1, b2, _ = zk_brokers(zk, 3)
     create_topic(b1.store, "t", {0: [2, 3], 1: [3, 2], 2: [2]})
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    async with running_controller(b1) as c1:
         code, remaining = await c1.controlled_shutdown(2, b2.broker_epoch - 1)
         assert (code, remaining) == (ErrorCode.STALE_BROKER_EPOCH, [])
         code, remaining = await c1.controlled_shutdown(2, b2.broker_epoch)
@@ -432,19 +423,12 @@ async def test_controlled_shutdown_moves_leadership(zk):
         await eventually(lambda: ("t", 1, False) in b2.stopped(), "StopReplica to follower 2")
         code, _ = await c1.controlled_shutdown(9, -1)
         assert code == ErrorCode.BROKER_NOT_AVAILABLE
-    finally:
-        await c1.shutdown()
 
 
 async def test_isr_change_notification(zk):
-    network: dict = {}
-    b1, b2 = FakeBroker(1, zk(), network), FakeBroker(2, zk(), network)
-    for b in (b1, b2):
-        b.register()
+    b1, b2 = zk_brokers(zk, 2)
     create_topic(b1.store, "t", {0: [1, 2]})
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    async with running_controller(b1) as c1:
         store = b1.store
         data, stat = store.get(paths.partition_state_path("t", 0))
         store.set(paths.partition_state_path("t", 0),
@@ -456,17 +440,11 @@ async def test_isr_change_notification(zk):
         assert c1.ctx.leadership[("t", 0)].isr == (1,)
         await eventually(lambda: not store.get_children(paths.ISR_CHANGE_NOTIFICATION),
                          "notification deleted")
-    finally:
-        await c1.shutdown()
 
 
 async def test_stale_epoch_write_resigns(zk):
-    network: dict = {}
-    b1 = FakeBroker(1, zk(), network)
-    b1.register()
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    b1, = zk_brokers(zk, 1)
+    async with running_controller(b1) as c1:
         assert c1.epoch == 1
         # another controller bumped the epoch behind our back (e.g. after a pause)
         other = zk()
@@ -477,38 +455,22 @@ async def test_stale_epoch_write_resigns(zk):
         await eventually(lambda: c1.is_active and c1.epoch == 6, "re-elected at epoch 6")
         await eventually(lambda: state(b1.store, "t", 0), "t-0 online")
         assert state(b1.store, "t", 0).controller_epoch == 6
-    finally:
-        await c1.shutdown()
 
 
 async def test_not_active_answers_not_controller(zk):
-    network: dict = {}
-    b1, b2 = FakeBroker(1, zk(), network), FakeBroker(2, zk(), network)
-    for b in (b1, b2):
-        b.register()
-    c1, c2 = b1.start_controller(), b2.start_controller()
-    await c1.startup()
-    await c2.startup()
-    try:
+    b1, b2 = zk_brokers(zk, 2)
+    async with running_controller(b1), running_controller(b2) as c2:
         assert await c2.controlled_shutdown(1, -1) == (ErrorCode.NOT_CONTROLLER, [])
         assert await c2.elect_leaders(0, [("t", 0)]) == {
             ("t", 0): (ErrorCode.NOT_CONTROLLER, None)}
-    finally:
-        await c1.shutdown()
-        await c2.shutdown()
 
 
 async def test_topic_deletion(zk):
-    network: dict = {}
-    b1, b2 = FakeBroker(1, zk(), network), FakeBroker(2, zk(), network)
-    for b in (b1, b2):
-        b.register()
+    b1, b2 = zk_brokers(zk, 2)
     create_topic(b1.store, "t", {0: [1, 2], 1: [2, 1]})
     b1.store.create(paths.topic_config_path("t"), paths.encode_entity_config({}),
                     makepath=True)
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    async with running_controller(b1) as c1:
         b1.store.create(paths.delete_topic_path("t"), b"", makepath=True)
         await eventually(lambda: not b1.store.exists(paths.topic_path("t"))
                          and not b1.store.exists(paths.delete_topic_path("t")),
@@ -522,29 +484,23 @@ async def test_topic_deletion(zk):
         b1.store.create(paths.delete_topic_path("nope"), b"")
         await eventually(lambda: not b1.store.exists(paths.delete_topic_path("nope")),
                          "marker of an unknown topic removed")
-    finally:
-        await c1.shutdown()
 
 
 async def test_session_expiry_resigns_and_reelects(zk):
     from kazoo.client import KazooClient
-    network: dict = {}
-    b1 = FakeBroker(1, zk(), network)
-    b1.register()
-    c1 = b1.start_controller()
-    await c1.startup()
-    replaced = asyncio.Event()
+    b1, = zk_brokers(zk, 1)
+    async with running_controller(b1) as c1:
+        replaced = asyncio.Event()
 
-    def session_replaced() -> None:     # what server.py does
-        c1.on_session_expired()
+        def session_replaced() -> None:     # what server.py does
+            c1.on_session_expired()
 
-        async def again() -> None:
-            b1.register()
-            await c1.reelect()
-            replaced.set()
-        asyncio.get_running_loop().create_task(again())
-    b1.store.on_new_session(session_replaced)
-    try:
+            async def again() -> None:
+                b1.register()
+                await c1.reelect()
+                replaced.set()
+            asyncio.get_running_loop().create_task(again())
+        b1.store.on_new_session(session_replaced)
         assert c1.epoch == 1
         # expire the session: another client with its id and password closes it
         session_id, password = b1.store.client.client_id
@@ -557,59 +513,33 @@ async def test_session_expiry_resigns_and_reelects(zk):
         await asyncio.wait_for(replaced.wait(), 30)
         assert c1.is_active and c1.epoch == 2
         assert epoch_znode(b1.store) == (2, 2)
-    finally:
-        await c1.shutdown()
 
 
 async def test_auto_leader_rebalance_moves_leaders_back(zk):
     from kafkapy.controller import events
-    network: dict = {}
-    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
-    for b in (b1, b2, b3):
-        b.register()
+    b1, b2, _ = zk_brokers(zk, 3)
     create_topic(b1.store, "t", {0: [2, 3], 1: [3, 2]})
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
-        b2.store.close()
-        await eventually(lambda: state(b1.store, "t", 0).leader == 3, "t-0 led by 3")
-        b2.store = zk()
-        b2.register()
-        await eventually(lambda: 2 in c1.ctx.live_brokers, "broker 2 back")
-        set_isr(b1.store, "t", 0, [3, 2])
-        await eventually(lambda: 2 in c1.ctx.leadership[("t", 0)].isr, "ISR change seen")
+    async with running_controller(b1) as c1:
+        await lose_then_rejoin_isr(zk, c1, b1, b2)
         c1._enqueue(events.AutoPreferredReplicaLeaderElection())
         await eventually(lambda: state(b1.store, "t", 0).leader == 2, "t-0 back on 2")
         assert state(b1.store, "t", 1).leader == 3
-    finally:
-        await c1.shutdown()
 
 
 async def test_deletion_queued_before_failover(zk):
-    network: dict = {}
-    b1 = FakeBroker(1, zk(), network)
-    b1.register()
+    b1, = zk_brokers(zk, 1)
     create_topic(b1.store, "gone", {0: [1]})
     b1.store.create(paths.delete_topic_path("gone"), b"", makepath=True)
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    async with running_controller(b1):
         await eventually(lambda: not b1.store.exists(paths.topic_path("gone")), "deleted")
         assert ("gone", 0) not in b1.leader_and_isr()     # never brought online
         assert ("gone", 0, True) in b1.stopped()
-    finally:
-        await c1.shutdown()
 
 
 async def test_unclean_election_on_request(zk):
-    network: dict = {}
-    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
-    for b in (b1, b2, b3):
-        b.register()
+    b1, b2, b3 = zk_brokers(zk, 3)
     create_topic(b1.store, "t", {0: [2, 3]})
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    async with running_controller(b1) as c1:
         b3.store.close()
         await eventually(lambda: state(b1.store, "t", 0).isr == [2], "3 out of the ISR")
         b2.store.close()
@@ -619,8 +549,7 @@ async def test_unclean_election_on_request(zk):
         assert prometheus_client.REGISTRY.get_sample_value(
             "kafkapy_controller_offline_partitions") == 1
         assert prometheus_client.REGISTRY.get_sample_value("kafkapy_controller_active") == 1
-        b3.store = zk()
-        b3.register()
+        new_session(b3, zk)
         await eventually(lambda: 3 in c1.ctx.live_brokers, "broker 3 back")
         assert state(b1.store, "t", 0).leader == -1     # clean election impossible
         got = await c1.elect_leaders(0, [("t", 0)])
@@ -631,19 +560,12 @@ async def test_unclean_election_on_request(zk):
         assert (s0.leader, s0.isr) == (3, [3])
         got = await c1.elect_leaders(1, [("t", 0)])
         assert got[("t", 0)][0] == ErrorCode.ELECTION_NOT_NEEDED
-    finally:
-        await c1.shutdown()
 
 
 async def test_log_dir_failure_moves_leaders(zk):
-    network: dict = {}
-    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
-    for b in (b1, b2, b3):
-        b.register()
+    b1, b2, _ = zk_brokers(zk, 3)
     create_topic(b1.store, "t", {0: [2, 3], 1: [2, 3]})
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    async with running_controller(b1) as c1:
         assert state(b1.store, "t", 0).leader == 2
         # broker 2's dir holding t-0 failed; it says so through the notification
         b2.failed_dirs.add(("t", 0))
@@ -655,34 +577,24 @@ async def test_log_dir_failure_moves_leaders(zk):
         assert not c1.ctx.is_replica_online(2, ("t", 0))
         await eventually(lambda: not b1.store.get_children(paths.LOG_DIR_EVENT_NOTIFICATION),
                          "notification deleted")
-    finally:
-        await c1.shutdown()
 
 
 async def test_own_id_in_controller_from_old_session_is_waited_out(zk):
     old = zk()      # a killed earlier incarnation of broker 1 whose session still lives
     old.create(paths.CONTROLLER, paths.encode_controller(1, 0), ephemeral=True)
-    b1 = FakeBroker(1, zk(), {})
-    b1.register()
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    b1, = zk_brokers(zk, 1)
+    async with running_controller(b1) as c1:
         assert not c1.is_active
         old.close()     # ZooKeeper expires it
         await eventually(lambda: c1.is_active, "elected once the old session is gone")
         assert c1.epoch == 1
-    finally:
-        await c1.shutdown()
 
 
 async def test_resigns_when_another_broker_takes_controller(zk):
     from kafkapy.metadata.store import CreateOp, DeleteOp, SetDataOp
-    b1 = FakeBroker(1, zk(), {})
-    b1.register()
+    b1, = zk_brokers(zk, 1)
     create_topic(b1.store, "t", {0: [1]})
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    async with running_controller(b1) as c1:
         assert c1.is_active and c1.ctx.assignments
         channel = b1.channels[-1]
         other = zk()
@@ -698,15 +610,10 @@ async def test_resigns_when_another_broker_takes_controller(zk):
         create_topic(b1.store, "u", {0: [1]})
         await asyncio.sleep(0.3)
         assert state(b1.store, "u", 0) is None
-    finally:
-        await c1.shutdown()
 
 
 async def test_shutdown_waits_for_requests_in_flight(zk):
-    network: dict = {}
-    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
-    for b in (b1, b2, b3):
-        b.register()
+    b1, b2, b3 = zk_brokers(zk, 3)
     create_topic(b1.store, "t", {0: [1, 2]})
     c1 = b1.start_controller()
     await c1.startup()
@@ -727,28 +634,15 @@ async def test_shutdown_waits_for_requests_in_flight(zk):
 
 
 async def test_preferred_replica_election_znode(zk):
-    network: dict = {}
-    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
-    for b in (b1, b2, b3):
-        b.register()
+    b1, b2, _ = zk_brokers(zk, 3)
     create_topic(b1.store, "t", {0: [2, 3]})
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
-        b2.store.close()
-        await eventually(lambda: state(b1.store, "t", 0).leader == 3, "t-0 led by 3")
-        b2.store = zk()
-        b2.register()
-        await eventually(lambda: 2 in c1.ctx.live_brokers, "broker 2 back")
-        set_isr(b1.store, "t", 0, [3, 2])
-        await eventually(lambda: 2 in c1.ctx.leadership[("t", 0)].isr, "ISR change seen")
+    async with running_controller(b1) as c1:
+        await lose_then_rejoin_isr(zk, c1, b1, b2)
         b1.store.create(paths.ADMIN_PREFERRED_REPLICA_ELECTION,
                         paths.encode_preferred_replica_election([("t", 0), ("x", 1)]))
         await eventually(lambda: state(b1.store, "t", 0).leader == 2, "t-0 back on 2")
         await eventually(lambda: not b1.store.exists(paths.ADMIN_PREFERRED_REPLICA_ELECTION),
                          "request znode deleted")
-    finally:
-        await c1.shutdown()
 
 
 class FlakyStore:
@@ -773,40 +667,27 @@ class FlakyStore:
 
 
 async def test_store_connection_lost_mid_event_fails_over_again(zk):
-    network: dict = {}
-    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
-    for b in (b1, b2, b3):
-        b.register()
+    b1, b2, _ = zk_brokers(zk, 3)
     b1.store = FlakyStore(b1.store, paths.BROKER_IDS)
     create_topic(b1.store, "t", {0: [2, 3]})
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    async with running_controller(b1) as c1:
         assert c1.epoch == 1 and state(b1.store, "t", 0).leader == 2
         b1.store.arm()
         b2.store.close()        # the BrokerChange it causes meets the dropped connection
         await eventually(lambda: c1.is_active and c1.epoch == 2, "failed over again")
         await eventually(lambda: state(b1.store, "t", 0).leader == 3, "t-0 led by 3")
         assert 2 not in c1.ctx.live_brokers
-    finally:
-        await c1.shutdown()
 
 
 async def test_bounced_broker_is_failed_then_started(zk):
-    network: dict = {}
-    b1, b2, b3 = (FakeBroker(i, zk(), network) for i in (1, 2, 3))
-    for b in (b1, b2, b3):
-        b.register()
+    b1, b2, _ = zk_brokers(zk, 3)
     create_topic(b1.store, "t", {0: [2, 3]})
-    c1 = b1.start_controller()
-    await c1.startup()
-    try:
+    async with running_controller(b1) as c1:
         old_epoch = b2.broker_epoch
         # gone and back before the controller looks: one id, a new czxid
         b2.store.close()
-        b2.store = zk()
         b2.received.clear()
-        b2.register()
+        new_session(b2, zk)
         assert b2.broker_epoch > old_epoch
         await eventually(lambda: c1.ctx.broker_epoch(2) == b2.broker_epoch, "new epoch seen")
         s0 = state(b1.store, "t", 0)
@@ -814,5 +695,3 @@ async def test_bounced_broker_is_failed_then_started(zk):
         await eventually(lambda: ("t", 0) in b2.leader_and_isr(), "LeaderAndIsr to the bounced")
         assert b2.leader_and_isr()[("t", 0)].leader == 3
         assert all(r.broker_epoch == b2.broker_epoch for r in b2.received)
-    finally:
-        await c1.shutdown()
