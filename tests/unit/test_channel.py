@@ -1,4 +1,4 @@
-"""ControllerChannelManager against fake brokers (asyncio servers on 127.0.0.1).
+"""ControllerChannelManager against fake brokers (``tests.unit.fake_broker_server``).
 
 A fake broker decodes each request with our protocol classes and answers the
 matching response version (error 0), or holds/drops it on demand, so the
@@ -8,100 +8,14 @@ be staged.  Every wait is bounded.
 from __future__ import annotations
 
 import asyncio
-import struct
 
 import pytest
 
 from kafkapy.controller.channel import ControllerChannelManager
-from kafkapy.protocol.headers import decode_request_header, peek_api
 from kafkapy.protocol.inter_broker import (
     StopReplicaRequest, UpdateMetadataRequest, UpdateMetadataResponse)
-from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from tests.broker_process import free_port
-
-WAIT_S = 10.0
-
-
-class FakeBroker:
-    """Answers inter-broker requests; records (api_key, request, client_id) in arrival order.
-
-    ``drop_next``: close the connection on the next N requests without answering.
-    ``hold``: while clear, requests are received but not answered.
-    ``respond(request) -> response``: custom answers (default: error 0, same version).
-    """
-
-    def __init__(self, port: int | None = None, respond=None) -> None:
-        self.port = port or free_port()
-        self.respond = respond or default_response
-        self.received: list[tuple[int, object, str | None]] = []
-        self.answered = 0
-        self.drop_next = 0
-        self.hold = asyncio.Event()
-        self.hold.set()
-        self.arrived = asyncio.Condition()
-        self.connections = 0
-        self._server: asyncio.AbstractServer | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    async def start(self) -> "FakeBroker":
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port,
-                                                  reuse_address=True)
-        return self
-
-    async def stop(self) -> None:
-        if self._server is None:
-            return
-        self._server.close()
-        for writer in list(self._writers):
-            writer.close()
-        await self._server.wait_closed()
-        self._server = None
-
-    async def wait_received(self, count: int) -> None:
-        async with self.arrived:
-            await asyncio.wait_for(self.arrived.wait_for(lambda: len(self.received) >= count), WAIT_S)
-
-    async def _serve(self, reader, writer) -> None:
-        self.connections += 1
-        self._writers.add(writer)
-        try:
-            while True:
-                size = struct.unpack(">i", await reader.readexactly(4))[0]
-                frame = await reader.readexactly(size)
-                api_key, version, correlation_id = peek_api(frame)
-                header, pos = decode_request_header(memoryview(frame), api_key, version)
-                request = REQUESTS[api_key][version].decode(memoryview(frame)[pos:])
-                async with self.arrived:
-                    self.received.append((api_key, request, header.client_id))
-                    self.arrived.notify_all()
-                if self.drop_next:
-                    self.drop_next -= 1
-                    return
-                await self.hold.wait()
-                response = self.respond(request)
-                head = struct.pack(">i", correlation_id)
-                if RESPONSES[api_key].flexible_version_q(version):
-                    head += b"\x00"
-                payload = head + bytes(response.encode())
-                writer.write(struct.pack(">i", len(payload)) + payload)
-                await writer.drain()
-                self.answered += 1
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            self._writers.discard(writer)
-            writer.close()
-
-
-def default_response(request):
-    cls = RESPONSES[request.API_KEY][request.API_VERSION]
-    if request.API_KEY == 6:
-        return cls(error_code=0)
-    if request.API_KEY == 5:
-        return cls(error_code=0, partition_errors=[])
-    if request.API_KEY == 4:
-        return cls(error_code=0, topics=[])
-    raise AssertionError(f"unexpected api {request.API_KEY}")
+from tests.unit.fake_broker_server import WAIT_S, fakes  # noqa: F401  (fixture)
 
 
 def update_metadata(epoch: int, controller_id: int = 0):
@@ -113,19 +27,6 @@ def update_metadata(epoch: int, controller_id: int = 0):
 def stop_replica(epoch: int):
     return StopReplicaRequest[4](controller_id=0, is_k_raft_controller=False, controller_epoch=epoch,
                                  broker_epoch=-1, topic_states=[])
-
-
-@pytest.fixture
-async def fakes():
-    started: list[FakeBroker] = []
-
-    async def start(**kw) -> FakeBroker:
-        fake = await FakeBroker(**kw).start()
-        started.append(fake)
-        return fake
-    yield start
-    for fake in started:
-        await fake.stop()
 
 
 @pytest.fixture

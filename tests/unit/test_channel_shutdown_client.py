@@ -9,13 +9,11 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-import pytest
-
 from kafkapy.controller.shutdown_client import cache_controller_endpoint, controlled_shutdown
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
 from kafkapy.protocol.inter_broker import ControlledShutdownResponse
 from tests.broker_process import free_port
-from tests.unit.test_channel import FakeBroker
+from tests.unit.fake_broker_server import fakes  # noqa: F401  (fixture)
 
 Remaining = ControlledShutdownResponse.RemainingPartition
 WAIT_S = 20.0
@@ -47,19 +45,6 @@ class Sleeps:
 
     async def __call__(self, seconds: float) -> None:
         self.waits.append(seconds)
-
-
-@pytest.fixture
-async def fakes():
-    started: list[FakeBroker] = []
-
-    async def start(**kw) -> FakeBroker:
-        fake = await FakeBroker(**kw).start()
-        started.append(fake)
-        return fake
-    yield start
-    for fake in started:
-        await fake.stop()
 
 
 async def run(broker, lookup, sleeps=None, **kw) -> bool:

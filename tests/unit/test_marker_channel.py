@@ -1,6 +1,6 @@
 """MarkerChannel (transaction markers to remote leaders) against fake brokers.
 
-A fake broker is an asyncio server on 127.0.0.1 that decodes WriteTxnMarkers v1 with our
+A fake broker (``tests.unit.fake_broker_server``) decodes WriteTxnMarkers v1 with our
 protocol classes and answers per partition with the code its ``codes`` map gives (default
 0); it can hold answers or drop the connection on demand.  The metadata cache is a real
 ``MetadataCache`` filled by hand; local writes are recorded by a stub.  The coordinator's
@@ -10,7 +10,6 @@ bounded.
 from __future__ import annotations
 
 import asyncio
-import struct
 import uuid
 
 import pytest
@@ -19,11 +18,9 @@ from kafkapy.clock import MockClock
 from kafkapy.coordinator.transaction.marker_channel import IN_FLIGHT, MarkerChannel
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
 from kafkapy.protocol.errors import ErrorCode as E
-from kafkapy.protocol.headers import decode_request_header, peek_api
-from kafkapy.protocol.messages import REQUESTS, RESPONSES
+from kafkapy.protocol.messages import RESPONSES
 from kafkapy.replication.partition import AppendResult
-
-WAIT_S = 10.0
+from tests.unit.fake_broker_server import WAIT_S, FakeBrokerServer
 LOCAL = 1
 DONE = {0, E.UNKNOWN_TOPIC_OR_PARTITION, E.INVALID_PRODUCER_EPOCH,
         E.TRANSACTION_COORDINATOR_FENCED}
@@ -33,67 +30,15 @@ _TopicResult = _Result.WritableTxnMarkerTopicResult
 _PartitionResult = _TopicResult.WritableTxnMarkerPartitionResult
 
 
-class FakeBroker:
-    """Answers WriteTxnMarkers; ``received`` holds the decoded requests in order."""
+class FakeBroker(FakeBrokerServer):
+    """Answers WriteTxnMarkers v1 per partition with the code ``codes`` gives (default 0)."""
 
     def __init__(self) -> None:
+        super().__init__(respond=self._answer)
         self.codes: dict[tuple[str, int], int] = {}
-        self.received: list = []
-        self.connections = 0
-        self.drop_next = 0
-        self.hold = asyncio.Event()
-        self.hold.set()
-        self.arrived = asyncio.Event()
-        self.port = 0
-        self._server = None
-        self._writers: set = set()
-
-    async def start(self) -> "FakeBroker":
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def stop(self) -> None:
-        self._server.close()
-        for w in list(self._writers):
-            w.close()
-        await self._server.wait_closed()
-
-    async def wait_requests(self, count: int) -> None:
-        async def until():
-            while len(self.received) < count:
-                self.arrived.clear()
-                await self.arrived.wait()
-        await asyncio.wait_for(until(), WAIT_S)
-
-    async def _serve(self, reader, writer) -> None:
-        self.connections += 1
-        self._writers.add(writer)
-        try:
-            while True:
-                size = struct.unpack(">i", await reader.readexactly(4))[0]
-                frame = await reader.readexactly(size)
-                api_key, version, correlation_id = peek_api(frame)
-                assert (api_key, version) == (27, 1)
-                _, pos = decode_request_header(memoryview(frame), api_key, version)
-                request = REQUESTS[27][1].decode(memoryview(frame)[pos:])
-                self.received.append(request)
-                self.arrived.set()
-                if self.drop_next:
-                    self.drop_next -= 1
-                    return
-                await self.hold.wait()
-                payload = struct.pack(">i", correlation_id) + b"\x00" + bytes(
-                    self._answer(request).encode())
-                writer.write(struct.pack(">i", len(payload)) + payload)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            pass   # (cancelled: the test's loop is closing)
-        finally:
-            self._writers.discard(writer)
-            writer.close()
 
     def _answer(self, request):
+        assert (request.API_KEY, request.API_VERSION) == (27, 1)
         return _Resp(markers=[_Result(producer_id=m.producer_id, topics=[
             _TopicResult(name=t.name, partitions=[
                 _PartitionResult(partition_index=p, error_code=self.codes.get((t.name, p), 0))
@@ -176,15 +121,15 @@ async def test_local_partitions_written_at_once_remote_ones_sent_to_their_leader
     first = h.channel.write(7, 3, 5, True, parts)
     assert first == {("t", 0): 0, ("t", 1): IN_FLIGHT, ("t", 2): IN_FLIGHT, ("t", 3): IN_FLIGHT}
     assert h.local == [(7, 3, 5, True, [("t", 0)])]
-    await two.wait_requests(1)
-    await three.wait_requests(1)
+    await two.wait_received(1)
+    await three.wait_received(1)
     # One request per broker, its partitions batched into one marker.
-    assert markers_of(two.received[0]) == [(7, 3, 5, True, [("t", 1), ("t", 3)])]
-    assert markers_of(three.received[0]) == [(7, 3, 5, True, [("t", 2)])]
+    assert markers_of(two.requests[0]) == [(7, 3, 5, True, [("t", 1), ("t", 3)])]
+    assert markers_of(three.requests[0]) == [(7, 3, 5, True, [("t", 2)])]
 
     done = await h.until_done((7, 3, 5, True), [("t", 1), ("t", 2), ("t", 3)])
     assert done == {("t", 1): 0, ("t", 2): 0, ("t", 3): 0}
-    assert len(two.received) == 1 and len(three.received) == 1   # answered once, not resent
+    assert len(two.requests) == 1 and len(three.requests) == 1   # answered once, not resent
     assert h.local == [(7, 3, 5, True, [("t", 0)])]
     assert h.channel.pending_keys() == 0                          # nothing kept once reported
 
@@ -194,12 +139,12 @@ async def test_markers_of_several_transactions_share_one_request(h):
     h.lead("t", {0: 2, 1: 2})
     two.hold.clear()
     h.channel.write(1, 0, 0, True, [("t", 0)])          # goes out alone, held by the fake
-    await two.wait_requests(1)
+    await two.wait_received(1)
     h.channel.write(2, 0, 0, False, [("t", 0), ("t", 1)])
     h.channel.write(3, 4, 0, True, [("t", 1)])
     two.hold.set()
-    await two.wait_requests(2)
-    assert markers_of(two.received[1]) == [(2, 0, 0, False, [("t", 0), ("t", 1)]),
+    await two.wait_received(2)
+    assert markers_of(two.requests[1]) == [(2, 0, 0, False, [("t", 0), ("t", 1)]),
                                            (3, 4, 0, True, [("t", 1)])]
     for args, parts in (((1, 0, 0, True), [("t", 0)]),
                         ((2, 0, 0, False), [("t", 0), ("t", 1)]),
@@ -215,10 +160,10 @@ async def test_in_flight_partition_is_not_sent_twice(h):
     for _ in range(5):
         assert h.channel.write(1, 0, 0, True, [("t", 0)]) == {("t", 0): IN_FLIGHT}
         await asyncio.sleep(0.01)
-    await two.wait_requests(1)
+    await two.wait_received(1)
     two.hold.set()
     assert await h.until_done((1, 0, 0, True), [("t", 0)]) == {("t", 0): 0}
-    assert len(two.received) == 1
+    assert len(two.requests) == 1
 
 
 async def test_not_leader_answer_is_resent_to_the_new_leader(h):
@@ -226,18 +171,18 @@ async def test_not_leader_answer_is_resent_to_the_new_leader(h):
     h.lead("t", {0: 2})
     two.codes[("t", 0)] = E.NOT_LEADER_OR_FOLLOWER
     h.channel.write(9, 1, 2, False, [("t", 0)])
-    await two.wait_requests(1)
+    await two.wait_received(1)
     # Answered NOT_LEADER: resent on a later call, still to broker 2 while the cache says so.
     for _ in range(200):
         h.channel.write(9, 1, 2, False, [("t", 0)])
-        if len(two.received) >= 2:
+        if len(two.requests) >= 2:
             break
         await asyncio.sleep(0.02)
-    assert len(two.received) >= 2
+    assert len(two.requests) >= 2
     h.lead("t", {0: 3})                                   # leadership moved
     done = await h.until_done((9, 1, 2, False), [("t", 0)])
     assert done == {("t", 0): 0}
-    assert markers_of(three.received[0]) == [(9, 1, 2, False, [("t", 0)])]
+    assert markers_of(three.requests[0]) == [(9, 1, 2, False, [("t", 0)])]
 
 
 async def test_remote_unknown_partition_is_retried_until_the_cache_forgets_it(h):
@@ -245,13 +190,13 @@ async def test_remote_unknown_partition_is_retried_until_the_cache_forgets_it(h)
     h.lead("t", {0: 2})
     two.codes[("t", 0)] = E.UNKNOWN_TOPIC_OR_PARTITION    # e.g. LeaderAndIsr not there yet
     h.channel.write(4, 0, 0, True, [("t", 0)])
-    await two.wait_requests(1)
+    await two.wait_received(1)
     for _ in range(200):
         assert h.channel.write(4, 0, 0, True, [("t", 0)])[("t", 0)] not in DONE
-        if len(two.received) >= 2:
+        if len(two.requests) >= 2:
             break
         await asyncio.sleep(0.02)
-    assert len(two.received) >= 2
+    assert len(two.requests) >= 2
     h.cache.remove_topic("t")                              # deleted: the marker is skipped
     assert await h.until_done((4, 0, 0, True), [("t", 0)]) == {
         ("t", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
@@ -271,7 +216,7 @@ async def test_dropped_connection_is_resent_on_a_new_one(h):
     h.lead("t", {0: 2})
     two.drop_next = 1
     assert await h.until_done((5, 0, 0, True), [("t", 0)]) == {("t", 0): 0}
-    assert len(two.received) == 2 and two.connections == 2
+    assert len(two.requests) == 2 and two.connections == 2
 
 
 async def test_unreachable_broker_then_its_new_endpoint(h):
@@ -283,7 +228,7 @@ async def test_unreachable_broker_then_its_new_endpoint(h):
         await asyncio.sleep(0.02)
     moved = await h.add_broker(2)                          # broker 2 re-registered elsewhere
     assert await h.until_done((5, 0, 0, True), [("t", 0)]) == {("t", 0): 0}
-    assert markers_of(moved.received[-1]) == [(5, 0, 0, True, [("t", 0)])]
+    assert markers_of(moved.requests[-1]) == [(5, 0, 0, True, [("t", 0)])]
 
 
 async def test_unknown_partition_and_missing_leader(h):
@@ -305,7 +250,7 @@ async def test_answers_of_an_abandoned_job_are_dropped_after_idling(h):
     two = await h.add_broker(2)
     h.lead("t", {0: 2})
     h.channel.write(6, 0, 0, True, [("t", 0)])
-    await two.wait_requests(1)
+    await two.wait_received(1)
     for _ in range(200):       # wait for the answer to be recorded (no write call reports it)
         if not h.channel._keys[(6, 0, 0, True)].in_flight:
             break
@@ -321,7 +266,7 @@ async def test_close_stops_the_senders(h):
     h.lead("t", {0: 2})
     two.hold.clear()
     h.channel.write(1, 0, 0, True, [("t", 0)])
-    await two.wait_requests(1)
+    await two.wait_received(1)
     tasks = [d.task for d in h.channel._destinations.values()]
     h.channel.close()
     await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), WAIT_S)
@@ -399,15 +344,15 @@ async def test_the_coordinator_completes_a_transaction_through_the_channel(h):
     for _ in range(300):
         if coord.describe("tx")[1].state == S.COMPLETE_COMMIT:
             break
-        if len(three.received) == 1:
+        if len(three.requests) == 1:
             three.codes.clear()              # the partition's leader is ready now
         await asyncio.sleep(0.01)
         h.clock.advance(MARKER_RETRY_BACKOFF_MS)
         timer.advance_clock()
     assert coord.describe("tx")[1].state == S.COMPLETE_COMMIT
     assert h.local[0] == (pid, epoch, 4, True, [("t", 0)])
-    assert [markers_of(r) for r in two.received] == [[(pid, epoch, 4, True, [("t", 1)])]]
-    assert len(three.received) >= 2
+    assert [markers_of(r) for r in two.requests] == [[(pid, epoch, 4, True, [("t", 1)])]]
+    assert len(three.requests) >= 2
     assert coord.add_partitions("tx", pid, epoch, [("t", 1)]) == 0
     assert h.channel.pending_keys() == 0
     coord.shutdown()
