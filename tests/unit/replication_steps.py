@@ -137,6 +137,10 @@ class Replica:
     async def fetch_round(self) -> None:
         await self.fetchers.fetch_round()
 
+    async def fetch_rounds(self, count: int) -> None:
+        for _ in range(count):
+            await self.fetchers.fetch_round()
+
     # -- what the test reads back --------------------------------------------------------
     def records(self, index: int = 0) -> list[tuple[int, bytes]]:
         """(offset, value) of every record in the log, read from its files."""
@@ -168,6 +172,15 @@ class Cluster:
     def start(self, *node_ids) -> None:
         for n in node_ids or self.node_ids:
             self.replicas[n].start()
+
+    def start_new(self, leader: int, partitions=(0,)) -> list[Replica]:
+        """Start every replica and create ``partitions`` on each as the controller does:
+        a first LeaderAndIsr (is_new, epoch 0) led by ``leader``, every replica in the
+        ISR.  Returns the replicas in ``node_ids`` order."""
+        self.start()
+        for replica in self.replicas.values():
+            replica.leader_and_isr(leader, 0, self.node_ids, is_new=True, partitions=partitions)
+        return list(self.replicas.values())
 
     def shutdown(self) -> None:
         for replica in self.replicas.values():

@@ -107,10 +107,7 @@ def test_follower_with_epochs_the_leader_never_had_converges(cluster, tmp_path):
 def test_a_follower_that_led_an_epoch_nobody_else_has_truncates_it(cluster):
     """B led epoch 1 alone and wrote two records; A, with epoch 2 now, never saw them."""
     async def run():
-        a, b = cluster.replicas[A], cluster.replicas[B]
-        cluster.start()
-        a.leader_and_isr(A, 0, [A, B], is_new=True)
-        b.leader_and_isr(A, 0, [A, B], is_new=True)
+        a, b = cluster.start_new(A)
         a.produce(b"m0")
         await b.fetch_round()
         b.leader_and_isr(B, 1, [B])
@@ -119,8 +116,7 @@ def test_a_follower_that_led_an_epoch_nobody_else_has_truncates_it(cluster):
         a.leader_and_isr(A, 2, [A])
         a.produce(b"m1")
         b.leader_and_isr(A, 2, [A, B])
-        for _ in range(3):
-            await b.fetch_round()
+        await b.fetch_rounds(3)
         assert b.records() == a.records() == [(0, b"m0"), (1, b"m1")]
     asyncio.run(run())
 
@@ -133,15 +129,11 @@ def _partitions_sent(request) -> list[tuple[int, int]]:
 
 def test_incremental_fetches_carry_only_changed_partitions(cluster):
     async def run():
-        a, b = cluster.replicas[A], cluster.replicas[B]
-        cluster.start()
         parts = (0, 1, 2)
-        a.leader_and_isr(A, 0, [A, B], is_new=True, partitions=parts)
-        b.leader_and_isr(A, 0, [A, B], is_new=True, partitions=parts)
+        a, b = cluster.start_new(A, partitions=parts)
         for index in parts:
             a.produce(b"x", index)
-        for _ in range(4):            # copy, then learn the HW: nothing left to say
-            await b.fetch_round()
+        await b.fetch_rounds(4)         # copy, then learn the HW: nothing left to say
         a.produce(b"y", 1)
         await b.fetch_round()
         await b.fetch_round()
@@ -167,10 +159,7 @@ def test_incremental_fetches_carry_only_changed_partitions(cluster):
 
 def test_a_partition_that_stops_being_fetched_is_forgotten(cluster):
     async def run():
-        a, b = cluster.replicas[A], cluster.replicas[B]
-        cluster.start()
-        a.leader_and_isr(A, 0, [A, B], is_new=True, partitions=(0, 1))
-        b.leader_and_isr(A, 0, [A, B], is_new=True, partitions=(0, 1))
+        a, b = cluster.start_new(A, partitions=(0, 1))
         await b.fetch_round()
         b.fetchers.remove_partitions([(TOPIC, 1)])
         await b.fetch_round()
@@ -192,10 +181,7 @@ def test_num_replica_fetchers_splits_partitions_into_sessions(tmp_path):
         expected.setdefault(fetcher_id(TOPIC, index, 3), []).append(index)
 
     async def run():
-        a, b = cluster.replicas[A], cluster.replicas[B]
-        cluster.start()
-        a.leader_and_isr(A, 0, [A, B], is_new=True, partitions=parts)
-        b.leader_and_isr(A, 0, [A, B], is_new=True, partitions=parts)
+        a, b = cluster.start_new(A, partitions=parts)
         for index in parts:
             a.produce(b"v%d" % index, index)
         await b.fetch_round()
@@ -237,10 +223,7 @@ def test_a_lost_session_starts_over_with_a_full_fetch(cluster):
     """The leader forgot the session (evicted, restarted): FETCH_SESSION_ID_NOT_FOUND,
     no partition is touched, the next fetch is full and opens a new session."""
     async def run():
-        a, b = cluster.replicas[A], cluster.replicas[B]
-        cluster.start()
-        a.leader_and_isr(A, 0, [A, B], is_new=True, partitions=(0, 1))
-        b.leader_and_isr(A, 0, [A, B], is_new=True, partitions=(0, 1))
+        a, b = cluster.start_new(A, partitions=(0, 1))
         a.produce(b"x", 0)
         await b.fetch_round()
         [conn] = b.connections
@@ -260,15 +243,11 @@ def test_a_lost_session_starts_over_with_a_full_fetch(cluster):
     asyncio.run(run())
 
 
-def test_resizing_the_fetchers_moves_partitions_with_their_offsets(tmp_path):
-    cluster = Cluster(tmp_path, node_ids=(A, B))
+def test_resizing_the_fetchers_moves_partitions_with_their_offsets(cluster):
     parts = tuple(range(6))
 
     async def run():
-        a, b = cluster.replicas[A], cluster.replicas[B]
-        cluster.start()
-        a.leader_and_isr(A, 0, [A, B], is_new=True, partitions=parts)
-        b.leader_and_isr(A, 0, [A, B], is_new=True, partitions=parts)
+        a, b = cluster.start_new(A, partitions=parts)
         for index in parts:
             a.produce(b"v", index)
         await b.fetch_round()
@@ -283,7 +262,4 @@ def test_resizing_the_fetchers_moves_partitions_with_their_offsets(tmp_path):
         assert all(b.partition(i).log.log_end_offset == 2 for i in parts)
         b.fetchers.resize(1)
         assert {f.fetcher_id for f in b.fetchers._fetchers.values()} == {0}
-    try:
-        asyncio.run(run())
-    finally:
-        cluster.shutdown()
+    asyncio.run(run())

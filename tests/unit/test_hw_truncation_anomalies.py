@@ -35,11 +35,6 @@ def _hook(monkeypatch, hw_truncation: bool) -> None:
     monkeypatch.setattr(Partition, "truncate_to_hw", hw_truncation, raising=False)
 
 
-async def _rounds(replica, n: int = 4) -> None:
-    for _ in range(n):
-        await replica.fetch_round()
-
-
 def _data_loss(cluster) -> tuple[list, list, bool]:
     """Scenario 1: an acknowledged record lost on both replicas.
 
@@ -49,10 +44,7 @@ def _data_loss(cluster) -> tuple[list, list, bool]:
     as follower and catches up; then m2 is written.  Returns the (offset, value)
     records of B's log and of A's log, and whether their bytes are the same."""
     async def run():
-        a, b = cluster.replicas[A], cluster.replicas[B]
-        cluster.start()
-        a.leader_and_isr(A, 0, [A, B], is_new=True)
-        b.leader_and_isr(A, 0, [A, B], is_new=True)
+        a, b = cluster.start_new(A)
         a.produce(b"m0")
         await b.fetch_round()                       # B: LEO 1, HW 0
         a.produce(b"m1")
@@ -67,9 +59,9 @@ def _data_loss(cluster) -> tuple[list, list, bool]:
         b.leader_and_isr(B, 1, [B])                 # the controller elects B (in the ISR)
         a.start()
         a.leader_and_isr(B, 1, [B])                 # A returns as B's follower
-        await _rounds(a)
+        await a.fetch_rounds(4)
         b.produce(b"m2")
-        await _rounds(a)
+        await a.fetch_rounds(4)
         return b.records(), a.records(), b.log_bytes() == a.log_bytes()
 
     return asyncio.run(run())
@@ -84,12 +76,9 @@ def _divergence(cluster) -> tuple[list, list, bool]:
     unclean election or a power failure would make it), and m2 is written to it at
     offset 1.  A returns as follower with its HW 2."""
     async def run():
-        a, b = cluster.replicas[A], cluster.replicas[B]
-        cluster.start()
-        a.leader_and_isr(A, 0, [A, B], is_new=True)
-        b.leader_and_isr(A, 0, [A, B], is_new=True)
+        a, b = cluster.start_new(A)
         a.produce(b"m0")
-        await _rounds(b, 3)
+        await b.fetch_rounds(3)
         assert (a.partition().high_watermark, b.partition().high_watermark) == (1, 1)
         b.stop()
         a.leader_and_isr(A, 1, [A])
@@ -101,7 +90,7 @@ def _divergence(cluster) -> tuple[list, list, bool]:
         b.produce(b"m2")
         a.start()
         a.leader_and_isr(B, 2, [B])
-        await _rounds(a)
+        await a.fetch_rounds(4)
         return b.records(), a.records(), b.log_bytes() == a.log_bytes()
 
     return asyncio.run(run())
