@@ -92,23 +92,16 @@ class FakeBroker:
     # what the requests said -------------------------------------------------
     def leader_and_isr(self) -> dict:
         """(topic, partition) -> last LeaderAndIsr partition state received."""
-        out = {}
-        for r in self.received:
-            if r.API_KEY == LAI:
-                for t in r.topic_states:
-                    for p in t.partition_states:
-                        out[(t.topic_name, p.partition_index)] = p
-        return out
+        return self._last_states(LAI)
 
     def metadata(self) -> dict:
         """(topic, partition) -> last UpdateMetadata partition state received."""
-        out = {}
-        for r in self.received:
-            if r.API_KEY == UM:
-                for t in r.topic_states:
-                    for p in t.partition_states:
-                        out[(t.topic_name, p.partition_index)] = p
-        return out
+        return self._last_states(UM)
+
+    def _last_states(self, api_key: int) -> dict:
+        return {(t.topic_name, p.partition_index): p
+                for r in self.received if r.API_KEY == api_key
+                for t in r.topic_states for p in t.partition_states}
 
     def stopped(self) -> list:
         return [(t.topic_name, p.partition_index, p.delete_partition)
