@@ -287,31 +287,14 @@ def _kafka_zk_broker_class():
             settings.update(self.overrides)
             return settings
 
-        def start(self, timeout: float = 60.0) -> "KafkaZkBroker":
-            deadline = time.monotonic() + timeout
-            self.work_dir.mkdir(parents=True, exist_ok=True)
-            self.app_log_dir.mkdir(parents=True, exist_ok=True)
-            self.props_path.write_text(
-                "".join(f"{k}={v}\n" for k, v in self.settings().items()))
-            super(KafkaBroker, self).start(max(1.0, deadline - time.monotonic()))
-            try:
-                self._wait_started(deadline)
-            except Exception:
-                self.kill()
-                raise
-            return self
-
-        def _wait_started(self, deadline: float) -> None:
+        @property
+        def started_line(self) -> str:
             """ZK mode logs "[KafkaServer id=N] started" once it serves requests."""
-            line = f"[KafkaServer id={self.node_id}] started"
-            while time.monotonic() < deadline:
-                if not self.alive():
-                    raise RuntimeError(f"kafka exited with {self.proc.returncode}:\n"
-                                       f"{self.output_tail(4000)}")
-                if self.pid_is_java() and line in self.output_tail(200_000):
-                    return
-                time.sleep(0.2)
-            raise RuntimeError(f"kafka did not log '{line}' in time:\n{self.output_tail(4000)}")
+            return f"[KafkaServer id={self.node_id}] started"
+
+        def prepare_storage(self, timeout: float) -> None:
+            """ZooKeeper mode needs no format: the properties only."""
+            self._write_properties()
 
         def describe(self) -> dict:
             d = super().describe()

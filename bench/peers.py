@@ -258,10 +258,20 @@ class KafkaBroker(_ChildBroker):
             env["KAFKA_HEAP_OPTS"] = self.heap_opts
         return env
 
-    def format_storage(self, timeout: float) -> None:
-        """``kafka-storage.sh format`` on the fresh data dir (KRaft needs a meta.properties)."""
+    # The line Kafka logs once it serves requests (the port is bound before that).
+    started_line = KAFKA_STARTED_LINE
+
+    def _write_properties(self) -> None:
         self.props_path.write_text(
             "".join(f"{k}={v}\n" for k, v in self.settings().items()))
+
+    def prepare_storage(self, timeout: float) -> None:
+        """Before the JVM starts: write the properties; KRaft formats the data dir."""
+        self.format_storage(timeout)
+
+    def format_storage(self, timeout: float) -> None:
+        """``kafka-storage.sh format`` on the fresh data dir (KRaft needs a meta.properties)."""
+        self._write_properties()
         env = self._env()
         env["KAFKA_HEAP_OPTS"] = "-Xmx256m"  # the tool's own JVM, gone before the bench
         with open(self.output_path, "ab") as out:
@@ -277,7 +287,7 @@ class KafkaBroker(_ChildBroker):
         deadline = time.monotonic() + timeout
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.app_log_dir.mkdir(parents=True, exist_ok=True)
-        self.format_storage(timeout)
+        self.prepare_storage(timeout)
         super().start(max(1.0, deadline - time.monotonic()))
         try:
             self._wait_started(deadline)
@@ -287,16 +297,16 @@ class KafkaBroker(_ChildBroker):
         return self
 
     def _wait_started(self, deadline: float) -> None:
-        """The port is bound before the broker serves requests: wait for its 'started' line
+        """The port is bound before the broker serves requests: wait for ``started_line``
         and for the JVM's pid to be known."""
         while time.monotonic() < deadline:
             if not self.alive():
                 raise RuntimeError(f"kafka exited with {self.proc.returncode}:\n"
                                    f"{self.output_tail(4000)}")
-            if self.pid_is_java() and KAFKA_STARTED_LINE in self.output_tail(200_000):
+            if self.pid_is_java() and self.started_line in self.output_tail(200_000):
                 return
             time.sleep(0.2)
-        raise RuntimeError(f"kafka did not log '{KAFKA_STARTED_LINE}' in time:\n"
+        raise RuntimeError(f"kafka did not log '{self.started_line}' in time:\n"
                            f"{self.output_tail(4000)}")
 
     def pid_is_java(self) -> bool:

@@ -171,17 +171,9 @@ def produce_phase(bootstrap: str, topic: str, count: int, size: int, nprocs: int
     return out
 
 
-def consume_phase(bootstrap: str, topic: str, size: int, nprocs: int, conf: dict,
-                  timeout: float, expected: int | None = None) -> dict:
-    lo, hi = wl.high_watermark(bootstrap, topic)
-    total = hi - lo
-    out: dict = {"low": lo, "high": hi}
-    if expected is not None and total != expected:
-        out["watermark_note"] = f"high-low={total}, produced {expected}"
-    nprocs = max(1, min(nprocs, total or 1))
-    bounds = [lo + total * i // nprocs for i in range(nprocs + 1)]
-    argsets = [(i, bootstrap, topic, 0, bounds[i], bounds[i + 1], conf)
-               for i in range(nprocs) if bounds[i + 1] > bounds[i]]
+def _run_consumers(out: dict, argsets: list[tuple], total: int, timeout: float) -> dict:
+    """Runs one consume_worker process per argument set; ``out`` gains their summary, ``ok``
+    when every one of ``total`` records came back without an error."""
     if not argsets:
         out.update(ok=False, errors=["topic is empty"], records=0)
         return out
@@ -207,6 +199,20 @@ def consume_phase(bootstrap: str, topic: str, size: int, nprocs: int, conf: dict
     return out
 
 
+def consume_phase(bootstrap: str, topic: str, size: int, nprocs: int, conf: dict,
+                  timeout: float, expected: int | None = None) -> dict:
+    lo, hi = wl.high_watermark(bootstrap, topic)
+    total = hi - lo
+    out: dict = {"low": lo, "high": hi}
+    if expected is not None and total != expected:
+        out["watermark_note"] = f"high-low={total}, produced {expected}"
+    nprocs = max(1, min(nprocs, total or 1))
+    bounds = [lo + total * i // nprocs for i in range(nprocs + 1)]
+    argsets = [(i, bootstrap, topic, 0, bounds[i], bounds[i + 1], conf)
+               for i in range(nprocs) if bounds[i + 1] > bounds[i]]
+    return _run_consumers(out, argsets, total, timeout)
+
+
 def consume_partitions_phase(bootstrap: str, topic: str, partitions: int, conf: dict,
                              timeout: float, expected: int | None = None) -> dict:
     """Read every partition of ``topic`` back, one fresh assign() consumer process per
@@ -217,26 +223,7 @@ def consume_partitions_phase(bootstrap: str, topic: str, partitions: int, conf: 
     if expected is not None and total != expected:
         out["watermark_note"] = f"sum of high-low={total}, produced {expected}"
     argsets = [(p, bootstrap, topic, p, lo, hi, conf) for p, (lo, hi) in marks.items() if hi > lo]
-    if not argsets:
-        out.update(ok=False, errors=["topic is empty"], records=0)
-        return out
-    res = _run_procs(wl.consume_worker, argsets, timeout)
-    errors = [r.get("error") for r in res if r.get("error")]
-    got = sum(r.get("records", 0) for r in res)
-    nbytes = sum(r.get("bytes", 0) for r in res)
-    timed = [r for r in res if "t_start" in r]
-    out.update(processes=len(argsets), records=got, bytes=nbytes, errors=errors)
-    if timed:
-        t_start = min(r["t_start"] for r in timed)
-        secs = max(r["t_end"] for r in timed) - t_start
-        out.update(seconds=round(secs, 3),
-                   first_record_ms=round((min(r["t_first"] for r in timed) - t_start) * 1000, 1),
-                   records_per_s=round(got / secs, 1) if secs > 0 else None,
-                   mib_per_s=round(nbytes / MIB / secs, 2) if secs > 0 else None,
-                   driver_cpu_s=round(sum(r.get("driver_cpu_s", 0) for r in timed), 2),
-                   driver_process_cpu_s=round(sum(r.get("process_cpu_s", 0) for r in timed), 2))
-    out["ok"] = not errors and got == total
-    return out
+    return _run_consumers(out, argsets, total, timeout)
 
 
 def e2e_phase(bootstrap: str, topic: str, rate: int, seconds: float, size: int,

@@ -15,7 +15,8 @@ None when nothing is found; tests then skip with ``ZOOKEEPER_SKIP_REASON``.
 Fixtures (import them into a test module to use them):
 * ``zookeeper_server`` - one server for the whole test session;
 * ``zk_connect`` - a connect string with a fresh chroot per test
-  (``127.0.0.1:port/t-<hex>``), so tests never see each other's znodes.
+  (``127.0.0.1:port/t-<hex>``), so tests never see each other's znodes;
+* ``zk`` - a started KazooClient on ``zk_connect``, closed after the test.
 """
 from __future__ import annotations
 
@@ -194,3 +195,14 @@ def zookeeper_server():
 def zk_connect(zookeeper_server) -> str:
     """A connect string with a chroot of this test's own."""
     return f"{zookeeper_server.connect_string}/t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def zk(zk_connect):  # noqa: F811
+    """A KazooClient connected under this test's ``zk_connect`` chroot."""
+    from kazoo.client import KazooClient
+    client = KazooClient(zk_connect)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()

@@ -148,18 +148,24 @@ def test_describe_unknown_topic_is_an_error(run):
     assert (quiet.returncode, quiet.stdout) == (0, "")
 
 
-def test_list_shows_internal_topics_unless_excluded(run, admin):
-    # A commit makes the coordinator create __consumer_offsets.
-    topic, group = unique("internal"), unique("internal-group")
-    create_topic(run, topic)
-    # The first lookup creates the topic without waiting (as Kafka): retry until it is online.
+def _commit_offset_zero(admin, group: str, topic: str) -> None:
+    """Commits offset 0 of ``topic``-0 for ``group``.  The first lookup creates
+    __consumer_offsets without waiting (as Kafka): retried until it is online."""
     for _ in range(100):
         try:
             admin.alter_group_offsets(group, {TopicPartition(topic, 0):
                                               OffsetAndMetadata(0, "", None)})
-            break
+            return
         except CoordinatorNotAvailableError:
             time.sleep(0.05)
+    raise AssertionError(f"no group coordinator for {group} after 100 tries")
+
+
+def test_list_shows_internal_topics_unless_excluded(run, admin):
+    # A commit makes the coordinator create __consumer_offsets.
+    topic, group = unique("internal"), unique("internal-group")
+    create_topic(run, topic)
+    _commit_offset_zero(admin, group, topic)
     assert "__consumer_offsets" in run("topics", "--list").stdout.splitlines()
     listed = run("topics", "--list", "--exclude-internal").stdout.splitlines()
     assert topic in listed and "__consumer_offsets" not in listed
@@ -318,14 +324,7 @@ def test_consumer_groups_with_an_active_member(run, broker):
 def test_consumer_groups_delete_offsets(run, admin):
     topic, group = unique("offsets-gone"), unique("offsets-group")
     create_topic(run, topic)
-    # The first lookup creates the topic without waiting (as Kafka): retry until it is online.
-    for _ in range(100):
-        try:
-            admin.alter_group_offsets(group, {TopicPartition(topic, 0):
-                                              OffsetAndMetadata(0, "", None)})
-            break
-        except CoordinatorNotAvailableError:
-            time.sleep(0.05)
+    _commit_offset_zero(admin, group, topic)
     assert group_rows(run, group) == [[group, topic, "0", "0", "0", "0", "-", "-", "-"]]
     result = run("consumer-groups", "--delete-offsets", "--group", group, "--topic", topic)
     assert result.returncode == 0

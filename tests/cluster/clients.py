@@ -65,15 +65,20 @@ def elect_preferred(bootstrap: str, partitions: list[tuple[str, int]], timeout: 
     return {(tp.topic, tp.partition): err for tp, err in result.items()}
 
 
+def request(cluster, node: int, api_key: int, version: int, timeout: float = 10.0, **values):
+    """One raw request on a connection of its own to broker ``node``: the response."""
+    from tests.integration.wire import WireClient
+    wire = WireClient(cluster.bootstrap(node), timeout=timeout)
+    try:
+        return wire.request(api_key, version, **values)
+    finally:
+        wire.close()
+
+
 def find_coordinator(cluster, via: int, key: str, key_type: int = 0) -> tuple[int, int]:
     """FindCoordinator v3 at broker ``via`` (key_type 0 group, 1 transaction):
     (error code, coordinator node id)."""
-    from tests.integration.wire import WireClient
-    wire = WireClient(cluster.bootstrap(via))
-    try:
-        r = wire.request(10, 3, key=key, key_type=key_type)
-    finally:
-        wire.close()
+    r = request(cluster, via, 10, 3, key=key, key_type=key_type)
     return r.error_code, r.node_id
 
 
@@ -119,6 +124,33 @@ def consume_confluent(bootstrap: str, topic: str, counts: dict[int, int],
             if msg is None or msg.error() is not None:
                 continue
             got[msg.partition()].append(msg.value())
+    finally:
+        consumer.close()
+    return got
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, expected: int, isolation: str,
+             group: str, timeout: float = 60.0) -> dict[int, list[bytes]]:
+    """Every record of ``topic`` from offset 0 at ``isolation``: polls until ``expected``
+    records came, then 2 s more: past the committed records only markers and aborted
+    records remain, and whatever shows up then must be noticed."""
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "isolation.level": isolation, "enable.auto.commit": False,
+                         "enable.partition.eof": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
+    deadline = time.monotonic() + timeout
+    try:
+        while sum(map(len, got.values())) < expected and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got[msg.partition()].append(msg.value())
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                got[msg.partition()].append(msg.value())
     finally:
         consumer.close()
     return got

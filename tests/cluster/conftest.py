@@ -11,7 +11,8 @@ cache holds.  It disturbs brokers with real signals: kill -9, SIGSTOP/SIGCONT, S
 restarts a broker on its own log dir.
 
 Fixtures: ``shared_cluster`` (module scope) for tests that leave every broker running;
-``cluster`` (per test) for tests that kill, pause or stop brokers.
+``cluster`` (per test) for tests that kill, pause or stop brokers; a module's fixture with
+settings of its own is ``yield from running_cluster(base, zookeeper_server, settings)``.
 
 Reference mode: with ``KAFKAPY_CLUSTER_REFERENCE=kafka`` the same tests run against three
 Apache Kafka 3.9 brokers in ZooKeeper mode (``../shared/kafka_2.13-3.9.0``), with the same
@@ -496,28 +497,33 @@ def _skip_without_reference() -> None:
         pytest.skip(f"KAFKAPY_CLUSTER_REFERENCE=kafka but no Kafka at {KAFKA_HOME}")
 
 
-@pytest.fixture(scope="module")
-def shared_cluster(tmp_path_factory, zookeeper_server):  # noqa: F811
-    """One cluster for a module whose tests leave every broker running."""
+def running_cluster(base: Path, zk_server, extra_settings: dict[str, str] | None = None,
+                    prepare=None):
+    """The body of every cluster fixture (``yield from`` it): a started Cluster under
+    ``base``, whose brokers are killed however the test ends.  ``prepare(c)`` runs between
+    construction and start (to rewire a node, say); what it returns runs after the stop."""
     _skip_without_reference()
-    c = Cluster(tmp_path_factory.mktemp("cluster"), zookeeper_server)
+    c = Cluster(base, zk_server, extra_settings=extra_settings)
+    cleanup = prepare(c) if prepare is not None else None
     try:
         c.start()
         yield c
     finally:
         c.stop()
+        if cleanup is not None:
+            cleanup()
+
+
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory, zookeeper_server):  # noqa: F811
+    """One cluster for a module whose tests leave every broker running."""
+    yield from running_cluster(tmp_path_factory.mktemp("cluster"), zookeeper_server)
 
 
 @pytest.fixture
 def cluster(tmp_path, zookeeper_server):  # noqa: F811
     """A cluster of this test's own, for tests that kill, pause or stop brokers."""
-    _skip_without_reference()
-    c = Cluster(tmp_path / "cluster", zookeeper_server)
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
+    yield from running_cluster(tmp_path / "cluster", zookeeper_server)
 
 
 @pytest.fixture

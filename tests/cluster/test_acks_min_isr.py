@@ -23,15 +23,11 @@ Runs against real Kafka 3.9 too (``KAFKAPY_CLUSTER_REFERENCE=kafka``).
 """
 from __future__ import annotations
 
-from kafka.record.default_records import DefaultRecordBatchBuilder
-
 import pytest
 
-from kafkapy.protocol.messages import REQUESTS
-from tests.cluster import clients
-from tests.cluster.conftest import FAILOVER_S, Cluster, _skip_without_reference, wait_for
+from tests.cluster import clients, isr
+from tests.cluster.conftest import FAILOVER_S, Cluster, running_cluster, wait_for
 from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
 
 NONE = 0
 COORDINATOR_LOAD_IN_PROGRESS = 14
@@ -42,37 +38,17 @@ REQUEST_TIMED_OUT = 7
 CONCURRENT_TRANSACTIONS = 51
 REJOIN_S = 90
 TXN_TOPIC = "__transaction_state"
-Produce = REQUESTS[0]
-
-
-def _batch(values: list[bytes]) -> bytes:
-    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
-    for i, v in enumerate(values):
-        builder.append(i, 1_700_000_000_000 + i, None, v, [])
-    return bytes(builder.build())
 
 
 def produce(c: Cluster, node: int, topic: str, value: bytes, acks: int) -> tuple[int, int]:
-    """Produce v9 straight to ``node``: (error code, base offset)."""
-    wire = WireClient(c.bootstrap(node), timeout=30)
-    try:
-        r = wire.request(0, 9, transactional_id=None, acks=acks, timeout_ms=10000,
-                         topic_data=[Produce.TopicProduceData(name=topic, partition_data=[
-                             Produce.TopicProduceData.PartitionProduceData(
-                                 index=0, records=_batch([value]))])])
-    finally:
-        wire.close()
-    p = r.responses[0].partition_responses[0]
-    return p.error_code, p.base_offset
+    """One record, Produce v9 straight to ``node`` with a 10 s timeout: (error, base offset)."""
+    return isr.produce(c, node, topic, [value], acks=acks, timeout_ms=10000)
 
 
 def init_producer_id(c: Cluster, node: int, txn_id: str) -> tuple[int, int, int]:
     """InitProducerId v1 at ``node``: (error, producer id, epoch)."""
-    wire = WireClient(c.bootstrap(node), timeout=30)
-    try:
-        r = wire.request(22, 1, transactional_id=txn_id, transaction_timeout_ms=60000)
-    finally:
-        wire.close()
+    r = clients.request(c, node, 22, 1, timeout=30, transactional_id=txn_id,
+                        transaction_timeout_ms=60000)
     return r.error_code, r.producer_id, r.producer_epoch
 
 
@@ -152,37 +128,22 @@ def test_two_dead_followers_refuse_acks_all_and_transaction_state_writes(cluster
 @pytest.fixture
 def patient_cluster(tmp_path, zookeeper_server):  # noqa: F811
     """Paused brokers stay registered and in every ISR for the whole test."""
-    _skip_without_reference()
-    c = Cluster(tmp_path / "cluster", zookeeper_server, extra_settings={
+    yield from running_cluster(tmp_path / "cluster", zookeeper_server, extra_settings={
         "zookeeper.session.timeout.ms": "30000", "replica.lag.time.max.ms": "60000"})
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
 
 
 def commit(c: Cluster, node: int, group: str, topic: str, offset: int) -> int:
-    wire = WireClient(c.bootstrap(node), timeout=30)
-    try:
-        r = wire.request(8, 8, **fields(8, group_id=group, generation_id_or_member_epoch=-1,
-                                        member_id="", group_instance_id=None, topics=[dict(
-                                            name=topic, partitions=[dict(
-                                                partition_index=0, committed_offset=offset,
-                                                committed_leader_epoch=-1,
-                                                committed_metadata="")])]))
-    finally:
-        wire.close()
+    r = clients.request(c, node, 8, 8, timeout=30, **fields(
+        8, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+        group_instance_id=None, topics=[dict(name=topic, partitions=[dict(
+            partition_index=0, committed_offset=offset, committed_leader_epoch=-1,
+            committed_metadata="")])]))
     return r.topics[0].partitions[0].error_code
 
 
 def committed(c: Cluster, node: int, group: str, topic: str) -> int:
-    wire = WireClient(c.bootstrap(node), timeout=30)
-    try:
-        r = wire.request(9, 7, **fields(9, group_id=group, topics=[dict(
-            name=topic, partition_indexes=[0])], require_stable=False))
-    finally:
-        wire.close()
+    r = clients.request(c, node, 9, 7, timeout=30, **fields(9, group_id=group, topics=[dict(
+        name=topic, partition_indexes=[0])], require_stable=False))
     return r.topics[0].partitions[0].committed_offset
 
 

@@ -21,52 +21,12 @@ Runs against real Kafka 3.9 too (``KAFKAPY_CLUSTER_REFERENCE=kafka``).
 """
 from __future__ import annotations
 
-import pytest
-from kafka.record.default_records import DefaultRecordBatchBuilder
-
-from kafkapy.protocol.messages import REQUESTS
 from tests.cluster import clients
-from tests.cluster.conftest import Cluster, _skip_without_reference, wait_for
-from tests.integration.wire import WireClient
+from tests.cluster.conftest import Cluster
+from tests.cluster.isr import REJOIN_S, feeder, lag_cluster, produce, wait_isr  # noqa: F401
 
 SHRINK_S = 15       # lag time + the expiration period + AlterPartition + UpdateMetadata;
 #                     well within the 20 s session, so no expiry gets there first
-REJOIN_S = 45
-SETTINGS = {
-    "replica.lag.time.max.ms": "2000",
-    "replica.fetch.wait.max.ms": "500",
-    "zookeeper.session.timeout.ms": "20000",
-}
-Produce = REQUESTS[0]
-
-
-@pytest.fixture(scope="module")
-def lag_cluster(tmp_path_factory, zookeeper_server):  # noqa: F811
-    _skip_without_reference()
-    c = Cluster(tmp_path_factory.mktemp("alter-partition"), zookeeper_server,
-                extra_settings=SETTINGS)
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
-
-
-def produce(c: Cluster, node: int, topic: str, value: bytes, acks: int = -1
-            ) -> tuple[int, int]:
-    """Produce v9 of one record to ``node``: (error code, base offset)."""
-    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
-    builder.append(0, 1_700_000_000_000, None, value, [])
-    wire = WireClient(c.bootstrap(node), timeout=30)
-    try:
-        r = wire.request(0, 9, transactional_id=None, acks=acks, timeout_ms=5000,
-                         topic_data=[Produce.TopicProduceData(name=topic, partition_data=[
-                             Produce.TopicProduceData.PartitionProduceData(
-                                 index=0, records=bytes(builder.build()))])])
-    finally:
-        wire.close()
-    p = r.responses[0].partition_responses[0]
-    return p.error_code, p.base_offset
 
 
 def znode(c: Cluster, topic: str) -> tuple[dict, int]:
@@ -74,21 +34,6 @@ def znode(c: Cluster, topic: str) -> tuple[dict, int]:
     import json
     data, stat = c.zk.get(f"/brokers/topics/{topic}/partitions/0/state")
     return json.loads(data), stat.version
-
-
-def wait_isr(c: Cluster, topic: str, expected: list[int], timeout: float, why: str,
-             feed=None) -> None:
-    """Until the znode and every running, unpaused broker's Metadata show ``expected``;
-    ``feed()`` runs before each look (to keep records coming)."""
-    def settled():
-        if feed is not None:
-            feed()
-        if sorted(znode(c, topic)[0]["isr"]) != sorted(expected):
-            return False
-        return all(sorted(c.metadata(i, [topic]).topics[topic][0].isr) == sorted(expected)
-                   for i in c.running_ids() if i not in c.paused)
-    wait_for(settled, timeout, lambda: f"{why}: ISR of {topic}-0 to be {sorted(expected)}, "
-                                       f"znode says {znode(c, topic)}\n{c.summary()}")
 
 
 def test_leader_elsewhere_than_the_controller_shrinks_and_expands(lag_cluster, unique):
@@ -100,27 +45,22 @@ def test_leader_elsewhere_than_the_controller_shrinks_and_expands(lag_cluster, u
                          assignment={0: [leader, controller, follower]})
     c.wait_topic(topic, 1)
     wait_isr(c, topic, [1, 2, 3], REJOIN_S, "after creation")
-    assert produce(c, leader, topic, b"warm-up") == (0, 0)
+    assert produce(c, leader, topic, [b"warm-up"]) == (0, 0)
     before, version = znode(c, topic)
     assert before["leader"] == leader
     written = [b"warm-up"]
 
-    def feed() -> None:
-        value = b"while-paused-%d" % len(written)
-        assert produce(c, leader, topic, value, acks=1)[0] == 0
-        written.append(value)
-
     c.pause(follower)
     try:
         wait_isr(c, topic, [leader, controller], SHRINK_S, f"paused follower {follower}",
-                 feed=feed)
+                 feed=feeder(c, topic, written))
         assert follower in c.registered(), (
             "the lag rule did it, not a session expiry\n" + c.log_text(follower)[-4000:])
         shrunk, shrunk_version = znode(c, topic)
         assert (shrunk["leader"], shrunk["leader_epoch"]) == (leader, before["leader_epoch"])
         assert shrunk_version > version
         assert "Shrinking ISR from" in c.log_text(leader)
-        assert produce(c, leader, topic, b"two-in-sync") == (0, len(written))
+        assert produce(c, leader, topic, [b"two-in-sync"]) == (0, len(written))
         written.append(b"two-in-sync")
     finally:
         c.resume(follower)
@@ -129,7 +69,7 @@ def test_leader_elsewhere_than_the_controller_shrinks_and_expands(lag_cluster, u
     assert (expanded["leader"], expanded["leader_epoch"]) == (leader, before["leader_epoch"])
     assert expanded_version > shrunk_version
     assert "ISR updated to" in c.log_text(leader)     # Kafka logs no "Expanding ISR"
-    assert produce(c, leader, topic, b"three-in-sync") == (0, len(written))
+    assert produce(c, leader, topic, [b"three-in-sync"]) == (0, len(written))
     written.append(b"three-in-sync")
     got = clients.consume_confluent(c.bootstrap(follower), topic, {0: len(written)},
                                     timeout=30)

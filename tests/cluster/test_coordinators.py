@@ -94,7 +94,7 @@ def test_group_coordinator_moves_with_leadership(cluster, unique):
 
 @pytest.mark.parametrize("rf", [1, 3])
 def test_transaction_across_three_leaders(shared_cluster, unique, rf):
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
     c = shared_cluster
     topic = unique(f"txn-rf{rf}")
     clients.create_topic(c.bootstrap(1), topic, partitions=6, replication=rf)
@@ -118,25 +118,7 @@ def test_transaction_across_three_leaders(shared_cluster, unique, rf):
     txn("x", False)
     txn("b", True)
 
-    consumer = Consumer({"bootstrap.servers": c.bootstrap(3), "group.id": unique("rc"),
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(6)])
-    got = {p: [] for p in range(6)}
-    deadline = time.monotonic() + 60
-    try:
-        while sum(map(len, got.values())) < 36 and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                got[msg.partition()].append(msg.value())
-        # Past the committed records only markers and aborted records remain: wait a
-        # little to be sure nothing aborted shows up.
-        end = time.monotonic() + 2
-        while time.monotonic() < end:
-            msg = consumer.poll(0.2)
-            if msg is not None and msg.error() is None:
-                got[msg.partition()].append(msg.value())
-    finally:
-        consumer.close()
+    got = clients.read_all(c.bootstrap(3), topic, 6, 36, "read_committed", unique("rc"))
     expected = {p: clients.record_values(topic, p, 3, "a") + clients.record_values(
         topic, p, 3, "b") for p in range(6)}
     coordinator = find_coordinator(c, 1, txn_id, key_type=1)

@@ -30,7 +30,7 @@ import pytest
 
 from tests.cluster import clients
 from tests.cluster.conftest import (CLUSTER_SETTINGS, FAILOVER_S, Cluster,
-                                    _skip_without_reference, wait_for)
+                                    running_cluster, wait_for)
 
 ROUNDS = 10
 GROUP_ROUNDS = 10
@@ -48,13 +48,7 @@ SETTINGS = {
 
 @pytest.fixture
 def durable_cluster(tmp_path, zookeeper_server):  # noqa: F811
-    _skip_without_reference()
-    c = Cluster(tmp_path / "cluster", zookeeper_server, extra_settings=SETTINGS)
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
+    yield from running_cluster(tmp_path / "cluster", zookeeper_server, extra_settings=SETTINGS)
 
 
 # --------------------------------------------------------------------------- producing

@@ -18,7 +18,6 @@ from tests.cluster import clients
 from tests.cluster.conftest import (
     FAILOVER_S, LOG_PATTERNS, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, wait_for)
 from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
 
 
 def test_paused_controller_is_fenced_and_steps_down(cluster, unique):
@@ -99,47 +98,39 @@ def _live_brokers(view) -> list[dict]:
 
 
 def _send(c, node: int, api_key: int, version: int, **values):
-    wire = WireClient(c.bootstrap(node))
-    try:
-        return wire.request(api_key, version, **fields(api_key, **values))
-    finally:
-        wire.close()
+    return clients.request(c, node, api_key, version, **fields(api_key, **values))
+
+
+def _assert_every_broker_refuses(c, controller: int, controller_epoch: int,
+                                 broker_epoch_delta: int, error: int) -> None:
+    """UpdateMetadata v8, LeaderAndIsr v7 and StopReplica v4 as ``controller`` at
+    ``controller_epoch``, for each broker's epoch plus ``broker_epoch_delta``: every broker
+    answers ``error`` to each; afterwards every broker still names ``controller``."""
+    view = c.metadata(controller)
+    for node in (1, 2, 3):
+        common = dict(controller_id=controller, is_k_raft_controller=False,
+                      controller_epoch=controller_epoch,
+                      broker_epoch=c.broker_epoch(node) + broker_epoch_delta)
+        um = _send(c, node, 6, 8, **common, topic_states=[], live_brokers=_live_brokers(view))
+        assert um.error_code == error, f"UpdateMetadata to {node}: {um}"
+        lai = _send(c, node, 4, 7, **common, type=0, topic_states=[],
+                    live_leaders=[dict(broker_id=controller, host_name="127.0.0.1",
+                                       port=view.brokers[controller])])
+        assert lai.error_code == error, f"LeaderAndIsr to {node}: {lai}"
+        sr = _send(c, node, 5, 4, **common, topic_states=[])
+        assert sr.error_code == error, f"StopReplica to {node}: {sr}"
+    # Nothing changed: every broker still names the controller.
+    assert all(c.metadata(i).controller == controller for i in (1, 2, 3))
 
 
 def test_brokers_refuse_a_stale_controller_epoch(shared_cluster):
     c = shared_cluster
     controller, epoch = c.controller_id(), c.controller_epoch()
     assert epoch >= 1
-    view = c.metadata(controller)
-    for node in (1, 2, 3):
-        broker_epoch = c.broker_epoch(node)
-        common = dict(controller_id=controller, is_k_raft_controller=False,
-                      controller_epoch=epoch - 1, broker_epoch=broker_epoch)
-        um = _send(c, node, 6, 8, **common, topic_states=[], live_brokers=_live_brokers(view))
-        assert um.error_code == STALE_CONTROLLER_EPOCH, f"UpdateMetadata to {node}: {um}"
-        lai = _send(c, node, 4, 7, **common, type=0, topic_states=[],
-                    live_leaders=[dict(broker_id=controller, host_name="127.0.0.1",
-                                       port=view.brokers[controller])])
-        assert lai.error_code == STALE_CONTROLLER_EPOCH, f"LeaderAndIsr to {node}: {lai}"
-        sr = _send(c, node, 5, 4, **common, topic_states=[])
-        assert sr.error_code == STALE_CONTROLLER_EPOCH, f"StopReplica to {node}: {sr}"
-    # Nothing changed: every broker still names the controller.
-    assert all(c.metadata(i).controller == controller for i in (1, 2, 3))
+    _assert_every_broker_refuses(c, controller, epoch - 1, 0, STALE_CONTROLLER_EPOCH)
 
 
 def test_brokers_refuse_a_stale_broker_epoch(shared_cluster):
     c = shared_cluster
     controller, epoch = c.controller_id(), c.controller_epoch()
-    view = c.metadata(controller)
-    for node in (1, 2, 3):
-        common = dict(controller_id=controller, is_k_raft_controller=False,
-                      controller_epoch=epoch, broker_epoch=c.broker_epoch(node) - 1)
-        um = _send(c, node, 6, 8, **common, topic_states=[], live_brokers=_live_brokers(view))
-        assert um.error_code == STALE_BROKER_EPOCH, f"UpdateMetadata to {node}: {um}"
-        lai = _send(c, node, 4, 7, **common, type=0, topic_states=[],
-                    live_leaders=[dict(broker_id=controller, host_name="127.0.0.1",
-                                       port=view.brokers[controller])])
-        assert lai.error_code == STALE_BROKER_EPOCH, f"LeaderAndIsr to {node}: {lai}"
-        sr = _send(c, node, 5, 4, **common, topic_states=[])
-        assert sr.error_code == STALE_BROKER_EPOCH, f"StopReplica to {node}: {sr}"
-    assert all(c.metadata(i).controller == controller for i in (1, 2, 3))
+    _assert_every_broker_refuses(c, controller, epoch, -1, STALE_BROKER_EPOCH)

@@ -22,89 +22,14 @@ Runs against real Kafka 3.9 too (``KAFKAPY_CLUSTER_REFERENCE=kafka``).
 """
 from __future__ import annotations
 
-import pytest
-from kafka.record.default_records import DefaultRecordBatchBuilder
-
-from kafkapy.protocol.messages import REQUESTS
 from tests.cluster import clients
-from tests.cluster.conftest import Cluster, _skip_without_reference, wait_for
-from tests.integration.wire import WireClient
+from tests.cluster.conftest import Cluster
+from tests.cluster.isr import NONE, REJOIN_S, feeder, lag_cluster, produce, wait_isr  # noqa: F401
 
-NONE = 0
 NOT_ENOUGH_REPLICAS = 19
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 REQUEST_TIMED_OUT = 7
 SHRINK_S = 30        # lag time + the expiration task's period + AlterPartition + UpdateMetadata
-REJOIN_S = 45
-SETTINGS = {
-    "replica.lag.time.max.ms": "2000",
-    "replica.fetch.wait.max.ms": "500",
-    "zookeeper.session.timeout.ms": "20000",
-}
-Produce = REQUESTS[0]
-
-
-@pytest.fixture(scope="module")
-def lag_cluster(tmp_path_factory, zookeeper_server):  # noqa: F811
-    _skip_without_reference()
-    c = Cluster(tmp_path_factory.mktemp("isr-cluster"), zookeeper_server, extra_settings=SETTINGS)
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
-
-
-def _batch(values: list[bytes]) -> bytes:
-    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
-    for i, v in enumerate(values):
-        builder.append(i, 1_700_000_000_000 + i, None, v, [])
-    return bytes(builder.build())
-
-
-def produce(c: Cluster, node: int, topic: str, values: list[bytes], acks: int,
-            timeout_ms: int = 5000):
-    """Produce v9 straight to ``node``: (error code, base offset)."""
-    wire = WireClient(c.bootstrap(node), timeout=timeout_ms / 1000 + 30)
-    try:
-        r = wire.request(0, 9, transactional_id=None, acks=acks, timeout_ms=timeout_ms,
-                         topic_data=[Produce.TopicProduceData(name=topic, partition_data=[
-                             Produce.TopicProduceData.PartitionProduceData(
-                                 index=0, records=_batch(values))])])
-    finally:
-        wire.close()
-    p = r.responses[0].partition_responses[0]
-    return p.error_code, p.base_offset
-
-
-def isr(c: Cluster, topic: str) -> list[int]:
-    return sorted(c.partition_state(topic, 0)["isr"])
-
-
-def wait_isr(c: Cluster, topic: str, expected: list[int], timeout: float, why: str,
-             written: list[bytes] | None = None) -> None:
-    """Until the state znode AND every running, unpaused broker's Metadata show ``expected``.
-    With ``written``, each poll first appends one acks=1 record to the leader (and to
-    ``written``): a follower only falls out of sync when the leader's log end moves past it
-    (Kafka's isFollowerOutOfSync: not caught up AND lagging for replica.lag.time.max.ms), so
-    an idle partition keeps even a stopped follower in its ISR."""
-    def settled():
-        if written is not None:
-            value = f"filler-{len(written)}".encode()
-            assert produce(c, c.partition_state(topic, 0)["leader"], topic, [value],
-                           acks=1)[0] == NONE
-            written.append(value)
-        if isr(c, topic) != sorted(expected):
-            return False
-        for i in c.running_ids():
-            if i in c.paused:
-                continue
-            view = c.metadata(i, [topic]).topics[topic][0]
-            if sorted(view.isr) != sorted(expected):
-                return False
-        return True
-    wait_for(settled, timeout, lambda: f"{why}: ISR of {topic}-0 to be {sorted(expected)}, "
-                                       f"znode says {c.partition_state(topic, 0)}\n{c.summary()}")
 
 
 def setup_topic(c: Cluster, topic: str) -> tuple[int, int, int]:
@@ -126,7 +51,8 @@ def test_paused_follower_leaves_the_isr_and_rejoins(lag_cluster, unique):
     written = [b"warm-up"]
     c.pause(a)
     try:
-        wait_isr(c, topic, [leader, b], SHRINK_S, f"paused follower {a}", written)
+        wait_isr(c, topic, [leader, b], SHRINK_S, f"paused follower {a}",
+                 feed=feeder(c, topic, written))
         # Still registered: the lag rule did it, not a session expiry.
         assert a in c.registered()
         state = c.partition_state(topic, 0)
@@ -151,7 +77,8 @@ def test_isr_below_min_insync_refuses_acks_all_but_not_acks_1(lag_cluster, uniqu
     c.pause(a)
     c.pause(b)
     try:
-        wait_isr(c, topic, [leader], SHRINK_S, f"paused followers {a} and {b}", written)
+        wait_isr(c, topic, [leader], SHRINK_S, f"paused followers {a} and {b}",
+                 feed=feeder(c, topic, written))
         assert {a, b} <= set(c.registered())
         assert produce(c, leader, topic, [b"refused"], acks=-1) == (NOT_ENOUGH_REPLICAS, -1)
         assert produce(c, leader, topic, [b"leader-only"], acks=1) == (NONE, len(written))

@@ -19,7 +19,6 @@ from kafkapy.protocol.errors import ErrorCode
 from tests.cluster import clients
 from tests.cluster.conftest import NOT_CONTROLLER, wait_for
 from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
 
 
 def kafka_assignment(n_partitions: int, rf: int, brokers: list[int], start: int, shift: int,
@@ -138,26 +137,18 @@ def test_create_topics_at_a_broker_that_is_not_the_controller(shared_cluster, un
     controller = c.controller_id()
     other = next(i for i in c.running_ids() if i != controller)
     topic = unique("not-here")
-    wire = WireClient(c.bootstrap(other))
-    try:
-        r = wire.request(19, 7, **fields(19, topics=[dict(
-            name=topic, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
-            timeout_ms=10000, validate_only=False))
-    finally:
-        wire.close()
+    r = clients.request(c, other, 19, 7, **fields(19, topics=[dict(
+        name=topic, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+        timeout_ms=10000, validate_only=False))
     assert r.topics[0].error_code == NOT_CONTROLLER, r.topics[0]
     assert not c.zk.exists(f"/brokers/topics/{topic}")
 
 
 def test_replication_factor_larger_than_the_cluster(shared_cluster, unique):
     c = shared_cluster
-    wire = WireClient(c.bootstrap(c.controller_id()))
-    try:
-        r = wire.request(19, 7, **fields(19, topics=[dict(
-            name=unique("too-wide"), num_partitions=1, replication_factor=4, assignments=[],
-            configs=[])], timeout_ms=10000, validate_only=False))
-    finally:
-        wire.close()
+    r = clients.request(c, c.controller_id(), 19, 7, **fields(19, topics=[dict(
+        name=unique("too-wide"), num_partitions=1, replication_factor=4, assignments=[],
+        configs=[])], timeout_ms=10000, validate_only=False))
     t = r.topics[0]
     assert (t.error_code, t.error_message) == (
         ErrorCode.INVALID_REPLICATION_FACTOR,

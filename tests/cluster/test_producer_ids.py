@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
+from tests.cluster import clients
 from tests.cluster.conftest import wait_for
-from tests.integration.wire import WireClient
 
 BLOCK = 1000
 COORDINATOR_LOAD_IN_PROGRESS = 14
@@ -20,12 +20,8 @@ def _init_producer_id(c, node: int) -> int:
     """InitProducerId v4 without a transactional id; retried while the broker answers a
     retriable error (Kafka says COORDINATOR_LOAD_IN_PROGRESS just after start-up)."""
     def attempt():
-        wire = WireClient(c.bootstrap(node))
-        try:
-            r = wire.request(22, 4, transactional_id=None, transaction_timeout_ms=60000,
-                             producer_id=-1, producer_epoch=-1)
-        finally:
-            wire.close()
+        r = clients.request(c, node, 22, 4, transactional_id=None, transaction_timeout_ms=60000,
+                            producer_id=-1, producer_epoch=-1)
         assert r.error_code in (0, COORDINATOR_LOAD_IN_PROGRESS), r
         return r.producer_id if r.error_code == 0 else None
     return wait_for(attempt, 30, f"a producer id from broker {node}")

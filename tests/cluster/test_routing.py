@@ -17,7 +17,6 @@ from kafkapy.records.record import build_batch
 from tests.cluster import clients
 from tests.cluster.clients import find_coordinator
 from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
 
 
 def test_every_broker_describes_the_same_cluster(shared_cluster, unique):
@@ -48,39 +47,28 @@ def test_every_broker_describes_the_same_cluster(shared_cluster, unique):
 
 
 def _produce(c, node: int, topic: str, partition: int) -> int:
-    wire = WireClient(c.bootstrap(node))
-    try:
-        batch = build_batch([(None, b"v", (), int(time.time() * 1000))])
-        r = wire.request(0, 9, **fields(0, transactional_id=None, acks=-1, timeout_ms=10000,
-                                        topic_data=[dict(name=topic, partition_data=[
-                                            dict(index=partition, records=batch)])]))
-    finally:
-        wire.close()
+    batch = build_batch([(None, b"v", (), int(time.time() * 1000))])
+    r = clients.request(c, node, 0, 9, **fields(0, transactional_id=None, acks=-1,
+                                                timeout_ms=10000, topic_data=[dict(
+                                                    name=topic, partition_data=[dict(
+                                                        index=partition, records=batch)])]))
     return r.responses[0].partition_responses[0].error_code
 
 
 def _fetch(c, node: int, topic: str, partition: int) -> int:
-    wire = WireClient(c.bootstrap(node))
-    try:
-        r = wire.request(1, 12, **fields(
-            1, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
-            session_id=0, session_epoch=-1, topics=[dict(topic=topic, partitions=[dict(
-                partition=partition, current_leader_epoch=-1, fetch_offset=0,
-                last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20)])],
-            forgotten_topics_data=[], rack_id=""))
-    finally:
-        wire.close()
+    r = clients.request(c, node, 1, 12, **fields(
+        1, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+        session_id=0, session_epoch=-1, topics=[dict(topic=topic, partitions=[dict(
+            partition=partition, current_leader_epoch=-1, fetch_offset=0,
+            last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20)])],
+        forgotten_topics_data=[], rack_id=""))
     return r.responses[0].partitions[0].error_code
 
 
 def _list_offsets(c, node: int, topic: str, partition: int) -> int:
-    wire = WireClient(c.bootstrap(node))
-    try:
-        r = wire.request(2, 7, **fields(2, replica_id=-1, isolation_level=0, topics=[dict(
-            name=topic, partitions=[dict(partition_index=partition, current_leader_epoch=-1,
-                                         timestamp=-1)])]))
-    finally:
-        wire.close()
+    r = clients.request(c, node, 2, 7, **fields(2, replica_id=-1, isolation_level=0, topics=[dict(
+        name=topic, partitions=[dict(partition_index=partition, current_leader_epoch=-1,
+                                     timestamp=-1)])]))
     return r.topics[0].partitions[0].error_code
 
 

@@ -23,7 +23,6 @@ import time
 
 from tests.cluster import clients
 from tests.cluster.conftest import FAILOVER_S, wait_for
-from tests.integration.wire import WireClient
 
 TXN_TIMEOUT_S = 60
 
@@ -31,12 +30,8 @@ TXN_TIMEOUT_S = 60
 def find_coordinator(c, via: int, key: str, key_type: int) -> int:
     """FindCoordinator v3 (0 group, 1 transaction) at broker ``via``: the node id."""
     def ask():
-        wire = WireClient(c.bootstrap(via))
-        try:
-            r = wire.request(10, 3, key=key, key_type=key_type)
-        finally:
-            wire.close()
-        return r.error_code == 0 and r.node_id
+        error, node = clients.find_coordinator(c, via, key, key_type)
+        return error == 0 and node
     return wait_for(ask, 30, f"a coordinator for {key!r} (type {key_type})")
 
 
@@ -46,32 +41,6 @@ def transactional_producer(bootstrap: str, txn_id: str):
                          "transaction.timeout.ms": TXN_TIMEOUT_S * 1000, "linger.ms": 5})
     producer.init_transactions(TXN_TIMEOUT_S)
     return producer
-
-
-def read_all(bootstrap: str, topic: str, partitions: int, expected: int, isolation: str,
-             group: str, timeout: float = 60.0) -> dict[int, list[bytes]]:
-    """Every record of ``topic`` from offset 0 at ``isolation``: polls until ``expected``
-    records came, then a little more so that nothing extra goes unnoticed."""
-    from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "isolation.level": isolation, "enable.auto.commit": False,
-                         "enable.partition.eof": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
-    deadline = time.monotonic() + timeout
-    try:
-        while sum(map(len, got.values())) < expected and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                got[msg.partition()].append(msg.value())
-        end = time.monotonic() + 2
-        while time.monotonic() < end:
-            msg = consumer.poll(0.2)
-            if msg is not None and msg.error() is None:
-                got[msg.partition()].append(msg.value())
-    finally:
-        consumer.close()
-    return got
 
 
 def run_transaction(producer, topic: str, partitions: int, tag: str, commit: bool,
@@ -109,11 +78,11 @@ def test_commits_and_aborts_over_leaders_on_every_broker(shared_cluster, unique)
                      for v in clients.record_values(topic, p, 2, tag)] for p in range(6)}
     everything = {p: [v for tag, _ in plan for v in clients.record_values(topic, p, 2, tag)]
                   for p in range(6)}
-    got = read_all(c.bootstrap(3), topic, 6, 6 * 6, "read_committed", unique("rc"))
+    got = clients.read_all(c.bootstrap(3), topic, 6, 6 * 6, "read_committed", unique("rc"))
     assert got == committed, (f"read_committed per partition "
                               f"{ {p: len(v) for p, v in got.items()} }, leaders {leaders}, "
                               f"coordinator {coordinator}")
-    got = read_all(c.bootstrap(1), topic, 6, 6 * 12, "read_uncommitted", unique("ru"))
+    got = clients.read_all(c.bootstrap(1), topic, 6, 6 * 12, "read_uncommitted", unique("ru"))
     assert got == everything
 
 
@@ -200,7 +169,7 @@ def test_send_offsets_to_transaction_with_group_coordinator_elsewhere(shared_clu
     wait_for(lambda: _committed(c.bootstrap(3), group, source, 3) == {0: 4, 1: 4, 2: 4}, 30,
              "every source record's offset committed")
     expected = {p: [v.upper() for v in clients.record_values(source, p, 4)] for p in range(3)}
-    got = read_all(c.bootstrap(1), sink, 3, 12, "read_committed", unique("sink"))
+    got = clients.read_all(c.bootstrap(1), sink, 3, 12, "read_committed", unique("sink"))
     assert {p: sorted(v) for p, v in got.items()} == {p: sorted(v) for p, v in expected.items()}
 
 
@@ -233,5 +202,5 @@ def test_markers_follow_a_leader_that_moved(cluster, unique):
 
     expected = {p: [v for tag in "abc" for v in clients.record_values(topic, p, 2, tag)]
                 for p in range(3)}
-    got = read_all(c.bootstrap(survivors[0]), topic, 3, 18, "read_committed", unique("rc"))
+    got = clients.read_all(c.bootstrap(survivors[0]), topic, 3, 18, "read_committed", unique("rc"))
     assert got == expected

@@ -40,7 +40,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.protocol.messages import REQUESTS
 from tests.cluster import clients
-from tests.cluster.conftest import (FAILOVER_S, REFERENCE, Cluster, _skip_without_reference,
+from tests.cluster.conftest import (FAILOVER_S, REFERENCE, Cluster, running_cluster,
                                     wait_for)
 from tests.cluster.tcp_proxy import TcpProxy
 from tests.cluster.test_durability import read_partition
@@ -60,23 +60,18 @@ NO_ANSWER: list[str] = []         # why a produce got no answer (diagnostics)
 @pytest.fixture
 def proxied_cluster(tmp_path, zookeeper_server):  # noqa: F811
     """A cluster whose every broker reaches ZooKeeper through a proxy of its own."""
-    _skip_without_reference()
-    c = Cluster(tmp_path / "cluster", zookeeper_server, extra_settings=SETTINGS)
-    c.proxies = {}
-    for i, node in c.nodes.items():
-        proxy = c.proxies[i] = TcpProxy(zookeeper_server.port).start()
-        connect = f"127.0.0.1:{proxy.port}{c.chroot}"
-        if REFERENCE == "kafka":
-            node.settings["zookeeper.connect"] = connect
-        else:
-            node.process.overrides["zookeeper.connect"] = connect
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
-        for proxy in c.proxies.values():
-            proxy.stop()
+    def through_proxies(c: Cluster):
+        c.proxies = {}
+        for i, node in c.nodes.items():
+            proxy = c.proxies[i] = TcpProxy(zookeeper_server.port).start()
+            connect = f"127.0.0.1:{proxy.port}{c.chroot}"
+            if REFERENCE == "kafka":
+                node.settings["zookeeper.connect"] = connect
+            else:
+                node.process.overrides["zookeeper.connect"] = connect
+        return lambda: [proxy.stop() for proxy in c.proxies.values()]
+    yield from running_cluster(tmp_path / "cluster", zookeeper_server, extra_settings=SETTINGS,
+                               prepare=through_proxies)
 
 
 def _batch(value: bytes) -> bytes:

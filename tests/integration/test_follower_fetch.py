@@ -29,7 +29,7 @@ from kafkapy.replication.partition import Partition
 from tests.broker_process import BrokerProcess, free_port
 from tests.integration.request_fields import fields
 from tests.integration.wire import WireClient
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 TOPIC = "followed"
 SEGMENT = "00000000000000000000.log"
@@ -109,14 +109,24 @@ async def _until(predicate, timeout_s: float = 20.0) -> None:
         await asyncio.sleep(0.05)
 
 
-def test_follower_copies_the_leaders_log_byte_for_byte(tmp_path, leader):
+def _follow_leader(leader: BrokerProcess, records: int, follow) -> None:
+    """Creates TOPIC on ``leader`` (replicas [0, 1]), writes ``records`` batches to it, then
+    runs ``follow(wire, topic_id, epoch)`` (a coroutine function; ``wire`` writes more) for
+    at most 60 s."""
     wire = WireClient(leader.bootstrap)
-    _create_topic(wire)
-    topic_id, epoch = _topic_state(wire)
-    _produce(wire, 30)
+    try:
+        _create_topic(wire)
+        topic_id, epoch = _topic_state(wire)
+        _produce(wire, records)
+        asyncio.run(asyncio.wait_for(follow(wire, topic_id, epoch), 60))
+    finally:
+        wire.close()
+
+
+def test_follower_copies_the_leaders_log_byte_for_byte(tmp_path, leader):
     leader_segment = leader.log_dir / f"{TOPIC}-0" / SEGMENT
 
-    async def follow() -> None:
+    async def follow(wire: WireClient, topic_id, epoch: int) -> None:
         broker, partition = _follower(tmp_path, leader, topic_id, epoch)
         fetchers = ReplicaFetcherManager(broker)
         fetchers.add_partitions({(TOPIC, 0): (0, partition.log.log_end_offset)})
@@ -139,23 +149,16 @@ def test_follower_copies_the_leaders_log_byte_for_byte(tmp_path, leader):
             await fetchers.shutdown()
             partition.log.close()
 
-    try:
-        asyncio.run(asyncio.wait_for(follow(), 60))
-    finally:
-        wire.close()
+    _follow_leader(leader, 30, follow)
 
 
 def _diverged_follower_follows(tmp_path, leader, extra_epoch_delta: int) -> None:
     """A follower whose log holds the leader's 30 batches and 10 more the leader never
     had, written in the leader's epoch plus ``extra_epoch_delta``: it truncates to 30,
     then copies what the leader appends next, byte for byte."""
-    wire = WireClient(leader.bootstrap)
-    _create_topic(wire)
-    topic_id, epoch = _topic_state(wire)
-    _produce(wire, 30)
     leader_segment = leader.log_dir / f"{TOPIC}-0" / SEGMENT
 
-    async def follow() -> None:
+    async def follow(wire: WireClient, topic_id, epoch: int) -> None:
         broker, partition = _follower(tmp_path, leader, topic_id, epoch)
         partition.append_as_follower(leader_segment.read_bytes())
         for i in range(10):
@@ -176,10 +179,7 @@ def _diverged_follower_follows(tmp_path, leader, extra_epoch_delta: int) -> None
             await fetchers.shutdown()
             partition.log.close()
 
-    try:
-        asyncio.run(asyncio.wait_for(follow(), 60))
-    finally:
-        wire.close()
+    _follow_leader(leader, 30, follow)
 
 
 def test_diverging_epoch_truncates_the_follower(tmp_path, leader):
@@ -197,12 +197,7 @@ def test_a_partition_the_leader_does_not_host_backs_off(tmp_path, leader):
     """UNKNOWN_TOPIC_OR_PARTITION (the leader may not have had its LeaderAndIsr yet):
     the fetcher keeps the partition, retries after replica.fetch.backoff.ms, and the
     other partitions of the same leader keep being fetched."""
-    wire = WireClient(leader.bootstrap)
-    _create_topic(wire)
-    topic_id, epoch = _topic_state(wire)
-    _produce(wire, 3)
-
-    async def follow() -> None:
+    async def follow(wire: WireClient, topic_id, epoch: int) -> None:
         broker, partition = _follower(tmp_path, leader, topic_id, epoch)
         state = PartitionState(5, [0, 1], 0, epoch, [0, 1])
         broker.cache.topics[TOPIC].partitions[5] = state
@@ -222,23 +217,10 @@ def test_a_partition_the_leader_does_not_host_backs_off(tmp_path, leader):
             partition.log.close()
             missing.log.close()
 
-    try:
-        asyncio.run(asyncio.wait_for(follow(), 60))
-    finally:
-        wire.close()
+    _follow_leader(leader, 3, follow)
 
 
 # -- the leader's side: its high watermark follows the follower's fetches -----------------
-
-@pytest.fixture
-def zk(zk_connect):  # noqa: F811
-    from kazoo.client import KazooClient
-    client = KazooClient(zk_connect)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
-
 
 def _register_broker_1(zk) -> int:
     """Broker 1's registration (ephemeral, this test's session): the controller sees it

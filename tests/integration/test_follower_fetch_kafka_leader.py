@@ -31,7 +31,7 @@ from tests.conformance.brokers import KafkaProcess, find_kafka_home, wait_ready
 from tests.integration.request_fields import fields
 from tests.integration.test_follower_fetch_sessions import (FOLLOWER_CONFIG,
                                                             RecordingConnection, _answered,
-                                                            _sent, _until)
+                                                            _sent, _setup_topic, _until)
 from tests.integration.wire import WireClient
 from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
@@ -67,25 +67,6 @@ def kafka(tmp_path, zk_connect):  # noqa: F811
         zk.close()
 
 
-def _setup_topic(wire: WireClient):
-    response = wire.request(19, 7, **fields(19, topics=[dict(
-        name=TOPIC, num_partitions=-1, replication_factor=-1, configs=[],
-        assignments=[dict(partition_index=i, broker_ids=[KAFKA_ID, FOLLOWER_ID])
-                     for i in range(PARTITIONS)])],
-        timeout_ms=30000, validate_only=False))
-    assert response.topics[0].error_code == 0, response
-    for _ in range(200):
-        response = wire.request(3, 12, **fields(3, topics=[dict(name=TOPIC, topic_id=None)],
-                                               allow_auto_topic_creation=False,
-                                               include_topic_authorized_operations=False))
-        [topic] = response.topics
-        if topic.error_code == 0 and len(topic.partitions) == PARTITIONS and all(
-                p.leader_id == KAFKA_ID for p in topic.partitions):
-            return topic.topic_id, {p.partition_index: p.leader_epoch for p in topic.partitions}
-        time.sleep(0.1)
-    raise AssertionError(f"no leaders for {TOPIC}: {response}")
-
-
 def _produce(wire: WireClient, partition: int, count: int, first: int = 0) -> None:
     for i in range(first, first + count):
         batch = build_batch([(b"k%d" % i, b"value-%d-%d" % (partition, i), [],
@@ -101,7 +82,8 @@ def _produce(wire: WireClient, partition: int, count: int, first: int = 0) -> No
 def test_kafkapy_follows_a_kafka_leader_in_a_session(tmp_path, kafka):
     port = kafka.process.port
     wire = WireClient(f"127.0.0.1:{port}")
-    topic_id, epochs = _setup_topic(wire)
+    topic_id, epochs = _setup_topic(wire, TOPIC, PARTITIONS, (KAFKA_ID, FOLLOWER_ID),
+                                    timeout_ms=30000, attempts=200)
     _produce(wire, 0, 20)
     _produce(wire, 1, 5)
 

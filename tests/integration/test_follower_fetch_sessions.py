@@ -65,22 +65,27 @@ class RecordingConnection:
         self._conn.close()
 
 
-def _setup_topic(wire: WireClient):
+def _setup_topic(wire: WireClient, topic: str = TOPIC, partitions: int = PARTITIONS,
+                 replicas: tuple[int, int] = (0, 1), timeout_ms: int = 10000,
+                 attempts: int = 100):
+    """CreateTopics with every partition on ``replicas``, then Metadata v12 until the
+    first of them leads every partition: (topic id, {partition: leader epoch})."""
     response = wire.request(19, 7, **fields(19, topics=[dict(
-        name=TOPIC, num_partitions=-1, replication_factor=-1, configs=[],
-        assignments=[dict(partition_index=i, broker_ids=[0, 1]) for i in range(PARTITIONS)])],
-        timeout_ms=10000, validate_only=False))
+        name=topic, num_partitions=-1, replication_factor=-1, configs=[],
+        assignments=[dict(partition_index=i, broker_ids=list(replicas))
+                     for i in range(partitions)])],
+        timeout_ms=timeout_ms, validate_only=False))
     assert response.topics[0].error_code == 0, response
-    for _ in range(100):
-        response = wire.request(3, 12, **fields(3, topics=[dict(name=TOPIC, topic_id=None)],
+    for _ in range(attempts):
+        response = wire.request(3, 12, **fields(3, topics=[dict(name=topic, topic_id=None)],
                                                allow_auto_topic_creation=False,
                                                include_topic_authorized_operations=False))
-        [topic] = response.topics
-        if topic.error_code == 0 and len(topic.partitions) == PARTITIONS and all(
-                p.leader_id == 0 for p in topic.partitions):
-            return topic.topic_id, {p.partition_index: p.leader_epoch for p in topic.partitions}
+        [found] = response.topics
+        if found.error_code == 0 and len(found.partitions) == partitions and all(
+                p.leader_id == replicas[0] for p in found.partitions):
+            return found.topic_id, {p.partition_index: p.leader_epoch for p in found.partitions}
         time.sleep(0.1)
-    raise AssertionError(f"no leaders for {TOPIC}: {response}")
+    raise AssertionError(f"no leaders for {topic}: {response}")
 
 
 def _produce(wire: WireClient, partition: int, count: int) -> None:

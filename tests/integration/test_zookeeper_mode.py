@@ -15,11 +15,10 @@ import signal
 import time
 
 import pytest
-from kazoo.client import KazooClient
 
 from tests.broker_process import BrokerProcess
 from tests.clients.common import produce_values, read_values
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 SESSION_TIMEOUT_MS = 4000
 
@@ -31,15 +30,6 @@ def zk_broker(tmp_path, zk_connect):  # noqa: F811
         "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS)})
     yield broker.start()
     broker.kill()
-
-
-@pytest.fixture
-def zk(zk_connect):  # noqa: F811
-    client = KazooClient(zk_connect)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
 
 
 def _json(zk, path: str) -> dict:

@@ -360,10 +360,16 @@ CLI_CHECKS: list[tuple[str, Callable[[subprocess.CompletedProcess], None]]] = [
 ]
 
 
-def cli_check(command: str) -> Callable[[subprocess.CompletedProcess], None]:
-    found = [check for pattern, check in CLI_CHECKS if re.search(pattern, command)]
-    assert len(found) == 1, f"README command with {len(found)} checks here: {command}"
-    return found[0]
+def checks_for(commands: list[str], table: list[tuple[str, Callable]]) -> list[Callable]:
+    """The one check of ``table`` whose pattern each README command matches; every check
+    of the table must be used (a command dropped from the README fails here)."""
+    checks = []
+    for command in commands:
+        found = [check for pattern, check in table if re.search(pattern, command)]
+        assert len(found) == 1, f"README command with {len(found)} checks here: {command}"
+        checks.append(found[0])
+    assert sorted(map(id, checks)) == sorted(id(c) for _, c in table), "unused checks"
+    return checks
 
 
 def test_command_line_tools(workspace, make_run):
@@ -372,8 +378,7 @@ def test_command_line_tools(workspace, make_run):
     lines = logical_lines(block)
     assignments = [line for line in lines if re.match(r"^[A-Za-z_]\w*=", line)]
     commands = [line for line in lines if line not in assignments]
-    checks = [cli_check(command) for command in commands]
-    assert sorted(map(id, checks)) == sorted(id(c) for _, c in CLI_CHECKS), "unused checks"
+    checks = checks_for(commands, CLI_CHECKS)
     for command, check in zip(commands, checks):
         result = workspace.run("\n".join(assignments + [command]))
         check(result)
@@ -519,12 +524,6 @@ CLUSTER_CHECKS: list[tuple[str, Callable[[subprocess.CompletedProcess], None]]] 
 ]
 
 
-def cluster_check(command: str) -> Callable[[subprocess.CompletedProcess], None]:
-    found = [check for pattern, check in CLUSTER_CHECKS if re.search(pattern, command)]
-    assert len(found) == 1, f"README command with {len(found)} checks here: {command}"
-    return found[0]
-
-
 def wait_for_topic(workspace: Workspace, readme_port: str, partitions: int) -> None:
     """The broker a describe goes to has the topic with a leader for every partition: the
     create answers once the controller has it, the others learn it by UpdateMetadata right
@@ -561,8 +560,7 @@ def test_a_cluster(workspace, make_run, readme_zookeeper):
     assert sorted(b.readme_port for b in brokers) == list(CLUSTER_PORTS), lines
 
     commands = logical_lines(blocks[1])
-    checks = [cluster_check(command) for command in commands]
-    assert sorted(map(id, checks)) == sorted(id(c) for _, c in CLUSTER_CHECKS), "unused checks"
+    checks = checks_for(commands, CLUSTER_CHECKS)
     started: list[Foreground] = []
     try:
         for b in brokers:
