@@ -93,17 +93,23 @@ def _rack_unaware(ordered: list[int], partitions: int, rf: int, first_partition:
                   rng: random.Random, start_index: int | None,
                   replica_shift: int | None) -> dict[int, list[int]]:
     n = len(ordered)
+    return {current: [ordered[first]] + [ordered[_replica_index(first, shift, j, n)]
+                                         for j in range(rf - 1)]
+            for current, first, shift in _first_replicas(n, partitions, first_partition, rng,
+                                                         start_index, replica_shift)}
+
+
+def _first_replicas(n: int, partitions: int, first_partition: int, rng: random.Random,
+                    start_index: int | None, replica_shift: int | None):
+    """(partition, index of its first replica, shift) for each new partition: Kafka's
+    start index, and a shift that grows by one every ``n`` partitions."""
     start, shift = _start(n, rng, start_index, replica_shift)
-    result: dict[int, list[int]] = {}
     current = max(0, first_partition)
     for _ in range(partitions):
         if current > 0 and current % n == 0:
             shift += 1
-        first = (current + start) % n
-        result[current] = [ordered[first]] + [ordered[_replica_index(first, shift, j, n)]
-                                              for j in range(rf - 1)]
+        yield current, (current + start) % n, shift
         current += 1
-    return result
 
 
 def rack_alternated(rack_of: Mapping[int, str]) -> list[int]:
@@ -127,13 +133,9 @@ def _rack_aware(rack_of: dict[int, str], partitions: int, rf: int, first_partiti
     arranged = rack_alternated(rack_of)
     n = len(arranged)
     num_racks = len(set(rack_of.values()))
-    start, shift = _start(n, rng, start_index, replica_shift)
     result: dict[int, list[int]] = {}
-    current = max(0, first_partition)
-    for _ in range(partitions):
-        if current > 0 and current % n == 0:
-            shift += 1
-        first = (current + start) % n
+    for current, first, shift in _first_replicas(n, partitions, first_partition, rng,
+                                                 start_index, replica_shift):
         leader = arranged[first]
         replicas = [leader]
         racks_used, brokers_used = {rack_of[leader]}, {leader}
@@ -152,5 +154,4 @@ def _rack_aware(rack_of: dict[int, str], partitions: int, rf: int, first_partiti
                     brokers_used.add(broker)
                     break
         result[current] = replicas
-        current += 1
     return result

@@ -157,25 +157,27 @@ def leader_for_reassign(ctx: "ControllerContext",
                         ) -> list[ElectionResult]:
     """Kafka's ``Election.leaderForReassign``: the leader comes from the target
     replicas (``target_replicas[tp]``, default the current assignment); ISR kept."""
-    results = []
-    for tp, current in partitions:
-        target = (target_replicas or {}).get(tp) or ctx.replicas(tp)
-        live = [r for r in target if ctx.is_replica_online(r, tp)]
-        leader = reassign_partition_leader_election(target, current.isr, set(live))
-        new = current.new_leader_and_isr(leader, current.isr) if leader is not None else None
-        results.append(ElectionResult(tp, new, live))
-    return results
+    targets = target_replicas or {}
+    return _elect_keeping_isr(ctx, partitions, lambda tp: targets.get(tp) or ctx.replicas(tp),
+                              reassign_partition_leader_election)
 
 
 def leader_for_preferred_replica(ctx: "ControllerContext",
                                  partitions: Iterable[tuple["TopicPartition", "LeaderIsr"]]
                                  ) -> list[ElectionResult]:
-    """Kafka's ``Election.leaderForPreferredReplica``: ISR kept, new leader epoch."""
+    return _elect_keeping_isr(ctx, partitions, ctx.replicas,
+                              preferred_replica_partition_leader_election)
+
+
+def _elect_keeping_isr(ctx: "ControllerContext", partitions, replicas_of, choose
+                       ) -> list[ElectionResult]:
+    """A leader chosen by ``choose(replicas, isr, live)`` among ``replicas_of(tp)``, the
+    ISR unchanged (reassignment and preferred elections)."""
     results = []
     for tp, current in partitions:
-        assignment = ctx.replicas(tp)
-        live = [r for r in assignment if ctx.is_replica_online(r, tp)]
-        leader = preferred_replica_partition_leader_election(assignment, current.isr, set(live))
+        replicas = replicas_of(tp)
+        live = [r for r in replicas if ctx.is_replica_online(r, tp)]
+        leader = choose(replicas, current.isr, set(live))
         new = current.new_leader_and_isr(leader, current.isr) if leader is not None else None
         results.append(ElectionResult(tp, new, live))
     return results

@@ -112,44 +112,22 @@ class ReplicaManager:
 
     def _make_leaders(self, leaders: list, errors: dict[PartitionKey, int]) -> None:
         self._remove_fetchers([(c.topic, c.state.partition) for c, _ in leaders])
-        for change, partition in leaders:
-            key = (change.topic, change.state.partition)
-            partition = partition or self._create(change, errors)
-            if partition is None:
-                continue
-            if partition.log.offline:
-                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
-                continue
-            make_leader = getattr(partition, "make_leader", None)
-            if make_leader is not None:
-                make_leader(change.state)
-            else:
-                _become_leader(partition, change.state)
-            self._wake(key)
+        for change, partition in self._online(leaders, errors):
+            partition.make_leader(change.state)
+            self._wake((change.topic, change.state.partition))
 
     def _make_followers(self, followers: list, errors: dict[PartitionKey, int]) -> None:
         moved: list[Partition] = []
-        for change, partition in followers:
-            key = (change.topic, change.state.partition)
-            partition = partition or self._create(change, errors)
-            if partition is None:
-                continue
-            if partition.log.offline:
-                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
-                continue
+        for change, partition in self._online(followers, errors):
             if self.cache is not None and not self.cache.is_alive(change.state.leader):
                 # Kafka keeps the log (its high watermark checkpointed) but changes nothing
                 # until a LeaderAndIsr names a live leader.
-                _log.warning("cannot become follower: leader unavailable", partition=key,
+                _log.warning("cannot become follower: leader unavailable",
+                             partition=(change.topic, change.state.partition),
                              leader=change.state.leader)
                 continue
-            make_follower = getattr(partition, "make_follower", None)
-            if make_follower is not None:
-                # False: same leader and epoch, the running fetcher carries on (Kafka).
-                if make_follower(change.state):
-                    moved.append(partition)
-            else:
-                partition.state = change.state
+            # False: same leader and epoch, the running fetcher carries on (Kafka).
+            if partition.make_follower(change.state):
                 moved.append(partition)
         self._remove_fetchers([(p.topic, p.index) for p in moved])
         for partition in moved:
@@ -157,6 +135,18 @@ class ReplicaManager:
         if moved and self.fetchers is not None:
             self.fetchers.add_partitions({
                 (p.topic, p.index): (p.state.leader, p.log.log_end_offset) for p in moved})
+
+    def _online(self, changes: list, errors: dict[PartitionKey, int]):
+        """(change, partition) for each change whose partition exists or can be created
+        and whose log is online; the others get their error code."""
+        for change, partition in changes:
+            partition = partition or self._create(change, errors)
+            if partition is None:
+                continue
+            if partition.log.offline:
+                errors[(change.topic, change.state.partition)] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
+            yield change, partition
 
     def _create(self, change: PartitionChange, errors: dict) -> Partition | None:
         """The partition's object and log; an existing partition's log found in no live
@@ -271,32 +261,16 @@ class ReplicaManager:
         without the followers out of sync; returns how many proposed a change."""
         changed = 0
         for partition in list(self.partitions.values()):
-            shrink = getattr(partition, "maybe_shrink_isr", None)
-            if shrink is not None and partition.is_leader and shrink(now_ms):
+            if partition.is_leader and partition.maybe_shrink_isr(now_ms):
                 changed += 1
         return changed
 
     def under_replicated_count(self) -> int:
-        return sum(1 for p in self.partitions.values()
-                   if getattr(p, "is_under_replicated", False))
+        return sum(1 for p in self.partitions.values() if p.is_under_replicated)
 
     def _wake(self, key: PartitionKey) -> None:
         for listener in self._append_listeners:
             listener(key)
-
-
-def _become_leader(partition: Partition, state: PartitionState) -> None:
-    """Leadership without REPL's Partition.make_leader: take the state, start the new
-    leader epoch at the log end (Kafka's makeLeader, so OffsetForLeaderEpoch can place
-    it before any append), and let a sole in-sync leader's high watermark be its log end
-    (Kafka's maybeIncrementLeaderHW; the checkpoint may lag after a crash)."""
-    partition.state = state
-    log = partition.log
-    cache = log.leader_epoch_cache
-    if cache.latest_epoch is None or state.leader_epoch > cache.latest_epoch:
-        cache.assign(state.leader_epoch, log.log_end_offset)
-    if len(state.isr) <= 1:
-        log.high_watermark = log.log_end_offset
 
 
 def _parse_id(text) -> uuid.UUID | None:
