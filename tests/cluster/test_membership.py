@@ -32,10 +32,11 @@ def test_generated_ids_are_kafkas_and_survive_a_restart(tmp_path, zk_connect):  
     host, chroot = zk_connect.split("/", 1)
     zk = KazooClient(hosts=host)
     zk.start()
+    first = _broker(tmp_path, "first", zk_connect)
+    second = _broker(tmp_path, "second", zk_connect, **{"reserved.broker.max.id": "2000"})
     try:
-        first = _broker(tmp_path, "first", zk_connect).start()
-        second = _broker(tmp_path, "second", zk_connect,
-                         **{"reserved.broker.max.id": "2000"}).start()
+        first.start()
+        second.start()
         ids = sorted(int(i) for i in zk.get_children(f"/{chroot}/brokers/ids"))
         # seqid versions 1 and 2 over reserved.broker.max.id 1000 and 2000.
         assert ids == [1001, 2002]
@@ -49,9 +50,9 @@ def test_generated_ids_are_kafkas_and_survive_a_restart(tmp_path, zk_connect):  
         assert sorted(int(i) for i in zk.get_children(f"/{chroot}/brokers/ids")) == ids
         assert after.czxid > before.czxid          # a new broker epoch
         assert "broker_epoch=" + str(after.czxid) in first.output()
-        second.stop()
-        first.stop()
     finally:
+        for broker in (second, first):
+            broker.kill()
         zk.stop()
         zk.close()
 
@@ -65,4 +66,5 @@ def test_a_fixed_id_must_match_the_stored_one(tmp_path, zk_connect):  # noqa: F8
     except RuntimeError as failed:
         assert "doesn't match previous node id 7" in str(failed)
     else:
+        broker.kill()
         raise AssertionError("a broker.id differing from meta.properties was accepted")
