@@ -893,14 +893,8 @@ class KafkaController:
         """Kafka's processTopicDeletionStopReplicaResponseReceived."""
         if not self._active:
             return
-        errors = event.partition_errors
-        in_error = (set(errors) if event.error_code != ErrorCode.NO_ERROR
-                    else {tp for tp, code in errors.items() if code != ErrorCode.NO_ERROR})
-        if in_error:
-            self._deletion.fail_replica_deletion([(tp, event.broker_id) for tp in in_error])
-        done = set(errors) - in_error
-        if done:
-            self._deletion.complete_replica_deletion([(tp, event.broker_id) for tp in done])
+        self._deletion.handle_stop_replica_response(event.broker_id, event.error_code,
+                                                    event.partition_errors)
 
     def _process_IsrChangeNotification(self, _event) -> None:
         if not self._active:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 import structlog
 
 from kafkapy.controller.context import PartitionState, ReplicaState
+from kafkapy.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kafkapy.controller.context import ControllerContext, PartitionAndReplica, TopicPartition
@@ -162,11 +163,13 @@ class TopicDeletionManager:
         """Kafka's processTopicDeletionStopReplicaResponseReceived: a request-level error
         fails every partition, else the partitions with an error fail and the others
         completed."""
-        if error_code != 0:
+        if error_code != ErrorCode.NO_ERROR:
             in_error = set(partition_errors)
         else:
-            in_error = {tp for tp, code in partition_errors.items() if code != 0}
-        self.fail_replica_deletion([(tp, broker_id) for tp in sorted(in_error)])
+            in_error = {tp for tp, code in partition_errors.items()
+                        if code != ErrorCode.NO_ERROR}
+        if in_error:
+            self.fail_replica_deletion([(tp, broker_id) for tp in sorted(in_error)])
         if len(in_error) != len(partition_errors):
             self.complete_replica_deletion(
                 [(tp, broker_id) for tp in sorted(set(partition_errors) - in_error)])
