@@ -39,8 +39,7 @@ def effective_min_isr(partition) -> int:
 
 def maximal_isr(partition) -> list[int]:
     """The ISR the high watermark uses (Kafka's maximalIsr: a pending expansion counts)."""
-    maximal = getattr(partition, "maximal_isr", None)
-    return list(partition.state.isr if maximal is None else maximal)
+    return list(partition.maximal_isr)
 
 
 def min_isr_error(partition, topic: str, index: int):

@@ -29,6 +29,16 @@ class FakePartition:
                                    log_start_offset=7)
         self.is_leader = True
         self.high_watermark = 0
+        self._pending_isr = None
+
+    @property
+    def maximal_isr(self) -> list:
+        """As Partition's: the ISR, or a pending expansion a test sets."""
+        return self.state.isr if self._pending_isr is None else self._pending_isr
+
+    @maximal_isr.setter
+    def maximal_isr(self, isr) -> None:
+        self._pending_isr = isr
 
 
 class FakeBroker:
