@@ -201,13 +201,12 @@ class AlterPartitionManager:
         return follower.broker_epoch if follower is not None else -1
 
     def _broker_epoch(self) -> int:
-        epoch = getattr(self._broker, "broker_epoch", -1)
-        return -1 if epoch is None else int(epoch)
+        return self._broker.broker_epoch
 
     async def _send(self, request):
         """The answer, or None when no controller is known."""
-        controller = getattr(self._broker, "controller", None)
-        if controller is not None and getattr(controller, "is_active", False):
+        controller = self._broker.controller      # None until the broker has started it
+        if controller is not None and controller.is_active:
             return await controller.alter_partition(request, REQUEST_VERSION)
         found = self._controller_endpoint()
         if found is None:
