@@ -11,9 +11,8 @@ for a config change (every broker reloads it, ``TopicConfigs``).
 ``wait_for_topics`` / ``wait_for_deletion`` are Kafka's DelayedCreatePartitions /
 DelayedDeleteTopics: they resolve when this broker's MetadataCache shows every
 partition of each topic with a leader (>= 0) / each topic gone, re-checked after
-every applied UpdateMetadata (``cache.add_update_listener``; polled every 20 ms
-when the cache has no such hook), and return the topics still not there at the
-deadline (answered REQUEST_TIMED_OUT by the handlers).
+every applied UpdateMetadata (``cache.add_update_listener``), and return the
+topics still not there at the deadline (answered REQUEST_TIMED_OUT by the handlers).
 
 Invariants: ``/config/topics/T`` is written before ``/brokers/topics/T``, so a
 broker that learns of a topic finds its config; ``validate_only`` writes nothing.
@@ -36,7 +35,6 @@ from kafkapy.metadata.topics import (
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 _log = structlog.get_logger("kafkapy.admin")
-_POLL_S = 0.02
 
 
 class AdminManager:
@@ -44,7 +42,6 @@ class AdminManager:
         self._broker = broker
         self._waiters: list[_Waiter] = []
         self._hooked = False
-        self._poller: asyncio.Task | None = None
 
     @property
     def _store(self):
@@ -122,7 +119,7 @@ class AdminManager:
         if validate_only:
             return topic
         self._put(paths.topic_config_path(name), paths.encode_entity_config(configs))
-        self._forget_configs(name)
+        self._broker.topic_configs.invalidate(name)
         try:
             self._store.create(paths.topic_path(name), paths.encode_topic_assignment(
                 assignment, topic_id_text(topic.topic_id)), makepath=True)
@@ -211,9 +208,7 @@ class AdminManager:
             f"{paths.CONFIG_TYPE_TOPIC}/{name}"), sequence=True, makepath=True)
         # This broker applies its own change at once (the notification re-applies it):
         # a DescribeConfigs right after the answer sees the new values.
-        topic_configs = getattr(self._broker, "topic_configs", None)
-        if topic_configs is not None:
-            topic_configs.reload(name)
+        self._broker.topic_configs.reload(name)
         _log.info("changed topic configs", topic=name, configs=configs)
 
     def delete_topic(self, name: str) -> None:
@@ -244,11 +239,6 @@ class AdminManager:
             self._store.set(path, payload)
         else:
             self._store.create(path, payload, makepath=True)
-
-    def _forget_configs(self, name: str) -> None:
-        topic_configs = getattr(self._broker, "topic_configs", None)
-        if topic_configs is not None:
-            topic_configs.invalidate(name)
 
     # -- waiting for the cache (DelayedCreatePartitions / DelayedDeleteTopics) ----------------
     async def wait_for_topics(self, topics: Mapping[str, int] | Iterable[str],
@@ -292,19 +282,9 @@ class AdminManager:
         return [n for n in pending if not done(n)]
 
     def _watch_cache(self) -> None:
-        if self._hooked:
-            return
-        add = getattr(self._cache, "add_update_listener", None)
-        if add is not None:
-            add(self._recheck)
+        if not self._hooked:
+            self._cache.add_update_listener(self._recheck)
             self._hooked = True
-        elif self._poller is None or self._poller.done():
-            self._poller = asyncio.get_running_loop().create_task(self._poll())
-
-    async def _poll(self) -> None:
-        while self._waiters:
-            await asyncio.sleep(_POLL_S)
-            self._recheck()
 
     def _recheck(self) -> None:
         for waiter in list(self._waiters):
@@ -318,8 +298,6 @@ class AdminManager:
             if not waiter.future.done():
                 waiter.future.cancel()
         self._waiters.clear()
-        if self._poller is not None:
-            self._poller.cancel()
 
 
 class _Waiter:
