@@ -126,10 +126,10 @@ class Broker:
         self.store = self._open_store()
         cluster_id = self._cluster_id()
         self.node_id = resolve_broker_id(self.config, self.store, self.log_manager.live_log_dirs)
+        self.topic_configs = TopicConfigs(self)
         await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
                                    self._stored_topic_config)
         self.cache = MetadataCache(cluster_id, self.node_id, self.inter_broker_listener)
-        self.topic_configs = TopicConfigs(self)
         self.cache.config_loader = self.topic_configs.overrides
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config,
                                               cache=self.cache)
@@ -293,9 +293,8 @@ class Broker:
     def _stored_topic_config(self, name: str) -> dict | None:
         """A topic's stored overrides, for recovery at load (before topics are loaded)."""
         try:
-            data, _ = self.store.get(paths.topic_config_path(name))
-            return self.config.validate_topic_configs(paths.decode_entity_config(data))
-        except (NoNodeError, ConfigError, ValueError):
+            return self.config.validate_topic_configs(self.topic_configs.overrides(name))
+        except ConfigError:
             return None
 
     def _start_log_cleaner(self) -> None:

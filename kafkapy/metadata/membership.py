@@ -21,7 +21,7 @@ import socket
 from kafkapy.log.meta_properties import read_meta_properties
 from kafkapy.metadata import paths
 from kafkapy.metadata.ephemeral import claim
-from kafkapy.metadata.store import MetadataStoreError, NoNodeError
+from kafkapy.metadata.store import MetadataStoreError, NodeExistsError, NoNodeError
 
 
 def resolve_broker_id(config, store, log_dirs: list[str]) -> int:
@@ -51,7 +51,7 @@ def generate_broker_id(store, reserved_max_id: int) -> int:
         except NoNodeError:
             try:
                 store.create(paths.BROKER_SEQID, b"", makepath=True)
-            except Exception:   # created concurrently by another broker: set again
+            except NodeExistsError:     # created concurrently by another broker: set again
                 pass
 
 
