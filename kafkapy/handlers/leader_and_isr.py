@@ -43,15 +43,11 @@ def handle(ctx, request):
 def apply(broker, request):
     """Apply a LeaderAndIsr request of any version; the response at its version."""
     entries = list(_entries(request))
-    if broker_epoch_is_stale(broker, request):
-        return _error_response(request, entries, ErrorCode.STALE_BROKER_EPOCH)
+    fenced = fence(broker, request)
+    if fenced:
+        return _error_response(request, entries, fenced)
     cache = broker.cache
-    if request.controller_epoch < cache.controller_epoch:
-        return _error_response(request, entries, ErrorCode.STALE_CONTROLLER_EPOCH)
-    cache.controller_epoch = request.controller_epoch
     replica_manager = broker.replica_manager
-    if getattr(replica_manager, "cache", None) is None:
-        replica_manager.cache = cache
     if getattr(replica_manager, "fetchers", None) is None:
         replica_manager.fetchers = getattr(broker, "replica_fetchers", None)
     changes = [PartitionChange(name, topic_id, state, is_new)
@@ -63,7 +59,20 @@ def apply(broker, request):
     return _response(request, entries, errors)
 
 
-def broker_epoch_is_stale(broker, request) -> bool:
+def fence(broker, request) -> int:
+    """The fencing shared by LeaderAndIsr, StopReplica and UpdateMetadata: the error
+    that rejects the whole request, or 0 after taking its controller epoch as the
+    highest seen."""
+    if _broker_epoch_is_stale(broker, request):
+        return ErrorCode.STALE_BROKER_EPOCH
+    cache = broker.cache
+    if request.controller_epoch < cache.controller_epoch:
+        return ErrorCode.STALE_CONTROLLER_EPOCH
+    cache.controller_epoch = request.controller_epoch
+    return 0
+
+
+def _broker_epoch_is_stale(broker, request) -> bool:
     """Kafka's isBrokerEpochStale: a known epoch older than this broker's registration
     (a newer one is possible: the controller saw the registration first)."""
     epoch = request.broker_epoch if request.version >= _BROKER_EPOCH_SINCE[request.API_KEY] else -1

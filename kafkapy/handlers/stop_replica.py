@@ -18,7 +18,7 @@ As Kafka's KafkaApis.handleStopReplicaRequest and ReplicaManager.stopReplicas:
 """
 from __future__ import annotations
 
-from kafkapy.handlers.leader_and_isr import broker_epoch_is_stale
+from kafkapy.handlers.leader_and_isr import fence
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import StopReplicaResponse
 from kafkapy.replication.replica_manager import NO_EPOCH
@@ -36,12 +36,10 @@ def handle(ctx, request):
 
 def apply(broker, request):
     """Apply a StopReplica request of any version; the response at its version."""
-    if broker_epoch_is_stale(broker, request):
-        return _response(request, ErrorCode.STALE_BROKER_EPOCH, {})
+    fenced = fence(broker, request)
+    if fenced:
+        return _response(request, fenced, {})
     cache = broker.cache
-    if request.controller_epoch < cache.controller_epoch:
-        return _response(request, ErrorCode.STALE_CONTROLLER_EPOCH, {})
-    cache.controller_epoch = request.controller_epoch
     replica_manager = broker.replica_manager
     if getattr(replica_manager, "fetchers", None) is None:
         replica_manager.fetchers = getattr(broker, "replica_fetchers", None)

@@ -16,7 +16,7 @@ ReplicaManager.maybeUpdateMetadataCache:
 """
 from __future__ import annotations
 
-from kafkapy.handlers.leader_and_isr import broker_epoch_is_stale
+from kafkapy.handlers.leader_and_isr import fence
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import UpdateMetadataResponse
 
@@ -31,16 +31,10 @@ def handle(ctx, request):
 
 def apply(broker, request):
     """Apply an UpdateMetadata request of any version; the response at its version."""
-    if broker_epoch_is_stale(broker, request):
-        return _response(request, ErrorCode.STALE_BROKER_EPOCH)
-    cache = broker.cache
-    if request.controller_epoch < cache.controller_epoch:
-        return _response(request, ErrorCode.STALE_CONTROLLER_EPOCH)
-    cache.controller_epoch = request.controller_epoch
-    if cache.inter_broker_listener is None:
-        # The cache's default broker view is the inter-broker listener's.
-        cache.inter_broker_listener = getattr(broker, "inter_broker_listener", None)
-    cache.apply_update_metadata(request)
+    fenced = fence(broker, request)
+    if fenced:
+        return _response(request, fenced)
+    broker.cache.apply_update_metadata(request)
     return _response(request, ErrorCode.NO_ERROR)
 
 
