@@ -78,9 +78,7 @@ class TopicConfigs:
             self._loop = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
-        add_listener = getattr(self._broker.cache, "add_listener", None)
-        if add_listener is not None:
-            add_listener(self._on_topic_change)
+        self._broker.cache.add_listener(self._on_topic_change)
         store = self._broker.store
         if self._loop is not None:
             # Watches die with an expired session: a new one starts with a full pass
@@ -164,7 +162,7 @@ class TopicConfigs:
             return
         self._overrides[name] = stored
         broker = self._broker
-        topic = broker.cache.topic(name) if broker.cache is not None else None
+        topic = broker.cache.topic(name)
         if topic is not None:
             topic.configs = dict(stored)
         self._apply_to_logs(name)
@@ -178,7 +176,7 @@ class TopicConfigs:
         _log.info("applied topic config change", topic=name, overrides=stored)
 
     def _apply_to_logs(self, name: str) -> None:
-        manager = getattr(self._broker, "replica_manager", None)
+        manager = self._broker.replica_manager
         if manager is None:
             return
         hosted = [p for (t, _), p in manager.partitions.items() if t == name]
