@@ -21,7 +21,8 @@ REQUEST_TIMED_OUT at once, as Kafka does.  validate_only answers at once.
 from __future__ import annotations
 
 from kafkapy.handlers.common import repeated
-from kafkapy.handlers.create_topics import MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
+from kafkapy.handlers.create_topics import (MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS,
+                                            late_topics)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
@@ -45,7 +46,7 @@ async def handle(ctx, request):
     created: dict[str, int] = {}
     results = [_create(ctx, request, topic, created) for topic in request.topics
                if topic.name not in duplicated and topic.name not in queued]
-    late = await _await_leaders(ctx, request, created)
+    late = await late_topics(ctx, request, created)
     for r in results:
         if r.name in late:
             r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
@@ -56,16 +57,6 @@ async def handle(ctx, request):
     results += [_Result(name=name, error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
                         error_message="The topic is queued for deletion.") for name in queued]
     return ctx.response(throttle_time_ms=0, results=results)
-
-
-async def _await_leaders(ctx, request, created: dict[str, int]) -> set[str]:
-    """The topics answered REQUEST_TIMED_OUT: all when timeout_ms <= 0 (Kafka does not
-    wait then, and says so), else those whose partitions lack a leader at timeout_ms."""
-    if request.validate_only or not created:
-        return set()
-    if request.timeout_ms <= 0:
-        return set(created)
-    return set(await ctx.broker.admin.wait_for_topics(created, request.timeout_ms))
 
 
 def _create(ctx, request, topic, created: dict[str, int]):

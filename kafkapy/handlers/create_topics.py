@@ -72,22 +72,25 @@ async def handle(ctx, request):
 
 
 async def _await_leaders(ctx, request, results) -> None:
-    """Kafka answers a creation once every new partition has a leader in this broker's
-    metadata cache, or at timeout_ms with REQUEST_TIMED_OUT (at once when timeout_ms <= 0,
-    even for topics that would be ready); validate_only answers at once."""
     created = [r for r in results if r.error_code == 0]
-    if request.validate_only or not created:
-        return
-    if request.timeout_ms <= 0:
-        late = {r.name for r in created}
-    else:
-        late = set(await ctx.broker.admin.wait_for_topics(
-            {r.name: r.num_partitions for r in created}, request.timeout_ms))
+    late = await late_topics(ctx, request, {r.name: r.num_partitions for r in created})
     for r in created:
         if r.name in late:
             # As Kafka resets a failed creation's answer; the topic id stays.
             r.error_code, r.error_message = ErrorCode.REQUEST_TIMED_OUT, None
             r.num_partitions, r.replication_factor, r.configs = -1, -1, []
+
+
+async def late_topics(ctx, request, created: dict[str, int]) -> set[str]:
+    """Of the topics ``created`` (name -> partition count), those answered REQUEST_TIMED_OUT
+    (Kafka's DelayedCreatePartitions, CreateTopics and CreatePartitions alike): all when
+    timeout_ms <= 0 (Kafka does not wait then, and says so), else those whose partitions
+    lack a leader in this broker's metadata cache at timeout_ms; none for validate_only."""
+    if request.validate_only or not created:
+        return set()
+    if request.timeout_ms <= 0:
+        return set(created)
+    return set(await ctx.broker.admin.wait_for_topics(created, request.timeout_ms))
 
 
 def _requested_partitions(ctx, request) -> int:
