@@ -45,9 +45,7 @@ def cache_controller_endpoint(broker) -> Endpoint | None:
     if controller_id is None or controller_id < 0:
         _log.info("No controller present in the metadata cache")
         return None
-    listener = getattr(broker, "inter_broker_listener", None) or getattr(
-        cache, "inter_broker_listener", None)
-    endpoint = cache.brokers_for(listener).get(controller_id)
+    endpoint = cache.brokers_for(broker.inter_broker_listener).get(controller_id)
     if endpoint is None:
         _log.info("Broker registration for controller is not available in the metadata cache",
                   controller=controller_id)
@@ -103,9 +101,10 @@ class _Attempts:
             self._controller = found
         if self._controller is None:
             return False
-        if self._controller[0] == self._broker.node_id and _local_controller_active(self._broker):
-            error_code, remaining = await self._broker.controller.controlled_shutdown(
-                self._broker.node_id, self._broker_epoch())
+        local = self._broker.controller
+        if self._controller[0] == self._broker.node_id and local is not None and local.is_active:
+            error_code, remaining = await local.controlled_shutdown(
+                self._broker.node_id, self._broker.broker_epoch)
             return _succeeded(error_code, [f"{t}-{p}" for t, p in remaining])
         try:
             response = await self._send()
@@ -127,12 +126,8 @@ class _Attempts:
             await conn.connect(host, port, self._connect_timeout_s)
             self._conn = conn
         request = ControlledShutdownRequest[_REQUEST_VERSION](
-            broker_id=self._broker.node_id, broker_epoch=self._broker_epoch())
+            broker_id=self._broker.node_id, broker_epoch=self._broker.broker_epoch)
         return await self._conn.send(request)
-
-    def _broker_epoch(self) -> int:
-        epoch = getattr(self._broker, "broker_epoch", -1)
-        return -1 if epoch is None else int(epoch)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -150,11 +145,6 @@ def _succeeded(error_code: int, remaining: list[str]) -> bool:
     return False
 
 
-def _local_controller_active(broker) -> bool:
-    controller = getattr(broker, "controller", None)
-    return bool(controller is not None and getattr(controller, "is_active", False))
-
-
 def _error_name(code: int) -> str:
     try:
         return ErrorCode(code).name
@@ -163,9 +153,4 @@ def _error_name(code: int) -> str:
 
 
 def _ms(config, key: str, given: int | None) -> int:
-    if given is not None:
-        return int(given)
-    try:
-        return int(config[key])
-    except KeyError:
-        return 30000
+    return int(config[key] if given is None else given)
