@@ -98,11 +98,12 @@ class _Result:
 def handle(ctx, request):
     broker = ctx.broker
     fetch_data, forgotten = _fetch_data(ctx, request)
+    replica = _replica_id(ctx, request)
     context = broker.fetch_manager.new_context(
-        ctx.api_version, request.session_id, request.session_epoch, _is_follower(ctx, request),
+        ctx.api_version, request.session_id, request.session_epoch, replica >= 0,
         fetch_data, forgotten, broker.cache.topic_name, broker.clock.time_ms())
     interesting, erroneous = _classify(broker, context.partitions())
-    fetch = _Fetch(ctx, request, context, interesting, erroneous)
+    fetch = _Fetch(ctx, request, context, interesting, erroneous, replica)
     if not interesting:
         return fetch.answer([])
     results = fetch.read()
@@ -140,10 +141,6 @@ def _replica_id(ctx, request) -> int:
     return request.replica_id
 
 
-def _is_follower(ctx, request) -> bool:
-    return _replica_id(ctx, request) >= 0
-
-
 def _classify(broker, partitions):
     """Split into partitions to read and those answered without reading (Kafka's order)."""
     interesting, erroneous = [], []
@@ -160,7 +157,7 @@ def _classify(broker, partitions):
 class _Fetch:
     """One fetch request: read, maybe wait, then build the versioned answer."""
 
-    def __init__(self, ctx, request, context, interesting, erroneous) -> None:
+    def __init__(self, ctx, request, context, interesting, erroneous, replica: int) -> None:
         self.ctx = ctx
         self.request = request
         self.context = context
@@ -169,7 +166,8 @@ class _Fetch:
         fetch_max = ctx.broker.config["fetch.max.bytes"]
         self.max_bytes = min(request.max_bytes, fetch_max)
         self.min_bytes = min(request.min_bytes, self.max_bytes)
-        self.follower = _is_follower(ctx, request)
+        self.replica = replica      # the fetching broker's id, -1 for a consumer
+        self.follower = replica >= 0
         # Kafka's fetchOnlyFromLeader: followers, and consumers before v11 (no client
         # metadata); a v11+ consumer may read a follower up to its high watermark (KIP-392).
         self.leader_only = self.follower or ctx.api_version < 11
@@ -201,7 +199,7 @@ class _Fetch:
         new HW with its next fetch.)"""
         broker = self.ctx.broker
         replicas = broker.replica_manager
-        replica = _replica_id(self.ctx, self.request)
+        replica = self.replica
         state = self.request.replica_state if self.ctx.api_version >= 15 else None
         replica_epoch = state.replica_epoch if state is not None else -1
         now = broker.clock.time_ms()
@@ -251,8 +249,7 @@ class _Fetch:
 
     def _check_follower(self, partition, req: PartitionRequest) -> None:
         """Kafka's followerReplicaOrThrow: the fetcher must be another assigned replica."""
-        replica = _replica_id(self.ctx, self.request)
-        if replica == self.ctx.broker.node_id or replica not in partition.state.replicas:
+        if self.replica == self.ctx.broker.node_id or self.replica not in partition.state.replicas:
             raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH if req.current_leader_epoch >= 0
                              else ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
