@@ -192,7 +192,7 @@ class ControllerChannelManager:
                 raise asyncio.CancelledError()
             try:
                 conn = await self._connection(state)
-                response = await conn.send(request, self.client_id, self._request_timeout_s)
+                response = await conn.send(request)  # its client id and timeout
                 state.failures = 0
                 return response
             except (ConnectionError, asyncio.TimeoutError, OSError) as exc:
