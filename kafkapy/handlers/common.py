@@ -16,23 +16,6 @@ def repeated(keys: Iterable[Hashable]) -> set:
 NO_AUTHORIZER = "No Authorizer is configured."
 
 
-def offline_replicas(broker, topic: str, state) -> set[int]:
-    """Replicas of a partition that cannot serve: on a broker that is not live,
-    or here in a log dir that failed (as Kafka's controller records them)."""
-    live = broker.cache.brokers
-    local = broker.replica_manager.partitions.get((topic, state.partition))
-    here_offline = local is not None and local.log.offline
-    return {r for r in state.replicas
-            if r not in live or (r == broker.node_id and here_offline)}
-
-
-def live_leader(broker, state, offline: set[int]) -> int:
-    """The partition's leader, or -1 when it has none that can serve; ``offline`` is
-    what ``offline_replicas`` found for it."""
-    leader = state.leader
-    return leader if leader in broker.cache.brokers and leader not in offline else -1
-
-
 # What Kafka answers for "authorized operations" with no authorizer configured: every
 # operation the resource type supports (AclEntry.supportedOperations), as AclOperation
 # codes -- READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,

@@ -75,9 +75,9 @@ class GroupStore:
             if result.error_code == 0:
                 self._replicas.appended(key)
         if not wait:
-            return client_error(result.error_code, for_offsets)
+            return _client_error(result.error_code, for_offsets)
         return acks.then(self._replicate(key, result),
-                         lambda code: client_error(code, for_offsets))
+                         lambda code: _client_error(code, for_offsets))
 
     # -- transactions (issue 6; see txn_offsets.py) --------------------------------------
     def write_transactional(self, index: int, entries: list[Entry], producer_id: int,
@@ -86,7 +86,7 @@ class GroupStore:
         return write_transactional(self, index, entries, producer_id, producer_epoch)
 
 
-def client_error(code: int, for_offsets: bool) -> int:
+def _client_error(code: int, for_offsets: bool) -> int:
     """A failed append as the coordinator answers it: Kafka's maybeConvertOffsetCommitError
     for offset commits, storeGroup's mapping for group metadata."""
     if code == 0:
@@ -106,8 +106,6 @@ def client_error(code: int, for_offsets: bool) -> int:
     # storeGroup: a timed-out write makes the members rejoin.
     return ErrorCode.REBALANCE_IN_PROGRESS if code == ErrorCode.REQUEST_TIMED_OUT else code
 
-
-_client_error = client_error   # the name txn_offsets used
 
 
 def read_entries(log, pending_txn: dict | None = None) -> list[Entry]:
