@@ -195,10 +195,10 @@ class ControllerBrokerRequestBatch:
             replicas=list(replicas), offline_replicas=offline)
 
     # -- sending --------------------------------------------------------------------
-    def send(self, callbacks: BatchCallbacks | None = None) -> None:
+    def send(self) -> None:
         """Build and send everything collected, then empty the batch (Kafka's
-        sendRequestsToBrokers).  ``callbacks`` overrides the batch's own."""
-        cbs = callbacks or self.callbacks
+        sendRequestsToBrokers)."""
+        cbs = self.callbacks
         self._errors = []
         try:
             self._send_leader_and_isr(cbs)
@@ -256,7 +256,7 @@ class ControllerBrokerRequestBatch:
             _log.info("sending LeaderAndIsr", broker=broker, partitions=len(states),
                       become_leader=sum(1 for s in states.values() if s.leader == broker))
             self._send_one(broker, request,
-                              _response_callback(broker, cbs.on_leader_and_isr_response))
+                           _response_callback(broker, cbs.on_leader_and_isr_response))
 
     def _live_brokers_payload(self) -> list:
         out = []
@@ -291,7 +291,7 @@ class ControllerBrokerRequestBatch:
                           broker_epoch=self._ctx.broker_epoch(broker),
                           topic_states=topic_states, live_brokers=live_brokers)
             self._send_one(broker, request,
-                              _response_callback(broker, cbs.on_update_metadata_response))
+                           _response_callback(broker, cbs.on_update_metadata_response))
 
     def _send_stop_replica(self, cbs: BatchCallbacks) -> None:
         live = self._ctx.live_or_shutting_down_broker_ids()
@@ -310,8 +310,7 @@ class ControllerBrokerRequestBatch:
                                         for t, ps in by_topic.items()])
             _log.info("sending StopReplica", broker=broker, partitions=len(states))
             deleted = {tp for tp, (_, delete) in states.items() if delete}
-            self._send_one(broker, request,
-                              self._stop_replica_callback(broker, deleted, cbs))
+            self._send_one(broker, request, self._stop_replica_callback(broker, deleted, cbs))
 
     def _stop_replica_callback(self, broker: int, deleted: "set[TopicPartition]",
                                cbs: BatchCallbacks) -> Callable[[Any], None]:
