@@ -60,7 +60,7 @@ from kafkapy.records.batch import (RecordError, is_crc_valid, iter_headers, read
                                    validate_batches)
 from kafkapy.records.legacy import first_magic, up_convert
 from kafkapy.records.validation import check_records
-from kafkapy.replication import truncation
+from kafkapy.replication import acks, truncation
 
 _log = structlog.get_logger("kafkapy.replication")
 _UNKNOWN = -1
@@ -195,8 +195,7 @@ class Partition:
     @property
     def effective_min_isr(self) -> int:
         """min.insync.replicas, at most the replication factor (Kafka's effectiveMinIsr)."""
-        configured = int(self.log.config.values.get("min.insync.replicas", 1))
-        return max(1, min(configured, len(self.state.replicas) or 1))
+        return acks.effective_min_isr(self)
 
     @property
     def is_under_min_isr(self) -> bool:
