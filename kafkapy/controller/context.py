@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from kafkapy.metadata.paths import LEADER_RECOVERED, EndPoint
 
@@ -133,9 +133,6 @@ class ControllerContext:
 
     def live_or_shutting_down_broker_ids(self) -> set[int]:
         return set(self.live_brokers)
-
-    def is_broker_live(self, broker_id: int) -> bool:
-        return broker_id in self.live_brokers
 
     def broker_epoch(self, broker_id: int) -> int:
         b = self.live_brokers.get(broker_id)
@@ -252,9 +249,6 @@ class ControllerContext:
         return [tp for tp, s in self.partition_states.items()
                 if s is state and (topic is None or tp[0] == topic)]
 
-    def offline_partitions(self) -> list[TopicPartition]:
-        return self.partitions_in_state(PartitionState.OFFLINE)
-
     def replica_state(self, replica: PartitionAndReplica) -> ReplicaState:
         return self.replica_states.get(replica, ReplicaState.NON_EXISTENT)
 
@@ -282,8 +276,3 @@ class ControllerContext:
 
     def is_partition_being_deleted(self, tp: TopicPartition) -> bool:
         return tp[0] in self.topics_to_be_deleted
-
-    def iter_topic_partitions(self) -> Iterator[tuple[str, int, list[int]]]:
-        for t, parts in self.assignments.items():
-            for p, reps in sorted(parts.items()):
-                yield t, p, reps

@@ -461,10 +461,10 @@ class KafkaController:
             return
         was = self.ctx.epoch
         self._active = False
-        if self._deletion is not None and hasattr(self._deletion, "reset"):
+        if self._deletion is not None:
             self._deletion.reset()
         for sm in (self._rsm, self._psm):
-            if sm is not None and hasattr(sm, "shutdown"):
+            if sm is not None:
                 sm.shutdown()
         if self._rebalance_timer is not None:
             self._rebalance_timer.cancel()
