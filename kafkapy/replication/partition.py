@@ -136,6 +136,9 @@ class PendingIsrChange:
 
 
 class Partition:
+    #: Test hook (``truncation``): True restores pre-KIP-101 truncation to the HW.
+    truncate_to_hw = False
+
     def __init__(self, topic: str, index: int, log, state: PartitionState, node_id: int,
                  storage_failed: Callable[[OSError], None] = lambda err: None) -> None:
         self.topic = topic

@@ -27,13 +27,10 @@ _log = structlog.get_logger("kafkapy.replication.truncation")
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
 
-#: The attribute a test sets on a Partition to get pre-KIP-101 HW truncation.
-HW_TRUNCATION_HOOK = "truncate_to_hw"
-
 
 def truncates_to_hw(partition) -> bool:
     """Whether the test hook asks for HW truncation (and no epochs) on ``partition``."""
-    return bool(getattr(partition, HW_TRUNCATION_HOOK, False))
+    return bool(partition.truncate_to_hw)
 
 
 def last_fetched_epoch(partition) -> int:
