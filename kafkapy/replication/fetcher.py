@@ -71,9 +71,6 @@ _SESSION_ERRORS = frozenset({ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
 # Errors after which the partition leaves the fetcher until LeaderAndIsr adds it again.
 _DROP = frozenset({ErrorCode.KAFKA_STORAGE_ERROR})
 
-# (Kept for callers of the first fetcher: the truncation rule now lives in ``truncation``.)
-truncation_offset = truncation.diverged_offset
-
 Connect = Callable[[int], Awaitable[object]]
 
 

@@ -13,7 +13,8 @@ from kafkapy.log.log import Log
 from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
 from kafkapy.records.batch import read_header
 from kafkapy.records.record import build_batch
-from kafkapy.replication.fetcher import ReplicaFetcherManager, _LeaderFetcher, truncation_offset
+from kafkapy.replication.fetcher import ReplicaFetcherManager, _LeaderFetcher
+from kafkapy.replication.truncation import diverged_offset as truncation_offset
 from kafkapy.replication.partition import Partition
 
 TS = 1_700_000_000_000
