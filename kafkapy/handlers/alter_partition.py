@@ -17,7 +17,7 @@ MAX_VERSION = 3
 
 
 async def handle(ctx, request):
-    controller = getattr(ctx.broker, "controller", None)
-    if controller is None or not getattr(controller, "is_active", False):
+    controller = ctx.broker.controller
+    if not controller.is_active:
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER, topics=[])
     return await controller.alter_partition(request, ctx.api_version)

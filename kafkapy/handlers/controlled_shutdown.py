@@ -21,8 +21,8 @@ _Remaining = ControlledShutdownResponse.RemainingPartition
 
 
 async def handle(ctx, request):
-    controller = getattr(ctx.broker, "controller", None)
-    if controller is None or not getattr(controller, "is_active", False):
+    controller = ctx.broker.controller
+    if not controller.is_active:
         return ctx.response(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, remaining_partitions=[])
     broker_epoch = request.broker_epoch if ctx.api_version >= 2 else -1
     error, remaining = await controller.controlled_shutdown(request.broker_id, broker_epoch)

@@ -60,9 +60,8 @@ def _describe(ctx, request, resource):
             return _failed(resource, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
         # As Kafka's ZooKeeper mode, the stored overrides: current on every broker at once
         # after an AlterConfigs anywhere (the cache follows /config/changes a moment later).
-        admin = getattr(broker, "admin", None)
-        overrides = admin.stored_topic_configs(name) if admin is not None else topic.configs
-        entries = broker.describe_topic_configs(overrides, keys, synonyms, docs)
+        entries = broker.describe_topic_configs(broker.admin.stored_topic_configs(name), keys,
+                                                synonyms, docs)
     elif kind == BROKER:
         if name and not name.lstrip("-").isdigit():
             return _failed(resource, ErrorCode.INVALID_REQUEST,
