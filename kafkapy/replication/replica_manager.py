@@ -88,7 +88,7 @@ class ReplicaManager:
         if partition is not None and partition.log.offline:
             return ErrorCode.KAFKA_STORAGE_ERROR
         log = partition.log if partition is not None else self._logs.get_log(*key)
-        log_id = _parse_id(getattr(log, "topic_id", None)) if log is not None else None
+        log_id = _parse_id(log.topic_id) if log is not None else None
         if change.topic_id is not None and log_id is not None and log_id != change.topic_id:
             _log.error("inconsistent topic id", partition=key, log_topic_id=str(log_id),
                        request_topic_id=str(change.topic_id))
@@ -273,11 +273,10 @@ class ReplicaManager:
             listener(key)
 
 
-def _parse_id(text) -> uuid.UUID | None:
+def _parse_id(text: str | None) -> uuid.UUID | None:
+    """A log's stored topic id (text), None when it has none or it cannot be read."""
     if text is None:
         return None
-    if isinstance(text, uuid.UUID):
-        return text
     try:
         return parse_topic_id(text)
     except (ValueError, TypeError):
