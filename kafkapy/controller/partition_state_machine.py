@@ -33,6 +33,7 @@ from kafkapy.controller.leader_election import (
     OfflinePartitionLeaderElectionStrategy, PreferredReplicaPartitionLeaderElectionStrategy,
     ReassignPartitionLeaderElectionStrategy, leader_for_controlled_shutdown, leader_for_offline,
     leader_for_preferred_replica, leader_for_reassign)
+from kafkapy.controller.transitions import split_valid_transitions
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
 
 if TYPE_CHECKING:
@@ -59,10 +60,6 @@ UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 #: One result per partition: the written leader/ISR or why it failed.
 StateChangeResults = dict  # dict[TopicPartition, LeaderIsr | Exception]
-
-
-def is_valid_transition(current: PartitionState, target: PartitionState) -> bool:
-    return current in _VALID_PREVIOUS[target]
 
 
 class PartitionStateMachine:
@@ -157,18 +154,13 @@ class PartitionStateMachine:
                                  target: PartitionState,
                                  election: ElectionStrategy | None) -> StateChangeResults:
         ctx = self._ctx
-        for tp in partitions:
-            if tp not in ctx.partition_states:
-                ctx.put_partition_state(tp, PartitionState.NON_EXISTENT)
-        valid = []
-        for tp in partitions:
-            current = ctx.partition_state(tp)
-            if is_valid_transition(current, target):
-                valid.append(tp)
-            else:
-                _state_log.error("invalid partition state transition", partition=tp,
-                                 current=current.value, target=target.value,
-                                 controller_epoch=ctx.epoch)
+
+        def invalid(tp: "TopicPartition", current: PartitionState) -> None:
+            _state_log.error("invalid partition state transition", partition=tp,
+                             current=current.value, target=target.value,
+                             controller_epoch=ctx.epoch)
+        valid = split_valid_transitions(partitions, ctx.partition_states, _VALID_PREVIOUS,
+                                        target, PartitionState.NON_EXISTENT, invalid)
         if target is PartitionState.ONLINE:
             return self._to_online(valid, election)
         for tp in valid:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Iterable
 import structlog
 
 from kafkapy.controller.context import NO_LEADER, LeaderIsr, ReplicaState
+from kafkapy.controller.transitions import split_valid_transitions
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
 
 if TYPE_CHECKING:
@@ -57,10 +58,6 @@ _VALID_PREVIOUS: dict[ReplicaState, frozenset[ReplicaState]] = {
 #: Rounds of re-reading state znodes after version conflicts while removing a
 #: replica from ISRs.
 MAX_ISR_REMOVAL_ROUNDS = 10
-
-
-def is_valid_transition(current: ReplicaState, target: ReplicaState) -> bool:
-    return current in _VALID_PREVIOUS[target]
 
 
 class ReplicaStateMachine:
@@ -122,18 +119,13 @@ class ReplicaStateMachine:
 
     def _do_handle_state_changes(self, broker: int, replicas: list, target: ReplicaState) -> None:
         ctx = self._ctx
-        for r in replicas:
-            if r not in ctx.replica_states:
-                ctx.put_replica_state(r, ReplicaState.NON_EXISTENT)
-        valid = []
-        for r in replicas:
-            current = ctx.replica_state(r)
-            if is_valid_transition(current, target):
-                valid.append(r)
-            else:
-                _state_log.error("invalid replica state transition", replica=broker,
-                                 partition=_tp(r[0]), current=current.value,
-                                 target=target.value, controller_epoch=ctx.epoch)
+
+        def invalid(r: "PartitionAndReplica", current: ReplicaState) -> None:
+            _state_log.error("invalid replica state transition", replica=broker,
+                             partition=_tp(r[0]), current=current.value,
+                             target=target.value, controller_epoch=ctx.epoch)
+        valid = split_valid_transitions(replicas, ctx.replica_states, _VALID_PREVIOUS, target,
+                                        ReplicaState.NON_EXISTENT, invalid)
         handler = {
             ReplicaState.NEW: self._to_new,
             ReplicaState.ONLINE: self._to_online,
