@@ -115,17 +115,15 @@ class MarkerChannel:
     are the inter-broker listener's endpoints), ``local_write`` writes markers to
     partitions this broker leads, ``clock`` gives ``monotonic_ms()``."""
 
-    def __init__(self, node_id: int, cache, local_write: LocalWrite, clock,
-                 client_id: str | None = None, request_timeout_ms: int = 30000,
-                 connect_timeout_ms: int = 10000,
-                 high_watermark_of: HighWatermarkOf | None = None) -> None:
+    def __init__(self, node_id: int, cache, local_write: LocalWrite, clock, *,
+                 high_watermark_of: HighWatermarkOf, request_timeout_ms: int = 30000,
+                 connect_timeout_ms: int = 10000) -> None:
         self._node_id = node_id
         self._cache = cache
         self._local_write = local_write
         self._hw_of = high_watermark_of
         self._clock = clock
-        self._client_id = client_id if client_id is not None else \
-            f"broker-{node_id}-txn-marker-sender"
+        self._client_id = f"broker-{node_id}-txn-marker-sender"
         self._request_timeout_s = request_timeout_ms / 1000.0
         self._connect_timeout_s = connect_timeout_ms / 1000.0
         self._keys: dict[MarkerKey, _KeyState] = {}
@@ -162,7 +160,7 @@ class MarkerChannel:
             codes = self._local_write(producer_id, producer_epoch, coordinator_epoch,
                                       bool(commit), local, appended=appended)
             results.update(codes)
-            if self._hw_of is not None and appended:
+            if appended:
                 state = self._keys.setdefault(key, _KeyState(now))
                 for tp, result in appended.items():
                     if codes.get(tp) == 0 and result is not None and result.last_offset >= 0:
