@@ -44,11 +44,11 @@ def maximal_isr(partition) -> list[int]:
 
 def min_isr_error(partition, topic: str, index: int):
     """NOT_ENOUGH_REPLICAS as an AppendResult when an acks=-1 append must be refused."""
-    from kafkapy.replication.partition import AppendResult
     minimum = effective_min_isr(partition)
-    isr = list(partition.state.isr)
+    isr = partition.state.isr
     if len(isr) >= minimum:
         return None
+    from kafkapy.replication.partition import AppendResult   # (partition imports acks)
     # Kafka logs this text; the client gets only the code (no custom message).
     message = (f"The size of the current ISR {_scala_set(isr)} is insufficient to satisfy "
                f"the min.isr requirement of {minimum} for partition {topic}-{index}")
