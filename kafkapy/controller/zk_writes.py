@@ -29,7 +29,7 @@ import structlog
 from kafkapy.metadata import paths
 from kafkapy.metadata.store import (
     BadVersionError, CheckOp, CreateOp, DeleteOp, NoNodeError,
-    NotEmptyError, Op, SetDataOp)
+    NotEmptyError, Op, SetDataOp, join_path)
 
 if TYPE_CHECKING:
     from kafkapy.controller.context import ControllerContext, LeaderIsr, TopicPartition
@@ -200,7 +200,7 @@ class ZkWrites:
             except NoNodeError:
                 return
             for c in children:
-                walk(paths_join(path, c))
+                walk(join_path(path, c))
             out.append(path)
 
         walk(root)
@@ -235,7 +235,3 @@ class ZkWrites:
                     out[key] = r
                 break
         return out
-
-
-def paths_join(parent: str, child: str) -> str:
-    return parent + child if parent.endswith("/") else f"{parent}/{child}"
