@@ -104,7 +104,7 @@ class AdminManager:
             brokers = self._cache.live_broker_ids()
             try:
                 assignment = assign_replicas(brokers, num_partitions, replication_factor,
-                                             racks=self._racks(brokers))
+                                             racks=self._racks())
             except RackInfoMissing as err:
                 _log.error("cannot assign replicas", topic=name, reason=err.reason)
                 raise
@@ -130,9 +130,9 @@ class AdminManager:
                   assignment=assignment)
         return topic
 
-    def _racks(self, brokers: Iterable[int]) -> dict[int, str | None]:
-        endpoints = self._cache.brokers
-        return {b: getattr(endpoints.get(b), "rack", None) for b in brokers}
+    def _racks(self) -> dict[int, str | None]:
+        """Each live broker's rack (the brokers ``live_broker_ids`` lists)."""
+        return {b: endpoint.rack for b, endpoint in self._cache.brokers.items()}
 
     # -- partitions ------------------------------------------------------------------
     def create_partitions(self, name: str, count: int,
@@ -157,7 +157,7 @@ class AdminManager:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"Topic already has {current} partitions.")
         brokers = self._cache.live_broker_ids()
-        racks = self._racks(brokers)
+        racks = self._racks()
         try:
             check_rack_enforced(brokers, racks)
         except RackInfoMissing as err:
