@@ -15,6 +15,8 @@ per entry in that map's order; the order is observable in ``__consumer_offsets``
 """
 from __future__ import annotations
 
+from kafkapy.coordinator.group.hashing import java_string_hash
+
 TopicPartition = tuple[str, int]
 
 
@@ -23,18 +25,9 @@ def _i32(value: int) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
-def _string_hash(text: str) -> int:
-    """Java's String.hashCode, over UTF-16 code units."""
-    data = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    return _i32(h)
-
-
 def topic_id_partition_hash(tp: TopicPartition) -> int:
     topic, partition = tp
-    return _i32(31 * 31 + _i32(31 * (31 + partition) + _string_hash(topic)))
+    return _i32(31 * 31 + _i32(31 * (31 + partition) + java_string_hash(topic)))
 
 
 def _mutable_order(tps: list[TopicPartition]) -> list[TopicPartition]:
