@@ -29,7 +29,7 @@ import structlog
 
 from kafkapy.controller.context import LeaderIsr, PartitionState
 from kafkapy.controller.leader_election import (
-    ControlledShutdownPartitionLeaderElectionStrategy, ElectionResult, ElectionStrategy,
+    OFFLINE, ControlledShutdownPartitionLeaderElectionStrategy, ElectionResult, ElectionStrategy,
     OfflinePartitionLeaderElectionStrategy, PreferredReplicaPartitionLeaderElectionStrategy,
     ReassignPartitionLeaderElectionStrategy, leader_for_controlled_shutdown, leader_for_offline,
     leader_for_preferred_replica, leader_for_reassign)
@@ -70,14 +70,12 @@ class PartitionStateMachine:
     for partitions without a live ISR replica.  Without it ``unclean_default`` is used.
     ``target_replicas(tp)`` gives a reassignment's target replicas for the reassign
     election (issue 15); without it the current assignment is the target.
-    ``is_leader_recovery_supported`` (IBP >= 3.2) marks unclean leaders RECOVERING.
     """
 
     def __init__(self, ctx: "ControllerContext", zk_writes: "ZkWrites",
                  batch: "ControllerBrokerRequestBatch", *, node_id: int = -1,
                  topic_config: Callable[[str], Mapping[str, Any]] | None = None,
                  unclean_default: bool = False,
-                 is_leader_recovery_supported: bool = True,
                  target_replicas: Callable[["TopicPartition"], list[int]] | None = None
                  ) -> None:
         self._ctx = ctx
@@ -86,7 +84,6 @@ class PartitionStateMachine:
         self._node_id = node_id
         self._topic_config = topic_config
         self._unclean_default = unclean_default
-        self._leader_recovery = is_leader_recovery_supported
         self._target_replicas = target_replicas
 
     # -- lifecycle ------------------------------------------------------------------
@@ -122,8 +119,7 @@ class PartitionStateMachine:
                       if s in (PartitionState.OFFLINE, PartitionState.NEW)
                       and (topic is None or tp[0] == topic)
                       and not self._ctx.is_topic_queued_for_deletion(tp[0])]
-        return self.handle_state_changes(candidates, PartitionState.ONLINE,
-                                         OfflinePartitionLeaderElectionStrategy(False))
+        return self.handle_state_changes(candidates, PartitionState.ONLINE, OFFLINE)
 
     # -- state changes ----------------------------------------------------------------
     def handle_state_changes(self, partitions: "Iterable[TopicPartition]",
@@ -307,8 +303,9 @@ class PartitionStateMachine:
     def _elect(self, valid: list[tuple], election: ElectionStrategy) -> list[ElectionResult]:
         ctx = self._ctx
         if isinstance(election, OfflinePartitionLeaderElectionStrategy):
-            return leader_for_offline(ctx, self._collect_unclean_state(valid, election.allow_unclean),
-                                      self._leader_recovery)
+            # IBP 3.9 supports leader recovery: an unclean leader is marked RECOVERING.
+            return leader_for_offline(
+                ctx, self._collect_unclean_state(valid, election.allow_unclean))
         if isinstance(election, ReassignPartitionLeaderElectionStrategy):
             targets = None
             if self._target_replicas is not None:
