@@ -50,7 +50,7 @@ from kafkapy.controller.zk_writes import ControllerMovedError
 from kafkapy.metadata import paths
 from kafkapy.metadata.paths import LEADER_RECOVERED, LEADER_RECOVERING
 from kafkapy.metadata.store import (
-    BadVersionError, CheckOp, CreateOp, DeleteOp, EventType, NodeExistsError, NoNodeError,
+    BadVersionError, CreateOp, DeleteOp, EventType, NodeExistsError, NoNodeError,
     SetDataOp)
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode
@@ -71,7 +71,6 @@ UNCLEAN = 1
 _LOCAL_HANDLERS = {4: "kafkapy.handlers.leader_and_isr",
                    5: "kafkapy.handlers.stop_replica",
                    6: "kafkapy.handlers.update_metadata"}
-_OPS_PER_MULTI = 1000
 _FAILOVER_RETRY_S = 1.0
 _FIRST_REBALANCE_CHECK_S = 5
 _DRAIN_ON_SHUTDOWN_S = 5.0
@@ -636,7 +635,7 @@ class KafkaController:
         payload = paths.encode_topic_assignment(assignment.partitions, topic_id,
                                                 assignment.adding_replicas,
                                                 assignment.removing_replicas)
-        self._fenced([SetDataOp(paths.topic_path(topic), payload, version)])
+        self._zk.write_fenced(SetDataOp(paths.topic_path(topic), payload, version))
         _log.info("assigned topic id", topic=topic, topic_id=topic_id)
         return topic_id
 
@@ -679,30 +678,13 @@ class KafkaController:
                                 doc.controller_epoch, zstat.version, doc.leader_recovery_state)
         return out
 
-    # -- fenced writes ---------------------------------------------------------------
-    def _fenced(self, ops: list) -> list:
-        """``ops`` in one multi behind a check of our /controller_epoch version."""
-        out = []
-        for start in range(0, len(ops), _OPS_PER_MULTI):
-            chunk = [CheckOp(paths.CONTROLLER_EPOCH, self.ctx.epoch_zk_version)]
-            chunk += ops[start:start + _OPS_PER_MULTI]
-            try:
-                out += self.store.multi(chunk)[1:]
-            except (BadVersionError, NoNodeError) as e:
-                if getattr(e, "op_index", None) == 0:
-                    raise ControllerMovedError(
-                        "Controller epoch zkVersion check fails. Expected zkVersion = "
-                        f"{self.ctx.epoch_zk_version}") from None
-                raise
-        return out
-
     def _delete_topic_deletions(self, topics: Iterable[str]) -> None:
         self._zk.delete_topic_deletions(sorted(topics))
 
     def _delete_notifications(self, parent: str, names: Iterable[str]) -> None:
         for name in names:
             try:
-                self._fenced([DeleteOp(f"{parent}/{name}")])
+                self._zk.write_fenced(DeleteOp(f"{parent}/{name}"))
             except NoNodeError:
                 pass
 
@@ -854,8 +836,9 @@ class KafkaController:
         """Kafka's restorePartitionReplicaAssignment: write back the known assignment."""
         try:
             _, stat = self.store.get(paths.topic_path(topic))
-            self._fenced([SetDataOp(paths.topic_path(topic), paths.encode_topic_assignment(
-                self.ctx.assignments[topic], self.ctx.topic_ids.get(topic)), stat.version)])
+            self._zk.write_fenced(SetDataOp(
+                paths.topic_path(topic), paths.encode_topic_assignment(
+                    self.ctx.assignments[topic], self.ctx.topic_ids.get(topic)), stat.version))
         except (NoNodeError, BadVersionError) as e:
             _log.warning("could not restore the assignment", topic=topic, error=str(e))
 
@@ -1206,7 +1189,7 @@ class KafkaController:
                                                PREFERRED_STRATEGY)
         finally:
             try:
-                self._fenced([DeleteOp(path)])
+                self._zk.write_fenced(DeleteOp(path))
             except NoNodeError:
                 pass
             self.store.exists(path, watch=watch)

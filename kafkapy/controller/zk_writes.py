@@ -165,6 +165,14 @@ class ZkWrites:
         self._delete_if_exists([paths.delete_topic_path(t) for t in topics])
 
     # -- helpers ----------------------------------------------------------------
+    def write_fenced(self, op: Op) -> Any:
+        """One op behind the controller-epoch fence: its result, or its error raised
+        (``ControllerMovedError`` when the fence fails)."""
+        outcome = self._multi_each([(None, op)])[None]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
     def _encode(self, li: "LeaderIsr") -> bytes:
         return paths.encode_partition_state(li.leader, li.leader_epoch, li.isr,
                                             self._ctx.epoch, li.leader_recovery_state)
