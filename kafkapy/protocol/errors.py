@@ -28,6 +28,14 @@ def _codes() -> dict[str, int]:
 ErrorCode = enum.IntEnum("ErrorCode", _codes())
 
 
+def error_name(code: int) -> str:
+    """The code's name, or the number when Kafka has no such code (for logs)."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
 class KafkaError(Exception):
     """Raised to answer with a Kafka error code and an optional message."""
 

@@ -36,7 +36,7 @@ import structlog
 
 from kafkapy import metrics
 from kafkapy.network.client import BrokerConnection
-from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.errors import ErrorCode, error_name
 from kafkapy.protocol.inter_broker import AlterPartitionRequest
 
 _log = structlog.get_logger("kafkapy.replication.alter_partition")
@@ -242,7 +242,7 @@ class AlterPartitionManager:
         error = response.error_code
         if error != ErrorCode.NO_ERROR:
             _log.info("Controller returned a top-level error to AlterPartition; retrying",
-                      error=_error_name(error))
+                      error=error_name(error))
             if error == ErrorCode.NOT_CONTROLLER:
                 self._close_connection()    # the controller moved: look it up again
                 return _NOT_CONTROLLER_RETRY_S
@@ -277,10 +277,3 @@ class AlterPartitionManager:
         for key in woken:
             replica_manager.appended(key)
         return 0.0
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import structlog
 
-from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.errors import ErrorCode, error_name
 from kafkapy.replication.fetch_session import (FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID,
                                                is_full, next_epoch)
 
@@ -143,7 +143,7 @@ class FetchSessionHandler:
         if response.error_code:
             _log.info("leader could not process the fetch session", node=self.node,
                       session_id=self.session_id, epoch=self.epoch,
-                      error=_error_name(response.error_code))
+                      error=error_name(response.error_code))
             if response.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND:
                 self._initial()
             else:
@@ -184,10 +184,3 @@ class FetchSessionHandler:
 
     def _initial(self) -> None:
         self.session_id, self.epoch = INVALID_SESSION_ID, INITIAL_EPOCH
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)

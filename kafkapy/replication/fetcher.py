@@ -50,7 +50,7 @@ from typing import Awaitable, Callable
 import structlog
 
 from kafkapy.network.client import BrokerConnection
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.replication import truncation
 from kafkapy.replication.fetch_session_handler import FetchSessionHandler, PartitionData
@@ -307,7 +307,7 @@ class _LeaderFetcher:
             if response.error_code == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR:
                 raise ConnectionError("fetch session topic id error")
             if response.error_code and response.error_code not in _SESSION_ERRORS:
-                raise ConnectionError(f"fetch answered error {_error_name(response.error_code)}")
+                raise ConnectionError(f"fetch answered error {error_name(response.error_code)}")
             return True   # the next fetch is full
         for key, data in self.session.response_keys(response, version).items():
             if key in sent:
@@ -456,7 +456,7 @@ class _LeaderFetcher:
     def _delay(self, key: PartitionKey, state: FetchState, error: int,
                message: str | None = None) -> None:
         _log.info("replica fetch error; backing off", partition=_name(key), leader=self.leader_id,
-                  error=_error_name(error), message=message, backoff_ms=self._backoff_ms)
+                  error=error_name(error), message=message, backoff_ms=self._backoff_ms)
         state.delayed_until_ms = self._broker.clock.time_ms() + self._backoff_ms
 
 
@@ -496,10 +496,3 @@ def _topic_id(broker, name: str):
 
 def _name(key: PartitionKey) -> str:
     return f"{key[0]}-{key[1]}"
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)

@@ -54,7 +54,7 @@ import structlog
 from kafkapy import metrics
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.native import CREATE_TIME, LONG_MAX
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.purgatory.delayed_fetch import LogOffsetMetadata
 from kafkapy.records.batch import (RecordError, is_crc_valid, iter_headers, read_header,
                                    validate_batches)
@@ -536,7 +536,7 @@ class Partition:
     def _alter_partition_failed(self, pending: PendingIsrChange, error_code: int) -> bool:
         """Kafka's handleAlterPartitionError; True when the change is to be sent again."""
         metrics.ISR_UPDATE_FAILURES.inc()
-        name = _error_name(error_code)
+        name = error_name(error_code)
         where = f"{self.topic}-{self.index}"
         if error_code in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):
             # The controller says the request was not applied at this partition epoch.
@@ -635,10 +635,3 @@ _AWAIT_METADATA = frozenset({
 
 def _ids(replicas) -> str:
     return ",".join(str(r) for r in replicas)
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
