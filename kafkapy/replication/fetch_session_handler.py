@@ -138,8 +138,9 @@ class FetchSessionHandler:
                 out[(name, data.partition_index)] = data
         return out
 
-    def handle_response(self, response, version: int) -> bool:
-        """Move the session on; False when the answer must not be processed."""
+    def handle_response(self, response, version: int, answers: dict | None = None) -> bool:
+        """Move the session on; False when the answer must not be processed.  ``answers``:
+        the response's ``response_keys``, when the caller has them already."""
         if response.error_code:
             _log.info("leader could not process the fetch session", node=self.node,
                       session_id=self.session_id, epoch=self.epoch,
@@ -149,7 +150,7 @@ class FetchSessionHandler:
             else:
                 self.epoch = INITIAL_EPOCH   # close the current one, ask for a new one
             return False
-        keys = set(self.response_keys(response, version))
+        keys = set(self.response_keys(response, version) if answers is None else answers)
         unknown_ids = version >= 13 and any(t.topic_id not in self.session_topic_names
                                             for t in response.responses)
         extra = keys - set(self.session_partitions)

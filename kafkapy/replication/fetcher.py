@@ -303,13 +303,14 @@ class _LeaderFetcher:
         conn = await self._connection()
         response = await conn.send(request, timeout_s=self._timeout_s)
         version = request.API_VERSION
-        if not self.session.handle_response(response, version):
+        answers = self.session.response_keys(response, version)
+        if not self.session.handle_response(response, version, answers):
             if response.error_code == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR:
                 raise ConnectionError("fetch session topic id error")
             if response.error_code and response.error_code not in _SESSION_ERRORS:
                 raise ConnectionError(f"fetch answered error {error_name(response.error_code)}")
             return True   # the next fetch is full
-        for key, data in self.session.response_keys(response, version).items():
+        for key, data in answers.items():
             if key in sent:
                 await self._apply(key, sent[key], data)
         return True
