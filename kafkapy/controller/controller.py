@@ -1147,7 +1147,7 @@ class KafkaController:
                     # the new leader as a third item: the handler waits to see it
                     results[tp] = (ErrorCode.NO_ERROR, None, res.leader)
                 else:
-                    if isinstance(res, ControllerMovedError) or _is_moved(res):
+                    if isinstance(res, ControllerMovedError):
                         raise ControllerMovedError(str(res))
                     message = str(res) if isinstance(res, BaseException) and str(res) else (
                         f"Failed to elect leader for partition {tp[0]}-{tp[1]} under "
@@ -1310,11 +1310,6 @@ class _TrackedChannel:
 def _succeeded(result) -> bool:
     """A state machine result: a LeaderIsr (or anything not an exception) is success."""
     return result is not None and not isinstance(result, BaseException)
-
-
-def _is_moved(result) -> bool:
-    return isinstance(result, BaseException) and type(result).__name__ in (
-        "ControllerMovedError", "ControllerMovedException")
 
 
 def _partition_errors(response, topic_ids: dict[str, str]):
