@@ -642,10 +642,10 @@ class KafkaController:
     def _update_leader_and_isr_cache(self, partitions: Iterable[TopicPartition]) -> None:
         """Kafka's updateLeaderAndIsrCache: the state znodes into the context."""
         partitions = list(partitions)
-        got = self._pipelined_partition_states(partitions)
-        if got is None:
-            got = self._zk.get_partition_states(partitions)
+        got = self._zk.get_partition_states(partitions)
         for tp, li in got.items():
+            if isinstance(li, _STORE_UNAVAILABLE):
+                raise li        # the event is retried on a new failover
             if li is None:
                 self.ctx.leadership.pop(tp, None)
             elif isinstance(li, Exception):
@@ -653,30 +653,6 @@ class KafkaController:
                              error=str(li))
             else:
                 self.ctx.put_leadership(tp, li)
-
-    def _pipelined_partition_states(self, partitions: list[TopicPartition]) -> dict | None:
-        """On ZooKeeper, all reads in flight at once (Kafka's controller reads with
-        async requests too): one round trip instead of one per partition.  None when
-        the store has no asynchronous client (the embedded store is in memory)."""
-        client = getattr(self.store, "client", None)
-        if client is None or not hasattr(client, "get_async") or len(partitions) < 2:
-            return None
-        pending = [(tp, client.get_async(paths.partition_state_path(*tp))) for tp in partitions]
-        out: dict = {}
-        for tp, result in pending:
-            try:
-                data, zstat = result.get()
-            except NoNodeError:
-                out[tp] = None
-                continue
-            try:
-                doc = paths.decode_partition_state(data or b"")
-            except ValueError as e:
-                out[tp] = e
-                continue
-            out[tp] = LeaderIsr(doc.leader, doc.leader_epoch, tuple(doc.isr),
-                                doc.controller_epoch, zstat.version, doc.leader_recovery_state)
-        return out
 
     def _delete_topic_deletions(self, topics: Iterable[str]) -> None:
         self._zk.delete_topic_deletions(sorted(topics))

@@ -103,14 +103,18 @@ class ZkWrites:
         ``LeaderIsr`` with its zk version, None if the znode does not exist, or the
         exception that failed the read (unparsable payload included)."""
         from kafkapy.controller.context import LeaderIsr
+        partitions = list(partitions)
+        read = self.store.get_many([paths.partition_state_path(*tp) for tp in partitions])
         out: dict = {}
-        for tp in partitions:
-            try:
-                data, stat = self.store.get(paths.partition_state_path(*tp))
-                ps = paths.decode_partition_state(data, stat)
-            except NoNodeError:
+        for tp, got in zip(partitions, read):
+            if isinstance(got, NoNodeError):
                 out[tp] = None
                 continue
+            try:
+                if isinstance(got, Exception):
+                    raise got
+                data, stat = got
+                ps = paths.decode_partition_state(data, stat)
             except Exception as e:      # noqa: BLE001 - reported per partition
                 out[tp] = e
                 continue

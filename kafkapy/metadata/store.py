@@ -262,6 +262,18 @@ class MetadataStore(abc.ABC):
     def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, Stat]:
         """Data and stat of a node; ``NoNodeError`` if missing (no watch set then)."""
 
+    def get_many(self, paths: Sequence[str]) -> list:
+        """``get`` of each path, in order: ``(data, stat)`` or the exception that failed
+        that read (``NoNodeError`` for a missing node).  A ZooKeeper backend has all the
+        reads in flight at once (one round trip instead of one per node)."""
+        out: list = []
+        for path in paths:
+            try:
+                out.append(self.get(path))
+            except Exception as err:        # noqa: BLE001 - reported per path
+                out.append(err)
+        return out
+
     @abc.abstractmethod
     def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         """Replace a node's data if ``version`` matches (-1: any); returns the new stat."""

@@ -285,6 +285,23 @@ class ZooKeeperStore(MetadataStore):
         self._registered(w, True)
         return (data or b""), Stat.from_znode_stat(zstat)
 
+    def get_many(self, paths: Sequence[str]) -> list:
+        try:
+            self._check_open()
+        except Exception as err:            # noqa: BLE001 - every read fails alike
+            return [err for _ in paths]
+        for path in paths:
+            validate_path(path)
+        pending = [self._client.get_async(path) for path in paths]
+        out: list = []
+        for result in pending:
+            try:
+                data, zstat = self._wait(result)
+                out.append(((data or b""), Stat.from_znode_stat(zstat)))
+            except Exception as err:        # noqa: BLE001 - reported per path
+                out.append(err)
+        return out
+
     def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         self._check_open()
         validate_path(path)
