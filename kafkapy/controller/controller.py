@@ -205,6 +205,14 @@ class KafkaController:
         self._queue.put_nowait(event)
         return await event.future
 
+    def enable_topic_unclean_leader_election(self, topic: str) -> None:
+        """``unclean.leader.election.enable`` became true for ``topic``."""
+        self._enqueue(ev.TopicUncleanLeaderElectionEnable(topic=topic))
+
+    def _process_TopicUncleanLeaderElectionEnable(self, event) -> None:
+        if self._active:
+            self._psm.trigger_online_partition_state_change(event.topic)
+
     def _enqueue(self, event: ev.ControllerEvent) -> None:
         if self._queue is not None and not self._stopped:
             self._queue.put_nowait(event)

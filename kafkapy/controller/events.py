@@ -99,6 +99,13 @@ class LeaderAndIsrResponseReceived(ControllerEvent):
 
 
 @dataclass(slots=True)
+class TopicUncleanLeaderElectionEnable(ControllerEvent):
+    """A topic now allows unclean elections: retry its offline partitions (Kafka's
+    TopicUncleanLeaderElectionEnable)."""
+    topic: str = ""
+
+
+@dataclass(slots=True)
 class ControlledShutdown(ControllerEvent):
     """A broker asked to shut down; the future gets ``(error_code, [(t, p), ...])``."""
     broker_id: int = -1

@@ -169,10 +169,8 @@ class TopicConfigs:
         if stored.get("unclean.leader.election.enable", "").strip().lower() == "true":
             # Kafka's TopicConfigHandler: the active controller retries the topic's
             # offline partitions with the new rule.
-            controller = getattr(broker, "controller", None)
-            enable = getattr(controller, "enable_topic_unclean_leader_election", None)
-            if enable is not None and getattr(controller, "is_active", False):
-                enable(name)
+            if broker.controller.is_active:
+                broker.controller.enable_topic_unclean_leader_election(name)
         _log.info("applied topic config change", topic=name, overrides=stored)
 
     def _apply_to_logs(self, name: str) -> None:

@@ -48,3 +48,33 @@ def test_unclean_leader_election_is_per_topic(cluster, unique):
     wait_for(lambda: state(clean)[0] == a, FAILOVER_S,
              lambda: f"{a} back as leader of {clean}: {state(clean)}\n{c.summary()}")
     assert clients.consume_confluent(c.bootstrap(controller), clean, {0: 1}) == {0: [b"before"]}
+
+
+def test_enabling_unclean_election_elects_an_offline_partition(cluster, unique):
+    """Kafka's TopicUncleanLeaderElectionEnable: turning the topic override on retries the
+    topic's offline partitions at once, with no broker change needed."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    c = cluster
+    controller = c.controller_id()
+    a, b = [i for i in (1, 2, 3) if i != controller]
+    topic = unique("later")
+    clients.create_topic(c.bootstrap(controller), topic, assignment={0: [a, b]})
+    c.wait_topic(topic, 1)
+
+    def state():
+        s = c.partition_state(topic, 0)
+        return s["leader"], sorted(s["isr"])
+
+    c.kill(b)
+    wait_for(lambda: state() == (a, [a]), FAILOVER_S, lambda: f"{b} out of the ISR: {state()}")
+    c.kill(a)
+    wait_for(lambda: state() == (-1, [a]), FAILOVER_S, lambda: f"offline: {state()}")
+    c.restart(b)
+    assert state() == (-1, [a])      # clean by default: b is not in the ISR
+
+    admin = AdminClient({"bootstrap.servers": c.bootstrap(controller)})
+    resource = ConfigResource("topic", topic, set_config={"unclean.leader.election.enable": "true"})
+    for future in admin.alter_configs([resource]).values():
+        future.result(30)
+    wait_for(lambda: state() == (b, [b]), FAILOVER_S,
+             lambda: f"unclean election of {b} after the config change: {state()}\n{c.summary()}")
