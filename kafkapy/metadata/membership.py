@@ -9,13 +9,18 @@ id stored in the log dirs' ``meta.properties`` is reused; with none stored and
 range users configure.
 
 Registration: the ephemeral ``/brokers/ids/<id>`` with Kafka 3.9's JSON (version 5:
-endpoints, listener map, rack, features).  The broker epoch is the czxid of that znode:
+endpoints, listener map, rack, features), byte for byte as a Kafka 3.9 broker writes it: Kafka
+builds it in a Scala ``collection.mutable.Map`` (a 16-bucket hash table for these <= 9 keys)
+and Jackson writes that map in its iteration order, so the keys come in that order
+(``_kafka_key_order``), not in the order they are added.  (The listener map with more than 4
+listeners is a Scala immutable HashMap whose order is not reproduced: insertion order.)  The broker epoch is the czxid of that znode:
 every new registration (a restart, a new ZooKeeper session) gets a higher one, which is
 how the controller tells a bounced broker from one that never left and how brokers
 refuse a controller request meant for an earlier incarnation (STALE_BROKER_EPOCH).
 """
 from __future__ import annotations
 
+import json
 import socket
 
 from kafkapy.log.meta_properties import read_meta_properties
@@ -67,8 +72,35 @@ def advertised_endpoints(config) -> list[paths.EndPoint]:
 async def register_broker(store, config, node_id: int, timestamp_ms: int,
                           wait_ms: int) -> int:
     """Create ``/brokers/ids/<id>`` for this session; returns the broker epoch (czxid)."""
-    payload = paths.encode_broker_registration(advertised_endpoints(config), timestamp_ms,
-                                               rack=config["broker.rack"])
+    payload = kafka_ordered_registration(paths.encode_broker_registration(
+        advertised_endpoints(config), timestamp_ms, rack=config["broker.rack"]))
     stat = await claim(store, paths.broker_path(node_id), payload, wait_ms,
                        lambda _data: f" (broker {node_id} is registered by another session)")
     return stat.czxid
+
+
+def kafka_ordered_registration(payload: bytes) -> bytes:
+    """``payload`` (registration JSON) with its top-level keys in Kafka 3.9's order."""
+    obj = json.loads(payload)
+    ordered = {key: obj[key] for key in _kafka_key_order(list(obj))}
+    return json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _kafka_key_order(keys: list[str], buckets: int = 16) -> list[str]:
+    """Iteration order of a Scala 2.13 ``mutable.HashMap`` holding ``keys``: by bucket
+    (improved hash & (buckets - 1)), within a bucket by improved hash, signed ascending
+    (``HashMap.put0`` keeps each bucket's list sorted by hash)."""
+    def improved(key: str) -> int:
+        h = _java_string_hash(key) & 0xFFFFFFFF
+        h ^= h >> 16
+        return h - (1 << 32) if h >= 1 << 31 else h
+    return sorted(keys, key=lambda k: (improved(k) & (buckets - 1), improved(k)))
+
+
+def _java_string_hash(text: str) -> int:
+    """Java's String.hashCode (UTF-16 code units), as an unsigned 32-bit value."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    return h

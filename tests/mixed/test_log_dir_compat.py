@@ -1,0 +1,247 @@
+"""Replacing a broker in place (issue 16): one log dir, Kafka 3.9 and kafkapy in turn.
+
+A: a Kafka 3.9 broker (broker.id=1, ZooKeeper mode) fills its log dir (``workload.write``:
+plain multi-segment topics with headers and timestamps, gzip/snappy/lz4/zstd batches, an
+idempotent producer, committed and aborted transactions, a compacted topic its cleaner has
+cleaned, a consumer group's offsets) and stops (SIGTERM, or kill -9); kafkapy starts on the
+same chroot with the same broker.id and log.dirs.  Stock clients then read exactly what
+Kafka served (records equal field by field: offsets, timestamps, keys, values, headers; the
+aborted transaction invisible to read_committed; the group's offsets and metadata), a
+retried batch of the idempotent producer is answered with its original offset (its state
+survived), and the files Kafka wrote and a restart would not change are byte-identical
+after kafkapy ran (segments, sealed indexes, partition.metadata, meta.properties' keys;
+leader-epoch-checkpoint only grows).
+
+B: the reverse: kafkapy writes the same workload, stops, and Kafka 3.9 reads it on the same
+broker id and dir; Kafka's own ``kafka-dump-log.sh`` reads kafkapy's segments (deep
+iteration, CRCs valid) and ``kafka-console-consumer.sh`` reads the records.
+
+Registration: ``/brokers/ids/1`` as kafkapy writes it is Kafka 3.9's JSON byte for byte,
+the port and timestamp aside.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from kafkapy.records.batch import iter_headers, set_base_offset
+from kafkapy.records.record import build_batch
+from tests.integration.request_fields import fields
+from tests.integration.wire import WireClient
+from tests.mixed import workload
+from tests.mixed.conftest import (SINGLE_BROKER_SETTINGS, file_digests, kafka_tool,
+                                  wait_for)
+
+SETTINGS = dict(SINGLE_BROKER_SETTINGS, **{"log.cleaner.backoff.ms": "500", "broker.rack": "rack-a"})
+TIMEOUT = 120
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _cleaned(log_dir: Path) -> bool:
+    """The writer's cleaner has checkpointed a cleaned offset for ``compacted-0``."""
+    path = log_dir / "cleaner-offset-checkpoint"
+    if not path.is_file():
+        return False
+    return any(line.startswith("compacted 0 ") and int(line.split()[2]) > 0
+               for line in path.read_text().splitlines())
+
+
+def _snapshot(bootstrap: str) -> dict:
+    return {"uncommitted": workload.read(bootstrap),
+            "committed": workload.read(bootstrap, "read_committed"),
+            "offsets": workload.committed(bootstrap)}
+
+
+def _check_snapshot_sane(snap: dict) -> None:
+    """What the writer served is what the workload wrote (so the comparison means something)."""
+    txn_all = [r for r in snap["uncommitted"] if r.topic == "txn"]
+    txn_committed = [r for r in snap["committed"] if r.topic == "txn"]
+    assert len(txn_all) == 12 and len(txn_committed) == 8, (len(txn_all), len(txn_committed))
+    assert not any(b"txn-abort" in r.value for r in txn_committed)
+    for c in workload.CODECS:
+        assert len([r for r in snap["uncommitted"] if r.topic == f"codec-{c}"]) == 60
+    assert any(r.headers for r in snap["uncommitted"] if r.topic == "plain")
+    assert snap["offsets"] == {tp: (off, f"meta-{tp[1]}")
+                               for tp, off in workload.COMMITTED.items()}
+
+
+def _segment_batches(partition_dir: Path) -> list[bytes]:
+    out = []
+    for seg in sorted(partition_dir.glob("*.log")):
+        data = seg.read_bytes()
+        out += [data[h.position:h.position + h.size] for h in iter_headers(data)]
+    return out
+
+
+def _produce_raw(bootstrap: str, topic: str, batch: bytes):
+    from kafkapy.protocol.messages import REQUESTS
+    produce = REQUESTS[0]
+    client = WireClient(bootstrap, timeout=30)
+    try:
+        r = client.request(0, 9, transactional_id=None, acks=-1, timeout_ms=10000, topic_data=[
+            produce.TopicProduceData(name=topic, partition_data=[
+                produce.TopicProduceData.PartitionProduceData(index=0, records=batch)])])
+    finally:
+        client.close()
+    return r.responses[0].partition_responses[0]
+
+
+def _check_idempotent_state(bootstrap: str, idem_dir_batches: list[bytes]) -> None:
+    """The idempotent producer's last batch, sent again, is a duplicate (original offset);
+    its next sequence is accepted right after the log end."""
+    last = bytearray(idem_dir_batches[-1])
+    [h] = list(iter_headers(last))
+    original_base = h.base_offset
+    set_base_offset(last, 0, 0)            # as a client sends it (baseOffset is outside the CRC)
+    last[12:16] = (-1).to_bytes(4, "big", signed=True)   # partitionLeaderEpoch: not in the CRC
+    dup = _produce_raw(bootstrap, "idem", bytes(last))
+    assert (dup.error_code, dup.base_offset) == (0, original_base), \
+        f"retried batch: error {dup.error_code}, base offset {dup.base_offset} (original {original_base})"
+    nxt = build_batch([(b"k", b"after-takeover", (), workload.TS0)], producer_id=h.producer_id,
+                      producer_epoch=h.producer_epoch, base_sequence=h.last_sequence + 1)
+    follow = _produce_raw(bootstrap, "idem", nxt)
+    assert (follow.error_code, follow.base_offset) == (0, h.next_offset), \
+        f"next sequence: error {follow.error_code}, base offset {follow.base_offset}"
+
+
+def _stable_files(before: dict[str, str], log_dir: Path) -> list[str]:
+    """Files a restart of the writer would leave alone: every segment, every sealed
+    segment's indexes, partition.metadata (snapshots of sealed segments too)."""
+    by_dir: dict[str, list[str]] = {}
+    for rel in before:
+        by_dir.setdefault(os.path.dirname(rel), []).append(rel)
+    stable = []
+    for d, files in by_dir.items():
+        if not d:          # the dir-level checkpoints are rewritten by any broker
+            continue
+        segments = sorted(f for f in files if f.endswith(".log"))
+        active = segments[-1][:-4] if segments else None
+        for f in files:
+            base, ext = os.path.splitext(f)
+            if ext == ".log" or f.endswith("partition.metadata"):
+                stable.append(f)
+            elif ext in (".index", ".timeindex") and base != active:
+                stable.append(f)
+    return sorted(stable)
+
+
+def _meta_properties(log_dir: Path) -> dict[str, str]:
+    lines = (log_dir / "meta.properties").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+def _leader_epochs(log_dir: Path) -> dict[str, list[str]]:
+    return {str(p.parent.name): p.read_text().splitlines()[2:]
+            for p in log_dir.glob("*/leader-epoch-checkpoint")}
+
+
+def _registration(m, node_id: int) -> bytes:
+    data, _ = m.zk.get(f"/brokers/ids/{node_id}")
+    return data
+
+
+def _normalized_registration(data: bytes, port: int) -> str:
+    """The JSON with the port and timestamp (which differ between any two starts) masked."""
+    text = data.decode()
+    text = text.replace(f":{port}\"", ":PORT\"").replace(f"\"port\":{port}", "\"port\":PORT")
+    return re.sub(r"\"timestamp\":\"\d+\"", "\"timestamp\":\"TS\"", text)
+
+
+def _start(m, node_id: int, timeout: float = TIMEOUT) -> str:
+    m.launch_all(timeout=timeout)
+    m.wait_ready([node_id], timeout=timeout)
+    return m.bootstrap(node_id)
+
+
+# --------------------------------------------------------------------------- A
+
+@pytest.mark.parametrize("stop", ["sigterm", "kill9"])
+def test_kafka_log_dir_read_by_kafkapy(mixed_factory, stop):
+    m = mixed_factory(SETTINGS)
+    m.add(1, "kafka")
+    bootstrap = _start(m, 1)
+    kafka_registration = _registration(m, 1)
+    kafka_port = m.nodes[1].port
+    workload.write(bootstrap)
+    log_dir = m.log_dir(1)
+    wait_for(lambda: _cleaned(log_dir), 30, "Kafka's cleaner to clean compacted-0")
+    served = _snapshot(bootstrap)
+    _check_snapshot_sane(served)
+    if stop == "sigterm":
+        # The JVM ends with 143 (128 + SIGTERM) after its shutdown hook ran.
+        assert m.terminate(1) in (0, 143), m.log_text(1)[-3000:]
+        assert (log_dir / ".kafka_cleanshutdown").is_file()
+    else:
+        m.kill(1)
+    before = file_digests(log_dir)
+    meta_before = _meta_properties(log_dir)
+    epochs_before = _leader_epochs(log_dir)
+    idem_batches = _segment_batches(log_dir / "idem-0")
+
+    m.replace(1, "kafkapy")
+    bootstrap = _start(m, 1)
+    registration = _registration(m, 1)
+    got = _snapshot(bootstrap)
+    assert got["offsets"] == served["offsets"]
+    assert got["committed"] == served["committed"]
+    assert got["uncommitted"] == served["uncommitted"]
+    assert _normalized_registration(registration, m.nodes[1].port) == \
+        _normalized_registration(kafka_registration, kafka_port)
+    assert m.terminate(1) == 0, m.log_text(1)[-3000:]
+
+    after = file_digests(log_dir)
+    changed = [f for f in _stable_files(before, log_dir) if after.get(f) != before[f]]
+    assert not changed, f"kafkapy rewrote files of Kafka's: {changed}"
+    assert _meta_properties(log_dir) == meta_before
+    for name, entries in epochs_before.items():
+        now = _leader_epochs(log_dir)[name]
+        assert now[:len(entries)] == entries, (name, entries, now)
+
+    # The idempotent producer's state (from Kafka's snapshot, or rebuilt after kill -9).
+    bootstrap = _start(m, 1)
+    _check_idempotent_state(bootstrap, idem_batches)
+
+
+# --------------------------------------------------------------------------- B
+
+def test_kafkapy_log_dir_read_by_kafka(mixed_factory):
+    m = mixed_factory(SETTINGS)
+    m.add(1, "kafkapy")
+    bootstrap = _start(m, 1)
+    workload.write(bootstrap)
+    log_dir = m.log_dir(1)
+    wait_for(lambda: _cleaned(log_dir), 30, "kafkapy's cleaner to clean compacted-0")
+    served = _snapshot(bootstrap)
+    _check_snapshot_sane(served)
+    assert m.terminate(1) == 0, m.log_text(1)[-3000:]
+    idem_batches = _segment_batches(log_dir / "idem-0")
+
+    # Kafka's own tools read kafkapy's segments.
+    for part in ("plain-0", "codec-zstd-0", "txn-0", "compacted-0"):
+        segments = sorted(str(p) for p in (log_dir / part).glob("*.log"))
+        dump = kafka_tool("kafka-dump-log.sh", "--deep-iteration", "--print-data-log",
+                          "--files", ",".join(segments))
+        assert dump.returncode == 0, dump.stderr[-3000:]
+        assert "isvalid: false" not in dump.stdout.lower() and "Exception" not in dump.stdout, \
+            dump.stdout[-3000:]
+        assert "baseOffset: 0" in dump.stdout, dump.stdout[:2000]
+
+    m.replace(1, "kafka")
+    bootstrap = _start(m, 1)
+    got = _snapshot(bootstrap)
+    assert got["offsets"] == served["offsets"]
+    assert got["committed"] == served["committed"]
+    assert got["uncommitted"] == served["uncommitted"]
+    out = kafka_tool("kafka-console-consumer.sh", "--bootstrap-server", bootstrap,
+                     "--topic", "codec-lz4", "--from-beginning", "--max-messages", "60",
+                     "--timeout-ms", "30000", "--property", "print.key=true")
+    assert out.returncode == 0, out.stderr[-3000:]
+    expected = [f"{r.key.decode()}\t{r.value.decode()}" for r in served["uncommitted"]
+                if r.topic == "codec-lz4"]
+    assert out.stdout.splitlines() == expected
+    _check_idempotent_state(bootstrap, idem_batches)
