@@ -9,7 +9,11 @@ state machines and the controller need.
 
 Invariants:
  - changed only from the controller's event-queue task (no locks);
- - ``assignments[t][p]`` lists replicas in assignment order (first = preferred);
+ - ``assignments[t][p]`` lists replicas in assignment order (first = preferred): the
+   full replica set RS, which during a reassignment is TRS followed by the rest of ORS;
+   ``reassignment_changes[(t, p)]`` holds that partition's adding (AR) and removing
+   (RR) replicas while it is being reassigned (Kafka's ``ReplicaAssignment``; no entry
+   = none);
  - ``leadership[(t, p)]`` is what the state znode holds (``zk_version`` = its zk
    version, the partition epoch); a partition without a state znode has no entry;
  - ``partition_states`` / ``replica_states`` hold only partitions/replicas the state
@@ -77,6 +81,56 @@ class LeaderIsr:
         return replace(self, zk_version=zk_version, controller_epoch=controller_epoch)
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaAssignment:
+    """Kafka's ``ReplicaAssignment``: the full replica set RS and, while a reassignment
+    runs, the replicas being added (AR = TRS - ORS) and removed (RR = ORS - TRS)."""
+    replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+    @staticmethod
+    def of(replicas: Iterable[int], adding: Iterable[int] = (),
+           removing: Iterable[int] = ()) -> "ReplicaAssignment":
+        return ReplicaAssignment(tuple(replicas), tuple(adding), tuple(removing))
+
+    @property
+    def origin_replicas(self) -> list[int]:
+        """ORS: RS without the replicas being added."""
+        return [r for r in self.replicas if r not in self.adding_replicas]
+
+    @property
+    def target_replicas(self) -> list[int]:
+        """TRS: RS without the replicas being removed."""
+        return [r for r in self.replicas if r not in self.removing_replicas]
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    def reassign_to(self, target: Iterable[int]) -> "ReplicaAssignment":
+        """RS = TRS then the rest of ORS (first occurrences), AR = RS - ORS, RR = RS - TRS."""
+        target = list(target)
+        origin = self.origin_replicas
+        full = list(dict.fromkeys(target + origin))
+        return ReplicaAssignment.of(full, [r for r in full if r not in origin],
+                                    [r for r in full if r not in target])
+
+    def remove_replica(self, replica: int) -> "ReplicaAssignment":
+        return ReplicaAssignment.of([r for r in self.replicas if r != replica],
+                                    [r for r in self.adding_replicas if r != replica],
+                                    [r for r in self.removing_replicas if r != replica])
+
+    def __str__(self) -> str:
+        return (f"ReplicaAssignment(replicas={_csv(self.replicas)}, "
+                f"addingReplicas={_csv(self.adding_replicas)}, "
+                f"removingReplicas={_csv(self.removing_replicas)})")
+
+
+def _csv(ids: Iterable[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
 @dataclass(slots=True)
 class LiveBroker:
     """A registered broker as the controller saw ``/brokers/ids/N``."""
@@ -107,8 +161,11 @@ class ControllerContext:
     topics_to_be_deleted: set[str] = field(default_factory=set)
     topics_with_deletion_started: set[str] = field(default_factory=set)
     topics_ineligible_for_deletion: set[str] = field(default_factory=set)
-    #: Partitions being reassigned (issue 15; empty until then).
+    #: Partitions being reassigned (Kafka's partitionsBeingReassigned).
     partitions_being_reassigned: set[TopicPartition] = field(default_factory=set)
+    #: (t, p) -> (adding, removing) replicas of a partition being reassigned.
+    reassignment_changes: dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]] = \
+        field(default_factory=dict)
     #: broker id -> its partitions whose log dir failed (KAFKA_STORAGE_ERROR in a
     #: LeaderAndIsr response); such replicas count as offline.
     replicas_on_offline_dirs: dict[int, set[TopicPartition]] = field(default_factory=dict)
@@ -119,7 +176,8 @@ class ControllerContext:
         self.epoch = 0
         self.epoch_zk_version = -1
         for d in (self.live_brokers, self.topic_ids, self.assignments, self.leadership,
-                  self.partition_states, self.replica_states, self.replicas_on_offline_dirs):
+                  self.partition_states, self.replica_states, self.replicas_on_offline_dirs,
+                  self.reassignment_changes):
             d.clear()
         for s in (self.shutting_down_broker_ids, self.topics_to_be_deleted,
                   self.topics_with_deletion_started, self.topics_ineligible_for_deletion,
@@ -151,11 +209,15 @@ class ControllerContext:
         return set(self.assignments)
 
     def add_topic(self, topic: str, topic_id: str | None,
-                  partitions: dict[int, list[int]]) -> None:
+                  partitions: dict[int, list[int]],
+                  adding: dict[int, list[int]] | None = None,
+                  removing: dict[int, list[int]] | None = None) -> None:
+        """The topic's assignment as its znode holds it (with a reassignment's AR/RR)."""
         if topic_id is not None:
             self.topic_ids[topic] = topic_id
-        self.assignments.setdefault(topic, {}).update(
-            {p: list(r) for p, r in partitions.items()})
+        for p, r in partitions.items():
+            self.update_full_assignment((topic, p), ReplicaAssignment.of(
+                r, (adding or {}).get(p, ()), (removing or {}).get(p, ())))
 
     def remove_topic(self, topic: str) -> None:
         """Forget a deleted topic and every state of its partitions and replicas."""
@@ -170,6 +232,10 @@ class ControllerContext:
         # replicas whose assignment changed under us
         for key in [k for k in self.replica_states if k[0][0] == topic]:
             del self.replica_states[key]
+        for tp in [tp for tp in self.reassignment_changes if tp[0] == topic]:
+            del self.reassignment_changes[tp]
+        self.partitions_being_reassigned.difference_update(
+            [tp for tp in self.partitions_being_reassigned if tp[0] == topic])
         self.topics_to_be_deleted.discard(topic)
         self.topics_with_deletion_started.discard(topic)
         self.topics_ineligible_for_deletion.discard(topic)
@@ -179,7 +245,26 @@ class ControllerContext:
         return list(self.assignments.get(tp[0], {}).get(tp[1], ()))
 
     def update_assignment(self, tp: TopicPartition, replicas: list[int]) -> None:
-        self.assignments.setdefault(tp[0], {})[tp[1]] = list(replicas)
+        """RS = ``replicas``, no reassignment (Kafka's ``ReplicaAssignment(replicas)``)."""
+        self.update_full_assignment(tp, ReplicaAssignment.of(replicas))
+
+    def full_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        """Kafka's ``partitionFullReplicaAssignment`` (empty if unknown)."""
+        replicas = self.assignments.get(tp[0], {}).get(tp[1], ())
+        adding, removing = self.reassignment_changes.get(tp, ((), ()))
+        return ReplicaAssignment(tuple(replicas), adding, removing)
+
+    def update_full_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+        """Kafka's ``updatePartitionFullReplicaAssignment``."""
+        self.assignments.setdefault(tp[0], {})[tp[1]] = list(assignment.replicas)
+        if assignment.is_being_reassigned:
+            self.reassignment_changes[tp] = (tuple(assignment.adding_replicas),
+                                             tuple(assignment.removing_replicas))
+        else:
+            self.reassignment_changes.pop(tp, None)
+
+    def full_assignments_for_topic(self, topic: str) -> dict[int, ReplicaAssignment]:
+        return {p: self.full_assignment((topic, p)) for p in sorted(self.assignments.get(topic, {}))}
 
     def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
         return [(topic, p) for p in sorted(self.assignments.get(topic, {}))]

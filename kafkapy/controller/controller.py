@@ -13,7 +13,11 @@ against the broker epoch and the partition's leader and partition epochs, writte
 to the state znode conditionally on its zk version, then UpdateMetadata to every
 broker) and ElectLeaders, and moves leaders back to preferred replicas periodically
 (``auto.leader.rebalance.enable``) or when ``/admin/preferred_replica_election``
-asks.  Not yet: partition reassignment (issue 15).
+asks.  Partition reassignments (AlterPartitionReassignments, ListPartitionReassignments,
+``/admin/reassign_partitions``) run through ``reassignment.PartitionReassignments``;
+their completion is checked wherever the ISR of a reassigning partition may change
+(AlterPartition, ISR change notifications, elections), and a new controller resumes
+them from the topic znodes.
 
 Invariants:
  - one ``asyncio.Queue`` drained by one task; watch callbacks and the public API
@@ -103,6 +107,7 @@ class KafkaController:
         self._rsm = None
         self._psm = None
         self._deletion = None
+        self._reassign = None
         self._watchers: dict[tuple[str, str], object] = {}
         self._stopped = False
         self._retry_after = 0.0      # loop time before which no election is attempted
@@ -183,6 +188,22 @@ class KafkaController:
         return await self._submit(ev.ReplicaLeaderElection(
             election_type=election_type, partitions=None if partitions is None
             else list(dict.fromkeys(partitions))))
+
+    async def alter_partition_reassignments(
+            self, reassignments: dict[TopicPartition, list[int] | None]):
+        """AlterPartitionReassignments: per partition ``(error_code, message)``, or a
+        top-level ``(NOT_CONTROLLER, message)`` tuple when this is not the controller."""
+        if self._queue is None or self._stopped:
+            return ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
+        return await self._submit(ev.ApiPartitionReassignment(reassignments=dict(reassignments)))
+
+    async def list_partition_reassignments(self, partitions: list[TopicPartition] | None):
+        """ListPartitionReassignments: ``{(t, p): ReplicaAssignment}`` of the partitions
+        being reassigned among ``partitions`` (None: all), or ``(NOT_CONTROLLER, message)``."""
+        if self._queue is None or self._stopped:
+            return ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
+        return await self._submit(ev.ListPartitionReassignments(
+            partitions=None if partitions is None else list(partitions)))
 
     async def alter_partition(self, request, version: int):
         """AlterPartition (any version) from a partition leader, answered on the event
@@ -274,6 +295,8 @@ class KafkaController:
                             for tp in event.partitions or ()})
         elif isinstance(event, ev.AlterPartitionReceived):
             event.complete(_alter_partition_error(event.version, ErrorCode.NOT_CONTROLLER))
+        elif isinstance(event, (ev.ApiPartitionReassignment, ev.ListPartitionReassignments)):
+            event.complete((ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE))
         else:
             event.complete(None)
 
@@ -285,6 +308,8 @@ class KafkaController:
         elif isinstance(event, ev.AlterPartitionReceived):
             _log.error("Error when processing AlterPartition", error=repr(exc))
             event.complete(_alter_partition_error(event.version, ErrorCode.UNKNOWN))
+        elif isinstance(event, (ev.ApiPartitionReassignment, ev.ListPartitionReassignments)):
+            event.complete((ErrorCode.UNKNOWN_SERVER_ERROR, None))
         elif isinstance(event, (ev.Startup, ev.Reelect)) and event.future is not None:
             event.fail(exc)
         else:
@@ -480,7 +505,7 @@ class KafkaController:
             self._channel.close()
             self._closed_channels.append(self._channel)
         self._channel = self._batch = self._zk = self._rsm = self._psm = None
-        self._deletion = None
+        self._deletion = self._reassign = None
         self.ctx.clear()
         _log.info(f"Resigned as the controller (epoch {was})", node_id=self._broker.node_id)
 
@@ -497,6 +522,7 @@ class KafkaController:
         self._send_update_metadata(sorted(self.ctx.live_or_shutting_down_broker_ids()), [])
         self._rsm.startup()
         self._psm.startup()
+        self._reassign.initialize()
         self._deletion.try_topic_deletion()
         self._preferred_replica_election_from_znode()
         if self._broker.config["auto.leader.rebalance.enable"]:
@@ -507,6 +533,7 @@ class KafkaController:
 
     def _build_machinery(self) -> None:
         from kafkapy.controller.partition_state_machine import PartitionStateMachine
+        from kafkapy.controller.reassignment import PartitionReassignments
         from kafkapy.controller.replica_state_machine import ReplicaStateMachine
         from kafkapy.controller.request_batch import ControllerBrokerRequestBatch
         from kafkapy.controller.topic_deletion import (
@@ -534,6 +561,10 @@ class KafkaController:
         client = ControllerDeletionClient(self.ctx, self._zk, self._batch, lambda topic: None)
         self._deletion = TopicDeletionManager(self.ctx, self._rsm, self._psm, client,
                                               bool(config["delete.topic.enable"]))
+        self._reassign = PartitionReassignments(
+            self.ctx, self._zk, self._batch, self._rsm, self._psm, self._deletion,
+            znode_watch=self._reassign_znode_watch(),
+            rearm_znode_watch=lambda: self._enqueue(ev.ZkPartitionReassignment()))
 
     def _batch_callbacks(self):
         from kafkapy.controller.request_batch import BatchCallbacks
@@ -559,6 +590,8 @@ class KafkaController:
             self._add_to_channel(broker)
         topics = self._children(paths.BROKER_TOPICS, lambda e: ev.TopicChange())
         self._read_topics(topics)
+        ctx.partitions_being_reassigned.update(
+            tp for tp in ctx.all_partitions() if ctx.full_assignment(tp).is_being_reassigned)
         ctx.shutting_down_broker_ids.clear()
         self._update_leader_and_isr_cache(ctx.all_partitions())
 
@@ -568,9 +601,10 @@ class KafkaController:
         if unknown:
             self._delete_topic_deletions(unknown)
         to_delete -= unknown
-        # topics with a replica on a dead broker wait until it is back
+        # topics with a replica on a dead broker or being reassigned wait
         offline = {tp[0] for (tp, b) in self.ctx.all_replicas()
                    if not self.ctx.is_replica_online(b, tp)}
+        offline |= {tp[0] for tp in self.ctx.partitions_being_reassigned}
         return to_delete, {t for t in to_delete if t in offline}
 
     # -- reading the store -------------------------------------------------------------
@@ -615,12 +649,14 @@ class KafkaController:
             got = self._read_topic(topic)
             if got is None:
                 continue
-            topic_id, parts = got
-            self.ctx.add_topic(topic, topic_id, parts)
+            topic_id, parts, assignment = got
+            self.ctx.add_topic(topic, topic_id, parts, dict(assignment.adding_replicas),
+                               dict(assignment.removing_replicas))
             read[topic] = parts
         return read
 
-    def _read_topic(self, topic: str) -> tuple[str, dict[int, list[int]]] | None:
+    def _read_topic(self, topic: str):
+        """(topic id, partition -> RS, the decoded ``TopicAssignment``) or None."""
         path = paths.topic_path(topic)
         watch = self._watcher("data", path,
                               lambda e, t=topic: ev.PartitionModifications(topic=t))
@@ -635,7 +671,7 @@ class KafkaController:
         topic_id = assignment.topic_id
         if topic_id is None:
             topic_id = self._write_topic_id(topic, assignment, stat.version)
-        return topic_id, {p: list(r) for p, r in assignment.partitions.items()}
+        return topic_id, {p: list(r) for p, r in assignment.partitions.items()}, assignment
 
     def _write_topic_id(self, topic: str, assignment, version: int) -> str:
         """Kafka's processTopicIds: a topic created without an id (an old tool) gets one."""
@@ -727,7 +763,9 @@ class KafkaController:
             if tp in ctx.leadership and not ctx.is_topic_queued_for_deletion(tp[0])])
         replicas = ctx.replicas_on_brokers(new_brokers)
         self._rsm.handle_state_changes(replicas, ReplicaState.ONLINE)
-        self._psm.trigger_online_partition_state_change()
+        elected = self._psm.trigger_online_partition_state_change()
+        self._reassign.on_isr_changed(_elected(elected))
+        self._reassign.on_broker_startup(new_brokers)
         resumed = {tp[0] for tp, _ in replicas if ctx.is_topic_queued_for_deletion(tp[0])}
         if resumed:
             _log.info(f"Some replicas {sorted(resumed)} for topics scheduled for deletion are "
@@ -754,6 +792,8 @@ class KafkaController:
         self._rsm.handle_state_changes(not_for_deletion, ReplicaState.OFFLINE)
         if for_deletion:
             self._deletion.fail_replica_deletion(for_deletion)
+        # an election may have left the ISR at the targets of a reassignment
+        self._reassign.on_isr_changed(_elected(results))
         if not not_for_deletion and not any(_succeeded(r) for r in (results or {}).values()):
             # nothing changed leader or ISR: tell the brokers about the dead ones directly
             self._send_update_metadata(sorted(ctx.live_or_shutting_down_broker_ids()), [])
@@ -799,7 +839,7 @@ class KafkaController:
         got = self._read_topic(topic)
         if got is None:
             return
-        _, parts = got
+        _, parts, _ = got
         to_add = {p: r for p, r in parts.items() if p not in ctx.assignments[topic]}
         if ctx.is_topic_queued_for_deletion(topic):
             if to_add:
@@ -820,9 +860,12 @@ class KafkaController:
         """Kafka's restorePartitionReplicaAssignment: write back the known assignment."""
         try:
             _, stat = self.store.get(paths.topic_path(topic))
+            full = self.ctx.full_assignments_for_topic(topic)
             self._zk.write_fenced(SetDataOp(
                 paths.topic_path(topic), paths.encode_topic_assignment(
-                    self.ctx.assignments[topic], self.ctx.topic_ids.get(topic)), stat.version))
+                    {p: a.replicas for p, a in full.items()}, self.ctx.topic_ids.get(topic),
+                    {p: a.adding_replicas for p, a in full.items()},
+                    {p: a.removing_replicas for p, a in full.items()}), stat.version))
         except (NoNodeError, BadVersionError) as e:
             _log.warning("could not restore the assignment", topic=topic, error=str(e))
 
@@ -850,6 +893,12 @@ class KafkaController:
                 _log.info(f"Removing {_set(to_delete)} since delete topic is disabled")
                 self._delete_topic_deletions(to_delete)
             return
+        # Kafka 3.9 marks topics with a reassignment in flight ineligible *before*
+        # queueing them, which only halts topics already queued: a newly deleted topic
+        # goes at once (its reassignment with it); after a failover it waits.
+        self._deletion.mark_topic_ineligible_for_deletion(
+            {tp[0] for tp in ctx.partitions_being_reassigned} & to_delete,
+            "topic reassignment in progress")
         to_delete -= ctx.topics_to_be_deleted
         if to_delete:
             _log.info(f"Starting topic deletion for topics {_set(to_delete)}")
@@ -882,6 +931,7 @@ class KafkaController:
                 self._update_leader_and_isr_cache(partitions)
                 self._send_update_metadata(
                     sorted(self.ctx.live_or_shutting_down_broker_ids()), partitions)
+                self._reassign.on_isr_changed(partitions)
         finally:
             self._delete_notifications(paths.ISR_CHANGE_NOTIFICATION, names)
 
@@ -1007,7 +1057,25 @@ class KafkaController:
         if wanted:
             self._send_update_metadata(sorted(ctx.live_or_shutting_down_broker_ids()),
                                        [tp for tp in wanted if ctx.replicas(tp)])
-        return self._alter_partition_response(version, request, wanted, results, unknown_ids)
+        response = self._alter_partition_response(version, request, wanted, results,
+                                                  unknown_ids)
+        # Kafka answers first, then completes the reassignments the new ISRs allow.
+        self._after_answer(lambda: self._reassign.on_isr_changed(
+            [tp for tp, r in results.items() if isinstance(r, LeaderIsr)]))
+        return response
+
+    def _after_answer(self, work) -> None:
+        """Work that Kafka runs after the event's callback was answered: its failure
+        must not change the answer (a moved controller still resigns)."""
+        try:
+            work()
+        except ControllerMovedError as e:
+            _log.info("Controller moved to another broker after answering", reason=str(e))
+            self._trigger_controller_move()
+        except _STORE_UNAVAILABLE as e:
+            self._store_unavailable(ev.Expire(), e)
+        except Exception:           # noqa: BLE001 - logged, as Kafka's event thread does
+            _log.exception("Error completing partition reassignments")
 
     def _alter_partition_wanted(self, request, version: int):
         """(tp -> proposed LeaderIsr in request order, topic ids the context lacks)."""
@@ -1139,7 +1207,36 @@ class KafkaController:
                     _log.info(f"Error completing replica leader election ({_kind(kind)}) for "
                               f"partition {tp[0]}-{tp[1]}", error=message)
                     results[tp] = (failed, message)
+            # an unclean election may leave the ISR at a reassignment's targets
+            self._after_answer(lambda: self._reassign.on_isr_changed(_elected(outcome)))
         return {tp: results[tp] for tp in wanted}
+
+    # -- partition reassignment (Kafka's processApiPartitionReassignment & co) ---------
+    def _process_ApiPartitionReassignment(self, event: ev.ApiPartitionReassignment):
+        if not self._active:
+            return ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
+        return self._reassign.process_api(event.reassignments)
+
+    def _process_ListPartitionReassignments(self, event: ev.ListPartitionReassignments):
+        if not self._active:
+            return ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
+        return self._reassign.list(event.partitions)
+
+    def _process_ZkPartitionReassignment(self, event: ev.ZkPartitionReassignment) -> None:
+        """The legacy znode was created (Kafka acts on creation only; other watch events
+        just re-arm the exists watch)."""
+        if not self._active:
+            return
+        if event.created:
+            self._reassign.process_zk()
+        else:
+            self.store.exists(paths.ADMIN_REASSIGN_PARTITIONS,
+                              watch=self._reassign_znode_watch())
+
+    def _reassign_znode_watch(self):
+        return self._watcher("data", paths.ADMIN_REASSIGN_PARTITIONS,
+                             lambda e: ev.ZkPartitionReassignment(
+                                 created=e.type == EventType.CREATED))
 
     # -- /admin/preferred_replica_election (Kafka's ZkTriggered replica election) ---------
     def _process_ZkPreferredReplicaElection(self, _event) -> None:
@@ -1291,6 +1388,14 @@ class _TrackedChannel:
 
 
 # -- helpers -----------------------------------------------------------------------
+NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
+
+
+def _elected(results) -> list[TopicPartition]:
+    """The partitions a state machine call wrote a new leader/ISR for."""
+    return [tp for tp, r in (results or {}).items() if _succeeded(r)]
+
+
 def _succeeded(result) -> bool:
     """A state machine result: a LeaderIsr (or anything not an exception) is success."""
     return result is not None and not isinstance(result, BaseException)

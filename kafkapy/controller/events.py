@@ -147,5 +147,28 @@ class AlterPartitionReceived(ControllerEvent):
 
 
 @dataclass(slots=True)
+class ApiPartitionReassignment(ControllerEvent):
+    """AlterPartitionReassignments: ``reassignments`` maps (t, p) to the target replicas
+    or None (cancel); the future gets ``{(t, p): (error_code, message | None)}`` or,
+    when this broker is not the controller, ``(NOT_CONTROLLER, message)``."""
+    reassignments: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ListPartitionReassignments(ControllerEvent):
+    """ListPartitionReassignments: ``partitions`` None = every one being reassigned; the
+    future gets ``{(t, p): ReplicaAssignment}`` or ``(NOT_CONTROLLER, message)``."""
+    partitions: list | None = None
+
+
+@dataclass(slots=True)
+class ZkPartitionReassignment(ControllerEvent):
+    """/admin/reassign_partitions was created (the legacy znode; Kafka's
+    PartitionReassignmentHandler.handleCreation).  ``created`` is False for the other
+    watch events, which only re-arm the watch."""
+    created: bool = True
+
+
+@dataclass(slots=True)
 class ShutdownEventThread(ControllerEvent):
     """Last event: the queue task stops after it."""

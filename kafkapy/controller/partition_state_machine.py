@@ -69,7 +69,7 @@ class PartitionStateMachine:
     overrides, e.g. ``broker.topic_config``); it decides ``unclean.leader.election.enable``
     for partitions without a live ISR replica.  Without it ``unclean_default`` is used.
     ``target_replicas(tp)`` gives a reassignment's target replicas for the reassign
-    election (issue 15); without it the current assignment is the target.
+    election; without it the context's full assignment's TRS is the target.
     """
 
     def __init__(self, ctx: "ControllerContext", zk_writes: "ZkWrites",
@@ -227,7 +227,7 @@ class PartitionStateMachine:
                 self._log_failed(tp, PartitionState.NEW, PartitionState.ONLINE, outcome)
                 continue
             ctx.put_leadership(tp, outcome)
-            self._batch.add_leader_and_isr(outcome.isr, tp, outcome, ctx.replicas(tp),
+            self._batch.add_leader_and_isr(outcome.isr, tp, outcome, ctx.full_assignment(tp),
                                            is_new=True)
             done.append(tp)
         return done
@@ -297,7 +297,7 @@ class PartitionStateMachine:
             if not isinstance(outcome, Exception):
                 ctx.put_leadership(tp, outcome)
                 self._batch.add_leader_and_isr(with_leader[tp].live_replicas, tp, outcome,
-                                               ctx.replicas(tp), is_new=False)
+                                               ctx.full_assignment(tp), is_new=False)
         return {**update.finished, **failed}, update.to_retry
 
     def _elect(self, valid: list[tuple], election: ElectionStrategy) -> list[ElectionResult]:
@@ -307,10 +307,9 @@ class PartitionStateMachine:
             return leader_for_offline(
                 ctx, self._collect_unclean_state(valid, election.allow_unclean))
         if isinstance(election, ReassignPartitionLeaderElectionStrategy):
-            targets = None
-            if self._target_replicas is not None:
-                targets = {tp: self._target_replicas(tp) for tp, _ in valid}
-            return leader_for_reassign(ctx, valid, targets)
+            # Kafka's leaderForReassign: the target replicas of the full assignment
+            target = self._target_replicas or (lambda tp: ctx.full_assignment(tp).target_replicas)
+            return leader_for_reassign(ctx, valid, {tp: target(tp) for tp, _ in valid})
         if isinstance(election, PreferredReplicaPartitionLeaderElectionStrategy):
             return leader_for_preferred_replica(ctx, valid)
         if isinstance(election, ControlledShutdownPartitionLeaderElectionStrategy):

@@ -10,7 +10,7 @@ NonExistent, telling brokers what that means:
    ISR is kept, as Kafka keeps the last ISR member); LeaderAndIsr to the remaining
    replicas (unless the topic is being deleted) and UpdateMetadata to all brokers;
  - ReplicaDeletionStarted: StopReplica(delete=true);
- - NonExistent: the replica leaves the assignment in the context.
+ - NonExistent: the replica leaves the assignment in the context (RS, AR and RR).
 
 Valid transitions (previous states of each target):
   New                       <- NonExistent
@@ -28,6 +28,7 @@ written conditionally on each state znode's version and re-read on conflicts
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable
 
 import structlog
@@ -150,7 +151,8 @@ class ReplicaStateMachine:
                                          f"moved to NewReplica state as it is being requested "
                                          f"to become leader"))
                     continue
-                self._batch.add_leader_and_isr([broker], tp, li, ctx.replicas(tp), is_new=True)
+                self._batch.add_leader_and_isr([broker], tp, li, ctx.full_assignment(tp),
+                                               is_new=True)
             self._set(r, ReplicaState.NEW)
 
     def _to_online(self, broker: int, valid: list, target: ReplicaState) -> None:
@@ -158,15 +160,16 @@ class ReplicaStateMachine:
         for r in valid:
             tp = r[0]
             if ctx.replica_state(r) is ReplicaState.NEW:
-                replicas = ctx.replicas(tp)
-                if broker not in replicas:
+                assignment = ctx.full_assignment(tp)
+                if broker not in assignment.replicas:
                     _log.error("adding a replica that is not part of the assignment",
-                               replica=broker, partition=_tp(tp), assignment=replicas)
-                    ctx.update_assignment(tp, replicas + [broker])
+                               replica=broker, partition=_tp(tp), assignment=str(assignment))
+                    ctx.update_full_assignment(tp, replace(
+                        assignment, replicas=assignment.replicas + (broker,)))
             else:
                 li = ctx.partition_leadership(tp)
                 if li is not None:
-                    self._batch.add_leader_and_isr([broker], tp, li, ctx.replicas(tp),
+                    self._batch.add_leader_and_isr([broker], tp, li, ctx.full_assignment(tp),
                                                    is_new=False)
             self._set(r, ReplicaState.ONLINE)
 
@@ -184,7 +187,7 @@ class ReplicaStateMachine:
                             controller_epoch=ctx.epoch)
             if not ctx.is_topic_queued_for_deletion(tp[0]):
                 recipients = [b for b in ctx.replicas(tp) if b != broker]
-                self._batch.add_leader_and_isr(recipients, tp, li, ctx.replicas(tp),
+                self._batch.add_leader_and_isr(recipients, tp, li, ctx.full_assignment(tp),
                                                is_new=False)
             self._set((tp, broker), ReplicaState.OFFLINE)
         for r in without:
@@ -204,7 +207,7 @@ class ReplicaStateMachine:
         ctx = self._ctx
         for r in valid:
             tp = r[0]
-            ctx.update_assignment(tp, [b for b in ctx.replicas(tp) if b != broker])
+            ctx.update_full_assignment(tp, ctx.full_assignment(tp).remove_replica(broker))
             self._log_transition(r, ctx.replica_state(r), ReplicaState.NON_EXISTENT)
             ctx.replica_states.pop(r, None)
 

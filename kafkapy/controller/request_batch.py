@@ -10,6 +10,8 @@ the channel.
 Invariants (Kafka's):
  - a batch is opened with ``new_batch()`` (which refuses a batch still holding
    unsent work) and emptied by ``send()``;
+ - a LeaderAndIsr partition state carries the full replica set RS and, during a
+   reassignment, its adding and removing replicas;
  - adding a LeaderAndIsr partition state also adds UpdateMetadata for that partition
    to every live or shutting-down broker; ``is_new`` sticks once set for a partition;
    ``delete`` on a StopReplica partition sticks once set;
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import structlog
 
+from kafkapy.controller.context import ReplicaAssignment
 from kafkapy.metadata.topics import parse_topic_id
 from kafkapy.protocol.inter_broker import (
     LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
@@ -129,11 +132,18 @@ class ControllerBrokerRequestBatch:
 
     # -- collecting ---------------------------------------------------------------
     def add_leader_and_isr(self, brokers: Iterable[int], tp: "TopicPartition",
-                           leader_isr: "LeaderIsr", replicas: Iterable[int],
+                           leader_isr: "LeaderIsr", replicas: "ReplicaAssignment | Iterable[int]",
                            is_new: bool) -> None:
         """Tell ``brokers`` the partition's leader/ISR (Kafka's
         addLeaderAndIsrRequestForBrokers); adds UpdateMetadata for ``tp`` to all live
-        or shutting-down brokers."""
+        or shutting-down brokers.  ``replicas`` is the full assignment (RS with a
+        reassignment's adding/removing replicas) or a plain replica list."""
+        adding: list[int] = []
+        removing: list[int] = []
+        if isinstance(replicas, ReplicaAssignment):
+            adding = [int(r) for r in replicas.adding_replicas]
+            removing = [int(r) for r in replicas.removing_replicas]
+            replicas = replicas.replicas
         replicas = [int(r) for r in replicas]
         for b in brokers:
             if b < 0:
@@ -144,7 +154,7 @@ class ControllerBrokerRequestBatch:
                 partition_index=tp[1], controller_epoch=leader_isr.controller_epoch,
                 leader=leader_isr.leader, leader_epoch=leader_isr.leader_epoch,
                 isr=list(leader_isr.isr), partition_epoch=leader_isr.zk_version,
-                replicas=replicas, adding_replicas=[], removing_replicas=[],
+                replicas=replicas, adding_replicas=adding, removing_replicas=removing,
                 is_new=bool(is_new or (prior is not None and prior.is_new)),
                 leader_recovery_state=leader_isr.leader_recovery_state)
         self.add_update_metadata(self._ctx.live_or_shutting_down_broker_ids(), [tp])

@@ -1,6 +1,7 @@
 """The controller's leader/ISR znode reads and writes (the leader-and-isr parts of
 Kafka 3.9's ``KafkaZkClient``: createTopicPartitionStatesRaw, getTopicPartitionStatesRaw,
-updateLeaderAndIsr, deleteTopicZNode, deleteTopicConfigs, deleteTopicDeletions).
+updateLeaderAndIsr, deleteTopicZNode, deleteTopicConfigs, deleteTopicDeletions; for
+reassignments setTopicAssignmentRaw and the ``/admin/reassign_partitions`` reads/writes).
 
 Job: turn the state machines' decisions into znode writes on
 ``/brokers/topics/<t>/partitions/<p>/state`` and report, per partition, what happened.
@@ -32,7 +33,8 @@ from kafkapy.metadata.store import (
     NotEmptyError, Op, SetDataOp, join_path)
 
 if TYPE_CHECKING:
-    from kafkapy.controller.context import ControllerContext, LeaderIsr, TopicPartition
+    from kafkapy.controller.context import (
+        ControllerContext, LeaderIsr, ReplicaAssignment, TopicPartition)
     from kafkapy.metadata.store import MetadataStore
 
 _log = structlog.get_logger("kafkapy.controller.zk_writes")
@@ -167,6 +169,47 @@ class ZkWrites:
     def delete_topic_deletions(self, topics: Iterable[str]) -> None:
         """Remove ``/admin/delete_topics/<t>`` markers (missing ones are fine)."""
         self._delete_if_exists([paths.delete_topic_path(t) for t in topics])
+
+    # -- reassignment ---------------------------------------------------------------
+    def set_topic_assignment(self, topic: str, topic_id: str | None,
+                             assignment: "dict[int, ReplicaAssignment]") -> None:
+        """Write ``/brokers/topics/<t>`` with RS, AR and RR per partition, at any version
+        (Kafka's setTopicAssignmentRaw).  Raises ``NoNodeError`` if the topic znode is
+        gone, ``ControllerMovedError``."""
+        payload = paths.encode_topic_assignment(
+            {p: a.replicas for p, a in assignment.items()}, topic_id,
+            {p: a.adding_replicas for p, a in assignment.items()},
+            {p: a.removing_replicas for p, a in assignment.items()})
+        self.write_fenced(SetDataOp(paths.topic_path(topic), payload, -1))
+
+    def get_partition_reassignment(self) -> "dict[TopicPartition, list[int]]":
+        """``/admin/reassign_partitions`` (Kafka's getPartitionReassignment): empty when
+        missing or unreadable (logged, as Kafka ignores invalid json)."""
+        try:
+            data, _ = self.store.get(paths.ADMIN_REASSIGN_PARTITIONS)
+        except NoNodeError:
+            return {}
+        try:
+            return paths.decode_reassign_partitions(data)
+        except (ValueError, KeyError, TypeError) as e:
+            _log.warning(f"Ignoring partition reassignment due to invalid json: {e}")
+            return {}
+
+    def reassign_partitions_in_progress(self) -> bool:
+        return self.store.exists(paths.ADMIN_REASSIGN_PARTITIONS) is not None
+
+    def set_or_create_partition_reassignment(
+            self, reassignment: "dict[TopicPartition, list[int]]") -> None:
+        """Kafka's setOrCreatePartitionReassignment (fenced)."""
+        payload = paths.encode_reassign_partitions(reassignment)
+        try:
+            self.write_fenced(SetDataOp(paths.ADMIN_REASSIGN_PARTITIONS, payload, -1))
+        except NoNodeError:
+            self.write_fenced(CreateOp(paths.ADMIN_REASSIGN_PARTITIONS, payload))
+
+    def delete_partition_reassignment(self) -> None:
+        """Kafka's deletePartitionReassignment (fenced; missing is fine)."""
+        self._delete_if_exists([paths.ADMIN_REASSIGN_PARTITIONS])
 
     # -- helpers ----------------------------------------------------------------
     def write_fenced(self, op: Op) -> Any:

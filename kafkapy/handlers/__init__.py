@@ -43,8 +43,10 @@ HANDLER_MODULES = (
     "alter_configs",
     "incremental_alter_configs",
     "describe_log_dirs",
-    # controller: leader election on request
+    # controller: leader election on request, partition reassignment
     "elect_leaders",
+    "alter_partition_reassignments",
+    "list_partition_reassignments",
     # from the controller to every broker (and, ControlledShutdown, to the controller)
     "leader_and_isr",
     "stop_replica",

@@ -54,6 +54,8 @@ EXPECTED_RANGES = {
     37: (0, 3),   # CreatePartitions
     42: (0, 2),   # DeleteGroups
     43: (0, 2),   # ElectLeaders
+    45: (0, 0),   # AlterPartitionReassignments
+    46: (0, 0),   # ListPartitionReassignments
     44: (0, 1),   # IncrementalAlterConfigs
     47: (0, 0),   # OffsetDelete
     56: (0, 3),   # AlterPartition

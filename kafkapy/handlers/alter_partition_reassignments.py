@@ -1,0 +1,48 @@
+"""AlterPartitionReassignments (key 45): start, replace or cancel partition reassignments.
+
+Version 0 (Kafka 3.9's only version; v1's AllowReplicationFactorChange is Kafka 4's).
+As Kafka 3.9's ZooKeeper-mode KafkaApis.handleAlterPartitionReassignmentsRequest: the
+request's partitions (one entry per partition, the last one wins) go to the controller
+(``broker.controller.alter_partition_reassignments``; replicas null = cancel), which
+answers as KafkaController.processApiPartitionReassignment:
+- not the active controller -> top-level NOT_CONTROLLER with Kafka's message, no topics;
+- per partition: INVALID_REPLICA_ASSIGNMENT (empty list, duplicate ids, a negative id,
+  an added replica on a broker that is not alive), NO_REASSIGNMENT_IN_PROGRESS (cancel
+  with nothing in flight), UNKNOWN_TOPIC_OR_PARTITION (no such partition, or its topic
+  is being deleted), UNKNOWN_SERVER_ERROR, else NONE with a null message.
+The answer comes once the reassignment is *started* (RS = ORS + TRS written, new
+replicas told), not when it completes; ``timeout_ms`` is not used, as in Kafka.
+"""
+from __future__ import annotations
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import RESPONSES
+
+API_KEY = 45
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+_R = RESPONSES[API_KEY]
+_Topic = _R.ReassignableTopicResponse
+_Partition = _Topic.ReassignablePartitionResponse
+
+
+async def handle(ctx, request):
+    wanted: dict[tuple[str, int], list[int] | None] = {}
+    for topic in request.topics or ():
+        for p in topic.partitions or ():
+            replicas = None if p.replicas is None else [int(r) for r in p.replicas]
+            wanted[(topic.name, p.partition_index)] = replicas
+    outcome = await ctx.broker.controller.alter_partition_reassignments(wanted)
+    if isinstance(outcome, tuple):          # top-level error (NOT_CONTROLLER)
+        code, message = outcome
+        return ctx.response(throttle_time_ms=0, error_code=int(code), error_message=message,
+                            responses=[])
+    by_topic: dict[str, list] = {}
+    for (topic, index) in wanted:
+        code, message = outcome.get((topic, index), (ErrorCode.UNKNOWN_SERVER_ERROR, None))
+        by_topic.setdefault(topic, []).append(_Partition(
+            partition_index=index, error_code=int(code), error_message=message))
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None,
+                        responses=[_Topic(name=t, partitions=parts)
+                                   for t, parts in by_topic.items()])
