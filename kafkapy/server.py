@@ -32,7 +32,8 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from kafkapy import metrics
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.config.broker import BrokerConfig, ConfigError
-from kafkapy.config.describe import describe_broker, describe_topic
+from kafkapy.config.describe import describe_broker, describe_default_broker, describe_topic
+from kafkapy.config.dynamic import DynamicBrokerConfig, apply_to_broker
 from kafkapy.controller.admin import AdminManager
 from kafkapy.controller.controller import KafkaController
 from kafkapy.controller.topic_configs import TopicConfigs
@@ -92,6 +93,10 @@ class Broker:
         self.controller: KafkaController | None = None
         self.admin: AdminManager | None = None
         self.topic_configs: TopicConfigs | None = None
+        # Dynamic broker configs (/config/brokers/<id>, <default>): loaded once the store
+        # is open; ``config[key]`` answers with the effective value.
+        self.dynamic_config = DynamicBrokerConfig(self)
+        self.dynamic_config.add_listener(lambda changed: apply_to_broker(self, changed))
         self.replica_fetchers: ReplicaFetcherManager | None = None
         self.alter_partition: AlterPartitionManager | None = None
         # The czxid of our /brokers/ids registration; -1 until registered.
@@ -126,6 +131,8 @@ class Broker:
         self.store = self._open_store()
         cluster_id = self._cluster_id()
         self.node_id = resolve_broker_id(self.config, self.store, self.log_manager.live_log_dirs)
+        self.dynamic_config.load()
+        self.log_manager.default_topic_config = dict(self.config.topic_defaults())
         self.topic_configs = TopicConfigs(self)
         await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
                                    self._stored_topic_config)
@@ -339,6 +346,10 @@ class Broker:
 
     def describe_broker_configs(self, keys=None, synonyms: bool = False, docs: bool = False):
         return describe_broker(self.config, keys, synonyms, docs)
+
+    def describe_default_broker_configs(self, keys=None, synonyms: bool = False,
+                                        docs: bool = False):
+        return describe_default_broker(self.config, keys, synonyms, docs)
 
     def auto_create_topic(self, name: str) -> None:
         self.admin.create_topic(name, self.config["num.partitions"],

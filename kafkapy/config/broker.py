@@ -17,21 +17,35 @@ Built once from server.properties plus ``--override`` pairs (both are
 Topic configs: ``topic_defaults()`` gives each topic key's value on this
 broker through ServerTopicConfigSynonyms; ``validate_topic_configs`` checks a
 CreateTopics/AlterConfigs request (ConfigError -> INVALID_CONFIG, error 40).
+
+Dynamic layers (Kafka's DynamicBrokerConfig.updateCurrentConfig): ``apply_dynamic``
+sets the cluster default (/config/brokers/<default>) and per-broker
+(/config/brokers/<id>) dynamic configs; ``config[key]`` then returns the effective
+value, per-broker > default > static > built-in default.  The merge is Kafka's
+overrideProps: a dynamic key removes its synonyms from the layers below (a dynamic
+log.retention.hours hides a static log.retention.ms).  The static layer
+(``static_originals``) never changes; ``originals`` is the merged view.  The layers
+are kept apart for DescribeConfigs (``dynamic_broker`` / ``dynamic_default``).
+Keys that exist only dynamically (``BROKER_DYNAMIC_ONLY_CONFIGS``: the replication
+throttle rates) have a typed value too (Long.MAX_VALUE until set).
 """
 from __future__ import annotations
 
 import os
 from typing import Any, Mapping
 
-from kafkapy.config.definitions import BROKER_CONFIGS, TOPIC_CONFIGS
+from kafkapy.config.definitions import BROKER_CONFIGS, BROKER_DYNAMIC_ONLY_CONFIGS, TOPIC_CONFIGS, broker_key
 from kafkapy.config.errors import ConfigError
 from kafkapy.config.listeners import Endpoint, check_distinct_ports, parse_listeners, parse_protocol_map
 from kafkapy.config.types import render_value
 
-__all__ = ["BrokerConfig", "validate_topic_configs", "STATIC_BROKER_CONFIG", "DEFAULT_CONFIG"]
+__all__ = ["BrokerConfig", "validate_topic_configs", "STATIC_BROKER_CONFIG", "DEFAULT_CONFIG",
+           "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG"]
 
 STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
 DEFAULT_CONFIG = "DEFAULT_CONFIG"
+DYNAMIC_BROKER_CONFIG = "DYNAMIC_BROKER_CONFIG"
+DYNAMIC_DEFAULT_BROKER_CONFIG = "DYNAMIC_DEFAULT_BROKER_CONFIG"
 _MB = 1024 * 1024
 _IGNORED_FORMAT_VERSION = "3.0-IV1"
 
@@ -42,7 +56,13 @@ class BrokerConfig:
     def __init__(self, originals: Mapping[str, str], values: Mapping[str, object],
                  unknown_keys: list[str]) -> None:
         self._originals = dict(originals)
+        self._static = dict(originals)
         self._values = dict(values)
+        for key in BROKER_DYNAMIC_ONLY_CONFIGS:
+            if key.name not in self._values:
+                self._values[key.name] = _typed(key.name, originals)
+        self._dynamic_default: dict[str, str] = {}
+        self._dynamic_broker: dict[str, str] = {}
         self.unknown_keys = list(unknown_keys)
         self._derive()
 
@@ -54,8 +74,55 @@ class BrokerConfig:
         _populate_id_synonyms(merged)
         values = {k.name: (k.parse(merged[k.name]) if k.name in merged else k.default) for k in BROKER_CONFIGS}
         unknown = [k for k in merged if k not in BROKER_CONFIGS]
-        _warn_unknown(log, unknown)
+        _warn_unknown(log, [k for k in unknown if k not in BROKER_DYNAMIC_ONLY_CONFIGS])
         return cls(merged, values, unknown)
+
+    # -- dynamic layers ------------------------------------------------------------
+
+    def with_dynamic(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> "BrokerConfig":
+        """A new config: this one's static layer under the given dynamic layers, checked
+        like a config read at start-up (ConfigError for a bad value or a broken cross-key
+        rule).  Nothing here changes."""
+        merged = dict(self._static)
+        _override(merged, default)
+        _override(merged, per_broker)
+        values = {k.name: (k.parse(merged[k.name]) if k.name in merged else k.default) for k in BROKER_CONFIGS}
+        for key in BROKER_DYNAMIC_ONLY_CONFIGS:
+            values[key.name] = key.parse(merged[key.name]) if key.name in merged else key.default
+        candidate = BrokerConfig(merged, values, [k for k in merged if k not in BROKER_CONFIGS])
+        candidate._static = dict(self._static)
+        candidate._dynamic_default = dict(default)
+        candidate._dynamic_broker = dict(per_broker)
+        return candidate
+
+    def apply_dynamic(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> set[str]:
+        """Adopt new dynamic layers (see ``with_dynamic``; a ConfigError changes nothing).
+        Returns the keys whose effective value changed.  Identity-derived values (node id,
+        log dirs, listeners) stay as started: they are not dynamic."""
+        candidate = self.with_dynamic(default, per_broker)
+        old = self._values
+        self._originals = candidate._originals
+        self._values = candidate._values
+        self._dynamic_default = candidate._dynamic_default
+        self._dynamic_broker = candidate._dynamic_broker
+        self.unknown_keys = candidate.unknown_keys
+        self._derive_times()
+        return {k for k in set(old) | set(self._values) if old.get(k) != self._values.get(k)}
+
+    @property
+    def static_originals(self) -> dict[str, str]:
+        """The strings given at start-up (file plus overrides)."""
+        return dict(self._static)
+
+    @property
+    def dynamic_default(self) -> dict[str, str]:
+        """The cluster-wide dynamic configs in effect (/config/brokers/<default>)."""
+        return dict(self._dynamic_default)
+
+    @property
+    def dynamic_broker(self) -> dict[str, str]:
+        """This broker's own dynamic configs in effect (/config/brokers/<id>)."""
+        return dict(self._dynamic_broker)
 
     # -- access ---------------------------------------------------------------
 
@@ -79,11 +146,15 @@ class BrokerConfig:
         return dict(self._values)
 
     def source(self, key: str) -> str:
-        return STATIC_BROKER_CONFIG if key in self._originals else DEFAULT_CONFIG
+        if key in self._dynamic_broker:
+            return DYNAMIC_BROKER_CONFIG
+        if key in self._dynamic_default:
+            return DYNAMIC_DEFAULT_BROKER_CONFIG
+        return STATIC_BROKER_CONFIG if key in self._static else DEFAULT_CONFIG
 
     def rendered(self, key: str) -> str | None:
         """A known key's value as Kafka renders it (None for null)."""
-        return render_value(BROKER_CONFIGS[key].type, self._values[key])
+        return render_value(broker_key(key).type, self._values[key])  # type: ignore[union-attr]
 
     # -- derived values ---------------------------------------------------------
 
@@ -266,6 +337,32 @@ def _check_topic_combination(values: Mapping[str, object]) -> None:
     if values["remote.storage.enable"]:
         raise ConfigError("Tiered Storage functionality is disabled in the broker. "
                           "Topic cannot be configured with remote log storage.", key="remote.storage.enable", value=True)
+
+
+def _typed(name: str, props: Mapping[str, str]) -> object:
+    key = BROKER_DYNAMIC_ONLY_CONFIGS[name]
+    return key.parse(props[name]) if name in props else key.default
+
+
+# DynamicBrokerConfig.brokerConfigSynonyms (without listener overrides): a dynamic key
+# replaces the whole group in the layers below it.
+_SYNONYM_GROUPS = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+
+
+def _override(props: dict[str, str], layer: Mapping[str, str]) -> None:
+    """Kafka's overrideProps: each key of ``layer`` replaces itself and its synonyms."""
+    for key, value in layer.items():
+        for group in _SYNONYM_GROUPS:
+            if key in group:
+                for synonym in group:
+                    props.pop(synonym, None)
+        if key == "log.flush.interval.ms":
+            props.pop("log.flush.scheduler.interval.ms", None)
+        props[key] = value
 
 
 def _populate_id_synonyms(merged: dict[str, str]) -> None:

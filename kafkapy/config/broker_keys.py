@@ -10,6 +10,7 @@ Documentation strings are our own short summaries.
 from __future__ import annotations
 
 from kafkapy.config.definitions import BROKER_CONFIGS as D
+from kafkapy.config.definitions import BROKER_DYNAMIC_ONLY_CONFIGS
 from kafkapy.config.definitions import Importance
 from kafkapy.config.types import ConfigType as T
 from kafkapy.config.validators import at_least, between, in_set, list_in, non_null, one_of_or, version_string, custom
@@ -260,8 +261,21 @@ def _kafkapy() -> None:
     D.define("kafkapy.fetch.sendfile.enable", T.BOOLEAN, True, None, L, "Serve fetches with sendfile(2).", internal=True)
 
 
+def _dynamic_only() -> None:
+    """Kafka's DynamicConfig.Broker quota keys (QuotaConfigs.brokerQuotaConfigs): set only
+    through /config/brokers/<id> or <default>; Long.MAX_VALUE means unthrottled."""
+    Q = BROKER_DYNAMIC_ONLY_CONFIGS
+    Q.define("leader.replication.throttled.rate", T.LONG, LONG_MAX, at_least(0), M,
+             "Bytes per second a leader sends to throttled follower replicas.", dynamic=True)
+    Q.define("follower.replication.throttled.rate", T.LONG, LONG_MAX, at_least(0), M,
+             "Bytes per second a follower fetches for throttled replicas.", dynamic=True)
+    Q.define("replica.alter.log.dirs.io.max.bytes.per.second", T.LONG, LONG_MAX, at_least(0), M,
+             "Bytes per second moved between log dirs of one broker.", dynamic=True)
+
+
 for _section in (_zookeeper, _general, _kraft, _socket, _log_basics, _log_messages, _cleaner,
-                 _replication, _groups_and_offsets, _transactions, _fetch_metrics_security, _kafkapy):
+                 _replication, _groups_and_offsets, _transactions, _fetch_metrics_security, _kafkapy,
+                 _dynamic_only):
     _section()
 
 # Kafka 3.9's other keys, accepted and described but unused (imported for its side effect).

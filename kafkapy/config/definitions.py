@@ -7,8 +7,11 @@ DescribeConfigs reports static-only broker keys as read-only), and for topic
 keys the ordered broker synonyms with their unit factor (Kafka's
 ServerTopicConfigSynonyms: the first synonym that is set wins).
 
-``BROKER_CONFIGS`` and ``TOPIC_CONFIGS`` are the two registries, filled by
+``BROKER_CONFIGS`` and ``TOPIC_CONFIGS`` are the two main registries, filled by
 ``kafkapy.config.broker_keys`` and ``kafkapy.config.topic_keys``.
+``BROKER_DYNAMIC_ONLY_CONFIGS`` holds the broker keys that exist only as dynamic
+configs (Kafka's DynamicConfig.Broker quota keys, e.g. the replication throttle
+rates): not part of KafkaConfig, so DescribeConfigs lists one only when it is set.
 """
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ from kafkapy.config.types import ConfigType, parse_value
 from kafkapy.config.validators import Validator
 
 __all__ = ["NO_DEFAULT", "Importance", "Synonym", "ConfigKey", "ConfigDefs",
-           "ConfigType", "BROKER_CONFIGS", "TOPIC_CONFIGS"]
+           "ConfigType", "BROKER_CONFIGS", "TOPIC_CONFIGS", "BROKER_DYNAMIC_ONLY_CONFIGS",
+           "broker_key"]
 
 
 class _NoDefault:
@@ -117,6 +121,12 @@ class ConfigDefs:
 
 BROKER_CONFIGS = ConfigDefs("broker")
 TOPIC_CONFIGS = ConfigDefs("topic")
+BROKER_DYNAMIC_ONLY_CONFIGS = ConfigDefs("broker-dynamic-only")
+
+
+def broker_key(name: str) -> ConfigKey | None:
+    """A broker key of either broker registry (KafkaConfig's or the dynamic-only one)."""
+    return BROKER_CONFIGS.get(name) or BROKER_DYNAMIC_ONLY_CONFIGS.get(name)
 
 # Fill the registries (imported for their side effect; kept last to avoid cycles).
 from kafkapy.config import broker_keys as _broker_keys  # noqa: E402,F401

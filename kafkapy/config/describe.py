@@ -5,6 +5,14 @@ Follows Kafka's ConfigHelper (3.9):
   key given in the file; unknown keys have type UNKNOWN and, like PASSWORD
   keys, are sensitive (value None). Broker keys are read-only unless Kafka can
   change them dynamically.
+- Dynamic broker configs (``BrokerConfig.apply_dynamic``): a broker's synonyms are, in
+  Kafka's order, this broker's dynamic value (DYNAMIC_BROKER_CONFIG), the cluster
+  default's (DYNAMIC_DEFAULT_BROKER_CONFIG), the file's (STATIC_BROKER_CONFIG), then the
+  built-in default (DEFAULT_CONFIG), each source in synonym order.  Keys that exist only
+  dynamically (the throttle rates) are listed once set, typed, and read-only as Kafka
+  reports them (they are not in its AllDynamicConfigs).  The cluster default resource
+  (empty name, ``describe_default_broker``) lists only the keys set in
+  /config/brokers/<default>, with only their DYNAMIC_DEFAULT_BROKER_CONFIG synonyms.
 - A topic resource lists every topic key; read_only is always False.
 - Synonyms, in order: the topic override (DYNAMIC_TOPIC_CONFIG), then the
   broker synonyms set in server.properties (STATIC_BROKER_CONFIG), then those
@@ -22,11 +30,12 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from kafkapy.config.broker import BrokerConfig
-from kafkapy.config.definitions import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigKey
+from kafkapy.config.definitions import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigKey, broker_key
 from kafkapy.config.errors import ConfigError
 from kafkapy.config.types import ConfigType, Password, render_value
 
-__all__ = ["ConfigSource", "ConfigEntry", "describe_broker", "describe_topic", "broker_synonym_names"]
+__all__ = ["ConfigSource", "ConfigEntry", "describe_broker", "describe_default_broker", "describe_topic",
+           "broker_synonym_names"]
 
 
 class ConfigSource(enum.IntEnum):
@@ -91,14 +100,36 @@ def _filter(names: list[str], keys: Iterable[str] | None) -> list[str]:
     return [n for n in names if n in asked]
 
 
-def _broker_entry(cfg: BrokerConfig, name: str, with_synonyms: bool, with_docs: bool) -> ConfigEntry:
-    key = BROKER_CONFIGS.get(name)
+def describe_default_broker(cfg: BrokerConfig, keys: Iterable[str] | None = None, include_synonyms: bool = False,
+                            include_documentation: bool = False) -> list[ConfigEntry]:
+    """The cluster default resource: the keys of /config/brokers/<default> in effect."""
+    layer = cfg.dynamic_default
+    wanted = _filter(sorted(layer), keys)
+    return [_broker_entry(cfg, n, include_synonyms, include_documentation, raw=layer[n],
+                          only=ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) for n in wanted]
+
+
+def _broker_entry(cfg: BrokerConfig, name: str, with_synonyms: bool, with_docs: bool,
+                  raw: str | None = None, only: ConfigSource | None = None) -> ConfigEntry:
+    key = broker_key(name)
     sensitive = key is None or key.type == ConfigType.PASSWORD
-    value = None if sensitive else cfg.rendered(name)
+    if sensitive:
+        value = None
+    elif raw is not None:
+        value = raw     # Kafka shows a stored string as it is
+    elif name in BROKER_CONFIGS:
+        value = cfg.rendered(name)
+    else:
+        value = cfg.originals.get(name)
     synonyms = _static_synonyms(cfg, name, broker_synonym_names(name), sensitive)
+    if only is not None:
+        synonyms = [s for s in synonyms if s[2] == only]
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+    # Kafka's read-only flag: not in DynamicBrokerConfig.AllDynamicConfigs (the dynamic-only
+    # throttle rates are not in it either).
+    read_only = not (name in BROKER_CONFIGS and key is not None and key.dynamic)
     return ConfigEntry(
-        name=name, value=value, read_only=not (key is not None and key.dynamic),
+        name=name, value=value, read_only=read_only,
         is_default=source == ConfigSource.DEFAULT_CONFIG, source=int(source), is_sensitive=sensitive,
         synonyms=synonyms if with_synonyms else [], config_type=int(key.type if key else ConfigType.UNKNOWN),
         documentation=(key.doc if key else None) if with_docs else None)
@@ -133,11 +164,15 @@ def _topic_value(key: ConfigKey, overrides: Mapping[str, str], defaults: Mapping
 
 def _static_synonyms(cfg: BrokerConfig, name: str, synonym_names: list[str],
                      sensitive: bool) -> list[tuple[str, str | None, int]]:
-    originals = cfg.originals
+    """Kafka's ConfigHelper.configSynonyms: dynamic per-broker, dynamic default, static,
+    default; then everything before the first entry named ``name`` dropped."""
     found: list[tuple[str, str | None, int]] = []
-    for n in synonym_names:
-        if n in originals:
-            found.append((n, None if sensitive else originals[n], int(ConfigSource.STATIC_BROKER_CONFIG)))
+    for layer, source in ((cfg.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                          (cfg.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                          (cfg.static_originals, ConfigSource.STATIC_BROKER_CONFIG)):
+        for n in synonym_names:
+            if n in layer:
+                found.append((n, None if sensitive else layer[n], int(source)))
     for n in synonym_names:
         default = _default_string(n)
         if default is not None:

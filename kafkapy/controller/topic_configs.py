@@ -10,9 +10,11 @@ them at start-up, as Kafka's listener starts from -1); a notification is
 For a topic it re-reads the overrides, sets ``cache.topics[T].configs`` and
 applies ``broker.topic_config(T)`` to the logs this broker hosts for T (and, when
 ``unclean.leader.election.enable`` is now true, asks an active controller's
-``enable_topic_unclean_leader_election(T)``, as Kafka's TopicConfigHandler).  Other
-entity types (clients, users, brokers, ips) are ignored: kafkapy has no quotas and
-no dynamic broker configs.  Notifications older than 15 minutes are purged, as
+``enable_topic_unclean_leader_election(T)``, as Kafka's TopicConfigHandler).  A
+``brokers/<default>`` or ``brokers/<id>`` notification goes to
+``broker.dynamic_config.reload`` (Kafka's BrokerConfigHandler; another broker's id is
+ignored there).  Other entity types (clients, users, ips) are ignored: kafkapy has no
+quotas.  Notifications older than 15 minutes are purged, as
 Kafka's listener does on every pass.
 
 Watch callbacks only schedule a pass on the event loop; a pass runs on the loop.
@@ -153,6 +155,14 @@ class TopicConfigs:
                 self.reload(name)
             except Exception:
                 _log.exception("applying a topic config change failed", topic=name)
+        elif entity_type == paths.CONFIG_TYPE_BROKER and name:
+            dynamic = getattr(self._broker, "dynamic_config", None)
+            if dynamic is None:
+                return
+            try:
+                dynamic.reload(name)
+            except Exception:
+                _log.exception("applying a broker config change failed", entity=name)
 
     def reload(self, name: str) -> None:
         """Re-read ``name``'s overrides and apply them to the cache and the hosted logs."""

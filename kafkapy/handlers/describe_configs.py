@@ -2,7 +2,9 @@
 
 Versions 0-4 (Kafka 3.9; v0 answers is_default, left false as Kafka does,
 instead of the config source).  Resource types: TOPIC (2) and BROKER
-(4; the name is this broker's id, or empty for cluster-wide defaults);
+(4; the name is this broker's id: every broker key with its effective value and
+dynamic sources; or empty for the cluster-wide dynamic defaults: only the keys set
+in /config/brokers/<default>, see ``config.describe``);
 BROKER_LOGGER (8, named by this broker's id) lists the process's loggers and
 their levels (``config.loggers.describe_loggers``).
 CLIENT_METRICS (16) is INVALID_REQUEST, as in Kafka's ZooKeeper mode.
@@ -70,7 +72,8 @@ def _describe(ctx, request, resource):
             return _failed(resource, ErrorCode.INVALID_REQUEST,
                            f"Unexpected broker id, expected {broker.node_id} or empty string, "
                            f"but received {name}")
-        entries = broker.describe_broker_configs(keys, synonyms, docs) if name else []
+        entries = (broker.describe_broker_configs(keys, synonyms, docs) if name
+                   else broker.describe_default_broker_configs(keys, synonyms, docs))
     elif kind == BROKER_LOGGER:
         if not name:
             return _failed(resource, ErrorCode.INVALID_REQUEST, "Broker id must not be empty")

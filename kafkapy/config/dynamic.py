@@ -1,0 +1,311 @@
+"""Dynamic broker configs, as Kafka 3.9's ZooKeeper mode keeps them (DynamicBrokerConfig,
+BrokerConfigHandler, ZkAdminManager's BROKER checks).
+
+Two stored layers, JSON ``{"version":1,"config":{...}}`` strings:
+``/config/brokers/<default>`` (cluster-wide) and ``/config/brokers/<id>`` (one broker).
+``DynamicBrokerConfig(broker)`` (``broker.dynamic_config``) reads both at start-up
+(``load``) and whenever a ``/config/changes`` notification names ``brokers/<default>``
+or ``brokers/<this id>`` (``reload``, called by ``TopicConfigs``, the one notification
+follower); it hands them to ``BrokerConfig.apply_dynamic``, so ``broker.config[key]``
+is the effective value: per-broker > default > static > built-in default.
+Stored layers are filtered first as Kafka's fromPersistentProps: values their key
+refuses, keys that are not dynamic, SSL keys without a listener prefix and (in the
+default layer) per-broker-only keys are dropped with an error log; a layer that breaks
+a cross-key rule is not applied (the previous one stays), as Kafka logs and keeps it.
+
+``validate(props, per_broker)`` is the write side's check (ZkAdminManager.alterBrokerConfigs
+-> DynamicBrokerConfig.validate), in Kafka's order and words:
+1. keys that are not dynamic -> "Cannot update these configs dynamically: Set(..)";
+2. SSL keys without a listener prefix -> "These security configs can be dynamically
+   updated only per-listener using the listener prefix: Set(..)";
+3. each value parsed by its key (listener-prefixed keys by their base key; unknown keys
+   pass) -> "Invalid value v for configuration k: reason";
+4. at the default level, per-broker keys -> "Cannot update these configs at default
+   cluster level, broker id must be specified: Set(..)";
+5. the merged config must still be a valid broker config (kafkapy's start-up checks).
+Then kafkapy's own refusal (``check_applicable``): listener keys (``listeners``,
+``advertised.listeners``, ``listener.security.protocol.map``, ``listener.name.*``) cannot
+be applied by a running kafkapy broker (it serves PLAINTEXT only and never re-binds), so
+they are refused rather than stored and ignored.  ``persistent_props`` is Kafka's
+toPersistentProps: password configs -> "Password config can be defined only at broker
+level" (default level) or "Password encoder secret not configured" (kafkapy has no
+password encoder).
+
+Keys that take effect live on a kafkapy broker when changed dynamically:
+- every topic-default log key (Kafka's DynamicLogConfig.ReconfigurableConfigs:
+  log.segment.bytes, log.roll.ms, log.roll.jitter.ms, log.retention.ms,
+  log.retention.bytes, log.cleanup.policy, log.index.*, log.flush.*,
+  log.segment.delete.delay.ms, log.preallocate, log.message.timestamp.*,
+  log.message.downconversion.enable, log.cleaner.delete.retention.ms,
+  log.cleaner.min/max.compaction.lag.ms, log.cleaner.min.cleanable.ratio,
+  min.insync.replicas, message.max.bytes, compression.*, unclean.leader.election.enable,
+  log.local.retention.*): re-applied to every hosted log without a topic override
+  (``broker.topic_config``), and to new logs through the log manager's defaults;
+- unclean.leader.election.enable turned on: the active controller retries every topic's
+  offline partitions (Kafka's enableDefaultUncleanLeaderElection);
+- leader.replication.throttled.rate, follower.replication.throttled.rate,
+  replica.alter.log.dirs.io.max.bytes.per.second: read at check time (``config[key]``);
+- transaction.partition.verification.enable: read per request.
+Stored, described and used at the next start only (kafkapy has no live resize for
+them): num.io.threads, num.network.threads, background.threads,
+num.recovery.threads.per.data.dir, num.replica.fetchers, log.cleaner.threads and the
+other log.cleaner.* buffer/backoff/io keys, max.connections*, max.connection.creation.rate,
+metric.reporters, producer.id.expiration.ms, the sasl.* keys, remote.* keys.
+
+``add_listener(cb)``: ``cb(changed_keys)`` after each applied change (effective values).
+Runs on the event loop; the store API is synchronous.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterable, Mapping
+
+import structlog
+from kazoo.exceptions import NoNodeError
+
+from kafkapy.config.definitions import BROKER_CONFIGS, broker_key
+from kafkapy.config.errors import ConfigError
+from kafkapy.config.types import ConfigType
+from kafkapy.metadata import paths
+
+__all__ = ["DynamicBrokerConfig", "validate", "check_applicable", "persistent_props",
+           "from_persistent_props", "scala_set", "PER_BROKER_CONFIGS", "DYNAMIC_SECURITY_CONFIGS"]
+
+_log = structlog.get_logger("kafkapy.dynamic_config")
+
+#: SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only with a listener prefix.
+DYNAMIC_SECURITY_CONFIGS = frozenset({
+    "ssl.keystore.type", "ssl.truststore.location", "ssl.keystore.certificate.chain",
+    "ssl.keystore.password", "ssl.key.password", "ssl.keystore.location", "ssl.keystore.key",
+    "ssl.truststore.password", "ssl.truststore.certificates", "ssl.truststore.type"})
+
+#: Kafka 3.9's per-broker dynamic keys (dynamicConfigUpdateModes "per-broker"): not
+#: allowed in /config/brokers/<default>.
+PER_BROKER_CONFIGS = frozenset({
+    "advertised.listeners", "listener.security.protocol.map", "listeners",
+    "principal.builder.class", "sasl.enabled.mechanisms", "sasl.jaas.config",
+    "sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin",
+    "sasl.kerberos.principal.to.local.rules", "sasl.kerberos.service.name",
+    "sasl.kerberos.ticket.renew.jitter", "sasl.kerberos.ticket.renew.window.factor",
+    "sasl.login.refresh.buffer.seconds", "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
+    "sasl.mechanism.inter.broker.protocol", "ssl.cipher.suites", "ssl.client.auth",
+    "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm",
+    "ssl.engine.factory.class", "ssl.key.password", "ssl.keymanager.algorithm",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.location",
+    "ssl.keystore.password", "ssl.keystore.type", "ssl.protocol", "ssl.provider",
+    "ssl.secure.random.implementation", "ssl.trustmanager.algorithm",
+    "ssl.truststore.certificates", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.truststore.type"})
+_CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate",
+                                             "num.network.threads"})
+_LISTENER_PREFIXED = re.compile(r"listener\.name\.[^.]*\.(.*)")
+#: Keys a running kafkapy broker cannot apply (it never re-binds its listeners).
+_NOT_APPLICABLE = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
+_MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.class", "sasl.login.class",
+                      "sasl.server.callback.handler.class", "connections.max.reauth.ms")
+
+
+def scala_set(names: Iterable[str]) -> str:
+    """A set of names as Scala prints it in Kafka's messages (``Set(a, b)``; more than
+    four elements print as ``HashSet(..)``)."""
+    items = list(dict.fromkeys(names))
+    return ("Set(" if len(items) <= 4 else "HashSet(") + ", ".join(items) + ")"
+
+
+def _base_name(name: str) -> str:
+    match = _LISTENER_PREFIXED.fullmatch(name)
+    return match.group(1) if match else name
+
+
+def _non_dynamic(props: Mapping[str, str | None]) -> list[str]:
+    """Keys Kafka knows but cannot change at runtime (DynamicConfig.Broker.nonDynamicProps);
+    unknown keys are custom configs and pass."""
+    return [k for k in props if (key := BROKER_CONFIGS.get(k)) is not None and not key.dynamic]
+
+
+def _per_broker(props: Mapping[str, str | None]) -> list[str]:
+    def listener_level(name: str) -> bool:
+        match = _LISTENER_PREFIXED.fullmatch(name)
+        return bool(match) and match.group(1) not in _CLUSTER_LEVEL_LISTENER_CONFIGS
+    return [k for k in props if k in PER_BROKER_CONFIGS or listener_level(k)]
+
+
+def _check_types(props: Mapping[str, str | None]) -> None:
+    """DynamicConfig.Broker.validate: each dynamic key's value parses (listener-prefixed keys
+    as their base key); other keys are custom and pass."""
+    for name, value in props.items():
+        key = broker_key(_base_name(name))
+        if key is not None and key.dynamic and value is not None:
+            key.parse(value)
+
+
+def validate(props: Mapping[str, str], per_broker: bool) -> None:
+    """Kafka's DynamicBrokerConfig.validateConfigs (see module docstring, steps 1-4)."""
+    static = _non_dynamic(props)
+    if static:
+        raise ConfigError(f"Cannot update these configs dynamically: {scala_set(static)}")
+    security = [k for k in props if k in DYNAMIC_SECURITY_CONFIGS]
+    if security:
+        raise ConfigError("These security configs can be dynamically updated only per-listener "
+                          f"using the listener prefix: {scala_set(security)}")
+    _check_types(props)
+    if not per_broker:
+        brokers_only = _per_broker(props)
+        if brokers_only:
+            raise ConfigError("Cannot update these configs at default cluster level, broker id "
+                              f"must be specified: {scala_set(brokers_only)}")
+
+
+def check_applicable(props: Mapping[str, str]) -> None:
+    """kafkapy's refusal of keys it could store but never apply (module docstring)."""
+    refused = [k for k in props if k in _NOT_APPLICABLE or _LISTENER_PREFIXED.fullmatch(k)]
+    if refused:
+        raise ConfigError(f"kafkapy cannot apply these configs dynamically: {scala_set(refused)}; "
+                          "a running kafkapy broker never changes its listeners (set them in "
+                          "server.properties and restart)")
+
+
+def _is_password(name: str) -> bool:
+    key = broker_key(_base_name(name))
+    if key is None:
+        key = next((broker_key(m) for m in _MECHANISM_CONFIGS if name.endswith(m)), None)
+    return key is not None and key.type == ConfigType.PASSWORD
+
+
+def persistent_props(props: Mapping[str, str], per_broker: bool) -> dict[str, str]:
+    """Kafka's toPersistentProps: what is written to the znode."""
+    for name, value in props.items():
+        if value is not None and _is_password(name):
+            if not per_broker:
+                raise ConfigError("Password config can be defined only at broker level")
+            raise ConfigError("Password encoder secret not configured")
+    return dict(props)
+
+
+def from_persistent_props(stored: Mapping[str, str], per_broker: bool,
+                          log=_log) -> dict[str, str]:
+    """Kafka's fromPersistentProps: a stored layer without the entries Kafka ignores."""
+    props = dict(stored)
+    bad = []
+    for name, value in list(props.items()):
+        try:
+            _check_types({name: value})
+        except ConfigError:
+            bad.append(name)
+    _drop(props, bad, "Dynamic broker config contains invalid values, these configs will be ignored", log)
+    _drop(props, _non_dynamic(props), "Non-dynamic configs will be ignored", log)
+    _drop(props, [k for k in props if k in DYNAMIC_SECURITY_CONFIGS],
+          "Security configs can be dynamically updated only using listener prefix, "
+          "base configs will be ignored", log)
+    if not per_broker:
+        _drop(props, _per_broker(props),
+              "Per-broker configs defined at default cluster level will be ignored", log)
+    return props
+
+
+def _drop(props: dict[str, str], names: list[str], message: str, log) -> None:
+    if names:
+        for name in names:
+            props.pop(name, None)
+        log.error(message, configs=scala_set(names))
+
+
+class DynamicBrokerConfig:
+    """``broker.dynamic_config``: this broker's view of the two dynamic layers."""
+
+    def __init__(self, broker) -> None:
+        self._broker = broker
+        self._listeners: list[Callable[[set[str]], None]] = []
+        self._default: dict[str, str] = {}
+        self._per_broker: dict[str, str] = {}
+
+    @property
+    def _entity(self) -> str:
+        return str(self._broker.node_id)
+
+    def add_listener(self, callback: Callable[[set[str]], None]) -> None:
+        """``callback(changed_keys)`` after each applied change that changed a value."""
+        self._listeners.append(callback)
+
+    # -- reads ---------------------------------------------------------------------
+    def stored(self, entity: str) -> dict[str, str]:
+        """``/config/brokers/<entity>`` as stored (Kafka's fetchEntityConfig); {} if absent."""
+        try:
+            data, _ = self._broker.store.get(paths.broker_config_path(entity))
+        except NoNodeError:
+            return {}
+        try:
+            return paths.decode_entity_config(data)
+        except ValueError:
+            _log.exception("unreadable dynamic broker config", entity=entity)
+            return {}
+
+    def load(self) -> set[str]:
+        """Read both layers and apply them (start-up)."""
+        self._default = from_persistent_props(self.stored(paths.DEFAULT_ENTITY), False)
+        self._per_broker = from_persistent_props(self.stored(self._entity), True)
+        return self._apply()
+
+    def reload(self, entity: str) -> set[str]:
+        """A ``brokers/<entity>`` notification: re-read that layer if it concerns us."""
+        if entity == paths.DEFAULT_ENTITY:
+            self._default = from_persistent_props(self.stored(entity), False)
+        elif entity.strip() == self._entity:
+            self._per_broker = from_persistent_props(self.stored(self._entity), True)
+        else:
+            return set()
+        return self._apply()
+
+    def _apply(self) -> set[str]:
+        config = self._broker.config
+        try:
+            changed = config.apply_dynamic(self._default, self._per_broker)
+        except ConfigError as err:
+            _log.error("Failed to update broker configuration; keeping the current one",
+                       reason=str(err), default=self._default, broker=self._per_broker)
+            return set()
+        if changed:
+            _log.info("applied dynamic broker configs", changed=sorted(changed),
+                      default=self._default, broker=self._per_broker)
+            for callback in list(self._listeners):
+                try:
+                    callback(changed)
+                except Exception:
+                    _log.exception("dynamic config listener failed")
+        return changed
+
+    # -- the write side's check -----------------------------------------------------
+    def validate(self, props: Mapping[str, str], per_broker: bool) -> None:
+        """Kafka's DynamicBrokerConfig.validate plus kafkapy's ``check_applicable``:
+        ``props`` would become the whole layer (per-broker or default)."""
+        validate(props, per_broker)
+        default = self._default if per_broker else dict(props)
+        broker = dict(props) if per_broker else self._per_broker
+        self._broker.config.with_dynamic(default, broker)   # ConfigError if it breaks a rule
+        check_applicable(props)
+
+
+def apply_to_broker(broker, changed: set[str]) -> None:
+    """The broker's own reaction to a change (registered by the server as a listener):
+    Kafka's DynamicLogConfig (new topic defaults for new logs, re-applied to every hosted
+    log, whose topic overrides still win) and enableDefaultUncleanLeaderElection."""
+    manager = getattr(broker, "log_manager", None)
+    defaults = broker.config.topic_defaults()
+    if manager is not None:
+        if manager.default_topic_config == defaults:
+            manager = None
+        else:
+            manager.default_topic_config = dict(defaults)
+    replicas = getattr(broker, "replica_manager", None)
+    if manager is not None and replicas is not None:
+        for (topic, _), partition in list(replicas.partitions.items()):
+            try:
+                partition.log.update_config(broker.topic_config(topic))
+            except Exception:
+                _log.exception("re-applying log config failed", topic=topic)
+    controller = getattr(broker, "controller", None)
+    if ("unclean.leader.election.enable" in changed and broker.config["unclean.leader.election.enable"]
+            and getattr(controller, "is_active", False) and broker.cache is not None):
+        for topic in list(broker.cache.topics):
+            controller.enable_topic_unclean_leader_election(topic)
