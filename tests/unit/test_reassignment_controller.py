@@ -1,0 +1,259 @@
+"""Partition reassignment in the controller (Kafka 3.9's KafkaController, ZK mode) against a
+real ZooKeeper: the API path (validation, phase U/A/B, the answer once started), completion
+when the ISR reaches the targets (AlterPartition, ISR notifications), cancellation,
+replacing a reassignment in flight, the legacy ``/admin/reassign_partitions`` znode, a new
+controller resuming, ListPartitionReassignments, and topic deletion.
+
+Brokers are the stand-ins of ``test_controller_core`` (FakeBroker / FakeChannel)."""
+from __future__ import annotations
+
+from kafkapy.controller.context import ReplicaAssignment
+from kafkapy.metadata import paths
+from kafkapy.metadata.topics import parse_topic_id
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.inter_broker import AlterPartitionRequest
+from tests.unit.test_controller_core import (  # noqa: F401  (fixtures)
+    LAI, STOP, create_topic, eventually, running_controller, set_isr, state, zk, zk_brokers,
+    zk_connect, zookeeper_server)
+
+TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+_T = AlterPartitionRequest.TopicData
+_P = _T.PartitionData
+_B = _P.BrokerState
+T0 = ("t", 0)
+
+
+def assignment(store, topic: str = "t") -> paths.TopicAssignment:
+    return paths.decode_topic_assignment(store.get(paths.topic_path(topic))[0])
+
+
+def expand_isr(broker, leader_epoch: int, isr: list[int], partition_epoch: int):
+    """The leader's AlterPartition (v3) for t-0."""
+    return AlterPartitionRequest[3](broker_id=broker.node_id, broker_epoch=broker.broker_epoch,
+                                    topics=[_T(topic_id=parse_topic_id(TOPIC_ID), partitions=[
+                                        _P(partition_index=0, leader_epoch=leader_epoch,
+                                           new_isr_with_epochs=[_B(broker_id=b, broker_epoch=-1)
+                                                                for b in isr],
+                                           leader_recovery_state=0,
+                                           partition_epoch=partition_epoch)])])
+
+
+def last_lai(broker, tp=T0):
+    return broker.leader_and_isr().get(tp)
+
+
+async def test_move_two_replicas_api_path_and_completion_by_alter_partition(zk):
+    b1, b2, b3 = zk_brokers(zk, 3)
+    create_topic(b1.store, "t", {0: [1, 2], 1: [1, 2]}, topic_id=TOPIC_ID)
+    async with running_controller(b1) as c1:
+        store = b1.store
+        before = state(store, "t", 0)
+        assert (before.leader, before.isr, before.leader_epoch) == (1, [1, 2], 0)
+        got = await c1.alter_partition_reassignments({T0: [2, 3]})
+        assert got == {T0: (ErrorCode.NO_ERROR, None)}
+        # phase U: RS = TRS + ORS with AR/RR in the topic znode and the context
+        a = assignment(store)
+        assert (a.partitions[0], a.adding_replicas, a.removing_replicas) == (
+            [2, 3, 1], {0: [3]}, {0: [1]})
+        assert a.partitions[1] == [1, 2] and a.topic_id == TOPIC_ID
+        assert c1.ctx.full_assignment(T0) == ReplicaAssignment.of([2, 3, 1], [3], [1])
+        assert T0 in c1.ctx.partitions_being_reassigned
+        # phase A: leader epoch bumped; the new replica told as new, ORS told too
+        s = state(store, "t", 0)
+        assert (s.leader, s.isr, s.leader_epoch) == (1, [1, 2], 1)
+        await eventually(lambda: last_lai(b3) is not None, "LeaderAndIsr to broker 3")
+        for b in (b1, b2, b3):
+            await eventually(lambda b=b: last_lai(b) and last_lai(b).leader_epoch == 1,
+                             f"LeaderAndIsr epoch 1 to {b.node_id}")
+            lai = last_lai(b)
+            assert (list(lai.replicas), list(lai.adding_replicas), list(lai.removing_replicas)) \
+                == ([2, 3, 1], [3], [1])
+        assert last_lai(b3).is_new and not last_lai(b2).is_new
+        await eventually(lambda: list(b2.metadata()[T0].replicas) == [2, 3, 1], "metadata RS")
+        listed = await c1.list_partition_reassignments(None)
+        assert listed == {T0: ReplicaAssignment.of([2, 3, 1], [3], [1])}
+        assert await c1.list_partition_reassignments([T0, ("t", 1), ("nope", 0)]) == listed
+        # an ISR not yet holding every target: nothing completes
+        got = await c1.alter_partition(expand_isr(b1, 1, [1, 2], s.partition_epoch), 3)
+        assert T0 in c1.ctx.partitions_being_reassigned
+        # broker 3 joins the ISR: phase B
+        got = await c1.alter_partition(expand_isr(b1, 1, [1, 2, 3], s.partition_epoch), 3)
+        assert got.topics[0].partitions[0].error_code == 0
+        assert T0 not in c1.ctx.partitions_being_reassigned
+        a = assignment(store)
+        assert (a.partitions[0], a.adding_replicas, a.removing_replicas) == ([2, 3], {}, {})
+        s = state(store, "t", 0)
+        # leader 1 is not a target: the first live ISR target (2) leads; 1 left the ISR
+        assert (s.leader, sorted(s.isr)) == (2, [2, 3])
+        assert c1.ctx.full_assignment(T0) == ReplicaAssignment.of([2, 3])
+        await eventually(lambda: (T0[0], 0, True) in b1.stopped(), "StopReplica(delete) to 1")
+        assert (T0[0], 0, False) in b1.stopped()
+        await eventually(lambda: list(b3.metadata()[T0].replicas) == [2, 3], "metadata TRS")
+        await eventually(lambda: last_lai(b2).leader == 2, "broker 2 leads")
+        assert list(last_lai(b2).adding_replicas) == [] and list(last_lai(b2).replicas) == [2, 3]
+        assert await c1.list_partition_reassignments(None) == {}
+        assert ((T0, 1) not in c1.ctx.replica_states) and c1.ctx.replicas(T0) == [2, 3]
+
+
+async def test_validation_errors_and_not_controller(zk):
+    b1, b2, b3 = zk_brokers(zk, 3)
+    create_topic(b1.store, "t", {0: [1, 2]}, topic_id=TOPIC_ID)
+    async with running_controller(b1) as c1, running_controller(b2) as c2:
+        bad = "INVALID_REPLICA_ASSIGNMENT"
+        got = await c1.alter_partition_reassignments({
+            ("t", 0): [], ("x", 0): [1, 1], ("x", 1): [1, -1], ("x", 2): [1, 9],
+            ("x", 3): [1], ("t", 1): [1], ("t", 2): None})
+        assert got[("t", 0)] == (ErrorCode[bad], "Empty replica list specified in partition "
+                                                 "reassignment.")
+        assert got[("x", 0)] == (ErrorCode[bad], "Duplicate replica ids in partition "
+                                                 "reassignment replica list: ArrayBuffer(1, 1)")
+        assert got[("x", 1)] == (ErrorCode[bad], "Invalid broker id in replica list: "
+                                                 "ArrayBuffer(1, -1)")
+        assert got[("x", 2)] == (ErrorCode[bad], "Replica assignment has brokers that are not "
+                                                 "alive. Replica list: ArrayBuffer(1, 9), live "
+                                                 "broker list: Set(1, 2, 3)")
+        assert got[("x", 3)] == got[("t", 1)] == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                  "The partition does not exist.")
+        assert got[("t", 2)] == (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                                 "No partition reassignment is in progress.")
+        # cancelling with nothing in flight
+        assert await c1.alter_partition_reassignments({T0: None}) == {
+            T0: (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in "
+                                                        "progress.")}
+        assert not c1.ctx.partitions_being_reassigned
+        # not the controller
+        not_controller = (ErrorCode.NOT_CONTROLLER,
+                          "This is not the correct controller for this cluster.")
+        assert await c2.alter_partition_reassignments({T0: [2, 3]}) == not_controller
+        assert await c2.list_partition_reassignments(None) == not_controller
+        assert assignment(b1.store).partitions[0] == [1, 2]
+
+
+async def test_same_replicas_in_new_order_completes_at_once(zk):
+    b1, b2 = zk_brokers(zk, 2)
+    create_topic(b1.store, "t", {0: [1, 2]}, topic_id=TOPIC_ID)
+    async with running_controller(b1) as c1:
+        assert await c1.alter_partition_reassignments({T0: [2, 1]}) == {T0: (0, None)}
+        assert assignment(b1.store).partitions[0] == [2, 1]
+        assert not c1.ctx.partitions_being_reassigned
+        s = state(b1.store, "t", 0)
+        assert (s.leader, s.leader_epoch) == (1, 1)        # the leader stays, epoch bumped
+
+
+async def test_cancel_reverts_and_deletes_the_added_replica(zk):
+    b1, b2, b3 = zk_brokers(zk, 3)
+    create_topic(b1.store, "t", {0: [1, 2]}, topic_id=TOPIC_ID)
+    async with running_controller(b1) as c1:
+        await c1.alter_partition_reassignments({T0: [2, 3]})
+        assert assignment(b1.store).adding_replicas == {0: [3]}
+        got = await c1.alter_partition_reassignments({T0: None})
+        assert got == {T0: (0, None)}
+        a = assignment(b1.store)
+        # ORS in RS order (Kafka cannot restore the original order)
+        assert (a.partitions[0], a.adding_replicas, a.removing_replicas) == ([2, 1], {}, {})
+        assert not c1.ctx.partitions_being_reassigned
+        await eventually(lambda: ("t", 0, True) in b3.stopped(), "StopReplica(delete) to 3")
+        assert ("t", 0, True) not in b1.stopped() and ("t", 0, True) not in b2.stopped()
+        assert (state(b1.store, "t", 0).leader, c1.ctx.replicas(T0)) == (1, [2, 1])
+
+
+async def test_replacing_a_reassignment_stops_replicas_no_longer_wanted(zk):
+    b1, b2, b3 = zk_brokers(zk, 3)
+    create_topic(b1.store, "t", {0: [1]}, topic_id=TOPIC_ID)
+    async with running_controller(b1) as c1:
+        await c1.alter_partition_reassignments({T0: [2]})
+        assert c1.ctx.full_assignment(T0) == ReplicaAssignment.of([2, 1], [2], [1])
+        await c1.alter_partition_reassignments({T0: [3]})
+        assert c1.ctx.full_assignment(T0) == ReplicaAssignment.of([3, 1], [3], [1])
+        a = assignment(b1.store)
+        assert (a.partitions[0], a.adding_replicas, a.removing_replicas) == (
+            [3, 1], {0: [3]}, {0: [1]})
+        await eventually(lambda: ("t", 0, True) in b2.stopped(), "StopReplica(delete) to 2")
+        # completion through an ISR change notification (a leader on the old path)
+        set_isr(b1.store, "t", 0, [1, 3])
+        await eventually(lambda: not c1.ctx.partitions_being_reassigned, "completed")
+        s = state(b1.store, "t", 0)
+        assert (s.leader, s.isr) == (3, [3])
+        assert assignment(b1.store).partitions[0] == [3]
+
+
+async def test_legacy_znode_starts_reassignments_and_is_emptied(zk):
+    b1, b2, b3 = zk_brokers(zk, 3)
+    create_topic(b1.store, "t", {0: [1, 2], 1: [1, 2]}, topic_id=TOPIC_ID)
+    async with running_controller(b1) as c1:
+        store = b1.store
+        store.create(paths.ADMIN_REASSIGN_PARTITIONS, paths.encode_reassign_partitions(
+            {("t", 0): [2, 3], ("t", 1): [3, 1], ("gone", 0): [1]}))
+        await eventually(lambda: len(c1.ctx.partitions_being_reassigned) == 2, "started")
+        # the partition that failed (unknown) left the znode, the others stay
+        await eventually(lambda: set(paths.decode_reassign_partitions(
+            store.get(paths.ADMIN_REASSIGN_PARTITIONS)[0])) == {("t", 0), ("t", 1)},
+                         "failed partition removed")
+        # an API reassignment of t-1 supplants the znode's
+        assert await c1.alter_partition_reassignments({("t", 1): [1, 3]}) == {
+            ("t", 1): (0, None)}
+        assert set(paths.decode_reassign_partitions(
+            store.get(paths.ADMIN_REASSIGN_PARTITIONS)[0])) == {("t", 0)}
+        set_isr(store, "t", 0, [1, 2, 3])
+        await eventually(lambda: store.exists(paths.ADMIN_REASSIGN_PARTITIONS) is None,
+                         "znode deleted once empty")
+        assert assignment(store).partitions[0] == [2, 3]
+        # the watch is set again: a new znode is seen
+        store.create(paths.ADMIN_REASSIGN_PARTITIONS, paths.encode_reassign_partitions(
+            {("t", 0): [3, 2]}))
+        await eventually(lambda: store.exists(paths.ADMIN_REASSIGN_PARTITIONS) is None
+                         and assignment(store).partitions[0] == [3, 2], "second znode done")
+
+
+async def test_new_controller_resumes_and_completes(zk):
+    b1, b2, b3, b4 = zk_brokers(zk, 4)
+    create_topic(b4.store, "t", {0: [1, 2]}, topic_id=TOPIC_ID)
+    async with running_controller(b4) as c4, running_controller(b1) as c1:
+        assert c4.is_active and not c1.is_active
+        assert await c4.alter_partition_reassignments({T0: [2, 3]}) == {T0: (0, None)}
+        await c4.shutdown()
+        b4.store.close()
+        await eventually(lambda: c1.is_active, "broker 1 takes over")
+        assert c1.ctx.partitions_being_reassigned == {T0}
+        assert c1.ctx.full_assignment(T0) == ReplicaAssignment.of([2, 3, 1], [3], [1])
+        # resumed: phase A again under the new controller (epoch bumped again)
+        assert state(b1.store, "t", 0).leader_epoch == 2
+        listed = await c1.list_partition_reassignments(None)
+        assert listed == {T0: ReplicaAssignment.of([2, 3, 1], [3], [1])}
+        s = state(b1.store, "t", 0)
+        await c1.alter_partition(expand_isr(b1, s.leader_epoch, [1, 2, 3], s.partition_epoch), 3)
+        assert not c1.ctx.partitions_being_reassigned
+        assert assignment(b1.store).partitions[0] == [2, 3]
+        assert state(b1.store, "t", 0).leader == 2
+
+
+async def test_deleting_a_topic_mid_reassignment(zk):
+    """Kafka 3.9 halts only deletions already queued: a new deletion goes at once."""
+    b1, b2, b3 = zk_brokers(zk, 3)
+    create_topic(b1.store, "t", {0: [1, 2]}, topic_id=TOPIC_ID)
+    async with running_controller(b1) as c1:
+        await c1.alter_partition_reassignments({T0: [2, 3]})
+        b1.store.create(paths.delete_topic_path("t"), b"", makepath=True)
+        await eventually(lambda: b1.store.exists(paths.topic_path("t")) is None, "deleted")
+        await eventually(lambda: "t" not in c1.ctx.assignments, "forgotten")
+        assert not c1.ctx.partitions_being_reassigned and not c1.ctx.reassignment_changes
+        assert ("t", 0, True) in b3.stopped()
+        # and a reassignment of a topic being deleted is refused
+        create_topic(b1.store, "u", {0: [1]}, topic_id=None)
+        await eventually(lambda: ("u", 0) in c1.ctx.leadership, "u online")
+        c1.ctx.queue_topic_deletion({"u"})
+        got = await c1.alter_partition_reassignments({("u", 0): [2]})
+        assert got == {("u", 0): (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                  "The partition does not exist.")}
+
+
+def test_replica_assignment_arithmetic():
+    ra = ReplicaAssignment.of([1, 2, 3])
+    moved = ra.reassign_to([3, 4, 2])
+    assert moved == ReplicaAssignment.of([3, 4, 2, 1], [4], [1])
+    assert (moved.origin_replicas, moved.target_replicas) == ([3, 2, 1], [3, 4, 2])
+    assert moved.reassign_to(moved.origin_replicas) == ReplicaAssignment.of([3, 2, 1])
+    assert moved.remove_replica(1) == ReplicaAssignment.of([3, 4, 2], [4], [])
+    assert not ra.reassign_to([2, 1, 3]).is_being_reassigned
+    assert str(moved) == ("ReplicaAssignment(replicas=3,4,2,1, addingReplicas=4, "
+                          "removingReplicas=1)")
