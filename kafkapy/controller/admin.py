@@ -6,7 +6,9 @@ watches -- ``/config/topics/T`` then ``/brokers/topics/T`` (with a new topic
 id) for a new topic; the grown assignment of ``/brokers/topics/T`` (topic id
 kept) for new partitions; ``/admin/delete_topics/T`` for a deletion;
 ``/config/topics/T`` plus a ``/config/changes/config_change_`` sequential node
-for a config change (every broker reloads it, ``TopicConfigs``).
+for a config change (every broker reloads it, ``TopicConfigs``); likewise
+``/config/brokers/<id>`` or ``<default>`` for a dynamic broker config change
+(``alter_broker_configs``; every broker's ``dynamic_config`` reloads it).
 
 ``wait_for_topics`` / ``wait_for_deletion`` are Kafka's DelayedCreatePartitions /
 DelayedDeleteTopics: they resolve when this broker's MetadataCache shows every
@@ -210,6 +212,24 @@ class AdminManager:
         # a DescribeConfigs right after the answer sees the new values.
         self._broker.topic_configs.reload(name)
         _log.info("changed topic configs", topic=name, configs=configs)
+
+    def stored_broker_configs(self, entity: str) -> dict[str, str]:
+        """``/config/brokers/<entity>`` as stored; {} when absent."""
+        try:
+            data, _ = self._store.get(paths.broker_config_path(entity))
+        except NoNodeError:
+            return {}
+        return paths.decode_entity_config(data)
+
+    def alter_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
+        """Replace a dynamic broker config layer (``entity``: a broker id or ``<default>``)
+        and notify every broker (AdminZkClient.changeBrokerConfig)."""
+        self._put(paths.broker_config_path(entity), paths.encode_entity_config(configs))
+        self._store.create(paths.CONFIG_CHANGE_SEQ_PATH, paths.encode_config_change(
+            f"{paths.CONFIG_TYPE_BROKER}/{entity}"), sequence=True, makepath=True)
+        # This broker applies its own change at once (the notification re-applies it).
+        self._broker.dynamic_config.reload(entity)
+        _log.info("changed broker configs", entity=entity, configs=sorted(configs))
 
     def delete_topic(self, name: str) -> None:
         """Mark for deletion (AdminZkClient.deleteTopic); a topic already marked is fine."""

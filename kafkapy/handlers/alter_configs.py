@@ -13,19 +13,23 @@ Versions 0-2 (Kafka 3.9 and 4.0).  Per resource:
   ``validate_only`` checks and changes nothing.
 - First, as Kafka's ConfigAdminManager.preprocess: a resource named twice, a
   key given twice, a null value, another resource type -> INVALID_REQUEST.
-- BROKER (4): another broker's id -> INVALID_REQUEST; an empty change set is
-  accepted.  Checked as Kafka's DynamicBrokerConfig does: keys Kafka cannot change
-  at runtime -> INVALID_REQUEST "Cannot update these configs dynamically: Set(..)";
-  a value its key refuses -> INVALID_REQUEST with the ConfigDef message; unknown
-  keys pass.  ``validate_only`` then answers success, as Kafka (nothing changes).
-  Otherwise INVALID_REQUEST naming the keys: this broker applies no dynamic broker
-  configs yet, and failing loudly beats Kafka's "stored, applied later" success
-  that kafkapy would never honour (no conformance case sends such a change).
+- BROKER (4): the name is this broker's id (its own layer, /config/brokers/<id>) or
+  empty (the cluster default, /config/brokers/<default>); a non-integer name or
+  another broker's id -> INVALID_REQUEST.  The given entries become the whole layer
+  (AlterConfigs is not incremental), checked as Kafka's ZkAdminManager.alterBrokerConfigs
+  -> DynamicBrokerConfig.validate (``config.dynamic``): keys that are not dynamic, SSL
+  keys without a listener prefix, bad values, per-broker keys at the default level, a
+  merged config breaking a cross-key rule -> INVALID_REQUEST with Kafka's message
+  (unknown keys pass, as custom configs); then kafkapy refuses listener keys it cannot
+  apply.  Unless ``validate_only``, toPersistentProps' password checks, then the znode
+  and a ``/config/changes`` notification (``admin.alter_broker_configs``): every broker
+  (this one at once) applies it.
 """
 from __future__ import annotations
 
-from kafkapy.config.definitions import BROKER_CONFIGS
+from kafkapy.config.dynamic import from_persistent_props, persistent_props
 from kafkapy.config.errors import ConfigError
+from kafkapy.metadata import paths
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -53,9 +57,10 @@ def handle(ctx, request):
                 apply_topic_configs(ctx.broker, resource.resource_name, configs,
                                     bool(request.validate_only))
             else:
-                check_broker_change(ctx.broker, resource.resource_name,
-                                    {c.name: c.value for c in resource.configs},
-                                    bool(request.validate_only))
+                entity = broker_entity(ctx.broker, resource.resource_name)
+                apply_broker_configs(ctx.broker, entity,
+                                     {c.name: c.value for c in resource.configs},
+                                     bool(request.validate_only))
             results.append(result(_Result, resource, 0, None))
         except KafkaError as err:
             results.append(result(_Result, resource, err.code, err.message))
@@ -116,33 +121,35 @@ def check_topic_name(name: str) -> None:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
 
 
-def check_broker_change(broker, name: str, configs: dict[str, str | None],
-                        validate_only: bool) -> None:
-    """Validate broker config changes as Kafka does; refuse to apply them (see module doc).
-    A None value (IncrementalAlterConfigs DELETE) is not parsed."""
-    if name and not name.lstrip("-").isdigit():
+def broker_entity(broker, name: str) -> str:
+    """ZkAdminManager.getBrokerId: the znode entity a BROKER resource names."""
+    if not name:
+        return paths.DEFAULT_ENTITY
+    if not name.lstrip("-").isdigit():
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"Node id must be an integer, but it is: {name}")
-    if name and int(name) != broker.node_id:
+    if int(name) != broker.node_id:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"Unexpected broker id, expected {broker.node_id}, but received {name}")
-    if not configs:
-        return
-    known = {k: v for k, v in configs.items() if BROKER_CONFIGS.get(k) is not None}
-    static = [k for k in known if not BROKER_CONFIGS[k].dynamic]
-    if static:
-        raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Cannot update these configs dynamically: Set({', '.join(static)})")
-    for key, value in known.items():
-        if value is not None:
-            try:
-                BROKER_CONFIGS[key].parse(value)
-            except ConfigError as err:
-                raise KafkaError(ErrorCode.INVALID_REQUEST, str(err)) from None
-    if validate_only:
-        return
-    resource = f"ConfigResource(type=BROKER, name='{name}')"
-    raise KafkaError(ErrorCode.INVALID_REQUEST,
-                     f"Invalid config value for resource {resource}: dynamic broker configs "
-                     f"are not supported by this broker; set them in server.properties "
-                     f"and restart: {', '.join(configs)}")
+    return str(int(name))
+
+
+def apply_broker_configs(broker, entity: str, configs: dict[str, str],
+                         validate_only: bool) -> None:
+    """Validate ``configs`` as the new whole layer of ``entity``, then (unless
+    validate_only) persist it (see module docstring)."""
+    per_broker = entity != paths.DEFAULT_ENTITY
+    try:
+        broker.dynamic_config.validate(configs, per_broker)
+        if validate_only:
+            return
+        stored = persistent_props(configs, per_broker)
+    except ConfigError as err:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, str(err)) from None
+    broker.admin.alter_broker_configs(entity, stored)
+
+
+def stored_broker_layer(broker, entity: str) -> dict[str, str]:
+    """The layer as stored, without what Kafka's fromPersistentProps ignores."""
+    return from_persistent_props(broker.admin.stored_broker_configs(entity),
+                                 entity != paths.DEFAULT_ENTITY)

@@ -10,18 +10,23 @@ unknown operation -> INVALID_REQUEST; APPEND/SUBTRACT on a non-list key ->
 INVALID_CONFIG; SET with a null value -> INVALID_REQUEST (all before an unknown
 topic is noticed, as Kafka); then the result is
 validated and persisted as in AlterConfigs (``alter_configs.apply_topic_configs``),
-``validate_only`` changing nothing.  BROKER resources as in AlterConfigs;
+``validate_only`` changing nothing.  BROKER resources: the name checked as in
+AlterConfigs, then the operations applied to the stored layer
+(/config/brokers/<id> or <default>, without what Kafka's fromPersistentProps ignores),
+APPEND/SUBTRACT on broker LIST keys (starting from the key's default; an unknown key ->
+UNKNOWN_SERVER_ERROR as Kafka's map lookup), and the result validated and persisted as
+in AlterConfigs (``alter_configs.apply_broker_configs``);
 BROKER_LOGGER changes are checked as Kafka checks them and pass with validate_only,
 but are refused otherwise (``check_logger_change``); other types -> INVALID_REQUEST.
 """
 from __future__ import annotations
 
-from kafkapy.config.definitions import TOPIC_CONFIGS
+from kafkapy.config.definitions import BROKER_CONFIGS, TOPIC_CONFIGS
 from kafkapy.config.loggers import validate_logger_ops
 from kafkapy.config.types import ConfigType
-from kafkapy.handlers.alter_configs import (BROKER, TOPIC, apply_topic_configs,
-                                            check_broker_change, check_topic_name, preprocess,
-                                            result)
+from kafkapy.handlers.alter_configs import (BROKER, TOPIC, apply_broker_configs,
+                                            apply_topic_configs, broker_entity, check_topic_name,
+                                            preprocess, result, stored_broker_layer)
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -51,13 +56,16 @@ def handle(ctx, request):
                 # Kafka applies the operations to the stored overrides before it looks
                 # for the topic (ZkAdminManager.incrementalAlterConfigs).
                 current = ctx.broker.admin.stored_topic_configs(resource.resource_name)
-                configs = _apply_ops(ctx.broker, current, resource.configs)
+                configs = _apply_ops(ctx.broker, current, resource.configs, TOPIC_CONFIGS,
+                                     _topic_list_default)
                 apply_topic_configs(ctx.broker, resource.resource_name, configs,
                                     bool(request.validate_only))
             elif resource.resource_type == BROKER:
-                check_broker_change(ctx.broker, resource.resource_name,
-                                    {c.name: (None if c.config_operation == DELETE else c.value)
-                                     for c in resource.configs}, bool(request.validate_only))
+                entity = broker_entity(ctx.broker, resource.resource_name)
+                current = stored_broker_layer(ctx.broker, entity)
+                configs = _apply_ops(ctx.broker, current, resource.configs, BROKER_CONFIGS,
+                                     _broker_list_default)
+                apply_broker_configs(ctx.broker, entity, configs, bool(request.validate_only))
             else:
                 check_logger_change(ctx.broker, resource, repeated_ids,
                                     bool(request.validate_only))
@@ -97,7 +105,17 @@ def _split(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _apply_ops(broker, current: dict[str, str], ops) -> dict[str, str]:
+def _topic_list_default(broker, name: str) -> list[str]:
+    default = broker.config.topic_defaults().get(name)
+    return list(default) if isinstance(default, (list, tuple)) else _split(default)
+
+
+def _broker_list_default(broker, name: str) -> list[str]:
+    default = BROKER_CONFIGS[name].default
+    return list(default) if isinstance(default, (list, tuple)) else _split(default)
+
+
+def _apply_ops(broker, current: dict[str, str], ops, registry, list_default) -> dict[str, str]:
     out = dict(current)
     for op in ops:
         name, kind, value = op.name, op.config_operation, op.value
@@ -109,7 +127,7 @@ def _apply_ops(broker, current: dict[str, str], ops) -> dict[str, str]:
         elif kind == DELETE:
             out.pop(name, None)
         elif kind in (APPEND, SUBTRACT):
-            key = TOPIC_CONFIGS.get(name)
+            key = registry.get(name)
             if key is None:
                 # Kafka looks the key up in a Scala map that throws: UNKNOWN_SERVER_ERROR
                 # without a message (checked against Kafka 3.9).
@@ -118,11 +136,7 @@ def _apply_ops(broker, current: dict[str, str], ops) -> dict[str, str]:
                 verb = "append" if kind == APPEND else "subtract"
                 raise KafkaError(ErrorCode.INVALID_CONFIG,
                                  f"Config value {verb} is not allowed for config key: {name}")
-            if name in out:
-                old = _split(out[name])
-            else:
-                default = broker.config.topic_defaults().get(name)
-                old = list(default) if isinstance(default, (list, tuple)) else _split(default)
+            old = _split(out[name]) if name in out else list_default(broker, name)
             items = _split(value)
             if kind == APPEND:
                 new = old + [v for v in items if v not in old]
