@@ -309,7 +309,7 @@ class KafkaController:
             _log.error("Error when processing AlterPartition", error=repr(exc))
             event.complete(_alter_partition_error(event.version, ErrorCode.UNKNOWN))
         elif isinstance(event, (ev.ApiPartitionReassignment, ev.ListPartitionReassignments)):
-            event.complete((ErrorCode.UNKNOWN_SERVER_ERROR, None))
+            event.complete((ErrorCode.UNKNOWN, None))
         elif isinstance(event, (ev.Startup, ev.Reelect)) and event.future is not None:
             event.fail(exc)
         else:

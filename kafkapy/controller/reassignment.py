@@ -237,7 +237,7 @@ class PartitionReassignments:
                     raise
                 except Exception:       # noqa: BLE001 - Kafka answers UNKNOWN_SERVER_ERROR
                     _log.exception(f"Error completing reassignment of partition {_tp(tp)}")
-                    results[tp] = (ErrorCode.UNKNOWN_SERVER_ERROR, UNKNOWN_SERVER_ERROR_MESSAGE)
+                    results[tp] = (ErrorCode.UNKNOWN, UNKNOWN_SERVER_ERROR_MESSAGE)
         return results
 
     # -- validation (Kafka's validateReplicas / maybeBuildReassignment) -------------------

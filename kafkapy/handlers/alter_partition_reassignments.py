@@ -40,9 +40,9 @@ async def handle(ctx, request):
                             responses=[])
     by_topic: dict[str, list] = {}
     for (topic, index) in wanted:
-        code, message = outcome.get((topic, index), (ErrorCode.UNKNOWN_SERVER_ERROR, None))
+        code, message = outcome.get((topic, index), (ErrorCode.UNKNOWN, None))
         by_topic.setdefault(topic, []).append(_Partition(
             partition_index=index, error_code=int(code), error_message=message))
-    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None,
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message="",
                         responses=[_Topic(name=t, partitions=parts)
                                    for t, parts in by_topic.items()])

@@ -38,5 +38,5 @@ async def handle(ctx, request):
             partition_index=index, replicas=list(assignment.replicas),
             adding_replicas=list(assignment.adding_replicas),
             removing_replicas=list(assignment.removing_replicas)))
-    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None,
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message="",
                         topics=[_Topic(name=t, partitions=parts) for t, parts in by_topic.items()])
