@@ -54,7 +54,10 @@ class BrokerConfig:
     """Typed, validated broker configuration (see module docstring)."""
 
     def __init__(self, originals: Mapping[str, str], values: Mapping[str, object],
-                 unknown_keys: list[str]) -> None:
+                 unknown_keys: list[str], *, dynamic: bool = False) -> None:
+        # Kafka checks the compaction lags of the broker defaults only at start-up, not
+        # when a dynamic change is validated (KafkaConfig has no such rule).
+        self._checks = tuple(c for c in _CROSS_CHECKS if not (dynamic and c is _check_compaction_lag))
         self._originals = dict(originals)
         self._static = dict(originals)
         self._values = dict(values)
@@ -89,7 +92,8 @@ class BrokerConfig:
         values = {k.name: (k.parse(merged[k.name]) if k.name in merged else k.default) for k in BROKER_CONFIGS}
         for key in BROKER_DYNAMIC_ONLY_CONFIGS:
             values[key.name] = key.parse(merged[key.name]) if key.name in merged else key.default
-        candidate = BrokerConfig(merged, values, [k for k in merged if k not in BROKER_CONFIGS])
+        candidate = BrokerConfig(merged, values, [k for k in merged if k not in BROKER_CONFIGS],
+                                 dynamic=True)
         candidate._static = dict(self._static)
         candidate._dynamic_default = dict(default)
         candidate._dynamic_broker = dict(per_broker)
@@ -245,7 +249,7 @@ class BrokerConfig:
         self._derive_listeners()
         self._derive_times()
         self._metadata_store = self._derive_metadata_store()
-        for check in _CROSS_CHECKS:
+        for check in self._checks:
             check(self)
 
     def _derive_node_id(self) -> int:

@@ -22,7 +22,12 @@ a cross-key rule is not applied (the previous one stays), as Kafka logs and keep
    pass) -> "Invalid value v for configuration k: reason";
 4. at the default level, per-broker keys -> "Cannot update these configs at default
    cluster level, broker id must be specified: Set(..)";
-5. the merged config must still be a valid broker config (kafkapy's start-up checks).
+5. the merged config must still be a valid broker config (kafkapy's start-up checks but
+   the compaction-lag rule, which Kafka checks at start-up only);
+6. the reconfigurables' checks (DynamicThreadPool, SocketServer, LogCleaner): a thread
+   count below half or above double the current value, wrapped as Kafka wraps them:
+   "Invalid value org.apache.kafka.common.config.ConfigException: <why> for
+   configuration Invalid dynamic configuration".
 Then kafkapy's own refusal (``check_applicable``): listener keys (``listeners``,
 ``advertised.listeners``, ``listener.security.protocol.map``, ``listener.name.*``) cannot
 be applied by a running kafkapy broker (it serves PLAINTEXT only and never re-binds), so
@@ -106,11 +111,11 @@ _MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.class", "
                       "sasl.server.callback.handler.class", "connections.max.reauth.ms")
 
 
-def scala_set(names: Iterable[str]) -> str:
+def scala_set(names: Iterable[str], hashed: bool = False) -> str:
     """A set of names as Scala prints it in Kafka's messages (``Set(a, b)``; more than
-    four elements print as ``HashSet(..)``)."""
+    four elements, or a set filtered from a HashSet, print as ``HashSet(..)``)."""
     items = list(dict.fromkeys(names))
-    return ("Set(" if len(items) <= 4 else "HashSet(") + ", ".join(items) + ")"
+    return ("Set(" if len(items) <= 4 and not hashed else "HashSet(") + ", ".join(items) + ")"
 
 
 def _base_name(name: str) -> str:
@@ -148,7 +153,7 @@ def validate(props: Mapping[str, str], per_broker: bool) -> None:
     security = [k for k in props if k in DYNAMIC_SECURITY_CONFIGS]
     if security:
         raise ConfigError("These security configs can be dynamically updated only per-listener "
-                          f"using the listener prefix: {scala_set(security)}")
+                          f"using the listener prefix: {scala_set(security, hashed=True)}")
     _check_types(props)
     if not per_broker:
         brokers_only = _per_broker(props)
@@ -282,8 +287,43 @@ class DynamicBrokerConfig:
         validate(props, per_broker)
         default = self._default if per_broker else dict(props)
         broker = dict(props) if per_broker else self._per_broker
-        self._broker.config.with_dynamic(default, broker)   # ConfigError if it breaks a rule
+        current = self._broker.config
+        candidate = current.with_dynamic(default, broker)   # ConfigError if it breaks a rule
+        try:
+            _check_reconfiguration(current, candidate)
+        except ConfigError as err:
+            raise ConfigError("Invalid value org.apache.kafka.common.config.ConfigException: "
+                              f"{err} for configuration Invalid dynamic configuration") from None
         check_applicable(props)
+
+
+_THREAD_POOLS = ("num.io.threads", "num.network.threads", "num.replica.fetchers",
+                 "num.recovery.threads.per.data.dir", "background.threads")
+
+
+def _check_reconfiguration(current, candidate) -> None:
+    """The reconfigurables' validateReconfiguration for the values that change."""
+    for name in _THREAD_POOLS:
+        old, new = current[name], candidate[name]
+        if new == old:
+            continue
+        why = f"Dynamic thread count update validation failed for {name}={new}"
+        if new <= 0:
+            raise ConfigError(f"{why}, value should be at least 1")
+        if new < old // 2:
+            raise ConfigError(f"{why}, value should be at least half the current value {old}")
+        if new > old * 2:
+            raise ConfigError(f"{why}, value should not be greater than double the current value {old}")
+    old, new = current["log.cleaner.threads"], candidate["log.cleaner.threads"]
+    if new != old:
+        if new < 1:
+            raise ConfigError("Log cleaner threads should be at least 1")
+        if new < old // 2:
+            raise ConfigError(f"Log cleaner threads cannot be reduced to less than half the "
+                              f"current value {old}")
+        if new > old * 2:
+            raise ConfigError(f"Log cleaner threads cannot be increased to more than double the "
+                              f"current value {old}")
 
 
 def apply_to_broker(broker, changed: set[str]) -> None:

@@ -82,11 +82,18 @@ def test_dynamic_retention_hides_static_synonyms_and_reaches_topic_defaults():
 
 def test_bad_layer_changes_nothing():
     cfg = _config()
-    with pytest.raises(ConfigError):
-        cfg.apply_dynamic({"log.cleaner.min.compaction.lag.ms": "10",
-                           "log.cleaner.max.compaction.lag.ms": "5"}, {})
-    assert cfg["log.cleaner.min.compaction.lag.ms"] == 0
+    with pytest.raises(ConfigError, match="at least 1MB per cleaner thread"):
+        cfg.apply_dynamic({"log.cleaner.dedupe.buffer.size": "1000", "log.cleaner.threads": "2"}, {})
+    assert cfg["log.cleaner.threads"] == 1
     assert cfg.dynamic_default == {}
+
+
+def test_compaction_lags_are_not_checked_dynamically():
+    """Kafka checks the broker's compaction lags at start-up only."""
+    cfg = _config()
+    cfg.apply_dynamic({"log.cleaner.min.compaction.lag.ms": "10",
+                       "log.cleaner.max.compaction.lag.ms": "5"}, {})
+    assert cfg["log.cleaner.min.compaction.lag.ms"] == 10
 
 
 # -- Kafka's checks ---------------------------------------------------------------------------
@@ -95,7 +102,7 @@ def test_bad_layer_changes_nothing():
     ({"broker.id": "5"}, True, "Cannot update these configs dynamically: Set(broker.id)"),
     ({"ssl.keystore.type": "PKCS12"}, True,
      "These security configs can be dynamically updated only per-listener using the listener "
-     "prefix: Set(ssl.keystore.type)"),
+     "prefix: HashSet(ssl.keystore.type)"),
     ({"log.cleaner.threads": "x"}, True,
      "Invalid value x for configuration log.cleaner.threads: Not a number of type INT"),
     ({"leader.replication.throttled.rate": "-1"}, True,
@@ -161,11 +168,28 @@ def test_load_and_reload_from_the_store(store):
 def test_validate_checks_the_merged_config(store):
     broker = _Broker(store, _config())
     dynamic = DynamicBrokerConfig(broker)
-    _put(store, paths.DEFAULT_ENTITY, {"log.cleaner.max.compaction.lag.ms": "100"})
+    _put(store, paths.DEFAULT_ENTITY, {"log.cleaner.threads": "2"})
     dynamic.load()
-    with pytest.raises(ConfigError, match="min.compaction.lag.ms"):
-        dynamic.validate({"log.cleaner.min.compaction.lag.ms": "200"}, per_broker=True)
-    dynamic.validate({"log.cleaner.min.compaction.lag.ms": "50"}, per_broker=True)
+    with pytest.raises(ConfigError, match="at least 1MB per cleaner thread"):
+        dynamic.validate({"log.cleaner.dedupe.buffer.size": "2000000"}, per_broker=True)
+    dynamic.validate({"log.cleaner.dedupe.buffer.size": "4000000"}, per_broker=True)
+
+
+@pytest.mark.parametrize("props,message", [
+    ({"num.io.threads": "17"}, "Dynamic thread count update validation failed for num.io.threads=17, "
+                               "value should not be greater than double the current value 8"),
+    ({"num.io.threads": "3"}, "Dynamic thread count update validation failed for num.io.threads=3, "
+                              "value should be at least half the current value 8"),
+    ({"log.cleaner.threads": "3"}, "Log cleaner threads cannot be increased to more than double "
+                                   "the current value 1"),
+])
+def test_reconfiguration_checks_wrapped_as_kafka(store, props, message):
+    dynamic = DynamicBrokerConfig(_Broker(store, _config()))
+    with pytest.raises(ConfigError) as err:
+        dynamic.validate(props, per_broker=True)
+    assert str(err.value) == ("Invalid value org.apache.kafka.common.config.ConfigException: "
+                              f"{message} for configuration Invalid dynamic configuration")
+    dynamic.validate({"num.io.threads": "16"}, per_broker=True)
 
 
 # -- DescribeConfigs --------------------------------------------------------------------------

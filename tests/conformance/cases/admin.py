@@ -120,6 +120,44 @@ def describe_configs(v: int):
                                    synonyms=True))
     if v >= 3:
         yield case("documentation", _dc((TOPIC, PLAIN, ["retention.ms"]), docs=True))
+    # Dynamic broker configs: a cluster default and a per-broker value, described (both
+    # resources) while set, removed afterwards.
+    yield case("dynamic-broker", _dc((BROKER, "", None), (BROKER, "1", list(_DYNAMIC_KEYS)),
+                                     synonyms=v >= 1),
+               setup=_dynamic_set, after=_dynamic_clear)
+
+
+_DYNAMIC_DEFAULT = {"log.cleaner.backoff.ms": "16000"}
+_DYNAMIC_BROKER = {"log.cleaner.backoff.ms": "17000", "leader.replication.throttled.rate": "1048576"}
+_DYNAMIC_KEYS = ("log.cleaner.backoff.ms", "leader.replication.throttled.rate",
+                 "follower.replication.throttled.rate")
+
+
+def _dynamic_layers(side: Side, default: dict, broker: dict) -> None:
+    """Set both layers (AlterConfigs), then wait until the broker describes them: Kafka
+    applies its own change only when the /config/changes notification reaches it."""
+    side.call(33, 1, {"validate_only": False, "resources": [
+        {"resource_type": BROKER, "resource_name": name,
+         "configs": [{"name": k, "value": val} for k, val in layer.items()]}
+        for name, layer in (("", default), ("1", broker))]})
+
+    def pending(response) -> int:
+        found = {(r.resource_name, c.name): c.value for r in response.results for c in r.configs}
+        want = {**{("", k): val for k, val in default.items()},
+                **{("1", k): val for k, val in broker.items()}}
+        shown = {key for key in found if key[0] == ""}
+        return int(any(found.get(key) != val for key, val in want.items())
+                   or shown != {("", k) for k in default})
+    side.call(32, 1, _dc((BROKER, "", None), (BROKER, "1", list(_DYNAMIC_KEYS))),
+              retry_codes=(1,), code=pending)
+
+
+def _dynamic_set(side: Side) -> None:
+    _dynamic_layers(side, _DYNAMIC_DEFAULT, _DYNAMIC_BROKER)
+
+
+def _dynamic_clear(side: Side) -> None:
+    _dynamic_layers(side, {}, {})
 
 
 def _ac(name, configs, validate_only=False, rt=TOPIC):
@@ -146,6 +184,21 @@ def alter_configs(v: int):
     yield case("broker-invalid-value", _ac("1", {"log.cleaner.threads": "x"}, validate_only=True,
                                            rt=BROKER))
     yield case("broker-unknown-key", _ac("1", {"no.such.config": "1"}, validate_only=True, rt=BROKER))
+    yield case("broker-default-per-broker-key", _ac("", {"ssl.client.auth": "required"},
+                                                    validate_only=True, rt=BROKER))
+    yield case("broker-ssl-without-prefix", _ac("1", {"ssl.keystore.type": "PKCS12"},
+                                                validate_only=True, rt=BROKER))
+    yield case("broker-throttle-rate", _ac("1", {"leader.replication.throttled.rate": "-5"},
+                                           validate_only=True, rt=BROKER))
+    yield case("broker-thread-pool-jump", _ac("1", {"num.io.threads": "100"}, validate_only=True,
+                                              rt=BROKER))
+    yield case("broker-cleaner-threads-jump", _ac("1", {"log.cleaner.threads": "5"},
+                                                  validate_only=True, rt=BROKER))
+    yield case("broker-compaction-lags", _ac("1", {"log.cleaner.min.compaction.lag.ms": "10",
+                                                   "log.cleaner.max.compaction.lag.ms": "5"},
+                                             validate_only=True, rt=BROKER))
+    yield case("broker-default-write", _ac("", {"log.cleaner.backoff.ms": "15000"}, rt=BROKER),
+               after=_dynamic_clear)
     yield case("no-resources", {"validate_only": False, "resources": []})
 
 
@@ -182,6 +235,19 @@ def incremental_alter_configs(v: int):
     yield case("unknown-topic", _iac(MISSING, [("retention.ms", 0, "1")]))
     yield case("broker-validate-only", _iac("1", [("log.cleaner.threads", 0, "2")],
                                             validate_only=True, rt=BROKER))
+    yield case("broker-append-list", _iac("1", [("log.cleanup.policy", 2, "compact")],
+                                          validate_only=True, rt=BROKER))
+    yield case("broker-append-non-list", _iac("1", [("log.cleaner.threads", 2, "2")],
+                                              validate_only=True, rt=BROKER))
+    yield case("broker-append-unknown", _iac("1", [("no.such.config", 2, "x")],
+                                             validate_only=True, rt=BROKER))
+    yield case("broker-default-invalid", _iac("", [("num.io.threads", 0, "0")],
+                                              validate_only=True, rt=BROKER))
+    yield case("broker-read-only", _iac("1", [("log.dirs", 1, None)], validate_only=True,
+                                        rt=BROKER))
+    yield case("broker-set-and-delete", _iac("1", [("log.cleaner.backoff.ms", 0, "15000"),
+                                                   ("no.such.config", 1, None)], rt=BROKER),
+               after=_dynamic_clear)
     # BROKER_LOGGER changes, validate-only so Kafka's levels stay as they are for other cases
     for name, broker, ops in (("logger-set", "1", [("root", 0, "DEBUG")]),
                               ("logger-unknown", "1", [("no.such.logger", 0, "DEBUG")]),
