@@ -40,6 +40,10 @@ Versions 0 to 17 (Kafka 3.9's range), following KafkaApis.handleFetchRequest:
   becomes a DelayedFetch in the fetch purgatory, watched on each partition read:
   an append completes it as soon as enough bytes are there, a leadership change or
   error at once, and ``max_wait_ms`` at the latest; it then reads again.
+- Replication throttle (Kafka's leader quota, ``kafkapy.replication.quota``): for a
+  follower not in the ISR, a partition throttled on this broker answers no records
+  while the leader quota is exceeded, and its bytes do not complete a delayed fetch;
+  the record bytes answered to followers for throttled partitions are recorded.
 - Record bytes of v4+ are never read into Python on plain connections: each
   partition's ``records`` is a marker that the connection replaces with the
   segment file ranges, sent with os.sendfile (``kafkapy.network.zero_copy``).
@@ -236,10 +240,18 @@ class _Fetch:
             upper = self._upper(partition)
             result.found, result.aborted = _read_log(partition, req.fetch_offset, max_bytes,
                                                      upper, min_one, self.read_committed)
+            if self.follower and result.found and self._throttled(partition):
+                result.found = []   # Kafka: the throttled partition answers no records
         except KafkaError as err:
             return _Result(tip, req, err.code, config=config)
         result.size = sum(s.size for s in result.found)
         return result
+
+    def _throttled(self, partition) -> bool:
+        """Kafka's shouldLeaderThrottle for this follower (see replication.quota)."""
+        broker = self.ctx.broker
+        return broker.replica_manager.leader_quota.should_leader_throttle(
+            broker, partition, self.replica)
 
     def _upper(self, partition) -> int:
         """Where this fetcher's read stops: log end (followers), LSO or high watermark."""
@@ -272,9 +284,19 @@ class _Fetch:
             if not future.done():
                 future.set_result(response)
 
+        starts = {(s.topic, s.partition): s.start for s in statuses}
+
         def state(topic, index):
-            return _end_metadata(broker, topic, index, requests[(topic, index)], self._upper,
-                                 self.leader_only)
+            end = _end_metadata(broker, topic, index, requests[(topic, index)], self._upper,
+                                self.leader_only)
+            if self.follower and not isinstance(end, int):
+                start = starts[(topic, index)]
+                if start is not None and end.offset >= start.offset and self._throttled(
+                        broker.replica_manager.partitions[(topic, index)]):
+                    # Kafka's DelayedFetch: a throttled partition's bytes do not count
+                    # (and do not end the wait); the read at the end leaves them out.
+                    return start
+            return end
 
         operation = DelayedFetch(self.request.max_wait_ms, self.min_bytes, statuses,
                                  lambda: self.answer(self.read(record_follower=False)),
@@ -297,9 +319,26 @@ class _Fetch:
             result = updates[index]
             data = self._partition_data(result, slices, endpoints)
             _add_to_topics(topics, result.tip, data)
+        if self.follower:
+            self._record_throttled(updates, kept)
         response = ctx.response(throttle_time_ms=0, error_code=error, session_id=session_id,
                                 responses=topics, node_endpoints=list(endpoints.values()))
         return ZeroCopyResponse(response, slices) if slices else response
+
+    def _record_throttled(self, updates: list[_Result], kept) -> None:
+        """Kafka's quotas.leader.record(sizeOfThrottledPartitions): the bytes answered for
+        throttled partitions, to in-sync followers too (here: their record bytes)."""
+        broker = self.ctx.broker
+        replicas = broker.replica_manager
+        quota = replicas.leader_quota
+        size = 0
+        for index in kept:
+            result = updates[index]
+            if result.size:
+                partition = replicas.partitions.get((result.tip.topic, result.tip.partition))
+                if partition is not None and quota.is_throttled(partition):
+                    size += result.size
+        quota.record(broker, size)
 
     def _partition_data(self, result: _Result, slices, endpoints):
         version = self.ctx.api_version

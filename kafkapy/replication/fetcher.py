@@ -36,6 +36,10 @@ Kafka 3.9's ReplicaFetcherManager / ReplicaFetcherThread (ZK mode), as asyncio t
   the leader may not have had its LeaderAndIsr yet) delays that partition by
   ``replica.fetch.backoff.ms``; a connection failure delays the whole fetcher and
   closes its session (the next fetch is full).
+- Replication throttle (Kafka's follower quota, ``quota``): a partition throttled on
+  this broker and not in sync (its lag after the last append not zero) is left out of
+  the request while the follower quota is exceeded; the record bytes of throttled
+  partitions are recorded as they are appended.
 
 Tests may pass ``connect`` (leader id -> an object with ``send(request, timeout_s)``,
 ``connected``, ``close()``) and ``autostart=False``, then step every fetcher with
@@ -54,6 +58,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.replication import truncation
 from kafkapy.replication.fetch_session_handler import FetchSessionHandler, PartitionData
+from kafkapy.replication.quota import FOLLOWER, ReplicationQuota
 
 _log = structlog.get_logger("kafkapy.replication.fetcher")
 
@@ -97,6 +102,9 @@ class FetchState:
 
     fetch_offset: int
     delayed_until_ms: int = 0
+    # Kafka's PartitionFetchState.lag: leader HW minus the fetch offset after the last
+    # append that took bytes; None until then.  0 = in sync (never throttled).
+    lag: int | None = None
 
 
 class ReplicaFetcherManager:
@@ -108,6 +116,8 @@ class ReplicaFetcherManager:
         self._connect = connect
         self._autostart = autostart
         self.num_fetchers = max(1, int(_setting(broker.config, "num.replica.fetchers", 1)))
+        # Follower-side replication throttle (Kafka's quotas.follower), shared by fetchers.
+        self.quota = ReplicationQuota(FOLLOWER, broker.node_id)
         self._fetchers: dict[tuple[int, int], _LeaderFetcher] = {}
         self._shut_down = False   # a LeaderAndIsr handled during shutdown starts nothing
 
@@ -124,7 +134,7 @@ class ReplicaFetcherManager:
             fetcher = self._fetchers.get(target)
             if fetcher is None:
                 fetcher = self._fetchers[target] = _LeaderFetcher(
-                    self._broker, leader_id, target[1], self._connect)
+                    self._broker, leader_id, target[1], self._connect, self.quota)
                 if self._autostart:
                     fetcher.start()
             fetcher.add(key, fetch_offset)
@@ -190,8 +200,9 @@ class _LeaderFetcher:
     """One fetch loop towards one leader broker (Kafka's ReplicaFetcherThread)."""
 
     def __init__(self, broker, leader_id: int, fetcher_id: int = 0,
-                 connect: Connect | None = None) -> None:
+                 connect: Connect | None = None, quota: ReplicationQuota | None = None) -> None:
         self._broker = broker
+        self._quota = quota if quota is not None else ReplicationQuota(FOLLOWER, broker.node_id)
         self.leader_id = leader_id
         self.fetcher_id = fetcher_id
         self.partitions: dict[PartitionKey, FetchState] = {}
@@ -349,6 +360,8 @@ class _LeaderFetcher:
             partition = local.get(key)
             if partition is None or partition.is_leader:
                 continue
+            if self._quota.should_follower_throttle(broker, partition, state.lag):
+                continue    # Kafka: left out of the request (and so of the session)
             log = partition.log
             if state.fetch_offset != log.log_end_offset:
                 # Something else moved the log end (a truncation): appends must go on
@@ -418,7 +431,12 @@ class _LeaderFetcher:
         high_watermark = partition.high_watermark
         if data.records:
             partition.append_as_follower(data.records)
-        state.fetch_offset = partition.log.log_end_offset
+            if self._quota.is_throttled(partition):
+                self._quota.record(self._broker, len(data.records))
+        log_end = partition.log.log_end_offset
+        if log_end != state.fetch_offset:   # Kafka: the lag moves when bytes were taken
+            state.lag = max(0, data.high_watermark - log_end)
+        state.fetch_offset = log_end
         partition.update_follower_high_watermark(data.high_watermark, data.log_start_offset)
         if partition.high_watermark != high_watermark:
             # Consumers long-polling this follower (KIP-392) read up to its HW.

@@ -24,6 +24,7 @@ from kafkapy.metadata.cache import PartitionState
 from kafkapy.metadata.topics import invalid_topic_reason, parse_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.replication.partition import Partition
+from kafkapy.replication.quota import LEADER, ReplicationQuota
 
 _log = structlog.get_logger("kafkapy.replication")
 
@@ -55,6 +56,8 @@ class ReplicaManager:
         self._append_listeners: list[Callable[[PartitionKey], None]] = []
         # The AlterPartitionManager (ISR changes to the controller); None: ISRs stay.
         self.alter_partition = None
+        # Leader-side replication throttle (Kafka's quotas.leader), applied by Fetch.
+        self.leader_quota = ReplicationQuota(LEADER, node_id)
 
     def add_append_listener(self, listener: Callable[[PartitionKey], None]) -> None:
         self._append_listeners.append(listener)

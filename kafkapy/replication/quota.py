@@ -1,0 +1,230 @@
+"""Replication throttles: Kafka 3.9's ReplicationQuotaManager (KIP-73).
+
+Two quotas per broker, one per direction:
+
+- the *leader* quota (``ReplicaManager.leader_quota``) bounds the bytes this broker
+  sends to followers fetching throttled partitions from it; bound
+  ``leader.replication.throttled.rate``, throttled partitions from the topic config
+  ``leader.replication.throttled.replicas``;
+- the *follower* quota (``ReplicaFetcherManager.quota``) bounds the bytes this broker
+  fetches for throttled partitions it follows; bound
+  ``follower.replication.throttled.rate``, partitions from
+  ``follower.replication.throttled.replicas``.
+
+Which partitions (Kafka's TopicConfigHandler.parseThrottledPartitions): a list of
+``partition:broker`` entries, of which a broker keeps those naming itself, or
+``*`` (every partition); an empty list: none.  Lists are read from the partition's
+current log config (kept current by ``controller.topic_configs``), parsed once per
+list object.  Rates are read from ``broker.config`` at check time (the effective
+dynamic value: per-broker, else cluster default, else Long.MAX_VALUE = unthrottled).
+
+The measure is Kafka's SimpleRate over ``replication.quota.window.num`` (11) samples
+of ``replication.quota.window.size.seconds`` (1 s): the sum of the retained samples
+divided by the time since the oldest sample started, at least one window.  A
+sample whose last event is ``samples * window`` old is reset; ``samples + 1``
+sample slots rotate (Kafka's SampledStat).  The quota is exceeded when that rate is
+above the bound (Quota.acceptable: ``value <= bound``).
+
+Kafka's decisions, which callers apply:
+- leader (ReplicaManager.shouldLeaderThrottle): a follower fetch leaves out the data of
+  a partition when the partition is throttled here, the fetching replica is not in the
+  ISR, and the leader quota is exceeded; a delayed fetch does not count such a
+  partition's bytes; the bytes of throttled partitions sent to followers are recorded
+  (in-sync followers' too: the quota bounds all replication traffic);
+- follower (ReplicaFetcherThread.shouldFollowerThrottle): a partition is left out of
+  the fetch request when it is throttled here, not in sync (its lag, leader HW minus
+  its fetch offset, known and zero after the last append) and the follower quota is
+  exceeded; the bytes appended for throttled partitions are recorded.
+
+Cost: a partition whose topic has no throttled list costs one dict lookup; rates and
+windows are touched only for throttled partitions.
+"""
+from __future__ import annotations
+
+import prometheus_client as prom
+
+LONG_MAX = 9223372036854775807
+LEADER = "LeaderReplication"
+FOLLOWER = "FollowerReplication"
+ALL_REPLICAS = "*"
+
+_RATE_KEYS = {LEADER: "leader.replication.throttled.rate",
+              FOLLOWER: "follower.replication.throttled.rate"}
+_REPLICAS_KEYS = {LEADER: "leader.replication.throttled.replicas",
+                  FOLLOWER: "follower.replication.throttled.replicas"}
+_SAMPLES_KEY = "replication.quota.window.num"
+_WINDOW_KEY = "replication.quota.window.size.seconds"
+DEFAULT_SAMPLES = 11
+DEFAULT_WINDOW_SECONDS = 1
+
+# Kafka's metric "byte-rate" in groups LeaderReplication / FollowerReplication.
+_BYTE_RATE = prom.Gauge("kafkapy_replication_throttled_byte_rate",
+                        "Byte rate of throttled replication traffic (Kafka's byte-rate)",
+                        ["type"])
+_THROTTLED_BYTES = prom.Counter("kafkapy_replication_throttled_bytes",
+                                "Bytes of throttled partitions replicated", ["type"])
+
+
+class _Sample:
+    __slots__ = ("value", "event_count", "start_ms", "last_event_ms")
+
+    def __init__(self, now_ms: int) -> None:
+        self.reset(now_ms)
+
+    def reset(self, now_ms: int) -> None:
+        self.value = 0.0
+        self.event_count = 0
+        self.start_ms = now_ms
+        self.last_event_ms = now_ms
+
+
+class SimpleRate:
+    """Kafka's SimpleRate over a WindowedSum (SampledStat), bytes per second."""
+
+    def __init__(self, samples: int = DEFAULT_SAMPLES,
+                 window_ms: int = DEFAULT_WINDOW_SECONDS * 1000) -> None:
+        self.samples = samples
+        self.window_ms = window_ms
+        self._samples: list[_Sample] = []
+        self._current = 0
+
+    def record(self, value: float, now_ms: int) -> None:
+        sample = self._current_sample(now_ms)
+        if now_ms - sample.start_ms >= self.window_ms:
+            sample = self._advance(now_ms)
+        sample.value += value
+        sample.event_count += 1
+        sample.last_event_ms = now_ms
+
+    def measure(self, now_ms: int) -> float:
+        self._purge(now_ms)
+        total = sum(s.value for s in self._samples)
+        elapsed = now_ms - self._oldest(now_ms).start_ms
+        return total / (max(elapsed, self.window_ms) / 1000.0)
+
+    def _current_sample(self, now_ms: int) -> _Sample:
+        if not self._samples:
+            self._samples.append(_Sample(now_ms))
+        return self._samples[self._current]
+
+    def _advance(self, now_ms: int) -> _Sample:
+        # One slot more than the samples measured: a sample that started before the
+        # monitored window but has events inside it is kept (Kafka 3.9's SampledStat).
+        self._current = (self._current + 1) % (self.samples + 1)
+        if self._current >= len(self._samples):
+            sample = _Sample(now_ms)
+            self._samples.append(sample)
+            return sample
+        sample = self._samples[self._current]
+        sample.reset(now_ms)
+        return sample
+
+    def _oldest(self, now_ms: int) -> _Sample:
+        if not self._samples:
+            self._samples.append(_Sample(now_ms))
+        return min(self._samples, key=lambda s: s.start_ms)
+
+    def _purge(self, now_ms: int) -> None:
+        expire_age = self.samples * self.window_ms
+        for sample in self._samples:
+            if now_ms - sample.last_event_ms >= expire_age:
+                sample.reset(now_ms)
+
+
+class ReplicationQuota:
+    """One direction's quota (Kafka's ReplicationQuotaManager) on one broker.
+
+    ``node_id`` picks this broker's entries from the throttled-replica lists.  Calls
+    that need the time or the bound take the broker (``config``, ``clock``): the
+    bound is read each time, so a dynamic change applies from the next check.
+    """
+
+    def __init__(self, kind: str, node_id: int) -> None:
+        self.kind = kind
+        self.node_id = node_id
+        self._replicas_key = _REPLICAS_KEYS[kind]
+        self._rate_key = _RATE_KEYS[kind]
+        self._rate: SimpleRate | None = None
+        # topic -> (the list object parsed, ALL_REPLICAS or a frozenset of partitions)
+        self._parsed: dict[str, tuple[list, object]] = {}
+        self._gauge = _BYTE_RATE.labels(type=kind)
+        self._counter = _THROTTLED_BYTES.labels(type=kind)
+
+    # -- which partitions ------------------------------------------------------------
+    def is_throttled(self, partition) -> bool:
+        """Kafka's isThrottled: the partition's topic lists it for this broker."""
+        replicas = partition.log.config.values.get(self._replicas_key)
+        if not replicas:
+            return False
+        return self.throttled_in(partition.topic, replicas, partition.index)
+
+    def throttled_in(self, topic: str, replicas: list, index: int) -> bool:
+        cached = self._parsed.get(topic)
+        if cached is None or cached[0] is not replicas:
+            cached = self._parsed[topic] = (replicas, parse_throttled(replicas, self.node_id))
+        which = cached[1]
+        return which == ALL_REPLICAS or index in which  # type: ignore[operator]
+
+    # -- the rate ----------------------------------------------------------------------
+    def bound(self, broker) -> int:
+        value = broker.config.get(self._rate_key, LONG_MAX)
+        return LONG_MAX if value is None else int(value)
+
+    def is_exceeded(self, broker) -> bool:
+        """Kafka's isQuotaExceeded: the measured rate is above the bound."""
+        bound = self.bound(broker)
+        if bound >= LONG_MAX:
+            return False    # no rate can exceed it: skip the measure
+        return self._stat(broker).measure(broker.clock.time_ms()) > bound
+
+    def record(self, broker, nbytes: int) -> None:
+        """Kafka's record: counted whether or not the quota is exceeded."""
+        if nbytes <= 0:
+            return
+        stat = self._stat(broker)
+        now = broker.clock.time_ms()
+        stat.record(nbytes, now)
+        self._counter.inc(nbytes)
+        self._gauge.set(stat.measure(now))
+
+    def rate(self, broker) -> float:
+        """The measured byte rate now (Kafka's byte-rate metric)."""
+        return self._stat(broker).measure(broker.clock.time_ms())
+
+    def _stat(self, broker) -> SimpleRate:
+        if self._rate is None:
+            config = broker.config
+            samples = int(config.get(_SAMPLES_KEY, DEFAULT_SAMPLES) or DEFAULT_SAMPLES)
+            seconds = int(config.get(_WINDOW_KEY, DEFAULT_WINDOW_SECONDS)
+                          or DEFAULT_WINDOW_SECONDS)
+            self._rate = SimpleRate(samples, seconds * 1000)
+        return self._rate
+
+    # -- Kafka's two decisions -----------------------------------------------------------
+    def should_leader_throttle(self, broker, partition, replica_id: int) -> bool:
+        """ReplicaManager.shouldLeaderThrottle: not in the ISR, throttled, over quota."""
+        return (self.is_throttled(partition) and replica_id not in partition.state.isr
+                and self.is_exceeded(broker))
+
+    def should_follower_throttle(self, broker, partition, lag: int | None) -> bool:
+        """shouldFollowerThrottle: not in sync (lag unknown or > 0), throttled, over quota."""
+        return ((lag is None or lag > 0) and self.is_throttled(partition)
+                and self.is_exceeded(broker))
+
+
+def parse_throttled(replicas: list, node_id: int) -> object:
+    """TopicConfigHandler.parseThrottledPartitions: ``*`` -> ALL_REPLICAS, else the
+    partitions of the ``partition:broker`` entries naming ``node_id``."""
+    items = [str(item).strip() for item in replicas]
+    items = [item for item in items if item]
+    if items == [ALL_REPLICAS]:
+        return ALL_REPLICAS
+    partitions = set()
+    for item in items:
+        partition, _, broker = item.partition(":")
+        try:
+            if int(broker) == node_id:
+                partitions.add(int(partition))
+        except ValueError:
+            continue    # the topic config validator refuses these; skip rather than fail
+    return frozenset(partitions)
