@@ -250,8 +250,13 @@ class ProducerStateManager:
         atomic_write(path, data, fsync)
         return path
 
-    def load_snapshot(self, path: str, offset: int) -> None:
-        """Replace the state with a snapshot's; raises ValueError if it is corrupt."""
+    def load_snapshot(self, path: str, offset: int, now_ms: int | None = None) -> None:
+        """Replace the state with a snapshot's; raises ValueError if it is corrupt.
+
+        With ``now_ms``, producers expired at that time (idle past producer.id.expiration.ms,
+        no open transaction) are not loaded, as Kafka's loadFromSnapshot skips them: a log
+        dir written long ago (or by another broker) must not revive producer ids Kafka would
+        have forgotten (a retry would be deduplicated here and appended by Kafka)."""
         with open(path, "rb") as f:
             data = f.read()
         if len(data) < _SNAP_HEAD.size + 4:
@@ -278,12 +283,16 @@ class ProducerStateManager:
             e.last_timestamp = ts
             e.coordinator_epoch = coord_epoch
             e.current_txn_first_offset = txn_first
+            if (now_ms is not None and txn_first < 0
+                    and now_ms - ts >= self.producer_id_expiration_ms):
+                continue
             producers[pid] = e
         self.producers = producers
         self.map_end_offset = offset
 
-    def load_latest_snapshot(self, max_offset: int) -> int | None:
+    def load_latest_snapshot(self, max_offset: int, now_ms: int | None = None) -> int | None:
         """Load the newest valid snapshot at or below ``max_offset``; its offset or None.
+        (``now_ms``: see ``load_snapshot``.)
 
         Snapshots above ``max_offset`` (e.g. after truncation) and corrupt ones
         are deleted.
@@ -293,7 +302,7 @@ class ProducerStateManager:
                 _unlink(path)
                 continue
             try:
-                self.load_snapshot(path, off)
+                self.load_snapshot(path, off, now_ms)
                 return off
             except (ValueError, OSError, struct.error):
                 _unlink(path)

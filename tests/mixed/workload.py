@@ -4,7 +4,8 @@
 - ``plain`` (2 partitions, 2 KiB segments: several segments with indexes) with keys, values,
   headers (incl. a null-valued one) and explicit CreateTime timestamps;
 - ``codec-gzip`` / ``codec-snappy`` / ``codec-lz4`` / ``codec-zstd``: compressed batches;
-- ``idem``: an idempotent producer (enable.idempotence);
+- ``idem``: an idempotent producer (enable.idempotence); ``idem-old`` the same with
+  timestamps older than producer.id.expiration.ms (a reader must forget that producer);
 - ``txn``: a transactional producer, committed, aborted, committed;
 - ``compacted`` (cleanup.policy=compact, tiny segments, dirty ratio 0.01): repeated keys and
   a tombstone, so that the writer's cleaner has something to clean;
@@ -22,7 +23,10 @@ from typing import NamedTuple
 
 from tests.cluster.clients import create_topic
 
-TS0 = 1_700_000_000_000
+# Record timestamps a minute old (a log written years ago would be cut by retention and its
+# producers expired); ``idem-old``'s two days old: past producer.id.expiration.ms (1 day).
+TS0 = (int(time.time()) - 60) * 1000
+TS_OLD = TS0 - 2 * 86_400_000
 GROUP = "mixed-group"
 PLAIN_PARTITIONS = 2
 CODECS = ("gzip", "snappy", "lz4", "zstd")
@@ -42,7 +46,7 @@ class Record(NamedTuple):
 
 def topics() -> dict[str, int]:
     """Topic -> partition count of everything ``write`` fills."""
-    out = {"plain": PLAIN_PARTITIONS, "idem": 1, "txn": 1, "compacted": 1}
+    out = {"plain": PLAIN_PARTITIONS, "idem": 1, "idem-old": 1, "txn": 1, "compacted": 1}
     out.update({f"codec-{c}": 1 for c in CODECS})
     return out
 
@@ -55,11 +59,11 @@ def _producer(bootstrap: str, **extra):
     return Producer(conf)
 
 
-def _send(producer, topic: str, items, partition: int = 0) -> None:
+def _send(producer, topic: str, items, partition: int = 0, ts0: int = TS0) -> None:
     errors: list = []
     for i, (key, value, headers) in enumerate(items):
         producer.produce(topic, value, key=key, partition=partition, headers=headers,
-                         timestamp=TS0 + i,
+                         timestamp=ts0 + i,
                          on_delivery=lambda err, _m: errors.append(err) if err else None)
         producer.poll(0)
     left = producer.flush(30)
@@ -79,6 +83,7 @@ def write(bootstrap: str) -> None:
     for c in CODECS:
         create_topic(bootstrap, f"codec-{c}", partitions=1)
     create_topic(bootstrap, "idem", partitions=1)
+    create_topic(bootstrap, "idem-old", partitions=1)
     create_topic(bootstrap, "txn", partitions=1)
     create_topic(bootstrap, "compacted", partitions=1,
                  configs={"cleanup.policy": "compact", "segment.bytes": "1024",
@@ -95,6 +100,8 @@ def write(bootstrap: str) -> None:
         _send(_producer(bootstrap, **{"compression.type": c}), f"codec-{c}",
               _items(f"codec-{c}", 60))
     _send(_producer(bootstrap, **{"enable.idempotence": True}), "idem", _items("idem", 40))
+    _send(_producer(bootstrap, **{"enable.idempotence": True}), "idem-old",
+          _items("idem-old", 12), ts0=TS_OLD)
     _write_transactions(bootstrap)
     _commit_offsets(bootstrap)
 
