@@ -12,10 +12,15 @@ for the cluster-wide broker defaults), or the shortcuts ``--topic X``, ``--broke
   broker that does not exist: "The topic 'X' doesn't exist and doesn't have dynamic
   config." (exit 0, as in Kafka).
 - ``--alter``: ``--add-config k1=v1,k2=[a,b]`` (brackets group values holding commas),
-  ``--add-config-file FILE``, ``--delete-config k1,k2``, sent as one IncrementalAlterConfigs
-  request (deletions first); deleting a key that is not set dynamically fails with
-  "Invalid config(s): k". Success: "Completed updating config for topic X." (or "Completed
-  updating default config for brokers in the cluster.").
+  ``--add-config-file FILE``, ``--delete-config k1,k2``; deleting a key that is not set
+  dynamically fails with "Invalid config(s): k". A topic's changes go as one
+  IncrementalAlterConfigs request (deletions first). A broker's (or the broker
+  defaults') go as Kafka 3.9's ConfigCommand sends them: the entity's current dynamic
+  configs, plus the added, minus the deleted, as one (non-incremental) AlterConfigs
+  request; a current entry whose value is hidden (sensitive) must be given again, else
+  "All sensitive broker config entries must be specified for --alter, missing entries:
+  Set(k)". Success: "Completed updating config for topic X." / "... for broker N." (or
+  "Completed updating default config for brokers in the cluster.").
 
 Usage errors and refused changes print their reason to stderr and exit 1; an unexpected
 failure prints "Error while executing config command with args '...'" and the reason.
@@ -230,19 +235,39 @@ def _alter(admin, kind: int, name: str, args: argparse.Namespace) -> None:
         if not re.fullmatch(r"[$a-zA-Z0-9._-]*", key):
             raise UsageError(f"Invalid character found for config key: {key}")
     deleted = [k.strip() for item in args.delete_config for k in item.split(",") if k.strip()]
-    current = {e.name for e in _entries(admin, kind, name, False, synonyms=False)}
+    entries = _entries(admin, kind, name, False, synonyms=False)
+    current = {e.name for e in entries}
     unknown = [k for k in deleted if k not in current]
     if unknown:
         raise UsageError(f"Invalid config(s): {','.join(unknown)}")
-    changes = [(k, _DELETE, None) for k in deleted] + [(k, _SET, v) for k, v in added.items()]
-    request = IncrementalAlterConfigsRequest(resources=[(kind, name, changes)],
-                                             validate_only=False)
+    if kind == BROKER:
+        request = _broker_alter_request(entries, added, deleted, name)
+    else:
+        changes = [(k, _DELETE, None) for k in deleted] + [(k, _SET, v) for k, v in added.items()]
+        request = IncrementalAlterConfigsRequest(resources=[(kind, name, changes)],
+                                                 validate_only=False)
     result = _send(admin, request, kind, name).responses[0]
     common.check_error(result.error_code, result.error_message)
     if name:
         print(f"Completed updating config for {'topic' if kind == TOPIC else 'broker'} {name}.")
     else:
         print("Completed updating default config for brokers in the cluster.")
+
+
+def _broker_alter_request(entries: list, added: dict[str, str], deleted: list[str], name: str):
+    """ConfigCommand's broker path: the whole new dynamic layer in one AlterConfigs."""
+    from kafka.protocol.admin import AlterConfigsRequest
+
+    merged = {e.name: e.value for e in entries}
+    merged.update(added)
+    for key in deleted:
+        merged.pop(key, None)
+    hidden = [k for k, v in merged.items() if v is None]
+    if hidden:
+        raise UsageError("All sensitive broker config entries must be specified for --alter, "
+                         f"missing entries: Set({', '.join(hidden)})")
+    return AlterConfigsRequest(resources=[(BROKER, name, list(merged.items()))],
+                               validate_only=False)
 
 
 def _added(text: str | None) -> dict[str, str]:
