@@ -1,0 +1,144 @@
+"""Replication throttles on a real cluster: a throttled reassignment moves at about the
+set rate, an unthrottled one much faster (issue 15, "a throttled reassignment moves at
+about the set rate").
+
+A partition with ~24 MB on broker 1 only gets a replica on broker 2 by reassignment
+(kafka-python's AlterPartitionReassignments, answered by the controller).  The
+throttle is set as ``kafka-reassign-partitions --throttle`` sets it, with Kafka's own
+``kafka-configs.sh``: ``leader.replication.throttled.rate`` and
+``follower.replication.throttled.rate`` as dynamic configs of brokers 1 and 2, and the
+topic's ``leader.replication.throttled.replicas`` = ``0:1`` (the existing replica)
+and ``follower.replication.throttled.replicas`` = ``0:2`` (the moving one).  The time
+from the request to broker 2 in the ISR bounds the rate the bytes moved at: it must
+stay below a generous multiple of the set rate (Kafka's quota allows a burst of one
+window and keeps the average over 11 one-second samples), and without a throttle the
+same move must be several times faster, so the check can fail both ways.
+
+``KAFKAPY_CLUSTER_REFERENCE=kafka`` runs the same against Kafka 3.9.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from kafka import TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+from tests.cluster import clients
+from tests.cluster.conftest import kafka_tool, wait_for
+
+MB = 1024 * 1024
+VALUE_BYTES = 50 * 1024
+RECORDS = 480                       # ~24 MB
+RATE = 3 * MB                       # bytes per second
+MAX_FACTOR = 2.5                    # throttled: observed rate <= 2.5 x RATE
+MIN_SPEEDUP = 3.0                   # unthrottled: at least 3 x the throttled rate
+MOVE_TIMEOUT_S = 120
+LEADER, FOLLOWER = 1, 2
+LONG_MAX = 9223372036854775807
+
+
+def _admin(c) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=c.bootstrap(LEADER), request_timeout_ms=30000)
+
+
+def _fill(c, topic: str, configs: dict[str, str] | None = None) -> int:
+    """A one-partition topic on broker 1 only with ~24 MB; returns its log bytes."""
+    clients.create_topic(c.bootstrap(LEADER), topic, assignment={0: [LEADER]},
+                         configs=configs)
+    c.wait_topic(topic, 1)
+    values = [os.urandom(VALUE_BYTES) for _ in range(RECORDS)]
+    clients.produce_confluent(c.bootstrap(LEADER), topic, {0: values}, acks="1")
+    log_dir = c.nodes[LEADER].log_dir / f"{topic}-0"
+    return sum(f.stat().st_size for f in log_dir.glob("*.log"))
+
+
+def _set_topic_throttles(c, topic: str) -> None:
+    """The topic's throttled replicas, with Kafka's kafka-configs.sh (a config change:
+    Kafka's ZK-mode brokers apply throttled-replica lists on change notifications, not
+    from the configs a topic is created with)."""
+    done = kafka_tool("kafka-configs.sh", "--bootstrap-server", c.bootstrap(LEADER),
+                      "--entity-type", "topics", "--entity-name", topic, "--alter",
+                      "--add-config", f"leader.replication.throttled.replicas=0:{LEADER},"
+                                      f"follower.replication.throttled.replicas=0:{FOLLOWER}")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _set_broker_rates(c, rate: int | None) -> None:
+    """Kafka's kafka-configs.sh on brokers 1 and 2 (``None``: delete the rates); waits
+    until each broker describes its own value."""
+    for broker in (LEADER, FOLLOWER):
+        if rate is None:
+            change = ["--delete-config",
+                      "leader.replication.throttled.rate,follower.replication.throttled.rate"]
+        else:
+            change = ["--add-config", f"leader.replication.throttled.rate={rate},"
+                                      f"follower.replication.throttled.rate={rate}"]
+        done = kafka_tool("kafka-configs.sh", "--bootstrap-server", c.bootstrap(LEADER),
+                          "--entity-type", "brokers", "--entity-name", str(broker),
+                          "--alter", *change)
+        assert done.returncode == 0, done.stdout + done.stderr
+    expected = {None, str(LONG_MAX)} if rate is None else {str(rate)}
+    for broker in (LEADER, FOLLOWER):
+        wait_for(lambda: _described_rate(c, broker) in expected, 30,
+                 f"broker {broker} describing its throttle rate {expected}")
+
+
+def _described_rate(c, broker: int) -> str | None:
+    """The rate broker ``broker`` describes for itself (DescribeConfigs goes to it)."""
+    admin = _admin(c)
+    try:
+        got = admin.describe_configs([ConfigResource(
+            ConfigResourceType.BROKER, str(broker),
+            configs={"leader.replication.throttled.rate": None})], config_filter="all")
+    finally:
+        admin.close()
+    entry = got.get("broker", {}).get(str(broker), {}).get("leader.replication.throttled.rate")
+    return None if entry is None else entry.get("value")
+
+
+def _move(c, topic: str) -> float:
+    """Reassign partition 0 from [1] to [1, 2]; seconds until 2 is in the ISR and the
+    reassignment is over."""
+    admin = _admin(c)
+    try:
+        start = time.monotonic()
+        admin.alter_partition_reassignments({TopicPartition(topic, 0): [LEADER, FOLLOWER]})
+    finally:
+        admin.close()
+
+    def done():
+        state = c.partition_state(topic, 0)
+        assignment = c.znode_json(f"/brokers/topics/{topic}")
+        return (FOLLOWER in state["isr"] and assignment["partitions"]["0"] == [LEADER, FOLLOWER]
+                and not assignment.get("adding_replicas"))
+    wait_for(done, MOVE_TIMEOUT_S, lambda: f"{topic}-0 moved to [1, 2]\n{c.summary()}",
+             interval=0.05)
+    return time.monotonic() - start
+
+
+def test_throttled_reassignment_moves_at_about_the_set_rate(cluster, unique):
+    free_topic, throttled_topic = unique("free"), unique("throttled")
+
+    free_bytes = _fill(cluster, free_topic)
+    free_rate = free_bytes / _move(cluster, free_topic)
+
+    throttled_bytes = _fill(cluster, throttled_topic)
+    _set_topic_throttles(cluster, throttled_topic)
+    _set_broker_rates(cluster, RATE)
+    try:
+        seconds = _move(cluster, throttled_topic)
+    finally:
+        _set_broker_rates(cluster, None)
+    throttled_rate = throttled_bytes / seconds
+
+    report = (f"{throttled_bytes / MB:.1f} MB: throttled at {RATE / MB:.1f} MB/s moved at "
+              f"{throttled_rate / MB:.2f} MB/s ({seconds:.1f} s); unthrottled "
+              f"{free_rate / MB:.2f} MB/s")
+    print(report)
+    assert throttled_rate <= MAX_FACTOR * RATE, report
+    assert free_rate >= MIN_SPEEDUP * throttled_rate, report
+    # The moved replica holds every byte.
+    moved = cluster.nodes[FOLLOWER].log_dir / f"{throttled_topic}-0"
+    wait_for(lambda: sum(f.stat().st_size for f in moved.glob("*.log")) == throttled_bytes, 30,
+             "the new replica's log as large as the leader's")
