@@ -39,7 +39,7 @@ class OfflinePartitionLeaderElectionStrategy:
 
 @dataclass(frozen=True, slots=True)
 class ReassignPartitionLeaderElectionStrategy:
-    """Elect among the target replicas of a reassignment (issue 15)."""
+    """Elect among the target replicas (TRS) of a reassignment."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -169,7 +169,12 @@ class PartitionReassignments:
         for tp in list(dict.fromkeys(partitions)):
             if (tp in self._ctx.partitions_being_reassigned
                     and not self._ctx.is_topic_deletion_in_progress(tp[0])):
-                self._maybe_complete(tp)
+                try:
+                    self._maybe_complete(tp)
+                except _PROPAGATE:
+                    raise
+                except Exception:   # noqa: BLE001 - one partition must not stop the others
+                    _log.exception(f"Error completing reassignment of partition {_tp(tp)}")
 
     # -- onPartitionReassignment ----------------------------------------------------------
     def on_partition_reassignment(self, tp: "TopicPartition",

@@ -13,7 +13,7 @@ from kafkapy.metadata.topics import parse_topic_id
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import AlterPartitionRequest
 from tests.unit.test_controller_core import (  # noqa: F401  (fixtures)
-    LAI, STOP, create_topic, eventually, running_controller, set_isr, state, zk, zk_brokers,
+    create_topic, eventually, running_controller, set_isr, state, zk, zk_brokers,
     zk_connect, zookeeper_server)
 
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
