@@ -239,3 +239,33 @@ def consume_java(bootstrap: str, topic: str, count: int,
                                 f"(exit {result.returncode}):\n{result.stdout[-2000:]}\n"
                                 f"{result.stderr[-4000:]}")
     return rows
+
+
+# --------------------------------------------------------------------------- CLI tools
+
+def describe_topic(bootstrap: str, topic: str) -> dict[int, dict]:
+    """``kafka-topics.sh --describe``: {partition: {"Leader": int, "Replicas": [..],
+    "Isr": [..]}} as the tool prints them (replica order kept)."""
+    result = kafka_tool("kafka-topics.sh", "--bootstrap-server", bootstrap, "--describe",
+                        "--topic", topic)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows: dict[int, dict] = {}
+    for line in result.stdout.splitlines():
+        fields = dict(f.split(": ", 1) for f in line.strip().split("\t") if ": " in f)
+        if "Partition" not in fields:
+            continue
+        rows[int(fields["Partition"])] = {
+            "Leader": int(fields["Leader"]),
+            "Replicas": [int(x) for x in fields["Replicas"].split(",") if x],
+            "Isr": [int(x) for x in fields["Isr"].split(",") if x]}
+    return rows
+
+
+def kafkapy_tool(script: str, *args: str, timeout: float = 120.0):
+    """Run one of kafkapy's console scripts (``.venv/bin/<script>``), like ``kafka_tool``."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    path = Path(sys.executable).parent / script
+    return subprocess.run([str(path), *args], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)

@@ -1,0 +1,366 @@
+"""Moving replicas between brokers (issue 15): partition reassignment as an operator runs it.
+
+Kafka 3.9's own ``bin/kafka-reassign-partitions.sh`` (AlterPartitionReassignments /
+ListPartitionReassignments through the Java admin client) and kafkapy's
+``kafkapy-reassign-partitions`` (same options, same JSON) drive every move; the broker side
+is the ZooKeeper-mode controller's onPartitionReassignment: the target replicas are added
+(RS = ORS + TRS), they join the ISR, leadership moves if the leader is not a target, the old
+replicas are stopped and their logs deleted, and the assignment becomes TRS.
+
+What is checked, against kafkapy and (``KAFKAPY_CLUSTER_REFERENCE=kafka``) against three
+Kafka 3.9 brokers:
+* a topic moves from brokers {1,2} to {2,3} under an acks=all (idempotent) producer and a
+  consumer group (Kafka's verifiable producer and consumer): no acknowledged record lost or
+  moved, no offset gap seen by the consumer, ``--verify`` reports completion, and broker 1's
+  partition dirs are gone;
+* replication factor 1 -> 3 and 3 -> 2 by reassignment: ``kafka-topics.sh --describe`` shows
+  the new replicas and ISR, the current leader is kept when it stays in the set (spec §18),
+  a removed replica's dir is deleted, the data reads back whole;
+* a reassignment in flight (its target broker SIGSTOPped, so it cannot join the ISR) whose
+  controller is killed with kill -9: the next controller finishes it once the target runs;
+* ``--cancel`` of a reassignment in flight restores the original replicas.
+
+Invariants: every wait is bounded; every broker and tool process ends with the test;
+traffic stays on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import clients
+from tests.cluster.conftest import FAILOVER_S, kafka_tool, wait_for
+from tests.cluster.test_verifiable import JsonLinesTool
+
+TOOLS = ("kafka", "kafkapy")
+VERIFY_S = 120          # a small topic's move completes in seconds; this bounds the polling
+DELETE_S = 60           # a stopped replica's dir goes after log.segment.delete.delay.ms (1 s)
+THROUGHPUT = 150        # records/s of the verifiable producer during a move
+MAX_MESSAGES = 9000     # bounds the producer (60 s at THROUGHPUT); it is stopped before
+
+
+# --------------------------------------------------------------------------- the tools
+
+def reassign(tool: str, bootstrap: str, *args: str, timeout: float = 120.0):
+    """kafka-reassign-partitions.sh (``tool`` "kafka") or kafkapy-reassign-partitions."""
+    if tool == "kafka":
+        return kafka_tool("kafka-reassign-partitions.sh", "--bootstrap-server", bootstrap,
+                          *args, timeout=timeout)
+    return clients.kafkapy_tool("kafkapy-reassign-partitions", "--bootstrap-server", bootstrap,
+                                *args, timeout=timeout)
+
+
+def plan_file(tmp_path: Path, topic: str, target: dict[int, list[int]], name: str) -> str:
+    """A reassignment JSON file (Kafka's format, version 1)."""
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": p, "replicas": r} for p, r in sorted(target.items())]}))
+    return str(path)
+
+
+def execute(tool: str, bootstrap: str, plan: str) -> str:
+    result = reassign(tool, bootstrap, "--reassignment-json-file", plan, "--execute")
+    assert result.returncode == 0, f"--execute exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+    assert "Successfully started partition reassignment" in result.stdout, result.stdout
+    return result.stdout
+
+
+def verify_lines(tool: str, bootstrap: str, plan: str) -> tuple[int, str]:
+    result = reassign(tool, bootstrap, "--reassignment-json-file", plan, "--verify")
+    return result.returncode, result.stdout + result.stderr
+
+
+def wait_verified(tool: str, bootstrap: str, plan: str, topic: str, partitions, cluster,
+                  timeout: float = VERIFY_S) -> str:
+    """Run ``--verify`` until it reports "Reassignment of partition T-P is completed." for
+    every partition (and exits 0); the last output."""
+    last = {"out": ""}
+
+    def done():
+        code, out = verify_lines(tool, bootstrap, plan)
+        last["out"] = out
+        return code == 0 and all(f"Reassignment of partition {topic}-{p} is completed." in out
+                                 for p in partitions)
+    wait_for(done, timeout, lambda: f"--verify to report {topic} {sorted(partitions)} completed; "
+             f"last output:\n{last['out']}\n{cluster.summary()}", interval=1.0)
+    return last["out"]
+
+
+# --------------------------------------------------------------------------- the cluster's state
+
+def in_sync(c, topic: str, target: dict[int, list[int]]) -> bool:
+    """The assignment znode is ``target`` and each ISR is exactly its replica set."""
+    if c.assignment(topic) != target:
+        return False
+    return all(sorted(c.partition_state(topic, p)["isr"]) == sorted(r) for p, r in target.items())
+
+
+def wait_settled(c, topic: str, target: dict[int, list[int]], timeout: float = 60.0) -> None:
+    """Until the znodes and every running broker's metadata show ``target`` with full ISRs."""
+    def settled():
+        if not in_sync(c, topic, target):
+            return False
+        for i in c.running_ids():
+            view = c.metadata(i, [topic]).topics.get(topic, {})
+            if {p: v.replicas for p, v in view.items()} != target:
+                return False
+            if any(sorted(v.isr) != sorted(target[p]) for p, v in view.items()):
+                return False
+        return True
+    wait_for(settled, timeout, lambda: f"{topic} settled on {target}: znode "
+             f"{c.assignment(topic)} states {c.states(topic)}\n{c.summary()}")
+
+
+def partition_dirs(c, node_id: int, topic: str) -> list[str]:
+    """The topic's partition dirs on a broker, including ones renamed for deletion
+    (``<topic>-<p>.<id>-delete``)."""
+    pattern = re.compile(rf"^{re.escape(topic)}-\d+(\..*-delete)?$")
+    log_dir = Path(c.nodes[node_id].log_dir)
+    return sorted(d.name for d in log_dir.iterdir() if pattern.match(d.name)) if log_dir.is_dir() else []
+
+
+def wait_dirs_gone(c, node_id: int, topic: str, timeout: float = DELETE_S) -> None:
+    wait_for(lambda: not partition_dirs(c, node_id, topic), timeout,
+             lambda: f"{topic}'s dirs to leave broker {node_id}'s log dir: "
+                     f"{partition_dirs(c, node_id, topic)}")
+
+
+def produce_and_check(c, via: int, topic: str, partitions: list[int], count: int,
+                      tag: str) -> dict[int, list[bytes]]:
+    values = {p: clients.record_values(topic, p, count, tag) for p in partitions}
+    clients.produce_confluent(c.bootstrap(via), topic, values)
+    return values
+
+
+def read_back(c, via: int, topic: str, expected: dict[int, list[bytes]]) -> None:
+    counts = {p: len(v) for p, v in expected.items()}
+    got = clients.consume_confluent(c.bootstrap(via), topic, counts)
+    assert got == expected, {p: (len(got[p]), len(expected[p])) for p in expected}
+
+
+# --------------------------------------------------------------------------- tests
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_move_a_topic_from_brokers_1_2_to_2_3_under_traffic(shared_cluster, unique, tmp_path,
+                                                             tool):
+    c = shared_cluster
+    topic = unique(f"move-{tool}")
+    before = {0: [1, 2], 1: [2, 1], 2: [1, 2], 3: [2, 1]}
+    target = {0: [2, 3], 1: [3, 2], 2: [2, 3], 3: [3, 2]}
+    bootstrap = ",".join(c.bootstrap(i) for i in (1, 2, 3))
+    clients.create_topic(c.bootstrap(c.controller_id()), topic, assignment=before,
+                         configs={"min.insync.replicas": "2"})
+    c.wait_topic(topic, len(before))
+    wait_settled(c, topic, before)
+    plan = plan_file(tmp_path, topic, target, "move")
+
+    consumer = JsonLinesTool("kafka-verifiable-consumer.sh", [
+        "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", unique("mover"),
+        "--verbose", "--reset-policy", "earliest", "--session-timeout", "10000"],
+        tmp_path / "consumer")
+    producer = None
+    try:
+        producer = JsonLinesTool("kafka-verifiable-producer.sh", [
+            "--bootstrap-server", bootstrap, "--topic", topic, "--acks", "-1",
+            "--max-messages", str(MAX_MESSAGES), "--throughput", str(THROUGHPUT),
+            # Keyed records reach every partition (keys 0..15 hash to all four).
+            "--repeating-keys", "16"],
+            tmp_path / "producer")
+        wait_for(lambda: len(producer.named("producer_send_success")) >= 200, 90,
+                 lambda: f"the verifiable producer's first acknowledgements\n"
+                         f"{producer.stderr_tail()}")
+        execute(tool, c.bootstrap(2), plan)
+        out = wait_verified(tool, c.bootstrap(3), plan, topic, target, c)
+        wait_settled(c, topic, target)
+        # Traffic goes on to the moved partitions (their new leaders) before the producer stops.
+        acked_at_completion = len(producer.named("producer_send_success"))
+        wait_for(lambda: (len(producer.named("producer_send_success")) >= acked_at_completion + 300
+                          or producer.proc.poll() is not None), 60,
+                 lambda: f"acknowledgements after the move\n{producer.stderr_tail()}")
+        producer.stop()
+        acked = {e["value"]: (e["partition"], e["offset"])
+                 for e in producer.named("producer_send_success")}
+        assert acked, producer.stderr_tail()
+
+        def consumed_all():
+            seen = {e["value"] for e in consumer.named("record_data")}
+            return all(v in seen for v in acked)
+        wait_for(consumed_all, 90, lambda: (
+            f"the consumer group to read all {len(acked)} acknowledged values (read "
+            f"{len(consumer.named('record_data'))})\n{consumer.stderr_tail()}"))
+    finally:
+        if producer is not None:
+            producer.stop()
+        consumer.stop()
+
+    records = consumer.named("record_data")
+    where: dict[str, set] = {}
+    for e in records:
+        where.setdefault(e["value"], set()).add((e["partition"], e["offset"]))
+    lost = sorted(int(v) for v in acked if v not in where)
+    moved = sorted((v, pos, where[v]) for v, pos in acked.items() if v in where and where[v] != {pos})
+    assert not lost and not moved, f"acknowledged {len(acked)}: lost {lost[:10]}, moved {moved[:10]}"
+    offsets: dict[int, set[int]] = {}
+    for e in records:
+        offsets.setdefault(e["partition"], set()).add(e["offset"])
+    gaps = {p: sorted(set(range(max(o) + 1)) - o)[:10] for p, o in offsets.items()
+            if o != set(range(max(o) + 1))}
+    assert not gaps, f"offsets the consumer never saw: {gaps}"
+    assert sorted(offsets) == sorted(target), offsets.keys()
+
+    assert "Clearing broker-level throttles" in out, out
+    assert c.assignment(topic) == target
+    assert all(c.partition_state(topic, p)["leader"] in r for p, r in target.items())
+    wait_dirs_gone(c, 1, topic)
+    assert partition_dirs(c, 3, topic) == sorted(f"{topic}-{p}" for p in target)
+    listed = reassign(tool, c.bootstrap(1), "--list")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert f"{topic}-" not in listed.stdout, listed.stdout
+
+
+def test_replication_factor_1_to_3_keeps_the_leader(shared_cluster, unique, tmp_path):
+    c = shared_cluster
+    topic = unique("rf-up")
+    before = {0: [1], 1: [2], 2: [3]}
+    # p0 and p2: the current leader stays, though not first (spec §18); p1: it is first.
+    target = {0: [2, 3, 1], 1: [2, 3, 1], 2: [1, 2, 3]}
+    clients.create_topic(c.bootstrap(c.controller_id()), topic, assignment=before)
+    c.wait_topic(topic, 3)
+    data = produce_and_check(c, 1, topic, [0, 1, 2], 500, "a")
+    plan = plan_file(tmp_path, topic, target, "rf-up")
+
+    execute("kafka", c.bootstrap(3), plan)
+    wait_verified("kafka", c.bootstrap(1), plan, topic, target, c)
+    wait_settled(c, topic, target)
+
+    rows = clients.describe_topic(c.bootstrap(2), topic)
+    assert {p: r["Replicas"] for p, r in rows.items()} == target, rows
+    assert {p: sorted(r["Isr"]) for p, r in rows.items()} == {p: [1, 2, 3] for p in target}, rows
+    assert {p: r["Leader"] for p, r in rows.items()} == {0: 1, 1: 2, 2: 3}, rows
+    for node in (1, 2, 3):   # every new replica has a log with the records in it
+        for p in target:
+            segment = Path(c.nodes[node].log_dir) / f"{topic}-{p}" / "00000000000000000000.log"
+            assert segment.is_file() and segment.stat().st_size > 0, (node, p)
+    data[0] += produce_and_check(c, 2, topic, [0], 100, "b")[0]
+    read_back(c, 3, topic, data)
+
+
+def test_replication_factor_3_to_2(shared_cluster, unique, tmp_path):
+    c = shared_cluster
+    topic = unique("rf-down")
+    before = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
+    # p0: leader 1 stays; p1: leader 2 removed, the first target in the ISR (3) leads;
+    # p2: leader 3 stays though 2 comes first.
+    target = {0: [1, 2], 1: [3, 1], 2: [2, 3]}
+    removed = {0: 3, 1: 2, 2: 1}
+    clients.create_topic(c.bootstrap(c.controller_id()), topic, assignment=before)
+    c.wait_topic(topic, 3)
+    wait_settled(c, topic, before)
+    data = produce_and_check(c, 1, topic, [0, 1, 2], 300, "a")
+    plan = plan_file(tmp_path, topic, target, "rf-down")
+
+    execute("kafka", c.bootstrap(2), plan)
+    wait_verified("kafka", c.bootstrap(2), plan, topic, target, c)
+    wait_settled(c, topic, target)
+
+    rows = clients.describe_topic(c.bootstrap(1), topic)
+    assert {p: r["Replicas"] for p, r in rows.items()} == target, rows
+    assert {p: sorted(r["Isr"]) for p, r in rows.items()} == {
+        p: sorted(r) for p, r in target.items()}, rows
+    assert {p: r["Leader"] for p, r in rows.items()} == {0: 1, 1: 3, 2: 3}, rows
+    for p, node in removed.items():
+        wait_for(lambda: f"{topic}-{p}" not in "".join(partition_dirs(c, node, topic)), DELETE_S,
+                 lambda: f"{topic}-{p}'s removed replica dir to leave broker {node}: "
+                         f"{partition_dirs(c, node, topic)}")
+    data = {p: v + produce_and_check(c, 3, topic, [p], 50, "b")[p] for p, v in data.items()}
+    read_back(c, 2, topic, data)
+
+
+def _pause_target(c):
+    """(controller, holder, target): the target broker is neither the controller nor the
+    broker holding the topic, so pausing it stops nothing but the move."""
+    controller = c.controller_id()
+    others = sorted(i for i in c.running_ids() if i != controller)
+    return controller, others[0], others[1]
+
+
+def test_new_controller_finishes_a_reassignment_in_flight(cluster, unique, tmp_path):
+    c = cluster
+    topic = unique("failover-move")
+    controller, holder, target_broker = _pause_target(c)
+    before = {0: [holder], 1: [holder]}
+    target = {0: [holder, target_broker], 1: [target_broker, holder]}
+    clients.create_topic(c.bootstrap(controller), topic, assignment=before)
+    c.wait_topic(topic, 2)
+    data = produce_and_check(c, holder, topic, [0, 1], 400, "a")
+    plan = plan_file(tmp_path, topic, target, "failover")
+
+    # The target cannot fetch, so the move stays in flight: ISR without it.
+    c.pause(target_broker)
+    try:
+        execute("kafka", c.bootstrap(holder), plan)
+        code, out = verify_lines("kafka", c.bootstrap(holder), plan)
+        assert code == 0 and all(f"Reassignment of partition {topic}-{p} is still in progress."
+                                 in out for p in target), out
+        assert c.assignment(topic) == target   # RS = TRS + ORS, TRS first (here the same set)
+        topic_znode = c.znode_json(f"/brokers/topics/{topic}")
+        assert {int(p): r for p, r in topic_znode["adding_replicas"].items()} == {
+            0: [target_broker], 1: [target_broker]}, topic_znode
+
+        c.kill(controller)
+        wait_for(lambda: c.controller_id() not in (None, controller), FAILOVER_S + 10,
+                 lambda: f"a controller other than the killed {controller}\n{c.summary()}")
+    finally:
+        c.resume(target_broker)
+    wait_verified("kafka", c.bootstrap(holder), plan, topic, target, c)
+    wait_settled(c, topic, target)
+    topic_znode = c.znode_json(f"/brokers/topics/{topic}")
+    assert not topic_znode.get("adding_replicas") and not topic_znode.get("removing_replicas"), (
+        topic_znode)
+    assert {p: c.partition_state(topic, p)["leader"] for p in target} == {0: holder, 1: holder}
+    data = {p: v + produce_and_check(c, target_broker, topic, [p], 50, "b")[p]
+            for p, v in data.items()}
+    read_back(c, target_broker, topic, data)
+
+
+def test_cancel_restores_the_original_replicas(cluster, unique, tmp_path):
+    c = cluster
+    topic = unique("cancel-move")
+    controller, holder, target_broker = _pause_target(c)
+    before = {0: [holder, controller]}
+    target = {0: [target_broker, holder]}
+    clients.create_topic(c.bootstrap(controller), topic, assignment=before)
+    c.wait_topic(topic, 1)
+    wait_settled(c, topic, before)
+    data = produce_and_check(c, holder, topic, [0], 300, "a")
+    plan = plan_file(tmp_path, topic, target, "cancel")
+
+    c.pause(target_broker)
+    try:
+        execute("kafka", c.bootstrap(holder), plan)
+        listed = reassign("kafka", c.bootstrap(holder), "--list")
+        assert listed.returncode == 0 and f"{topic}-0" in listed.stdout, listed.stdout
+        # --preserve-throttles: clearing them means IncrementalAlterConfigs at every broker,
+        # the paused one too; the --verify below clears them once it runs again.
+        cancelled = reassign("kafka", c.bootstrap(holder), "--reassignment-json-file", plan,
+                             "--cancel", "--preserve-throttles")
+    finally:
+        c.resume(target_broker)
+    assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+    assert f"Successfully cancelled partition reassignment for: {topic}-0" in cancelled.stdout, (
+        cancelled.stdout)
+    c.wait_ready(timeout=FAILOVER_S + 30)
+    wait_settled(c, topic, before)
+    code, out = verify_lines("kafka", c.bootstrap(holder), plan)
+    assert code == 0 and "Clearing broker-level throttles" in out, out
+    assert (f"There is no active reassignment of partition {topic}-0, but replica set is "
+            f"{holder},{controller} rather than {target_broker},{holder}.") in out, out
+    assert c.partition_state(topic, 0)["leader"] == holder
+    topic_znode = c.znode_json(f"/brokers/topics/{topic}")
+    assert not topic_znode.get("adding_replicas") and not topic_znode.get("removing_replicas"), (
+        topic_znode)
+    data[0] += produce_and_check(c, controller, topic, [0], 50, "b")[0]
+    read_back(c, holder, topic, data)
