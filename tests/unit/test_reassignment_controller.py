@@ -257,3 +257,24 @@ def test_replica_assignment_arithmetic():
     assert not ra.reassign_to([2, 1, 3]).is_being_reassigned
     assert str(moved) == ("ReplicaAssignment(replicas=3,4,2,1, addingReplicas=4, "
                           "removingReplicas=1)")
+
+
+async def test_target_broker_restart_resumes_the_reassignment(zk):
+    """A target broker that comes back gets the reassignment again (Kafka's
+    maybeResumeReassignments on broker startup): a new leader epoch, LeaderAndIsr to it."""
+    from tests.unit.test_controller_core import new_session
+    b1, b2, b3 = zk_brokers(zk, 3)
+    create_topic(b1.store, "t", {0: [1, 2]}, topic_id=TOPIC_ID)
+    async with running_controller(b1) as c1:
+        await c1.alter_partition_reassignments({T0: [2, 3]})
+        epoch = state(b1.store, "t", 0).leader_epoch
+        b3.store.close()
+        await eventually(lambda: 3 not in c1.ctx.live_brokers, "broker 3 seen dead")
+        b3.received.clear()
+        new_session(b3, zk)
+        await eventually(lambda: 3 in c1.ctx.live_brokers, "broker 3 back")
+        await eventually(lambda: state(b1.store, "t", 0).leader_epoch > epoch, "epoch bump")
+        await eventually(lambda: last_lai(b3) is not None
+                         and list(last_lai(b3).adding_replicas) == [3], "LeaderAndIsr to 3")
+        assert T0 in c1.ctx.partitions_being_reassigned
+
