@@ -12,7 +12,9 @@ and ``follower.replication.throttled.replicas`` = ``0:2`` (the moving one).  The
 from the request to broker 2 in the ISR bounds the rate the bytes moved at: it must
 stay below a generous multiple of the set rate (Kafka's quota allows a burst of one
 window and keeps the average over 11 one-second samples), and without a throttle the
-same move must be several times faster, so the check can fail both ways.
+same move must be several times faster, so the check can fail both ways.  Each side
+is checked alone too: only the leader's quota (list and rate on broker 1), only the
+follower's (list and rate on broker 2).
 
 ``KAFKAPY_CLUSTER_REFERENCE=kafka`` runs the same against Kafka 3.9.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
 from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
@@ -53,47 +56,49 @@ def _fill(c, topic: str, configs: dict[str, str] | None = None) -> int:
     return sum(f.stat().st_size for f in log_dir.glob("*.log"))
 
 
-def _set_topic_throttles(c, topic: str) -> None:
-    """The topic's throttled replicas, with Kafka's kafka-configs.sh (a config change:
-    Kafka's ZK-mode brokers apply throttled-replica lists on change notifications, not
-    from the configs a topic is created with)."""
+# Which side is throttled: the topic list and the broker rate of that side.
+_SIDES = {LEADER: ("leader.replication.throttled.replicas", "leader.replication.throttled.rate"),
+          FOLLOWER: ("follower.replication.throttled.replicas",
+                     "follower.replication.throttled.rate")}
+
+
+def _set_topic_throttles(c, topic: str, sides) -> None:
+    """The topic's throttled replicas (``0:<broker>`` for each side), with Kafka's
+    kafka-configs.sh: a config change (Kafka's ZK-mode brokers apply throttled-replica
+    lists on change notifications, not from the configs a topic is created with)."""
+    configs = ",".join(f"{_SIDES[b][0]}=0:{b}" for b in sides)
     done = kafka_tool("kafka-configs.sh", "--bootstrap-server", c.bootstrap(LEADER),
                       "--entity-type", "topics", "--entity-name", topic, "--alter",
-                      "--add-config", f"leader.replication.throttled.replicas=0:{LEADER},"
-                                      f"follower.replication.throttled.replicas=0:{FOLLOWER}")
+                      "--add-config", configs)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _set_broker_rates(c, rate: int | None) -> None:
-    """Kafka's kafka-configs.sh on brokers 1 and 2 (``None``: delete the rates); waits
-    until each broker describes its own value."""
-    for broker in (LEADER, FOLLOWER):
-        if rate is None:
-            change = ["--delete-config",
-                      "leader.replication.throttled.rate,follower.replication.throttled.rate"]
-        else:
-            change = ["--add-config", f"leader.replication.throttled.rate={rate},"
-                                      f"follower.replication.throttled.rate={rate}"]
+def _set_broker_rates(c, rate: int | None, sides) -> None:
+    """Kafka's kafka-configs.sh: the leader rate on broker 1, the follower rate on broker
+    2 (``None``: delete them); waits until each broker describes its own value."""
+    for broker in sides:
+        key = _SIDES[broker][1]
+        change = ["--delete-config", key] if rate is None else ["--add-config", f"{key}={rate}"]
         done = kafka_tool("kafka-configs.sh", "--bootstrap-server", c.bootstrap(LEADER),
                           "--entity-type", "brokers", "--entity-name", str(broker),
                           "--alter", *change)
         assert done.returncode == 0, done.stdout + done.stderr
     expected = {None, str(LONG_MAX)} if rate is None else {str(rate)}
-    for broker in (LEADER, FOLLOWER):
-        wait_for(lambda: _described_rate(c, broker) in expected, 30,
-                 f"broker {broker} describing its throttle rate {expected}")
+    for broker in sides:
+        wait_for(lambda: _described(c, broker, _SIDES[broker][1]) in expected, 30,
+                 f"broker {broker} describing {_SIDES[broker][1]} in {expected}")
 
 
-def _described_rate(c, broker: int) -> str | None:
-    """The rate broker ``broker`` describes for itself (DescribeConfigs goes to it)."""
+def _described(c, broker: int, key: str) -> str | None:
+    """The value broker ``broker`` describes for itself (DescribeConfigs goes to it)."""
     admin = _admin(c)
     try:
-        got = admin.describe_configs([ConfigResource(
-            ConfigResourceType.BROKER, str(broker),
-            configs={"leader.replication.throttled.rate": None})], config_filter="all")
+        got = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(broker),
+                                                     configs={key: None})],
+                                     config_filter="all")
     finally:
         admin.close()
-    entry = got.get("broker", {}).get(str(broker), {}).get("leader.replication.throttled.rate")
+    entry = got.get("broker", {}).get(str(broker), {}).get(key)
     return None if entry is None else entry.get("value")
 
 
@@ -117,19 +122,21 @@ def _move(c, topic: str) -> float:
     return time.monotonic() - start
 
 
-def test_throttled_reassignment_moves_at_about_the_set_rate(cluster, unique):
+@pytest.mark.parametrize("sides", [(LEADER, FOLLOWER), (LEADER,), (FOLLOWER,)],
+                         ids=["both", "leader", "follower"])
+def test_throttled_reassignment_moves_at_about_the_set_rate(cluster, unique, sides):
     free_topic, throttled_topic = unique("free"), unique("throttled")
 
     free_bytes = _fill(cluster, free_topic)
     free_rate = free_bytes / _move(cluster, free_topic)
 
     throttled_bytes = _fill(cluster, throttled_topic)
-    _set_topic_throttles(cluster, throttled_topic)
-    _set_broker_rates(cluster, RATE)
+    _set_topic_throttles(cluster, throttled_topic, sides)
+    _set_broker_rates(cluster, RATE, sides)
     try:
         seconds = _move(cluster, throttled_topic)
     finally:
-        _set_broker_rates(cluster, None)
+        _set_broker_rates(cluster, None, sides)
     throttled_rate = throttled_bytes / seconds
 
     report = (f"{throttled_bytes / MB:.1f} MB: throttled at {RATE / MB:.1f} MB/s moved at "
