@@ -202,6 +202,7 @@ class Log:
         if snap is None or snap < self.log_start_offset:
             ps.producers.clear()
             start = self.log_start_offset
+            ps.last_snap_offset = start
         else:
             start = snap
         ps.map_end_offset = start

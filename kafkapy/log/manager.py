@@ -20,7 +20,8 @@ Invariants:
   clean-shutdown marker, so the next start recovers it), new logs go to live
   dirs only, and ``on_dir_failure(dir, live_dirs)`` is told, once per dir.
 - every live dir is held with an exclusive ``flock`` on its ``.lock`` file
-  from ``open_dirs`` (called by ``load`` if not before) until ``shutdown``, so a
+  from ``open_dirs`` (called by ``load`` if not before) until ``shutdown`` (which deletes
+  the file, as Kafka's FileLock.destroy), so a
   second broker on the same dir is refused (``LogDirLockedError``), as Kafka's
   FileLock does; the lock dies with the process.
 - a dir that cannot be created, read or locked when opened starts offline (its
@@ -179,8 +180,14 @@ class LogManager:
         self._lock_fds[d] = fd
         return None
 
-    def _release_locks(self) -> None:
-        for fd in self._lock_fds.values():
+    def _release_locks(self, delete: bool = False) -> None:
+        for d, fd in self._lock_fds.items():
+            if delete:
+                # Kafka's FileLock.destroy at shutdown: the file goes too (still held, so
+                # no other process can be holding it), and a dir handed to Kafka next
+                # looks exactly as Kafka leaves its own.
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(d, LOCK_FILE))
             os.close(fd)   # closing the descriptor drops the flock
         self._lock_fds.clear()
 
@@ -520,7 +527,7 @@ class LogManager:
                 self.logs.clear()
                 self._dir_of.clear()
         finally:
-            self._release_locks()
+            self._release_locks(delete=True)
             self._opened = self._loaded = False
 
     def _close_all(self, broker_epoch: int) -> None:

@@ -103,6 +103,11 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerEntry] = {}
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.map_end_offset = 0  # state reflects the log up to (excluding) this offset
+        # The offset of the last snapshot written or loaded (or the log start, none being
+        # there): as Kafka's lastSnapOffset, no snapshot is taken unless the state moved
+        # past it, so an empty or unchanged log gets no new file (a dir stays as Kafka
+        # would leave it).
+        self.last_snap_offset = 0
 
     # ---------------------------------------------------------------- queries
 
@@ -190,6 +195,7 @@ class ProducerStateManager:
         """Forget everything (the caller then rebuilds from the log)."""
         self.producers.clear()
         self.map_end_offset = log_start_offset
+        self.last_snap_offset = log_start_offset
         if self.dir is not None:
             for off, path in self.list_snapshots():
                 if off > log_end_offset:
@@ -229,8 +235,9 @@ class ProducerStateManager:
         return out
 
     def take_snapshot(self, fsync: bool = True) -> str | None:
-        """Write the state at ``map_end_offset`` (Kafka's layout); returns the path."""
-        if self.dir is None:
+        """Write the state at ``map_end_offset`` (Kafka's layout); returns the path, or
+        None when there is nothing new since the last snapshot (Kafka's takeSnapshot)."""
+        if self.dir is None or self.map_end_offset <= self.last_snap_offset:
             return None
         body = bytearray(_SNAP_COUNT.pack(0))
         n = 0
@@ -248,6 +255,7 @@ class ProducerStateManager:
         data = _SNAP_HEAD.pack(SNAPSHOT_VERSION, crc32c(bytes(body))) + bytes(body)
         path = self.snapshot_path(self.map_end_offset)
         atomic_write(path, data, fsync)
+        self.last_snap_offset = self.map_end_offset
         return path
 
     def load_snapshot(self, path: str, offset: int, now_ms: int | None = None) -> None:
@@ -289,6 +297,7 @@ class ProducerStateManager:
             producers[pid] = e
         self.producers = producers
         self.map_end_offset = offset
+        self.last_snap_offset = offset
 
     def load_latest_snapshot(self, max_offset: int, now_ms: int | None = None) -> int | None:
         """Load the newest valid snapshot at or below ``max_offset``; its offset or None.

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkapy.log.checkpoint import read_offset_checkpoint
 from kafkapy.records.batch import iter_headers, set_base_offset
 from kafkapy.records.record import build_batch
 from tests.integration.request_fields import fields
@@ -145,6 +146,15 @@ def _stable_files(before: dict[str, str], log_dir: Path) -> list[str]:
     return sorted(stable)
 
 
+DIR_CHECKPOINTS = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint",
+                   "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
+
+
+def _dir_checkpoints(log_dir: Path) -> dict[str, dict]:
+    """The dir-level offset checkpoints as maps (Kafka writes entries in hash order)."""
+    return {name: read_offset_checkpoint(str(log_dir / name)) for name in DIR_CHECKPOINTS}
+
+
 def _meta_properties(log_dir: Path) -> dict[str, str]:
     lines = (log_dir / "meta.properties").read_text().splitlines()
     return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
@@ -196,6 +206,7 @@ def test_kafka_log_dir_read_by_kafkapy(mixed_factory, stop):
     before = file_digests(log_dir)
     meta_before = _meta_properties(log_dir)
     epochs_before = _leader_epochs(log_dir)
+    checkpoints_before = _dir_checkpoints(log_dir)
     idem = (_segment_batches(log_dir / "idem-0"), _segment_batches(log_dir / "idem-old-0"))
 
     m.replace(1, "kafkapy")
@@ -216,6 +227,13 @@ def test_kafka_log_dir_read_by_kafkapy(mixed_factory, stop):
     for name, entries in epochs_before.items():
         now = _leader_epochs(log_dir)[name]
         assert now[:len(entries)] == entries, (name, entries, now)
+    if stop == "sigterm":
+        # A restart of Kafka itself on its cleanly stopped dir changes no file at all (the
+        # same offsets, no new snapshot, its .lock deleted at shutdown): kafkapy neither,
+        # the checkpoints' entry order aside.
+        differ = sorted(f for f in set(before) | set(after) if before.get(f) != after.get(f))
+        assert [f for f in differ if f not in DIR_CHECKPOINTS] == [], differ
+        assert _dir_checkpoints(log_dir) == checkpoints_before
 
     # The idempotent producer's state (from Kafka's snapshot, or rebuilt after kill -9).
     bootstrap = _start(m, 1)
