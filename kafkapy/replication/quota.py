@@ -36,6 +36,10 @@ Kafka's decisions, which callers apply:
   its fetch offset, known and zero after the last append) and the follower quota is
   exceeded; the bytes appended for throttled partitions are recorded.
 
+One difference: Kafka 3.9's ZK-mode brokers take throttled-replica lists from config
+change notifications (and a full pass at start-up) only, so lists a topic is *created*
+with apply there after the next change or restart; here they apply at once.
+
 Cost: a partition whose topic has no throttled list costs one dict lookup; rates and
 windows are touched only for throttled partitions.
 """

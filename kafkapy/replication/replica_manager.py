@@ -7,6 +7,9 @@ Kafka 3.9's ReplicaManager; routes Produce appends to partition leaders and serv
 Fetch reads.  Appends (and leadership changes) wake the operations parked on a
 partition through ``on_append`` listeners (the purgatories).
 
+``leader_quota`` is the leader-side replication throttle (``replication.quota``), which
+the Fetch handler applies to follower fetches.
+
 Invariants: a partition's leader epoch only grows (an older LeaderAndIsr is refused
 per partition); a follower has a fetcher (``fetchers``, the ReplicaFetcherManager)
 exactly while it follows a live leader; a partition whose log dir is offline is
