@@ -264,12 +264,21 @@ def test_kafkapy_log_dir_read_by_kafka(mixed_factory):
             dump.stdout[-3000:]
         assert "isvalid: true" in dump.stdout, dump.stdout[:2000]
 
+    before = file_digests(log_dir)
+    checkpoints_before = _dir_checkpoints(log_dir)
     m.replace(1, "kafka")
     bootstrap = _start(m, 1)
     got = _snapshot(bootstrap)
     assert got["offsets"] == served["offsets"]
     assert got["committed"] == served["committed"]
     assert got["uncommitted"] == served["uncommitted"]
+    # Kafka found nothing to recover, rebuild or rewrite in kafkapy's cleanly stopped dir.
+    assert m.terminate(1) in (0, 143), m.log_text(1)[-3000:]
+    after = file_digests(log_dir)
+    differ = sorted(f for f in set(before) | set(after) if before.get(f) != after.get(f))
+    assert [f for f in differ if f not in DIR_CHECKPOINTS] == [], differ
+    assert _dir_checkpoints(log_dir) == checkpoints_before
+    bootstrap = _start(m, 1)
     out = kafka_tool("kafka-console-consumer.sh", "--bootstrap-server", bootstrap,
                      "--topic", "codec-lz4", "--from-beginning", "--max-messages", "60",
                      "--timeout-ms", "30000", "--property", "print.key=true")
