@@ -278,3 +278,25 @@ async def test_target_broker_restart_resumes_the_reassignment(zk):
                          and list(last_lai(b3).adding_replicas) == [3], "LeaderAndIsr to 3")
         assert T0 in c1.ctx.partitions_being_reassigned
 
+
+
+async def test_auto_rebalance_does_not_skip_a_partition_being_reassigned(zk):
+    """Kafka 3.9's checkAndTriggerAutoLeaderRebalance has no reassignment check: the
+    preferred replica is RS[0] = TRS[0], led to once it is in the ISR."""
+    from kafkapy.controller import events as ev
+    b1, b2, b3, b4 = zk_brokers(zk, 4)
+    create_topic(b1.store, "t", {0: [1, 2]}, topic_id=TOPIC_ID)
+    async with running_controller(b1) as c1:
+        await c1.alter_partition_reassignments({T0: [3, 4]})
+        s = state(b1.store, "t", 0)
+        await c1.alter_partition(expand_isr(b1, s.leader_epoch, [1, 2, 3], s.partition_epoch), 3)
+        assert T0 in c1.ctx.partitions_being_reassigned       # 4 is not in sync yet
+        c1._enqueue(ev.AutoPreferredReplicaLeaderElection())
+        await eventually(lambda: state(b1.store, "t", 0).leader == 3, "3 leads")
+        s = state(b1.store, "t", 0)
+        await c1.alter_partition(expand_isr(b3, s.leader_epoch, [1, 2, 3, 4],
+                                            s.partition_epoch), 3)
+        assert not c1.ctx.partitions_being_reassigned
+        s = state(b1.store, "t", 0)
+        assert (s.leader, sorted(s.isr)) == (3, [3, 4])
+        assert assignment(b1.store).partitions[0] == [3, 4]
