@@ -300,3 +300,21 @@ async def test_auto_rebalance_does_not_skip_a_partition_being_reassigned(zk):
         s = state(b1.store, "t", 0)
         assert (s.leader, sorted(s.isr)) == (3, [3, 4])
         assert assignment(b1.store).partitions[0] == [3, 4]
+
+
+async def test_single_broker_on_the_embedded_store(tmp_path):
+    """One broker, no ZooKeeper: the API and the legacy znode work the same."""
+    from tests.unit.test_controller_core import embedded_broker
+    async with embedded_broker(tmp_path) as broker, running_controller(broker) as c1:
+        store = broker.store
+        create_topic(store, "t", {0: [1]}, topic_id=TOPIC_ID)
+        await eventually(lambda: state(store, "t", 0), "t-0 online")
+        assert await c1.alter_partition_reassignments({T0: [1]}) == {T0: (0, None)}
+        assert await c1.alter_partition_reassignments({T0: [2]}) == {T0: (
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Replica assignment has brokers that are not "
+            "alive. Replica list: ArrayBuffer(2), live broker list: Set(1)")}
+        store.create(paths.ADMIN_REASSIGN_PARTITIONS,
+                     paths.encode_reassign_partitions({T0: [1]}))
+        await eventually(lambda: store.exists(paths.ADMIN_REASSIGN_PARTITIONS) is None,
+                         "legacy znode done")
+        assert state(store, "t", 0).leader_epoch == 2
