@@ -123,14 +123,15 @@ def describe_configs(v: int):
     # Dynamic broker configs: a cluster default and a per-broker value, described (both
     # resources) while set, removed afterwards.
     yield case("dynamic-broker", _dc((BROKER, "", None), (BROKER, "1", list(_DYNAMIC_KEYS)),
+                                     (TOPIC, PLAIN, ["segment.bytes", "retention.ms"]),
                                      synonyms=v >= 1),
                setup=_dynamic_set, after=_dynamic_clear)
 
 
-_DYNAMIC_DEFAULT = {"log.cleaner.backoff.ms": "16000"}
+_DYNAMIC_DEFAULT = {"log.cleaner.backoff.ms": "16000", "log.segment.bytes": "536870912"}
 _DYNAMIC_BROKER = {"log.cleaner.backoff.ms": "17000", "leader.replication.throttled.rate": "1048576"}
 _DYNAMIC_KEYS = ("log.cleaner.backoff.ms", "leader.replication.throttled.rate",
-                 "follower.replication.throttled.rate")
+                 "follower.replication.throttled.rate", "log.segment.bytes")
 
 
 def _dynamic_layers(side: Side, default: dict, broker: dict) -> None:
