@@ -1,0 +1,112 @@
+"""Dynamic broker config changes travel as Kafka's do: AdminManager writes
+/config/brokers/<entity> plus a /config/changes notification ``brokers/<entity>``, and
+every broker's notification follower (TopicConfigs) hands it to ``dynamic_config.reload``;
+the writing broker applies its own change at once.  Two brokers on one real store."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kafkapy.clock import MockClock
+from kafkapy.config.broker import BrokerConfig
+from kafkapy.config.dynamic import DynamicBrokerConfig, apply_to_broker
+from kafkapy.controller.admin import AdminManager
+from kafkapy.controller.topic_configs import TopicConfigs
+from kafkapy.metadata import paths
+from kafkapy.metadata.cache import MetadataCache
+from kafkapy.metadata.embedded import EmbeddedStore
+from tests.unit.test_admin import TS
+
+
+class FakeLog:
+    def __init__(self):
+        self.configs = []
+
+    def update_config(self, config):
+        self.configs.append(config)
+
+
+class FakePartition:
+    def __init__(self):
+        self.log = FakeLog()
+
+
+class FakeReplicaManager:
+    def __init__(self, keys):
+        self.partitions = {key: FakePartition() for key in keys}
+
+
+class FakeLogManager:
+    def __init__(self, defaults):
+        self.default_topic_config = dict(defaults)
+
+
+class Broker:
+    """What the dynamic config path uses of the server's Broker."""
+
+    def __init__(self, store, node_id: int, clock) -> None:
+        self.node_id = node_id
+        self.clock = clock
+        self.store = store
+        self.config = BrokerConfig.from_properties({"broker.id": str(node_id)})
+        self.cache = MetadataCache("cluster", node_id, "PLAINTEXT")
+        self.controller = None
+        self.replica_manager = FakeReplicaManager([("t", 0)])
+        self.log_manager = FakeLogManager(self.config.topic_defaults())
+        self.dynamic_config = DynamicBrokerConfig(self)
+        self.dynamic_config.add_listener(lambda changed: apply_to_broker(self, changed))
+        self.topic_configs = TopicConfigs(self)
+        self.admin = AdminManager(self)
+
+    def topic_config(self, name):
+        return dict(self.config.topic_defaults())
+
+
+@pytest.fixture
+def brokers(tmp_path):
+    clock = MockClock(TS)
+    store = EmbeddedStore(tmp_path / "metadata.json", clock=clock, fsync=False)
+    paths.ensure_base_paths(store)
+    pair = [Broker(store, 0, clock), Broker(store, 1, clock)]
+    yield pair
+    for b in pair:
+        b.topic_configs.stop()
+    store.close()
+
+
+async def _settle():
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_change_written_notified_and_applied_everywhere(brokers):
+    zero, one = brokers
+    for b in brokers:
+        b.dynamic_config.load()
+        b.topic_configs.start()
+    zero.admin.alter_broker_configs(paths.DEFAULT_ENTITY, {"log.retention.ms": "5000"})
+    zero.admin.alter_broker_configs("0", {"leader.replication.throttled.rate": "100"})
+    assert zero.config["leader.replication.throttled.rate"] == 100      # at once, here
+    children = zero.store.get_children(paths.CONFIG_CHANGES)
+    notes = [paths.decode_config_change(zero.store.get(f"{paths.CONFIG_CHANGES}/{c}")[0])
+             for c in sorted(children)]
+    assert notes == ["brokers/<default>", "brokers/0"]
+    assert paths.decode_entity_config(zero.store.get("/config/brokers/0")[0]) == {
+        "leader.replication.throttled.rate": "100"}
+    one.topic_configs.process_changes()
+    await _settle()
+    for b in brokers:
+        assert b.config.log_retention_ms == 5000
+        assert b.config.topic_defaults()["retention.ms"] == 5000
+        assert b.log_manager.default_topic_config["retention.ms"] == 5000
+        assert b.replica_manager.partitions[("t", 0)].log.configs[-1]["retention.ms"] == 5000
+    # Broker 0's own layer is not broker 1's.
+    assert one.config["leader.replication.throttled.rate"] == 2 ** 63 - 1
+
+
+async def test_layers_loaded_at_start(brokers):
+    zero, one = brokers
+    zero.admin.alter_broker_configs("1", {"follower.replication.throttled.rate": "7"})
+    one.dynamic_config.load()
+    assert one.config["follower.replication.throttled.rate"] == 7
