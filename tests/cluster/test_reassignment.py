@@ -18,7 +18,8 @@ Kafka 3.9 brokers:
   a removed replica's dir is deleted, the data reads back whole;
 * a reassignment in flight (its target broker SIGSTOPped, so it cannot join the ISR) whose
   controller is killed with kill -9: the next controller finishes it once the target runs;
-* ``--cancel`` of a reassignment in flight restores the original replicas.
+* ``--cancel`` of a reassignment in flight restores the original replicas;
+* the legacy ``/admin/reassign_partitions`` znode still drives moves and is deleted after.
 
 Invariants: every wait is bounded; every broker and tool process ends with the test;
 traffic stays on 127.0.0.1.
@@ -120,6 +121,12 @@ def partition_dirs(c, node_id: int, topic: str) -> list[str]:
     pattern = re.compile(rf"^{re.escape(topic)}-\d+(\..*-delete)?$")
     log_dir = Path(c.nodes[node_id].log_dir)
     return sorted(d.name for d in log_dir.iterdir() if pattern.match(d.name)) if log_dir.is_dir() else []
+
+
+def has_dir(c, node_id: int, topic: str, partition: int) -> bool:
+    """The broker has a dir of the partition (live, or renamed for deletion)."""
+    name = f"{topic}-{partition}"
+    return any(d == name or d.startswith(name + ".") for d in partition_dirs(c, node_id, topic))
 
 
 def wait_dirs_gone(c, node_id: int, topic: str, timeout: float = DELETE_S) -> None:
@@ -272,7 +279,7 @@ def test_replication_factor_3_to_2(shared_cluster, unique, tmp_path):
         p: sorted(r) for p, r in target.items()}, rows
     assert {p: r["Leader"] for p, r in rows.items()} == {0: 1, 1: 3, 2: 3}, rows
     for p, node in removed.items():
-        wait_for(lambda: f"{topic}-{p}" not in "".join(partition_dirs(c, node, topic)), DELETE_S,
+        wait_for(lambda: not has_dir(c, node, topic, p), DELETE_S,
                  lambda: f"{topic}-{p}'s removed replica dir to leave broker {node}: "
                          f"{partition_dirs(c, node, topic)}")
     data = {p: v + produce_and_check(c, 3, topic, [p], 50, "b")[p] for p, v in data.items()}
@@ -364,3 +371,30 @@ def test_cancel_restores_the_original_replicas(cluster, unique, tmp_path):
         topic_znode)
     data[0] += produce_and_check(c, controller, topic, [0], 50, "b")[0]
     read_back(c, holder, topic, data)
+
+
+def test_legacy_reassign_partitions_znode(shared_cluster, unique):
+    """Kafka 3.9's ZooKeeper-mode controller still reads ``/admin/reassign_partitions`` (what
+    pre-2.4 tools wrote): it runs the moves and deletes the znode when they are done."""
+    c = shared_cluster
+    topic = unique("legacy-move")
+    before = {0: [1, 2], 1: [2, 3]}
+    # p0: leader 1 removed, the first target in the ISR (3) leads; p1: leader 2 stays.
+    target = {0: [3, 2], 1: [1, 2]}
+    clients.create_topic(c.bootstrap(c.controller_id()), topic, assignment=before)
+    c.wait_topic(topic, 2)
+    wait_settled(c, topic, before)
+    data = produce_and_check(c, 2, topic, [0, 1], 300, "a")
+
+    c.zk.create("/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": p, "replicas": r} for p, r in target.items()]}).encode(),
+        makepath=True)
+    wait_for(lambda: not c.zk.exists("/admin/reassign_partitions"), VERIFY_S,
+             lambda: f"the controller to finish the moves and delete /admin/reassign_partitions: "
+                     f"{c.assignment(topic)} {c.states(topic)}\n{c.summary()}")
+    wait_settled(c, topic, target)
+    assert {p: c.partition_state(topic, p)["leader"] for p in target} == {0: 3, 1: 2}
+    wait_for(lambda: not has_dir(c, 1, topic, 0) and not has_dir(c, 3, topic, 1), DELETE_S,
+             lambda: f"removed replicas' dirs: broker 1 {partition_dirs(c, 1, topic)}, "
+                     f"broker 3 {partition_dirs(c, 3, topic)}")
+    read_back(c, 1, topic, data)
