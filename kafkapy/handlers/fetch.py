@@ -327,7 +327,8 @@ class _Fetch:
 
     def _record_throttled(self, updates: list[_Result], kept) -> None:
         """Kafka's quotas.leader.record(sizeOfThrottledPartitions): the bytes answered for
-        throttled partitions, to in-sync followers too (here: their record bytes)."""
+        throttled partitions, to in-sync followers too (here: their record bytes), zero
+        included (every follower fetch answered keeps the quota's samples alive)."""
         broker = self.ctx.broker
         replicas = broker.replica_manager
         quota = replicas.leader_quota

@@ -429,10 +429,12 @@ class _LeaderFetcher:
                                                               diverging.end_offset)
             return
         high_watermark = partition.high_watermark
-        if data.records:
-            partition.append_as_follower(data.records)
-            if self._quota.is_throttled(partition):
-                self._quota.record(self._broker, len(data.records))
+        records = data.records
+        if records:
+            partition.append_as_follower(records)
+        if self._quota.is_throttled(partition):
+            # Kafka's processPartitionData: records.sizeInBytes, zero included.
+            self._quota.record(self._broker, len(records) if records else 0)
         log_end = partition.log.log_end_offset
         if log_end != state.fetch_offset:   # Kafka: the lag moves when bytes were taken
             state.lag = max(0, data.high_watermark - log_end)

@@ -30,11 +30,13 @@ Kafka's decisions, which callers apply:
   a partition when the partition is throttled here, the fetching replica is not in the
   ISR, and the leader quota is exceeded; a delayed fetch does not count such a
   partition's bytes; the bytes of throttled partitions sent to followers are recorded
-  (in-sync followers' too: the quota bounds all replication traffic);
+  (in-sync followers' too: the quota bounds all replication traffic), for every
+  follower fetch answered (zero when none: Kafka's record of sizeOfThrottledPartitions);
 - follower (ReplicaFetcherThread.shouldFollowerThrottle): a partition is left out of
   the fetch request when it is throttled here, not in sync (its lag, leader HW minus
   its fetch offset, known and zero after the last append) and the follower quota is
-  exceeded; the bytes appended for throttled partitions are recorded.
+  exceeded; the record bytes answered for throttled partitions are recorded (zero for
+  an answer without records).
 
 One difference: Kafka 3.9's ZK-mode brokers take throttled-replica lists from config
 change notifications (and a full pass at start-up) only, so lists a topic is *created*
@@ -182,14 +184,15 @@ class ReplicationQuota:
         return self._stat(broker).measure(broker.clock.time_ms()) > bound
 
     def record(self, broker, nbytes: int) -> None:
-        """Kafka's record: counted whether or not the quota is exceeded."""
-        if nbytes <= 0:
-            return
+        """Kafka's record: counted whether or not the quota is exceeded.  Zero is recorded
+        too, as Kafka does for every follower fetch answered: it keeps the samples (and
+        so the span the rate is averaged over) alive.  The gauge follows non-zero records."""
         stat = self._stat(broker)
         now = broker.clock.time_ms()
         stat.record(nbytes, now)
-        self._counter.inc(nbytes)
-        self._gauge.set(stat.measure(now))
+        if nbytes > 0:
+            self._counter.inc(nbytes)
+            self._gauge.set(stat.measure(now))
 
     def rate(self, broker) -> float:
         """The measured byte rate now (Kafka's byte-rate metric)."""

@@ -127,9 +127,11 @@ def _move(c, topic: str) -> float:
 def test_throttled_reassignment_moves_at_about_the_set_rate(cluster, unique, sides):
     free_topic, throttled_topic = unique("free"), unique("throttled")
 
-    free_bytes = _fill(cluster, free_topic)
-    free_rate = free_bytes / _move(cluster, free_topic)
-
+    # The throttled move first: nothing else replicates from broker 1 before it, so the
+    # leader quota's samples start with it (Kafka records every follower fetch answered,
+    # zero bytes included, and a rate averages over the samples' whole span: with an
+    # idle follower fetching from broker 1 for seconds before, a burst of that many
+    # seconds times the rate would pass at once).
     throttled_bytes = _fill(cluster, throttled_topic)
     _set_topic_throttles(cluster, throttled_topic, sides)
     _set_broker_rates(cluster, RATE, sides)
@@ -138,6 +140,9 @@ def test_throttled_reassignment_moves_at_about_the_set_rate(cluster, unique, sid
     finally:
         _set_broker_rates(cluster, None, sides)
     throttled_rate = throttled_bytes / seconds
+
+    free_bytes = _fill(cluster, free_topic)
+    free_rate = free_bytes / _move(cluster, free_topic)
 
     report = (f"{throttled_bytes / MB:.1f} MB: throttled at {RATE / MB:.1f} MB/s moved at "
               f"{throttled_rate / MB:.2f} MB/s ({seconds:.1f} s); unthrottled "

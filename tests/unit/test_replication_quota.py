@@ -98,6 +98,24 @@ def test_idle_time_lowers_the_rate_until_every_sample_expires():
     assert rate.measure(11_000) == 0.0
 
 
+def test_zero_records_keep_the_span_a_burst_is_averaged_over():
+    """Kafka records every follower fetch answered, zero bytes included: an idle follower
+    keeps the samples alive, so a later burst is averaged over their whole span."""
+    clock = MockClock(0)
+    broker = _broker({LEADER_RATE: 1000}, clock)
+    quota = ReplicationQuota(LEADER, 0)
+    for _ in range(20):
+        quota.record(broker, 0)
+        clock.advance(500)
+    quota.record(broker, 9000)                   # 9000 B over 10 s of samples
+    assert quota.rate(broker) == 900.0
+    assert not quota.is_exceeded(broker)
+    fresh = ReplicationQuota(LEADER, 0)
+    fresh.record(broker, 9000)                   # the same burst with no history
+    assert fresh.rate(broker) == 9000.0
+    assert fresh.is_exceeded(broker)
+
+
 def test_an_unset_rate_is_never_exceeded_and_reads_the_config_each_time():
     clock = MockClock(0)
     config: dict = {}
