@@ -8,6 +8,8 @@ notifications; every broker follows the notifications, describes what concerns i
 ``message.max.bytes`` refuses larger records on the partition broker 2 leads only, a
 default one on every broker's partitions, and deleting it lifts the limit everywhere.
 A raw AlterConfigs for broker 2 sent to broker 1 is refused as Kafka refuses it.
+Turning unclean.leader.election.enable on for the cluster default elects an offline
+partition's out-of-ISR replica at once.
 
 The cluster's cleaners get a small dedupe buffer: a message.max.bytes change restarts
 Kafka's log cleaner (LogCleaner reconfigures on it), and with the reference brokers' small
@@ -21,7 +23,7 @@ from kafka import KafkaProducer
 from kafka.errors import MessageSizeTooLargeError
 
 from tests.cluster.clients import create_topic, kafkapy_tool, request
-from tests.cluster.conftest import kafka_tool, running_cluster, wait_for
+from tests.cluster.conftest import FAILOVER_S, kafka_tool, running_cluster, wait_for
 from tests.zookeeper_server import zookeeper_server  # noqa: F401  (fixture)
 
 BROKER, DEFAULT_SOURCE, BROKER_SOURCE = 4, 3, 2
@@ -154,3 +156,33 @@ def test_cluster_default_through_broker_1(shared_cluster, producer, spread):
     wait_for(lambda: _limited(producer, spread) == [], 30, "no broker refuses big records")
     for node in (1, 2, 3):
         wait_for(lambda: _described(c, node, "") == {}, 30, f"broker {node}: default cleared")
+
+
+def test_default_unclean_election_elects_an_offline_partition(cluster, unique):
+    """Kafka's DynamicLogConfig: turning unclean.leader.election.enable on for the cluster
+    default makes the active controller retry offline partitions at once
+    (enableDefaultUncleanLeaderElection), with no broker change needed."""
+    c = cluster
+    controller = c.controller_id()
+    a, b = [i for i in (1, 2, 3) if i != controller]
+    topic = unique("unclean-default")
+    create_topic(c.bootstrap(controller), topic, assignment={0: [a, b]})
+    c.wait_topic(topic, 1)
+
+    def state():
+        s = c.partition_state(topic, 0)
+        return s["leader"], sorted(s["isr"])
+
+    c.kill(b)
+    wait_for(lambda: state() == (a, [a]), FAILOVER_S, lambda: f"{b} out of the ISR: {state()}")
+    c.kill(a)
+    wait_for(lambda: state() == (-1, [a]), FAILOVER_S, lambda: f"offline: {state()}")
+    c.restart(b)
+    assert state() == (-1, [a])      # clean by default: b is not in the ISR
+
+    result = kafkapy_tool("kafkapy-configs", "--bootstrap-server", c.bootstrap(controller),
+                          "--entity-type", "brokers", "--entity-default", "--alter",
+                          "--add-config", "unclean.leader.election.enable=true")
+    assert result.returncode == 0, result.stdout + result.stderr
+    wait_for(lambda: state() == (b, [b]), FAILOVER_S,
+             lambda: f"unclean election of {b} after the default changed: {state()}\n{c.summary()}")
