@@ -51,11 +51,13 @@ Keys that take effect live on a kafkapy broker when changed dynamically:
 - leader.replication.throttled.rate, follower.replication.throttled.rate,
   replica.alter.log.dirs.io.max.bytes.per.second: read at check time (``config[key]``);
 - transaction.partition.verification.enable: read per request.
-Stored, described and used at the next start only (kafkapy has no live resize for
-them): num.io.threads, num.network.threads, background.threads,
+Stored and described, but not applied by a running broker (kafkapy has no live resize
+or reload for them; those it reads at start-up take the stored value at the next start):
+num.io.threads, num.network.threads, background.threads,
 num.recovery.threads.per.data.dir, num.replica.fetchers, log.cleaner.threads and the
 other log.cleaner.* buffer/backoff/io keys, max.connections*, max.connection.creation.rate,
-metric.reporters, producer.id.expiration.ms, the sasl.* keys, remote.* keys.
+metric.reporters, producer.id.expiration.ms, principal.builder.class, the sasl.* and
+per-broker ssl.* keys (kafkapy serves PLAINTEXT only), the remote.* keys.
 
 ``add_listener(cb)``: ``cb(changed_keys)`` after each applied change (effective values).
 Runs on the event loop; the store API is synchronous.
