@@ -325,3 +325,155 @@ class KafkaZkCluster(_ZkCluster):
         d.update(version=first.get("version"), mode=f"{len(self.ids)} brokers, ZooKeeper mode",
                  heap_opts=str(first.get("heap_opts") or ""))
         return d
+
+
+# --------------------------------------------------------------------------- reassignment figure
+#
+# ``python bench/cluster.py reassign [--mib N] [--repeat R] [--only kafkapy3,kafka3]``: the
+# time to move one partition holding N MiB (RF 1) from broker 1 to broker 2 by
+# AlterPartitionReassignments, on a kafkapy cluster and on a Kafka 3.9 one in the same run
+# (``workloads.reassign_time``: request sent -> reassignment no longer listed and metadata
+# showing the new replica alone).  Results: bench/results/reassign-latest.json|md plus
+# timestamped copies.  A figure, never an assertion.
+
+def _create_assigned(bootstrap: str, topic: str, assignment: dict[int, list[int]]) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkapy-bench-admin",
+                             request_timeout_ms=30000)
+    try:
+        admin.create_topics([NewTopic(topic, -1, -1, replica_assignments=assignment)],
+                            timeout_ms=30000, raise_errors=True)
+    finally:
+        admin.close()
+
+
+def reassignment_runs(kind: str, work_dir: Path, mib: float, repeat: int,
+                      log=print) -> dict:
+    """One fresh cluster of ``kind``; ``repeat`` moves, each of a fresh N-MiB partition."""
+    import workloads as wl
+    cls = KafkapyCluster if kind == "kafkapy3" else KafkaZkCluster
+    cluster = cls(work_dir / kind)
+    out: dict = {"kind": kind, "mib": mib, "runs": []}
+    log(f"{kind}: starting 3 brokers")
+    cluster.start(timeout=180)
+    sampler = cluster.make_sampler().start()
+    try:
+        out["cluster"] = cluster.describe()
+        for rep in range(repeat):
+            topic = f"bench-reassign-{rep + 1}"
+            _create_assigned(cluster.bootstrap, topic, {0: [1]})
+            leaders = cluster.leaders(topic, timeout=30)
+            fill = wl.fill_partition(cluster.bootstrap, topic, 0, mib)
+            log(f"{kind}: {topic} leader {leaders}, filled {fill}")
+            if not fill["ok"]:
+                out["runs"].append({"ok": False, "fill": fill, "error": fill.get("error")})
+                continue
+            time.sleep(1.0)
+            sampler.phase_start(f"reassign-{rep + 1}")
+            move = wl.reassign_time(cluster.bootstrap, topic, 0, [2])
+            move["brokers"] = sampler.phase_end().as_dict()
+            move["fill"] = fill
+            if move.get("ok"):
+                # The new replica alone now leads: it must serve every record written.
+                _, high = wl.high_watermark(cluster.bootstrap, topic, 0)
+                move["high_watermark"] = high
+                if high != fill["records"]:
+                    move.update(ok=False, error=f"high watermark {high} after the move, "
+                                                f"{fill['records']} records written")
+            if move.get("ok"):
+                move["mib_per_s"] = round(fill["mib"] / move["seconds"], 1)
+            log(f"{kind}: move of {fill['mib']} MiB 1 -> 2: {move.get('seconds')} s "
+                f"{move.get('error', '')}")
+            out["runs"].append(move)
+    finally:
+        sampler.stop()
+        out["stop_exit_code"] = cluster.stop()
+    return out
+
+
+def _median(values):
+    vals = sorted(v for v in values if v is not None)
+    return vals[len(vals) // 2] if vals else None
+
+
+def reassignment_report(doc: dict) -> str:
+    kinds = [k for k in ("kafkapy3", "kafka3") if k in doc["clusters"]]
+    labels = {"kafkapy3": "kafkapy 3 brokers", "kafka3": "Kafka 3.9 3 brokers (ZK)"}
+    med = {k: _median([r.get("seconds") for r in doc["clusters"][k].get("runs", [])
+                       if r.get("ok")]) for k in kinds}
+    rate = {k: _median([r.get("mib_per_s") for r in doc["clusters"][k].get("runs", [])
+                        if r.get("ok")]) for k in kinds}
+    cpu = {k: _median([r.get("brokers", {}).get("cpu_pct")
+                       for r in doc["clusters"][k].get("runs", []) if r.get("ok")]) for k in kinds}
+    lines = [f"# Partition reassignment time ({doc['time_utc']})", "",
+             f"One partition holding {doc['mib']} MiB (replication factor 1) moved from broker 1 "
+             "to broker 2 by AlterPartitionReassignments; time from the request to the move "
+             "being over (no longer listed by ListPartitionReassignments, metadata showing "
+             f"the new replica alone). Median of {doc['repeat']} move(s) per cluster, each "
+             "on a fresh topic; both clusters run in this invocation, one after the other, "
+             "on the same machine.", "",
+             "| | " + " | ".join(labels[k] for k in kinds) + " |",
+             "|---|" + "---:|" * len(kinds)]
+
+    def fmt(v, nd=2):
+        return "—" if v is None else f"{v:,.{nd}f}"
+    lines.append("| seconds | " + " | ".join(fmt(med[k]) for k in kinds) + " |")
+    lines.append("| MiB/s | " + " | ".join(fmt(rate[k], 1) for k in kinds) + " |")
+    lines.append("| brokers' CPU % (sum of 3) | " + " | ".join(fmt(cpu[k], 0) for k in kinds) + " |")
+    if med.get("kafkapy3") and med.get("kafka3"):
+        lines += ["", f"kafkapy / Kafka time ratio: {med['kafkapy3'] / med['kafka3']:.2f} "
+                      "(above 1: kafkapy slower)."]
+    for k in kinds:
+        for i, r in enumerate(doc["clusters"][k].get("runs", []), 1):
+            if not r.get("ok"):
+                lines.append(f"- {labels[k]} move {i} failed: {r.get('error')}")
+        if doc["clusters"][k].get("error"):
+            lines.append(f"- {labels[k]}: {doc['clusters'][k]['error']}")
+    return "\n".join(lines) + "\n"
+
+
+def reassign_main(argv: list[str] | None = None) -> int:
+    import argparse
+    import datetime as _dt
+    import json
+    import tempfile
+    import traceback
+    parser = argparse.ArgumentParser(prog="bench/cluster.py reassign",
+                                     description="time to reassign one partition, kafkapy vs Kafka")
+    parser.add_argument("--mib", type=float, default=100.0, help="MiB in the moved partition")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", default="kafkapy3,kafka3")
+    parser.add_argument("--results-dir", default=str(ROOT / "bench" / "results"))
+    args = parser.parse_args(argv)
+    now = _dt.datetime.now(_dt.timezone.utc)
+    doc = {"time_utc": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "mib": args.mib,
+           "repeat": args.repeat, "clusters": {}}
+
+    def log(msg: str) -> None:
+        print(f"[reassign {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="kafkapy-bench-reassign-") as tmp:
+        for kind in [k.strip() for k in args.only.split(",") if k.strip()]:
+            try:
+                doc["clusters"][kind] = reassignment_runs(kind, Path(tmp), args.mib, args.repeat,
+                                                          log)
+            except Exception as e:  # noqa: BLE001 - record, go on to the other cluster
+                log(f"{kind}: FAILED {e}")
+                doc["clusters"][kind] = {"error": f"{type(e).__name__}: {e}",
+                                         "traceback": traceback.format_exc()[-3000:]}
+    results = Path(args.results_dir)
+    results.mkdir(parents=True, exist_ok=True)
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    text = reassignment_report(doc)
+    for name in ("reassign-latest", f"reassign-{stamp}"):
+        (results / f"{name}.json").write_text(json.dumps(doc, indent=2, default=str))
+        (results / f"{name}.md").write_text(text)
+    print(text)
+    ok = all(c.get("runs") and all(r.get("ok") for r in c["runs"]) for c in doc["clusters"].values())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "reassign":
+        raise SystemExit(reassign_main(sys.argv[2:]))
+    raise SystemExit("usage: python bench/cluster.py reassign [--mib N] [--repeat R] "
+                     "[--only kafkapy3,kafka3]")

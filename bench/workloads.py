@@ -367,3 +367,70 @@ def e2e_producer_worker(bootstrap: str, topic: str, rate: int, seconds: float, s
     except Exception as e:  # noqa: BLE001
         res.update(error=f"{type(e).__name__}: {e}")
     results.put(("producer", res))
+
+
+# --------------------------------------------------------------------------- reassignment
+
+def fill_partition(bootstrap: str, topic: str, partition: int, mib: float,
+                   size: int = 16384, timeout: float = 600.0) -> dict:
+    """Write ``mib`` MiB of ``size``-byte records (acks=all) to one partition, so a replica
+    move has that much log to copy.  Not a timed figure: the reassignment is."""
+    from confluent_kafka import Producer
+    count = max(1, int(mib * MIB) // size)
+    errors: list[str] = []
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                  "batch.size": 262144, "queue.buffering.max.kbytes": 65536,
+                  "log_level": LOG_LEVEL,
+                  "on_delivery": lambda err, msg: errors.append(str(err)) if err else None})
+    value = payload(size, seed=7)
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    i = 0
+    while i < count and time.monotonic() < deadline:
+        try:
+            p.produce(topic, value, partition=partition)
+            i += 1
+        except BufferError:
+            p.poll(0.01)
+        if not (i & 255):
+            p.poll(0)
+    left = p.flush(max(1.0, deadline - time.monotonic()))
+    ok = i == count and left == 0 and not errors
+    return {"ok": ok, "records": count, "record_size": size, "mib": round(count * size / MIB, 1),
+            "seconds": round(time.monotonic() - t0, 2),
+            **({} if ok else {"error": f"{left} unacked, {i}/{count} sent, {errors[:3]}"})}
+
+
+def reassign_time(bootstrap: str, topic: str, partition: int, target: list[int],
+                  timeout: float = 900.0, poll_s: float = 0.05) -> dict:
+    """Seconds from an AlterPartitionReassignments request (kafka-python's admin client, sent
+    to the controller) moving ``topic``-``partition`` to ``target`` until the move is over:
+    ListPartitionReassignments no longer lists it and broker 1's metadata shows ``target``
+    as the replicas (the old replica has been removed).  Polled every ``poll_s``."""
+    from confluent_kafka.admin import AdminClient
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafkapy-bench-reassign",
+                             request_timeout_ms=30000)
+    meta = AdminClient({"bootstrap.servers": bootstrap, "log_level": LOG_LEVEL})
+    tp = TopicPartition(topic, partition)
+    try:
+        t0 = time.monotonic()
+        errors = admin.alter_partition_reassignments({tp: list(target)}, timeout_ms=30000)
+        accepted = time.monotonic() - t0
+        if errors.get(tp) is not None:
+            return {"ok": False, "error": f"AlterPartitionReassignments: {errors[tp]}"}
+        deadline = t0 + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if tp not in admin.list_partition_reassignments([tp]):
+                t = meta.list_topics(topic, timeout=10).topics.get(topic)
+                last = list(t.partitions[partition].replicas) if t else None
+                if last == list(target):
+                    seconds = time.monotonic() - t0
+                    return {"ok": True, "seconds": round(seconds, 3),
+                            "accepted_s": round(accepted, 3), "target": list(target)}
+            time.sleep(poll_s)
+        return {"ok": False, "error": f"not done after {timeout}s (replicas {last})"}
+    finally:
+        admin.close()
