@@ -132,7 +132,8 @@ def _broker_entry(cfg: BrokerConfig, name: str, with_synonyms: bool, with_docs: 
         name=name, value=value, read_only=read_only,
         is_default=source == ConfigSource.DEFAULT_CONFIG, source=int(source), is_sensitive=sensitive,
         synonyms=synonyms if with_synonyms else [], config_type=int(key.type if key else ConfigType.UNKNOWN),
-        documentation=(key.doc if key else None) if with_docs else None)
+        # Kafka documents KafkaConfig's keys only (documentationOf): none for the throttle rates.
+        documentation=(key.doc if name in BROKER_CONFIGS else None) if with_docs else None)
 
 
 def _topic_entry(cfg: BrokerConfig, key: ConfigKey, overrides: Mapping[str, str], defaults: Mapping[str, object],
