@@ -348,6 +348,16 @@ def test_cancel_restores_the_original_replicas(cluster, unique, tmp_path):
     c.pause(target_broker)
     try:
         execute("kafka", c.bootstrap(holder), plan)
+        # In flight: RS = TRS + ORS (distinct, in that order), adding/removing in the znode,
+        # and the brokers' metadata shows RS.
+        in_flight = [target_broker, holder, controller]
+        wait_for(lambda: c.assignment(topic) == {0: in_flight}
+                 and c.metadata(holder, [topic]).topics[topic][0].replicas == in_flight, 30,
+                 lambda: f"RS {in_flight} in the znode and metadata: {c.assignment(topic)}, "
+                         f"{c.metadata(holder, [topic]).topics.get(topic)}")
+        topic_znode = c.znode_json(f"/brokers/topics/{topic}")
+        assert (topic_znode.get("adding_replicas"), topic_znode.get("removing_replicas")) == (
+            {"0": [target_broker]}, {"0": [controller]}), topic_znode
         listed = reassign("kafka", c.bootstrap(holder), "--list")
         assert listed.returncode == 0 and f"{topic}-0" in listed.stdout, listed.stdout
         # --preserve-throttles: clearing them means IncrementalAlterConfigs at every broker,
