@@ -1,4 +1,5 @@
-"""AlterConfigs (key 33): replace a topic's config overrides (legacy, non-incremental).
+"""AlterConfigs (key 33): replace a topic's config overrides or a dynamic broker config
+layer (legacy, non-incremental).
 
 Versions 0-2 (Kafka 3.9 and 4.0).  Per resource:
 - TOPIC (2): the given entries become the topic's complete set of overrides
@@ -19,7 +20,8 @@ Versions 0-2 (Kafka 3.9 and 4.0).  Per resource:
   (AlterConfigs is not incremental), checked as Kafka's ZkAdminManager.alterBrokerConfigs
   -> DynamicBrokerConfig.validate (``config.dynamic``): keys that are not dynamic, SSL
   keys without a listener prefix, bad values, per-broker keys at the default level, a
-  merged config breaking a cross-key rule -> INVALID_REQUEST with Kafka's message
+  merged config breaking a cross-key rule, a thread count more than doubled or below
+  half (Kafka's reconfigurables' checks) -> INVALID_REQUEST with Kafka's message
   (unknown keys pass, as custom configs); then kafkapy refuses listener keys it cannot
   apply.  Unless ``validate_only``, toPersistentProps' password checks, then the znode
   and a ``/config/changes`` notification (``admin.alter_broker_configs``): every broker
@@ -29,8 +31,8 @@ from __future__ import annotations
 
 from kafkapy.config.dynamic import from_persistent_props, persistent_props
 from kafkapy.config.errors import ConfigError
-from kafkapy.metadata import paths
 from kafkapy.handlers.common import repeated
+from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
