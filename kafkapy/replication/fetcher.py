@@ -38,8 +38,8 @@ Kafka 3.9's ReplicaFetcherManager / ReplicaFetcherThread (ZK mode), as asyncio t
   closes its session (the next fetch is full).
 - Replication throttle (Kafka's follower quota, ``quota``): a partition throttled on
   this broker and not in sync (its lag after the last append not zero) is left out of
-  the request while the follower quota is exceeded; the record bytes of throttled
-  partitions are recorded as they are appended.
+  the request while the follower quota is exceeded; the record bytes answered for
+  throttled partitions are recorded (zero included, as Kafka's processPartitionData).
 
 Tests may pass ``connect`` (leader id -> an object with ``send(request, timeout_s)``,
 ``connected``, ``close()``) and ``autostart=False``, then step every fetcher with
