@@ -408,3 +408,59 @@ def test_legacy_reassign_partitions_znode(shared_cluster, unique):
              lambda: f"removed replicas' dirs: broker 1 {partition_dirs(c, 1, topic)}, "
                      f"broker 3 {partition_dirs(c, 3, topic)}")
     read_back(c, 1, topic, data)
+
+
+def _config_znode(c, path: str) -> dict:
+    return c.znode_json(path).get("config", {}) if c.zk.exists(path) else {}
+
+
+def _replica_list(text: str | None) -> set[str]:
+    return {x.strip() for x in (text or "").split(",") if x.strip()}
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_execute_throttle_sets_and_verify_clears_the_throttles(shared_cluster, unique, tmp_path,
+                                                               tool):
+    """``--execute --throttle R`` sets what Kafka's tool sets: the topic's leader throttled
+    replicas (every current replica of a moving partition), follower throttled replicas (the
+    new ones), and both rates on every broker the moves touch; ``--verify`` after completion
+    removes them all.  Read from the config znodes (/config/topics, /config/brokers)."""
+    c = shared_cluster
+    topic = unique(f"throttle-{tool}")
+    before = {0: [1, 2], 1: [2, 1]}
+    target = {0: [2, 3], 1: [3, 2]}
+    rate = str(200 * 1024 * 1024)   # high: the move is not slowed, only the configs matter
+    clients.create_topic(c.bootstrap(c.controller_id()), topic, assignment=before)
+    c.wait_topic(topic, 2)
+    wait_settled(c, topic, before)
+    data = produce_and_check(c, 1, topic, [0, 1], 200, "a")
+    plan = plan_file(tmp_path, topic, target, "throttle")
+
+    result = reassign(tool, c.bootstrap(1), "--reassignment-json-file", plan, "--execute",
+                      "--throttle", rate)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Warning: You must run --verify periodically" in result.stdout, result.stdout
+    assert f"The inter-broker throttle limit was set to {rate} B/s" in result.stdout, result.stdout
+    topic_config = _config_znode(c, f"/config/topics/{topic}")
+    assert _replica_list(topic_config.get("leader.replication.throttled.replicas")) == {
+        "0:1", "0:2", "1:2", "1:1"}, topic_config
+    assert _replica_list(topic_config.get("follower.replication.throttled.replicas")) == {
+        "0:3", "1:3"}, topic_config
+    for broker in (1, 2, 3):
+        config = _config_znode(c, f"/config/brokers/{broker}")
+        assert (config.get("leader.replication.throttled.rate"),
+                config.get("follower.replication.throttled.rate")) == (rate, rate), (broker, config)
+
+    out = wait_verified(tool, c.bootstrap(2), plan, topic, target, c)
+    assert "Clearing broker-level throttles on brokers 1,2,3" in out, out
+    assert f"Clearing topic-level throttles on topic {topic}" in out, out
+    throttles = {"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                 "replica.alter.log.dirs.io.max.bytes.per.second"}
+    for broker in (1, 2, 3):
+        left = throttles & set(_config_znode(c, f"/config/brokers/{broker}"))
+        assert not left, (broker, left)
+    left = {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"} & set(
+        _config_znode(c, f"/config/topics/{topic}"))
+    assert not left, left
+    wait_settled(c, topic, target)
+    read_back(c, 3, topic, data)
