@@ -20,6 +20,7 @@ follower's (list and rate on broker 2).
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -154,3 +155,49 @@ def test_throttled_reassignment_moves_at_about_the_set_rate(cluster, unique, sid
     moved = cluster.nodes[FOLLOWER].log_dir / f"{throttled_topic}-0"
     wait_for(lambda: sum(f.stat().st_size for f in moved.glob("*.log")) == throttled_bytes, 30,
              "the new replica's log as large as the leader's")
+
+
+def test_kafka_reassign_tool_throttle_then_verify_clears_it(cluster, unique, tmp_path):
+    """Kafka's own kafka-reassign-partitions.sh --execute --throttle sets the lists and both
+    rates on brokers 1 and 2 and moves the partition at about the rate; --verify, once
+    the move is over, clears every throttle it set."""
+    topic = unique("tool")
+    size = _fill(cluster, topic)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [LEADER, FOLLOWER]}]}))
+    tool = ("kafka-reassign-partitions.sh", "--bootstrap-server", cluster.bootstrap(LEADER),
+            "--reassignment-json-file", str(plan))
+    start = time.monotonic()
+    done = kafka_tool(*tool, "--execute", "--throttle", str(RATE))
+    assert done.returncode == 0, done.stdout + done.stderr
+    tool_s = time.monotonic() - start
+    assert f"The inter-broker throttle limit was set to {RATE} B/s" in done.stdout, done.stdout
+    for broker in (LEADER, FOLLOWER):
+        for key in ("leader.replication.throttled.rate", "follower.replication.throttled.rate"):
+            assert _described(cluster, broker, key) == str(RATE)
+    throttles = cluster.znode_json(f"/config/topics/{topic}")["config"]
+    assert throttles == {"leader.replication.throttled.replicas": f"0:{LEADER}",
+                         "follower.replication.throttled.replicas": f"0:{FOLLOWER}"}, throttles
+
+    def moved():
+        state = cluster.partition_state(topic, 0)
+        assignment = cluster.znode_json(f"/brokers/topics/{topic}")
+        return (FOLLOWER in state["isr"] and assignment["partitions"]["0"] == [LEADER, FOLLOWER]
+                and not assignment.get("adding_replicas"))
+    wait_for(moved, MOVE_TIMEOUT_S, lambda: f"{topic}-0 moved\n{cluster.summary()}",
+             interval=0.05)
+    rate = size / (time.monotonic() - start)
+    print(f"{size / MB:.1f} MB through kafka-reassign-partitions --throttle {RATE / MB:.1f} "
+          f"MB/s: {rate / MB:.2f} MB/s (the tool itself {tool_s:.1f} s)")
+    assert rate <= MAX_FACTOR * RATE, f"{rate / MB:.2f} MB/s"
+
+    verified = kafka_tool(*tool, "--verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert f"Reassignment of partition {topic}-0 is completed." in verified.stdout, verified.stdout
+    assert "Clearing broker-level throttles on brokers 1,2" in verified.stdout, verified.stdout
+    assert f"Clearing topic-level throttles on topic {topic}" in verified.stdout, verified.stdout
+    for broker in (LEADER, FOLLOWER):
+        wait_for(lambda: _described(cluster, broker, "leader.replication.throttled.rate")
+                 in (None, str(LONG_MAX)), 30, f"broker {broker}'s throttle rate cleared")
+    assert cluster.znode_json(f"/config/topics/{topic}")["config"] == {}
