@@ -124,9 +124,23 @@ def _report(message: str) -> None:
 
 # --------------------------------------------------------------------------- options
 
+class _Parser(common.ToolParser):
+    """ToolParser with joptsimple's words for an unknown option or a missing value (Kafka's
+    tool lets those exceptions escape: the sentence, exit 1)."""
+
+    def error(self, message: str):
+        unknown = re.match(r"unrecognized arguments: -*(\S+)", message)
+        missing = re.match(r"argument --([\w-]+).*: expected one argument", message)
+        if unknown:
+            message = f"{unknown.group(1).split('=')[0]} is not a recognized option"
+        elif missing:
+            message = f"Option {missing.group(1)} requires an argument"
+        super().error(message)
+
+
 def _parser() -> common.ToolParser:
-    parser = common.ToolParser("kafkapy-reassign-partitions",
-                               "This tool helps to move topic partitions between replicas.")
+    parser = _Parser("kafkapy-reassign-partitions",
+                     "This tool helps to move topic partitions between replicas.")
     parser.allow_abbrev = False   # Kafka's option parser takes no abbreviations
     flags = {
         "generate": "Generate a candidate partition reassignment configuration. Note that this "
@@ -688,7 +702,16 @@ def _alter_configs(admin, resources) -> None:
     for by_name in results.values():
         for outcome in by_name.values():
             if outcome != "OK":
-                raise _fail(outcome)
+                raise _fail(_java_exception_text(outcome))
+
+
+def _java_exception_text(outcome: str) -> str:
+    """kafka-python's "[Error 40] InvalidConfigurationError: msg" as Kafka's future prints
+    it: "org.apache.kafka.common.errors.InvalidConfigurationException: msg"."""
+    found = re.match(r"\[Error -?\d+\] (\w+?)(?:Error)?: (.*)", outcome, re.DOTALL)
+    if not found:
+        return outcome
+    return f"org.apache.kafka.common.errors.{found.group(1)}Exception: {found.group(2)}"
 
 
 def _alter(admin, reassignments: dict) -> dict[tuple[str, int], str]:
