@@ -62,3 +62,22 @@ def test_every_option_has_a_description(script, monkeypatch):
     parser = built_parser(SCRIPTS[script], monkeypatch)
     assert parser.prog == script
     assert undescribed(parser) == []
+
+
+# Kafka 3.9's kafka-reassign-partitions.sh --help, option by option (its ZooKeeper-era
+# --zookeeper is gone in 3.x; --bootstrap-controller is not in 3.9).
+KAFKA_REASSIGN_OPTIONS = {
+    "--additional", "--bootstrap-server", "--broker-list", "--cancel", "--command-config",
+    "--disable-rack-aware", "--execute", "--generate", "--help", "--list",
+    "--preserve-throttles", "--reassignment-json-file", "--replica-alter-log-dirs-throttle",
+    "--throttle", "--timeout", "--topics-to-move-json-file", "--verify", "--version",
+}
+
+
+def test_reassign_partitions_offers_kafkas_options(monkeypatch):
+    parser = built_parser(SCRIPTS["kafkapy-reassign-partitions"], monkeypatch)
+    offered = {s for a in parser._actions for s in a.option_strings if s.startswith("--")}
+    assert offered == KAFKA_REASSIGN_OPTIONS
+    # Kafka's option parser takes no abbreviations ("--boot" is not --bootstrap-server).
+    assert parser.allow_abbrev is False
+    assert parser.description == "This tool helps to move topic partitions between replicas."
