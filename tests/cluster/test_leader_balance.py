@@ -87,7 +87,8 @@ def test_auto_rebalance_gives_leadership_back_after_a_restart(auto_cluster, uniq
              lambda: f"the auto rebalance to restore preferred leaders {PREFERRED}: now "
                      f"{leaders(c, topic)}\n{c.summary()}", interval=0.5)
     for i in c.running_ids():
-        assert c.leaders(topic, via=i) == PREFERRED, i
+        wait_for(lambda: c.leaders(topic, via=i) == PREFERRED, 30,
+                 f"broker {i}'s metadata to show the preferred leaders")
 
 
 _ELECTION_LINE = re.compile(r"^(Successfully completed leader election \(PREFERRED\) for partitions"
