@@ -71,6 +71,23 @@ def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
     return topic, int(part)
 
 
+def future_dir_name(topic: str, partition: int) -> str:
+    """Kafka's UnifiedLog.logFutureDirName: ``<topic>-<p>.<uuid hex>-future``."""
+    return f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+
+def parse_log_dir_name(name: str) -> tuple[str, int] | None:
+    """(topic, partition) of a plain log dir name or of one with Kafka's
+    ``.<uuid hex>-delete/-future/-stray`` suffix (UnifiedLog.parseTopicPartitionName)."""
+    for suffix in (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX):
+        if name.endswith(suffix):
+            stem, dot, unique = name[:-len(suffix)].rpartition(".")
+            if not dot or len(unique) != 32:
+                return None
+            return parse_partition_dir_name(stem)
+    return parse_partition_dir_name(name)
+
+
 class Log:
     """A partition log.  Build with ``Log.load`` (it may recover segments)."""
 
@@ -105,7 +122,7 @@ class Log:
              log_start_offset: int = 0, high_watermark: int = 0,
              had_clean_shutdown: bool = True, topic_id: str | None = None) -> "Log":
         """Open (or create) the log in ``dir_path``; blocking, may recover segments."""
-        parsed = parse_partition_dir_name(os.path.basename(os.path.normpath(dir_path)))
+        parsed = parse_log_dir_name(os.path.basename(os.path.normpath(dir_path)))
         if parsed is None:
             raise ValueError(f"not a partition directory name: {dir_path}")
         if not isinstance(config, LogConfig):
@@ -688,6 +705,35 @@ class Log:
         self._pending_deletes = []
         self._closed = True
 
+    @property
+    def is_future(self) -> bool:
+        """A future replica's log (an intra-broker move in progress), by its dir name."""
+        return self.dir.endswith(FUTURE_DIR_SUFFIX)
+
+    @property
+    def parent_dir(self) -> str:
+        return os.path.dirname(os.path.normpath(self.dir))
+
+    def rename_dir(self, new_name: str) -> str:
+        """Rename the live log's dir within its log dir (Kafka's renameDir with
+        shouldReinitialize): descriptors and mmaps stay open, every path follows."""
+        old = os.path.normpath(self.dir)
+        new = os.path.join(os.path.dirname(old), new_name)
+        os.rename(old, new)
+        self.dir = new
+        moved = lambda p: os.path.join(new, os.path.basename(p)) if p else p  # noqa: E731
+        for seg in self.segments + [seg for _, seg in self._pending_deletes]:
+            seg.dir = new
+            seg.log_path = moved(seg.log_path)
+            seg.offset_index.path = moved(seg.offset_index.path)
+            seg.time_index.path = moved(seg.time_index.path)
+            txn = transaction_index._BY_SEGMENT.get(seg)
+            if txn is not None:
+                txn.path = moved(txn.path)
+        self.producer_state.dir = new
+        self.leader_epoch_cache.path = moved(self.leader_epoch_cache.path)
+        return new
+
     def rename_for_delete(self, close: bool = True) -> str:
         """Rename the dir for deletion (closing files unless ``close`` is False, in
         which case the caller calls ``release`` later); returns the new path."""
@@ -719,4 +765,4 @@ def _remove(path: str) -> None:
 
 
 __all__ = ["Log", "AppendInfo", "DuplicateBatch", "FetchSlice", "partition_dir_name",
-           "parse_partition_dir_name"]
+           "parse_partition_dir_name", "parse_log_dir_name", "future_dir_name"]

@@ -35,6 +35,15 @@ Invariants:
 - ``shutdown`` before a completed ``load`` only lets go of what was opened: it
   writes no checkpoint and no clean-shutdown marker (a dir whose load did not
   finish may still need recovery).
+- a replica being moved to another log dir of this broker (AlterReplicaLogDirs) has a
+  *future* log there, ``<topic>-<p>.<uuid hex>-future`` (``future_logs``; at most one per
+  partition, never in the current log's dir); ``replace_current_with_future`` renames it
+  to ``<topic>-<p>`` and sends the current one the way of a deleted log, as Kafka's
+  replaceCurrentWithFutureLog.  Future logs are loaded at start-up (the move resumes
+  once the partition is hosted again), flushed and checkpointed like current ones, left
+  out of retention, and deleted with their partition.  ``preferred_log_dirs`` holds the
+  dir asked for a partition not hosted yet: its log is created there (Kafka's
+  maybeUpdatePreferredLogDir).
 ``load``, ``shutdown``, ``flush_dirty`` and ``periodic`` block on disk I/O:
 run them off the event loop (executor) when logs are large.
 """
@@ -55,7 +64,8 @@ from kafkapy.log.checkpoint import (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_
                                     atomic_write, read_offset_checkpoint,
                                     write_offset_checkpoint)
 from kafkapy.log.log import (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log,
-                             parse_partition_dir_name, partition_dir_name)
+                             future_dir_name, parse_log_dir_name, parse_partition_dir_name,
+                             partition_dir_name)
 from kafkapy.log.log_config import LogConfig
 from kafkapy.log.meta_properties import ensure_meta_properties
 from kafkapy.log.partition_metadata import PartitionMetadataError
@@ -97,6 +107,10 @@ class LogManager:
         self.default_topic_config = dict(default_topic_config or {})
         self.logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
+        # Intra-broker moves: the future log of a partition and the dir it is in.
+        self.future_logs: dict[tuple[str, int], Log] = {}
+        self._future_dir_of: dict[tuple[str, int], str] = {}
+        self.preferred_log_dirs: dict[tuple[str, int], str] = {}
         self.had_clean_shutdown: dict[str, bool] = {}
         self._intervals = {
             "flush": flush_check_interval_ms,
@@ -232,7 +246,10 @@ class LogManager:
             if name.endswith(DELETE_DIR_SUFFIX):
                 shutil.rmtree(path, ignore_errors=True)
                 continue
-            if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+            if name.endswith(FUTURE_DIR_SUFFIX):
+                self._load_future(d, path, name, recovery, starts, hws, clean, topic_configs)
+                continue
+            if name.endswith(STRAY_DIR_SUFFIX):
                 _log.warning("ignoring %s", path)
                 continue
             key = parse_partition_dir_name(name)
@@ -253,11 +270,31 @@ class LogManager:
         if clean:
             os.unlink(marker)
 
+    def _load_future(self, d: str, path: str, name: str, recovery, starts, hws, clean: bool,
+                     topic_configs: TopicConfigs) -> None:
+        """A future log left by a move that was under way (Kafka's loadLog isFuture)."""
+        key = parse_log_dir_name(name)
+        if key is None:
+            return
+        if key in self.future_logs:
+            raise LogDirError(f"Duplicate log directories found: {path}, "
+                              f"{self.future_logs[key].dir}")
+        cfg = self.config_for(key[0], _topic_config(topic_configs, key[0]))
+        log = Log.load(path, cfg, self.clock, recovery_point=recovery.get(key, 0),
+                       log_start_offset=starts.get(key, 0), high_watermark=hws.get(key, 0),
+                       had_clean_shutdown=clean)
+        self.future_logs[key] = log
+        self._future_dir_of[key] = d
+        _log.info("loaded future log %s (a move to %s in progress)", path, d)
+
     def _fail_dir_at_load(self, d: str, err: BaseException) -> None:
         """Let go of what was loaded from ``d`` and keep it offline."""
         for key in [k for k, where in self._dir_of.items() if where == d]:
             self.logs.pop(key).release()
             del self._dir_of[key]
+        for key in [k for k, where in self._future_dir_of.items() if where == d]:
+            self.future_logs.pop(key).release()
+            del self._future_dir_of[key]
         self.offline_dirs.add(d)
         _log.error("Error while loading log dir %s (now offline): %s", d, err)
 
@@ -296,7 +333,7 @@ class LogManager:
         if not live:
             raise OSError(f"no live log dir: every one of {self.log_dirs} has failed")
         counts = {d: 0 for d in live}
-        for d in self._dir_of.values():
+        for d in list(self._dir_of.values()) + list(self._future_dir_of.values()):
             counts[d] = counts.get(d, 0) + 1
         return min(live, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
@@ -316,6 +353,13 @@ class LogManager:
         for key, log in self.logs.items():
             if self._dir_of.get(key) == d:
                 log.offline = True
+        # Kafka drops the future logs of a failed dir (their moves stop; the current
+        # replicas elsewhere carry on); their files stay for the next start.
+        for key in [k for k, where in self._future_dir_of.items() if where == d]:
+            future = self.future_logs.pop(key)
+            del self._future_dir_of[key]
+            future.offline = True
+            future.release()
         _log.error("Error while writing to log dir %s: %s; stopped serving its replicas", d, error)
         if self._on_dir_failure is not None:
             self._on_dir_failure(d, self.live_log_dirs)
@@ -336,13 +380,119 @@ class LogManager:
             return log
         if self._placing_existing and self.offline_dirs:
             return self._offline_log(topic, partition, topic_config, topic_id)
-        d = self._next_log_dir()
+        preferred = self.preferred_log_dirs.get(key)
+        if preferred is not None and preferred in self.offline_dirs:
+            raise OSError(errno.EIO, f"Can not create log for {topic}-{partition} because "
+                                     f"its preferred log dir {preferred} is offline")
+        d = preferred if preferred is not None else self._next_log_dir()
         path = os.path.join(d, partition_dir_name(topic, partition))
         log = Log.load(path, self.config_for(topic, topic_config), self.clock,
                        topic_id=topic_id)
         self.logs[key] = log
         self._dir_of[key] = d
+        self.preferred_log_dirs.pop(key, None)   # satisfied
         return log
+
+    # ---------------------------------------------------------------- moves between dirs
+
+    def has_log_dir(self, d: str) -> bool:
+        """Whether ``d`` is one of the configured log dirs (Kafka compares absolute paths)."""
+        return d in self.log_dirs
+
+    def get_future_log(self, topic: str, partition: int) -> Log | None:
+        return self.future_logs.get((topic, partition))
+
+    def future_log_dir_of(self, topic: str, partition: int) -> str | None:
+        return self._future_dir_of.get((topic, partition))
+
+    def maybe_update_preferred_log_dir(self, topic: str, partition: int, d: str) -> None:
+        """Kafka's maybeUpdatePreferredLogDir: remember ``d`` unless the current or the
+        future log is already there."""
+        key = (topic, partition)
+        if self._dir_of.get(key) != d and self._future_dir_of.get(key) != d:
+            self.preferred_log_dirs[key] = d
+
+    def create_future_log(self, topic: str, partition: int, d: str,
+                          topic_config: dict[str, Any] | None = None) -> Log:
+        """The partition's (empty) future log in live dir ``d`` (Kafka's getOrCreateLog
+        with isFuture): blocking but short, a dir and empty segment files."""
+        key = (topic, partition)
+        current = self.logs.get(key)
+        if current is None:
+            raise KeyError(f"no current log for {topic}-{partition}")
+        existing = self.future_logs.get(key)
+        if existing is not None:
+            return existing
+        if self._dir_of[key] == d:
+            raise ValueError(f"Can not create the future log for {topic}-{partition} in the "
+                             "current log directory of this partition")
+        if d in self.offline_dirs or d not in self.log_dirs:
+            raise OSError(errno.EIO, f"Log directory {d} is offline")
+        path = os.path.join(d, future_dir_name(topic, partition))
+        cfg = current.config if topic_config is None else self.config_for(topic, topic_config)
+        log = Log.load(path, cfg, self.clock, topic_id=current.topic_id)
+        self.future_logs[key] = log
+        self._future_dir_of[key] = d
+        self.preferred_log_dirs.pop(key, None)
+        _log.info("created future log %s", path)
+        return log
+
+    def delete_future_log(self, topic: str, partition: int) -> bool:
+        """Abandon a move: the future log goes the way of a deleted log."""
+        key = (topic, partition)
+        log = self.future_logs.pop(key, None)
+        self._future_dir_of.pop(key, None)
+        if log is None:
+            return False
+        self._schedule_log_delete(log)
+        return True
+
+    def replace_current_with_future(self, topic: str, partition: int) -> Log:
+        """Kafka's replaceCurrentWithFutureLog: the future log becomes ``<topic>-<p>`` in
+        its dir, takes the current one's high watermark, and the current one is renamed
+        ``-delete`` (removed after file.delete.delay.ms); the old dir's checkpoints are
+        rewritten without it.  Renames only: cheap enough for the event loop."""
+        key = (topic, partition)
+        source, dest = self.logs.get(key), self.future_logs.get(key)
+        if source is None or dest is None:
+            raise OSError(errno.EIO, f"The {'current' if source is None else 'future'} "
+                                     f"replica for {topic}-{partition} is offline")
+        dest_dir, source_dir = self._future_dir_of[key], self._dir_of[key]
+        try:
+            dest.rename_dir(partition_dir_name(topic, partition))
+        except OSError as err:
+            self.fail_dir(dest_dir, err)
+            raise
+        dest.high_watermark = source.high_watermark
+        del self.future_logs[key], self._future_dir_of[key]
+        self.logs[key] = dest
+        self._dir_of[key] = dest_dir
+        try:
+            self._schedule_log_delete(source)
+            self._checkpoint_dir(source_dir)
+        except OSError as err:
+            source.release()
+            self.fail_dir(source_dir, err)
+            raise
+        _log.info("The current replica is successfully replaced with the future replica "
+                  "for %s-%d", topic, partition)
+        return dest
+
+    def _schedule_log_delete(self, log: Log) -> None:
+        if log.offline:
+            log.release()
+            return
+        log.rename_for_delete(close=False)
+        due = self.clock.time_ms() + log.config.file_delete_delay_ms
+        self._pending_log_deletes.append((due, log))
+
+    def _checkpoint_dir(self, d: str) -> None:
+        items = self._by_dir().get(d, [])
+        write_offset_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
+                                {k: log.recovery_point for k, log in items})
+        write_offset_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT), {
+            k: log.log_start_offset for k, log in items
+            if log.log_start_offset > log.segments[0].base_offset})
 
     @contextlib.contextmanager
     def placing_existing_partitions(self):
@@ -385,16 +535,13 @@ class LogManager:
         shutdown; a leftover ``-delete`` dir is removed at the next load).
         """
         key = (topic, partition)
+        self.delete_future_log(topic, partition)   # Kafka's Partition.delete: both go
+        self.preferred_log_dirs.pop(key, None)
         log = self.logs.pop(key, None)
         self._dir_of.pop(key, None)
         if log is None:
             return False
-        if log.offline:   # nothing on an offline dir is touched: its files stay there
-            log.release()
-            return True
-        log.rename_for_delete(close=False)
-        due = self.clock.time_ms() + log.config.file_delete_delay_ms
-        self._pending_log_deletes.append((due, log))
+        self._schedule_log_delete(log)   # an offline one is only let go: its files stay
         return True
 
     def purge_deleted_logs(self, now_ms: int | None = None, force: bool = False) -> int:
@@ -417,6 +564,10 @@ class LogManager:
         out: dict[str, list[tuple[tuple[str, int], Log]]] = {d: [] for d in self.live_log_dirs}
         for key, log in list(self.logs.items()):
             d = self._dir_of[key]
+            if d in out:
+                out[d].append((key, log))
+        for key, log in list(self.future_logs.items()):   # checkpointed in their own dir
+            d = self._future_dir_of.get(key)
             if d in out:
                 out[d].append((key, log))
         return out
@@ -453,7 +604,7 @@ class LogManager:
         """flush.ms policy, plus segments rolled since their last flush; returns flushes."""
         now = self.clock.time_ms() if now_ms is None else now_ms
         n = 0
-        for key, log in list(self.logs.items()):
+        for key, log in list(self.logs.items()) + list(self.future_logs.items()):
             if log.offline:
                 continue
             try:
@@ -465,7 +616,10 @@ class LogManager:
                     log.flush(rolled)  # Kafka flushes a rolled segment right after the roll
                     n += 1
             except OSError as err:
-                self.fail_dir_of(*key, err)
+                if log.is_future:
+                    self.fail_dir(self._future_dir_of.get(key, log.parent_dir), err)
+                else:
+                    self.fail_dir_of(*key, err)
         return n
 
     def periodic(self, now_ms: int | None = None) -> list[str]:
@@ -522,23 +676,25 @@ class LogManager:
             if self._loaded:
                 self._close_all(broker_epoch)
             else:
-                for log in self.logs.values():
+                for log in list(self.logs.values()) + list(self.future_logs.values()):
                     log.release()
                 self.logs.clear()
                 self._dir_of.clear()
+                self.future_logs.clear()
+                self._future_dir_of.clear()
         finally:
             self._release_locks(delete=True)
             self._opened = self._loaded = False
 
     def _close_all(self, broker_epoch: int) -> None:
-        for key, log in self.logs.items():
+        for key, log in list(self.logs.items()) + list(self.future_logs.items()):
             if not log.offline:
                 try:
                     log.flush()
                 except OSError as err:
-                    self.fail_dir_of(*key, err)
+                    self.fail_dir(log.parent_dir, err)
         self.checkpoint()
-        for log in self.logs.values():
+        for log in list(self.logs.values()) + list(self.future_logs.values()):
             # An offline log is only let go: trimming its mmap'd indexes on a full
             # disk would be SIGBUS, and recovery rebuilds them at the next start.
             log.release() if log.offline else log.close()
@@ -550,6 +706,8 @@ class LogManager:
         self.purge_deleted_logs(force=True)
         self.logs.clear()
         self._dir_of.clear()
+        self.future_logs.clear()
+        self._future_dir_of.clear()
 
 
 def _topic_config(topic_configs: TopicConfigs, topic: str) -> dict[str, Any] | None:
