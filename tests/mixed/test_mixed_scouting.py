@@ -88,13 +88,13 @@ def kafkapy_led(tmp_path_factory, zookeeper_server):  # noqa: F811
 # --------------------------------------------------------------------------- checks
 
 def produce_confluent(bootstrap: str, topic: str, values: dict[int, list[bytes]],
-                      timeout: float = 60.0) -> dict[int, list[int]]:
+                      timeout: float = 60.0, acks: str = "all") -> dict[int, list[int]]:
     """acks=all WITHOUT idempotence: which broker a client asks for a producer id is its
     own choice, and a Kafka broker under kafkapy's controller cannot get one today
     (``test_kafka_broker_gets_producer_ids_from_kafkapy_controller``); acknowledged
     offsets per partition."""
     from confluent_kafka import Producer
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
                          "enable.idempotence": False, "max.in.flight": 1,
                          "message.timeout.ms": int(timeout * 1000)})
     offsets: dict[int, list[int]] = {p: [] for p in values}
@@ -199,13 +199,20 @@ def _isr(m: Mixed, topic: str, partition: int) -> list[int]:
 
 
 def _check_isr_round_trip(m: Mixed, topic: str, partition: int, paused: int) -> None:
-    """Pause a follower of ``partition``: its leader's AlterPartition (to whichever
-    controller) drops it from the ISR in ZooKeeper; resumed, it is added back."""
+    """Pause a follower of ``partition`` and write to its leader (a follower whose log end
+    equals the leader's counts as caught up, in Kafka as here): the leader's AlterPartition
+    (to whichever controller) drops it from the ISR in ZooKeeper while its session (and
+    broker epoch) lives on; resumed, it catches up and is added back."""
+    leader = m.partition_state(topic, partition)["leader"]
+    epoch = m.broker_epoch(paused)
     m.pause(paused)
     try:
+        produce_confluent(m.bootstrap(leader), topic, {partition: [b"while-paused"] * 5},
+                          acks="1")
         wait_for(lambda: paused not in _isr(m, topic, partition), 30,
                  lambda: f"{topic}-{partition}: ISR without paused broker {paused} "
                          f"(now {_isr(m, topic, partition)})\n" + m.summary())
+        assert m.broker_epoch(paused) == epoch, "the paused broker's session expired"
     finally:
         m.resume(paused)
     wait_for(lambda: paused in _isr(m, topic, partition), 30,
@@ -303,19 +310,55 @@ def _check_transactions(m: Mixed, topic: str, via: int) -> None:
     _check_transactions_on_every_coordinator(m, topic)
 
 
-def _check_controlled_shutdown(m: Mixed, node_id: int, topic: str) -> str:
+def _produce_raw(m: Mixed, node_id: int, topic: str, partition: int, batch: bytes,
+                 acks: int):
+    from kafkapy.protocol.messages import REQUESTS
+    produce = REQUESTS[0]
+    client = WireClient(m.bootstrap(node_id), timeout=30)
+    try:
+        r = client.request(0, 9, transactional_id=None, acks=acks, timeout_ms=10000,
+                           topic_data=[produce.TopicProduceData(name=topic, partition_data=[
+                               produce.TopicProduceData.PartitionProduceData(
+                                   index=partition, records=batch)])])
+    finally:
+        client.close()
+    p = r.responses[0].partition_responses[0]
+    return p.error_code, p.base_offset
+
+
+def _check_controlled_shutdown(m: Mixed, node_id: int, topic: str, pid_from: int) -> str:
     """SIGTERM ``node_id``: its ControlledShutdown to the controller (the other kind) moves
-    its leaderships away before it exits; then it restarts and rejoins every ISR."""
-    led = [p for p, rs in ASSIGNMENT.items() if rs[0] == node_id]
+    its leaderships away before it exits.  An idempotent batch written to it as leader,
+    retried to the new leader (the other kind: a follower that built the producer state
+    from replicated batches), is answered with its original offset (no duplicate).  Then
+    it restarts, rejoins every ISR, and Kafka's kafka-leader-election.sh (PREFERRED, to
+    whichever controller) gives it its leaderships back.  Returns its log."""
+    from kafkapy.records.record import build_batch
+    [p] = [p for p, rs in ASSIGNMENT.items() if rs[0] == node_id]
+    err, pid = _init_producer_id(m, pid_from)
+    assert err == 0, err
+    batch = build_batch([(b"idem", f"cs-{node_id}".encode(), (), int(time.time() * 1000))],
+                        producer_id=pid, producer_epoch=0, base_sequence=0)
+    err, offset = _produce_raw(m, node_id, topic, p, batch, acks=-1)
+    assert err == 0, (err, m.partition_state(topic, p), m.metadata(node_id, [topic]).topics)
     code = m.terminate(node_id, timeout=60)
     assert code in (0, 143), code
     out = m.log_text(node_id)
-    states = m.states(topic)
-    assert all(states[p]["leader"] != node_id for p in led), (states, out[-3000:])
+    state = m.partition_state(topic, p)
+    assert state["leader"] not in (node_id, -1), (state, out[-3000:])
+    again = _produce_raw(m, state["leader"], topic, p, batch, acks=1)
+    assert again == (0, offset), (f"retry to new leader {state['leader']}: {again}, "
+                                  f"original offset {offset}")
     m.restart(node_id, timeout=120)
     m.wait_ready(timeout=TIMEOUT)
     wait_for(lambda: all(node_id in s["isr"] for s in m.states(topic).values()), TIMEOUT,
              lambda: f"{node_id} back in every ISR of {topic}: {m.states(topic)}")
+    other = next(i for i in m.running_ids() if m.kinds[i] != m.kinds[node_id])
+    run = kafka_tool("kafka-leader-election.sh", "--bootstrap-server", m.bootstrap(other),
+                     "--election-type", "PREFERRED", "--topic", topic, "--partition", str(p))
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    wait_for(lambda: m.partition_state(topic, p)["leader"] == node_id, TIMEOUT,
+             lambda: f"{topic}-{p} led by {node_id} again: {m.partition_state(topic, p)}")
     return out
 
 
@@ -369,7 +412,7 @@ class TestKafkaController:
 
     def test_controlled_shutdown_kafkapy_to_kafka_controller(self, kafka_led):
         m = kafka_led
-        _check_controlled_shutdown(m, KAFKAPY_ID, "kc-rf3")
+        _check_controlled_shutdown(m, KAFKAPY_ID, "kc-rf3", pid_from=1)
 
     def test_kafkapy_takes_over_from_kafka_controller(self, kafka_led):
         """Last of the class: it kills broker 1."""
@@ -441,7 +484,7 @@ class TestKafkapyController:
         _check_transactions(kafkapy_led, "pc-txn", via=KAFKAPY_ID)
 
     def test_controlled_shutdown_kafka_to_kafkapy_controller(self, kafkapy_led):
-        out = _check_controlled_shutdown(kafkapy_led, 2, "pc-rf3")
+        out = _check_controlled_shutdown(kafkapy_led, 2, "pc-rf3", pid_from=KAFKAPY_ID)
         assert "Controlled shutdown request returned successfully" in out, out[-3000:]
 
     def test_kafka_takes_over_from_kafkapy_controller(self, kafkapy_led):
