@@ -16,9 +16,11 @@ With ``--all-topic-partitions`` the partitions that need no election are not rep
 with Kafka (whose broker leaves them out of the answer to a request naming no partitions;
 kafka-python names every partition, so the tool leaves them out itself).
 
-Differences from Kafka: partitions are listed sorted (Kafka's order is a hash
-set's), an error is shown as ``<Kafka exception class name>: <message>`` without
-the package, and no stack trace follows the final message.
+Partitions are listed in the iteration order of Kafka's ``HashSet<TopicPartition>``
+(``reassign_partitions.java_set_order``), an error as Java's ``Throwable.toString``
+("org.apache.kafka.common.errors.<Name>Exception: <message>").
+
+Differences from Kafka: no stack trace follows the final message.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import kafka.errors
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError, UsageError
+from kafkapy.cli.reassign_partitions import java_set_order, topic_partition_hash
 
 _TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
 _ELECTION_NOT_NEEDED = kafka.errors.ElectionNotNeededError.errno
@@ -125,33 +128,40 @@ def _json_partitions(path: str) -> dict[str, list[int]]:
 
 
 def _print_results(election: str, response, report_noop: bool) -> int:
-    succeeded, noop, failed = [], [], []
+    succeeded, noop, failed, errors = [], [], [], {}
     for result in response.replica_election_results:
         for p in result.partition_result:
-            name = f"{result.topic}-{p.partition_id}"
+            tp = (result.topic, p.partition_id)
             if p.error_code == 0:
-                succeeded.append(name)
+                succeeded.append(tp)
             elif p.error_code == _ELECTION_NOT_NEEDED:
                 if report_noop:
-                    noop.append(name)
+                    noop.append(tp)
             else:
-                failed.append((name, _error(p.error_code, p.error_message)))
+                failed.append(tp)
+                errors[tp] = _error(p.error_code, p.error_message)
     if succeeded:
         print(f"Successfully completed leader election ({election}) for partitions "
-              + ", ".join(sorted(succeeded)))
+              + _names(succeeded))
     if noop:
-        print("Valid replica already elected for partitions " + ", ".join(sorted(noop)))
+        print("Valid replica already elected for partitions " + _names(noop))
     if not failed:
         return 0
-    for name, error in sorted(failed):
-        print(f"Error completing leader election ({election}) for partition: {name}: {error}")
+    for tp in java_set_order(failed, topic_partition_hash):
+        print(f"Error completing leader election ({election}) for partition: "
+              f"{tp[0]}-{tp[1]}: {errors[tp]}")
     raise CommandError(f"{len(failed)} replica(s) could not be elected")
+
+
+def _names(partitions: list[tuple[str, int]]) -> str:
+    """Partitions as Kafka joins its HashSet<TopicPartition>: "t-2, t-0, t-1"."""
+    return ", ".join(f"{t}-{p}" for t, p in java_set_order(partitions, topic_partition_hash))
 
 
 def _error(code: int, message: str | None) -> str:
     cls = kafka.errors.for_code(code).__name__
     java_name = cls[:-len("Error")] + "Exception" if cls.endswith("Error") else cls
-    return f"{java_name}: {common.error_text(code, message)}"
+    return f"org.apache.kafka.common.errors.{java_name}: {common.error_text(code, message)}"
 
 
 if __name__ == "__main__":

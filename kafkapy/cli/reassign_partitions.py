@@ -38,7 +38,7 @@ the usage, exit 1; a failed operation prints "Error: <message>" on stdout, exit 
 "terse" failures, e.g. "Cannot execute because there is an existing partition assignment...",
 print the bare message).  Where Kafka prints a Java hash set (brokers and topics whose
 throttles are cleared, duplicates, the first unknown broker or topic) the same order is used
-(``_java_order``).
+(``java_set_order``).
 
 Differences from Kafka:
 - ``--help`` prints argparse's help on stdout and exits 0 (Kafka: its option table on stderr,
@@ -419,12 +419,13 @@ def _check_execute_plan(plan: _Plan) -> None:
     duplicate_parts = _duplicates([tp for tp, _ in plan.parts])
     if duplicate_parts:
         raise _fail("Partition reassignment contains duplicate topic partitions: "
-                    + ",".join(_tp(tp) for tp in _java_order(duplicate_parts, _tp_hash)))
+                    + ",".join(_tp(tp) for tp in java_set_order(duplicate_parts,
+                                                                topic_partition_hash)))
     duplicate_replicas = [(tp, _duplicates(replicas)) for tp, replicas in plan.parts
                           if _duplicates(replicas)]
     if duplicate_replicas:
         text = ". ".join(f"{_tp(tp)} contains multiple entries for "
-                         + ",".join(str(r) for r in _java_order(dups, _int_hash))
+                         + ",".join(str(r) for r in java_set_order(dups, int_hash))
                          for tp, dups in duplicate_replicas)
         raise _fail(f"Partition replica lists may not contain duplicate entries: {text}")
 
@@ -441,6 +442,8 @@ def _format_plan(assignment: dict[tuple[str, int], list[int]],
 
 
 # --------------------------------------------------------------------------- Java shapes
+# (``java_set_order`` and the hashes are public: kafkapy-leader-election prints Kafka's
+# hash-set order with them too.)
 
 def _tp(tp: tuple[str, int]) -> str:
     return f"{tp[0]}-{tp[1]}"
@@ -465,23 +468,23 @@ def _int32(value: int) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
-def _string_hash(text: str) -> int:
+def string_hash(text: str) -> int:
     h = 0
     for unit in text.encode("utf-16-be").hex(" ", 2).split():
         h = _int32(31 * h + int(unit, 16))
     return h
 
 
-def _int_hash(value: int) -> int:
+def int_hash(value: int) -> int:
     return _int32(value)
 
 
-def _tp_hash(tp: tuple[str, int]) -> int:
+def topic_partition_hash(tp: tuple[str, int]) -> int:
     # TopicPartition.hashCode: 31 * (31 + partition) + topic.hashCode()
-    return _int32(31 * (31 + tp[1]) + _string_hash(tp[0]))
+    return _int32(31 * (31 + tp[1]) + string_hash(tp[0]))
 
 
-def _java_order(items, hash_fn) -> list:
+def java_set_order(items, hash_fn) -> list:
     """``items`` (distinct, in insertion order) in the iteration order of a java.util.HashSet
     built by adding them one by one: by bucket ``(h ^ h >>> 16) & (capacity - 1)``, ties in
     insertion order (small sets never become tree bins)."""
@@ -498,7 +501,7 @@ def _java_order(items, hash_fn) -> list:
 
 def _java_set(items, hash_fn) -> str:
     """A HashSet's toString: ``[a, b]``."""
-    return _java_list(_java_order(items, hash_fn))
+    return _java_list(java_set_order(items, hash_fn))
 
 
 # --------------------------------------------------------------------------- cluster reads
@@ -510,7 +513,7 @@ def _node_ids(admin) -> list[int]:
 def _describe(admin, topics) -> dict[str, dict[int, list[int]]]:
     """{topic: {partition: replicas}}; Kafka's "Topic X not found." for the first missing one
     (in the order Kafka's HashMap of futures is walked)."""
-    topics = _java_order(topics, _string_hash)
+    topics = java_set_order(topics, string_hash)
     if not topics:
         return {}
     found = {t["name"]: t for t in admin.describe_topics(topics)}
@@ -562,11 +565,11 @@ def _generate_args(text: str, broker_list: str) -> tuple[list[int], list[str]]:
         brokers.append(int(item))
     if _duplicates(brokers):
         raise _fail("Broker list contains duplicate entries: "
-                    + _java_set(_duplicates(brokers), _int_hash))
+                    + _java_set(_duplicates(brokers), int_hash))
     topics = _parse_topics(text)
     if _duplicates(topics):
         raise _fail("List of topics to reassign contains duplicate entries: "
-                    + _java_set(_duplicates(topics), _string_hash))
+                    + _java_set(_duplicates(topics), string_hash))
     return brokers, topics
 
 
@@ -606,7 +609,7 @@ def _execute(admin, plan: _Plan, additional: bool, throttle: int, log_dir_thrott
         raise TerseError(_CANNOT_EXECUTE)
     wanted = {b for replicas in proposed.values() for b in replicas}
     known = set(_node_ids(admin))
-    unknown = [b for b in _java_order(wanted, _int_hash) if b not in known]
+    unknown = [b for b in java_set_order(wanted, int_hash) if b not in known]
     if unknown:
         raise _fail(f"Unknown broker id {unknown[0]}")
     current = _current_parts(admin, set(proposed))
@@ -639,7 +642,7 @@ def _current_parts(admin, partitions: set[tuple[str, int]]) -> dict[tuple[str, i
     described = _describe(admin, {t for t, _ in partitions})
     current = {(t, p): replicas for t, parts in described.items()
                for p, replicas in parts.items() if (t, p) in partitions}
-    missing = [tp for tp in _java_order(partitions, _tp_hash) if tp not in current]
+    missing = [tp for tp in java_set_order(partitions, topic_partition_hash) if tp not in current]
     if missing:
         raise _fail(f"{_UNKNOWN_TOPIC}: Unable to find partition: "
                     + ", ".join(_tp(tp) for tp in missing))
@@ -777,13 +780,13 @@ def _describe_lenient(admin, topics) -> dict[str, dict[int, list[int]]]:
 def _clear_throttles(admin, plan: _Plan) -> None:
     """Kafka's clearAllThrottles: every broker's rates and every planned topic's lists."""
     from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
-    brokers = _java_order(_node_ids(admin) + [b for _, replicas in plan.parts
-                                              for b in replicas], _int_hash)
+    brokers = java_set_order(_node_ids(admin) + [b for _, replicas in plan.parts
+                                              for b in replicas], int_hash)
     print(f"Clearing broker-level throttles on broker{'' if len(brokers) == 1 else 's'} "
           + ",".join(str(b) for b in brokers))
     _alter_configs(admin, [ConfigResource(ConfigResourceType.BROKER, str(b), configs={
         key: (AlterConfigOp.DELETE, None) for key in _BROKER_THROTTLES}) for b in brokers])
-    topics = _java_order([t for (t, _), _ in plan.parts], _string_hash)
+    topics = java_set_order([t for (t, _), _ in plan.parts], string_hash)
     print(f"Clearing topic-level throttles on topic{'' if len(topics) == 1 else 's'} "
           + ",".join(topics))
     _alter_configs(admin, [ConfigResource(ConfigResourceType.TOPIC, t, configs={

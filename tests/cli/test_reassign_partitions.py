@@ -217,12 +217,12 @@ def test_option_values_and_missing_files(tmp_path):
 def test_java_hash_set_order():
     # Kafka 3.9 printed "Clearing topic-level throttles on topics bar,foo"; the rest is what
     # java.util.HashSet (Java 17) prints for the same insertions.
-    assert tool._java_order(["foo", "bar"], tool._string_hash) == ["bar", "foo"]
-    assert tool._java_order([3, 1, 2, 17], tool._int_hash) == [1, 17, 2, 3]
-    assert tool._java_order(["zeta", "foo", "bar", "alpha-topic", "t-1", "t-10"],
-                            tool._string_hash) == ["zeta", "bar", "foo", "t-1", "alpha-topic",
+    assert tool.java_set_order(["foo", "bar"], tool.string_hash) == ["bar", "foo"]
+    assert tool.java_set_order([3, 1, 2, 17], tool.int_hash) == [1, 17, 2, 3]
+    assert tool.java_set_order(["zeta", "foo", "bar", "alpha-topic", "t-1", "t-10"],
+                            tool.string_hash) == ["zeta", "bar", "foo", "t-1", "alpha-topic",
                                                    "t-10"]
-    assert tool._string_hash("a-much-longer-topic-name") == 260706745 == _java_string_hash(
+    assert tool.string_hash("a-much-longer-topic-name") == 260706745 == _java_string_hash(
         "a-much-longer-topic-name")
 
 
@@ -465,3 +465,53 @@ def test_in_flight_list_additional_and_cancel(shared_cluster, unique, tmp_path):
     kafka, ours = both(c.bootstrap(2), "--cancel", "--reassignment-json-file", path)
     assert (ours.returncode, ours.stdout) == (kafka.returncode, kafka.stdout)
     assert ours.stdout.startswith("None of the specified partition reassignments are active.\n")
+
+
+# --------------------------------------------------------------------------- leader election
+
+def _unbalance(c, topic: str, tmp_path: Path, name: str) -> None:
+    """Reverse each partition's replica list by reassignment: the leader stays (it is still a
+    replica), so it is no longer the preferred one."""
+    described = clients.describe_topic(c.bootstrap(1), topic)
+    reversed_plan = plan(*((topic, p, row["Replicas"][::-1]) for p, row in described.items()))
+    path = write(tmp_path, f"{name}.json", reversed_plan)
+    result = run("--bootstrap-server", c.bootstrap(1), "--execute", "--reassignment-json-file",
+                 path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    _verify_until_done(c.bootstrap(1), path, timeout=60)
+
+    def unbalanced():
+        rows = clients.describe_topic(c.bootstrap(1), topic)
+        return all(row["Leader"] != row["Replicas"][0] for row in rows.values())
+    wait_for(unbalanced, 30, f"{topic}'s leaders off their preferred replicas")
+
+
+def test_leader_election_output_matches_kafkas(shared_cluster, unique, tmp_path):
+    """kafka-leader-election.sh and kafkapy-leader-election with ``--election-type preferred
+    --all-topic-partitions`` on the same imbalance print the same bytes (Kafka's HashSet order
+    of the partitions)."""
+    c = shared_cluster
+    topic = unique("elect")
+    clients.create_topic(c.bootstrap(1), topic, assignment={0: [1, 2], 1: [2, 3], 2: [3, 1],
+                                                            3: [1, 3], 4: [2, 1]})
+    c.wait_topic(topic, 5)
+    settle = ("--bootstrap-server", c.bootstrap(2), "--election-type", "preferred",
+              "--all-topic-partitions")
+    kafka_tool("kafka-leader-election.sh", *settle)    # every other topic balanced first
+    outputs = {}
+    for name in ("kafka", "kafkapy"):
+        _unbalance(c, topic, tmp_path, name)
+        if name == "kafka":
+            result = kafka_tool("kafka-leader-election.sh", *settle)
+        else:
+            result = clients.kafkapy_tool("kafkapy-leader-election", *settle)
+        assert result.returncode == 0, result.stdout + result.stderr
+        outputs[name] = result.stdout
+        wait_for(lambda: all(row["Leader"] == row["Replicas"][0] for row in
+                             clients.describe_topic(c.bootstrap(1), topic).values()),
+                 30, f"{topic}'s preferred leaders back after {name}'s election")
+    assert outputs["kafkapy"] == outputs["kafka"]
+    elected = [f"{t}-{p}" for t, p in tool.java_set_order([(topic, p) for p in range(5)],
+                                                          tool.topic_partition_hash)]
+    assert outputs["kafkapy"] == ("Successfully completed leader election (PREFERRED) for "
+                                  f"partitions {', '.join(elected)}\n")
