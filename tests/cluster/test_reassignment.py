@@ -18,8 +18,12 @@ Kafka 3.9 brokers:
   a removed replica's dir is deleted, the data reads back whole;
 * a reassignment in flight (its target broker SIGSTOPped, so it cannot join the ISR) whose
   controller is killed with kill -9: the next controller finishes it once the target runs;
-* ``--cancel`` of a reassignment in flight restores the original replicas;
+* ``--cancel`` of a reassignment in flight restores the original replicas and deletes the
+  cancelled replica on its broker;
 * the legacy ``/admin/reassign_partitions`` znode still drives moves and is deleted after.
+
+The two tests that pause a target broker run on a cluster of their own with 12 s ZooKeeper
+sessions (the paused broker must stay registered while the JVM tool submits the move).
 
 Invariants: every wait is bounded; every broker and tool process ends with the test;
 traffic stays on 127.0.0.1.
@@ -33,7 +37,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster import clients
-from tests.cluster.conftest import FAILOVER_S, kafka_tool, wait_for
+from tests.cluster.conftest import kafka_tool, running_cluster, wait_for
 from tests.cluster.test_verifiable import JsonLinesTool
 
 TOOLS = ("kafka", "kafkapy")
@@ -41,6 +45,17 @@ VERIFY_S = 120          # a small topic's move completes in seconds; this bounds
 DELETE_S = 60           # a stopped replica's dir goes after log.segment.delete.delay.ms (1 s)
 THROUGHPUT = 150        # records/s of the verifiable producer during a move
 MAX_MESSAGES = 9000     # bounds the producer (60 s at THROUGHPUT); it is stopped before
+# Tests that SIGSTOP a move's target broker run with longer ZooKeeper sessions, so the paused
+# broker stays registered while Kafka's tool (a JVM start, slow on a loaded machine) submits
+# the move: the tool refuses target brokers the cluster does not list.
+PATIENT_SESSION_MS = 12000
+PATIENT_FAILOVER_S = PATIENT_SESSION_MS / 1000 + 30
+
+
+@pytest.fixture
+def patient_cluster(tmp_path, zookeeper_server):  # noqa: F811
+    yield from running_cluster(tmp_path / "cluster", zookeeper_server,
+                               {"zookeeper.session.timeout.ms": str(PATIENT_SESSION_MS)})
 
 
 # --------------------------------------------------------------------------- the tools
@@ -294,8 +309,8 @@ def _pause_target(c):
     return controller, others[0], others[1]
 
 
-def test_new_controller_finishes_a_reassignment_in_flight(cluster, unique, tmp_path):
-    c = cluster
+def test_new_controller_finishes_a_reassignment_in_flight(patient_cluster, unique, tmp_path):
+    c = patient_cluster
     topic = unique("failover-move")
     controller, holder, target_broker = _pause_target(c)
     before = {0: [holder], 1: [holder]}
@@ -318,7 +333,7 @@ def test_new_controller_finishes_a_reassignment_in_flight(cluster, unique, tmp_p
             0: [target_broker], 1: [target_broker]}, topic_znode
 
         c.kill(controller)
-        wait_for(lambda: c.controller_id() not in (None, controller), FAILOVER_S + 10,
+        wait_for(lambda: c.controller_id() not in (None, controller), PATIENT_FAILOVER_S,
                  lambda: f"a controller other than the killed {controller}\n{c.summary()}")
     finally:
         c.resume(target_broker)
@@ -333,8 +348,8 @@ def test_new_controller_finishes_a_reassignment_in_flight(cluster, unique, tmp_p
     read_back(c, target_broker, topic, data)
 
 
-def test_cancel_restores_the_original_replicas(cluster, unique, tmp_path):
-    c = cluster
+def test_cancel_restores_the_original_replicas(patient_cluster, unique, tmp_path):
+    c = patient_cluster
     topic = unique("cancel-move")
     controller, holder, target_broker = _pause_target(c)
     before = {0: [holder, controller]}
@@ -369,8 +384,11 @@ def test_cancel_restores_the_original_replicas(cluster, unique, tmp_path):
     assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
     assert f"Successfully cancelled partition reassignment for: {topic}-0" in cancelled.stdout, (
         cancelled.stdout)
-    c.wait_ready(timeout=FAILOVER_S + 30)
+    c.wait_ready(timeout=PATIENT_FAILOVER_S)
     wait_settled(c, topic, before)
+    # The cancelled replica was stopped with delete on the target (its session never ended,
+    # so the requests reach it once it runs).
+    wait_dirs_gone(c, target_broker, topic)
     code, out = verify_lines("kafka", c.bootstrap(holder), plan)
     assert code == 0 and "Clearing broker-level throttles" in out, out
     assert (f"There is no active reassignment of partition {topic}-0, but replica set is "
