@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -515,3 +516,62 @@ def test_leader_election_output_matches_kafkas(shared_cluster, unique, tmp_path)
                                                           tool.topic_partition_hash)]
     assert outputs["kafkapy"] == ("Successfully completed leader election (PREFERRED) for "
                                   f"partitions {', '.join(elected)}\n")
+
+
+# --------------------------------------------------------------------------- README
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+README_PORTS = {"9101": 1, "9102": 2, "9103": 3}
+
+
+def _readme_commands() -> tuple[list[str], list[str]]:
+    """The "Moving replicas" section's sh block: (variable assignments, commands)."""
+    from tests.readme.test_readme_walkthrough import logical_lines, sh_blocks
+    (block,) = sh_blocks("Moving replicas")
+    lines = logical_lines(block)
+    assignments = [line for line in lines if re.match(r"^[A-Za-z_]\w*=", line)]
+    return assignments, [line for line in lines if line not in assignments]
+
+
+def test_readme_moving_replicas_runs_as_printed(shared_cluster, tmp_path):
+    """The README's commands, on this cluster (its brokers 1-3 stand for 127.0.0.1:9101-9103,
+    as in the README's "A cluster"), from a directory whose ``.venv`` is this one."""
+    c = shared_cluster
+    (tmp_path / ".venv").symlink_to(Path(sys.executable).parents[1])
+    assignments, commands = _readme_commands()
+    results = []
+    for command in commands:
+        script = "\n".join(assignments + [command])
+        for port, node in README_PORTS.items():
+            script = script.replace(f"127.0.0.1:{port}", c.bootstrap(node))
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=120,
+                                stdin=subprocess.DEVNULL)
+        assert result.returncode == 0, f"{command}\n{result.stdout}{result.stderr}"
+        results.append((command, result.stdout))
+        if "--create" in command:
+            c.wait_topic("refunds", 3)
+    assert [re.search(r"^echo|--(create|generate|execute|list|verify)", cmd).group(0)
+            for cmd, _ in results] == ["--create", "echo", "--generate", "--execute", "--list",
+                                       "--verify"]
+    planned = json.loads((tmp_path / "plan.json").read_text())
+    assert sorted(p["partition"] for p in planned["partitions"]) == [0, 1, 2]
+    assert all(sorted(p["replicas"]) == [2, 3] for p in planned["partitions"])
+    execute, listed, verify = (out for cmd, out in results[3:])
+    assert execute.splitlines()[-1] == ("Successfully started partition reassignments for "
+                                        "refunds-0,refunds-1,refunds-2")
+    assert listed.splitlines()[0] in ("No partition reassignments found.",
+                                      "Current partition reassignments:")
+    status = verify.splitlines()
+    assert status[0] == "Status of partition reassignment:"
+    for p, line in enumerate(status[1:4]):
+        assert line in (f"Reassignment of partition refunds-{p} is completed.",
+                        f"Reassignment of partition refunds-{p} is still in progress."), verify
+    _verify_until_done(c.bootstrap(1), str(tmp_path / "plan.json"))
+    run("--bootstrap-server", c.bootstrap(1), "--verify", "--reassignment-json-file",
+        str(tmp_path / "plan.json"))
+    rates, lists = _throttles(c, "refunds")
+    assert lists == {} and rates == {"1": {}, "2": {}, "3": {}}
+    rows = clients.describe_topic(c.bootstrap(2), "refunds")
+    assert {p: row["Replicas"] for p, row in rows.items()} == {
+        p["partition"]: p["replicas"] for p in planned["partitions"]}
