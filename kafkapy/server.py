@@ -142,6 +142,8 @@ class Broker:
                                               cache=self.cache)
         self._start_purgatories(loop)
         self.replica_fetchers = self.replica_manager.fetchers = ReplicaFetcherManager(self)
+        from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
+        self.alter_log_dirs = AlterLogDirsManager(self)   # moves between log dirs
         # ISR changes to the controller; attaches itself to the replica manager.
         self.alter_partition = AlterPartitionManager(self)
         self.admin = AdminManager(self)
@@ -389,6 +391,8 @@ class Broker:
             await self._controlled_shutdown()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.shutdown()
+        if getattr(self, "alter_log_dirs", None) is not None:
+            await self.alter_log_dirs.shutdown()
         if self.alter_partition is not None:
             self.alter_partition.close()
         if self.controller is not None:

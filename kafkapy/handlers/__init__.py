@@ -43,6 +43,7 @@ HANDLER_MODULES = (
     "alter_configs",
     "incremental_alter_configs",
     "describe_log_dirs",
+    "alter_replica_log_dirs",
     # controller: leader election on request, partition reassignment
     "elect_leaders",
     "alter_partition_reassignments",

@@ -3,7 +3,10 @@
 Versions 0-4 (Kafka 3.9).  ``topics`` null means
 every partition; otherwise only the named partitions that live here (others
 are left out, as Kafka does).  Per partition: size in bytes (sum of segment
-sizes), offset lag 0 (no future replicas), is_future false.  v3+ carries a
+sizes), offset lag (Kafka's getLogEndOffsetLag: max(HW - LEO, 0) for a current
+replica; for a future replica, one being moved here by AlterReplicaLogDirs, the
+current log end minus its own, -1 when the current replica is offline) and
+is_future (a partition being moved shows in both dirs).  v3+ carries a
 top-level error code; v4 each dir's total and usable bytes (statvfs).  A dir
 that is offline after an I/O error, or cannot be stat'ed, answers
 KAFKA_STORAGE_ERROR (an offline one with no partitions, as Kafka does).
@@ -35,9 +38,25 @@ def handle(ctx, request):
         if wanted is not None and (topic, index) not in wanted:
             continue
         d = manager.log_dir_of(topic, index)
+        lag = max(log.high_watermark - log.log_end_offset, 0)
         by_dir.setdefault(d, {}).setdefault(topic, []).append(
-            _Partition(partition_index=index, partition_size=log.size, offset_lag=0,
+            _Partition(partition_index=index, partition_size=log.size, offset_lag=lag,
                        is_future_key=False))
+    mover = getattr(ctx.broker, "alter_log_dirs", None)
+    for (topic, index), log in sorted(manager.future_logs.items()):
+        if wanted is not None and (topic, index) not in wanted:
+            continue
+        d = manager.future_log_dir_of(topic, index)
+        current = manager.get_log(topic, index)
+        if mover is not None:
+            lag = mover.offset_lag((topic, index))
+        elif current is not None and not current.offline:
+            lag = current.log_end_offset - log.log_end_offset
+        else:
+            lag = -1
+        by_dir.setdefault(d, {}).setdefault(topic, []).append(
+            _Partition(partition_index=index, partition_size=log.size, offset_lag=lag,
+                       is_future_key=True))
     results = []
     for d, topics in by_dir.items():
         total = usable = -1

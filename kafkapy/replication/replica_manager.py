@@ -61,6 +61,8 @@ class ReplicaManager:
         self.alter_partition = None
         # Leader-side replication throttle (Kafka's quotas.leader), applied by Fetch.
         self.leader_quota = ReplicationQuota(LEADER, node_id)
+        # Moves between this broker's log dirs (replication.alter_log_dirs); None: none.
+        self.alter_log_dirs = None
 
     def add_append_listener(self, listener: Callable[[PartitionKey], None]) -> None:
         self._append_listeners.append(listener)
@@ -80,6 +82,9 @@ class ReplicaManager:
             self._make_leaders(leaders, errors)
         if followers:
             self._make_followers(followers, errors)
+        if self.alter_log_dirs is not None:   # Kafka's maybeAddLogDirFetchers
+            self.alter_log_dirs.maybe_add_partitions(
+                [k for k, code in errors.items() if code == ErrorCode.NO_ERROR])
         _log.info("handled LeaderAndIsr", controller_id=controller_id,
                   controller_epoch=controller_epoch, partitions=len(changes),
                   leaders=len(leaders), followers=len(followers))
@@ -205,6 +210,8 @@ class ReplicaManager:
             else:
                 errors[key] = ErrorCode.FENCED_LEADER_EPOCH
         self._remove_fetchers([key for key, _ in stopped])
+        if self.alter_log_dirs is not None:   # a future log stays unless deleted with it
+            self.alter_log_dirs.remove_partitions([key for key, _ in stopped])
         for key, delete in stopped:
             if delete:
                 self.partitions.pop(key, None)

@@ -31,7 +31,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 # kafkapy still fails.
 NOT_YET_SERVED: dict[int, str] = {
     17: "SaslHandshake: issue 17", 36: "SaslAuthenticate: issue 17",
-    34: "AlterReplicaLogDirs: issue 15",
     38: "CreateDelegationToken: issue 17", 39: "RenewDelegationToken: issue 17",
     40: "ExpireDelegationToken: issue 17", 41: "DescribeDelegationToken: issue 17",
     48: "DescribeClientQuotas: quotas, issue 17", 49: "AlterClientQuotas: quotas, issue 17",

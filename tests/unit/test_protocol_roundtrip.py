@@ -50,6 +50,7 @@ EXPECTED_RANGES = {
     31: (0, 3),   # DeleteAcls
     32: (0, 4),   # DescribeConfigs
     33: (0, 2),   # AlterConfigs
+    34: (0, 2),   # AlterReplicaLogDirs
     35: (0, 4),   # DescribeLogDirs
     37: (0, 3),   # CreatePartitions
     42: (0, 2),   # DeleteGroups

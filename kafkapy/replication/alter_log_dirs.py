@@ -1,0 +1,363 @@
+"""Moving a replica between the log dirs of this broker (JBOD), as Kafka 3.9.
+
+Kafka's ReplicaManager.alterReplicaLogDirs, maybeAddLogDirFetchers and its
+ReplicaAlterLogDirsManager / ReplicaAlterLogDirsThread, in one object per broker
+(``broker.alter_log_dirs``, also ``replica_manager.alter_log_dirs``):
+
+- ``alter(assignment)`` answers AlterReplicaLogDirs per partition: a dir that is not
+  configured -> LOG_DIR_NOT_FOUND; an offline dir, an offline replica, or a new future
+  log while any dir is offline -> KAFKA_STORAGE_ERROR; a topic too long for a
+  ``-future`` dir name -> INVALID_TOPIC_EXCEPTION; a partition not hosted here ->
+  REPLICA_NOT_AVAILABLE (UNKNOWN_TOPIC_OR_PARTITION when no metadata knows it) *after*
+  remembering the dir, so the log is created there when LeaderAndIsr comes; else NONE:
+  nothing to do when the replica is already there or already moving there, else a
+  move to another dir first abandons the running one and an empty future log
+  ``<topic>-<p>.<uuid>-future`` is created in the dir and the copier is told.
+- the copier (one task: Kafka moves one partition at a time per thread; partitions in
+  (topic, partition) order, sticking with the one it started) copies the current log's
+  batches as they are into the future log, ``replica.fetch.max.bytes`` per round and
+  never past the end of a segment (a Kafka log read stays in one segment): the
+  byte ranges are found on the loop (index lookups), read off the loop (``pread`` in a
+  worker thread), then appended on the loop (a page-cache write; the future log
+  changes only on the loop, like every log).  Before a round the future log is brought
+  back in line with the current one: truncated to the current log end or to the end
+  of its latest leader epoch there (the current replica, a follower, may have been
+  truncated), or restarted at the current log start when it fell below it.  The
+  future's high watermark and log start follow the current's.
+- when the future log has caught up (same log end offset), the two are swapped on the
+  loop (``LogManager.replace_current_with_future``: renames only) and the partition
+  serves from the new dir; the old log goes the way of a deleted log.
+- throttle: ``replica.alter.log.dirs.io.max.bytes.per.second`` (dynamic broker config)
+  through Kafka's ReplicationQuotaManager (``AlterLogDirs`` quota, windows
+  ``alter.log.dirs.replication.quota.window.num`` x ``...window.size.seconds``): no
+  round while the measured rate is above it (the copier backs off
+  ``replica.fetch.backoff.ms``), every copied byte recorded.
+- future logs found at start-up resume copying once their partition is hosted again
+  (``maybe_add_partitions`` after each LeaderAndIsr, Kafka's maybeAddLogDirFetchers).
+- a partition stopped (StopReplica), gone offline or whose future log's dir failed is
+  dropped from the copier; its future log stays (or was deleted with the partition).
+
+Invariant: the future log's content is always a prefix of the current log's (after
+the reconciliation at the start of each round), so the swap loses nothing.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+
+import structlog
+
+from kafkapy.log.log import FUTURE_DIR_SUFFIX, partition_dir_name
+from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.records.batch import is_crc_valid, iter_headers
+from kafkapy.replication import quota as _quota
+from kafkapy.replication.quota import FOLLOWER, LONG_MAX, ReplicationQuota, SimpleRate
+
+_log = structlog.get_logger("kafkapy.replication.alter_log_dirs")
+
+ALTER_LOG_DIRS = "AlterLogDirs"
+RATE_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
+_SAMPLES_KEY = "alter.log.dirs.replication.quota.window.num"
+_WINDOW_KEY = "alter.log.dirs.replication.quota.window.size.seconds"
+_UUID_SUFFIX_LEN = 1 + 32 + len(FUTURE_DIR_SUFFIX)   # ".<uuid hex>-future"
+INVALID_OFFSET_LAG = -1
+
+PartitionKey = tuple[str, int]
+
+
+class AlterLogDirsQuota(ReplicationQuota):
+    """Kafka's quotas.alterLogDirs: every move is throttled (no replica lists)."""
+
+    def __init__(self, node_id: int) -> None:
+        super().__init__(FOLLOWER, node_id)
+        self.kind = ALTER_LOG_DIRS
+        self._rate_key = RATE_KEY
+        self._gauge = _quota._BYTE_RATE.labels(type=ALTER_LOG_DIRS)
+        self._counter = _quota._THROTTLED_BYTES.labels(type=ALTER_LOG_DIRS)
+
+    def is_throttled(self, partition) -> bool:
+        return True
+
+    def _stat(self, broker) -> SimpleRate:
+        if self._rate is None:
+            config = broker.config
+            samples = int(_config(config, _SAMPLES_KEY, 11) or 11)
+            seconds = int(_config(config, _WINDOW_KEY, 1) or 1)
+            self._rate = SimpleRate(samples, seconds * 1000)
+        return self._rate
+
+
+class AlterLogDirsManager:
+    """AlterReplicaLogDirs and the copier of future logs (module docstring)."""
+
+    def __init__(self, broker) -> None:
+        self._broker = broker
+        self.quota = AlterLogDirsQuota(broker.node_id)
+        self._pending: dict[PartitionKey, None] = {}   # partitions whose future log to fill
+        self._moving: PartitionKey | None = None
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._closed = False
+        self.moves_completed = 0
+        broker.replica_manager.alter_log_dirs = self
+
+    # -- AlterReplicaLogDirs -----------------------------------------------------------
+    def alter(self, assignment: dict[PartitionKey, str]) -> dict[PartitionKey, int]:
+        return {key: self._alter_one(key, d) for key, d in assignment.items()}
+
+    def _alter_one(self, key: PartitionKey, d: str) -> int:
+        topic, index = key
+        logs = self._broker.log_manager
+        if len(partition_dir_name(topic, index)) + _UUID_SUFFIX_LEN > 255:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
+        if not logs.has_log_dir(d):
+            return ErrorCode.LOG_DIR_NOT_FOUND
+        if d in logs.offline_dirs:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        partition = self._broker.replica_manager.partitions.get(key)
+        if partition is not None:
+            if partition.log.offline:
+                return ErrorCode.KAFKA_STORAGE_ERROR
+            future_dir = logs.future_log_dir_of(topic, index)
+            if future_dir is not None and future_dir != d:
+                # Another destination: the running move is abandoned (Kafka's
+                # futureReplicaDirChanged -> removeFutureLocalReplica).
+                self.remove_partitions([key])
+                logs.delete_future_log(topic, index)
+        logs.maybe_update_preferred_log_dir(topic, index, d)
+        if partition is None:
+            cache = self._broker.replica_manager.cache
+            if cache is not None and cache.partition(topic, index) is None:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return ErrorCode.REPLICA_NOT_AVAILABLE
+        if logs.log_dir_of(topic, index) == d or logs.get_future_log(topic, index) is not None:
+            return ErrorCode.NO_ERROR
+        if logs.offline_dirs:
+            # Kafka creates no future log while a dir is offline (it could be a second one).
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        try:
+            logs.create_future_log(topic, index, d)
+        except OSError as err:
+            logs.fail_dir(d, err)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        _log.info("moving replica", partition=f"{topic}-{index}", to=d,
+                  source=logs.log_dir_of(topic, index))
+        self.add_partitions([key])
+        return ErrorCode.NO_ERROR
+
+    # -- which partitions ----------------------------------------------------------------
+    def maybe_add_partitions(self, keys) -> None:
+        """Kafka's maybeAddLogDirFetchers: hosted, online partitions with a future log."""
+        logs = self._broker.log_manager
+        partitions = self._broker.replica_manager.partitions
+        found = []
+        for key in keys:
+            partition = partitions.get(key)
+            if (partition is not None and not partition.log.offline
+                    and logs.get_future_log(*key) is not None):
+                found.append(key)
+        self.add_partitions(found)
+
+    def add_partitions(self, keys) -> None:
+        if self._closed:
+            return
+        added = False
+        for key in keys:
+            if key not in self._pending:
+                self._pending[key] = None
+                added = True
+        if added:
+            self._ensure_task()
+            self._wake.set()
+
+    def remove_partitions(self, keys) -> None:
+        for key in keys:
+            self._pending.pop(key, None)
+            if self._moving == key:
+                self._moving = None
+
+    def is_moving(self, key: PartitionKey) -> bool:
+        return key in self._pending
+
+    def offset_lag(self, key: PartitionKey) -> int:
+        """DescribeLogDirs' lag of a future replica: current log end minus its own."""
+        logs = self._broker.log_manager
+        current, future = logs.get_log(*key), logs.get_future_log(*key)
+        if current is None or current.offline or future is None:
+            return INVALID_OFFSET_LAG
+        return current.log_end_offset - future.log_end_offset
+
+    # -- the copier --------------------------------------------------------------------------
+    def _ensure_task(self) -> None:
+        if self._task is None or self._task.done():
+            self._wake = self._wake or asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run(),
+                                                                 name="alter-log-dirs")
+
+    async def shutdown(self) -> None:
+        """Stop copying (before the logs are closed); future logs stay for the next start."""
+        self._closed = True
+        self._pending.clear()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._task = None
+
+    async def _run(self) -> None:
+        while not self._closed:
+            if not self._pending:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            key = self._select()
+            try:
+                progressed = await self._round(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                _log.exception("moving a replica failed; retrying after the back-off",
+                               partition=f"{key[0]}-{key[1]}")
+                progressed = False
+            if not progressed:
+                await asyncio.sleep(self._backoff_s())
+            else:
+                await asyncio.sleep(0)   # let requests in between rounds
+
+    def _select(self) -> PartitionKey:
+        if self._moving not in self._pending:
+            self._moving = min(self._pending)
+        return self._moving
+
+    def _backoff_s(self) -> float:
+        return max(10, int(_config(self._broker.config, "replica.fetch.backoff.ms", 1000))) / 1000
+
+    def _drop(self, key: PartitionKey) -> None:
+        self.remove_partitions([key])
+
+    async def _round(self, key: PartitionKey) -> bool:
+        """One copy step of ``key``; False to back off (throttled, nothing to do)."""
+        broker = self._broker
+        logs = broker.log_manager
+        partition = broker.replica_manager.partitions.get(key)
+        future = logs.get_future_log(*key)
+        if partition is None or future is None or partition.log.offline or future.offline:
+            self._drop(key)
+            return True
+        current = partition.log
+        if self.quota.is_exceeded(broker):
+            return False
+        if not self._reconcile(key, current, future):
+            return True
+        if future.log_end_offset == current.log_end_offset:
+            self._swap(key, partition)
+            return True
+        fetch_size = int(_config(broker.config, "replica.fetch.max.bytes", 1048576))
+        start = future.log_end_offset
+        # One segment's worth at most, as Kafka's log reads never span segments.
+        slices = current.read(start, max(fetch_size, 1), None, True)[:1]
+        try:
+            data = await asyncio.to_thread(_read_slices, slices)
+        except (OSError, EOFError) as err:   # the current log changed under the read
+            _log.debug("re-reading after a changed source", partition=key, error=str(err))
+            return True
+        # Back on the loop: anything may have changed during the read.
+        if (key not in self._pending or partition.log is not current
+                or logs.get_future_log(*key) is not future or future.log_end_offset != start
+                or current.log_end_offset < start or current.offline or future.offline):
+            return True
+        copied = self._append(key, current, future, data)
+        self.quota.record(broker, copied)
+        future.high_watermark = min(current.high_watermark, future.log_end_offset)
+        if future.log_start_offset < current.log_start_offset <= future.log_end_offset:
+            future.maybe_increment_log_start_offset(current.log_start_offset)
+        if future.log_end_offset == current.log_end_offset:
+            self._swap(key, partition)   # Kafka swaps right after the append that catches up
+        return True
+
+    def _reconcile(self, key: PartitionKey, current, future) -> bool:
+        """Keep the future log a prefix of the current one; False if its dir failed."""
+        try:
+            end = future.log_end_offset
+            latest = future.leader_epoch_cache.latest_epoch
+            if latest is not None and latest >= 0 and current.leader_epoch_cache.entries:
+                epoch, epoch_end = current.leader_epoch_cache.end_offset_for(
+                    latest, current.log_end_offset)
+                if 0 <= epoch_end < end:
+                    end = epoch_end
+            end = min(end, current.log_end_offset)
+            if end < future.log_end_offset:
+                _log.info("truncating the future log", partition=f"{key[0]}-{key[1]}", to=end)
+                future.truncate_to(end)
+            if future.log_end_offset < current.log_start_offset:
+                future.truncate_fully_and_start_at(current.log_start_offset)
+        except OSError as err:
+            self._future_failed(key, future, err)
+            return False
+        return True
+
+    def _append(self, key: PartitionKey, current, future, data: bytes) -> int:
+        mv = memoryview(data)
+        copied = 0
+        try:
+            for header in iter_headers(mv):
+                if header.last_offset < future.log_end_offset:
+                    continue
+                if header.base_offset < future.log_end_offset:
+                    if future.size:   # cannot happen: the future log ends on a batch
+                        break
+                    # The current log starts inside this batch: so does the copy.
+                    future.truncate_fully_and_start_at(header.base_offset)
+                if header.last_offset >= current.log_end_offset:
+                    break     # appended to the current log after the read... or truncated
+                if header.magic != 2 or not is_crc_valid(mv, header):
+                    raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                                     f"corrupt batch at {header.base_offset} in the current "
+                                     f"log of {key[0]}-{key[1]}")
+                future.append_as_follower(mv, header)
+                copied += header.size
+        except OSError as err:
+            self._future_failed(key, future, err)
+        return copied
+
+    def _future_failed(self, key: PartitionKey, future, err: OSError) -> None:
+        logs = self._broker.log_manager
+        d = logs.future_log_dir_of(*key) or future.parent_dir
+        self._drop(key)
+        logs.fail_dir(d, err)
+
+    def _swap(self, key: PartitionKey, partition) -> None:
+        logs = self._broker.log_manager
+        source = logs.log_dir_of(*key)
+        try:
+            new_log = logs.replace_current_with_future(*key)
+        except OSError as err:
+            _log.error("replacing the current replica with the future one failed",
+                       partition=f"{key[0]}-{key[1]}", error=str(err))
+            self._drop(key)
+            return
+        partition.log = new_log
+        self._drop(key)
+        self.moves_completed += 1
+        _log.info("moved replica", partition=f"{key[0]}-{key[1]}", source=source,
+                  destination=logs.log_dir_of(*key), log_end_offset=new_log.log_end_offset)
+        self._broker.replica_manager.appended(key)   # waiting fetches see the new log
+
+
+def _read_slices(slices) -> bytes:
+    """The bytes of the slices (worker thread: cold segments come from the disk here)."""
+    return b"".join(s.read_bytes() for s in slices)
+
+
+def _config(config, key: str, default):
+    try:
+        value = config.get(key, default)
+    except Exception:   # a key the config does not define
+        return default
+    return default if value is None else value
+
+
+__all__ = ["AlterLogDirsManager", "AlterLogDirsQuota", "ALTER_LOG_DIRS", "RATE_KEY",
+           "INVALID_OFFSET_LAG", "LONG_MAX"]
