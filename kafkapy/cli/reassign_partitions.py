@@ -30,6 +30,12 @@ What each action does, as Kafka's tool:
 - ``--cancel``: AlterPartitionReassignments with no replicas for the planned partitions in
   flight, then clears throttles as ``--verify`` does.
 - ``--list``: every reassignment in flight with its adding / removing replicas.
+- A plan's ``log_dirs`` other than "any": after the reassignment, AlterReplicaLogDirs until
+  each move has started (``--timeout``, with ``--replica-alter-log-dirs-throttle`` setting
+  ``replica.alter.log.dirs.io.max.bytes.per.second``); ``--verify``/``--cancel`` read where
+  the replicas are through DescribeLogDirs. (kafkapy's broker does not serve
+  AlterReplicaLogDirs: against it a move between log dirs fails as against any broker
+  without the API, "Failed to alter dir for t-0-1".)
 
 Output, streams and exit codes are Kafka's: usage errors (Kafka's words: "Command must include
 exactly one action: ...", "Please specify --bootstrap-server", 'Missing required argument
@@ -890,7 +896,8 @@ def _verify_moves(admin, targets) -> bool:
         else:
             lines.append(f"Reassignment of replica {replica} completed successfully.")
     print("\n".join(lines))
-    return any(state[0] != "completed" for state in states.values())
+    # Only an active move is unfinished (Kafka's LogDirMoveState.done()).
+    return any(state[0] == "active" for state in states.values())
 
 
 def _execute_moves(admin, pending: dict[tuple[str, int, int], str], timeout_ms: int) -> None:
@@ -899,8 +906,13 @@ def _execute_moves(admin, pending: dict[tuple[str, int, int], str], timeout_ms: 
     from kafka.structs import TopicPartitionReplica
     deadline = time.monotonic() + timeout_ms / 1000
     while True:
-        results = admin.alter_replica_log_dirs(
-            {TopicPartitionReplica(t, p, b): d for (t, p, b), d in pending.items()})
+        try:
+            results = admin.alter_replica_log_dirs(
+                {TopicPartitionReplica(t, p, b): d for (t, p, b), d in pending.items()})
+        except kafka.errors.KafkaError:
+            # Kafka wraps a failed AlterReplicaLogDirs (a broker without the API, say) so.
+            first = min(pending, key=lambda r: (r[2], r[0], r[1]))
+            raise _fail(f"Failed to alter dir for {first[0]}-{first[1]}-{first[2]}") from None
         started = []
         for tpr, error in results.items():
             key = (tpr.topic, tpr.partition, tpr.broker_id)

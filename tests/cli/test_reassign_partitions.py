@@ -575,3 +575,33 @@ def test_readme_moving_replicas_runs_as_printed(shared_cluster, tmp_path):
     rows = clients.describe_topic(c.bootstrap(2), "refunds")
     assert {p: row["Replicas"] for p, row in rows.items()} == {
         p["partition"]: p["replicas"] for p in planned["partitions"]}
+
+
+def test_verify_reports_log_dir_placement_like_kafka(shared_cluster, unique, tmp_path):
+    """A plan naming log dirs: --verify reads DescribeLogDirs, as Kafka's tool does."""
+    from kafka import KafkaAdminClient
+    c = shared_cluster
+    topic = unique("dirs")
+    clients.create_topic(c.bootstrap(1), topic, assignment={0: [1, 2]})
+    c.wait_topic(topic, 1)
+    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap(1))
+    try:
+        (described,) = admin.describe_log_dirs(brokers=[1])
+    finally:
+        admin.close()
+    (log_dir,) = [d["log_dir"] for d in described["log_dirs"]]
+    here = {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 2],
+                                          "log_dirs": [log_dir, "any"]}]}
+    elsewhere = json.loads(json.dumps(here))
+    elsewhere["partitions"][0]["log_dirs"][0] = "/elsewhere"
+    expected = {"here": f"Reassignment of replica {topic}-0-1 completed successfully.",
+                "elsewhere": f"Partition {topic}-0 on broker 1 is not being moved from log dir "
+                             f"{log_dir} to /elsewhere."}
+    for name, content in (("here", here), ("elsewhere", elsewhere)):
+        path = write(tmp_path, f"{name}.json", content)
+        kafka, ours = both(c.bootstrap(2), "--verify", "--reassignment-json-file", path,
+                           "--preserve-throttles")
+        assert (ours.returncode, ours.stdout) == (kafka.returncode, kafka.stdout)
+        assert ours.stdout.splitlines() == ["Status of partition reassignment:",
+                                            f"Reassignment of partition {topic}-0 is completed.",
+                                            expected[name]]
