@@ -52,6 +52,8 @@ Differences from Kafka:
   version; a JSON syntax error's text is Python's, not Jackson's.
 - ``--generate`` takes the brokers in id order (Kafka: the order DescribeCluster lists them,
   which changes only which of the equally random proposals comes out).
+- A broker that is down is reported at once in Kafka's NetworkClient words
+  (``_common.check_reachable``), not after Kafka's 60 s admin timeout.
 """
 from __future__ import annotations
 

@@ -420,7 +420,8 @@ def test_in_flight_list_additional_and_cancel(shared_cluster, unique, tmp_path):
     result = run("--bootstrap-server", c.bootstrap(1), "--execute", "--reassignment-json-file",
                  path, "--throttle", "1000")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.splitlines()[-1] == f"Successfully started partition reassignment for {topic}-0"
+    assert result.stdout.splitlines()[-1] == (f"Successfully started partition reassignment for "
+                                              f"{topic}-0")
 
     listed = run("--bootstrap-server", c.bootstrap(2), "--list")
     assert listed.stdout.splitlines() == ["Current partition reassignments:",
