@@ -1,7 +1,8 @@
 """README.md's commands, run as printed, so the README cannot drift from what works.
 
 Job: read the fenced ``sh`` blocks of the README's "Quickstart", "Starting like Kafka",
-"Command-line tools" and "A cluster" sections at test time and run them with bash in a temporary copy of the
+"Command-line tools", "A cluster" and "Moving replicas" (on
+"A cluster"'s brokers) sections at test time and run them with bash in a temporary copy of the
 repository (its files without ``.venv``, ``data``, ``.git`` and caches). The Quickstart's
 ``make run`` therefore builds a fresh ``.venv`` exactly as a user's first ``make run`` does
 (``pip install -e .``, the broker only; this needs PyPI or a pip cache and takes a minute or
@@ -25,6 +26,7 @@ deadlines that only guard against a hang.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -524,7 +526,8 @@ CLUSTER_CHECKS: list[tuple[str, Callable[[subprocess.CompletedProcess], None]]] 
 ]
 
 
-def wait_for_topic(workspace: Workspace, readme_port: str, partitions: int) -> None:
+def wait_for_topic(workspace: Workspace, readme_port: str, partitions: int,
+                   topic: str = CLUSTER_TOPIC) -> None:
     """The broker a describe goes to has the topic with a leader for every partition: the
     create answers once the controller has it, the others learn it by UpdateMetadata right
     after (as in Kafka). A bounded wait so the describe does not race that message."""
@@ -534,7 +537,7 @@ def wait_for_topic(workspace: Workspace, readme_port: str, partitions: int) -> N
         while time.monotonic() < deadline:
             response = client.request(METADATA, 4, allow_auto_topic_creation=False,
                                       topics=[REQUESTS[METADATA].MetadataRequestTopic(
-                                          name=CLUSTER_TOPIC)])
+                                          name=topic)])
             (topic,) = response.topics
             if (topic.error_code == 0 and len(topic.partitions) == partitions
                     and all(p.leader_id >= 0 for p in topic.partitions)):
@@ -542,7 +545,72 @@ def wait_for_topic(workspace: Workspace, readme_port: str, partitions: int) -> N
             time.sleep(0.2)
     finally:
         client.close()
-    pytest.fail(f"{CLUSTER_TOPIC} not on the broker at {readme_port} within {START_S}s")
+    pytest.fail(f"{topic} not on the broker at {readme_port} within {START_S}s")
+
+
+# ---------------------------------------------------------------- Moving replicas
+# (run on "A cluster"'s brokers, before they stop)
+
+MOVE_TOPIC = "refunds"
+
+
+def check_move_create(r: subprocess.CompletedProcess) -> None:
+    assert r.stdout == f"Created topic {MOVE_TOPIC}.\n", r.stdout + r.stderr
+
+
+def check_move_file(r: subprocess.CompletedProcess) -> None:
+    assert r.stdout == "", r.stdout + r.stderr   # the topics file is written (checked next)
+
+
+def check_move_generate(r: subprocess.CompletedProcess) -> None:
+    """plan.json: the proposal, every partition on brokers 2 and 3."""
+    assert r.stdout == "", r.stdout + r.stderr
+
+
+def check_move_execute(r: subprocess.CompletedProcess) -> None:
+    assert r.stdout.splitlines()[-1] == (f"Successfully started partition reassignments for "
+                                         f"{MOVE_TOPIC}-0,{MOVE_TOPIC}-1,{MOVE_TOPIC}-2"), r.stdout
+    assert "The inter-broker throttle limit was set to 10000000 B/s" in r.stdout, r.stdout
+
+
+def check_move_list(r: subprocess.CompletedProcess) -> None:
+    assert r.stdout.splitlines()[0] in ("No partition reassignments found.",
+                                        "Current partition reassignments:"), r.stdout
+
+
+def check_move_verify(r: subprocess.CompletedProcess) -> None:
+    lines = r.stdout.splitlines()
+    assert lines[0] == "Status of partition reassignment:", r.stdout
+    for p, line in enumerate(lines[1:4]):
+        assert line in (f"Reassignment of partition {MOVE_TOPIC}-{p} is completed.",
+                        f"Reassignment of partition {MOVE_TOPIC}-{p} is still in progress."), \
+            r.stdout
+
+
+MOVE_CHECKS: list[tuple[str, Callable[[subprocess.CompletedProcess], None]]] = [
+    (r"kafkapy-topics .*--create", check_move_create),
+    (r"^echo .*> topics\.json$", check_move_file),
+    (r"--generate", check_move_generate),
+    (r"--execute", check_move_execute),
+    (r"--list", check_move_list),
+    (r"--verify", check_move_verify),
+]
+
+
+def run_moving_replicas(workspace: Workspace) -> None:
+    """The "Moving replicas" block, command by command, with its variable assignments."""
+    (block,) = sh_blocks("Moving replicas")
+    lines = logical_lines(block)
+    assignments = [line for line in lines if re.match(r"^[A-Za-z_]\w*=", line)]
+    commands = [line for line in lines if line not in assignments]
+    for command, check in zip(commands, checks_for(commands, MOVE_CHECKS)):
+        check(workspace.run("\n".join(assignments + [command])))
+        if check is check_move_create:
+            wait_for_topic(workspace, CLUSTER_PORTS[0], 3, MOVE_TOPIC)
+        if check is check_move_generate:
+            plan = json.loads((workspace.root / "plan.json").read_text())
+            assert sorted(p["partition"] for p in plan["partitions"]) == [0, 1, 2], plan
+            assert all(sorted(p["replicas"]) == [2, 3] for p in plan["partitions"]), plan
 
 
 def test_a_cluster(workspace, make_run, readme_zookeeper):
@@ -573,6 +641,7 @@ def test_a_cluster(workspace, make_run, readme_zookeeper):
                 assert via and via.group(1) in CLUSTER_PORTS, command
                 wait_for_topic(workspace, via.group(1), 6)
             check(workspace.run(command))
+        run_moving_replicas(workspace)
         # One terminal after another; the last one stopped leads everything and has no
         # one to hand over to, so its controlled shutdown gives up after its retries.
         for b, fg in zip(brokers, started):
