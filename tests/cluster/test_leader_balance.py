@@ -9,7 +9,9 @@ leaderships away) and started again; it rejoins every ISR but leads nothing.  Th
 * with it off (the cluster tests' default), leadership stays away until an operator asks:
   ``kafka-leader-election.sh --election-type preferred --all-topic-partitions`` and
   ``kafkapy-leader-election`` with the same options each give it back, and print the same
-  partitions (compared as sets: Kafka's order is a hash set's).
+  partitions (compared as sets: Kafka's order is a hash set's);
+* the percentage is a threshold: a broker with 1 of 11 preferred partitions led elsewhere
+  (under 10%) keeps that for three check intervals; 2 of 12 (over) are given back.
 
 Runs against kafkapy and, with ``KAFKAPY_CLUSTER_REFERENCE=kafka``, against Kafka 3.9.
 Invariants: every wait is bounded; traffic stays on 127.0.0.1.
@@ -17,6 +19,7 @@ Invariants: every wait is bounded; traffic stays on 127.0.0.1.
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -132,3 +135,49 @@ def test_leader_election_tools_restore_preferred_leaders_on_demand(shared_cluste
             wait_for(lambda: c.leaders(topic, via=i) == PREFERRED, 30,
                      f"broker {i}'s metadata to show the preferred leaders")
     assert reports["kafka"] == reports["kafkapy"], reports
+
+
+def _reorder(c, topic: str, partitions: list[int], replicas: list[int]) -> None:
+    """Reassign ``partitions`` to the same replicas in another order (the preferred replica
+    changes, the leader stays: it is in the target set) and wait until it is done."""
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap(c.controller_id()),
+                             request_timeout_ms=30000)
+    try:
+        errors = admin.alter_partition_reassignments(
+            {TopicPartition(topic, p): replicas for p in partitions}, timeout_ms=30000)
+        assert not any(errors.values()), errors
+        wait_for(lambda: not admin.list_partition_reassignments() and all(
+            c.assignment(topic)[p] == replicas for p in partitions), 60,
+            f"{topic} {partitions} reordered to {replicas}")
+    finally:
+        admin.close()
+
+
+def test_imbalance_below_the_percentage_is_left_alone(auto_cluster, unique):
+    """leader.imbalance.per.broker.percentage=10: Kafka's controller rebalances a broker's
+    preferred partitions only when more than 10% of them are led elsewhere.  Broker 3 is
+    preferred for 10 partitions it leads (plus 0 or 2 of the other test's topic); making it
+    preferred for one more partition led by broker 2 is 1/11 (or 1/13) < 10%: nothing moves
+    for three check intervals.  A second one makes it 2/12 (or 2/14) > 10%: both move."""
+    c = auto_cluster
+    topic = unique("threshold")
+    assignment = {p: [3, 2] if p < 10 else [2, 3] for p in range(20)}
+    clients.create_topic(c.bootstrap(c.controller_id()), topic, assignment=assignment)
+    c.wait_topic(topic, 20)
+    wait_for(lambda: all(len(s["isr"]) == 2 for s in c.states(topic).values()), REJOIN_S,
+             f"{topic}: full ISRs")
+    wait_for(lambda: leaders(c, topic) == {p: r[0] for p, r in assignment.items()}, 30,
+             f"{topic}: preferred leaders at creation")
+
+    _reorder(c, topic, [10], [3, 2])
+    end = time.monotonic() + 3 * CHECK_INTERVAL_S
+    while time.monotonic() < end:       # a bounded look: below the threshold nothing moves
+        assert c.partition_state(topic, 10)["leader"] == 2, "rebalanced below the threshold"
+        time.sleep(0.5)
+
+    _reorder(c, topic, [11], [3, 2])
+    wait_for(lambda: (c.partition_state(topic, 10)["leader"],
+                      c.partition_state(topic, 11)["leader"]) == (3, 3), REBALANCE_S,
+             lambda: f"the auto rebalance above the threshold: {leaders(c, topic)}\n{c.summary()}")
