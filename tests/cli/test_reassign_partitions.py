@@ -34,7 +34,8 @@ import pytest
 from kafkapy.cli import reassign_partitions as tool
 from kafkapy.controller.assignment import assign_replicas
 from tests.cluster import clients
-from tests.cluster.conftest import kafka_tool, shared_cluster, unique, wait_for  # noqa: F401
+from tests.cluster.conftest import (kafka_tool, running_cluster, shared_cluster,  # noqa: F401
+                                    unique, wait_for)
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 EXE = Path(sys.executable).parent / "kafkapy-reassign-partitions"
@@ -606,3 +607,54 @@ def test_verify_reports_log_dir_placement_like_kafka(shared_cluster, unique, tmp
         assert ours.stdout.splitlines() == ["Status of partition reassignment:",
                                             f"Reassignment of partition {topic}-0 is completed.",
                                             expected[name]]
+
+
+# --------------------------------------------------------------------------- racks
+
+RACKS = {1: "rack-a", 2: "rack-b"}   # broker 3 has none
+
+
+@pytest.fixture
+def racked_cluster(tmp_path, zookeeper_server):  # noqa: F811
+    """Brokers 1 and 2 with a ``broker.rack``, broker 3 without."""
+    def give_racks(c):
+        for node_id, rack in RACKS.items():
+            node = c.nodes[node_id]
+            if hasattr(node, "settings"):            # Kafka 3.9 (reference mode)
+                node.settings["broker.rack"] = rack
+            else:
+                node.process.overrides["broker.rack"] = rack
+    yield from running_cluster(tmp_path / "racked", zookeeper_server, prepare=give_racks)
+
+
+def test_generate_with_racks_like_kafka(racked_cluster, tmp_path):
+    c = racked_cluster
+    topic = "racked"
+    clients.create_topic(c.bootstrap(1), topic, assignment={0: [1, 3], 1: [3, 2], 2: [2, 1]})
+    c.wait_topic(topic, 3)
+    topics = write(tmp_path, "topics.json", {"topics": [{"topic": topic}], "version": 1})
+    # Some brokers with a rack, some without: refused unless --disable-rack-aware.
+    kafka, ours = both(c.bootstrap(1), "--generate", "--topics-to-move-json-file", topics,
+                       "--broker-list", "1,2,3")
+    assert (ours.returncode, ours.stdout) == (kafka.returncode, kafka.stdout.splitlines()[0]
+                                              + "\n")
+    assert ours.stdout == ("Error: Not all brokers have rack information. Add "
+                           "--disable-rack-aware in command line to make replica assignment "
+                           "without rack information.\n")
+    kafka, ours = both(c.bootstrap(1), "--generate", "--topics-to-move-json-file", topics,
+                       "--broker-list", "1,2,3", "--disable-rack-aware")
+    for result in (kafka, ours):
+        _, proposal = _generated(result)
+        placed = {e["partition"]: e["replicas"] for e in proposal["partitions"]}
+        assert placed in _placements([1, 2, 3], 3, 2)
+    # Only racked brokers: Kafka's rack-aware placement (one replica per rack).
+    kafka, ours = both(c.bootstrap(1), "--generate", "--topics-to-move-json-file", topics,
+                       "--broker-list", "1,2")
+    assert _generated(ours)[0] == _generated(kafka)[0]
+    rack_aware = [assign_replicas([1, 2], 3, 2, racks=RACKS, start_index=start,
+                                  replica_shift=shift)
+                  for start, shift in itertools.product(range(2), range(2))]
+    for result in (kafka, ours):
+        _, proposal = _generated(result)
+        placed = {e["partition"]: e["replicas"] for e in proposal["partitions"]}
+        assert placed in rack_aware
