@@ -483,8 +483,10 @@ class LogManager:
             log.release()
             return
         log.rename_for_delete(close=False)
-        due = self.clock.time_ms() + log.config.file_delete_delay_ms
-        self._pending_log_deletes.append((due, log))
+        # Kafka's kafka-delete-logs waits the broker's default file.delete.delay.ms
+        # (log.segment.delete.delay.ms, currentDefaultConfig), not the topic's.
+        delay = self.config_for(log.topic, None).file_delete_delay_ms
+        self._pending_log_deletes.append((self.clock.time_ms() + delay, log))
 
     def _checkpoint_dir(self, d: str) -> None:
         items = self._by_dir().get(d, [])
@@ -531,7 +533,7 @@ class LogManager:
         """Remove a partition's log now: its dir is renamed ``<tp>.<uuid>-delete``.
 
         Descriptors stay open (in-flight sendfiles finish) and the dir is
-        removed by ``cleanup_logs`` after the topic's file.delete.delay.ms (or at
+        removed by ``cleanup_logs`` after the broker's default file.delete.delay.ms (or at
         shutdown; a leftover ``-delete`` dir is removed at the next load).
         """
         key = (topic, partition)

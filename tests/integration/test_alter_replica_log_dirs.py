@@ -117,7 +117,11 @@ def node(tmp_path, zk_connect):  # noqa: F811
     settings = {"zookeeper.connect": zk_connect, "broker.id": "0",
                 "log.dirs": ",".join(str(d) for d in dirs),
                 "num.partitions": "1", "offsets.topic.replication.factor": "1",
-                "group.initial.rebalance.delay.ms": "0"}
+                "group.initial.rebalance.delay.ms": "0",
+                # Kafka deletes a replaced log after the broker's default delay
+                "log.segment.delete.delay.ms": "1000",
+                # a killed broker's registration goes soon (Kafka 3.9 refuses to start before)
+                "zookeeper.session.timeout.ms": "6000"}
     if REFERENCE:
         if not (KAFKA_BIN / "kafka-server-start.sh").is_file():
             pytest.skip("no Kafka 3.9")
@@ -126,6 +130,7 @@ def node(tmp_path, zk_connect):  # noqa: F811
         broker = BrokerProcess(dirs[0], overrides=settings)
     broker.start()
     broker.dirs = [str(d) for d in dirs]
+    broker.zk_connect = zk_connect
     yield broker
     broker.kill()
 
@@ -140,7 +145,7 @@ def _create(node, topic: str, **config: str) -> None:
     admin = _admin(node)
     try:
         admin.create_topics([NewTopic(topic, 1, 1, topic_configs={
-            "segment.bytes": str(SEGMENT), "file.delete.delay.ms": "1000", **config})])
+            "segment.bytes": str(SEGMENT), **config})])
     finally:
         admin.close()
     _wait(lambda: _where(node, topic, 0)[0] is not None, 30, f"{topic}-0 on disk")
@@ -345,6 +350,7 @@ def test_kill_mid_move_then_restart_completes_it(node):
     node.kill()
     current, futures = _where(node, topic, 0)
     assert current == src and futures == [dst]
+    _wait_unregistered(node)
     node.start()
     _set_rate(node, None)
     _wait(lambda: _moved(node, topic, dst), 60, "the move to complete after the restart",
@@ -354,6 +360,17 @@ def test_kill_mid_move_then_restart_completes_it(node):
     read = _read_all(node, topic, len(acked))
     for offset, value in acked:
         assert read.get(offset) == value, offset
+
+
+def _wait_unregistered(node) -> None:
+    from kazoo.client import KazooClient
+    zk = KazooClient(node.zk_connect)
+    zk.start(timeout=15)
+    try:
+        _wait(lambda: zk.exists("/brokers/ids/0") is None, 30, "the registration to expire")
+    finally:
+        zk.stop()
+        zk.close()
 
 
 def _tool_json(out: str) -> dict:
