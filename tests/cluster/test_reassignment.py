@@ -482,3 +482,54 @@ def test_execute_throttle_sets_and_verify_clears_the_throttles(shared_cluster, u
     assert not left, left
     wait_settled(c, topic, target)
     read_back(c, 3, topic, data)
+
+
+def _alter(c, node: int, topic_partitions: dict[tuple[str, int], list[int] | None]):
+    """One raw AlterPartitionReassignments v0 to broker ``node``: (top-level error,
+    {(topic, partition): error code})."""
+    from tests.integration.request_fields import fields
+    by_topic: dict[str, list[dict]] = {}
+    for (t, p), replicas in topic_partitions.items():
+        by_topic.setdefault(t, []).append(dict(partition_index=p, replicas=replicas))
+    r = clients.request(c, node, 45, 0, **fields(45, timeout_ms=30000, topics=[
+        dict(name=t, partitions=ps) for t, ps in by_topic.items()]))
+    return r.error_code, {(t.name, p.partition_index): p.error_code
+                          for t in r.responses for p in t.partitions}
+
+
+INVALID_REPLICA_ASSIGNMENT = 39
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NO_REASSIGNMENT_IN_PROGRESS = 85
+NOT_CONTROLLER = 41
+
+
+def test_refused_reassignments(shared_cluster, unique):
+    """What the controller refuses, per partition, as Kafka 3.9's does; a broker that is not
+    the controller refuses the whole request (NOT_CONTROLLER), List too."""
+    c = shared_cluster
+    topic = unique("refused")
+    clients.create_topic(c.bootstrap(c.controller_id()), topic, assignment={0: [1], 1: [2]})
+    c.wait_topic(topic, 2)
+    controller = c.controller_id()
+    other = next(i for i in c.running_ids() if i != controller)
+
+    code, _ = _alter(c, other, {(topic, 0): [2]})
+    assert code == NOT_CONTROLLER
+    listed = clients.request(c, other, 46, 0, timeout_ms=30000, topics=None)
+    assert listed.error_code == NOT_CONTROLLER
+
+    code, errors = _alter(c, controller, {
+        (topic, 0): [1, 9],                 # broker 9 is not alive
+        (topic, 1): [2, 2],                 # duplicate
+        (topic, 7): [1],                    # no such partition
+        (unique("nope"), 0): [1],           # no such topic
+    })
+    assert code == 0
+    assert errors == {(topic, 0): INVALID_REPLICA_ASSIGNMENT, (topic, 1): INVALID_REPLICA_ASSIGNMENT,
+                      (topic, 7): UNKNOWN_TOPIC_OR_PARTITION,
+                      (unique("nope"), 0): UNKNOWN_TOPIC_OR_PARTITION}, errors
+    code, errors = _alter(c, controller, {(topic, 0): None})   # cancel: nothing in flight
+    assert (code, errors) == (0, {(topic, 0): NO_REASSIGNMENT_IN_PROGRESS}), errors
+    assert c.assignment(topic) == {0: [1], 1: [2]}
+    listed = clients.request(c, controller, 46, 0, timeout_ms=30000, topics=None)
+    assert listed.error_code == 0 and not [t for t in listed.topics if t.name == topic], listed
