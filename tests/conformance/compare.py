@@ -203,7 +203,7 @@ def _field_tree(value: Any, field: Any, version: int, ids: dict) -> Any:
 # Elements of these arrays are identified by these fields; clients look them up by key, and
 # Kafka fills many of them from hash maps, so order is not part of the answer.
 ORDER_KEYS = ("partition_index", "partition_id", "partition", "index", "node_id", "broker_id", "group_id",
-              "transactional_id", "producer_id", "name", "topic")
+              "transactional_id", "producer_id", "name", "topic", "topic_name")
 
 
 def _order(items: list[dict], field: Any) -> list[dict]:
