@@ -20,7 +20,10 @@ Kafka 3.9 brokers:
   controller is killed with kill -9: the next controller finishes it once the target runs;
 * ``--cancel`` of a reassignment in flight restores the original replicas and deletes the
   cancelled replica on its broker;
-* the legacy ``/admin/reassign_partitions`` znode still drives moves and is deleted after.
+* the legacy ``/admin/reassign_partitions`` znode still drives moves and is deleted after;
+* ``--execute --throttle`` sets Kafka's throttle configs and ``--verify`` clears them;
+* refusals (NOT_CONTROLLER, dead or duplicate brokers, unknown partitions, nothing to cancel);
+* moving a group's ``__consumer_offsets`` partition moves its coordinator, offsets intact.
 
 The two tests that pause a target broker run on a cluster of their own with 12 s ZooKeeper
 sessions (the paused broker must stay registered while the JVM tool submits the move).
@@ -533,3 +536,62 @@ def test_refused_reassignments(shared_cluster, unique):
     assert c.assignment(topic) == {0: [1], 1: [2]}
     listed = clients.request(c, controller, 46, 0, timeout_ms=30000, topics=None)
     assert listed.error_code == 0 and not [t for t in listed.topics if t.name == topic], listed
+
+
+def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def _committed(bootstrap: str, group: str, topic: str, partitions) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        got = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=30)
+        return {tp.partition: tp.offset for tp in got}
+    finally:
+        consumer.close()
+
+
+def test_moving_an_offsets_partition_moves_the_group_coordinator(shared_cluster, unique,
+                                                                 tmp_path):
+    """The __consumer_offsets partition of a group is reassigned away from its leader: the
+    group's coordinator moves with the leadership, its committed offsets are still there,
+    and commits go on at the new coordinator."""
+    c = shared_cluster
+    topic, group = unique("coordinated"), unique("moved-group")
+    clients.create_topic(c.bootstrap(1), topic, partitions=2, replication=1)
+    c.wait_topic(topic, 2)
+    _commit(c.bootstrap(1), group, topic, {0: 17, 1: 42})
+    error, old = clients.find_coordinator(c, 2, group)
+    assert error == 0
+    from kafkapy.coordinator.group.hashing import partition_for
+    offsets_partition = partition_for(group, len(c.assignment("__consumer_offsets")))
+    assert c.partition_state("__consumer_offsets", offsets_partition)["leader"] == old
+    replicas = c.assignment("__consumer_offsets")[offsets_partition]
+    target = [b for b in replicas if b != old]
+    plan = plan_file(tmp_path, "__consumer_offsets", {offsets_partition: target}, "offsets")
+    try:
+        execute("kafka", c.bootstrap(1), plan)
+        wait_verified("kafka", c.bootstrap(1), plan, "__consumer_offsets", [offsets_partition], c)
+        new_leader = c.partition_state("__consumer_offsets", offsets_partition)["leader"]
+        assert new_leader == target[0], (new_leader, target)
+        wait_for(lambda: all(clients.find_coordinator(c, i, group) == (0, new_leader)
+                             for i in c.running_ids()), 60,
+                 f"every broker naming {new_leader} the coordinator of {group}")
+        assert _committed(c.bootstrap(3), group, topic, [0, 1]) == {0: 17, 1: 42}
+        _commit(c.bootstrap(2), group, topic, {0: 18})
+        assert _committed(c.bootstrap(1), group, topic, [0, 1]) == {0: 18, 1: 42}
+    finally:
+        # Give the partition its third replica back for the module's other tests.
+        back = plan_file(tmp_path, "__consumer_offsets", {offsets_partition: replicas}, "back")
+        execute("kafka", c.bootstrap(1), back)
+        wait_verified("kafka", c.bootstrap(1), back, "__consumer_offsets", [offsets_partition], c)
+
