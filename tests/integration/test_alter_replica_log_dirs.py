@@ -41,7 +41,7 @@ from tests.zookeeper_server import (_die_with_parent, zk_connect,  # noqa: F401 
 
 REFERENCE = os.environ.get("KAFKAPY_ALTER_DIRS_REFERENCE", "") == "kafka"
 RATE_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
-NONE, UNKNOWN_TOPIC_OR_PARTITION, LOG_DIR_NOT_FOUND = 0, 3, 57
+NONE, UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR, LOG_DIR_NOT_FOUND = 0, 3, 56, 57
 SEGMENT = 64 * 1024
 
 
@@ -111,26 +111,30 @@ def _wait(predicate, timeout: float, what: str, step: float = 0.2):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-@pytest.fixture
-def node(tmp_path, zk_connect):  # noqa: F811
-    dirs = [tmp_path / "d0", tmp_path / "d1"]
-    settings = {"zookeeper.connect": zk_connect, "broker.id": "0",
+def _start_node(base: Path, zk: str, dirs: list[Path], **extra: str):
+    settings = {"zookeeper.connect": zk, "broker.id": "0",
                 "log.dirs": ",".join(str(d) for d in dirs),
                 "num.partitions": "1", "offsets.topic.replication.factor": "1",
                 "group.initial.rebalance.delay.ms": "0",
                 # Kafka deletes a replaced log after the broker's default delay
                 "log.segment.delete.delay.ms": "1000",
                 # a killed broker's registration goes soon (Kafka 3.9 refuses to start before)
-                "zookeeper.session.timeout.ms": "6000"}
+                "zookeeper.session.timeout.ms": "6000", **extra}
     if REFERENCE:
         if not (KAFKA_BIN / "kafka-server-start.sh").is_file():
             pytest.skip("no Kafka 3.9")
-        broker = _KafkaBroker(tmp_path, settings)
+        broker = _KafkaBroker(base, settings)
     else:
         broker = BrokerProcess(dirs[0], overrides=settings)
     broker.start()
     broker.dirs = [str(d) for d in dirs]
-    broker.zk_connect = zk_connect
+    broker.zk_connect = zk
+    return broker
+
+
+@pytest.fixture
+def node(tmp_path, zk_connect):  # noqa: F811
+    broker = _start_node(tmp_path, zk_connect, [tmp_path / "d0", tmp_path / "d1"])
     yield broker
     broker.kill()
 
@@ -419,3 +423,61 @@ def test_kafka_reassign_partitions_tool_with_log_dirs(node, tmp_path):
     assert all(d["error"] is None for d in dirs.values())
     read = _read_all(node, topic, len(acked))
     assert all(read.get(o) == v for o, v in acked)
+
+
+@pytest.fixture
+def small_dir(tmp_path):
+    path = tmp_path / "small"
+    path.mkdir()
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(path)],
+                           capture_output=True, text=True)
+    if mount.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs (needs root): {mount.stderr.strip()}")
+    yield path
+    subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def test_destination_dir_fails_mid_move(tmp_path, zk_connect, small_dir):  # noqa: F811
+    """The destination fills up during the copy: it goes offline, the move stops, the
+    replica keeps serving from its dir, and further moves there answer KAFKA_STORAGE_ERROR."""
+    big = tmp_path / "big"
+    node = _start_node(tmp_path, zk_connect, [big, small_dir],
+                       # no index entries: an mmap'd index page on a full tmpfs is SIGBUS
+                       **{"log.index.interval.bytes": str(1 << 30)})
+    try:
+        topic = "overflow"
+        _create(node, topic)
+        assert _where(node, topic, 0)[0] == str(big)
+        acked = _fill(node, topic, 12000)      # ~6 MB: more than the 4 MiB destination
+        assert _alter(node, {(topic, 0): str(small_dir)}) == {(topic, 0): NONE}
+        client = WireClient(node.bootstrap, timeout=30)
+
+        def dir_errors() -> dict[str, int]:
+            return {r.log_dir: r.error_code for r in client.request(35, 4, topics=None).results}
+        try:
+            _wait(lambda: dir_errors().get(str(small_dir)) == KAFKA_STORAGE_ERROR, 60,
+                  "the destination to go offline")
+            assert dir_errors()[str(big)] == NONE
+        finally:
+            client.close()
+        assert node.proc.poll() is None
+        assert _alter(node, {(topic, 0): str(small_dir)}) == {(topic, 0): KAFKA_STORAGE_ERROR}
+        assert _describe_live(node, topic) == {str(big): [False]}
+        more = _fill(node, topic, 10)
+        assert more[0][0] == len(acked)
+        read = _read_all(node, topic, len(acked))
+        assert all(read.get(o) == v for o, v in acked)
+    finally:
+        node.kill()
+
+
+def _describe_live(node, topic: str) -> dict[str, list[bool]]:
+    """is_future of ``topic``'s partition per live dir (offline dirs left out)."""
+    client = WireClient(node.bootstrap, timeout=30)
+    try:
+        response = client.request(35, 4, topics=None)
+    finally:
+        client.close()
+    return {r.log_dir: [p.is_future_key for t in r.topics if t.name == topic
+                        for p in t.partitions]
+            for r in response.results if r.error_code == 0}
