@@ -33,9 +33,8 @@ What each action does, as Kafka's tool:
 - A plan's ``log_dirs`` other than "any": after the reassignment, AlterReplicaLogDirs until
   each move has started (``--timeout``, with ``--replica-alter-log-dirs-throttle`` setting
   ``replica.alter.log.dirs.io.max.bytes.per.second``); ``--verify``/``--cancel`` read where
-  the replicas are through DescribeLogDirs. (kafkapy's broker does not serve
-  AlterReplicaLogDirs: against it a move between log dirs fails as against any broker
-  without the API, "Failed to alter dir for t-0-1".)
+  the replicas are through DescribeLogDirs; a broker refusing AlterReplicaLogDirs (or without
+  the API) fails the command with Kafka's "Failed to alter dir for t-0-1".
 
 Output, streams and exit codes are Kafka's: usage errors (Kafka's words: "Command must include
 exactly one action: ...", "Please specify --bootstrap-server", 'Missing required argument

@@ -580,7 +580,8 @@ def test_readme_moving_replicas_runs_as_printed(shared_cluster, tmp_path):
 
 
 def test_verify_reports_log_dir_placement_like_kafka(shared_cluster, unique, tmp_path):
-    """A plan naming log dirs: --verify reads DescribeLogDirs, as Kafka's tool does."""
+    """A plan naming log dirs: --execute moves replicas there (AlterReplicaLogDirs), --verify
+    reads DescribeLogDirs, as Kafka's tool does."""
     from kafka import KafkaAdminClient
     c = shared_cluster
     topic = unique("dirs")
@@ -599,6 +600,12 @@ def test_verify_reports_log_dir_placement_like_kafka(shared_cluster, unique, tmp
     expected = {"here": f"Reassignment of replica {topic}-0-1 completed successfully.",
                 "elsewhere": f"Partition {topic}-0 on broker 1 is not being moved from log dir "
                              f"{log_dir} to /elsewhere."}
+    # --execute with a log dir: the (no-op) reassignment, then AlterReplicaLogDirs.
+    path = write(tmp_path, "execute.json", here)
+    kafka, ours = both(c.bootstrap(2), "--execute", "--reassignment-json-file", path)
+    assert (ours.returncode, ours.stdout) == (kafka.returncode, kafka.stdout)
+    assert ours.stdout.splitlines()[-1] == (f"Successfully started moving log directory to "
+                                            f"{log_dir} for replica {topic}-0 with broker 1 ")
     for name, content in (("here", here), ("elsewhere", elsewhere)):
         path = write(tmp_path, f"{name}.json", content)
         kafka, ours = both(c.bootstrap(2), "--verify", "--reassignment-json-file", path,
