@@ -595,3 +595,40 @@ def test_moving_an_offsets_partition_moves_the_group_coordinator(shared_cluster,
         execute("kafka", c.bootstrap(1), back)
         wait_verified("kafka", c.bootstrap(1), back, "__consumer_offsets", [offsets_partition], c)
 
+
+
+def test_leader_killed_mid_reassignment(patient_cluster, unique, tmp_path):
+    """Partition [x, c] led by x moves to [c, z] with z paused (in flight, RS = [c, z, x]);
+    x is killed: c (the controller, in the ISR) leads.  Once z runs it joins, the move
+    completes without x (dead), and no acknowledged record is lost."""
+    c = patient_cluster
+    topic = unique("leader-dies")
+    controller = c.controller_id()
+    x, z = sorted(i for i in c.running_ids() if i != controller)
+    before = {0: [x, controller]}
+    target = {0: [controller, z]}
+    clients.create_topic(c.bootstrap(controller), topic, assignment=before,
+                         configs={"min.insync.replicas": "1"})
+    c.wait_topic(topic, 1)
+    wait_settled(c, topic, before)
+    data = produce_and_check(c, controller, topic, [0], 400, "a")
+    plan = plan_file(tmp_path, topic, target, "leader-dies")
+
+    c.pause(z)
+    try:
+        execute("kafka", c.bootstrap(controller), plan)
+        wait_for(lambda: c.assignment(topic) == {0: [controller, z, x]}, 30,
+                 lambda: f"RS [c, z, x] in flight: {c.assignment(topic)}")
+        c.kill(x)
+        wait_for(lambda: c.partition_state(topic, 0)["leader"] == controller, PATIENT_FAILOVER_S,
+                 lambda: f"the controller {controller} to lead {topic}-0 after killing {x}: "
+                         f"{c.partition_state(topic, 0)}\n{c.summary()}")
+        # Written while the move is in flight, to the new leader alone.
+        data[0] += produce_and_check(c, controller, topic, [0], 100, "b")[0]
+    finally:
+        c.resume(z)
+    wait_verified("kafka", c.bootstrap(controller), plan, topic, target, c)
+    wait_settled(c, topic, target)
+    assert c.partition_state(topic, 0)["leader"] == controller
+    data[0] += produce_and_check(c, z, topic, [0], 50, "c")[0]
+    read_back(c, z, topic, data)
