@@ -21,6 +21,10 @@ Invariants:
   batch's last offset would not fit the segment's int32 relative offsets.
 - removed segments are renamed ``*.deleted`` and closed/unlinked only after
   file.delete.delay.ms, so FetchSlice descriptors stay valid meanwhile.
+- a log's dir is ``<topic>-<partition>``, or Kafka's ``<topic>-<partition>.<uuid
+  hex>-future`` for a replica being moved to another log dir of the broker (renamed
+  to the plain name by ``rename_dir`` when it replaces the current one; open
+  descriptors and mmaps stay valid across the rename).
 """
 from __future__ import annotations
 

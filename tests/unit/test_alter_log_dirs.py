@@ -1,0 +1,206 @@
+"""Moves between the log dirs of one broker, in process over real files: LogManager's future
+logs (create, load at start-up, replace, delete) and the copier of
+kafkapy.replication.alter_log_dirs (throttle, reconciliation, re-targeting, failures)."""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import types
+
+import pytest
+
+from kafkapy.clock import SYSTEM_CLOCK
+from kafkapy.log.manager import LogManager
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.records.batch import iter_headers, read_header
+from kafkapy.records.record import build_batch
+from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
+
+KEY = ("t", 0)
+
+
+def _manager(tmp_path) -> LogManager:
+    m = LogManager([str(tmp_path / "a"), str(tmp_path / "b")])
+    m.load("cluster", 0)
+    return m
+
+
+def _append(log, n: int, size: int = 5000, epoch: int = 0) -> None:
+    for _ in range(n):
+        batch = bytearray(build_batch([(None, b"x" * size, [], int(time.time() * 1000))]))
+        log.append_as_leader(batch, read_header(batch, 0), epoch)
+
+
+def _copy(current, future) -> None:
+    data = current.read_bytes(future.log_end_offset, 1 << 24)
+    for header in iter_headers(memoryview(data)):
+        future.append_as_follower(data, header)
+
+
+def _broker(logs: LogManager, **config):
+    partitions = {}
+    rm = types.SimpleNamespace(partitions=partitions, cache=None, appended=lambda key: None,
+                               alter_log_dirs=None)
+    settings = {"replica.fetch.backoff.ms": 20, **config}
+    return types.SimpleNamespace(node_id=0, log_manager=logs, replica_manager=rm,
+                                 config=settings, clock=SYSTEM_CLOCK)
+
+
+def _host(broker, topic="t", index=0, config=None):
+    log = broker.log_manager.get_or_create_log(topic, index, config or {"segment.bytes": 65536})
+    broker.replica_manager.partitions[(topic, index)] = types.SimpleNamespace(log=log)
+    return log
+
+
+async def _until_moved(mover, key=KEY, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while mover.is_moving(key) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert not mover.is_moving(key)
+
+
+def _dirs(logs):
+    return [sorted(n for n in os.listdir(d) if n.startswith("t-")) for d in logs.log_dirs]
+
+
+# ---------------------------------------------------------------- LogManager
+
+
+def test_future_log_is_loaded_at_start_up_and_replaced(tmp_path):
+    logs = _manager(tmp_path)
+    current = logs.get_or_create_log("t", 0)
+    src, dst = logs.log_dir_of("t", 0), [d for d in logs.log_dirs if d != logs.log_dir_of("t", 0)][0]
+    _append(current, 3)
+    future = logs.create_future_log("t", 0, dst)
+    assert future.is_future and future.parent_dir == dst
+    assert os.path.basename(future.dir).startswith("t-0.") and future.dir.endswith("-future")
+    _copy(current, future)
+    logs.shutdown()
+
+    logs = _manager(tmp_path)
+    future = logs.get_future_log("t", 0)
+    assert future is not None and future.log_end_offset == 3
+    assert logs.future_log_dir_of("t", 0) == dst and logs.log_dir_of("t", 0) == src
+    new = logs.replace_current_with_future("t", 0)
+    assert logs.get_log("t", 0) is new and logs.log_dir_of("t", 0) == dst
+    assert logs.get_future_log("t", 0) is None
+    assert os.path.basename(new.dir) == "t-0" and os.path.isdir(os.path.join(dst, "t-0"))
+    assert not os.path.exists(os.path.join(src, "t-0"))
+    logs.purge_deleted_logs(force=True)
+    assert _dirs(logs) == [[], ["t-0"]] if dst == logs.log_dirs[1] else [["t-0"], []]
+    _append(new, 1)          # the renamed log takes writes at its new path
+    logs.shutdown()
+    logs = _manager(tmp_path)
+    assert logs.get_log("t", 0).log_end_offset == 4 and logs.log_dir_of("t", 0) == dst
+    logs.shutdown()
+
+
+def test_preferred_dir_and_delete(tmp_path):
+    logs = _manager(tmp_path)
+    other = logs.log_dirs[1]
+    logs.maybe_update_preferred_log_dir("t", 0, other)
+    assert logs.get_or_create_log("t", 0) is not None and logs.log_dir_of("t", 0) == other
+    assert ("t", 0) not in logs.preferred_log_dirs
+    logs.create_future_log("t", 0, logs.log_dirs[0])
+    logs.get_or_create_log("u", 0)
+    with pytest.raises(ValueError):     # never in the current log's own dir
+        logs.create_future_log("u", 0, logs.log_dir_of("u", 0))
+    assert logs.delete_log("t", 0)
+    assert logs.get_future_log("t", 0) is None
+    logs.purge_deleted_logs(force=True)
+    assert _dirs(logs) == [[], []]
+    logs.shutdown()
+
+
+def test_failed_dir_drops_its_future_logs(tmp_path):
+    logs = _manager(tmp_path)
+    logs.get_or_create_log("t", 0)
+    dst = [d for d in logs.log_dirs if d != logs.log_dir_of("t", 0)][0]
+    future = logs.create_future_log("t", 0, dst)
+    logs.fail_dir(dst, OSError(5, "EIO"))
+    assert logs.get_future_log("t", 0) is None and future.offline
+    assert not logs.get_log("t", 0).offline
+    logs.shutdown()
+
+
+# ---------------------------------------------------------------- the copier
+
+
+def test_throttled_move_while_writing(tmp_path):
+    async def run():
+        logs = _manager(tmp_path)
+        broker = _broker(logs, **{"replica.alter.log.dirs.io.max.bytes.per.second": 200_000})
+        current = _host(broker)
+        _append(current, 100)                       # ~500 KB in ~8 segments
+        src = logs.log_dir_of(*KEY)
+        dst = [d for d in logs.log_dirs if d != src][0]
+        mover = AlterLogDirsManager(broker)
+        assert broker.replica_manager.alter_log_dirs is mover
+        assert mover.alter({KEY: dst}) == {KEY: ErrorCode.NO_ERROR}
+        await asyncio.sleep(0.3)
+        assert mover.is_moving(KEY) and 0 < mover.offset_lag(KEY) <= 100   # throttled
+        _append(current, 10)                        # writes go on meanwhile
+        broker.config["replica.alter.log.dirs.io.max.bytes.per.second"] = 2**63 - 1
+        await _until_moved(mover)
+        moved = broker.replica_manager.partitions[KEY].log
+        assert moved is logs.get_log(*KEY) and logs.log_dir_of(*KEY) == dst
+        assert moved.log_end_offset == 110 and len(moved.segments) > 4
+        assert mover.quota.rate(broker) > 0 and mover.moves_completed == 1
+        assert mover.alter({KEY: dst}) == {KEY: ErrorCode.NO_ERROR}   # already there
+        assert not mover.is_moving(KEY)
+        await mover.shutdown()
+        logs.shutdown()
+    asyncio.run(run())
+
+
+def test_retarget_to_the_current_dir_abandons_the_move(tmp_path):
+    async def run():
+        logs = _manager(tmp_path)
+        broker = _broker(logs, **{"replica.alter.log.dirs.io.max.bytes.per.second": 1000})
+        current = _host(broker)
+        _append(current, 40)
+        src = logs.log_dir_of(*KEY)
+        dst = [d for d in logs.log_dirs if d != src][0]
+        mover = AlterLogDirsManager(broker)
+        assert mover.alter({KEY: dst}) == {KEY: ErrorCode.NO_ERROR}
+        await asyncio.sleep(0.1)
+        assert mover.alter({KEY: src}) == {KEY: ErrorCode.NO_ERROR}
+        assert not mover.is_moving(KEY) and logs.get_future_log(*KEY) is None
+        assert logs.log_dir_of(*KEY) == src
+        assert mover.alter({KEY: "/not/a/log/dir"}) == {KEY: ErrorCode.LOG_DIR_NOT_FOUND}
+        assert mover.alter({("gone", 0): dst}) == {("gone", 0): ErrorCode.REPLICA_NOT_AVAILABLE}
+        assert logs.preferred_log_dirs[("gone", 0)] == dst
+        long_topic = "x" * 220
+        assert mover.alter({(long_topic, 0): dst}) == {
+            (long_topic, 0): ErrorCode.INVALID_TOPIC_EXCEPTION}
+        await mover.shutdown()
+        logs.shutdown()
+    asyncio.run(run())
+
+
+def test_future_ahead_of_a_truncated_current_log_is_truncated(tmp_path):
+    async def run():
+        logs = _manager(tmp_path)
+        broker = _broker(logs, **{"replica.alter.log.dirs.io.max.bytes.per.second": 1})
+        current = _host(broker)
+        _append(current, 20, size=100, epoch=1)
+        logs.shutdown()
+
+        logs = _manager(tmp_path)
+        broker = _broker(logs, **{"replica.alter.log.dirs.io.max.bytes.per.second": 1})
+        current = _host(broker)
+        dst2 = [d for d in logs.log_dirs if d != logs.log_dir_of(*KEY)][0]
+        future = logs.create_future_log("t", 0, dst2)
+        _copy(current, future)
+        current.truncate_to(15)                     # a follower truncated by its leader
+        _append(current, 3, size=100, epoch=2)      # then took different records
+        mover = AlterLogDirsManager(broker)
+        mover.maybe_add_partitions([KEY])
+        await _until_moved(mover)
+        moved = logs.get_log(*KEY)
+        assert logs.log_dir_of(*KEY) == dst2 and moved.log_end_offset == 18
+        assert moved.leader_epoch_cache.entries == [(1, 0), (2, 15)]
+        await mover.shutdown()
+        logs.shutdown()
+    asyncio.run(run())
