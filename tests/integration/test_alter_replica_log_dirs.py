@@ -15,8 +15,10 @@ expectations were checked.
 - errors: a dir that is not configured (LOG_DIR_NOT_FOUND);
 - kill -9 mid-move: the ``-future`` dir is on disk, and after the restart the move
   resumes and completes;
-- Kafka's own kafka-reassign-partitions.sh (a plan with ``log_dirs``, --execute then
-  --verify) and kafka-log-dirs.sh --describe.
+- Kafka's own kafka-reassign-partitions.sh and kafkapy-reassign-partitions (a plan with
+  ``log_dirs``, --execute then --verify) and kafka-log-dirs.sh --describe;
+- the destination dir fills up mid-move (a 4 MiB tmpfs; needs root, else skipped): it
+  goes offline, the move stops, the replica keeps serving from its own dir.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -384,7 +387,17 @@ def _tool_json(out: str) -> dict:
     raise AssertionError(out)
 
 
-def test_kafka_reassign_partitions_tool_with_log_dirs(node, tmp_path):
+def _reassign_tool(tool: str, *args: str) -> subprocess.CompletedProcess:
+    if tool == "kafka":
+        return kafka_tool("kafka-reassign-partitions.sh", *args)
+    exe = Path(sys.executable).parent / "kafkapy-reassign-partitions"
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("tool", ["kafka", "kafkapy"])
+def test_reassign_partitions_tool_with_log_dirs(node, tmp_path, tool):
+    """Kafka's kafka-reassign-partitions.sh, and kafkapy's twin, with a plan naming a dir."""
     topic = "tooled"
     _create(node, topic)
     src, _ = _where(node, topic, 0)
@@ -393,16 +406,16 @@ def test_kafka_reassign_partitions_tool_with_log_dirs(node, tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": topic, "partition": 0, "replicas": [0], "log_dirs": [dst]}]}))
-    run = kafka_tool("kafka-reassign-partitions.sh", "--bootstrap-server", node.bootstrap,
-                     "--reassignment-json-file", str(plan), "--execute")
+    run = _reassign_tool(tool, "--bootstrap-server", node.bootstrap,
+                         "--reassignment-json-file", str(plan), "--execute")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Successfully started partition reassignment" in run.stdout, run.stdout
     assert (f"Successfully started moving log directory to {dst} for replica {topic}-0 "
             "with broker 0" in run.stdout), run.stdout
 
     def verified() -> bool:
-        out = kafka_tool("kafka-reassign-partitions.sh", "--bootstrap-server", node.bootstrap,
-                         "--reassignment-json-file", str(plan), "--verify")
+        out = _reassign_tool(tool, "--bootstrap-server", node.bootstrap,
+                             "--reassignment-json-file", str(plan), "--verify")
         assert out.returncode == 0, out.stdout + out.stderr
         return (f"Reassignment of replica {topic}-0-0 completed successfully." in out.stdout
                 and f"Reassignment of partition {topic}-0 is completed." in out.stdout)
