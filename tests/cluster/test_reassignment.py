@@ -20,7 +20,9 @@ Kafka 3.9 brokers:
   controller is killed with kill -9: the next controller finishes it once the target runs;
 * ``--cancel`` of a reassignment in flight restores the original replicas and deletes the
   cancelled replica on its broker;
-* the legacy ``/admin/reassign_partitions`` znode still drives moves and is deleted after;
+* the legacy ``/admin/reassign_partitions`` znode still drives moves and is deleted after,
+  also when the controller is killed while its move is in flight;
+* the partition's leader killed mid-move: the controller leads, the move completes;
 * ``--execute --throttle`` sets Kafka's throttle configs and ``--verify`` clears them;
 * refusals (NOT_CONTROLLER, dead or duplicate brokers, unknown partitions, nothing to cancel);
 * moving a group's ``__consumer_offsets`` partition moves its coordinator, offsets intact.
@@ -632,3 +634,36 @@ def test_leader_killed_mid_reassignment(patient_cluster, unique, tmp_path):
     assert c.partition_state(topic, 0)["leader"] == controller
     data[0] += produce_and_check(c, z, topic, [0], 50, "c")[0]
     read_back(c, z, topic, data)
+
+
+def test_new_controller_resumes_a_legacy_znode_reassignment(patient_cluster, unique):
+    """A move written to /admin/reassign_partitions, in flight (target paused) when the
+    controller is killed: the next controller reads the znode on failover, finishes the
+    move and deletes the znode."""
+    c = patient_cluster
+    topic = unique("legacy-failover")
+    controller, holder, target_broker = _pause_target(c)
+    before = {0: [holder]}
+    target = {0: [target_broker, holder]}
+    clients.create_topic(c.bootstrap(controller), topic, assignment=before)
+    c.wait_topic(topic, 1)
+    data = produce_and_check(c, holder, topic, [0], 300, "a")
+
+    c.pause(target_broker)
+    try:
+        c.zk.create("/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+            {"topic": topic, "partition": 0, "replicas": target[0]}]}).encode(), makepath=True)
+        wait_for(lambda: c.znode_json(f"/brokers/topics/{topic}").get("adding_replicas") == {
+            "0": [target_broker]}, 30,
+            lambda: f"the controller to start the move: {c.znode_json(f'/brokers/topics/{topic}')}")
+        c.kill(controller)
+        wait_for(lambda: c.controller_id() not in (None, controller), PATIENT_FAILOVER_S,
+                 lambda: f"a controller other than the killed {controller}\n{c.summary()}")
+    finally:
+        c.resume(target_broker)
+    wait_for(lambda: not c.zk.exists("/admin/reassign_partitions"), VERIFY_S,
+             lambda: f"the new controller to finish and delete /admin/reassign_partitions: "
+                     f"{c.assignment(topic)} {c.states(topic)}\n{c.summary()}")
+    wait_settled(c, topic, target)
+    assert c.partition_state(topic, 0)["leader"] == holder
+    read_back(c, target_broker, topic, data)
