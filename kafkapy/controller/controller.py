@@ -11,7 +11,8 @@ itself are applied in-process, synchronously).  It also answers ControlledShutdo
 AlterPartition (a leader's ISR change, Kafka's processAlterPartition: checked
 against the broker epoch and the partition's leader and partition epochs, written
 to the state znode conditionally on its zk version, then UpdateMetadata to every
-broker) and ElectLeaders, and moves leaders back to preferred replicas periodically
+broker), AllocateProducerIds (a producer id block claimed in ``/latest_producer_id_block``
+for the asking broker, Kafka's processAllocateProducerIds) and ElectLeaders, and moves leaders back to preferred replicas periodically
 (``auto.leader.rebalance.enable``) or when ``/admin/preferred_replica_election``
 asks.  Partition reassignments (AlterPartitionReassignments, ListPartitionReassignments,
 ``/admin/reassign_partitions``) run through ``reassignment.PartitionReassignments``;
@@ -51,6 +52,7 @@ from kafkapy.controller.context import (
 from kafkapy.controller.leader_election import (
     CONTROLLED_SHUTDOWN, OFFLINE, OFFLINE_UNCLEAN, PREFERRED as PREFERRED_STRATEGY)
 from kafkapy.controller.zk_writes import ControllerMovedError
+from kafkapy.coordinator.producer_ids import new_producer_id_block
 from kafkapy.metadata import paths
 from kafkapy.metadata.paths import LEADER_RECOVERED, LEADER_RECOVERING
 from kafkapy.metadata.store import (
@@ -212,6 +214,14 @@ class KafkaController:
             return _alter_partition_error(version, ErrorCode.NOT_CONTROLLER)
         return await self._submit(ev.AlterPartitionReceived(request=request, version=version))
 
+    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int):
+        """AllocateProducerIds from a broker, answered on the event queue:
+        ``(error_code, ProducerIdBlock | None)``; NOT_CONTROLLER when not running."""
+        if self._queue is None or self._stopped:
+            return ErrorCode.NOT_CONTROLLER, None
+        return await self._submit(ev.AllocateProducerIds(broker_id=broker_id,
+                                                         broker_epoch=broker_epoch))
+
     # -- the event queue -------------------------------------------------------------
     def _start_task(self) -> None:
         if self._queue is None:
@@ -297,6 +307,10 @@ class KafkaController:
             event.complete(_alter_partition_error(event.version, ErrorCode.NOT_CONTROLLER))
         elif isinstance(event, (ev.ApiPartitionReassignment, ev.ListPartitionReassignments)):
             event.complete((ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE))
+        elif isinstance(event, ev.AllocateProducerIds):
+            # Kafka's preempt leaves it unanswered until the broker's request times out;
+            # NOT_CONTROLLER makes the broker find the new controller at once.
+            event.complete((ErrorCode.NOT_CONTROLLER, None))
         else:
             event.complete(None)
 
@@ -309,6 +323,9 @@ class KafkaController:
             _log.error("Error when processing AlterPartition", error=repr(exc))
             event.complete(_alter_partition_error(event.version, ErrorCode.UNKNOWN))
         elif isinstance(event, (ev.ApiPartitionReassignment, ev.ListPartitionReassignments)):
+            event.complete((ErrorCode.UNKNOWN, None))
+        elif isinstance(event, ev.AllocateProducerIds):
+            # Kafka's Errors.forException of a failed getNewProducerIdBlock
             event.complete((ErrorCode.UNKNOWN, None))
         elif isinstance(event, (ev.Startup, ev.Reelect)) and event.future is not None:
             event.fail(exc)
@@ -1016,6 +1033,22 @@ class KafkaController:
                      and len(ctx.replicas(tp)) > 1
                      and not ctx.is_topic_queued_for_deletion(tp[0])]
         return ErrorCode.NO_ERROR, sorted(remaining)
+
+    # -- AllocateProducerIds (Kafka's processAllocateProducerIds) ------------------------
+    def _process_AllocateProducerIds(self, event: ev.AllocateProducerIds):
+        if not self._active:
+            return ErrorCode.NOT_CONTROLLER, None
+        broker_id, broker_epoch = event.broker_id, event.broker_epoch
+        if broker_id not in self.ctx.live_brokers:
+            _log.warning(f"Ignoring AllocateProducerIds due to unknown broker {broker_id}")
+            return ErrorCode.BROKER_ID_NOT_REGISTERED, None
+        if broker_epoch != self.ctx.broker_epoch(broker_id):
+            _log.warning(f"Ignoring AllocateProducerIds due to stale broker epoch "
+                         f"{broker_epoch} for broker {broker_id}")
+            return ErrorCode.STALE_BROKER_EPOCH, None
+        # A failure raises: _answer_error answers UNKNOWN_SERVER_ERROR (and a lost store
+        # connection also resigns, as for every event).
+        return ErrorCode.NO_ERROR, new_producer_id_block(self.store, broker_id)
 
     # -- AlterPartition (Kafka's processAlterPartition / tryProcessAlterPartition) -------
     def _process_AlterPartitionReceived(self, event: ev.AlterPartitionReceived):

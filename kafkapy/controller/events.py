@@ -147,6 +147,14 @@ class AlterPartitionReceived(ControllerEvent):
 
 
 @dataclass(slots=True)
+class AllocateProducerIds(ControllerEvent):
+    """A broker's AllocateProducerIds (API 67); the future gets ``(error_code,
+    ProducerIdBlock | None)`` (Kafka's AllocateProducerIds event)."""
+    broker_id: int = -1
+    broker_epoch: int = -1
+
+
+@dataclass(slots=True)
 class ApiPartitionReassignment(ControllerEvent):
     """AlterPartitionReassignments: ``reassignments`` maps (t, p) to the target replicas
     or None (cancel); the future gets ``{(t, p): (error_code, message | None)}`` or,

@@ -55,6 +55,8 @@ HANDLER_MODULES = (
     "controlled_shutdown",
     # from a partition leader to the controller: ISR changes
     "alter_partition",
+    # from a broker to the controller: producer id blocks
+    "allocate_producer_ids",
     # ACLs: answered as Kafka does with no authorizer configured
     "describe_acls",
     "create_acls",

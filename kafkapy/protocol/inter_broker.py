@@ -1,10 +1,10 @@
 """Inter-broker messages kafka-python lacks, from Kafka's own schemas in ``protocol/``.
 
 LeaderAndIsr (4), StopReplica (5) and UpdateMetadata (6) go from the controller to
-every broker; ControlledShutdown (7) and AlterPartition (56) from a broker to the
-controller.  The JSON files are Kafka 3.9's, unchanged, so the wire bytes are
-Kafka's; importing this module registers the classes in ``messages.REQUESTS`` /
-``RESPONSES``.
+every broker; ControlledShutdown (7), AlterPartition (56) and AllocateProducerIds
+(67) from a broker to the controller.  The JSON files are Kafka 3.9's, unchanged, so
+the wire bytes are Kafka's; importing this module registers the classes in
+``messages.REQUESTS`` / ``RESPONSES``.
 """
 from __future__ import annotations
 
@@ -42,11 +42,14 @@ class ControlledShutdownRequest(ApiMessage, load_json=_SCHEMAS): pass
 class ControlledShutdownResponse(ApiMessage, load_json=_SCHEMAS): pass
 class AlterPartitionRequest(ApiMessage, load_json=_SCHEMAS): pass
 class AlterPartitionResponse(ApiMessage, load_json=_SCHEMAS): pass
+class AllocateProducerIdsRequest(ApiMessage, load_json=_SCHEMAS): pass
+class AllocateProducerIdsResponse(ApiMessage, load_json=_SCHEMAS): pass
 
 
 for _request, _response in ((LeaderAndIsrRequest, LeaderAndIsrResponse),
                             (StopReplicaRequest, StopReplicaResponse),
                             (UpdateMetadataRequest, UpdateMetadataResponse),
                             (ControlledShutdownRequest, ControlledShutdownResponse),
-                            (AlterPartitionRequest, AlterPartitionResponse)):
+                            (AlterPartitionRequest, AlterPartitionResponse),
+                            (AllocateProducerIdsRequest, AllocateProducerIdsResponse)):
     messages.register(_request, _response)

@@ -36,7 +36,6 @@ NOT_YET_SERVED: dict[int, str] = {
     48: "DescribeClientQuotas: quotas, issue 17", 49: "AlterClientQuotas: quotas, issue 17",
     50: "DescribeUserScramCredentials: issue 17", 51: "AlterUserScramCredentials: issue 17",
     57: "UpdateFeatures: controller, issue 13", 58: "Envelope: forwarding to a controller",
-    67: "AllocateProducerIds: broker-to-controller, issue 13",
     68: "ConsumerGroupHeartbeat (KIP-848 groups): no issue yet",
     69: "ConsumerGroupDescribe (KIP-848 groups): no issue yet",
 }

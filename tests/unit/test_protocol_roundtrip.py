@@ -64,6 +64,7 @@ EXPECTED_RANGES = {
     61: (0, 0),   # DescribeProducers
     65: (0, 0),   # DescribeTransactions
     66: (0, 1),   # ListTransactions
+    67: (0, 0),   # AllocateProducerIds
 }
 
 
