@@ -32,6 +32,7 @@ import bisect
 import os
 import random
 import shutil
+import threading
 import uuid
 from typing import Any, NamedTuple
 
@@ -115,6 +116,9 @@ class Log:
         self._topic_id_unsaved = False
         self.recovered_bytes_truncated = 0
         self.offline = False    # set by LogManager.fail_dir: its dir had an I/O error
+        # Held by the flushing thread (LogManager.flush_dirty) around a flush and tried
+        # by a dir rename, so no flush writes by path into a dir being renamed.
+        self.io_lock = threading.Lock()
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
 

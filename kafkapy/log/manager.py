@@ -447,16 +447,31 @@ class LogManager:
         self._schedule_log_delete(log)
         return True
 
-    def replace_current_with_future(self, topic: str, partition: int) -> Log:
+    def replace_current_with_future(self, topic: str, partition: int) -> Log | None:
         """Kafka's replaceCurrentWithFutureLog: the future log becomes ``<topic>-<p>`` in
         its dir, takes the current one's high watermark, and the current one is renamed
         ``-delete`` (removed after file.delete.delay.ms); the old dir's checkpoints are
-        rewritten without it.  Renames only: cheap enough for the event loop."""
+        rewritten without it.  Renames only: cheap enough for the event loop.  None
+        (nothing done) while a flush thread is busy with either log: try again later."""
         key = (topic, partition)
         source, dest = self.logs.get(key), self.future_logs.get(key)
         if source is None or dest is None:
             raise OSError(errno.EIO, f"The {'current' if source is None else 'future'} "
                                      f"replica for {topic}-{partition} is offline")
+        if not source.io_lock.acquire(blocking=False):
+            return None
+        try:
+            if not dest.io_lock.acquire(blocking=False):
+                return None
+            try:
+                return self._replace(key, source, dest)
+            finally:
+                dest.io_lock.release()
+        finally:
+            source.io_lock.release()
+
+    def _replace(self, key: tuple[str, int], source: Log, dest: Log) -> Log:
+        topic, partition = key
         dest_dir, source_dir = self._future_dir_of[key], self._dir_of[key]
         try:
             dest.rename_dir(partition_dir_name(topic, partition))
@@ -610,13 +625,14 @@ class LogManager:
             if log.offline:
                 continue
             try:
-                if log.flush_if_due(now):
-                    n += 1
-                    continue
-                rolled = log.active_segment.base_offset
-                if rolled > log.recovery_point:
-                    log.flush(rolled)  # Kafka flushes a rolled segment right after the roll
-                    n += 1
+                with log.io_lock:
+                    if log.flush_if_due(now):
+                        n += 1
+                        continue
+                    rolled = log.active_segment.base_offset
+                    if rolled > log.recovery_point:
+                        log.flush(rolled)  # Kafka flushes a rolled segment after the roll
+                        n += 1
             except OSError as err:
                 if log.is_future:
                     self.fail_dir(self._future_dir_of.get(key, log.parent_dir), err)

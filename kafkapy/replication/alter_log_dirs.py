@@ -252,8 +252,7 @@ class AlterLogDirsManager:
         if not self._reconcile(key, current, future):
             return True
         if future.log_end_offset == current.log_end_offset:
-            self._swap(key, partition)
-            return True
+            return self._swap(key, partition)
         fetch_size = int(_config(broker.config, "replica.fetch.max.bytes", 1048576))
         start = future.log_end_offset
         # One segment's worth at most, as Kafka's log reads never span segments.
@@ -328,7 +327,8 @@ class AlterLogDirsManager:
         self._drop(key)
         logs.fail_dir(d, err)
 
-    def _swap(self, key: PartitionKey, partition) -> None:
+    def _swap(self, key: PartitionKey, partition) -> bool:
+        """Replace the current log with the future one; False when it must wait."""
         logs = self._broker.log_manager
         source = logs.log_dir_of(*key)
         try:
@@ -337,13 +337,16 @@ class AlterLogDirsManager:
             _log.error("replacing the current replica with the future one failed",
                        partition=f"{key[0]}-{key[1]}", error=str(err))
             self._drop(key)
-            return
+            return True
+        if new_log is None:   # a flush is busy with one of the logs: a later round swaps
+            return False
         partition.log = new_log
         self._drop(key)
         self.moves_completed += 1
         _log.info("moved replica", partition=f"{key[0]}-{key[1]}", source=source,
                   destination=logs.log_dir_of(*key), log_end_offset=new_log.log_end_offset)
         self._broker.replica_manager.appended(key)   # waiting fetches see the new log
+        return True
 
 
 def _read_slices(slices) -> bytes:
