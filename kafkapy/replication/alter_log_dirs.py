@@ -13,8 +13,9 @@ ReplicaAlterLogDirsManager / ReplicaAlterLogDirsThread, in one object per broker
   nothing to do when the replica is already there or already moving there, else a
   move to another dir first abandons the running one and an empty future log
   ``<topic>-<p>.<uuid>-future`` is created in the dir and the copier is told.
-- the copier (one task: Kafka moves one partition at a time per thread; partitions in
-  (topic, partition) order, sticking with the one it started) copies the current log's
+- the copiers (``num.replica.alter.log.dirs.threads`` tasks, by default one per log dir,
+  a partition going to the one Kafka's fetcher id picks; each moves one partition at a
+  time, in (topic, partition) order, sticking with the one it started) copy the current log's
   batches as they are into the future log, ``replica.fetch.max.bytes`` per round and
   never past the end of a segment (a Kafka log read stays in one segment): the
   byte ranges are found on the loop (index lookups), read off the loop (``pread`` in a
@@ -93,10 +94,11 @@ class AlterLogDirsManager:
     def __init__(self, broker) -> None:
         self._broker = broker
         self.quota = AlterLogDirsQuota(broker.node_id)
-        self._pending: dict[PartitionKey, None] = {}   # partitions whose future log to fill
-        self._moving: PartitionKey | None = None
-        self._wake: asyncio.Event | None = None
-        self._task: asyncio.Task | None = None
+        # Kafka's num.replica.alter.log.dirs.threads (default: one per log dir), each
+        # moving one partition at a time; a partition goes to the one its hash picks.
+        threads = _config(broker.config, "num.replica.alter.log.dirs.threads", None)
+        count = int(threads) if threads else len(broker.log_manager.log_dirs)
+        self._workers = [_Worker(i) for i in range(max(1, count))]
         self._closed = False
         self.moves_completed = 0
         broker.replica_manager.alter_log_dirs = self
@@ -161,23 +163,28 @@ class AlterLogDirsManager:
     def add_partitions(self, keys) -> None:
         if self._closed:
             return
-        added = False
         for key in keys:
-            if key not in self._pending:
-                self._pending[key] = None
-                added = True
-        if added:
-            self._ensure_task()
-            self._wake.set()
+            worker = self._worker_of(key)
+            if key not in worker.pending:
+                worker.pending[key] = None
+                self._ensure_task(worker)
+                worker.wake.set()
 
     def remove_partitions(self, keys) -> None:
         for key in keys:
-            self._pending.pop(key, None)
-            if self._moving == key:
-                self._moving = None
+            worker = self._worker_of(key)
+            worker.pending.pop(key, None)
+            if worker.moving == key:
+                worker.moving = None
 
     def is_moving(self, key: PartitionKey) -> bool:
-        return key in self._pending
+        return key in self._worker_of(key).pending
+
+    def _worker_of(self, key: PartitionKey) -> "_Worker":
+        """Kafka's AbstractFetcherManager.getFetcherId: abs(31 * topic.hashCode + p) % n."""
+        h = (31 * _java_string_hash(key[0]) + key[1]) & 0xFFFFFFFF
+        h = h - (1 << 32) if h >= 1 << 31 else h
+        return self._workers[(abs(h) if h != -(1 << 31) else 0) % len(self._workers)]
 
     def offset_lag(self, key: PartitionKey) -> int:
         """DescribeLogDirs' lag of a future replica: current log end minus its own."""
@@ -188,31 +195,32 @@ class AlterLogDirsManager:
         return current.log_end_offset - future.log_end_offset
 
     # -- the copier --------------------------------------------------------------------------
-    def _ensure_task(self) -> None:
-        if self._task is None or self._task.done():
-            self._wake = self._wake or asyncio.Event()
-            self._task = asyncio.get_running_loop().create_task(self._run(),
-                                                                 name="alter-log-dirs")
+    def _ensure_task(self, worker: "_Worker") -> None:
+        if worker.task is None or worker.task.done():
+            worker.wake = worker.wake or asyncio.Event()
+            worker.task = asyncio.get_running_loop().create_task(
+                self._run(worker), name=f"ReplicaAlterLogDirsThread-{worker.index}")
 
     async def shutdown(self) -> None:
         """Stop copying (before the logs are closed); future logs stay for the next start."""
         self._closed = True
-        self._pending.clear()
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
-            self._task = None
+        for worker in self._workers:
+            worker.pending.clear()
+            if worker.task is not None:
+                worker.task.cancel()
+                try:
+                    await worker.task
+                except (asyncio.CancelledError, Exception):
+                    pass
+                worker.task = None
 
-    async def _run(self) -> None:
+    async def _run(self, worker: "_Worker") -> None:
         while not self._closed:
-            if not self._pending:
-                self._wake.clear()
-                await self._wake.wait()
+            if not worker.pending:
+                worker.wake.clear()
+                await worker.wake.wait()
                 continue
-            key = self._select()
+            key = worker.select()
             try:
                 progressed = await self._round(key)
             except asyncio.CancelledError:
@@ -225,11 +233,6 @@ class AlterLogDirsManager:
                 await asyncio.sleep(self._backoff_s())
             else:
                 await asyncio.sleep(0)   # let requests in between rounds
-
-    def _select(self) -> PartitionKey:
-        if self._moving not in self._pending:
-            self._moving = min(self._pending)
-        return self._moving
 
     def _backoff_s(self) -> float:
         return max(10, int(_config(self._broker.config, "replica.fetch.backoff.ms", 1000))) / 1000
@@ -263,7 +266,7 @@ class AlterLogDirsManager:
             _log.debug("re-reading after a changed source", partition=key, error=str(err))
             return True
         # Back on the loop: anything may have changed during the read.
-        if (key not in self._pending or partition.log is not current
+        if (not self.is_moving(key) or partition.log is not current
                 or logs.get_future_log(*key) is not future or future.log_end_offset != start
                 or current.log_end_offset < start or current.offline or future.offline):
             return True
@@ -347,6 +350,32 @@ class AlterLogDirsManager:
                   destination=logs.log_dir_of(*key), log_end_offset=new_log.log_end_offset)
         self._broker.replica_manager.appended(key)   # waiting fetches see the new log
         return True
+
+
+class _Worker:
+    """One of Kafka's ReplicaAlterLogDirsThreads: its partitions, one moved at a time."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.pending: dict[PartitionKey, None] = {}   # partitions whose future log to fill
+        self.moving: PartitionKey | None = None
+        self.wake: asyncio.Event | None = None
+        self.task: asyncio.Task | None = None
+
+    def select(self) -> PartitionKey:
+        """Kafka: the first ready partition by (topic, partition), kept until it is done."""
+        if self.moving not in self.pending:
+            self.moving = min(self.pending)
+        return self.moving
+
+
+def _java_string_hash(text: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as an unsigned 32-bit value."""
+    data = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h
 
 
 def _read_slices(slices) -> bytes:

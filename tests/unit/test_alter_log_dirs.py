@@ -204,3 +204,25 @@ def test_future_ahead_of_a_truncated_current_log_is_truncated(tmp_path):
         await mover.shutdown()
         logs.shutdown()
     asyncio.run(run())
+
+
+def test_several_partitions_move_on_one_copier_per_log_dir(tmp_path):
+    async def run():
+        logs = _manager(tmp_path)
+        broker = _broker(logs)
+        keys = [("t", i) for i in range(6)]
+        for key in keys:
+            _append(_host(broker, *key), 30, size=2000)
+        mover = AlterLogDirsManager(broker)
+        assert len(mover._workers) == 2          # Kafka's default: one per log dir
+        targets = {key: next(d for d in logs.log_dirs if d != logs.log_dir_of(*key))
+                   for key in keys}
+        assert set(mover.alter(targets).values()) == {ErrorCode.NO_ERROR}
+        for key in keys:
+            await _until_moved(mover, key)
+        assert {key: logs.log_dir_of(*key) for key in keys} == targets
+        assert all(logs.get_log(*key).log_end_offset == 30 for key in keys)
+        assert not logs.future_logs and mover.moves_completed == 6
+        await mover.shutdown()
+        logs.shutdown()
+    asyncio.run(run())
