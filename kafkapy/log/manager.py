@@ -479,6 +479,10 @@ class LogManager:
             self.fail_dir(dest_dir, err)
             raise
         dest.high_watermark = source.high_watermark
+        # Topic config changes reach the partition's (current) log only: adopt its config.
+        dest.config = source.config
+        for seg in dest.segments:
+            seg.index_interval_bytes = source.config.index_interval_bytes
         del self.future_logs[key], self._future_dir_of[key]
         self.logs[key] = dest
         self._dir_of[key] = dest_dir
@@ -538,7 +542,7 @@ class LogManager:
     def update_topic_config(self, topic: str, topic_config: dict[str, Any]) -> None:
         """Apply a topic's new full config to its logs."""
         cfg = self.config_for(topic, topic_config)
-        for (t, _), log in self.logs.items():
+        for (t, _), log in list(self.logs.items()) + list(self.future_logs.items()):
             if t == topic:
                 log.config = cfg
                 for seg in log.segments:
