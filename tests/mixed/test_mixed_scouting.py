@@ -501,11 +501,6 @@ class TestKafkapyController:
         # Partition 1 is led by Kafka broker 1; Kafka broker 2 is its follower.
         _check_isr_round_trip(kafkapy_led, "pc-rf3", 1, paused=2)
 
-    @pytest.mark.xfail(strict=True, reason=(
-        "kafkapy's controller does not serve AllocateProducerIds (API 67): a Kafka 3.9 "
-        "broker at IBP >= 3.0 takes producer id blocks from the active controller "
-        "(RPCProducerIdManager) and answers InitProducerId COORDINATOR_LOAD_IN_PROGRESS "
-        "until it gets one"))
     def test_kafka_broker_gets_producer_ids_from_kafkapy_controller(self, kafkapy_led):
         err, _pid = _init_producer_id(kafkapy_led, 1, timeout=8)
         assert err == 0, f"InitProducerId on Kafka broker 1: error {err} for 8 s"
@@ -513,10 +508,6 @@ class TestKafkapyController:
     def test_groups_on_both_kinds(self, kafkapy_led):
         _check_groups(kafkapy_led, "pc-groups", via=KAFKAPY_ID)
 
-    @pytest.mark.xfail(strict=True, reason=(
-        "same cause as above: the Kafka brokers leading __transaction_state partitions get "
-        "no producer id block from kafkapy's controller (AllocateProducerIds, API 67), so "
-        "their transaction coordinators answer InitProducerId COORDINATOR_LOAD_IN_PROGRESS"))
     def test_transactions_on_both_kinds(self, kafkapy_led):
         _check_transactions(kafkapy_led, "pc-txn", via=KAFKAPY_ID, init_timeout=10)
 
