@@ -11,8 +11,9 @@ itself are applied in-process, synchronously).  It also answers ControlledShutdo
 AlterPartition (a leader's ISR change, Kafka's processAlterPartition: checked
 against the broker epoch and the partition's leader and partition epochs, written
 to the state znode conditionally on its zk version, then UpdateMetadata to every
-broker), AllocateProducerIds (a producer id block claimed in ``/latest_producer_id_block``
-for the asking broker, Kafka's processAllocateProducerIds) and ElectLeaders, and moves leaders back to preferred replicas periodically
+broker), AllocateProducerIds (a producer id block claimed in
+``/latest_producer_id_block`` for the asking broker, Kafka's processAllocateProducerIds)
+and ElectLeaders, and moves leaders back to preferred replicas periodically
 (``auto.leader.rebalance.enable``) or when ``/admin/preferred_replica_election``
 asks.  Partition reassignments (AlterPartitionReassignments, ListPartitionReassignments,
 ``/admin/reassign_partitions``) run through ``reassignment.PartitionReassignments``;
