@@ -1,0 +1,50 @@
+"""Who sent a request: Kafka's ``KafkaPrincipal`` and the connection's ``Session``.
+
+A principal is ``<type>:<name>``; Kafka's only built-in type is ``User``.  A
+connection that has not authenticated (PLAINTEXT, or SSL without a client
+certificate) is ``User:ANONYMOUS``; SASL sets the authenticated user name; an SSL
+client certificate gives its distinguished name (``ssl.principal.mapping.rules``
+``DEFAULT``).  The text form is what ACLs and ``super.users`` name.
+
+Invariants: immutable; ``str(principal)`` is ``type:name`` exactly as Kafka prints it;
+``Session`` is fixed for a connection once authentication completed (re-authentication
+replaces it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+USER_TYPE = "User"
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaPrincipal:
+    principal_type: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.principal_type}:{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> "KafkaPrincipal":
+        """``User:alice`` -> KafkaPrincipal("User", "alice"); Kafka's SecurityUtils.parseKafkaPrincipal."""
+        kind, sep, name = text.partition(":")
+        if not sep or not kind:
+            raise ValueError(f"Expected a string in format principalType:principalName but got {text}")
+        return cls(kind, name)
+
+
+ANONYMOUS = KafkaPrincipal(USER_TYPE, "ANONYMOUS")
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """The connection a request came on: its principal, the client's address, and the
+    listener (name and security protocol) it arrived through."""
+    principal: KafkaPrincipal = ANONYMOUS
+    client_address: str = ""
+    listener_name: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
+
+
+PLAINTEXT_SESSION = Session()
