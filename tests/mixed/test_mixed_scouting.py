@@ -531,3 +531,13 @@ class TestKafkapyController:
                  TIMEOUT, lambda: f"kafkapy back in every ISR: {m.states('pc-rf3')}")
         produce_confluent(m.bootstrap(1), "pc-rf3", {p: [b"after-failover"] for p in ASSIGNMENT})
         _replicas_identical(m, "pc-rf3", ASSIGNMENT)
+
+    def test_kafka_broker_producer_ids_after_kafka_took_over(self, kafkapy_led):
+        """Kafka broker 1 took blocks from kafkapy's controller earlier in this class; now a
+        Kafka broker controls and broker 1 still gets ids.  (Kafka 3.9's
+        RPCProducerIdManager wedges for good, requestInFlight never cleared, if a controller
+        ever answers API 67 with UnsupportedVersion: it must always be served.)"""
+        m = kafkapy_led
+        assert m.controller_id() in KAFKA_IDS
+        err, _pid = _init_producer_id(m, 1, timeout=8)
+        assert err == 0, f"InitProducerId on Kafka broker 1: error {err} for 8 s"
