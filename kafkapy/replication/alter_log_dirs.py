@@ -282,14 +282,7 @@ class AlterLogDirsManager:
     def _reconcile(self, key: PartitionKey, current, future) -> bool:
         """Keep the future log a prefix of the current one; False if its dir failed."""
         try:
-            end = future.log_end_offset
-            latest = future.leader_epoch_cache.latest_epoch
-            if latest is not None and latest >= 0 and current.leader_epoch_cache.entries:
-                epoch, epoch_end = current.leader_epoch_cache.end_offset_for(
-                    latest, current.log_end_offset)
-                if 0 <= epoch_end < end:
-                    end = epoch_end
-            end = min(end, current.log_end_offset)
+            end = min(future.log_end_offset, _diverging_end(current, future))
             if end < future.log_end_offset:
                 _log.info("truncating the future log", partition=f"{key[0]}-{key[1]}", to=end)
                 future.truncate_to(end)
@@ -350,6 +343,24 @@ class AlterLogDirsManager:
                   destination=logs.log_dir_of(*key), log_end_offset=new_log.log_end_offset)
         self._broker.replica_manager.appended(key)   # waiting fetches see the new log
         return True
+
+
+def _diverging_end(current, future) -> int:
+    """Where the future log stops being a prefix of the current one, by leader epochs (the
+    follower's truncation rule): the end, in the current log, of the future's latest
+    epoch the current log knows; a later epoch it does not know is cut at its start."""
+    end = current.log_end_offset
+    if not current.leader_epoch_cache.entries:
+        return end
+    for epoch, start in reversed(future.leader_epoch_cache.entries):
+        if epoch < 0:
+            break
+        known, epoch_end = current.leader_epoch_cache.end_offset_for(epoch,
+                                                                    current.log_end_offset)
+        if known == epoch and epoch_end >= 0:
+            return min(end, epoch_end)
+        end = min(end, start)
+    return end
 
 
 class _Worker:

@@ -226,3 +226,20 @@ def test_several_partitions_move_on_one_copier_per_log_dir(tmp_path):
         await mover.shutdown()
         logs.shutdown()
     asyncio.run(run())
+
+
+def test_diverging_end_by_leader_epochs(tmp_path):
+    from kafkapy.replication.alter_log_dirs import _diverging_end
+    logs = _manager(tmp_path)
+    current = logs.get_or_create_log("t", 0)
+    _append(current, 20, size=10, epoch=1)
+    future = logs.create_future_log("t", 0, [d for d in logs.log_dirs
+                                             if d != logs.log_dir_of("t", 0)][0])
+    _copy(current, future)
+    assert _diverging_end(current, future) == 20          # a prefix: nothing to cut
+    _append(future, 5, size=10, epoch=3)                  # an epoch the current never had
+    _append(current, 2, size=10, epoch=2)
+    assert _diverging_end(current, future) == 20
+    current.truncate_to(12)                               # the current log lost its tail
+    assert _diverging_end(current, future) == 12
+    logs.shutdown()
