@@ -44,7 +44,6 @@ the reconciliation at the start of each round), so the swap loses nothing.
 from __future__ import annotations
 
 import asyncio
-import os
 
 import structlog
 

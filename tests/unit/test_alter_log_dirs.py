@@ -70,7 +70,8 @@ def _dirs(logs):
 def test_future_log_is_loaded_at_start_up_and_replaced(tmp_path):
     logs = _manager(tmp_path)
     current = logs.get_or_create_log("t", 0)
-    src, dst = logs.log_dir_of("t", 0), [d for d in logs.log_dirs if d != logs.log_dir_of("t", 0)][0]
+    src = logs.log_dir_of("t", 0)
+    dst = next(d for d in logs.log_dirs if d != src)
     _append(current, 3)
     future = logs.create_future_log("t", 0, dst)
     assert future.is_future and future.parent_dir == dst
@@ -88,7 +89,7 @@ def test_future_log_is_loaded_at_start_up_and_replaced(tmp_path):
     assert os.path.basename(new.dir) == "t-0" and os.path.isdir(os.path.join(dst, "t-0"))
     assert not os.path.exists(os.path.join(src, "t-0"))
     logs.purge_deleted_logs(force=True)
-    assert _dirs(logs) == [[], ["t-0"]] if dst == logs.log_dirs[1] else [["t-0"], []]
+    assert _dirs(logs) == ([[], ["t-0"]] if dst == logs.log_dirs[1] else [["t-0"], []])
     _append(new, 1)          # the renamed log takes writes at its new path
     logs.shutdown()
     logs = _manager(tmp_path)
