@@ -16,7 +16,8 @@ expectations were checked.
 - kill -9 mid-move: the ``-future`` dir is on disk, and after the restart the move
   resumes and completes;
 - Kafka's own kafka-reassign-partitions.sh and kafkapy-reassign-partitions (a plan with
-  ``log_dirs``, --execute then --verify) and kafka-log-dirs.sh --describe;
+  ``log_dirs``, --execute then --verify) and kafka-log-dirs.sh --describe; a replica
+  reassigned to a second broker into that broker's second dir;
 - the destination dir fills up mid-move (a 4 MiB tmpfs; needs root, else skipped): it
   goes offline, the move stops, the replica keeps serving from its own dir.
 """
@@ -114,8 +115,8 @@ def _wait(predicate, timeout: float, what: str, step: float = 0.2):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-def _start_node(base: Path, zk: str, dirs: list[Path], **extra: str):
-    settings = {"zookeeper.connect": zk, "broker.id": "0",
+def _start_node(base: Path, zk: str, dirs: list[Path], broker_id: int = 0, **extra: str):
+    settings = {"zookeeper.connect": zk, "broker.id": str(broker_id),
                 "log.dirs": ",".join(str(d) for d in dirs),
                 "num.partitions": "1", "offsets.topic.replication.factor": "1",
                 "group.initial.rebalance.delay.ms": "0",
@@ -126,9 +127,10 @@ def _start_node(base: Path, zk: str, dirs: list[Path], **extra: str):
     if REFERENCE:
         if not (KAFKA_BIN / "kafka-server-start.sh").is_file():
             pytest.skip("no Kafka 3.9")
+        base.mkdir(parents=True, exist_ok=True)
         broker = _KafkaBroker(base, settings)
     else:
-        broker = BrokerProcess(dirs[0], overrides=settings)
+        broker = BrokerProcess(dirs[0], overrides=settings, node_id=broker_id)
     broker.start()
     broker.dirs = [str(d) for d in dirs]
     broker.zk_connect = zk
@@ -494,3 +496,51 @@ def _describe_live(node, topic: str) -> dict[str, list[bool]]:
     return {r.log_dir: [p.is_future_key for t in r.topics if t.name == topic
                         for p in t.partitions]
             for r in response.results if r.error_code == 0}
+
+
+def test_reassignment_to_another_broker_into_a_named_dir(tmp_path, zk_connect):  # noqa: F811
+    """A plan moving a replica to a broker that does not host it yet, into that broker's
+    second dir.  The tool sends AlterReplicaLogDirs right after the reassignment: if it
+    comes before the controller's LeaderAndIsr (answered REPLICA_NOT_AVAILABLE, the dir
+    remembered) the log is created in that dir, else it is created in the first dir and
+    moved; either way it ends there (Kafka 3.9 usually takes the first path, kafkapy's
+    quicker controller the second)."""
+    nodes = [_start_node(tmp_path / f"b{i}", zk_connect,
+                         [tmp_path / f"b{i}" / "d0", tmp_path / f"b{i}" / "d1"], broker_id=i)
+             for i in (0, 1)]
+    try:
+        topic = "across"
+        admin = _admin(nodes[0])
+        try:
+            admin.create_topics([NewTopic(topic, replica_assignments={0: [0]},
+                                          topic_configs={"segment.bytes": str(SEGMENT)})])
+        finally:
+            admin.close()
+        _wait(lambda: _where(nodes[0], topic, 0)[0] is not None, 30, "the replica on broker 0")
+        acked = _fill(nodes[0], topic, 500)
+        target = nodes[1].dirs[1]      # not the dir broker 1 would pick (its first)
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": topic, "partition": 0, "replicas": [1], "log_dirs": [target]}]}))
+        bootstrap = ",".join(n.bootstrap for n in nodes)
+        run = kafka_tool("kafka-reassign-partitions.sh", "--bootstrap-server", bootstrap,
+                         "--reassignment-json-file", str(plan), "--execute")
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert f"Successfully started moving log directory to {target}" in run.stdout, run.stdout
+
+        def verified() -> bool:
+            out = kafka_tool("kafka-reassign-partitions.sh", "--bootstrap-server", bootstrap,
+                             "--reassignment-json-file", str(plan), "--verify")
+            assert out.returncode == 0, out.stdout + out.stderr
+            return f"Reassignment of partition {topic}-0 is completed." in out.stdout \
+                and f"Reassignment of replica {topic}-0-1 completed successfully." in out.stdout
+        _wait(verified, 90, "--verify to report completion", step=1)
+        assert _where(nodes[1], topic, 0) == (target, [])
+        _wait(lambda: _where(nodes[0], topic, 0) == (None, []) and not any(
+            n.startswith(f"{topic}-0") for d in nodes[0].dirs for n in os.listdir(d)), 60,
+            "broker 0's replica to be deleted")
+        read = _read_all(nodes[1], topic, len(acked))
+        assert all(read.get(o) == v for o, v in acked)
+    finally:
+        for n in nodes:
+            n.kill()
