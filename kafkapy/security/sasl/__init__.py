@@ -1,0 +1,90 @@
+"""SASL mechanisms on the broker: which are enabled on a listener, and a server for one.
+
+Contract K2 (issue 17) with the connection's SASL gate (``kafkapy/security/gate.py``):
+``enabled_mechanisms(broker, listener_name)`` is the list a SaslHandshake answers with;
+``server_for(mechanism, broker, listener_name)`` is a fresh ``SaslServer`` for one
+authentication (None for a mechanism that is not enabled or that kafkapy lacks, e.g.
+GSSAPI).  A server's ``evaluate(token)`` returns the next challenge (``b""`` when there is
+none) and raises ``SaslAuthenticationError`` with the message the client is to see
+(Kafka's SaslServerAuthenticator: a mechanism's own SaslAuthenticationException message
+goes to the client verbatim, any other failure becomes "Authentication failed during
+authentication due to invalid credentials with SASL mechanism M").  Once ``complete``,
+``principal_name`` is the authenticated user.
+
+Listener settings are Kafka's: ``listener.name.<listener lower-case>.<key>`` overrides
+``<key>`` (``sasl.enabled.mechanisms``); a mechanism's JAAS text is only
+``listener.name.<l>.<mechanism lower-case>.sasl.jaas.config`` (Kafka ignores an
+unprefixed ``sasl.jaas.config`` on a broker, with a warning).
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+PLAIN = "PLAIN"
+SCRAM_SHA_256 = "SCRAM-SHA-256"
+SCRAM_SHA_512 = "SCRAM-SHA-512"
+SCRAM_MECHANISMS = (SCRAM_SHA_256, SCRAM_SHA_512)
+SUPPORTED = (PLAIN, *SCRAM_MECHANISMS)
+
+
+class SaslAuthenticationError(Exception):
+    """Authentication failed; ``str(error)`` is what the client is told."""
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class SaslServer(Protocol):
+    mechanism: str
+    complete: bool
+    principal_name: str
+
+    def evaluate(self, token: bytes) -> bytes: ...
+
+
+def listener_config(config, listener_name: str | None, key: str):
+    """``listener.name.<l>.<key>`` (raw text) if set, else the broker's ``key`` (typed)."""
+    if listener_name:
+        prefixed = f"listener.name.{listener_name.lower()}.{key}"
+        originals = config.originals
+        if prefixed in originals:
+            return originals[prefixed]
+    try:
+        return config[key]
+    except KeyError:
+        return config.originals.get(key)
+
+
+def enabled_mechanisms(broker, listener_name: str | None) -> list[str]:
+    """The listener's ``sasl.enabled.mechanisms``, in configured order (default GSSAPI)."""
+    value = listener_config(broker.config, listener_name, "sasl.enabled.mechanisms")
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [m.strip() for m in value.split(",") if m.strip()]
+    return [str(m) for m in value]
+
+
+def jaas_config(config, listener_name: str | None, mechanism: str) -> str | None:
+    """The listener's JAAS text for ``mechanism`` (Kafka's JaasContext.loadServerContext)."""
+    if not listener_name:
+        return None
+    key = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    value = config.originals.get(key)
+    return None if value is None else str(value)
+
+
+def server_for(mechanism: str, broker, listener_name: str | None) -> SaslServer | None:
+    """A new server for one authentication with ``mechanism`` on the listener, or None."""
+    if mechanism not in enabled_mechanisms(broker, listener_name):
+        return None
+    if mechanism == PLAIN:
+        from kafkapy.security.sasl.plain import PlainServer, users_from_jaas
+        return PlainServer(users_from_jaas(jaas_config(broker.config, listener_name, PLAIN)))
+    if mechanism in SCRAM_MECHANISMS:
+        from kafkapy.security.sasl.credentials import cache_for
+        from kafkapy.security.sasl.scram import ScramServer
+        cache = cache_for(broker)
+        return ScramServer(mechanism, lambda user: cache.get(mechanism, user))
+    return None
