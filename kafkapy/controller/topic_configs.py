@@ -13,8 +13,9 @@ applies ``broker.topic_config(T)`` to the logs this broker hosts for T (and, whe
 ``enable_topic_unclean_leader_election(T)``, as Kafka's TopicConfigHandler).  A
 ``brokers/<default>`` or ``brokers/<id>`` notification goes to
 ``broker.dynamic_config.reload`` (Kafka's BrokerConfigHandler; another broker's id is
-ignored there).  Other entity types (clients, users, ips) are ignored: kafkapy has no
-quotas.  Notifications older than 15 minutes are purged, as
+ignored there).  A ``users/<name>`` notification refreshes that user's SCRAM
+credentials in the broker's cache (``kafkapy.security.sasl.credentials``).  Other entity
+types (clients, ips) are ignored: kafkapy has no quotas.  Notifications older than 15 minutes are purged, as
 Kafka's listener does on every pass.
 
 Watch callbacks only schedule a pass on the event loop; a pass runs on the loop.
@@ -155,6 +156,13 @@ class TopicConfigs:
                 self.reload(name)
             except Exception:
                 _log.exception("applying a topic config change failed", topic=name)
+        elif entity_type == paths.CONFIG_TYPE_USER and name:
+            # SCRAM credentials (Kafka's UserConfigHandler -> CredentialCache).
+            try:
+                from kafkapy.security.sasl.credentials import on_user_change
+                on_user_change(self._broker, name)
+            except Exception:
+                _log.exception("applying a user config change failed", entity=name)
         elif entity_type == paths.CONFIG_TYPE_BROKER and name:
             dynamic = getattr(self._broker, "dynamic_config", None)
             if dynamic is None:

@@ -61,6 +61,11 @@ HANDLER_MODULES = (
     "describe_acls",
     "create_acls",
     "delete_acls",
+    # SASL authentication and SCRAM credentials
+    "sasl_handshake",
+    "sasl_authenticate",
+    "describe_user_scram_credentials",
+    "alter_user_scram_credentials",
 )
 
 

@@ -34,6 +34,7 @@ EXPECTED_RANGES = {
     14: (0, 5),   # SyncGroup
     15: (0, 5),   # DescribeGroups
     16: (0, 5),   # ListGroups
+    17: (0, 1),   # SaslHandshake
     18: (0, 4),   # ApiVersions
     19: (0, 7),   # CreateTopics
     20: (0, 6),   # DeleteTopics
@@ -52,6 +53,7 @@ EXPECTED_RANGES = {
     33: (0, 2),   # AlterConfigs
     34: (0, 2),   # AlterReplicaLogDirs
     35: (0, 4),   # DescribeLogDirs
+    36: (0, 2),   # SaslAuthenticate
     37: (0, 3),   # CreatePartitions
     42: (0, 2),   # DeleteGroups
     43: (0, 2),   # ElectLeaders
@@ -59,6 +61,8 @@ EXPECTED_RANGES = {
     46: (0, 0),   # ListPartitionReassignments
     44: (0, 1),   # IncrementalAlterConfigs
     47: (0, 0),   # OffsetDelete
+    50: (0, 0),   # DescribeUserScramCredentials
+    51: (0, 0),   # AlterUserScramCredentials
     56: (0, 3),   # AlterPartition
     60: (0, 1),   # DescribeCluster
     61: (0, 0),   # DescribeProducers

@@ -1,0 +1,33 @@
+"""AlterUserScramCredentials (key 51, v0): add, replace or remove users' SCRAM credentials.
+
+Kafka's ZooKeeper mode: only the active controller changes them (elsewhere every user
+named in the request gets NOT_CONTROLLER, sorted by name); the checks, per-user errors
+and znode writes are ZkAdminManager.alterUserScramCredentials
+(``kafkapy.security.sasl.credentials.alter``): UNACCEPTABLE_CREDENTIAL for an empty
+name or iterations outside 4096..16384, UNSUPPORTED_SASL_MECHANISM for an unknown
+mechanism, DUPLICATE_RESOURCE for a user/mechanism pair given twice,
+RESOURCE_NOT_FOUND for deleting a credential that does not exist.  The client sends the
+salted password (never the password); the broker derives stored and server keys.
+"""
+from __future__ import annotations
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security.sasl import credentials
+
+API_KEY = 51
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+_NOT_CONTROLLER = "This is not the correct controller for this cluster."
+
+
+def handle(ctx, request):
+    upsertions = [(u.name, u.mechanism, u.iterations, u.salt, u.salted_password)
+                  for u in request.upsertions]
+    deletions = [(d.name, d.mechanism) for d in request.deletions]
+    if not ctx.broker.controller.is_active:
+        users = sorted({u[0] for u in upsertions} | {d[0] for d in deletions})
+        return ctx.response(throttle_time_ms=0, results=[
+            (user, ErrorCode.NOT_CONTROLLER, _NOT_CONTROLLER) for user in users])
+    results = credentials.alter(ctx.broker, upsertions, deletions)
+    return ctx.response(throttle_time_ms=0, results=results)

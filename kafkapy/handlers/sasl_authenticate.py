@@ -1,0 +1,64 @@
+"""SaslAuthenticate (key 36, v0-2): one SASL token from the client, one back.
+
+Before authentication the gate hands this request here with ``ctx.connection_auth``
+(contract K2), whose ``server`` is the mechanism server SaslHandshake began.  The token
+goes to ``server.evaluate``; a failure is answered SASL_AUTHENTICATION_FAILED with the
+mechanism's message (Kafka's words) and the connection closes after the answer
+(``connection_auth.failed``).  When the exchange completes, ``session_lifetime_ms`` is the
+listener's ``connections.max.reauth.ms`` (per mechanism:
+``listener.name.<l>.<mechanism>.connections.max.reauth.ms``), 0 when unset, and the
+connection becomes authenticated as the user (``connection_auth.authenticated``).
+A SaslAuthenticate without a handshake first is Kafka's IllegalSaslStateException: the
+connection is closed without an answer.
+
+Without ``connection_auth`` (PLAINTEXT/SSL listener, or already authenticated): Kafka's
+KafkaApis answer, ILLEGAL_SASL_STATE "SaslAuthenticate request received after successful
+authentication".
+"""
+from __future__ import annotations
+
+from kafkapy.handlers.base import CloseConnection
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security.sasl import SaslAuthenticationError, listener_config
+
+API_KEY = 36
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+_AFTER_AUTH = "SaslAuthenticate request received after successful authentication"
+
+
+def handle(ctx, request):
+    auth = getattr(ctx, "connection_auth", None)
+    if auth is None:
+        return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message=_AFTER_AUTH,
+                            auth_bytes=b"", session_lifetime_ms=0)
+    server = getattr(auth, "server", None)
+    if server is None:
+        auth.failed()
+        raise CloseConnection()
+    try:
+        token = server.evaluate(bytes(request.auth_bytes))
+    except SaslAuthenticationError as err:
+        auth.failed()
+        return ctx.response(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
+                            error_message=err.message, auth_bytes=b"", session_lifetime_ms=0)
+    lifetime = 0
+    if server.complete:
+        lifetime = session_lifetime_ms(ctx.broker.config, ctx.listener, server.mechanism)
+        auth.authenticated(server.principal_name)
+    return ctx.response(error_code=ErrorCode.NONE, error_message=None,
+                        auth_bytes=token or b"", session_lifetime_ms=lifetime)
+
+
+def session_lifetime_ms(config, listener_name: str | None, mechanism: str) -> int:
+    """Kafka's connectionsMaxReauthMsByMechanism: >0 is the session lifetime, else none."""
+    value = listener_config(config, listener_name,
+                            f"{mechanism.lower()}.connections.max.reauth.ms")
+    if value is None:
+        value = listener_config(config, listener_name, "connections.max.reauth.ms")
+    try:
+        number = int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+    return max(number, 0)
