@@ -23,6 +23,7 @@ Kafka 3.9 brokers:
 * the legacy ``/admin/reassign_partitions`` znode still drives moves and is deleted after,
   also when the controller is killed while its move is in flight;
 * the partition's leader killed mid-move: the controller leads, the move completes;
+* a second reassignment replaces one in flight; the no-longer-needed replica is deleted;
 * ``--execute --throttle`` sets Kafka's throttle configs and ``--verify`` clears them;
 * refusals (NOT_CONTROLLER, dead or duplicate brokers, unknown partitions, nothing to cancel);
 * moving a group's ``__consumer_offsets`` partition moves its coordinator, offsets intact.
@@ -667,3 +668,51 @@ def test_new_controller_resumes_a_legacy_znode_reassignment(patient_cluster, uni
     wait_settled(c, topic, target)
     assert c.partition_state(topic, 0)["leader"] == holder
     read_back(c, target_broker, topic, data)
+
+
+def test_a_new_target_replaces_a_reassignment_in_flight(patient_cluster, unique, tmp_path):
+    """[h] is moving to [h, t] (t paused) when a second reassignment asks for [h, c]: the
+    new target replaces the old one (Kafka's ``--additional``), the replica added for the
+    first is no longer needed and is stopped with delete, the move to [h, c] completes
+    without waiting for t."""
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+    c = patient_cluster
+    topic = unique("retarget")
+    controller, holder, target_broker = _pause_target(c)
+    before = {0: [holder]}
+    first = {0: [holder, target_broker]}
+    second = {0: [holder, controller]}
+    clients.create_topic(c.bootstrap(controller), topic, assignment=before)
+    c.wait_topic(topic, 1)
+    data = produce_and_check(c, holder, topic, [0], 300, "a")
+    plan = plan_file(tmp_path, topic, second, "second")
+
+    c.pause(target_broker)
+    try:
+        execute("kafka", c.bootstrap(holder), plan_file(tmp_path, topic, first, "first"))
+        assert c.znode_json(f"/brokers/topics/{topic}").get("adding_replicas") == {
+            "0": [target_broker]}
+        # The second one through the admin API (fast: the target must not stay paused long
+        # enough for its session to end, or the StopReplica for it would never be sent).
+        admin = KafkaAdminClient(bootstrap_servers=c.bootstrap(controller),
+                                 request_timeout_ms=30000)
+        try:
+            errors = admin.alter_partition_reassignments({TopicPartition(topic, 0): second[0]},
+                                                         timeout_ms=30000)
+        finally:
+            admin.close()
+        assert not any(errors.values()), errors
+        wait_for(lambda: in_sync(c, topic, second), 30,
+                 lambda: f"{topic} on {second} with t paused: {c.assignment(topic)} "
+                         f"{c.states(topic)}")
+    finally:
+        c.resume(target_broker)
+    wait_verified("kafka", c.bootstrap(holder), plan, topic, second, c)
+    wait_settled(c, topic, second)
+    topic_znode = c.znode_json(f"/brokers/topics/{topic}")
+    assert not topic_znode.get("adding_replicas") and not topic_znode.get("removing_replicas"), (
+        topic_znode)
+    assert c.partition_state(topic, 0)["leader"] == holder
+    wait_dirs_gone(c, target_broker, topic)
+    read_back(c, controller, topic, data)
