@@ -37,6 +37,7 @@ from kafkapy.config.dynamic import DynamicBrokerConfig, apply_to_broker
 from kafkapy.controller.admin import AdminManager
 from kafkapy.controller.controller import KafkaController
 from kafkapy.controller.topic_configs import TopicConfigs
+from kafkapy.metadata.features import FinalizedFeatureCache
 from kafkapy.coordinator.group.service import GroupService
 from kafkapy.coordinator.producer_ids import ProducerIdManager
 from kafkapy.handlers import build_registry
@@ -93,6 +94,8 @@ class Broker:
         self.controller: KafkaController | None = None
         self.admin: AdminManager | None = None
         self.topic_configs: TopicConfigs | None = None
+        # /feature as Kafka's ZooKeeper-mode broker sees it (ApiVersions' finalized features)
+        self.features: FinalizedFeatureCache | None = None
         # Dynamic broker configs (/config/brokers/<id>, <default>): loaded once the store
         # is open; ``config[key]`` answers with the effective value.
         self.dynamic_config = DynamicBrokerConfig(self)
@@ -152,6 +155,8 @@ class Broker:
         self.groups = GroupService(self)
         self.groups.start()
         self._start_transactions()
+        self.features = FinalizedFeatureCache(self.store)
+        self.features.start()
         await self._register_broker()
         self.store.on_new_session(self._session_replaced)
         self.topic_configs.start()
@@ -278,6 +283,7 @@ class Broker:
         async def again() -> None:
             try:
                 await self._register_broker()
+                self.features.refresh()
                 await self.controller.reelect()
                 _log.info("registered again", broker_epoch=self.broker_epoch)
             except Exception:
@@ -399,6 +405,8 @@ class Broker:
             await self.controller.shutdown()
         if self.topic_configs is not None:
             self.topic_configs.stop()
+        if self.features is not None:
+            self.features.stop()
         if self.admin is not None:
             self.admin.close()
         for server in self.socket_servers:

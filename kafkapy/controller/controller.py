@@ -19,7 +19,9 @@ asks.  Partition reassignments (AlterPartitionReassignments, ListPartitionReassi
 ``/admin/reassign_partitions``) run through ``reassignment.PartitionReassignments``;
 their completion is checked wherever the ISR of a reassigning partition may change
 (AlterPartition, ISR change notifications, elections), and a new controller resumes
-them from the topic znodes.
+them from the topic znodes.  Every failover starts as Kafka's does, with
+``/feature`` created or switched to Enabled (``maybeSetupFeatureVersioning``; a
+ZooKeeper-mode cluster finalizes no features).
 
 Invariants:
  - one ``asyncio.Queue`` drained by one task; watch callbacks and the public API
@@ -529,6 +531,7 @@ class KafkaController:
 
     # -- failover (Kafka's onControllerFailover) ---------------------------------------
     def _on_controller_failover(self) -> None:
+        self._maybe_setup_feature_versioning()
         self._build_machinery()
         self._delete_notifications(paths.ISR_CHANGE_NOTIFICATION, self._children(
             paths.ISR_CHANGE_NOTIFICATION, lambda e: ev.IsrChangeNotification()))
@@ -548,6 +551,70 @@ class KafkaController:
         _log.info("controller failover done", epoch=self.ctx.epoch,
                   live_brokers=sorted(self.ctx.live_broker_ids()),
                   topics=len(self.ctx.assignments), partitions=self.ctx.partition_count())
+
+    # -- /feature (Kafka's maybeSetupFeatureVersioning, KIP-584) -------------------------
+    def _maybe_setup_feature_versioning(self) -> None:
+        """First step of every failover, as in Kafka: with IBP >= 2.7 the feature znode is
+        created Enabled (a ZooKeeper-mode broker finalizes no features) or switched to
+        Enabled keeping its features; below 2.7 it is created or rewritten Disabled and
+        empty.  The znode version follows the IBP (v2 from 3.3-IV0)."""
+        try:
+            ibp = str(self._broker.config["inter.broker.protocol.version"])
+        except KeyError:        # a config without the key (tests): the current protocol
+            ibp = "3.9"
+        version = paths.feature_znode_version(_ibp_at_least(ibp, (3, 3)))
+        if _ibp_at_least(ibp, (2, 7)):
+            self._enable_feature_versioning(version)
+        else:
+            self._disable_feature_versioning(version)
+        features = getattr(self._broker, "features", None)
+        if features is not None:
+            features.refresh()      # Kafka waits for its own broker's cache to see it
+
+    def _enable_feature_versioning(self, version: int) -> None:
+        existing = self._read_feature_znode()
+        if existing is None:
+            self._create_feature_znode(paths.FeatureZNode(version, paths.FEATURE_ENABLED, {}))
+            return
+        features = existing.features
+        if existing.status == paths.FEATURE_DISABLED:
+            if features:
+                _log.warning(f"FeatureZNode at path: {paths.FEATURE} with disabled status "
+                             f"contains non-empty features: {dict(features)}")
+            features = {}
+        wanted = paths.FeatureZNode(version, paths.FEATURE_ENABLED, features)
+        if not wanted.same_content(existing):
+            self._update_feature_znode(wanted)
+
+    def _disable_feature_versioning(self, version: int) -> None:
+        wanted = paths.FeatureZNode(version, paths.FEATURE_DISABLED, {})
+        existing = self._read_feature_znode()
+        if existing is None:
+            self._create_feature_znode(wanted)
+            return
+        if existing.status == paths.FEATURE_DISABLED and existing.features:
+            _log.warning(f"FeatureZNode at path: {paths.FEATURE} with disabled status "
+                         f"contains non-empty features: {dict(existing.features)}")
+        if not wanted.same_content(existing):
+            self._update_feature_znode(wanted)
+
+    def _read_feature_znode(self) -> paths.FeatureZNode | None:
+        try:
+            data, stat = self.store.get(paths.FEATURE)
+        except NoNodeError:
+            return None
+        return paths.decode_feature_znode(data, stat)
+
+    def _create_feature_znode(self, node: paths.FeatureZNode) -> None:
+        _log.info(f"Creating FeatureZNode at path: {paths.FEATURE} with contents: {node}")
+        self.store.create(paths.FEATURE,
+                          paths.encode_feature_znode(node.version, node.status, node.features),
+                          makepath=True)
+
+    def _update_feature_znode(self, node: paths.FeatureZNode) -> None:
+        _log.info(f"Updating FeatureZNode at path: {paths.FEATURE} with contents: {node}")
+        self.store.set(paths.FEATURE,
+                       paths.encode_feature_znode(node.version, node.status, node.features))
 
     def _build_machinery(self) -> None:
         from kafkapy.controller.partition_state_machine import PartitionStateMachine
@@ -1423,6 +1490,17 @@ class _TrackedChannel:
 
 # -- helpers -----------------------------------------------------------------------
 NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
+
+
+def _ibp_at_least(ibp: str, release: tuple[int, int]) -> bool:
+    """``inter.broker.protocol.version`` (``3.9``, ``3.3-IV0``, ``0.10.2``...) at or after
+    the first IV of ``release`` (major, minor)."""
+    parts = ibp.split("-", 1)[0].split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return True             # the validator accepted it; assume the current protocol
+    return (major, minor) >= release
 
 
 def _elected(results) -> list[TopicPartition]:

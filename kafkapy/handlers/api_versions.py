@@ -35,9 +35,22 @@ def handle(ctx, request):
         return ctx.response(error_code=ErrorCode.INVALID_REQUEST, api_keys=[],
                             throttle_time_ms=0)
     error = ErrorCode.NO_ERROR
-    # A ZooKeeper-mode broker has no finalized features; Kafka answers their epoch as 0.
+    epoch, finalized = _finalized_features(ctx.broker)
     return ctx.response(error_code=error, api_keys=api_ranges(ctx.broker.apis),
-                        throttle_time_ms=0, finalized_features_epoch=0)
+                        throttle_time_ms=0, finalized_features_epoch=epoch,
+                        finalized_features=finalized)
+
+
+def _finalized_features(broker) -> tuple[int, list]:
+    """Kafka's ZooKeeper-mode answer: the ``/feature`` znode's version while it is
+    Enabled (0 once a controller created it), else -1 (``metadata.features``); no
+    supported features (``BrokerFeatures.createEmpty``)."""
+    cache = getattr(broker, "features", None)
+    if cache is None:           # a broker without the store's view (tests): as created
+        return 0, []
+    return cache.epoch, [_Response.FinalizedFeatureKey(name=name, max_version_level=level,
+                                                       min_version_level=level)
+                         for name, level in cache.features.items()]
 
 
 def unsupported_version_response(apis: dict, correlation_id: int) -> bytes:

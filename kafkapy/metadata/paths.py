@@ -2,7 +2,9 @@
 
 Reference: ``STORAGE-AND-ZK.md`` section 5.  Every payload builder returns the
 bytes Kafka writes: compact JSON (no spaces, UTF-8, non-ASCII unescaped as
-Jackson writes it), keys in the order the reference document shows, numbers
+Jackson writes it), keys in the order Kafka's Scala maps iterate (see "Key order"
+below: the payloads are byte-equal to Kafka's, checked against Kafka's own encoders in
+``tests/mixed/test_znode_formats.py``), numbers
 that Kafka writes as strings (timestamps, producer id block bounds, the cluster
 id's version) as strings.  Readers never depend on key order; every parser
 accepts what Kafka accepts (older versions included) and raises
@@ -24,6 +26,7 @@ Paths (all relative to the chroot of ``zookeeper.connect``):
 ``/isr_change_notification/isr_change_<seq>``          ISR change notification
 ``/log_dir_event_notification/log_dir_event_<seq>``    log dir failure notification
 ``/latest_producer_id_block``                          producer id block
+``/feature``                                           finalized features (KIP-584)
 =====================================================  ============================
 """
 from __future__ import annotations
@@ -163,6 +166,88 @@ class ZNodeDataError(ValueError):
 
 def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+# Key order.  Kafka's encoders build Scala 2.13 maps and Jackson writes them in the map's
+# iteration order, so a byte-equal payload needs that order (readers never care):
+#  - ``mutable.HashMap``: buckets in index order (improved hash & (capacity - 1), the
+#    improved hash being ``h ^ (h >>> 16)`` of Java's String.hashCode), each bucket's list
+#    ascending by signed improved hash (``put0`` keeps it sorted);
+#  - ``immutable.HashMap`` (CHAMP, a literal ``Map`` of more than 4 entries): the root
+#    node's entries by the low 5 bits of ``Hashing.improve(h)``, then its sub-nodes (keys
+#    sharing those bits) in the same order, recursively on the next 5 bits.
+
+def _java_string_hash(text: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units) as a signed 32-bit int."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    return _signed32(h)
+
+
+def _signed32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def _table_size_for(capacity: int) -> int:
+    """Scala 2.13 ``mutable.HashMap.tableSizeFor``."""
+    c = max(capacity - 1, 4)
+    return min((1 << (c.bit_length() - 1)) * 2, 1 << 30)
+
+
+def mutable_map_capacity(initial_entries: int, added: int = 0) -> int:
+    """The table length of a Scala ``mutable.HashMap`` built by ``mutable.Map(<n entries>)``
+    (``HashMap.from``: sized for n) and then given ``added`` more keys one by one with
+    ``+=`` (``put0`` doubles the table when size + 1 reaches 0.75 * length)."""
+    if initial_entries > 0:
+        capacity = _table_size_for(int((initial_entries + 1) / 0.75))
+    else:
+        capacity = _table_size_for(16)
+    size = initial_entries
+    for _ in range(added):
+        if size + 1 >= int(capacity * 0.75):
+            capacity *= 2
+        size += 1
+    return capacity
+
+
+def mutable_map_order(keys: Iterable[str], capacity: int) -> list[str]:
+    """Iteration order of a Scala 2.13 ``mutable.HashMap`` of ``capacity`` buckets."""
+    def improved(key: str) -> int:
+        h = _java_string_hash(key) & 0xFFFFFFFF
+        return _signed32(h ^ (h >> 16))
+    return sorted(keys, key=lambda k: (improved(k) & (capacity - 1), improved(k)))
+
+
+def _champ_improve(h: int) -> int:
+    """``scala.collection.Hashing.improve``."""
+    h &= 0xFFFFFFFF
+    h = (h + (~(h << 9) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    h ^= h >> 14
+    h = (h + (h << 4)) & 0xFFFFFFFF
+    return h ^ (h >> 10)
+
+
+def immutable_map_order(keys: Iterable[str]) -> list[str]:
+    """Iteration order of a Scala 2.13 ``immutable.HashMap`` (CHAMP) holding ``keys``."""
+    hashed = [(_champ_improve(_java_string_hash(k)), k) for k in keys]
+
+    def walk(entries: list[tuple[int, str]], shift: int) -> list[str]:
+        if shift >= 35:                 # full hash collision: kept in insertion order
+            return [k for _, k in entries]
+        slots: dict[int, list[tuple[int, str]]] = {}
+        for h, k in entries:
+            slots.setdefault((h >> shift) & 0x1F, []).append((h, k))
+        payload = [v[0][1] for _, v in sorted(slots.items()) if len(v) == 1]
+        subnodes = [walk(v, shift + 5) for _, v in sorted(slots.items()) if len(v) > 1]
+        return payload + [k for sub in subnodes for k in sub]
+    return walk(hashed, 0)
+
+
+def _ordered(obj: Mapping[str, Any], order: list[str]) -> dict[str, Any]:
+    return {k: obj[k] for k in order}
 
 
 def _loads(data: bytes, what: str) -> dict:
@@ -396,27 +481,34 @@ class TopicAssignment:
     version: int = 3
 
 
-def _partition_map(m: Mapping[int, Sequence[int]] | None) -> dict[str, list[int]]:
-    return {str(int(p)): [int(r) for r in reps]
-            for p, reps in sorted((m or {}).items(), key=lambda kv: int(kv[0])) if reps}
-
-
 def encode_topic_assignment(partitions: Mapping[int, Sequence[int]], topic_id: str | None = None,
                             adding_replicas: Mapping[int, Sequence[int]] | None = None,
                             removing_replicas: Mapping[int, Sequence[int]] | None = None) -> bytes:
-    """Version 3: ``{"version":3,"topic_id":..,"partitions":{"0":[1,2]},"adding_replicas":{},"removing_replicas":{}}``.
+    """Version 3, byte for byte as Kafka 3.9's ``TopicZNode.encode``, e.g.
+    ``{"partitions":{"0":[1,2]},"topic_id":"..","adding_replicas":{},"removing_replicas":{},"version":3}``.
 
-    ``topic_id`` is left out when None (as Kafka does); partitions are written
-    in numeric order; empty adding/removing lists are left out.
+    ``topic_id`` is left out when None (as Kafka does); partitions with empty
+    adding/removing lists are left out of those maps.  Key order: the outer map is
+    ``mutable.Map`` of 4 entries (+ ``topic_id``), each partition map a ``mutable.Map``
+    filled from empty (see ``mutable_map_order``).
     """
-    obj: dict[str, Any] = {"version": 3}
+    obj: dict[str, Any] = {
+        "version": 3,
+        "partitions": _kafka_partition_map(
+            {p: reps for p, reps in partitions.items()}, keep_empty=True),
+        "adding_replicas": _kafka_partition_map(adding_replicas),
+        "removing_replicas": _kafka_partition_map(removing_replicas),
+    }
     if topic_id is not None:
         obj["topic_id"] = topic_id
-    obj["partitions"] = {str(int(p)): [int(r) for r in reps]
-                         for p, reps in sorted(partitions.items(), key=lambda kv: int(kv[0]))}
-    obj["adding_replicas"] = _partition_map(adding_replicas)
-    obj["removing_replicas"] = _partition_map(removing_replicas)
-    return _dumps(obj)
+    return _dumps(_ordered(obj, mutable_map_order(obj, mutable_map_capacity(4, len(obj) - 4))))
+
+
+def _kafka_partition_map(m: Mapping[int, Sequence[int]] | None, *,
+                         keep_empty: bool = False) -> dict[str, list[int]]:
+    plain = {str(int(p)): [int(r) for r in reps]
+             for p, reps in (m or {}).items() if reps or keep_empty}
+    return _ordered(plain, mutable_map_order(plain, mutable_map_capacity(0, len(plain))))
 
 
 def decode_topic_assignment(data: bytes, topic: str = "?") -> TopicAssignment:
@@ -458,14 +550,16 @@ class PartitionState:
 def encode_partition_state(leader: int, leader_epoch: int, isr: Sequence[int],
                            controller_epoch: int,
                            leader_recovery_state: int = LEADER_RECOVERED) -> bytes:
-    """``{"version":1,"leader":1,"leader_epoch":4,"controller_epoch":5,"isr":[1,2,3]}``
-    plus ``"leader_recovery_state":1`` only while recovering."""
+    """Byte for byte as Kafka 3.9's ``TopicPartitionStateZNode.encode``:
+    ``{"controller_epoch":5,"leader":1,"version":1,"leader_epoch":4,"isr":[1,2,3]}``, plus
+    ``"leader_recovery_state":1`` (between version and leader_epoch) only while
+    recovering.  Key order: an immutable ``Map`` of 5 (6) entries (``immutable_map_order``)."""
     obj: dict[str, Any] = {"version": 1, "leader": int(leader), "leader_epoch": int(leader_epoch),
                            "controller_epoch": int(controller_epoch),
                            "isr": [int(b) for b in isr]}
     if leader_recovery_state != LEADER_RECOVERED:
         obj["leader_recovery_state"] = int(leader_recovery_state)
-    return _dumps(obj)
+    return _dumps(_ordered(obj, immutable_map_order(obj)))
 
 
 def decode_partition_state(data: bytes, stat: Stat | None = None) -> PartitionState:
@@ -614,6 +708,76 @@ def decode_producer_id_block(data: bytes) -> ProducerIdBlock:
     return ProducerIdBlock(broker=_int(obj, "broker", what),
                            block_start=_int(obj, "block_start", what, as_string_ok=True),
                            block_end=_int(obj, "block_end", what, as_string_ok=True))
+
+
+# --- /feature ---------------------------------------------------------------------
+
+FEATURE_ZNODE_V1 = 1            # with min_version_level (before IBP 3.3-IV0)
+FEATURE_ZNODE_V2 = 2
+FEATURE_DISABLED = 0
+FEATURE_ENABLED = 1
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureZNode:
+    """Kafka's ``FeatureZNode``: the cluster's finalized features (name -> level).
+    ``epoch`` is the znode's zk version (Kafka's finalized-features epoch)."""
+
+    version: int
+    status: int
+    features: Mapping[str, int] = field(default_factory=dict)
+    epoch: int = -1
+
+    def same_content(self, other: "FeatureZNode") -> bool:
+        return (self.version, self.status, dict(self.features)) == (
+            other.version, other.status, dict(other.features))
+
+
+def feature_znode_version(ibp_at_least_3_3: bool) -> int:
+    """``FeatureZNode.apply``: v2 from IBP 3.3-IV0 on, else v1."""
+    return FEATURE_ZNODE_V2 if ibp_at_least_3_3 else FEATURE_ZNODE_V1
+
+
+def encode_feature_znode(version: int, status: int, features: Mapping[str, int]) -> bytes:
+    """Byte for byte as Kafka 3.9's ``FeatureZNode.encode``:
+    ``{"features":{},"version":2,"status":1}`` (a ``mutable.Map`` of 3 entries);
+    a feature is ``{"max_version_level":n}`` (v1 also ``"min_version_level":n``)."""
+    def levels(level: int) -> dict[str, int]:
+        if version == FEATURE_ZNODE_V1:
+            return {"max_version_level": int(level), "min_version_level": int(level)}
+        return {"max_version_level": int(level)}
+    names = list(features)
+    # Scala's immutable Map keeps insertion order up to 4 entries (Map1..Map4).
+    if len(names) > 4:
+        names = immutable_map_order(names)
+    obj = {"version": int(version), "status": int(status),
+           "features": {name: levels(features[name]) for name in names}}
+    return _dumps(_ordered(obj, mutable_map_order(obj, mutable_map_capacity(3))))
+
+
+def decode_feature_znode(data: bytes, stat: Stat | None = None) -> FeatureZNode:
+    """Kafka's ``FeatureZNode.decode``: version 1 or 2, a status of 0 or 1 and a
+    ``features`` object are required (``ZNodeDataError`` otherwise)."""
+    what = "feature znode"
+    obj = _loads(data, what)
+    version = _int(obj, "version", what)
+    if version not in (FEATURE_ZNODE_V1, FEATURE_ZNODE_V2):
+        raise ZNodeDataError(f"Unsupported version: {version} of feature information: "
+                             f"{bytes(data)!r}")
+    status = obj.get("status")
+    if status not in (FEATURE_DISABLED, FEATURE_ENABLED) or isinstance(status, bool):
+        raise ZNodeDataError(f"Malformed status: {status!r} found in feature information: "
+                             f"{bytes(data)!r}")
+    raw = obj.get("features")
+    if not isinstance(raw, dict):
+        raise ZNodeDataError(f"Features map can not be absent in: {bytes(data)!r}")
+    features: dict[str, int] = {}
+    for name, levels in raw.items():
+        if not isinstance(levels, dict):
+            raise ZNodeDataError(f"{what}: bad feature {name!r}: {levels!r}")
+        features[name] = _int(levels, "max_version_level", what)
+    return FeatureZNode(version, status, features,
+                        epoch=stat.version if stat is not None else -1)
 
 
 # --- store helpers --------------------------------------------------------------

@@ -443,12 +443,13 @@ def test_payload_bytes():
     assert paths.encode_controller_epoch(5) == b"5"
     assert paths.decode_controller_epoch(b"5") == 5
     assert paths.encode_topic_assignment({1: [2, 3, 1], 0: [1, 2, 3]}, "tid") == (
-        b'{"version":3,"topic_id":"tid","partitions":{"0":[1,2,3],"1":[2,3,1]},'
-        b'"adding_replicas":{},"removing_replicas":{}}')
+        b'{"partitions":{"0":[1,2,3],"1":[2,3,1]},"topic_id":"tid",'
+        b'"adding_replicas":{},"removing_replicas":{},"version":3}')
     assert paths.encode_partition_state(1, 4, [1, 2, 3], 5) == (
-        b'{"version":1,"leader":1,"leader_epoch":4,"controller_epoch":5,"isr":[1,2,3]}')
-    assert paths.encode_partition_state(1, 4, [1], 5, paths.LEADER_RECOVERING).endswith(
-        b'"isr":[1],"leader_recovery_state":1}')
+        b'{"controller_epoch":5,"leader":1,"version":1,"leader_epoch":4,"isr":[1,2,3]}')
+    assert paths.encode_partition_state(1, 4, [1], 5, paths.LEADER_RECOVERING) == (
+        b'{"controller_epoch":5,"leader":1,"version":1,"leader_recovery_state":1,'
+        b'"leader_epoch":4,"isr":[1]}')
     # Kafka's own key order (a real ZooKeeper dump) parses the same
     st = paths.decode_partition_state(
         b'{"controller_epoch":1272,"leader":0,"version":1,"leader_epoch":4,"isr":[0,2]}')

@@ -50,7 +50,7 @@ def test_create_partition_states_per_partition_outcomes(cluster, monkeypatch):
         assert (z.leader, z.isr, z.controller_epoch, z.partition_epoch) == (p % 2, [p % 2], 2, 0)
     assert c.state_znode("t", 3).leader_epoch == 9
     data, _ = c.store.get(paths.partition_state_path("t", 0))
-    assert data == b'{"version":1,"leader":0,"leader_epoch":0,"controller_epoch":2,"isr":[0]}'
+    assert data == b'{"controller_epoch":2,"leader":0,"version":1,"leader_epoch":0,"isr":[0]}'
 
 
 def test_get_partition_states(cluster):
