@@ -357,7 +357,7 @@ def alter(broker, upsertions: list, deletions: list) -> list[tuple[str, int, str
             failed.append((user, int(ErrorCode.UNKNOWN_SERVER_ERROR), str(err) or None))
     results.extend(failed)
     failed_users = {f[0] for f in failed}
-    results.extend((u, 0, None) for u in to_alter if u not in failed_users)
+    results.extend((u, 0, "") for u in to_alter if u not in failed_users)   # default ""
     return results
 
 
@@ -379,7 +379,7 @@ def describe(broker, users: list[str] | None) -> tuple[int, str | None, list]:
             try:
                 infos = [(TYPE_OF[m], ScramCredential.from_string(config[m]).iterations)
                          for m in mechanisms]
-                found[user] = (user, 0, None, infos)
+                found[user] = (user, 0, "", infos)   # Kafka leaves the default ""
             except ValueError as err:
                 found[user] = (user, int(ErrorCode.UNKNOWN_SERVER_ERROR), str(err), [])
         elif explicit:
@@ -398,7 +398,7 @@ def describe(broker, users: list[str] | None) -> tuple[int, str | None, list]:
                 except NoNodeError:
                     continue
                 add(desanitize(child), paths.decode_entity_config(data), False)
-            return 0, None, [found[u] for u in sorted(found)]
+            return 0, "", [found[u] for u in sorted(found)]
         illegal = {u for u in users if not u}
         for user in illegal:
             found[user] = (user, int(ErrorCode.RESOURCE_NOT_FOUND), _EMPTY_USER, [])
@@ -414,7 +414,7 @@ def describe(broker, users: list[str] | None) -> tuple[int, str | None, list]:
             if user in illegal or user in duplicated:
                 continue
             add(user, read_user_config(store, user), True)
-        return 0, None, [found[u] for u in dict.fromkeys(users)]
+        return 0, "", [found[u] for u in dict.fromkeys(users)]
     except Exception as err:
         _log.exception("Error processing describe user SCRAM credential configs request")
         return int(ErrorCode.UNKNOWN_SERVER_ERROR), str(err) or None, []
