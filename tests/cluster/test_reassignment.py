@@ -24,6 +24,7 @@ Kafka 3.9 brokers:
   also when the controller is killed while its move is in flight;
 * the partition's leader killed mid-move: the controller leads, the move completes;
 * a second reassignment replaces one in flight; the no-longer-needed replica is deleted;
+* a topic deleted mid-move is gone everywhere once the move can finish, and can be re-made;
 * ``--execute --throttle`` sets Kafka's throttle configs and ``--verify`` clears them;
 * refusals (NOT_CONTROLLER, dead or duplicate brokers, unknown partitions, nothing to cancel);
 * moving a group's ``__consumer_offsets`` partition moves its coordinator, offsets intact.
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -716,3 +718,46 @@ def test_a_new_target_replaces_a_reassignment_in_flight(patient_cluster, unique,
     assert c.partition_state(topic, 0)["leader"] == holder
     wait_dirs_gone(c, target_broker, topic)
     read_back(c, controller, topic, data)
+
+
+def test_deleting_a_topic_while_it_moves(patient_cluster, unique, tmp_path):
+    """A topic deleted while its move is in flight (target paused): once the target runs,
+    the topic is gone everywhere (znodes, every broker's dirs, no reassignment listed), and
+    a topic of the same name can be made and used again."""
+    from kafka.admin import KafkaAdminClient
+    c = patient_cluster
+    topic = unique("delete-moving")
+    controller, holder, target_broker = _pause_target(c)
+    clients.create_topic(c.bootstrap(controller), topic, assignment={0: [holder], 1: [holder]})
+    c.wait_topic(topic, 2)
+    produce_and_check(c, holder, topic, [0, 1], 200, "a")
+    plan = plan_file(tmp_path, topic, {0: [holder, target_broker], 1: [target_broker]}, "moving")
+
+    c.pause(target_broker)
+    try:
+        execute("kafka", c.bootstrap(holder), plan)
+        # What DeleteTopics writes (the request itself would wait for the deletion).
+        c.zk.create(f"/admin/delete_topics/{topic}", b"", makepath=True)
+        time.sleep(1.0)
+    finally:
+        c.resume(target_broker)
+    wait_for(lambda: not c.zk.exists(f"/brokers/topics/{topic}")
+             and not c.zk.exists(f"/admin/delete_topics/{topic}"), VERIFY_S,
+             lambda: f"{topic} deleted after its move: {c.zk.get_children('/admin/delete_topics')} "
+                     f"{c.zk.exists(f'/brokers/topics/{topic}')}\n{c.summary()}")
+    for node in c.running_ids():
+        wait_dirs_gone(c, node, topic)
+    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap(c.controller_id()),
+                             request_timeout_ms=30000)
+    try:
+        wait_for(lambda: not admin.list_partition_reassignments(), 30,
+                 "no reassignment listed after the deletion")
+    finally:
+        admin.close()
+    for node in c.running_ids():
+        wait_for(lambda: topic not in c.metadata(node).topics, 30,
+                 f"{topic} out of broker {node}'s metadata")
+    clients.create_topic(c.bootstrap(controller), topic, assignment={0: [target_broker, holder]})
+    c.wait_topic(topic, 1)
+    again = produce_and_check(c, holder, topic, [0], 100, "again")
+    read_back(c, target_broker, topic, again)
