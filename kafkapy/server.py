@@ -37,6 +37,7 @@ from kafkapy.config.dynamic import DynamicBrokerConfig, apply_to_broker
 from kafkapy.controller.admin import AdminManager
 from kafkapy.controller.controller import KafkaController
 from kafkapy.controller.topic_configs import TopicConfigs
+from kafkapy.log.producer_state import ProducerStateManagerConfig
 from kafkapy.metadata.features import FinalizedFeatureCache
 from kafkapy.coordinator.group.service import GroupService
 from kafkapy.coordinator.producer_ids import ProducerIdManager
@@ -216,6 +217,10 @@ class Broker:
             log_start_offset_checkpoint_interval_ms=c["log.flush.start.offset.checkpoint.interval.ms"],
             high_watermark_checkpoint_interval_ms=c["replica.high.watermark.checkpoint.interval.ms"],
             retention_check_interval_ms=c["log.retention.check.interval.ms"],
+            producer_expiration_check_interval_ms=c["producer.id.expiration.check.interval.ms"],
+            # read at use time: a dynamic producer.id.expiration.ms applies at once
+            producer_state_config=ProducerStateManagerConfig(
+                lambda: c["producer.id.expiration.ms"]),
             on_dir_failure=_log_dir_failed)
 
     def _start_purgatories(self, loop) -> None:

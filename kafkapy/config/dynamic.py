@@ -50,13 +50,15 @@ Keys that take effect live on a kafkapy broker when changed dynamically:
   offline partitions (Kafka's enableDefaultUncleanLeaderElection);
 - leader.replication.throttled.rate, follower.replication.throttled.rate,
   replica.alter.log.dirs.io.max.bytes.per.second: read at check time (``config[key]``);
-- transaction.partition.verification.enable: read per request.
+- transaction.partition.verification.enable: read per request;
+- producer.id.expiration.ms: read at use time by every log's producer state (the log
+  manager's ``ProducerStateManagerConfig``, Kafka's DynamicProducerStateManagerConfig).
 Stored and described, but not applied by a running broker (kafkapy has no live resize
 or reload for them; those it reads at start-up take the stored value at the next start):
 num.io.threads, num.network.threads, background.threads,
 num.recovery.threads.per.data.dir, num.replica.fetchers, log.cleaner.threads and the
 other log.cleaner.* buffer/backoff/io keys, max.connections*, max.connection.creation.rate,
-metric.reporters, producer.id.expiration.ms, principal.builder.class, the sasl.* and
+metric.reporters, principal.builder.class, the sasl.* and
 per-broker ssl.* keys (kafkapy serves PLAINTEXT only), the remote.* keys.
 
 ``add_listener(cb)``: ``cb(changed_keys)`` after each applied change (effective values).

@@ -41,7 +41,8 @@ from kafkapy.log.leader_epoch import LeaderEpochCache
 from kafkapy.native import find_timestamp
 from kafkapy.log.log_config import LogConfig
 from kafkapy.log.partition_metadata import read_partition_metadata, write_partition_metadata
-from kafkapy.log.producer_state import DuplicateBatch, ProducerStateManager
+from kafkapy.log.producer_state import (DuplicateBatch, ProducerStateManager,
+                                        ProducerStateManagerConfig)
 from kafkapy.log.segment import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
                                  TXN_INDEX_SUFFIX, FetchSlice, LogSegment)
 from kafkapy.log.swap import recover_swap_files
@@ -97,7 +98,8 @@ class Log:
     """A partition log.  Build with ``Log.load`` (it may recover segments)."""
 
     def __init__(self, dir_path: str, topic: str, partition: int, config: LogConfig,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 clock: Clock = SYSTEM_CLOCK, *,
+                 producer_state_config: ProducerStateManagerConfig | None = None) -> None:
         self.dir = dir_path
         self.topic = topic
         self.partition = partition
@@ -110,7 +112,7 @@ class Log:
         self._high_watermark = 0
         self.recovery_point = 0
         self.last_flush_ms = clock.time_ms()
-        self.producer_state = ProducerStateManager(dir_path)
+        self.producer_state = ProducerStateManager(dir_path, config=producer_state_config)
         self.leader_epoch_cache = LeaderEpochCache(None)
         self.topic_id: str | None = None
         self._topic_id_unsaved = False
@@ -128,14 +130,16 @@ class Log:
     def load(cls, dir_path: str, config: LogConfig | dict[str, Any] | None = None,
              clock: Clock = SYSTEM_CLOCK, *, recovery_point: int = 0,
              log_start_offset: int = 0, high_watermark: int = 0,
-             had_clean_shutdown: bool = True, topic_id: str | None = None) -> "Log":
+             had_clean_shutdown: bool = True, topic_id: str | None = None,
+             producer_state_config: ProducerStateManagerConfig | None = None) -> "Log":
         """Open (or create) the log in ``dir_path``; blocking, may recover segments."""
         parsed = parse_log_dir_name(os.path.basename(os.path.normpath(dir_path)))
         if parsed is None:
             raise ValueError(f"not a partition directory name: {dir_path}")
         if not isinstance(config, LogConfig):
             config = LogConfig(config)
-        log = cls(dir_path, parsed[0], parsed[1], config, clock)
+        log = cls(dir_path, parsed[0], parsed[1], config, clock,
+                  producer_state_config=producer_state_config)
         os.makedirs(dir_path, exist_ok=True)
         log._load(recovery_point, log_start_offset, high_watermark, had_clean_shutdown)
         stored_id = read_partition_metadata(dir_path)

@@ -69,6 +69,7 @@ from kafkapy.log.log import (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUF
 from kafkapy.log.log_config import LogConfig
 from kafkapy.log.meta_properties import ensure_meta_properties
 from kafkapy.log.partition_metadata import PartitionMetadataError
+from kafkapy.log.producer_state import ProducerStateManagerConfig
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
@@ -99,12 +100,15 @@ class LogManager:
                  high_watermark_checkpoint_interval_ms: int = 5000,
                  producer_expiration_check_interval_ms: int = 600000,
                  retention_check_interval_ms: int = 300000,
-                 on_dir_failure: Callable[[str, list[str]], None] | None = None) -> None:
+                 on_dir_failure: Callable[[str, list[str]], None] | None = None,
+                 producer_state_config: ProducerStateManagerConfig | None = None) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.clock = clock
         self.default_topic_config = dict(default_topic_config or {})
+        # producer.id.expiration.ms, shared by every log's producer state (read at use time)
+        self.producer_state_config = producer_state_config or ProducerStateManagerConfig()
         self.logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
         # Intra-broker moves: the future log of a partition and the dir it is in.
@@ -261,7 +265,8 @@ class LogManager:
             cfg = self.config_for(key[0], _topic_config(topic_configs, key[0]))
             log = Log.load(path, cfg, self.clock, recovery_point=recovery.get(key, 0),
                            log_start_offset=starts.get(key, 0),
-                           high_watermark=hws.get(key, 0), had_clean_shutdown=clean)
+                           high_watermark=hws.get(key, 0), had_clean_shutdown=clean,
+                           producer_state_config=self.producer_state_config)
             if log.recovered_bytes_truncated:
                 _log.warning("recovered %s: truncated %d bytes", name,
                              log.recovered_bytes_truncated)
@@ -282,7 +287,7 @@ class LogManager:
         cfg = self.config_for(key[0], _topic_config(topic_configs, key[0]))
         log = Log.load(path, cfg, self.clock, recovery_point=recovery.get(key, 0),
                        log_start_offset=starts.get(key, 0), high_watermark=hws.get(key, 0),
-                       had_clean_shutdown=clean)
+                       had_clean_shutdown=clean, producer_state_config=self.producer_state_config)
         self.future_logs[key] = log
         self._future_dir_of[key] = d
         _log.info("loaded future log %s (a move to %s in progress)", path, d)
@@ -387,7 +392,7 @@ class LogManager:
         d = preferred if preferred is not None else self._next_log_dir()
         path = os.path.join(d, partition_dir_name(topic, partition))
         log = Log.load(path, self.config_for(topic, topic_config), self.clock,
-                       topic_id=topic_id)
+                       topic_id=topic_id, producer_state_config=self.producer_state_config)
         self.logs[key] = log
         self._dir_of[key] = d
         self.preferred_log_dirs.pop(key, None)   # satisfied
@@ -430,7 +435,8 @@ class LogManager:
             raise OSError(errno.EIO, f"Log directory {d} is offline")
         path = os.path.join(d, future_dir_name(topic, partition))
         cfg = current.config if topic_config is None else self.config_for(topic, topic_config)
-        log = Log.load(path, cfg, self.clock, topic_id=current.topic_id)
+        log = Log.load(path, cfg, self.clock, topic_id=current.topic_id,
+                       producer_state_config=self.producer_state_config)
         self.future_logs[key] = log
         self._future_dir_of[key] = d
         self.preferred_log_dirs.pop(key, None)
@@ -532,7 +538,8 @@ class LogManager:
         _log.error("Can not create log for %s-%d because log directories %s are offline",
                    topic, partition, ",".join(offline))
         log = Log(os.path.join(d, partition_dir_name(topic, partition)), topic, partition,
-                  self.config_for(topic, topic_config), self.clock)
+                  self.config_for(topic, topic_config), self.clock,
+                  producer_state_config=self.producer_state_config)
         log.offline = True
         log.topic_id = topic_id
         self.logs[(topic, partition)] = log

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import struct
 from collections import deque
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 from kafkapy.log.checkpoint import atomic_write
 from kafkapy.protocol.errors import ErrorCode
@@ -35,6 +35,8 @@ from kafkapy.records.batch import (INT32_MAX, NO_PRODUCER_EPOCH, NO_SEQUENCE, Ba
                                    RecordError, crc32c)
 
 NUM_BATCHES_TO_RETAIN = 5
+#: ``producer.id.expiration.ms`` default (1 day)
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1
 _SNAP_HEAD = struct.Struct(">hI")
@@ -94,20 +96,50 @@ class ProducerEntry:
                 f"batches={list(self.batches)}, txn_first={self.current_txn_first_offset})")
 
 
+class ProducerStateManagerConfig:
+    """Kafka's ProducerStateManagerConfig: one per broker, shared by the
+    ``ProducerStateManager`` of every partition and read at use time, so a dynamic
+    change of ``producer.id.expiration.ms`` applies to every partition at once
+    (``source`` is the value or a callable returning the effective value)."""
+
+    def __init__(self, source: int | Callable[[], int] = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+                 ) -> None:
+        self._source = source
+
+    @property
+    def producer_id_expiration_ms(self) -> int:
+        source = self._source
+        return int(source() if callable(source) else source)
+
+
 class ProducerStateManager:
     """Idempotence state of one partition; see the module docstring."""
 
     def __init__(self, dir_path: str | None = None,
-                 producer_id_expiration_ms: int = 86_400_000) -> None:
+                 producer_id_expiration_ms: int | None = None, *,
+                 config: ProducerStateManagerConfig | None = None) -> None:
         self.dir = dir_path
         self.producers: dict[int, ProducerEntry] = {}
-        self.producer_id_expiration_ms = producer_id_expiration_ms
+        if config is None:
+            config = ProducerStateManagerConfig(
+                DEFAULT_PRODUCER_ID_EXPIRATION_MS if producer_id_expiration_ms is None
+                else producer_id_expiration_ms)
+        self.config = config
         self.map_end_offset = 0  # state reflects the log up to (excluding) this offset
         # The offset of the last snapshot written or loaded (or the log start, none being
         # there): as Kafka's lastSnapOffset, no snapshot is taken unless the state moved
         # past it, so an empty or unchanged log gets no new file (a dir stays as Kafka
         # would leave it).
         self.last_snap_offset = 0
+
+    @property
+    def producer_id_expiration_ms(self) -> int:
+        """How long a producer may stay idle (no open transaction) before it expires."""
+        return self.config.producer_id_expiration_ms
+
+    @producer_id_expiration_ms.setter
+    def producer_id_expiration_ms(self, value: int) -> None:
+        self.config = ProducerStateManagerConfig(value)
 
     # ---------------------------------------------------------------- queries
 
