@@ -1,4 +1,5 @@
-"""``kafkapy-configs``: Kafka's ``bin/kafka-configs.sh`` (ConfigCommand) for topics and brokers.
+"""``kafkapy-configs``: Kafka's ``bin/kafka-configs.sh`` (ConfigCommand) for topics, brokers
+and users' SCRAM credentials.
 
 Entities: ``--entity-type topics|brokers`` with ``--entity-name X`` (or ``--entity-default``
 for the cluster-wide broker defaults), or the shortcuts ``--topic X``, ``--broker N``,
@@ -22,12 +23,20 @@ for the cluster-wide broker defaults), or the shortcuts ``--topic X``, ``--broke
   Set(k)". Success: "Completed updating config for topic X." / "... for broker N." (or
   "Completed updating default config for brokers in the cluster.").
 
+Users (``--entity-type users --entity-name U``, SCRAM credentials only, as ConfigCommand
+with ``--bootstrap-server``): ``--add-config 'SCRAM-SHA-256=[iterations=8192,password=p]'``
+(iterations default 4096) salts and hashes the password here and sends
+AlterUserScramCredentials to the controller; ``--delete-config SCRAM-SHA-512`` removes
+one; "Completed updating config for user U.".  ``--describe`` (one user, or all without a
+name) prints "SCRAM credential configs for user-principal 'U' are
+SCRAM-SHA-256=iterations=8192, ..." per user that has credentials.
+
 Usage errors and refused changes print their reason to stderr and exit 1; an unexpected
 failure prints "Error while executing config command with args '...'" and the reason.
 
 Differences from Kafka:
-- Only topics and brokers: users, clients, ips, broker-loggers, client-metrics and groups
-  are not offered, nor ``--bootstrap-controller``.
+- Only topics, brokers and users' SCRAM credentials: user quotas, clients, ips,
+  broker-loggers, client-metrics and groups are not offered, nor ``--bootstrap-controller``.
 - Requests go through kafka-python's connection manager (``KafkaAdminClient._manager``)
   rather than ``describe_configs``/``alter_configs``: kafka-python drops per-resource
   errors and cannot address the broker-defaults entity (an empty broker name).
@@ -43,8 +52,10 @@ from kafkapy.cli import _common as common
 from kafkapy.cli._common import UsageError
 
 TOPIC, BROKER = 2, 4
-_TYPES = {"topics": TOPIC, "brokers": BROKER}
-_KAFKA_ONLY_TYPES = ("users", "clients", "ips", "broker-loggers", "client-metrics", "groups")
+USER = "users"          # not a ConfigResource type: SCRAM credentials have their own APIs
+_TYPES = {"topics": TOPIC, "brokers": BROKER, "users": USER}
+_SCRAM = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+_KAFKA_ONLY_TYPES = ("clients", "ips", "broker-loggers", "client-metrics", "groups")
 _DYNAMIC_SOURCE = {TOPIC: 1, BROKER: 2}        # DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG
 _DYNAMIC_DEFAULT_BROKER = 3                    # DYNAMIC_DEFAULT_BROKER_CONFIG
 _SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
@@ -95,7 +106,9 @@ def _execute(args: argparse.Namespace) -> None:
     _check_args(args, kind, name)
     admin = common.admin_client(args)
     try:
-        if args.alter:
+        if kind == USER:
+            _users(admin, name, args)
+        elif args.alter:
             _alter(admin, kind, name, args)
         else:
             _describe(admin, kind, name, args.all)
@@ -118,7 +131,7 @@ def _entity(args: argparse.Namespace) -> tuple[int | None, str | None]:
                          f"it handles topics and brokers")
     if args.entity_type not in _TYPES:
         raise UsageError(f"Invalid entity type {args.entity_type}, the entity type must be one "
-                         "of topics, brokers")
+                         "of topics, brokers, users")
     return _TYPES[args.entity_type], "" if args.entity_default else args.entity_name
 
 
@@ -130,6 +143,9 @@ def _check_args(args: argparse.Namespace, kind: int | None, name: str | None) ->
         raise UsageError("At least one entity type must be specified")
     if kind == TOPIC and name == "":
         raise UsageError("--entity-default is not supported for topics")
+    if kind == USER and name == "" and args.alter:
+        raise UsageError("The use of --entity-default or --user-defaults is not allowed with "
+                         "User SCRAM Credentials using --bootstrap-server.")
     if kind == BROKER and name:
         _check_broker_id(name)
     if args.alter:
@@ -268,6 +284,79 @@ def _broker_alter_request(entries: list, added: dict[str, str], deleted: list[st
                          f"missing entries: Set({', '.join(hidden)})")
     return AlterConfigsRequest(resources=[(BROKER, name, list(merged.items()))],
                                validate_only=False)
+
+
+# users: SCRAM credentials ---------------------------------------------------
+
+def _users(admin, name: str | None, args: argparse.Namespace) -> None:
+    if args.alter:
+        _alter_user(admin, name, args)
+    else:
+        _describe_users(admin, name or None)
+
+
+def _describe_users(admin, name: str | None) -> None:
+    from kafka.protocol.admin import DescribeUserScramCredentialsRequest
+
+    request = DescribeUserScramCredentialsRequest(
+        users=None if name is None else [(name,)], min_version=0, max_version=0)
+    answer = admin._manager.run(admin._manager.send, request, None)
+    common.check_error(answer.error_code, answer.error_message)
+    names = {code: mech for mech, code in _SCRAM.items()}
+    for result in answer.results:
+        if result.error_code == 91:        # RESOURCE_NOT_FOUND: Kafka's tool lists nothing
+            continue
+        if result.error_code:
+            print(f"Error retrieving SCRAM credential configs for user-principal "
+                  f"'{result.user}': {common.error_text(result.error_code, result.error_message)}")
+            continue
+        text = ", ".join(f"{names.get(i.mechanism, i.mechanism)}=iterations={i.iterations}"
+                         for i in result.credential_infos)
+        print(f"SCRAM credential configs for user-principal '{result.user}' are {text}")
+
+
+def _alter_user(admin, name: str, args: argparse.Namespace) -> None:
+    from kafka.protocol.admin import AlterUserScramCredentialsRequest
+
+    added = {**common.properties_file(args.add_config_file), **_added(args.add_config)}
+    deleted = [k.strip() for item in args.delete_config for k in item.split(",") if k.strip()]
+    unknown_added = [k for k in added if k not in _SCRAM]
+    if unknown_added:
+        raise UsageError("kafkapy-configs handles only SCRAM credential configs for 'users' "
+                         f"(kafkapy has no quotas). Unexpected config names: "
+                         f"Set({', '.join(unknown_added)})")
+    unknown_deleted = [k for k in deleted if k not in _SCRAM]
+    if unknown_deleted:
+        raise UsageError("kafkapy-configs handles only SCRAM credential configs for 'users' "
+                         f"(kafkapy has no quotas). Unexpected config names: "
+                         f"List({', '.join(unknown_deleted)})")
+    upsertions = [_upsertion(name, mechanism, value) for mechanism, value in added.items()]
+    deletions = [(name, _SCRAM[mechanism]) for mechanism in deleted]
+    request = AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions,
+                                               min_version=0, max_version=0)
+    controller = admin.describe_cluster().get("controller_id")
+    node = controller if isinstance(controller, int) and controller >= 0 else None
+    answer = admin._manager.run(admin._manager.send, request, node)
+    for result in answer.results:
+        common.check_error(result.error_code, result.error_message)
+    print(f"Completed updating config for user {name}.")
+
+
+def _upsertion(name: str, mechanism: str, value: str) -> tuple:
+    """ConfigCommand's iterationsAndPasswordBytes, then the Java admin client's salting."""
+    from kafkapy.security.sasl import credentials
+
+    match = re.fullmatch(r"(?:iterations=(-?[0-9]*),)?password=(.*)", value, re.DOTALL)
+    if match is None:
+        raise UsageError(f"Invalid credential property {mechanism.replace('-', '_')}={value}")
+    text = match.group(1)
+    iterations = int(text) if text not in (None, "", "-1") else 4096
+    if iterations < credentials.MIN_ITERATIONS:
+        raise UsageError(f"Iterations {iterations} is less than the minimum "
+                         f"{credentials.MIN_ITERATIONS} required for {mechanism}")
+    salt = credentials.random_string().encode("ascii")
+    salted = credentials.salted_password(mechanism, match.group(2), salt, iterations)
+    return (name, _SCRAM[mechanism], iterations, salt, salted)
 
 
 def _added(text: str | None) -> dict[str, str]:
