@@ -227,6 +227,7 @@ class Log:
         """Latest snapshot at or below the LEO, then batch headers from there on."""
         ps = self.producer_state
         ps.producers.clear()
+        ps.delete_snapshots_out_of_range(self.log_start_offset, self.log_end_offset)
         snap = ps.load_latest_snapshot(self.log_end_offset, self.clock.time_ms())
         if snap is None or snap < self.log_start_offset:
             ps.producers.clear()

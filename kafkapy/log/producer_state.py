@@ -349,6 +349,14 @@ class ProducerStateManager:
                 _unlink(path)
         return None
 
+    def delete_snapshots_out_of_range(self, log_start_offset: int, log_end_offset: int) -> None:
+        """Kafka's truncateAndReload: snapshots above the log end or AT OR BELOW the log
+        start are deleted (the state at the log start is the empty state), so a log dir
+        looks the same after a load here as after one by Kafka."""
+        for off, path in self.list_snapshots():
+            if off > log_end_offset or off <= log_start_offset:
+                _unlink(path)
+
     def delete_snapshots_below(self, offset: int, keep: int = 2) -> None:
         snaps = self.list_snapshots()
         for off, path in snaps[:-keep] if keep else snaps:

@@ -37,7 +37,11 @@ from tests.mixed import workload
 from tests.mixed.conftest import (SINGLE_BROKER_SETTINGS, file_digests, kafka_tool,
                                   wait_for)
 
-SETTINGS = dict(SINGLE_BROKER_SETTINGS, **{"log.cleaner.backoff.ms": "500", "broker.rack": "rack-a"})
+SETTINGS = dict(SINGLE_BROKER_SETTINGS, **{
+    "log.cleaner.backoff.ms": "500", "broker.rack": "rack-a",
+    # Retention runs at once; removed segments and deleted topics' dirs stay on disk (as
+    # ``.deleted`` / ``-delete``) for the whole test, as they would on a busy broker.
+    "log.retention.check.interval.ms": "500", "log.segment.delete.delay.ms": "600000"})
 TIMEOUT = 120
 
 
@@ -52,8 +56,37 @@ def _cleaned(log_dir: Path) -> bool:
                for line in path.read_text().splitlines())
 
 
+def _leftovers_ready(log_dir: Path) -> bool:
+    """Retention has removed ``retained``'s first segments (renamed ``.deleted``) and the
+    deleted topic ``doomed`` left its renamed dir."""
+    return (any((log_dir / "retained-0").glob("*.deleted"))
+            and any(log_dir.glob("doomed-0.*-delete")))
+
+
+def _check_doomed_gone(bootstrap: str) -> None:
+    from tests.cluster.conftest import metadata
+    port = int(bootstrap.rsplit(":", 1)[1])
+    assert "doomed" not in metadata(port).topics
+
+
+def _leftover(rel: str, before: dict[str, str] | None = None) -> bool:
+    """What any broker's load removes: a removed segment (``.deleted``), a file of a
+    deleted topic's ``-delete`` dir (after file.delete.delay.ms), a producer snapshot at or
+    below the log start (Kafka's truncateAndReload deletes those; the log start here is the
+    first segment's base offset ``before``)."""
+    if rel.endswith(".deleted") or os.path.dirname(rel).endswith("-delete"):
+        return True
+    if rel.endswith(".snapshot") and before is not None:
+        d = os.path.dirname(rel)
+        bases = [int(os.path.basename(f)[:-4]) for f in before
+                 if os.path.dirname(f) == d and f.endswith(".log")]
+        return bool(bases) and int(os.path.basename(rel)[:-9]) <= min(bases)
+    return False
+
+
 def _snapshot(bootstrap: str) -> dict:
-    return {"uncommitted": workload.read(bootstrap),
+    return {"uncommitted": workload.read(bootstrap, which=dict(workload.topics(),
+                                                                retained=1)),
             "committed": workload.read(bootstrap, "read_committed"),
             "offsets": workload.committed(bootstrap)}
 
@@ -66,6 +99,8 @@ def _check_snapshot_sane(snap: dict) -> None:
     assert not any(b"txn-abort" in r.value for r in txn_committed)
     for c in workload.CODECS:
         assert len([r for r in snap["uncommitted"] if r.topic == f"codec-{c}"]) == 60
+    retained = [r.offset for r in snap["uncommitted"] if r.topic == "retained"]
+    assert retained and retained[0] > 0 and retained[-1] == 79, retained
     assert any(r.headers for r in snap["uncommitted"] if r.topic == "plain")
     assert snap["offsets"] == {tp: (off, f"meta-{tp[1]}")
                                for tp, off in workload.COMMITTED.items()}
@@ -133,7 +168,7 @@ def _stable_files(before: dict[str, str], log_dir: Path) -> list[str]:
         by_dir.setdefault(os.path.dirname(rel), []).append(rel)
     stable = []
     for d, files in by_dir.items():
-        if not d:          # the dir-level checkpoints are rewritten by any broker
+        if not d or d.endswith("-delete"):   # dir-level checkpoints: rewritten by any broker
             continue
         segments = sorted(f for f in files if f.endswith(".log"))
         active = segments[-1][:-4] if segments else None
@@ -162,7 +197,8 @@ def _meta_properties(log_dir: Path) -> dict[str, str]:
 
 def _leader_epochs(log_dir: Path) -> dict[str, list[str]]:
     return {str(p.parent.name): p.read_text().splitlines()[2:]
-            for p in log_dir.glob("*/leader-epoch-checkpoint")}
+            for p in log_dir.glob("*/leader-epoch-checkpoint")
+            if not p.parent.name.endswith("-delete")}
 
 
 def _registration(m, node_id: int) -> bytes:
@@ -193,8 +229,10 @@ def test_kafka_log_dir_read_by_kafkapy(mixed_factory, stop):
     kafka_registration = _registration(m, 1)
     kafka_port = m.nodes[1].port
     workload.write(bootstrap)
+    workload.write_leftovers(bootstrap)
     log_dir = m.log_dir(1)
     wait_for(lambda: _cleaned(log_dir), 30, "Kafka's cleaner to clean compacted-0")
+    wait_for(lambda: _leftovers_ready(log_dir), 30, "Kafka's .deleted segments and -delete dir")
     served = _snapshot(bootstrap)
     _check_snapshot_sane(served)
     if stop == "sigterm":
@@ -211,6 +249,7 @@ def test_kafka_log_dir_read_by_kafkapy(mixed_factory, stop):
 
     m.replace(1, "kafkapy")
     bootstrap = _start(m, 1)
+    _check_doomed_gone(bootstrap)
     registration = _registration(m, 1)
     got = _snapshot(bootstrap)
     assert got["offsets"] == served["offsets"]
@@ -232,7 +271,8 @@ def test_kafka_log_dir_read_by_kafkapy(mixed_factory, stop):
         # same offsets, no new snapshot, its .lock deleted at shutdown): kafkapy neither,
         # the checkpoints' entry order aside.
         differ = sorted(f for f in set(before) | set(after) if before.get(f) != after.get(f))
-        assert [f for f in differ if f not in DIR_CHECKPOINTS] == [], differ
+        assert [f for f in differ
+                if f not in DIR_CHECKPOINTS and not _leftover(f, before)] == [], differ
         assert _dir_checkpoints(log_dir) == checkpoints_before
 
     # The idempotent producer's state (from Kafka's snapshot, or rebuilt after kill -9).
@@ -247,8 +287,10 @@ def test_kafkapy_log_dir_read_by_kafka(mixed_factory):
     m.add(1, "kafkapy")
     bootstrap = _start(m, 1)
     workload.write(bootstrap)
+    workload.write_leftovers(bootstrap)
     log_dir = m.log_dir(1)
     wait_for(lambda: _cleaned(log_dir), 30, "kafkapy's cleaner to clean compacted-0")
+    wait_for(lambda: _leftovers_ready(log_dir), 30, "kafkapy's .deleted segments and -delete dir")
     served = _snapshot(bootstrap)
     _check_snapshot_sane(served)
     assert m.terminate(1) == 0, m.log_text(1)[-3000:]
@@ -268,6 +310,7 @@ def test_kafkapy_log_dir_read_by_kafka(mixed_factory):
     checkpoints_before = _dir_checkpoints(log_dir)
     m.replace(1, "kafka")
     bootstrap = _start(m, 1)
+    _check_doomed_gone(bootstrap)
     got = _snapshot(bootstrap)
     assert got["offsets"] == served["offsets"]
     assert got["committed"] == served["committed"]
@@ -276,7 +319,8 @@ def test_kafkapy_log_dir_read_by_kafka(mixed_factory):
     assert m.terminate(1) in (0, 143), m.log_text(1)[-3000:]
     after = file_digests(log_dir)
     differ = sorted(f for f in set(before) | set(after) if before.get(f) != after.get(f))
-    assert [f for f in differ if f not in DIR_CHECKPOINTS] == [], differ
+    assert [f for f in differ
+            if f not in DIR_CHECKPOINTS and not _leftover(f, before)] == [], differ
     assert _dir_checkpoints(log_dir) == checkpoints_before
     bootstrap = _start(m, 1)
     out = kafka_tool("kafka-console-consumer.sh", "--bootstrap-server", bootstrap,

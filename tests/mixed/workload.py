@@ -11,6 +11,12 @@
   a tombstone, so that the writer's cleaner has something to clean;
 - consumer group ``mixed-group`` with committed offsets (and metadata) on ``plain``.
 
+``write_leftovers(bootstrap)`` leaves what a busy broker's dir holds at any moment (run with
+log.retention.check.interval.ms short and log.segment.delete.delay.ms long):
+``retained`` (1 KiB segments, retention.bytes 2 KiB): retention moved its log start and left
+``*.deleted`` segment files; ``doomed``: a deleted topic whose renamed
+``doomed-0.<uuid>-delete`` dir is still there.
+
 ``read(bootstrap, isolation)`` reads every record of those topics (``Record`` tuples: topic,
 partition, offset, timestamp type and value, key, value, headers) until each partition's
 end, bounded in time; ``committed(bootstrap)`` the group's offsets.  The tests compare what
@@ -104,6 +110,17 @@ def write(bootstrap: str) -> None:
           _items("idem-old", 12), ts0=TS_OLD)
     _write_transactions(bootstrap)
     _commit_offsets(bootstrap)
+
+
+def write_leftovers(bootstrap: str) -> None:
+    create_topic(bootstrap, "retained", partitions=1,
+                 configs={"segment.bytes": "1024", "retention.bytes": "2048"})
+    create_topic(bootstrap, "doomed", partitions=1)
+    p = _producer(bootstrap)
+    _send(p, "retained", _items("retained", 80))
+    _send(p, "doomed", _items("doomed", 5))
+    from tests.cluster.clients import delete_topic
+    delete_topic(bootstrap, "doomed")
 
 
 def _write_transactions(bootstrap: str) -> None:
