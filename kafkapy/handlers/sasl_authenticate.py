@@ -47,7 +47,7 @@ def handle(ctx, request):
     if server.complete:
         lifetime = session_lifetime_ms(ctx.broker.config, ctx.listener, server.mechanism)
         auth.authenticated(server.principal_name)
-    return ctx.response(error_code=ErrorCode.NONE, error_message=None,
+    return ctx.response(error_code=0, error_message=None,
                         auth_bytes=token or b"", session_lifetime_ms=lifetime)
 
 

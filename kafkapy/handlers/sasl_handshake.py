@@ -32,4 +32,4 @@ def handle(ctx, request):
         return ctx.response(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                             mechanisms=mechanisms)
     auth.begin(server)
-    return ctx.response(error_code=ErrorCode.NONE, mechanisms=mechanisms)
+    return ctx.response(error_code=0, mechanisms=mechanisms)

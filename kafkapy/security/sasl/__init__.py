@@ -88,3 +88,33 @@ def server_for(mechanism: str, broker, listener_name: str | None) -> SaslServer 
         cache = cache_for(broker)
         return ScramServer(mechanism, lambda user: cache.get(mechanism, user))
     return None
+
+
+def check_listener(config, listener_name: str) -> None:
+    """Start-up checks for a SASL listener (for the gate's owner to call): every enabled
+    mechanism must be one kafkapy serves and have its JAAS entry, as Kafka's
+    SaslChannelBuilder requires (JaasContext.loadServerContext's message).  Raises
+    ValueError."""
+    broker = _ConfigOnly(config)
+    mechanisms = enabled_mechanisms(broker, listener_name)
+    if not mechanisms:
+        raise ValueError(f"No SASL mechanisms are enabled on listener {listener_name} "
+                         "(sasl.enabled.mechanisms)")
+    for mechanism in mechanisms:
+        if mechanism not in SUPPORTED:
+            raise ValueError(f"SASL mechanism {mechanism} (sasl.enabled.mechanisms of listener "
+                             f"{listener_name}) is not supported by kafkapy; it supports "
+                             f"{', '.join(SUPPORTED)}")
+        text = jaas_config(config, listener_name, mechanism)
+        if text is None:
+            raise ValueError(
+                f"Could not find a 'KafkaServer' or '{listener_name.lower()}.KafkaServer' entry "
+                "in the JAAS configuration. System property 'java.security.auth.login.config' "
+                "is not set")
+        from kafkapy.security.sasl.jaas import single_module
+        single_module(text)             # Kafka's JaasContext.load errors
+
+
+class _ConfigOnly:
+    def __init__(self, config) -> None:
+        self.config = config

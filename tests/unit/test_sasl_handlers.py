@@ -1,0 +1,134 @@
+"""SaslHandshake / SaslAuthenticate handlers against contract K2: what they answer and what
+they tell the connection (``ctx.connection_auth``: begin / authenticated / failed).  The
+connection side is a recording stand-in here; tests/integration/test_sasl.py runs the
+real gate."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from kafkapy.config.broker import BrokerConfig
+from kafkapy.handlers import sasl_authenticate, sasl_handshake
+from kafkapy.handlers.base import CloseConnection
+from kafkapy.protocol.messages import RESPONSES
+from kafkapy.security.sasl import credentials
+from kafkapy.security.sasl.client import ScramClient
+
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+        'user_alice="alice-secret";')
+
+
+class _Auth:
+    """Records the calls the handlers make on the connection."""
+
+    def __init__(self) -> None:
+        self.server = None
+        self.calls: list = []
+
+    def begin(self, server) -> None:
+        self.server = server
+        self.calls.append(("begin", server.mechanism))
+
+    def authenticated(self, principal_name: str) -> None:
+        self.calls.append(("authenticated", principal_name))
+
+    def failed(self) -> None:
+        self.calls.append(("failed",))
+
+
+def _ctx(api_key: int, version: int, auth, props: dict | None = None):
+    config = BrokerConfig.from_properties({
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS, **(props or {})})
+    broker = SimpleNamespace(config=config)
+    cred = credentials.generate("SCRAM-SHA-512", "bob-secret", 4096)
+    cache = credentials.CredentialCache(store=None)
+    cache._loaded, cache._users = True, {"bob": {"SCRAM-SHA-512": cred}}
+    broker.scram_credentials = cache
+    response_cls = RESPONSES[api_key]
+    return SimpleNamespace(broker=broker, listener="SASL_PLAINTEXT", api_version=version,
+                           connection_auth=auth,
+                           response=lambda **f: response_cls(version=version, **f))
+
+
+def _handshake(auth, mechanism: str, version: int = 1):
+    return sasl_handshake.handle(_ctx(17, version, auth), SimpleNamespace(mechanism=mechanism))
+
+
+def _authenticate(auth, token: bytes, version: int = 2, props: dict | None = None):
+    return sasl_authenticate.handle(_ctx(36, version, auth, props),
+                                    SimpleNamespace(auth_bytes=token))
+
+
+def test_plaintext_listener_answers_illegal_sasl_state():
+    answer = _handshake(None, "PLAIN")
+    assert (answer.error_code, answer.mechanisms) == (34, [])
+    answer = _authenticate(None, b"x")
+    assert answer.error_code == 34
+    assert answer.error_message == "SaslAuthenticate request received after successful authentication"
+
+
+def test_handshake_unknown_mechanism():
+    auth = _Auth()
+    answer = _handshake(auth, "GSSAPI")
+    assert (answer.error_code, answer.mechanisms) == (33, ["SCRAM-SHA-512", "PLAIN"])
+    assert auth.calls == [("failed",)]
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_plain_login(version):
+    auth = _Auth()
+    assert _handshake(auth, "PLAIN").error_code == 0
+    answer = _authenticate(auth, b"\0alice\0alice-secret", version,
+                           {"connections.max.reauth.ms": "60000"})
+    assert (answer.error_code, answer.auth_bytes) == (0, b"")
+    if version >= 1:
+        assert answer.session_lifetime_ms == 60000
+    assert auth.calls == [("begin", "PLAIN"), ("authenticated", "alice")]
+
+
+def test_plain_wrong_password():
+    auth = _Auth()
+    _handshake(auth, "PLAIN")
+    answer = _authenticate(auth, b"\0alice\0nope")
+    assert (answer.error_code, answer.error_message) == (
+        58, "Authentication failed: Invalid username or password")
+    assert auth.calls[-1] == ("failed",)
+
+
+def test_scram_login_and_wrong_password():
+    auth = _Auth()
+    _handshake(auth, "SCRAM-SHA-512")
+    client = ScramClient("SCRAM-SHA-512", "bob", "bob-secret")
+    first = _authenticate(auth, client.first())
+    assert first.error_code == 0 and first.session_lifetime_ms == 0
+    final = _authenticate(auth, client.evaluate(first.auth_bytes))
+    assert final.error_code == 0 and client.evaluate(final.auth_bytes) == b""
+    assert auth.calls == [("begin", "SCRAM-SHA-512"), ("authenticated", "bob")]
+
+    auth = _Auth()
+    _handshake(auth, "SCRAM-SHA-512")
+    client = ScramClient("SCRAM-SHA-512", "bob", "wrong")
+    first = _authenticate(auth, client.first())
+    final = _authenticate(auth, client.evaluate(first.auth_bytes))
+    assert final.error_code == 58
+    assert final.error_message == ("Authentication failed during authentication due to "
+                                   "invalid credentials with SASL mechanism SCRAM-SHA-512")
+    assert auth.calls[-1] == ("failed",)
+
+
+def test_authenticate_before_handshake_closes():
+    auth = _Auth()
+    with pytest.raises(CloseConnection):
+        _authenticate(auth, b"\0alice\0alice-secret")
+    assert auth.calls == [("failed",)]
+
+
+def test_per_mechanism_reauth_setting():
+    auth = _Auth()
+    _handshake(auth, "PLAIN")
+    answer = _authenticate(auth, b"\0alice\0alice-secret", 1, {
+        "connections.max.reauth.ms": "60000",
+        "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "5000"})
+    assert answer.session_lifetime_ms == 5000
