@@ -57,13 +57,18 @@ def listener_config(config, listener_name: str | None, key: str):
 
 
 def enabled_mechanisms(broker, listener_name: str | None) -> list[str]:
-    """The listener's ``sasl.enabled.mechanisms``, in configured order (default GSSAPI)."""
+    """The listener's ``sasl.enabled.mechanisms`` (default GSSAPI), each once, in the order
+    Kafka's SaslServerAuthenticator lists them (``new ArrayList<>(new HashSet<>(list))``:
+    Java hash order, ties in configured order) -- the SaslHandshake answer."""
     value = listener_config(broker.config, listener_name, "sasl.enabled.mechanisms")
     if value is None:
         return []
     if isinstance(value, str):
-        return [m.strip() for m in value.split(",") if m.strip()]
-    return [str(m) for m in value]
+        names = [m.strip() for m in value.split(",") if m.strip()]
+    else:
+        names = [str(m) for m in value]
+    from kafkapy.security.sasl.credentials import java_properties_order
+    return java_properties_order(dict.fromkeys(names))
 
 
 def jaas_config(config, listener_name: str | None, mechanism: str) -> str | None:
