@@ -41,7 +41,9 @@ SETTINGS = dict(SINGLE_BROKER_SETTINGS, **{
     "log.cleaner.backoff.ms": "500", "broker.rack": "rack-a",
     # Retention runs at once; removed segments and deleted topics' dirs stay on disk (as
     # ``.deleted`` / ``-delete``) for the whole test, as they would on a busy broker.
-    "log.retention.check.interval.ms": "500", "log.segment.delete.delay.ms": "600000"})
+    "log.retention.check.interval.ms": "500", "log.segment.delete.delay.ms": "600000",
+    # Kafka's first retention pass only after this (default 30 s).
+    "log.initial.task.delay.ms": "0"})
 TIMEOUT = 120
 
 
