@@ -12,8 +12,9 @@ Registration: the ephemeral ``/brokers/ids/<id>`` with Kafka 3.9's JSON (version
 endpoints, listener map, rack, features), byte for byte as a Kafka 3.9 broker writes it: Kafka
 builds it in a Scala ``collection.mutable.Map`` (a 16-bucket hash table for these <= 9 keys)
 and Jackson writes that map in its iteration order, so the keys come in that order
-(``_kafka_key_order``), not in the order they are added.  (The listener map with more than 4
-listeners is a Scala immutable HashMap whose order is not reproduced: insertion order.)  The broker epoch is the czxid of that znode:
+(``_kafka_key_order``), not in the order they are added.  (The listener map, a Scala
+immutable Map, is ordered by ``paths.encode_broker_registration``.)  The broker epoch is the
+czxid of that znode:
 every new registration (a restart, a new ZooKeeper session) gets a higher one, which is
 how the controller tells a bounced broker from one that never left and how brokers
 refuse a controller request meant for an earlier incarnation (STALE_BROKER_EPOCH).

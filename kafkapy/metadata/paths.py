@@ -404,8 +404,12 @@ def encode_broker_registration(endpoints: Sequence[EndPoint], timestamp_ms: int,
         "endpoints": [e.connection_string() for e in endpoints],
     }
     if version >= 4:
-        obj["listener_security_protocol_map"] = {e.listener_name: e.security_protocol
-                                                 for e in endpoints}
+        # Kafka: endpoints.map(...).toMap, an immutable Map (insertion order up to 4
+        # entries, CHAMP order beyond)
+        pmap = {e.listener_name: e.security_protocol for e in endpoints}
+        if len(pmap) > 4:
+            pmap = _ordered(pmap, immutable_map_order(pmap))
+        obj["listener_security_protocol_map"] = pmap
     if rack is not None and version >= 3:
         obj["rack"] = rack
     if version >= 5:

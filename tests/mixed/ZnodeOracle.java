@@ -5,6 +5,7 @@
 //   T <topic id|-> <partitions> <adding> <removing>   maps as p=r,r/p=r,r or -
 //   S <leader> <leader epoch> <isr r,r|-> <controller epoch> <leader recovery state>
 //   F <version> <status> <features name=level,name=level|->
+//   B <host> <port> <endpoints LISTENER:PROTOCOL:host:port,...> <rack|->   (version 5)
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -37,6 +38,7 @@ public class ZnodeOracle {
                 case "T": out = topic(f); break;
                 case "S": out = state(f); break;
                 case "F": out = feature(f); break;
+                case "B": out = broker(f); break;
                 default: throw new IllegalArgumentException(line);
             }
             System.out.println(new String(out, StandardCharsets.UTF_8));
@@ -86,6 +88,20 @@ public class ZnodeOracle {
         LeaderAndIsr lai = LeaderAndIsr.apply(Integer.parseInt(f[1]), Integer.parseInt(f[2]), isr,
             LeaderRecoveryState.of(Byte.parseByte(f[5])), 0);
         return TopicPartitionStateZNode.encode(new LeaderIsrAndControllerEpoch(lai, Integer.parseInt(f[4])));
+    }
+
+    private static byte[] broker(String[] f) {
+        List<kafka.cluster.EndPoint> eps = new ArrayList<>();
+        for (String e : f[3].split(",")) {
+            String[] p = e.split(":");
+            eps.add(new kafka.cluster.EndPoint(p[2], Integer.parseInt(p[3]),
+                new org.apache.kafka.common.network.ListenerName(p[0]),
+                org.apache.kafka.common.security.auth.SecurityProtocol.forName(p[1])));
+        }
+        scala.Option<String> rack = f[4].equals("-") ? scala.Option.empty() : scala.Option.apply(f[4]);
+        return kafka.zk.BrokerIdZNode.encode(5, f[1], Integer.parseInt(f[2]),
+            CollectionConverters.asScala(eps).toSeq(), -1, rack,
+            org.apache.kafka.common.feature.Features.emptySupportedFeatures());
     }
 
     private static byte[] feature(String[] f) {

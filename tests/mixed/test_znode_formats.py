@@ -1,7 +1,8 @@
 """Znodes kafkapy writes are Kafka 3.9's byte for byte (issue 16: H6 findings F2, F3).
 
 1. Against Kafka's own encoders (``ZnodeOracle.java`` runs ``kafka.zk.TopicZNode``,
-   ``TopicPartitionStateZNode`` and ``FeatureZNode`` from Kafka 3.9's jars): many
+   ``TopicPartitionStateZNode``, ``FeatureZNode`` and ``BrokerIdZNode`` from Kafka 3.9's
+   jars): registrations with up to 7 listeners, many
    assignments (partition counts across the Scala hash maps' resizes, topic ids,
    adding/removing replicas), partition states (with and without leader recovery) and
    feature znodes; every payload equal.
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from kafkapy.metadata import paths
+from kafkapy.metadata.membership import kafka_ordered_registration
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from tests.cluster.clients import create_topic
 from tests.integration.wire import WireClient
@@ -84,6 +86,28 @@ def test_partition_states_match_kafkas_encoder(kafka_encode):
     lines = [f"S {l} {e} {','.join(map(str, isr)) or '-'} {c} {r}" for l, e, isr, c, r in cases]
     for (l, e, isr, c, r), want in zip(cases, kafka_encode(lines)):
         assert paths.encode_partition_state(l, e, isr, c, r) == want
+
+
+def test_registrations_match_kafkas_encoder(kafka_encode):
+    """``/brokers/ids/<id>`` (membership.py's order over paths' payload), timestamps masked;
+    up to 7 listeners (Kafka's listener map is a CHAMP map beyond 4), with and without rack."""
+    protocols = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+    cases = []
+    for n in range(1, 8):
+        for rack in (None, "rack-a"):
+            eps = [paths.EndPoint(f"LISTENER_{chr(65 + i)}" if i else "PLAINTEXT", "127.0.0.1",
+                                  9092 + i, protocols[i % 4] if i else "PLAINTEXT")
+                   for i in range(n)]
+            cases.append((eps, rack))
+    def endpoints(eps) -> str:
+        return ",".join(f"{e.listener_name}:{e.security_protocol}:{e.host}:{e.port}" for e in eps)
+    lines = [f"B 127.0.0.1 9092 {endpoints(eps)} {rack or '-'}" for eps, rack in cases]
+
+    def masked(data: bytes) -> bytes:
+        return re.sub(rb'"timestamp":"\d+"', b'"timestamp":"0"', data)
+    for (eps, rack), want in zip(cases, kafka_encode(lines)):
+        ours = kafka_ordered_registration(paths.encode_broker_registration(eps, 0, rack=rack))
+        assert masked(ours) == masked(want)
 
 
 def test_feature_znodes_match_kafkas_encoder(kafka_encode):
