@@ -288,11 +288,14 @@ class Broker:
         async def again() -> None:
             try:
                 await self._register_broker()
-                self.features.refresh()
                 await self.controller.reelect()
                 _log.info("registered again", broker_epoch=self.broker_epoch)
             except Exception:
                 _log.exception("registering again failed")
+            try:
+                self.features.refresh()     # the old session's /feature watch is gone
+            except Exception:
+                _log.exception("reading /feature again failed")
         self._periodic.append(self.loop.create_task(again()))
 
     def _socket_server(self, listener) -> SocketServer:
