@@ -66,6 +66,8 @@ HANDLER_MODULES = (
     "sasl_authenticate",
     "describe_user_scram_credentials",
     "alter_user_scram_credentials",
+    # read-only: kafka-configs.sh --describe --entity-type users asks it first
+    "describe_client_quotas",
 )
 
 

@@ -32,7 +32,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 NOT_YET_SERVED: dict[int, str] = {
     38: "CreateDelegationToken: issue 17", 39: "RenewDelegationToken: issue 17",
     40: "ExpireDelegationToken: issue 17", 41: "DescribeDelegationToken: issue 17",
-    48: "DescribeClientQuotas: quotas, issue 17", 49: "AlterClientQuotas: quotas, issue 17",
+    49: "AlterClientQuotas: quotas, issue 17",
     57: "UpdateFeatures: controller, issue 13", 58: "Envelope: forwarding to a controller",
     68: "ConsumerGroupHeartbeat (KIP-848 groups): no issue yet",
     69: "ConsumerGroupDescribe (KIP-848 groups): no issue yet",

@@ -120,6 +120,14 @@ def test_kafka_configs_tool_adds_a_user(zk_broker, capsys):
     code, out, _ = _configs(capsys, broker, "--describe", "--entity-type", "users")
     assert out == ("SCRAM credential configs for user-principal 'carol' are "
                    "SCRAM-SHA-256=iterations=8192\n")
+    for name in (["--entity-name", "carol"], []):       # Kafka's tool asks DescribeClientQuotas first
+        run = subprocess.run(
+            [str(KAFKA_HOME / "bin" / "kafka-configs.sh"), "--bootstrap-server", broker.bootstrap,
+             "--describe", "--entity-type", "users", *name],
+            capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == ("SCRAM credential configs for user-principal 'carol' are "
+                              "SCRAM-SHA-256=iterations=8192\n")
 
 
 # -- logins on a SASL_PLAINTEXT listener -------------------------------------------------

@@ -61,6 +61,7 @@ EXPECTED_RANGES = {
     46: (0, 0),   # ListPartitionReassignments
     44: (0, 1),   # IncrementalAlterConfigs
     47: (0, 0),   # OffsetDelete
+    48: (0, 1),   # DescribeClientQuotas
     50: (0, 0),   # DescribeUserScramCredentials
     51: (0, 0),   # AlterUserScramCredentials
     56: (0, 3),   # AlterPartition

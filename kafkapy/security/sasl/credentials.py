@@ -288,6 +288,8 @@ def on_user_change(broker, sanitized: str) -> None:
 # -- ZkAdminManager ------------------------------------------------------------------
 
 _EMPTY_USER = "Username must not be empty"
+# Errors.UNKNOWN_SERVER_ERROR's own text (what Kafka reports for an unexpected failure).
+_UNEXPECTED = "The server experienced an unexpected error when processing the request."
 _UNKNOWN_MECHANISM = "Unknown SCRAM mechanism"
 
 
@@ -352,9 +354,9 @@ def alter(broker, upsertions: list, deletions: list) -> list[tuple[str, int, str
         try:
             write_user_config(store, user, configs[user])
             on_user_change(broker, sanitize(user))
-        except Exception as err:        # reported per user, as Kafka does
+        except Exception:               # reported per user, as Kafka does
             _log.exception("altering user SCRAM credentials failed", user=user)
-            failed.append((user, int(ErrorCode.UNKNOWN_SERVER_ERROR), str(err) or None))
+            failed.append((user, int(ErrorCode.UNKNOWN), _UNEXPECTED))
     results.extend(failed)
     failed_users = {f[0] for f in failed}
     results.extend((u, 0, "") for u in to_alter if u not in failed_users)   # default ""
@@ -380,8 +382,8 @@ def describe(broker, users: list[str] | None) -> tuple[int, str | None, list]:
                 infos = [(TYPE_OF[m], ScramCredential.from_string(config[m]).iterations)
                          for m in mechanisms]
                 found[user] = (user, 0, "", infos)   # Kafka leaves the default ""
-            except ValueError as err:
-                found[user] = (user, int(ErrorCode.UNKNOWN_SERVER_ERROR), str(err), [])
+            except ValueError:
+                found[user] = (user, int(ErrorCode.UNKNOWN), None, [])   # ApiError: no message
         elif explicit:
             found[user] = (user, int(ErrorCode.RESOURCE_NOT_FOUND),
                            f"Attempt to describe a user credential that does not exist: {user}", [])
@@ -415,6 +417,6 @@ def describe(broker, users: list[str] | None) -> tuple[int, str | None, list]:
                 continue
             add(user, read_user_config(store, user), True)
         return 0, "", [found[u] for u in dict.fromkeys(users)]
-    except Exception as err:
+    except Exception:
         _log.exception("Error processing describe user SCRAM credential configs request")
-        return int(ErrorCode.UNKNOWN_SERVER_ERROR), str(err) or None, []
+        return int(ErrorCode.UNKNOWN), _UNEXPECTED, []
