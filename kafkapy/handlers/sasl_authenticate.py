@@ -26,6 +26,8 @@ MIN_VERSION = 0
 MAX_VERSION = 2
 
 _AFTER_AUTH = "SaslAuthenticate request received after successful authentication"
+_GENERIC = "Authentication failed during authentication due to"
+_GENERIC_REAUTH = "Authentication failed during re-authentication due to"
 
 
 def handle(ctx, request):
@@ -40,9 +42,13 @@ def handle(ctx, request):
     try:
         token = server.evaluate(bytes(request.auth_bytes))
     except SaslAuthenticationError as err:
+        message = err.message
+        if getattr(auth, "reauthenticating", False):
+            # Kafka's generic text names what failed: "... during re-authentication ..."
+            message = message.replace(_GENERIC, _GENERIC_REAUTH, 1)
         auth.failed()
         return ctx.response(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
-                            error_message=err.message, auth_bytes=b"", session_lifetime_ms=0)
+                            error_message=message, auth_bytes=b"", session_lifetime_ms=0)
     lifetime = 0
     if server.complete:
         lifetime = session_lifetime_ms(ctx.broker.config, ctx.listener, server.mechanism)

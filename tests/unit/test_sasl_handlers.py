@@ -132,3 +132,14 @@ def test_per_mechanism_reauth_setting():
         "connections.max.reauth.ms": "60000",
         "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "5000"})
     assert answer.session_lifetime_ms == 5000
+
+
+def test_reauthentication_failure_says_so():
+    auth = _Auth()
+    auth.reauthenticating = True
+    _handshake(auth, "SCRAM-SHA-512")
+    client = ScramClient("SCRAM-SHA-512", "bob", "wrong")
+    first = _authenticate(auth, client.first())
+    final = _authenticate(auth, client.evaluate(first.auth_bytes))
+    assert final.error_message == ("Authentication failed during re-authentication due to "
+                                   "invalid credentials with SASL mechanism SCRAM-SHA-512")
