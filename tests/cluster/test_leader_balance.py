@@ -9,7 +9,7 @@ leaderships away) and started again; it rejoins every ISR but leads nothing.  Th
 * with it off (the cluster tests' default), leadership stays away until an operator asks:
   ``kafka-leader-election.sh --election-type preferred --all-topic-partitions`` and
   ``kafkapy-leader-election`` with the same options each give it back, and print the same
-  partitions (compared as sets: Kafka's order is a hash set's);
+  text (the same partitions, in the order of Java's HashSet);
 * the percentage is a threshold: a broker with 1 of 11 preferred partitions led elsewhere
   (under 10%) keeps that for three check intervals; 2 of 12 (over) are given back.
 
@@ -120,12 +120,13 @@ def test_leader_election_tools_restore_preferred_leaders_on_demand(shared_cluste
     c = shared_cluster
     topic = unique("manual-balance")
     make_topic(c, topic)
-    reports = {}
+    reports, outputs = {}, {}
     for tool, via in (("kafka", 2), ("kafkapy", 3)):
         bounce_broker_1(c, topic)
         result = run_election(c, tool, via)
         assert result.returncode == 0, f"{tool}: {result.stdout}\n{result.stderr}"
         reports[tool] = election_report(result.stdout)
+        outputs[tool] = result.stdout
         elected = reports[tool].get(
             "Successfully completed leader election (PREFERRED) for partitions", set())
         assert {f"{topic}-0", f"{topic}-3"} <= elected, (tool, result.stdout)
@@ -135,6 +136,9 @@ def test_leader_election_tools_restore_preferred_leaders_on_demand(shared_cluste
             wait_for(lambda: c.leaders(topic, via=i) == PREFERRED, 30,
                      f"broker {i}'s metadata to show the preferred leaders")
     assert reports["kafka"] == reports["kafkapy"], reports
+    # The same partitions elected: the same text too (kafkapy lists them in the order of
+    # Java's HashSet<TopicPartition>, as Kafka's tool prints them).
+    assert outputs["kafka"] == outputs["kafkapy"], outputs
 
 
 def _reorder(c, topic: str, partitions: list[int], replicas: list[int]) -> None:
