@@ -116,6 +116,8 @@ class Broker:
         self.fetch_manager = FetchManager(
             FetchSessionCache(config["max.incremental.fetch.session.cache.slots"]))
         self.socket_servers: list[SocketServer] = []
+        # TLS/SASL settings of this broker's own connections to others (None: PLAINTEXT)
+        self.inter_broker_security = None
         self.log_cleaner = None
         self._periodic: list[asyncio.Task] = []
         self._stopped = asyncio.Event()
@@ -130,6 +132,9 @@ class Broker:
 
     async def _start(self) -> None:
         loop = self.loop = asyncio.get_running_loop()
+        # TLS material and SASL entries first: a listener that cannot serve stops the start
+        self.socket_servers = [self._socket_server(listener) for listener in self.config.listeners]
+        self.inter_broker_security = self._inter_broker_security()
         self.log_manager = self._log_manager()
         self.log_manager.open_dirs()
         self.store = self._open_store()
@@ -164,7 +169,6 @@ class Broker:
         # A controller elected here brings this broker's partitions online in-process
         # before the listeners open; otherwise the controller reaches them over the network.
         await self.controller.startup()
-        self.socket_servers = [self._socket_server(listener) for listener in self.config.listeners]
         await self._listen()
         self._serve_metrics()
         self._start_periodic_tasks()
@@ -300,13 +304,35 @@ class Broker:
 
     def _socket_server(self, listener) -> SocketServer:
         name, host, port = listener
+        protocol = self.config.listener_security_protocol_map.get(name, "PLAINTEXT")
+        ssl_context = None
+        if protocol != "PLAINTEXT":
+            from kafkapy.security.listener_setup import listener_ssl_context
+            try:
+                ssl_context = listener_ssl_context(self.config, name, protocol)
+            except ValueError as err:
+                raise StartupError(str(err)) from None
         return SocketServer(
             self, self.apis, host, port,
             max_request_bytes=self.config["socket.request.max.bytes"],
             max_inflight=self.config["kafkapy.max.inflight.requests.per.connection"],
             idle_ms=self.config["connections.max.idle.ms"],
             unsupported_api_versions=lambda cid: unsupported_version_response(self.apis, cid),
-            zero_copy=self.config["kafkapy.fetch.sendfile.enable"], listener=name)
+            # sendfile cannot write through TLS: Fetch copies on SSL listeners
+            zero_copy=self.config["kafkapy.fetch.sendfile.enable"] and ssl_context is None,
+            listener=name, security_protocol=protocol, ssl_context=ssl_context)
+
+    def _inter_broker_security(self):
+        """This broker's TLS/SASL settings towards the others; every BrokerConnection made
+        without its own (controller channel, fetchers, markers, ...) uses them."""
+        from kafkapy.network.client import BrokerConnection
+        from kafkapy.security.listener_setup import inter_broker_security
+        try:
+            security = inter_broker_security(self.config)
+        except ValueError as err:
+            raise StartupError(str(err)) from None
+        BrokerConnection.default_security = security
+        return security
 
     def _start_periodic_tasks(self) -> None:
         self._periodic.append(asyncio.ensure_future(self._every(1000, self._log_maintenance)))

@@ -279,7 +279,7 @@ class BrokerConfig:
                             if adv is not None else list(self._listeners))
         self._inter_broker_listener = self._derive_inter_broker_listener()
         _check_advertised(self)
-        _check_plaintext_only(text, self._listeners, self._protocols)
+        _check_inter_broker_sasl(self)
 
     def _derive_inter_broker_listener(self) -> str:
         name = self._values["inter.broker.listener.name"]
@@ -487,13 +487,19 @@ _CROSS_CHECKS = (_check_replica_fetch, _check_offsets, _check_log_times, _check_
                  _check_compaction_lag, _check_unsupported)
 
 
-def _check_plaintext_only(text: str, listeners: list[Endpoint], protocols: dict[str, str]) -> None:
-    """kafkapy has no TLS or SASL yet: a listener declared with either would serve its
-    clients unauthenticated plaintext, so such a configuration is refused outright."""
-    for listener in listeners:
-        protocol = protocols[listener.name]
-        if protocol != "PLAINTEXT":
-            raise ConfigError(
-                f"Listener {listener.name} uses security protocol {protocol}, which kafkapy "
-                f"does not serve yet: only PLAINTEXT listeners are supported (listeners={text})",
-                key="listeners", value=text)
+def _check_inter_broker_sasl(cfg: "BrokerConfig") -> None:
+    """Kafka's KafkaConfig rule: a SASL inter-broker listener must enable the inter-broker
+    mechanism.  (TLS material and JAAS entries are checked when the listeners are built at
+    start-up, as Kafka's ChannelBuilders does.)"""
+    name = cfg._inter_broker_listener
+    if cfg._protocols.get(name) not in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return
+    mechanism = cfg._values["sasl.mechanism.inter.broker.protocol"]
+    prefixed = f"listener.name.{name.lower()}.sasl.enabled.mechanisms"
+    enabled = cfg._originals.get(prefixed)
+    names = ([m.strip() for m in str(enabled).split(",") if m.strip()] if enabled is not None
+             else list(cfg._values["sasl.enabled.mechanisms"] or []))
+    if mechanism not in names:
+        raise ConfigError("sasl.mechanism.inter.broker.protocol must be included in "
+                          "sasl.enabled.mechanisms when SASL is used for inter-broker communication",
+                          key="sasl.mechanism.inter.broker.protocol", value=mechanism)

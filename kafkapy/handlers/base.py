@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
+from kafkapy.security.principal import PLAINTEXT_SESSION, Session
 
 
 @dataclass(frozen=True)
@@ -38,14 +39,21 @@ class ApiSpec:
 
 
 class RequestContext:
-    """One request: who sent it, at which version, and the broker serving it."""
+    """One request: who sent it, at which version, and the broker serving it.
+
+    ``session`` (contract K1) is the connection's principal, address and listener;
+    ``connection_auth`` (contract K2) is set only for SaslHandshake / SaslAuthenticate
+    while a SASL connection authenticates (``kafkapy.security.gate``), else None.
+    """
 
     __slots__ = ("broker", "api_key", "api_version", "correlation_id", "client_id",
-                 "peer", "response_cls", "zero_copy", "listener")
+                 "peer", "response_cls", "zero_copy", "listener", "session",
+                 "connection_auth")
 
     def __init__(self, broker, api_key: int, api_version: int, correlation_id: int,
                  client_id: str | None, peer: str, response_cls: type,
-                 zero_copy: bool = False, listener: str | None = None) -> None:
+                 zero_copy: bool = False, listener: str | None = None,
+                 session: Session = PLAINTEXT_SESSION, connection_auth=None) -> None:
         self.broker = broker
         self.api_key = api_key
         self.api_version = api_version
@@ -55,6 +63,8 @@ class RequestContext:
         self.response_cls = response_cls
         self.zero_copy = zero_copy  # records may be sent from files with sendfile
         self.listener = listener    # the listener name the request arrived on
+        self.session = session
+        self.connection_auth = connection_auth
 
     def response(self, **fields):
         """A response of this request's API at its version."""

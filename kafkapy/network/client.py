@@ -12,6 +12,16 @@ Wire format (Kafka's framing):
   int32; v1 (flexible versions) = v0 and tagged fields.  ApiVersions responses
   always carry header v0 (kafka-python's ``ApiVersionsResponse`` knows it).
 
+Security (contract K4): with a ``ClientSecurity`` the connection speaks TLS (SSL,
+SASL_SSL; the broker's host name checked unless the listener turns endpoint
+identification off) and authenticates with SASL (SASL_PLAINTEXT, SASL_SSL) before
+``connect`` returns: SaslHandshake v1, then SaslAuthenticate v2 tokens from the
+client mechanism (``kafkapy.security.sasl.client``).  A refused login raises
+``SaslLoginError`` (a ConnectionError) and closes the connection.  The broker sets
+``BrokerConnection.default_security`` at start-up (its inter-broker settings), which
+every connection made without an explicit ``security`` uses; it is process-wide, so
+brokers sharing one process must share their inter-broker security.
+
 Invariants:
 - requests may be pipelined; responses arrive in request order (Kafka's server
   guarantee), so the pending requests are a FIFO and each response's
@@ -30,6 +40,7 @@ import asyncio
 import collections
 import socket
 import struct
+from dataclasses import dataclass
 
 import structlog
 from kafka.protocol.api_header import RequestHeader, ResponseHeader
@@ -53,6 +64,20 @@ _API_VERSIONS = 18
 _decode_body = ApiMessage.__dict__["decode"].__func__
 
 
+@dataclass(frozen=True)
+class ClientSecurity:
+    """How this broker reaches the others (its inter-broker listener's protocol)."""
+    protocol: str = "PLAINTEXT"
+    ssl_context: object = None
+    sasl_mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
+
+
+class SaslLoginError(ConnectionError):
+    """The other broker refused this broker's SASL login."""
+
+
 class CorrelationMismatch(ConnectionError):
     """A response whose correlation id is not the oldest pending request's."""
 
@@ -69,8 +94,12 @@ class _Pending:
 class BrokerConnection:
     """One TCP connection; ``connect`` once, ``send`` any number of times."""
 
-    def __init__(self, client_id: str | None = "kafkapy", request_timeout_s: float = 30.0) -> None:
+    default_security: ClientSecurity | None = None
+
+    def __init__(self, client_id: str | None = "kafkapy", request_timeout_s: float = 30.0,
+                 security: ClientSecurity | None = None) -> None:
         self.client_id = client_id
+        self.security = security if security is not None else BrokerConnection.default_security
         self.request_timeout_s = request_timeout_s
         self.host: str | None = None
         self.port: int | None = None
@@ -90,14 +119,18 @@ class BrokerConnection:
         if self._writer is not None:
             raise RuntimeError("BrokerConnection.connect called twice")
         self.host, self.port = host, port
+        security = self.security
+        tls = {}
+        if security is not None and security.ssl_context is not None:
+            tls = {"ssl": security.ssl_context, "server_hostname": host}
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=_READ_BUFFER), timeout_s)
+                asyncio.open_connection(host, port, limit=_READ_BUFFER, **tls), timeout_s)
         except asyncio.TimeoutError:
             raise
         except ConnectionError:
             raise
-        except OSError as exc:  # EHOSTUNREACH, ENETUNREACH, DNS failure...: callers catch one type
+        except OSError as exc:  # EHOSTUNREACH, ENETUNREACH, DNS failure, TLS refusal...: one type
             raise ConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
         sock = writer.get_extra_info("socket")
         if sock is not None:
@@ -105,6 +138,37 @@ class BrokerConnection:
         self._reader, self._writer = reader, writer
         self._closed_error = None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        if security is not None and security.sasl_mechanism:
+            try:
+                await asyncio.wait_for(self._sasl_login(security), timeout_s)
+            except BaseException:
+                self.close()
+                raise
+
+    async def _sasl_login(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1 and SaslAuthenticate v2 (Kafka's SaslClientAuthenticator)."""
+        from kafkapy.protocol.messages import REQUESTS
+        from kafkapy.security.sasl import SaslAuthenticationError
+        from kafkapy.security.sasl.client import client_for
+        mechanism = security.sasl_mechanism
+        answer = await self.send(REQUESTS[17][1](mechanism=mechanism))
+        if answer.error_code:
+            raise SaslLoginError(f"{self.host}:{self.port} does not enable SASL mechanism "
+                                 f"{mechanism} (error {answer.error_code}, enabled: "
+                                 f"{', '.join(answer.mechanisms)})")
+        client = client_for(mechanism, security.username, security.password)
+        token = client.first()
+        while True:
+            answer = await self.send(REQUESTS[36][2](auth_bytes=token))
+            if answer.error_code:
+                raise SaslLoginError(f"SASL login to {self.host}:{self.port} failed: "
+                                     f"{answer.error_message}")
+            try:
+                token = client.evaluate(bytes(answer.auth_bytes))
+            except SaslAuthenticationError as err:
+                raise SaslLoginError(f"SASL login to {self.host}:{self.port} failed: {err}") from None
+            if client.complete:
+                return
 
     async def send(self, request, client_id: str | None = None, timeout_s: float | None = None):
         """Send a versioned request instance; returns the decoded versioned response."""

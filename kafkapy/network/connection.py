@@ -17,6 +17,13 @@ bytes.  Invariants:
   unsupported version of any API but ApiVersions, a body that does not
   decode, or a null in a field the schema says is not nullable closes this
   connection only, with one warning line;
+- on a SASL listener the connection's ``SaslGate`` (``kafkapy.security.gate``) sees
+  every frame first: before authentication only ApiVersions, SaslHandshake and
+  SaslAuthenticate (or raw v0 tokens) pass, anything else closes the connection, and a
+  failed authentication closes it right after its error answer; with no gate
+  (PLAINTEXT, SSL) the path is one attribute test;
+- every request's context carries the connection's ``Session`` (principal: ANONYMOUS,
+  the SSL client certificate's distinguished name, or the SASL user);
 - responses carrying file ranges (zero-copy Fetch) are sent with
   ``os.sendfile`` on a duplicate of the socket's descriptor once the
   transport's own buffer is empty; everything queued behind them waits, so
@@ -38,6 +45,8 @@ from kafkapy.network.zero_copy import FileRange, ZeroCopyResponse, materialize, 
 from kafkapy.protocol.headers import (
     API_VERSIONS_KEY, decode_request_header, peek_api)
 from kafkapy.protocol.nullability import null_field
+from kafkapy.security import gate as sasl_gate
+from kafkapy.security.principal import ANONYMOUS, PLAINTEXT_SESSION, Session
 
 _log = structlog.get_logger("kafkapy.network")
 _SIZE = struct.Struct(">i")
@@ -73,6 +82,8 @@ class KafkaConnection(asyncio.Protocol):
         self._sock_fd = -1
         self.peer = "?"
         self.last_active = 0.0
+        self.session = PLAINTEXT_SESSION
+        self._gate: sasl_gate.SaslGate | None = None
 
     # -- asyncio.Protocol ---------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -80,7 +91,30 @@ class KafkaConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.last_active = self._server.now()
+        protocol = self._server.security_protocol
+        if protocol != "PLAINTEXT" or self._server.listener not in (None, "PLAINTEXT"):
+            self._secure_session(transport, peer, protocol)
         self._server.connection_opened(self)
+
+    def _secure_session(self, transport, peer, protocol: str) -> None:
+        """The session of a non-default listener: the SSL certificate's principal, and
+        on SASL listeners the gate every frame passes until authentication completes."""
+        principal = ANONYMOUS
+        if protocol == "SSL":
+            from kafkapy.security.ssl import peer_principal
+            principal = peer_principal(transport.get_extra_info("ssl_object"))
+        self.session = Session(principal, peer[0] if peer else "",
+                               self._server.listener or "PLAINTEXT", protocol)
+        if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            self._gate = sasl_gate.SaslGate(self._broker, self._server.listener,
+                                            self._authenticated_as)
+            # Kafka reads authentication frames with sasl.server.max.receive.size
+            self._max_frame = min(self._max_frame, self._gate.max_receive)
+
+    def _authenticated_as(self, principal) -> None:
+        self._max_frame = self._server.max_request_bytes
+        s = self.session
+        self.session = Session(principal, s.client_address, s.listener_name, s.security_protocol)
 
     def connection_lost(self, exc) -> None:
         self._closed = True
@@ -163,6 +197,13 @@ class KafkaConnection(asyncio.Protocol):
 
     # -- dispatch --------------------------------------------------------------
     def _handle_frame(self, frame: bytes) -> None:
+        auth = None
+        gate = self._gate
+        if gate is not None and (gate.state is not sasl_gate.COMPLETE
+                                 or gate.expires_at is not None):
+            auth = self._gated(gate, frame)
+            if auth is False:
+                return
         if len(frame) < 8:
             self._bad_request("request shorter than its header", size=len(frame))
             return
@@ -194,7 +235,9 @@ class KafkaConnection(asyncio.Protocol):
         metrics.api_requests(spec.name).inc()
         ctx = RequestContext(self._broker, api_key, version, correlation_id,
                              header.client_id, self.peer, spec.response_cls, self._zero_copy,
-                             self._server.listener)
+                             self._server.listener, self.session, auth)
+        if gate is not None and api_key == API_VERSIONS_KEY:
+            gate.versions_answered()
         slot = _Slot()
         self._slots.append(slot)
         try:
@@ -211,6 +254,26 @@ class KafkaConnection(asyncio.Protocol):
             future.add_done_callback(lambda f: self._finished(slot, ctx, spec, f))
         else:
             self._complete(slot, ctx, result)
+
+    def _gated(self, gate, frame: bytes):
+        """The gate's verdict on a frame: False (handled or closed), or the
+        ``connection_auth`` for the dispatch (None for an ordinary request)."""
+        api_key = int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
+        verdict = gate.admit(api_key, len(frame))
+        if verdict == sasl_gate.SERVE:
+            return None
+        if verdict == sasl_gate.SERVE_AUTH:
+            version = int.from_bytes(frame[2:4], "big", signed=True) if len(frame) >= 4 else 0
+            return gate.auth_for(version)
+        if verdict == sasl_gate.RAW_TOKEN:
+            answer = gate.raw_token(frame)
+            if answer is None:
+                self._bad_request(gate.close_reason)
+            else:
+                self._queue_ready(answer)
+            return False
+        self._bad_request(gate.close_reason, api_key=api_key)
+        return False
 
     def _finished(self, slot: _Slot, ctx, spec, future: asyncio.Future) -> None:
         if future.cancelled():
@@ -239,6 +302,10 @@ class KafkaConnection(asyncio.Protocol):
                 self.close()
                 return
         self._flush()
+        if ctx.connection_auth is not None and self._gate.state is sasl_gate.FAILED:
+            # Kafka sends the error answer, then closes (asyncio flushes it first).
+            _log.info("closing connection: " + self._gate.close_reason, peer=self.peer)
+            self.close()
 
     def _queue_ready(self, payload: bytes) -> None:
         slot = _Slot()

@@ -2,6 +2,11 @@
 
 Graceful shutdown: stop accepting, let every connection finish the requests it
 has in flight (bounded wait), then close the transports.
+
+A listener whose security protocol is SSL or SASL_SSL gets an ``ssl.SSLContext``
+(``kafkapy.security.ssl``); the TLS handshake completes before the connection is
+made, so a failed or truncated handshake never becomes a connection (bounded by the
+handshake timeout) and costs nobody else anything.
 """
 from __future__ import annotations
 
@@ -14,15 +19,20 @@ from kafkapy import metrics
 from kafkapy.network.connection import KafkaConnection
 
 _log = structlog.get_logger("kafkapy.network")
+# A client that opens a TLS connection and never finishes the handshake is dropped then.
+_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class SocketServer:
     def __init__(self, broker, apis: dict, host: str, port: int, *,
                  max_request_bytes: int, max_inflight: int, idle_ms: int,
                  unsupported_api_versions, zero_copy: bool = True,
-                 listener: str | None = None) -> None:
+                 listener: str | None = None, security_protocol: str = "PLAINTEXT",
+                 ssl_context=None) -> None:
         self.broker = broker
         self.listener = listener
+        self.security_protocol = security_protocol
+        self.ssl_context = ssl_context
         self.apis = apis
         self.host = host
         self.port = port
@@ -41,13 +51,16 @@ class SocketServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        tls = {} if self.ssl_context is None else {
+            "ssl": self.ssl_context, "ssl_handshake_timeout": _HANDSHAKE_TIMEOUT_S}
         self._server = await loop.create_server(
             lambda: KafkaConnection(self), self.host or None, self.port,
-            reuse_address=True, backlog=1024)
+            reuse_address=True, backlog=1024, **tls)
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
         self._schedule_reaper()
-        _log.info("listening", listener=self.listener, host=self.host, port=self.port)
+        _log.info("listening", listener=self.listener, host=self.host, port=self.port,
+                  security_protocol=self.security_protocol)
 
     def connection_opened(self, conn: KafkaConnection) -> None:
         self._connections.add(conn)

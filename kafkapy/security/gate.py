@@ -1,0 +1,225 @@
+"""The SASL gate of one connection on a SASL_PLAINTEXT / SASL_SSL listener (contract K2).
+
+Kafka's SaslServerAuthenticator, as a state machine the connection consults for every
+frame before it is dispatched:
+
+- ``HANDSHAKE_OR_VERSIONS``: ApiVersions (then ``HANDSHAKE``) or SaslHandshake;
+- ``HANDSHAKE``: SaslHandshake only;
+- ``AUTHENTICATE``: after a v1 handshake, SaslAuthenticate requests only;
+- ``AUTHENTICATE_RAW``: after a v0 handshake, each frame is a raw token (no Kafka request
+  header), answered by a size-prefixed raw token;
+- ``COMPLETE``: every API is served; when the session has a lifetime
+  (``connections.max.reauth.ms``) a request arriving after it expired closes the
+  connection, unless it is a SaslHandshake, which begins re-authentication (same
+  mechanism, same principal, as Kafka requires);
+- ``FAILED``: the error answer is sent, then the connection closes.
+
+Anything else before authentication (another API, ApiVersions out of turn, a frame larger
+than ``sasl.server.max.receive.size``, a frame that is no Kafka request) closes the
+connection without an answer (IllegalSaslStateException / InvalidReceiveException).
+
+The mechanisms (S2, ``kafkapy.security.sasl``) talk to the gate through the
+``ConnectionAuth`` object put on the context of SaslHandshake / SaslAuthenticate only:
+``begin(server)``, ``authenticated(principal_name)``, ``failed()``, ``server``.
+
+Invariants: only ``COMPLETE`` lets a request other than the three through; the session's
+principal changes only in ``authenticated``; the expiry is measured on the monotonic
+clock from the end of the authentication.
+"""
+from __future__ import annotations
+
+import time
+
+import structlog
+
+from kafkapy.security.principal import USER_TYPE, KafkaPrincipal
+
+_log = structlog.get_logger("kafkapy.security.gate")
+
+API_VERSIONS = 18
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+
+HANDSHAKE_OR_VERSIONS = "HANDSHAKE_OR_VERSIONS_REQUEST"
+HANDSHAKE = "HANDSHAKE_REQUEST"
+AUTHENTICATE = "AUTHENTICATE"
+AUTHENTICATE_RAW = "AUTHENTICATE_RAW"
+COMPLETE = "COMPLETE"
+FAILED = "FAILED"
+
+# verdicts of ``SaslGate.admit``
+SERVE = 0           # dispatch as usual (no connection_auth)
+SERVE_AUTH = 1      # dispatch with ``connection_auth``
+RAW_TOKEN = 2       # a raw v0 token: ``raw_token(frame)``
+CLOSE = 3           # close the connection, no answer
+
+_DEFAULT_MAX_RECEIVE = 524288
+
+
+class SaslGate:
+    """Per-connection SASL state (see module docstring)."""
+
+    __slots__ = ("state", "server", "mechanism", "principal", "expires_at", "_broker",
+                 "_listener", "_max_receive", "_reauthenticating", "_on_principal",
+                 "close_reason")
+
+    def __init__(self, broker, listener_name: str, on_principal) -> None:
+        self.state = HANDSHAKE_OR_VERSIONS
+        self.server = None
+        self.mechanism: str | None = None
+        self.principal: KafkaPrincipal | None = None
+        self.expires_at: float | None = None
+        self.close_reason = ""
+        self._broker = broker
+        self._listener = listener_name
+        self._reauthenticating = False
+        self._on_principal = on_principal     # the connection's session setter
+        self._max_receive = _max_receive(broker.config)
+
+    @property
+    def max_receive(self) -> int:
+        return self._max_receive
+
+    @property
+    def authenticated_now(self) -> bool:
+        return self.state == COMPLETE
+
+    def admit(self, api_key: int, frame_size: int, now: float | None = None) -> int:
+        """What to do with the next frame (its api key as peeked; -1 if it has none)."""
+        state = self.state
+        if state == COMPLETE:
+            if self.expires_at is None:
+                return SERVE
+            if api_key == SASL_HANDSHAKE:
+                self._begin_reauthentication()
+                return SERVE_AUTH
+            if (time.monotonic() if now is None else now) >= self.expires_at:
+                return self._close("authentication session expired")
+            return SERVE
+        if frame_size > self._max_receive:
+            return self._close("Failing SASL authentication due to invalid receive size")
+        if state == AUTHENTICATE_RAW:
+            return RAW_TOKEN
+        if state == HANDSHAKE_OR_VERSIONS:
+            if api_key == API_VERSIONS:
+                return SERVE      # HANDSHAKE once answered (``versions_answered``)
+            if api_key == SASL_HANDSHAKE:
+                return SERVE_AUTH
+            return self._close(f"Unexpected Kafka request of type {api_key} during SASL handshake.")
+        if state == HANDSHAKE:
+            if api_key == SASL_HANDSHAKE:
+                return SERVE_AUTH
+            return self._close(f"Unexpected Kafka request of type {api_key} during SASL handshake.")
+        if state == AUTHENTICATE:
+            if api_key == SASL_AUTHENTICATE:
+                return SERVE_AUTH
+            return self._close(f"Unexpected Kafka request of type {api_key} during SASL authentication.")
+        return self._close("SASL authentication failed")
+
+    def versions_answered(self) -> None:
+        """An ApiVersions of a supported version was dispatched: only a handshake may
+        follow (an unsupported version is answered and the state stays)."""
+        if self.state == HANDSHAKE_OR_VERSIONS:
+            self.state = HANDSHAKE
+
+    def auth_for(self, api_version: int) -> "ConnectionAuth":
+        return ConnectionAuth(self, api_version)
+
+    def raw_token(self, token: bytes) -> bytes | None:
+        """A v0 (unframed) token: the size-prefixed answer, or None to close."""
+        from kafkapy.security.sasl import SaslAuthenticationError
+        server = self.server
+        try:
+            answer = server.evaluate(token)
+        except SaslAuthenticationError as err:
+            self.state = FAILED
+            self.close_reason = f"SASL authentication failed: {err}"
+            return None
+        if server.complete:
+            if not self._complete(server.principal_name):
+                return None
+        answer = answer or b""
+        return len(answer).to_bytes(4, "big") + answer
+
+    # -- called through ConnectionAuth -----------------------------------------------
+    def _begin(self, server, version: int) -> None:
+        if self._reauthenticating and server.mechanism != self.mechanism:
+            self._fail(f"SASL mechanism '{server.mechanism}' requested by client is not "
+                       f"supported for re-authentication of mechanism '{self.mechanism}'")
+            return
+        self.server = server
+        self.mechanism = server.mechanism
+        self.state = AUTHENTICATE if version >= 1 else AUTHENTICATE_RAW
+
+    def _complete(self, principal_name: str) -> bool:
+        principal = KafkaPrincipal(USER_TYPE, principal_name)
+        if self._reauthenticating and principal != self.principal:
+            prev = self.principal
+            self._fail(f"Cannot change principals during re-authentication from "
+                       f"{prev.principal_type}.{prev.name}: {principal.principal_type}.{principal.name}")
+            return False
+        lifetime = _session_lifetime_ms(self._broker.config, self._listener, self.mechanism)
+        self.expires_at = time.monotonic() + lifetime / 1000.0 if lifetime > 0 else None
+        self.principal = principal
+        self.state = COMPLETE
+        self.server = None
+        self._reauthenticating = False
+        self._on_principal(principal)
+        return True
+
+    def _fail(self, reason: str = "SASL authentication failed") -> None:
+        self.state = FAILED
+        self.close_reason = reason
+
+    def _begin_reauthentication(self) -> None:
+        self._reauthenticating = True
+        self.state = HANDSHAKE
+
+    def _close(self, reason: str) -> int:
+        self.state = FAILED
+        self.close_reason = reason
+        return CLOSE
+
+
+class ConnectionAuth:
+    """What SaslHandshake / SaslAuthenticate handlers get as ``ctx.connection_auth``."""
+
+    __slots__ = ("_gate", "_version")
+
+    def __init__(self, gate: SaslGate, version: int) -> None:
+        self._gate = gate
+        self._version = version
+
+    @property
+    def server(self):
+        return self._gate.server
+
+    @property
+    def reauthenticating(self) -> bool:
+        return self._gate._reauthenticating
+
+    def begin(self, mechanism_server) -> None:
+        self._gate._begin(mechanism_server, self._version)
+
+    def authenticated(self, principal_name: str) -> None:
+        self._gate._complete(principal_name)
+
+    def failed(self) -> None:
+        if self._gate.state != FAILED:
+            self._gate._fail()
+
+
+def _max_receive(config) -> int:
+    try:
+        value = config["sasl.server.max.receive.size"]
+    except KeyError:
+        value = config.originals.get("sasl.server.max.receive.size")
+    try:
+        return int(value) if value is not None else _DEFAULT_MAX_RECEIVE
+    except (TypeError, ValueError):
+        return _DEFAULT_MAX_RECEIVE
+
+
+def _session_lifetime_ms(config, listener_name: str, mechanism: str | None) -> int:
+    from kafkapy.handlers.sasl_authenticate import session_lifetime_ms
+    return session_lifetime_ms(config, listener_name, mechanism or "")

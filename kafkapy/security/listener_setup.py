@@ -1,0 +1,48 @@
+"""What a listener and the inter-broker client need from the configuration, built once at
+start-up (Kafka's ChannelBuilders): the listener's TLS context and SASL checks, and the
+broker's own TLS/SASL settings for reaching other brokers (contract K4).
+
+Inter-broker: the listener is ``inter.broker.listener.name`` (or the one named like
+``security.inter.broker.protocol``); on SSL/SASL_SSL the client context is built from that
+listener's ``ssl.*`` settings; on SASL the mechanism is
+``sasl.mechanism.inter.broker.protocol`` and the user/password come from
+``listener.name.<l>.<mechanism>.sasl.jaas.config`` (``username``/``password``).
+
+Errors are ValueError with a message naming listener and key (the broker reports it as its
+start-up failure).
+"""
+from __future__ import annotations
+
+from kafkapy.network.client import ClientSecurity
+
+SSL_PROTOCOLS = ("SSL", "SASL_SSL")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+def listener_ssl_context(config, listener_name: str, protocol: str):
+    """The server SSLContext of a listener (None when it has no TLS); SASL entries checked."""
+    if protocol in SASL_PROTOCOLS:
+        from kafkapy.security.sasl import check_listener
+        check_listener(config, listener_name)
+    if protocol not in SSL_PROTOCOLS:
+        return None
+    from kafkapy.security.ssl import server_context
+    return server_context(config, listener_name, protocol)
+
+
+def inter_broker_security(config) -> ClientSecurity | None:
+    name = config.inter_broker_listener_name
+    protocol = config.listener_security_protocol_map.get(name, "PLAINTEXT")
+    if protocol == "PLAINTEXT":
+        return None
+    ssl_context = None
+    if protocol in SSL_PROTOCOLS:
+        from kafkapy.security.ssl import client_context
+        ssl_context = client_context(config, name)
+    mechanism = username = password = None
+    if protocol in SASL_PROTOCOLS:
+        from kafkapy.security.sasl.client import broker_credentials
+        mechanism = str(config["sasl.mechanism.inter.broker.protocol"])
+        username, password = broker_credentials(config, name, mechanism)
+    return ClientSecurity(protocol=protocol, ssl_context=ssl_context, sasl_mechanism=mechanism,
+                          username=username, password=password)
