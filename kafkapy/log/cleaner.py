@@ -793,6 +793,10 @@ def replace_segments(log, group: CleanedGroup, fail_after: str | None = None) ->
             raise InjectedCrash(fail_after)
     log._pending_deletes.extend((log.clock.time_ms() + log.config.file_delete_delay_ms, s)
                                 for s in group.old)
+    # Kafka's replaceSegments -> deleteProducerSnapshots: the snapshots of the segments
+    # merged away (every old one but the group's base) go with them.
+    for old in group.old[1:]:
+        log.producer_state.delete_snapshot(old.base_offset)
     if fail_after == "old_deleted":
         raise InjectedCrash(fail_after)
     # 3. .swap -> final names; open it as an inactive segment.

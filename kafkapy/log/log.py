@@ -221,6 +221,9 @@ class Log:
                                    self.log_end_offset)
         self.leader_epoch_cache = LeaderEpochCache(self.dir)
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        # Kafka's LogLoader: snapshots at no segment's base offset go (the newest stray
+        # one stays if it is past the last segment's base: the log end's snapshot).
+        self.producer_state.remove_stray_snapshots(self._bases)
         self._rebuild_producer_state()
 
     def _rebuild_producer_state(self) -> None:

@@ -248,7 +248,10 @@ class LogManager:
             if not os.path.isdir(path):
                 continue
             if name.endswith(DELETE_DIR_SUFFIX):
-                shutil.rmtree(path, ignore_errors=True)
+                # Kafka's loadLog: a deleted log found at start-up goes file.delete.delay.ms
+                # after the load (kafka-delete-logs), not at once.
+                self._pending_log_deletes.append(
+                    (self.clock.time_ms() + self._default_delete_delay_ms(), _DeletedDir(path)))
                 continue
             if name.endswith(FUTURE_DIR_SUFFIX):
                 self._load_future(d, path, name, recovery, starts, hws, clean, topic_configs)
@@ -503,6 +506,9 @@ class LogManager:
                   "for %s-%d", topic, partition)
         return dest
 
+    def _default_delete_delay_ms(self) -> int:
+        return LogConfig(None, self.default_topic_config).file_delete_delay_ms
+
     def _schedule_log_delete(self, log: Log) -> None:
         if log.offline:
             log.release()
@@ -732,11 +738,26 @@ class LogManager:
                 atomic_write(os.path.join(d, CLEAN_SHUTDOWN_FILE),
                              json.dumps({"version": 0, "brokerEpoch": broker_epoch},
                                         separators=(",", ":")).encode())
-        self.purge_deleted_logs(force=True)
+        # Logs still waiting for file.delete.delay.ms stay on disk as ``-delete`` dirs for
+        # the next start (Kafka's shutdown leaves logsToBeDeleted alone); due ones go.
+        self.purge_deleted_logs()
+        for _due, log in self._pending_log_deletes:
+            log.release()
+        self._pending_log_deletes = []
         self.logs.clear()
         self._dir_of.clear()
         self.future_logs.clear()
         self._future_dir_of.clear()
+
+
+class _DeletedDir:
+    """A ``-delete`` dir found at start-up: nothing open, removed when due."""
+
+    def __init__(self, path: str) -> None:
+        self.dir = path
+
+    def release(self) -> None:
+        pass
 
 
 def _topic_config(topic_configs: TopicConfigs, topic: str) -> dict[str, Any] | None:

@@ -357,6 +357,22 @@ class ProducerStateManager:
             if off > log_end_offset or off <= log_start_offset:
                 _unlink(path)
 
+    def remove_stray_snapshots(self, segment_bases: list[int]) -> None:
+        """Kafka's removeStraySnapshots (at log load): delete every snapshot whose offset
+        is no segment's base offset, except the newest such one when it lies beyond the
+        last segment's base offset."""
+        bases = set(segment_bases)
+        strays = [(off, path) for off, path in self.list_snapshots() if off not in bases]
+        keep = strays[-1] if strays and (not bases or strays[-1][0] >= max(bases)) else None
+        for off, path in strays:
+            if (off, path) != keep:
+                _unlink(path)
+
+    def delete_snapshot(self, offset: int) -> None:
+        """Delete the snapshot at ``offset`` if there is one (its segment was removed)."""
+        if self.dir is not None:
+            _unlink(self.snapshot_path(offset))
+
     def delete_snapshots_below(self, offset: int, keep: int = 2) -> None:
         snaps = self.list_snapshots()
         for off, path in snaps[:-keep] if keep else snaps:

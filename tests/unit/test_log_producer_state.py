@@ -175,3 +175,24 @@ def test_snapshot_file_format(tmp_path):
     other = ProducerStateManager(str(tmp_path))
     assert other.load_latest_snapshot(10**9) == 104
     assert other.check(batch(5, n=4)[1]) == DuplicateBatch(100, 103, TS + 3)
+
+
+def test_remove_stray_snapshots_as_kafka_log_loader(tmp_path):
+    """Kafka's removeStraySnapshots: snapshots at no segment base go, except the newest
+    stray one when it lies past the last segment's base (the log end's snapshot)."""
+    from kafkapy.log.producer_state import ProducerStateManager
+    for off in (0, 12, 24, 49, 80):
+        (tmp_path / f"{off:020d}.snapshot").write_bytes(b"")
+    ps = ProducerStateManager(str(tmp_path))
+    ps.remove_stray_snapshots([0, 49, 63])
+    assert [off for off, _ in ps.list_snapshots()] == [0, 49, 80]
+    ps.remove_stray_snapshots([0, 100])
+    assert [off for off, _ in ps.list_snapshots()] == [0]
+
+
+def test_snapshots_out_of_range_deleted_as_kafka_truncate_and_reload(tmp_path):
+    for off in (10, 49, 63, 90):
+        (tmp_path / f"{off:020d}.snapshot").write_bytes(b"")
+    ps = ProducerStateManager(str(tmp_path))
+    ps.delete_snapshots_out_of_range(49, 80)
+    assert [off for off, _ in ps.list_snapshots()] == [63]
