@@ -19,6 +19,11 @@ own RSS is recorded in ``describe()['zookeeper_rss_mib']``).
 ``zookeeper.connect``, ``num.partitions=1`` and ``group.initial.rebalance.delay.ms=0`` set; the
 start script's default heap unless ``--kafka-heap-opts``), sampled at the JVMs.
 
+``python bench/cluster.py reassign`` (``reassign_main``) is a figure of its own: the time to
+move one partition holding N MiB from broker 1 to broker 2 (AlterPartitionReassignments,
+``workloads.reassign_time``) on a kafkapy cluster and on a Kafka 3.9 one in the same run;
+results in ``bench/results/reassign-latest.json|md``.
+
 Invariants: every process listens on 127.0.0.1 only; everything written is under the work dir.
 """
 from __future__ import annotations
@@ -419,7 +424,8 @@ def reassignment_report(doc: dict) -> str:
         return "—" if v is None else f"{v:,.{nd}f}"
     lines.append("| seconds | " + " | ".join(fmt(med[k]) for k in kinds) + " |")
     lines.append("| MiB/s | " + " | ".join(fmt(rate[k], 1) for k in kinds) + " |")
-    lines.append("| brokers' CPU % (sum of 3) | " + " | ".join(fmt(cpu[k], 0) for k in kinds) + " |")
+    lines.append("| brokers' CPU % (sum of 3) | "
+                 + " | ".join(fmt(cpu[k], 0) for k in kinds) + " |")
     if med.get("kafkapy3") and med.get("kafka3"):
         lines += ["", f"kafkapy / Kafka time ratio: {med['kafkapy3'] / med['kafka3']:.2f} "
                       "(above 1: kafkapy slower)."]
@@ -468,7 +474,8 @@ def reassign_main(argv: list[str] | None = None) -> int:
         (results / f"{name}.json").write_text(json.dumps(doc, indent=2, default=str))
         (results / f"{name}.md").write_text(text)
     print(text)
-    ok = all(c.get("runs") and all(r.get("ok") for r in c["runs"]) for c in doc["clusters"].values())
+    ok = all(c.get("runs") and all(r.get("ok") for r in c["runs"])
+             for c in doc["clusters"].values())
     return 0 if ok else 1
 
 

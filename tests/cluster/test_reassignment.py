@@ -87,7 +87,8 @@ def plan_file(tmp_path: Path, topic: str, target: dict[int, list[int]], name: st
 
 def execute(tool: str, bootstrap: str, plan: str) -> str:
     result = reassign(tool, bootstrap, "--reassignment-json-file", plan, "--execute")
-    assert result.returncode == 0, f"--execute exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+    assert result.returncode == 0, (
+        f"--execute exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
     assert "Successfully started partition reassignment" in result.stdout, result.stdout
     return result.stdout
 
@@ -143,7 +144,9 @@ def partition_dirs(c, node_id: int, topic: str) -> list[str]:
     (``<topic>-<p>.<id>-delete``)."""
     pattern = re.compile(rf"^{re.escape(topic)}-\d+(\..*-delete)?$")
     log_dir = Path(c.nodes[node_id].log_dir)
-    return sorted(d.name for d in log_dir.iterdir() if pattern.match(d.name)) if log_dir.is_dir() else []
+    if not log_dir.is_dir():
+        return []
+    return sorted(d.name for d in log_dir.iterdir() if pattern.match(d.name))
 
 
 def has_dir(c, node_id: int, topic: str, partition: int) -> bool:
@@ -231,8 +234,10 @@ def test_move_a_topic_from_brokers_1_2_to_2_3_under_traffic(shared_cluster, uniq
     for e in records:
         where.setdefault(e["value"], set()).add((e["partition"], e["offset"]))
     lost = sorted(int(v) for v in acked if v not in where)
-    moved = sorted((v, pos, where[v]) for v, pos in acked.items() if v in where and where[v] != {pos})
-    assert not lost and not moved, f"acknowledged {len(acked)}: lost {lost[:10]}, moved {moved[:10]}"
+    moved = sorted((v, pos, where[v]) for v, pos in acked.items()
+                   if v in where and where[v] != {pos})
+    assert not lost and not moved, (
+        f"acknowledged {len(acked)}: lost {lost[:10]}, moved {moved[:10]}")
     offsets: dict[int, set[int]] = {}
     for e in records:
         offsets.setdefault(e["partition"], set()).add(e["offset"])
@@ -485,7 +490,8 @@ def test_execute_throttle_sets_and_verify_clears_the_throttles(shared_cluster, u
     for broker in (1, 2, 3):
         left = throttles & set(_config_znode(c, f"/config/brokers/{broker}"))
         assert not left, (broker, left)
-    left = {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"} & set(
+    left = {"leader.replication.throttled.replicas",
+            "follower.replication.throttled.replicas"} & set(
         _config_znode(c, f"/config/topics/{topic}"))
     assert not left, left
     wait_settled(c, topic, target)
@@ -533,7 +539,8 @@ def test_refused_reassignments(shared_cluster, unique):
         (unique("nope"), 0): [1],           # no such topic
     })
     assert code == 0
-    assert errors == {(topic, 0): INVALID_REPLICA_ASSIGNMENT, (topic, 1): INVALID_REPLICA_ASSIGNMENT,
+    assert errors == {(topic, 0): INVALID_REPLICA_ASSIGNMENT,
+                      (topic, 1): INVALID_REPLICA_ASSIGNMENT,
                       (topic, 7): UNKNOWN_TOPIC_OR_PARTITION,
                       (unique("nope"), 0): UNKNOWN_TOPIC_OR_PARTITION}, errors
     code, errors = _alter(c, controller, {(topic, 0): None})   # cancel: nothing in flight
