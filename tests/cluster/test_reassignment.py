@@ -23,6 +23,7 @@ Kafka 3.9 brokers:
 * the legacy ``/admin/reassign_partitions`` znode still drives moves and is deleted after,
   also when the controller is killed while its move is in flight;
 * the partition's leader killed mid-move: the controller leads, the move completes;
+* the adding replica's broker killed mid-move and restarted: the move completes;
 * a second reassignment replaces one in flight; the no-longer-needed replica is deleted;
 * a topic deleted mid-move is gone everywhere once the move can finish, and can be re-made;
 * ``--execute --throttle`` sets Kafka's throttle configs and ``--verify`` clears them;
@@ -768,3 +769,35 @@ def test_deleting_a_topic_while_it_moves(patient_cluster, unique, tmp_path):
     c.wait_topic(topic, 1)
     again = produce_and_check(c, holder, topic, [0], 100, "again")
     read_back(c, target_broker, topic, again)
+
+
+def test_target_broker_restarted_mid_reassignment(patient_cluster, unique, tmp_path):
+    """The adding replica's broker is killed (kill -9) mid-move and started again on its
+    log dir: the same controller sees it fail and come back, and the move completes."""
+    c = patient_cluster
+    topic = unique("target-restart")
+    controller, holder, target_broker = _pause_target(c)
+    before = {0: [holder], 1: [holder]}
+    target = {0: [target_broker], 1: [holder, target_broker]}
+    clients.create_topic(c.bootstrap(controller), topic, assignment=before)
+    c.wait_topic(topic, 2)
+    data = produce_and_check(c, holder, topic, [0, 1], 300, "a")
+    plan = plan_file(tmp_path, topic, target, "target-restart")
+
+    c.pause(target_broker)
+    execute("kafka", c.bootstrap(holder), plan)
+    c.kill(target_broker)
+    wait_for(lambda: target_broker not in c.registered(), PATIENT_FAILOVER_S,
+             f"killed broker {target_broker}'s session to end")
+    code, out = verify_lines("kafka", c.bootstrap(holder), plan)
+    assert code == 0 and all(f"Reassignment of partition {topic}-{p} is still in progress."
+                             in out for p in target), out
+    c.restart(target_broker)
+    wait_verified("kafka", c.bootstrap(holder), plan, topic, target, c)
+    wait_settled(c, topic, target)
+    assert c.partition_state(topic, 0)["leader"] == target_broker
+    assert c.partition_state(topic, 1)["leader"] == holder
+    wait_for(lambda: not has_dir(c, holder, topic, 0), DELETE_S,
+             lambda: f"{topic}-0's old replica dir to leave broker {holder}: "
+                     f"{partition_dirs(c, holder, topic)}")
+    read_back(c, target_broker, topic, data)
