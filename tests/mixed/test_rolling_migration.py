@@ -215,6 +215,27 @@ def consumer_groups_describe(bootstrap: str, group: str) -> dict[tuple[str, int]
     return rows
 
 
+def _check_describe(m: Mixed, bootstrap: str, topic: str) -> dict[int, dict]:
+    """kafka-topics.sh --describe: the assignment, a full ISR, ZooKeeper's leaders."""
+    rows = describe_topic(bootstrap, topic)
+    assert {p: r["Replicas"] for p, r in rows.items()} == ASSIGNMENT, rows
+    assert all(sorted(r["Isr"]) == list(IDS) for r in rows.values()), rows
+    states = m.states(topic)
+    assert {p: r["Leader"] for p, r in rows.items()} == \
+        {p: s["leader"] for p, s in states.items()}, (rows, states)
+    return rows
+
+
+def _check_group_describe(bootstrap: str, group: str, topic: str, offsets: dict[int, int],
+                          ends: dict[int, int]) -> None:
+    """kafka-consumer-groups.sh --describe: committed offset, log end and lag per partition."""
+    rows = consumer_groups_describe(bootstrap, group)
+    got = {p: (int(rows[(topic, p)]["CURRENT-OFFSET"]), int(rows[(topic, p)]["LOG-END-OFFSET"]),
+               int(rows[(topic, p)]["LAG"])) for p in range(PARTITIONS)}
+    assert got == {p: (offsets[p], ends[p], ends[p] - offsets[p]) for p in range(PARTITIONS)}, \
+        (group, rows)
+
+
 # --------------------------------------------------------------------------- the test
 
 class _Traffic:
@@ -298,6 +319,9 @@ def _replace(m: Mixed, traffic: _Traffic, node_id: int, kind: str) -> None:
                      f"{ {t: m.states(t) for t in _all_topics(m)} }\n" + m.summary())
     _preferred_leaders(m)
     traffic.wait_progress(f"after broker {node_id} became {kind} ({_kinds(m)})")
+    controller = m.controller_id()
+    print(f"broker {node_id} -> {kind}: {_kinds(m)}, controller {controller} "
+          f"({m.kinds.get(controller)})")
 
 
 @pytest.fixture
@@ -338,6 +362,10 @@ def test_rolling_migration_kafka_to_kafkapy_and_back(kafka_cluster, tmp_path):
         for i in IDS:
             _replace(m, traffic, i, "kafkapy")
         assert _committed(m.bootstrap(2), "settled-group", "settled") == SETTLED_COMMITS
+        # Kafka's tools against the all-kafkapy cluster, mid-way.
+        _check_describe(m, m.bootstrap(2), "settled")
+        _check_group_describe(m.bootstrap(3), "settled-group", "settled", SETTLED_COMMITS,
+                              {p: SETTLED_RECORDS for p in range(PARTITIONS)})
 
         # The group resumes where it left off: the consumer leaves, a new one joins.
         traffic.wait_consumed(first, traffic.acked_values(), "after the forward migration")
@@ -396,31 +424,21 @@ def test_rolling_migration_kafka_to_kafkapy_and_back(kafka_cluster, tmp_path):
     assert _committed(m.bootstrap(3), "live-group", "migrate") == live
 
     # Every partition fully replicated, replicas byte-identical.
-    wait_for(lambda: _full_isr_everywhere(m), STEP_S, lambda: "full ISRs at the end\n" + m.summary())
+    wait_for(lambda: _full_isr_everywhere(m), STEP_S,
+             lambda: "full ISRs at the end\n" + m.summary())
     wait_for(lambda: _replicas_identical(m, "migrate"), 60,
              "the replicas of migrate byte-identical")
 
     # Kafka's tools against the final cluster.
+    assert all(m.kinds[i] == "kafka" for i in IDS), _kinds(m)
     for topic in ("migrate", "settled"):
-        rows = describe_topic(via, topic)
-        assert {p: r["Replicas"] for p, r in rows.items()} == ASSIGNMENT, rows
-        assert all(sorted(r["Isr"]) == list(IDS) and r["Leader"] in ASSIGNMENT[p]
-                   for p, r in rows.items()), rows
-        states = m.states(topic)
-        assert {p: r["Leader"] for p, r in rows.items()} == \
-            {p: s["leader"] for p, s in states.items()}, (rows, states)
+        rows = _check_describe(m, via, topic)
         if topic == "migrate":
             assert {p: r["Leader"] for p, r in rows.items()} == \
                 {p: rs[0] for p, rs in ASSIGNMENT.items()}, rows
     under = kafka_tool("kafka-topics.sh", "--bootstrap-server", via, "--describe",
                        "--under-replicated-partitions")
     assert under.returncode == 0 and not under.stdout.strip(), under.stdout + under.stderr
-    for group, topic, offsets, end in (("live-group", "migrate", live, ends),
-                                       ("settled-group", "settled", SETTLED_COMMITS,
-                                        {p: SETTLED_RECORDS for p in range(PARTITIONS)})):
-        rows = consumer_groups_describe(via, group)
-        got = {p: (int(rows[(topic, p)]["CURRENT-OFFSET"]), int(rows[(topic, p)]["LOG-END-OFFSET"]),
-                   int(rows[(topic, p)]["LAG"])) for p in range(PARTITIONS)}
-        assert got == {p: (offsets[p], end[p], end[p] - offsets[p]) for p in range(PARTITIONS)}, \
-            (group, rows)
-    assert all(m.kinds[i] == "kafka" for i in IDS), _kinds(m)
+    _check_group_describe(via, "live-group", "migrate", live, ends)
+    _check_group_describe(via, "settled-group", "settled", SETTLED_COMMITS,
+                          {p: SETTLED_RECORDS for p in range(PARTITIONS)})
