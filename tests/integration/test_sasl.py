@@ -388,3 +388,58 @@ def test_bad_input_closes_only_that_connection(sasl_broker):
     assert _metadata(bystander).brokers             # the others are still served
     fresh = _sasl_connection(sasl_broker, "PLAIN")
     assert _authenticate(fresh, b"\0alice\0alice-secret").error_code == 0
+
+
+def test_credentials_reach_every_broker(tmp_path, zookeeper_server):  # noqa: F811
+    """A user altered on the controller logs in at another broker (which learns it from the
+    /config/changes notification), and a deleted one no longer does."""
+    chroot = f"/sasl2-{uuid.uuid4().hex[:8]}"
+    zk = KazooClient(zookeeper_server.connect_string)
+    zk.start()
+    zk.ensure_path(chroot)
+    zk.stop()
+    brokers = []
+    try:
+        for node_id in (1, 2):
+            port, sasl_port = free_port(), free_port()
+            listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+            broker = BrokerProcess(tmp_path / f"b{node_id}" / "logs", port=port, node_id=node_id,
+                                   overrides={
+                "zookeeper.connect": zookeeper_server.connect_string + chroot,
+                "listeners": listeners, "advertised.listeners": listeners,
+                "inter.broker.listener.name": "PLAINTEXT",
+                "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-256",
+                "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS})
+            try:
+                broker.start()
+            except RuntimeError as err:
+                if "SASL" in str(err) or "security" in str(err):
+                    pytest.skip("the SASL gate has not landed yet")
+                raise
+            broker.sasl_bootstrap = f"127.0.0.1:{sasl_port}"
+            brokers.append(broker)
+        # Each broker loads its credential cache on its first SCRAM login, then follows
+        # notifications: log in once on both before the user exists.
+        for broker in brokers:
+            conn = _sasl_connection(broker, "SCRAM-SHA-256")
+            assert _authenticate(conn, ScramClient("SCRAM-SHA-256", "x", "y").first()).error_code == 58
+        _add_user(brokers[0].bootstrap, "SCRAM-SHA-256", "everywhere", "pw-everywhere")
+        for broker in brokers:
+            _wait_for_user(broker, "SCRAM-SHA-256", "everywhere", "pw-everywhere")
+        assert configs.main(["--bootstrap-server", brokers[1].bootstrap, "--alter",
+                             "--delete-config", "SCRAM-SHA-256", "--entity-type", "users",
+                             "--entity-name", "everywhere"]) == 0
+        for broker in brokers:
+            deadline = time.monotonic() + 30
+            while True:
+                conn = _sasl_connection(broker, "SCRAM-SHA-256")
+                client = ScramClient("SCRAM-SHA-256", "everywhere", "pw-everywhere")
+                refused = _authenticate(conn, client.first()).error_code == 58
+                conn.close()
+                if refused:
+                    break
+                assert time.monotonic() < deadline, "a deleted user still logs in"
+                time.sleep(0.2)
+    finally:
+        for broker in brokers:
+            broker.stop()
