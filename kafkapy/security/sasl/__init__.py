@@ -11,6 +11,12 @@ goes to the client verbatim, any other failure becomes "Authentication failed du
 authentication due to invalid credentials with SASL mechanism M").  Once ``complete``,
 ``principal_name`` is the authenticated user.
 
+``check_listener(config, listener_name)`` is the start-up check of a SASL listener (every
+enabled mechanism served by kafkapy and given its JAAS entry, as Kafka requires).
+Modules: ``plain``, ``scram`` (servers), ``client`` (PLAIN/SCRAM clients, the broker's own
+inter-broker credentials), ``credentials`` (SCRAM credentials in ZooKeeper, the cache,
+AlterUserScramCredentials / DescribeUserScramCredentials), ``jaas`` (JAAS text).
+
 Listener settings are Kafka's: ``listener.name.<listener lower-case>.<key>`` overrides
 ``<key>`` (``sasl.enabled.mechanisms``); a mechanism's JAAS text is only
 ``listener.name.<l>.<mechanism lower-case>.sasl.jaas.config`` (Kafka ignores an
