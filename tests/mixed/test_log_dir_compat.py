@@ -21,7 +21,6 @@ the port and timestamp aside.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -31,7 +30,6 @@ import pytest
 from kafkapy.log.checkpoint import read_offset_checkpoint
 from kafkapy.records.batch import iter_headers, set_base_offset
 from kafkapy.records.record import build_batch
-from tests.integration.request_fields import fields
 from tests.integration.wire import WireClient
 from tests.mixed import workload
 from tests.mixed.conftest import (SINGLE_BROKER_SETTINGS, file_digests, kafka_tool,
