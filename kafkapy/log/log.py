@@ -613,6 +613,10 @@ class Log:
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
+            # Kafka's UnifiedLog.truncateTo: a broker that led an epoch without appending
+            # keeps that epoch's entry at the log end; the new leader's diverging epoch
+            # says to drop it, else the follower asks with the same epoch forever.
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return False
         if offset <= self.segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)

@@ -26,7 +26,7 @@ every acknowledged record at its acknowledged place and committed the log end
 ``test_leader_of_an_empty_epoch_follows_again`` (two brokers of one kind, Kafka 3.9 as the
 reference) pins what the rolling migration found: a broker that led an epoch without
 appending and then follows again must drop that epoch's entry (Kafka's truncateTo at the
-log end) or it fetches with it forever (xfail for kafkapy: /tmp/team/H9-findings.md F1).
+log end) or it fetches with it forever.
 Every wait is bounded; 127.0.0.1 only.
 """
 from __future__ import annotations
@@ -407,12 +407,7 @@ def _produce_all(bootstrap: str, topic: str, values: list[bytes], timeout: float
 
 @pytest.mark.parametrize("kind", [
     "kafka",
-    pytest.param("kafkapy", marks=pytest.mark.xfail(strict=True, reason=(
-        "H9-findings F1: a follower that led an epoch without appending keeps that epoch's "
-        "leader-epoch entry at its log end (kafkapy/log/log.py Log.truncate_to returns early "
-        "when offset >= log end; Kafka's UnifiedLog.truncateTo truncates the epoch cache at "
-        "the log end in that branch), so it fetches with that last_fetched_epoch forever: "
-        "diverging (E, LEO) -> truncate to LEO (no-op) -> the same fetch"))),
+    "kafkapy",
 ])
 def test_leader_of_an_empty_epoch_follows_again(tmp_path, zookeeper_server, kind):  # noqa: F811
     """Two brokers of one kind, partition replicas [3, 2] holding 5 records: 3 stops

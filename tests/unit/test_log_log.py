@@ -243,6 +243,18 @@ def test_truncate_to(tmp_path, clock):
     log.close()
 
 
+def test_truncate_at_log_end_drops_an_empty_epoch(tmp_path, clock):
+    """A broker that led epoch 1 without appending keeps (1, LEO); truncating to the log
+    end (the new leader's diverging epoch says so) must drop it, as Kafka's truncateTo."""
+    log = open_log(tmp_path, clock)
+    append(log, 5, epoch=0)
+    log.leader_epoch_cache.assign(1, log.log_end_offset)    # became leader, wrote nothing
+    assert not log.truncate_to(log.log_end_offset)
+    assert log.leader_epoch_cache.entries == [(0, 0)]
+    assert log.log_end_offset == 5
+    log.close()
+
+
 def test_leader_epoch_checkpoint_written(tmp_path, clock):
     log = open_log(tmp_path, clock)
     append(log, 2, epoch=0)
