@@ -55,6 +55,7 @@ TOPIC, BROKER = 2, 4
 USER = "users"          # not a ConfigResource type: SCRAM credentials have their own APIs
 _TYPES = {"topics": TOPIC, "brokers": BROKER, "users": USER}
 _SCRAM = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+_NOT_CONTROLLER = 41
 _KAFKA_ONLY_TYPES = ("clients", "ips", "broker-loggers", "client-metrics", "groups")
 _DYNAMIC_SOURCE = {TOPIC: 1, BROKER: 2}        # DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG
 _DYNAMIC_DEFAULT_BROKER = 3                    # DYNAMIC_DEFAULT_BROKER_CONFIG
@@ -334,12 +335,25 @@ def _alter_user(admin, name: str, args: argparse.Namespace) -> None:
     deletions = [(name, _SCRAM[mechanism]) for mechanism in deleted]
     request = AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions,
                                                min_version=0, max_version=0)
-    controller = admin.describe_cluster().get("controller_id")
-    node = controller if isinstance(controller, int) and controller >= 0 else None
-    answer = admin._manager.run(admin._manager.send, request, node)
+    answer = _to_controller(admin, request)
     for result in answer.results:
         common.check_error(result.error_code, result.error_message)
     print(f"Completed updating config for user {name}.")
+
+
+def _to_controller(admin, request, attempts: int = 60):
+    """Send to the active controller; NOT_CONTROLLER (a controller moving or not yet
+    elected) is retried after a fresh look, as Kafka's admin client retries it."""
+    import time
+
+    for _ in range(attempts):
+        controller = admin.describe_cluster().get("controller_id")
+        node = controller if isinstance(controller, int) and controller >= 0 else None
+        answer = admin._manager.run(admin._manager.send, request, node)
+        if not any(r.error_code == _NOT_CONTROLLER for r in answer.results):
+            return answer
+        time.sleep(0.5)
+    return answer
 
 
 def _upsertion(name: str, mechanism: str, value: str) -> tuple:
