@@ -246,6 +246,51 @@ def immutable_map_order(keys: Iterable[str]) -> list[str]:
     return walk(hashed, 0)
 
 
+def properties_order(keys: Iterable[str]) -> list[str]:
+    """Iteration order of a ``java.util.Properties`` (Java 9+: an internal
+    ``ConcurrentHashMap``, initial table 16) after ``setProperty`` of ``keys`` in this
+    order: bins by ``spread(hash) & (n - 1)`` ascending, each bin in insertion order
+    (appended at its tail); at 3/4 full the table doubles and ``transfer`` splits each
+    bin, keeping its last run of same-side nodes in order and putting the nodes before
+    that run in front of it in reverse (as ConcurrentHashMap.transfer does)."""
+    def spread(key: str) -> int:
+        h = _java_string_hash(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & 0x7FFFFFFF
+    n = 16
+    table: list[list[tuple[int, str]]] = [[] for _ in range(n)]
+    count = 0
+    for key in keys:
+        h = spread(key)
+        bin_ = table[h & (n - 1)]
+        if any(k == key for _, k in bin_):
+            continue
+        bin_.append((h, key))
+        count += 1
+        if count >= n - (n >> 2):           # sizeCtl = 0.75 n
+            table, n = _chm_transfer(table, n), n * 2
+    return [k for bin_ in table for _, k in bin_]
+
+
+def _chm_transfer(table: list[list[tuple[int, str]]], n: int) -> list[list[tuple[int, str]]]:
+    out: list[list[tuple[int, str]]] = [[] for _ in range(2 * n)]
+    for i, bin_ in enumerate(table):
+        if not bin_:
+            continue
+        last_run, run_bit = 0, bin_[0][0] & n
+        for j in range(1, len(bin_)):
+            if bin_[j][0] & n != run_bit:
+                run_bit, last_run = bin_[j][0] & n, j
+        low = bin_[last_run:] if run_bit == 0 else []
+        high = bin_[last_run:] if run_bit != 0 else []
+        for node in bin_[:last_run]:        # prepended one by one
+            if node[0] & n == 0:
+                low = [node] + low
+            else:
+                high = [node] + high
+        out[i], out[i + n] = low, high
+    return out
+
+
 def _ordered(obj: Mapping[str, Any], order: list[str]) -> dict[str, Any]:
     return {k: obj[k] for k in order}
 
@@ -583,8 +628,13 @@ def decode_partition_state(data: bytes, stat: Stat | None = None) -> PartitionSt
 # --- /config/<type>/<name>, /config/changes ---------------------------------------
 
 def encode_entity_config(config: Mapping[str, Any]) -> bytes:
-    """``{"version":1,"config":{"key":"value"}}``; every value written as a string."""
-    return _dumps({"version": 1, "config": {str(k): str(v) for k, v in config.items()}})
+    """``{"version":1,"config":{"key":"value"}}``; every value written as a string.
+
+    As Kafka's ``ConfigEntityZNode.encode`` writes a ``Properties``: the keys in its
+    iteration order (``properties_order``) for ``config``'s order taken as the order the
+    keys were set."""
+    plain = {str(k): str(v) for k, v in config.items()}
+    return _dumps({"version": 1, "config": _ordered(plain, properties_order(plain))})
 
 
 def decode_entity_config(data: bytes | None) -> dict[str, str]:

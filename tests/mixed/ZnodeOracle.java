@@ -5,6 +5,7 @@
 //   T <topic id|-> <partitions> <adding> <removing>   maps as p=r,r/p=r,r or -
 //   S <leader> <leader epoch> <isr r,r|-> <controller epoch> <leader recovery state>
 //   F <version> <status> <features name=level,name=level|->
+//   C <key=value,key=value,...>   (Properties set in this order)
 //   B <host> <port> <endpoints LISTENER:PROTOCOL:host:port,...> <rack|->   (version 5)
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -39,6 +40,7 @@ public class ZnodeOracle {
                 case "S": out = state(f); break;
                 case "F": out = feature(f); break;
                 case "B": out = broker(f); break;
+                case "C": out = config(f); break;
                 default: throw new IllegalArgumentException(line);
             }
             System.out.println(new String(out, StandardCharsets.UTF_8));
@@ -88,6 +90,15 @@ public class ZnodeOracle {
         LeaderAndIsr lai = LeaderAndIsr.apply(Integer.parseInt(f[1]), Integer.parseInt(f[2]), isr,
             LeaderRecoveryState.of(Byte.parseByte(f[5])), 0);
         return TopicPartitionStateZNode.encode(new LeaderIsrAndControllerEpoch(lai, Integer.parseInt(f[4])));
+    }
+
+    private static byte[] config(String[] f) {
+        java.util.Properties props = new java.util.Properties();
+        for (String e : f[1].split(",")) {
+            String[] kv = e.split("=", 2);
+            props.setProperty(kv[0], kv[1]);
+        }
+        return kafka.zk.ConfigEntityZNode.encode(props);
     }
 
     private static byte[] broker(String[] f) {

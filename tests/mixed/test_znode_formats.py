@@ -1,8 +1,9 @@
 """Znodes kafkapy writes are Kafka 3.9's byte for byte (issue 16: H6 findings F2, F3).
 
 1. Against Kafka's own encoders (``ZnodeOracle.java`` runs ``kafka.zk.TopicZNode``,
-   ``TopicPartitionStateZNode``, ``FeatureZNode`` and ``BrokerIdZNode`` from Kafka 3.9's
-   jars): registrations with up to 7 listeners, many
+   ``TopicPartitionStateZNode``, ``FeatureZNode``, ``BrokerIdZNode`` and
+   ``ConfigEntityZNode`` from Kafka 3.9's jars): registrations with up to 7 listeners,
+   entity configs of 1 to all topic keys, many
    assignments (partition counts across the Scala hash maps' resizes, topic ids,
    adding/removing replicas), partition states (with and without leader recovery) and
    feature znodes; every payload equal.
@@ -108,6 +109,23 @@ def test_registrations_match_kafkas_encoder(kafka_encode):
     for (eps, rack), want in zip(cases, kafka_encode(lines)):
         ours = kafka_ordered_registration(paths.encode_broker_registration(eps, 0, rack=rack))
         assert masked(ours) == masked(want)
+
+
+def test_entity_configs_match_kafkas_encoder(kafka_encode):
+    """``/config/<type>/<name>`` (a ``Properties``): every topic config key, in random
+    subsets and orders of 1 to all keys (across the table's resizes)."""
+    from kafkapy.config.definitions import TOPIC_CONFIGS
+    import kafkapy.config.topic_keys  # noqa: F401  (defines the topic keys)
+    names = sorted(TOPIC_CONFIGS.names())
+    assert len(names) > 30
+    rng = random.Random(18)
+    cases = []
+    for n in list(range(1, 30)) + [len(names)] * 5:
+        keys = rng.sample(names, min(n, len(names)))
+        cases.append({k: str(rng.randint(0, 10**6)) for k in keys})
+    lines = ["C " + ",".join(f"{k}={v}" for k, v in c.items()) for c in cases]
+    for config, want in zip(cases, kafka_encode(lines)):
+        assert paths.encode_entity_config(config) == want
 
 
 def test_feature_znodes_match_kafkas_encoder(kafka_encode):
