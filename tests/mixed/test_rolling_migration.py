@@ -7,15 +7,18 @@ The cluster: brokers 1, 2, 3 of Apache Kafka 3.9 (ZooKeeper mode,
 
 - ``migrate`` (3 partitions, one preferred leader per broker): Kafka's own
   ``kafka-verifiable-producer.sh`` (kafka-clients 3.9, ``enable.idempotence=true``, acks=-1,
-  retries) writes "0", "1", ... at a bounded rate from before the first replacement to
-  after the last; ``kafka-verifiable-consumer.sh`` consumes it in group ``live-group``,
-  committing synchronously after every poll.
+  retries, 100 repeating keys so every partition gets records) writes "0", "1", ... at a
+  bounded rate from before the first replacement to after the last;
+  ``kafka-verifiable-consumer.sh`` consumes it in group ``live-group``, committing
+  synchronously after every poll.
 - ``settled`` (3 partitions): written once before the migration; group ``settled-group``
-  commits known offsets on it and never again.
+  commits known offsets on it and never again.  Its partitions get no writes, so a broker
+  leading one of them for the length of a step leads an epoch without appending, and the
+  preferred election after the step makes it follow again.
 
 Each step replaces one broker in place: SIGTERM (a controlled shutdown through whichever
 broker is the controller, so leaderships move away first), wait for the exit, start the
-other implementation with the same ``broker.id`` and ``log.dirs``, wait until it is back in
+other implementation with the same ``broker.id``, ``log.dirs`` and port, wait until it is back in
 the ISR of every partition (ZooKeeper's state and every broker's Metadata), restore the
 preferred leaders (ElectLeaders, so both kinds lead partitions in the mixed steps) and see
 the producer's acknowledgements move on.  Forward 1, 2, 3 become kafkapy; then 1, 2, 3
@@ -56,6 +59,7 @@ THROUGHPUT = 150              # records/s
 MAX_MESSAGES = 60_000         # bounds the producer to ~400 s even if the test forgot it
 PROGRESS = 150                # acknowledgements each step must see after the replacement
 STEP_S = 120                  # bound for any one wait of a step
+PREFERRED_TOPICS = ("migrate", "settled")
 
 
 # --------------------------------------------------------------------------- cluster views
@@ -97,17 +101,17 @@ def elect_preferred(bootstrap: str, topics: str | list[str], timeout: float = 15
 
 
 def _preferred_leaders(m: Mixed) -> None:
-    """ElectLeaders (preferred) for ``migrate`` through any broker, until every broker's
-    Metadata shows the preferred leaders: after a step each kind leads a partition.
-    (Not for the idle ``settled``: moving leadership away from a kafkapy broker that led
-    an epoch without appending hits H9-findings F1, which
-    ``test_mixed_cluster.py::test_leader_of_an_empty_epoch_follows_again`` pins.)"""
+    """ElectLeaders (preferred) for both topics through any broker, until every broker's
+    Metadata shows the preferred leaders: after a step each kind leads a partition.  For
+    the idle ``settled`` this takes leadership from a broker that led an epoch without
+    appending, which must then follow again (what
+    ``test_mixed_cluster.py::test_leader_of_an_empty_epoch_follows_again`` pins)."""
     def elected():
-        elect_preferred(m.bootstrap(m.running_ids()[0]), "migrate")
-        return all(m.metadata(i, ["migrate"]).leaders("migrate") ==
-                   {p: rs[0] for p, rs in ASSIGNMENT.items()} for i in m.running_ids())
-    wait_for(elected, 60, lambda: f"preferred leaders of migrate: {m.states('migrate')}\n"
-                                  + m.summary())
+        elect_preferred(m.bootstrap(m.running_ids()[0]), list(PREFERRED_TOPICS))
+        return all(m.metadata(i, [t]).leaders(t) == {p: rs[0] for p, rs in ASSIGNMENT.items()}
+                   for i in m.running_ids() for t in PREFERRED_TOPICS)
+    wait_for(elected, 60, lambda: f"preferred leaders of {PREFERRED_TOPICS}: "
+                                  f"{[m.states(t) for t in PREFERRED_TOPICS]}\n" + m.summary())
 
 
 def _kinds(m: Mixed) -> str:
@@ -433,9 +437,8 @@ def test_rolling_migration_kafka_to_kafkapy_and_back(kafka_cluster, tmp_path):
     assert all(m.kinds[i] == "kafka" for i in IDS), _kinds(m)
     for topic in ("migrate", "settled"):
         rows = _check_describe(m, via, topic)
-        if topic == "migrate":
-            assert {p: r["Leader"] for p, r in rows.items()} == \
-                {p: rs[0] for p, rs in ASSIGNMENT.items()}, rows
+        assert {p: r["Leader"] for p, r in rows.items()} == \
+            {p: rs[0] for p, rs in ASSIGNMENT.items()}, rows
     under = kafka_tool("kafka-topics.sh", "--bootstrap-server", via, "--describe",
                        "--under-replicated-partitions")
     assert under.returncode == 0 and not under.stdout.strip(), under.stdout + under.stderr
