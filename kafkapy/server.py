@@ -95,6 +95,7 @@ class Broker:
         self.controller: KafkaController | None = None
         self.admin: AdminManager | None = None
         self.topic_configs: TopicConfigs | None = None
+        self.authorizer = None      # an AclAuthorizer when authorizer.class.name names it
         # /feature as Kafka's ZooKeeper-mode broker sees it (ApiVersions' finalized features)
         self.features: FinalizedFeatureCache | None = None
         # Dynamic broker configs (/config/brokers/<id>, <default>): loaded once the store
@@ -166,6 +167,7 @@ class Broker:
         await self._register_broker()
         self.store.on_new_session(self._session_replaced)
         self.topic_configs.start()
+        self._start_authorizer()
         # A controller elected here brings this broker's partitions online in-process
         # before the listeners open; otherwise the controller reaches them over the network.
         await self.controller.startup()
@@ -236,6 +238,14 @@ class Broker:
             "Produce", self.timer, self.config["producer.purgatory.purge.interval.requests"])
         self.replica_manager.add_append_listener(self.fetch_purgatory.check_and_complete)
         self.replica_manager.add_append_listener(self.produce_purgatory.check_and_complete)
+
+    def _start_authorizer(self) -> None:
+        """Kafka's AclAuthorizer when configured (config/broker.py refuses other classes)."""
+        if not self.config["authorizer.class.name"]:
+            return
+        from kafkapy.security.authorizer import AclAuthorizer
+        self.authorizer = AclAuthorizer.from_config(self.config, self.store)
+        self.authorizer.start()
 
     def _open_store(self):
         if self.config.metadata_store == "zookeeper":

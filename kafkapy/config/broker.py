@@ -478,9 +478,10 @@ def _check_unsupported(cfg: BrokerConfig) -> None:
     _require(not cfg["remote.log.storage.system.enable"], "Tiered storage (remote.log.storage.system.enable=true) "
              "is not supported by kafkapy", "remote.log.storage.system.enable", cfg)
     # Ignoring an authorizer the operator asked for would open every resource.
-    _require(not cfg["authorizer.class.name"], f"authorizer.class.name={cfg['authorizer.class.name']}: "
-             "kafkapy has no authorizer; leave it empty (ACL requests then get SECURITY_DISABLED)",
-             "authorizer.class.name", cfg)
+    authorizer = cfg["authorizer.class.name"].strip()
+    _require(authorizer in ("", "kafka.security.authorizer.AclAuthorizer"),
+             f"authorizer.class.name={authorizer}: kafkapy implements only "
+             "kafka.security.authorizer.AclAuthorizer", "authorizer.class.name", cfg)
 
 
 _CROSS_CHECKS = (_check_replica_fetch, _check_offsets, _check_log_times, _check_queue_and_cleaner,
