@@ -184,8 +184,8 @@ def test_listeners():
     ({"replica.fetch.wait.max.ms": "40000"}, "replica.socket.timeout.ms"),
     ({"offsets.commit.required.acks": "4"}, "offsets.commit.required.acks"),
     ({"log.cleaner.min.compaction.lag.ms": "10", "log.cleaner.max.compaction.lag.ms": "5"}, "conflict"),
-    ({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"},
-     "authorizer.class.name=kafka.security.authorizer.AclAuthorizer: kafkapy has no authorizer"),
+    ({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
+     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer: kafkapy implements only"),
 ])
 def test_cross_key_errors(props, match):
     with pytest.raises(ConfigError, match=match):
