@@ -9,7 +9,8 @@
    feature znodes; every payload equal.
 2. Against a real Kafka 3.9 on the same ZooKeeper: a Kafka-only and a kafkapy-only
    single-broker cluster (two chroots) do the same things; ``/feature`` (bytes and zk
-   version), ``/brokers/topics/<t>`` (topic ids masked) and every partition state equal.
+   version), ``/brokers/topics/<t>`` (topic ids masked), ``/config/topics/<t>`` (six
+   configs) and every partition state equal.
 3. ``/feature`` across kinds: a Kafka broker joins kafkapy's controller (and the
    reverse); both kinds answer ApiVersions with the same finalized-features epoch; when
    a Kafka broker takes over from kafkapy's controller it finds kafkapy's ``/feature``
@@ -141,6 +142,10 @@ def test_feature_znodes_match_kafkas_encoder(kafka_encode):
 # --------------------------------------------------------------------------- 2. real Kafka
 
 ASSIGNMENTS = {"fmt-a": {p: [1] for p in range(13)}, "fmt-b": {0: [1], 1: [1], 2: [1]}}
+CONFIGS = {"fmt-a": {"retention.ms": "1000000", "cleanup.policy": "compact",
+                     "min.insync.replicas": "1", "segment.bytes": "1048576",
+                     "max.message.bytes": "100000", "min.cleanable.dirty.ratio": "0.2"},
+           "fmt-b": {}}
 
 
 def _dump(m) -> dict[str, object]:
@@ -152,6 +157,7 @@ def _dump(m) -> dict[str, object]:
         data, _ = m.zk.get(paths.topic_path(topic))
         tid = json.loads(data)["topic_id"]
         out[paths.topic_path(topic)] = data.replace(tid.encode(), b"<id>")
+        out[paths.topic_config_path(topic)] = m.zk.get(paths.topic_config_path(topic))[0]
         for p in ASSIGNMENTS[topic]:
             data, stat = m.zk.get(paths.partition_state_path(topic, p))
             out[paths.partition_state_path(topic, p)] = (data, stat.version)
@@ -168,7 +174,7 @@ def _single(mixed_factory, kind: str, name: str):
 
 def _create_topics(m) -> None:
     for topic, assignment in ASSIGNMENTS.items():
-        create_topic(m.bootstrap(1), topic, assignment=assignment)
+        create_topic(m.bootstrap(1), topic, assignment=assignment, configs=CONFIGS[topic])
 
     def all_there():
         try:
