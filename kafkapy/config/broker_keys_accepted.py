@@ -96,7 +96,7 @@ _KRAFT = ('KRaft mode; accepted and described, unused (kafkapy runs in ZooKeeper
     ('controller.quorum.retry.backoff.ms', T.INT, 20, None, L, False),
 ))
 
-_SECURITY = ('TLS/SASL/token security; accepted and described, unused (kafkapy serves PLAINTEXT listeners only)', (
+_SECURITY = ('TLS/SASL/token security; accepted and described; the ssl.* and sasl.* listener settings, connections.max.reauth.ms and sasl.server.max.receive.size are read per listener by kafkapy.security (issue 17), delegation tokens and Kerberos are not served', (
     ('connection.failed.authentication.delay.ms', T.INT, 100, at_least(0), L, False),
     ('connections.max.reauth.ms', T.LONG, 0, None, M, False),
     ('sasl.server.max.receive.size', T.INT, 524288, None, M, False),
