@@ -15,6 +15,7 @@ claimed, else the block claimed for the asking broker
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import AllocateProducerIdsRequest  # noqa: F401 (registers 67)
 
@@ -24,6 +25,8 @@ MAX_VERSION = 0
 
 
 async def handle(ctx, request):
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+        return _answer(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     controller = ctx.broker.controller
     if controller is None or not controller.is_active:
         return _answer(ctx, ErrorCode.NOT_CONTROLLER, None)

@@ -9,6 +9,7 @@ leader looks the controller up again and resends.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode
 
 API_KEY = 56
@@ -17,6 +18,8 @@ MAX_VERSION = 3
 
 
 async def handle(ctx, request):
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[])
     controller = ctx.broker.controller
     if not controller.is_active:
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER, topics=[])

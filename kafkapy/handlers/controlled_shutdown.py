@@ -10,6 +10,7 @@ v0-1 carry no broker epoch (-1: not checked).
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import ControlledShutdownResponse
 
@@ -21,6 +22,8 @@ _Remaining = ControlledShutdownResponse.RemainingPartition
 
 
 async def handle(ctx, request):
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+        return ctx.response(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[])
     controller = ctx.broker.controller
     if not controller.is_active:
         return ctx.response(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, remaining_partitions=[])

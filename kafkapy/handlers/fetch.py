@@ -58,6 +58,7 @@ from kafkapy.log.segment import FetchSlice
 from kafkapy.network.zero_copy import ZeroCopyResponse, new_marker
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.security import authz
 from kafkapy.purgatory.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from kafkapy.records.down_convert import down_convert, magic_for_fetch_version
 from kafkapy.replication.fetch_session import (PartitionAnswer, PartitionRequest,
@@ -106,7 +107,10 @@ def handle(ctx, request):
     context = broker.fetch_manager.new_context(
         ctx.api_version, request.session_id, request.session_epoch, replica >= 0,
         fetch_data, forgotten, broker.cache.topic_name, broker.clock.time_ms())
-    interesting, erroneous = _classify(broker, context.partitions())
+    if getattr(broker, "authorizer", None) is None:
+        interesting, erroneous = _classify(broker, context.partitions())
+    else:
+        interesting, erroneous = _authorize(ctx, replica, context.partitions())
     fetch = _Fetch(ctx, request, context, interesting, erroneous, replica)
     if not interesting:
         return fetch.answer([])
@@ -143,6 +147,27 @@ def _replica_id(ctx, request) -> int:
         state = request.replica_state
         return state.replica_id if state is not None else -1
     return request.replica_id
+
+
+def _authorize(ctx, replica: int, partitions):
+    """Kafka's classification with an authorizer: unknown id, then the checks -- a
+    follower needs CLUSTER_ACTION on the cluster, a consumer READ on each topic (refused:
+    TOPIC_AUTHORIZATION_FAILED, unread, whether or not the topic exists) -- then unknown
+    partitions."""
+    named = [tip.topic for tip, _ in partitions if tip.topic is not None]
+    if replica >= 0:
+        allowed = set(named) if authz.cluster(ctx, authz.CLUSTER_ACTION) else set()
+    else:
+        allowed = authz.filter_allowed(ctx, authz.READ, authz.TOPIC, named)
+    interesting, erroneous = [], []
+    for tip, req in partitions:
+        if tip.topic is not None and tip.topic not in allowed:
+            erroneous.append(_Result(tip, req, ErrorCode.TOPIC_AUTHORIZATION_FAILED, aborted=[]))
+        else:
+            more, errors = _classify(ctx.broker, [(tip, req)])
+            interesting += more
+            erroneous += errors
+    return interesting, erroneous
 
 
 def _classify(broker, partitions):

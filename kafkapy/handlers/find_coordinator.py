@@ -14,6 +14,7 @@ v4+ each coordinator's default "".
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -46,6 +47,12 @@ def handle(ctx, request):
 
 
 def _find(ctx, key_type: int, key: str):
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        # Kafka: DESCRIBE on the group or transactional id, before looking anything up.
+        if key_type == _GROUP and not authz.allowed(ctx, authz.DESCRIBE, authz.GROUP, key or ""):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, -1, "", -1
+        if key_type == _TRANSACTION and not authz.allowed(ctx, authz.DESCRIBE, authz.TRANSACTIONAL_ID, key or ""):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1
     if key_type == _GROUP:
         error, node = ctx.broker.groups.coordinator_node(key or "")
     elif key_type == _TRANSACTION:
@@ -78,6 +85,8 @@ _MESSAGES = {
         "The coordinator is loading and hence can't process requests.",
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
     ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
     ErrorCode.INVALID_REQUEST:
         "This most likely occurs because of a request being malformed by the client library "
         "or the message was sent to an incompatible broker. See the broker logs for more "

@@ -10,6 +10,7 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error with a clear name.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode
 
 API_KEY = 22
@@ -19,6 +20,13 @@ MAX_VERSION = 5
 
 def handle(ctx, request):
     broker = ctx.broker
+    if getattr(broker, "authorizer", None) is not None:
+        if request.transactional_id is not None:
+            if not authz.allowed(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
+                return _refused(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        elif not (authz.cluster(ctx, authz.IDEMPOTENT_WRITE)
+                  or authz.allowed_by_type(ctx, authz.WRITE, authz.TOPIC)):
+            return _refused(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if request.transactional_id is not None:
         if broker.transactions_enabled:
             return broker.txn_coordinator.init_producer_id(ctx, request)
@@ -28,3 +36,7 @@ def handle(ctx, request):
     producer_id = broker.producer_ids.next_id()
     return ctx.response(throttle_time_ms=0, error_code=0, producer_id=producer_id,
                         producer_epoch=0)
+
+
+def _refused(ctx, error: int):
+    return ctx.response(throttle_time_ms=0, error_code=error, producer_id=-1, producer_epoch=-1)

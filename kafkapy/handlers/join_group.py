@@ -9,7 +9,9 @@ they act as followers).  The leader gets every member's metadata.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers._groups import callback_future, client_host, coordinator
+from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 11
@@ -21,6 +23,11 @@ _Member = RESPONSES[API_KEY].JoinGroupResponseMember
 
 def handle(ctx, request):
     version = ctx.api_version
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
+        return ctx.response(
+            throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1,
+            protocol_type=None, protocol_name=None if version >= 7 else "", leader="",
+            skip_assignment=False, member_id=request.member_id or "", members=[])
     future, respond = callback_future()
     coordinator(ctx).join(
         request.group_id, request.member_id or "",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import uuid
 
+from kafkapy.security import authz
 from kafkapy.metadata.cache import ZERO_UUID, PartitionState
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -37,6 +38,8 @@ UNKNOWN_BROKER_EPOCH = -1
 
 
 def handle(ctx, request):
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+        return _error_response(request, list(_entries(request)), ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     return apply(ctx.broker, request)
 
 

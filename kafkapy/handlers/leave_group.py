@@ -6,7 +6,9 @@ static member may leave by instance id alone.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers._groups import coordinator
+from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 13
@@ -17,6 +19,8 @@ _Member = RESPONSES[API_KEY].MemberResponse
 
 
 def handle(ctx, request):
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
     if ctx.api_version < 3:
         error, errors = coordinator(ctx).leave(request.group_id, [(request.member_id, None)])
         return ctx.response(throttle_time_ms=0, error_code=error or errors[0], members=[])

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 
+from kafkapy.security import authz
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -44,7 +45,13 @@ _Partition = _Topic.ListOffsetsPartitionResponse
 
 def handle(ctx, request):
     topics = []
+    allowed = None
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [t.name for t in request.topics])
     for topic in request.topics:
+        if allowed is not None and topic.name not in allowed:
+            topics.append(_Topic(name=topic.name, partitions=[_denied(ctx, p) for p in topic.partitions]))
+            continue
         duplicated = repeated(p.partition_index for p in topic.partitions)
         parts = [_lookup(ctx, request, topic.name, p, p.partition_index in duplicated)
                  for p in topic.partitions]
@@ -84,6 +91,14 @@ def _lookup(ctx, request, name, p, duplicated: bool):
         return _result(index, 0, -1, -1, -1)
     offset, timestamp = found
     return _result(index, 0, timestamp, offset, epoch)
+
+
+def _denied(ctx, p):
+    """DESCRIBE refused on the topic: TOPIC_AUTHORIZATION_FAILED (Kafka's shape per version)."""
+    if ctx.api_version == 0:
+        return _Partition(partition_index=p.partition_index,
+                          error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, old_style_offsets=[])
+    return _result(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 def _result(index: int, error: int, timestamp: int = -1, offset: int = -1, epoch: int = -1):

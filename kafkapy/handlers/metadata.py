@@ -14,6 +14,11 @@ Behaviour (Kafka 3.9, ZooKeeper mode):
   request allow it (v4+ carries the flag; earlier versions always allow), and
   is answered LEADER_NOT_AVAILABLE so the client retries; an illegal name gets
   INVALID_TOPIC_EXCEPTION; otherwise UNKNOWN_TOPIC_OR_PARTITION.
+- With an authorizer (Kafka's KafkaApis.handleTopicMetadataRequest): topics without
+  DESCRIBE are left out of an all-topics answer and answered TOPIC_AUTHORIZATION_FAILED
+  when named (listed last); a missing topic to be auto-created needs CREATE on CLUSTER or
+  on the topic, else TOPIC_AUTHORIZATION_FAILED (listed before those); authorized
+  operations are the principal's.
 - Internal topics (``__consumer_offsets``, ``__transaction_state``) carry the
   internal flag, in error answers too; auto-creation creates them with their
   coordinator's settings, as Kafka's AutoTopicCreationManager does.
@@ -38,6 +43,7 @@ from kafkapy.handlers.common import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, author
 from kafkapy.metadata.topics import invalid_topic_reason, is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.security import authz
 
 API_KEY = 3
 MIN_VERSION = 0
@@ -55,16 +61,30 @@ def handle(ctx, request):
             if wanted.name is None or (wanted.topic_id is not None and wanted.topic_id.int):
                 return _invalid_request(ctx, request)
     allow_auto = request.allow_auto_topic_creation if version >= 4 else True
-    unknown_ids, topics = [], []
+    unknown_ids, topics, denied = [], [], []
     if request.topics is None or (version == 0 and not request.topics):
-        topics = [_topic(ctx, cache.topics[name]) for name in sorted(cache.topics)]
+        names = sorted(cache.topics)
+        if getattr(broker, "authorizer", None) is not None:
+            names = sorted(authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, names))
+        topics = [_topic(ctx, cache.topics[name]) for name in names]
     elif any(t.topic_id is not None and t.topic_id.int for t in request.topics):
         unknown_ids, topics = _by_id(ctx, request.topics)
+        if getattr(broker, "authorizer", None) is not None:
+            allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [t.name for t in topics])
+            denied = [_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, t.topic_id)
+                      for t in topics if t.name not in allowed]
+            topics = [t for t in topics if t.name in allowed]
     else:
-        topics = _by_name(ctx, [t.name for t in request.topics], allow_auto)
+        names = [t.name for t in request.topics]
+        if getattr(broker, "authorizer", None) is not None:
+            names, denied = _authorized_names(ctx, names, allow_auto)
+        topics = _by_name(ctx, names, allow_auto)
+    topics += denied
     if version >= 8 and request.include_topic_authorized_operations:
         for topic in topics:
-            topic.authorized_operations = set(TOPIC_OPERATIONS)
+            if topic.error_code == ErrorCode.NO_ERROR or getattr(broker, "authorizer", None) is None:
+                topic.authorized_operations = authz.authorized_operations(
+                    ctx, authz.TOPIC, topic.name, TOPIC_OPERATIONS)
     return ctx.response(
         throttle_time_ms=0,
         brokers=[_R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port,
@@ -74,10 +94,30 @@ def handle(ctx, request):
         cluster_id=cache.cluster_id,
         controller_id=cache.controller_id,
         topics=unknown_ids + topics,
-        authorized_operations=authorized_operations(
-            8 <= version <= 10 and request.include_cluster_authorized_operations,
-            CLUSTER_OPERATIONS),
+        authorized_operations=(authz.authorized_operations(ctx, authz.CLUSTER, "kafka-cluster",
+                                                           CLUSTER_OPERATIONS)
+                               if 8 <= version <= 10 and request.include_cluster_authorized_operations
+                               else authorized_operations(False, CLUSTER_OPERATIONS)),
     )
+
+
+def _authorized_names(ctx, names: list[str], allow_auto: bool):
+    """Kafka's order of checks: DESCRIBE on each named topic, then CREATE (on CLUSTER,
+    else per topic) for the missing ones auto-creation would create.  Returns the names
+    to answer normally and the error answers, create-denied before describe-denied."""
+    names = list(dict.fromkeys(names))
+    allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, names)
+    cache = ctx.broker.cache
+    missing = [n for n in names if n in allowed and cache.topic(n) is None]
+    no_create: list[str] = []
+    if (missing and allow_auto and ctx.broker.config["auto.create.topics.enable"]
+            and not authz.cluster(ctx, authz.CREATE)):
+        may = authz.filter_allowed(ctx, authz.CREATE, authz.TOPIC, missing)
+        no_create = [n for n in missing if n not in may]
+    denied = ([_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, n) for n in no_create]
+              + [_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, n, None, internal=False)
+                 for n in names if n not in allowed])
+    return [n for n in names if n in allowed and n not in no_create], denied
 
 
 def _invalid_request(ctx, request):
@@ -141,9 +181,10 @@ def _auto_create(ctx, name: str):
     return _error_topic(ErrorCode.LEADER_NOT_AVAILABLE, name)
 
 
-def _error_topic(code: int, name: str | None, topic_id=None):
+def _error_topic(code: int, name: str | None, topic_id=None, internal: bool | None = None):
     return _R.MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id,
-                                    is_internal=is_internal(name), partitions=[],
+                                    is_internal=is_internal(name) if internal is None else internal,
+                                    partitions=[],
                                     authorized_operations=None)
 
 

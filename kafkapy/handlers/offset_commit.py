@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import structlog
 
+from kafkapy.security import authz
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
 from kafkapy.coordinator.group.zk_offsets import store_offset
 from kafkapy.handlers._groups import coordinator
@@ -44,9 +45,19 @@ def handle(ctx, request):
     retention = request.retention_time_ms if version <= 4 else -1
     expire = now + retention if retention is not None and retention >= 0 else None
     errors, offsets = {}, {}
+    allowed = None
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        if not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
+            errors = {(t.name, p.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED
+                      for t in request.topics for p in t.partitions}
+            return ctx.response(throttle_time_ms=0, topics=_topics(request, errors))
+        allowed = authz.filter_allowed(ctx, authz.READ, authz.TOPIC, [t.name for t in request.topics])
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
+            if allowed is not None and topic.name not in allowed:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if ctx.broker.cache.partition(*tp) is None:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -96,12 +107,15 @@ def _store(broker, group_id: str, tp, offset: int) -> int:
     return 0
 
 
+_REFUSED = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+
 def _topics(request, errors):
     """Kafka's response builder order: the partitions refused before the commit (unknown
     topic or partition) first, then the committed ones, each under its topic's first entry."""
     by_topic: dict[str, list] = {}
     asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    refused = {tp for tp, code in errors.items() if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    refused = {tp for tp, code in errors.items() if code in _REFUSED}
     for tp in [tp for tp in asked if tp in refused] + [tp for tp in asked if tp not in refused]:
         by_topic.setdefault(tp[0], []).append(
             _Partition(partition_index=tp[1], error_code=errors.get(tp, 0)))

@@ -14,6 +14,7 @@ until the transaction ends instead of starting from a stale offset.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.coordinator.group.zk_offsets import read_offset
 from kafkapy.handlers._groups import coordinator
 from kafkapy.protocol.errors import ErrorCode
@@ -82,12 +83,34 @@ def _group(ctx, group, stable: bool):
 def _fetch(ctx, group_id: str, asked, stable: bool):
     """(group error, [(partition, committed offset or None, partition error)])."""
     groups = coordinator(ctx)
+    denied = []
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        if not authz.allowed(ctx, authz.DESCRIBE, authz.GROUP, group_id):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
+        if asked is not None:
+            allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [t for t, _ in asked])
+            denied = [(tp, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for tp in asked if tp[0] not in allowed]
+            asked = [tp for tp in asked if tp[0] in allowed]
+        error, found = groups.fetch_offsets(group_id, asked, stable)
+        if asked is None:   # every committed partition: those of hidden topics left out
+            allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [tp[0] for tp, _ in found])
+            found = [(tp, om) for tp, om in found if tp[0] in allowed]
+        if error:
+            return error, found
+        return 0, _stable(groups, group_id, found, stable) + denied
     error, found = groups.fetch_offsets(group_id, asked, stable)
     if not stable:
         return error, [(tp, om, 0) for tp, om in found]
     return error, [(tp, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
                    if groups.has_pending_txn_offsets(group_id, tp) else (tp, om, 0)
                    for tp, om in found]
+
+
+def _stable(groups, group_id, found, stable: bool):
+    if not stable:
+        return [(tp, om, 0) for tp, om in found]
+    return [(tp, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            if groups.has_pending_txn_offsets(group_id, tp) else (tp, om, 0) for tp, om in found]
 
 
 def _asked(topics):

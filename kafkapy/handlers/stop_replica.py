@@ -18,6 +18,7 @@ As Kafka's KafkaApis.handleStopReplicaRequest and ReplicaManager.stopReplicas:
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers.leader_and_isr import fence
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import StopReplicaResponse
@@ -31,6 +32,8 @@ _Partition = StopReplicaResponse.StopReplicaPartitionError
 
 
 def handle(ctx, request):
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+        return _response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {})
     return apply(ctx.broker, request)
 
 

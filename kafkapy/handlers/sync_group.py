@@ -7,6 +7,7 @@ CompletingRebalance a follower's request waits for the leader's.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers._groups import callback_future, coordinator
 from kafkapy.protocol.errors import ErrorCode
 
@@ -21,6 +22,9 @@ def handle(ctx, request):
         # Mandatory from v5: Kafka refuses the request before it reaches the group.
         return ctx.response(throttle_time_ms=0,
                             error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                            protocol_type=None, protocol_name=None, assignment=b"")
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
                             protocol_type=None, protocol_name=None, assignment=b"")
     future, respond = callback_future()
     coordinator(ctx).sync(

@@ -16,6 +16,7 @@ ReplicaManager.maybeUpdateMetadataCache:
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers.leader_and_isr import fence
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import UpdateMetadataResponse
@@ -26,6 +27,8 @@ MAX_VERSION = 8
 
 
 def handle(ctx, request):
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+        return _response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     return apply(ctx.broker, request)
 
 

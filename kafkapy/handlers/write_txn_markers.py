@@ -11,6 +11,7 @@ retries).
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers._txn import service
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
@@ -27,6 +28,8 @@ _PartitionResult = _TopicResult.WritableTxnMarkerPartitionResult
 
 def handle(ctx, request):
     txns = service(ctx)
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+        txns = None     # every partition CLUSTER_AUTHORIZATION_FAILED, as Kafka's
     per_marker = []
     appended: dict = {}   # (topic, partition) -> the latest marker's AppendResult there
     for marker in request.markers:

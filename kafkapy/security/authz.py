@@ -1,6 +1,6 @@
 """Authorization checks for API handlers (contract K3): Kafka's AuthHelper.
 
-Every helper starts with ``broker.authorizer is None`` and returns at once when no
+Every helper starts with ``getattr(broker, "authorizer", None) is None`` and returns at once when no
 authorizer is configured, so an unconfigured broker pays one attribute check per call.
 The principal and client address come from ``ctx.session`` (contract K1).
 
@@ -25,18 +25,18 @@ def _session(ctx):
 
 
 def enabled(ctx) -> bool:
-    return ctx.broker.authorizer is not None
+    return getattr(ctx.broker, "authorizer", None) is not None
 
 
 def allowed(ctx, operation: int, resource_type: int, name: str) -> bool:
-    authorizer = ctx.broker.authorizer
+    authorizer = getattr(ctx.broker, "authorizer", None)
     if authorizer is None:
         return True
     return authorizer.authorize(_session(ctx), operation, resource_type, name)
 
 
 def cluster(ctx, operation: int) -> bool:
-    authorizer = ctx.broker.authorizer
+    authorizer = getattr(ctx.broker, "authorizer", None)
     if authorizer is None:
         return True
     return authorizer.authorize(_session(ctx), operation, A.CLUSTER, A.CLUSTER_NAME)
@@ -44,7 +44,7 @@ def cluster(ctx, operation: int) -> bool:
 
 def filter_allowed(ctx, operation: int, resource_type: int, names) -> set:
     """The names (a set) the principal may ``operation``; each distinct name checked once."""
-    authorizer = ctx.broker.authorizer
+    authorizer = getattr(ctx.broker, "authorizer", None)
     if authorizer is None:
         return set(names)
     session = _session(ctx)
@@ -52,7 +52,7 @@ def filter_allowed(ctx, operation: int, resource_type: int, names) -> set:
 
 
 def allowed_by_type(ctx, operation: int, resource_type: int) -> bool:
-    authorizer = ctx.broker.authorizer
+    authorizer = getattr(ctx.broker, "authorizer", None)
     if authorizer is None:
         return True
     return authorizer.authorize_by_resource_type(_session(ctx), operation, resource_type)
@@ -61,7 +61,7 @@ def allowed_by_type(ctx, operation: int, resource_type: int) -> bool:
 def authorized_operations(ctx, resource_type: int, name: str, all_ops) -> set:
     """The operations of ``all_ops`` (codes) allowed on the resource (Kafka's
     authorizedOperations); every one without an authorizer."""
-    authorizer = ctx.broker.authorizer
+    authorizer = getattr(ctx.broker, "authorizer", None)
     if authorizer is None:
         return set(all_ops)
     session = _session(ctx)
