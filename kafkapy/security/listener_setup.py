@@ -26,6 +26,7 @@ def listener_ssl_context(config, listener_name: str, protocol: str):
         check_listener(config, listener_name)
     if protocol not in SSL_PROTOCOLS:
         return None
+    _check_principal_mapping(config, listener_name)
     from kafkapy.security.ssl import server_context
     return server_context(config, listener_name, protocol)
 
@@ -46,3 +47,20 @@ def inter_broker_security(config) -> ClientSecurity | None:
         username, password = broker_credentials(config, name, mechanism)
     return ClientSecurity(protocol=protocol, ssl_context=ssl_context, sasl_mechanism=mechanism,
                           username=username, password=password)
+
+
+def _check_principal_mapping(config, listener_name: str) -> None:
+    """Only Kafka's DEFAULT mapping (the certificate's whole DN) and the default principal
+    builder are served: another setting would name principals the ACLs do not expect."""
+    from kafkapy.security.ssl import listener_value
+    rules = (listener_value(config, listener_name, "ssl.principal.mapping.rules") or "DEFAULT").strip()
+    if rules != "DEFAULT":
+        raise ValueError(f"ssl.principal.mapping.rules={rules} (listener {listener_name}): kafkapy "
+                         "maps SSL principals with DEFAULT only")
+    builder = config.originals.get("principal.builder.class")
+    if builder and str(builder).strip() != _DEFAULT_BUILDER:
+        raise ValueError(f"principal.builder.class={builder}: kafkapy has only Kafka's "
+                         f"{_DEFAULT_BUILDER}")
+
+
+_DEFAULT_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
