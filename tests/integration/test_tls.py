@@ -296,3 +296,33 @@ def test_a_tls_listener_without_key_store_stops_start_up(tmp_path):
         broker.start(timeout=30)
 
 
+
+
+@pytest.mark.parametrize("protocol,settings,expected", [
+    ("SSL", {"ssl.client.auth": "requested"}, ssl.CERT_OPTIONAL),
+    ("SSL", {"ssl.client.auth": "none"}, ssl.CERT_NONE),
+    ("SSL", {"listener.name.ssl.ssl.client.auth": "required", "ssl.client.auth": "none"},
+     ssl.CERT_REQUIRED),
+    # Kafka's ChannelBuilders: on SASL_SSL only the listener-prefixed key counts
+    ("SASL_SSL", {"ssl.client.auth": "required"}, ssl.CERT_NONE),
+    ("SASL_SSL", {"listener.name.ssl.ssl.client.auth": "required"}, ssl.CERT_REQUIRED),
+])
+def test_client_auth_per_listener(certs, protocol, settings, expected):
+    props = {"listeners": "SSL://127.0.0.1:0", "listener.security.protocol.map": f"SSL:{protocol}",
+             "inter.broker.listener.name": "SSL", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+             "sasl.enabled.mechanisms": "PLAIN", "log.dirs": "/tmp/unused",
+             **broker_ssl_overrides(certs, "PEM"), **settings}
+    config = BrokerConfig.from_properties(props)
+    assert server_context(config, "SSL", protocol).verify_mode == expected
+
+
+def test_enabled_protocols_and_cipher_suites(certs):
+    props = {"listeners": "SSL://127.0.0.1:0", "listener.security.protocol.map": "SSL:SSL",
+             "security.inter.broker.protocol": "SSL", "log.dirs": "/tmp/unused",
+             "ssl.enabled.protocols": "TLSv1.2",
+             "ssl.cipher.suites": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+             **broker_ssl_overrides(certs, "PEM")}
+    context = server_context(BrokerConfig.from_properties(props), "SSL")
+    assert context.maximum_version == ssl.TLSVersion.TLSv1_2
+    names = {c["name"] for c in context.get_ciphers() if c["protocol"] == "TLSv1.2"}
+    assert names == {"ECDHE-RSA-AES128-GCM-SHA256"}
