@@ -18,6 +18,7 @@ as INVALID_PRODUCER_EPOCH below v2.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers._txn import fenced_for_version, service
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
@@ -72,6 +73,14 @@ def _transaction(ctx, txn_id, producer_id, epoch, verify_only: bool, topics) -> 
     txns = service(ctx)
     if txns is None:
         return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
+    if getattr(ctx.broker, "authorizer", None) is not None and not verify_only:
+        # Kafka: WRITE on the transactional id, then on each topic.
+        if not authz.allowed(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, txn_id):
+            return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
+        allowed = authz.filter_allowed(ctx, authz.WRITE, authz.TOPIC, [t for t, _ in wanted])
+        if any(t not in allowed for t, _ in wanted):
+            return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] not in allowed
+                    else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
     cache = ctx.broker.cache
     unknown = {tp for tp in wanted if cache.partition(*tp) is None}
     if unknown:

@@ -20,6 +20,7 @@ REQUEST_TIMED_OUT at once, as Kafka does.  validate_only answers at once.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers.common import repeated
 from kafkapy.handlers.create_topics import (MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS,
                                             late_topics)
@@ -44,8 +45,13 @@ async def handle(ctx, request):
     queued = [t.name for t in request.topics
               if t.name not in duplicated and admin.is_queued_for_deletion(t.name)]
     created: dict[str, int] = {}
+    refused: list[str] = []
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        names = [t.name for t in request.topics if t.name not in duplicated and t.name not in queued]
+        allowed = authz.filter_allowed(ctx, authz.ALTER, authz.TOPIC, names)
+        refused = list(dict.fromkeys(n for n in names if n not in allowed))
     results = [_create(ctx, request, topic, created) for topic in request.topics
-               if topic.name not in duplicated and topic.name not in queued]
+               if topic.name not in duplicated and topic.name not in queued and topic.name not in refused]
     late = await late_topics(ctx, request, created)
     for r in results:
         if r.name in late:
@@ -56,6 +62,8 @@ async def handle(ctx, request):
                 for name in dict.fromkeys(t.name for t in request.topics if t.name in duplicated)]
     results += [_Result(name=name, error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
                         error_message="The topic is queued for deletion.") for name in queued]
+    results += [_Result(name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        error_message="The topic authorization is failed.") for name in refused]
     return ctx.response(throttle_time_ms=0, results=results)
 
 

@@ -29,6 +29,7 @@ Kafka's controller bounds a batch (MAX_PARTITIONS_PER_BATCH).
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -55,6 +56,10 @@ async def handle(ctx, request):
             _failed(t.name, ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
             for t in request.topics])
     duplicated = repeated(t.name for t in request.topics)
+    creatable = None
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CREATE):
+        # Kafka: CREATE on the cluster, else on each topic.
+        creatable = authz.filter_allowed(ctx, authz.CREATE, authz.TOPIC, [t.name for t in request.topics])
     results = []
     for topic in request.topics:
         if topic.name == CLUSTER_METADATA_TOPIC:
@@ -65,6 +70,9 @@ async def handle(ctx, request):
         if topic.name in duplicated:
             results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST,
                                    "Found multiple entries for this topic."))
+            continue
+        if creatable is not None and topic.name not in creatable:
+            results.append(_failed(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
             continue
         results.append(_create(ctx, request, topic))
     await _await_leaders(ctx, request, results)

@@ -6,6 +6,8 @@ written to ``__consumer_offsets``.
 """
 from __future__ import annotations
 
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security import authz
 from kafkapy.handlers._groups import coordinator
 from kafkapy.protocol.messages import RESPONSES
 
@@ -17,6 +19,12 @@ _Result = RESPONSES[API_KEY].DeletableGroupResult
 
 
 def handle(ctx, request):
-    results = coordinator(ctx).delete_groups(list(request.groups_names))
+    names = list(request.groups_names)
+    refused = {}
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        allowed = authz.filter_allowed(ctx, authz.DELETE, authz.GROUP, names)
+        refused = {g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in allowed}
+        names = [g for g in names if g in allowed]
+    results = {**refused, **coordinator(ctx).delete_groups(names)} if names else refused
     return ctx.response(throttle_time_ms=0, results=[
         _Result(group_id=g, error_code=e) for g, e in results.items()])

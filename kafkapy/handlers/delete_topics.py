@@ -19,6 +19,7 @@ answers REQUEST_TIMED_OUT at once, and so does kafkapy.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
@@ -83,6 +84,10 @@ def _check(ctx, name, topic_id):
                            error_message=None)
     if name is None:
         return _Result(name=None, topic_id=None,
+                       error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None)
+    if (getattr(broker, "authorizer", None) is not None
+            and not authz.allowed(ctx, authz.DELETE, authz.TOPIC, name)):
+        return _Result(name=name if topic_id is None else None, topic_id=topic_id,
                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None)
     if broker.cache.topic(name) is None:
         return _Result(name=name, topic_id=topic_id,

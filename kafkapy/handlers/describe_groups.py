@@ -6,8 +6,10 @@ unknown group is described as Dead without error, as Kafka does.
 """
 from __future__ import annotations
 
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security import authz
 from kafkapy.handlers._groups import coordinator
-from kafkapy.handlers.common import GROUP_OPERATIONS, authorized_operations
+from kafkapy.handlers.common import GROUP_OPERATIONS
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 15
@@ -22,6 +24,11 @@ def handle(ctx, request):
     include_ops = ctx.api_version >= 3 and request.include_authorized_operations
     groups = []
     for group_id in request.groups:
+        if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.DESCRIBE, authz.GROUP, group_id):
+            groups.append(_Group(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
+                                 group_id=group_id, group_state="", protocol_type="", protocol_data="",
+                                 members=[], authorized_operations=None))
+            continue
         s = coordinator(ctx).describe_group(group_id)
         groups.append(_Group(
             error_code=s.error, error_message=None, group_id=group_id, group_state=s.state,
@@ -30,5 +37,6 @@ def handle(ctx, request):
                              client_id=m.client_id, client_host=m.client_host,
                              member_metadata=m.metadata, member_assignment=m.assignment)
                      for m in s.members],
-            authorized_operations=authorized_operations(include_ops, GROUP_OPERATIONS)))
+            authorized_operations=(authz.authorized_operations(ctx, authz.GROUP, group_id, GROUP_OPERATIONS)
+                                   if include_ops else None)))
     return ctx.response(throttle_time_ms=0, groups=groups)

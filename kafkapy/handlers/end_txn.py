@@ -7,6 +7,7 @@ INVALID_PRODUCER_EPOCH below v2.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers._txn import fenced_for_version, service
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.replication.acks import then
@@ -18,7 +19,8 @@ MAX_VERSION = 4
 
 def handle(ctx, request):
     txns = service(ctx)
-    if txns is None:
+    if txns is None or (getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(
+            ctx, authz.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id)):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:
         error = txns.coordinator.end_txn(request.transactional_id, request.producer_id,

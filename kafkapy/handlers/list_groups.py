@@ -5,6 +5,7 @@ filter by type and answer it (every group here is "classic").
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers._groups import coordinator
 from kafkapy.protocol.messages import RESPONSES
 
@@ -20,6 +21,10 @@ def handle(ctx, request):
     states = request.states_filter if version >= 4 else None
     types = request.types_filter if version >= 5 else None
     error, groups = coordinator(ctx).list_groups(states, types)
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.DESCRIBE):
+        # Kafka: DESCRIBE on the cluster lists every group, else those the principal may describe.
+        allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.GROUP, [g.group_id for g in groups])
+        groups = [g for g in groups if g.group_id in allowed]
     return ctx.response(throttle_time_ms=0, error_code=error, groups=[
         _Group(group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state,
                group_type=g.group_type) for g in groups])

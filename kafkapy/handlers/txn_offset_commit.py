@@ -17,6 +17,7 @@ INVALID_PRODUCER_EPOCH, an offsets partition not added to the transaction
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
 from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
 from kafkapy.handlers._txn import fenced_for_version, service
@@ -39,9 +40,26 @@ def handle(ctx, request):
     now = broker.clock.time_ms()
     results: dict[tuple[str, int], int] = {}
     offsets = {}
+    allowed = None
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        # Kafka: WRITE on the transactional id, READ on the group, then READ per topic.
+        asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        refusal = None
+        if not authz.allowed(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
+            refusal = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
+            refusal = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        if refusal is not None:
+            return ctx.response(throttle_time_ms=0, topics=[_Topic(name=t.name, partitions=[
+                _Partition(partition_index=p.partition_index, error_code=refusal) for p in t.partitions])
+                for t in request.topics])
+        allowed = authz.filter_allowed(ctx, authz.READ, authz.TOPIC, [t for t, _ in asked])
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
+            if allowed is not None and topic.name not in allowed:
+                results[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if broker.cache.partition(topic.name, p.partition_index) is None:
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
