@@ -328,6 +328,11 @@ def test_one_kafka_two_kafkapy_controller_of_each_kind(mixed):
     m = mixed
     create_topic(m.bootstrap(2), TOPIC, assignment=ASSIGNMENT,
                  configs={"min.insync.replicas": "2"})
+    # Every broker knows the topic's leaders before the first record: the producers'
+    # first batches must not race the LeaderAndIsr of a new topic (see H9-findings F4).
+    preferred = {p: rs[0] for p, rs in ASSIGNMENT.items()}
+    wait_for(lambda: all(m.metadata(i, [TOPIC]).leaders(TOPIC) == preferred for i in IDS),
+             30, lambda: f"{TOPIC}'s leaders known everywhere\n" + m.summary())
     traffic = _Traffic(m)
     try:
         # 1. kafkapy (2) is the controller.
