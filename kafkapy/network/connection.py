@@ -93,7 +93,11 @@ class KafkaConnection(asyncio.Protocol):
         self.last_active = self._server.now()
         protocol = self._server.security_protocol
         if protocol != "PLAINTEXT" or self._server.listener not in (None, "PLAINTEXT"):
-            self._secure_session(transport, peer, protocol)
+            try:
+                self._secure_session(transport, peer, protocol)
+            except Exception:   # never serve a connection whose security is not set up
+                _log.exception("connection set-up failed", peer=self.peer)
+                self.close()
         self._server.connection_opened(self)
 
     def _secure_session(self, transport, peer, protocol: str) -> None:
@@ -303,9 +307,21 @@ class KafkaConnection(asyncio.Protocol):
                 return
         self._flush()
         if ctx.connection_auth is not None and self._gate.state is sasl_gate.FAILED:
-            # Kafka sends the error answer, then closes (asyncio flushes it first).
-            _log.info("closing connection: " + self._gate.close_reason, peer=self.peer)
+            self._close_after_failed_authentication()
+
+    def _close_after_failed_authentication(self) -> None:
+        """Kafka sends the error answer, reads nothing more, and closes the connection
+        ``connection.failed.authentication.delay.ms`` later (slowing password guessing)."""
+        _log.info("closing connection: " + self._gate.close_reason, peer=self.peer)
+        delay_ms = self._gate.failed_close_delay_ms
+        if delay_ms <= 0 or self._transport is None:
             self.close()
+            return
+        self._closed = True
+        self._slots.clear()
+        self._drop_file_parts()
+        self._transport.pause_reading()
+        asyncio.get_running_loop().call_later(delay_ms / 1000.0, self._transport.close)
 
     def _queue_ready(self, payload: bytes) -> None:
         slot = _Slot()

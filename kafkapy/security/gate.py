@@ -12,7 +12,8 @@ frame before it is dispatched:
   (``connections.max.reauth.ms``) a request arriving after it expired closes the
   connection, unless it is a SaslHandshake, which begins re-authentication (same
   mechanism, same principal, as Kafka requires);
-- ``FAILED``: the error answer is sent, then the connection closes.
+- ``FAILED``: the error answer is sent, then the connection closes
+  (``connection.failed.authentication.delay.ms`` later, reading nothing meanwhile).
 
 Anything else before authentication (another API, ApiVersions out of turn, a frame larger
 than ``sasl.server.max.receive.size``, a frame that is no Kafka request) closes the
@@ -61,7 +62,7 @@ class SaslGate:
 
     __slots__ = ("state", "server", "mechanism", "principal", "expires_at", "_broker",
                  "_listener", "_max_receive", "_reauthenticating", "_on_principal",
-                 "close_reason")
+                 "close_reason", "failed_close_delay_ms")
 
     def __init__(self, broker, listener_name: str, on_principal) -> None:
         self.state = HANDSHAKE_OR_VERSIONS
@@ -75,6 +76,8 @@ class SaslGate:
         self._reauthenticating = False
         self._on_principal = on_principal     # the connection's session setter
         self._max_receive = _max_receive(broker.config)
+        self.failed_close_delay_ms = _int_setting(
+            broker.config, "connection.failed.authentication.delay.ms", 100)
 
     @property
     def max_receive(self) -> int:
@@ -210,14 +213,18 @@ class ConnectionAuth:
 
 
 def _max_receive(config) -> int:
+    return _int_setting(config, "sasl.server.max.receive.size", _DEFAULT_MAX_RECEIVE)
+
+
+def _int_setting(config, key: str, default: int) -> int:
     try:
-        value = config["sasl.server.max.receive.size"]
+        value = config[key]
     except KeyError:
-        value = config.originals.get("sasl.server.max.receive.size")
+        value = config.originals.get(key)
     try:
-        return int(value) if value is not None else _DEFAULT_MAX_RECEIVE
+        return int(value) if value is not None else default
     except (TypeError, ValueError):
-        return _DEFAULT_MAX_RECEIVE
+        return default
 
 
 def _session_lifetime_ms(config, listener_name: str, mechanism: str | None) -> int:
