@@ -53,6 +53,7 @@ java-clients: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run_bench.py $(BENCH_ARGS)
 	$(PY) bench/bench_timers.py
+	$(PY) bench/cluster.py reassign
 
 ## 10^6 mutated frames of every API against a fresh broker (FUZZ_ARGS="--frames N --seed S").
 fuzz: $(STAMP)
