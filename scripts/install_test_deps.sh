@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the system packages the tests use when they are missing:
-# kcat, a Java 17 JDK (Java client tests, Spark) and ZooKeeper (controller tests).
+# kcat, a Java 17 JDK (Java client tests, Spark), ZooKeeper (controller tests) and openssl
+# (test certificates for the TLS listeners).
 # Needs root for apt-get; as another user it only reports what is missing.
 set -euo pipefail
 
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 [ -d /usr/share/zookeeper ] || missing+=(zookeeper)
 
 if [ ${#missing[@]} -eq 0 ]; then
