@@ -47,6 +47,7 @@ AUTHENTICATE = "AUTHENTICATE"
 AUTHENTICATE_RAW = "AUTHENTICATE_RAW"
 COMPLETE = "COMPLETE"
 FAILED = "FAILED"
+REAUTH_BAD_MECHANISM = "REAUTH_BAD_MECHANISM"
 
 # verdicts of ``SaslGate.admit``
 SERVE = 0           # dispatch as usual (no connection_auth)
@@ -99,6 +100,8 @@ class SaslGate:
             if (time.monotonic() if now is None else now) >= self.expires_at:
                 return self._close("authentication session expired")
             return SERVE
+        if state == REAUTH_BAD_MECHANISM:
+            return self._close(self.close_reason)
         if frame_size > self._max_receive:
             return self._close("Failing SASL authentication due to invalid receive size")
         if state == AUTHENTICATE_RAW:
@@ -147,8 +150,10 @@ class SaslGate:
     # -- called through ConnectionAuth -----------------------------------------------
     def _begin(self, server, version: int) -> None:
         if self._reauthenticating and server.mechanism != self.mechanism:
-            self._fail(f"SASL mechanism '{server.mechanism}' requested by client is not "
-                       f"supported for re-authentication of mechanism '{self.mechanism}'")
+            # Kafka answers the handshake and refuses the next token (REAUTH_BAD_MECHANISM)
+            self.state = REAUTH_BAD_MECHANISM
+            self.close_reason = (f"SASL mechanism '{server.mechanism}' requested by client is not "
+                                 f"supported for re-authentication of mechanism '{self.mechanism}'")
             return
         self.server = server
         self.mechanism = server.mechanism
