@@ -29,6 +29,7 @@ Versions 0-2 (Kafka 3.9 and 4.0).  Per resource:
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.config.dynamic import from_persistent_props, persistent_props
 from kafkapy.config.errors import ConfigError
 from kafkapy.handlers.common import repeated
@@ -51,6 +52,16 @@ def handle(ctx, request):
     repeated_ids = repeated((r.resource_type, r.resource_name) for r in request.resources)
     results = []
     for resource in request.resources:
+        if getattr(ctx.broker, "authorizer", None) is not None:
+            # Kafka: ALTER_CONFIGS on the topic, or on the cluster for broker resources.
+            if resource.resource_type == TOPIC:
+                ok, code = authz.allowed(ctx, authz.ALTER_CONFIGS, authz.TOPIC, resource.resource_name), \
+                    ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            else:
+                ok, code = authz.cluster(ctx, authz.ALTER_CONFIGS), ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            if not ok:
+                results.append(result(_Result, resource, code, None))
+                continue
         try:
             preprocess(resource, repeated_ids, [c.name for c in resource.configs
                                                 if c.value is None])

@@ -15,6 +15,7 @@ replicas told), not when it completes; ``timeout_ms`` is not used, as in Kafka.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -33,6 +34,9 @@ async def handle(ctx, request):
         for p in topic.partitions or ():
             replicas = None if p.replicas is None else [int(r) for r in p.replicas]
             wanted[(topic.name, p.partition_index)] = replicas
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.ALTER):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            error_message="Cluster authorization failed.", responses=[])
     outcome = await ctx.broker.controller.alter_partition_reassignments(wanted)
     if isinstance(outcome, tuple):          # top-level error (NOT_CONTROLLER)
         code, message = outcome

@@ -12,6 +12,8 @@ No authorizer: Kafka's ALTER on CLUSTER is always granted.
 """
 from __future__ import annotations
 
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security import authz
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 34
@@ -29,7 +31,10 @@ def handle(ctx, request):
         for topic in entry.topics or ():
             for index in topic.partitions or ():
                 wanted[(topic.name, int(index))] = entry.path
-    errors = ctx.broker.alter_log_dirs.alter(wanted)
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.ALTER):
+        errors = dict.fromkeys(wanted, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    else:
+        errors = ctx.broker.alter_log_dirs.alter(wanted)
     by_topic: dict[str, list] = {}
     for (topic, index), code in errors.items():
         by_topic.setdefault(topic, []).append(

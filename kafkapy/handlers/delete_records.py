@@ -13,6 +13,7 @@ the log start offset is checkpointed to ``log-start-offset-checkpoint``.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
@@ -29,9 +30,16 @@ _Partition = _Topic.DeleteRecordsPartitionResult
 
 def handle(ctx, request):
     topics = []
+    allowed = None
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        allowed = authz.filter_allowed(ctx, authz.DELETE, authz.TOPIC, [t.name for t in request.topics])
     for topic in request.topics:
-        parts = [_delete(ctx.broker, topic.name, p.partition_index, p.offset)
-                 for p in topic.partitions]
+        if allowed is not None and topic.name not in allowed:
+            parts = [_Partition(partition_index=p.partition_index, low_watermark=-1,
+                                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions]
+        else:
+            parts = [_delete(ctx.broker, topic.name, p.partition_index, p.offset)
+                     for p in topic.partitions]
         topics.append(_Topic(name=topic.name, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=topics)
 

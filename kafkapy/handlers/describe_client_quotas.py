@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from kazoo.exceptions import NoNodeError
 
+from kafkapy.security import authz
 from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.security.sasl.credentials import desanitize, java_properties_order, sanitize
@@ -39,6 +40,9 @@ class _Refused(Exception):
 
 
 def handle(ctx, request):
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.DESCRIBE_CONFIGS):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            error_message="Cluster authorization failed.", entries=None)
     try:
         entries = _describe(ctx.broker.store, request.components, request.strict)
     except _Refused as err:

@@ -16,6 +16,7 @@ request INVALID_REQUEST (every resource, Kafka's default message).
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.config.loggers import describe_loggers
 from kafkapy.metadata.topics import invalid_topic_reason
 from kafkapy.protocol.errors import ErrorCode
@@ -43,8 +44,21 @@ def handle(ctx, request):
         return ctx.response(throttle_time_ms=0, results=[
             _failed(r, ErrorCode.INVALID_REQUEST, _INVALID_REQUEST_MESSAGE)
             for r in request.resources])
-    results = [_describe(ctx, request, r) for r in request.resources]
+    results = [_refused(ctx, r) or _describe(ctx, request, r) for r in request.resources]
     return ctx.response(throttle_time_ms=0, results=results)
+
+
+def _refused(ctx, resource):
+    """Kafka: DESCRIBE_CONFIGS on the topic, or on the cluster for broker resources."""
+    if getattr(ctx.broker, "authorizer", None) is None:
+        return None
+    if resource.resource_type == TOPIC:
+        if authz.allowed(ctx, authz.DESCRIBE_CONFIGS, authz.TOPIC, resource.resource_name):
+            return None
+        return _failed(resource, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+    if authz.cluster(ctx, authz.DESCRIBE_CONFIGS):
+        return None
+    return _failed(resource, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
 
 
 def _describe(ctx, request, resource):

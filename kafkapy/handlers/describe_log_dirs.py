@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -29,6 +30,9 @@ _Partition = _Topic.DescribeLogDirsPartition
 
 
 def handle(ctx, request):
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.DESCRIBE):
+        # Kafka: no directories, and from v3 the error.
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
     manager = ctx.broker.log_manager
     wanted = None
     if request.topics is not None:

@@ -10,6 +10,7 @@ epoch and the first offset of its open transaction (-1 if none).
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.metadata.topics import invalid_topic_reason
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -53,6 +54,8 @@ def handle(ctx, request):
 
 
 def _topic_error(ctx, name: str) -> tuple[int, str] | None:
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.READ, authz.TOPIC, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
     reason = invalid_topic_reason(name)
     if reason:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, reason

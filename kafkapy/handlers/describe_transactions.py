@@ -7,6 +7,7 @@ and the partitions of the transaction.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers._txn import service
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
@@ -23,7 +24,9 @@ def handle(ctx, request):
     txns = service(ctx)
     states = []
     for txn_id in request.transactional_ids:
-        if txns is None:
+        if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.DESCRIBE, authz.TRANSACTIONAL_ID, txn_id):
+            error, txn = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+        elif txns is None:
             error, txn = ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         else:
             error, txn = txns.coordinator.describe(txn_id)

@@ -11,6 +11,8 @@ the active controller: top-level NOT_CONTROLLER with Kafka's message and no topi
 """
 from __future__ import annotations
 
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security import authz
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 46
@@ -27,6 +29,9 @@ async def handle(ctx, request):
     if request.topics is not None:
         partitions = list(dict.fromkeys(
             (t.name, int(p)) for t in request.topics for p in t.partition_indexes or ()))
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.DESCRIBE):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            error_message="Cluster authorization failed.", topics=[])
     outcome = await ctx.broker.controller.list_partition_reassignments(partitions)
     if isinstance(outcome, tuple):          # top-level error (NOT_CONTROLLER)
         code, message = outcome

@@ -7,6 +7,7 @@ match everything.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.coordinator.transaction.state import TxnState
 from kafkapy.handlers._txn import service
 from kafkapy.protocol.errors import ErrorCode
@@ -37,6 +38,10 @@ def handle(ctx, request):
     duration = request.duration_filter if ctx.api_version >= 1 else -1
     error, found = txns.coordinator.list(known, set(request.producer_id_filters or []),
                                          duration if duration is not None else -1)
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TRANSACTIONAL_ID,
+                                       [t.transactional_id for t in found])
+        found = [t for t in found if t.transactional_id in allowed]
     return ctx.response(throttle_time_ms=0, error_code=error, unknown_state_filters=unknown,
                         transaction_states=[
                             _State(transactional_id=t.transactional_id, producer_id=t.producer_id,

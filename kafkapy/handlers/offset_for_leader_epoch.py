@@ -14,7 +14,8 @@ the flexible encoding.
 """
 from __future__ import annotations
 
-from kafkapy.protocol.errors import KafkaError
+from kafkapy.security import authz
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 23
@@ -29,7 +30,19 @@ _Partition = _Topic.EpochEndOffset
 def handle(ctx, request):
     replicas = ctx.broker.replica_manager
     topics = []
+    allowed = None
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        # Kafka: a follower needs CLUSTER_ACTION, a client DESCRIBE on each topic.
+        names = [t.topic for t in request.topics]
+        follower = ctx.api_version >= 3 and request.replica_id >= 0
+        allowed = ((set(names) if authz.cluster(ctx, authz.CLUSTER_ACTION) else set()) if follower
+                   else authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, names))
     for topic in request.topics:
+        if allowed is not None and topic.topic not in allowed:
+            topics.append(_Topic(topic=topic.topic, partitions=[
+                _Partition(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=p.partition,
+                           leader_epoch=-1, end_offset=-1) for p in topic.partitions]))
+            continue
         parts = [_end_offset(replicas, topic.topic, p) for p in topic.partitions]
         topics.append(_Topic(topic=topic.topic, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=topics)
