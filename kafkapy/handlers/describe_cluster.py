@@ -11,6 +11,7 @@ the live brokers on the client's listener.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers.common import CLUSTER_OPERATIONS, authorized_operations
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
@@ -42,8 +43,10 @@ def handle(ctx, request):
         cluster_id=cache.cluster_id, controller_id=controller,
         brokers=[_Broker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                  for b in brokers],
-        authorized_operations=authorized_operations(
-            request.include_cluster_authorized_operations, CLUSTER_OPERATIONS))
+        authorized_operations=(
+            authz.authorized_operations(ctx, authz.CLUSTER, "kafka-cluster", CLUSTER_OPERATIONS)
+            if request.include_cluster_authorized_operations
+            else authorized_operations(False, CLUSTER_OPERATIONS)))
 
 
 def _error(ctx, code: int, message: str):

@@ -8,6 +8,8 @@ DUPLICATE_RESOURCE for a name given twice.  See ``kafkapy.security.sasl.credenti
 """
 from __future__ import annotations
 
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security import authz
 from kafkapy.security.sasl import credentials
 
 API_KEY = 50
@@ -17,6 +19,9 @@ MAX_VERSION = 0
 
 def handle(ctx, request):
     users = None if request.users is None else [u.name for u in request.users]
+    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.DESCRIBE):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            error_message=None, results=[])
     code, message, results = credentials.describe(ctx.broker, users)
     return ctx.response(
         throttle_time_ms=0, error_code=code, error_message=message,

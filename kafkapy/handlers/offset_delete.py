@@ -10,6 +10,7 @@ partitions come first, then the coordinator's under each topic's first entry.
 """
 from __future__ import annotations
 
+from kafkapy.security import authz
 from kafkapy.handlers._groups import coordinator
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
@@ -25,12 +26,23 @@ _Partition = _Topic.OffsetDeleteResponsePartition
 def handle(ctx, request):
     cache = ctx.broker.cache
     asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    denied: list = []
+    if getattr(ctx.broker, "authorizer", None) is not None:
+        # Kafka: DELETE on the group, then READ on each topic.
+        if not authz.allowed(ctx, authz.DELETE, authz.GROUP, request.group_id):
+            return ctx.response(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
+        allowed = authz.filter_allowed(ctx, authz.READ, authz.TOPIC, [t for t, _ in asked])
+        denied = [tp for tp in asked if tp[0] not in allowed]
+        asked = [tp for tp in asked if tp[0] in allowed]
     refused = [tp for tp in asked if cache.partition(*tp) is None]
     valid = [tp for tp in asked if tp not in refused]
     error, results = coordinator(ctx).delete_offsets(request.group_id, valid)
     if error:
         return ctx.response(error_code=error, throttle_time_ms=0, topics=[])
     by_topic: dict[str, list] = {}
+    for tp in denied:
+        by_topic.setdefault(tp[0], []).append(
+            _Partition(partition_index=tp[1], error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     for tp in refused:
         by_topic.setdefault(tp[0], []).append(
             _Partition(partition_index=tp[1], error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
