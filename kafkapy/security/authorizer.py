@@ -14,12 +14,15 @@ else denied when a DENY entry matches (principal or ``User:*``, host or ``*``, t
 operation or ALL), allowed when an ALLOW entry matches the operation or one implying it
 (DESCRIBE by READ/WRITE/DELETE/ALTER, DESCRIBE_CONFIGS by ALTER_CONFIGS) or ALL.
 
+Notifications older than 15 minutes are deleted on every pass (Kafka's listener).
+
 Invariants: the cache changes only on the event loop (watch callbacks schedule a pass);
 ``authorize`` never touches the store.
 """
 from __future__ import annotations
 
 import asyncio
+import time
 
 import structlog
 from kazoo.exceptions import BadVersionError, ConnectionLoss, NodeExistsError, NoNodeError
@@ -34,6 +37,7 @@ _IMPLIED = {A.DESCRIBE: (A.DESCRIBE, A.READ, A.WRITE, A.DELETE, A.ALTER),
             A.DESCRIBE_CONFIGS: (A.DESCRIBE_CONFIGS, A.ALTER_CONFIGS)}
 _WRITE_RETRIES = 20
 _RETRY_S = 1.0
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 
 
 def parse_super_users(text: str | None) -> frozenset[str]:
@@ -304,6 +308,21 @@ class AclAuthorizer:
                     pass
                 except Exception:
                     _log.exception("unreadable ACL change notification", path=f"{root}/{child}")
+            self._purge(root, children)
+
+    def _purge(self, root: str, children: list[str]) -> None:
+        """Delete notifications older than 15 minutes, as Kafka's listener does each pass."""
+        now_ms = time.time() * 1000
+        for child in children:
+            path = f"{root}/{child}"
+            try:
+                stat = self._store.exists(path)
+                if stat is not None and now_ms - stat.ctime > CHANGE_EXPIRATION_MS:
+                    self._store.delete(path)
+            except NoNodeError:
+                pass            # another broker purged it first
+            except Exception:
+                _log.exception("purging an ACL change notification failed", path=path)
 
 
 def _applies(e: AclEntry, principal: str, host: str, operations) -> bool:
