@@ -9,10 +9,15 @@ A new epoch is written to the file at once but not fsynced (as Kafka since
 KAFKA-15046): log recovery rebuilds the entries from the batches' leader epochs,
 and ``flush()`` (the log's flush) makes the file durable.  Truncations are fsynced
 at once, since recovery could not undo a stale entry.
+
+Threads: entries change on the event loop only; the file is written from the loop and
+from the log flusher's thread (``flush``), so writes take ``_write_lock``: two writers
+would share ``leader-epoch-checkpoint.tmp`` and one rename would find it gone.
 """
 from __future__ import annotations
 
 import os
+import threading
 
 from kafkapy.log.checkpoint import (LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint,
                                     write_leader_epoch_checkpoint)
@@ -27,6 +32,7 @@ class LeaderEpochCache:
         self.entries: list[tuple[int, int]] = (
             read_leader_epoch_checkpoint(self.path) if self.path else [])
         self._unsynced = False
+        self._write_lock = threading.Lock()
 
     @property
     def latest_epoch(self) -> int | None:
@@ -34,8 +40,9 @@ class LeaderEpochCache:
 
     def _persist(self, fsync: bool = True) -> None:
         if self.path is not None:
-            write_leader_epoch_checkpoint(self.path, self.entries, fsync)
-            self._unsynced = not fsync
+            with self._write_lock:
+                write_leader_epoch_checkpoint(self.path, list(self.entries), fsync)
+                self._unsynced = not fsync
 
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that ``epoch`` starts at ``start_offset``; True if the cache changed."""

@@ -255,6 +255,34 @@ def test_truncate_at_log_end_drops_an_empty_epoch(tmp_path, clock):
     log.close()
 
 
+def test_epoch_checkpoint_written_from_two_threads(tmp_path):
+    """The loop assigns epochs while the flusher thread flushes: both write the file
+    through one .tmp name, so they must not interleave (a rename would find it gone)."""
+    import threading
+    from kafkapy.log.leader_epoch import LeaderEpochCache
+    cache = LeaderEpochCache(str(tmp_path))
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def flusher() -> None:
+        try:
+            while not stop.is_set():
+                cache._unsynced = True
+                cache.flush()
+        except BaseException as e:      # noqa: BLE001 (reported below)
+            errors.append(e)
+    thread = threading.Thread(target=flusher)
+    thread.start()
+    try:
+        for epoch in range(2000):
+            cache.assign(epoch, epoch * 10)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert errors == []
+    assert cache.entries[-1] == (1999, 19990)
+
+
 def test_leader_epoch_checkpoint_written(tmp_path, clock):
     log = open_log(tmp_path, clock)
     append(log, 2, epoch=0)
