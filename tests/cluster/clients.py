@@ -53,16 +53,17 @@ def delete_topic(bootstrap: str, name: str, timeout: float = 30.0) -> None:
         timeout + 5)
 
 
-def elect_preferred(bootstrap: str, partitions: list[tuple[str, int]], timeout: float = 30.0):
-    """ElectLeaders (preferred) through confluent-kafka; {(topic, p): error or None}."""
-    from confluent_kafka import ElectionType, TopicPartition
-    from confluent_kafka.admin import AdminClient
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    result = admin.elect_leaders(ElectionType.PREFERRED,
-                                 [TopicPartition(t, p) for t, p in partitions],
-                                 request_timeout=timeout, operation_timeout=timeout).result(
-        timeout + 5)
-    return {(tp.topic, tp.partition): err for tp, err in result.items()}
+def elect_preferred(bootstrap: str, topics: str | list[str], timeout: float = 15.0) -> None:
+    """ElectLeaders (PREFERRED) for every partition of ``topics`` through kafka-python's admin
+    client (routed to the controller; ELECTION_NOT_NEEDED is no error).  Not confluent-kafka:
+    2.16's ``elect_leaders`` raises TypeError before sending anything."""
+    from kafka.admin import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout * 1000))
+    try:
+        admin.elect_leaders(0, [topics] if isinstance(topics, str) else topics,
+                            timeout_ms=int(timeout * 1000))
+    finally:
+        admin.close()
 
 
 def request(cluster, node: int, api_key: int, version: int, timeout: float = 10.0, **values):

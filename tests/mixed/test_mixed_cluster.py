@@ -37,10 +37,9 @@ import time
 
 import pytest
 
-from tests.cluster.clients import create_topic, describe_topic
+from tests.cluster.clients import create_topic, describe_topic, elect_preferred
 from tests.mixed.conftest import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
-from tests.mixed.test_rolling_migration import (consumer_groups_describe, elect_preferred,
-                                                read_log)
+from tests.mixed.test_rolling_migration import consumer_groups_describe, read_log
 
 SETTINGS = dict(CLUSTER_SETTINGS, **{
     "inter.broker.protocol.version": "3.9",

@@ -39,7 +39,7 @@ import time
 
 import pytest
 
-from tests.cluster.clients import create_topic, describe_topic, produce_confluent
+from tests.cluster.clients import create_topic, describe_topic, elect_preferred, produce_confluent
 from tests.cluster.test_verifiable import JsonLinesTool
 from tests.mixed.conftest import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
 
@@ -84,20 +84,6 @@ def _full_isr_everywhere(m: Mixed) -> bool:
             if any(p.error or sorted(p.isr) != list(IDS) for p in parts.values()):
                 return False
     return True
-
-
-def elect_preferred(bootstrap: str, topics: str | list[str], timeout: float = 15.0) -> None:
-    """ElectLeaders (PREFERRED) for every partition of ``topics`` through kafka-python's admin
-    client (routed to the controller; ELECTION_NOT_NEEDED is no error).  Not
-    ``tests.cluster.clients.elect_preferred``: confluent-kafka 2.16's ``elect_leaders`` raises
-    TypeError ("function takes at most 4 arguments") before sending anything."""
-    from kafka.admin import KafkaAdminClient
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout * 1000))
-    try:
-        admin.elect_leaders(0, [topics] if isinstance(topics, str) else topics,
-                            timeout_ms=int(timeout * 1000))
-    finally:
-        admin.close()
 
 
 def _preferred_leaders(m: Mixed) -> None:
