@@ -43,7 +43,9 @@ def handle(ctx, request):
     for i, outcome in zip(where, authorizer.create_acls(valid)):
         results[i] = outcome
     return ctx.response(throttle_time_ms=0, results=[
-        _Result(error_code=code, error_message=message) for code, message in results])
+        # Kafka answers a success with an empty message, not null.
+        _Result(error_code=code, error_message="" if message is None and not code else message)
+        for code, message in results])
 
 
 def _all(ctx, request, code, message):

@@ -43,4 +43,4 @@ def handle(ctx, request):
                            acls=[_Acl(principal=e.principal, host=e.host, operation=e.operation,
                                       permission_type=e.permission) for e in entries])
                  for p, entries in grouped.items()]
-    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, resources=resources)
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message="", resources=resources)

@@ -36,6 +36,11 @@ SHARED_SETTINGS = {
     "delete.topic.enable": "true",
     "zookeeper.session.timeout.ms": "18000",
 }
+# CONFORMANCE_AUTHORIZER=1: both sides run Kafka's AclAuthorizer (the client, User:ANONYMOUS
+# on PLAINTEXT, is a super user), so the ACL APIs (29-31) are compared with ACLs stored.
+if os.environ.get("CONFORMANCE_AUTHORIZER") == "1":
+    SHARED_SETTINGS.update({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                            "super.users": "User:ANONYMOUS"})
 KAFKA_HEAP_OPTS = "-Xmx512m -Xms256m"
 START_TIMEOUT_S = 90.0
 

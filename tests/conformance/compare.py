@@ -206,6 +206,10 @@ ORDER_KEYS = ("partition_index", "partition_id", "partition", "index", "node_id"
               "transactional_id", "producer_id", "name", "topic", "topic_name")
 
 
+_ACL_KEYS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
+             "permission_type")
+
+
 def _order(items: list[dict], field: Any) -> list[dict]:
     """Normalisation "map order": arrays keyed by a ``mapKey`` field (maps in Kafka's schema)
     or by one of ``ORDER_KEYS`` are sorted by that key on both sides."""
@@ -213,6 +217,9 @@ def _order(items: list[dict], field: Any) -> list[dict]:
     if not keys:
         names = {f.name for f in field._fields}
         keys = [k for k in ORDER_KEYS if k in names][:1]
+    if not keys and names & {"permission_type", "pattern_type"}:
+        # ACL bindings (Describe/DeleteAcls): Kafka collects them in hash sets.
+        keys = [k for k in _ACL_KEYS if k in names]
     if not keys:
         return items
     # the whole element breaks ties: keys normalised alike (producer ids) keep no order

@@ -336,9 +336,20 @@ def create_acls(v: int):
         {"resource_type": 2, "resource_name": PLAIN, "resource_pattern_type": 3,
          "principal": "User:alice", "host": "*", "operation": 3, "permission_type": 3}]})
     yield case("no-creations", {"creations": []})
+    yield case("prefixed-deny-host", {"creations": [
+        {"resource_type": 3, "resource_name": "grp-", "resource_pattern_type": 4 if v >= 1 else 3,
+         "principal": "User:bob", "host": "10.0.0.1", "operation": 8, "permission_type": 2}]})
+    yield case("cluster-bad-name", {"creations": [
+        {"resource_type": 4, "resource_name": "other", "resource_pattern_type": 3,
+         "principal": "User:alice", "host": "*", "operation": 9, "permission_type": 3}]})
+    yield case("empty-name", {"creations": [
+        {"resource_type": 2, "resource_name": "", "resource_pattern_type": 3,
+         "principal": "User:alice", "host": "*", "operation": 3, "permission_type": 3}]})
 
 
 @for_api(31)
 def delete_acls(v: int):
     yield case("any", {"filters": [_FILTER]})
     yield case("no-filters", {"filters": []})
+    yield case("principal-nothing-matches", {"filters": [
+        dict(_FILTER, principal_filter="User:nobody-at-all")]})
