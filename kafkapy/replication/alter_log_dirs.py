@@ -39,7 +39,9 @@ ReplicaAlterLogDirsManager / ReplicaAlterLogDirsThread, in one object per broker
   dropped from the copier; its future log stays (or was deleted with the partition).
 
 Invariant: the future log's content is always a prefix of the current log's (after
-the reconciliation at the start of each round), so the swap loses nothing.
+the reconciliation at the start of each round, and again right before a swap: the
+bytes of a round were read off the loop, from a log that may have been truncated and
+refilled since), so the swap loses nothing and serves nothing stale.
 """
 from __future__ import annotations
 
@@ -274,8 +276,13 @@ class AlterLogDirsManager:
         future.high_watermark = min(current.high_watermark, future.log_end_offset)
         if future.log_start_offset < current.log_start_offset <= future.log_end_offset:
             future.maybe_increment_log_start_offset(current.log_start_offset)
-        if future.log_end_offset == current.log_end_offset:
-            self._swap(key, partition)   # Kafka swaps right after the append that catches up
+        # Kafka swaps right after the append that catches up.  The bytes were read before
+        # the current log could be truncated and refilled (a follower) to the same end:
+        # reconciled again first, so stale records are cut, never swapped in.
+        if (future.log_end_offset == current.log_end_offset
+                and self._reconcile(key, current, future)
+                and future.log_end_offset == current.log_end_offset):
+            self._swap(key, partition)
         return True
 
     def _reconcile(self, key: PartitionKey, current, future) -> bool:

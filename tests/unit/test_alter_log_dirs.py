@@ -244,3 +244,44 @@ def test_diverging_end_by_leader_epochs(tmp_path):
     current.truncate_to(12)                               # the current log lost its tail
     assert _diverging_end(current, future) == 12
     logs.shutdown()
+
+
+def test_truncation_during_a_read_is_not_swapped_in(tmp_path, monkeypatch):
+    """The current log (a follower) is truncated and refilled with another epoch's records
+    to the same log end while the copier reads off the loop: the bytes read are stale,
+    and the future log must be cut back before any swap (it would serve them)."""
+    from kafkapy.replication import alter_log_dirs as module
+
+    async def run():
+        logs = _manager(tmp_path)
+        broker = _broker(logs)
+        current = _host(broker, config={"segment.bytes": 1 << 20})
+        _append(current, 20, size=100, epoch=1)
+        loop = asyncio.get_running_loop()
+        read = module._read_slices
+        calls = []
+
+        def refill() -> None:
+            current.truncate_to(15)                  # the new leader's log diverged at 15
+            _append(current, 5, size=100, epoch=2)   # same log end, other records
+
+        def read_then_refill(slices):
+            data = read(slices)
+            if not calls:
+                calls.append(1)
+                loop.call_soon_threadsafe(refill)    # runs before the copier resumes
+            return data
+
+        monkeypatch.setattr(module, "_read_slices", read_then_refill)
+        mover = AlterLogDirsManager(broker)
+        dst = next(d for d in logs.log_dirs if d != logs.log_dir_of(*KEY))
+        assert mover.alter({KEY: dst}) == {KEY: ErrorCode.NO_ERROR}
+        await _until_moved(mover)
+        moved = logs.get_log(*KEY)
+        assert calls and logs.log_dir_of(*KEY) == dst and moved.log_end_offset == 20
+        assert moved.leader_epoch_cache.entries == [(1, 0), (2, 15)]
+        assert [h.partition_leader_epoch for h in
+                iter_headers(memoryview(moved.read_bytes(0, 1 << 24)))] == [1] * 15 + [2] * 5
+        await mover.shutdown()
+        logs.shutdown()
+    asyncio.run(run())
