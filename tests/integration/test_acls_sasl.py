@@ -6,7 +6,8 @@ SASL_PLAINTEXT and grants bob READ on one topic, his group and his transactional
 alice gets nothing: she does not see the topic in Metadata, her fetch is
 TOPIC_AUTHORIZATION_FAILED, her group GROUP_AUTHORIZATION_FAILED, her transactional id
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, her ACL requests CLUSTER_AUTHORIZATION_FAILED;
-bob passes where granted; admin passes everywhere.
+her produce, topic configs, group offsets and group description are refused too; bob
+passes where granted; admin passes everywhere.
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from kazoo.client import KazooClient
 from kafkapy.protocol.errors import ErrorCode
 from tests.broker_process import BrokerProcess, free_port
 from tests.integration.request_fields import fields
-from tests.integration.test_acls import ACLS_SH, _create_topic, _fetch, _kafka_acls, _metadata, _until
+from tests.integration.test_acls import (ACLS_SH, _create_topic, _fetch, _kafka_acls, _metadata,
+                                         _produce, _until)
 from tests.integration.wire import WireClient
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -122,6 +124,16 @@ def test_two_users(broker, tmp_path):
                                                           assignments=[], configs=[])],
                                           timeout_ms=10000, validate_only=False))
         assert r.topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert _produce(alice, "secret") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert _produce(admin, "secret") == 0
+        r = alice.request(32, 1, resources=[(2, "secret", None)], include_synonyms=False)
+        assert r.results[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        r = alice.request(9, 7, **fields(9, group_id="bobs", topics=None, require_stable=False))
+        assert r.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        r = alice.request(15, 5, groups=["bobs"], include_authorized_operations=False)
+        assert r.groups[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        r = bob.request(9, 7, **fields(9, group_id="bobs", topics=None, require_stable=False))
+        assert r.error_code != ErrorCode.GROUP_AUTHORIZATION_FAILED
         # Kafka's tool lists what it added, through kafkapy
         listed = _kafka_acls("--bootstrap-server", broker.sasl_bootstrap, "--command-config", config,
                              "--list", "--principal", "User:bob")
