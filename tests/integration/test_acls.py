@@ -303,3 +303,39 @@ def test_other_authorizer_class_is_refused(tmp_path, zk_connect):  # noqa: F811
         broker.start(timeout=20)
     broker.stop()
     assert "org.apache.kafka.metadata.authorizer.StandardAuthorizer" in broker.output()
+
+
+def test_acl_created_on_one_broker_applies_on_another(tmp_path, zk_connect):  # noqa: F811
+    """Two brokers on one ZooKeeper: an ACL created through one reaches the other's cache
+    through the change notifications."""
+    first = _broker(tmp_path / "a", zk_connect, **{"allow.everyone.if.no.acl.found": "true"})
+    second = BrokerProcess(tmp_path / "b" / "logs", node_id=1, overrides={
+        "zookeeper.connect": zk_connect, "broker.id": "1", "authorizer.class.name": AUTHORIZER,
+        "allow.everyone.if.no.acl.found": "true"}).start()
+    a, b = WireClient(first.bootstrap), WireClient(second.bootstrap)
+    try:
+        # create the topic on whichever broker is the controller
+        for conn in (a, b):
+            r = conn.request(19, 5, **fields(19, topics=[dict(name="hidden", num_partitions=1,
+                                                              replication_factor=1, assignments=[],
+                                                              configs=[])],
+                                             timeout_ms=10000, validate_only=False))
+            if r.topics[0].error_code == 0:
+                break
+        assert _until(lambda: _metadata(b, None).get("hidden"), 0) == 0
+        r = a.request(30, 1, creations=[(2, "hidden", 3, "User:ANONYMOUS", "*", 8, 2)])
+        assert r.results[0].error_code == 0
+        assert _until(lambda: "hidden" in _metadata(b, None), False) is False
+        assert _metadata(b, ["hidden"]) == {"hidden": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+        r = b.request(29, 1, resource_type_filter=2, resource_name_filter="hidden", pattern_type_filter=3,
+                      principal_filter=None, host_filter=None, operation=1, permission_type=1)
+        assert [(x.resource_name, [(acl.principal, acl.operation, acl.permission_type) for acl in x.acls])
+                for x in r.resources] == [("hidden", [("User:ANONYMOUS", 8, 2)])]
+        r = b.request(31, 1, filters=[(2, "hidden", 3, None, None, 1, 1)])
+        assert len(r.filter_results[0].matching_acls) == 1
+        assert _until(lambda: _metadata(a, None).get("hidden"), 0) == 0
+    finally:
+        a.close()
+        b.close()
+        second.stop()
+        first.stop()
