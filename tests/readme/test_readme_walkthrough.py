@@ -538,9 +538,9 @@ def wait_for_topic(workspace: Workspace, readme_port: str, partitions: int,
             response = client.request(METADATA, 4, allow_auto_topic_creation=False,
                                       topics=[REQUESTS[METADATA].MetadataRequestTopic(
                                           name=topic)])
-            (topic,) = response.topics
-            if (topic.error_code == 0 and len(topic.partitions) == partitions
-                    and all(p.leader_id >= 0 for p in topic.partitions)):
+            (found,) = response.topics
+            if (found.error_code == 0 and len(found.partitions) == partitions
+                    and all(p.leader_id >= 0 for p in found.partitions)):
                 return
             time.sleep(0.2)
     finally:
