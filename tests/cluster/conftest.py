@@ -315,15 +315,7 @@ class Cluster:
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, timeout: float = 90.0) -> "Cluster":
-        # The chroot must exist before a client connects under it (Kafka creates it itself,
-        # kafkapy may not): create it through the server's root.
-        root = KazooClient(self.zk_server.connect_string)
-        root.start(timeout=15)
-        try:
-            root.ensure_path(self.chroot)
-        finally:
-            root.stop()
-            root.close()
+        self.ensure_chroot()
         # Launched from this thread: PR_SET_PDEATHSIG fires when the *thread* that forked
         # the child ends, so no thread pool here.
         for node in self.nodes.values():
@@ -332,6 +324,17 @@ class Cluster:
             wait_started(node, timeout)
         self.wait_ready(timeout=timeout)
         return self
+
+    def ensure_chroot(self) -> None:
+        """Create the chroot through the server's root: it must exist before a client
+        connects under it (Kafka creates it itself, kafkapy may not)."""
+        root = KazooClient(self.zk_server.connect_string)
+        root.start(timeout=15)
+        try:
+            root.ensure_path(self.chroot)
+        finally:
+            root.stop()
+            root.close()
 
     def wait_ready(self, ids=None, timeout: float = 60.0) -> None:
         """Until every broker in ``ids`` (default: all running) is registered, a controller

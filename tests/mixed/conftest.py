@@ -79,16 +79,6 @@ class Mixed(Cluster):
         for node in todo:
             wait_started(node, timeout)
 
-    def ensure_chroot(self) -> None:
-        from kazoo.client import KazooClient
-        root = KazooClient(self.zk_server.connect_string)
-        root.start(timeout=15)
-        try:
-            root.ensure_path(self.chroot)
-        finally:
-            root.stop()
-            root.close()
-
     def log_dir(self, node_id: int) -> Path:
         return self.nodes[node_id].log_dir
 
