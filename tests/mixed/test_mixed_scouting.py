@@ -30,7 +30,8 @@ from pathlib import Path
 import pytest
 
 from kafkapy.coordinator.group.hashing import partition_for
-from tests.cluster.clients import consume_confluent, create_topic, delete_topic, read_all
+from tests.cluster.clients import (consume_confluent, create_topic, delete_topic,
+                                   produce_confluent, read_all)
 from tests.integration.wire import WireClient
 from tests.mixed.conftest import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
 
@@ -87,33 +88,6 @@ def kafkapy_led(tmp_path_factory, zookeeper_server):  # noqa: F811
 
 
 # --------------------------------------------------------------------------- checks
-
-def produce_confluent(bootstrap: str, topic: str, values: dict[int, list[bytes]],
-                      timeout: float = 60.0, acks: str = "all") -> dict[int, list[int]]:
-    """acks=all WITHOUT idempotence: which broker a client asks for a producer id is its
-    own choice, and a Kafka broker under kafkapy's controller cannot get one today
-    (``test_kafka_broker_gets_producer_ids_from_kafkapy_controller``); acknowledged
-    offsets per partition."""
-    from confluent_kafka import Producer
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
-                         "enable.idempotence": False, "max.in.flight": 1,
-                         "message.timeout.ms": int(timeout * 1000)})
-    offsets: dict[int, list[int]] = {p: [] for p in values}
-    errors: list[str] = []
-
-    def on_delivery(err, msg):
-        if err is not None:
-            errors.append(str(err))
-        else:
-            offsets[msg.partition()].append(msg.offset())
-    for p, vals in values.items():
-        for v in vals:
-            producer.produce(topic, v, partition=p, on_delivery=on_delivery)
-            producer.poll(0)
-    left = producer.flush(timeout)
-    assert left == 0 and not errors, f"produce to {topic}: {left} unacked, {errors[:5]}"
-    return {p: sorted(o) for p, o in offsets.items()}
-
 
 def _init_producer_id(m: Mixed, node_id: int, timeout: float = 10.0) -> tuple[int, int]:
     """InitProducerId v4 (no transactional id) to one broker, retried while it answers
