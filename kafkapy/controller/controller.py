@@ -259,19 +259,33 @@ class KafkaController:
                 return
             try:
                 event.complete(self._process(event))
-            except ControllerMovedError as e:
-                _log.info(f"Controller moved to another broker when processing {event.name}.",
-                          reason=str(e))
-                self._trigger_controller_move()
-                self._preempt(event)
-            except _STORE_UNAVAILABLE as e:
-                self._store_unavailable(event, e)
             except Exception as e:      # one bad event must not stop the controller
-                _log.exception(f"Error processing event {event.name}")
-                self._answer_error(event, e)
+                self._recover(event, e)
             self._update_gauges()
             # let handlers and the channel run between events
             await asyncio.sleep(0)
+
+    def _recover(self, event: ev.ControllerEvent, exc: Exception) -> None:
+        """After an event failed: resign where Kafka would and answer the event.  The
+        recovery itself may fail (giving up ``/controller`` needs the store); that must
+        neither end the event task nor leave the event's caller waiting forever."""
+        try:
+            if isinstance(exc, ControllerMovedError):
+                _log.info(f"Controller moved to another broker when processing {event.name}.",
+                          reason=str(exc))
+                self._preempt(event)
+                try:
+                    self._trigger_controller_move()
+                except _STORE_UNAVAILABLE as e:
+                    self._store_unavailable(event, e)       # resigned; runs again later
+            elif isinstance(exc, _STORE_UNAVAILABLE):
+                self._store_unavailable(event, exc)
+            else:
+                _log.exception(f"Error processing event {event.name}")
+                self._answer_error(event, exc)
+        except Exception:               # noqa: BLE001 - the task must live on
+            _log.exception(f"Error recovering from a failed event {event.name}")
+            self._answer_error(event, exc)
 
     def _store_unavailable(self, event: ev.ControllerEvent, exc: Exception) -> None:
         """The store connection dropped mid-event (Kafka's client would block until it

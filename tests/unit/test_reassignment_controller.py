@@ -318,3 +318,36 @@ async def test_single_broker_on_the_embedded_store(tmp_path):
         await eventually(lambda: store.exists(paths.ADMIN_REASSIGN_PARTITIONS) is None,
                          "legacy znode done")
         assert state(store, "t", 0).leader_epoch == 2
+
+
+async def test_a_failed_controller_move_neither_kills_the_event_task_nor_hangs(zk, monkeypatch):
+    """An event fails with ControllerMovedError and giving up /controller then finds the
+    store gone: the caller is answered, the event task lives on, the broker runs again."""
+    import asyncio
+
+    from kazoo.exceptions import ConnectionLoss
+
+    from kafkapy.controller.zk_writes import ControllerMovedError
+    b1, _b2 = zk_brokers(zk, 2)
+    async with running_controller(b1) as c1:
+        assert c1.is_active
+        real_get = b1.store.get
+
+        def moved(_event):
+            monkeypatch.setattr(b1.store, "get", lost)
+            raise ControllerMovedError("controller epoch moved on")
+
+        def lost(path, *args, **kwargs):
+            if path == paths.CONTROLLER:
+                monkeypatch.setattr(b1.store, "get", real_get)
+                raise ConnectionLoss("not connected to ZooKeeper")
+            return real_get(path, *args, **kwargs)
+
+        monkeypatch.setattr(c1, "_process_ListPartitionReassignments", moved, raising=False)
+        got = await asyncio.wait_for(c1.list_partition_reassignments(None), 10)
+        assert got == (ErrorCode.NOT_CONTROLLER, "This is not the correct controller for this "
+                                                 "cluster.")
+        assert not c1._task.done()
+        monkeypatch.delattr(c1, "_process_ListPartitionReassignments")
+        await eventually(lambda: c1.is_active, "broker 1 controller again")
+        assert await asyncio.wait_for(c1.list_partition_reassignments(None), 10) == {}
