@@ -26,8 +26,9 @@ _NL = "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Kafka's AclCommand prints the failure on stdout (its stack trace goes to stderr).
     return common.run(_execute, _parser(), argv, lambda message: print(
-        f"Error while executing ACL command: {message}", file=sys.stderr))
+        f"Error while executing ACL command: {message}"))
 
 
 def _parser() -> common.ToolParser:
@@ -138,7 +139,7 @@ def _operation(text: str) -> int:
 def _check_principal(text: str) -> None:
     kind, sep, _ = text.partition(":")
     if not sep or not kind:
-        raise UsageError(f"Expected a string in format principalType:principalName but got {text}")
+        raise CommandError(f"expected a string in format principalType:principalName but got {text}")
 
 
 def _send(admin, request):
