@@ -66,6 +66,33 @@ def elect_preferred(bootstrap: str, topics: str | list[str], timeout: float = 15
         admin.close()
 
 
+def leader_and_isr(c, topic: str, partition: int = 0) -> tuple[int, list[int]]:
+    """(leader, sorted ISR) from the partition's state znode."""
+    state = c.partition_state(topic, partition)
+    return state["leader"], sorted(state["isr"])
+
+
+def offline_partition(c, topic: str) -> tuple[int, int]:
+    """A one-partition ``topic`` on [a, b], the two brokers that are not the controller,
+    left offline with b, a replica outside the ISR, running: kill b (a leads, ISR [a]),
+    kill a (leader -1, ISR [a] kept), start b again (clean election cannot pick it).
+    Returns (a, b); a stays down."""
+    from tests.cluster.conftest import FAILOVER_S, wait_for
+    controller = c.controller_id()
+    a, b = [i for i in sorted(c.nodes) if i != controller]
+    create_topic(c.bootstrap(controller), topic, assignment={0: [a, b]})
+    c.wait_topic(topic, 1)
+    c.kill(b)
+    wait_for(lambda: leader_and_isr(c, topic) == (a, [a]), FAILOVER_S,
+             lambda: f"{b} out of the ISR: {leader_and_isr(c, topic)}")
+    c.kill(a)
+    wait_for(lambda: leader_and_isr(c, topic) == (-1, [a]), FAILOVER_S,
+             lambda: f"offline: {leader_and_isr(c, topic)}")
+    c.restart(b)
+    assert leader_and_isr(c, topic) == (-1, [a])   # clean by default: b is not in the ISR
+    return a, b
+
+
 def request(cluster, node: int, api_key: int, version: int, timeout: float = 10.0, **values):
     """One raw request on a connection of its own to broker ``node``: the response."""
     from tests.integration.wire import WireClient
@@ -155,6 +182,30 @@ def read_all(bootstrap: str, topic: str, partitions: int, expected: int, isolati
     finally:
         consumer.close()
     return got
+
+
+def commit_offsets(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """OffsetCommit of ``offsets[p]`` for ``group`` (a consumer that never joins)."""
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions) -> dict[int, int]:
+    """OffsetFetch: ``group``'s committed offset of each of ``topic``'s ``partitions``."""
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        got = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=30)
+        return {tp.partition: tp.offset for tp in got}
+    finally:
+        consumer.close()
 
 
 # --------------------------------------------------------------------------- kafka-python

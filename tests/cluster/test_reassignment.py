@@ -574,28 +574,6 @@ def test_refused_reassignments(shared_cluster, unique):
     assert listed.error_code == 0 and not [t for t in listed.topics if t.name == topic], listed
 
 
-def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
-                        asynchronous=False)
-    finally:
-        consumer.close()
-
-
-def _committed(bootstrap: str, group: str, topic: str, partitions) -> dict[int, int]:
-    from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "enable.auto.commit": False})
-    try:
-        got = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=30)
-        return {tp.partition: tp.offset for tp in got}
-    finally:
-        consumer.close()
-
-
 def test_moving_an_offsets_partition_moves_the_group_coordinator(shared_cluster, unique,
                                                                  tmp_path):
     """The __consumer_offsets partition of a group is reassigned away from its leader: the
@@ -605,7 +583,7 @@ def test_moving_an_offsets_partition_moves_the_group_coordinator(shared_cluster,
     topic, group = unique("coordinated"), unique("moved-group")
     clients.create_topic(c.bootstrap(1), topic, partitions=2, replication=1)
     c.wait_topic(topic, 2)
-    _commit(c.bootstrap(1), group, topic, {0: 17, 1: 42})
+    clients.commit_offsets(c.bootstrap(1), group, topic, {0: 17, 1: 42})
     error, old = clients.find_coordinator(c, 2, group)
     assert error == 0
     from kafkapy.coordinator.group.hashing import partition_for
@@ -622,9 +600,9 @@ def test_moving_an_offsets_partition_moves_the_group_coordinator(shared_cluster,
         wait_for(lambda: all(clients.find_coordinator(c, i, group) == (0, new_leader)
                              for i in c.running_ids()), 60,
                  f"every broker naming {new_leader} the coordinator of {group}")
-        assert _committed(c.bootstrap(3), group, topic, [0, 1]) == {0: 17, 1: 42}
-        _commit(c.bootstrap(2), group, topic, {0: 18})
-        assert _committed(c.bootstrap(1), group, topic, [0, 1]) == {0: 18, 1: 42}
+        assert clients.committed_offsets(c.bootstrap(3), group, topic, [0, 1]) == {0: 17, 1: 42}
+        clients.commit_offsets(c.bootstrap(2), group, topic, {0: 18})
+        assert clients.committed_offsets(c.bootstrap(1), group, topic, [0, 1]) == {0: 18, 1: 42}
     finally:
         # Give the partition its third replica back for the module's other tests.
         back = plan_file(tmp_path, "__consumer_offsets", {offsets_partition: replicas}, "back")

@@ -39,7 +39,8 @@ import time
 
 import pytest
 
-from tests.cluster.clients import create_topic, describe_topic, elect_preferred, produce_confluent
+from tests.cluster.clients import (commit_offsets, committed_offsets, create_topic,
+                                   describe_topic, elect_preferred, produce_confluent)
 from tests.cluster.test_verifiable import JsonLinesTool
 from tests.mixed.conftest import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
 
@@ -136,25 +137,7 @@ def read_log(bootstrap: str, topic: str, partitions: int = PARTITIONS,
 
 
 def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                  "enable.auto.commit": False})
-    try:
-        got = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
-    finally:
-        c.close()
-    return {tp.partition: tp.offset for tp in got}
-
-
-def _commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
-    from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                  "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
-                 asynchronous=False)
-    finally:
-        c.close()
+    return committed_offsets(bootstrap, group, topic, range(PARTITIONS))
 
 
 def _last_commits(consumer: JsonLinesTool) -> dict[int, int]:
@@ -338,7 +321,7 @@ def test_rolling_migration_kafka_to_kafkapy_and_back(kafka_cluster, tmp_path):
     settled = {p: [f"settled-{p}-{i}".encode() for i in range(SETTLED_RECORDS)]
                for p in range(PARTITIONS)}
     produce_confluent(via, "settled", settled)
-    _commit(via, "settled-group", "settled", SETTLED_COMMITS)
+    commit_offsets(via, "settled-group", "settled", SETTLED_COMMITS)
     assert _committed(via, "settled-group", "settled") == SETTLED_COMMITS
 
     traffic = _Traffic(m, tmp_path)
