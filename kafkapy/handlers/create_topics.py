@@ -76,6 +76,8 @@ async def handle(ctx, request):
             continue
         results.append(_create(ctx, request, topic))
     await _await_leaders(ctx, request, results)
+    if getattr(ctx.broker, "authorizer", None) is not None and ctx.api_version >= 5:
+        _hide_configs(ctx, results)
     return ctx.response(throttle_time_ms=0, topics=results)
 
 
@@ -141,6 +143,17 @@ def _create(ctx, request, topic):
                    num_partitions=len(created.partitions),
                    replication_factor=len(first.replicas) if first else -1,
                    configs=_configs(broker, created.configs) if ctx.api_version >= 5 else [])
+
+
+def _hide_configs(ctx, results) -> None:
+    """Kafka answers a created topic's configs and layout only to a principal with
+    DESCRIBE_CONFIGS on it; else topic_config_error_code TOPIC_AUTHORIZATION_FAILED."""
+    created = [r.name for r in results if r.error_code == 0]
+    allowed = authz.filter_allowed(ctx, authz.DESCRIBE_CONFIGS, authz.TOPIC, created)
+    for r in results:
+        if r.error_code == 0 and r.name not in allowed:
+            r.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            r.configs, r.num_partitions, r.replication_factor = None, -1, -1
 
 
 def _configs(broker, overrides: dict[str, str]):

@@ -223,11 +223,15 @@ def _create_topic(wire, name: str) -> None:
                                                      assignments=[], configs=[])],
                                      timeout_ms=10000, validate_only=False))
     assert r.topics[0].error_code == 0, r.topics[0]
+    return r.topics[0]
 
 
 def test_anonymous_principal_is_subject_to_acls(locked_broker, zk_connect):  # noqa: F811
     broker, wire = locked_broker
-    _create_topic(wire, "open")
+    created = _create_topic(wire, "open")
+    # CREATE on the cluster, no DESCRIBE_CONFIGS on the topic: created, configs withheld.
+    assert (created.topic_config_error_code, created.configs, created.num_partitions) == \
+        (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, -1)
     _create_topic(wire, "closed")
     # No ACL on either topic yet: allow.everyone.if.no.acl.found=false hides both.
     assert _metadata(wire, None) == {}
