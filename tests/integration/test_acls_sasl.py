@@ -143,3 +143,28 @@ def test_two_users(broker, tmp_path):
     finally:
         for conn in (admin, alice, bob):
             conn.close()
+
+
+def test_stock_clients_see_the_refusals(broker):
+    """confluent-kafka (librdkafka) as alice: her produce to the topic fails with
+    TOPIC_AUTHORIZATION_FAILED; as admin it is delivered."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    admin = _login(broker, "admin", "admin-secret")
+    try:
+        if _metadata(admin, None).get("stock") is None:
+            _create_topic(admin, "stock")
+    finally:
+        admin.close()
+    outcomes = {}
+    for user in ("alice", "admin"):
+        producer = confluent_kafka.Producer({
+            "bootstrap.servers": broker.sasl_bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": f"{user}-secret",
+            "message.timeout.ms": 10000, "retries": 0})
+        errors = []
+        producer.produce("stock", b"v", on_delivery=lambda err, msg: errors.append(err))
+        producer.flush(15)
+        outcomes[user] = errors
+    assert outcomes["admin"] == [None]
+    assert len(outcomes["alice"]) == 1
+    assert outcomes["alice"][0].code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
