@@ -7,7 +7,8 @@ alice gets nothing: she does not see the topic in Metadata, her fetch is
 TOPIC_AUTHORIZATION_FAILED, her group GROUP_AUTHORIZATION_FAILED, her transactional id
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, her ACL requests CLUSTER_AUTHORIZATION_FAILED;
 her produce, topic configs, group offsets and group description are refused too; bob
-passes where granted; admin passes everywhere.
+passes where granted; admin passes everywhere.  A stock client (confluent-kafka) as alice
+sees TOPIC_AUTHORIZATION_FAILED for her produce.
 """
 from __future__ import annotations
 
