@@ -22,7 +22,8 @@ import pytest
 from kafka import KafkaProducer
 from kafka.errors import MessageSizeTooLargeError
 
-from tests.cluster.clients import create_topic, kafkapy_tool, request
+from tests.cluster.clients import (create_topic, kafkapy_tool, leader_and_isr,
+                                  offline_partition, request)
 from tests.cluster.conftest import FAILOVER_S, kafka_tool, running_cluster, wait_for
 from tests.zookeeper_server import zookeeper_server  # noqa: F401  (fixture)
 
@@ -164,21 +165,11 @@ def test_default_unclean_election_elects_an_offline_partition(cluster, unique):
     (enableDefaultUncleanLeaderElection), with no broker change needed."""
     c = cluster
     controller = c.controller_id()
-    a, b = [i for i in (1, 2, 3) if i != controller]
     topic = unique("unclean-default")
-    create_topic(c.bootstrap(controller), topic, assignment={0: [a, b]})
-    c.wait_topic(topic, 1)
+    a, b = offline_partition(c, topic)
 
     def state():
-        s = c.partition_state(topic, 0)
-        return s["leader"], sorted(s["isr"])
-
-    c.kill(b)
-    wait_for(lambda: state() == (a, [a]), FAILOVER_S, lambda: f"{b} out of the ISR: {state()}")
-    c.kill(a)
-    wait_for(lambda: state() == (-1, [a]), FAILOVER_S, lambda: f"offline: {state()}")
-    c.restart(b)
-    assert state() == (-1, [a])      # clean by default: b is not in the ISR
+        return leader_and_isr(c, topic)
 
     result = kafkapy_tool("kafkapy-configs", "--bootstrap-server", c.bootstrap(controller),
                           "--entity-type", "brokers", "--entity-default", "--alter",

@@ -56,21 +56,11 @@ def test_enabling_unclean_election_elects_an_offline_partition(cluster, unique):
     from confluent_kafka.admin import AdminClient, ConfigResource
     c = cluster
     controller = c.controller_id()
-    a, b = [i for i in (1, 2, 3) if i != controller]
     topic = unique("later")
-    clients.create_topic(c.bootstrap(controller), topic, assignment={0: [a, b]})
-    c.wait_topic(topic, 1)
+    a, b = clients.offline_partition(c, topic)
 
     def state():
-        s = c.partition_state(topic, 0)
-        return s["leader"], sorted(s["isr"])
-
-    c.kill(b)
-    wait_for(lambda: state() == (a, [a]), FAILOVER_S, lambda: f"{b} out of the ISR: {state()}")
-    c.kill(a)
-    wait_for(lambda: state() == (-1, [a]), FAILOVER_S, lambda: f"offline: {state()}")
-    c.restart(b)
-    assert state() == (-1, [a])      # clean by default: b is not in the ISR
+        return clients.leader_and_isr(c, topic)
 
     admin = AdminClient({"bootstrap.servers": c.bootstrap(controller)})
     resource = ConfigResource("topic", topic, set_config={"unclean.leader.election.enable": "true"})
