@@ -156,7 +156,11 @@ def _authorize(ctx, replica: int, partitions):
     partitions."""
     named = [tip.topic for tip, _ in partitions if tip.topic is not None]
     if replica >= 0:
-        allowed = set(named) if authz.cluster(ctx, authz.CLUSTER_ACTION) else set()
+        if not authz.cluster(ctx, authz.CLUSTER_ACTION):
+            # Kafka refuses every partition of an unauthorized follower, unknown ids too.
+            return [], [_Result(tip, req, ErrorCode.TOPIC_AUTHORIZATION_FAILED, aborted=[])
+                        for tip, req in partitions]
+        allowed = set(named)
     else:
         allowed = authz.filter_allowed(ctx, authz.READ, authz.TOPIC, named)
     interesting, erroneous = [], []
