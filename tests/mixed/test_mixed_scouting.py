@@ -53,19 +53,24 @@ TIMEOUT = 60
 
 def _start_mixed(base: Path, zk_server, first: str) -> Mixed:
     """2 Kafka + 1 kafkapy; ``first`` ("kafka" or "kafkapy") starts alone and becomes the
-    controller before the others start."""
+    controller before the others start.  A failed start stops what it launched (the
+    callers' teardown only covers a cluster they got)."""
     m = Mixed(base, zk_server, SETTINGS)
     m.ensure_chroot()
     first_id = 1 if first == "kafka" else KAFKAPY_ID
-    m.add(first_id, first)
-    m.launch_all(timeout=120)
-    m.wait_ready([first_id], timeout=120)
-    for i in (1, 2, KAFKAPY_ID):
-        if i != first_id:
-            m.add(i, "kafka" if i in KAFKA_IDS else "kafkapy")
-    m.launch_all(timeout=120)
-    m.wait_ready(timeout=120)
-    assert m.controller_id() == first_id, m.summary()
+    try:
+        m.add(first_id, first)
+        m.launch_all(timeout=120)
+        m.wait_ready([first_id], timeout=120)
+        for i in (1, 2, KAFKAPY_ID):
+            if i != first_id:
+                m.add(i, "kafka" if i in KAFKA_IDS else "kafkapy")
+        m.launch_all(timeout=120)
+        m.wait_ready(timeout=120)
+        assert m.controller_id() == first_id, m.summary()
+    except BaseException:
+        m.stop()
+        raise
     return m
 
 
