@@ -183,9 +183,9 @@ def _produce(wire, topic: str) -> int:
     return r.responses[0].partition_responses[0].error_code
 
 
-def _fetch(wire, topic: str) -> int:
+def _fetch(wire, topic: str, replica_id: int = -1) -> int:
     r = wire.request(1, 12, **fields(
-        1, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+        1, replica_id=replica_id, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
         session_id=0, session_epoch=-1,
         topics=[dict(topic=topic, partitions=[dict(partition=0, current_leader_epoch=-1, fetch_offset=0,
                                                    last_fetched_epoch=-1, log_start_offset=-1,
@@ -247,6 +247,8 @@ def test_anonymous_principal_is_subject_to_acls(locked_broker, zk_connect):  # n
     assert _until(lambda: _metadata(wire, None), {"open": 0}) == {"open": 0}   # DESCRIBE implied
     assert _produce(wire, "open") == 0
     assert _fetch(wire, "open") == 0
+    # a follower's fetch needs CLUSTER_ACTION on the cluster, whatever the topic's ACLs
+    assert _fetch(wire, "open", replica_id=5) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert _fetch(wire, "closed") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert _metadata(wire, ["open", "closed"]) == {"open": 0, "closed": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
 
