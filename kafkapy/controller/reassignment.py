@@ -62,7 +62,6 @@ ApiError = tuple[int, "str | None"]
 
 NONE: ApiError = (ErrorCode.NO_ERROR, None)
 # Kafka's default messages (``new ApiError(error)`` carries ``error.message()``)
-NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
 NO_REASSIGNMENT_MESSAGE = "No partition reassignment is in progress."
 UNKNOWN_SERVER_ERROR_MESSAGE = ("The server experienced an unexpected error when processing "
                                 "the request.")
