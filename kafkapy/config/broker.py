@@ -482,6 +482,10 @@ def _check_unsupported(cfg: BrokerConfig) -> None:
     _require(authorizer in ("", "kafka.security.authorizer.AclAuthorizer"),
              f"authorizer.class.name={authorizer}: kafkapy implements only "
              "kafka.security.authorizer.AclAuthorizer", "authorizer.class.name", cfg)
+    if authorizer:
+        # The authorizer's own keys (Kafka reads them from the originals), checked at start-up.
+        from kafkapy.security.authorizer import AclAuthorizer
+        AclAuthorizer.from_config(cfg, None)
 
 
 _CROSS_CHECKS = (_check_replica_fetch, _check_offsets, _check_log_times, _check_queue_and_cleaner,

@@ -174,3 +174,16 @@ def test_codes_and_names():
     assert A.parse_enum(A.OPERATION_ENUM, "IdempotentWrite") == A.IDEMPOTENT_WRITE
     assert A.parse_enum(A.OPERATION_ENUM, "describe_configs") == A.DESCRIBE_CONFIGS
     assert A.decode_change(A.LITERAL_CHANGES, b"TOPIC:a:b") == A.Pattern(A.TOPIC, "a:b", A.LITERAL)
+
+
+def test_from_config_errors(store):
+    from types import SimpleNamespace
+
+    from kafkapy.config.errors import ConfigError
+    with pytest.raises(ConfigError, match="super.users"):
+        AclAuthorizer.from_config(SimpleNamespace(originals={"super.users": "alice"}), store)
+    with pytest.raises(ConfigError, match="allow.everyone.if.no.acl.found"):
+        AclAuthorizer.from_config(SimpleNamespace(originals={"allow.everyone.if.no.acl.found": "yes"}), store)
+    a = AclAuthorizer.from_config(SimpleNamespace(originals={"super.users": "User:a;User:b",
+                                                             "allow.everyone.if.no.acl.found": "true"}), store)
+    assert a.super_users == {"User:a", "User:b"} and a.allow_if_no_acls
