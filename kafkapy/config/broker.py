@@ -378,11 +378,15 @@ def _populate_id_synonyms(merged: dict[str, str]) -> None:
         merged["broker.id"] = merged["node.id"]
 
 
+_AUTHORIZER_KEYS = frozenset({"super.users", "allow.everyone.if.no.acl.found"})
+
+
 def _warn_unknown(log: Any, unknown: list[str]) -> None:
     if log is None:
         return
     for key in unknown:
-        if not key.startswith("listener.name."):
+        # The AclAuthorizer's own keys are read from the originals (Kafka's too).
+        if not key.startswith("listener.name.") and key not in _AUTHORIZER_KEYS:
             log.warning("config.unknown_key", key=key,
                         detail="supplied but not a known broker configuration; ignored")
 
