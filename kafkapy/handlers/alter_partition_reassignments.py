@@ -9,7 +9,9 @@ answers as KafkaController.processApiPartitionReassignment:
 - per partition: INVALID_REPLICA_ASSIGNMENT (empty list, duplicate ids, a negative id,
   an added replica on a broker that is not alive), NO_REASSIGNMENT_IN_PROGRESS (cancel
   with nothing in flight), UNKNOWN_TOPIC_OR_PARTITION (no such partition, or its topic
-  is being deleted), UNKNOWN_SERVER_ERROR, else NONE with a null message.
+  is being deleted), UNKNOWN_SERVER_ERROR, else NONE with a null message;
+- ALTER on the cluster refused -> CLUSTER_AUTHORIZATION_FAILED at the top level and on
+  every partition asked (Kafka's getErrorResponse).
 The answer comes once the reassignment is *started* (RS = ORS + TRS written, new
 replicas told), not when it completes; ``timeout_ms`` is not used, as in Kafka.
 """
@@ -35,18 +37,26 @@ async def handle(ctx, request):
             replicas = None if p.replicas is None else [int(r) for r in p.replicas]
             wanted[(topic.name, p.partition_index)] = replicas
     if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.ALTER):
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                            error_message="Cluster authorization failed.", responses=[])
+        # Kafka's getErrorResponse: every partition asked carries the error too (its admin
+        # client counts them and fails on a mismatch)
+        return _answer(ctx, wanted, {}, (ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                         "Cluster authorization failed."))
     outcome = await ctx.broker.controller.alter_partition_reassignments(wanted)
     if isinstance(outcome, tuple):          # top-level error (NOT_CONTROLLER)
         code, message = outcome
         return ctx.response(throttle_time_ms=0, error_code=int(code), error_message=message,
                             responses=[])
+    return _answer(ctx, wanted, outcome, None)
+
+
+def _answer(ctx, wanted, outcome, top_level):
+    """Per partition asked: its outcome, or the top-level error when there is one."""
     by_topic: dict[str, list] = {}
     for (topic, index) in wanted:
-        code, message = outcome.get((topic, index), (ErrorCode.UNKNOWN, None))
+        code, message = top_level or outcome.get((topic, index), (ErrorCode.UNKNOWN, None))
         by_topic.setdefault(topic, []).append(_Partition(
             partition_index=index, error_code=int(code), error_message=message))
-    return ctx.response(throttle_time_ms=0, error_code=0, error_message="",
+    code, message = top_level or (ErrorCode.NO_ERROR, "")
+    return ctx.response(throttle_time_ms=0, error_code=int(code), error_message=message,
                         responses=[_Topic(name=t, partitions=parts)
                                    for t, parts in by_topic.items()])

@@ -30,8 +30,14 @@ async def handle(ctx, request):
         partitions = list(dict.fromkeys(
             (t.name, int(p)) for t in request.topics for p in t.partition_indexes or ()))
     if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.DESCRIBE):
+        # Kafka's getErrorResponse echoes the partitions asked, without replicas
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                            error_message="Cluster authorization failed.", topics=[])
+                            error_message="Cluster authorization failed.", topics=[
+                                _Topic(name=t.name, partitions=[
+                                    _Partition(partition_index=int(p), replicas=[],
+                                               adding_replicas=[], removing_replicas=[])
+                                    for p in t.partition_indexes or ()])
+                                for t in request.topics or ()])
     outcome = await ctx.broker.controller.list_partition_reassignments(partitions)
     if isinstance(outcome, tuple):          # top-level error (NOT_CONTROLLER)
         code, message = outcome

@@ -351,3 +351,39 @@ async def test_a_failed_controller_move_neither_kills_the_event_task_nor_hangs(z
         monkeypatch.delattr(c1, "_process_ListPartitionReassignments")
         await eventually(lambda: c1.is_active, "broker 1 controller again")
         assert await asyncio.wait_for(c1.list_partition_reassignments(None), 10) == {}
+
+
+async def test_cluster_authorization_failure_lists_every_partition_asked():
+    """Kafka's getErrorResponse: each partition asked carries CLUSTER_AUTHORIZATION_FAILED
+    (Kafka's admin client counts the partitions answered against those asked)."""
+    from types import SimpleNamespace
+
+    from kafkapy.handlers import alter_partition_reassignments as alter
+    from kafkapy.handlers import list_partition_reassignments as listing
+    from kafkapy.protocol.messages import REQUESTS, RESPONSES
+
+    deny = SimpleNamespace(authorize=lambda *a: False)
+    broker = SimpleNamespace(authorizer=deny, controller=None)
+
+    def ctx(key):
+        return SimpleNamespace(broker=broker, api_version=0,
+                               response=lambda **f: RESPONSES[key][0](**f))
+
+    denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    req = REQUESTS[45][0]
+    request = req(timeout_ms=1000, topics=[
+        req.ReassignableTopic(name="t", partitions=[
+            req.ReassignableTopic.ReassignablePartition(partition_index=0, replicas=[1, 2]),
+            req.ReassignableTopic.ReassignablePartition(partition_index=1, replicas=None)]),
+        req.ReassignableTopic(name="u", partitions=[
+            req.ReassignableTopic.ReassignablePartition(partition_index=3, replicas=[2])])])
+    got = await alter.handle(ctx(45), request)
+    assert got.error_code == denied
+    assert {(t.name, p.partition_index, p.error_code) for t in got.responses
+            for p in t.partitions} == {("t", 0, denied), ("t", 1, denied), ("u", 3, denied)}
+    req = REQUESTS[46][0]
+    got = await listing.handle(ctx(46), req(timeout_ms=1000, topics=[
+        req.ListPartitionReassignmentsTopics(name="t", partition_indexes=[0, 2])]))
+    assert got.error_code == denied
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in got.topics] == [
+        ("t", [0, 2])]
