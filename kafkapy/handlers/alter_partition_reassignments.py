@@ -42,10 +42,12 @@ async def handle(ctx, request):
         return _answer(ctx, wanted, {}, (ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                          "Cluster authorization failed."))
     outcome = await ctx.broker.controller.alter_partition_reassignments(wanted)
-    if isinstance(outcome, tuple):          # top-level error (NOT_CONTROLLER)
-        code, message = outcome
+    if isinstance(outcome, tuple) and outcome[0] == ErrorCode.NOT_CONTROLLER:
+        code, message = outcome             # the admin client retries on the controller
         return ctx.response(throttle_time_ms=0, error_code=int(code), error_message=message,
                             responses=[])
+    if isinstance(outcome, tuple):          # the controller failed: on every partition
+        return _answer(ctx, wanted, {}, outcome)
     return _answer(ctx, wanted, outcome, None)
 
 

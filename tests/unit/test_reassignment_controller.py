@@ -387,3 +387,26 @@ async def test_cluster_authorization_failure_lists_every_partition_asked():
     assert got.error_code == denied
     assert [(t.name, [p.partition_index for p in t.partitions]) for t in got.topics] == [
         ("t", [0, 2])]
+
+
+async def test_a_failed_controller_event_answers_every_partition_asked():
+    """The controller's event failed (UNKNOWN_SERVER_ERROR): each partition says so, as
+    Kafka's admin client expects one answer per partition unless NOT_CONTROLLER."""
+    from types import SimpleNamespace
+
+    from kafkapy.handlers import alter_partition_reassignments as alter
+    from kafkapy.protocol.messages import REQUESTS, RESPONSES
+
+    async def failed(_wanted):
+        return ErrorCode.UNKNOWN, None
+    broker = SimpleNamespace(authorizer=None,
+                             controller=SimpleNamespace(alter_partition_reassignments=failed))
+    ctx = SimpleNamespace(broker=broker, api_version=0,
+                          response=lambda **f: RESPONSES[45][0](**f))
+    req = REQUESTS[45][0]
+    got = await alter.handle(ctx, req(timeout_ms=1000, topics=[req.ReassignableTopic(
+        name="t", partitions=[req.ReassignableTopic.ReassignablePartition(
+            partition_index=0, replicas=[1])])]))
+    assert got.error_code == ErrorCode.UNKNOWN
+    assert [(t.name, p.partition_index, p.error_code) for t in got.responses
+            for p in t.partitions] == [("t", 0, ErrorCode.UNKNOWN)]
