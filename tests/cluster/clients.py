@@ -293,6 +293,24 @@ def consume_java(bootstrap: str, topic: str, count: int,
     return rows
 
 
+# --------------------------------------------------------------------------- audits
+
+def audit_acked(acked: dict[str, tuple[int, int]], seen) -> tuple[list, list, dict]:
+    """Where each acknowledged value of Kafka's verifiable producer (numbers as strings)
+    ended up.  ``acked``: {value: (partition, offset)} as acknowledged; ``seen``:
+    (value, partition, offset) as read back (a place read twice counts once).  Returns
+    (lost: acknowledged numbers never seen, moved: (value, acknowledged place, places
+    seen) where those differ, where: {value: sorted distinct places})."""
+    places: dict[str, set[tuple[int, int]]] = {}
+    for value, partition, offset in seen:
+        places.setdefault(value, set()).add((partition, offset))
+    where = {v: sorted(ps) for v, ps in places.items()}
+    lost = sorted(int(v) for v in acked if v not in where)
+    moved = sorted((v, pos, where[v]) for v, pos in acked.items()
+                   if v in where and where[v] != [pos])
+    return lost, moved, where
+
+
 # --------------------------------------------------------------------------- CLI tools
 
 def describe_topic(bootstrap: str, topic: str) -> dict[int, dict]:

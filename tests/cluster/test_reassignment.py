@@ -254,12 +254,8 @@ def test_move_a_topic_from_brokers_1_2_to_2_3_under_traffic(shared_cluster, uniq
         consumer.stop()
 
     records = consumer.named("record_data")
-    where: dict[str, set] = {}
-    for e in records:
-        where.setdefault(e["value"], set()).add((e["partition"], e["offset"]))
-    lost = sorted(int(v) for v in acked if v not in where)
-    moved = sorted((v, pos, where[v]) for v, pos in acked.items()
-                   if v in where and where[v] != {pos})
+    lost, moved, _ = clients.audit_acked(
+        acked, ((e["value"], e["partition"], e["offset"]) for e in records))
     assert not lost and not moved, (
         f"acknowledged {len(acked)}: lost {lost[:10]}, moved {moved[:10]}")
     offsets: dict[int, set[int]] = {}

@@ -151,12 +151,8 @@ def test_verifiable_producer_and_consumer_across_leader_bounces(cluster, unique,
         consumer.stop()
 
     records = consumer.named("record_data")
-    where = {}
-    for e in records:
-        where.setdefault(e["value"], set()).add((e["partition"], e["offset"]))
-    lost = sorted((int(v) for v in acked if v not in where))
-    moved = sorted((v, pos, where[v]) for v, pos in acked.items()
-                   if v in where and where[v] != {pos})
+    lost, moved, _ = clients.audit_acked(
+        acked, ((e["value"], e["partition"], e["offset"]) for e in records))
     assert not lost and not moved, (
         f"acknowledged {len(acked)} (errors {len(errors)}): lost {len(lost)} {lost[:10]}, "
         f"moved {moved[:10]}")

@@ -39,8 +39,9 @@ import time
 
 import pytest
 
-from tests.cluster.clients import (commit_offsets, committed_offsets, create_topic,
-                                   describe_topic, elect_preferred, produce_confluent)
+from tests.cluster.clients import (audit_acked, commit_offsets, committed_offsets,
+                                   create_topic, describe_topic, elect_preferred,
+                                   produce_confluent)
 from tests.cluster.test_verifiable import JsonLinesTool
 from tests.mixed.conftest import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
 
@@ -370,12 +371,7 @@ def test_rolling_migration_kafka_to_kafkapy_and_back(kafka_cluster, tmp_path):
 
     # Lost acknowledged records = 0, duplicates = 0, no send errors.
     log = read_log(m.bootstrap(1), "migrate")
-    where: dict[str, list[tuple[int, int]]] = {}
-    for p, off, value in log:
-        where.setdefault(value, []).append((p, off))
-    lost = sorted(int(v) for v in acked if v not in where)
-    moved = sorted((v, pos, where[v]) for v, pos in acked.items()
-                   if v in where and where[v] != [pos])
+    lost, moved, where = audit_acked(acked, ((value, p, off) for p, off, value in log))
     duplicated = sorted((v, w) for v, w in where.items() if len(w) > 1)
     sent = len(traffic.producer.named("producer_send_success")) + len(errors)
     summary = (f"sent {sent}, acknowledged {len(acked)}, errors {len(errors)} {errors[:3]}, "
