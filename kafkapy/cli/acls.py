@@ -79,6 +79,12 @@ def _check_options(args, action: str) -> None:
         raise UsageError("With --consumer you must specify a --group")
     if args.idempotent and not args.producer:
         raise UsageError("--idempotent is only valid with --producer")
+    _pattern_type(args, action)
+    if action == "add" and not (args.allow_principal or args.deny_principal):
+        raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
+    if action != "list" and not _resources(args, A.LITERAL):
+        raise UsageError("You must provide at least one resource: --topic <topic> or --cluster or "
+                         "--group <group> or --delegation-token <Delegation Token ID>")
 
 
 def _pattern_type(args, action: str) -> int:
