@@ -118,9 +118,10 @@ class Log:
         self._topic_id_unsaved = False
         self.recovered_bytes_truncated = 0
         self.offline = False    # set by LogManager.fail_dir: its dir had an I/O error
-        # Held by the flushing thread (LogManager.flush_dirty) around a flush and tried
-        # by a dir rename, so no flush writes by path into a dir being renamed.
-        self.io_lock = threading.Lock()
+        # Held by the flushing thread (LogManager.flush_dirty) around a flush and by a dir
+        # rename on the loop, so no flush writes by path into a dir being renamed
+        # (re-entrant: the swap holds it while it sends the old log to deletion).
+        self.io_lock = threading.RLock()
         self._closed = False
         self._pending_deletes: list[tuple[int, LogSegment]] = []
 
@@ -724,6 +725,11 @@ class Log:
             seg.release()
         self._pending_deletes = []
         self._closed = True
+
+    @property
+    def is_closed(self) -> bool:
+        """Closed, released or renamed for deletion: nothing writes to it any more."""
+        return self._closed
 
     @property
     def is_future(self) -> bool:

@@ -513,7 +513,10 @@ class LogManager:
         if log.offline:
             log.release()
             return
-        log.rename_for_delete(close=False)
+        # The flush thread writes into the dir by path (epoch checkpoint, partition.metadata):
+        # wait for its flush of this log (at most one), so no write lands in a renamed dir.
+        with log.io_lock:
+            log.rename_for_delete(close=False)
         # Kafka's kafka-delete-logs waits the broker's default file.delete.delay.ms
         # (log.segment.delete.delay.ms, currentDefaultConfig), not the topic's.
         delay = self.config_for(log.topic, None).file_delete_delay_ms
@@ -643,6 +646,8 @@ class LogManager:
                 continue
             try:
                 with log.io_lock:
+                    if log.offline or log.is_closed:   # deleted or failed meanwhile
+                        continue
                     if log.flush_if_due(now):
                         n += 1
                         continue

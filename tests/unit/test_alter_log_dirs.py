@@ -285,3 +285,38 @@ def test_truncation_during_a_read_is_not_swapped_in(tmp_path, monkeypatch):
         await mover.shutdown()
         logs.shutdown()
     asyncio.run(run())
+
+
+def test_abandoned_move_during_a_flush_fails_no_dir(tmp_path):
+    """The flush thread is writing the future log's files (by path) when the loop
+    abandons the move (the future log renamed ``-delete``): no write may land in a dir
+    that moved, and no log dir goes offline for it."""
+    import threading
+    logs = _manager(tmp_path)
+    current = logs.get_or_create_log("t", 0)
+    _append(current, 3, epoch=1)
+    dst = next(d for d in logs.log_dirs if d != logs.log_dir_of("t", 0))
+    future = logs.create_future_log("t", 0, dst)
+    _copy(current, future)                       # epochs assigned, not yet fsynced
+    in_flush, proceed = threading.Event(), threading.Event()
+    epoch_flush = future.leader_epoch_cache.flush
+
+    def slow_flush():
+        in_flush.set()
+        proceed.wait(5)
+        epoch_flush()
+    future.leader_epoch_cache.flush = slow_flush
+    flusher = threading.Thread(target=logs.flush_dirty, args=(2 ** 64,))
+    flusher.start()
+    try:
+        assert in_flush.wait(5)
+        threading.Timer(0.2, proceed.set).start()
+        assert logs.delete_future_log("t", 0)     # the loop's side, mid-flush
+    finally:
+        proceed.set()
+        flusher.join(10)
+    assert not flusher.is_alive()
+    assert logs.offline_dirs == set() and not current.offline
+    logs.purge_deleted_logs(force=True)
+    assert _dirs(logs) == [["t-0"], []] if dst == logs.log_dirs[1] else [[], ["t-0"]]
+    logs.shutdown()
