@@ -103,10 +103,19 @@ class PartitionReassignments:
 
     def maybe_resume(self, should_resume: Callable[["TopicPartition", ReplicaAssignment], bool]
                      ) -> None:
+        """Kafka's maybeResumeReassignments, one partition's failure logged: in Kafka it
+        fails the whole failover (or broker start-up), so a partition that cannot resume
+        (no state znode, no live replica) would leave the cluster without a controller,
+        each new one resigning at once.  It stays in flight and resumes later."""
         for tp in sorted(self._ctx.partitions_being_reassigned):
             assignment = self._ctx.full_assignment(tp)
             if should_resume(tp, assignment):
-                self.on_partition_reassignment(tp, assignment)
+                try:
+                    self.on_partition_reassignment(tp, assignment)
+                except _PROPAGATE:
+                    raise
+                except Exception:   # noqa: BLE001 - one partition must not stop the others
+                    _log.exception(f"Error resuming reassignment of partition {_tp(tp)}")
 
     def on_broker_startup(self, new_brokers: Iterable[int]) -> None:
         """Resume reassignments with a target replica on a broker that just started."""

@@ -410,3 +410,32 @@ async def test_a_failed_controller_event_answers_every_partition_asked():
     assert got.error_code == ErrorCode.UNKNOWN
     assert [(t.name, p.partition_index, p.error_code) for t in got.responses
             for p in t.partitions] == [("t", 0, ErrorCode.UNKNOWN)]
+
+
+async def test_a_reassignment_that_cannot_resume_does_not_fail_every_failover(zk):
+    """A partition with no state znode (its only replica never came up) asked to move:
+    the start fails (UNKNOWN_SERVER_ERROR) and leaves AR/RR in the topic znode.  With
+    the added replica's broker gone too, a new controller can neither elect a leader nor
+    resume; it must still finish its failover instead of resigning and retrying forever
+    (the cluster would have no controller)."""
+    import asyncio
+    b1, b2, b3 = zk_brokers(zk, 3)
+    create_topic(b1.store, "t", {0: [9]}, topic_id=TOPIC_ID)
+    async with running_controller(b1) as c1:
+        got = await c1.alter_partition_reassignments({T0: [2]})
+        assert got[T0][0] == ErrorCode.UNKNOWN
+        assert assignment(b1.store).adding_replicas == {0: [2]}
+    b1.store.close()                    # its /controller goes with its session
+    b2.store.close()                    # the added replica's broker is gone
+    async with running_controller(b3) as c3:
+        await eventually(lambda: c3.is_active, "broker 3 controller")
+        epoch = c3.ctx.epoch
+        await asyncio.sleep(2.5)        # a failing failover resigns and runs again in 1 s
+        assert c3.is_active and c3.ctx.epoch == epoch
+        assert T0 in c3.ctx.partitions_being_reassigned
+        # the added broker returns: the partition comes online and the move completes
+        b2.store = zk()
+        b2.register()
+        await eventually(lambda: not c3.ctx.partitions_being_reassigned, "move completed")
+        assert assignment(b3.store).partitions[0] == [2]
+        assert state(b3.store, "t", 0).leader == 2
