@@ -28,7 +28,8 @@ Invariants:
  - completion is decided from the state znode (TRS subset of the ISR), never from a
    cached ISR; it is checked wherever that ISR may have changed;
  - ``ControllerMovedError`` (and a lost store connection) propagate: the controller
-   resigns; other failures of one partition are its UNKNOWN_SERVER_ERROR.
+   resigns; other failures of one partition are its UNKNOWN_SERVER_ERROR (a request) or
+   logged (a resume, an ISR change), never the failure of the others.
 """
 from __future__ import annotations
 
