@@ -39,7 +39,8 @@ Kafka 3.9's ReplicaFetcherManager / ReplicaFetcherThread (ZK mode), as asyncio t
 - Replication throttle (Kafka's follower quota, ``quota``): a partition throttled on
   this broker and not in sync (its lag after the last append not zero) is left out of
   the request while the follower quota is exceeded; the record bytes answered for
-  throttled partitions are recorded (zero included, as Kafka's processPartitionData).
+  throttled partitions are recorded (zero included, as Kafka's processPartitionData);
+  the lag is set by the first answer and then by each answer that took records.
 
 Tests may pass ``connect`` (leader id -> an object with ``send(request, timeout_s)``,
 ``connected``, ``close()``) and ``autostart=False``, then step every fetcher with
@@ -436,7 +437,9 @@ class _LeaderFetcher:
             # Kafka's processPartitionData: records.sizeInBytes, zero included.
             self._quota.record(self._broker, len(records) if records else 0)
         log_end = partition.log.log_end_offset
-        if log_end != state.fetch_offset:   # Kafka: the lag moves when bytes were taken
+        if log_end != state.fetch_offset or state.lag is None:
+            # Kafka: the lag moves when bytes were taken, and is set by the first answer
+            # (validBytes > 0 || lag.isEmpty): a follower caught up from the start is in sync.
             state.lag = max(0, data.high_watermark - log_end)
         state.fetch_offset = log_end
         partition.update_follower_high_watermark(data.high_watermark, data.log_start_offset)

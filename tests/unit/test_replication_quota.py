@@ -274,3 +274,24 @@ def test_an_in_sync_follower_is_not_throttled_but_counted(cluster):
         assert _log_end(b) == 10
         assert a.replica_manager.leader_quota.is_exceeded(a.broker)
     asyncio.run(run())
+
+
+def test_a_caught_up_follower_is_in_sync_after_its_first_empty_answer(cluster):
+    """Kafka's processFetchRequest sets the lag on the first answer even without records
+    (``validBytes > 0 || lag.isEmpty``): a follower that starts caught up is in sync and
+    never left out of its requests, however busy the follower quota is."""
+    async def run():
+        a, b = cluster.start_new(A)
+        a.leader_and_isr(A, 1, [A])
+        b.leader_and_isr(A, 1, [A])
+        await b.fetch_round()                     # nothing to fetch: an empty answer
+        fetcher = b.fetchers.fetcher_of((TOPIC, 0))
+        assert fetcher.partitions[(TOPIC, 0)].lag == 0
+        cluster.config[FOLLOWER_RATE] = 100
+        b.partition().log.update_config({FOLLOWER_REPLICAS: ["*"]})
+        b.fetchers.quota.record(b.broker, 1_000_000)   # other moves used the quota up
+        assert b.fetchers.quota.is_exceeded(b.broker)
+        a.produce(b"x" * 10)
+        await b.fetch_round()
+        assert _log_end(b) == 1
+    asyncio.run(run())
