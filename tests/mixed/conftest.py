@@ -109,3 +109,10 @@ def file_digests(log_dir: Path) -> dict[str, str]:
             p = Path(root) / name
             out[str(p.relative_to(log_dir))] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
+
+
+def segment_files(m: Mixed, node_id: int, topic: str, partition: int) -> dict[str, bytes]:
+    """``{name: bytes}`` of the partition's ``.log`` segments on broker ``node_id`` (replicas
+    compared byte for byte across kinds)."""
+    d = m.log_dir(node_id) / f"{topic}-{partition}"
+    return {p.name: p.read_bytes() for p in sorted(d.glob("*.log"))}

@@ -18,7 +18,7 @@ import pytest
 
 from kafkapy.metadata import paths
 from tests.cluster.clients import consume_confluent, create_topic, produce_confluent
-from tests.mixed.conftest import _require_kafka, kafka_tool, wait_for
+from tests.mixed.conftest import _require_kafka, kafka_tool, segment_files, wait_for
 from tests.mixed.test_mixed_scouting import _start_mixed
 
 TOPIC = "rx"
@@ -33,11 +33,6 @@ def _reassign(m, tmp_path, *args: str):
         {"topic": TOPIC, "partition": p, "replicas": r} for p, r in AFTER.items()]}))
     return kafka_tool("kafka-reassign-partitions.sh", "--bootstrap-server", m.bootstrap(3),
                       "--reassignment-json-file", str(plan), *args)
-
-
-def _log_files(m, node_id: int, partition: int) -> dict[str, bytes]:
-    d = m.log_dir(node_id) / f"{TOPIC}-{partition}"
-    return {p.name: p.read_bytes() for p in sorted(d.glob("*.log"))}
 
 
 @pytest.mark.parametrize("first", ["kafka", "kafkapy"])
@@ -73,8 +68,8 @@ def test_reassign_across_kinds(tmp_path, zookeeper_server, first):  # noqa: F811
         more = {p: [f"after-{p}-{i}".encode() for i in range(20)] for p in AFTER}
         produce_confluent(m.bootstrap(3), TOPIC, more)
         for p, replicas in AFTER.items():
-            wait_for(lambda p=p, replicas=replicas: _log_files(m, replicas[0], p)
-                     == _log_files(m, replicas[1], p), TIMEOUT,
+            wait_for(lambda p=p, replicas=replicas: segment_files(m, replicas[0], TOPIC, p)
+                     == segment_files(m, replicas[1], TOPIC, p), TIMEOUT,
                      f"{TOPIC}-{p}'s .log files identical on brokers {replicas}")
         # the removed replicas are deleted (StopReplica with delete=true)
         wait_for(lambda: not (m.log_dir(1) / f"{TOPIC}-0").exists()

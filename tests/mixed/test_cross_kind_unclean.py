@@ -20,7 +20,7 @@ import pytest
 
 from kafkapy.metadata import paths
 from tests.cluster.clients import consume_confluent, create_topic, produce_confluent
-from tests.mixed.conftest import _require_kafka, wait_for
+from tests.mixed.conftest import _require_kafka, segment_files, wait_for
 from tests.mixed.test_mixed_scouting import _start_mixed
 
 TOPIC = "ux"
@@ -29,11 +29,6 @@ TIMEOUT = 90
 
 def _state(m) -> dict:
     return json.loads(m.zk.get(paths.partition_state_path(TOPIC, 0))[0])
-
-
-def _log_files(m, node_id: int) -> dict[str, bytes]:
-    d = m.log_dir(node_id) / f"{TOPIC}-0"
-    return {p.name: p.read_bytes() for p in sorted(d.glob("*.log"))}
 
 
 @pytest.mark.parametrize("first", ["kafka", "kafkapy"])
@@ -74,7 +69,8 @@ def test_unclean_election_across_kinds(tmp_path, zookeeper_server, first):  # no
         wait_for(lambda: sorted(_state(m)["isr"]) == sorted([leader, follower]), TIMEOUT,
                  lambda: f"{leader} back in the ISR\n" + m.summary())
         assert "leader_recovery_state" not in _state(m), _state(m)     # RECOVERED again
-        wait_for(lambda: _log_files(m, leader) == _log_files(m, follower), TIMEOUT,
+        wait_for(lambda: segment_files(m, leader, TOPIC, 0)
+                 == segment_files(m, follower, TOPIC, 0), TIMEOUT,
                  "the old leader truncated to the new one: .log files identical")
         for via in (leader, follower):
             got = consume_confluent(m.bootstrap(via), TOPIC, {0: len(kept) + len(more)})
