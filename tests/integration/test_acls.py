@@ -345,3 +345,36 @@ def test_acl_created_on_one_broker_applies_on_another(tmp_path, zk_connect):  # 
         b.close()
         second.stop()
         first.stop()
+
+
+def test_three_brokers_replicate_as_super_users(tmp_path, zk_connect):  # noqa: F811
+    """Brokers authorize each other's LeaderAndIsr, UpdateMetadata and replica fetches
+    (CLUSTER_ACTION): with their principal a super user a replicated topic reaches a full
+    ISR under allow.everyone.if.no.acl.found=false."""
+    brokers = [BrokerProcess(tmp_path / f"b{i}" / "logs", node_id=i, overrides={
+        "zookeeper.connect": zk_connect, "broker.id": str(i), "authorizer.class.name": AUTHORIZER,
+        "super.users": "User:ANONYMOUS", "allow.everyone.if.no.acl.found": "false"}).start()
+        for i in range(3)]
+    conns = [WireClient(b.bootstrap) for b in brokers]
+    try:
+        for conn in conns:
+            r = conn.request(19, 5, **fields(19, topics=[dict(name="r3", num_partitions=1, replication_factor=3,
+                                                              assignments=[], configs=[])],
+                                             timeout_ms=10000, validate_only=False))
+            if r.topics[0].error_code == 0:
+                break
+        else:
+            pytest.fail("no broker created the topic")
+
+        def isr() -> int:
+            r = conns[0].request(3, 9, **fields(3, topics=[dict(name="r3")], allow_auto_topic_creation=False,
+                                                include_cluster_authorized_operations=False,
+                                                include_topic_authorized_operations=False))
+            parts = r.topics[0].partitions
+            return len(parts[0].isr_nodes) if parts else 0
+        assert _until(isr, 3, timeout=30) == 3
+    finally:
+        for conn in conns:
+            conn.close()
+        for b in brokers:
+            b.stop()
