@@ -12,7 +12,9 @@
   its fetch is refused, without WRITE its produce; groups (GROUP_AUTHORIZATION_FAILED),
   transactional ids (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), the cluster
   (CLUSTER_AUTHORIZATION_FAILED for DescribeAcls); a DENY wins over an ALLOW; a super
-  user passes everything.
+  user passes everything; a follower fetch needs CLUSTER_ACTION;
+- an ACL created through one broker applies on another (change notifications); three brokers
+  whose principal is a super user replicate with no ACLs and no allow-everyone.
 """
 from __future__ import annotations
 
