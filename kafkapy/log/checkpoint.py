@@ -12,13 +12,18 @@ Offset checkpoints (``recovery-point-offset-checkpoint``,
 ``leader-epoch-checkpoint`` (per partition dir) has ``<epoch> <start offset>``.
 
 Writes go to ``<name>.tmp``, which is fsynced, renamed over the original, and
-the directory fsynced.  A missing or empty file reads as no entries; a
+the directory fsynced.  Writes of one path are serialized (a lock per path): a file
+may be written from the event loop and from threads (the flusher, cleaner threads),
+and two writers sharing the ``.tmp`` name would rename a half-written file into place
+or find it gone.  A missing or empty file reads as no entries; a
 malformed one (unknown version, bad line, wrong count) raises
 ``CheckpointError`` naming the file and the problem.
 """
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 
 CURRENT_VERSION = 0
 
@@ -46,8 +51,29 @@ def fsync_dir(dir_path: str) -> None:
         os.close(fd)
 
 
+# One lock per path while anyone holds it (weak values: the locks of snapshot paths,
+# which are many, go with their last user).
+_PATH_LOCKS: weakref.WeakValueDictionary[str, threading.Lock] = weakref.WeakValueDictionary()
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+def _path_lock(path: str) -> threading.Lock:
+    with _PATH_LOCKS_GUARD:
+        lock = _PATH_LOCKS.get(path)
+        if lock is None:
+            lock = _PATH_LOCKS[path] = threading.Lock()
+        return lock
+
+
 def atomic_write(path: str, data: bytes, fsync: bool = True) -> None:
-    """Write ``data`` to ``path`` via ``path.tmp`` + fsync + rename + dir fsync."""
+    """Write ``data`` to ``path`` via ``path.tmp`` + fsync + rename + dir fsync
+    (one writer of a path at a time)."""
+    path = os.path.abspath(path)
+    with _path_lock(path):
+        _atomic_write(path, data, fsync)
+
+
+def _atomic_write(path: str, data: bytes, fsync: bool) -> None:
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:

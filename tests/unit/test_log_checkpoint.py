@@ -73,3 +73,29 @@ def test_partition_metadata(tmp_path):
         "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n"
     assert read_partition_metadata(str(tmp_path)) == "AAAAAAAAAAAAAAAAAAAAAQ"
     assert read_partition_metadata(str(tmp_path / "none")) is None
+
+
+def test_one_checkpoint_written_from_two_threads(tmp_path):
+    """Two cleaner threads (log.cleaner.threads > 1) write a dir's cleaner-offset-checkpoint
+    at once: both go through ``<name>.tmp``, so unserialized one rename finds it gone or
+    renames the other's half-written file into place."""
+    import threading
+    from kafkapy.log.checkpoint import read_offset_checkpoint, write_offset_checkpoint
+    path = str(tmp_path / "cleaner-offset-checkpoint")
+    errors: list[BaseException] = []
+    entries = [{("t", p): p * 10 for p in range(200)}, {("u", p): p for p in range(300)}]
+
+    def writer(which: int) -> None:
+        try:
+            for _ in range(300):
+                write_offset_checkpoint(path, entries[which], fsync=False)
+        except BaseException as err:     # noqa: BLE001 (asserted below)
+            errors.append(err)
+    threads = [threading.Thread(target=writer, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    assert read_offset_checkpoint(path) in entries
