@@ -7,17 +7,17 @@ old replica's log dir gone from its broker, and every record produced before rea
 A reassignment is held in flight by SIGSTOPping its target broker (it cannot fetch, so it
 cannot join the ISR); resumed, it catches up and the reassignment completes -- also after
 the controller was killed with -9 in between (the new controller resumes it from the topic
-znode).  ``KAFKAPY_CLUSTER_REFERENCE=kafka`` runs the same against Kafka 3.9.
+znode).  ``KAFKAPY_CLUSTER_REFERENCE=kafka`` runs the same against Kafka 3.9.  The legacy
+``/admin/reassign_partitions`` znode and Kafka's kafka-reassign-partitions.sh are
+test_reassignment.py's.
 """
 from __future__ import annotations
-
-import json
 
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from tests.cluster import clients
-from tests.cluster.conftest import FAILOVER_S, kafka_tool, wait_for
+from tests.cluster.conftest import FAILOVER_S, wait_for
 from tests.integration.request_fields import fields
 
 RECORDS = 200
@@ -237,50 +237,3 @@ def test_controller_killed_mid_reassignment(cluster, unique):
              lambda: f"the new controller to finish the reassignment\n{c.summary()}")
     wait_done(c, topic, {0: [paused, other]})
     assert_readable(c, topic, values, via=paused)
-    c.restart(controller)
-    c.wait_ready()
-
-
-def test_legacy_reassign_partitions_znode(shared_cluster, unique):
-    """``/admin/reassign_partitions`` (what pre-2.4 tools wrote) still starts reassignments;
-    the controller deletes it once every partition in it is done."""
-    c = shared_cluster
-    topic = unique("legacy")
-    clients.create_topic(c.bootstrap(1), topic, assignment={0: [1], 1: [2]})
-    c.wait_topic(topic, 2)
-    values = produce(c, topic, [0, 1])
-    payload = json.dumps({"version": 1, "partitions": [
-        {"topic": topic, "partition": 0, "replicas": [2, 3]},
-        {"topic": topic, "partition": 1, "replicas": [2, 1]}]}).encode()
-    c.zk.create("/admin/reassign_partitions", payload, makepath=True)
-    wait_done(c, topic, {0: [2, 3], 1: [2, 1]})
-    wait_for(lambda: c.zk.exists("/admin/reassign_partitions") is None, SETTLE_S,
-             "the controller to delete /admin/reassign_partitions")
-    assert_readable(c, topic, values, via=3)
-
-
-def test_kafka_reassign_partitions_tool(shared_cluster, unique, tmp_path):
-    """Kafka 3.9's own kafka-reassign-partitions.sh: --execute, --verify, --list."""
-    c = shared_cluster
-    topic = unique("tool")
-    clients.create_topic(c.bootstrap(1), topic, assignment={0: [1, 2]})
-    c.wait_topic(topic, 1)
-    values = produce(c, topic, [0])
-    plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": topic, "partition": 0, "replicas": [3, 2], "log_dirs": ["any", "any"]}]}))
-    tool = ("kafka-reassign-partitions.sh", "--bootstrap-server", c.bootstrap(2))
-    done = kafka_tool(*tool, "--reassignment-json-file", str(plan), "--execute")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "Successfully started partition reassignment" in done.stdout, done.stdout
-    wait_done(c, topic, {0: [3, 2]})
-
-    def verified():
-        out = kafka_tool(*tool, "--reassignment-json-file", str(plan), "--verify")
-        return out.returncode == 0 and f"Reassignment of partition {topic}-0 is completed" \
-            in out.stdout and out
-    wait_for(verified, SETTLE_S, "--verify to report completion")
-    listing = kafka_tool(*tool, "--list")
-    assert listing.returncode == 0, listing.stdout + listing.stderr
-    assert topic not in listing.stdout
-    assert_readable(c, topic, values, via=1)
