@@ -265,11 +265,7 @@ class LogManager:
             if key in self.logs:
                 raise LogDirError(f"Duplicate log directories for {name} are found in "
                                   f"{self._dir_of[key]} and {d}")
-            cfg = self.config_for(key[0], _topic_config(topic_configs, key[0]))
-            log = Log.load(path, cfg, self.clock, recovery_point=recovery.get(key, 0),
-                           log_start_offset=starts.get(key, 0),
-                           high_watermark=hws.get(key, 0), had_clean_shutdown=clean,
-                           producer_state_config=self.producer_state_config)
+            log = self._load_log(path, key, recovery, starts, hws, clean, topic_configs)
             if log.recovered_bytes_truncated:
                 _log.warning("recovered %s: truncated %d bytes", name,
                              log.recovered_bytes_truncated)
@@ -287,13 +283,18 @@ class LogManager:
         if key in self.future_logs:
             raise LogDirError(f"Duplicate log directories found: {path}, "
                               f"{self.future_logs[key].dir}")
-        cfg = self.config_for(key[0], _topic_config(topic_configs, key[0]))
-        log = Log.load(path, cfg, self.clock, recovery_point=recovery.get(key, 0),
-                       log_start_offset=starts.get(key, 0), high_watermark=hws.get(key, 0),
-                       had_clean_shutdown=clean, producer_state_config=self.producer_state_config)
+        log = self._load_log(path, key, recovery, starts, hws, clean, topic_configs)
         self.future_logs[key] = log
         self._future_dir_of[key] = d
         _log.info("loaded future log %s (a move to %s in progress)", path, d)
+
+    def _load_log(self, path: str, key: tuple[str, int], recovery, starts, hws, clean: bool,
+                  topic_configs: TopicConfigs) -> Log:
+        """A current or future log of ``key`` at ``path``, as its dir's checkpoints say."""
+        cfg = self.config_for(key[0], _topic_config(topic_configs, key[0]))
+        return Log.load(path, cfg, self.clock, recovery_point=recovery.get(key, 0),
+                        log_start_offset=starts.get(key, 0), high_watermark=hws.get(key, 0),
+                        had_clean_shutdown=clean, producer_state_config=self.producer_state_config)
 
     def _fail_dir_at_load(self, d: str, err: BaseException) -> None:
         """Let go of what was loaded from ``d`` and keep it offline."""
