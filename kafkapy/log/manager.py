@@ -359,16 +359,21 @@ class LogManager:
             _log.warning("Out of file descriptors in log dir %s: %s; the dir stays online", d, error)
             return
         self.offline_dirs.add(d)
-        for key, log in self.logs.items():
+        # The flush thread calls this too, while the loop may add or drop logs: iterate
+        # over snapshots (one C-level copy each, atomic under the GIL).
+        for key, log in list(self.logs.items()):
             if self._dir_of.get(key) == d:
                 log.offline = True
         # Kafka drops the future logs of a failed dir (their moves stop; the current
         # replicas elsewhere carry on); their files stay for the next start.
-        for key in [k for k, where in self._future_dir_of.items() if where == d]:
-            future = self.future_logs.pop(key)
-            del self._future_dir_of[key]
-            future.offline = True
-            future.release()
+        for key, where in list(self._future_dir_of.items()):
+            if where != d:
+                continue
+            future = self.future_logs.pop(key, None)
+            self._future_dir_of.pop(key, None)
+            if future is not None:
+                future.offline = True
+                future.release()
         _log.error("Error while writing to log dir %s: %s; stopped serving its replicas", d, error)
         if self._on_dir_failure is not None:
             self._on_dir_failure(d, self.live_log_dirs)
