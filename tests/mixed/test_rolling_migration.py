@@ -35,14 +35,13 @@ the final cluster.  Every wait is bounded; traffic to 127.0.0.1 only.
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.cluster.clients import (audit_acked, commit_offsets, committed_offsets,
                                    create_topic, describe_topic, elect_preferred,
                                    produce_confluent)
 from tests.cluster.test_verifiable import JsonLinesTool
+from tests.mixed import workload
 from tests.mixed.conftest import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
 
 SETTINGS = dict(CLUSTER_SETTINGS, **{
@@ -111,30 +110,9 @@ def _kinds(m: Mixed) -> str:
 def read_log(bootstrap: str, topic: str, partitions: int = PARTITIONS,
              timeout: float = 90.0) -> list[tuple[int, int, str]]:
     """Every record of ``topic`` from the beginning to each partition's end:
-    (partition, offset, value), through confluent-kafka (no group)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-audit",
-                  "enable.auto.commit": False, "enable.partition.eof": True,
-                  "fetch.wait.max.ms": 100})
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    pending = set(range(partitions))
-    out = []
-    deadline = time.monotonic() + timeout
-    try:
-        while pending and time.monotonic() < deadline:
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == -191:        # _PARTITION_EOF
-                    pending.discard(msg.partition())
-                    continue
-                raise AssertionError(f"reading {topic}: {msg.error()}")
-            out.append((msg.partition(), msg.offset(), msg.value().decode()))
-    finally:
-        c.close()
-    assert not pending, f"{topic}: partitions {sorted(pending)} not read to their end"
-    return out
+    (partition, offset, value) (``workload.read``: confluent-kafka, no group)."""
+    return [(r.partition, r.offset, r.value.decode())
+            for r in workload.read(bootstrap, which={topic: partitions}, timeout=timeout)]
 
 
 def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
