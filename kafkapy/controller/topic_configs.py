@@ -15,35 +15,27 @@ applies ``broker.topic_config(T)`` to the logs this broker hosts for T (and, whe
 ``broker.dynamic_config.reload`` (Kafka's BrokerConfigHandler; another broker's id is
 ignored there).  A ``users/<name>`` notification refreshes that user's SCRAM
 credentials in the broker's cache (``kafkapy.security.sasl.credentials``).  Other entity
-types (clients, ips) are ignored: kafkapy has no quotas.  Notifications older than 15 minutes are purged, as
-Kafka's listener does on every pass.
-
-Watch callbacks only schedule a pass on the event loop; a pass runs on the loop.
-A new store session (the old one expired with its watches) schedules a pass too.
+types (clients, ips) are ignored: kafkapy has no quotas.  Following the notifications
+(order, watches, new sessions, the 15-minute purge) is
+``kafkapy.metadata.change_notifications``; a pass runs on the event loop.
 A deleted topic's cached entry is dropped when the cache reports the deletion.
 """
 from __future__ import annotations
 
-import asyncio
-
 import structlog
-from kazoo.exceptions import ConnectionLoss, NoNodeError
+from kazoo.exceptions import NoNodeError
 
 from kafkapy.metadata import paths
+from kafkapy.metadata.change_notifications import ChangeNotificationListener
 
 _log = structlog.get_logger("kafkapy.topic_configs")
-CHANGE_EXPIRATION_MS = 15 * 60 * 1000
-_RETRY_S = 1.0
 
 
 class TopicConfigs:
     def __init__(self, broker) -> None:
         self._broker = broker
         self._overrides: dict[str, dict[str, str]] = {}
-        self._last_change = -1
-        self._started = False
-        self._scheduled = False
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listener: ChangeNotificationListener | None = None
 
     # -- reads ---------------------------------------------------------------------
     def overrides(self, name: str) -> dict[str, str]:
@@ -73,80 +65,32 @@ class TopicConfigs:
 
     # -- change notifications ----------------------------------------------------------
     def start(self) -> None:
-        """Process the existing notifications, then follow new ones."""
-        if self._started:
+        """Process the existing notifications (Kafka's listener starts from -1), then
+        follow new ones."""
+        if self._listener is not None:
             return
-        self._started = True
-        try:
-            self._loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
         self._broker.cache.add_listener(self._on_topic_change)
-        store = self._broker.store
-        if self._loop is not None:
-            # Watches die with an expired session: a new one starts with a full pass
-            # (Kafka's listener on afterInitializingSession).
-            store.on_new_session(self._on_children)
-        store.ensure_path(paths.CONFIG_CHANGES)
-        self.process_changes()
+        self._listener = ChangeNotificationListener(
+            self._broker.store, paths.CONFIG_CHANGES, paths.CONFIG_CHANGE_PREFIX,
+            self._process, now_ms=self._broker.clock.time_ms)
+        self._listener.start()
 
     def stop(self) -> None:
-        self._started = False
+        if self._listener is not None:
+            self._listener.stop()
 
     def _on_topic_change(self, name: str, topic) -> None:
         if topic is None:
             self.invalidate(name)
 
-    def _on_children(self, _event=None) -> None:
-        if not self._started or self._scheduled:
-            return
-        if self._loop is None or self._loop.is_closed():
-            self.process_changes()
-            return
-        self._scheduled = True
-        try:
-            self._loop.call_soon_threadsafe(self._scheduled_pass)
-        except RuntimeError:       # loop closed under us
-            self._scheduled = False
-
-    def _scheduled_pass(self) -> None:
-        self._scheduled = False
-        self.process_changes()
-
     def process_changes(self) -> None:
-        """One pass of Kafka's processNotifications; re-arms the children watch."""
-        if not self._started:
-            return
-        store = self._broker.store
-        try:
-            children = sorted(store.get_children(paths.CONFIG_CHANGES, watch=self._on_children))
-        except NoNodeError:
-            store.ensure_path(paths.CONFIG_CHANGES)
-            children = sorted(store.get_children(paths.CONFIG_CHANGES, watch=self._on_children))
-        except ConnectionLoss as err:
-            # ZooKeeper is away: try again shortly (the watch that brought us here fired).
-            _log.warning("reading config change notifications failed; retrying", error=str(err))
-            if self._loop is not None and not self._loop.is_closed():
-                self._loop.call_later(_RETRY_S, self._on_children)
-            return
-        except Exception:
-            _log.exception("reading config change notifications failed")
-            return
-        for child in children:
-            number = _change_number(child)
-            if number is None or number <= self._last_change:
-                continue
-            self._process(child)
-            self._last_change = number
-        self._purge(children)
+        """One pass over the notifications (what the children watch schedules)."""
+        if self._listener is not None:
+            self._listener.process_changes()
 
-    def _process(self, child: str) -> None:
-        path = f"{paths.CONFIG_CHANGES}/{child}"
+    def _process(self, path: str, data: bytes) -> None:
         try:
-            data, _ = self._broker.store.get(path)
             entity = paths.decode_config_change(data)
-        except NoNodeError:
-            return
         except ValueError:
             _log.exception("unreadable config change notification", path=path)
             return
@@ -201,26 +145,3 @@ class TopicConfigs:
         config = self._broker.topic_config(name)
         for partition in hosted:
             partition.log.update_config(config)
-
-    def _purge(self, children: list[str]) -> None:
-        now = self._broker.clock.time_ms()
-        store = self._broker.store
-        for child in children:
-            path = f"{paths.CONFIG_CHANGES}/{child}"
-            try:
-                stat = store.exists(path)
-                if stat is not None and now - stat.ctime > CHANGE_EXPIRATION_MS:
-                    store.delete(path)
-            except NoNodeError:
-                pass        # another broker purged it first
-            except Exception:
-                _log.exception("purging a config change notification failed", path=path)
-
-
-def _change_number(child: str) -> int | None:
-    if not child.startswith(paths.CONFIG_CHANGE_PREFIX):
-        return None
-    try:
-        return int(child[len(paths.CONFIG_CHANGE_PREFIX):])
-    except ValueError:
-        return None

@@ -14,19 +14,18 @@ else denied when a DENY entry matches (principal or ``User:*``, host or ``*``, t
 operation or ALL), allowed when an ALLOW entry matches the operation or one implying it
 (DESCRIBE by READ/WRITE/DELETE/ALTER, DESCRIBE_CONFIGS by ALTER_CONFIGS) or ALL.
 
-Notifications older than 15 minutes are deleted on every pass (Kafka's listener).
+Following the notifications (order, watches, new sessions, the 15-minute purge) is
+``kafkapy.metadata.change_notifications``, one listener per root.
 
 Invariants: the cache changes only on the event loop (watch callbacks schedule a pass);
 ``authorize`` never touches the store.
 """
 from __future__ import annotations
 
-import asyncio
-import time
-
 import structlog
-from kazoo.exceptions import BadVersionError, ConnectionLoss, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from kafkapy.metadata.change_notifications import ChangeNotificationListener
 from kafkapy.security import acls as A
 from kafkapy.security.acls import AclBinding, AclEntry, AclFilter, Pattern
 from kafkapy.security.principal import KafkaPrincipal
@@ -36,8 +35,6 @@ CLASS_NAME = "kafka.security.authorizer.AclAuthorizer"
 _IMPLIED = {A.DESCRIBE: (A.DESCRIBE, A.READ, A.WRITE, A.DELETE, A.ALTER),
             A.DESCRIBE_CONFIGS: (A.DESCRIBE_CONFIGS, A.ALTER_CONFIGS)}
 _WRITE_RETRIES = 20
-_RETRY_S = 1.0
-CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 
 
 def parse_super_users(text: str | None) -> frozenset[str]:
@@ -61,10 +58,7 @@ class AclAuthorizer:
         # (resource type, name) -> entries, one dict per pattern type: the lookup index
         self._literal: dict[tuple[int, str], tuple[AclEntry, ...]] = {}
         self._prefixed: dict[tuple[int, str], tuple[AclEntry, ...]] = {}
-        self._last_change = {A.LITERAL_CHANGES: -1, A.EXTENDED_CHANGES: -1}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._scheduled = False
-        self._started = False
+        self._listeners: list[ChangeNotificationListener] = []
 
     @classmethod
     def from_config(cls, config, store) -> "AclAuthorizer":
@@ -256,83 +250,28 @@ class AclAuthorizer:
 
     def start(self) -> None:
         """Follow the change notifications (from the newest present), then load the cache."""
-        if self._started:
+        if self._listeners:
             return
-        self._started = True
-        try:
-            self._loop = asyncio.get_running_loop()
-            self._store.on_new_session(self._on_children)
-        except RuntimeError:
-            self._loop = None
+        self._listeners = [ChangeNotificationListener(self._store, root, A.CHANGE_PREFIX,
+                                                      self._on_change)
+                           for root in (A.LITERAL_CHANGES, A.EXTENDED_CHANGES)]
         # Listener position first, then the load: no change can fall in between.
-        self.process_changes(initial=True)
+        for listener in self._listeners:
+            listener.start(skip_existing=True)
         self.load()
 
     def stop(self) -> None:
-        self._started = False
+        for listener in self._listeners:
+            listener.stop()
 
-    def _on_children(self, _event=None) -> None:
-        if not self._started or self._scheduled:
-            return
-        if self._loop is None or self._loop.is_closed():
-            self.process_changes()
-            return
-        self._scheduled = True
-        try:
-            self._loop.call_soon_threadsafe(self._scheduled_pass)
-        except RuntimeError:
-            self._scheduled = False
+    def process_changes(self) -> None:
+        """One pass over both roots (what their children watches schedule)."""
+        for listener in self._listeners:
+            listener.process_changes()
 
-    def _scheduled_pass(self) -> None:
-        self._scheduled = False
-        self.process_changes()
-
-    def process_changes(self, initial: bool = False) -> None:
-        """Re-read the resource named by every new notification; re-arm the watches."""
-        if not self._started:
-            return
-        for root in (A.LITERAL_CHANGES, A.EXTENDED_CHANGES):
-            try:
-                children = sorted(self._store.get_children(root, watch=self._on_children))
-            except NoNodeError:
-                self._store.ensure_path(root)
-                children = sorted(self._store.get_children(root, watch=self._on_children))
-            except ConnectionLoss:
-                if self._loop is not None and not self._loop.is_closed():
-                    self._loop.call_later(_RETRY_S, self._on_children)
-                return
-            for child in children:
-                try:
-                    number = int(child[len(A.CHANGE_PREFIX):])
-                except ValueError:
-                    continue
-                if number <= self._last_change[root]:
-                    continue
-                self._last_change[root] = number
-                if initial:
-                    continue    # the full load just read everything
-                try:
-                    data, _ = self._store.get(f"{root}/{child}")
-                    self._reload(A.decode_change(root, data))
-                except NoNodeError:
-                    pass
-                except Exception:
-                    _log.exception("unreadable ACL change notification", path=f"{root}/{child}")
-            self._purge(root, children)
-
-    def _purge(self, root: str, children: list[str]) -> None:
-        """Delete notifications older than 15 minutes, as Kafka's listener does each pass."""
-        now_ms = time.time() * 1000
-        for child in children:
-            path = f"{root}/{child}"
-            try:
-                stat = self._store.exists(path)
-                if stat is not None and now_ms - stat.ctime > CHANGE_EXPIRATION_MS:
-                    self._store.delete(path)
-            except NoNodeError:
-                pass            # another broker purged it first
-            except Exception:
-                _log.exception("purging an ACL change notification failed", path=path)
+    def _on_change(self, path: str, data: bytes) -> None:
+        """A notification names one resource pattern: re-read its znode."""
+        self._reload(A.decode_change(path.rsplit("/", 1)[0], data))
 
 
 def _applies(e: AclEntry, principal: str, host: str, operations) -> bool:
