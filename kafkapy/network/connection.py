@@ -23,7 +23,9 @@ bytes.  Invariants:
   failed authentication closes it right after its error answer; with no gate
   (PLAINTEXT, SSL) the path is one attribute test;
 - every request's context carries the connection's ``Session`` (principal: ANONYMOUS,
-  the SSL client certificate's distinguished name, or the SASL user);
+  the SSL client certificate's distinguished name, or the SASL user; the peer's address
+  on any listener other than the default PLAINTEXT one, and on every one with an
+  authorizer, whose host-specific ACLs need it);
 - responses carrying file ranges (zero-copy Fetch) are sent with
   ``os.sendfile`` on a duplicate of the socket's descriptor once the
   transport's own buffer is empty; everything queued behind them waits, so
@@ -92,7 +94,10 @@ class KafkaConnection(asyncio.Protocol):
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.last_active = self._server.now()
         protocol = self._server.security_protocol
-        if protocol != "PLAINTEXT" or self._server.listener not in (None, "PLAINTEXT"):
+        # Once per connection: ACLs name hosts, so with an authorizer even the default
+        # PLAINTEXT listener's session carries the peer's address.
+        if (protocol != "PLAINTEXT" or self._server.listener not in (None, "PLAINTEXT")
+                or getattr(self._broker, "authorizer", None) is not None):
             try:
                 self._secure_session(transport, peer, protocol)
             except Exception:   # never serve a connection whose security is not set up

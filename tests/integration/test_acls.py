@@ -288,6 +288,13 @@ def test_anonymous_principal_is_subject_to_acls(locked_broker, zk_connect):  # n
     r = wire.request(31, 1, filters=[(2, "x", 3, None, None, 1, 1)])
     assert r.filter_results[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
+    # An ACL naming the client's host applies on the default PLAINTEXT listener too (the
+    # session carries the peer's address there as well).
+    _grant(zk_connect, "--deny-principal", "User:ANONYMOUS", "--deny-host", "127.0.0.1",
+           "--operation", "Write", "--topic", "open")
+    assert _until(lambda: _produce(wire, "open"), ErrorCode.TOPIC_AUTHORIZATION_FAILED) == \
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
 
 def test_super_user_passes(tmp_path, zk_connect):  # noqa: F811
     _grant(zk_connect, "--deny-principal", "User:ANONYMOUS", "--operation", "All", "--topic", "*")
