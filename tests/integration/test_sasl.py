@@ -160,12 +160,7 @@ def sasl_broker(tmp_path_factory, zookeeper_server):  # noqa: F811
         "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
         "connections.max.reauth.ms": "3600000",
     })
-    try:
-        broker.start()
-    except RuntimeError as err:
-        if "SASL" in str(err) or "security" in str(err):
-            pytest.skip(f"the SASL gate has not landed yet: {str(err).splitlines()[-1][:200]}")
-        raise
+    broker.start()
     broker.sasl_bootstrap = f"127.0.0.1:{sasl_port}"
     try:
         yield broker
@@ -410,12 +405,7 @@ def test_credentials_reach_every_broker(tmp_path, zookeeper_server):  # noqa: F8
                 "inter.broker.listener.name": "PLAINTEXT",
                 "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-256",
                 "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS})
-            try:
-                broker.start()
-            except RuntimeError as err:
-                if "SASL" in str(err) or "security" in str(err):
-                    pytest.skip("the SASL gate has not landed yet")
-                raise
+            broker.start()
             broker.sasl_bootstrap = f"127.0.0.1:{sasl_port}"
             brokers.append(broker)
         # Each broker loads its credential cache on its first SCRAM login, then follows
