@@ -41,6 +41,12 @@ def handle(ctx, request):
         raise CloseConnection()
     try:
         token = server.evaluate(bytes(request.auth_bytes))
+        lifetime = 0
+        if server.complete:
+            lifetime = session_lifetime_ms(ctx.broker.config, ctx.listener, server.mechanism)
+            # raises when a re-authentication names another user (Kafka's
+            # ensurePrincipalUnchanged)
+            auth.authenticated(server.principal_name)
     except SaslAuthenticationError as err:
         message = err.message
         if getattr(auth, "reauthenticating", False):
@@ -49,10 +55,6 @@ def handle(ctx, request):
         auth.failed()
         return ctx.response(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
                             error_message=message, auth_bytes=b"", session_lifetime_ms=0)
-    lifetime = 0
-    if server.complete:
-        lifetime = session_lifetime_ms(ctx.broker.config, ctx.listener, server.mechanism)
-        auth.authenticated(server.principal_name)
     return ctx.response(error_code=0, error_message=None,
                         auth_bytes=token or b"", session_lifetime_ms=lifetime)
 

@@ -210,7 +210,11 @@ class ConnectionAuth:
         self._gate._begin(mechanism_server, self._version)
 
     def authenticated(self, principal_name: str) -> None:
-        self._gate._complete(principal_name)
+        """Raises ``SaslAuthenticationError`` (the connection then closes) when a
+        re-authentication names another principal."""
+        if not self._gate._complete(principal_name):
+            from kafkapy.security.sasl import SaslAuthenticationError
+            raise SaslAuthenticationError(self._gate.close_reason)
 
     def failed(self) -> None:
         if self._gate.state != FAILED:

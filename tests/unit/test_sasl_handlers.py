@@ -143,3 +143,27 @@ def test_reauthentication_failure_says_so():
     final = _authenticate(auth, client.evaluate(first.auth_bytes))
     assert final.error_message == ("Authentication failed during re-authentication due to "
                                    "invalid credentials with SASL mechanism SCRAM-SHA-512")
+
+
+def test_reauthentication_as_another_user_is_answered_failed():
+    """Kafka's ensurePrincipalUnchanged: SASL_AUTHENTICATION_FAILED with its message, and
+    the connection (the real gate) closes; the session keeps the first user."""
+    from kafkapy.security import gate as G
+    props = {"connections.max.reauth.ms": "60000",
+             "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                 'user_alice="a" user_bob="b";'}
+    principals = []
+    gate = G.SaslGate(_ctx(17, 1, None, props).broker, "SASL_PLAINTEXT", principals.append)
+
+    def login(user: str, password: str):
+        assert gate.admit(17, 20) == G.SERVE_AUTH
+        sasl_handshake.handle(_ctx(17, 1, gate.auth_for(1), props), SimpleNamespace(mechanism="PLAIN"))
+        assert gate.admit(36, 20) == G.SERVE_AUTH
+        return sasl_authenticate.handle(_ctx(36, 2, gate.auth_for(2), props),
+                                        SimpleNamespace(auth_bytes=f"\0{user}\0{password}".encode()))
+    assert login("alice", "a").error_code == 0 and gate.state == G.COMPLETE
+    again = login("bob", "b")
+    assert (again.error_code, again.error_message) == (
+        58, "Cannot change principals during re-authentication from User.alice: User.bob")
+    assert gate.state == G.FAILED and [str(p) for p in principals] == ["User:alice"]
