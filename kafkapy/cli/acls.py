@@ -33,26 +33,48 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> common.ToolParser:
     p = common.ToolParser("kafkapy-acls", "Manage ACLs (Kafka's kafka-acls.sh).")
-    for action in ("--add", "--remove", "--list"):
-        p.add_argument(action, action="store_true")
-    p.add_argument("--topic", action="append", default=[])
-    p.add_argument("--group", action="append", default=[])
-    p.add_argument("--cluster", action="store_true")
-    p.add_argument("--transactional-id", action="append", default=[])
-    p.add_argument("--delegation-token", action="append", default=[])
-    p.add_argument("--user-principal", action="append", default=[])
-    p.add_argument("--resource-pattern-type", default=None)
-    p.add_argument("--allow-principal", action="append", default=[])
-    p.add_argument("--deny-principal", action="append", default=[])
-    p.add_argument("--principal", action="append", default=[])
-    p.add_argument("--allow-host", action="append", default=[])
-    p.add_argument("--deny-host", action="append", default=[])
-    p.add_argument("--operation", action="append", default=[])
-    p.add_argument("--producer", action="store_true")
-    p.add_argument("--consumer", action="store_true")
-    p.add_argument("--idempotent", action="store_true")
-    p.add_argument("--force", action="store_true")
+    for name, kind, text in _OPTIONS:
+        if kind == "flag":
+            p.add_argument(name, action="store_true", help=text)
+        elif kind == "many":
+            p.add_argument(name, action="append", default=[], help=text)
+        else:
+            p.add_argument(name, default=None, help=text)
     return p
+
+
+# (option, kind, description): kind "flag" (no value), "many" (repeatable) or "one".
+_OPTIONS = (
+    ("--add", "flag", "Add the ACLs described by the other options."),
+    ("--remove", "flag", "Remove the ACLs described by the other options."),
+    ("--list", "flag", "List ACLs of the given resources (all resources when none is given)."),
+    ("--topic", "many", "A topic the ACLs apply to; '*' means every topic."),
+    ("--group", "many", "A consumer group the ACLs apply to; '*' means every group."),
+    ("--cluster", "flag", "The ACLs apply to the cluster resource."),
+    ("--transactional-id", "many",
+     "A transactional id the ACLs apply to; '*' means every transactional id."),
+    ("--delegation-token", "many",
+     "A delegation token the ACLs apply to; '*' means every token."),
+    ("--user-principal", "many",
+     "A user principal the ACLs apply to (USER resources, for delegation tokens)."),
+    ("--resource-pattern-type", "one",
+     "LITERAL or PREFIXED for --add; ANY, MATCH, LITERAL or PREFIXED for --list and "
+     "--remove (default LITERAL, ANY for --list)."),
+    ("--allow-principal", "many", "A principal (type:name) given ALLOW, e.g. User:alice."),
+    ("--deny-principal", "many", "A principal (type:name) given DENY."),
+    ("--principal", "many", "With --list: only ACLs of this principal."),
+    ("--allow-host", "many", "A host the allowed principals may connect from ('*' by default)."),
+    ("--deny-host", "many", "A host the denied principals are refused from ('*' by default)."),
+    ("--operation", "many",
+     "An operation (Read, Write, Create, Delete, Alter, Describe, ClusterAction, "
+     "AlterConfigs, DescribeConfigs, IdempotentWrite, All); default All."),
+    ("--producer", "flag",
+     "The ACLs a producer needs: WRITE, DESCRIBE and CREATE on the topic (with "
+     "--transactional-id: WRITE, DESCRIBE on it too; with --idempotent: IDEMPOTENT_WRITE)."),
+    ("--consumer", "flag", "The ACLs a consumer needs: READ, DESCRIBE on the topic, READ on the group."),
+    ("--idempotent", "flag", "With --producer: allow idempotent produce."),
+    ("--force", "flag", "Do not ask for confirmation."),
+)
 
 
 def _execute(args: argparse.Namespace) -> int:
