@@ -276,8 +276,8 @@ class KafkaConnection(asyncio.Protocol):
             return gate.auth_for(version)
         if verdict == sasl_gate.RAW_TOKEN:
             answer = gate.raw_token(frame)
-            if answer is None:
-                self._bad_request(gate.close_reason)
+            if answer is None:   # v0 has no error answer; the close is delayed all the same
+                self._close_after_failed_authentication()
             else:
                 self._queue_ready(answer)
             return False
