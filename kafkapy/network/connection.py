@@ -48,7 +48,7 @@ from kafkapy.protocol.headers import (
     API_VERSIONS_KEY, decode_request_header, peek_api)
 from kafkapy.protocol.nullability import null_field
 from kafkapy.security import gate as sasl_gate
-from kafkapy.security.principal import ANONYMOUS, PLAINTEXT_SESSION, Session
+from kafkapy.security.principal import ANONYMOUS, PLAINTEXT_SESSION, Session, host_address
 
 _log = structlog.get_logger("kafkapy.network")
 _SIZE = struct.Struct(">i")
@@ -112,7 +112,7 @@ class KafkaConnection(asyncio.Protocol):
         if protocol == "SSL":
             from kafkapy.security.ssl import peer_principal
             principal = peer_principal(transport.get_extra_info("ssl_object"))
-        self.session = Session(principal, peer[0] if peer else "",
+        self.session = Session(principal, host_address(peer[0]) if peer else "",
                                self._server.listener or "PLAINTEXT", protocol)
         if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
             self._gate = sasl_gate.SaslGate(self._broker, self._server.listener,

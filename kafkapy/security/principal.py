@@ -12,6 +12,7 @@ replaces it).
 """
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 USER_TYPE = "User"
@@ -48,3 +49,20 @@ class Session:
 
 
 PLAINTEXT_SESSION = Session()
+
+
+def host_address(host: str) -> str:
+    """A peer address as Java's ``InetAddress.getHostAddress()`` prints it, the form
+    Kafka's ACL hosts are matched against: IPv4 as is, IPv6 uncompressed without leading
+    zeros (``::1`` -> ``0:0:0:0:0:0:0:1``), an IPv4-mapped IPv6 address as its IPv4."""
+    if ":" not in host:
+        return host
+    text, sep, scope = host.partition("%")
+    try:
+        ip = ipaddress.IPv6Address(text)
+    except ValueError:
+        return host
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    java = ":".join(format(int(group, 16), "x") for group in ip.exploded.split(":"))
+    return java + sep + scope

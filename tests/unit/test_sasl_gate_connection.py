@@ -78,3 +78,14 @@ async def test_no_delay_closes_at_once():
     token = b"\0alice\0wrong"
     conn.data_received(struct.pack(">i", len(token)) + token)
     assert transport.closed
+
+
+def test_session_host_is_javas_host_address_form():
+    """ACL hosts are matched against Java's getHostAddress() text."""
+    from kafkapy.security.principal import host_address
+    assert host_address("127.0.0.1") == "127.0.0.1"
+    assert host_address("::1") == "0:0:0:0:0:0:0:1"
+    assert host_address("fe80::a:0:0:1%eth0") == "fe80:0:0:0:a:0:0:1%eth0"
+    assert host_address("::ffff:10.1.2.3") == "10.1.2.3"
+    conn, _ = _connection(delay_ms=0)
+    assert conn.session.client_address == "127.0.0.1"
