@@ -52,16 +52,10 @@ def handle(ctx, request):
     repeated_ids = repeated((r.resource_type, r.resource_name) for r in request.resources)
     results = []
     for resource in request.resources:
-        if getattr(ctx.broker, "authorizer", None) is not None:
-            # Kafka: ALTER_CONFIGS on the topic, or on the cluster for broker resources.
-            if resource.resource_type == TOPIC:
-                ok, code = authz.allowed(ctx, authz.ALTER_CONFIGS, authz.TOPIC, resource.resource_name), \
-                    ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            else:
-                ok, code = authz.cluster(ctx, authz.ALTER_CONFIGS), ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-            if not ok:
-                results.append(result(_Result, resource, code, None))
-                continue
+        refused = refused_alter(ctx, resource)
+        if refused:
+            results.append(result(_Result, resource, refused, None))
+            continue
         try:
             preprocess(resource, repeated_ids, [c.name for c in resource.configs
                                                 if c.value is None])
@@ -79,6 +73,20 @@ def handle(ctx, request):
             results.append(result(_Result, resource, err.code, err.message))
     return ctx.response(throttle_time_ms=0, responses=results)
 
+
+
+def refused_alter(ctx, resource) -> int:
+    """Kafka's ALTER_CONFIGS check: on the topic, or on the cluster for broker resources;
+    the error code when refused, else 0 (always 0 without an authorizer)."""
+    if getattr(ctx.broker, "authorizer", None) is None:
+        return 0
+    if resource.resource_type == TOPIC:
+        if authz.allowed(ctx, authz.ALTER_CONFIGS, authz.TOPIC, resource.resource_name):
+            return 0
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if authz.cluster(ctx, authz.ALTER_CONFIGS):
+        return 0
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 def preprocess(resource, repeated_ids: set, null_keys: list[str]) -> None:
     """The checks of Kafka's ConfigAdminManager.preprocess, in its order: a resource named

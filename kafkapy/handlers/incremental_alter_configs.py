@@ -21,13 +21,13 @@ but are refused otherwise (``check_logger_change``); other types -> INVALID_REQU
 """
 from __future__ import annotations
 
-from kafkapy.security import authz
 from kafkapy.config.definitions import BROKER_CONFIGS, TOPIC_CONFIGS
 from kafkapy.config.loggers import validate_logger_ops
 from kafkapy.config.types import ConfigType
 from kafkapy.handlers.alter_configs import (BROKER, TOPIC, apply_broker_configs,
                                             apply_topic_configs, broker_entity, check_topic_name,
-                                            preprocess, result, stored_broker_layer)
+                                            preprocess, refused_alter, result,
+                                            stored_broker_layer)
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -47,16 +47,10 @@ def handle(ctx, request):
     repeated_ids = repeated((r.resource_type, r.resource_name) for r in request.resources)
     results = []
     for resource in request.resources:
-        if getattr(ctx.broker, "authorizer", None) is not None:
-            # Kafka: ALTER_CONFIGS on the topic, or on the cluster for broker resources.
-            if resource.resource_type == TOPIC:
-                ok, code = authz.allowed(ctx, authz.ALTER_CONFIGS, authz.TOPIC, resource.resource_name), \
-                    ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            else:
-                ok, code = authz.cluster(ctx, authz.ALTER_CONFIGS), ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-            if not ok:
-                results.append(result(_Result, resource, code, None))
-                continue
+        refused = refused_alter(ctx, resource)
+        if refused:
+            results.append(result(_Result, resource, refused, None))
+            continue
         try:
             if resource.resource_type != BROKER_LOGGER:
                 preprocess(resource, repeated_ids, [c.name for c in resource.configs
