@@ -19,10 +19,10 @@ MAX_VERSION = 4
 
 def handle(ctx, request):
     txns = service(ctx)
-    if txns is None or (getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(
-            ctx, authz.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id)):
+    if txns is None or not authz.allowed(
+            ctx, authz.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    elif getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
+    elif not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
         error = ErrorCode.GROUP_AUTHORIZATION_FAILED
     else:
         error = txns.coordinator.add_offsets(request.transactional_id, request.producer_id,

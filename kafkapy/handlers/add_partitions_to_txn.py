@@ -44,7 +44,7 @@ def handle(ctx, request):
         # Answered once the new state is durable (a future while it replicates).
         return then(errors, lambda done: ctx.response(
             throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(topics, done)))
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+    if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         # v4+ batches come from brokers (transaction verification): Kafka wants CLUSTER_ACTION.
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                             results_by_transaction=[])

@@ -25,7 +25,7 @@ MAX_VERSION = 0
 
 
 async def handle(ctx, request):
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+    if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return _answer(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     controller = ctx.broker.controller
     if controller is None or not controller.is_active:

@@ -26,7 +26,7 @@ def handle(ctx, request):
     upsertions = [(u.name, u.mechanism, u.iterations, u.salt, u.salted_password)
                   for u in request.upsertions]
     deletions = [(d.name, d.mechanism) for d in request.deletions]
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.ALTER):
+    if not authz.cluster(ctx, authz.ALTER):
         users = sorted({u[0] for u in upsertions} | {d[0] for d in deletions})
         return ctx.response(throttle_time_ms=0, results=[
             (user, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None) for user in users])

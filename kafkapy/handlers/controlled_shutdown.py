@@ -22,7 +22,7 @@ _Remaining = ControlledShutdownResponse.RemainingPartition
 
 
 async def handle(ctx, request):
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+    if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return ctx.response(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[])
     controller = ctx.broker.controller
     if not controller.is_active:

@@ -85,8 +85,7 @@ def _check(ctx, name, topic_id):
     if name is None:
         return _Result(name=None, topic_id=None,
                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None)
-    if (getattr(broker, "authorizer", None) is not None
-            and not authz.allowed(ctx, authz.DELETE, authz.TOPIC, name)):
+    if not authz.allowed(ctx, authz.DELETE, authz.TOPIC, name):
         return _Result(name=name if topic_id is None else None, topic_id=topic_id,
                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None)
     if broker.cache.topic(name) is None:

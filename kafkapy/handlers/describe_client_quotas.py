@@ -40,7 +40,7 @@ class _Refused(Exception):
 
 
 def handle(ctx, request):
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.DESCRIBE_CONFIGS):
+    if not authz.cluster(ctx, authz.DESCRIBE_CONFIGS):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                             error_message="Cluster authorization failed.", entries=None)
     try:

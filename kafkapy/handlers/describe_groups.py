@@ -24,7 +24,7 @@ def handle(ctx, request):
     include_ops = ctx.api_version >= 3 and request.include_authorized_operations
     groups = []
     for group_id in request.groups:
-        if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.DESCRIBE, authz.GROUP, group_id):
+        if not authz.allowed(ctx, authz.DESCRIBE, authz.GROUP, group_id):
             groups.append(_Group(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
                                  group_id=group_id, group_state="", protocol_type="", protocol_data="",
                                  members=[], authorized_operations=None))

@@ -30,7 +30,7 @@ _Partition = _Topic.DescribeLogDirsPartition
 
 
 def handle(ctx, request):
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.DESCRIBE):
+    if not authz.cluster(ctx, authz.DESCRIBE):
         # Kafka: no directories, and from v3 the error.
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
     manager = ctx.broker.log_manager

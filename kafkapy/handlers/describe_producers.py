@@ -54,7 +54,7 @@ def handle(ctx, request):
 
 
 def _topic_error(ctx, name: str) -> tuple[int, str] | None:
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.READ, authz.TOPIC, name):
+    if not authz.allowed(ctx, authz.READ, authz.TOPIC, name):
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
     reason = invalid_topic_reason(name)
     if reason:

@@ -24,7 +24,7 @@ def handle(ctx, request):
     txns = service(ctx)
     states = []
     for txn_id in request.transactional_ids:
-        if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.DESCRIBE, authz.TRANSACTIONAL_ID, txn_id):
+        if not authz.allowed(ctx, authz.DESCRIBE, authz.TRANSACTIONAL_ID, txn_id):
             error, txn = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
         elif txns is None:
             error, txn = ErrorCode.COORDINATOR_NOT_AVAILABLE, None

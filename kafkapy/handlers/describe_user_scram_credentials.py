@@ -19,7 +19,7 @@ MAX_VERSION = 0
 
 def handle(ctx, request):
     users = None if request.users is None else [u.name for u in request.users]
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.DESCRIBE):
+    if not authz.cluster(ctx, authz.DESCRIBE):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                             error_message=None, results=[])
     code, message, results = credentials.describe(ctx.broker, users)

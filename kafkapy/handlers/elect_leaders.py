@@ -47,7 +47,7 @@ async def handle(ctx, request):
     election = request.election_type if ctx.api_version >= 1 else PREFERRED
     named = request.topic_partitions is not None
     wanted = (_named(request.topic_partitions) if named else _every_partition(ctx.broker))
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.ALTER):
+    if not authz.cluster(ctx, authz.ALTER):
         return _refuse(ctx, wanted, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     if election not in STRATEGY_NAMES:
         return _refuse(ctx, wanted, ErrorCode.INVALID_REQUEST,

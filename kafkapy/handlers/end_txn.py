@@ -19,8 +19,8 @@ MAX_VERSION = 4
 
 def handle(ctx, request):
     txns = service(ctx)
-    if txns is None or (getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(
-            ctx, authz.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id)):
+    if txns is None or not authz.allowed(
+            ctx, authz.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:
         error = txns.coordinator.end_txn(request.transactional_id, request.producer_id,

@@ -15,7 +15,7 @@ MAX_VERSION = 4
 
 
 def handle(ctx, request):
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
+    if not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     instance_id = request.group_instance_id if ctx.api_version >= 3 else None
     error = coordinator(ctx).heartbeat(request.group_id, request.member_id, instance_id,

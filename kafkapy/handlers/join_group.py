@@ -23,7 +23,7 @@ _Member = RESPONSES[API_KEY].JoinGroupResponseMember
 
 def handle(ctx, request):
     version = ctx.api_version
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
+    if not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
         return ctx.response(
             throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, generation_id=-1,
             protocol_type=None, protocol_name=None if version >= 7 else "", leader="",

@@ -38,7 +38,7 @@ UNKNOWN_BROKER_EPOCH = -1
 
 
 def handle(ctx, request):
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+    if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return _error_response(request, list(_entries(request)), ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     return apply(ctx.broker, request)
 

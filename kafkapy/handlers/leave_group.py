@@ -19,7 +19,7 @@ _Member = RESPONSES[API_KEY].MemberResponse
 
 
 def handle(ctx, request):
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
+    if not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
     if ctx.api_version < 3:
         error, errors = coordinator(ctx).leave(request.group_id, [(request.member_id, None)])

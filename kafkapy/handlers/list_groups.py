@@ -21,7 +21,7 @@ def handle(ctx, request):
     states = request.states_filter if version >= 4 else None
     types = request.types_filter if version >= 5 else None
     error, groups = coordinator(ctx).list_groups(states, types)
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.DESCRIBE):
+    if not authz.cluster(ctx, authz.DESCRIBE):
         # Kafka: DESCRIBE on the cluster lists every group, else those the principal may describe.
         allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.GROUP, [g.group_id for g in groups])
         groups = [g for g in groups if g.group_id in allowed]

@@ -23,7 +23,7 @@ def handle(ctx, request):
         return ctx.response(throttle_time_ms=0,
                             error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                             protocol_type=None, protocol_name=None, assignment=b"")
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
+    if not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
                             protocol_type=None, protocol_name=None, assignment=b"")
     future, respond = callback_future()

@@ -27,7 +27,7 @@ MAX_VERSION = 8
 
 
 def handle(ctx, request):
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+    if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return _response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     return apply(ctx.broker, request)
 

@@ -28,7 +28,7 @@ _PartitionResult = _TopicResult.WritableTxnMarkerPartitionResult
 
 def handle(ctx, request):
     txns = service(ctx)
-    if getattr(ctx.broker, "authorizer", None) is not None and not authz.cluster(ctx, authz.CLUSTER_ACTION):
+    if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         txns = None     # every partition CLUSTER_AUTHORIZATION_FAILED, as Kafka's
     per_marker = []
     appended: dict = {}   # (topic, partition) -> the latest marker's AppendResult there
