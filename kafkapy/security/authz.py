@@ -24,10 +24,6 @@ def _session(ctx):
     return getattr(ctx, "session", PLAINTEXT_SESSION)
 
 
-def enabled(ctx) -> bool:
-    return getattr(ctx.broker, "authorizer", None) is not None
-
-
 def allowed(ctx, operation: int, resource_type: int, name: str) -> bool:
     authorizer = getattr(ctx.broker, "authorizer", None)
     if authorizer is None:
