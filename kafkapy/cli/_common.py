@@ -29,6 +29,10 @@ protocol through kafka-python. What they share:
 - Topics: ``TopicFilter`` (Kafka's IncludeList: a regex matching the whole name, commas as
   alternatives), ``kafka_uuid`` (Kafka's base64 spelling of a topic id), ``error_text``
   (the broker's error message, else Kafka's default description of the error code).
+- Java shapes: ``java_text`` (Java's string concatenation of a value), ``java_set_order``
+  (the iteration order of a ``java.util.HashSet``, which Kafka's tools print) with the
+  ``hashCode`` of Strings, ints and TopicPartitions (``coordinator.group.hashing`` has
+  String's too, but importing it brings the whole group coordinator into every tool).
 """
 from __future__ import annotations
 
@@ -305,3 +309,39 @@ def java_text(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def string_hash(text: str) -> int:
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = _int32(31 * h + int(unit, 16))
+    return h
+
+
+def int_hash(value: int) -> int:
+    return _int32(value)
+
+
+def topic_partition_hash(tp: tuple[str, int]) -> int:
+    # TopicPartition.hashCode: 31 * (31 + partition) + topic.hashCode()
+    return _int32(31 * (31 + tp[1]) + string_hash(tp[0]))
+
+
+def java_set_order(items, hash_fn) -> list:
+    """``items`` (distinct, in insertion order) in the iteration order of a java.util.HashSet
+    built by adding them one by one: by bucket ``(h ^ h >>> 16) & (capacity - 1)``, ties in
+    insertion order (small sets never become tree bins)."""
+    items = list(dict.fromkeys(items))
+    capacity = 16
+    while len(items) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(item) -> int:
+        h = hash_fn(item) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+    return sorted(items, key=bucket)   # sorted() is stable: insertion order within a bucket

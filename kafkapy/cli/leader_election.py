@@ -17,7 +17,7 @@ with Kafka (whose broker leaves them out of the answer to a request naming no pa
 kafka-python names every partition, so the tool leaves them out itself).
 
 Partitions are listed in the iteration order of Kafka's ``HashSet<TopicPartition>``
-(``reassign_partitions.java_set_order``), an error as Java's ``Throwable.toString``
+(``_common.java_set_order``), an error as Java's ``Throwable.toString``
 ("org.apache.kafka.common.errors.<Name>Exception: <message>").
 
 Differences from Kafka: no stack trace follows the final message.
@@ -31,8 +31,8 @@ import sys
 import kafka.errors
 
 from kafkapy.cli import _common as common
-from kafkapy.cli._common import CommandError, UsageError
-from kafkapy.cli.reassign_partitions import java_set_order, topic_partition_hash
+from kafkapy.cli._common import (CommandError, UsageError, java_set_order,
+                                 topic_partition_hash)
 
 _TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
 _ELECTION_NOT_NEEDED = kafka.errors.ElectionNotNeededError.errno

@@ -43,7 +43,7 @@ the usage, exit 1; a failed operation prints "Error: <message>" on stdout, exit 
 "terse" failures, e.g. "Cannot execute because there is an existing partition assignment...",
 print the bare message).  Where Kafka prints a Java hash set (brokers and topics whose
 throttles are cleared, duplicates, the first unknown broker or topic) the same order is used
-(``java_set_order``).
+(``_common.java_set_order``).
 
 Differences from Kafka:
 - ``--help`` prints argparse's help on stdout and exits 0 (Kafka: its option table on stderr,
@@ -67,7 +67,8 @@ from importlib import metadata
 import kafka.errors
 
 from kafkapy.cli import _common as common
-from kafkapy.cli._common import CommandError, UsageError
+from kafkapy.cli._common import (CommandError, UsageError, int_hash, java_set_order,
+                                 string_hash, topic_partition_hash)
 from kafkapy.config.errors import ConfigError
 
 _ANY_LOG_DIR = "any"
@@ -449,8 +450,6 @@ def _format_plan(assignment: dict[tuple[str, int], list[int]],
 
 
 # --------------------------------------------------------------------------- Java shapes
-# (``java_set_order`` and the hashes are public: kafkapy-leader-election prints Kafka's
-# hash-set order with them too.)
 
 def _tp(tp: tuple[str, int]) -> str:
     return f"{tp[0]}-{tp[1]}"
@@ -468,42 +467,6 @@ def _duplicates(items) -> list:
             dups.append(item)
         seen.add(item)
     return dups
-
-
-def _int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def string_hash(text: str) -> int:
-    h = 0
-    for unit in text.encode("utf-16-be").hex(" ", 2).split():
-        h = _int32(31 * h + int(unit, 16))
-    return h
-
-
-def int_hash(value: int) -> int:
-    return _int32(value)
-
-
-def topic_partition_hash(tp: tuple[str, int]) -> int:
-    # TopicPartition.hashCode: 31 * (31 + partition) + topic.hashCode()
-    return _int32(31 * (31 + tp[1]) + string_hash(tp[0]))
-
-
-def java_set_order(items, hash_fn) -> list:
-    """``items`` (distinct, in insertion order) in the iteration order of a java.util.HashSet
-    built by adding them one by one: by bucket ``(h ^ h >>> 16) & (capacity - 1)``, ties in
-    insertion order (small sets never become tree bins)."""
-    items = list(dict.fromkeys(items))
-    capacity = 16
-    while len(items) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(item) -> int:
-        h = hash_fn(item) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-    return sorted(items, key=bucket)   # sorted() is stable: insertion order within a bucket
 
 
 def _java_set(items, hash_fn) -> str:

@@ -424,7 +424,7 @@ def test_leader_election_reports_like_kafka(run, tmp_path):
                     f'{{"topic": "{topic}", "partition": 0}}]}}')
     result = run("leader-election", "--election-type", "unclean", "--path-to-json-file", str(spec))
     # Listed in the order of Kafka's HashSet<TopicPartition> (it depends on the topic's hash).
-    from kafkapy.cli.reassign_partitions import java_set_order, topic_partition_hash
+    from kafkapy.cli._common import java_set_order, topic_partition_hash
     listed = ", ".join(f"{t}-{p}" for t, p in java_set_order([(topic, 1), (topic, 0)],
                                                              topic_partition_hash))
     assert (result.returncode, result.stdout) == (
