@@ -123,11 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         # Kafka's CommandLineUtils: no arguments at all print the help text and usage.
         parser.print_help(sys.stderr)
         return 1
-    return common.run(lambda args: _run(args, argv), parser, argv, _report)
-
-
-def _report(message: str) -> None:
-    print(message)
+    return common.run(lambda args: _run(args, argv, parser), parser, argv, print)
 
 
 # --------------------------------------------------------------------------- options
@@ -211,11 +207,8 @@ def _check_args(args: argparse.Namespace, argv: list[str], parser) -> str | None
     """Kafka's validateAndParseArgs; the action, or None for --version."""
     if args.version:
         return None
-    chosen = [a for a in _ACTIONS if getattr(args, a)]
-    if len(chosen) != 1:
-        raise UsageError("Command must include exactly one action: --generate, --execute, "
-                         "--verify, --cancel, --list")
-    action = chosen[0]
+    action = common.single_action(args, _ACTIONS,
+                                  "--generate, --execute, --verify, --cancel, --list")
     if not args.bootstrap_server:
         raise UsageError("Please specify --bootstrap-server")
     for required in _REQUIRED[action]:
@@ -243,8 +236,7 @@ def _long_option(value: str | None, name: str, default: int) -> int:
 
 # --------------------------------------------------------------------------- running
 
-def _run(args: argparse.Namespace, argv: list[str]) -> int:
-    parser = _parser()
+def _run(args: argparse.Namespace, argv: list[str], parser: common.ToolParser) -> int:
     try:
         action = _check_args(args, argv, parser)
     except UsageError as err:
