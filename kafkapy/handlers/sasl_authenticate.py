@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from kafkapy.handlers.base import CloseConnection
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.security.sasl import SaslAuthenticationError, listener_config
+from kafkapy.security.sasl import SaslAuthenticationError, session_lifetime_ms
 
 API_KEY = 36
 MIN_VERSION = 0
@@ -57,16 +57,3 @@ def handle(ctx, request):
                             error_message=message, auth_bytes=b"", session_lifetime_ms=0)
     return ctx.response(error_code=0, error_message=None,
                         auth_bytes=token or b"", session_lifetime_ms=lifetime)
-
-
-def session_lifetime_ms(config, listener_name: str | None, mechanism: str) -> int:
-    """Kafka's connectionsMaxReauthMsByMechanism: >0 is the session lifetime, else none."""
-    value = listener_config(config, listener_name,
-                            f"{mechanism.lower()}.connections.max.reauth.ms")
-    if value is None:
-        value = listener_config(config, listener_name, "connections.max.reauth.ms")
-    try:
-        number = int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-    return max(number, 0)

@@ -34,6 +34,7 @@ import time
 import structlog
 
 from kafkapy.security.principal import USER_TYPE, KafkaPrincipal
+from kafkapy.security.sasl import session_lifetime_ms
 
 _log = structlog.get_logger("kafkapy.security.gate")
 
@@ -76,17 +77,14 @@ class SaslGate:
         self._listener = listener_name
         self._reauthenticating = False
         self._on_principal = on_principal     # the connection's session setter
-        self._max_receive = _max_receive(broker.config)
+        self._max_receive = _int_setting(broker.config, "sasl.server.max.receive.size",
+                                         _DEFAULT_MAX_RECEIVE)
         self.failed_close_delay_ms = _int_setting(
             broker.config, "connection.failed.authentication.delay.ms", 100)
 
     @property
     def max_receive(self) -> int:
         return self._max_receive
-
-    @property
-    def authenticated_now(self) -> bool:
-        return self.state == COMPLETE
 
     def admit(self, api_key: int, frame_size: int, now: float | None = None) -> int:
         """What to do with the next frame (its api key as peeked; -1 if it has none)."""
@@ -166,7 +164,7 @@ class SaslGate:
             self._fail(f"Cannot change principals during re-authentication from "
                        f"{prev.principal_type}.{prev.name}: {principal.principal_type}.{principal.name}")
             return False
-        lifetime = _session_lifetime_ms(self._broker.config, self._listener, self.mechanism)
+        lifetime = session_lifetime_ms(self._broker.config, self._listener, self.mechanism or "")
         self.expires_at = time.monotonic() + lifetime / 1000.0 if lifetime > 0 else None
         self.principal = principal
         self.state = COMPLETE
@@ -221,10 +219,6 @@ class ConnectionAuth:
             self._gate._fail()
 
 
-def _max_receive(config) -> int:
-    return _int_setting(config, "sasl.server.max.receive.size", _DEFAULT_MAX_RECEIVE)
-
-
 def _int_setting(config, key: str, default: int) -> int:
     try:
         value = config[key]
@@ -234,8 +228,3 @@ def _int_setting(config, key: str, default: int) -> int:
         return int(value) if value is not None else default
     except (TypeError, ValueError):
         return default
-
-
-def _session_lifetime_ms(config, listener_name: str, mechanism: str | None) -> int:
-    from kafkapy.handlers.sasl_authenticate import session_lifetime_ms
-    return session_lifetime_ms(config, listener_name, mechanism or "")

@@ -62,6 +62,19 @@ def listener_config(config, listener_name: str | None, key: str):
         return config.originals.get(key)
 
 
+def session_lifetime_ms(config, listener_name: str | None, mechanism: str) -> int:
+    """Kafka's connectionsMaxReauthMsByMechanism: >0 is the session lifetime, else none."""
+    value = listener_config(config, listener_name,
+                            f"{mechanism.lower()}.connections.max.reauth.ms")
+    if value is None:
+        value = listener_config(config, listener_name, "connections.max.reauth.ms")
+    try:
+        number = int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+    return max(number, 0)
+
+
 def enabled_mechanisms(broker, listener_name: str | None) -> list[str]:
     """The listener's ``sasl.enabled.mechanisms`` (default GSSAPI), each once, in the order
     Kafka's SaslServerAuthenticator lists them (``new ArrayList<>(new HashSet<>(list))``:
