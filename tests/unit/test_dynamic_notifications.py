@@ -17,24 +17,7 @@ from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache
 from kafkapy.metadata.embedded import EmbeddedStore
 from tests.unit.test_admin import TS
-
-
-class FakeLog:
-    def __init__(self):
-        self.configs = []
-
-    def update_config(self, config):
-        self.configs.append(config)
-
-
-class FakePartition:
-    def __init__(self):
-        self.log = FakeLog()
-
-
-class FakeReplicaManager:
-    def __init__(self, keys):
-        self.partitions = {key: FakePartition() for key in keys}
+from tests.unit.test_topic_configs import FakeReplicaManager
 
 
 class FakeLogManager:
