@@ -105,7 +105,8 @@ _PLAN_HELP = ('The JSON file with the partition reassignment configuration: {"pa
 
 
 class TerseError(CommandError):
-    """A failure Kafka reports with its bare message (its TerseException)."""
+    """A failure Kafka reports with its bare message (its TerseException); any other
+    CommandError is printed as ``Error: <message>`` (Kafka adds a stack trace)."""
 
 
 @dataclass
@@ -306,11 +307,6 @@ def _read(path: str) -> str:
         raise CommandError(f"Unable to read file {path}") from None
 
 
-def _fail(message: str) -> CommandError:
-    """A non-terse failure: Kafka prints ``Error: <message>`` (and a stack trace)."""
-    return CommandError(message)
-
-
 # --------------------------------------------------------------------------- JSON
 
 def _json_text(value) -> str:
@@ -335,39 +331,39 @@ _MISSING = _Missing()
 def _object(value) -> dict:
     if not isinstance(value, dict):
         shown = value if isinstance(value, _Missing) else _json_text(value)
-        raise _fail(f"Expected JSON object, received {shown}")
+        raise CommandError(f"Expected JSON object, received {shown}")
     return value
 
 
 def _array(value) -> list:
     if not isinstance(value, list):
-        raise _fail(f"Expected JSON array, received {_json_text(value)}")
+        raise CommandError(f"Expected JSON array, received {_json_text(value)}")
     return value
 
 
 def _field(obj: dict, name: str):
     if name not in obj:
-        raise _fail(f"No such field exists: `{name}`")
+        raise CommandError(f"No such field exists: `{name}`")
     return obj[name]
 
 
 def _int(value) -> int:
     # Jackson's isInt(): a JSON integer within Java's int range.
     if isinstance(value, bool) or not isinstance(value, int) or not -2**31 <= value < 2**31:
-        raise _fail(f"Expected `Integer` value, received {_json_text(value)}")
+        raise CommandError(f"Expected `Integer` value, received {_json_text(value)}")
     return value
 
 
 def _str(value) -> str:
     if not isinstance(value, str):
-        raise _fail(f"Expected `String` value, received {_json_text(value)}")
+        raise CommandError(f"Expected `String` value, received {_json_text(value)}")
     return value
 
 
 def _version_of(obj: dict, default: int = 1) -> int:
     version = _int(obj["version"]) if "version" in obj else default
     if version != 1:
-        raise _fail(f"Not supported version field value {version}")
+        raise CommandError(f"Not supported version field value {version}")
     return version
 
 
@@ -378,7 +374,7 @@ def _parse_topics(text: str) -> list[str]:
     except ValueError:
         doc = _MISSING
     if isinstance(doc, _Missing):
-        raise _fail("The input string is not a valid JSON")
+        raise CommandError("The input string is not a valid JSON")
     doc = _object(doc)
     _version_of(doc)
     return [_str(_field(_object(entry), "topic")) for entry in _array(doc.get("topics", []))]
@@ -389,7 +385,7 @@ def _parse_plan(text: str) -> _Plan:
     try:
         doc = _load_json(text)
     except ValueError as err:
-        raise _fail(f"com.fasterxml.jackson.core.JsonParseException: {err}") from None
+        raise CommandError(f"com.fasterxml.jackson.core.JsonParseException: {err}") from None
     doc = _object(doc)
     _version_of(doc)
     plan = _Plan()
@@ -401,8 +397,9 @@ def _parse_plan(text: str) -> _Plan:
         dirs = ([_str(d) for d in _array(entry["log_dirs"])] if "log_dirs" in entry
                 else [_ANY_LOG_DIR] * len(replicas))
         if len(dirs) != len(replicas):
-            raise _fail(f"Size of replicas list {_java_list(replicas)} is different from size "
-                        f"of log dirs list {_java_list(dirs)} for partition {topic}-{partition}")
+            raise CommandError(f"Size of replicas list {_java_list(replicas)} is different from "
+                               f"size of log dirs list {_java_list(dirs)} for partition "
+                               f"{topic}-{partition}")
         plan.parts.append(((topic, partition), replicas))
         for replica, log_dir in zip(replicas, dirs):
             if log_dir != _ANY_LOG_DIR:
@@ -413,21 +410,21 @@ def _parse_plan(text: str) -> _Plan:
 def _check_execute_plan(plan: _Plan) -> None:
     """Kafka's parseExecuteAssignmentArgs checks."""
     if not plan.parts:
-        raise _fail("Partition reassignment list cannot be empty")
+        raise CommandError("Partition reassignment list cannot be empty")
     if any(not replicas for _, replicas in plan.parts):
-        raise _fail("Partition replica list cannot be empty")
+        raise CommandError("Partition replica list cannot be empty")
     duplicate_parts = _duplicates([tp for tp, _ in plan.parts])
     if duplicate_parts:
-        raise _fail("Partition reassignment contains duplicate topic partitions: "
-                    + ",".join(_tp(tp) for tp in java_set_order(duplicate_parts,
-                                                                topic_partition_hash)))
+        raise CommandError("Partition reassignment contains duplicate topic partitions: "
+                           + ",".join(_tp(tp) for tp in java_set_order(duplicate_parts,
+                                                                       topic_partition_hash)))
     duplicate_replicas = [(tp, _duplicates(replicas)) for tp, replicas in plan.parts
                           if _duplicates(replicas)]
     if duplicate_replicas:
         text = ". ".join(f"{_tp(tp)} contains multiple entries for "
                          + ",".join(str(r) for r in java_set_order(dups, int_hash))
                          for tp, dups in duplicate_replicas)
-        raise _fail(f"Partition replica lists may not contain duplicate entries: {text}")
+        raise CommandError(f"Partition replica lists may not contain duplicate entries: {text}")
 
 
 def _format_plan(assignment: dict[tuple[str, int], list[int]],
@@ -483,7 +480,7 @@ def _describe(admin, topics) -> dict[str, dict[int, list[int]]]:
     for topic in topics:
         info = found.get(topic)
         if info is None or info["error_code"] == 3:
-            raise _fail(f"{_UNKNOWN_TOPIC}: Topic {topic} not found.")
+            raise CommandError(f"{_UNKNOWN_TOPIC}: Topic {topic} not found.")
         common.check_error(info["error_code"])
         result[topic] = {p["partition_index"]: list(p["replica_nodes"])
                          for p in info["partitions"]}
@@ -523,15 +520,15 @@ def _generate_args(text: str, broker_list: str) -> tuple[list[int], list[str]]:
     brokers = []
     for item in broker_list.split(","):
         if not re.fullmatch(r"[+-]?\d+", item) or not -2**31 <= int(item) < 2**31:
-            raise _fail(f'For input string: "{item}"')
+            raise CommandError(f'For input string: "{item}"')
         brokers.append(int(item))
     if _duplicates(brokers):
-        raise _fail("Broker list contains duplicate entries: "
-                    + _java_set(_duplicates(brokers), int_hash))
+        raise CommandError("Broker list contains duplicate entries: "
+                           + _java_set(_duplicates(brokers), int_hash))
     topics = _parse_topics(text)
     if _duplicates(topics):
-        raise _fail("List of topics to reassign contains duplicate entries: "
-                    + _java_set(_duplicates(topics), string_hash))
+        raise CommandError("List of topics to reassign contains duplicate entries: "
+                           + _java_set(_duplicates(topics), string_hash))
     return brokers, topics
 
 
@@ -547,7 +544,7 @@ def _generate(admin, topics: list[str], brokers: list[int], rack_aware: bool) ->
              for b in admin.describe_cluster()["brokers"] if b["broker_id"] in wanted}
     rackless = sum(1 for rack in racks.values() if rack is None)
     if rack_aware and rackless not in (0, len(racks)):
-        raise _fail(RACK_INFO_MISSING_ENFORCED)
+        raise CommandError(RACK_INFO_MISSING_ENFORCED)
     proposed = {}
     for topic in sorted({t for t, _ in current}):
         parts = sorted(p for t, p in current if t == topic)
@@ -555,7 +552,8 @@ def _generate(admin, topics: list[str], brokers: list[int], rack_aware: bool) ->
             placed = assign_replicas(list(racks), len(parts),
                                      len(current[(topic, parts[0])]), racks=racks)
         except KafkaError as err:
-            raise _fail(getattr(err, "reason", None) or err.message or str(err)) from None
+            reason = getattr(err, "reason", None) or err.message or str(err)
+            raise CommandError(reason) from None
         proposed.update({(topic, p): replicas for p, replicas in placed.items()})
     print(f"Current partition replica assignment\n{_format_plan(current)}\n")
     print(f"Proposed partition reassignment configuration\n{_format_plan(proposed)}")
@@ -573,7 +571,7 @@ def _execute(admin, plan: _Plan, additional: bool, throttle: int, log_dir_thrott
     known = set(_node_ids(admin))
     unknown = [b for b in java_set_order(wanted, int_hash) if b not in known]
     if unknown:
-        raise _fail(f"Unknown broker id {unknown[0]}")
+        raise CommandError(f"Unknown broker id {unknown[0]}")
     current = _current_parts(admin, set(proposed))
     print("Current partition replica assignment\n\n" + _format_plan(current)
           + "\n\nSave this to use as the --reassignment-json-file option during rollback")
@@ -606,8 +604,8 @@ def _current_parts(admin, partitions: set[tuple[str, int]]) -> dict[tuple[str, i
                for p, replicas in parts.items() if (t, p) in partitions}
     missing = [tp for tp in java_set_order(partitions, topic_partition_hash) if tp not in current]
     if missing:
-        raise _fail(f"{_UNKNOWN_TOPIC}: Unable to find partition: "
-                    + ", ".join(_tp(tp) for tp in missing))
+        raise CommandError(f"{_UNKNOWN_TOPIC}: Unable to find partition: "
+                           + ", ".join(_tp(tp) for tp in missing))
     return current
 
 
@@ -667,7 +665,7 @@ def _alter_configs(admin, resources) -> None:
     for by_name in results.values():
         for outcome in by_name.values():
             if outcome != "OK":
-                raise _fail(_java_exception_text(outcome))
+                raise CommandError(_java_exception_text(outcome))
 
 
 def _java_exception_text(outcome: str) -> str:
@@ -795,9 +793,9 @@ def _move_states(admin, targets: dict[tuple[str, int, int], str]) -> dict:
     if not targets:
         return {}
     found: dict[tuple[str, int, int], dict] = {}
-    brokers = sorted({b for _, _, b in targets})
-    for broker, info in zip(brokers, (admin.describe_log_dirs(brokers=[b]) for b in brokers)):
-        for log_dir in _log_dir_entries(info):
+    for described in admin.describe_log_dirs(brokers=sorted({b for _, _, b in targets})):
+        broker = described["broker"]
+        for log_dir in described["log_dirs"]:
             for topic in log_dir.get("topics", []):
                 for p in topic.get("partitions", []):
                     key = (topic["name"], p["partition_index"], broker)
@@ -818,23 +816,24 @@ def _move_states(admin, targets: dict[tuple[str, int, int], str]) -> dict:
     return states
 
 
-def _log_dir_entries(info) -> list[dict]:
-    entries = info if isinstance(info, list) else [info]
-    result = []
-    for entry in entries:
-        result.extend(entry.get("results", entry.get("log_dirs", [])) if isinstance(entry, dict)
-                      else [])
-    return result
+def _by_broker(replica: tuple[str, int, int]) -> tuple[int, str, int]:
+    """Kafka's order of replicas (TopicPartitionReplica compared by broker, topic, partition)."""
+    topic, partition, broker = replica
+    return broker, topic, partition
+
+
+def _replica(replica: tuple[str, int, int]) -> str:
+    return "-".join(str(part) for part in replica)
 
 
 def _verify_moves(admin, targets) -> bool:
     """Prints Kafka's replicaMoveStatesToString; True while a move is unfinished."""
     states = _move_states(admin, targets)
     lines = []
-    for (topic, partition, broker) in sorted(states, key=lambda r: (r[2], r[0], r[1])):
+    for (topic, partition, broker) in sorted(states, key=_by_broker):
         kind, current, target, future = states[(topic, partition, broker)]
         name = f"{topic}-{partition}"
-        replica = f"{topic}-{partition}-{broker}"
+        replica = _replica((topic, partition, broker))
         if kind == "missing-dir":
             lines.append(f"Partition {name} is not found in any live log dir on broker {broker}. "
                          "There is likely an offline log directory on the broker.")
@@ -867,8 +866,8 @@ def _execute_moves(admin, pending: dict[tuple[str, int, int], str], timeout_ms: 
                 {TopicPartitionReplica(t, p, b): d for (t, p, b), d in pending.items()})
         except kafka.errors.KafkaError:
             # Kafka wraps a failed AlterReplicaLogDirs (a broker without the API, say) so.
-            first = min(pending, key=lambda r: (r[2], r[0], r[1]))
-            raise _fail(f"Failed to alter dir for {first[0]}-{first[1]}-{first[2]}") from None
+            first = min(pending, key=_by_broker)
+            raise CommandError(f"Failed to alter dir for {_replica(first)}") from None
         started = []
         for tpr, error in results.items():
             key = (tpr.topic, tpr.partition, tpr.broker_id)
@@ -876,8 +875,8 @@ def _execute_moves(admin, pending: dict[tuple[str, int, int], str], timeout_ms: 
             if code == 0:
                 started.append(key)
             elif code != _REPLICA_NOT_AVAILABLE:
-                raise _fail(f"Failed to alter dir for {key[0]}-{key[1]}-{key[2]}")
-        for key in sorted(started, key=lambda r: (r[2], r[0], r[1])):
+                raise CommandError(f"Failed to alter dir for {_replica(key)}")
+        for key in sorted(started, key=_by_broker):
             print(f"Successfully started moving log directory to {pending[key]} for replica "
                   f"{key[0]}-{key[1]} with broker {key[2]} ")
             del pending[key]
@@ -886,8 +885,8 @@ def _execute_moves(admin, pending: dict[tuple[str, int, int], str], timeout_ms: 
         if time.monotonic() >= deadline:
             raise TerseError(
                 f"Timed out before log directory move{'' if len(pending) == 1 else 's'} could "
-                f"be started for: " + ",".join(f"{t}-{p}-{b}" for t, p, b in
-                                               sorted(pending, key=lambda r: (r[2], r[0], r[1]))))
+                f"be started for: "
+                + ",".join(_replica(r) for r in sorted(pending, key=_by_broker)))
         time.sleep(0.1)
 
 
