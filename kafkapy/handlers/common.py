@@ -25,8 +25,3 @@ NO_AUTHORIZER = "No Authorizer is configured."
 TOPIC_OPERATIONS = frozenset({3, 4, 5, 6, 7, 8, 10, 11})
 CLUSTER_OPERATIONS = frozenset({5, 7, 8, 9, 10, 11, 12})
 GROUP_OPERATIONS = frozenset({3, 6, 8})
-
-
-def authorized_operations(asked: bool, operations: frozenset):
-    """The authorized-operations field: the full set when asked for, else the default."""
-    return set(operations) if asked else None

@@ -12,7 +12,7 @@ the live brokers on the client's listener.
 from __future__ import annotations
 
 from kafkapy.security import authz
-from kafkapy.handlers.common import CLUSTER_OPERATIONS, authorized_operations
+from kafkapy.handlers.common import CLUSTER_OPERATIONS
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -46,7 +46,7 @@ def handle(ctx, request):
         authorized_operations=(
             authz.authorized_operations(ctx, authz.CLUSTER, "kafka-cluster", CLUSTER_OPERATIONS)
             if request.include_cluster_authorized_operations
-            else authorized_operations(False, CLUSTER_OPERATIONS)))
+            else None))
 
 
 def _error(ctx, code: int, message: str):

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
 from kafkapy.coordinator.transaction.service import TRANSACTION_TOPIC
-from kafkapy.handlers.common import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized_operations
+from kafkapy.handlers.common import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from kafkapy.metadata.topics import invalid_topic_reason, is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -97,7 +97,7 @@ def handle(ctx, request):
         authorized_operations=(authz.authorized_operations(ctx, authz.CLUSTER, "kafka-cluster",
                                                            CLUSTER_OPERATIONS)
                                if 8 <= version <= 10 and request.include_cluster_authorized_operations
-                               else authorized_operations(False, CLUSTER_OPERATIONS)),
+                               else None),
     )
 
 
