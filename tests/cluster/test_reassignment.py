@@ -19,7 +19,9 @@ Kafka 3.9 brokers:
 * a reassignment in flight (its target broker SIGSTOPped, so it cannot join the ISR) whose
   controller is killed with kill -9: the next controller finishes it once the target runs;
 * ``--cancel`` of a reassignment in flight restores the original replicas and deletes the
-  cancelled replica on its broker;
+  cancelled replica on its broker; ListPartitionReassignments (raw, at the controller) lists
+  RS, adding and removing while in flight, at a new controller after failover, and nothing
+  once cancelled;
 * the legacy ``/admin/reassign_partitions`` znode still drives moves and is deleted after,
   also when the controller is killed while its move is in flight;
 * the partition's leader killed mid-move: the controller leads, the move completes;
@@ -183,6 +185,16 @@ def wait_dirs_gone(c, node_id: int, topic: str, timeout: float = DELETE_S) -> No
     wait_for(lambda: not partition_dirs(c, node_id, topic), timeout,
              lambda: f"{topic}'s dirs to leave broker {node_id}'s log dir: "
                      f"{partition_dirs(c, node_id, topic)}")
+
+
+def listed_raw(c, node: int) -> dict:
+    """One raw ListPartitionReassignments v0 to broker ``node`` (no admin client, which might
+    pick a paused broker): {(topic, p): (replicas, adding, removing)} in flight."""
+    r = clients.request(c, node, 46, 0, timeout_ms=30000, topics=None)
+    assert r.error_code == 0, r
+    return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas),
+                                          list(p.removing_replicas))
+            for t in r.topics for p in t.partitions}
 
 
 def produce_and_check(c, via: int, topic: str, partitions: list[int], count: int,
@@ -368,6 +380,9 @@ def test_new_controller_finishes_a_reassignment_in_flight(patient_cluster, uniqu
         c.kill(controller)
         wait_for(lambda: c.controller_id() not in (None, controller), PATIENT_FAILOVER_S,
                  lambda: f"a controller other than the killed {controller}\n{c.summary()}")
+        # The new controller knows the move from the topic znode.
+        assert listed_raw(c, c.controller_id()) == {
+            (topic, p): (r, [target_broker], []) for p, r in target.items()}
     finally:
         c.resume(target_broker)
     wait_verified("kafka", c.bootstrap(holder), plan, topic, target, c)
@@ -406,6 +421,10 @@ def test_cancel_restores_the_original_replicas(patient_cluster, unique, tmp_path
         topic_znode = c.znode_json(f"/brokers/topics/{topic}")
         assert (topic_znode.get("adding_replicas"), topic_znode.get("removing_replicas")) == (
             {"0": [target_broker]}, {"0": [controller]}), topic_znode
+        assert listed_raw(c, controller) == {(topic, 0): (in_flight, [target_broker],
+                                                          [controller])}
+        view = c.metadata(holder, [topic]).topics[topic][0]
+        assert sorted(view.isr) == sorted(before[0]), view   # the paused target is not in it
         listed = reassign("kafka", c.bootstrap(holder), "--list", paused=True)
         assert listed.returncode == 0 and f"{topic}-0" in listed.stdout, listed.stdout
         # --preserve-throttles: clearing them means IncrementalAlterConfigs at every broker,
@@ -417,6 +436,9 @@ def test_cancel_restores_the_original_replicas(patient_cluster, unique, tmp_path
     assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
     assert f"Successfully cancelled partition reassignment for: {topic}-0" in cancelled.stdout, (
         cancelled.stdout)
+    # Answered once done: the original replicas are back in the znode, nothing is listed.
+    assert c.assignment(topic) == before
+    assert listed_raw(c, controller) == {}
     c.wait_ready(timeout=PATIENT_FAILOVER_S)
     wait_settled(c, topic, before)
     # The cancelled replica was stopped with delete on the target (its session never ended,
@@ -556,12 +578,14 @@ def test_refused_reassignments(shared_cluster, unique):
         (topic, 0): [1, 9],                 # broker 9 is not alive
         (topic, 1): [2, 2],                 # duplicate
         (topic, 7): [1],                    # no such partition
+        (topic, 8): None,                   # cancel: no such partition, nothing in flight
         (unique("nope"), 0): [1],           # no such topic
     })
     assert code == 0
     assert errors == {(topic, 0): INVALID_REPLICA_ASSIGNMENT,
                       (topic, 1): INVALID_REPLICA_ASSIGNMENT,
                       (topic, 7): UNKNOWN_TOPIC_OR_PARTITION,
+                      (topic, 8): NO_REASSIGNMENT_IN_PROGRESS,
                       (unique("nope"), 0): UNKNOWN_TOPIC_OR_PARTITION}, errors
     code, errors = _alter(c, controller, {(topic, 0): None})   # cancel: nothing in flight
     assert (code, errors) == (0, {(topic, 0): NO_REASSIGNMENT_IN_PROGRESS}), errors
