@@ -959,12 +959,9 @@ class KafkaController:
         """Kafka's restorePartitionReplicaAssignment: write back the known assignment."""
         try:
             _, stat = self.store.get(paths.topic_path(topic))
-            full = self.ctx.full_assignments_for_topic(topic)
-            self._zk.write_fenced(SetDataOp(
-                paths.topic_path(topic), paths.encode_topic_assignment(
-                    {p: a.replicas for p, a in full.items()}, self.ctx.topic_ids.get(topic),
-                    {p: a.adding_replicas for p, a in full.items()},
-                    {p: a.removing_replicas for p, a in full.items()}), stat.version))
+            self._zk.set_topic_assignment(topic, self.ctx.topic_ids.get(topic),
+                                          self.ctx.full_assignments_for_topic(topic),
+                                          version=stat.version)
         except (NoNodeError, BadVersionError) as e:
             _log.warning("could not restore the assignment", topic=topic, error=str(e))
 

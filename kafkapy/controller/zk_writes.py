@@ -172,15 +172,16 @@ class ZkWrites:
 
     # -- reassignment ---------------------------------------------------------------
     def set_topic_assignment(self, topic: str, topic_id: str | None,
-                             assignment: "dict[int, ReplicaAssignment]") -> None:
-        """Write ``/brokers/topics/<t>`` with RS, AR and RR per partition, at any version
-        (Kafka's setTopicAssignmentRaw).  Raises ``NoNodeError`` if the topic znode is
-        gone, ``ControllerMovedError``."""
+                             assignment: "dict[int, ReplicaAssignment]", *,
+                             version: int = -1) -> None:
+        """Write ``/brokers/topics/<t>`` with RS, AR and RR per partition, at ``version``
+        (-1: any; Kafka's setTopicAssignmentRaw).  Raises ``NoNodeError`` if the topic
+        znode is gone, ``BadVersionError``, ``ControllerMovedError``."""
         payload = paths.encode_topic_assignment(
             {p: a.replicas for p, a in assignment.items()}, topic_id,
             {p: a.adding_replicas for p, a in assignment.items()},
             {p: a.removing_replicas for p, a in assignment.items()})
-        self.write_fenced(SetDataOp(paths.topic_path(topic), payload, -1))
+        self.write_fenced(SetDataOp(paths.topic_path(topic), payload, version))
 
     def get_partition_reassignment(self) -> "dict[TopicPartition, list[int]]":
         """``/admin/reassign_partitions`` (Kafka's getPartitionReassignment): empty when
