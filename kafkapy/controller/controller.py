@@ -45,8 +45,6 @@ from typing import Iterable
 
 import prometheus_client as prom
 import structlog
-from kazoo.exceptions import (
-    ConnectionDropped, ConnectionLoss, OperationTimeoutError, SessionExpiredError)
 
 from kafkapy.controller import events as ev
 from kafkapy.controller.context import (
@@ -59,8 +57,8 @@ from kafkapy.coordinator.producer_ids import new_producer_id_block
 from kafkapy.metadata import paths
 from kafkapy.metadata.paths import LEADER_RECOVERED, LEADER_RECOVERING
 from kafkapy.metadata.store import (
-    BadVersionError, CreateOp, DeleteOp, EventType, NodeExistsError, NoNodeError,
-    SetDataOp)
+    STORE_UNAVAILABLE, BadVersionError, CreateOp, DeleteOp, EventType, NodeExistsError,
+    NoNodeError, SetDataOp)
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode
 
@@ -84,9 +82,6 @@ _FAILOVER_RETRY_S = 1.0
 _FIRST_REBALANCE_CHECK_S = 5
 _DRAIN_ON_SHUTDOWN_S = 5.0
 _STORE_RETRY_S = 1.0
-#: kazoo's errors while the ZooKeeper connection is down (the session may live on)
-_STORE_UNAVAILABLE = (ConnectionLoss, ConnectionDropped, SessionExpiredError,
-                      OperationTimeoutError)
 _NOT_NEEDED = "Leader election not needed for topic partition."
 _STRATEGY_NAMES = {PREFERRED: "PreferredReplicaPartitionLeaderElectionStrategy",
                    UNCLEAN: "OfflinePartitionLeaderElectionStrategy(true)"}
@@ -276,9 +271,9 @@ class KafkaController:
                 self._preempt(event)
                 try:
                     self._trigger_controller_move()
-                except _STORE_UNAVAILABLE as e:
+                except STORE_UNAVAILABLE as e:
                     self._store_unavailable(event, e)       # resigned; runs again later
-            elif isinstance(exc, _STORE_UNAVAILABLE):
+            elif isinstance(exc, STORE_UNAVAILABLE):
                 self._store_unavailable(event, exc)
             else:
                 _log.exception(f"Error processing event {event.name}")
@@ -787,7 +782,7 @@ class KafkaController:
         partitions = list(partitions)
         got = self._zk.get_partition_states(partitions)
         for tp, li in got.items():
-            if isinstance(li, _STORE_UNAVAILABLE):
+            if isinstance(li, STORE_UNAVAILABLE):
                 raise li        # the event is retried on a new failover
             if li is None:
                 self.ctx.leadership.pop(tp, None)
@@ -1184,7 +1179,7 @@ class KafkaController:
         except ControllerMovedError as e:
             _log.info("Controller moved to another broker after answering", reason=str(e))
             self._trigger_controller_move()
-        except _STORE_UNAVAILABLE as e:
+        except STORE_UNAVAILABLE as e:
             self._store_unavailable(ev.Expire(), e)
         except Exception:           # noqa: BLE001 - logged, as Kafka's event thread does
             _log.exception("Error completing partition reassignments")

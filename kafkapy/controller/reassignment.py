@@ -36,15 +36,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 import structlog
-from kazoo.exceptions import (
-    ConnectionDropped, ConnectionLoss, OperationTimeoutError, SessionExpiredError)
 
 from kafkapy.controller.context import LeaderIsr, PartitionState, ReplicaAssignment, ReplicaState
 from kafkapy.controller.leader_election import REASSIGN
 from kafkapy.controller.request_batch import BatchStateError
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
 from kafkapy.metadata import paths
-from kafkapy.metadata.store import NoNodeError
+from kafkapy.metadata.store import STORE_UNAVAILABLE, NoNodeError
 from kafkapy.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -72,8 +70,7 @@ PARTITION_DOES_NOT_EXIST = "The partition does not exist."
 _MAX_EPOCH_BUMP_ROUNDS = 10
 _REASON = "topic reassignment in progress"
 #: errors that mean the store is gone for now: the controller resigns and runs again
-_PROPAGATE = (ControllerMovedError, ConnectionLoss, ConnectionDropped, SessionExpiredError,
-              OperationTimeoutError)
+_PROPAGATE = (ControllerMovedError, *STORE_UNAVAILABLE)
 
 
 class PartitionReassignments:

@@ -61,7 +61,13 @@ from kazoo.exceptions import (  # noqa: F401  (re-exported for callers)
     NotEmptyError,
     RolledBackError,
 )
+from kazoo.exceptions import (
+    ConnectionDropped, ConnectionLoss, OperationTimeoutError, SessionExpiredError)
 from kazoo.protocol.states import EventType, KeeperState, WatchedEvent  # noqa: F401
+
+#: kazoo's errors while the ZooKeeper connection is down (the session may live on)
+STORE_UNAVAILABLE = (ConnectionLoss, ConnectionDropped, SessionExpiredError,
+                     OperationTimeoutError)
 
 __all__ = [
     "MetadataStore", "Stat", "Transaction", "WatchCallback",
@@ -70,7 +76,7 @@ __all__ = [
     "EventType", "KeeperState", "WatchedEvent",
     "BadArgumentsError", "BadVersionError", "ConnectionClosedError",
     "NoChildrenForEphemeralsError", "NodeExistsError", "NoNodeError", "NotEmptyError",
-    "RolledBackError",
+    "RolledBackError", "STORE_UNAVAILABLE",
 ]
 
 WatchCallback = Callable[[WatchedEvent], Any]
