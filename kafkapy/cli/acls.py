@@ -80,33 +80,35 @@ _OPTIONS = (
 def _execute(args: argparse.Namespace) -> int:
     action = common.single_action(args, ("add", "remove", "list"), "--list, --add, --remove. ")
     common.require_bootstrap(args)
-    _check_options(args, action)
+    pattern_type = _check_options(args, action)
     admin = common.admin_client(args)
     try:
         if action == "add":
-            _add(admin, args)
+            _add(admin, args, pattern_type)
         elif action == "remove":
-            _remove(admin, args)
+            _remove(admin, args, pattern_type)
         else:
-            _list(admin, args)
+            _list(admin, args, pattern_type)
     finally:
         admin.close()
     return 0
 
 
-def _check_options(args, action: str) -> None:
+def _check_options(args, action: str) -> int:
+    """AclCommand's option checks, before any connection; the resource pattern type."""
     if (args.producer or args.consumer) and action != "add" and action != "remove":
         raise UsageError("Option \"[producer]\" / \"[consumer]\" can only be used with --add or --remove")
     if args.consumer and not args.group:
         raise UsageError("With --consumer you must specify a --group")
     if args.idempotent and not args.producer:
         raise UsageError("--idempotent is only valid with --producer")
-    _pattern_type(args, action)
+    pattern_type = _pattern_type(args, action)
     if action == "add" and not (args.allow_principal or args.deny_principal):
         raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
-    if action != "list" and not _resources(args, A.LITERAL):
+    if action != "list" and not _resources(args):
         raise UsageError("You must provide at least one resource: --topic <topic> or --cluster or "
                          "--group <group> or --delegation-token <Delegation Token ID>")
+    return pattern_type
 
 
 def _pattern_type(args, action: str) -> int:
@@ -119,7 +121,7 @@ def _pattern_type(args, action: str) -> int:
     return code
 
 
-def _resources(args, pattern_type: int) -> list[tuple[int, str]]:
+def _resources(args) -> list[tuple[int, str]]:
     out = [(A.TOPIC, t) for t in args.topic] + [(A.GROUP, g) for g in args.group]
     if args.cluster or (args.idempotent and args.producer):
         out.append((A.CLUSTER, A.CLUSTER_NAME))
@@ -174,20 +176,12 @@ def _send(admin, request):
     return admin._manager.run(admin._manager.send, request, None)
 
 
-def _add(admin, args) -> None:
+def _add(admin, args, pattern_type: int) -> None:
     from kafka.protocol.admin.acl import CreateAclsRequest
-    pattern_type = _pattern_type(args, "add")
-    if not (args.allow_principal or args.deny_principal):
-        raise UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
-    resources = _resources(args, pattern_type)
-    if not resources:
-        raise UsageError("You must provide at least one resource: --topic <topic> or --cluster or "
-                         "--group <group> or --delegation-token <Delegation Token ID>")
-    for resource_type, name in resources:
+    for resource_type, name in _resources(args):
         pattern = A.Pattern(resource_type, name, pattern_type)
         entries = _entries(args, resource_type)
-        print(f"Adding ACLs for resource `{A.describe_pattern(pattern)}`: {_NL} "
-              f"{_NL.join(chr(9) + A.describe_entry(e) for e in entries)} {_NL}")
+        print(f"Adding ACLs for resource `{A.describe_pattern(pattern)}`: {_lines(entries)}")
         request = CreateAclsRequest(creations=[
             (resource_type, name, pattern_type, e.principal, e.host, e.operation, e.permission)
             for e in entries], min_version=1, max_version=3)
@@ -196,19 +190,13 @@ def _add(admin, args) -> None:
                 raise CommandError(common.error_text(result.error_code, result.error_message))
 
 
-def _remove(admin, args) -> None:
+def _remove(admin, args, pattern_type: int) -> None:
     from kafka.protocol.admin.acl import DeleteAclsRequest
-    pattern_type = _pattern_type(args, "remove")
-    resources = _resources(args, pattern_type)
-    if not resources:
-        raise UsageError("You must provide at least one resource: --topic <topic> or --cluster or "
-                         "--group <group> or --delegation-token <Delegation Token ID>")
-    for resource_type, name in resources:
+    for resource_type, name in _resources(args):
         flt = _filter_text(resource_type, name, pattern_type)
         entries = _entries(args, resource_type) if (args.allow_principal or args.deny_principal) else []
         if entries:
-            question = (f"Are you sure you want to remove ACLs: {_NL} "
-                        f"{_NL.join(chr(9) + A.describe_entry(e) for e in entries)} {_NL} "
+            question = (f"Are you sure you want to remove ACLs: {_lines(entries)} "
                         f"from resource filter `{flt}`? (y/n)")
             filters = [(resource_type, name, pattern_type, e.principal, e.host, e.operation, e.permission)
                        for e in entries]
@@ -225,11 +213,9 @@ def _remove(admin, args) -> None:
                 raise CommandError(common.error_text(result.error_code, result.error_message))
 
 
-def _list(admin, args) -> None:
+def _list(admin, args, pattern_type: int) -> None:
     from kafka.protocol.admin.acl import DescribeAclsRequest
-    pattern_type = _pattern_type(args, "list")
-    resources = _resources(args, pattern_type)
-    filters = ([(rt, name, pattern_type) for rt, name in resources]
+    filters = ([(rt, name, pattern_type) for rt, name in _resources(args)]
                or [(A.R_ANY, None, A.P_ANY)])
     grouped: dict[A.Pattern, list[A.AclEntry]] = {}
     for rt, name, pt in filters:
@@ -257,8 +243,13 @@ def _list(admin, args) -> None:
 def _print_resources(grouped) -> None:
     for pattern, entries in grouped.items():
         if entries:
-            print(f"Current ACLs for resource `{A.describe_pattern(pattern)}`: {_NL} "
-                  f"{_NL.join(chr(9) + A.describe_entry(e) for e in entries)} {_NL}")
+            print(f"Current ACLs for resource `{A.describe_pattern(pattern)}`: {_lines(entries)}")
+
+
+def _lines(entries) -> str:
+    """AclCommand's layout of entries: each on its own tab-indented line, the list opened
+    and closed by a space-padded newline."""
+    return f"{_NL} {_NL.join(chr(9) + A.describe_entry(e) for e in entries)} {_NL}"
 
 
 def _filter_text(resource_type: int, name: str, pattern_type: int) -> str:

@@ -39,7 +39,7 @@ def test_producer_and_consumer_entries():
     assert ops(A.GROUP) == {A.READ}
     assert ops(A.TRANSACTIONAL_ID) == {A.WRITE, A.DESCRIBE}
     assert ops(A.CLUSTER) == {A.IDEMPOTENT_WRITE}
-    assert (A.CLUSTER, A.CLUSTER_NAME) in cli._resources(args, A.LITERAL)
+    assert (A.CLUSTER, A.CLUSTER_NAME) in cli._resources(args)
 
 
 def test_hosts_and_permissions():
