@@ -206,6 +206,7 @@ class _Fetch:
         self.leader_only = self.follower or ctx.api_version < 11
         # (Kafka's FetchIsolation: a follower reads to the log end whatever it asks.)
         self.read_committed = request.isolation_level == READ_COMMITTED and not self.follower
+        self._throttling = False    # set by each read: _leader_throttle_set()
 
     # -- reading ----------------------------------------------------------------------
     def read(self, record_follower: bool = True) -> list[_Result]:
@@ -214,6 +215,7 @@ class _Fetch:
         limit = self.max_bytes
         min_one = self.ctx.api_version >= _HARD_LIMIT_BELOW
         results = []
+        self._throttling = self._leader_throttle_set()
         for tip, req in self.interesting:
             result = self._read_one(tip, req, min(req.max_bytes, limit), min_one)
             if result.size:
@@ -269,12 +271,18 @@ class _Fetch:
             upper = self._upper(partition)
             result.found, result.aborted = _read_log(partition, req.fetch_offset, max_bytes,
                                                      upper, min_one, self.read_committed)
-            if self.follower and result.found and self._throttled(partition):
+            if self._throttling and result.found and self._throttled(partition):
                 result.found = []   # Kafka: the throttled partition answers no records
         except KafkaError as err:
             return _Result(tip, req, err.code, config=config)
         result.size = sum(s.size for s in result.found)
         return result
+
+    def _leader_throttle_set(self) -> bool:
+        """A follower's fetch on a broker with a leader throttle rate set: only then can a
+        partition be throttled (replication.quota), so only then are partitions checked."""
+        broker = self.ctx.broker
+        return self.follower and broker.replica_manager.leader_quota.bounded(broker)
 
     def _throttled(self, partition) -> bool:
         """Kafka's shouldLeaderThrottle for this follower (see replication.quota)."""
@@ -318,7 +326,7 @@ class _Fetch:
         def state(topic, index):
             end = _end_metadata(broker, topic, index, requests[(topic, index)], self._upper,
                                 self.leader_only)
-            if self.follower and not isinstance(end, int):
+            if self.follower and not isinstance(end, int) and self._leader_throttle_set():
                 start = starts[(topic, index)]
                 if start is not None and end.offset >= start.offset and self._throttled(
                         broker.replica_manager.partitions[(topic, index)]):

@@ -357,11 +357,12 @@ class _LeaderFetcher:
         local = broker.replica_manager.partitions
         wanted: dict[PartitionKey, PartitionData] = {}
         sent: dict[PartitionKey, tuple[FetchState, int, int]] = {}
+        throttling = self._quota.bounded(broker)   # no rate set: no partition checks
         for key, state in ready.items():
             partition = local.get(key)
             if partition is None or partition.is_leader:
                 continue
-            if self._quota.should_follower_throttle(broker, partition, state.lag):
+            if throttling and self._quota.should_follower_throttle(broker, partition, state.lag):
                 continue    # Kafka: left out of the request (and so of the session)
             log = partition.log
             if state.fetch_offset != log.log_end_offset:

@@ -42,8 +42,10 @@ One difference: Kafka 3.9's ZK-mode brokers take throttled-replica lists from co
 change notifications (and a full pass at start-up) only, so lists a topic is *created*
 with apply there after the next change or restart; here they apply at once.
 
-Cost: a partition whose topic has no throttled list costs one dict lookup; rates and
-windows are touched only for throttled partitions.
+Cost: callers ask ``bounded`` once per request (no rate set, the default: no throttle
+decision can be yes) before any per-partition decision; a partition whose topic has no
+throttled list costs one dict lookup; rates and windows are touched only for throttled
+partitions.
 """
 from __future__ import annotations
 
@@ -175,6 +177,11 @@ class ReplicationQuota:
     def bound(self, broker) -> int:
         value = broker.config.get(self._rate_key, LONG_MAX)
         return LONG_MAX if value is None else int(value)
+
+    def bounded(self, broker) -> bool:
+        """Whether a rate is set: without one the quota is never exceeded, so no partition
+        is throttled whatever the lists (the broker-wide check callers make first)."""
+        return self.bound(broker) < LONG_MAX
 
     def is_exceeded(self, broker) -> bool:
         """Kafka's isQuotaExceeded: the measured rate is above the bound."""
