@@ -12,7 +12,7 @@ Registration: the ephemeral ``/brokers/ids/<id>`` with Kafka 3.9's JSON (version
 endpoints, listener map, rack, features), byte for byte as a Kafka 3.9 broker writes it: Kafka
 builds it in a Scala ``collection.mutable.Map`` (a 16-bucket hash table for these <= 9 keys)
 and Jackson writes that map in its iteration order, so the keys come in that order
-(``_kafka_key_order``), not in the order they are added.  (The listener map, a Scala
+(``paths.mutable_map_order``), not in the order they are added.  (The listener map, a Scala
 immutable Map, is ordered by ``paths.encode_broker_registration``.)  The broker epoch is the
 czxid of that znode:
 every new registration (a restart, a new ZooKeeper session) gets a higher one, which is
@@ -83,25 +83,6 @@ async def register_broker(store, config, node_id: int, timestamp_ms: int,
 def kafka_ordered_registration(payload: bytes) -> bytes:
     """``payload`` (registration JSON) with its top-level keys in Kafka 3.9's order."""
     obj = json.loads(payload)
-    ordered = {key: obj[key] for key in _kafka_key_order(list(obj))}
+    # a mutable.Map of these <= 9 keys: 16 buckets
+    ordered = {key: obj[key] for key in paths.mutable_map_order(obj, 16)}
     return json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def _kafka_key_order(keys: list[str], buckets: int = 16) -> list[str]:
-    """Iteration order of a Scala 2.13 ``mutable.HashMap`` holding ``keys``: by bucket
-    (improved hash & (buckets - 1)), within a bucket by improved hash, signed ascending
-    (``HashMap.put0`` keeps each bucket's list sorted by hash)."""
-    def improved(key: str) -> int:
-        h = _java_string_hash(key) & 0xFFFFFFFF
-        h ^= h >> 16
-        return h - (1 << 32) if h >= 1 << 31 else h
-    return sorted(keys, key=lambda k: (improved(k) & (buckets - 1), improved(k)))
-
-
-def _java_string_hash(text: str) -> int:
-    """Java's String.hashCode (UTF-16 code units), as an unsigned 32-bit value."""
-    h = 0
-    units = text.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
-    return h
