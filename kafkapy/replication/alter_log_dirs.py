@@ -53,7 +53,8 @@ from kafkapy.log.log import FUTURE_DIR_SUFFIX, partition_dir_name
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.batch import is_crc_valid, iter_headers
 from kafkapy.replication import quota as _quota
-from kafkapy.replication.quota import FOLLOWER, LONG_MAX, ReplicationQuota, SimpleRate
+from kafkapy.replication.fetcher import fetcher_id
+from kafkapy.replication.quota import FOLLOWER, LONG_MAX, ReplicationQuota
 
 _log = structlog.get_logger("kafkapy.replication.alter_log_dirs")
 
@@ -74,19 +75,12 @@ class AlterLogDirsQuota(ReplicationQuota):
         super().__init__(FOLLOWER, node_id)
         self.kind = ALTER_LOG_DIRS
         self._rate_key = RATE_KEY
+        self._window_keys = (_SAMPLES_KEY, _WINDOW_KEY)
         self._gauge = _quota._BYTE_RATE.labels(type=ALTER_LOG_DIRS)
         self._counter = _quota._THROTTLED_BYTES.labels(type=ALTER_LOG_DIRS)
 
     def is_throttled(self, partition) -> bool:
         return True
-
-    def _stat(self, broker) -> SimpleRate:
-        if self._rate is None:
-            config = broker.config
-            samples = int(_config(config, _SAMPLES_KEY, 11) or 11)
-            seconds = int(_config(config, _WINDOW_KEY, 1) or 1)
-            self._rate = SimpleRate(samples, seconds * 1000)
-        return self._rate
 
 
 class AlterLogDirsManager:
@@ -182,10 +176,8 @@ class AlterLogDirsManager:
         return key in self._worker_of(key).pending
 
     def _worker_of(self, key: PartitionKey) -> "_Worker":
-        """Kafka's AbstractFetcherManager.getFetcherId: abs(31 * topic.hashCode + p) % n."""
-        h = (31 * _java_string_hash(key[0]) + key[1]) & 0xFFFFFFFF
-        h = h - (1 << 32) if h >= 1 << 31 else h
-        return self._workers[(abs(h) if h != -(1 << 31) else 0) % len(self._workers)]
+        """Kafka's AbstractFetcherManager.getFetcherId, as the replica fetchers'."""
+        return self._workers[fetcher_id(key[0], key[1], len(self._workers))]
 
     def offset_lag(self, key: PartitionKey) -> int:
         """DescribeLogDirs' lag of a future replica: current log end minus its own."""
@@ -384,15 +376,6 @@ class _Worker:
         if self.moving not in self.pending:
             self.moving = min(self.pending)
         return self.moving
-
-
-def _java_string_hash(text: str) -> int:
-    """Java's String.hashCode over UTF-16 code units, as an unsigned 32-bit value."""
-    data = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h
 
 
 def _read_slices(slices) -> bytes:

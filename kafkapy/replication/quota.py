@@ -152,6 +152,7 @@ class ReplicationQuota:
         self.node_id = node_id
         self._replicas_key = _REPLICAS_KEYS[kind]
         self._rate_key = _RATE_KEYS[kind]
+        self._window_keys = (_SAMPLES_KEY, _WINDOW_KEY)   # the rate's sample count, size
         self._rate: SimpleRate | None = None
         # topic -> (the list object parsed, ALL_REPLICAS or a frozenset of partitions)
         self._parsed: dict[str, tuple[list, object]] = {}
@@ -208,8 +209,9 @@ class ReplicationQuota:
     def _stat(self, broker) -> SimpleRate:
         if self._rate is None:
             config = broker.config
-            samples = int(config.get(_SAMPLES_KEY, DEFAULT_SAMPLES) or DEFAULT_SAMPLES)
-            seconds = int(config.get(_WINDOW_KEY, DEFAULT_WINDOW_SECONDS)
+            samples_key, window_key = self._window_keys
+            samples = int(config.get(samples_key, DEFAULT_SAMPLES) or DEFAULT_SAMPLES)
+            seconds = int(config.get(window_key, DEFAULT_WINDOW_SECONDS)
                           or DEFAULT_WINDOW_SECONDS)
             self._rate = SimpleRate(samples, seconds * 1000)
         return self._rate
