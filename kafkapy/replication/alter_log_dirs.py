@@ -54,7 +54,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.batch import is_crc_valid, iter_headers
 from kafkapy.replication import quota as _quota
 from kafkapy.replication.fetcher import fetcher_id
-from kafkapy.replication.quota import FOLLOWER, LONG_MAX, ReplicationQuota
+from kafkapy.replication.quota import FOLLOWER, ReplicationQuota
 
 _log = structlog.get_logger("kafkapy.replication.alter_log_dirs")
 
@@ -230,9 +230,6 @@ class AlterLogDirsManager:
     def _backoff_s(self) -> float:
         return max(10, int(_config(self._broker.config, "replica.fetch.backoff.ms", 1000))) / 1000
 
-    def _drop(self, key: PartitionKey) -> None:
-        self.remove_partitions([key])
-
     async def _round(self, key: PartitionKey) -> bool:
         """One copy step of ``key``; False to back off (throttled, nothing to do)."""
         broker = self._broker
@@ -240,7 +237,7 @@ class AlterLogDirsManager:
         partition = broker.replica_manager.partitions.get(key)
         future = logs.get_future_log(*key)
         if partition is None or future is None or partition.log.offline or future.offline:
-            self._drop(key)
+            self.remove_partitions([key])
             return True
         current = partition.log
         if self.quota.is_exceeded(broker):
@@ -318,7 +315,7 @@ class AlterLogDirsManager:
     def _future_failed(self, key: PartitionKey, future, err: OSError) -> None:
         logs = self._broker.log_manager
         d = logs.future_log_dir_of(*key) or future.parent_dir
-        self._drop(key)
+        self.remove_partitions([key])
         logs.fail_dir(d, err)
 
     def _swap(self, key: PartitionKey, partition) -> bool:
@@ -330,12 +327,12 @@ class AlterLogDirsManager:
         except OSError as err:
             _log.error("replacing the current replica with the future one failed",
                        partition=f"{key[0]}-{key[1]}", error=str(err))
-            self._drop(key)
+            self.remove_partitions([key])
             return True
         if new_log is None:   # a flush is busy with one of the logs: a later round swaps
             return False
         partition.log = new_log
-        self._drop(key)
+        self.remove_partitions([key])
         self.moves_completed += 1
         _log.info("moved replica", partition=f"{key[0]}-{key[1]}", source=source,
                   destination=logs.log_dir_of(*key), log_end_offset=new_log.log_end_offset)
@@ -384,12 +381,5 @@ def _read_slices(slices) -> bytes:
 
 
 def _config(config, key: str, default):
-    try:
-        value = config.get(key, default)
-    except Exception:   # a key the config does not define
-        return default
+    value = config.get(key, default)
     return default if value is None else value
-
-
-__all__ = ["AlterLogDirsManager", "AlterLogDirsQuota", "ALTER_LOG_DIRS", "RATE_KEY",
-           "INVALID_OFFSET_LAG", "LONG_MAX"]
