@@ -522,17 +522,7 @@ def test_leader_election_output_matches_kafkas(shared_cluster, unique, tmp_path)
 
 # --------------------------------------------------------------------------- README
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 README_PORTS = {"9101": 1, "9102": 2, "9103": 3}
-
-
-def _readme_commands() -> tuple[list[str], list[str]]:
-    """The "Moving replicas" section's sh block: (variable assignments, commands)."""
-    from tests.readme.test_readme_walkthrough import logical_lines, sh_blocks
-    (block,) = sh_blocks("Moving replicas")
-    lines = logical_lines(block)
-    assignments = [line for line in lines if re.match(r"^[A-Za-z_]\w*=", line)]
-    return assignments, [line for line in lines if line not in assignments]
 
 
 def test_readme_moving_replicas_runs_as_printed(shared_cluster, tmp_path):
@@ -540,7 +530,8 @@ def test_readme_moving_replicas_runs_as_printed(shared_cluster, tmp_path):
     as in the README's "A cluster"), from a directory whose ``.venv`` is this one."""
     c = shared_cluster
     (tmp_path / ".venv").symlink_to(Path(sys.executable).parents[1])
-    assignments, commands = _readme_commands()
+    from tests.readme.test_readme_walkthrough import moving_replicas_commands
+    assignments, commands = moving_replicas_commands()
     results = []
     for command in commands:
         script = "\n".join(assignments + [command])

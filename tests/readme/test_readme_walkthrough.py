@@ -597,12 +597,19 @@ MOVE_CHECKS: list[tuple[str, Callable[[subprocess.CompletedProcess], None]]] = [
 ]
 
 
-def run_moving_replicas(workspace: Workspace) -> None:
-    """The "Moving replicas" block, command by command, with its variable assignments."""
+def moving_replicas_commands() -> tuple[list[str], list[str]]:
+    """The "Moving replicas" section's sh block: (variable assignments, commands); each
+    command runs after the assignments (also run on the cluster fixture, by
+    tests/cli/test_reassign_partitions.py)."""
     (block,) = sh_blocks("Moving replicas")
     lines = logical_lines(block)
     assignments = [line for line in lines if re.match(r"^[A-Za-z_]\w*=", line)]
-    commands = [line for line in lines if line not in assignments]
+    return assignments, [line for line in lines if line not in assignments]
+
+
+def run_moving_replicas(workspace: Workspace) -> None:
+    """The "Moving replicas" block, command by command, with its variable assignments."""
+    assignments, commands = moving_replicas_commands()
     for command, check in zip(commands, checks_for(commands, MOVE_CHECKS)):
         check(workspace.run("\n".join(assignments + [command])))
         if check is check_move_create:
