@@ -9,17 +9,13 @@ from __future__ import annotations
 
 from kafkapy.controller.context import ReplicaAssignment
 from kafkapy.metadata import paths
-from kafkapy.metadata.topics import parse_topic_id
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.protocol.inter_broker import AlterPartitionRequest
+from tests.unit.test_controller_alter_partition import TOPIC_ID
+from tests.unit.test_controller_alter_partition import request as alter_partition_request
 from tests.unit.test_controller_core import (  # noqa: F401  (fixtures)
     create_topic, eventually, running_controller, set_isr, state, zk, zk_brokers,
     zk_connect, zookeeper_server)
 
-TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
-_T = AlterPartitionRequest.TopicData
-_P = _T.PartitionData
-_B = _P.BrokerState
 T0 = ("t", 0)
 
 
@@ -29,13 +25,8 @@ def assignment(store, topic: str = "t") -> paths.TopicAssignment:
 
 def expand_isr(broker, leader_epoch: int, isr: list[int], partition_epoch: int):
     """The leader's AlterPartition (v3) for t-0."""
-    return AlterPartitionRequest[3](broker_id=broker.node_id, broker_epoch=broker.broker_epoch,
-                                    topics=[_T(topic_id=parse_topic_id(TOPIC_ID), partitions=[
-                                        _P(partition_index=0, leader_epoch=leader_epoch,
-                                           new_isr_with_epochs=[_B(broker_id=b, broker_epoch=-1)
-                                                                for b in isr],
-                                           leader_recovery_state=0,
-                                           partition_epoch=partition_epoch)])])
+    return alter_partition_request(broker.node_id, broker.broker_epoch,
+                                   [(0, leader_epoch, isr, partition_epoch)])
 
 
 def last_lai(broker, tp=T0):
