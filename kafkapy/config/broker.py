@@ -61,9 +61,6 @@ class BrokerConfig:
         self._originals = dict(originals)
         self._static = dict(originals)
         self._values = dict(values)
-        for key in BROKER_DYNAMIC_ONLY_CONFIGS:
-            if key.name not in self._values:
-                self._values[key.name] = _typed(key.name, originals)
         self._dynamic_default: dict[str, str] = {}
         self._dynamic_broker: dict[str, str] = {}
         self.unknown_keys = list(unknown_keys)
@@ -75,7 +72,7 @@ class BrokerConfig:
         merged = dict(props)
         merged.update(overrides or {})
         _populate_id_synonyms(merged)
-        values = {k.name: (k.parse(merged[k.name]) if k.name in merged else k.default) for k in BROKER_CONFIGS}
+        values = _typed_values(merged)
         unknown = [k for k in merged if k not in BROKER_CONFIGS]
         _warn_unknown(log, [k for k in unknown if k not in BROKER_DYNAMIC_ONLY_CONFIGS])
         return cls(merged, values, unknown)
@@ -89,10 +86,7 @@ class BrokerConfig:
         merged = dict(self._static)
         _override(merged, default)
         _override(merged, per_broker)
-        values = {k.name: (k.parse(merged[k.name]) if k.name in merged else k.default) for k in BROKER_CONFIGS}
-        for key in BROKER_DYNAMIC_ONLY_CONFIGS:
-            values[key.name] = key.parse(merged[key.name]) if key.name in merged else key.default
-        candidate = BrokerConfig(merged, values, [k for k in merged if k not in BROKER_CONFIGS],
+        candidate = BrokerConfig(merged, _typed_values(merged), [k for k in merged if k not in BROKER_CONFIGS],
                                  dynamic=True)
         candidate._static = dict(self._static)
         candidate._dynamic_default = dict(default)
@@ -343,9 +337,10 @@ def _check_topic_combination(values: Mapping[str, object]) -> None:
                           "Topic cannot be configured with remote log storage.", key="remote.storage.enable", value=True)
 
 
-def _typed(name: str, props: Mapping[str, str]) -> object:
-    key = BROKER_DYNAMIC_ONLY_CONFIGS[name]
-    return key.parse(props[name]) if name in props else key.default
+def _typed_values(merged: Mapping[str, str]) -> dict[str, object]:
+    """Each broker key's typed value (both registries): parsed when given, else its default."""
+    return {k.name: (k.parse(merged[k.name]) if k.name in merged else k.default)
+            for keys in (BROKER_CONFIGS, BROKER_DYNAMIC_ONLY_CONFIGS) for k in keys}
 
 
 # DynamicBrokerConfig.brokerConfigSynonyms (without listener overrides): a dynamic key
