@@ -11,6 +11,9 @@
 The broker certificate names ``localhost`` and ``127.0.0.1``; the client's subject is
 ``CLIENT_DN`` (its principal is ``User:`` + ``CLIENT_PRINCIPAL``).
 
+``certs`` is the module-scoped pytest fixture of one set (skipped without ``openssl``):
+``from tests.certs import certs  # noqa: F401 (fixture)``.
+
 Run as a script to write a set: ``python -m tests.certs DIR``.
 """
 from __future__ import annotations
@@ -20,6 +23,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 STORE_PASSWORD = "store-secret"
 KEY_PASSWORD = "key-secret"
@@ -140,6 +145,13 @@ def broker_ssl_overrides(certs: Certs, kind: str = "PEM", prefix: str = "") -> d
     else:
         out.update({"ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca)})
     return {p + k: v for k, v in out.items()}
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> Certs:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl command missing")
+    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ from kazoo.client import KazooClient
 from kafkapy.cli import configs
 from kafkapy.network.client import BrokerConnection, ClientSecurity, SaslLoginError
 from tests.broker_process import ROOT, BrokerProcess, free_port
-from tests.certs import broker_ssl_overrides, make_certs
+from tests.certs import broker_ssl_overrides
+from tests.certs import certs  # noqa: F401 (fixture)
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(600)
@@ -38,13 +39,6 @@ PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required 
 SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required;'
 USERS = {"PLAIN": ("carol", "carol-secret"), "SCRAM-SHA-256": ("dave", "dave-secret"),
          "SCRAM-SHA-512": ("erin", "erin-secret")}
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl command missing")
-    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture(scope="module")

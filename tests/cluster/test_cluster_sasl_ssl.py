@@ -15,12 +15,11 @@ the module is kafkapy-only.
 """
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from tests.broker_process import free_port
-from tests.certs import broker_ssl_overrides, make_certs
+from tests.certs import broker_ssl_overrides
+from tests.certs import certs  # noqa: F401 (fixture)
 from tests.cluster.conftest import REFERENCE, running_cluster, wait_for
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -30,13 +29,6 @@ pytestmark = [pytest.mark.timeout(400),
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'username="broker" password="broker-secret" '
         'user_broker="broker-secret" user_alice="alice-secret";')
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl command missing")
-    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture(scope="module")

@@ -28,17 +28,11 @@ import pytest
 from kafkapy.config.broker import BrokerConfig
 from kafkapy.security.ssl import client_context, distinguished_name, server_context
 from tests.broker_process import BrokerProcess, free_port
-from tests.certs import CLIENT_PRINCIPAL, broker_ssl_overrides, make_certs
+from tests.certs import CLIENT_PRINCIPAL, broker_ssl_overrides
+from tests.certs import certs  # noqa: F401 (fixture)
 from tests.integration.wire import WireClient
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl command missing")
-    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture(scope="module")
