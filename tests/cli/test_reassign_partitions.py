@@ -52,8 +52,7 @@ TOPIC_LISTS = ("leader.replication.throttled.replicas", "follower.replication.th
 
 def run(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
     assert EXE.is_file(), f"{EXE} is missing: install the console scripts (pip install -e .)"
-    return subprocess.run([str(EXE), *args], capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return clients.kafkapy_tool(EXE.name, *args, timeout=timeout)
 
 
 def both(bootstrap: str, *args: str) -> tuple[subprocess.CompletedProcess, ...]:
