@@ -137,10 +137,6 @@ class ProducerStateManager:
         """How long a producer may stay idle (no open transaction) before it expires."""
         return self.config.producer_id_expiration_ms
 
-    @producer_id_expiration_ms.setter
-    def producer_id_expiration_ms(self, value: int) -> None:
-        self.config = ProducerStateManagerConfig(value)
-
     # ---------------------------------------------------------------- queries
 
     def last_entry(self, producer_id: int) -> ProducerEntry | None:
