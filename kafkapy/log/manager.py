@@ -525,16 +525,15 @@ class LogManager:
             log.rename_for_delete(close=False)
         # Kafka's kafka-delete-logs waits the broker's default file.delete.delay.ms
         # (log.segment.delete.delay.ms, currentDefaultConfig), not the topic's.
-        delay = self.config_for(log.topic, None).file_delete_delay_ms
-        self._pending_log_deletes.append((self.clock.time_ms() + delay, log))
+        self._pending_log_deletes.append((self.clock.time_ms() + self._default_delete_delay_ms(),
+                                          log))
 
     def _checkpoint_dir(self, d: str) -> None:
+        """Rewrite ``d``'s recovery-point and log-start checkpoints (a log left it)."""
         items = self._by_dir().get(d, [])
-        write_offset_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT),
-                                {k: log.recovery_point for k, log in items})
-        write_offset_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT), {
-            k: log.log_start_offset for k, log in items
-            if log.log_start_offset > log.segments[0].base_offset})
+        for name, offsets_of in ((RECOVERY_POINT_CHECKPOINT, _recovery_points),
+                                 (LOG_START_OFFSET_CHECKPOINT, _log_start_offsets)):
+            write_offset_checkpoint(os.path.join(d, name), offsets_of(items))
 
     @contextlib.contextmanager
     def placing_existing_partitions(self):
@@ -623,13 +622,10 @@ class LogManager:
                 self.fail_dir(d, err)
 
     def checkpoint_recovery_points(self) -> None:
-        self._write_checkpoints(RECOVERY_POINT_CHECKPOINT,
-                                lambda items: {k: log.recovery_point for k, log in items})
+        self._write_checkpoints(RECOVERY_POINT_CHECKPOINT, _recovery_points)
 
     def checkpoint_log_start_offsets(self) -> None:
-        self._write_checkpoints(LOG_START_OFFSET_CHECKPOINT, lambda items: {
-            k: log.log_start_offset for k, log in items
-            if log.log_start_offset > log.segments[0].base_offset})
+        self._write_checkpoints(LOG_START_OFFSET_CHECKPOINT, _log_start_offsets)
 
     def checkpoint_high_watermarks(self) -> None:
         self._write_checkpoints(REPLICATION_OFFSET_CHECKPOINT,
@@ -777,3 +773,13 @@ def _topic_config(topic_configs: TopicConfigs, topic: str) -> dict[str, Any] | N
     if callable(topic_configs):
         return topic_configs(topic)
     return topic_configs.get(topic)
+
+
+def _recovery_points(items) -> dict[tuple[str, int], int]:
+    return {k: log.recovery_point for k, log in items}
+
+
+def _log_start_offsets(items) -> dict[tuple[str, int], int]:
+    """Only the log starts a checkpoint must keep: those past the first segment's base."""
+    return {k: log.log_start_offset for k, log in items
+            if log.log_start_offset > log.segments[0].base_offset}
