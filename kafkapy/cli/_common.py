@@ -26,6 +26,8 @@ protocol through kafka-python. What they share:
   available." (one per server, on one line) and exits 1, instead of kafka-python's 30 s of
   bootstrap retries.  An unresolvable host gets Kafka's "No resolvable bootstrap urls given
   in bootstrap.servers".
+- ``send``: a request kafka-python builds but its admin methods do not send as a tool needs
+  (per-resource errors kept, a chosen broker), through the admin client's connections.
 - Topics: ``TopicFilter`` (Kafka's IncludeList: a regex matching the whole name, commas as
   alternatives), ``kafka_uuid`` (Kafka's base64 spelling of a topic id), ``error_text``
   (the broker's error message, else Kafka's default description of the error code).
@@ -212,6 +214,13 @@ def admin_client(args: argparse.Namespace, **overrides):
     props["bootstrap.servers"] = require_bootstrap(args)
     config = client_config(props, KafkaAdminClient.DEFAULT_CONFIG)
     return new_client(KafkaAdminClient, {**config, **overrides})
+
+
+def send(admin, request, node_id: int | None = None):
+    """``request`` as built (its own version range) through an admin client's connections,
+    to ``node_id`` or else any broker; the response.  For what kafka-python's admin methods
+    do not offer or whose per-resource errors they drop."""
+    return admin._manager.run(admin._manager.send, request, node_id)
 
 
 def new_client(factory, config: dict):

@@ -172,10 +172,6 @@ def _check_principal(text: str) -> None:
         raise CommandError(f"expected a string in format principalType:principalName but got {text}")
 
 
-def _send(admin, request):
-    return admin._manager.run(admin._manager.send, request, None)
-
-
 def _add(admin, args, pattern_type: int) -> None:
     from kafka.protocol.admin.acl import CreateAclsRequest
     for resource_type, name in _resources(args):
@@ -185,7 +181,7 @@ def _add(admin, args, pattern_type: int) -> None:
         request = CreateAclsRequest(creations=[
             (resource_type, name, pattern_type, e.principal, e.host, e.operation, e.permission)
             for e in entries], min_version=1, max_version=3)
-        for result in _send(admin, request).results:
+        for result in common.send(admin, request).results:
             if result.error_code:
                 raise CommandError(common.error_text(result.error_code, result.error_message))
 
@@ -207,7 +203,7 @@ def _remove(admin, args, pattern_type: int) -> None:
             print(question)
             if sys.stdin.readline().strip().lower() != "y":
                 continue
-        answer = _send(admin, DeleteAclsRequest(filters=filters, min_version=1, max_version=3))
+        answer = common.send(admin, DeleteAclsRequest(filters=filters, min_version=1, max_version=3))
         for result in answer.filter_results:
             if result.error_code:
                 raise CommandError(common.error_text(result.error_code, result.error_message))
@@ -223,7 +219,7 @@ def _list(admin, args, pattern_type: int) -> None:
                                       pattern_type_filter=pt, principal_filter=None, host_filter=None,
                                       operation=A.OP_ANY, permission_type=A.PERM_ANY,
                                       min_version=1, max_version=3)
-        answer = _send(admin, request)
+        answer = common.send(admin, request)
         if answer.error_code:
             raise CommandError(common.error_text(answer.error_code, answer.error_message))
         for r in answer.resources:

@@ -237,7 +237,7 @@ def _dynamic_source(kind: int, name: str) -> int:
 def _send(admin, request, kind: int, name: str):
     # A broker's own configs must be asked of that broker; anything else of any broker.
     node_id = int(name) if kind == BROKER and name else None
-    return admin._manager.run(admin._manager.send, request, node_id)
+    return common.send(admin, request, node_id)
 
 
 # --alter ------------------------------------------------------------------
@@ -301,7 +301,7 @@ def _describe_users(admin, name: str | None) -> None:
 
     request = DescribeUserScramCredentialsRequest(
         users=None if name is None else [(name,)], min_version=0, max_version=0)
-    answer = admin._manager.run(admin._manager.send, request, None)
+    answer = common.send(admin, request)
     common.check_error(answer.error_code, answer.error_message)
     names = {code: mech for mech, code in _SCRAM.items()}
     for result in answer.results:
@@ -349,7 +349,7 @@ def _to_controller(admin, request, attempts: int = 60):
     for _ in range(attempts):
         controller = admin.describe_cluster().get("controller_id")
         node = controller if isinstance(controller, int) and controller >= 0 else None
-        answer = admin._manager.run(admin._manager.send, request, node)
+        answer = common.send(admin, request, node)
         if not any(r.error_code == _NOT_CONTROLLER for r in answer.results):
             return answer
         time.sleep(0.5)
