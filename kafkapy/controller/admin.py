@@ -193,11 +193,7 @@ class AdminManager:
     # -- configs and deletion --------------------------------------------------------------
     def stored_topic_configs(self, name: str) -> dict[str, str]:
         """``/config/topics/T`` as stored (Kafka's fetchEntityConfig); {} when absent."""
-        try:
-            data, _ = self._store.get(paths.topic_config_path(name))
-        except NoNodeError:
-            return {}
-        return paths.decode_entity_config(data)
+        return self._stored_config(paths.topic_config_path(name))
 
     def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         """Replace the topic's overrides and notify every broker (AdminZkClient.changeTopicConfig)."""
@@ -205,9 +201,7 @@ class AdminManager:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Topic '{name}' does not exist.")
         self._broker._validate_topic_configs(configs)
-        self._put(paths.topic_config_path(name), paths.encode_entity_config(configs))
-        self._store.create(paths.CONFIG_CHANGE_SEQ_PATH, paths.encode_config_change(
-            f"{paths.CONFIG_TYPE_TOPIC}/{name}"), sequence=True, makepath=True)
+        self._write_config(paths.CONFIG_TYPE_TOPIC, name, configs)
         # This broker applies its own change at once (the notification re-applies it):
         # a DescribeConfigs right after the answer sees the new values.
         self._broker.topic_configs.reload(name)
@@ -215,18 +209,12 @@ class AdminManager:
 
     def stored_broker_configs(self, entity: str) -> dict[str, str]:
         """``/config/brokers/<entity>`` as stored; {} when absent."""
-        try:
-            data, _ = self._store.get(paths.broker_config_path(entity))
-        except NoNodeError:
-            return {}
-        return paths.decode_entity_config(data)
+        return self._stored_config(paths.broker_config_path(entity))
 
     def alter_broker_configs(self, entity: str, configs: dict[str, str]) -> None:
         """Replace a dynamic broker config layer (``entity``: a broker id or ``<default>``)
         and notify every broker (AdminZkClient.changeBrokerConfig)."""
-        self._put(paths.broker_config_path(entity), paths.encode_entity_config(configs))
-        self._store.create(paths.CONFIG_CHANGE_SEQ_PATH, paths.encode_config_change(
-            f"{paths.CONFIG_TYPE_BROKER}/{entity}"), sequence=True, makepath=True)
+        self._write_config(paths.CONFIG_TYPE_BROKER, entity, configs)
         # This broker applies its own change at once (the notification re-applies it).
         self._broker.dynamic_config.reload(entity)
         _log.info("changed broker configs", entity=entity, configs=sorted(configs))
@@ -253,6 +241,20 @@ class AdminManager:
             if queued is not None:
                 return bool(queued(name))
         return self._store.exists(paths.delete_topic_path(name)) is not None
+
+    def _stored_config(self, path: str) -> dict[str, str]:
+        try:
+            data, _ = self._store.get(path)
+        except NoNodeError:
+            return {}
+        return paths.decode_entity_config(data)
+
+    def _write_config(self, entity_type: str, name: str, configs: dict[str, str]) -> None:
+        """``/config/<type>/<name>`` replaced, then the ``/config/changes`` notification
+        naming it (AdminZkClient.changeEntityConfig)."""
+        self._put(paths.config_entity_path(entity_type, name), paths.encode_entity_config(configs))
+        self._store.create(paths.CONFIG_CHANGE_SEQ_PATH, paths.encode_config_change(
+            f"{entity_type}/{name}"), sequence=True, makepath=True)
 
     def _put(self, path: str, payload: bytes) -> None:
         if self._store.exists(path):
