@@ -329,11 +329,6 @@ class ControllerContext:
     def put_partition_state(self, tp: TopicPartition, state: PartitionState) -> None:
         self.partition_states[tp] = state
 
-    def partitions_in_state(self, state: PartitionState,
-                            topic: str | None = None) -> list[TopicPartition]:
-        return [tp for tp, s in self.partition_states.items()
-                if s is state and (topic is None or tp[0] == topic)]
-
     def replica_state(self, replica: PartitionAndReplica) -> ReplicaState:
         return self.replica_states.get(replica, ReplicaState.NON_EXISTENT)
 
