@@ -50,7 +50,7 @@ import pytest
 
 from tests.cluster import clients
 from tests.cluster.conftest import kafka_tool, running_cluster, wait_for
-from tests.cluster.test_verifiable import JsonLinesTool
+from tests.cluster.test_verifiable import JsonLinesTool, verifiable_consumer
 
 TOOLS = ("kafka", "kafkapy")
 VERIFY_S = 120          # a small topic's move completes in seconds; this bounds the polling
@@ -226,10 +226,7 @@ def test_move_a_topic_from_brokers_1_2_to_2_3_under_traffic(shared_cluster, uniq
     wait_settled(c, topic, before)
     plan = plan_file(tmp_path, topic, target, "move")
 
-    consumer = JsonLinesTool("kafka-verifiable-consumer.sh", [
-        "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", unique("mover"),
-        "--verbose", "--reset-policy", "earliest", "--session-timeout", "10000"],
-        tmp_path / "consumer")
+    consumer = verifiable_consumer(bootstrap, topic, unique("mover"), tmp_path / "consumer")
     producer = None
     try:
         producer = JsonLinesTool("kafka-verifiable-producer.sh", [
@@ -250,28 +247,19 @@ def test_move_a_topic_from_brokers_1_2_to_2_3_under_traffic(shared_cluster, uniq
                           or producer.proc.poll() is not None), 60,
                  lambda: f"acknowledgements after the move\n{producer.stderr_tail()}")
         producer.stop()
-        acked = {e["value"]: (e["partition"], e["offset"])
-                 for e in producer.named("producer_send_success")}
+        acked = producer.acked()
         assert acked, producer.stderr_tail()
-
-        def consumed_all():
-            seen = {e["value"] for e in consumer.named("record_data")}
-            return all(v in seen for v in acked)
-        wait_for(consumed_all, 90, lambda: (
-            f"the consumer group to read all {len(acked)} acknowledged values (read "
-            f"{len(consumer.named('record_data'))})\n{consumer.stderr_tail()}"))
+        consumer.wait_read(acked, 90)
     finally:
         if producer is not None:
             producer.stop()
         consumer.stop()
 
-    records = consumer.named("record_data")
-    lost, moved, _ = clients.audit_acked(
-        acked, ((e["value"], e["partition"], e["offset"]) for e in records))
+    lost, moved = consumer.lost_and_moved(acked)
     assert not lost and not moved, (
         f"acknowledged {len(acked)}: lost {lost[:10]}, moved {moved[:10]}")
     offsets: dict[int, set[int]] = {}
-    for e in records:
+    for e in consumer.named("record_data"):
         offsets.setdefault(e["partition"], set()).add(e["offset"])
     gaps = {p: sorted(set(range(max(o) + 1)) - o)[:10] for p, o in offsets.items()
             if o != set(range(max(o) + 1))}

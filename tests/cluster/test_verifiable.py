@@ -85,6 +85,37 @@ class JsonLinesTool:
         except OSError:
             return ""
 
+    # --- the verifiable producer's view
+
+    def acked(self) -> dict[str, tuple[int, int]]:
+        """{value: (partition, offset)} of every acknowledged send."""
+        return {e["value"]: (e["partition"], e["offset"])
+                for e in self.named("producer_send_success")}
+
+    # --- the verifiable consumer's view
+
+    def wait_read(self, acked: dict[str, tuple[int, int]], timeout: float) -> None:
+        """Until every acknowledged value was read (at some place)."""
+        def read_all():
+            seen = {e["value"] for e in self.named("record_data")}
+            return all(v in seen for v in acked)
+        wait_for(read_all, timeout, lambda: (
+            f"the verifiable consumer to read all {len(acked)} acknowledged values (read "
+            f"{len(self.named('record_data'))})\n{self.stderr_tail()}"))
+
+    def lost_and_moved(self, acked: dict[str, tuple[int, int]]) -> tuple[list, list]:
+        """``clients.audit_acked`` of ``acked`` against every record read."""
+        lost, moved, _ = clients.audit_acked(acked, (
+            (e["value"], e["partition"], e["offset"]) for e in self.named("record_data")))
+        return lost, moved
+
+
+def verifiable_consumer(bootstrap: str, topic: str, group: str, log_dir) -> JsonLinesTool:
+    """Kafka's verifiable consumer: ``group`` from the earliest offset, every record printed."""
+    return JsonLinesTool("kafka-verifiable-consumer.sh", [
+        "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group,
+        "--verbose", "--reset-policy", "earliest", "--session-timeout", "10000"], log_dir)
+
 
 def full_isrs(c: Cluster, topic: str) -> bool:
     return all(sorted(s["isr"]) == [1, 2, 3] for s in c.states(topic).values())
@@ -101,10 +132,7 @@ def test_verifiable_producer_and_consumer_across_leader_bounces(cluster, unique,
     c.wait_topic(topic, PARTITIONS)
     wait_for(lambda: full_isrs(c, topic), REJOIN_S, "full ISRs after creation")
 
-    consumer = JsonLinesTool("kafka-verifiable-consumer.sh", [
-        "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", unique("verifier"),
-        "--verbose", "--reset-policy", "earliest", "--session-timeout", "10000"],
-        tmp_path / "consumer")
+    consumer = verifiable_consumer(bootstrap, topic, unique("verifier"), tmp_path / "consumer")
     producer = None
     try:
         producer = JsonLinesTool("kafka-verifiable-producer.sh", [
@@ -134,25 +162,16 @@ def test_verifiable_producer_and_consumer_across_leader_bounces(cluster, unique,
                      lambda: f"acknowledgements after bouncing {victim}\n{producer.stderr_tail()}")
         producer.proc.wait(180)
         producer.stop()
-        acked = {e["value"]: (e["partition"], e["offset"])
-                 for e in producer.named("producer_send_success")}
+        acked = producer.acked()
         errors = producer.named("producer_send_error")
         assert acked, producer.stderr_tail()
-
-        def consumed_all():
-            seen = {e["value"] for e in consumer.named("record_data")}
-            return not [v for v in acked if v not in seen]
-        wait_for(consumed_all, 120, lambda: (
-            f"the verifiable consumer to read all {len(acked)} acknowledged values (read "
-            f"{len(consumer.named('record_data'))})\n{consumer.stderr_tail()}"))
+        consumer.wait_read(acked, 120)
     finally:
         if producer is not None:
             producer.stop()
         consumer.stop()
 
-    records = consumer.named("record_data")
-    lost, moved, _ = clients.audit_acked(
-        acked, ((e["value"], e["partition"], e["offset"]) for e in records))
+    lost, moved = consumer.lost_and_moved(acked)
     assert not lost and not moved, (
         f"acknowledged {len(acked)} (errors {len(errors)}): lost {len(lost)} {lost[:10]}, "
         f"moved {moved[:10]}")
