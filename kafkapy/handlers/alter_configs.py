@@ -74,12 +74,9 @@ def handle(ctx, request):
     return ctx.response(throttle_time_ms=0, responses=results)
 
 
-
 def refused_alter(ctx, resource) -> int:
     """Kafka's ALTER_CONFIGS check: on the topic, or on the cluster for broker resources;
     the error code when refused, else 0 (always 0 without an authorizer)."""
-    if getattr(ctx.broker, "authorizer", None) is None:
-        return 0
     if resource.resource_type == TOPIC:
         if authz.allowed(ctx, authz.ALTER_CONFIGS, authz.TOPIC, resource.resource_name):
             return 0
@@ -87,6 +84,7 @@ def refused_alter(ctx, resource) -> int:
     if authz.cluster(ctx, authz.ALTER_CONFIGS):
         return 0
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
 
 def preprocess(resource, repeated_ids: set, null_keys: list[str]) -> None:
     """The checks of Kafka's ConfigAdminManager.preprocess, in its order: a resource named

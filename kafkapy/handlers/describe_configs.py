@@ -50,8 +50,6 @@ def handle(ctx, request):
 
 def _refused(ctx, resource):
     """Kafka: DESCRIBE_CONFIGS on the topic, or on the cluster for broker resources."""
-    if getattr(ctx.broker, "authorizer", None) is None:
-        return None
     if resource.resource_type == TOPIC:
         if authz.allowed(ctx, authz.DESCRIBE_CONFIGS, authz.TOPIC, resource.resource_name):
             return None
