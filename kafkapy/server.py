@@ -55,6 +55,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory import Purgatory, Timer
 from kafkapy.replication import acks
 from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
+from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
 from kafkapy.replication.alter_partition import AlterPartitionManager
 from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.replica_manager import ReplicaManager
@@ -104,6 +105,7 @@ class Broker:
         self.dynamic_config.add_listener(lambda changed: apply_to_broker(self, changed))
         self.replica_fetchers: ReplicaFetcherManager | None = None
         self.alter_partition: AlterPartitionManager | None = None
+        self.alter_log_dirs: AlterLogDirsManager | None = None   # moves between log dirs
         # The czxid of our /brokers/ids registration; -1 until registered.
         self.broker_epoch = -1
         self.log_manager: LogManager | None = None
@@ -152,8 +154,7 @@ class Broker:
                                               cache=self.cache)
         self._start_purgatories(loop)
         self.replica_fetchers = self.replica_manager.fetchers = ReplicaFetcherManager(self)
-        from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
-        self.alter_log_dirs = AlterLogDirsManager(self)   # moves between log dirs
+        self.alter_log_dirs = AlterLogDirsManager(self)
         # ISR changes to the controller; attaches itself to the replica manager.
         self.alter_partition = AlterPartitionManager(self)
         self.admin = AdminManager(self)
@@ -441,7 +442,7 @@ class Broker:
             await self._controlled_shutdown()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.shutdown()
-        if getattr(self, "alter_log_dirs", None) is not None:
+        if self.alter_log_dirs is not None:
             await self.alter_log_dirs.shutdown()
         if self.alter_partition is not None:
             self.alter_partition.close()

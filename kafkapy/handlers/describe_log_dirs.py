@@ -46,18 +46,12 @@ def handle(ctx, request):
         by_dir.setdefault(d, {}).setdefault(topic, []).append(
             _Partition(partition_index=index, partition_size=log.size, offset_lag=lag,
                        is_future_key=False))
-    mover = getattr(ctx.broker, "alter_log_dirs", None)
+    mover = ctx.broker.alter_log_dirs
     for (topic, index), log in sorted(manager.future_logs.items()):
         if wanted is not None and (topic, index) not in wanted:
             continue
         d = manager.future_log_dir_of(topic, index)
-        current = manager.get_log(topic, index)
-        if mover is not None:
-            lag = mover.offset_lag((topic, index))
-        elif current is not None and not current.offline:
-            lag = current.log_end_offset - log.log_end_offset
-        else:
-            lag = -1
+        lag = mover.offset_lag((topic, index))
         by_dir.setdefault(d, {}).setdefault(topic, []).append(
             _Partition(partition_index=index, partition_size=log.size, offset_lag=lag,
                        is_future_key=True))
