@@ -219,6 +219,19 @@ def _start(m, node_id: int, timeout: float = TIMEOUT) -> str:
     return m.bootstrap(node_id)
 
 
+def _written(m, bootstrap: str, who: str):
+    """The workload and its leftovers written to broker 1, its cleaner and deletions done:
+    (its log dir, what it serves)."""
+    workload.write(bootstrap)
+    workload.write_leftovers(bootstrap)
+    log_dir = m.log_dir(1)
+    wait_for(lambda: _cleaned(log_dir), 30, f"{who} cleaner to clean compacted-0")
+    wait_for(lambda: _leftovers_ready(log_dir), 30, f"{who} .deleted segments and -delete dir")
+    served = _snapshot(bootstrap)
+    _check_snapshot_sane(served)
+    return log_dir, served
+
+
 # --------------------------------------------------------------------------- A
 
 @pytest.mark.parametrize("stop", ["sigterm", "kill9"])
@@ -228,13 +241,7 @@ def test_kafka_log_dir_read_by_kafkapy(mixed_factory, stop):
     bootstrap = _start(m, 1)
     kafka_registration = _registration(m, 1)
     kafka_port = m.nodes[1].port
-    workload.write(bootstrap)
-    workload.write_leftovers(bootstrap)
-    log_dir = m.log_dir(1)
-    wait_for(lambda: _cleaned(log_dir), 30, "Kafka's cleaner to clean compacted-0")
-    wait_for(lambda: _leftovers_ready(log_dir), 30, "Kafka's .deleted segments and -delete dir")
-    served = _snapshot(bootstrap)
-    _check_snapshot_sane(served)
+    log_dir, served = _written(m, bootstrap, "Kafka's")
     if stop == "sigterm":
         # The JVM ends with 143 (128 + SIGTERM) after its shutdown hook ran.
         assert m.terminate(1) in (0, 143), m.log_text(1)[-3000:]
@@ -286,13 +293,7 @@ def test_kafkapy_log_dir_read_by_kafka(mixed_factory):
     m = mixed_factory(SETTINGS)
     m.add(1, "kafkapy")
     bootstrap = _start(m, 1)
-    workload.write(bootstrap)
-    workload.write_leftovers(bootstrap)
-    log_dir = m.log_dir(1)
-    wait_for(lambda: _cleaned(log_dir), 30, "kafkapy's cleaner to clean compacted-0")
-    wait_for(lambda: _leftovers_ready(log_dir), 30, "kafkapy's .deleted segments and -delete dir")
-    served = _snapshot(bootstrap)
-    _check_snapshot_sane(served)
+    log_dir, served = _written(m, bootstrap, "kafkapy's")
     assert m.terminate(1) == 0, m.log_text(1)[-3000:]
     idem = (_segment_batches(log_dir / "idem-0"), _segment_batches(log_dir / "idem-old-0"))
 
