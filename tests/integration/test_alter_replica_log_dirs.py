@@ -37,8 +37,9 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests.broker_process import SERVER_PROPERTIES, BrokerProcess, free_port
-from tests.cluster.conftest import KAFKA_BIN, kafka_env, kafka_tool
+from tests.cluster.conftest import KAFKA_BIN, _listening, kafka_env, kafka_tool
 from tests.integration.request_fields import fields
+from tests.integration.test_log_dir_failure import small_dir  # noqa: F401 (fixture)
 from tests.integration.wire import WireClient
 from tests.zookeeper_server import (_die_with_parent, zk_connect,  # noqa: F401 (fixtures)
                                     zookeeper_server)
@@ -94,15 +95,6 @@ class _KafkaBroker:
     def restart(self, hard: bool = False) -> "_KafkaBroker":
         self.kill() if hard else self.stop()
         return self.start()
-
-
-def _listening(port: int) -> bool:
-    import socket
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 def _wait(predicate, timeout: float, what: str, step: float = 0.2):
@@ -438,18 +430,6 @@ def test_reassign_partitions_tool_with_log_dirs(node, tmp_path, tool):
     assert all(d["error"] is None for d in dirs.values())
     read = _read_all(node, topic, len(acked))
     assert all(read.get(o) == v for o, v in acked)
-
-
-@pytest.fixture
-def small_dir(tmp_path):
-    path = tmp_path / "small"
-    path.mkdir()
-    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(path)],
-                           capture_output=True, text=True)
-    if mount.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs (needs root): {mount.stderr.strip()}")
-    yield path
-    subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def test_destination_dir_fails_mid_move(tmp_path, zk_connect, small_dir):  # noqa: F811
