@@ -15,8 +15,7 @@ import time
 import pytest
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.cluster.clients import create_topic, produce_confluent
-from tests.integration.wire import WireClient
+from tests.cluster.clients import create_topic, produce_confluent, request
 from tests.mixed.conftest import SINGLE_BROKER_SETTINGS, kafka_tool, wait_for
 
 TOPIC = "pid-expiration"
@@ -24,12 +23,8 @@ SETTINGS = dict(SINGLE_BROKER_SETTINGS, **{"producer.id.expiration.check.interva
 
 
 def _producers(m) -> list[int]:
-    client = WireClient(m.bootstrap(1), timeout=10)
-    try:
-        req = REQUESTS[61]
-        r = client.request(61, 0, topics=[req.TopicRequest(name=TOPIC, partition_indexes=[0])])
-    finally:
-        client.close()
+    r = request(m, 1, 61, 0, topics=[REQUESTS[61].TopicRequest(name=TOPIC,
+                                                                partition_indexes=[0])])
     [topic] = r.topics
     [part] = topic.partitions
     assert part.error_code == 0, part

@@ -30,8 +30,7 @@ import pytest
 from kafkapy.metadata import paths
 from kafkapy.metadata.membership import kafka_ordered_registration
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
-from tests.cluster.clients import create_topic
-from tests.integration.wire import WireClient
+from tests.cluster.clients import create_topic, request
 from tests.mixed.conftest import KAFKA_BIN, SINGLE_BROKER_SETTINGS, _require_kafka, wait_for
 
 ORACLE = Path(__file__).with_name("ZnodeOracle.java")
@@ -186,11 +185,7 @@ def _create_topics(m) -> None:
 
 
 def _finalized_epoch(m, node_id: int) -> int:
-    client = WireClient(m.bootstrap(node_id), timeout=10)
-    try:
-        r = client.request(18, 3, client_software_name="test", client_software_version="1")
-    finally:
-        client.close()
+    r = request(m, node_id, 18, 3, client_software_name="test", client_software_version="1")
     assert r.error_code == 0 and r.finalized_features == []
     return r.finalized_features_epoch
 
