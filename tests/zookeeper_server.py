@@ -191,6 +191,21 @@ def zookeeper_server():
     shutil.rmtree(base, ignore_errors=True)
 
 
+def new_chroot(server: ZooKeeperServer, prefix: str) -> str:
+    """A connect string under a fresh chroot ``/<prefix>-<random>``, created first: for a
+    broker shared by a module (a test of its own takes the ``zk_connect`` fixture)."""
+    from kazoo.client import KazooClient
+    path = f"/{prefix}-{uuid.uuid4().hex[:8]}"
+    client = KazooClient(server.connect_string)
+    client.start()
+    try:
+        client.ensure_path(path)
+    finally:
+        client.stop()
+        client.close()
+    return server.connect_string + path
+
+
 @pytest.fixture
 def zk_connect(zookeeper_server) -> str:
     """A connect string with a chroot of this test's own."""

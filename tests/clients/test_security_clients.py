@@ -15,17 +15,16 @@ import os
 import shutil
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from kazoo.client import KazooClient
 
 from kafkapy.cli import configs
 from kafkapy.network.client import BrokerConnection, ClientSecurity, SaslLoginError
 from tests.broker_process import ROOT, BrokerProcess, free_port
 from tests.certs import broker_ssl_overrides
 from tests.certs import certs  # noqa: F401 (fixture)
+from tests.zookeeper_server import new_chroot
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(600)
@@ -43,15 +42,11 @@ USERS = {"PLAIN": ("carol", "carol-secret"), "SCRAM-SHA-256": ("dave", "dave-sec
 
 @pytest.fixture(scope="module")
 def secure_broker(tmp_path_factory, zookeeper_server, certs):  # noqa: F811
-    chroot = f"/security-{uuid.uuid4().hex[:8]}"
-    zk = KazooClient(zookeeper_server.connect_string)
-    zk.start()
-    zk.ensure_path(chroot)
-    zk.stop()
+    connect = new_chroot(zookeeper_server, "security")
     port, sasl, sasl_ssl = free_port(), free_port(), free_port()
     listeners = (f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl},"
                  f"SASL_SSL://localhost:{sasl_ssl}")
-    overrides = {"zookeeper.connect": zookeeper_server.connect_string + chroot,
+    overrides = {"zookeeper.connect": connect,
                  "listeners": listeners, "advertised.listeners": listeners,
                  "inter.broker.listener.name": "PLAINTEXT",
                  "sasl.enabled.mechanisms": ",".join(MECHANISMS),

@@ -12,10 +12,7 @@ sees TOPIC_AUTHORIZATION_FAILED for her produce.
 """
 from __future__ import annotations
 
-import uuid
-
 import pytest
-from kazoo.client import KazooClient
 
 from kafkapy.protocol.errors import ErrorCode
 from tests.broker_process import BrokerProcess, free_port
@@ -23,6 +20,7 @@ from tests.integration.request_fields import fields
 from tests.integration.test_acls import (ACLS_SH, _create_topic, _fetch, _kafka_acls, _metadata,
                                          _produce, _until)
 from tests.integration.wire import WireClient
+from tests.zookeeper_server import new_chroot
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
@@ -34,15 +32,11 @@ pytestmark = pytest.mark.skipif(not ACLS_SH.exists(), reason="Kafka 3.9 tools no
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory, zookeeper_server):  # noqa: F811
-    chroot = f"/acl-sasl-{uuid.uuid4().hex[:8]}"
-    zk = KazooClient(zookeeper_server.connect_string)
-    zk.start()
-    zk.ensure_path(chroot)
-    zk.stop()
+    connect = new_chroot(zookeeper_server, "acl-sasl")
     port, sasl_port = free_port(), free_port()
     listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
     b = BrokerProcess(tmp_path_factory.mktemp("aclsasl") / "logs", port=port, overrides={
-        "zookeeper.connect": zookeeper_server.connect_string + chroot,
+        "zookeeper.connect": connect,
         "listeners": listeners, "advertised.listeners": listeners,
         "inter.broker.listener.name": "PLAINTEXT",
         "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",

@@ -16,7 +16,6 @@ import shutil
 import struct
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from kafkapy.security.sasl.client import ScramClient
 from tests.broker_process import ROOT, BrokerProcess, free_port
 from tests.integration.request_fields import fields
 from tests.integration.wire import WireClient
+from tests.zookeeper_server import new_chroot
 from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
 
 KAFKA_HOME = Path(os.environ.get("KAFKA_HOME", ROOT.parent / "shared" / "kafka_2.13-3.9.0"))
@@ -141,12 +141,7 @@ SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required;'
 @pytest.fixture(scope="module")
 def sasl_broker(tmp_path_factory, zookeeper_server):  # noqa: F811
     """A broker with a PLAINTEXT listener (inter-broker, admin) and a SASL_PLAINTEXT one."""
-    chroot = f"/sasl-{uuid.uuid4().hex[:8]}"
-    zk = KazooClient(zookeeper_server.connect_string)
-    zk.start()
-    zk.ensure_path(chroot)
-    zk.stop()
-    connect = zookeeper_server.connect_string + chroot
+    connect = new_chroot(zookeeper_server, "sasl")
     port, sasl_port = free_port(), free_port()
     listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
     kind = _KafkaBroker if REFERENCE == "kafka" else BrokerProcess
@@ -388,11 +383,7 @@ def test_bad_input_closes_only_that_connection(sasl_broker):
 def test_credentials_reach_every_broker(tmp_path, zookeeper_server):  # noqa: F811
     """A user altered on the controller logs in at another broker (which learns it from the
     /config/changes notification), and a deleted one no longer does."""
-    chroot = f"/sasl2-{uuid.uuid4().hex[:8]}"
-    zk = KazooClient(zookeeper_server.connect_string)
-    zk.start()
-    zk.ensure_path(chroot)
-    zk.stop()
+    connect = new_chroot(zookeeper_server, "sasl2")
     brokers = []
     try:
         for node_id in (1, 2):
@@ -400,7 +391,7 @@ def test_credentials_reach_every_broker(tmp_path, zookeeper_server):  # noqa: F8
             listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
             broker = BrokerProcess(tmp_path / f"b{node_id}" / "logs", port=port, node_id=node_id,
                                    overrides={
-                "zookeeper.connect": zookeeper_server.connect_string + chroot,
+                "zookeeper.connect": connect,
                 "listeners": listeners, "advertised.listeners": listeners,
                 "inter.broker.listener.name": "PLAINTEXT",
                 "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-256",

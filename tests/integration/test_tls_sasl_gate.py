@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 
 import pytest
-from kazoo.client import KazooClient
 
 from tests.broker_process import BrokerProcess, free_port
 from tests.integration.wire import WireClient
+from tests.zookeeper_server import new_chroot
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 REFERENCE = os.environ.get("KAFKAPY_SASL_REFERENCE", "")
@@ -38,17 +37,13 @@ JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
 def gate_broker(tmp_path_factory, zookeeper_server):  # noqa: F811
     port, sasl = free_port(), free_port()
     listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl}"
-    chroot = f"/gate-{uuid.uuid4().hex[:8]}"
-    zk = KazooClient(zookeeper_server.connect_string)
-    zk.start()
-    zk.ensure_path(chroot)
-    zk.stop()
+    connect = new_chroot(zookeeper_server, "gate")
     if REFERENCE == "kafka":
         from tests.integration.test_sasl import _KafkaBroker as kind
     else:
         kind = BrokerProcess
     broker = kind(tmp_path_factory.mktemp("gate") / "logs", port=port, overrides={
-        "zookeeper.connect": zookeeper_server.connect_string + chroot,
+        "zookeeper.connect": connect,
         "listeners": listeners, "advertised.listeners": listeners,
         "inter.broker.listener.name": "PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
