@@ -2,6 +2,8 @@
 order, once-only, skip_existing, a failing handler not stopping the others, the purge."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kafkapy.metadata.change_notifications import CHANGE_EXPIRATION_MS, ChangeNotificationListener
@@ -51,6 +53,7 @@ def test_skip_existing_and_purge_of_old_ones(store):
     listener.start(skip_existing=True)
     assert seen == [] and listener.last_change == 0
     now[0] += CHANGE_EXPIRATION_MS + 1
+    time.sleep(0.005)    # ctime is in ms: "new" must be younger than "old" to outlive it
     notify(store, b"new")
     listener.process_changes()
     assert seen == [b"new"]

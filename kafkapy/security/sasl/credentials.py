@@ -313,7 +313,9 @@ def alter(broker, upsertions: list, deletions: list) -> list[tuple[str, int, str
             bad[name] = _UNKNOWN_MECHANISM
         elif iterations < MIN_ITERATIONS or iterations > MAX_ITERATIONS:
             bad[name] = "Too many iterations" if iterations > MAX_ITERATIONS else "Too few iterations"
-    for user, message in _scala_map_order(bad):
+    # Scala's immutable Map keeps insertion order up to 4 entries; past that a HashMap's
+    # order is not worth copying (clients look results up by user).
+    for user, message in bad.items():
         code = (ErrorCode.UNSUPPORTED_SASL_MECHANISM if message == _UNKNOWN_MECHANISM
                 else ErrorCode.UNACCEPTABLE_CREDENTIAL)
         results.append((user, int(code), message))
@@ -361,12 +363,6 @@ def alter(broker, upsertions: list, deletions: list) -> list[tuple[str, int, str
     failed_users = {f[0] for f in failed}
     results.extend((u, 0, "") for u in to_alter if u not in failed_users)   # default ""
     return results
-
-
-def _scala_map_order(items: dict[str, str]) -> list[tuple[str, str]]:
-    # Scala's immutable Map keeps insertion order up to 4 entries; past that a HashMap's
-    # order is not worth copying (clients look results up by user).
-    return list(items.items())
 
 
 def describe(broker, users: list[str] | None) -> tuple[int, str | None, list]:
