@@ -33,8 +33,7 @@ protocol through kafka-python. What they share:
   (the broker's error message, else Kafka's default description of the error code).
 - Java shapes: ``java_text`` (Java's string concatenation of a value), ``java_set_order``
   (the iteration order of a ``java.util.HashSet``, which Kafka's tools print) with the
-  ``hashCode`` of Strings, ints and TopicPartitions (``coordinator.group.hashing`` has
-  String's too, but importing it brings the whole group coordinator into every tool).
+  ``hashCode`` of Strings, ints and TopicPartitions (from ``kafkapy.jvm``, re-exported).
 """
 from __future__ import annotations
 
@@ -53,6 +52,7 @@ import kafka.errors
 
 from kafkapy.config.errors import ConfigError
 from kafkapy.config.properties import load_properties
+from kafkapy.jvm import int_hash, string_hash, topic_partition_hash  # noqa: F401 (re-exported)
 
 log = logging.getLogger("kafkapy.cli")
 # Kafka's socket.connection.setup.timeout.ms default.
@@ -318,27 +318,6 @@ def java_text(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
-
-def _int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def string_hash(text: str) -> int:
-    h = 0
-    for unit in text.encode("utf-16-be").hex(" ", 2).split():
-        h = _int32(31 * h + int(unit, 16))
-    return h
-
-
-def int_hash(value: int) -> int:
-    return _int32(value)
-
-
-def topic_partition_hash(tp: tuple[str, int]) -> int:
-    # TopicPartition.hashCode: 31 * (31 + partition) + topic.hashCode()
-    return _int32(31 * (31 + tp[1]) + string_hash(tp[0]))
 
 
 def java_set_order(items, hash_fn) -> list:
