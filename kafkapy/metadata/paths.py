@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from kafkapy.jvm import champ_improve, hashmap_spread, int32, string_hash
 from kafkapy.metadata.store import MetadataStore, NodeExistsError, NoNodeError, Stat
 
 # --- paths ------------------------------------------------------------------------
@@ -177,20 +178,6 @@ def _dumps(obj: Any) -> bytes:
 #    node's entries by the low 5 bits of ``Hashing.improve(h)``, then its sub-nodes (keys
 #    sharing those bits) in the same order, recursively on the next 5 bits.
 
-def _java_string_hash(text: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units) as a signed 32-bit int."""
-    h = 0
-    units = text.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
-    return _signed32(h)
-
-
-def _signed32(v: int) -> int:
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v >= 1 << 31 else v
-
-
 def _table_size_for(capacity: int) -> int:
     """Scala 2.13 ``mutable.HashMap.tableSizeFor``."""
     c = max(capacity - 1, 4)
@@ -216,23 +203,13 @@ def mutable_map_capacity(initial_entries: int, added: int = 0) -> int:
 def mutable_map_order(keys: Iterable[str], capacity: int) -> list[str]:
     """Iteration order of a Scala 2.13 ``mutable.HashMap`` of ``capacity`` buckets."""
     def improved(key: str) -> int:
-        h = _java_string_hash(key) & 0xFFFFFFFF
-        return _signed32(h ^ (h >> 16))
+        return int32(hashmap_spread(string_hash(key)))
     return sorted(keys, key=lambda k: (improved(k) & (capacity - 1), improved(k)))
-
-
-def _champ_improve(h: int) -> int:
-    """``scala.collection.Hashing.improve``."""
-    h &= 0xFFFFFFFF
-    h = (h + (~(h << 9) & 0xFFFFFFFF)) & 0xFFFFFFFF
-    h ^= h >> 14
-    h = (h + (h << 4)) & 0xFFFFFFFF
-    return h ^ (h >> 10)
 
 
 def immutable_map_order(keys: Iterable[str]) -> list[str]:
     """Iteration order of a Scala 2.13 ``immutable.HashMap`` (CHAMP) holding ``keys``."""
-    hashed = [(_champ_improve(_java_string_hash(k)), k) for k in keys]
+    hashed = [(champ_improve(string_hash(k)), k) for k in keys]
 
     def walk(entries: list[tuple[int, str]], shift: int) -> list[str]:
         if shift >= 35:                 # full hash collision: kept in insertion order
@@ -254,8 +231,7 @@ def properties_order(keys: Iterable[str]) -> list[str]:
     bin, keeping its last run of same-side nodes in order and putting the nodes before
     that run in front of it in reverse (as ConcurrentHashMap.transfer does)."""
     def spread(key: str) -> int:
-        h = _java_string_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & 0x7FFFFFFF
+        return hashmap_spread(string_hash(key)) & 0x7FFFFFFF
     n = 16
     table: list[list[tuple[int, str]]] = [[] for _ in range(n)]
     count = 0

@@ -54,6 +54,8 @@ from typing import Awaitable, Callable
 
 import structlog
 
+from kafkapy.jvm import int32, utils_abs
+from kafkapy.jvm import string_hash as java_string_hash
 from kafkapy.network.client import BrokerConnection
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.protocol.messages import REQUESTS
@@ -80,21 +82,9 @@ _DROP = frozenset({ErrorCode.KAFKA_STORAGE_ERROR})
 Connect = Callable[[int], Awaitable[object]]
 
 
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode (UTF-16 code units, 32-bit signed overflow)."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
     """Kafka's getFetcherId: Utils.abs(31 * topic.hashCode + partition) % numFetchers."""
-    value = (31 * java_string_hash(topic) + partition) & 0xFFFFFFFF
-    value = value - (1 << 32) if value >= 1 << 31 else value
-    magnitude = 0 if value == -(1 << 31) else abs(value)   # Kafka's Utils.abs
-    return magnitude % num_fetchers
+    return utils_abs(int32(31 * java_string_hash(topic) + partition)) % num_fetchers
 
 
 @dataclass(slots=True)

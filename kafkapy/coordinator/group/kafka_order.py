@@ -15,19 +15,13 @@ per entry in that map's order; the order is observable in ``__consumer_offsets``
 """
 from __future__ import annotations
 
-from kafkapy.coordinator.group.hashing import java_string_hash
+from kafkapy.jvm import champ_improve, hashmap_spread, int32, topic_partition_hash
 
 TopicPartition = tuple[str, int]
 
 
-def _i32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
 def topic_id_partition_hash(tp: TopicPartition) -> int:
-    topic, partition = tp
-    return _i32(31 * 31 + _i32(31 * (31 + partition) + java_string_hash(topic)))
+    return int32(31 * 31 + topic_partition_hash(tp))
 
 
 def _mutable_order(tps: list[TopicPartition]) -> list[TopicPartition]:
@@ -36,17 +30,9 @@ def _mutable_order(tps: list[TopicPartition]) -> list[TopicPartition]:
         size *= 2
 
     def key(tp):
-        h = topic_id_partition_hash(tp) & 0xFFFFFFFF
-        improved = _i32(h ^ (h >> 16))
+        improved = int32(hashmap_spread(topic_id_partition_hash(tp)))
         return improved & (size - 1), improved
     return sorted(tps, key=key)
-
-
-def _improve(hcode: int) -> int:
-    h = _i32(hcode + ~_i32(hcode << 9))
-    h = _i32(h ^ ((h & 0xFFFFFFFF) >> 14))
-    h = _i32(h + _i32(h << 4))
-    return _i32(h ^ ((h & 0xFFFFFFFF) >> 10))
 
 
 def _champ_order(items: list[tuple[int, TopicPartition]], shift: int) -> list[TopicPartition]:
@@ -65,4 +51,4 @@ def commit_order(tps: list[TopicPartition]) -> list[TopicPartition]:
     ordered = _mutable_order(list(tps))
     if len(ordered) <= 4:
         return ordered
-    return _champ_order([(_improve(topic_id_partition_hash(tp)), tp) for tp in ordered], 0)
+    return _champ_order([(champ_improve(topic_id_partition_hash(tp)), tp) for tp in ordered], 0)

@@ -49,10 +49,11 @@ from typing import Callable, Iterable
 
 import structlog
 
-from kafkapy.coordinator.group.hashing import java_string_hash, java_utils_abs
 from kafkapy.coordinator.transaction import records as R
 from kafkapy.coordinator.transaction.state import (NO_PRODUCER_EPOCH, TransactionMetadata,
                                                    TxnState, TxnTransit, is_epoch_exhausted)
+from kafkapy.jvm import string_hash as java_string_hash
+from kafkapy.jvm import utils_abs as java_utils_abs
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.replication.acks import then
 
