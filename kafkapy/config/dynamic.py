@@ -67,7 +67,7 @@ Runs on the event loop; the store API is synchronous.
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 import structlog
 from kazoo.exceptions import NoNodeError
@@ -75,6 +75,7 @@ from kazoo.exceptions import NoNodeError
 from kafkapy.config.definitions import BROKER_CONFIGS, broker_key
 from kafkapy.config.errors import ConfigError
 from kafkapy.config.types import ConfigType
+from kafkapy.jvm import scala_set
 from kafkapy.metadata import paths
 
 __all__ = ["DynamicBrokerConfig", "validate", "check_applicable", "persistent_props",
@@ -113,13 +114,6 @@ _LISTENER_PREFIXED = re.compile(r"listener\.name\.[^.]*\.(.*)")
 _NOT_APPLICABLE = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
 _MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.class", "sasl.login.class",
                       "sasl.server.callback.handler.class", "connections.max.reauth.ms")
-
-
-def scala_set(names: Iterable[str], hashed: bool = False) -> str:
-    """A set of names as Scala prints it in Kafka's messages (``Set(a, b)``; more than
-    four elements, or a set filtered from a HashSet, print as ``HashSet(..)``)."""
-    items = list(dict.fromkeys(names))
-    return ("Set(" if len(items) <= 4 and not hashed else "HashSet(") + ", ".join(items) + ")"
 
 
 def _base_name(name: str) -> str:

@@ -41,6 +41,7 @@ from kafkapy.controller.context import LeaderIsr, PartitionState, ReplicaAssignm
 from kafkapy.controller.leader_election import REASSIGN
 from kafkapy.controller.request_batch import BatchStateError
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
+from kafkapy.jvm import scala_set
 from kafkapy.metadata import paths
 from kafkapy.metadata.store import STORE_UNAVAILABLE, NoNodeError
 from kafkapy.protocol.errors import ErrorCode
@@ -269,7 +270,7 @@ class PartitionReassignments:
             return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     f"Replica assignment has brokers that are not alive. Replica list: "
                     f"{_scala_buffer(new.adding_replicas)}, live broker list: "
-                    f"{_scala_set(sorted(live))}")
+                    f"{scala_set(sorted(live))}")
         return None
 
     def _maybe_build_reassignment(self, tp: "TopicPartition", target: list[int] | None
@@ -445,13 +446,6 @@ def _csv(ids: Iterable[int]) -> str:
 def _scala_buffer(ids: Iterable[int]) -> str:
     """A Scala ``ArrayBuffer`` as Kafka's messages print the request's replica list."""
     return f"ArrayBuffer({', '.join(str(i) for i in ids)})"
-
-
-def _scala_set(ids: Iterable[int]) -> str:
-    """A Scala immutable ``Set`` (``HashSet`` beyond four elements)."""
-    ids = list(ids)
-    name = "Set" if len(ids) <= 4 else "HashSet"
-    return f"{name}({', '.join(str(i) for i in ids)})"
 
 
 def _errors_text(errors: "Mapping[TopicPartition, ApiError]") -> str:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import structlog
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
+from kafkapy.jvm import string_hash
 from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode
 
@@ -154,10 +155,7 @@ def _is_hex(two: bytes) -> bool:
 # -- the znode bytes -----------------------------------------------------------------
 
 def _java_hash(text: str) -> int:
-    h = 0
-    for unit in text.encode("utf-16-be").hex(" ", 2).split():
-        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
-    return h
+    return string_hash(text) & 0xFFFFFFFF
 
 
 def java_properties_order(keys) -> list[str]:
