@@ -11,16 +11,14 @@ salted password (never the password); the broker derives stored and server keys.
 """
 from __future__ import annotations
 
-from kafkapy.security import authz
+from kafkapy.controller.controller import NOT_CONTROLLER_MESSAGE
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security import authz
 from kafkapy.security.sasl import credentials
 
 API_KEY = 51
 MIN_VERSION = 0
 MAX_VERSION = 0
-
-_NOT_CONTROLLER = "This is not the correct controller for this cluster."
-
 
 def handle(ctx, request):
     upsertions = [(u.name, u.mechanism, u.iterations, u.salt, u.salted_password)
@@ -33,6 +31,6 @@ def handle(ctx, request):
     if not ctx.broker.controller.is_active:
         users = sorted({u[0] for u in upsertions} | {d[0] for d in deletions})
         return ctx.response(throttle_time_ms=0, results=[
-            (user, ErrorCode.NOT_CONTROLLER, _NOT_CONTROLLER) for user in users])
+            (user, ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE) for user in users])
     results = credentials.alter(ctx.broker, upsertions, deletions)
     return ctx.response(throttle_time_ms=0, results=results)

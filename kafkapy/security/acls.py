@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from kafkapy.metadata import paths
+
 # -- codes ---------------------------------------------------------------------------
 # Resource types.
 R_UNKNOWN, R_ANY, TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER = range(8)
@@ -146,10 +148,10 @@ class AclFilter:
 
 
 # -- znodes --------------------------------------------------------------------------
-ACL_ROOT = "/kafka-acl"
-EXTENDED_ROOT = "/kafka-acl-extended"
-LITERAL_CHANGES = "/kafka-acl-changes"
-EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+ACL_ROOT = paths.KAFKA_ACL
+EXTENDED_ROOT = paths.KAFKA_ACL_EXTENDED
+LITERAL_CHANGES = paths.KAFKA_ACL_CHANGES
+EXTENDED_CHANGES = paths.KAFKA_ACL_EXTENDED_CHANGES
 CHANGE_PREFIX = "acl_changes_"
 
 
