@@ -22,6 +22,9 @@ log = logging.getLogger("kafkapy.cli")
 _UNKNOWN_PROPERTY = re.compile(r'No such configuration property: "([^"]+)"')
 # Java-only names librdkafka would reject or misread; never passed on.
 _JAVA_ONLY = {"key.serializer", "value.serializer", "key.deserializer", "value.deserializer"}
+# Java names librdkafka spells differently.
+_RENAMED = {"receive.buffer.bytes": "socket.receive.buffer.bytes",
+            "send.buffer.bytes": "socket.send.buffer.bytes"}
 
 
 def backend() -> str:
@@ -41,7 +44,7 @@ def confluent_client(factory, props: dict[str, str]):
     and dropped (one at a time: librdkafka names the first it rejects)."""
     from confluent_kafka import KafkaException
 
-    config = {k: v for k, v in props.items() if k not in _JAVA_ONLY}
+    config = {_RENAMED.get(k, k): v for k, v in props.items() if k not in _JAVA_ONLY}
     for _attempt in range(len(config) + 1):
         try:
             return factory(config)
