@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 
-from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.security import acls as A
 from kafkapy.security.authorizer import AclAuthorizer, parse_super_users
 from kafkapy.security.principal import KafkaPrincipal, Session
@@ -28,13 +27,6 @@ def _acl(principal, op, permission=A.ALLOW, host="*"):
 def _add(authz, rt, name, *entries, pt=A.LITERAL):
     results = authz.create_acls([A.AclBinding(A.Pattern(rt, name, pt), e) for e in entries])
     assert all(code == 0 for code, _ in results), results
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = EmbeddedStore(tmp_path / "meta")
-    yield s
-    s.close()
 
 
 @pytest.fixture

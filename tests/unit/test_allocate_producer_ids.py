@@ -28,11 +28,10 @@ from tests.unit.test_controller_core import (  # noqa: F401  (fixtures)
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = EmbeddedStore(tmp_path / "meta.json")
-    paths.ensure_base_paths(s)
-    yield s
-    s.close()
+def store(store):
+    """tests/unit/conftest's store with Kafka's base znodes."""
+    paths.ensure_base_paths(store)
+    return store
 
 
 def znode(store) -> dict:

@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from kafkapy.metadata.change_notifications import CHANGE_EXPIRATION_MS, ChangeNotificationListener
-from kafkapy.metadata.embedded import EmbeddedStore
 
 ROOT = "/changes"
 PREFIX = "change_"
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = EmbeddedStore(tmp_path / "meta")
-    yield s
-    s.close()
 
 
 def notify(store, data: bytes) -> None:

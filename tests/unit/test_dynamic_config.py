@@ -11,7 +11,6 @@ from kafkapy.config.dynamic import (DynamicBrokerConfig, check_applicable, from_
                                     persistent_props, validate)
 from kafkapy.config.errors import ConfigError
 from kafkapy.metadata import paths
-from kafkapy.metadata.embedded import EmbeddedStore
 
 LONG_MAX = 2 ** 63 - 1
 THROTTLES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
@@ -32,11 +31,10 @@ class _Broker:
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = EmbeddedStore(tmp_path / "meta.json")
-    paths.ensure_base_paths(s)
-    yield s
-    s.close()
+def store(store):
+    """tests/unit/conftest's store with Kafka's base znodes."""
+    paths.ensure_base_paths(store)
+    return store
 
 
 def _put(store, entity: str, config: dict[str, str]) -> None:
