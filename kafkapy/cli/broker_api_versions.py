@@ -22,6 +22,9 @@ Invariants (Kafka's ``NodeApiVersions.toString(true)``):
 - a single version prints as ``n``, a range as ``min to max``; a broker's range wholly above
   or below the client's prints ``[unusable: node too new]`` / ``[unusable: node too old]``.
 
+Brokers come in the order of Kafka's MetadataResponse (a ``HashMap`` by broker id: ascending
+for ids below 16); Kafka prints from a Scala ``Map``, which keeps that order up to 4 brokers
+(a bigger cluster's order is Scala's HashMap's, not reproduced here).
 A broker whose ApiVersions request fails prints ``host:port (id: N rack: R) -> ERROR: ...``.
 Differences from Kafka: an unreachable bootstrap server is reported once ("Error: ..." on
 stderr, exit 1) rather than Kafka's retry loop and stack trace; ``--version`` prints
@@ -151,11 +154,17 @@ def _execute(args: argparse.Namespace) -> int:
     common.require_bootstrap(args)
     admin = common.admin_client(args)
     try:
-        for broker in admin.describe_cluster()["brokers"]:
+        for broker in _kafka_order(admin.describe_cluster()["brokers"]):
             print(f"{_node_text(broker)} -> {_broker_versions(admin, broker['broker_id'])}")
     finally:
         admin.close()
     return 0
+
+
+def _kafka_order(brokers: list[dict]) -> list[dict]:
+    """Kafka's order: MetadataResponse keeps its brokers in a HashMap<Integer, Node>."""
+    by_id = {broker["broker_id"]: broker for broker in brokers}
+    return [by_id[i] for i in common.java_set_order(list(by_id), common.int_hash)]
 
 
 def _package_version() -> str:
