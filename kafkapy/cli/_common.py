@@ -333,3 +333,88 @@ def java_set_order(items, hash_fn) -> list:
         h = hash_fn(item) & 0xFFFFFFFF
         return (h ^ (h >> 16)) & (capacity - 1)
     return sorted(items, key=bucket)   # sorted() is stable: insertion order within a bucket
+
+
+# -- admin calls that retry like Kafka's admin client (delete-records, transactions) --------
+
+# Kafka's admin client default.api.timeout.ms: how long a call retries a lookup (a topic
+# that does not exist, a partition without a leader) before its TimeoutException.
+API_TIMEOUT_PROPERTY = "default.api.timeout.ms"
+_API_TIMEOUT_DEFAULT_MS = 60000
+
+
+def admin_client_and_timeout(args: argparse.Namespace, **overrides):
+    """``admin_client`` plus the ``default.api.timeout.ms`` of ``--command-config`` (ms),
+    which kafka-python does not know (so it is taken out before the client sees it)."""
+    from kafka import KafkaAdminClient
+
+    props = properties_file(args.command_config)
+    try:
+        timeout_ms = int(props.pop(API_TIMEOUT_PROPERTY, _API_TIMEOUT_DEFAULT_MS))
+    except ValueError:
+        raise UsageError(f"Invalid value for configuration {API_TIMEOUT_PROPERTY}") from None
+    props["bootstrap.servers"] = require_bootstrap(args)
+    config = client_config(props, KafkaAdminClient.DEFAULT_CONFIG)
+    return new_client(KafkaAdminClient, {**config, **overrides}), timeout_ms
+
+
+def partition_leaders(admin, topics) -> dict[tuple[str, int], int]:
+    """{(topic, partition): leader id} from one Metadata request, for partitions that exist
+    and have a leader (what Kafka's PartitionLeaderStrategy maps; the rest it retries)."""
+    metadata = admin._manager.run(admin._get_cluster_metadata, sorted(set(topics)))
+    return {(t["name"], p["partition_index"]): p["leader_id"]
+            for t in metadata.get("topics", ()) if not t["error_code"]
+            for p in t["partitions"] if p["leader_id"] >= 0}
+
+
+def call_timeout_text(call: str, api: str, started_ms: int, timeout_ms: int, tries: int,
+                      now_ms: int) -> str:
+    """The message of the TimeoutException Kafka's admin client gives a call that ran out
+    of ``default.api.timeout.ms`` while retrying ``api`` (e.g. METADATA)."""
+    deadline = started_ms + timeout_ms
+    return (f"Call(callName={call}(api={api}), deadlineMs={deadline}, tries={tries}, "
+            f"nextAllowedTryMs={now_ms + 100}) timed out at {now_ms} after {tries} attempt(s)")
+
+
+# Java exception names where kafka-python's error class name does not give them by
+# replacing "Error" with "Exception".
+_JAVA_EXCEPTION_NAMES = {
+    3: "UnknownTopicOrPartitionException", 6: "NotLeaderOrFollowerException",
+    7: "TimeoutException", 29: "TopicAuthorizationException",
+    31: "ClusterAuthorizationException", 44: "PolicyViolationException",
+}
+
+
+# Kafka's Errors default messages (what ``error.exception()`` carries) where kafka-python's
+# descriptions differ; the errors the admin tools meet.
+_KAFKA_MESSAGES = {
+    1: "The requested offset is not within the range of offsets maintained by the server.",
+    3: "This server does not host this topic-partition.",
+    6: "For requests intended only for the leader, this error indicates that the broker is "
+       "not the current leader. For requests intended for any replica, this error indicates "
+       "that the broker is not a replica of the topic partition.",
+    15: "The coordinator is not available.", 16: "This is not the correct coordinator.",
+    29: "Topic authorization failed.", 31: "Cluster authorization failed.",
+    44: "Request parameters do not satisfy the configured policy.",
+    47: "Producer attempted to produce with an old epoch.",
+    56: "Disk error when trying to access log file on the disk.",
+    105: "The transactionalId could not be found.",
+}
+
+
+def kafka_error_message(code: int) -> str:
+    """Kafka's default message for an error code (``Errors.X.message()``)."""
+    return _KAFKA_MESSAGES.get(code) or error_text(code)
+
+
+def java_exception_name(code: int) -> str:
+    """The Java exception class (``org.apache.kafka.common.errors.X``) of an error code."""
+    error = kafka.errors.for_code(code)
+    name = _JAVA_EXCEPTION_NAMES.get(code) or re.sub(r"Error$", "Exception", error.__name__)
+    return f"org.apache.kafka.common.errors.{name}"
+
+
+def java_exception_text(code: int, message: str | None = None) -> str:
+    """An error code as Java's ``exception.toString()`` prints it:
+    ``org.apache.kafka.common.errors.OffsetOutOfRangeException: <message>``."""
+    return f"{java_exception_name(code)}: {message or kafka_error_message(code)}"
