@@ -22,9 +22,9 @@ Invariants (Kafka's ``NodeApiVersions.toString(true)``):
 - a single version prints as ``n``, a range as ``min to max``; a broker's range wholly above
   or below the client's prints ``[unusable: node too new]`` / ``[unusable: node too old]``.
 
-Brokers come in the order of Kafka's MetadataResponse (a ``HashMap`` by broker id: ascending
-for ids below 16); Kafka prints from a Scala ``Map``, which keeps that order up to 4 brokers
-(a bigger cluster's order is Scala's HashMap's, not reproduced here).
+Brokers come in ascending id order. Kafka's tool prints them in a random order (its
+client's ``Cluster`` shuffles the Metadata response's nodes), so with several brokers the
+two outputs hold the same blocks in possibly different orders.
 A broker whose ApiVersions request fails prints ``host:port (id: N rack: R) -> ERROR: ...``.
 Differences from Kafka: an unreachable bootstrap server is reported once ("Error: ..." on
 stderr, exit 1) rather than Kafka's retry loop and stack trace; ``--version`` prints
@@ -162,9 +162,8 @@ def _execute(args: argparse.Namespace) -> int:
 
 
 def _kafka_order(brokers: list[dict]) -> list[dict]:
-    """Kafka's order: MetadataResponse keeps its brokers in a HashMap<Integer, Node>."""
-    by_id = {broker["broker_id"]: broker for broker in brokers}
-    return [by_id[i] for i in common.java_set_order(list(by_id), common.int_hash)]
+    # Kafka's own order is random (see the module doc); ascending ids are reproducible.
+    return sorted(brokers, key=lambda broker: broker["broker_id"])
 
 
 def _package_version() -> str:
