@@ -311,9 +311,15 @@ def read_values(bootstrap: str, topic: str, count: int, timeout: float = 30.0) -
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader",
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, 0, 0)])
+    return poll_values(consumer, count, timeout, poll_s=0.5)
+
+
+def poll_values(consumer, count: int, timeout: float, poll_s: float = 1.0) -> list[bytes]:
+    """Up to ``count`` record values polled from a confluent-kafka ``consumer`` (subscribed
+    or assigned) within ``timeout`` seconds, errors skipped; the consumer is closed."""
     got, deadline = [], time.monotonic() + timeout
     while len(got) < count and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
+        msg = consumer.poll(poll_s)
         if msg is not None and msg.error() is None:
             got.append(msg.value())
     consumer.close()

@@ -24,6 +24,7 @@ from kafkapy.network.client import BrokerConnection, ClientSecurity, SaslLoginEr
 from tests.broker_process import ROOT, BrokerProcess, free_port
 from tests.certs import broker_ssl_overrides
 from tests.certs import certs  # noqa: F401 (fixture)
+from tests.clients.common import poll_values
 from tests.zookeeper_server import new_chroot
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -145,13 +146,7 @@ def test_confluent_kafka(secure_broker, certs, protocol, mechanism):
     consumer = confluent.Consumer({**settings, "group.id": f"g-{topic}",
                                    "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
-    got = []
-    deadline = time.monotonic() + 60
-    while len(got) < 20 and time.monotonic() < deadline:
-        msg = consumer.poll(1.0)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
-    consumer.close()
+    got = poll_values(consumer, 20, timeout=60)
     assert got == [b"%d" % i for i in range(20)]
 
 

@@ -21,7 +21,6 @@ import shutil
 import socket
 import ssl
 import subprocess
-import time
 
 import pytest
 
@@ -30,6 +29,7 @@ from kafkapy.security.ssl import client_context, distinguished_name, server_cont
 from tests.broker_process import BrokerProcess, free_port
 from tests.certs import CLIENT_PRINCIPAL, broker_ssl_overrides
 from tests.certs import certs  # noqa: F401 (fixture)
+from tests.clients.common import poll_values
 from tests.integration.wire import WireClient
 
 pytestmark = pytest.mark.timeout(300)
@@ -113,13 +113,7 @@ def test_confluent_kafka_over_tls(tls_broker, certs):
     consumer = confluent.Consumer({**conf, "group.id": "tls-group",
                                    "auto.offset.reset": "earliest"})
     consumer.subscribe(["tls-confluent"])
-    got = []
-    deadline = time.monotonic() + 60
-    while len(got) < 100 and time.monotonic() < deadline:
-        msg = consumer.poll(1.0)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
-    consumer.close()
+    got = poll_values(consumer, 100, timeout=60)
     assert got == [b"c-%d" % i for i in range(100)]
 
 
