@@ -200,12 +200,12 @@ class Broker:
                                    f"{reason}.") from None
 
     def _serve_metrics(self) -> None:
-        port = self.config["kafkapy.metrics.port"]
+        port, host = self.config["kafkapy.metrics.port"], self.config["kafkapy.metrics.host"]
         try:
-            metrics.serve(port)
+            metrics.serve(self, port, host)
         except OSError as err:
             reason = os.strerror(err.errno) if err.errno else str(err)
-            raise StartupError(f"Metrics endpoint failed to bind to 127.0.0.1:{port} "
+            raise StartupError(f"Metrics endpoint failed to bind to {host or '0.0.0.0'}:{port} "
                                f"(kafkapy.metrics.port): {reason}.") from None
 
     def _start_transactions(self) -> None:

@@ -247,6 +247,7 @@ def _kafkapy() -> None:
     it is set in the file, as Kafka lists its internal keys; Kafka tools never see them otherwise."""
     D.define("cluster.id", T.STRING, None, None, M, "Cluster id (kafkapy); unset means generated on first start.", internal=True)
     D.define("kafkapy.metrics.port", T.INT, -1, between(-1, 65535), L, "Prometheus exporter port; -1 disables it.", internal=True)
+    D.define("kafkapy.metrics.host", T.STRING, "127.0.0.1", None, L, "Address the Prometheus exporter binds (kafkapy.metrics.port); empty or 0.0.0.0 means every interface.", internal=True)
     D.define("kafkapy.log.format", T.STRING, "console", in_set("console", "json"), L, "Broker log output format.", internal=True)
     D.define("kafkapy.log.level", T.STRING, "INFO", custom(is_level, "String must be one of: "
              "ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF"), L,

@@ -53,7 +53,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from kafkapy import metrics
+from kafkapy.metrics import counters as metrics
 from kafkapy.log.segment import FetchSlice
 from kafkapy.network.zero_copy import ZeroCopyResponse, new_marker
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -391,6 +391,11 @@ class _Fetch:
             return _Partition(partition_index=result.tip.partition, error_code=refusal,
                               high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
                               aborted_transactions=[], preferred_read_replica=-1, records=None)
+        if result.size:     # Kafka's BytesOutPerSec (consumers) / ReplicationBytesOutPerSec
+            if self.follower:
+                metrics.BROKER.replication_bytes_out += result.size
+            else:
+                metrics.fetched(result.tip.topic, result.size)
         error = result.error_code
         if error == ErrorCode.KAFKA_STORAGE_ERROR and version < _STORAGE_ERROR_KNOWN_FROM:
             error = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -425,7 +430,7 @@ class _Fetch:
         magic = magic_for_fetch_version(self.ctx.api_version)
         if magic is not None:
             raw = b"".join(s.read_bytes() for s in result.found)
-            metrics.FALLBACK_BYTES.inc(len(raw))
+            metrics.BROKER.copied_bytes += len(raw)
             return down_convert(raw, magic, result.request.fetch_offset) if raw else b""
         if not result.size:
             return b""
@@ -433,7 +438,7 @@ class _Fetch:
             marker = new_marker()
             slices[marker] = result.found
             return marker
-        metrics.FALLBACK_BYTES.inc(result.size)
+        metrics.BROKER.copied_bytes += result.size
         return b"".join(s.read_bytes() for s in result.found)
 
     def _leader_hint(self, tip: TopicIdPartition, endpoints):

@@ -1,47 +1,44 @@
-"""Prometheus metrics, served over HTTP when ``kafkapy.metrics.port`` is 0 or more.
+"""Prometheus metrics with Kafka's names, served over HTTP when ``kafkapy.metrics.port`` >= 0.
 
-Counters are module-level so the hot path pays one attribute lookup and one
-increment; per-API children are resolved once (``api_requests``), not per
-request.
+- ``counters``: what the hot path counts (plain integers, one broker's loop writes them);
+- ``collector``: the scrape, on the event loop, with the names the Prometheus JMX
+  exporter's Kafka rules give Kafka's MBeans (and kafka_exporter's for group lag);
+- ``serve``: the endpoint on ``kafkapy.metrics.host``:``kafkapy.metrics.port``, a
+  prometheus_client HTTP server thread whose registry holds this broker's collector
+  and the process's default registry (process_*, python_*, and module-level gauges).
+
+The full list of names is in ``docker/grafana/kafkapy-dashboard.json``'s queries and
+``tests/integration/test_metrics.py``.
 """
 from __future__ import annotations
-
-from functools import lru_cache
 
 import prometheus_client as prom
 import structlog
 
+from kafkapy.metrics import counters
+from kafkapy.metrics.collector import BrokerCollector
+
 _log = structlog.get_logger("kafkapy.metrics")
 
-REQUESTS = prom.Counter("kafkapy_requests", "Requests handled, by API", ["api"])
-CONNECTIONS = prom.Gauge("kafkapy_connections", "Open client connections")
-SENDFILE_BYTES = prom.Counter("kafkapy_fetch_sendfile_bytes",
-                              "Record bytes sent from segment files with os.sendfile")
-FALLBACK_BYTES = prom.Counter("kafkapy_fetch_copied_bytes",
-                              "Record bytes read into memory and written (no sendfile)")
-PRODUCE_BYTES = prom.Counter("kafkapy_produce_bytes", "Record batch bytes appended")
-# Kafka's ReplicaManager IsrShrinksPerSec / IsrExpandsPerSec / FailedIsrUpdatesPerSec
-# (counted when the controller's answer is applied) and UnderReplicatedPartitions
-# (a function of the replica manager, set by the AlterPartitionManager).
-ISR_SHRINKS = prom.Counter("kafkapy_isr_shrinks", "ISR shrinks committed by the controller")
-ISR_EXPANDS = prom.Counter("kafkapy_isr_expands", "ISR expansions committed by the controller")
-ISR_UPDATE_FAILURES = prom.Counter("kafkapy_failed_isr_updates",
-                                   "ISR changes the controller refused or answered stale")
-UNDER_REPLICATED_PARTITIONS = prom.Gauge(
-    "kafkapy_under_replicated_partitions",
-    "Partitions this broker leads with fewer in-sync replicas than assigned")
+__all__ = ["counters", "serve", "BrokerCollector"]
 
 
-@lru_cache(maxsize=None)
-def api_requests(api: str):
-    return REQUESTS.labels(api=api)
+class _ProcessDefaults:
+    """The default registry's families, so one scrape has them too."""
+
+    def collect(self):
+        return prom.REGISTRY.collect()
 
 
-def serve(port: int, addr: str = "127.0.0.1") -> int | None:
-    """Start the metrics HTTP endpoint; returns the port, or None when disabled."""
+def serve(broker, port: int, host: str = "127.0.0.1") -> int | None:
+    """Start the metrics endpoint of ``broker`` (call on its loop); returns the bound port,
+    or None when ``port`` is -1 (disabled).  An empty host binds every interface."""
     if port is None or port < 0:
         return None
-    server, _ = prom.start_http_server(port, addr=addr)
+    registry = prom.CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(broker))
+    registry.register(_ProcessDefaults())
+    server, _thread = prom.start_http_server(port, addr=host or "0.0.0.0", registry=registry)
     bound = server.server_address[1]
-    _log.info("metrics endpoint", port=bound)
+    _log.info("metrics endpoint", host=host or "0.0.0.0", port=bound)
     return bound

@@ -41,7 +41,7 @@ import struct
 
 import structlog
 
-from kafkapy import metrics
+from kafkapy.metrics import counters as metrics
 from kafkapy.handlers.base import CloseConnection, RequestContext
 from kafkapy.network.zero_copy import FileRange, ZeroCopyResponse, materialize, splice
 from kafkapy.protocol.headers import (
@@ -60,10 +60,14 @@ _FRAMES_PER_TURN = 4
 
 
 class _Slot:
-    __slots__ = ("payload",)
+    __slots__ = ("payload", "started", "stats")
 
     def __init__(self) -> None:
         self.payload: bytes | list | None = None
+        # When the request was read, and the ApiStats its time is observed on (None for
+        # a slot that is not a request's: an answer queued ready).
+        self.started = 0.0
+        self.stats = None
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -241,13 +245,17 @@ class KafkaConnection(asyncio.Protocol):
             self._bad_request("non-nullable field was serialized as null", api=spec.name,
                               version=version, field=null_path)
             return
-        metrics.api_requests(spec.name).inc()
+        stats = metrics.APIS.get(api_key) or metrics.api_stats(api_key, spec.name)
+        if api_key == metrics.FETCH_KEY:
+            stats = metrics.fetch_stats(request, version)
         ctx = RequestContext(self._broker, api_key, version, correlation_id,
                              header.client_id, self.peer, spec.response_cls, self._zero_copy,
                              self._server.listener, self.session, auth)
         if gate is not None and api_key == API_VERSIONS_KEY:
             gate.versions_answered()
         slot = _Slot()
+        slot.started = metrics.now()
+        slot.stats = stats
         self._slots.append(slot)
         try:
             result = spec.handle(ctx, request)
@@ -311,6 +319,8 @@ class KafkaConnection(asyncio.Protocol):
                 self.close()
                 return
         self._flush()
+        # Kafka's RequestsPerSec and TotalTimeMs (here: read -> answer handed to the socket)
+        slot.stats.observe(ctx.api_version, (metrics.now() - slot.started) * 1000.0)
         if ctx.connection_auth is not None and self._gate.state is sasl_gate.FAILED:
             self._close_after_failed_authentication()
 
@@ -389,7 +399,7 @@ class KafkaConnection(asyncio.Protocol):
                 _log.warning("segment shorter than its fetch range", peer=self.peer)
                 self.close()
                 return
-            metrics.SENDFILE_BYTES.inc(sent)
+            metrics.BROKER.sendfile_bytes += sent
             part.position += sent
             part.remaining -= sent
             if part.remaining == 0:
@@ -441,6 +451,11 @@ class KafkaConnection(asyncio.Protocol):
     @property
     def idle(self) -> bool:
         return not self._slots and not self._file_parts
+
+    @property
+    def inflight_requests(self) -> int:
+        """Requests read and not answered yet (the metrics' request queue size)."""
+        return sum(1 for slot in self._slots if slot.payload is None)
 
     def has_inflight(self) -> bool:
         return bool(self._slots) or bool(self._file_parts)

@@ -15,7 +15,6 @@ import time
 
 import structlog
 
-from kafkapy import metrics
 from kafkapy.network.connection import KafkaConnection
 
 _log = structlog.get_logger("kafkapy.network")
@@ -64,16 +63,17 @@ class SocketServer:
 
     def connection_opened(self, conn: KafkaConnection) -> None:
         self._connections.add(conn)
-        metrics.CONNECTIONS.inc()
 
     def connection_closed(self, conn: KafkaConnection) -> None:
-        if conn in self._connections:
-            self._connections.discard(conn)
-            metrics.CONNECTIONS.dec()
+        self._connections.discard(conn)
 
     @property
     def connection_count(self) -> int:
         return len(self._connections)
+
+    def inflight_requests(self) -> int:
+        """Requests read and not yet answered, over this listener's connections."""
+        return sum(conn.inflight_requests for conn in self._connections)
 
     def _schedule_reaper(self) -> None:
         if self._idle_s <= 0:

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import structlog
 
-from kafkapy import metrics
 from kafkapy.network.client import BrokerConnection
 from kafkapy.protocol.errors import ErrorCode, error_name
 from kafkapy.protocol.inter_broker import AlterPartitionRequest
@@ -78,8 +77,6 @@ class AlterPartitionManager:
             replica_manager.alter_partition = self
             for partition in replica_manager.partitions.values():
                 partition.isr_manager = self
-            metrics.UNDER_REPLICATED_PARTITIONS.set_function(
-                replica_manager.under_replicated_count)
 
     # -- what partitions use ---------------------------------------------------------
     def is_replica_eligible(self, broker_id: int) -> bool:

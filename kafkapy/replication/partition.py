@@ -51,7 +51,7 @@ from typing import Callable
 
 import structlog
 
-from kafkapy import metrics
+from kafkapy.metrics import counters as metrics
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.native import CREATE_TIME, LONG_MAX
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
@@ -250,8 +250,8 @@ class Partition:
             return AppendResult(err.code, error_message=err.message)
         except OSError as err:
             return self._failed_append(err)
-        if not info.duplicate:  # a retried batch is answered, not written again
-            metrics.PRODUCE_BYTES.inc(len(records))
+        # Kafka's BrokerTopicMetrics count every successful append (a duplicate too)
+        metrics.appended(self.topic, header.records_count, len(records))
         return self._appended(info)
 
     def _validated(self, records, produce_version: int):
@@ -299,11 +299,13 @@ class Partition:
                                               f"max.message.bytes {log.config.max_message_bytes}")
         try:
             self.check_leader()
-            info = log.append_as_leader(bytearray(records), read_header(records), self.leader_epoch)
+            header = read_header(records)
+            info = log.append_as_leader(bytearray(records), header, self.leader_epoch)
         except KafkaError as err:
             return AppendResult(err.code, error_message=err.message)
         except OSError as err:
             return self._failed_append(err)
+        metrics.appended(self.topic, header.records_count, len(records))
         return self._appended(info)
 
     def _failed_append(self, err: OSError) -> AppendResult:
@@ -520,14 +522,17 @@ class Partition:
             return False, self._alter_partition_failed(pending, error_code)
         if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
             # Stays pending until a LeaderAndIsr brings the controller's state.
-            metrics.ISR_UPDATE_FAILURES.inc()
+            metrics.BROKER.failed_isr_updates += 1
             _log.debug("ignoring an ISR answer from a stale epoch",
                        partition=f"{self.topic}-{self.index}", leader_epoch=leader_epoch,
                        partition_epoch=partition_epoch)
             return False, False
         self.state = replace(self.state, isr=list(isr), zk_version=partition_epoch)
         self.pending_isr = None
-        (metrics.ISR_EXPANDS if pending.kind == EXPAND else metrics.ISR_SHRINKS).inc()
+        if pending.kind == EXPAND:
+            metrics.BROKER.isr_expands += 1
+        else:
+            metrics.BROKER.isr_shrinks += 1
         _log.info(f"ISR updated to {_ids(self.state.isr)}"
                   f"{' (under-min-isr)' if self.is_under_min_isr else ''} and version "
                   f"updated to {partition_epoch}", partition=f"{self.topic}-{self.index}")
@@ -535,7 +540,7 @@ class Partition:
 
     def _alter_partition_failed(self, pending: PendingIsrChange, error_code: int) -> bool:
         """Kafka's handleAlterPartitionError; True when the change is to be sent again."""
-        metrics.ISR_UPDATE_FAILURES.inc()
+        metrics.BROKER.failed_isr_updates += 1
         name = error_name(error_code)
         where = f"{self.topic}-{self.index}"
         if error_code in (ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA):
@@ -581,6 +586,7 @@ class Partition:
             self._storage_failed(err)
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(err)) from None
         if appended:
+            metrics.BROKER.replication_bytes_in += appended
             if log.log_end_offset - log.recovery_point >= log.config.flush_messages:
                 log.flush()
         return log.log_end_offset

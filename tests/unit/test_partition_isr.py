@@ -65,10 +65,6 @@ def produce(p, n=3) -> None:
     assert p.append_as_leader(batch(n), 9).error_code == 0
 
 
-def counter(c) -> float:
-    return c._value.get()
-
-
 # -- shrink ---------------------------------------------------------------------------
 def test_lagging_follower_is_proposed_out_after_the_lag(tmp_path, clock):
     p = leader(tmp_path, clock, [0, 1, 2])
@@ -87,12 +83,12 @@ def test_lagging_follower_is_proposed_out_after_the_lag(tmp_path, clock):
     assert p.state.isr == [0, 1, 2] and p.maximal_isr == [0, 1, 2] and p.isr_inflight
     assert p.high_watermark == 0
     assert p.maybe_shrink_isr() is False and len(manager.sent) == 1
-    shrinks = counter(metrics.ISR_SHRINKS)
+    shrinks = metrics.counters.BROKER.isr_shrinks
     moved, retry = p.alter_partition_answered(pending, 0, 1, [0, 1], 1)
     assert (moved, retry) == (True, False)
     assert p.state.isr == [0, 1] and p.partition_epoch == 1 and not p.isr_inflight
     assert p.high_watermark == 5, "2 no longer holds the high watermark"
-    assert counter(metrics.ISR_SHRINKS) == shrinks + 1
+    assert metrics.counters.BROKER.isr_shrinks == shrinks + 1
     assert p.is_under_replicated and p.in_sync_count == 2
 
 
@@ -127,10 +123,10 @@ def test_follower_in_sync_is_proposed_in_and_holds_the_hw_while_pending(tmp_path
     assert p.state.isr == [0, 1] and p.maximal_isr == [0, 1, 2]
     p.update_follower_fetch(1, 8, clock.time_ms())
     assert p.high_watermark == 4, "the member being added holds the HW"
-    expands = counter(metrics.ISR_EXPANDS)
+    expands = metrics.counters.BROKER.isr_expands
     assert p.alter_partition_answered(pending, 0, 1, [0, 1, 2], 1) == (False, False)
     assert p.state.isr == [0, 1, 2] and not p.is_under_replicated
-    assert counter(metrics.ISR_EXPANDS) == expands + 1
+    assert metrics.counters.BROKER.isr_expands == expands + 1
     p.update_follower_fetch(2, 8, clock.time_ms())
     assert p.high_watermark == 8
 
