@@ -29,10 +29,26 @@ _RENAMED = {"receive.buffer.bytes": "socket.receive.buffer.bytes",
 
 def backend() -> str:
     try:
-        import confluent_kafka  # noqa: F401
+        import confluent_kafka
     except ImportError:
         return "kafka-python"
+    del confluent_kafka
     return "confluent-kafka"
+
+
+def client_errors() -> tuple[type[BaseException], ...]:
+    """The client library's own failure types (kafka-python's are handled by ``common.run``)."""
+    try:
+        from confluent_kafka import KafkaException
+    except ImportError:
+        return ()
+    return (KafkaException,)
+
+
+def failure_text(err: BaseException) -> str:
+    """librdkafka's error text (its KafkaError's ``str()``), else the exception's."""
+    first = err.args[0] if err.args else None
+    return first.str() if hasattr(first, "str") else str(err)
 
 
 def warn_unknown(name: str) -> None:

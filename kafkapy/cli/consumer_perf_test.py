@@ -1,10 +1,13 @@
-"""``kafkapy-consumer-perf-test``: Kafka 3.9's ``bin/kafka-consumer-perf-test.sh`` (ConsumerPerformance).
+"""``kafkapy-consumer-perf-test``: Kafka 3.9's ``bin/kafka-consumer-perf-test.sh``.
 
-Consumes ``--messages`` records from ``--topic`` as a member of ``--group`` (default
-``perf-consumer-<random>``) and prints Kafka's header and one summary line::
+Like Kafka's ConsumerPerformance, consumes ``--messages`` records from ``--topic`` as a
+member of ``--group`` (default ``perf-consumer-<random>``) and prints Kafka's header and
+one summary line (each is one line; wrapped here)::
 
-    start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
-    2026-11-24 11:40:40:123, 2026-11-24 11:40:41:456, 1.9073, 1.4306, 20000, 15003.7509, 312, 1021, 1.8681, 19588.6386
+    start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
+        rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+    2026-11-24 11:40:40:123, 2026-11-24 11:40:41:456, 1.9073, 1.4306, 20000, 15003.7509,
+        312, 1021, 1.8681, 19588.6386
 
 With ``--show-detailed-stats`` a line per ``--reporting-interval`` ms (header ``time,
 threadId, ...``) replaces the summary. Bytes are key plus value lengths; MB are 2^20 bytes.
@@ -111,21 +114,29 @@ def _execute(args: argparse.Namespace) -> int:
         first = "time, threadId" if args.show_detailed_stats else "start.time, end.time"
         print(f"{first}, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec"
               f"{_HEADER_TAIL}", flush=True)
-    consumer = _make_consumer(props, args.print_metrics)
-    start_ms = _now_ms()
     try:
-        run = _Run(args, date_format, start_ms)
-        consumer.subscribe(args.topic, run)
-        run.consume(consumer)
-        end_ms = _now_ms()
-        metrics = consumer.metrics() if args.print_metrics else None
-    finally:
-        consumer.close()
+        run, end_ms, metrics = _consume(args, props, date_format)
+    except _perf.client_errors() as err:
+        raise common.CommandError(_perf.failure_text(err)) from None
     if not args.show_detailed_stats:
         run.print_summary(end_ms)
     if metrics:
         _perf.print_metrics(metrics)
     return 0
+
+
+def _consume(args: argparse.Namespace, props: dict[str, str],
+             date_format: "JavaDateFormat") -> tuple["_Run", int, dict | None]:
+    """The consume loop; the run's counters, its end time and the metrics asked for."""
+    consumer = _make_consumer(props, args.print_metrics)
+    try:
+        run = _Run(args, date_format, _now_ms())
+        consumer.subscribe(args.topic, run)
+        run.consume(consumer)
+        end_ms = _now_ms()
+        return run, end_ms, consumer.metrics() if args.print_metrics else None
+    finally:
+        consumer.close()
 
 
 def _consumer_props(args: argparse.Namespace, servers: str) -> dict[str, str]:

@@ -1,7 +1,8 @@
-"""``kafkapy-producer-perf-test``: Kafka 3.9's ``bin/kafka-producer-perf-test.sh`` (ProducerPerformance).
+"""``kafkapy-producer-perf-test``: Kafka 3.9's ``bin/kafka-producer-perf-test.sh``.
 
-Sends ``--num-records`` records to ``--topic`` as fast as ``--throughput`` allows (records/s,
--1 for no limit) and prints Kafka's lines: every 5 s of acknowledgements a window line
+Like Kafka's ProducerPerformance, sends ``--num-records`` records to ``--topic`` as fast as
+``--throughput`` allows (records/s, -1 for no limit) and prints Kafka's lines: every 5 s of
+acknowledgements a window line
 ``N records sent, X records/sec (Y MB/sec), A ms avg latency, B ms max latency.`` and at the
 end ``N records sent, X records/sec (Y MB/sec), A ms avg latency, B ms max latency,
 P ms 50th, P ms 95th, P ms 99th, P ms 99.9th.``. A record's latency is from its send call to
@@ -55,17 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
-        parser.print_help()
+        parser.print_help()     # Kafka's tool prints its help when given nothing
         return 0
-    args = parser.parse_args(argv)
-    common._configure_logging()
-    try:
-        return _execute(args, parser)
-    except KeyboardInterrupt:
-        return 130
-    except (common.CommandError, common.UsageError, OSError, ValueError) as err:
-        print(f"Error: {common.failure_text(err)}", file=sys.stderr)
-        return 1
+    return common.run(lambda args: _execute(args, parser), parser, argv, _report)
+
+
+def _report(message: str) -> None:
+    print(f"Error: {message}", file=sys.stderr)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -132,8 +129,11 @@ def _execute(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if transactional:
         props["transactional.id"] = args.transactional_id
     common.check_reachable(props.get("bootstrap.servers", "localhost:9092"))
-    producer = _make_producer(props, args.print_metrics)
-    return _run(producer, args, payloads, transactional)
+    try:
+        producer = _make_producer(props, args.print_metrics)
+        return _run(producer, args, payloads, transactional)
+    except _perf.client_errors() as err:
+        raise common.CommandError(_perf.failure_text(err)) from None
 
 
 def _producer_props(args: argparse.Namespace) -> dict[str, str]:

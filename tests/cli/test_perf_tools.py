@@ -29,9 +29,9 @@ SIZE = 100
 NUMBER = r"-?\d+\.\d+"
 WINDOW = re.compile(rf"\d+ records sent, {NUMBER} records/sec \({NUMBER} MB/sec\), "
                     rf"{NUMBER} ms avg latency, {NUMBER} ms max latency\.")
-FINAL = re.compile(rf"(\d+) records sent, \d+\.\d{{6}} records/sec \(\d+\.\d\d MB/sec\), "
-                   rf"\d+\.\d\d ms avg latency, \d+\.\d\d ms max latency, \d+ ms 50th, "
-                   rf"\d+ ms 95th, \d+ ms 99th, \d+ ms 99\.9th\.")
+FINAL = re.compile(r"(\d+) records sent, \d+\.\d{6} records/sec \(\d+\.\d\d MB/sec\), "
+                   r"\d+\.\d\d ms avg latency, \d+\.\d\d ms max latency, \d+ ms 50th, "
+                   r"\d+ ms 95th, \d+ ms 99th, \d+ ms 99\.9th\.")
 HEADER = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
           "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
 DETAILED_HEADER = ("time, threadId, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, "
