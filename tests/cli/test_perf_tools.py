@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -290,3 +291,28 @@ def test_consumer_lines_match_kafkas_tool(broker, admin, loaded_topic):
     # Same MB and record counts; the timings differ.
     assert (mine.group(3), mine.group(4)) == (kafka.group(3), kafka.group(4))
     assert committed(admin, ours) == committed(admin, theirs)
+
+
+# -- without confluent-kafka: the kafka-python client ----------------------------------------
+
+def without_confluent(module: str):
+    """A runner calling ``kafkapy.cli.<module>.main`` in a Python where confluent_kafka
+    cannot be imported (what a kafkapy install without the test extras has)."""
+    def run(_name: str, *args: str) -> subprocess.CompletedProcess:
+        code = ("import sys; sys.modules['confluent_kafka'] = None; "
+                f"from kafkapy.cli.{module} import main; sys.exit(main(sys.argv[1:]))")
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                              text=True, timeout=120, cwd=ROOT)
+    return run
+
+
+def test_kafka_python_fallback(broker, admin):
+    topic = create_topic(broker, unique("fallback"))
+    produce(broker, topic, "--record-size", str(SIZE), records=2000,
+            runner=without_confluent("producer_perf_test"))
+    assert end_offsets(broker, topic) == {0: 2000}
+    group = unique("fallback-group")
+    found = summary(consume(broker, topic, group, messages=2000,
+                            runner=without_confluent("consumer_perf_test")))
+    assert int(found.group(4)) == 2000
+    assert committed(admin, group) == {0: 2000}
