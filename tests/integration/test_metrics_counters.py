@@ -3,8 +3,9 @@
 A broker process serves its metrics on a free loopback port; the tests scrape it over HTTP
 and compare each metric with what happened, known independently of the broker's counters:
 
-- ``kafkapy_produce_bytes_total``: the record batch bytes the topic's segment files hold
-  after a stock client produced (a produced batch is stored whole, so the two agree);
+- ``kafka_server_brokertopicmetrics_bytesin_total{topic}``: the record batch bytes the topic's
+  segment files hold after a stock client produced (a produced batch is stored whole, so
+  the two agree);
 - ``kafkapy_fetch_sendfile_bytes_total`` / ``kafkapy_fetch_copied_bytes_total``: at least those
   bytes after a stock consumer read them all back, on the counter of the configured path
   (``kafkapy.fetch.sendfile.enable``), and nothing on the other;
@@ -15,6 +16,7 @@ and compare each metric with what happened, known independently of the broker's 
 from __future__ import annotations
 
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -53,10 +55,18 @@ def copying_broker(tmp_path_factory):
 
 
 def scrape(broker: BrokerProcess) -> dict[tuple[str, tuple], float]:
-    """{(sample name, sorted labels): value} from the broker's metrics endpoint."""
+    """{(sample name, sorted labels): value} from the broker's metrics endpoint (which
+    opens just after the broker's listener: a refused connection is retried, bounded)."""
     url = f"http://127.0.0.1:{broker.metrics_port}/metrics"
-    with urllib.request.urlopen(url, timeout=10) as response:
-        text = response.read().decode()
+    for attempt in range(100):
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                text = response.read().decode()
+            break
+        except urllib.error.URLError as err:
+            if not isinstance(err.reason, ConnectionRefusedError) or attempt == 99:
+                raise
+            time.sleep(0.05)
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
 
@@ -69,20 +79,23 @@ def stored_bytes(broker: BrokerProcess, topic: str) -> int:
     return sum(f.stat().st_size for f in (broker.log_dir / f"{topic}-0").glob("*.log"))
 
 
+BYTES_IN = "kafka_server_brokertopicmetrics_bytesin_total"
+
+
 def test_produce_bytes_count_the_batches_appended_and_fetches_what_was_sent(sendfile_broker):
     before = scrape(sendfile_broker)
-    assert value(before, "kafkapy_produce_bytes_total") == 0
+    assert value(before, BYTES_IN, topic="metrics-produce") == 0
     produce_values(sendfile_broker.bootstrap, "metrics-produce", VALUES)
     stored = stored_bytes(sendfile_broker, "metrics-produce")
     assert stored > 0
-    assert value(scrape(sendfile_broker), "kafkapy_produce_bytes_total") == stored
+    assert value(scrape(sendfile_broker), BYTES_IN, topic="metrics-produce") == stored
 
     assert read_values(sendfile_broker.bootstrap, "metrics-produce", len(VALUES)) == VALUES
     after = scrape(sendfile_broker)
     assert value(after, "kafkapy_fetch_sendfile_bytes_total") >= stored
     assert value(after, "kafkapy_fetch_copied_bytes_total") == 0
     # Reading is not producing: the bytes appended are unchanged.
-    assert value(after, "kafkapy_produce_bytes_total") == stored
+    assert value(after, BYTES_IN, topic="metrics-produce") == stored
     for api in ("Produce", "Fetch", "Metadata"):
         assert value(after, "kafkapy_requests_total", api=api) >= 1, api
 
