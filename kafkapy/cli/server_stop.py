@@ -5,7 +5,8 @@ by ``$SIGNAL`` (default ``TERM``, which starts the broker's controlled shutdown)
 options every broker is signalled; ``--process-role=ROLE`` / ``--node-id=N`` signal only the
 brokers whose configuration says so (when both are given, Kafka's line "When both node-id
 and process-role are provided, the value for node-id will take precedence" is printed and
-the node id decides). No broker at all: "No kafka server to stop", exit 1.
+the node id decides). No broker at all: "No kafka server to stop", exit 1; a broker this user
+may not signal: kill's "kill: (PID) - Operation not permitted" on stderr, exit 1.
 
 Invariants (what keeps the tool from signalling anything else):
 - a process is a kafkapy broker only when its own argument vector (``/proc/PID/cmdline``,
@@ -73,10 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(err, file=sys.stderr)
         return 1
+    failed = False
     for broker in brokers:
         if _chosen(broker, args):
-            _signal(broker.pid, signum)
-    return 0
+            failed |= not _signal(broker.pid, signum)
+    return 1 if failed else 0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -176,11 +178,16 @@ def _signal_number(name: str) -> int:
         raise ValueError(f"kafkapy-server-stop: invalid signal specification: {name}") from None
 
 
-def _signal(pid: int, signum: int) -> None:
+def _signal(pid: int, signum: int) -> bool:
+    """Signal ``pid``; False (said on stderr, as kill(1) says it) when not allowed."""
     try:
         os.kill(pid, signum)
     except ProcessLookupError:
         pass                    # it stopped by itself meanwhile
+    except PermissionError:
+        print(f"kill: ({pid}) - Operation not permitted", file=sys.stderr)
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -175,7 +175,7 @@ def test_server_stop_finds_only_broker_entry_points(tmp_path, monkeypatch, capsy
     (proc / "self").mkdir()
     monkeypatch.setattr(server_stop, "_PROC", proc)
     signalled = []
-    monkeypatch.setattr(server_stop, "_signal", lambda pid, signum: signalled.append(pid))
+    monkeypatch.setattr(server_stop, "_signal", lambda pid, signum: signalled.append(pid) or True)
 
     assert [b.pid for b in server_stop.find_brokers()] == [101, 102, 103]
     assert server_stop.main(["--node-id=8"]) == 0 and signalled == [101]
@@ -203,6 +203,19 @@ def test_server_stop_unreadable_config_is_skipped(tmp_path, monkeypatch, capsys)
     fake_process(proc, 201, ["python3", "-m", "kafkapy", "missing.properties"], tmp_path)
     monkeypatch.setattr(server_stop, "_PROC", proc)
     signalled = []
-    monkeypatch.setattr(server_stop, "_signal", lambda pid, signum: signalled.append(pid))
+    monkeypatch.setattr(server_stop, "_signal", lambda pid, signum: signalled.append(pid) or True)
     assert server_stop.main(["--node-id=1"]) == 0 and signalled == []
     assert "Can not find the configuration file" in capsys.readouterr().err
+
+
+def test_server_stop_reports_a_broker_it_may_not_signal(tmp_path, monkeypatch, capsys):
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    fake_process(proc, 301, ["python3", "-m", "kafkapy", "server.properties"], tmp_path)
+    monkeypatch.setattr(server_stop, "_PROC", proc)
+
+    def refuse(pid: int, signum: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(server_stop.os, "kill", refuse)
+    assert server_stop.main([]) == 1
+    assert capsys.readouterr().err == "kill: (301) - Operation not permitted\n"
