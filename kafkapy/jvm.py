@@ -19,6 +19,11 @@ every CLI tool):
 - ``scala_set``: how a Scala immutable ``Set`` prints (``Set(..)`` up to four elements,
   ``HashSet(..)`` beyond, or when filtered from a HashSet).
 
+The iteration orders built on them stay next to their users: Scala 2.13 ``mutable`` and
+``immutable.HashMap`` and ``java.util.Properties`` (``metadata.paths.mutable_map_order``,
+``immutable_map_order``, ``properties_order``), the offset-commit record order
+(``coordinator.group.kafka_order``), ``java.util.HashSet`` (``cli._common.java_set_order``).
+
 Invariants: every hash is computed on exact Java ``int`` values; results documented as
 signed are in [-2**31, 2**31), unsigned ones in [0, 2**32).
 """
