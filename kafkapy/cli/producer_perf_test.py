@@ -201,15 +201,20 @@ class _ConfluentProducer:
         self._client_id = props["client.id"]
         self._producer = _perf.confluent_client(Producer, config)
 
-    def send(self, topic: str, payload: bytes, stats: "_Stats") -> None:
+    def report_to(self, stats: "_Stats") -> None:
+        # One callback for every record: librdkafka measures each record's latency itself
+        # (``msg.latency()``, produce() to acknowledgement), so none needs a closure.
         def delivered(err, msg) -> None:
             if err is not None:
                 print(err, file=sys.stderr)
                 return
             stats.record(int(msg.latency() * 1000), len(msg), _now_ms())
+        self._delivered = delivered
+
+    def send(self, topic: str, payload: bytes) -> None:
         while True:
             try:
-                self._producer.produce(topic, payload, on_delivery=delivered)
+                self._producer.produce(topic, payload, on_delivery=self._delivered)
                 break
             except BufferError:  # queue full: Java's send blocks too (max.block.ms)
                 self._producer.poll(0.01)
@@ -245,11 +250,18 @@ class _KafkaPythonProducer:
         self._client_id = props["client.id"]
         self._producer = KafkaProducer(**config)
 
-    def send(self, topic: str, payload: bytes, stats: "_Stats") -> None:
+    def report_to(self, stats: "_Stats") -> None:
+        self._stats = stats
+
+    def send(self, topic: str, payload: bytes) -> None:
         start = _now_ms()
         future = self._producer.send(topic, payload)
-        size = len(payload)
-        future.add_callback(lambda _md: stats.record(_now_ms() - start, size, _now_ms()))
+        size, stats = len(payload), self._stats
+
+        def delivered(_metadata) -> None:
+            now = _now_ms()
+            stats.record(now - start, size, now)
+        future.add_callback(delivered)
         future.add_errback(lambda err: print(err, file=sys.stderr))
 
     def flush(self) -> None:
@@ -283,6 +295,7 @@ def _run(producer, args: argparse.Namespace, payloads: _Payloads, transactional:
     if transactional:
         producer.init_transactions()
     stats = _Stats(args.num_records)
+    producer.report_to(stats)
     throttler = _Throttler(args.throughput, _now_ms())
     in_transaction, transaction_start = 0, 0
     for i in range(args.num_records):
@@ -291,7 +304,7 @@ def _run(producer, args: argparse.Namespace, payloads: _Payloads, transactional:
             producer.begin_transaction()
             transaction_start = _now_ms()
         send_start = _now_ms()
-        producer.send(args.topic, payload, stats)
+        producer.send(args.topic, payload)
         in_transaction += 1
         if transactional and args.transaction_duration_ms <= send_start - transaction_start:
             producer.commit_transaction()
