@@ -26,7 +26,11 @@ quirk of ConsumerPerformance, kept so both tools print the same), and ``--thread
 
 The client is confluent-kafka when installed, else kafka-python (see ``_perf``).
 Differences from Kafka: metric names under ``--print-metrics`` are the client library's;
-an unreachable bootstrap server ends the tool with "Error: ..." (exit 1).
+a progress line counts every record of the poll that crossed the interval (Kafka's counts up
+to the record that crossed it); an unreachable bootstrap server ends the tool with
+"Error: ..." (exit 1). With confluent-kafka, ``fetch.queue.backoff.ms`` defaults to 10 ms
+(librdkafka's 1 s pause after a full prefetch queue would dominate a perf run); a
+``--consumer.config`` value wins.
 """
 from __future__ import annotations
 
