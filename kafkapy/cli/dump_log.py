@@ -433,12 +433,12 @@ class _Dump:
             last = base + _OFFSET_ENTRY.unpack_from(index, (entries - 1) * 8)[0]
             if last < base:
                 raise JavaException(
-                    "org.apache.kafka.common.errors.CorruptIndexException",
+                    "org.apache.kafka.storage.internals.log.CorruptIndexException",
                     f"Corrupt index found, index file {_absolute(path)} has non-zero size but "
                     f"the last offset is {last} which is less than the base offset {base}")
             if len(index) % 8:
                 raise JavaException(
-                    "org.apache.kafka.common.errors.CorruptIndexException",
+                    "org.apache.kafka.storage.internals.log.CorruptIndexException",
                     f"Index file {_absolute(path)} is corrupt, found {len(index)} bytes which "
                     f"is neither positive nor a multiple of 8")
             _print(f"{path} passed sanity check.")
@@ -519,17 +519,17 @@ class _Dump:
             where = f"Corrupt time index found, time index file ({_absolute(path)}) has non-zero size"
             if last_ts < first_ts:
                 raise JavaException(
-                    "org.apache.kafka.common.errors.CorruptIndexException",
+                    "org.apache.kafka.storage.internals.log.CorruptIndexException",
                     f"{where} but the last timestamp is {last_ts} which is less than the first "
                     f"timestamp {first_ts}")
             if base + last_rel < base:
                 raise JavaException(
-                    "org.apache.kafka.common.errors.CorruptIndexException",
+                    "org.apache.kafka.storage.internals.log.CorruptIndexException",
                     f"{where} but the last offset is {base + last_rel} which is less than the "
                     f"first offset {base}")
         if len(index) % 12:
             raise JavaException(
-                "org.apache.kafka.common.errors.CorruptIndexException",
+                "org.apache.kafka.storage.internals.log.CorruptIndexException",
                 f"Time index file {_absolute(path)} is corrupt, found {len(index)} bytes which "
                 f"is neither positive nor a multiple of 12")
 
