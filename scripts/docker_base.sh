@@ -82,6 +82,16 @@ build_base() {
   log "base image $BASE_IMAGE built in $(( $(now) - t0 )) s"
 }
 
+build() {
+  local ctx=$1 file=$2 tag=$3 out; shift 3
+  log "building $tag"
+  if ! out=$($DOCKER build --network host -f "$ctx/$file" -t "$tag" "$@" "$ctx" 2>&1); then
+    echo "$out" | tail -40 >&2
+    log "building $tag failed"
+    exit 1
+  fi
+}
+
 # The build context: only what the image needs (the source tree, the entry script, the CA bundle),
 # assembled in a temporary directory so the repository's venv, data and caches stay out.
 build_images() {
@@ -92,11 +102,14 @@ build_images() {
   find "$ctx/src" \( -name __pycache__ -o -name '*.so' -o -name '*.egg-info' \) -prune -exec rm -rf {} +
   cp -r "$ROOT/docker/." "$ctx/docker"
   cp -L /etc/ssl/certs/ca-certificates.crt "$ctx/ca-certificates.crt"
-  log "building $KAFKAPY_IMAGE"
-  $DOCKER build --network host -q -f "$ctx/docker/Dockerfile" -t "$KAFKAPY_IMAGE" "$ctx" >/dev/null
-  log "building $ZK_IMAGE"
-  $DOCKER build --network host -q -f "$ctx/docker/zookeeper/Dockerfile" -t "$ZK_IMAGE" "$ctx" >/dev/null
+  # The build stage is tagged too: it holds the layer cache (compiler, dependencies), which
+  # the dangling-image clean-up below would otherwise remove.
+  build "$ctx" docker/Dockerfile kafkapy-build:latest --target build
+  build "$ctx" docker/Dockerfile "$KAFKAPY_IMAGE"
+  build "$ctx" docker/zookeeper/Dockerfile "$ZK_IMAGE"
   rm -rf "$ctx"
+  # Images replaced by a rebuild (ours only: they carry the org.kafkapy.image label).
+  $DOCKER image prune -f --filter label=org.kafkapy.image >/dev/null
   log "images built in $(( $(now) - t0 )) s"
 }
 
