@@ -181,13 +181,13 @@ def _base_offset(name: str) -> int:
     return int(text)
 
 
-def _read_file(path: str) -> bytes:
+def _read_file(path: str):
+    """The file's bytes, mapped read-only (a 1 GiB segment is not copied); b"" if empty."""
     try:
         with open(path, "rb") as f:
             if os.fstat(f.fileno()).st_size == 0:
                 return b""
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                return bytes(m)
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except FileNotFoundError:
         raise JavaException("java.nio.file.NoSuchFileException", path) from None
 

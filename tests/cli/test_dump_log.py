@@ -104,6 +104,41 @@ def partition_files(log_dir: Path, topic_prefix: str = "") -> list[str]:
     return out
 
 
+def _more(bootstrap: str) -> None:
+    """What the shared workload lacks: LogAppendTime batches, a transaction over many
+    partitions (Kafka prints them in Scala hash-set order), and a consumer group that joined
+    (group metadata with members' subscriptions and assignments)."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    from tests.cluster.clients import create_topic
+    create_topic(bootstrap, "append-time", partitions=1,
+                 configs={"message.timestamp.type": "LogAppendTime"})
+    create_topic(bootstrap, "many", partitions=14)
+    p = KafkaProducer(bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=20)
+    for i in range(6):
+        p.send("append-time", key=b"k", value=f"at-{i}".encode(), headers=[("h", b"v")])
+    p.flush(30)
+    p.close()
+    t = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="dump-txn", acks="all")
+    t.init_transactions()
+    for outcome in ("commit", "abort"):
+        t.begin_transaction()
+        for partition in range(14):
+            t.send("many", value=f"{outcome}-{partition}".encode(), partition=partition)
+        t.flush(30)
+        (t.commit_transaction if outcome == "commit" else t.abort_transaction)()
+    t.close()
+    c = KafkaConsumer("many", bootstrap_servers=bootstrap, group_id="dump-group",
+                      auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        for _ in range(30):  # bounded: until the group assigned and something was read
+            if c.poll(1000) and c.assignment():
+                break
+        c.commit()
+    finally:
+        c.close()
+
+
 @pytest.fixture(scope="module")
 def log_dirs(tmp_path_factory, zookeeper_server):  # noqa: F811
     """``{kind: log dir}``: the workload written by a kafkapy and by a Kafka 3.9 broker."""
@@ -117,6 +152,7 @@ def log_dirs(tmp_path_factory, zookeeper_server):  # noqa: F811
             m.launch_all(timeout=120)
             m.wait_ready([1], timeout=120)
             workload.write(m.bootstrap(1))
+            _more(m.bootstrap(1))
             assert m.terminate(1) in (0, 143), m.log_text(1)[-3000:]
         finally:
             m.stop()
@@ -155,6 +191,9 @@ def test_decoded_internal_topics_say_what_was_written(log_dirs):
     out = run(OURS, ["--files", ",".join(txns), "--transaction-log-decoder"], log_dir).stdout
     assert "key: transaction_metadata::transactionalId=mixed-txn payload: producerId:" in out
     assert "state=CompleteAbort,partitions=[]" in out
+    assert "transactionalId=dump-txn payload: producerId:" in out
+    out = run(OURS, ["--files", ",".join(offsets), "--offsets-decoder"], log_dir).stdout
+    assert '"protocolType":"consumer"' in out and '"subscription":{"topics":["many"]' in out
     txn_index = [f for f in partition_files(log_dir, "txn-") if f.endswith(".txnindex")]
     out = run(OURS, ["--files", ",".join(txn_index)], log_dir).stdout
     assert "version: 0 producerId: " in out
