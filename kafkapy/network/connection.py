@@ -29,7 +29,10 @@ bytes.  Invariants:
 - responses carrying file ranges (zero-copy Fetch) are sent with
   ``os.sendfile`` on a duplicate of the socket's descriptor once the
   transport's own buffer is empty; everything queued behind them waits, so
-  order holds.  uvloop has no ``loop.sendfile``, hence this path.
+  order holds.  uvloop has no ``loop.sendfile``, hence this path;
+- metrics: a request's time runs from its dispatch to its answer handed to the transport
+  and is observed once, with its count by version, on its API's cached ``ApiStats``
+  (``kafkapy.metrics.counters``: Kafka's RequestsPerSec and TotalTimeMs).
 """
 from __future__ import annotations
 
