@@ -313,7 +313,12 @@ class TransactionLogParser:
 
 
 def scala_hash_set_order(items: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    """Iteration order of a Scala 2.13 ``mutable.HashSet[TopicPartition]`` holding ``items``.
+    """Iteration order of a Scala 2.13 ``mutable.HashSet[TopicPartition]`` holding ``items``."""
+    return scala_hash_order(items, topic_partition_hash)
+
+
+def scala_hash_order(items: list, hash_fn) -> list:
+    """Iteration order of a Scala 2.13 ``mutable.HashSet`` (or a ``mutable.HashMap``'s keys).
 
     Buckets in index order (``improved hash & (table length - 1)``), ascending (signed)
     improved hash inside a bucket; the table starts at 16 slots and doubles before an
@@ -324,7 +329,7 @@ def scala_hash_set_order(items: list[tuple[str, int]]) -> list[tuple[str, int]]:
         if n + 1 >= int(length * 0.75):
             length *= 2
 
-    def improved(tp):
-        return int32(hashmap_spread(topic_partition_hash(tp)))
+    def improved(item):
+        return int32(hashmap_spread(hash_fn(item)))
 
-    return sorted(items, key=lambda tp: (improved(tp) & (length - 1), improved(tp)))
+    return sorted(items, key=lambda item: (improved(item) & (length - 1), improved(item)))

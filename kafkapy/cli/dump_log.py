@@ -44,7 +44,8 @@ import struct
 import sys
 
 from kafkapy.cli._dump_decoders import (DecoderParser, OffsetsParser, ParseError,
-                                        TransactionLogParser)
+                                        TransactionLogParser, scala_hash_order)
+from kafkapy.jvm import string_hash
 from kafkapy.log.producer_state import ProducerStateManager
 from kafkapy.log.transaction_index import TransactionIndex
 from kafkapy.records import legacy
@@ -156,6 +157,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # damaged bytes nobody foresaw: Kafka dies too, in its words
+        sys.stdout.flush()
+        print(f'Exception in thread "main" org.apache.kafka.common.KafkaException: {e!r}',
+              file=sys.stderr)
         return 1
     return 0
 
@@ -581,29 +589,34 @@ class _Dump:
     # ---------------------------------------------------------------- stderr summary
 
     def _print_errors(self) -> None:
-        for name, pairs in self.index_mismatches.items():
+        """What was collected, on stderr, in the order of Kafka's Scala hash maps."""
+        for name, pairs in _scala_map(self.index_mismatches):
             _err(f"Mismatches in :{name}")
             for index_offset, log_offset in pairs:
                 _err(f"  Index offset: {index_offset}, log offset: {log_offset}")
-        for name, pairs in self.time_mismatches.items():
+        for name, pairs in _scala_map(self.time_mismatches):
             _err(f"Found timestamp mismatch in :{name}")
             for index_ts, log_ts in pairs:
                 _err(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}")
-        for name, pairs in self.time_out_of_order.items():
+        for name, pairs in _scala_map(self.time_out_of_order):
             _err(f"Found out of order timestamp in :{name}")
             for index_ts, prev in pairs:
                 _err(f"  Index timestamp: {index_ts}, Previously indexed timestamp: {prev}")
-        for pairs in self.time_not_found.values():
+        for _name, pairs in _scala_map(self.time_not_found):
             _err("The following indexed offsets are not found in the log.")
             for index_offset, log_offset in pairs:
                 _err(f"Indexed offset: {index_offset}, found log offset: {log_offset}")
-        for name, pairs in self.non_consecutive.items():
+        for name, pairs in _scala_map(self.non_consecutive):
             _err(f"Non-consecutive offsets in {name}")
             for first, second in pairs:
                 _err(f"  {first} is followed by {second}")
 
 
 # ------------------------------------------------------------------ small Java shapes
+
+def _scala_map(found: dict[str, list]) -> list[tuple[str, list]]:
+    return [(name, found[name]) for name in scala_hash_order(list(found), string_hash)]
+
 
 def _lookup(index: bytes, base: int, target: int) -> int:
     """Kafka's OffsetIndex.lookup(target).position over every slot of the file."""
