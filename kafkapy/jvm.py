@@ -9,20 +9,24 @@ every CLI tool):
 
 - ``int32``: Java's ``int`` overflow (two's complement wrap to a signed 32-bit value).
 - ``string_hash``: ``String.hashCode`` (``31*h + c`` over UTF-16 code units, wrapped).
-- ``int_hash`` / ``topic_partition_hash``: ``Integer.hashCode`` and Kafka's
-  ``TopicPartition.hashCode`` (``31 * (31 + partition) + topic.hashCode()``).
+- ``int_hash`` / ``long_hash`` / ``topic_partition_hash``: ``Integer.hashCode``,
+  ``Long.hashCode`` (``(int) (v ^ (v >>> 32))``) and Kafka's ``TopicPartition.hashCode``
+  (``31 * (31 + partition) + topic.hashCode()``).
 - ``utils_abs``: Kafka's ``Utils.abs`` (0 for Integer.MIN_VALUE, unlike ``Math.abs``).
 - ``hashmap_spread``: the bucket hash of Java's ``HashMap``/``HashSet`` and Scala 2.13's
   ``mutable.HashMap`` (``h ^ (h >>> 16)``), as an unsigned 32-bit value.
 - ``champ_improve``: ``scala.collection.Hashing.improve``, the hash Scala 2.13's
   immutable CHAMP ``HashMap``/``HashSet`` index by (5 bits per trie level), unsigned.
+- ``java_hash_order``: the iteration order of a ``java.util.HashSet``/``HashMap`` filled
+  one by one (bucket by bucket, insertion order inside one).
+- ``scala_mutable_hash_order``: the iteration order of a Scala 2.13 ``mutable.HashSet``/
+  ``HashMap`` of a given table length (bucket by bucket, by signed spread hash inside one).
 - ``scala_set``: how a Scala immutable ``Set`` prints (``Set(..)`` up to four elements,
   ``HashSet(..)`` beyond, or when filtered from a HashSet).
 
-The iteration orders built on them stay next to their users: Scala 2.13 ``mutable`` and
-``immutable.HashMap`` and ``java.util.Properties`` (``metadata.paths.mutable_map_order``,
-``immutable_map_order``, ``properties_order``), the offset-commit record order
-(``coordinator.group.kafka_order``), ``java.util.HashSet`` (``cli._common.java_set_order``).
+Orders with more rules stay next to their users: Scala 2.13 map sizing, the CHAMP
+``immutable.HashMap`` and ``java.util.Properties`` (``metadata.paths``), the
+offset-commit record order (``coordinator.group.kafka_order``).
 
 Invariants: every hash is computed on exact Java ``int`` values; results documented as
 signed are in [-2**31, 2**31), unsigned ones in [0, 2**32).
@@ -56,6 +60,12 @@ def int_hash(value: int) -> int:
     return int32(value)
 
 
+def long_hash(value: int) -> int:
+    """``Long.hashCode``: ``(int) (value ^ (value >>> 32))``."""
+    value &= 0xFFFFFFFFFFFFFFFF
+    return int32(value ^ (value >> 32))
+
+
 def topic_partition_hash(tp: tuple[str, int]) -> int:
     """Kafka's ``TopicPartition.hashCode``: ``31 * (31 + partition) + topic.hashCode()``."""
     return int32(31 * (31 + tp[1]) + string_hash(tp[0]))
@@ -79,6 +89,30 @@ def champ_improve(h: int) -> int:
     h ^= h >> 14
     h = (h + (h << 4)) & _MASK32
     return h ^ (h >> 10)
+
+
+def java_hash_order(items, hash_fn) -> list:
+    """``items`` (distinct, in insertion order) in the iteration order of a java.util.HashSet
+    (or HashMap's keys) built by adding them one by one: by bucket
+    ``(h ^ h >>> 16) & (capacity - 1)`` (capacity 16, doubled past a 0.75 load), ties in
+    insertion order (small sets never become tree bins)."""
+    items = list(dict.fromkeys(items))
+    capacity = 16
+    while len(items) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(item) -> int:
+        return hashmap_spread(hash_fn(item)) & (capacity - 1)
+    return sorted(items, key=bucket)   # sorted() is stable: insertion order within a bucket
+
+
+def scala_mutable_hash_order(items, hash_fn, length: int) -> list:
+    """``items`` in the iteration order of a Scala 2.13 ``mutable.HashSet``/``HashMap`` whose
+    table has ``length`` buckets: bucket by bucket (``improved & (length - 1)``), ascending
+    signed improved hash (``h ^ (h >>> 16)``) inside one (``put0`` keeps buckets sorted)."""
+    def improved(item) -> int:
+        return int32(hashmap_spread(hash_fn(item)))
+    return sorted(items, key=lambda item: (improved(item) & (length - 1), improved(item)))
 
 
 def scala_set(items: Iterable[object], hashed: bool = False) -> str:

@@ -33,7 +33,7 @@ protocol through kafka-python. What they share:
   (the broker's error message, else Kafka's default description of the error code).
 - Java shapes: ``java_text`` (Java's string concatenation of a value), ``java_set_order``
   (the iteration order of a ``java.util.HashSet``, which Kafka's tools print) with the
-  ``hashCode`` of Strings, ints and TopicPartitions (from ``kafkapy.jvm``, re-exported).
+  ``hashCode`` of Strings, ints and TopicPartitions (all from ``kafkapy.jvm``, re-exported).
 """
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ import kafka.errors
 from kafkapy.config.errors import ConfigError
 from kafkapy.config.properties import load_properties
 from kafkapy.jvm import int_hash, string_hash, topic_partition_hash  # noqa: F401 (re-exported)
+from kafkapy.jvm import java_hash_order as java_set_order  # noqa: F401 (re-exported)
 
 log = logging.getLogger("kafkapy.cli")
 # Kafka's socket.connection.setup.timeout.ms default.
@@ -318,21 +319,6 @@ def java_text(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
-
-def java_set_order(items, hash_fn) -> list:
-    """``items`` (distinct, in insertion order) in the iteration order of a java.util.HashSet
-    built by adding them one by one: by bucket ``(h ^ h >>> 16) & (capacity - 1)``, ties in
-    insertion order (small sets never become tree bins)."""
-    items = list(dict.fromkeys(items))
-    capacity = 16
-    while len(items) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(item) -> int:
-        h = hash_fn(item) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-    return sorted(items, key=bucket)   # sorted() is stable: insertion order within a bucket
 
 
 # -- admin calls that retry like Kafka's admin client (delete-records, transactions) --------
