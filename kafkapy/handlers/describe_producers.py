@@ -10,10 +10,11 @@ epoch and the first offset of its open transaction (-1 if none).
 """
 from __future__ import annotations
 
-from kafkapy.security import authz
+from kafkapy.jvm import java_hash_order, long_hash
 from kafkapy.metadata.topics import invalid_topic_reason
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.security import authz
 
 API_KEY = 61
 MIN_VERSION = 0
@@ -70,12 +71,4 @@ def _java_hash_order(producers: dict) -> list:
     in a java.util.HashMap keyed by producer id, iterated bucket by bucket (a bucket is
     the spread Long hash masked by the table size, which starts at 16 and doubles past
     a 0.75 load), insertion order within a bucket."""
-    capacity = 16
-    while len(producers) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(pid: int) -> int:
-        h = (pid ^ (pid >> 32)) & 0xFFFFFFFF      # Long.hashCode
-        return (h ^ (h >> 16)) & (capacity - 1)   # HashMap.hash, masked
-    ordered = sorted(enumerate(producers.items()), key=lambda e: (bucket(e[1][0]), e[0]))
-    return [entry for _, (_, entry) in ordered]
+    return [producers[pid] for pid in java_hash_order(producers, long_hash)]

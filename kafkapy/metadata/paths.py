@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from kafkapy.jvm import champ_improve, hashmap_spread, int32, string_hash
+from kafkapy.jvm import champ_improve, hashmap_spread, scala_mutable_hash_order, string_hash
 from kafkapy.metadata.store import MetadataStore, NodeExistsError, NoNodeError, Stat
 
 # --- paths ------------------------------------------------------------------------
@@ -202,9 +202,7 @@ def mutable_map_capacity(initial_entries: int, added: int = 0) -> int:
 
 def mutable_map_order(keys: Iterable[str], capacity: int) -> list[str]:
     """Iteration order of a Scala 2.13 ``mutable.HashMap`` of ``capacity`` buckets."""
-    def improved(key: str) -> int:
-        return int32(hashmap_spread(string_hash(key)))
-    return sorted(keys, key=lambda k: (improved(k) & (capacity - 1), improved(k)))
+    return scala_mutable_hash_order(keys, string_hash, capacity)
 
 
 def immutable_map_order(keys: Iterable[str]) -> list[str]:

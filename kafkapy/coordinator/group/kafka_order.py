@@ -15,7 +15,7 @@ per entry in that map's order; the order is observable in ``__consumer_offsets``
 """
 from __future__ import annotations
 
-from kafkapy.jvm import champ_improve, hashmap_spread, int32, topic_partition_hash
+from kafkapy.jvm import champ_improve, int32, scala_mutable_hash_order, topic_partition_hash
 
 TopicPartition = tuple[str, int]
 
@@ -29,10 +29,7 @@ def _mutable_order(tps: list[TopicPartition]) -> list[TopicPartition]:
     while len(tps) >= size * 3 // 4:
         size *= 2
 
-    def key(tp):
-        improved = int32(hashmap_spread(topic_id_partition_hash(tp)))
-        return improved & (size - 1), improved
-    return sorted(tps, key=key)
+    return scala_mutable_hash_order(tps, topic_id_partition_hash, size)
 
 
 def _champ_order(items: list[tuple[int, TopicPartition]], shift: int) -> list[TopicPartition]:
