@@ -15,6 +15,8 @@ by ``Dumping <path>`` and chosen by its suffix:
   (mismatches on stderr after all files), or ``--verify-index-only`` (checks, no listing),
   or ``--index-sanity-check`` (the broker's startup check);
 - ``.snapshot``: the producer-state entries; ``.txnindex``: the aborted transactions;
+- magic 0/1 message sets (old message formats) as Kafka prints them, compressed wrappers'
+  inner messages included;
 - anything else: "Ignoring unknown file" on stderr. A name without a dot (Kafka's
   checkpoint files) makes Kafka's tool die on ``substring(-1)``; so does this one, in words.
 
@@ -51,7 +53,7 @@ from kafkapy.log.transaction_index import TransactionIndex
 from kafkapy.records import legacy
 from kafkapy.records.batch import (ATTR_DELETE_HORIZON, HEADER_SIZE, LOG_OVERHEAD, BatchHeader,
                                    crc32c, is_crc_valid, read_header)
-from kafkapy.records.record import RecordError, decode_records
+from kafkapy.records.record import RecordError, decode_records, decompress
 
 _INT_MAX = 2 ** 31 - 1
 _HEADER_SIZE_UP_TO_MAGIC = 17
@@ -373,12 +375,7 @@ class _Dump:
     def _records(self, batch: _Batch):
         """(offset, timestamp, key, value, headers, sequence) of each record of ``batch``."""
         if batch.magic < 2:
-            m = batch.legacy
-            if m.attributes & 7:
-                raise JavaException("java.lang.UnsupportedOperationException",
-                                    "kafkapy-dump-log: deep iteration of compressed legacy "
-                                    "messages")
-            return [(m.offset, m.timestamp, m.key, m.value, [], -1)]
+            return _legacy_records(batch.legacy)
         h = batch.header
         try:
             records = decode_records(batch.data[batch.pos:batch.pos + batch.size])
@@ -393,7 +390,7 @@ class _Dump:
         return out
 
     def _print_record(self, batch: _Batch, record, parser) -> None:
-        offset, timestamp, key, value, headers, sequence = record
+        offset, timestamp, key, value, headers, sequence = record[:6]
         prefix = "| "
         line = []
         control = batch.magic >= 2 and batch.header.is_control
@@ -407,9 +404,8 @@ class _Dump:
             if batch.magic >= 2:
                 line.append(f" sequence: {sequence} headerKeys: "
                             f"[{','.join(k for k, _ in headers)}]")
-            else:
-                m = batch.legacy
-                line.append(f" isValid: {_bool(m.crc_ok)} crc: {m.crc}}}")
+            else:  # Kafka prints the inner message's CRC with a stray brace
+                line.append(f" isValid: {_bool(record[6].crc_ok)} crc: {record[6].crc}}}")
             if control:
                 line.append(_control_text(key, value))
         if self.print_data and not control:
@@ -649,6 +645,36 @@ def _lookup(index: bytes, base: int, target: int) -> int:
     else:
         slot = search(0, hot)
     return 0 if slot == -1 else _OFFSET_ENTRY.unpack_from(index, slot * 8)[1]
+
+
+def _legacy_records(wrapper) -> list[tuple]:
+    """Kafka's legacy record iteration: the message itself, or a wrapper's inner messages
+    (absolute offsets: magic 1 inner offsets are relative to the wrapper's, which is the
+    last one's; LogAppendTime wrappers give their timestamp to every inner message)."""
+    codec = wrapper.attributes & 7
+    if not codec:
+        return [(wrapper.offset, wrapper.timestamp, wrapper.key, wrapper.value, [], -1, wrapper)]
+    payload = wrapper.value or b""
+    if codec == 3 and wrapper.magic == 0:
+        payload = legacy.fix_lz4_header_checksum(payload)
+    try:
+        inner = memoryview(decompress(codec, payload))
+    except RecordError as e:
+        raise JavaException("org.apache.kafka.common.KafkaException", str(e)) from None
+    messages = []
+    pos = 0
+    while len(inner) - pos >= LOG_OVERHEAD:
+        size = LOG_OVERHEAD + struct.unpack_from(">i", inner, pos + 8)[0]
+        if size < LOG_OVERHEAD + _RECORD_OVERHEAD_V0 or pos + size > len(inner):
+            break
+        messages.append(legacy.parse_message(inner, pos, size))
+        pos += size
+    shift = 0
+    if wrapper.magic == 1 and messages:
+        shift = wrapper.offset - messages[-1].offset
+    log_append = wrapper.magic == 1 and wrapper.attributes & 8
+    return [(m.offset + shift, wrapper.timestamp if log_append else m.timestamp, m.key,
+             m.value, [], -1, m) for m in messages]
 
 
 def _increment(sequence: int, increment: int) -> int:

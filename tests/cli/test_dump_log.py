@@ -285,3 +285,59 @@ def test_missing_files_option_is_a_usage_error(tmp_path):
     assert kafka.returncode == ours.returncode == 1
     assert ours.stderr.splitlines()[0] == kafka.stderr.splitlines()[0] \
         == 'Missing required argument "[files]"'
+
+
+# --------------------------------------------------------------------------- legacy formats
+
+@pytest.fixture(scope="module")
+def legacy_dir(tmp_path_factory, zookeeper_server):  # noqa: F811
+    """A Kafka 3.9 broker on inter.broker.protocol 2.8 with message formats 0.10.2 and 0.9.0:
+    magic 1 and magic 0 message sets, plain and gzip/snappy/lz4 compressed, LogAppendTime."""
+    _require_kafka()
+    from kafka import KafkaProducer
+
+    from tests.cluster.clients import create_topic
+    settings = dict(SETTINGS, **{"inter.broker.protocol.version": "2.8",
+                                 "log.message.format.version": "0.10.2"})
+    m = Mixed(tmp_path_factory.mktemp("dump-legacy"), zookeeper_server, settings)
+    try:
+        m.ensure_chroot()
+        m.add(1, "kafka")
+        m.launch_all(timeout=120)
+        m.wait_ready([1], timeout=120)
+        bootstrap = m.bootstrap(1)
+        create_topic(bootstrap, "v1", partitions=1)
+        create_topic(bootstrap, "v0", partitions=1,
+                     configs={"message.format.version": "0.9.0"})
+        create_topic(bootstrap, "v1gz", partitions=1, configs={"compression.type": "gzip"})
+        create_topic(bootstrap, "v0lz4", partitions=1,
+                     configs={"message.format.version": "0.9.0", "compression.type": "lz4"})
+        create_topic(bootstrap, "v1snappy", partitions=1,
+                     configs={"compression.type": "snappy",
+                              "message.timestamp.type": "LogAppendTime"})
+        for codec in (None, "gzip", "snappy", "lz4"):
+            p = KafkaProducer(bootstrap_servers=bootstrap, compression_type=codec,
+                              linger_ms=20, enable_idempotence=False)
+            for topic in ("v1", "v0", "v1gz", "v0lz4", "v1snappy"):
+                for i in range(4):
+                    p.send(topic, key=f"k{i}".encode() if i % 2 else None,
+                           value=f"{codec}-{i}".encode())
+            p.flush(30)
+            p.close()
+        assert m.terminate(1) in (0, 143), m.log_text(1)[-3000:]
+    finally:
+        m.stop()
+    return m.log_dir(1)
+
+
+def test_legacy_message_sets_match_kafka(legacy_dir):
+    files = partition_files(legacy_dir, "v")
+    magics = set()
+    for f in files:
+        if f.endswith(".log"):
+            data = (legacy_dir / f).read_bytes()
+            magics.add(data[16])
+    assert magics == {0, 1}, magics
+    differences = [compare(["--files", ",".join(files), *options], legacy_dir)
+                   for options in OPTION_SETS]
+    assert [d for d in differences if d] == []
