@@ -541,9 +541,9 @@ class _Dump:
 
     def _dump_producer_snapshot(self, path: str) -> None:
         data = _read_file(path)
-        if len(data) < _SNAPSHOT_HEAD.size + 4:
-            _err(f"Snapshot failed schema validation: Error reading field 'version': "
-                 f"java.nio.BufferUnderflowException")
+        problem = _snapshot_schema_error(data)
+        if problem:
+            _err(f"Snapshot failed schema validation: {problem}")
             return
         version, stored = _SNAPSHOT_HEAD.unpack_from(data, 0)
         if version != 1:
@@ -645,6 +645,37 @@ def _lookup(index: bytes, base: int, target: int) -> int:
     else:
         slot = search(0, hot)
     return 0 if slot == -1 else _OFFSET_ENTRY.unpack_from(index, slot * 8)[1]
+
+
+_SNAPSHOT_ENTRY_FIELDS = (("producer_id", 8), ("epoch", 2), ("last_sequence", 4),
+                          ("last_offset", 8), ("offset_delta", 4), ("timestamp", 8),
+                          ("coordinator_epoch", 4), ("current_txn_first_offset", 8))
+
+
+def _snapshot_schema_error(data) -> str | None:
+    """What Kafka's Schema.read says of a producer snapshot too short for its fields."""
+    underflow = "java.nio.BufferUnderflowException"
+    n = len(data)
+    if n < 2:
+        return f"Error reading field 'version': {underflow}"
+    if n < 6:
+        return f"Error reading field 'crc': {underflow}"
+    if n < 10:
+        return f"Error reading field 'producer_entries': {underflow}"
+    (count,) = struct.unpack_from(">i", data, 6)
+    if count < 0:
+        return f"Error reading field 'producer_entries': Array size {count} cannot be negative"
+    if count > n - 10:
+        return (f"Error reading field 'producer_entries': Error reading array of size {count}, "
+                f"only {n - 10} bytes available")
+    pos = 10
+    for _ in range(count):
+        for name, size in _SNAPSHOT_ENTRY_FIELDS:
+            if pos + size > n:
+                return (f"Error reading field 'producer_entries': Error reading field "
+                        f"'{name}': {underflow}")
+            pos += size
+    return None
 
 
 def _legacy_records(wrapper) -> list[tuple]:

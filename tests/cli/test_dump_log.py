@@ -238,6 +238,8 @@ def bad_dir(log_dirs, tmp_path_factory):
     body = snap[6:]
     (out / "00000000000000000030.snapshot").write_bytes(
         b"\x00\x01" + struct.pack(">I", crc32c(body)) + body)
+    for i, cut in enumerate((1, 5, 8, 20, len(snap) - 3)):  # torn snapshots
+        (out / f"{40 + i:020d}.snapshot").write_bytes(snap[:cut])
     shutil.copy(src / "plain-0" / "leader-epoch-checkpoint", out / "leader-epoch-checkpoint")
     (out / "notanumber.log").write_bytes(data)
     # The same damage in several dirs: Kafka reports them in its hash map's order.
@@ -266,6 +268,7 @@ BAD_CASES = [
     ["--files", "00000000000000000300.log"],
     ["--files", "00000000000000000010.snapshot,00000000000000000020.snapshot,"
                 "00000000000000000030.snapshot"],
+    ["--files", ",".join(f"{40 + i:020d}.snapshot" for i in range(5))],
     ["--files", "leader-epoch-checkpoint"],
     ["--files", "notanumber.log"],
     ["--files", "00000000000000000999.log"],
