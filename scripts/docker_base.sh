@@ -4,8 +4,10 @@
 #   2. a running dockerd (started here, as root, if `docker info` fails; waits until it answers);
 #   3. the base image kafkapy-base:bookworm: debootstrap minbase + python3 + python3-venv,
 #      imported with `docker import` (no registry is reachable, so nothing is ever pulled);
-#   4. the images kafkapy:latest (docker/Dockerfile) and kafkapy-zookeeper:latest
-#      (docker/zookeeper/Dockerfile, Debian's zookeeper package on the same base).
+#   4. the images kafkapy:latest (docker/Dockerfile; its build stage is kept as kafkapy-build:latest
+#      for the layer cache) and kafkapy-zookeeper:latest (docker/zookeeper/Dockerfile: Debian's
+#      ZooKeeper jars and a headless JRE on the same base). Always rebuilt (cached: seconds), so
+#      the image matches the working tree.
 # Builds use host networking (apt and pip reach their servers the way the host does); pip in the
 # build trusts the host's CA bundle, copied into the build context.
 # Env: DOCKERD_FLAGS (default below), DEBIAN_MIRROR, KAFKAPY_IMAGE, SKIP_IMAGES=1 (engine + base only).
@@ -67,7 +69,7 @@ build_base() {
   if $DOCKER image inspect "$BASE_IMAGE" >/dev/null 2>&1; then return 0; fi
   local t0 rootfs; t0=$(now)
   rootfs=$(mktemp -d /var/tmp/kafkapy-rootfs.XXXXXX)
-  log "debootstrap bookworm (minbase + python3) into $rootfs"
+  log "debootstrap bookworm (minbase + python3)"
   debootstrap --variant=minbase --include=python3,python3-venv bookworm "$rootfs" "$DEBIAN_MIRROR" \
     > "$rootfs.log" 2>&1 || { tail -20 "$rootfs.log" >&2; exit 1; }
   # Slim: package caches, lists, docs, man pages and locales are not needed in a container.
@@ -85,7 +87,7 @@ build_base() {
 build() {
   local ctx=$1 file=$2 tag=$3 out; shift 3
   log "building $tag"
-  if ! out=$($DOCKER build --network host -f "$ctx/$file" -t "$tag" "$@" "$ctx" 2>&1); then
+  if ! out=$($DOCKER build --network host --force-rm -f "$ctx/$file" -t "$tag" "$@" "$ctx" 2>&1); then
     echo "$out" | tail -40 >&2
     log "building $tag failed"
     exit 1
@@ -113,7 +115,12 @@ build_images() {
   log "images built in $(( $(now) - t0 )) s"
 }
 
-install_packages
-start_dockerd
-build_base
-[ "${SKIP_IMAGES:-0}" = 1 ] || build_images
+# One function, called on the last line: bash has read the whole script before it runs any of it.
+main() {
+  install_packages
+  start_dockerd
+  build_base
+  [ "${SKIP_IMAGES:-0}" = 1 ] || build_images
+}
+
+main "$@"

@@ -6,7 +6,8 @@ brings a compose project up on free loopback ports under a unique project name (
 networking), talks to it with confluent-kafka, and takes it down with ``down -v``.
 
 The cluster test: a topic with replication factor 3 and min.insync.replicas 2, produced with
-acks=all before, during and after ``stop broker2``; every acked record must be read back.
+acks=all before, during and after ``stop broker2``; every acked record must be read back;
+``start broker2`` brings it back on its volume and every ISR is full again.
 Image size and start time (``up`` -> first acked produce) go to bench/results/docker-latest.md.
 
 No skip: where the engine cannot be started the test fails with the script's reason. Every
@@ -67,8 +68,9 @@ def images():
     _figures["docker_base.sh log"] = " / ".join(
         ln.removeprefix("docker_base: ") for ln in proc.stderr.splitlines()
         if ln.startswith("docker_base:")) or "nothing to do"
-    info = json.loads(_run([_docker(), "image", "inspect", IMAGE], 30).stdout)[0]
-    _figures["image size (kafkapy:latest)"] = f"{info['Size'] / 1e6:.1f} MB"
+    for image in (IMAGE, "kafkapy-zookeeper:latest", "kafkapy-base:bookworm"):
+        info = json.loads(_run([_docker(), "image", "inspect", image], 30).stdout)[0]
+        _figures[f"image size ({image})"] = f"{info['Size'] / 1e6:.1f} MB"
     yield
 
 
@@ -262,6 +264,24 @@ def test_cluster_survives_a_broker_stop(project):
         print(compose.logs(), file=sys.stderr)
         raise
     assert len(acked) >= 601
+    # broker2 comes back on its volume and catches up: every partition's ISR is 3 again.
+    compose("start", "broker2", timeout=120)
+    _wait_full_isr(bootstrap, topic, 3, time.monotonic() + 120)
+
+
+def _wait_full_isr(bootstrap: str, topic: str, replicas: int, deadline: float) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
+    isrs = None
+    while time.monotonic() < deadline:
+        try:
+            parts = admin.list_topics(topic, timeout=10).topics[topic].partitions
+            isrs = {p: sorted(m.isrs) for p, m in parts.items()}
+            if parts and all(len(i) == replicas for i in isrs.values()):
+                return
+        except KafkaException:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"{topic}: ISR not back to {replicas} replicas: {isrs}")
 
 
 @pytest.mark.timeout(BUILD_TIMEOUT_S + 300)
