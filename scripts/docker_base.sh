@@ -29,6 +29,9 @@ DOCKER=/usr/bin/docker
 export DOCKER_BUILDKIT=0
 
 log() { echo "docker_base: $*" >&2; }
+# Temporary rootfs and build contexts, removed however the script ends.
+TMP_DIRS=()
+trap 'rm -rf "${TMP_DIRS[@]}" 2>/dev/null || true' EXIT
 now() { date +%s; }
 
 install_packages() {
@@ -69,6 +72,7 @@ build_base() {
   if $DOCKER image inspect "$BASE_IMAGE" >/dev/null 2>&1; then return 0; fi
   local t0 rootfs; t0=$(now)
   rootfs=$(mktemp -d /var/tmp/kafkapy-rootfs.XXXXXX)
+  TMP_DIRS+=("$rootfs" "$rootfs.log")
   log "debootstrap bookworm (minbase + python3)"
   debootstrap --variant=minbase --include=python3,python3-venv bookworm "$rootfs" "$DEBIAN_MIRROR" \
     > "$rootfs.log" 2>&1 || { tail -20 "$rootfs.log" >&2; exit 1; }
@@ -84,10 +88,28 @@ build_base() {
   log "base image $BASE_IMAGE built in $(( $(now) - t0 )) s"
 }
 
+# The host's way out, passed to the build: proxies (Docker's predefined build args) and pip's
+# http(s) indexes (file:// ones and find-links do not exist inside the build).
+passthrough_args() {
+  local v url urls
+  for v in HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy; do
+    [ -n "${!v:-}" ] && printf '%s\n' --build-arg "$v=${!v}"
+  done
+  for v in PIP_INDEX_URL PIP_EXTRA_INDEX_URL; do
+    urls=""
+    for url in ${!v:-}; do
+      case $url in http://*|https://*) urls="${urls:+$urls }$url" ;; esac
+    done
+    [ -n "$urls" ] && printf '%s\n' --build-arg "$v=$urls"
+  done
+  return 0
+}
+
 build() {
-  local ctx=$1 file=$2 tag=$3 out; shift 3
+  local ctx=$1 file=$2 tag=$3 out extra=(); shift 3
+  mapfile -t extra < <(passthrough_args)
   log "building $tag"
-  if ! out=$($DOCKER build --network host --force-rm -f "$ctx/$file" -t "$tag" "$@" "$ctx" 2>&1); then
+  if ! out=$($DOCKER build --network host --force-rm "${extra[@]}" -f "$ctx/$file" -t "$tag" "$@" "$ctx" 2>&1); then
     echo "$out" | tail -40 >&2
     log "building $tag failed"
     exit 1
@@ -99,6 +121,7 @@ build() {
 build_images() {
   local t0 ctx; t0=$(now)
   ctx=$(mktemp -d /var/tmp/kafkapy-ctx.XXXXXX)
+  TMP_DIRS+=("$ctx")
   mkdir -p "$ctx/src"
   cp -r "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT/README.md" "$ROOT/kafkapy" "$ROOT/protocol" "$ctx/src/"
   find "$ctx/src" \( -name __pycache__ -o -name '*.so' -o -name '*.egg-info' \) -prune -exec rm -rf {} +
