@@ -306,6 +306,10 @@ def test_single_node(project):
     _produce(producer, "single", [f"v-{i}" for i in range(100)], acked, failed)
     assert producer.flush(60) == 0 and not failed
     assert sorted(_consume_all(bootstrap, "single", 1, time.monotonic() + 60)) == sorted(acked)
+    # A command after the image name runs instead of the broker: the image's own tools.
+    listed = _run([_docker(), "run", "--rm", "--network", "host", IMAGE, "kafkapy-topics",
+                   "--bootstrap-server", bootstrap, "--list"], 120).stdout.split()
+    assert "single" in listed
     # The broker runs as the image's non-root user.
     ps = compose("ps", "-q", timeout=60).stdout.split()
     user = _run([_docker(), "inspect", "-f", "{{.Config.User}}", ps[0]], 30).stdout.strip()
