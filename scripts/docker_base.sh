@@ -39,6 +39,8 @@ install_packages() {
   [ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] || missing+=(docker.io)
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
   command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+  # pip in the build trusts the host's bundle.
+  [ -e /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
   [ ${#missing[@]} -eq 0 ] && return 0
   if [ "$(id -u)" != 0 ]; then log "missing ${missing[*]} and not root"; exit 1; fi
   log "installing ${missing[*]}"
