@@ -7,7 +7,8 @@ networking), talks to it with confluent-kafka, and takes it down with ``down -v`
 
 The cluster test: a topic with replication factor 3 and min.insync.replicas 2, produced with
 acks=all before, during and after ``stop broker2``; every acked record must be read back;
-``start broker2`` brings it back on its volume and every ISR is full again.
+``start broker2`` brings it back on its volume and every ISR is full again; broker1's
+metrics endpoint counts the topic's messages in.
 Image size and start time (``up`` -> first acked produce) go to bench/results/docker-latest.md.
 
 No skip: where the engine cannot be started the test fails with the script's reason. Every
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -220,8 +222,9 @@ def _write_results() -> None:
 
 @pytest.mark.timeout(BUILD_TIMEOUT_S + 600)
 def test_cluster_survives_a_broker_stop(project):
-    ports = {"ZK_PORT": free_port(), "BROKER1_PORT": free_port(),
-             "BROKER2_PORT": free_port(), "BROKER3_PORT": free_port()}
+    ports = {name: free_port() for name in (
+        "ZK_PORT", "BROKER1_PORT", "BROKER2_PORT", "BROKER3_PORT",
+        "METRICS1_PORT", "METRICS2_PORT", "METRICS3_PORT")}
     bootstrap = _bootstrap([ports["BROKER1_PORT"], ports["BROKER2_PORT"], ports["BROKER3_PORT"]])
     compose = project("docker-compose.yml", ports)
     topic, partitions = "replicated", 3
@@ -264,9 +267,22 @@ def test_cluster_survives_a_broker_stop(project):
         print(compose.logs(), file=sys.stderr)
         raise
     assert len(acked) >= 601
+    assert _messages_in(ports["METRICS1_PORT"], topic) > 0
     # broker2 comes back on its volume and catches up: every partition's ISR is 3 again.
     compose("start", "broker2", timeout=120)
     _wait_full_isr(bootstrap, topic, 3, time.monotonic() + 120)
+
+
+def _messages_in(metrics_port: int, topic: str) -> float:
+    """broker1's kafka_server_brokertopicmetrics_messagesin_total for ``topic`` (the Grafana
+    dashboard's first panel), scraped over HTTP from the container."""
+    url = f"http://127.0.0.1:{metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    wanted = f'kafka_server_brokertopicmetrics_messagesin_total{{topic="{topic}"}} '
+    values = [float(line[len(wanted):]) for line in text.splitlines() if line.startswith(wanted)]
+    assert values, f"no {wanted.strip()} in broker1's metrics"
+    return values[0]
 
 
 def _wait_full_isr(bootstrap: str, topic: str, replicas: int, deadline: float) -> None:
