@@ -348,6 +348,60 @@ def check_election(r: subprocess.CompletedProcess) -> None:
     assert r.stdout == "", r.stdout
 
 
+def check_producer_perf(r: subprocess.CompletedProcess) -> None:
+    final = r.stdout.splitlines()[-1]
+    assert re.fullmatch(r"1000 records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.]+ ms avg "
+                        r"latency, [\d.]+ ms max latency, \d+ ms 50th, \d+ ms 95th, \d+ ms 99th, "
+                        r"\d+ ms 99\.9th\.", final), r.stdout
+
+
+def check_consumer_perf(r: subprocess.CompletedProcess) -> None:
+    header, row = r.stdout.splitlines()
+    assert header.startswith("start.time, end.time, data.consumed.in.MB, MB.sec, "
+                             "data.consumed.in.nMsg, nMsg.sec"), header
+    assert row.split(", ")[4] == "1000", row
+
+
+def check_api_versions(r: subprocess.CompletedProcess) -> None:
+    lines = r.stdout.splitlines()
+    assert re.fullmatch(r"127\.0\.0\.1:\d+ \(id: \d+ rack: null\) -> \(", lines[0]), lines[0]
+    assert re.fullmatch(r"\tProduce\(0\): \d+ to \d+ \[usable: \d+\],", lines[1]), lines[1]
+    assert lines[-1] == ")", lines[-1]
+
+
+def check_log_dirs(r: subprocess.CompletedProcess) -> None:
+    querying, received, body = r.stdout.splitlines()
+    assert querying == "Querying brokers for log directories information", querying
+    assert received.startswith("Received log directory information from brokers "), received
+    (broker,) = json.loads(body)["brokers"]
+    (log_dir,) = broker["logDirs"]
+    assert sorted(p["partition"] for p in log_dir["partitions"]) == [
+        f"orders-{i}" for i in range(3)], log_dir
+
+
+def check_dump_log(r: subprocess.CompletedProcess) -> None:
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["Dumping data/kafka-logs/orders-0/00000000000000000000.log",
+                         "Log starting offset: 0"], lines[:2]
+    assert any(line.startswith("| offset: ") for line in lines), r.stdout
+
+
+def check_no_output(r: subprocess.CompletedProcess) -> None:
+    assert r.stdout == "", r.stdout
+
+
+def check_delete_records(r: subprocess.CompletedProcess) -> None:
+    lines = r.stdout.splitlines()
+    # loadtest has one partition (auto-created): the perf test's 1,000 records are all below
+    assert lines == ["Executing records delete operation", "Records delete operation completed:",
+                     "partition: loadtest-0\tlow_watermark: 1000"], lines
+
+
+def check_transactions_list(r: subprocess.CompletedProcess) -> None:
+    assert r.stdout.split() == ["TransactionalId", "Coordinator", "ProducerId",
+                                "TransactionState"], r.stdout
+
+
 CLI_CHECKS: list[tuple[str, Callable[[subprocess.CompletedProcess], None]]] = [
     (r"kafkapy-topics .*--create", check_create),
     (r"kafkapy-topics .*--describe", check_describe_topic),
@@ -359,6 +413,14 @@ CLI_CHECKS: list[tuple[str, Callable[[subprocess.CompletedProcess], None]]] = [
     (r"kafkapy-configs .*--describe", check_describe_config),
     (r"kafkapy-get-offsets ", check_offsets),
     (r"kafkapy-leader-election ", check_election),
+    (r"kafkapy-producer-perf-test ", check_producer_perf),
+    (r"kafkapy-consumer-perf-test ", check_consumer_perf),
+    (r"kafkapy-broker-api-versions ", check_api_versions),
+    (r"kafkapy-log-dirs ", check_log_dirs),
+    (r"kafkapy-dump-log ", check_dump_log),
+    (r"^echo ", check_no_output),
+    (r"kafkapy-delete-records ", check_delete_records),
+    (r"kafkapy-transactions ", check_transactions_list),
 ]
 
 
