@@ -111,6 +111,20 @@ def run(body: Callable[[argparse.Namespace], int | None], parser: ToolParser,
         return 130
 
 
+def to_stderr(message: str) -> None:
+    """The ``report`` of tools that print a failure as it is, on stderr."""
+    print(message, file=sys.stderr)
+
+
+def read_text(path: str) -> str:
+    """A file named by an option, or Kafka's "Unable to read file" failure."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        raise CommandError(f"Unable to read file {path}") from None
+
+
 def _interrupt(signum, frame) -> None:
     # SIGTERM ends a tool like Ctrl-C does, so ``finally`` blocks (closing clients,
     # committing a console consumer's offsets) still run, as in Kafka's shutdown hooks.

@@ -57,11 +57,7 @@ _MERGED = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    return common.run(_produce, _parser(), argv, _report)
-
-
-def _report(message: str) -> None:
-    print(message, file=sys.stderr)
+    return common.run(_produce, _parser(), argv, common.to_stderr)
 
 
 def _parser() -> common.ToolParser:

@@ -45,11 +45,7 @@ _BACKOFF_S = 0.1
 
 
 def main(argv: list[str] | None = None) -> int:
-    return common.run(_execute, _parser(), argv, _report)
-
-
-def _report(message: str) -> None:
-    print(message, file=sys.stderr)
+    return common.run(_execute, _parser(), argv, common.to_stderr)
 
 
 def _parser() -> common.ToolParser:
@@ -67,7 +63,7 @@ def _execute(args: argparse.Namespace) -> None:
     common.require_bootstrap(args)
     if not args.offset_json_file:
         raise UsageError('Missing required argument "[offset-json-file]"')
-    offsets = _offsets(_read(args.offset_json_file))
+    offsets = _offsets(common.read_text(args.offset_json_file))
     print("Executing records delete operation")
     admin, timeout_ms = common.admin_client_and_timeout(args)
     try:
@@ -80,14 +76,6 @@ def _execute(args: argparse.Namespace) -> None:
     for tp in common.java_set_order(list(reversed(offsets)), common.topic_partition_hash):
         kind, value = outcomes[tp]
         print(f"partition: {tp[0]}-{tp[1]}\t{kind}: {value}")
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError:
-        raise CommandError(f"Unable to read file {path}") from None
 
 
 def _offsets(text: str) -> dict[tuple[str, int], int]:

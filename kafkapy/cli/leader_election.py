@@ -39,11 +39,7 @@ _ELECTION_NOT_NEEDED = kafka.errors.ElectionNotNeededError.errno
 
 
 def main(argv: list[str] | None = None) -> int:
-    return common.run(_execute, _parser(), argv, _report)
-
-
-def _report(message: str) -> None:
-    print(message, file=sys.stderr)
+    return common.run(_execute, _parser(), argv, common.to_stderr)
 
 
 def _parser() -> common.ToolParser:

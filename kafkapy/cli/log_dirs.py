@@ -29,11 +29,7 @@ from kafkapy.cli._common import CommandError, UsageError
 
 
 def main(argv: list[str] | None = None) -> int:
-    return common.run(_execute, _parser(), argv, _report)
-
-
-def _report(message: str) -> None:
-    print(message, file=sys.stderr)
+    return common.run(_execute, _parser(), argv, common.to_stderr)
 
 
 def _parser() -> common.ToolParser:

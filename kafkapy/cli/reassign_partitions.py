@@ -258,11 +258,12 @@ def _act(action: str, args: argparse.Namespace) -> int:
     if action == "list":
         return _with_admin(args, _list)
     if action == "generate":
-        brokers, topics = _generate_args(_read(args.topics_to_move_json_file), args.broker_list)
+        brokers, topics = _generate_args(common.read_text(args.topics_to_move_json_file),
+                                         args.broker_list)
         return _with_admin(args, lambda admin: _generate(admin, topics, brokers,
                                                          not args.disable_rack_aware))
     # Kafka reads the file, then the options' values, then parses the file.
-    text = _read(args.reassignment_json_file)
+    text = common.read_text(args.reassignment_json_file)
     if action == "verify":
         plan = _parse_plan(text)
         return _with_admin(args, lambda admin: _verify(admin, plan, args.preserve_throttles))
@@ -297,14 +298,6 @@ def _with_admin(args: argparse.Namespace, body) -> int:
     finally:
         admin.close()
     return 0
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError:
-        raise CommandError(f"Unable to read file {path}") from None
 
 
 # --------------------------------------------------------------------------- JSON

@@ -50,14 +50,10 @@ class _Failed(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        return common.run(_execute, _parser(), argv, _report)
+        return common.run(_execute, _parser(), argv, common.to_stderr)
     except SystemExit as done:
         # Kafka's argparse4j parser exits 1 after --help as after any parse failure.
         raise SystemExit(done.code or 1) from None
-
-
-def _report(message: str) -> None:
-    print(message, file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- options
