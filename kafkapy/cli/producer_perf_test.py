@@ -188,7 +188,20 @@ def _read_payload_file(path: str | None, delimiter: str) -> list[bytes]:
 
 # -- the client ------------------------------------------------------------------------------
 
-class _ConfluentProducer:
+class _Transactions:
+    """The transaction calls, the same on both clients' producers (``self._producer``)."""
+
+    def init_transactions(self) -> None:
+        self._producer.init_transactions()
+
+    def begin_transaction(self) -> None:
+        self._producer.begin_transaction()
+
+    def commit_transaction(self) -> None:
+        self._producer.commit_transaction()
+
+
+class _ConfluentProducer(_Transactions):
     """librdkafka's producer: ``send`` queues, ``poll`` serves delivery callbacks."""
 
     def __init__(self, props: dict[str, str], with_stats: bool) -> None:
@@ -224,15 +237,6 @@ class _ConfluentProducer:
         while self._producer.flush(1.0):
             pass
 
-    def init_transactions(self) -> None:
-        self._producer.init_transactions()
-
-    def begin_transaction(self) -> None:
-        self._producer.begin_transaction()
-
-    def commit_transaction(self) -> None:
-        self._producer.commit_transaction()
-
     def metrics(self) -> dict[str, object]:
         stats = self._stats.wait(self._producer.poll)
         return _perf.librdkafka_metrics(stats, "producer-metrics", self._client_id)
@@ -241,7 +245,7 @@ class _ConfluentProducer:
         self.flush()
 
 
-class _KafkaPythonProducer:
+class _KafkaPythonProducer(_Transactions):
     def __init__(self, props: dict[str, str]) -> None:
         from kafka import KafkaProducer
 
@@ -266,15 +270,6 @@ class _KafkaPythonProducer:
 
     def flush(self) -> None:
         self._producer.flush()
-
-    def init_transactions(self) -> None:
-        self._producer.init_transactions()
-
-    def begin_transaction(self) -> None:
-        self._producer.begin_transaction()
-
-    def commit_transaction(self) -> None:
-        self._producer.commit_transaction()
 
     def metrics(self) -> dict[str, object]:
         return _perf.kafka_python_metrics(self._producer.metrics(), self._client_id)
