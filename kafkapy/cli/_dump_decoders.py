@@ -22,6 +22,7 @@ only writes what they decode the way Kafka prints it.
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 import struct
 
@@ -61,9 +62,29 @@ def _decoder(class_name: str | None):
     return kind
 
 
+def _java_replace(err: UnicodeDecodeError) -> tuple[str, int]:
+    """Java's UTF-8 decoder's replacements, where they differ from Python's "replace":
+    a surrogate's encoding (ED A0..BF ..) is one malformed sequence of 3 bytes (2 when the
+    third is no continuation byte) where Python replaces byte by byte."""
+    data, start = err.object, err.start
+    if data[start] == 0xED and start + 1 < len(data) and 0xA0 <= data[start + 1] <= 0xBF:
+        if start + 2 < len(data) and 0x80 <= data[start + 2] <= 0xBF:
+            return "\ufffd", start + 3
+        return "\ufffd", start + 2
+    return "\ufffd", err.end
+
+
+codecs.register_error("kafkapy-java-utf8", _java_replace)
+
+
+def java_string(data: bytes) -> str:
+    """``new String(bytes, UTF_8)``: malformed input replaced as Java replaces it."""
+    return bytes(data).decode("utf-8", "kafkapy-java-utf8")
+
+
 def _decode(kind: str, data: bytes) -> str:
     if kind == "string":
-        return data.decode("utf-8", "replace")
+        return java_string(data)
     if kind in ("int", "long"):
         size = 4 if kind == "int" else 8
         if len(data) < size:
@@ -218,8 +239,10 @@ def _read_message(cls, data: bytes, version: int, name: str):
     try:
         return cls.decode(bytes(data))
     except Exception as e:  # kafka-python's decoders raise assorted types
+        # Kafka's readers fail on a short buffer: BufferUnderflowException, whose message
+        # is null.
         raise ValueError(f"Could not read record with version {version} from {name}'s "
-                         f"buffer due to: {e}.") from e
+                         f"buffer due to: null.") from e
 
 
 class OffsetsParser:
