@@ -5,6 +5,24 @@ A single-process stand-in for ZooKeeper with the same semantics (see
 owned by ``session_id`` (random per open) and vanish when the store is closed or
 the process dies; they are never written to the file.
 
+Sessions: ``store.session()`` opens one more session on the same tree, a
+``MetadataStore`` of its own (``EmbeddedSession``) - how several brokers of one
+process (``kafkapy.testing.cluster``) share one store as if it were ZooKeeper:
+
+* its ephemeral nodes are owned by its ``session_id``; a watch belongs to the
+  session that set it (the same callable set on one path by two sessions fires
+  in both);
+* ``close()`` ends it: its watches are dropped, then its ephemeral nodes are
+  deleted as one change whose watches fire in the other sessions (what a
+  broker's ``/brokers/ids`` and ``/controller`` watchers see when a broker dies);
+* ``expire()`` is ZooKeeper expiring the session while its client lives on
+  (kazoo's LOST then CONNECTED): its pending watches get one ``EventType.NONE``
+  event (``KeeperState.EXPIRED_SESSION``, path None), its ephemeral nodes go as
+  on close, then it continues under a new session id and its
+  ``on_new_session`` callbacks run on the event loop;
+* closing the store closes every session; a closed session raises
+  ``ConnectionClosedError``.
+
 Invariants
 * Every change (create, set, delete, a whole multi, a whole recursive delete)
   gets one new zxid; zxids are monotonic across restarts because the counter is
@@ -48,7 +66,7 @@ import logging
 import os
 import secrets
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.metadata.store import (
@@ -76,7 +94,7 @@ from kafkapy.metadata.store import (
     validate_path,
 )
 
-__all__ = ["EmbeddedStore"]
+__all__ = ["EmbeddedSession", "EmbeddedStore"]
 
 _log = logging.getLogger(__name__)
 
@@ -117,6 +135,10 @@ class _Node:
          self.cversion, self.cseq, self.children) = snap
 
 
+def _new_session_id() -> int:
+    return secrets.randbits(62) | 1     # never 0: 0 is "persistent" in a Stat
+
+
 def _check_data(data: bytes) -> bytes:
     if data is None:
         return b""
@@ -135,10 +157,14 @@ class EmbeddedStore(MetadataStore):
         self._clock = clock
         self._fsync = fsync
         self._closed = False
-        self._session_id = secrets.randbits(62) | 1
+        self._session_id = _new_session_id()
+        # Sessions opened by ``session()`` and alive (by id); the store's own is not listed.
+        self._sessions: dict[int, "EmbeddedSession"] = {}
         self._nodes: dict[str, _Node] = {}
         self._zxid = 0
-        self._watches: dict[str, dict[str, dict[WatchCallback, None]]] = {_DATA: {}, _CHILD: {}}
+        # kind -> path -> {(session id, callback): None}: per-session one-shot watches
+        self._watches: dict[str, dict[str, dict[tuple[int, WatchCallback], None]]] = {
+            _DATA: {}, _CHILD: {}}
         # Undo log and pending watch triggers of the change being applied.
         self._undo: list[tuple[str, str, tuple | None]] | None = None
         self._triggers: list[tuple[str, str]] = []
@@ -166,46 +192,71 @@ class EmbeddedStore(MetadataStore):
     def last_zxid(self) -> int:
         return self._zxid
 
+    # --- sessions -----------------------------------------------------------
+    def session(self) -> "EmbeddedSession":
+        """Open another session on this tree (see the module docstring)."""
+        self._check_open()
+        sid = _new_session_id()
+        while sid == self._session_id or sid in self._sessions:
+            sid = _new_session_id()
+        view = EmbeddedSession(self, sid)
+        self._sessions[sid] = view
+        return view
+
     # --- reads --------------------------------------------------------------
     def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, Stat]:
+        return self._get(self._session_id, path, watch)
+
+    def exists(self, path: str, watch: WatchCallback | None = None) -> Stat | None:
+        return self._exists(self._session_id, path, watch)
+
+    def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
+        return self._get_children(self._session_id, path, watch)
+
+    def _get(self, sid: int, path: str, watch: WatchCallback | None) -> tuple[bytes, Stat]:
         self._check_open()
         validate_path(path)
         node = self._nodes.get(path)
         if node is None:
             raise NoNodeError(path)
         if watch is not None:
-            self._add_watch(_DATA, path, watch)
+            self._add_watch(sid, _DATA, path, watch)
         return node.data, node.stat()
 
-    def exists(self, path: str, watch: WatchCallback | None = None) -> Stat | None:
+    def _exists(self, sid: int, path: str, watch: WatchCallback | None) -> Stat | None:
         self._check_open()
         validate_path(path)
         if watch is not None:
-            self._add_watch(_DATA, path, watch)
+            self._add_watch(sid, _DATA, path, watch)
         node = self._nodes.get(path)
         return None if node is None else node.stat()
 
-    def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
+    def _get_children(self, sid: int, path: str, watch: WatchCallback | None) -> list[str]:
         self._check_open()
         validate_path(path)
         node = self._nodes.get(path)
         if node is None:
             raise NoNodeError(path)
         if watch is not None:
-            self._add_watch(_CHILD, path, watch)
+            self._add_watch(sid, _CHILD, path, watch)
         return sorted(node.children)
 
     # --- writes -------------------------------------------------------------
     def create(self, path: str, data: bytes = b"", ephemeral: bool = False,
                sequence: bool = False, makepath: bool = False) -> str:
+        return self._create(self._session_id, path, data, ephemeral, sequence, makepath)
+
+    def _create(self, sid: int, path: str, data: bytes, ephemeral: bool, sequence: bool,
+                makepath: bool) -> str:
         self._check_open()
         data = _check_data(data)
         validate_path(path, allow_trailing_slash=sequence)
+        owner = sid if ephemeral else 0
 
         def apply(zxid: int, now: int) -> str:
             if makepath:
                 self._make_parents(parent_of(path), zxid, now)
-            return self._do_create(path, data, ephemeral, sequence, zxid, now)
+            return self._do_create(path, data, owner, sequence, zxid, now)
 
         return self._change(apply)
 
@@ -242,6 +293,9 @@ class EmbeddedStore(MetadataStore):
         return True
 
     def multi(self, ops: Sequence[Op]) -> list:
+        return self._multi(self._session_id, ops)
+
+    def _multi(self, sid: int, ops: Sequence[Op]) -> list:
         self._check_open()
         ops = list(ops)
         if not ops:
@@ -263,7 +317,8 @@ class EmbeddedStore(MetadataStore):
                 try:
                     if isinstance(op, CreateOp):
                         results.append(self._do_create(op.path, _check_data(op.data),
-                                                       op.ephemeral, op.sequence, zxid, now))
+                                                       sid if op.ephemeral else 0,
+                                                       op.sequence, zxid, now))
                     elif isinstance(op, SetDataOp):
                         results.append(self._do_set(op.path, _check_data(op.data),
                                                     op.version, zxid, now))
@@ -289,7 +344,10 @@ class EmbeddedStore(MetadataStore):
         if self._closed:
             return
         self._closed = True
-        # The session ends: ephemeral nodes go; nothing else changes on disk.
+        for view in list(self._sessions.values()):
+            view._closed = True
+        self._sessions.clear()
+        # Every session ends: ephemeral nodes go; nothing else changes on disk.
         for path in sorted((p for p, n in self._nodes.items() if n.ephemeral_owner),
                            key=len, reverse=True):
             parent = self._nodes.get(parent_of(path))
@@ -298,6 +356,33 @@ class EmbeddedStore(MetadataStore):
             del self._nodes[path]
         self._watches = {_DATA: {}, _CHILD: {}}
         self._release_lock()
+
+    def _end_session(self, sid: int) -> None:
+        """Session ``sid`` ends (closed or expired): its watches go without firing, then
+        its ephemeral nodes are deleted as one change, firing the other sessions' watches."""
+        self._drop_watches(sid)
+        owned = [p for p, n in self._nodes.items() if n.ephemeral_owner == sid]
+        if not owned or self._closed:
+            return
+
+        def apply(zxid: int, now: int) -> None:
+            for path in owned:       # ephemeral nodes have no children: any order
+                self._do_delete(path, -1, zxid)
+
+        self._change(apply)
+
+    def _drop_watches(self, sid: int) -> list[WatchCallback]:
+        """Forget every watch of session ``sid``; returns their callbacks (each once)."""
+        dropped: dict[WatchCallback, None] = {}
+        for by_path in self._watches.values():
+            for path in list(by_path):
+                keys = by_path[path]
+                for key in [k for k in keys if k[0] == sid]:
+                    del keys[key]
+                    dropped[key[1]] = None
+                if not keys:
+                    del by_path[path]
+        return list(dropped)
 
     # --- change machinery ---------------------------------------------------
     def _change(self, apply):
@@ -348,8 +433,9 @@ class EmbeddedStore(MetadataStore):
         """Record ``node``'s state before its first modification in this change."""
         self._undo.append(("modified", path, node.snapshot()))  # type: ignore[union-attr]
 
-    def _do_create(self, path: str, data: bytes, ephemeral: bool, sequence: bool,
+    def _do_create(self, path: str, data: bytes, owner: int, sequence: bool,
                    zxid: int, now: int) -> str:
+        """Create ``path``; ``owner`` is the owning session id of an ephemeral node, else 0."""
         if sequence and path.endswith("/"):
             parent_path = path[:-1] or "/"      # "/parent/" + counter
         elif path == "/":
@@ -367,7 +453,7 @@ class EmbeddedStore(MetadataStore):
             raise NodeExistsError(path)
         name = path.rsplit("/", 1)[1]
         self._touch(parent_path, parent)
-        node = _Node(data, zxid, now, self._session_id if ephemeral else 0)
+        node = _Node(data, zxid, now, owner)
         self._nodes[path] = node
         self._undo.append(("created", path, None))  # type: ignore[union-attr]
         parent.children.add(name)
@@ -421,7 +507,7 @@ class EmbeddedStore(MetadataStore):
             missing.append(p)
             p = parent_of(p)
         for p in reversed(missing):
-            self._do_create(p, b"", False, False, zxid, now)
+            self._do_create(p, b"", 0, False, zxid, now)
 
     def _subtree_bottom_up(self, path: str) -> list[str]:
         out: list[str] = []
@@ -434,10 +520,10 @@ class EmbeddedStore(MetadataStore):
         return out
 
     # --- watches ------------------------------------------------------------
-    def _add_watch(self, kind: str, path: str, cb: WatchCallback) -> None:
+    def _add_watch(self, sid: int, kind: str, path: str, cb: WatchCallback) -> None:
         if not callable(cb):
             raise TypeError("watch must be callable")
-        self._watches[kind].setdefault(path, {})[cb] = None
+        self._watches[kind].setdefault(path, {})[(sid, cb)] = None
 
     def _fire(self, triggers: list[tuple[str, str]]) -> None:
         if not (self._watches[_DATA] or self._watches[_CHILD]):
@@ -447,23 +533,13 @@ class EmbeddedStore(MetadataStore):
         for path, etype in triggers:
             ev = WatchedEvent(etype, KeeperState.CONNECTED, path)
             if etype in (EventType.CREATED, EventType.CHANGED):
-                cbs = list(data_w.pop(path, ()))
+                keys = list(data_w.pop(path, ()))
             elif etype == EventType.DELETED:
-                cbs = list(data_w.pop(path, ())) + list(child_w.pop(path, ()))
+                keys = list(data_w.pop(path, ())) + list(child_w.pop(path, ()))
             else:
-                cbs = list(child_w.pop(path, ()))
-            calls.extend((cb, ev) for cb in cbs)
-        if not calls:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        for cb, ev in calls:
-            if loop is not None:
-                loop.call_soon(_run_watch, cb, ev)
-            else:
-                _run_watch(cb, ev)
+                keys = list(child_w.pop(path, ()))
+            calls.extend((cb, ev) for _sid, cb in keys)
+        _deliver(calls)
 
     # --- persistence --------------------------------------------------------
     def _check_open(self) -> None:
@@ -550,6 +626,120 @@ class EmbeddedStore(MetadataStore):
                     os.close(dfd)
         except OSError as e:
             raise MetadataStoreError(f"cannot write metadata store file {self._path}: {e}") from e
+
+
+class EmbeddedSession(MetadataStore):
+    """One more session on an ``EmbeddedStore``'s tree: its own session id, ephemeral
+    nodes and watches (see the module docstring); made by ``EmbeddedStore.session()``."""
+
+    def __init__(self, store: EmbeddedStore, session_id: int) -> None:
+        self._store = store
+        self._sid = session_id
+        self._closed = False
+        self._on_new_session: list[tuple[asyncio.AbstractEventLoop | None, Callable]] = []
+
+    @property
+    def session_id(self) -> int:
+        return self._sid
+
+    @property
+    def store(self) -> EmbeddedStore:
+        """The store whose tree this session shares."""
+        return self._store
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._store._closed
+
+    def on_new_session(self, callback: Callable[[], None]) -> None:
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        self._on_new_session.append((loop, callback))
+
+    # --- the tree, as this session ---------------------------------------------
+    def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, Stat]:
+        self._check_open()
+        return self._store._get(self._sid, path, watch)
+
+    def exists(self, path: str, watch: WatchCallback | None = None) -> Stat | None:
+        self._check_open()
+        return self._store._exists(self._sid, path, watch)
+
+    def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
+        self._check_open()
+        return self._store._get_children(self._sid, path, watch)
+
+    def create(self, path: str, data: bytes = b"", ephemeral: bool = False,
+               sequence: bool = False, makepath: bool = False) -> str:
+        self._check_open()
+        return self._store._create(self._sid, path, data, ephemeral, sequence, makepath)
+
+    def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+        self._check_open()
+        return self._store.set(path, data, version)
+
+    def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
+        self._check_open()
+        self._store.delete(path, version, recursive)
+
+    def ensure_path(self, path: str) -> bool:
+        self._check_open()
+        return self._store.ensure_path(path)
+
+    def multi(self, ops: Sequence[Op]) -> list:
+        self._check_open()
+        return self._store._multi(self._sid, ops)
+
+    # --- the session's end ------------------------------------------------------
+    def close(self) -> None:
+        """End the session: watches dropped, ephemeral nodes deleted (others' watches fire)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._store._sessions.pop(self._sid, None)
+        self._store._end_session(self._sid)
+
+    def expire(self) -> None:
+        """ZooKeeper expires the session and the client gets a new one (kazoo's LOST, then
+        CONNECTED): pending watches get ``EventType.NONE``, ephemeral nodes go, the session
+        continues under a new id, then the ``on_new_session`` callbacks run."""
+        self._check_open()
+        store, old = self._store, self._sid
+        pending = store._drop_watches(old)
+        store._sessions.pop(old, None)
+        new = _new_session_id()
+        while new == store._session_id or new in store._sessions:
+            new = _new_session_id()
+        self._sid = new
+        store._sessions[new] = self
+        store._end_session(old)
+        lost = WatchedEvent(EventType.NONE, KeeperState.EXPIRED_SESSION, None)
+        _deliver([(cb, lost) for cb in pending])
+        for loop, callback in self._on_new_session:
+            if loop is None:
+                _run_watch(lambda _ev, cb=callback: cb(), lost)
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(_run_watch, lambda _ev, cb=callback: cb(), lost)
+
+    def _check_open(self) -> None:
+        if self._closed or self._store._closed:
+            raise ConnectionClosedError("metadata store session is closed")
+
+
+def _deliver(calls: list[tuple[WatchCallback, WatchedEvent]]) -> None:
+    """Run watch callbacks: on the running event loop (soon) if any, else now."""
+    if calls:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        for cb, ev in calls:
+            if loop is not None:
+                loop.call_soon(_run_watch, cb, ev)
+            else:
+                _run_watch(cb, ev)
 
 
 def _run_watch(cb: WatchCallback, ev: WatchedEvent) -> None:
