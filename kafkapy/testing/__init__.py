@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkapy.clock import MockClock
+# A kafkapy.clock.MockClock that starts at the real wall time (light: no broker import).
+from kafkapy.testing._broker import MockClock
 
 __all__ = ["MockClock", "Record", "broker", "cluster"]
 
