@@ -212,13 +212,18 @@ class BrokerHandle:
     async def run_due(self) -> None:
         """Run what is due at the clock's now: timing-wheel tasks (delayed produce/fetch,
         group session/rebalance/join deadlines, transaction timeouts and expiry), then log
-        maintenance (flushes, checkpoints, retention, producer-id expiry)."""
+        maintenance (flushes, checkpoints, retention, producer-id expiry), then the log
+        cleaner while it finds logs to compact (min.compaction.lag.ms, delete.retention.ms
+        and max.compaction.lag.ms read the clock).  ISR shrinking keeps its real-time
+        cadence (it reads the clock too)."""
         server = self.server
         if server is None:
             return
         server.timer.advance_clock()
         await _settle()
         await server._log_maintenance()
+        await _settle()
+        await _clean_logs(server.log_cleaner)
         await _settle()
 
     def _running(self):
@@ -235,6 +240,18 @@ async def _settle(rounds: int = 5) -> None:
     """Let callbacks scheduled by what just ran (call_soon, tasks) take their turn."""
     for _ in range(rounds):
         await asyncio.sleep(0)
+
+
+async def _clean_logs(cleaner, max_rounds: int = 50) -> None:
+    """Compact what is cleanable now instead of at the cleaner's next real-time wake-up
+    (log.cleaner.backoff.ms).  Concurrent with its own task: both take logs through
+    ``grab_filthiest``, which skips logs being cleaned."""
+    if cleaner is None or getattr(cleaner, "_executor", None) is None:
+        return                          # log.cleaner.enable=false
+    loop = asyncio.get_running_loop()
+    for _ in range(max_rounds):
+        if not await cleaner._clean_one(loop):
+            return
 
 
 async def _close_quietly(server) -> None:

@@ -205,3 +205,28 @@ def test_an_open_transaction_is_aborted_past_its_timeout():
         assert k.server.log_manager.get_log("tx", 0).log_end_offset == end_before + 1
         with pytest.raises(confluent_kafka.KafkaException):
             producer.commit_transaction(30)     # fenced: the coordinator bumped the epoch
+
+
+async def test_compaction_runs_on_advance_past_min_compaction_lag():
+    kafka = pytest.importorskip("kafka")
+    async with broker(clock=MockClock()) as k:
+        await k.create_topic("c", partitions=1, cleanup_policy="compact", segment_bytes=1024,
+                             min_compaction_lag_ms=60_000, min_cleanable_dirty_ratio=0.01)
+
+        def produce() -> None:
+            producer = kafka.KafkaProducer(bootstrap_servers=k.bootstrap, linger_ms=0)
+            try:
+                for i in range(40):
+                    producer.send("c", key=b"k%d" % (i % 2), value=b"x" * 100,
+                                  partition=0).get(timeout=30)
+            finally:
+                producer.close(timeout=10)
+
+        await asyncio.to_thread(produce)
+        assert len(await k.records("c", 0)) == 40
+        await k.advance(1_000)                  # too young to compact
+        assert len(await k.records("c", 0)) == 40
+        await k.advance(60_000)
+        kept = await k.records("c", 0)
+        assert len(kept) < 40                   # the rolled segments lost their duplicates
+        assert kept[-1].offset == 39 and {r.key for r in kept} == {b"k0", b"k1"}
