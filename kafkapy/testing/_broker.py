@@ -23,6 +23,7 @@ import logging
 import shutil
 import socket
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -153,6 +154,7 @@ class BrokerHandle:
             props["listeners"] = listener
             props.setdefault("advertised.listeners", listener)
         config = BrokerConfig.from_properties(props)
+        _warn_unknown(config)
         server = _test_broker_class()(config, self._clock or _system_clock(),
                                       self._store_factory)
         try:
@@ -234,6 +236,15 @@ class BrokerHandle:
     def __repr__(self) -> str:
         state = "running" if self.server is not None else "stopped"
         return f"<kafkapy test broker {self.broker_id} {self.bootstrap} {state}>"
+
+
+def _warn_unknown(config) -> None:
+    """A misspelt keyword (``num_partition=3``) would otherwise be silently ignored."""
+    from kafkapy.config.definitions import BROKER_DYNAMIC_ONLY_CONFIGS
+    unknown = [k for k in config.unknown_keys if k not in BROKER_DYNAMIC_ONLY_CONFIGS]
+    if unknown:
+        warnings.warn(f"kafkapy.testing: unknown broker setting(s) {', '.join(sorted(unknown))} "
+                      "(keywords take _ for .)", UserWarning, stacklevel=2)
 
 
 async def _settle(rounds: int = 5) -> None:

@@ -1,7 +1,8 @@
 """Reading a partition's records straight from the broker's log (no client, no Fetch).
 
 ``read_records(log)`` walks the log's batches from its start offset up to its high watermark
-(what a consumer with read_uncommitted could see), skips control batches (transaction markers),
+(what a consumer with read_uncommitted could see: records of aborted transactions included),
+skips control batches (transaction markers),
 and decodes every record with ``kafkapy.records``.  Runs on the broker's event loop: the log is
 single-owner state.
 """

@@ -225,3 +225,9 @@ def test_fifty_threaded_starts_leak_no_fds_or_threads():
             b.create_topic("t")
     assert _fds() <= fds
     assert threading.active_count() <= threads
+
+
+async def test_a_misspelt_setting_is_warned_about():
+    with pytest.warns(UserWarning, match="num.partition\\b"):
+        async with broker(num_partition=3):
+            pass
