@@ -230,3 +230,20 @@ async def test_compaction_runs_on_advance_past_min_compaction_lag():
         kept = await k.records("c", 0)
         assert len(kept) < 40                   # the rolled segments lost their duplicates
         assert kept[-1].offset == 39 and {r.key for r in kept} == {b"k0", b"k1"}
+
+
+def test_idle_producer_ids_expire_past_producer_id_expiration_ms():
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    with broker(clock=MockClock(), producer_id_expiration_ms=3_600_000,
+                producer_id_expiration_check_interval_ms=60_000) as k:
+        k.create_topic("idem", partitions=1)
+        producer = confluent_kafka.Producer({"bootstrap.servers": k.bootstrap,
+                                             "enable.idempotence": True})
+        producer.produce("idem", value=b"once", partition=0)
+        assert producer.flush(30) == 0
+        state = k.server.log_manager.get_log("idem", 0).producer_state
+        assert len(state.producers) == 1
+        k.advance(3_600_000 - 60_000)
+        assert len(state.producers) == 1
+        k.advance(120_000)
+        assert state.producers == {}
