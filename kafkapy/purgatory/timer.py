@@ -93,7 +93,7 @@ class Timer:
         if wheel.add(entry):
             # Fast path: already armed at or before this entry's bucket.
             armed, head = self._armed_ms, self._queue.head_expiration()
-            if armed is not None and head is not None and armed <= head:
+            if armed is not None and head is not None and now < armed <= head:
                 return
         elif not entry.cancelled:
             self._due.add(entry)
@@ -156,7 +156,10 @@ class Timer:
         if self._loop is None or self._closed:
             return
         target = now if not self._due.is_empty() else self._queue.head_expiration()
-        if target is None or (self._armed_ms is not None and self._armed_ms <= target):
+        # A handle armed for a time already passed is stale when a mock clock jumped past
+        # it (its loop deadline is still the old distance away): re-arm, do not trust it.
+        if target is None or (self._armed_ms is not None
+                              and now < self._armed_ms <= target):
             return
         self._disarm()
         when = self._loop.time() + max(0, target - now) / 1000.0
