@@ -361,11 +361,17 @@ class _ClusterContext:
     def _store_factory(self, base: Path) -> Callable[[Any], Any]:
         if self._zookeeper:
             self._chroot = _ZooKeeperChroot(self._zookeeper)
-            return self._chroot.store_factory
-        from kafkapy.metadata.embedded import EmbeddedStore
-        kwargs = {"clock": self._clock} if self._clock is not None else {}
-        self._store = EmbeddedStore(base / "kafkapy-metadata.json", fsync=False, **kwargs)
-        return lambda _server: self._store.session()
+            open_store = self._chroot.store_factory
+        else:
+            from kafkapy.metadata.embedded import EmbeddedStore
+            kwargs = {"clock": self._clock} if self._clock is not None else {}
+            self._store = EmbeddedStore(base / "kafkapy-metadata.json", fsync=False, **kwargs)
+            open_store = lambda _server: self._store.session()   # noqa: E731
+
+        def factory(server) -> Any:
+            _listen_before_registering(server)
+            return open_store(server)
+        return factory
 
     async def _teardown(self) -> None:
         """Stop every running broker (controller last: fewer elections), then the store and
@@ -394,6 +400,30 @@ class _ClusterContext:
     def __exit__(self, exc_type, exc, tb) -> bool:
         threaded, self._threaded = self._threaded, None
         return threaded.__exit__(exc_type, exc, tb)
+
+
+def _listen_before_registering(server) -> None:
+    """Open ``server``'s listeners just before it registers in ``/brokers/ids`` instead of
+    at the end of its start-up (Kafka's order: its SocketServer binds before
+    registerBroker).  Otherwise the controller, which connects as soon as it sees the
+    registration, meets a closed port and retries only after its 100 ms reconnect back-off:
+    a 3-broker cluster would be ready in ~115 ms instead of ~20 ms.  Nothing can reach the
+    broker earlier than that anyway (its address is in the registration).  The broker's
+    own ``_listen`` later (and a re-registration after a session expiry) find it done."""
+    register, listen = server._register_broker, server._listen
+    listening = False
+
+    async def listen_once() -> None:
+        nonlocal listening
+        if not listening:
+            await listen()
+            listening = True
+
+    async def register_listening() -> None:
+        await listen_once()
+        await register()
+    server._listen = listen_once
+    server._register_broker = register_listening
 
 
 async def _stop_all(handle: ClusterHandle) -> None:
