@@ -166,6 +166,20 @@ class ClusterHandle:
             except FileNotFoundError:
                 pass
 
+    async def expire_session(self, broker_id: int, timeout_ms: int = _READY_TIMEOUT_MS) -> None:
+        """Expire the broker's metadata session while it keeps running (a long GC pause
+        as ZooKeeper sees it): its ephemeral znodes go, its pending watches get the lost-
+        session event, then it gets a new session and registers again (a new broker
+        epoch).  Returns once the cluster is ready again.  Shared embedded store only."""
+        store = self._by_id(broker_id)._running().store
+        if not hasattr(store, "expire"):
+            raise NotImplementedError("expire_session needs the shared embedded store")
+        epoch = self._by_id(broker_id).server.broker_epoch
+        store.expire()
+        await _until(lambda: self._by_id(broker_id).server.broker_epoch > epoch, timeout_ms,
+                     lambda: f"broker {broker_id} to register again")
+        await self.wait_ready(timeout_ms)
+
     async def restart(self, broker_id: int, timeout_ms: int = _READY_TIMEOUT_MS) -> None:
         """Start broker ``broker_id`` again (same port, same log dir); returns once every
         running broker sees it and the controller again."""

@@ -143,6 +143,23 @@ async def test_controller_failover_and_sessions():
             assert sorted(await c.wait_isr("t", p)) == [1, 2, 3]
 
 
+async def test_session_expiry_reregisters():
+    async with cluster(brokers=3) as c:
+        await c.create_topic("s", partitions=2, replication_factor=3)
+        ctl = c.controller
+        other = next(h for h in c.brokers if h is not ctl)
+        epoch = other.server.broker_epoch
+        await c.expire_session(other.broker_id)
+        assert other.server.broker_epoch > epoch and other.running
+        owner = ctl.server.store.get(f"/brokers/ids/{other.broker_id}")[1].ephemeral_owner
+        assert owner == other.server.store.session_id
+        # the controller's own session: /controller goes, someone is elected again
+        await c.expire_session(ctl.broker_id)
+        assert c.controller is not None
+        for p in range(2):
+            assert sorted(await c.wait_isr("s", p)) == [1, 2, 3]
+
+
 async def test_records_replicated_and_clean_stop():
     async with cluster(brokers=2, num_partitions=2) as c:
         await c.create_topic("two", replication_factor=2)
