@@ -9,8 +9,17 @@ Metadata: without ``zookeeper`` the brokers share ONE in-process ``EmbeddedStore
 the temporary directory, no fsyncs), each broker through a session of its own
 (``EmbeddedStore.session()``), so broker registration (``/brokers/ids`` ephemerals), the
 ``/controller`` election and every controller path run as they do on ZooKeeper.  With
-``zookeeper="host:port"`` the brokers use that ZooKeeper under a fresh chroot
-(``/kafkapy-test-<random>``, deleted afterwards) - the same code as ``zookeeper.connect``.
+``zookeeper="host:port[/parent]"`` the brokers use that ZooKeeper under a fresh chroot
+(``[/parent]/kafkapy-test-<random>``, deleted afterwards) - the same code as
+``zookeeper.connect``.
+
+The handle: ``bootstrap``, ``brokers`` (``BrokerHandle``s), ``controller``, ``broker(id)``,
+``create_topic``, ``fail``, ``restart``, ``stop`` (clean), ``expire_session`` (embedded),
+``advance``, ``leader``/``isr`` (the controller's view), ``wait_ready``/``wait_leader``/
+``wait_isr``, ``ready_ms`` (start-to-ready of the ``async with``, wall ms).
+
+Start-up: the brokers start concurrently; each opens its listener just before it registers
+(``_listen_before_registering``), so the controller's first requests to it connect at once.
 
 Invariants
 * ``async with`` returns once the cluster is ready: every broker is registered, a controller
@@ -50,7 +59,6 @@ _log = structlog.get_logger("kafkapy.testing")
 
 _READY_TIMEOUT_MS = 30_000
 _POLL_S = 0.005
-_CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"    # kafkapy.log.manager.CLEAN_SHUTDOWN_FILE
 
 
 def _cluster_defaults(n: int) -> dict[str, str]:
@@ -59,7 +67,6 @@ def _cluster_defaults(n: int) -> dict[str, str]:
         "offsets.topic.replication.factor": rf,
         "transaction.state.log.replication.factor": rf,
         "transaction.state.log.min.isr": str(min(2, n)),
-        "default.replication.factor": "1",
     }
 
 
@@ -160,9 +167,10 @@ class ClusterHandle:
         if server.store is not None:
             server.store.close()        # the session ends: /brokers/ids/<id> (and /controller)
         await h.kill()
+        from kafkapy.log.manager import CLEAN_SHUTDOWN_FILE
         for log_dir in server.config.log_dirs:
             try:
-                os.unlink(Path(log_dir) / _CLEAN_SHUTDOWN_FILE)   # as after a crash
+                os.unlink(Path(log_dir) / CLEAN_SHUTDOWN_FILE)    # as after a crash
             except FileNotFoundError:
                 pass
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from kafkapy.testing import MockClock, cluster
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
