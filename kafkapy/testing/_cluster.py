@@ -161,9 +161,7 @@ class ClusterHandle:
         server = h.server
         if server is None:
             raise RuntimeError(f"broker {broker_id} is not running")
-        for listener in server.socket_servers:
-            await listener.stop_accepting()
-            await listener.drain_and_close(timeout_s=0)     # close every connection now
+        await _close_connections(server)
         if server.store is not None:
             server.store.close()        # the session ends: /brokers/ids/<id> (and /controller)
         await h.kill()
@@ -198,7 +196,9 @@ class ClusterHandle:
         await self.wait_ready(timeout_ms)
 
     async def stop(self, broker_id: int) -> None:
-        """Shut broker ``broker_id`` down cleanly (controlled shutdown when enabled)."""
+        """Shut broker ``broker_id`` down cleanly (controlled shutdown when enabled).  As the
+        broker does: without controlled shutdown it waits up to 10 s for in-flight requests,
+        and a follower that fetches from it always has one (see ``_stop_all``)."""
         await self._by_id(broker_id).stop()
 
     async def advance(self, ms: int) -> None:
@@ -448,14 +448,27 @@ def _listen_before_registering(server) -> None:
     server._register_broker = register_listening
 
 
+async def _close_connections(server) -> None:
+    """Stop accepting and close every connection of ``server``'s listeners now."""
+    for listener in server.socket_servers:
+        await listener.stop_accepting()
+        await listener.drain_and_close(timeout_s=0)
+
+
 async def _stop_all(handle: ClusterHandle) -> None:
     """Stop the brokers one by one, the controller last; after each, let the controller
     take the broker out (bounded), so it never waits at its own shutdown for answers from
-    a broker that is gone."""
+    a broker that is gone.
+
+    Without controlled shutdown a broker's connections are closed before its shutdown: the
+    shutdown otherwise waits (10 s) for in-flight requests, and a follower on another broker
+    always has a Fetch in flight to its leader (one that never ends on a MockClock)."""
     ctl = handle.controller
     others = [h for h in handle.running if h is not ctl]
     for h in others + ([ctl] if ctl is not None else []):
         try:
+            if not h.server.config["controlled.shutdown.enable"]:
+                await _close_connections(h.server)
             await h.stop()
         except Exception:  # noqa: BLE001 - the rest must still stop
             _log.warning("stopping a test broker failed", broker=h.broker_id, exc_info=True)
