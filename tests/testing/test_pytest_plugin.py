@@ -1,6 +1,6 @@
 """The pytest plugin's fixture logic: settings from markers and indirect params, scopes,
-``fresh=True``, ``mock_clock=True``, overriding by closer fixtures, and (at the end) the
-fixtures against a real in-process broker and cluster.
+``fresh=True``, ``mock_clock=True``, overriding by closer fixtures; at the end the installed
+plugin's fixtures against a real in-process broker and cluster (examples/ has more).
 
 The logic tests run inner pytest sessions (pytester, in-process) whose conftest replaces
 ``kafkapy.testing.broker``/``cluster`` with recording fakes, so they start no broker and the
@@ -164,3 +164,36 @@ def test_positional_marker_arguments_are_refused(pytester):
     result = pytester.runpytest_inprocess(*_plugin_args())
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*keywords only*"])
+
+
+# -- the installed plugin, real brokers -------------------------------------------------------
+
+
+@pytest.mark.kafka_broker(num_partitions=2)
+def test_kafka_broker_fixture_is_a_running_broker(kafka_broker):
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap)
+    producer.send("plugin", b"v", partition=1).get(timeout=10)
+    producer.close()
+    assert [r.value for r in kafka_broker.records("plugin", 1)] == [b"v"]
+    assert kafka_broker.records("plugin", 0) == []
+
+
+@pytest.mark.kafka_cluster(brokers=2)
+def test_kafka_cluster_fixture_is_a_running_cluster(kafka_cluster):
+    assert len(kafka_cluster.brokers) == 2
+    assert kafka_cluster.bootstrap.count(",") == 1
+    kafka_cluster.create_topic("plugin", partitions=1, replication_factor=2)
+    assert sorted(kafka_cluster.wait_isr("plugin", 0)) == [1, 2]
+
+
+@pytest.mark.kafka_broker(mock_clock=True)
+async def test_async_kafka_broker_runs_in_the_test_loop(async_kafka_broker):
+    import inspect
+
+    assert inspect.iscoroutinefunction(async_kafka_broker.create_topic)  # the async handle
+    assert async_kafka_broker.clock is not None
+    before = async_kafka_broker.clock.time_ms()
+    await async_kafka_broker.advance(1_000)
+    assert async_kafka_broker.clock.time_ms() == before + 1_000
