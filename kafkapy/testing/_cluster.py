@@ -196,10 +196,13 @@ class ClusterHandle:
         await self.wait_ready(timeout_ms)
 
     async def stop(self, broker_id: int) -> None:
-        """Shut broker ``broker_id`` down cleanly (controlled shutdown when enabled).  As the
-        broker does: without controlled shutdown it waits up to 10 s for in-flight requests,
-        and a follower that fetches from it always has one (see ``_stop_all``)."""
-        await self._by_id(broker_id).stop()
+        """Shut broker ``broker_id`` down cleanly (controlled shutdown when enabled; logs
+        flushed, clean-shutdown marker written).  Without controlled shutdown its connections
+        are closed first, as Kafka's shutdown drops in-flight requests (see ``_stop_all``)."""
+        h = self._by_id(broker_id)
+        if h.running and not h.server.config["controlled.shutdown.enable"]:
+            await _close_connections(h.server)
+        await h.stop()
 
     async def advance(self, ms: int) -> None:
         """Move the shared MockClock by ``ms`` once, then run what became due on every
