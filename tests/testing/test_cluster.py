@@ -5,7 +5,9 @@ at replication factor 3 and ``min.insync.replicas=2``, acks=all records from sto
 (confluent-kafka produces, kafka-python consumes), the leader failed (its session ends, the
 controller moves leadership), more acks=all records, every acknowledged record consumed
 back, then the failed broker restarted on its port and log dir and back in the ISR.
-Controller failover and clean stops are checked on the embedded store too.
+On the embedded store also: an idempotent producer whose leader fails mid-stream (exactly
+once), controller failover, session expiry (the broker registers again), clean stops, and
+one MockClock shared by the brokers.
 """
 from __future__ import annotations
 
@@ -89,6 +91,31 @@ def test_embedded_cluster_acks_all_through_leader_failure():
         assert c.zookeeper is None
         print(f"3-broker embedded cluster start-to-ready: {c.ready_ms:.0f} ms")
         _acks_all_through_failover(c)
+
+
+def test_idempotent_producer_leader_failed_mid_stream():
+    """The leader fails while records are in flight: every record is acknowledged once and
+    read back exactly once (idempotence: retries to the new leader are not duplicated)."""
+    from confluent_kafka import Producer
+    with cluster(brokers=3) as c:
+        c.create_topic("idem", partitions=1, replication_factor=3, **{"min.insync.replicas": "2"})
+        acked: list[bytes] = []
+        errors: list = []
+        producer = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True,
+                             "acks": "all", "message.timeout.ms": CLIENT_TIMEOUT_S * 1000,
+                             "retry.backoff.ms": 50})
+
+        def report(err, msg) -> None:
+            (errors.append(err) if err is not None else acked.append(msg.value()))
+        for i in range(200):
+            producer.produce("idem", str(i).encode(), partition=0, on_delivery=report)
+            producer.poll(0)
+            if i == 100:
+                c.fail(c.leader("idem", 0))
+        assert producer.flush(CLIENT_TIMEOUT_S) == 0 and errors == []
+        assert len(acked) == 200
+        consumed = _consume(c.bootstrap, "idem", 200)
+        assert sorted(consumed) == sorted(acked)        # none lost, none twice
 
 
 def test_zookeeper_cluster_acks_all_through_leader_failure(zookeeper_server):  # noqa: F811
