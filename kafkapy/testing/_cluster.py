@@ -14,7 +14,7 @@ the temporary directory, no fsyncs), each broker through a session of its own
 ``zookeeper.connect``.
 
 The handle: ``bootstrap``, ``brokers`` (``BrokerHandle``s), ``controller``, ``broker(id)``,
-``create_topic``, ``fail``, ``restart``, ``stop`` (clean), ``expire_session`` (embedded),
+``create_topic``, ``fail``, ``restart``, ``stop`` (clean), ``expire_session``,
 ``advance``, ``leader``/``isr`` (the controller's view), ``wait_ready``/``wait_leader``/
 ``wait_isr``, ``ready_ms`` (start-to-ready of the ``async with``, wall ms).
 
@@ -176,12 +176,17 @@ class ClusterHandle:
         """Expire the broker's metadata session while it keeps running (a long GC pause
         as ZooKeeper sees it): its ephemeral znodes go, its pending watches get the lost-
         session event, then it gets a new session and registers again (a new broker
-        epoch).  Returns once the cluster is ready again.  Shared embedded store only."""
+        epoch).  Returns once the cluster is ready again.  On ZooKeeper the session is
+        expired the usual test way: a second client joins it (same id and password) and
+        closes it."""
         store = self._by_id(broker_id)._running().store
-        if not hasattr(store, "expire"):
-            raise NotImplementedError("expire_session needs the shared embedded store")
         epoch = self._by_id(broker_id).server.broker_epoch
-        store.expire()
+        if hasattr(store, "expire"):
+            store.expire()
+        else:
+            hosts = self.zookeeper.partition("/")[0]
+            await asyncio.get_running_loop().run_in_executor(
+                None, _close_zookeeper_session, hosts, store.client.client_id)
         await _until(lambda: self._by_id(broker_id).server.broker_epoch > epoch, timeout_ms,
                      lambda: f"broker {broker_id} to register again")
         await self.wait_ready(timeout_ms)
@@ -293,6 +298,18 @@ def _deadline(timeout_ms: int) -> float:
 
 def _left_ms(deadline: float) -> int:
     return max(1, int((deadline - time.monotonic()) * 1000))
+
+
+def _close_zookeeper_session(hosts: str, client_id: tuple) -> None:
+    """Join the session ``client_id`` (id, password) and close it: ZooKeeper ends it, and
+    its owner's client sees it expired."""
+    from kazoo.client import KazooClient
+    twin = KazooClient(hosts=hosts, client_id=client_id, timeout=10.0)
+    try:
+        twin.start(timeout=10.0)
+    finally:
+        twin.stop()
+        twin.close()
 
 
 class _ZooKeeperChroot:

@@ -129,6 +129,11 @@ def test_zookeeper_cluster_acks_all_through_leader_failure(zookeeper_server):  #
         try:
             assert sorted(zk.get_children(chroot + "/brokers/ids")) == ["1", "2", "3"]
             _acks_all_through_failover(c)
+            broker = c.brokers[1]
+            epoch = broker.server.broker_epoch
+            c.expire_session(broker.broker_id)      # registers again under a new session
+            assert broker.server.broker_epoch > epoch
+            assert sorted(zk.get_children(chroot + "/brokers/ids")) == ["1", "2", "3"]
         finally:
             zk.stop()
             zk.close()
