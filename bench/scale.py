@@ -533,7 +533,7 @@ def _fmt(v) -> str:
 def render(doc: dict) -> str:
     kp, kf = doc["brokers"].get("kafkapy", {}), doc["brokers"].get("kafka", {})
     a = doc["args"]
-    lines = [f"# Scale baseline: kafkapy vs Apache Kafka 3.9 (issue 20)", "",
+    lines = ["# Scale baseline: kafkapy vs Apache Kafka 3.9 (issue 20)", "",
              f"N = {a['partitions']:,} partitions, K = {a['conns']:,} idle connections, "
              f"{a['records']:,} records of 100 B over the N partitions; "
              f"{a['conn_records']:,} records for (e). {doc['when']}, {doc['host']}.", "",
