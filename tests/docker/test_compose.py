@@ -205,6 +205,22 @@ def _consume_all(bootstrap: str, topic: str, partitions: int, deadline: float) -
         consumer.close()
 
 
+def _up_and_produce(compose, bootstrap: str, topic: str, partitions: int, rf: int,
+                    configs: dict, figure: str) -> None:
+    """``up``, then ``topic`` created and a first record acked; the time it took is ``figure``
+    (the compose logs are printed when it fails)."""
+    t0 = time.monotonic()
+    compose("up", "-d", timeout=START_TIMEOUT_S)
+    deadline = t0 + START_TIMEOUT_S
+    try:
+        _create_topic(bootstrap, topic, partitions, rf, configs, deadline)
+        _first_produce(bootstrap, topic, deadline)
+    except BaseException:
+        print(compose.logs(), file=sys.stderr)
+        raise
+    _record(figure, f"{time.monotonic() - t0:.1f} s")
+
+
 def _record(key: str, value: str) -> None:
     _figures[key] = value
     print(f"docker figure: {key}: {value}", file=sys.stderr)
@@ -228,17 +244,8 @@ def test_cluster_survives_a_broker_stop(project):
     bootstrap = _bootstrap([ports["BROKER1_PORT"], ports["BROKER2_PORT"], ports["BROKER3_PORT"]])
     compose = project("docker-compose.yml", ports)
     topic, partitions = "replicated", 3
-    t0 = time.monotonic()
-    compose("up", "-d", timeout=START_TIMEOUT_S)
-    deadline = t0 + START_TIMEOUT_S
-    try:
-        _create_topic(bootstrap, topic, partitions, 3, {"min.insync.replicas": "2"}, deadline)
-        _first_produce(bootstrap, topic, deadline)
-    except BaseException:
-        print(compose.logs(), file=sys.stderr)
-        raise
-    _record("cluster start (compose up -> first acked produce, ZK + 3 brokers)",
-            f"{time.monotonic() - t0:.1f} s")
+    _up_and_produce(compose, bootstrap, topic, partitions, 3, {"min.insync.replicas": "2"},
+                    "cluster start (compose up -> first acked produce, ZK + 3 brokers)")
 
     acked: list[str] = ["first"]
     failed: list[str] = []
@@ -305,17 +312,8 @@ def test_single_node(project):
     port = free_port()
     compose = project("docker-compose.single.yml", {"KAFKAPY_PORT": port})
     bootstrap = _bootstrap([port])
-    t0 = time.monotonic()
-    compose("up", "-d", timeout=START_TIMEOUT_S)
-    deadline = t0 + START_TIMEOUT_S
-    try:
-        _create_topic(bootstrap, "single", 1, 1, {}, deadline)
-        _first_produce(bootstrap, "single", deadline)
-    except BaseException:
-        print(compose.logs(), file=sys.stderr)
-        raise
-    _record("single node start (compose up -> first acked produce)",
-            f"{time.monotonic() - t0:.1f} s")
+    _up_and_produce(compose, bootstrap, "single", 1, 1, {},
+                    "single node start (compose up -> first acked produce)")
     acked: list[str] = ["first"]
     failed: list[str] = []
     producer = _producer(bootstrap)
