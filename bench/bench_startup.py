@@ -202,9 +202,7 @@ def kafkapy_process(work: Path) -> dict:
     b.work_dir.mkdir(parents=True, exist_ok=True)
     b.log_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    with open(b.output_path, "ab") as out:
-        b.proc = subprocess.Popen(b.command(), stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                                  env=b._env(), start_new_session=True)
+    b.launch()
     try:
         _wait(lambda: _alive_or_raise(b) and probe(b.port, 1), 60, "kafkapy process")
         ready = time.perf_counter()
@@ -230,9 +228,7 @@ def kafka_kraft(work: Path) -> dict:
     b.prepare_storage(120)
     format_ms = (time.perf_counter() - tf) * 1000
     t0 = time.perf_counter()
-    with open(b.output_path, "ab") as out:
-        b.proc = subprocess.Popen(b.command(), stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                                  env=b._env(), start_new_session=True)
+    b.launch()
     try:
         _wait(lambda: _alive_or_raise(b) and probe(b.port, 1), 120, "Kafka KRaft")
         ready = time.perf_counter()
@@ -258,9 +254,7 @@ def kafka_zk_cluster(work: Path, zk_connect: str, run: int) -> dict:
         b.prepare_storage(60)
     t0 = time.perf_counter()
     for b in brokers:
-        with open(b.output_path, "ab") as out:
-            b.proc = subprocess.Popen(b.command(), stdout=out, stderr=subprocess.STDOUT,
-                                      cwd=ROOT, env=b._env(), start_new_session=True)
+        b.launch()
     try:
         _wait(lambda: all(_alive_or_raise(b) for b in brokers) and probe(brokers[0].port, 3)
               and all(probe(b.port, 1) for b in brokers[1:]), 180, "Kafka ZK cluster")

@@ -91,11 +91,15 @@ class _ChildBroker:
     def _env(self) -> dict[str, str]:
         return dict(os.environ, PYTHONUNBUFFERED="1")
 
-    def start(self, timeout: float = 60.0) -> "_ChildBroker":
+    def launch(self) -> None:
+        """The process started, its output appended to ``output_path``; no wait."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         with open(self.output_path, "ab") as out:
             self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
                                          cwd=ROOT, env=self._env(), start_new_session=True)
+
+    def start(self, timeout: float = 60.0) -> "_ChildBroker":
+        self.launch()
         try:
             wait_listening("127.0.0.1", self.port, self.proc, timeout, self.name,
                            self.output_tail)
