@@ -47,9 +47,11 @@ def coordinator_node(broker, topic: str, partition: int):
     return 0, node
 
 
-def scan_batches(log) -> Iterator[tuple[bytes, BatchHeader]]:
-    """Every batch of ``log`` up to its end offset, with the chunk holding it."""
-    offset, end = log.log_start_offset, log.log_end_offset
+def scan_batches(log, end: int | None = None) -> Iterator[tuple[bytes, BatchHeader]]:
+    """Every batch of ``log`` up to ``end`` (its end offset by default), with the chunk
+    holding it."""
+    offset = log.log_start_offset
+    end = log.log_end_offset if end is None else end
     while offset < end:
         chunk = log.read_bytes(offset, _READ_CHUNK, end, True)
         if not chunk:

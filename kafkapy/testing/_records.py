@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafkapy.records.batch import iter_headers
+from kafkapy.coordinator.internal_topic import scan_batches
 from kafkapy.records.record import decode_records
-
-_READ_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -28,16 +26,11 @@ class Record:
 
 def read_records(log) -> list[Record]:
     out: list[Record] = []
-    offset, end = log.log_start_offset, log.high_watermark
-    while offset < end:
-        chunk = log.read_bytes(offset, _READ_CHUNK, end, True)
-        if not chunk:
-            break
-        for header in iter_headers(chunk):
-            offset = header.next_offset
-            if header.is_control:
-                continue
-            out.extend(Record(r.offset, r.timestamp, r.key, r.value, list(r.headers))
-                       for r in decode_records(chunk, header.position)
-                       if log.log_start_offset <= r.offset < end)
+    start, end = log.log_start_offset, log.high_watermark
+    for chunk, header in scan_batches(log, end):
+        if header.is_control:
+            continue
+        out.extend(Record(r.offset, r.timestamp, r.key, r.value, list(r.headers))
+                   for r in decode_records(chunk, header.position)
+                   if start <= r.offset < end)
     return out
