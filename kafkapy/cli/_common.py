@@ -116,6 +116,11 @@ def to_stderr(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def error_to_stderr(message: str) -> None:
+    """The ``report`` of tools that print ``Error: <message>`` on stderr."""
+    print(f"Error: {message}", file=sys.stderr)
+
+
 def read_text(path: str) -> str:
     """A file named by an option, or Kafka's "Unable to read file" failure."""
     try:

@@ -301,13 +301,6 @@ def _replace(member: dict, name: str, cls) -> None:
 
 # ------------------------------------------------------------------ __transaction_state
 
-_STATE_NAMES = {TxnState.EMPTY: "Empty", TxnState.ONGOING: "Ongoing",
-                TxnState.PREPARE_COMMIT: "PrepareCommit", TxnState.PREPARE_ABORT: "PrepareAbort",
-                TxnState.COMPLETE_COMMIT: "CompleteCommit",
-                TxnState.COMPLETE_ABORT: "CompleteAbort", TxnState.DEAD: "Dead",
-                TxnState.PREPARE_EPOCH_FENCE: "PrepareEpochFence"}
-
-
 class TransactionLogParser:
     """Kafka's TransactionLog.formatRecordKeyAndValue."""
 
@@ -328,7 +321,7 @@ class TransactionLogParser:
         partitions = [] if state == TxnState.EMPTY else scala_hash_set_order(
             sorted(txn.partitions))
         text = (f"producerId:{txn.producer_id},producerEpoch:{txn.producer_epoch},"
-                f"state={_STATE_NAMES[state]},"
+                f"state={state.display_name},"
                 f"partitions=[{','.join(f'{t}-{p}' for t, p in partitions)}],"
                 f"txnLastUpdateTimestamp={txn.last_update_ms},"
                 f"txnTimeoutMs={txn.timeout_ms}")

@@ -133,11 +133,7 @@ _KAFKA_39_APIS: dict[int, tuple[str, int, int, bool]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    return common.run(_execute, _parser(), argv, _report)
-
-
-def _report(message: str) -> None:
-    print(f"Error: {message}", file=sys.stderr)
+    return common.run(_execute, _parser(), argv, common.error_to_stderr)
 
 
 def _parser() -> common.ToolParser:

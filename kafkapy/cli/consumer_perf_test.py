@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import math
 import random
-import sys
 import time
 from datetime import datetime
 
@@ -50,11 +49,7 @@ _MB = 1024 * 1024
 
 
 def main(argv: list[str] | None = None) -> int:
-    return common.run(_execute, _parser(), argv, _report)
-
-
-def _report(message: str) -> None:
-    print(f"Error: {message}", file=sys.stderr)
+    return common.run(_execute, _parser(), argv, common.error_to_stderr)
 
 
 def _parser() -> common.ToolParser:

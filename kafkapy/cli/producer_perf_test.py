@@ -58,11 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         parser.print_help()     # Kafka's tool prints its help when given nothing
         return 0
-    return common.run(lambda args: _execute(args, parser), parser, argv, _report)
-
-
-def _report(message: str) -> None:
-    print(f"Error: {message}", file=sys.stderr)
+    return common.run(lambda args: _execute(args, parser), parser, argv, common.error_to_stderr)
 
 
 def _parser() -> argparse.ArgumentParser:

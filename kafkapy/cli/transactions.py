@@ -35,6 +35,7 @@ import time
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError
+from kafkapy.jvm import long_hash
 
 _BACKOFF_S = 0.1
 _BATCH = 500          # Kafka's MAX_BATCH_SIZE for find-hanging's requests
@@ -173,12 +174,6 @@ def _table(headers: list[str], rows: list[list[str]]) -> None:
 
 def _tp(tp: tuple[str, int]) -> str:
     return f"{tp[0]}-{tp[1]}"
-
-
-def _long_hash(value: int) -> int:
-    # Long.hashCode: (int) (value ^ (value >>> 32))
-    value &= 0xFFFFFFFFFFFFFFFF
-    return common.int_hash(value ^ (value >> 32))
 
 
 # --------------------------------------------------------------------------- admin calls
@@ -524,7 +519,7 @@ def _hanging(admin: _Admin, candidates: list) -> list:
     by_producer: dict[int, list] = {}
     for tp, p in candidates:
         by_producer.setdefault(p.producer_id, []).append((tp, p))
-    pids = common.java_set_order(list(by_producer), _long_hash)
+    pids = common.java_set_order(list(by_producer), long_hash)
     try:
         listed = admin.listings(pids)
     except _Failed as err:
