@@ -14,14 +14,10 @@ import sys
 import time
 from pathlib import Path
 
+from kafkapy.testing._broker import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 SERVER_PROPERTIES = ROOT / "config" / "server.properties"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class BrokerProcess:

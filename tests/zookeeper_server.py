@@ -33,16 +33,12 @@ from pathlib import Path
 
 import pytest
 
+from kafkapy.testing._broker import free_port
+
 _DEBIAN_JAVA = Path("/usr/share/java")
 ZOOKEEPER_SKIP_REASON = (
     "no ZooKeeper server jars found (set ZOOKEEPER_CLASSPATH or ZOOKEEPER_HOME, or "
     "install Debian's zookeeper package) or no java on PATH")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def zookeeper_classpath() -> str | None:

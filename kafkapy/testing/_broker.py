@@ -18,7 +18,6 @@ producer expiry read it too); ``await b.advance(ms)`` moves it and runs what bec
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import shutil
 import socket
@@ -74,10 +73,24 @@ def broker_settings(keywords: Mapping[str, Any], settings: Mapping[str, Any] | N
     return out
 
 
+# Ports free_port has handed out in this process. The kernel may give the
+# same port to two binds in a row once the first socket closes, so callers that
+# take several ports before binding any would otherwise get duplicates.
+_handed_out: set[int] = set()
+_HANDED_OUT_LIMIT = 10_000      # well under Linux's ~28,000 ephemeral ports
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nothing listens on, never one this process got before."""
+    if len(_handed_out) >= _HANDED_OUT_LIMIT:
+        _handed_out.clear()
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def quiet_logging() -> None:
