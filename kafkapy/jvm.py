@@ -106,10 +106,24 @@ def java_hash_order(items, hash_fn) -> list:
     return sorted(items, key=bucket)   # sorted() is stable: insertion order within a bucket
 
 
-def scala_mutable_hash_order(items, hash_fn, length: int) -> list:
+def scala_mutable_table_length(count: int) -> int:
+    """Buckets of a Scala 2.13 ``mutable.HashSet``/``HashMap`` after ``count`` adds: 16,
+    doubled whenever an add brings the size to the 0.75 load threshold."""
+    length = 16
+    while count >= length * 3 // 4:
+        length *= 2
+    return length
+
+
+def scala_mutable_hash_order(items, hash_fn, length: int | None = None) -> list:
     """``items`` in the iteration order of a Scala 2.13 ``mutable.HashSet``/``HashMap`` whose
-    table has ``length`` buckets: bucket by bucket (``improved & (length - 1)``), ascending
-    signed improved hash (``h ^ (h >>> 16)``) inside one (``put0`` keeps buckets sorted)."""
+    table has ``length`` buckets (default: the table that adding ``items`` one by one
+    grows): bucket by bucket (``improved & (length - 1)``), ascending signed improved hash
+    (``h ^ (h >>> 16)``) inside one (``put0`` keeps buckets sorted)."""
+    items = list(items)
+    if length is None:
+        length = scala_mutable_table_length(len(items))
+
     def improved(item) -> int:
         return int32(hashmap_spread(hash_fn(item)))
     return sorted(items, key=lambda item: (improved(item) & (length - 1), improved(item)))

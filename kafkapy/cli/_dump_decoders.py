@@ -32,7 +32,7 @@ from kafka.protocol.consumer.metadata import (ConsumerProtocolAssignment,
 from kafkapy.coordinator.group import records as group_records
 from kafkapy.coordinator.transaction import records as txn_records
 from kafkapy.coordinator.transaction.state import TxnState
-from kafkapy.jvm import hashmap_spread, int32, topic_partition_hash
+from kafkapy.jvm import scala_mutable_hash_order, topic_partition_hash
 
 _STRING = "org.apache.kafka.tools.api.StringDecoder"
 _DECODERS = {
@@ -330,22 +330,4 @@ class TransactionLogParser:
 
 def scala_hash_set_order(items: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """Iteration order of a Scala 2.13 ``mutable.HashSet[TopicPartition]`` holding ``items``."""
-    return scala_hash_order(items, topic_partition_hash)
-
-
-def scala_hash_order(items: list, hash_fn) -> list:
-    """Iteration order of a Scala 2.13 ``mutable.HashSet`` (or a ``mutable.HashMap``'s keys).
-
-    Buckets in index order (``improved hash & (table length - 1)``), ascending (signed)
-    improved hash inside a bucket; the table starts at 16 slots and doubles before an
-    add reaches the 0.75 load factor.
-    """
-    length = 16
-    for n in range(len(items)):
-        if n + 1 >= int(length * 0.75):
-            length *= 2
-
-    def improved(item):
-        return int32(hashmap_spread(hash_fn(item)))
-
-    return sorted(items, key=lambda item: (improved(item) & (length - 1), improved(item)))
+    return scala_mutable_hash_order(items, topic_partition_hash)

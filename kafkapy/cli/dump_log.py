@@ -46,8 +46,8 @@ import struct
 import sys
 
 from kafkapy.cli._dump_decoders import (DecoderParser, OffsetsParser, ParseError,
-                                        TransactionLogParser, scala_hash_order)
-from kafkapy.jvm import string_hash
+                                        TransactionLogParser)
+from kafkapy.jvm import scala_mutable_hash_order, string_hash
 from kafkapy.log.producer_state import ProducerStateManager
 from kafkapy.log.transaction_index import TransactionIndex
 from kafkapy.records import legacy
@@ -611,7 +611,7 @@ class _Dump:
 # ------------------------------------------------------------------ small Java shapes
 
 def _scala_map(found: dict[str, list]) -> list[tuple[str, list]]:
-    return [(name, found[name]) for name in scala_hash_order(list(found), string_hash)]
+    return [(name, found[name]) for name in scala_mutable_hash_order(list(found), string_hash)]
 
 
 def _lookup(index: bytes, base: int, target: int) -> int:

@@ -25,11 +25,7 @@ def topic_id_partition_hash(tp: TopicPartition) -> int:
 
 
 def _mutable_order(tps: list[TopicPartition]) -> list[TopicPartition]:
-    size = 16
-    while len(tps) >= size * 3 // 4:
-        size *= 2
-
-    return scala_mutable_hash_order(tps, topic_id_partition_hash, size)
+    return scala_mutable_hash_order(tps, topic_id_partition_hash)
 
 
 def _champ_order(items: list[tuple[int, TopicPartition]], shift: int) -> list[TopicPartition]:
