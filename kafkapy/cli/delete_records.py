@@ -112,7 +112,6 @@ def _delete(admin, offsets: dict, timeout_ms: int) -> dict[tuple[str, int], tupl
     outcomes: dict = {}
     pending = set(offsets)
     tries = 0
-    waiting_on = "METADATA"
     while pending:
         tries += 1
         leaders = common.partition_leaders(admin, {t for t, _ in pending})
