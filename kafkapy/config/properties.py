@@ -18,15 +18,17 @@ Grammar (JDK LineReader + load0 + loadConvert):
 Kafka reads ``server.properties`` through ``Utils.loadProps``, which passes an
 InputStream to ``Properties.load``: the bytes are decoded as ISO-8859-1, not
 UTF-8. ``load_properties`` does the same, so non-ASCII text must be written as
-``\\uXXXX`` escapes, exactly as with Kafka.
+``\\uXXXX`` escapes, exactly as with Kafka; ``format_properties`` writes them so,
+and ``parse_properties(format_properties(p)) == p`` for every mapping of strings.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from kafkapy.config.errors import ConfigError
 
-__all__ = ["parse_properties", "load_properties", "parse_override"]
+__all__ = ["parse_properties", "load_properties", "parse_override", "format_properties"]
 
 _BLANK = " \t\f"
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
@@ -160,3 +162,31 @@ def _decode_u(raw: str, i: int) -> str:
     if len(digits) < 4 or not set(digits) <= _HEX:
         raise ConfigError(f"Malformed \\uxxxx encoding: \\u{digits!s} in {raw!r}")
     return chr(int(digits, 16))
+
+
+def format_properties(props: Mapping[str, str], comment: str | None = None) -> str:
+    """Properties text, one ``key=value`` line per key (sorted), after an optional
+    ``# comment`` line; escaped so that ``Properties.load`` reads back ``props``."""
+    lines = [f"# {comment}"] if comment else []
+    lines += [f"{_escape(k, key=True)}={_escape(v, key=False)}" for k, v in sorted(props.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _escape(text: str, *, key: bool) -> str:
+    out = []
+    for i, ch in enumerate(text):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch in "\n\r\t\f":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}[ch])
+        elif (key and ch in "=: #!") or (not key and i == 0 and ch in " #!"):
+            # Separators end a key; a value's leading blank would be stripped by the reader.
+            out.append("\\" + ch)
+        elif ord(ch) > 0x7E:
+            # The reader decodes ISO-8859-1, as Kafka does: anything else goes as \\uXXXX
+            # (UTF-16 units, so characters beyond the BMP become surrogate pairs).
+            units = ch.encode("utf-16-be")
+            out += [f"\\u{units[j]:02x}{units[j + 1]:02x}" for j in range(0, len(units), 2)]
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -122,3 +122,11 @@ def test_same_result_as_java(tmp_path):
     props.write_bytes((TRICKY + "\nlatin=caf\u00e9\n").encode("iso-8859-1"))
     out = subprocess.run(["java", str(src), str(props)], capture_output=True, text=True, timeout=120, check=True)
     assert load_properties(props) == json.loads(out.stdout)
+
+
+def test_format_properties_reads_back_as_written():
+    from kafkapy.config.properties import format_properties
+    props = {"a key": "=v", "#k": " lead", "uni": "\u20ac\U0001F600", "tab\t": "x\\y\n"}
+    text = format_properties(props, "made by a test")
+    assert text.startswith("# made by a test\n")
+    assert parse_properties(text) == props
