@@ -154,7 +154,10 @@ def _unescape(raw: str) -> str:
             i += 4
         else:
             out.append(_ESCAPES.get(c, c))
-    return "".join(out)
+    text = "".join(out)
+    # \\uXXXX escapes are UTF-16 units: a pair of them is one character beyond the BMP,
+    # as in the Java String the same text loads into.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def _decode_u(raw: str, i: int) -> str:
