@@ -1,19 +1,30 @@
 """Scale figures (issue 20): cost per partition and per connection, kafkapy beside Kafka 3.9.
 
+``make bench`` runs it with N = K = 10,000 (``bench/results/scale-latest.md`` / ``.json``).
 One run starts each broker in turn on a free 127.0.0.1 port (kafkapy as
 ``python -m kafkapy config/server.properties --override ...`` with the embedded metadata store,
-``bench/brokers.py``'s ``KafkapyBroker``; Apache Kafka 3.9 KRaft single node, ``bench/peers.py``'s
-``KafkaBroker``) and measures, in this order:
+from a copy of its source taken at start, ``bench/brokers.py``'s ``KafkapyBroker``; Apache
+Kafka 3.9 KRaft single node on its own sample config, ``bench/peers.py``'s ``KafkaBroker``)
+and measures, in this order:
 
 (e) ``conns``: K idle plain-TCP connections, each sending one ApiVersions v0 and reading the
-    answer; broker RSS before/after, and a producer's throughput and p99 delivery latency
+    answer; broker RSS before/after, and a producer's throughput and p50/p99 delivery latency
     (100 B, 4-partition topic) before and while they are open.  Run first, on a broker with
-    no big topic, so the RSS delta is the connections' cost alone.
+    no big topic, so the RSS delta is the connections' cost alone.  The opener is paced: at
+    most ``--conn-window`` connections (default 32) are connecting or waiting for their
+    ApiVersions answer at once, a new one starts as one is answered.  Kafka's
+    ``socket.listen.backlog.size`` is 50: an unpaced burst of connects overflows it and the
+    client's SYN retries (1 s, 3 s, ...) then dominate the time, which measures the burst,
+    not the broker (167 s for 10,000 before pacing).
 (a) ``create``: CreateTopics of one topic with N partitions until Metadata lists a leader
-    for every partition.
+    for every partition.  Kafka 3.9 KRaft refuses one CreateTopics of 10,000 partitions
+    (POLICY_VIOLATION: QuorumController's 10,000 records per user operation): the topic is
+    then created with N/2 partitions and CreatePartitions brings it to N, timed together;
+    the report says so.
 (b) ``produce``: 100 B records round-robin over all N partitions (confluent-kafka, a bounded
-    count), throughput.
+    count, acks=all), throughput and delivery p50/p99.
 (d) ``metadata``: Metadata v1 for that topic over one connection, repeated; median/p99.
+    ``list_offsets``: ListOffsets v1 (latest) for all N partitions, repeated; median/p99.
 (c) ``restart``: clean stop (SIGTERM) then start, and kill -9 then start; seconds from spawn
     to listening and to Metadata showing all N partitions with a leader.  Kafka's restarts
     spawn the JVM again without ``kafka-storage.sh format`` (the data dir is formatted).
@@ -22,16 +33,22 @@ One run starts each broker in turn on a free 127.0.0.1 port (kafkapy as
 on the create of N partitions and on the restart after kill -9, plus a summary of the top
 functions (self and inclusive samples) in DIR/summary.txt.
 
-Every wait is bounded; every process started is stopped in ``finally``.  Results: ``--out``
-(default ``bench/results/scale-latest``) ``.md`` and ``.json``.
+Invariants: every wait is bounded (each phase by ``--phase-timeout``, each broker's whole run
+by ``--broker-budget``; a phase that would start past the budget is skipped and reported);
+every process started is stopped in ``finally`` (SIGTERM, then SIGKILL to its process group)
+and every socket opened is closed.  A broker that cannot be had (no Kafka dir, no java) is
+reported as unavailable; any other failure is reported and makes the exit status 1.
+Results: ``--out`` (default ``bench/results/scale-latest``) ``.md`` and ``.json``.
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import errno
 import json
 import os
 import resource
+import selectors
 import shutil
 import signal
 import socket
@@ -45,14 +62,35 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from brokers import ROOT, KafkapyBroker, _ChildBroker  # noqa: E402
-from peers import KafkaBroker  # noqa: E402
-from procstats import read_status_kb  # noqa: E402
+from brokers import ROOT, KafkapyBroker, _ChildBroker, snapshot_source  # noqa: E402
+from peers import KafkaBroker, PeerUnavailable  # noqa: E402
+from procstats import read_status_kb, wait_until_quiet  # noqa: E402
 
 PY = str(ROOT / ".venv" / "bin" / "python")
 PYSPY = str(ROOT / ".venv" / "bin" / "py-spy")
 TOPIC = "scale-big"
 CONN_TOPIC = "scale-conn"
+# Connections connecting or awaiting their ApiVersions answer at once: below Kafka's default
+# socket.listen.backlog.size (50), so neither broker's accept backlog overflows.
+CONN_WINDOW = 32
+CONN_TIMEOUT_S = 10.0  # one connection: connect + ApiVersions answered, else counted failed
+
+
+class BudgetExhausted(RuntimeError):
+    """The broker's whole-run budget (``--broker-budget``) is spent."""
+
+
+class Budget:
+    """A deadline for one broker's run; each phase waits ``left(cap)`` at most."""
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+
+    def left(self, cap: float, need: str = "") -> float:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 1.0:
+            raise BudgetExhausted(f"broker budget spent before {need or 'a phase'}")
+        return min(cap, remaining)
 
 
 def log(msg: str) -> None:
@@ -66,7 +104,7 @@ def raise_nofile() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-# -- raw protocol: ApiVersions v0, Metadata v1 --------------------------------------------------
+# -- raw protocol: ApiVersions v0, Metadata v1, ListOffsets v1 --------------------------------------------------
 
 
 def _request(api_key: int, version: int, corr: int, body: bytes) -> bytes:
@@ -81,6 +119,35 @@ API_VERSIONS = _request(18, 0, 1, b"")
 def metadata_request(topic: str) -> bytes:
     name = topic.encode()
     return _request(3, 1, 2, struct.pack(">ih", 1, len(name)) + name)
+
+
+def list_offsets_request(topic: str, n: int) -> bytes:
+    """ListOffsets v1, replica -1, timestamp -1 (latest) for partitions 0..n-1 of ``topic``."""
+    name = topic.encode()
+    parts = b"".join(struct.pack(">iq", p, -1) for p in range(n))
+    body = struct.pack(">iih", -1, 1, len(name)) + name + struct.pack(">i", n) + parts
+    return _request(2, 1, 3, body)
+
+
+def list_offsets_ok(payload: bytes, topic: str) -> tuple[int, int]:
+    """(partitions of ``topic`` answered with no error, sum of their offsets) in a v1 answer."""
+    pos = 4  # correlation id
+    (nt,) = struct.unpack_from(">i", payload, pos)
+    pos += 4
+    ok = total = 0
+    for _ in range(nt):
+        (nl,) = struct.unpack_from(">h", payload, pos)
+        name = payload[pos + 2:pos + 2 + nl].decode()
+        pos += 2 + nl
+        (np_,) = struct.unpack_from(">i", payload, pos)
+        pos += 4
+        for _ in range(np_):
+            _pid, err, _ts, offset = struct.unpack_from(">ihqq", payload, pos)
+            pos += 22
+            if name == topic and err == 0 and offset >= 0:
+                ok += 1
+                total += offset
+    return ok, total
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -245,45 +312,142 @@ def produce(bootstrap: str, topic: str, partitions: int, count: int, timeout: fl
             "p50_ms": (pct(lat, 50) or 0) * 1000, "p99_ms": (pct(lat, 99) or 0) * 1000}
 
 
-def metadata_latency(port: int, topic: str, n: int, reps: int) -> dict:
-    req = metadata_request(topic)
-    lat = []
-    with socket.create_connection(("127.0.0.1", port), timeout=30.0) as s:
+def _repeat(port: int, req: bytes, reps: int, timeout: float) -> tuple[list[float], bytes]:
+    """``req`` up to ``reps`` times over one connection (fewer if ``timeout`` runs out)."""
+    lat: list[float] = []
+    payload = b""
+    deadline = time.monotonic() + timeout
+    with socket.create_connection(("127.0.0.1", port), timeout=min(30.0, timeout)) as s:
         for _ in range(reps):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            s.settimeout(max(0.1, min(30.0, left)))
             t0 = time.perf_counter()
             payload = roundtrip(s, req)
             lat.append(time.perf_counter() - t0)
-        known = leaders_known(payload, topic)
-    return {"requests": reps, "partitions_in_response": known, "response_bytes": len(payload),
-            "median_ms": statistics.median(lat) * 1000, "p99_ms": pct(lat, 99) * 1000}
+    return lat, payload
 
 
-def open_idle(port: int, k: int, timeout: float) -> tuple[list[socket.socket], dict]:
-    """K connections, each sends ApiVersions v0 and reads its answer; left open (idle)."""
+def _latency(lat: list[float]) -> dict:
+    return {"requests": len(lat),
+            "median_ms": statistics.median(lat) * 1000 if lat else None,
+            "p99_ms": pct(lat, 99) * 1000 if lat else None}
+
+
+def metadata_latency(port: int, topic: str, n: int, reps: int, timeout: float) -> dict:
+    lat, payload = _repeat(port, metadata_request(topic), reps, timeout)
+    return dict(_latency(lat), partitions_in_response=leaders_known(payload, topic),
+                response_bytes=len(payload))
+
+
+def list_offsets_latency(port: int, topic: str, n: int, reps: int, timeout: float) -> dict:
+    lat, payload = _repeat(port, list_offsets_request(topic, n), reps, timeout)
+    ok, total = list_offsets_ok(payload, topic)
+    return dict(_latency(lat), partitions_ok=ok, end_offsets_sum=total,
+                response_bytes=len(payload))
+
+
+class _Pending:
+    """One connection on its way: connecting, then waiting for its ApiVersions answer."""
+
+    __slots__ = ("sock", "t0", "sent", "buf")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.t0 = time.monotonic()
+        self.sent = False
+        self.buf = bytearray()
+
+    def answered(self) -> bool:
+        return len(self.buf) >= 4 and len(self.buf) >= 4 + struct.unpack_from(">i", self.buf)[0]
+
+
+def open_idle(port: int, k: int, timeout: float, window: int = CONN_WINDOW,
+              conn_timeout: float = CONN_TIMEOUT_S) -> tuple[list[socket.socket], dict]:
+    """K connections, each sends ApiVersions v0 and reads its answer; left open (idle).
+
+    Paced: at most ``window`` connections are connecting or awaiting their answer at once;
+    one that is not answered within ``conn_timeout`` s (or is refused/closed) is closed and
+    counted failed.  Returns the answered sockets (the caller closes them) and the figures.
+    """
+    sel = selectors.DefaultSelector()
+    pending: dict[socket.socket, _Pending] = {}
     socks: list[socket.socket] = []
-    deadline = time.monotonic() + timeout
+    lat: list[float] = []
+    started = failed = max_in_flight = 0
     t0 = time.monotonic()
-    failed = 0
-    for _ in range(k):
-        if time.monotonic() > deadline:
-            break
+    deadline = t0 + timeout
+
+    def drop(p: _Pending) -> None:
+        nonlocal failed
+        failed += 1
+        pending.pop(p.sock, None)
         try:
-            s = socket.create_connection(("127.0.0.1", port), timeout=10.0)
-            s.sendall(API_VERSIONS)
-            socks.append(s)
-        except OSError:
-            failed += 1
-    answered = 0
-    for s in socks:
-        try:
-            s.settimeout(max(0.1, min(10.0, deadline - time.monotonic())))
-            (size,) = struct.unpack(">i", _recv_exact(s, 4))
-            _recv_exact(s, size)
-            answered += 1
-        except (OSError, ConnectionError, struct.error):
+            sel.unregister(p.sock)
+        except (KeyError, ValueError):
             pass
-    return socks, {"requested": k, "connected": len(socks), "connect_failed": failed,
-                   "answered": answered, "open_s": time.monotonic() - t0}
+        p.sock.close()
+
+    try:
+        while (started < k or pending) and time.monotonic() < deadline:
+            while started < k and len(pending) < window:
+                started += 1
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.setblocking(False)
+                rc = s.connect_ex(("127.0.0.1", port))
+                if rc not in (0, errno.EINPROGRESS):
+                    s.close()
+                    failed += 1
+                    continue
+                p = _Pending(s)
+                pending[s] = p
+                sel.register(s, selectors.EVENT_WRITE, p)
+            max_in_flight = max(max_in_flight, len(pending))
+            for key, _mask in sel.select(timeout=max(0.0, min(0.2, deadline - time.monotonic()))):
+                _step(key.data, sel, socks, lat, pending, drop)
+            now = time.monotonic()
+            for p in [p for p in pending.values() if now - p.t0 > conn_timeout]:
+                drop(p)
+    finally:
+        for p in list(pending.values()):
+            drop(p)
+        sel.close()
+    return socks, {"requested": k, "connect_failed": failed,
+                   "answered": len(socks), "open_s": time.monotonic() - t0, "window": window,
+                   "max_in_flight": max_in_flight,
+                   "conn_median_ms": statistics.median(lat) * 1000 if lat else None,
+                   "conn_p99_ms": pct(lat, 99) * 1000 if lat else None}
+
+
+def _step(p: _Pending, sel, socks: list, lat: list, pending: dict, drop) -> None:
+    """One readiness event of a pending connection: send its request or read its answer."""
+    try:
+        if not p.sent:
+            if p.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                drop(p)
+                return
+            if p.sock.send(API_VERSIONS) != len(API_VERSIONS):  # 29 bytes: never partial
+                drop(p)
+                return
+            p.sent = True
+            sel.modify(p.sock, selectors.EVENT_READ, p)
+            return
+        data = p.sock.recv(65536)
+    except (BlockingIOError, InterruptedError):
+        return
+    except OSError:
+        drop(p)
+        return
+    if not data:
+        drop(p)
+        return
+    p.buf += data
+    if p.answered():
+        sel.unregister(p.sock)
+        del pending[p.sock]
+        socks.append(p.sock)
+        lat.append(time.monotonic() - p.t0)
 
 
 def still_open(socks: list[socket.socket]) -> int:
@@ -326,79 +490,127 @@ def hard_kill(b) -> None:
         b.proc.wait(30)
 
 
-def run_broker(kind: str, args, work: Path) -> dict:
-    out: dict = {"kind": kind}
-    if kind == "kafkapy":
-        b = KafkapyBroker(work / "kafkapy", python=PY)
-    else:
-        b = KafkaBroker(work / "kafka")
+def _make_broker(kind: str, args, work: Path):
+    if kind == "kafka":
+        return KafkaBroker(work / "kafka")  # PeerUnavailable: no Kafka dir or no java
+    src = None
+    if not args.no_snapshot:  # edits to the work tree during the run cannot reach the broker
+        src = Path(snapshot_source(work / "kafkapy-src")["dir"])
+    return KafkapyBroker(work / "kafkapy", python=PY, source_dir=src)
+
+
+def _conns_phase(kind: str, b, args, budget: Budget) -> dict:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    t = budget.left(args.phase_timeout, "conns")
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})  # alive until result()
+    admin.create_topics([NewTopic(CONN_TOPIC, 4, 1)], operation_timeout=min(30, t),
+                        request_timeout=t)[CONN_TOPIC].result(t)
+    del admin  # else its reconnects to the stopped broker go on for the whole run
+    wait_all_leaders(b.port, CONN_TOPIC, 4, budget.left(60, "conns"))
+    time.sleep(0.5)
+    log(f"{kind}: producer without idle connections")
+    base = produce(b.bootstrap, CONN_TOPIC, 4, args.conn_records,
+                   budget.left(args.phase_timeout, "conns produce"), rr=False)
+    rss0 = rss_mib(b.pid)
+    log(f"{kind}: opening {args.conns} idle connections, <= {args.conn_window} at once")
+    socks, info = open_idle(b.port, args.conns, budget.left(args.phase_timeout, "conns open"),
+                            window=args.conn_window)
     try:
-        t0 = time.monotonic()
-        b.start(args.start_timeout)
-        out["start_s"] = time.monotonic() - t0
-        out["describe"] = b.describe()
-        out["describe"].pop("settings", None)
-        port = b.port
-        if args.conns:
-            from confluent_kafka.admin import AdminClient, NewTopic
-            admin = AdminClient({"bootstrap.servers": b.bootstrap})  # alive until result()
-            admin.create_topics([NewTopic(CONN_TOPIC, 4, 1)],
-                                operation_timeout=30)[CONN_TOPIC].result(60)
-            del admin  # else its reconnects to the stopped broker go on for the whole run
-            wait_all_leaders(port, CONN_TOPIC, 4, 60)
-            time.sleep(0.5)
-            log(f"{kind}: producer without idle connections")
-            base = produce(b.bootstrap, CONN_TOPIC, 4, args.conn_records, args.phase_timeout,
-                           rr=False)
-            rss0 = rss_mib(b.pid)
-            log(f"{kind}: opening {args.conns} idle connections")
-            socks, info = open_idle(port, args.conns, args.phase_timeout)
-            try:
-                time.sleep(1.0)
-                rss1 = rss_mib(b.pid)
-                log(f"{kind}: producer with {len(socks)} idle connections")
-                during = produce(b.bootstrap, CONN_TOPIC, 4, args.conn_records,
-                                 args.phase_timeout, rr=False)
-                info["still_open_after_produce"] = still_open(socks)
-                rss2 = rss_mib(b.pid)
-            finally:
-                for s in socks:
-                    s.close()
-            out["conns"] = dict(info, rss_before_mib=rss0, rss_open_mib=rss1,
-                                rss_after_produce_mib=rss2,
-                                rss_per_conn_kib=((rss1 - rss0) * 1024 / max(1, len(socks))
-                                                  if rss0 and rss1 else None),
-                                produce_alone=base, produce_during=during)
-            log(f"{kind}: conns {out['conns']['rss_before_mib']:.0f} -> "
-                f"{out['conns']['rss_open_mib']:.0f} MiB")
-        n = args.partitions
-        log(f"{kind}: create {n} partitions")
-        out["create"] = create_topic(b.bootstrap, port, TOPIC, n, args.phase_timeout)
-        out["rss_after_create_mib"] = rss_mib(b.pid)
-        log(f"{kind}: create {out['create']['create_s']:.2f}s; produce {args.records}")
-        out["produce"] = produce(b.bootstrap, TOPIC, n, args.records, args.phase_timeout)
-        log(f"{kind}: produce {out['produce']['records_per_s']:.0f} rec/s; metadata")
-        out["metadata"] = metadata_latency(port, TOPIC, n, args.metadata_reps)
-        out["rss_before_restart_mib"] = rss_mib(b.pid)
-        log(f"{kind}: clean stop + restart")
-        t0 = time.monotonic()
-        b.stop(args.phase_timeout)
-        stop_s = time.monotonic() - t0
-        out["restart_clean"] = dict(respawn(b, port, n, args.phase_timeout), stop_s=stop_s)
+        log(f"{kind}: {info['answered']} answered in {info['open_s']:.1f}s")
         time.sleep(1.0)
-        log(f"{kind}: kill -9 + restart")
-        hard_kill(b)
-        out["restart_kill9"] = respawn(b, port, n, args.phase_timeout)
-        out["rss_after_restart_mib"] = rss_mib(b.pid)
-        log(f"{kind}: done {out['restart_kill9']}")
+        rss1 = rss_mib(b.pid)
+        log(f"{kind}: producer with {len(socks)} idle connections")
+        during = produce(b.bootstrap, CONN_TOPIC, 4, args.conn_records,
+                         budget.left(args.phase_timeout, "conns produce"), rr=False)
+        info["still_open_after_produce"] = still_open(socks)
+        rss2 = rss_mib(b.pid)
+    finally:
+        for s in socks:
+            s.close()
+    per_conn = (rss1 - rss0) * 1024 / max(1, len(socks)) if rss0 and rss1 else None
+    log(f"{kind}: conns RSS {fmt(rss0)} -> {fmt(rss1)} MiB")
+    return dict(info, rss_before_mib=rss0, rss_open_mib=rss1, rss_after_produce_mib=rss2,
+                rss_per_conn_kib=per_conn, produce_alone=base, produce_during=during)
+
+
+def _phases(kind: str, b, args, budget: Budget, out: dict) -> None:
+    """Every phase in order; each figure lands in ``out`` as soon as it is measured."""
+    t0 = time.monotonic()
+    b.start(budget.left(args.start_timeout, "start"))
+    out["start_s"] = time.monotonic() - t0
+    out["describe"] = b.describe()
+    out["describe"].pop("settings", None)
+    port, n = b.port, args.partitions
+    if args.conns:
+        out["conns"] = _conns_phase(kind, b, args, budget)
+    log(f"{kind}: create {n} partitions")
+    out["create"] = create_topic(b.bootstrap, port, TOPIC, n,
+                                 budget.left(args.phase_timeout, "create"))
+    out["rss_after_create_mib"] = rss_mib(b.pid)
+    log(f"{kind}: create {out['create']['create_s']:.2f}s; produce {args.records}")
+    out["produce"] = produce(b.bootstrap, TOPIC, n, args.records,
+                             budget.left(args.phase_timeout, "produce"))
+    log(f"{kind}: produce {out['produce']['records_per_s']:.0f} rec/s; Metadata, ListOffsets")
+    out["metadata"] = metadata_latency(port, TOPIC, n, args.metadata_reps,
+                                       budget.left(args.phase_timeout, "metadata"))
+    out["list_offsets"] = list_offsets_latency(port, TOPIC, n, args.metadata_reps,
+                                               budget.left(args.phase_timeout, "list_offsets"))
+    out["rss_before_restart_mib"] = rss_mib(b.pid)
+    log(f"{kind}: clean stop + restart")
+    t0 = time.monotonic()
+    b.stop(budget.left(args.phase_timeout, "clean stop"))
+    stop_s = time.monotonic() - t0
+    out["restart_clean"] = dict(respawn(b, port, n, budget.left(args.phase_timeout, "restart")),
+                                stop_s=stop_s)
+    time.sleep(1.0)
+    log(f"{kind}: kill -9 + restart")
+    budget.left(args.phase_timeout, "kill -9 restart")
+    hard_kill(b)
+    out["restart_kill9"] = respawn(b, port, n, budget.left(args.phase_timeout, "restart"))
+    out["rss_after_restart_mib"] = rss_mib(b.pid)
+    log(f"{kind}: done {out['restart_kill9']}")
+
+
+def _stop_all(b) -> None:
+    """SIGTERM then SIGKILL to the broker's process group (its own session): nothing left."""
+    if b is None or b.proc is None:
+        return
+    try:
+        b.stop(30)
+    except Exception:  # noqa: BLE001 - the kill below still runs
+        pass
+    if b.alive():
+        b.kill()
+    try:
+        os.killpg(b.proc.pid, signal.SIGKILL)  # a child the broker may have left
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_broker(kind: str, args, work: Path) -> dict:
+    out: dict = {"kind": kind, "status": "ok"}
+    b = None
+    t_start = time.monotonic()
+    try:
+        if args.wait_quiet > 0:
+            out["quiet"] = wait_until_quiet(args.wait_quiet, log=log)
+        budget = Budget(args.broker_budget)
+        b = _make_broker(kind, args, work)
+        _phases(kind, b, args, budget, out)
+    except PeerUnavailable as e:
+        out.update(status="unavailable", error=str(e))
+        log(f"{kind}: unavailable: {e}")
+    except BudgetExhausted as e:  # too slow is a result, not a crash: the figures so far stand
+        out.update(status="incomplete", error=str(e))
+        log(f"{kind}: {e}")
     except Exception as e:  # noqa: BLE001 - record and go on to the next broker
-        out["error"] = f"{type(e).__name__}: {e}"
-        out["output_tail"] = b.output_tail(3000)
+        out.update(status="failed", error=f"{type(e).__name__}: {e}",
+                   output_tail=b.output_tail(3000) if b is not None else "")
         log(f"{kind}: FAILED {out['error']}")
     finally:
-        b.stop(30)
-        if b.alive():
-            b.kill()
+        _stop_all(b)
+    out["wall_s"] = time.monotonic() - t_start
     return out
 
 
@@ -494,35 +706,44 @@ def _g(d: dict, *path):
     return d
 
 
+# (label, path in a broker's result, higher is better: True / False / None = not a ratio)
 ROWS = [
     ("(a) create N partitions until all leaders known, s", ("create", "create_s"), False),
     ("(a) CreateTopics response, s", ("create", "create_ack_s"), False),
     ("(b) produce 100 B over all N partitions, records/s", ("produce", "records_per_s"), True),
+    ("(b) produce delivery p50, ms", ("produce", "p50_ms"), False),
     ("(b) produce delivery p99, ms", ("produce", "p99_ms"), False),
+    ("(c) clean stop (SIGTERM until exit), s", ("restart_clean", "stop_s"), False),
     ("(c) restart after clean stop: listening, s", ("restart_clean", "listen_s"), False),
     ("(c) restart after clean stop: Metadata all leaders, s", ("restart_clean", "serve_s"), False),
-    ("(c) clean stop (SIGTERM until exit), s", ("restart_clean", "stop_s"), False),
     ("(c) restart after kill -9: listening, s", ("restart_kill9", "listen_s"), False),
     ("(c) restart after kill -9: Metadata all leaders, s", ("restart_kill9", "serve_s"), False),
     ("(d) Metadata (N partitions) median, ms", ("metadata", "median_ms"), False),
     ("(d) Metadata (N partitions) p99, ms", ("metadata", "p99_ms"), False),
+    ("(d) ListOffsets latest (N partitions) median, ms", ("list_offsets", "median_ms"), False),
+    ("(d) ListOffsets latest (N partitions) p99, ms", ("list_offsets", "p99_ms"), False),
     ("RSS after create, MiB", ("rss_after_create_mib",), False),
     ("RSS after restart (kill -9), MiB", ("rss_after_restart_mib",), False),
     ("(e) RSS before K idle connections, MiB", ("conns", "rss_before_mib"), False),
     ("(e) RSS with K idle connections open, MiB", ("conns", "rss_open_mib"), False),
     ("(e) RSS per idle connection, KiB", ("conns", "rss_per_conn_kib"), False),
-    ("(e) time to open K connections (+ApiVersions), s", ("conns", "open_s"), False),
+    ("(e) time to open K connections (paced, +ApiVersions each), s", ("conns", "open_s"), False),
+    ("(e) one connection: connect + ApiVersions answered p99, ms", ("conns", "conn_p99_ms"),
+     False),
     ("(e) connections answered / still open after produce",
-     ("conns", "answered"), None),
+     (("conns", "answered"), ("conns", "still_open_after_produce")), None),
     ("(e) producer alone, records/s", ("conns", "produce_alone", "records_per_s"), True),
     ("(e) producer with K idle open, records/s", ("conns", "produce_during", "records_per_s"),
      True),
+    ("(e) producer alone, p50 ms", ("conns", "produce_alone", "p50_ms"), False),
+    ("(e) producer with K idle open, p50 ms", ("conns", "produce_during", "p50_ms"), False),
     ("(e) producer alone, p99 ms", ("conns", "produce_alone", "p99_ms"), False),
     ("(e) producer with K idle open, p99 ms", ("conns", "produce_during", "p99_ms"), False),
 ]
 
 
-def _fmt(v) -> str:
+def fmt(v) -> str:
+    """A figure for the table: 3 significant digits below 100, thousands separators above."""
     if v is None:
         return "-"
     if isinstance(v, float):
@@ -530,31 +751,71 @@ def _fmt(v) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
+def ratio(kafkapy, kafka, higher_better: bool) -> float | None:
+    """>1 always means kafkapy is worse: kafkapy/Kafka for times and sizes, Kafka/kafkapy
+    for throughputs; None when either figure is missing or zero."""
+    if not (isinstance(kafkapy, (int, float)) and isinstance(kafka, (int, float))
+            and kafkapy and kafka):
+        return None
+    return kafka / kafkapy if higher_better else kafkapy / kafka
+
+
+def table_row(label: str, path: tuple, higher_better: bool | None, kp: dict, kf: dict) -> str:
+    if higher_better is None:  # a pair of counts, no ratio
+        v1, v2 = (" / ".join(fmt(_g(d, *sub)) for sub in path) for d in (kp, kf))
+        return f"| {label} | {v1} | {v2} | |"
+    v1, v2 = _g(kp, *path), _g(kf, *path)
+    r = ratio(v1, v2, higher_better)
+    return f"| {label} | {fmt(v1)} | {fmt(v2)} | {'-' if r is None else f'{r:.2f}x'} |"
+
+
+def notes(doc: dict) -> list[str]:
+    """What a reader needs beside the table: fallbacks, pacing, skipped or failed brokers."""
+    a = doc["args"]
+    lines = [f"- (e) connections are opened paced: at most {a['conn_window']} connecting or "
+             "awaiting their ApiVersions answer at once (Kafka's socket.listen.backlog.size is "
+             "50; an unpaced burst overflows it and SYN retries dominate)."]
+    for name, d in (("kafkapy", doc["brokers"].get("kafkapy", {})),
+                    ("Kafka 3.9", doc["brokers"].get("kafka", {}))):
+        if _g(d, "create", "note"):
+            lines.append(f"- {name} (a): {d['create']['note']}; (a) times both requests "
+                         "together.")
+        for what, key in (("Metadata", "metadata"), ("ListOffsets", "list_offsets")):
+            got = _g(d, key, "requests")
+            if got is not None and got < a["metadata_reps"]:
+                lines.append(f"- {name} (d): only {got} of {a['metadata_reps']} {what} requests "
+                             "within the phase timeout.")
+        lo, delivered = d.get("list_offsets"), _g(d, "produce", "delivered")
+        if lo and (lo["partitions_ok"] < a["partitions"] or lo["end_offsets_sum"] != delivered):
+            lines.append(f"- {name} (d): ListOffsets answered {lo['partitions_ok']} of "
+                         f"{a['partitions']} partitions; end offsets sum "
+                         f"{lo['end_offsets_sum']}, records delivered in (b) {delivered}.")
+        if d.get("wall_s") is not None:
+            lines.append(f"- {name}: whole run {d['wall_s']:.0f} s (status {d.get('status')}).")
+    return lines
+
+
 def render(doc: dict) -> str:
     kp, kf = doc["brokers"].get("kafkapy", {}), doc["brokers"].get("kafka", {})
     a = doc["args"]
-    lines = ["# Scale baseline: kafkapy vs Apache Kafka 3.9 (issue 20)", "",
+    lines = ["# Scale: kafkapy vs Apache Kafka 3.9 (issue 20)", "",
              f"N = {a['partitions']:,} partitions, K = {a['conns']:,} idle connections, "
              f"{a['records']:,} records of 100 B over the N partitions; "
-             f"{a['conn_records']:,} records for (e). {doc['when']}, {doc['host']}.", "",
+             f"{a['conn_records']:,} records for (e); {a['metadata_reps']} requests each for "
+             f"(d). {doc['when']}, {doc['host']}. One run per figure.", "",
              "Command: `" + doc["command"] + "`", "",
              "Ratio: kafkapy/Kafka for times, sizes and latencies (lower is better for "
              "kafkapy); Kafka/kafkapy for throughputs (so >1 always means kafkapy is worse).",
              "", "| figure | kafkapy | Kafka 3.9 | ratio |", "|---|---:|---:|---:|"]
-    for label, path, higher_better in ROWS:
-        v1, v2 = _g(kp, *path), _g(kf, *path)
-        if higher_better is None:
-            v1 = f"{_g(kp, 'conns', 'answered')} / {_g(kp, 'conns', 'still_open_after_produce')}"
-            v2 = f"{_g(kf, 'conns', 'answered')} / {_g(kf, 'conns', 'still_open_after_produce')}"
-            lines.append(f"| {label} | {v1} | {v2} | |")
-            continue
-        ratio = None
-        if isinstance(v1, (int, float)) and isinstance(v2, (int, float)) and v1 and v2:
-            ratio = v2 / v1 if higher_better else v1 / v2
-        lines.append(f"| {label} | {_fmt(v1)} | {_fmt(v2)} | "
-                     f"{'-' if ratio is None else f'{ratio:.2f}x'} |")
-    for name, d in (("kafkapy", kp), ("Kafka", kf)):
-        if d.get("error"):
+    lines += [table_row(label, path, hb, kp, kf) for label, path, hb in ROWS]
+    lines += ["", "Notes:", ""] + notes(doc)
+    for name, d in (("kafkapy", kp), ("Kafka 3.9", kf)):
+        if d.get("status") == "unavailable":
+            lines += ["", f"**{name} unavailable**: {d['error']}"]
+        elif d.get("status") == "incomplete":
+            lines += ["", f"**{name} incomplete** (--broker-budget): {d['error']}; the figures "
+                      "after it are missing."]
+        elif d.get("error"):
             lines += ["", f"**{name} failed**: {d['error']}", "", "```",
                       d.get("output_tail", "")[-1500:], "```"]
     return "\n".join(lines) + "\n"
@@ -563,23 +824,35 @@ def render(doc: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--partitions", "-N", type=int, default=10_000)
-    ap.add_argument("--conns", "-K", type=int, default=10_000)
-    ap.add_argument("--records", type=int, default=200_000)
-    ap.add_argument("--conn-records", type=int, default=100_000)
-    ap.add_argument("--metadata-reps", type=int, default=50)
+    ap.add_argument("--conns", "-K", type=int, default=10_000, help="0: skip (e)")
+    ap.add_argument("--records", type=int, default=100_000, help="(b): over the N partitions")
+    ap.add_argument("--conn-records", type=int, default=100_000, help="(e): each producer run")
+    ap.add_argument("--conn-window", type=int, default=CONN_WINDOW,
+                    help="(e): connections connecting/awaiting ApiVersions at once")
+    ap.add_argument("--metadata-reps", type=int, default=50, help="(d): requests of each API")
     ap.add_argument("--phase-timeout", type=float, default=300.0)
     ap.add_argument("--start-timeout", type=float, default=120.0)
+    ap.add_argument("--broker-budget", type=float, default=600.0,
+                    help="seconds for one broker's whole run; later phases are skipped")
+    ap.add_argument("--wait-quiet", type=float, default=60.0,
+                    help="before each broker: wait up to SECS for the machine to be <15%% busy")
+    ap.add_argument("--no-snapshot", action="store_true",
+                    help="run the work tree's kafkapy, not a copy taken at start")
     ap.add_argument("--only", choices=["kafkapy", "kafka"])
     ap.add_argument("--profile", help="kafkapy only: py-spy profiles into this dir")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "scale-latest"))
     args = ap.parse_args(argv)
     nofile = raise_nofile()
     log(f"open files limit {nofile}")
+    if args.conns + 100 > nofile:
+        log(f"K={args.conns} needs more open files than {nofile}: lower -K or raise ulimit -n")
+        return 2
     work = Path(tempfile.mkdtemp(prefix="kafkapy-scale-"))
     try:
         if args.profile:
             profile(args, work)
             return 0
+        t0 = time.monotonic()
         brokers = {}
         for kind in ("kafkapy", "kafka"):
             if args.only and args.only != kind:
@@ -587,13 +860,16 @@ def main(argv: list[str] | None = None) -> int:
             brokers[kind] = run_broker(kind, args, work / kind)
         doc = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "host": f"{os.cpu_count()} CPUs, nofile {nofile}",
-               "command": " ".join([".venv/bin/python", "bench/scale.py", *(argv or sys.argv[1:])]),
-               "args": vars(args), "brokers": brokers}
+               "command": " ".join([".venv/bin/python", "bench/scale.py",
+                                    *(sys.argv[1:] if argv is None else argv)]),
+               "wall_s": time.monotonic() - t0, "args": vars(args), "brokers": brokers}
         out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.with_suffix(".json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
         out.with_suffix(".md").write_text(render(doc))
         print(render(doc))
-        return 0 if not any(b.get("error") for b in brokers.values()) else 1
+        log(f"wrote {out.with_suffix('.md')} ({doc['wall_s']:.0f} s)")
+        return 1 if any(b.get("status") == "failed" for b in brokers.values()) else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
