@@ -50,12 +50,16 @@ java-clients: $(STAMP)
 	PIP=$(PIP) bash scripts/fetch_java_clients.sh .cache/java-clients
 
 ## Throughput, latency, CPU and memory against kafkapy and the tansu peer; timer-wheel costs;
-## broker start-to-ready in-process (kafkapy.testing) beside Kafka 3.9 (bench/results/startup-latest.md).
+## broker start-to-ready in-process (kafkapy.testing) beside Kafka 3.9 (bench/results/startup-latest.md);
+## scale: 10,000 partitions and 10,000 connections on one broker beside Kafka 3.9
+## (bench/results/scale-latest.md; SCALE_ARGS="-N 2000 -K 2000" for a smaller run).
+SCALE_ARGS ?= -N 10000 -K 10000
 bench: $(STAMP)
 	$(PY) bench/run_bench.py $(BENCH_ARGS)
 	$(PY) bench/bench_timers.py
 	$(PY) bench/cluster.py reassign
 	$(PY) bench/bench_startup.py
+	$(PY) bench/scale.py $(SCALE_ARGS)
 
 ## 10^6 mutated frames of every API against a fresh broker (FUZZ_ARGS="--frames N --seed S").
 fuzz: $(STAMP)
