@@ -791,7 +791,10 @@ def notes(doc: dict) -> list[str]:
                          f"{a['partitions']} partitions; end offsets sum "
                          f"{lo['end_offsets_sum']}, records delivered in (b) {delivered}.")
         if d.get("wall_s") is not None:
-            lines.append(f"- {name}: whole run {d['wall_s']:.0f} s (status {d.get('status')}).")
+            busy = _g(d, "quiet", "busy_pct_before")
+            lines.append(f"- {name}: whole run {d['wall_s']:.0f} s (status {d.get('status')})"
+                         + (f"; machine {busy:.0f}% busy before its start." if busy is not None
+                            else "."))
     return lines
 
 
