@@ -60,6 +60,7 @@ _NO_RESPONSE = b""
 # pipelining client cannot hold the loop; large enough that a pipelining producer
 # (librdkafka keeps up to 5 requests in flight) is not slowed by extra turns.
 _FRAMES_PER_TURN = 4
+_EMPTY = ()
 
 
 class _Slot:
@@ -74,20 +75,31 @@ class _Slot:
 
 
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, server) -> None:
+    # Thousands of mostly idle connections: no per-instance __dict__.
+    __slots__ = ("_server", "_broker", "_max_frame", "_max_inflight", "_buf", "_slots",
+                 "_transport", "_reading_paused", "_writing_paused", "_turn_scheduled",
+                 "_closed", "_zero_copy", "_file_parts", "_sock_fd", "peer", "address",
+                 "last_active", "session", "_gate")
+
+    def __init__(self, server, address: str | None = None) -> None:
         self._server = server
+        # The peer's address while it holds a connection-quota slot (the server gives the
+        # slot back once and clears this).
+        self.address = address
         self._broker = server.broker
         self._max_frame = server.max_request_bytes
         self._max_inflight = server.max_inflight
         self._buf = bytearray()
-        self._slots: collections.deque[_Slot] = collections.deque()
+        # Both queues are the shared empty tuple while empty (an idle connection holds no
+        # deque: ~0.7 KiB each), a deque while something waits in them.
+        self._slots: collections.deque[_Slot] | tuple = _EMPTY
         self._transport: asyncio.Transport | None = None
         self._reading_paused = False
         self._writing_paused = False
         self._turn_scheduled = False
         self._closed = False
         self._zero_copy = server.zero_copy
-        self._file_parts: collections.deque = collections.deque()
+        self._file_parts: collections.deque | tuple = _EMPTY
         self._sock_fd = -1
         self.peer = "?"
         self.last_active = 0.0
@@ -259,7 +271,7 @@ class KafkaConnection(asyncio.Protocol):
         slot = _Slot()
         slot.started = metrics.now()
         slot.stats = stats
-        self._slots.append(slot)
+        self._queue(slot)
         try:
             result = spec.handle(ctx, request)
         except CloseConnection as reason:
@@ -336,21 +348,26 @@ class KafkaConnection(asyncio.Protocol):
             self.close()
             return
         self._closed = True
-        self._slots.clear()
+        self._slots = _EMPTY
         self._drop_file_parts()
         self._transport.pause_reading()
         asyncio.get_running_loop().call_later(delay_ms / 1000.0, self._transport.close)
 
+    def _queue(self, slot: _Slot) -> None:
+        if not self._slots:
+            self._slots = collections.deque()
+        self._slots.append(slot)
+
     def _queue_ready(self, payload: bytes) -> None:
         slot = _Slot()
         slot.payload = payload
-        self._slots.append(slot)
+        self._queue(slot)
         self._flush()
 
     def _flush(self) -> None:
         slots = self._slots
         if self._closed:
-            slots.clear()
+            self._slots = _EMPTY
             return
         ready = []
         while slots and slots[0].payload is not None:
@@ -358,10 +375,14 @@ class KafkaConnection(asyncio.Protocol):
             if isinstance(payload, list) or self._file_parts:
                 self._write_now(ready)
                 ready = []
+                if not self._file_parts:
+                    self._file_parts = collections.deque()
                 self._file_parts.extend(payload if isinstance(payload, list) else (payload,))
             elif payload:
                 ready.append(payload)
         self._write_now(ready)
+        if not slots:
+            self._slots = _EMPTY
         if self._file_parts:
             self._pump_files()
         if self._reading_paused and not self._busy():
@@ -429,7 +450,7 @@ class KafkaConnection(asyncio.Protocol):
         for part in self._file_parts:
             if isinstance(part, FileRange):
                 part.close()
-        self._file_parts.clear()
+        self._file_parts = _EMPTY
         if self._sock_fd >= 0:
             try:
                 asyncio.get_running_loop().remove_writer(self._sock_fd)
@@ -446,10 +467,14 @@ class KafkaConnection(asyncio.Protocol):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._slots.clear()
+            self._slots = _EMPTY
             self._drop_file_parts()
             if self._transport is not None:
                 self._transport.close()
+
+    @property
+    def closing(self) -> bool:
+        return self._closed
 
     @property
     def idle(self) -> bool:

@@ -1,25 +1,57 @@
-"""The listener: accepts connections, tracks them, closes idle ones, shuts down gracefully.
+"""The listener: accepts connections within the connection quotas, tracks them, closes idle
+ones, shuts down gracefully.
 
-Graceful shutdown: stop accepting, let every connection finish the requests it
-has in flight (bounded wait), then close the transports.
+Accepting is this module's own loop (Kafka's Acceptor), not ``loop.create_server``: the
+listening sockets are watched with ``loop.add_reader`` and each connection accepted is
+handed to the loop with ``connect_accepted_socket``.  That is what lets the listener *wait*:
+  - before each accept the broker's ``ConnectionQuotas`` (``kafkapy.network.connection_quotas``,
+    one for all listeners) must have a slot for this listener (``max.connections``,
+    ``listener.name.<l>.max.connections``); without one the reader is removed, so new
+    connections wait in the kernel's backlog, and put back when a connection closes or a
+    limit is raised;
+  - a connection from an address already at ``max.connections.per.ip`` (or its override) is
+    closed right after accept, with Kafka's "Rejected connection from ..." line;
+  - a connection counts from accept to close, its TLS handshake included;
+  - an accept error other than "nothing to accept" (EMFILE: out of descriptors) pauses
+    accepting for a second instead of spinning on a readable socket.
+At most ``_ACCEPTS_PER_TURN`` connections are accepted per loop turn, so a connection storm
+takes turns with the connections already being served.
+
+Idle connections: a connection with nothing in flight and no bytes read for
+``connections.max.idle.ms`` is closed by a reaper that runs every tenth of that (between
+0.1 s and 30 s).
+
+Graceful shutdown: stop accepting, let every connection finish the requests it has in
+flight (bounded wait), then close the transports.
 
 A listener whose security protocol is SSL or SASL_SSL gets an ``ssl.SSLContext``
-(``kafkapy.security.ssl``); the TLS handshake completes before the connection is
-made, so a failed or truncated handshake never becomes a connection (bounded by the
-handshake timeout) and costs nobody else anything.
+(``kafkapy.security.ssl``); the TLS handshake completes before the connection is made, so a
+failed or truncated handshake never becomes a connection (bounded by the handshake timeout)
+and costs nobody else anything (its quota slot is given back).
 """
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 import time
 
 import structlog
 
+from kafkapy.network import connection_quotas
 from kafkapy.network.connection import KafkaConnection
+from kafkapy.security.principal import host_address
 
 _log = structlog.get_logger("kafkapy.network")
 # A client that opens a TLS connection and never finishes the handshake is dropped then.
 _HANDSHAKE_TIMEOUT_S = 10.0
+_BACKLOG = 1024
+# Connections accepted per readiness callback of a listening socket.
+_ACCEPTS_PER_TURN = 64
+# After an accept error (out of descriptors, memory): wait this long before trying again.
+_ACCEPT_ERROR_PAUSE_S = 1.0
+_NOTHING_TO_ACCEPT = (BlockingIOError, InterruptedError)
+_PEER_GONE = (errno.ECONNABORTED, errno.EPROTO, errno.EPERM)
 
 
 class SocketServer:
@@ -41,31 +73,122 @@ class SocketServer:
         self.zero_copy = zero_copy
         self._idle_s = idle_ms / 1000.0
         self._connections: set[KafkaConnection] = set()
-        self._server: asyncio.AbstractServer | None = None
+        self._setting_up: set[asyncio.Task] = set()
+        self._sockets: list[socket.socket] = []
+        self._accepting = False      # the listening sockets' readers are installed
+        self._stopped = False
+        self._waiting_for_slot = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._reaper: asyncio.TimerHandle | None = None
+        self.quotas = connection_quotas.shared(broker)
+        self.quotas.add_server(self)
 
     @staticmethod
     def now() -> float:
         return time.monotonic()
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        tls = {} if self.ssl_context is None else {
-            "ssl": self.ssl_context, "ssl_handshake_timeout": _HANDSHAKE_TIMEOUT_S}
-        self._server = await loop.create_server(
-            lambda: KafkaConnection(self), self.host or None, self.port,
-            reuse_address=True, backlog=1024, **tls)
-        sock = self._server.sockets[0]
-        self.port = sock.getsockname()[1]
+        self._loop = asyncio.get_running_loop()
+        self._sockets = _listening_sockets(self.host, self.port, _BACKLOG)
+        self.port = self._sockets[0].getsockname()[1]
+        self._stopped = False
+        self._start_accepting()
         self._schedule_reaper()
         _log.info("listening", listener=self.listener, host=self.host, port=self.port,
                   security_protocol=self.security_protocol)
 
+    # -- accepting ------------------------------------------------------------------------
+    def _start_accepting(self) -> None:
+        if self._accepting or self._stopped:
+            return
+        self._accepting = True
+        for sock in self._sockets:
+            self._loop.add_reader(sock.fileno(), self._on_acceptable, sock)
+
+    def _pause_accepting(self) -> None:
+        if not self._accepting:
+            return
+        self._accepting = False
+        for sock in self._sockets:
+            self._loop.remove_reader(sock.fileno())
+
+    def _on_acceptable(self, lsock: socket.socket) -> None:
+        for _ in range(_ACCEPTS_PER_TURN):
+            if not self.quotas.slot_available(self.listener):
+                self._wait_for_slot()
+                return
+            try:
+                sock, addr = lsock.accept()
+            except _NOTHING_TO_ACCEPT:
+                return
+            except OSError as err:
+                if err.errno in _PEER_GONE:
+                    continue
+                _log.error("accepting a connection failed; pausing accepts", listener=self.listener,
+                           error=repr(err), pause_s=_ACCEPT_ERROR_PAUSE_S)
+                self._pause_accepting()
+                self._loop.call_later(_ACCEPT_ERROR_PAUSE_S, self._start_accepting)
+                return
+            self._admit(sock, addr)
+
+    def _wait_for_slot(self) -> None:
+        """Kafka's waitForConnectionSlot: accept nothing until the quotas call back."""
+        self._pause_accepting()
+        if not self._waiting_for_slot:
+            self._waiting_for_slot = True
+            self.quotas.wait_for_slot(self._slot_may_be_free)
+
+    def _slot_may_be_free(self) -> None:
+        self._waiting_for_slot = False
+        self._start_accepting()    # the next readiness callback checks the slot again
+
+    def _admit(self, sock: socket.socket, addr) -> None:
+        address = host_address(addr[0]) if addr else "?"
+        limit = self.quotas.inc(self.listener, address)
+        if limit is not None:
+            _log.info(f"Rejected connection from {address}, address already has the "
+                      f"configured maximum of {limit} connections.")
+            sock.close()
+            return
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        except OSError:
+            pass        # the peer may be gone already; the transport will find out
+        conn = KafkaConnection(self, address)
+        task = self._loop.create_task(self._set_up(conn, sock))
+        self._setting_up.add(task)
+        task.add_done_callback(self._setting_up.discard)
+
+    async def _set_up(self, conn: KafkaConnection, sock: socket.socket) -> None:
+        tls = {} if self.ssl_context is None else {
+            "ssl": self.ssl_context, "ssl_handshake_timeout": _HANDSHAKE_TIMEOUT_S}
+        try:
+            await self._loop.connect_accepted_socket(lambda: conn, sock, **tls)
+        except BaseException as exc:   # a failed TLS handshake, the peer gone, a shutdown
+            if not isinstance(exc, asyncio.CancelledError):
+                _log.info("connection set-up failed", peer=conn.peer, address=conn.address,
+                          error=repr(exc))
+            self._release(conn)
+            if not isinstance(exc, Exception):
+                raise
+
+    def _release(self, conn: KafkaConnection) -> None:
+        """Give the connection's quota slot back (once)."""
+        address, conn.address = conn.address, None
+        if address is not None:
+            self.quotas.dec(self.listener, address)
+
+    # -- connections ----------------------------------------------------------------------
     def connection_opened(self, conn: KafkaConnection) -> None:
         self._connections.add(conn)
 
     def connection_closed(self, conn: KafkaConnection) -> None:
         self._connections.discard(conn)
+        self._release(conn)
+
+    def open_connections(self) -> list[KafkaConnection]:
+        return list(self._connections)
 
     @property
     def connection_count(self) -> int:
@@ -79,8 +202,7 @@ class SocketServer:
         if self._idle_s <= 0:
             return
         interval = min(max(self._idle_s / 10, 0.1), 30.0)
-        loop = asyncio.get_running_loop()
-        self._reaper = loop.call_later(interval, self._close_idle)
+        self._reaper = self._loop.call_later(interval, self._close_idle)
 
     def _close_idle(self) -> None:
         cutoff = self.now() - self._idle_s
@@ -90,17 +212,52 @@ class SocketServer:
                 conn.close()
         self._schedule_reaper()
 
+    # -- shutdown -------------------------------------------------------------------------
     async def stop_accepting(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        self._stopped = True
+        if self._loop is not None:
+            self._pause_accepting()
+        for sock in self._sockets:
+            sock.close()
+        self._sockets = []
         if self._reaper is not None:
             self._reaper.cancel()
 
     async def drain_and_close(self, timeout_s: float = 10.0) -> None:
+        for task in list(self._setting_up):
+            task.cancel()
         deadline = self.now() + timeout_s
         while any(c.has_inflight() for c in self._connections) and self.now() < deadline:
             await asyncio.sleep(0.01)
         for conn in list(self._connections):
             conn.close()
-        if self._server is not None:
-            await self._server.wait_closed()
+
+
+def _listening_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
+    """Bound, listening, non-blocking sockets for ``host`` (all interfaces when empty, one
+    socket per address family as ``loop.create_server`` does); with port 0 every socket gets
+    the port the first one was given."""
+    infos = socket.getaddrinfo(host or None, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0,
+                               socket.AI_PASSIVE)
+    seen = set()
+    socks: list[socket.socket] = []
+    try:
+        for family, type_, proto, _, addr in infos:
+            if (family, addr) in seen:
+                continue
+            seen.add((family, addr))
+            if socks and port == 0:
+                addr = (addr[0], socks[0].getsockname()[1], *addr[2:])
+            sock = socket.socket(family, type_, proto)
+            socks.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(addr)
+            sock.listen(backlog)
+            sock.setblocking(False)
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks

@@ -1,0 +1,207 @@
+"""Connection quotas: how many connections the broker, a listener and one address may hold.
+
+Kafka 3.9's ConnectionQuotas (SocketServer.scala), one instance per broker shared by every
+listener's ``SocketServer`` (``shared(broker)``).  The rules:
+
+- a connection counts from the moment it is accepted (its TLS handshake included) until it
+  is closed: the counts cover connections still being set up;
+- listener slot: a listener may accept while its own count is below its limit
+  (``listener.name.<l>.max.connections``, else ``max.connections``) and, unless it is the
+  protected listener, while the broker-wide count is below ``max.connections``.  With no
+  slot the listener's acceptor *waits*: it stops accepting (new connections stay in the
+  kernel's backlog, their clients wait) until a connection closes or a limit is raised;
+- the protected listener is the inter-broker listener when the broker has more than one
+  listener: it is not held by the broker-wide limit.  When its connections push the total
+  over ``max.connections``, the least recently used connections of the other listeners are
+  closed (Kafka's processors close ``lowestPriorityChannel`` while ``maxConnectionsExceeded``);
+  the same happens when ``max.connections`` is lowered below the current total;
+- per address: ``max.connections.per.ip``, or the address's entry in
+  ``max.connections.per.ip.overrides`` (``host:n,...``; host names resolved once, when the
+  value is applied).  A connection from an address that already has that many is closed at
+  once after accept, logged as Kafka logs it: "Rejected connection from <ip>, address already
+  has the configured maximum of <n> connections.";
+- every limit is dynamic: ``reconfigure(config)`` applies the effective values at once, and a
+  raised limit wakes the waiting acceptors.
+
+Addresses are kept as Java's ``InetAddress.getHostAddress()`` prints them (an IPv4-mapped
+IPv6 peer counts as its IPv4 address).  Event-loop only: no locks.
+"""
+from __future__ import annotations
+
+import heapq
+import ipaddress
+import socket
+from typing import Callable
+
+import structlog
+
+from kafkapy.security.principal import host_address
+
+_log = structlog.get_logger("kafkapy.network")
+INT_MAX = 2**31 - 1
+_PER_IP_KEYS = ("max.connections.per.ip", "max.connections.per.ip.overrides")
+#: Keys whose change this object applies (listener-prefixed max.connections as well).
+RECONFIGURABLE = frozenset({"max.connections", *_PER_IP_KEYS})
+
+
+def shared(broker) -> "ConnectionQuotas":
+    """The broker's one ConnectionQuotas, made on first use and kept on the broker
+    (``broker.connection_quotas``); dynamic config changes reach it from then on."""
+    quotas = getattr(broker, "connection_quotas", None)
+    if quotas is None:
+        quotas = ConnectionQuotas(broker.config)
+        broker.connection_quotas = quotas
+        dynamic = getattr(broker, "dynamic_config", None)
+        if dynamic is not None:
+            dynamic.add_listener(lambda changed: quotas.config_changed(broker.config, changed))
+    return quotas
+
+
+def parse_overrides(text: str | None) -> dict[str, int]:
+    """``host:n,host:n`` -> {address: n}; host names resolved (Kafka's InetAddress.getByName).
+    An entry that does not parse or resolve is logged and skipped."""
+    out: dict[str, int] = {}
+    for entry in (text or "").split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        host, sep, count = entry.rpartition(":")
+        try:
+            if not sep or not host:
+                raise ValueError("expected host:count")
+            out[_resolve(host.strip().strip("[]"))] = int(count)
+        except (ValueError, OSError) as err:
+            _log.error("ignoring max.connections.per.ip.overrides entry", entry=entry,
+                       reason=str(err))
+    return out
+
+
+def _resolve(host: str) -> str:
+    try:
+        return host_address(str(ipaddress.ip_address(host)))
+    except ValueError:
+        return host_address(socket.gethostbyname(host))
+
+
+class ConnectionQuotas:
+    """Counts per address, per listener and in total, and the limits on them."""
+
+    def __init__(self, config) -> None:
+        self._per_ip: dict[str, int] = {}
+        self._per_listener: dict[str, int] = {}
+        self._total = 0
+        self._inter_broker = config.inter_broker_listener_name
+        self._servers: dict[str, object] = {}     # listener -> its SocketServer
+        self._waiting: list[Callable[[], None]] = []
+        self._apply(config)
+
+    # -- limits ---------------------------------------------------------------------------
+    def _apply(self, config) -> None:
+        self._default_per_ip = int(config["max.connections.per.ip"])
+        self._overrides = parse_overrides(config["max.connections.per.ip.overrides"])
+        self._broker_max = int(config["max.connections"])
+        originals = config.originals
+        self._listener_max: dict[str, int] = {}
+        for name, *_ in config.listeners:
+            value = originals.get(f"listener.name.{name.lower()}.max.connections")
+            try:
+                self._listener_max[name] = int(value) if value is not None else self._broker_max
+            except ValueError:
+                _log.error("ignoring listener max.connections", listener=name, value=value)
+                self._listener_max[name] = self._broker_max
+
+    def config_changed(self, config, changed: set[str]) -> None:
+        if changed & RECONFIGURABLE:
+            self.reconfigure(config)
+
+    def reconfigure(self, config) -> None:
+        """Adopt the effective limits: waiting acceptors may go on, and a lowered broker
+        limit closes least recently used connections of unprotected listeners."""
+        self._apply(config)
+        _log.info("connection quotas updated", max_connections=self._broker_max,
+                  max_connections_per_ip=self._default_per_ip, overrides=self._overrides,
+                  listeners=self._listener_max)
+        self.wake()
+        self.close_excess()
+
+    def max_for(self, address: str) -> int:
+        return self._overrides.get(address, self._default_per_ip)
+
+    # -- listeners --------------------------------------------------------------------------
+    def add_server(self, server) -> None:
+        self._servers[server.listener] = server
+        self._per_listener.setdefault(server.listener, 0)
+
+    def _protected(self, listener: str) -> bool:
+        return listener == self._inter_broker and len(self._servers) > 1
+
+    def slot_available(self, listener: str) -> bool:
+        """May ``listener`` accept one more connection now (Kafka's connectionSlotAvailable)?"""
+        limit = self._listener_max.get(listener, self._broker_max)
+        if self._per_listener.get(listener, 0) >= limit:
+            return False
+        return self._protected(listener) or self._total < self._broker_max
+
+    def wait_for_slot(self, resume: Callable[[], None]) -> None:
+        """``resume()`` once counts fall or limits rise (the acceptor checks again then)."""
+        self._waiting.append(resume)
+
+    def wake(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for resume in waiting:
+            resume()
+
+    # -- counting ---------------------------------------------------------------------------
+    def inc(self, listener: str, address: str) -> int | None:
+        """Count a connection just accepted from ``address``: None if it may stay, else the
+        per-address limit it would break (then nothing is counted; the caller closes it)."""
+        count = self._per_ip.get(address, 0)
+        limit = self.max_for(address)
+        if count >= limit:
+            return limit
+        self._per_ip[address] = count + 1
+        self._per_listener[listener] = self._per_listener.get(listener, 0) + 1
+        self._total += 1
+        if self._protected(listener) and self._total > self._broker_max:
+            self.close_excess()
+        return None
+
+    def dec(self, listener: str, address: str) -> None:
+        count = self._per_ip.get(address, 0)
+        if count <= 1:
+            self._per_ip.pop(address, None)
+        else:
+            self._per_ip[address] = count - 1
+        self._per_listener[listener] = max(0, self._per_listener.get(listener, 0) - 1)
+        self._total = max(0, self._total - 1)
+        if self._waiting:
+            self.wake()
+
+    def count(self, address: str) -> int:
+        return self._per_ip.get(address, 0)
+
+    @property
+    def total(self) -> int:
+        return self._total
+
+    def listener_count(self, listener: str) -> int:
+        return self._per_listener.get(listener, 0)
+
+    # -- the broker-wide limit exceeded -------------------------------------------------------
+    def close_excess(self) -> None:
+        """Close the least recently used connections of unprotected listeners until the
+        total (counting closes already under way) is back within ``max.connections``."""
+        excess = self._total - self._broker_max
+        if excess <= 0:
+            return
+        candidates = [conn for listener, server in self._servers.items()
+                      if not self._protected(listener)
+                      for conn in server.open_connections()]
+        excess -= sum(1 for conn in candidates if conn.closing)
+        if excess <= 0:
+            return
+        for conn in heapq.nsmallest(excess, (c for c in candidates if not c.closing),
+                                    key=lambda c: c.last_active):
+            _log.info("closing least recently used connection: max.connections exceeded",
+                      peer=conn.peer, max_connections=self._broker_max)
+            conn.close()
