@@ -9,6 +9,8 @@ the controller's channel); request handlers read it.  Invariants:
   each listener (Metadata answers a client with the listener it connected on);
 - a partition whose UpdateMetadata leader is -2 (LeaderDuringDelete) is removed; a
   topic left without partitions is removed with its id;
+- ``generation`` grows with every write (UpdateMetadata, put_*/remove_topic): data
+  derived from the cache (Metadata's encoded partition arrays) is valid while it is equal;
 - ``controller_epoch`` only grows (requests of older controllers are fenced by the
   handlers before they reach the cache);
 - topic listeners (``add_listener``) run after every change to a topic, with the
@@ -77,6 +79,7 @@ class MetadataCache:
         self.inter_broker_listener = inter_broker_listener
         self.controller_id = -1
         self.controller_epoch = 0
+        self.generation = 0
         self.brokers: dict[int, BrokerEndpoint] = {}
         self.listener_brokers: dict[str, dict[int, BrokerEndpoint]] = {}
         self.topics: dict[str, TopicMetadata] = {}
@@ -127,15 +130,18 @@ class MetadataCache:
 
     # -- writes ----------------------------------------------------------------------------
     def put_broker(self, default: BrokerEndpoint, by_listener: dict[str, BrokerEndpoint]) -> None:
+        self.generation += 1
         self.brokers[default.node_id] = default
         for listener, endpoint in by_listener.items():
             self.listener_brokers.setdefault(listener, {})[endpoint.node_id] = endpoint
 
     def put_topic(self, topic: TopicMetadata) -> None:
+        self.generation += 1
         self.topics[topic.name] = topic
         self._by_id[topic.topic_id] = topic.name
 
     def remove_topic(self, name: str) -> None:
+        self.generation += 1
         topic = self.topics.pop(name, None)
         if topic is not None:
             self._by_id.pop(topic.topic_id, None)
@@ -157,6 +163,7 @@ class MetadataCache:
                     self._set_topic_id(name, topic_id)
                 deleted.pop((name, state.partition), None)
             changed[name] = None
+        self.generation += 1
         self.notify_topics(changed)
         for listener in list(self._update_listeners):
             try:
