@@ -1,0 +1,229 @@
+"""Connection quotas and the idle timeout on a real broker process, over real sockets.
+
+Kafka 3.9's ConnectionQuotas (``kafkapy.network.connection_quotas``):
+- ``max.connections.per.ip`` / ``max.connections.per.ip.overrides``: one connection too many
+  from an address is closed right after accept ("Rejected connection from ..."), the others
+  are served, and a slot freed is usable again;
+- ``max.connections``: the listener stops accepting at the limit; a new client's connect
+  succeeds (kernel backlog) but its request is answered only once another connection closes;
+- the limits change live through ``kafkapy-configs --entity-type brokers --entity-default``
+  (lowering ``max.connections`` below the current count closes the least recently used);
+- ``connections.max.idle.ms`` closes a connection with nothing read for that long, and only
+  such a connection.
+
+Every client here connects to 127.0.0.1; the per-address tests pick their source address
+(127.0.0.2 ... 127.0.0.9, all loopback on Linux), so the start-up probe and the CLI (from
+127.0.0.1) never share an address with them.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.broker_process import BrokerProcess
+
+BIN = Path(sys.executable).parent
+DEFAULT = ("--entity-type", "brokers", "--entity-default")
+_API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, 1) + b"t"
+
+
+def _broker(tmp_path, **overrides) -> BrokerProcess:
+    settings = {"kafkapy.metadata.store": "embedded", "offsets.topic.replication.factor": "1"}
+    settings.update(overrides)
+    return BrokerProcess(tmp_path / "logs", overrides=settings).start()
+
+
+@pytest.fixture
+def make_broker(tmp_path):
+    started = []
+
+    def make(**overrides) -> BrokerProcess:
+        started.append(_broker(tmp_path, **overrides))
+        return started[-1]
+    yield make
+    for broker in started:
+        broker.kill()
+
+
+class Client:
+    """One raw connection from ``source``; ``ask`` sends ApiVersions v0."""
+
+    def __init__(self, broker: BrokerProcess, source: str = "127.0.0.1") -> None:
+        self.sock = socket.create_connection(("127.0.0.1", broker.port), timeout=10,
+                                             source_address=(source, 0))
+
+    def send(self) -> None:
+        self.sock.sendall(struct.pack(">i", len(_API_VERSIONS_V0)) + _API_VERSIONS_V0)
+
+    def answered(self, timeout: float = 10.0) -> bool:
+        """The answer to the request sent arrived within ``timeout`` (False: closed or not yet)."""
+        self.sock.settimeout(timeout)
+        try:
+            head = self._read(4)
+            body = self._read(struct.unpack(">i", head)[0])
+        except (ConnectionError, socket.timeout, OSError):
+            return False
+        return struct.unpack(">i", body[:4])[0] == 7
+
+    def ask(self, timeout: float = 10.0) -> bool:
+        try:
+            self.send()
+        except OSError:
+            return False
+        return self.answered(timeout)
+
+    def closed_by_broker(self, timeout: float = 10.0) -> bool:
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1) == b""
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except socket.timeout:
+            return False
+
+    def _read(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed")
+            data += chunk
+        return data
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _rejected(broker: BrokerProcess, source: str, attempts: int = 75) -> bool:
+    """A new connection from ``source`` is closed by the broker (tried until it is, bounded:
+    dynamic changes reach the broker through a change notification)."""
+    for _ in range(attempts):
+        client = Client(broker, source)
+        served = client.ask(timeout=5)
+        client.close()
+        if not served:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _configs(broker: BrokerProcess, *args: str) -> None:
+    exe = BIN / "kafkapy-configs"
+    assert exe.is_file(), f"{exe} is missing: install the console scripts (pip install -e .)"
+    result = subprocess.run([str(exe), "--bootstrap-server", broker.bootstrap, *args],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_per_ip_limit_closes_the_extra_connection_and_serves_the_others(make_broker):
+    broker = make_broker(**{"max.connections.per.ip": "2"})
+    first, second = Client(broker, "127.0.0.2"), Client(broker, "127.0.0.2")
+    assert first.ask() and second.ask()
+    third = Client(broker, "127.0.0.2")
+    assert third.closed_by_broker()
+    third.close()
+    assert first.ask() and second.ask()
+    # another address has its own count
+    others = [Client(broker, "127.0.0.3") for _ in range(2)]
+    assert all(c.ask() for c in others)
+    assert ("Rejected connection from 127.0.0.2, address already has the configured maximum "
+            "of 2 connections.") in broker.output()
+    # a slot given back is usable again
+    first.close()
+    again = None
+    for _ in range(50):
+        again = Client(broker, "127.0.0.2")
+        if again.ask(timeout=5):
+            break
+        again.close()
+        time.sleep(0.1)
+    assert again.ask()
+    for c in [second, again, *others]:
+        c.close()
+
+
+def test_overrides_per_address(make_broker):
+    broker = make_broker(**{"max.connections.per.ip": "3",
+                            "max.connections.per.ip.overrides": "127.0.0.4:1,localhost:0"})
+    one = Client(broker, "127.0.0.4")
+    assert one.ask()
+    assert _rejected(broker, "127.0.0.4", attempts=1)
+    # the default (3) for an address without an override
+    three = [Client(broker, "127.0.0.5") for _ in range(3)]
+    assert all(c.ask() for c in three)
+    assert _rejected(broker, "127.0.0.5", attempts=1)
+    assert one.ask() and all(c.ask() for c in three)
+    assert _rejected(broker, "127.0.0.1", attempts=1)     # localhost resolved: 127.0.0.1 -> 0
+    assert "address already has the configured maximum of 1 connections." in broker.output()
+    assert ("Rejected connection from 127.0.0.1, address already has the configured maximum "
+            "of 0 connections.") in broker.output()
+    for c in [one, *three]:
+        c.close()
+
+
+def test_broker_wide_limit_makes_a_new_client_wait_until_another_disconnects(make_broker):
+    broker = make_broker(**{"max.connections": "3"})
+    held = []
+    for _ in range(3):
+        held.append(Client(broker, "127.0.0.6"))
+        assert held[-1].ask()
+    waiting = Client(broker, "127.0.0.6")     # the connect itself succeeds (backlog)
+    waiting.send()
+    assert not waiting.answered(timeout=1.5)
+    assert all(c.ask() for c in held)          # the others are served meanwhile
+    held.pop(0).close()
+    assert waiting.answered(timeout=10)
+    assert waiting.ask() and all(c.ask() for c in held)
+    for c in [waiting, *held]:
+        c.close()
+
+
+def test_dynamic_changes_apply_live(make_broker):
+    broker = make_broker()
+    clients = [Client(broker, "127.0.0.7") for _ in range(3)]
+    assert all(c.ask() for c in clients)
+    _configs(broker, *DEFAULT, "--alter", "--add-config", "max.connections.per.ip=3")
+    assert _rejected(broker, "127.0.0.7")
+    assert all(c.ask() for c in clients)
+    _configs(broker, *DEFAULT, "--alter", "--add-config",
+             "max.connections.per.ip.overrides=127.0.0.7:5")
+    extra = None
+    for _ in range(75):           # the override lifts the default for that address
+        extra = Client(broker, "127.0.0.7")
+        if extra.ask(timeout=5):
+            break
+        extra.close()
+        time.sleep(0.2)
+    assert extra.ask()
+    clients.append(extra)
+    _configs(broker, *DEFAULT, "--alter", "--delete-config",
+             "max.connections.per.ip,max.connections.per.ip.overrides")
+
+    # max.connections lowered below the current count: the least recently used go
+    for c in clients[1:]:
+        assert c.ask()                          # clients[0] is now the least recently used
+    _configs(broker, *DEFAULT, "--alter", "--add-config", "max.connections=3")
+    assert clients[0].closed_by_broker(timeout=15)
+    assert clients[-1].ask()
+    for c in clients:
+        c.close()
+
+
+def test_idle_connections_are_closed_after_connections_max_idle_ms(make_broker):
+    broker = make_broker(**{"connections.max.idle.ms": "1500"})
+    idle, busy = Client(broker, "127.0.0.8"), Client(broker, "127.0.0.8")
+    assert idle.ask() and busy.ask()
+    deadline = time.monotonic() + 4.0
+    while time.monotonic() < deadline:       # busy sends a request every 0.3 s meanwhile
+        assert busy.ask()
+        time.sleep(0.3)
+    assert idle.closed_by_broker(timeout=10)
+    assert busy.ask()
+    busy.close()
+    idle.close()
