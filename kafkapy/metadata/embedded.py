@@ -29,6 +29,10 @@ Invariants
   persisted with every change - including changes to ephemeral nodes, so a
   broker's epoch (the czxid of its ``/brokers/ids/<id>`` registration) always
   grows.
+* A change snapshots each node it modifies once, whatever the number of its
+  operations (a multi creating N children of one parent copies the parent once:
+  creating a 10,000-partition topic's znodes is O(N), not O(N^2)), and writes the
+  file once.
 * The file is replaced atomically after every change: write ``<file>.tmp``,
   fsync it, rename over ``<file>``, fsync the directory.  A kill -9 leaves either
   the old or the new file, never a torn one.  A stale ``.tmp`` is ignored.
@@ -167,6 +171,10 @@ class EmbeddedStore(MetadataStore):
             _DATA: {}, _CHILD: {}}
         # Undo log and pending watch triggers of the change being applied.
         self._undo: list[tuple[str, str, tuple | None]] | None = None
+        # Nodes (by id) already snapshotted in the change being applied: a node is
+        # snapshotted once per change, so a multi creating N children of one parent
+        # copies the parent's child set once, not N times (O(N), not O(N^2)).
+        self._touched: set[int] = set()
         self._triggers: list[tuple[str, str]] = []
         # Encoded file fragment of each persistent node; a write re-encodes only
         # the nodes in ``_dirty`` (touched since the last write).
@@ -390,6 +398,7 @@ class EmbeddedStore(MetadataStore):
         zxid = self._zxid + 1
         now = self._clock.time_ms()
         self._undo = []
+        self._touched = set()
         self._triggers = []
         try:
             result = apply(zxid, now)
@@ -398,6 +407,7 @@ class EmbeddedStore(MetadataStore):
             raise
         finally:
             undo, self._undo = self._undo, None
+            self._touched = set()
             for _kind, path, _snap in undo or ():
                 self._dirty.add(path)
         if not undo:              # nothing changed (e.g. ensure_path of existing nodes)
@@ -430,7 +440,11 @@ class EmbeddedStore(MetadataStore):
         self._triggers = []
 
     def _touch(self, path: str, node: _Node) -> None:
-        """Record ``node``'s state before its first modification in this change."""
+        """Record ``node``'s state before its first modification in this change (once:
+        rollback restores that first snapshot, later ones would be overwritten by it)."""
+        if id(node) in self._touched:
+            return
+        self._touched.add(id(node))
         self._undo.append(("modified", path, node.snapshot()))  # type: ignore[union-attr]
 
     def _do_create(self, path: str, data: bytes, owner: int, sequence: bool,
