@@ -34,8 +34,23 @@ Behaviour (Kafka 3.9, ZooKeeper mode):
   controller id is the cache's (-1 when unknown).
 - A replica here whose log dir failed (before the controller hears of it) is
   listed offline and left out of the ISR; if it leads, LEADER_NOT_AVAILABLE.
+
+Cost per request (issue 20): a topic's partition array is encoded once and kept,
+keyed by (topic, wire layout, listener), in a per-cache table valid while the
+cache's ``generation`` is unchanged (every UpdateMetadata bumps it) and while no log
+dir of this broker is offline (then every answer is built afresh, as the partitions
+on that dir are shown offline).  A response is built with empty partition arrays and
+``_Spliced.encode`` puts the kept bytes in their place: the bytes on the wire are
+exactly those of the generic encoding of the full response (tests compare both for
+every version).  Layouts: versions whose partition bytes and rules are the same
+share an entry (v0 | v1-4 | v5 | v6 | v7-8 | v9-12).
 """
 from __future__ import annotations
+
+import struct
+import weakref
+
+from kafka.protocol.schemas.fields.codecs import EncodeBufferPool
 
 from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
 from kafkapy.coordinator.transaction.service import TRANSACTION_TOPIC
@@ -50,6 +65,10 @@ MIN_VERSION = 0
 MAX_VERSION = 12
 
 _R = RESPONSES[API_KEY]
+_TOPIC_STRUCT = _R.MetadataResponseTopic._struct.array_of   # the element struct
+_INT32 = struct.Struct(">i")
+# Versions whose partition arrays have the same bytes and rules share a kept encoding.
+_LAYOUT = {0: 0, 1: 1, 2: 1, 3: 1, 4: 1, 5: 5, 6: 6, 7: 7, 8: 7, 9: 9, 10: 9, 11: 9, 12: 9}
 
 
 def handle(ctx, request):
@@ -62,13 +81,14 @@ def handle(ctx, request):
                 return _invalid_request(ctx, request)
     allow_auto = request.allow_auto_topic_creation if version >= 4 else True
     unknown_ids, topics, denied = [], [], []
+    kept: dict[int, bytes] = {}     # id(topic answer) -> its encoded partition array
     if request.topics is None or (version == 0 and not request.topics):
         names = sorted(cache.topics)
         if getattr(broker, "authorizer", None) is not None:
             names = sorted(authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, names))
-        topics = [_topic(ctx, cache.topics[name]) for name in names]
+        topics = [_topic(ctx, cache.topics[name], kept) for name in names]
     elif any(t.topic_id is not None and t.topic_id.int for t in request.topics):
-        unknown_ids, topics = _by_id(ctx, request.topics)
+        unknown_ids, topics = _by_id(ctx, request.topics, kept)
         if getattr(broker, "authorizer", None) is not None:
             allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [t.name for t in topics])
             denied = [_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, t.topic_id)
@@ -78,14 +98,14 @@ def handle(ctx, request):
         names = [t.name for t in request.topics]
         if getattr(broker, "authorizer", None) is not None:
             names, denied = _authorized_names(ctx, names, allow_auto)
-        topics = _by_name(ctx, names, allow_auto)
+        topics = _by_name(ctx, names, allow_auto, kept)
     topics += denied
     if version >= 8 and request.include_topic_authorized_operations:
         for topic in topics:
             if topic.error_code == ErrorCode.NO_ERROR or getattr(broker, "authorizer", None) is None:
                 topic.authorized_operations = authz.authorized_operations(
                     ctx, authz.TOPIC, topic.name, TOPIC_OPERATIONS)
-    return ctx.response(
+    response = ctx.response(
         throttle_time_ms=0,
         brokers=[_R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port,
                                            rack=b.rack)
@@ -99,6 +119,7 @@ def handle(ctx, request):
                                if 8 <= version <= 10 and request.include_cluster_authorized_operations
                                else None),
     )
+    return _Spliced(response, kept) if kept else response
 
 
 def _authorized_names(ctx, names: list[str], allow_auto: bool):
@@ -133,7 +154,7 @@ def _invalid_request(ctx, request):
         authorized_operations=None)
 
 
-def _by_id(ctx, wanted):
+def _by_id(ctx, wanted, kept: dict[int, bytes]):
     """v12+ topics asked by id (names in the same request are then ignored, as in
     Kafka): unknown ids first, then the known topics, each once."""
     cache = ctx.broker.cache
@@ -141,16 +162,16 @@ def _by_id(ctx, wanted):
     unknown = [_error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, i) for i in ids
                if cache.topic_name(i) is None]
     names = dict.fromkeys(cache.topic_name(i) for i in ids if cache.topic_name(i) is not None)
-    return unknown, [_topic(ctx, cache.topic(name)) for name in names]
+    return unknown, [_topic(ctx, cache.topic(name), kept) for name in names]
 
 
-def _by_name(ctx, names: list[str], allow_auto: bool):
+def _by_name(ctx, names: list[str], allow_auto: bool, kept: dict[int, bytes]):
     """Topics asked by name, in Kafka's order: each name once (Kafka collects them in a
     set), the existing topics first, then the missing ones -- with auto-creation, those
     that cannot be created (illegal names) before those being created."""
     cache = ctx.broker.cache
     names = list(dict.fromkeys(names))
-    found = [_topic(ctx, cache.topic(n)) for n in names if cache.topic(n) is not None]
+    found = [_topic(ctx, cache.topic(n), kept) for n in names if cache.topic(n) is not None]
     missing = [n for n in names if cache.topic(n) is None]
     if not (allow_auto and ctx.broker.config["auto.create.topics.enable"]):
         return found + [_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION if invalid_topic_reason(n)
@@ -188,15 +209,157 @@ def _error_topic(code: int, name: str | None, topic_id=None, internal: bool | No
                                     authorized_operations=None)
 
 
-def _topic(ctx, topic):
-    broker = ctx.broker
-    nodes = broker.cache.brokers_for(ctx.listener)
-    partitions = [_partition(ctx, nodes, topic.name, index, topic.partitions[index])
-                  for index in sorted(topic.partitions)]
-    return _R.MetadataResponseTopic(
+def _topic(ctx, topic, kept: dict[int, bytes] | None = None):
+    """A topic's answer; with ``kept``, its partitions stay empty and their encoded
+    array goes to ``kept`` (for ``_Spliced``) whenever it may be kept."""
+    answer = _R.MetadataResponseTopic(
         error_code=ErrorCode.NO_ERROR, name=topic.name, topic_id=topic.topic_id,
-        is_internal=topic.internal, partitions=partitions,
+        is_internal=topic.internal, partitions=[],
         authorized_operations=None)
+    encoded = _kept_partitions(ctx, topic, answer) if kept is not None else None
+    if encoded is None:
+        answer.partitions = _partitions(ctx, topic)
+    else:
+        kept[id(answer)] = encoded
+    return answer
+
+
+def _partitions(ctx, topic) -> list:
+    nodes = ctx.broker.cache.brokers_for(ctx.listener)
+    return [_partition(ctx, nodes, topic.name, index, topic.partitions[index])
+            for index in sorted(topic.partitions)]
+
+
+class _Kept:
+    """Encoded partition arrays of one metadata cache at one generation."""
+
+    __slots__ = ("generation", "arrays")
+
+    def __init__(self, generation: int) -> None:
+        self.generation = generation
+        # (topic, layout, listener) -> (TopicMetadata, partition count, array bytes)
+        self.arrays: dict[tuple, tuple] = {}
+
+
+# One table per MetadataCache (in-process clusters run several brokers in a process).
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _kept_partitions(ctx, topic, answer) -> bytes | None:
+    """The topic's encoded partition array for this request's layout and listener,
+    encoded now if not kept; None while a local log dir is offline (module docstring)."""
+    broker = ctx.broker
+    logs = getattr(broker, "log_manager", None)
+    if logs is None or logs.offline_dirs:
+        return None
+    cache = broker.cache
+    table = _KEPT.get(cache)
+    if table is None or table.generation != cache.generation:
+        table = _KEPT[cache] = _Kept(cache.generation)
+    key = (topic.name, _LAYOUT[ctx.api_version], ctx.listener)
+    entry = table.arrays.get(key)
+    # The identity and size checks guard against a cache changed without its generation.
+    if entry is not None and entry[0] is topic and entry[1] == len(topic.partitions):
+        return entry[2]
+    encoded = _encode_partitions(ctx.api_version, answer, _partitions(ctx, topic))
+    table.arrays[key] = (topic, len(topic.partitions), encoded)
+    return encoded
+
+
+def _encode_topic(version: int, answer) -> bytes:
+    flexible = _R.flexible_version_q(version)
+    encode = _TOPIC_STRUCT.compiled_encode_into(version, compact=flexible, tagged=flexible)
+    with EncodeBufferPool.acquire() as out:
+        encode(answer, out)
+        return bytes(out.result())
+
+
+def _layout_sizes(version: int) -> tuple[bytes, int]:
+    """(an empty array's bytes, the bytes after a topic's partition array)."""
+    flexible = _R.flexible_version_q(version)
+    return (b"\x01" if flexible else b"\x00\x00\x00\x00",
+            (4 if version >= 8 else 0) + (1 if flexible else 0))
+
+
+def _encode_partitions(version: int, answer, partitions: list) -> bytes:
+    """The partition array's bytes: those between the topic answer's leading fields
+    and its trailing ones, cut from the answer encoded with and without them."""
+    empty, tail = _layout_sizes(version)
+    start = len(_encode_topic(version, answer)) - tail - len(empty)
+    answer.partitions = partitions
+    try:
+        full = _encode_topic(version, answer)
+    finally:
+        answer.partitions = []
+    return full[start:len(full) - tail]
+
+
+class _Spliced:
+    """A Metadata response whose topics' partition arrays are kept bytes.
+
+    ``encode`` gives the bytes kafka-python would give for the response with the
+    partitions filled in: the response is encoded without topics, then the topics
+    array is put in place of the empty one, each topic with its kept partition
+    array in place of its empty one.  Everything else reads through to the response.
+    """
+
+    __slots__ = ("response", "kept")
+    API_KEY = API_KEY
+
+    def __init__(self, response, kept: dict[int, bytes]) -> None:
+        self.response = response
+        self.kept = kept
+
+    def __getattr__(self, name):
+        return getattr(self.response, name)
+
+    def with_header(self, correlation_id=0):
+        self.response.with_header(correlation_id=correlation_id)
+
+    def encode(self, version=None, header=False, framed=False):
+        response = self.response
+        if version is not None:
+            response.API_VERSION = version
+        version = response.API_VERSION
+        flexible = _R.flexible_version_q(version)
+        topics = response.topics
+        response.topics = []
+        try:
+            base = bytes(response.encode(header=header))
+        finally:
+            response.topics = topics
+        empty = b"\x01" if flexible else b"\x00\x00\x00\x00"
+        tail = (4 if 8 <= version <= 10 else 0) + (1 if flexible else 0)
+        cut = len(base) - tail - len(empty)
+        if base[cut:cut + len(empty)] != empty:
+            raise ValueError("Metadata response layout is not the expected one")
+        parts = [base[:cut], _array_size(len(topics), flexible)]
+        parts.extend(self._topic_bytes(version, topic) for topic in topics)
+        parts.append(base[cut + len(empty):])
+        body = b"".join(parts)
+        return _INT32.pack(len(body)) + body if framed else body
+
+    def _topic_bytes(self, version: int, topic) -> bytes:
+        encoded = _encode_topic(version, topic)
+        array = self.kept.get(id(topic))
+        if array is None:
+            return encoded
+        empty, tail = _layout_sizes(version)
+        cut = len(encoded) - tail - len(empty)
+        if encoded[cut:cut + len(empty)] != empty:
+            raise ValueError("Metadata topic layout is not the expected one")
+        return encoded[:cut] + array + encoded[cut + len(empty):]
+
+
+def _array_size(count: int, flexible: bool) -> bytes:
+    if not flexible:
+        return _INT32.pack(count)
+    value, out = count + 1, bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _partition(ctx, nodes, name: str, index: int, state):
