@@ -52,12 +52,19 @@ Keys that take effect live on a kafkapy broker when changed dynamically:
   replica.alter.log.dirs.io.max.bytes.per.second: read at check time (``config[key]``);
 - transaction.partition.verification.enable: read per request;
 - producer.id.expiration.ms: read at use time by every log's producer state (the log
-  manager's ``ProducerStateManagerConfig``, Kafka's DynamicProducerStateManagerConfig).
+  manager's ``ProducerStateManagerConfig``, Kafka's DynamicProducerStateManagerConfig);
+- max.connections, max.connections.per.ip, max.connections.per.ip.overrides,
+  max.connection.creation.rate: the broker's
+  ``ConnectionQuotas`` (``kafkapy.network.connection_quotas``, a listener of this object)
+  adopt them at once (a raised limit wakes a waiting listener, a lowered max.connections
+  closes least recently used connections); ``listener.name.<l>.max.connections`` and
+  ``.max.connection.creation.rate`` are read from server.properties only (listener keys
+  are refused dynamically, above).
 Stored and described, but not applied by a running broker (kafkapy has no live resize
 or reload for them; those it reads at start-up take the stored value at the next start):
 num.io.threads, num.network.threads, background.threads,
 num.recovery.threads.per.data.dir, num.replica.fetchers, log.cleaner.threads and the
-other log.cleaner.* buffer/backoff/io keys, max.connections*, max.connection.creation.rate,
+other log.cleaner.* buffer/backoff/io keys,
 metric.reporters, principal.builder.class, the sasl.* and
 per-broker ssl.* keys (kafkapy serves PLAINTEXT only), the remote.* keys.
 

@@ -20,6 +20,13 @@ listener's ``SocketServer`` (``shared(broker)``).  The rules:
   value is applied).  A connection from an address that already has that many is closed at
   once after accept, logged as Kafka logs it: "Rejected connection from <ip>, address already
   has the configured maximum of <n> connections.";
+- creation rate: ``max.connection.creation.rate`` bounds new connections per second,
+  broker-wide (unprotected listeners) and per listener
+  (``listener.name.<l>.max.connection.creation.rate``, else the broker value), measured as
+  Kafka's Rate over ``quota.window.num`` samples of ``quota.window.size.seconds`` (the window
+  is at least samples-1 windows long, so a fresh broker takes a burst).  A connection that
+  takes the rate over its bound is held, and its listener accepts nothing, for Kafka's
+  throttle time ``(rate - bound) / bound * window``, at most one quota window;
 - every limit is dynamic: ``reconfigure(config)`` applies the effective values at once, and a
   raised limit wakes the waiting acceptors.
 
@@ -28,6 +35,7 @@ IPv6 peer counts as its IPv4 address).  Event-loop only: no locks.
 """
 from __future__ import annotations
 
+import collections
 import heapq
 import ipaddress
 import socket
@@ -41,7 +49,7 @@ _log = structlog.get_logger("kafkapy.network")
 INT_MAX = 2**31 - 1
 _PER_IP_KEYS = ("max.connections.per.ip", "max.connections.per.ip.overrides")
 #: Keys whose change this object applies (listener-prefixed max.connections as well).
-RECONFIGURABLE = frozenset({"max.connections", *_PER_IP_KEYS})
+RECONFIGURABLE = frozenset({"max.connections", "max.connection.creation.rate", *_PER_IP_KEYS})
 
 
 def shared(broker) -> "ConnectionQuotas":
@@ -83,6 +91,40 @@ def _resolve(host: str) -> str:
         return host_address(socket.gethostbyname(host))
 
 
+class _Rate:
+    """Kafka's Rate (a windowed count per second) with a quota bound: ``record`` counts one
+    event and answers the throttle time in ms when the rate is then over the bound."""
+
+    def __init__(self, samples: int, window_ms: int) -> None:
+        self.bound = INT_MAX
+        self._samples = max(1, samples)
+        self._window_ms = max(1, window_ms)
+        self._windows: collections.deque[list[int]] = collections.deque()   # [start, count]
+
+    def record(self, now_ms: int) -> int:
+        windows = self._windows
+        expire = self._samples * self._window_ms
+        while windows and now_ms - windows[0][0] >= expire:
+            windows.popleft()
+        if not windows or now_ms - windows[-1][0] >= self._window_ms:
+            windows.append([now_ms, 0])
+            if len(windows) > self._samples:
+                windows.popleft()
+        windows[-1][1] += 1
+        if self.bound >= INT_MAX:
+            return 0
+        elapsed = now_ms - windows[0][0]
+        full = elapsed // self._window_ms
+        if full < self._samples - 1:      # Rate.windowSize: at least samples-1 windows
+            elapsed += (self._samples - 1 - full) * self._window_ms
+        rate = sum(count for _, count in windows) / (elapsed / 1000.0)
+        if rate <= self.bound:
+            return 0
+        if self.bound <= 0:
+            return self._window_ms
+        return min(round((rate - self.bound) / self.bound * elapsed), self._window_ms)
+
+
 class ConnectionQuotas:
     """Counts per address, per listener and in total, and the limits on them."""
 
@@ -93,6 +135,9 @@ class ConnectionQuotas:
         self._inter_broker = config.inter_broker_listener_name
         self._servers: dict[str, object] = {}     # listener -> its SocketServer
         self._waiting: list[Callable[[], None]] = []
+        samples, window_ms = config["quota.window.num"], config["quota.window.size.seconds"] * 1000
+        self._broker_rate = _Rate(samples, window_ms)
+        self._listener_rates = {name: _Rate(samples, window_ms) for name, *_ in config.listeners}
         self._apply(config)
 
     # -- limits ---------------------------------------------------------------------------
@@ -100,15 +145,13 @@ class ConnectionQuotas:
         self._default_per_ip = int(config["max.connections.per.ip"])
         self._overrides = parse_overrides(config["max.connections.per.ip.overrides"])
         self._broker_max = int(config["max.connections"])
-        originals = config.originals
         self._listener_max: dict[str, int] = {}
+        rate = self._broker_rate.bound = int(config["max.connection.creation.rate"])
         for name, *_ in config.listeners:
-            value = originals.get(f"listener.name.{name.lower()}.max.connections")
-            try:
-                self._listener_max[name] = int(value) if value is not None else self._broker_max
-            except ValueError:
-                _log.error("ignoring listener max.connections", listener=name, value=value)
-                self._listener_max[name] = self._broker_max
+            self._listener_max[name] = _listener_value(config, name, "max.connections",
+                                                       self._broker_max)
+            self._listener_rates[name].bound = _listener_value(
+                config, name, "max.connection.creation.rate", rate)
 
     def config_changed(self, config, changed: set[str]) -> None:
         if changed & RECONFIGURABLE:
@@ -123,6 +166,15 @@ class ConnectionQuotas:
                   listeners=self._listener_max)
         self.wake()
         self.close_excess()
+
+    def record_creation(self, listener: str, now_ms: int) -> int:
+        """Count a new connection in the creation rates: the ms its listener must hold it
+        (and accept nothing) first, 0 for none."""
+        listener_rate = self._listener_rates.get(listener)
+        throttle = listener_rate.record(now_ms) if listener_rate is not None else 0
+        if not self._protected(listener):
+            throttle = max(throttle, self._broker_rate.record(now_ms))
+        return throttle
 
     def max_for(self, address: str) -> int:
         return self._overrides.get(address, self._default_per_ip)
@@ -205,3 +257,15 @@ class ConnectionQuotas:
             _log.info("closing least recently used connection: max.connections exceeded",
                       peer=conn.peer, max_connections=self._broker_max)
             conn.close()
+
+
+def _listener_value(config, listener: str, key: str, default: int) -> int:
+    """``listener.name.<l>.<key>`` from the properties (Kafka's valuesWithPrefixOverride)."""
+    value = config.originals.get(f"listener.name.{listener.lower()}.{key}")
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        _log.error("ignoring listener config", listener=listener, key=key, value=value)
+        return default

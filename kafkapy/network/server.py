@@ -12,6 +12,8 @@ handed to the loop with ``connect_accepted_socket``.  That is what lets the list
   - a connection from an address already at ``max.connections.per.ip`` (or its override) is
     closed right after accept, with Kafka's "Rejected connection from ..." line;
   - a connection counts from accept to close, its TLS handshake included;
+  - over ``max.connection.creation.rate`` the connection just accepted is held, and nothing
+    else accepted, for the quotas' throttle time;
   - an accept error other than "nothing to accept" (EMFILE: out of descriptors) pauses
     accepting for a second instead of spinning on a readable socket.
 At most ``_ACCEPTS_PER_TURN`` connections are accepted per loop turn, so a connection storm
@@ -78,6 +80,7 @@ class SocketServer:
         self._accepting = False      # the listening sockets' readers are installed
         self._stopped = False
         self._waiting_for_slot = False
+        self._throttled = False      # a connection held for the creation rate
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reaper: asyncio.TimerHandle | None = None
         self.quotas = connection_quotas.shared(broker)
@@ -99,7 +102,7 @@ class SocketServer:
 
     # -- accepting ------------------------------------------------------------------------
     def _start_accepting(self) -> None:
-        if self._accepting or self._stopped:
+        if self._accepting or self._stopped or self._throttled:
             return
         self._accepting = True
         for sock in self._sockets:
@@ -129,7 +132,30 @@ class SocketServer:
                 self._pause_accepting()
                 self._loop.call_later(_ACCEPT_ERROR_PAUSE_S, self._start_accepting)
                 return
+            throttle_ms = self.quotas.record_creation(self.listener, int(self.now() * 1000))
+            if throttle_ms > 0:
+                self._hold(sock, addr, throttle_ms)
+                return
             self._admit(sock, addr)
+
+    def _hold(self, sock: socket.socket, addr, throttle_ms: int) -> None:
+        """Over max.connection.creation.rate: keep this connection waiting, and accept
+        nothing else, for the throttle time (Kafka's acceptor blocks as long)."""
+        self._pause_accepting()
+        self._throttled = True
+
+        def release() -> None:
+            if self._stopped:
+                self._throttled = False
+                sock.close()
+                return
+            if not self.quotas.slot_available(self.listener):   # Kafka waits for both
+                self.quotas.wait_for_slot(release)
+                return
+            self._throttled = False
+            self._admit(sock, addr)
+            self._start_accepting()
+        self._loop.call_later(throttle_ms / 1000.0, release)
 
     def _wait_for_slot(self) -> None:
         """Kafka's waitForConnectionSlot: accept nothing until the quotas call back."""

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkapy.testing._broker import free_port
 from tests.broker_process import BrokerProcess
 
 BIN = Path(sys.executable).parent
@@ -33,18 +34,18 @@ DEFAULT = ("--entity-type", "brokers", "--entity-default")
 _API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, 1) + b"t"
 
 
-def _broker(tmp_path, **overrides) -> BrokerProcess:
+def _broker(tmp_path, port: int | None, **overrides) -> BrokerProcess:
     settings = {"kafkapy.metadata.store": "embedded", "offsets.topic.replication.factor": "1"}
     settings.update(overrides)
-    return BrokerProcess(tmp_path / "logs", overrides=settings).start()
+    return BrokerProcess(tmp_path / "logs", port=port, overrides=settings).start()
 
 
 @pytest.fixture
 def make_broker(tmp_path):
     started = []
 
-    def make(**overrides) -> BrokerProcess:
-        started.append(_broker(tmp_path, **overrides))
+    def make(port: int | None = None, **overrides) -> BrokerProcess:
+        started.append(_broker(tmp_path, port, **overrides))
         return started[-1]
     yield make
     for broker in started:
@@ -54,8 +55,9 @@ def make_broker(tmp_path):
 class Client:
     """One raw connection from ``source``; ``ask`` sends ApiVersions v0."""
 
-    def __init__(self, broker: BrokerProcess, source: str = "127.0.0.1") -> None:
-        self.sock = socket.create_connection(("127.0.0.1", broker.port), timeout=10,
+    def __init__(self, broker: BrokerProcess, source: str = "127.0.0.1",
+                 port: int | None = None) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port or broker.port), timeout=10,
                                              source_address=(source, 0))
 
     def send(self) -> None:
@@ -181,6 +183,55 @@ def test_broker_wide_limit_makes_a_new_client_wait_until_another_disconnects(mak
     assert waiting.answered(timeout=10)
     assert waiting.ask() and all(c.ask() for c in held)
     for c in [waiting, *held]:
+        c.close()
+
+
+def test_inter_broker_listener_is_protected_and_listener_limits_hold(make_broker):
+    """Two listeners: the inter-broker one (INTERNAL) is not held by max.connections; its
+    connections over the limit close the least recently used of the other listener, whose
+    waiting client stays waiting; listener.name.internal.max.connections bounds INTERNAL."""
+    internal, external = free_port(), free_port()
+    broker = make_broker(port=internal, **{
+        "listeners": f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
+        "advertised.listeners": f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external}",
+        "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+        "max.connections": "2",
+        "listener.name.internal.max.connections": "1"})
+    older, newer = Client(broker, port=external), Client(broker, port=external)
+    assert older.ask() and newer.ask()
+    waiting = Client(broker, port=external)
+    waiting.send()
+    assert not waiting.answered(timeout=1.0)
+    inter_broker = Client(broker, port=internal)      # total 3 > 2: allowed on INTERNAL
+    assert inter_broker.ask()
+    assert older.closed_by_broker()                   # the least recently used EXTERNAL one
+    assert newer.ask()
+    assert not waiting.answered(timeout=1.0)          # total is back at 2: still waiting
+    second_internal = Client(broker, port=internal)   # INTERNAL's own limit is 1
+    second_internal.send()
+    assert not second_internal.answered(timeout=1.0)
+    inter_broker.close()
+    assert second_internal.answered()
+    newer.close()
+    assert waiting.answered()
+    for c in (older, waiting, second_internal):
+        c.close()
+
+
+def test_creation_rate_holds_new_connections(make_broker):
+    """max.connection.creation.rate=1 over 11 one-second windows: a fresh broker takes a
+    burst of about ten, then each new connection waits (up to a second) to be accepted."""
+    broker = make_broker(**{"max.connection.creation.rate": "1"})
+    burst = []
+    for _ in range(14):
+        burst.append(Client(broker, "127.0.0.9"))
+        burst[-1].send()
+    # the burst's first ten are taken at once; the rest wait for their throttle
+    assert burst[0].answered()
+    assert not burst[-1].answered(timeout=0.3)
+    assert all(c.answered(timeout=15) for c in burst[1:])
+    for c in burst:
         c.close()
 
 
