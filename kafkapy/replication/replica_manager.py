@@ -10,6 +10,11 @@ partition through ``on_append`` listeners (the purgatories).
 ``leader_quota`` is the leader-side replication throttle (``replication.quota``), which
 the Fetch handler applies to follower fetches.
 
+Becoming leader of many partitions: the logs are created and the partitions made
+leaders in one pass; the new epochs' leader-epoch-checkpoint files are written by one
+background task after the pass (``leader_epoch.write_behind``), not one file per
+partition on the event loop.
+
 Invariants: a partition's leader epoch only grows (an older LeaderAndIsr is refused
 per partition); a follower has a fetcher (``fetchers``, the ReplicaFetcherManager)
 exactly while it follows a live leader; a partition whose log dir is offline is
@@ -23,6 +28,7 @@ from typing import Callable
 
 import structlog
 
+from kafkapy.log.leader_epoch import write_behind
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.metadata.topics import invalid_topic_reason, parse_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -63,6 +69,8 @@ class ReplicaManager:
         self.leader_quota = ReplicationQuota(LEADER, node_id)
         # Moves between this broker's log dirs (replication.alter_log_dirs); None: none.
         self.alter_log_dirs = None
+        # Topic configs looked up during one LeaderAndIsr (None outside one).
+        self._configs: dict[str, dict] | None = None
 
     def add_append_listener(self, listener: Callable[[PartitionKey], None]) -> None:
         self._append_listeners.append(listener)
@@ -78,10 +86,17 @@ class ReplicaManager:
         for change in changes:
             key = (change.topic, change.state.partition)
             errors[key] = self._check(change, key, leaders, followers)
-        if leaders:
-            self._make_leaders(leaders, errors)
-        if followers:
-            self._make_followers(followers, errors)
+        # New epochs' leader-epoch-checkpoint files are written off the event loop, once
+        # the whole request is applied (see kafkapy.log.leader_epoch).
+        self._configs = {}      # one topic config per topic of the request, not per partition
+        try:
+            with write_behind():
+                if leaders:
+                    self._make_leaders(leaders, errors)
+                if followers:
+                    self._make_followers(followers, errors)
+        finally:
+            self._configs = None
         if self.alter_log_dirs is not None:   # Kafka's maybeAddLogDirFetchers
             self.alter_log_dirs.maybe_add_partitions(
                 [k for k, code in errors.items() if code == ErrorCode.NO_ERROR])
@@ -159,6 +174,15 @@ class ReplicaManager:
                 continue
             yield change, partition
 
+    def _topic_config(self, name: str) -> dict:
+        configs = self._configs
+        if configs is None:
+            return self._topic_config_of(name)
+        config = configs.get(name)
+        if config is None:
+            config = configs[name] = self._topic_config_of(name)
+        return config
+
     def _create(self, change: PartitionChange, errors: dict) -> Partition | None:
         """The partition's object and log; an existing partition's log found in no live
         dir while a dir is offline is that dir's (offline) log, unless the controller says
@@ -168,7 +192,7 @@ class ReplicaManager:
         key = (name, index)
         topic_id = topic_id_text(change.topic_id) if change.topic_id is not None else None
         try:
-            config = self._topic_config_of(name)
+            config = self._topic_config(name)
             if change.is_new or self._logs.get_log(name, index) is not None:
                 log = self._logs.get_or_create_log(name, index, config, topic_id)
             else:
@@ -215,6 +239,7 @@ class ReplicaManager:
         for key, delete in stopped:
             if delete:
                 self.partitions.pop(key, None)
+                self._drop_pending_writes(key)
                 try:
                     self._logs.delete_log(*key)
                 except OSError as err:
@@ -225,6 +250,12 @@ class ReplicaManager:
                   controller_epoch=controller_epoch, partitions=len(partitions),
                   stopped=len(stopped))
         return errors
+
+    def _drop_pending_writes(self, key: PartitionKey) -> None:
+        log = self._logs.get_log(*key)
+        cache = getattr(log, "leader_epoch_cache", None)
+        if cache is not None:
+            cache.drop_pending()
 
     def _remove_fetchers(self, keys: list[PartitionKey]) -> None:
         if keys and self.fetchers is not None:
