@@ -228,6 +228,7 @@ class Broker:
             # read at use time: a dynamic producer.id.expiration.ms applies at once
             producer_state_config=ProducerStateManagerConfig(
                 lambda: c["producer.id.expiration.ms"]),
+            recovery_threads_per_data_dir=lambda: c["num.recovery.threads.per.data.dir"],
             on_dir_failure=_log_dir_failed)
 
     def _start_purgatories(self, loop) -> None:

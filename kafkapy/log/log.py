@@ -10,6 +10,16 @@ Invariants:
   appended to; there is always at least one segment.
 - ``log_start_offset <= high_watermark <= log_end_offset``; offsets below
   ``recovery_point`` are known to be fsynced.
+- loading (Kafka's LogLoader): after a clean shutdown nothing is recovered; after
+  an unclean one only the segment holding the recovery point and later ones are
+  (a segment with an empty .log costs nothing), plus any non-empty segment
+  without its index files; recovery does not fsync, the recovery point stays
+  (capped at the log end) until the next flush.  Index files are opened lazily,
+  on first use (``index_base``), so an untouched old segment costs one
+  descriptor and no mapping.
+- ``close`` writes a producer snapshot only when the log end moved since the last
+  one (Kafka's takeSnapshot), so an idle or empty log's close writes nothing but
+  its missing empty index files.
 - appends write whole, already validated batches; offsets are assigned by
   patching the batch header in place (``patch_for_append``); nothing is
   decoded.  By default nothing is fsynced on append (page cache), unless
@@ -44,7 +54,7 @@ from kafkapy.log.partition_metadata import read_partition_metadata, write_partit
 from kafkapy.log.producer_state import (DuplicateBatch, ProducerStateManager,
                                         ProducerStateManagerConfig)
 from kafkapy.log.segment import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
-                                 TXN_INDEX_SUFFIX, FetchSlice, LogSegment)
+                                 TXN_INDEX_SUFFIX, FetchSlice, LogSegment, filename_prefix)
 from kafkapy.log.swap import recover_swap_files
 from kafkapy.log import transaction_index
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -184,10 +194,20 @@ class Log:
                 if f"{stem}{LOG_SUFFIX}" not in names:
                     _remove(path)  # orphan index
         bases.sort()
+        present = set(names)
         for i, base in enumerate(bases):
-            self._append_segment(self._new_segment(base, writable=(i == len(bases) - 1)))
-        # Recovery: unflushed segments after an unclean shutdown, and any segment
-        # whose index was missing or corrupt.
+            seg = self._new_segment(base, writable=(i == len(bases) - 1))
+            # Kafka's LogLoader: a non-empty segment without its index is recovered (the
+            # indexes themselves are opened lazily, on first use; a corrupt one is
+            # rebuilt then, see LogSegment).
+            stem = filename_prefix(base)
+            if seg.size > 0 and (f"{stem}{INDEX_SUFFIX}" not in present
+                                 or f"{stem}{TIME_INDEX_SUFFIX}" not in present):
+                seg.needs_recovery = True
+            self._append_segment(seg)
+        # Recovery: after an unclean shutdown the segment holding the recovery point and
+        # every later one (Kafka's LogLoader.recoverLog), and any segment whose index
+        # was missing.
         i = 0
         if not had_clean_shutdown and self.segments:
             rp_index = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
@@ -212,12 +232,15 @@ class Log:
         self.log_end_offset = active.next_offset
         self.log_start_offset = min(max(log_start_offset, self.segments[0].base_offset),
                                     self.log_end_offset)
-        if not had_clean_shutdown:
-            for seg in self.segments[rp_index:]:
-                seg.flush()
-        # After a clean shutdown everything was flushed; after recovery the
-        # recovered segments were just flushed: either way the LEO is durable.
-        self.recovery_point = self.log_end_offset
+        # After a clean shutdown everything was flushed: the LEO is durable.  After
+        # recovery nothing is fsynced here (Kafka's LogLoader): the recovery point stays
+        # where it was, so a second crash recovers the same segments again, and the
+        # next flush (roll, flush.ms, shutdown) moves it.
+        if had_clean_shutdown:
+            self.recovery_point = self.log_end_offset
+        else:
+            self.recovery_point = max(min(recovery_point, self.log_end_offset),
+                                      self.log_start_offset)
         self._high_watermark = min(max(high_watermark, self.log_start_offset),
                                    self.log_end_offset)
         self.leader_epoch_cache = LeaderEpochCache(self.dir)
@@ -696,18 +719,21 @@ class Log:
 
     # ---------------------------------------------------------------- lifecycle
 
-    def close(self) -> None:
-        """Trim indexes, write a producer snapshot, close files (no fsync of data)."""
+    def close(self, sync: bool = True) -> None:
+        """Trim indexes, write a producer snapshot if the log moved since the last one
+        (Kafka's takeSnapshot at close), close files (no fsync of data).  ``sync=False``:
+        the snapshot and the indexes are not fsynced/msynced here, the caller syncs the
+        whole log dir once (LogManager.shutdown) before trusting them."""
         if self._closed:
             return
         self.producer_state.map_end_offset = self.log_end_offset
         self._save_topic_id()
         try:
-            self.producer_state.take_snapshot()
+            self.producer_state.take_snapshot(fsync=sync)
         except OSError:
             pass
         for seg in self.segments:
-            seg.close()
+            seg.close(sync)
         self.purge_deleted_segments(force=True)
         self._closed = True
 

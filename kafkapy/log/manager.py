@@ -8,11 +8,15 @@ the next load) and one ``<topic>-<partition>`` dir per log.
 
 Invariants:
 - a partition lives in exactly one log dir; a new one goes to the dir holding
-  the fewest partitions;
+  the fewest partitions (counted as logs come and go, ``_CountingDirMap``: placing
+  one is O(dirs));
 - all dirs carry the same cluster.id / broker.id (``load`` refuses otherwise);
 - without the clean-shutdown marker, segments from each log's recovery point
-  on are recovered at load; the marker is deleted once the dir is loaded and
-  written again by ``shutdown`` after every log was flushed and closed.
+  on are recovered at load (the logs of a dir are loaded on
+  num.recovery.threads.per.data.dir threads); the marker is deleted once the dir
+  is loaded and written again by ``shutdown`` only after every log was closed
+  (without a sync per file) and the dir synced in one pass (syncfs), then the
+  recovery points moved to the log ends and the checkpoints written.
 - a log dir whose I/O failed (``fail_dir``: ENOSPC, EIO, EFBIG...) is
   offline for the rest of the process, as with Kafka's LogDirFailureChannel:
   its logs are marked ``offline`` (their partitions answer
@@ -50,6 +54,8 @@ run them off the event loop (executor) when logs are large.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import errno
 import fcntl
 import json
@@ -101,7 +107,8 @@ class LogManager:
                  producer_expiration_check_interval_ms: int = 600000,
                  retention_check_interval_ms: int = 300000,
                  on_dir_failure: Callable[[str, list[str]], None] | None = None,
-                 producer_state_config: ProducerStateManagerConfig | None = None) -> None:
+                 producer_state_config: ProducerStateManagerConfig | None = None,
+                 recovery_threads_per_data_dir: int | Callable[[], int] = 1) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -110,10 +117,13 @@ class LogManager:
         # producer.id.expiration.ms, shared by every log's producer state (read at use time)
         self.producer_state_config = producer_state_config or ProducerStateManagerConfig()
         self.logs: dict[tuple[str, int], Log] = {}
-        self._dir_of: dict[tuple[str, int], str] = {}
+        # Logs per dir (current and future), kept by the two maps below, so that placing a
+        # new log is O(dirs), not O(logs) (a 10,000-partition create was O(N^2)).
+        self._dir_counts: dict[str, int] = {}
+        self._dir_of: dict[tuple[str, int], str] = _CountingDirMap(self._dir_counts)
         # Intra-broker moves: the future log of a partition and the dir it is in.
         self.future_logs: dict[tuple[str, int], Log] = {}
-        self._future_dir_of: dict[tuple[str, int], str] = {}
+        self._future_dir_of: dict[tuple[str, int], str] = _CountingDirMap(self._dir_counts)
         self.preferred_log_dirs: dict[tuple[str, int], str] = {}
         self.had_clean_shutdown: dict[str, bool] = {}
         self._intervals = {
@@ -132,6 +142,9 @@ class LogManager:
         self._placing_existing = False
         self.offline_dirs: set[str] = set()
         self._on_dir_failure = on_dir_failure
+        # num.recovery.threads.per.data.dir (dynamic: a callable is read at each load)
+        threads = recovery_threads_per_data_dir
+        self._recovery_threads = threads if callable(threads) else (lambda: threads)
 
     # ---------------------------------------------------------------- config
 
@@ -243,6 +256,7 @@ class LogManager:
         recovery = self._read_checkpoint(d, RECOVERY_POINT_CHECKPOINT)
         starts = self._read_checkpoint(d, LOG_START_OFFSET_CHECKPOINT)
         hws = self._read_checkpoint(d, REPLICATION_OFFSET_CHECKPOINT)
+        todo: list[tuple[str, str, tuple[str, int]]] = []
         for name in sorted(os.listdir(d)):
             path = os.path.join(d, name)
             if not os.path.isdir(path):
@@ -265,7 +279,10 @@ class LogManager:
             if key in self.logs:
                 raise LogDirError(f"Duplicate log directories for {name} are found in "
                                   f"{self._dir_of[key]} and {d}")
-            log = self._load_log(path, key, recovery, starts, hws, clean, topic_configs)
+            todo.append((name, path, key))
+        load = lambda item: self._load_log(item[1], item[2], recovery, starts, hws, clean,
+                                           topic_configs)
+        for (name, _path, key), log in self._load_logs(todo, load):
             if log.recovered_bytes_truncated:
                 _log.warning("recovered %s: truncated %d bytes", name,
                              log.recovered_bytes_truncated)
@@ -273,6 +290,29 @@ class LogManager:
             self._dir_of[key] = d
         if clean:
             os.unlink(marker)
+
+    def _load_logs(self, todo: list, load: Callable) -> list:
+        """``(item, load(item))`` for each item, on num.recovery.threads.per.data.dir
+        threads (Kafka's pool per dir).  With more than one, every load is let finish
+        before the first error is raised, and the logs loaded meanwhile are let go."""
+        threads = max(1, int(self._recovery_threads()))
+        if threads == 1 or len(todo) < 2:
+            return [(item, load(item)) for item in todo]
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(threads, thread_name_prefix="log-recovery") as pool:
+            futures = [(item, pool.submit(load, item)) for item in todo]
+        done, error = [], None
+        for item, fut in futures:
+            err = fut.exception()
+            if err is None:
+                done.append((item, fut.result()))
+            elif error is None:
+                error = err
+        if error is not None:
+            for _item, log in done:
+                log.release()
+            raise error
+        return done
 
     def _load_future(self, d: str, path: str, name: str, recovery, starts, hws, clean: bool,
                      topic_configs: TopicConfigs) -> None:
@@ -341,10 +381,10 @@ class LogManager:
         live = self.live_log_dirs
         if not live:
             raise OSError(f"no live log dir: every one of {self.log_dirs} has failed")
-        counts = {d: 0 for d in live}
-        for d in list(self._dir_of.values()) + list(self._future_dir_of.values()):
-            counts[d] = counts.get(d, 0) + 1
-        return min(live, key=lambda d: (counts[d], self.log_dirs.index(d)))
+        if len(live) == 1:
+            return live[0]
+        counts = self._dir_counts
+        return min(live, key=lambda d: (counts.get(d, 0), self.log_dirs.index(d)))
 
     # ---------------------------------------------------------------- dir failure
 
@@ -729,17 +769,31 @@ class LogManager:
             self._opened = self._loaded = False
 
     def _close_all(self, broker_epoch: int) -> None:
+        """Close every log without a sync per file (snapshots, trimmed indexes, data
+        appended since the last flush), then make each live dir durable in one pass
+        (``_sync_dir``: syncfs), and only then move the recovery points to the log ends
+        and write the checkpoints and the clean-shutdown marker: the marker still
+        promises that everything before it is on disk."""
         for key, log in list(self.logs.items()) + list(self.future_logs.items()):
-            if not log.offline:
-                try:
-                    log.flush()
-                except OSError as err:
-                    self.fail_dir(log.parent_dir, err)
-        self.checkpoint()
-        for log in list(self.logs.values()) + list(self.future_logs.values()):
             # An offline log is only let go: trimming its mmap'd indexes on a full
             # disk would be SIGBUS, and recovery rebuilds them at the next start.
-            log.release() if log.offline else log.close()
+            if log.offline:
+                log.release()
+                continue
+            try:
+                log.close(sync=False)
+            except OSError as err:
+                log.release()
+                self.fail_dir(log.parent_dir, err)
+        for d, items in self._by_dir().items():
+            try:
+                _sync_dir(d)
+            except OSError as err:
+                self.fail_dir(d, err)
+                continue
+            for _key, log in items:
+                log.recovery_point = log.log_end_offset
+        self.checkpoint()
         for d in self.live_log_dirs:
             if os.path.isdir(d):
                 atomic_write(os.path.join(d, CLEAN_SHUTDOWN_FILE),
@@ -755,6 +809,87 @@ class LogManager:
         self._dir_of.clear()
         self.future_logs.clear()
         self._future_dir_of.clear()
+
+
+def _sync_dir(d: str) -> None:
+    """Make everything written under ``d`` durable: syncfs(2) on Linux (one call for the
+    file system holding the dir: file data, mapped index pages, renames and new
+    entries of every partition dir), else sync(2)."""
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        if _libc_syncfs is not None:
+            if _libc_syncfs(fd) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"syncfs of {d}: {os.strerror(err)}")
+        else:
+            os.sync()
+    finally:
+        os.close(fd)
+
+
+def _load_syncfs():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        fn = libc.syncfs
+    except (OSError, AttributeError, TypeError):
+        return None
+    fn.argtypes = (ctypes.c_int,)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_libc_syncfs = _load_syncfs()
+
+
+class _CountingDirMap(dict):
+    """A key -> log dir map that keeps ``counts[dir]`` (shared by several maps) equal to
+    the number of its keys in each dir; only the mutators LogManager uses are counted."""
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        super().__init__()
+        self._counts = counts
+
+    def _add(self, d: str, n: int) -> None:
+        self._counts[d] = self._counts.get(d, 0) + n
+
+    def __setitem__(self, key, d: str) -> None:
+        old = super().get(key)
+        if old is not None:
+            self._add(old, -1)
+        super().__setitem__(key, d)
+        self._add(d, 1)
+
+    def __delitem__(self, key) -> None:
+        d = super().pop(key)
+        self._add(d, -1)
+
+    def pop(self, key, *default):
+        if key in self:
+            d = super().pop(key)
+            self._add(d, -1)
+            return d
+        if default:
+            return default[0]
+        raise KeyError(key)
+
+    def clear(self) -> None:
+        for d in self.values():
+            self._add(d, -1)
+        super().clear()
+
+    def update(self, *args, **kwargs) -> None:   # type: ignore[override]
+        for k, v in dict(*args, **kwargs).items():
+            self[k] = v
+
+    def setdefault(self, key, default=None):   # type: ignore[override]
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def popitem(self):
+        key, d = super().popitem()
+        self._add(d, -1)
+        return key, d
 
 
 class _DeletedDir:

@@ -2,8 +2,9 @@
 
 On disk: back-to-back 8-byte entries, big-endian ``int32 relativeOffset``
 (absolute offset - segment base offset) then ``int32 position`` (byte position
-of a batch in the .log file).  File preallocated to segment.index.bytes rounded
-down to a multiple of 8, mmap'ed, trimmed to ``8 * entries`` on roll/close.
+of a batch in the .log file).  Opened lazily (``index_base``); preallocated at
+its first append to segment.index.bytes rounded down to a multiple of 8,
+mmap'ed, trimmed to ``8 * entries`` on roll/close (0 bytes when empty).
 
 Invariants: relative offsets and positions strictly increase; an entry
 (O, P) means the batch(es) appended at position P end at offset O, so the
@@ -28,15 +29,12 @@ class OffsetIndex(IndexFileBase):
     def __init__(self, path: str, base_offset: int, max_index_size: int = 10 * 1024 * 1024,
                  writable: bool = True) -> None:
         super().__init__(path, base_offset, max_index_size, writable)
-        self._last_offset = self._read_last_offset()
+        self._last_offset = base_offset
 
-    def _read_last_offset(self) -> int:
-        if self.entries == 0:
-            return self.base_offset
-        return self.base_offset + _ENTRY.unpack_from(self._mm, (self.entries - 1) * 8)[0]
-
-    def _after_truncate(self) -> None:
-        self._last_offset = self._read_last_offset()
+    def _after_load(self) -> None:
+        n = self._entries
+        self._last_offset = (self.base_offset if not n else
+                             self.base_offset + _ENTRY.unpack_from(self._mm, (n - 1) * 8)[0])
 
     def entry(self, i: int) -> tuple[int, int]:
         rel, pos = _ENTRY.unpack_from(self._mm, i * 8)
@@ -45,6 +43,8 @@ class OffsetIndex(IndexFileBase):
     @property
     def last_offset(self) -> int:
         """Offset of the last entry, or the base offset when empty."""
+        if self._entries is None:
+            self._load()
         return self._last_offset
 
     def sanity_check(self, log_size: int | None = None) -> None:
@@ -75,7 +75,10 @@ class OffsetIndex(IndexFileBase):
         rel = offset - self.base_offset
         if not 0 <= rel <= 0x7FFFFFFF:
             raise ValueError(f"offset {offset} not relative to base {self.base_offset}")
-        _ENTRY.pack_into(self._mm, self.entries * 8, rel, position)
+        n = self.entries
+        if (n + 1) * 8 > self._file_len:
+            self._ensure_room(n + 1)
+        _ENTRY.pack_into(self._mm, n * 8, rel, position)
         self.entries += 1
         self._last_offset = offset
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterator, NamedTuple
 
+import structlog
+
 from kafkapy.clock import SYSTEM_CLOCK, Clock
-from kafkapy.log.index_base import CorruptIndexError
 from kafkapy.log.offset_index import OffsetIndex
 from kafkapy.log.time_index import TimeIndex
 from kafkapy.records.batch import (CRC_START, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH,
@@ -35,6 +36,8 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 DELETED_SUFFIX = ".deleted"
+
+_log = structlog.get_logger("kafkapy.log.segment")
 
 _SCAN_CHUNK = 16 * 1024
 _RECOVER_CHUNK = 4 * 1024 * 1024
@@ -93,36 +96,72 @@ class LogSegment:
         self.needs_recovery = False
         self.writable = writable
         self.roll_jitter_ms = 0  # set by the Log from segment.jitter.ms
-        self.offset_index = self._open_index(OffsetIndex, INDEX_SUFFIX, writable)
-        self.time_index = self._open_index(TimeIndex, TIME_INDEX_SUFFIX, writable)
-        ts, off = self.time_index.last_entry
-        self.max_timestamp_so_far = ts
-        self.offset_of_max_timestamp = off
+        # Lazy (Kafka's LazyIndex): nothing is opened, created or mapped here.
+        self.offset_index = OffsetIndex(segment_path(dir_path, base_offset, INDEX_SUFFIX),
+                                        base_offset, max_index_size, writable)
+        self.time_index = TimeIndex(segment_path(dir_path, base_offset, TIME_INDEX_SUFFIX),
+                                    base_offset, max_index_size, writable)
+        for idx in (self.offset_index, self.time_index):
+            idx.on_load_check = self._check_index
+            idx.on_corrupt = self._rebuild_index
+        # Kafka's maxTimestampAndOffsetSoFar: read from the time index on first use.
+        self._max_ts: int | None = None
+        self._offset_of_max_ts = base_offset
         self._next_offset: int | None = base_offset if self.size == 0 else None
 
-    def _open_index(self, cls, suffix: str, writable: bool):
-        path = segment_path(self.dir, self.base_offset, suffix)
-        missing = not os.path.exists(path)
-        idx = None
-        try:
-            idx = cls(path, self.base_offset, self.max_index_size, writable)
-            if cls is OffsetIndex:
-                idx.sanity_check(self.size)
-            else:
-                idx.sanity_check()
-        except CorruptIndexError:
-            # Kafka deletes a corrupt index and rebuilds it from the log.
-            if idx is not None:
-                idx.release()
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
-            idx = cls(path, self.base_offset, self.max_index_size, writable)
-            missing = True
-        if missing and self.size > 0:
-            self.needs_recovery = True
-        return idx
+    def _check_index(self, idx) -> None:
+        if idx is self.offset_index:
+            idx.sanity_check(self.size)
+        else:
+            idx.sanity_check()
+
+    def _rebuild_index(self, idx) -> None:
+        """A corrupt index found when first loaded: rebuild it from the batch headers
+        (the .log itself is not validated here; that is ``recover``'s job)."""
+        _log.warning("corrupt index, rebuilding it from the log", index=idx.path,
+                     log=self.log_path)
+        is_offsets = idx is self.offset_index
+        last_index_pos = 0
+        max_ts, off_of_max = -1, self.base_offset
+        for h in self.iter_batches():
+            last = h.base_offset + h.last_offset_delta
+            if h.max_timestamp > max_ts:
+                max_ts, off_of_max = h.max_timestamp, last
+            if h.position - last_index_pos > self.index_interval_bytes:
+                if is_offsets:
+                    if not idx.is_full:
+                        idx.append(last, h.position)
+                elif not idx.is_full:
+                    idx.maybe_append(max_ts, off_of_max)
+                last_index_pos = h.position
+        if not is_offsets:
+            idx.maybe_append(max_ts, off_of_max, skip_full_check=True)
+        if not self.writable:
+            idx.make_read_only()
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        if self._max_ts is None:
+            self._max_ts, self._offset_of_max_ts = self.time_index.last_entry
+        return self._max_ts
+
+    @max_timestamp_so_far.setter
+    def max_timestamp_so_far(self, value: int) -> None:
+        if self._max_ts is None:
+            self._max_ts, self._offset_of_max_ts = self.time_index.last_entry
+        self._max_ts = value
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        if self._max_ts is None:
+            self._max_ts, self._offset_of_max_ts = self.time_index.last_entry
+        return self._offset_of_max_ts
+
+    @offset_of_max_timestamp.setter
+    def offset_of_max_timestamp(self, value: int) -> None:
+        if self._max_ts is None:
+            self._max_ts, self._offset_of_max_ts = self.time_index.last_entry
+        self._offset_of_max_ts = value
 
     # ---------------------------------------------------------------- properties
 
@@ -327,14 +366,22 @@ class LogSegment:
         recovery does not apply it either).  Returns the bytes truncated.
         """
         del max_message_size
-        self.offset_index.reset()
-        self.time_index.reset()
-        self.offset_index.resize(self.max_index_size)
-        self.time_index.resize(self.max_index_size)
-        self.max_timestamp_so_far = -1
-        self.offset_of_max_timestamp = self.base_offset
-        self._first_batch_ts = None
+        # The old index content is never read (no search for its valid prefix): it is
+        # rewritten from slot 0 over the same file.  A missing index file is created
+        # and preallocated by the first entry added (none for an empty or small .log).
         file_size = os.fstat(self._fd).st_size
+        for idx in (self.offset_index, self.time_index):
+            idx.begin_rebuild()
+            cap = self.max_index_size
+            if not self.writable:   # sized once for what the .log can need, then trimmed
+                cap = min(cap, (file_size // max(self.index_interval_bytes, 1) + 2)
+                          * idx.ENTRY_SIZE)
+            idx.make_writable(cap)
+        self._max_ts, self._offset_of_max_ts = -1, self.base_offset
+        self._first_batch_ts = None
+        if file_size == 0:   # nothing to validate, the indexes are empty
+            self._after_recover(0, self.base_offset, 0)
+            return 0
         valid = 0
         last_index_pos = 0
         next_offset = self.base_offset
@@ -389,19 +436,21 @@ class LogSegment:
         truncated = file_size - valid
         if truncated > 0:
             os.ftruncate(fd, valid)
-        self.size = valid
-        self._next_offset = next_offset
-        self._bytes_since_last_index = valid - last_index_pos
         self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
                                      skip_full_check=True)
-        if self.writable:
-            self.offset_index.trim()
-            self.time_index.trim()
-        else:
+        self._after_recover(valid, next_offset, valid - last_index_pos)
+        return truncated
+
+    def _after_recover(self, size: int, next_offset: int, since_index: int) -> None:
+        self.offset_index.end_rebuild()
+        self.time_index.end_rebuild()
+        self.size = size
+        self._next_offset = next_offset
+        self._bytes_since_last_index = since_index
+        if not self.writable:
             self.offset_index.make_read_only()
             self.time_index.make_read_only()
         self.needs_recovery = False
-        return truncated
 
     # ---------------------------------------------------------------- truncation
 
@@ -429,11 +478,12 @@ class LogSegment:
     # ---------------------------------------------------------------- lifecycle
 
     def resize_indexes(self, max_index_size: int) -> None:
-        """Make this the writable active segment with preallocated indexes."""
+        """Make this the writable active segment (indexes preallocated at their next
+        append, not now)."""
         self.writable = True
         self.max_index_size = max_index_size
-        self.offset_index.resize(max_index_size)
-        self.time_index.resize(max_index_size)
+        self.offset_index.make_writable(max_index_size)
+        self.time_index.make_writable(max_index_size)
 
     def on_become_inactive(self) -> None:
         """Roll: write the final time-index entry and trim both indexes."""
@@ -449,13 +499,17 @@ class LogSegment:
             self.offset_index.flush()
             self.time_index.flush()
 
-    def close(self) -> None:
+    def close(self, sync: bool = True) -> None:
+        """Final time-index entry, trim both indexes (creating missing ones empty, as
+        Kafka leaves them) and close; ``sync=False`` leaves the msync of the indexes to
+        the caller (one syncfs per log dir at shutdown)."""
         if self._fd < 0:
             return
-        self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
-                                     skip_full_check=True)
-        self.offset_index.close()
-        self.time_index.close()
+        if self.size:
+            self.time_index.maybe_append(self.max_timestamp_so_far,
+                                         self.offset_of_max_timestamp, skip_full_check=True)
+        self.offset_index.close(sync)
+        self.time_index.close(sync)
         os.close(self._fd)
         self._fd = -1
 

@@ -1,8 +1,9 @@
 """The time index (``<base offset>.timeindex``) of one segment.
 
 On disk: back-to-back 12-byte entries, big-endian ``int64 timestamp`` (ms)
-then ``int32 relativeOffset``.  Preallocated to segment.index.bytes rounded
-down to a multiple of 12, mmap'ed, trimmed on roll/close.
+then ``int32 relativeOffset``.  Opened lazily (``index_base``); preallocated at
+its first append to segment.index.bytes rounded down to a multiple of 12,
+mmap'ed, trimmed on roll/close (0 bytes when empty).
 
 Invariants: timestamps strictly increase and offsets never decrease; an entry
 (T, O) means T is the largest timestamp seen up to and including offset O, so
@@ -28,15 +29,11 @@ class TimeIndex(IndexFileBase):
     def __init__(self, path: str, base_offset: int, max_index_size: int = 10 * 1024 * 1024,
                  writable: bool = True) -> None:
         super().__init__(path, base_offset, max_index_size, writable)
-        self._last = self._read_last()
+        self._last = (NO_TIMESTAMP, base_offset)
 
-    def _read_last(self) -> tuple[int, int]:
-        if self.entries == 0:
-            return NO_TIMESTAMP, self.base_offset
-        return self.entry(self.entries - 1)
-
-    def _after_truncate(self) -> None:
-        self._last = self._read_last()
+    def _after_load(self) -> None:
+        n = self._entries
+        self._last = (NO_TIMESTAMP, self.base_offset) if not n else self.entry(n - 1)
 
     def entry(self, i: int) -> tuple[int, int]:
         ts, rel = _ENTRY.unpack_from(self._mm, i * 12)
@@ -45,6 +42,8 @@ class TimeIndex(IndexFileBase):
     @property
     def last_entry(self) -> tuple[int, int]:
         """(timestamp, offset) of the last entry; (-1, base_offset) when empty."""
+        if self._entries is None:
+            self._load()
         return self._last
 
     @property
@@ -72,17 +71,20 @@ class TimeIndex(IndexFileBase):
         ``skip_full_check`` lets the final entry at roll/close use the slot
         that the roll check keeps in reserve (Kafka does the same).
         """
-        last_ts, last_off = self._last
+        last_ts, last_off = self.last_entry
         if self.entries and offset < last_off:
             raise ValueError(f"time index offset {offset} below last {last_off} in {self.path}")
         if timestamp <= last_ts:
             return
-        if self.entries >= self.max_entries:
+        n = self.entries
+        if n >= self.max_entries:
             if skip_full_check:
-                self.resize(self._file_len + self.ENTRY_SIZE)
+                self.resize(max(self._file_len, n * 12) + self.ENTRY_SIZE)
             else:
                 raise ValueError(f"time index {self.path} is full")
-        _ENTRY.pack_into(self._mm, self.entries * 12, timestamp, offset - self.base_offset)
+        if (n + 1) * 12 > self._file_len:
+            self._ensure_room(n + 1)
+        _ENTRY.pack_into(self._mm, n * 12, timestamp, offset - self.base_offset)
         self.entries += 1
         self._last = (timestamp, offset)
 
@@ -91,8 +93,9 @@ class TimeIndex(IndexFileBase):
 
         Returns (-1, base_offset) when no entry qualifies.
         """
+        hi = self.entries - 1   # loads the file first (lazy)
         mm = self._mm
-        lo, hi = 0, self.entries - 1
+        lo = 0
         found = -1
         unpack = _ENTRY.unpack_from
         while lo <= hi:

@@ -14,10 +14,11 @@ from kafkapy.log.time_index import TimeIndex
 def test_offset_index_file_format_and_lookup(tmp_path):
     p = str(tmp_path / "00000000000000000100.index")
     idx = OffsetIndex(p, 100, max_index_size=1005)
-    assert os.path.getsize(p) == 1000  # preallocated, rounded down to 8
+    assert not os.path.exists(p)  # lazy: no file before the first append
     assert idx.max_entries == 125
     for i in range(1, 11):
         idx.append(100 + i * 10, i * 4096)
+        assert os.path.getsize(p) == 1000  # preallocated, rounded down to 8
     assert idx.lookup(99) == (100, 0)
     assert idx.lookup(100) == (100, 0)
     assert idx.lookup(110) == (110, 4096)
@@ -72,15 +73,17 @@ def test_offset_index_sanity(tmp_path):
     idx.close()
     with open(p, "wb") as f:
         f.write(b"\x00" * 7)
+    lazy = OffsetIndex(p, 50)   # nothing read yet
     with pytest.raises(CorruptIndexError):
-        OffsetIndex(p, 50)
+        lazy.entries
 
 
 def test_time_index_format_and_lookup(tmp_path):
     p = str(tmp_path / "00000000000000001000.timeindex")
     ti = TimeIndex(p, 1000, max_index_size=125)
-    assert os.path.getsize(p) == 120
+    assert not os.path.exists(p)
     ti.maybe_append(5000, 1005)
+    assert os.path.getsize(p) == 120
     ti.maybe_append(5000, 1006)  # not larger: ignored
     ti.maybe_append(4000, 1007)  # smaller: ignored
     ti.maybe_append(7000, 1010)
@@ -100,6 +103,8 @@ def test_time_index_format_and_lookup(tmp_path):
         [(5000, 5), (6000, 8)]
     reopened = TimeIndex(p, 1000, max_index_size=125)
     assert reopened.last_entry == (6000, 1008)
+    assert os.path.getsize(p) == 24  # read, not preallocated before an append
+    reopened.maybe_append(6500, 1009)
     assert os.path.getsize(p) == 120  # writable: preallocated again
     reopened.close()
 
