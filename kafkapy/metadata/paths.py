@@ -31,6 +31,7 @@ Paths (all relative to the chroot of ``zookeeper.connect``):
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -207,6 +208,13 @@ def mutable_map_order(keys: Iterable[str], capacity: int) -> list[str]:
 
 def immutable_map_order(keys: Iterable[str]) -> list[str]:
     """Iteration order of a Scala 2.13 ``immutable.HashMap`` (CHAMP) holding ``keys``."""
+    return list(_immutable_map_order(tuple(keys)))
+
+
+@functools.lru_cache(maxsize=256)
+def _immutable_map_order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    # Memoized: a payload's key set is one of a few (a topic's 10,000 partition states
+    # share one), and the order costs a String.hashCode per key.
     hashed = [(champ_improve(string_hash(k)), k) for k in keys]
 
     def walk(entries: list[tuple[int, str]], shift: int) -> list[str]:
@@ -218,7 +226,7 @@ def immutable_map_order(keys: Iterable[str]) -> list[str]:
         payload = [v[0][1] for _, v in sorted(slots.items()) if len(v) == 1]
         subnodes = [walk(v, shift + 5) for _, v in sorted(slots.items()) if len(v) > 1]
         return payload + [k for sub in subnodes for k in sub]
-    return walk(hashed, 0)
+    return tuple(walk(hashed, 0))
 
 
 def properties_order(keys: Iterable[str]) -> list[str]:
