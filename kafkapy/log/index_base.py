@@ -225,11 +225,12 @@ class IndexFileBase:
         finally:
             os.close(fd)
 
-    def _ensure_room(self, needed_entries: int) -> None:
-        """Grow the file so that ``needed_entries`` fit (first append: preallocate)."""
+    def _ensure_room(self, needed_entries: int, exact: bool = False) -> None:
+        """Grow the file so that ``needed_entries`` fit (first append: preallocate,
+        unless ``exact``: the entry written at roll/close, trimmed right after)."""
         need = needed_entries * self.ENTRY_SIZE
         if need > self._file_len:
-            self.resize(max(need, self._max_size if self._writable else need))
+            self.resize(need if exact or not self._writable else max(need, self._max_size))
 
     def trim(self) -> None:
         """Shrink the file to its valid entries (segment becomes inactive / close)."""

@@ -121,6 +121,7 @@ class LogSegment:
         _log.warning("corrupt index, rebuilding it from the log", index=idx.path,
                      log=self.log_path)
         is_offsets = idx is self.offset_index
+        idx.make_writable(self._rebuild_capacity(idx))
         last_index_pos = 0
         max_ts, off_of_max = -1, self.base_offset
         for h in self.iter_batches():
@@ -138,6 +139,15 @@ class LogSegment:
             idx.maybe_append(max_ts, off_of_max, skip_full_check=True)
         if not self.writable:
             idx.make_read_only()
+
+    def _rebuild_capacity(self, idx, file_size: int | None = None) -> int:
+        """Index bytes while rebuilding: the maximum for the active segment, else sized
+        once for what the .log can need (trimmed at the end), not the maximum."""
+        if self.writable:
+            return self.max_index_size
+        size = self.size if file_size is None else file_size
+        return min(self.max_index_size,
+                   (size // max(self.index_interval_bytes, 1) + 2) * idx.ENTRY_SIZE)
 
     @property
     def max_timestamp_so_far(self) -> int:
@@ -367,16 +377,16 @@ class LogSegment:
         """
         del max_message_size
         # The old index content is never read (no search for its valid prefix): it is
-        # rewritten from slot 0 over the same file.  A missing index file is created
-        # and preallocated by the first entry added (none for an empty or small .log).
+        # rewritten from slot 0 over the same file; with an empty .log it is just cut
+        # to 0 bytes (never mapped).  A missing index file is created and preallocated
+        # by the first entry added (none for an empty or small .log).
         file_size = os.fstat(self._fd).st_size
         for idx in (self.offset_index, self.time_index):
-            idx.begin_rebuild()
-            cap = self.max_index_size
-            if not self.writable:   # sized once for what the .log can need, then trimmed
-                cap = min(cap, (file_size // max(self.index_interval_bytes, 1) + 2)
-                          * idx.ENTRY_SIZE)
-            idx.make_writable(cap)
+            if file_size:
+                idx.begin_rebuild()
+            else:
+                idx.discard()
+            idx.make_writable(self._rebuild_capacity(idx, file_size))
         self._max_ts, self._offset_of_max_ts = -1, self.base_offset
         self._first_batch_ts = None
         if file_size == 0:   # nothing to validate, the indexes are empty

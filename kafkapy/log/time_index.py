@@ -83,7 +83,7 @@ class TimeIndex(IndexFileBase):
             else:
                 raise ValueError(f"time index {self.path} is full")
         if (n + 1) * 12 > self._file_len:
-            self._ensure_room(n + 1)
+            self._ensure_room(n + 1, exact=skip_full_check)
         _ENTRY.pack_into(self._mm, n * 12, timestamp, offset - self.base_offset)
         self.entries += 1
         self._last = (timestamp, offset)
