@@ -18,13 +18,22 @@ the active segment is not empty; -1 starts from the last, -2 from the first,
 another timestamp from the last candidate modified at or before it; up to
 max_num_offsets offsets are answered newest first.  For a consumer
 (replica id -1) offsets above the high watermark are replaced by it.
+
+Cost per partition (issue 20: one request may name 10,000): from v1 a partition's
+answer is a tuple (index, error, timestamp, offset, leader epoch) packed straight
+into its topic's encoded partition array (``_encode_results``), which
+``handlers.spliced`` puts in the response: the same bytes as kafka-python's encoding
+of the objects (tests compare both for every version), without one object per
+partition.  v0 (legacy offsets lists) builds the objects.
 """
 from __future__ import annotations
 
 import os
+import struct
 
 from kafkapy.security import authz
 from kafkapy.handlers.common import repeated
+from kafkapy.handlers.spliced import Spliced, array_size
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 
@@ -41,22 +50,52 @@ _SPECIAL_SINCE = {EARLIEST: 1, LATEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, L
 _R = RESPONSES[API_KEY]
 _Topic = _R.ListOffsetsTopicResponse
 _Partition = _Topic.ListOffsetsPartitionResponse
+_TOPIC_STRUCT = _Topic._struct.array_of   # the element struct
+_FIRST_FLEXIBLE = 6
+# A v1+ partition answer: index, error, timestamp, offset (+ leader epoch from v4).
+_ROW_V1 = struct.Struct(">ihqq")
+_ROW_V4 = struct.Struct(">ihqqi")
 
 
 def handle(ctx, request):
+    version = ctx.api_version
     topics = []
+    kept: dict[int, bytes] = {}   # id(topic answer) -> its encoded partition array (v1+)
     allowed = None
     if getattr(ctx.broker, "authorizer", None) is not None:
         allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [t.name for t in request.topics])
     for topic in request.topics:
         if allowed is not None and topic.name not in allowed:
-            topics.append(_Topic(name=topic.name, partitions=[_denied(ctx, p) for p in topic.partitions]))
-            continue
-        duplicated = repeated(p.partition_index for p in topic.partitions)
-        parts = [_lookup(ctx, request, topic.name, p, p.partition_index in duplicated)
-                 for p in topic.partitions]
-        topics.append(_Topic(name=topic.name, partitions=parts))
-    return ctx.response(throttle_time_ms=0, topics=topics)
+            parts = [_denied(ctx, p) for p in topic.partitions]
+        else:
+            duplicated = repeated(p.partition_index for p in topic.partitions)
+            parts = [_lookup(ctx, request, topic.name, p, p.partition_index in duplicated)
+                     for p in topic.partitions]
+        if version == 0:
+            topics.append(_Topic(name=topic.name, partitions=parts))
+        else:
+            answer = _Topic(name=topic.name, partitions=[])
+            kept[id(answer)] = _encode_results(version, parts)
+            topics.append(answer)
+    response = ctx.response(throttle_time_ms=0, topics=topics)
+    if version == 0:
+        return response
+    tail = 1 if version >= _FIRST_FLEXIBLE else 0     # tagged fields
+    return Spliced(response, kept, _TOPIC_STRUCT, top_tail=tail, topic_tail=tail)
+
+
+def _encode_results(version: int, rows: list[tuple]) -> bytes:
+    """A partition array (v1+) from (index, error, timestamp, offset, epoch) rows."""
+    flexible = version >= _FIRST_FLEXIBLE
+    if version >= 4:
+        pack = _ROW_V4.pack
+        packed = [pack(*row) for row in rows]
+    else:
+        pack = _ROW_V1.pack
+        packed = [pack(*row[:4]) for row in rows]
+    if flexible and packed:   # each element ends with its (empty) tagged fields
+        return array_size(len(packed), True) + b"\x00".join(packed) + b"\x00"
+    return array_size(len(packed), flexible) + b"".join(packed)
 
 
 def _lookup(ctx, request, name, p, duplicated: bool):
@@ -101,9 +140,10 @@ def _denied(ctx, p):
     return _result(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
-def _result(index: int, error: int, timestamp: int = -1, offset: int = -1, epoch: int = -1):
-    return _Partition(partition_index=index, error_code=error, timestamp=timestamp,
-                      offset=offset, leader_epoch=epoch)
+def _result(index: int, error: int, timestamp: int = -1, offset: int = -1,
+            epoch: int = -1) -> tuple:
+    """A v1+ partition answer as a row for ``_encode_results``."""
+    return (index, error, timestamp, offset, epoch)
 
 
 def _legacy(ctx, request, name, p):

@@ -40,21 +40,19 @@ keyed by (topic, wire layout, listener), in a per-cache table valid while the
 cache's ``generation`` is unchanged (every UpdateMetadata bumps it) and while no log
 dir of this broker is offline (then every answer is built afresh, as the partitions
 on that dir are shown offline).  A response is built with empty partition arrays and
-``_Spliced.encode`` puts the kept bytes in their place: the bytes on the wire are
+``handlers.spliced`` puts the kept bytes in their place: the bytes on the wire are
 exactly those of the generic encoding of the full response (tests compare both for
 every version).  Layouts: versions whose partition bytes and rules are the same
 share an entry (v0 | v1-4 | v5 | v6 | v7-8 | v9-12).
 """
 from __future__ import annotations
 
-import struct
 import weakref
-
-from kafka.protocol.schemas.fields.codecs import EncodeBufferPool
 
 from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
 from kafkapy.coordinator.transaction.service import TRANSACTION_TOPIC
 from kafkapy.handlers.common import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from kafkapy.handlers.spliced import Spliced, cut_array
 from kafkapy.metadata.topics import invalid_topic_reason, is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -66,7 +64,6 @@ MAX_VERSION = 12
 
 _R = RESPONSES[API_KEY]
 _TOPIC_STRUCT = _R.MetadataResponseTopic._struct.array_of   # the element struct
-_INT32 = struct.Struct(">i")
 # Versions whose partition arrays have the same bytes and rules share a kept encoding.
 _LAYOUT = {0: 0, 1: 1, 2: 1, 3: 1, 4: 1, 5: 5, 6: 6, 7: 7, 8: 7, 9: 9, 10: 9, 11: 9, 12: 9}
 
@@ -119,7 +116,12 @@ def handle(ctx, request):
                                if 8 <= version <= 10 and request.include_cluster_authorized_operations
                                else None),
     )
-    return _Spliced(response, kept) if kept else response
+    if not kept:
+        return response
+    flexible = _R.flexible_version_q(version)
+    return Spliced(response, kept, _TOPIC_STRUCT,
+                   top_tail=(4 if 8 <= version <= 10 else 0) + (1 if flexible else 0),
+                   topic_tail=_topic_tail(version))
 
 
 def _authorized_names(ctx, names: list[str], allow_auto: bool):
@@ -211,7 +213,7 @@ def _error_topic(code: int, name: str | None, topic_id=None, internal: bool | No
 
 def _topic(ctx, topic, kept: dict[int, bytes] | None = None):
     """A topic's answer; with ``kept``, its partitions stay empty and their encoded
-    array goes to ``kept`` (for ``_Spliced``) whenever it may be kept."""
+    array goes to ``kept`` (for ``Spliced``) whenever it may be kept."""
     answer = _R.MetadataResponseTopic(
         error_code=ErrorCode.NO_ERROR, name=topic.name, topic_id=topic.topic_id,
         is_internal=topic.internal, partitions=[],
@@ -266,100 +268,14 @@ def _kept_partitions(ctx, topic, answer) -> bytes | None:
     return encoded
 
 
-def _encode_topic(version: int, answer) -> bytes:
-    flexible = _R.flexible_version_q(version)
-    encode = _TOPIC_STRUCT.compiled_encode_into(version, compact=flexible, tagged=flexible)
-    with EncodeBufferPool.acquire() as out:
-        encode(answer, out)
-        return bytes(out.result())
-
-
-def _layout_sizes(version: int) -> tuple[bytes, int]:
-    """(an empty array's bytes, the bytes after a topic's partition array)."""
-    flexible = _R.flexible_version_q(version)
-    return (b"\x01" if flexible else b"\x00\x00\x00\x00",
-            (4 if version >= 8 else 0) + (1 if flexible else 0))
+def _topic_tail(version: int) -> int:
+    """Bytes after a topic's partition array: authorized operations, tagged fields."""
+    return (4 if version >= 8 else 0) + (1 if _R.flexible_version_q(version) else 0)
 
 
 def _encode_partitions(version: int, answer, partitions: list) -> bytes:
-    """The partition array's bytes: those between the topic answer's leading fields
-    and its trailing ones, cut from the answer encoded with and without them."""
-    empty, tail = _layout_sizes(version)
-    start = len(_encode_topic(version, answer)) - tail - len(empty)
-    answer.partitions = partitions
-    try:
-        full = _encode_topic(version, answer)
-    finally:
-        answer.partitions = []
-    return full[start:len(full) - tail]
-
-
-class _Spliced:
-    """A Metadata response whose topics' partition arrays are kept bytes.
-
-    ``encode`` gives the bytes kafka-python would give for the response with the
-    partitions filled in: the response is encoded without topics, then the topics
-    array is put in place of the empty one, each topic with its kept partition
-    array in place of its empty one.  Everything else reads through to the response.
-    """
-
-    __slots__ = ("response", "kept")
-    API_KEY = API_KEY
-
-    def __init__(self, response, kept: dict[int, bytes]) -> None:
-        self.response = response
-        self.kept = kept
-
-    def __getattr__(self, name):
-        return getattr(self.response, name)
-
-    def with_header(self, correlation_id=0):
-        self.response.with_header(correlation_id=correlation_id)
-
-    def encode(self, version=None, header=False, framed=False):
-        response = self.response
-        if version is not None:
-            response.API_VERSION = version
-        version = response.API_VERSION
-        flexible = _R.flexible_version_q(version)
-        topics = response.topics
-        response.topics = []
-        try:
-            base = bytes(response.encode(header=header))
-        finally:
-            response.topics = topics
-        empty = b"\x01" if flexible else b"\x00\x00\x00\x00"
-        tail = (4 if 8 <= version <= 10 else 0) + (1 if flexible else 0)
-        cut = len(base) - tail - len(empty)
-        if base[cut:cut + len(empty)] != empty:
-            raise ValueError("Metadata response layout is not the expected one")
-        parts = [base[:cut], _array_size(len(topics), flexible)]
-        parts.extend(self._topic_bytes(version, topic) for topic in topics)
-        parts.append(base[cut + len(empty):])
-        body = b"".join(parts)
-        return _INT32.pack(len(body)) + body if framed else body
-
-    def _topic_bytes(self, version: int, topic) -> bytes:
-        encoded = _encode_topic(version, topic)
-        array = self.kept.get(id(topic))
-        if array is None:
-            return encoded
-        empty, tail = _layout_sizes(version)
-        cut = len(encoded) - tail - len(empty)
-        if encoded[cut:cut + len(empty)] != empty:
-            raise ValueError("Metadata topic layout is not the expected one")
-        return encoded[:cut] + array + encoded[cut + len(empty):]
-
-
-def _array_size(count: int, flexible: bool) -> bytes:
-    if not flexible:
-        return _INT32.pack(count)
-    value, out = count + 1, bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return cut_array(version, _R.flexible_version_q(version), _TOPIC_STRUCT, answer,
+                     _topic_tail(version), partitions)
 
 
 def _partition(ctx, nodes, name: str, index: int, state):
