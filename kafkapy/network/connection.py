@@ -30,6 +30,11 @@ bytes.  Invariants:
   ``os.sendfile`` on a duplicate of the socket's descriptor once the
   transport's own buffer is empty; everything queued behind them waits, so
   order holds.  uvloop has no ``loop.sendfile``, hence this path;
+- memory: thousands of mostly idle connections are the normal case, so a connection is a
+  ``__slots__`` object whose response and file queues are the shared empty tuple while
+  empty (a deque only while something waits), and its read buffer is emptied after each
+  frame; the listener (``kafkapy.network.server``) counts it against the connection quotas
+  from accept to ``connection_lost`` (``address`` is set while it holds its slot);
 - metrics: a request's time runs from its dispatch to its answer handed to the transport
   and is observed once, with its count by version, on its API's cached ``ApiStats``
   (``kafkapy.metrics.counters``: Kafka's RequestsPerSec and TotalTimeMs).
