@@ -8,6 +8,10 @@ Kafka 3.9's ConnectionQuotas (``kafkapy.network.connection_quotas``):
   succeeds (kernel backlog) but its request is answered only once another connection closes;
 - the limits change live through ``kafkapy-configs --entity-type brokers --entity-default``
   (lowering ``max.connections`` below the current count closes the least recently used);
+- ``listener.name.<l>.max.connections`` bounds one listener; the inter-broker listener (of
+  several) is not held by ``max.connections`` and evicts the others' least recently used;
+- a connection counts from accept, its TLS handshake included;
+- ``max.connection.creation.rate``: after Kafka's burst, new connections are held;
 - ``connections.max.idle.ms`` closes a connection with nothing read for that long, and only
   such a connection.
 
@@ -18,6 +22,7 @@ Every client here connects to 127.0.0.1; the per-address tests pick their source
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -28,6 +33,8 @@ import pytest
 
 from kafkapy.testing._broker import free_port
 from tests.broker_process import BrokerProcess
+from tests.certs import broker_ssl_overrides
+from tests.certs import certs  # noqa: F401 (fixture)
 
 BIN = Path(sys.executable).parent
 DEFAULT = ("--entity-type", "brokers", "--entity-default")
@@ -233,6 +240,37 @@ def test_creation_rate_holds_new_connections(make_broker):
     assert all(c.answered(timeout=15) for c in burst[1:])
     for c in burst:
         c.close()
+
+
+def test_a_connection_still_in_its_tls_handshake_counts(make_broker, certs):  # noqa: F811
+    """listener.name.tls.max.connections=1: a TCP connection that never starts its TLS
+    handshake holds the slot; a TLS client's handshake waits until it is closed."""
+    plain, secure = free_port(), free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{plain},TLS://127.0.0.1:{secure}"
+    broker = make_broker(port=plain, **{
+        "listeners": listeners, "advertised.listeners": listeners,
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,TLS:SSL",
+        "inter.broker.listener.name": "PLAINTEXT",
+        **broker_ssl_overrides(certs, "PEM", prefix="listener.name.tls."),
+        "listener.name.tls.max.connections": "1"})
+    silent = Client(broker, port=secure)              # accepted, handshake not begun
+    context = ssl.create_default_context(cafile=str(certs.ca))
+    raw = socket.create_connection(("127.0.0.1", secure), timeout=10)
+    tls = context.wrap_socket(raw, server_hostname="localhost", do_handshake_on_connect=False)
+    tls.settimeout(1.0)
+    with pytest.raises((socket.timeout, ssl.SSLError)):
+        tls.do_handshake()                            # not accepted: no ServerHello
+    silent.close()
+    tls.settimeout(10)
+    tls.do_handshake()
+    tls.sendall(struct.pack(">i", len(_API_VERSIONS_V0)) + _API_VERSIONS_V0)
+    answer = b""
+    while len(answer) < 8:
+        chunk = tls.recv(8 - len(answer))
+        assert chunk, "closed before the ApiVersions answer"
+        answer += chunk
+    assert struct.unpack(">i", answer[4:8])[0] == 7
+    tls.close()
 
 
 def test_dynamic_changes_apply_live(make_broker):
