@@ -15,8 +15,16 @@ Invariants:
   index.interval.bytes were appended since the last entry; the entry pairs the
   largest offset of the append with the position where the append began.
 - ``max_timestamp_so_far`` / ``offset_of_max_timestamp`` track the largest
-  batch maxTimestamp and the last offset of that batch; on roll/close it is
-  written as the final time-index entry.
+  batch maxTimestamp and the last offset of that batch (read from the time
+  index on first use, as Kafka's maxTimestampAndOffsetSoFar); on roll/close it
+  is written as the final time-index entry.
+- the indexes are lazy (``index_base``): a new segment creates only its .log; an
+  index file appears (preallocated) with its first entry, or empty at roll/close,
+  so a cleanly closed segment has Kafka's three files.  A corrupt index found
+  when first loaded is rebuilt from the batch headers (``_rebuild_index``).
+- ``recover`` never reads the old indexes: it rewrites them from slot 0 over the
+  same files (zeroing stale entries past the new ones), and an empty .log costs
+  no scan and no mapping.
 """
 from __future__ import annotations
 
