@@ -64,12 +64,17 @@ def handle(ctx, request):
     allowed = None
     if getattr(ctx.broker, "authorizer", None) is not None:
         allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [t.name for t in request.topics])
+    # Fields absent at this version read through kafka-python's slow default lookup:
+    # read them once per request, not per partition.
+    read_committed = version >= 2 and request.isolation_level == READ_COMMITTED
+    epochs_sent = version >= 4
     for topic in request.topics:
         if allowed is not None and topic.name not in allowed:
             parts = [_denied(ctx, p) for p in topic.partitions]
         else:
             duplicated = repeated(p.partition_index for p in topic.partitions)
-            parts = [_lookup(ctx, request, topic.name, p, p.partition_index in duplicated)
+            parts = [_lookup(ctx, request, topic.name, p, p.partition_index in duplicated,
+                             read_committed, p.current_leader_epoch if epochs_sent else -1)
                      for p in topic.partitions]
         if version == 0:
             topics.append(_Topic(name=topic.name, partitions=parts))
@@ -98,7 +103,8 @@ def _encode_results(version: int, rows: list[tuple]) -> bytes:
     return array_size(len(packed), flexible) + b"".join(packed)
 
 
-def _lookup(ctx, request, name, p, duplicated: bool):
+def _lookup(ctx, request, name, p, duplicated: bool, read_committed: bool,
+            current_leader_epoch: int):
     index = p.partition_index
     if ctx.api_version == 0:
         return _legacy(ctx, request, name, p)
@@ -108,7 +114,7 @@ def _lookup(ctx, request, name, p, duplicated: bool):
         return _result(index, ErrorCode.UNSUPPORTED_VERSION)
     try:
         partition = ctx.broker.replica_manager.leader_partition(name, index,
-                                                                p.current_leader_epoch)
+                                                                current_leader_epoch)
     except KafkaError as err:
         return _result(index, err.code)
     log = partition.log
@@ -117,8 +123,7 @@ def _lookup(ctx, request, name, p, duplicated: bool):
     if ts in (EARLIEST, EARLIEST_LOCAL):
         return _result(index, 0, -1, log.log_start_offset, epoch)
     if ts == LATEST:
-        latest = (partition.last_stable_offset if request.isolation_level == READ_COMMITTED
-                  else partition.high_watermark)
+        latest = partition.last_stable_offset if read_committed else partition.high_watermark
         return _result(index, 0, -1, latest, epoch)
     if ts == LATEST_TIERED:
         return _result(index, 0, -1, -1, -1)  # nothing is tiered
