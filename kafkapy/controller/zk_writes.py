@@ -16,9 +16,12 @@ Invariants:
    controller, a leader's AlterPartition) changed it: the partition is reported
    "to retry" so the caller re-reads and re-decides, as Kafka does;
  - writes are batched in multis of at most ``OPS_PER_MULTI`` operations (ZooKeeper's
-   request size limit); one failing operation does not fail the others: it is
-   reported for its partition and the rest of the multi is retried without it
-   (Kafka issues one multi per partition; the outcome per partition is the same).
+   request size limit; on a store without one, ``bounded_multi = False`` as the
+   embedded store, a batch of up to ``UNBOUNDED_OPS_PER_MULTI`` is first tried as one
+   multi: the 10,000 partition states of a new topic are one write of its file); one
+   failing operation does not fail the others: it is reported for its partition and
+   the rest of the multi is retried without it (Kafka issues one multi per partition;
+   the outcome per partition is the same).
 """
 from __future__ import annotations
 
@@ -42,6 +45,8 @@ _log = structlog.get_logger("kafkapy.controller.zk_writes")
 #: Operations per multi, the epoch check included (Kafka's controller batches stay
 #: well below ZooKeeper's 1 MB jute.maxbuffer at this size).
 OPS_PER_MULTI = 1000
+#: Operations per multi on a store with no request size limit (the embedded store).
+UNBOUNDED_OPS_PER_MULTI = 100_000
 
 
 class ControllerMovedError(Exception):
@@ -265,7 +270,19 @@ class ZkWrites:
     def _multi_each(self, keyed_ops: "list[tuple[Any, Op]]") -> dict:
         """Apply ops in fenced multis of at most ``OPS_PER_MULTI``; returns, per key,
         the op's result or the exception that failed that op alone.  A failing op is
-        dropped and the rest of its multi retried (bounded by the multi's size)."""
+        dropped and the rest of its multi retried (bounded by the multi's size).
+
+        On a store without a request size limit the whole batch is first tried as one
+        multi (one file write); only if an op of it fails do the bounded multis take
+        over, so that each failing op costs a retry of at most ``OPS_PER_MULTI`` ops."""
+        if (not getattr(self.store, "bounded_multi", True)
+                and OPS_PER_MULTI - 1 < len(keyed_ops) <= UNBOUNDED_OPS_PER_MULTI - 1):
+            try:
+                results = self._fenced_multi([op for _, op in keyed_ops])
+            except _OpFailed:
+                pass
+            else:
+                return {key: r for (key, _), r in zip(keyed_ops, results)}
         out: dict = {}
         step = OPS_PER_MULTI - 1
         for start in range(0, len(keyed_ops), step):
@@ -273,21 +290,39 @@ class ZkWrites:
             for _ in range(len(pending) + 1):
                 if not pending:
                     break
-                fence = CheckOp(paths.CONTROLLER_EPOCH, self._ctx.epoch_zk_version)
                 try:
-                    results = self.store.multi([fence] + [op for _, op in pending])
-                except Exception as e:      # noqa: BLE001 - op_index tells store errors
-                    index = getattr(e, "op_index", None)
-                    if index is None:
-                        raise
-                    if index == 0:
-                        raise ControllerMovedError(
-                            f"controller epoch zk version {self._ctx.epoch_zk_version} "
-                            f"is no longer current ({type(e).__name__})") from e
-                    key, op = pending.pop(index - 1)
-                    out[key] = e
+                    results = self._fenced_multi([op for _, op in pending])
+                except _OpFailed as failed:
+                    key, op = pending.pop(failed.index)
+                    out[key] = failed.error
                     continue
-                for (key, _), r in zip(pending, results[1:]):
+                for (key, _), r in zip(pending, results):
                     out[key] = r
                 break
         return out
+
+    def _fenced_multi(self, ops: "list[Op]") -> list:
+        """One multi behind the controller-epoch check: the ops' results.  Raises
+        ``ControllerMovedError`` when the check fails, ``_OpFailed`` naming the op that
+        failed the multi (nothing applied), or a store error that names no op."""
+        fence = CheckOp(paths.CONTROLLER_EPOCH, self._ctx.epoch_zk_version)
+        try:
+            return self.store.multi([fence] + ops)[1:]
+        except Exception as e:      # noqa: BLE001 - op_index tells store errors
+            index = getattr(e, "op_index", None)
+            if index is None:
+                raise
+            if index == 0:
+                raise ControllerMovedError(
+                    f"controller epoch zk version {self._ctx.epoch_zk_version} "
+                    f"is no longer current ({type(e).__name__})") from e
+            raise _OpFailed(index - 1, e) from e
+
+
+class _OpFailed(Exception):
+    """Op ``index`` of a fenced multi failed with ``error``; the multi applied nothing."""
+
+    def __init__(self, index: int, error: Exception) -> None:
+        super().__init__(index, error)
+        self.index = index
+        self.error = error

@@ -154,6 +154,10 @@ def _check_data(data: bytes) -> bytes:
 class EmbeddedStore(MetadataStore):
     """The metadata tree in memory, persisted to ``path`` (see module docstring)."""
 
+    #: No request size limit (ZooKeeper's jute.maxbuffer): a writer may put a whole batch
+    #: in one multi, which writes the file once (``ZkWrites`` does).
+    bounded_multi = False
+
     def __init__(self, path: str | os.PathLike, *, clock: Clock = SYSTEM_CLOCK,
                  fsync: bool = True) -> None:
         self._path = Path(path)
@@ -645,6 +649,8 @@ class EmbeddedStore(MetadataStore):
 class EmbeddedSession(MetadataStore):
     """One more session on an ``EmbeddedStore``'s tree: its own session id, ephemeral
     nodes and watches (see the module docstring); made by ``EmbeddedStore.session()``."""
+
+    bounded_multi = False
 
     def __init__(self, store: EmbeddedStore, session_id: int) -> None:
         self._store = store

@@ -1,12 +1,17 @@
 """Issue 20: a topic's partition-state znodes written in one multi cost the embedded store
-O(partitions), one file write per multi, and a failing multi still leaves nothing behind."""
+O(partitions), one file write per multi, and a failing multi still leaves nothing behind;
+ZkWrites puts a large topic's states in one multi on the embedded store and still reports
+a failing partition alone."""
 from __future__ import annotations
 
 import pytest
 
+from kafkapy.controller.context import LeaderIsr
 from kafkapy.metadata import embedded as embedded_mod
+from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.store import CreateOp, NodeExistsError
+from tests.unit.sm_helpers import make_cluster
 
 PARENT = "/brokers/topics/t/partitions"
 N = 3000
@@ -69,3 +74,34 @@ def test_delete_and_recreate_in_one_multi_rolls_back(store):
                      CreateOp(PARENT)])
     assert store.get(f"{PARENT}/x") == before
     assert store.get_children(PARENT) == ["x"]
+
+
+def _zk_cluster(tmp_path):
+    return make_cluster(tmp_path, live=(0,))
+
+
+def _li(leader):
+    return LeaderIsr(leader=leader, leader_epoch=0, isr=(leader,), controller_epoch=2,
+                     zk_version=0)
+
+
+def test_partition_states_of_a_large_topic_are_two_file_writes(tmp_path, monkeypatch):
+    c = _zk_cluster(tmp_path)
+    c.add_topic("big", {p: [0] for p in range(N)})
+    persists = _count_calls(monkeypatch, EmbeddedStore, "_persist")
+    out = c.zk.create_partition_states({("big", p): _li(0) for p in range(N)})
+    assert len(persists) == 2           # the partition znodes, then the state znodes
+    assert all(out[("big", p)] == _li(0) for p in range(N))
+    assert c.state_znode("big", N - 1).leader == 0
+
+
+def test_a_failing_state_in_a_large_batch_fails_alone(tmp_path):
+    c = _zk_cluster(tmp_path)
+    c.add_topic("big", {p: [0] for p in range(N)})
+    c.store.create(paths.partition_state_path("big", 1500),
+                   paths.encode_partition_state(0, 7, [0], 1), makepath=True)
+    out = c.zk.create_partition_states({("big", p): _li(0) for p in range(N)})
+    assert isinstance(out[("big", 1500)], NodeExistsError)
+    assert all(out[("big", p)] == _li(0) for p in range(N) if p != 1500)
+    assert c.state_znode("big", 1500).leader_epoch == 7
+    assert c.state_znode("big", 1499).leader_epoch == 0
