@@ -473,6 +473,9 @@ class Broker:
         if self.log_cleaner is not None:
             await self.log_cleaner.stop()
         if self.log_manager is not None:
+            # Queued leader-epoch-checkpoint writes land before the logs close and sync.
+            from kafkapy.log.leader_epoch import wait_for_writes
+            await asyncio.get_running_loop().run_in_executor(None, wait_for_writes)
             await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
         if self.store is not None:
             self.store.close()
