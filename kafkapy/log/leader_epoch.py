@@ -46,8 +46,9 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 _log = structlog.get_logger("kafkapy.log.leader_epoch")
 
-# Caches assigned inside the current ``write_behind()`` block (event loop only), or None.
-_batch: "list[LeaderEpochCache] | None" = None
+# ``batch``: the caches assigned inside this thread's current ``write_behind()`` block
+# (per thread: the brokers of one test process may run on several event loops).
+_local = threading.local()
 _writer: ThreadPoolExecutor | None = None
 _writer_guard = threading.Lock()
 
@@ -56,15 +57,14 @@ _writer_guard = threading.Lock()
 def write_behind() -> Iterator[None]:
     """Defer the file writes of appending assigns made inside the block to one background
     task started when it ends (see the module doc).  Nested blocks join the outer one."""
-    global _batch
-    if _batch is not None:
+    if getattr(_local, "batch", None) is not None:
         yield
         return
-    _batch = []
+    _local.batch = []
     try:
         yield
     finally:
-        batch, _batch = _batch, None
+        batch, _local.batch = _local.batch, None
         if batch:
             _submit(batch)
 
@@ -141,13 +141,14 @@ class LeaderEpochCache:
         kept = [(e, o) for e, o in self.entries if e < epoch and o < start_offset]
         truncated = len(kept) < len(self.entries)
         self.entries = kept + [(epoch, start_offset)]
-        if not truncated and _batch is not None and self.path is not None:
+        batch = getattr(_local, "batch", None)
+        if not truncated and batch is not None and self.path is not None:
             # Under the lock: a concurrent flush() either wrote these entries already or
             # leaves the flags for the write-behind task.
             with self._write_lock:
                 queued, self._pending, self._unsynced = self._pending, True, True
             if not queued:
-                _batch.append(self)
+                batch.append(self)
             return True
         self._persist(fsync=truncated)
         return True
