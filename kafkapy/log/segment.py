@@ -523,11 +523,12 @@ class LogSegment:
         the caller (one syncfs per log dir at shutdown)."""
         if self._fd < 0:
             return
-        if self.size:
-            self.time_index.maybe_append(self.max_timestamp_so_far,
-                                         self.offset_of_max_timestamp, skip_full_check=True)
         self.offset_index.close(sync)
-        self.time_index.close(sync)
+        if self.size:
+            self.time_index.close_with_final_entry(self.max_timestamp_so_far,
+                                                   self.offset_of_max_timestamp, sync)
+        else:
+            self.time_index.close(sync)
         os.close(self._fd)
         self._fd = -1
 

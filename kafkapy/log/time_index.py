@@ -13,6 +13,7 @@ memory.  An all-zero slot marks unused preallocated space.
 """
 from __future__ import annotations
 
+import os
 import struct
 
 from kafkapy.log.index_base import CorruptIndexError, IndexFileBase
@@ -87,6 +88,32 @@ class TimeIndex(IndexFileBase):
         _ENTRY.pack_into(self._mm, n * 12, timestamp, offset - self.base_offset)
         self.entries += 1
         self._last = (timestamp, offset)
+
+    def close_with_final_entry(self, timestamp: int, offset: int, sync: bool = True) -> None:
+        """``maybe_append(..., skip_full_check=True)`` then ``close``.  An index that is
+        not mapped (a segment whose only entry is this one, the common case for a small
+        partition) gets the entry with one pwrite: no mapping, growth and trim."""
+        if self._closed:
+            return
+        if self._mapping is not None or timestamp <= self.last_entry[0]:
+            self.maybe_append(timestamp, offset, skip_full_check=True)
+            self.close(sync)
+            return
+        n = self.entries
+        if offset < self._last[1] and n:
+            raise ValueError(f"time index offset {offset} below last {self._last[1]} in {self.path}")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, _ENTRY.pack(timestamp, offset - self.base_offset), n * 12)
+            os.ftruncate(fd, (n + 1) * 12)   # a file longer than its entries is trimmed
+            if sync:
+                os.fsync(fd)   # as close(sync=True) msyncs a mapping
+        finally:
+            os.close(fd)
+        self._file_len = (n + 1) * 12
+        self._entries = n + 1
+        self._last = (timestamp, offset)
+        self._closed = True
 
     def lookup(self, timestamp: int) -> tuple[int, int]:
         """Largest entry with timestamp <= target: (timestamp, offset).

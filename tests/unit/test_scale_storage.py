@@ -309,3 +309,18 @@ def test_recovery_threads_load_every_log(tmp_path, monkeypatch):
     assert all(log.log_end_offset == 2 for log in m2.logs.values())
     assert all(t.startswith("log-recovery") for t in threads) and len(threads) >= 1
     m2.shutdown()
+
+
+def test_small_segment_gets_its_final_time_entry_without_a_mapping(tmp_path, clock):
+    log = _open(tmp_path, clock)                 # index.interval.bytes 4096: no entry
+    _append(log, 3)
+    seg = log.active_segment
+    assert not seg.time_index.is_mapped and not os.path.exists(seg.time_index.path)
+    log.close()
+    with open(os.path.join(log.dir, f"{SEG0}.timeindex"), "rb") as f:
+        assert struct.unpack(">qi", f.read()) == (TS + 2, 2)   # Kafka's layout, 12 bytes
+    assert _sizes(log.dir)[f"{SEG0}.index"] == 0
+    log = _open(tmp_path, clock)
+    assert log.active_segment.time_index.last_entry == (TS + 2, 2)
+    assert log.offset_for_timestamp(TS + 1)[0] == 1
+    log.close()
