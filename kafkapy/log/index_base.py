@@ -2,9 +2,10 @@
 
 Lazy, as Kafka 3.x's ``LazyIndex``: constructing an index touches no file.  The
 file is read (stat + map) on the first use that needs its entries (lookup,
-``entries``, ``last_offset``...), and created / preallocated only by the first
-append.  So a new, empty segment costs one file (its ``.log``), and an index of a
-segment nobody reads (an old segment after a restart) is never mapped.
+``entries``, ``last_offset``...), and created / preallocated by the segment's first
+append (``allocate``: Kafka's first append touches both lazy indexes).  So a new,
+empty segment costs one file (its ``.log``), and an index of a segment nobody reads
+(an old segment after a restart) is never mapped.
 
 A writable (active-segment) index is preallocated, at its first append, to
 ``max_index_size`` rounded down to a multiple of the entry size, zero-filled and
@@ -231,6 +232,13 @@ class IndexFileBase:
         need = needed_entries * self.ENTRY_SIZE
         if need > self._file_len:
             self.resize(need if exact or not self._writable else max(need, self._max_size))
+
+    def allocate(self) -> None:
+        """Create and preallocate the file now, as Kafka's ``LazyIndex`` materializes both
+        indexes of a segment at its first append: a running broker's active segment has
+        its ``.index`` and ``.timeindex`` on disk once it holds data."""
+        if self._writable:
+            self._ensure_room(self.entries + 1)
 
     def trim(self) -> None:
         """Shrink the file to its valid entries (segment becomes inactive / close)."""

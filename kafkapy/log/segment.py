@@ -241,6 +241,8 @@ class LogSegment:
         pos = self.size
         if pos == 0:
             self._first_batch_ts = largest_timestamp
+            self.offset_index.allocate()
+            self.time_index.allocate()
         mv = records if isinstance(records, memoryview) else memoryview(records)
         written = 0
         while written < n:

@@ -55,18 +55,19 @@ def _sizes(d):
 
 # ------------------------------------------------------------------ lazy indexes
 
-def test_fresh_log_has_no_index_file_or_mapping_until_first_entry(tmp_path, clock):
+def test_fresh_log_has_no_index_file_or_mapping_until_first_append(tmp_path, clock):
     log = _open(tmp_path, clock, {"index.interval.bytes": 100})
     seg = log.active_segment
     assert _sizes(log.dir) == {f"{SEG0}.log": 0}
     for idx in (seg.offset_index, seg.time_index):
         assert not idx.is_loaded and not idx.is_mapped
-    _append(log)                                 # first batch: never indexed
-    assert not seg.offset_index.is_mapped and not os.path.exists(seg.offset_index.path)
-    _append(log)                                 # past index.interval.bytes: an entry
+    _append(log)          # first batch: no entry, but Kafka's first append touches both
     assert seg.offset_index.is_mapped and seg.time_index.is_mapped
     assert os.path.getsize(seg.offset_index.path) == MAX_INDEX    # preallocated now
     assert os.path.getsize(seg.time_index.path) == MAX_INDEX - MAX_INDEX % 12
+    assert seg.offset_index.entries == 0
+    _append(log)                                 # past index.interval.bytes: an entry
+    assert seg.offset_index.entries == 1
     log.close()
     sizes = _sizes(log.dir)
     assert sizes[f"{SEG0}.index"] == 8 and sizes[f"{SEG0}.timeindex"] == 12
@@ -311,11 +312,11 @@ def test_recovery_threads_load_every_log(tmp_path, monkeypatch):
     m2.shutdown()
 
 
-def test_small_segment_gets_its_final_time_entry_without_a_mapping(tmp_path, clock):
+def test_small_segment_gets_its_final_time_entry_at_close(tmp_path, clock):
     log = _open(tmp_path, clock)                 # index.interval.bytes 4096: no entry
     _append(log, 3)
     seg = log.active_segment
-    assert not seg.time_index.is_mapped and not os.path.exists(seg.time_index.path)
+    assert seg.time_index.entries == 0 and os.path.exists(seg.time_index.path)
     log.close()
     with open(os.path.join(log.dir, f"{SEG0}.timeindex"), "rb") as f:
         assert struct.unpack(">qi", f.read()) == (TS + 2, 2)   # Kafka's layout, 12 bytes
