@@ -168,7 +168,8 @@ class KafkapyBroker(_ChildBroker):
         settings.update(self.overrides)
         props = (self.source_dir / "config" / "server.properties" if self.source_dir
                  else SERVER_PROPERTIES)
-        cmd = [self.python, "-m", "kafkapy", str(props)]
+        # -P: ``-m`` would put the working directory (the work tree) ahead of PYTHONPATH.
+        cmd = [self.python] + (["-P"] if self.source_dir else []) + ["-m", "kafkapy", str(props)]
         for key, value in settings.items():
             cmd += ["--override", f"{key}={value}"]
         return cmd
