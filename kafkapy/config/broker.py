@@ -450,6 +450,14 @@ def _check_queue_and_cleaner(cfg: BrokerConfig) -> None:
                  "log.cleaner.dedupe.buffer.size", cfg)
 
 
+def _check_connection_limits(cfg: BrokerConfig) -> None:
+    # Zero for every address makes sense only with addresses let in by an override.
+    overrides = (cfg["max.connections.per.ip.overrides"] or "").strip()
+    _require(cfg["max.connections.per.ip"] != 0 or bool(overrides),
+             "max.connections.per.ip can be set to zero only if "
+             "max.connections.per.ip.overrides property is set.", "max.connections.per.ip", cfg)
+
+
 def _check_compaction_lag(cfg: BrokerConfig) -> None:
     lo, hi = cfg["log.cleaner.min.compaction.lag.ms"], cfg["log.cleaner.max.compaction.lag.ms"]
     _require(lo <= hi, f"conflict topic config setting min.compaction.lag.ms ({lo}) > "  # type: ignore[operator]
@@ -488,7 +496,7 @@ def _check_unsupported(cfg: BrokerConfig) -> None:
 
 
 _CROSS_CHECKS = (_check_replica_fetch, _check_offsets, _check_log_times, _check_queue_and_cleaner,
-                 _check_compaction_lag, _check_unsupported)
+                 _check_connection_limits, _check_compaction_lag, _check_unsupported)
 
 
 def _check_inter_broker_sasl(cfg: "BrokerConfig") -> None:

@@ -90,6 +90,15 @@ def test_kafka_only_keys_are_accepted_validated_and_sensitive_when_secret():
         BrokerConfig.from_properties({"group.share.max.size": "5"})
 
 
+def test_zero_connections_per_ip_needs_overrides_like_kafka():
+    with pytest.raises(ConfigError, match="max.connections.per.ip can be set to zero only if "
+                                          "max.connections.per.ip.overrides property is set."):
+        BrokerConfig.from_properties({"max.connections.per.ip": "0"})
+    cfg = BrokerConfig.from_properties({"max.connections.per.ip": "0",
+                                        "max.connections.per.ip.overrides": "127.0.0.1:5"})
+    assert cfg["max.connections.per.ip"] == 0
+
+
 def test_broker_logger_view():
     logging.getLogger("kafkapy.test.loggers").setLevel(logging.WARNING)
     entries = describe_loggers(["kafkapy.test.loggers", "root", "kafka.server.KafkaApis"])
