@@ -5,10 +5,17 @@ is answered with UNSUPPORTED_VERSION (35) and a v0 body that still lists our
 ranges, so the client can retry at a version we support (done by the
 connection before decoding).  v3+ requests carry the client's software name and
 version; malformed ones get INVALID_REQUEST and, as in Kafka, no API list.
+
+Every connection's first request is this one, so the answer is encoded once per
+(registry, version, finalized features) and kept: a request then costs a header splice
+(``_Encoded``), not ~70 ApiVersion objects built and encoded (issue 20: most of a new
+connection's broker time).  The response header is v0 at every version (int32
+correlation id), so the cached frame differs between requests only in those 4 bytes.
 """
 from __future__ import annotations
 
 import re
+import struct
 
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
@@ -27,6 +34,46 @@ def api_ranges(apis: dict) -> list:
             for spec in sorted(apis.values(), key=lambda s: s.key)]
 
 
+_FRAME_HEAD = struct.Struct(">ii")   # frame size, correlation id (response header v0)
+# id(apis) -> (apis, {answer key: encoded frame with correlation id 0}); holding the
+# registry keeps its id from being reused by another broker's in the same process.
+_ANSWERS: dict[int, tuple[dict, dict]] = {}
+
+
+class _Encoded:
+    """An answer already encoded, as the connection's ``encode_response`` takes a response
+    (``with_header`` then ``encode``): only the correlation id is written per request."""
+
+    __slots__ = ("_frame", "_correlation_id")
+
+    def __init__(self, frame: bytes) -> None:
+        self._frame = frame
+        self._correlation_id = 0
+
+    def with_header(self, correlation_id: int) -> None:
+        self._correlation_id = correlation_id
+
+    def encode(self, header: bool = True, framed: bool = True) -> bytes:
+        assert header and framed
+        frame = self._frame
+        return _FRAME_HEAD.pack(len(frame) - 4, self._correlation_id) + frame[8:]
+
+
+def _encoded_once(response) -> bytes:
+    response.with_header(correlation_id=0)
+    return bytes(response.encode(header=True, framed=True))
+
+
+def _cached(apis: dict, key, build) -> bytes:
+    entry = _ANSWERS.get(id(apis))
+    if entry is None or entry[0] is not apis:
+        entry = _ANSWERS[id(apis)] = (apis, {})
+    frame = entry[1].get(key)
+    if frame is None:
+        frame = entry[1][key] = _encoded_once(build())
+    return frame
+
+
 def handle(ctx, request):
     if ctx.api_version >= 3 and not (
             _SOFTWARE.match(request.client_software_name or "")
@@ -34,11 +81,17 @@ def handle(ctx, request):
         # Kafka's error response lists no APIs.
         return ctx.response(error_code=ErrorCode.INVALID_REQUEST, api_keys=[],
                             throttle_time_ms=0)
-    error = ErrorCode.NO_ERROR
-    epoch, finalized = _finalized_features(ctx.broker)
-    return ctx.response(error_code=error, api_keys=api_ranges(ctx.broker.apis),
-                        throttle_time_ms=0, finalized_features_epoch=epoch,
-                        finalized_features=finalized)
+    broker = ctx.broker
+    cache = getattr(broker, "features", None)
+    features = () if cache is None else tuple(cache.features.items())
+    key = (ctx.api_version, -2 if cache is None else cache.epoch, features)
+
+    def build():
+        epoch, finalized = _finalized_features(broker)
+        return ctx.response(error_code=ErrorCode.NO_ERROR, api_keys=api_ranges(broker.apis),
+                            throttle_time_ms=0, finalized_features_epoch=epoch,
+                            finalized_features=finalized)
+    return _Encoded(_cached(broker.apis, key, build))
 
 
 def _finalized_features(broker) -> tuple[int, list]:
@@ -54,7 +107,7 @@ def _finalized_features(broker) -> tuple[int, list]:
 
 
 def unsupported_version_response(apis: dict, correlation_id: int) -> bytes:
-    response = _Response(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
-                         api_keys=api_ranges(apis))
-    response.with_header(correlation_id=correlation_id)
-    return response.encode(header=True, framed=True)
+    answer = _Encoded(_cached(apis, "unsupported", lambda: _Response(
+        version=0, error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_ranges(apis))))
+    answer.with_header(correlation_id)
+    return answer.encode()

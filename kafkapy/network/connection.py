@@ -86,7 +86,7 @@ class KafkaConnection(asyncio.Protocol):
                  "_closed", "_zero_copy", "_file_parts", "_sock_fd", "peer", "address",
                  "last_active", "session", "_gate")
 
-    def __init__(self, server, address: str | None = None) -> None:
+    def __init__(self, server, address: str | None = None, peer: str = "?") -> None:
         self._server = server
         # The peer's address while it holds a connection-quota slot (the server gives the
         # slot back once and clears this).
@@ -106,7 +106,8 @@ class KafkaConnection(asyncio.Protocol):
         self._zero_copy = server.zero_copy
         self._file_parts: collections.deque | tuple = _EMPTY
         self._sock_fd = -1
-        self.peer = "?"
+        # "host:port" as accepted (the listener has it: no getpeername per connection)
+        self.peer = peer
         self.last_active = 0.0
         self.session = PLAINTEXT_SESSION
         self._gate: sasl_gate.SaslGate | None = None
@@ -114,14 +115,15 @@ class KafkaConnection(asyncio.Protocol):
     # -- asyncio.Protocol ---------------------------------------------------
     def connection_made(self, transport) -> None:
         self._transport = transport
-        peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self.peer == "?":
+            self.peer = _peer_text(transport.get_extra_info("peername"))
         self.last_active = self._server.now()
         protocol = self._server.security_protocol
         # Once per connection: ACLs name hosts, so with an authorizer even the default
         # PLAINTEXT listener's session carries the peer's address.
         if (protocol != "PLAINTEXT" or self._server.listener not in (None, "PLAINTEXT")
                 or getattr(self._broker, "authorizer", None) is not None):
+            peer = transport.get_extra_info("peername")
             try:
                 self._secure_session(transport, peer, protocol)
             except Exception:   # never serve a connection whose security is not set up
@@ -492,6 +494,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def has_inflight(self) -> bool:
         return bool(self._slots) or bool(self._file_parts)
+
+
+def _peer_text(peer) -> str:
+    return f"{peer[0]}:{peer[1]}" if peer else "?"
 
 
 def encode_response(ctx: RequestContext, response, zero_copy: bool = False):

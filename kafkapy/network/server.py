@@ -176,12 +176,9 @@ class SocketServer:
                       f"configured maximum of {limit} connections.")
             sock.close()
             return
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        except OSError:
-            pass        # the peer may be gone already; the transport will find out
-        conn = KafkaConnection(self, address)
+        # No setsockopt here: TCP_NODELAY and SO_KEEPALIVE (Kafka's acceptor sets both) are
+        # inherited from the listening socket, and uvloop's transport sets TCP_NODELAY too.
+        conn = KafkaConnection(self, address, f"{addr[0]}:{addr[1]}" if addr else "?")
         task = self._loop.create_task(self._set_up(conn, sock))
         self._setting_up.add(task)
         task.add_done_callback(self._setting_up.discard)
@@ -277,6 +274,9 @@ def _listening_sockets(host: str, port: int, backlog: int) -> list[socket.socket
             sock = socket.socket(family, type_, proto)
             socks.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # Linux copies these to every accepted socket: no per-connection syscalls
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if family == socket.AF_INET6:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.bind(addr)

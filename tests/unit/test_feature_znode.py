@@ -21,6 +21,7 @@ from kafkapy.handlers import api_versions
 from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.features import FinalizedFeatureCache
+from kafkapy.protocol.messages import RESPONSES
 from tests.unit.test_controller_core import embedded_broker, running_controller
 
 ENABLED_V2 = b'{"features":{},"version":2,"status":1}'
@@ -148,7 +149,7 @@ def _api_versions(features) -> object:
     seen = {}
     broker = SimpleNamespace(apis={}, features=features)
     ctx = SimpleNamespace(api_version=3, broker=broker,
-                          response=lambda **kw: seen.update(kw) or kw)
+                          response=lambda **kw: seen.update(kw) or RESPONSES[18](version=3, **kw))
     request = SimpleNamespace(client_software_name="t", client_software_version="1")
     api_versions.handle(ctx, request)
     return seen

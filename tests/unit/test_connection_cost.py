@@ -1,0 +1,78 @@
+"""Per-connection cost cuts (issue 20) keep the bytes: the cached ApiVersions answers are
+byte-equal to encoding the response object, at every version, with features, for any
+correlation id; the UNSUPPORTED_VERSION answer too."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from kafkapy.handlers import api_versions, build_registry
+from kafkapy.handlers.base import RequestContext
+from kafkapy.network.connection import encode_response
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import RESPONSES
+
+_Response = RESPONSES[api_versions.API_KEY]
+
+
+def _reference(apis, version: int, correlation_id: int, features) -> bytes:
+    epoch, finalized = (0, []) if features is None else (features.epoch, [
+        _Response.FinalizedFeatureKey(name=n, max_version_level=lvl, min_version_level=lvl)
+        for n, lvl in features.features.items()])
+    response = _Response(version=version, error_code=ErrorCode.NO_ERROR,
+                         api_keys=api_versions.api_ranges(apis), throttle_time_ms=0,
+                         finalized_features_epoch=epoch, finalized_features=finalized)
+    response.with_header(correlation_id=correlation_id)
+    return bytes(response.encode(header=True, framed=True))
+
+
+def _answer(broker, version: int, correlation_id: int) -> bytes:
+    ctx = RequestContext(broker, api_versions.API_KEY, version, correlation_id, "c", "p",
+                         _Response)
+    request = SimpleNamespace(client_software_name="kafkapy-test",
+                              client_software_version="1.0")
+    return bytes(encode_response(ctx, api_versions.handle(ctx, request)))
+
+
+@pytest.mark.parametrize("version", range(api_versions.MIN_VERSION,
+                                          api_versions.MAX_VERSION + 1))
+def test_cached_answer_is_the_encoded_response(version):
+    features = SimpleNamespace(epoch=-1, features={})
+    broker = SimpleNamespace(apis=build_registry(), features=features)
+    for correlation_id in (0, 1, 2**31 - 1, -5, 77):
+        assert _answer(broker, version, correlation_id) == _reference(
+            broker.apis, version, correlation_id, features)
+    features.epoch, features.features = 4, {"metadata.version": 7}      # the cache follows
+    assert _answer(broker, version, 9) == _reference(broker.apis, version, 9, features)
+    features.epoch, features.features = 0, {}
+    assert _answer(broker, version, 9) == _reference(broker.apis, version, 9, features)
+    no_features = SimpleNamespace(apis=broker.apis)
+    assert _answer(no_features, version, 3) == _reference(broker.apis, version, 3, None)
+
+
+def test_each_registry_has_its_own_answer():
+    small = {k: v for k, v in build_registry().items() if k in (0, 1, 18)}
+    full = build_registry()
+    a = _answer(SimpleNamespace(apis=small), 2, 1)
+    b = _answer(SimpleNamespace(apis=full), 2, 1)
+    assert a == _reference(small, 2, 1, None) and b == _reference(full, 2, 1, None)
+    assert a != b
+
+
+def test_unsupported_version_answer():
+    apis = build_registry()
+    for correlation_id in (0, 12345):
+        response = _Response(version=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
+                             api_keys=api_versions.api_ranges(apis))
+        response.with_header(correlation_id=correlation_id)
+        assert api_versions.unsupported_version_response(apis, correlation_id) == bytes(
+            response.encode(header=True, framed=True))
+
+
+def test_malformed_software_name_is_not_cached():
+    broker = SimpleNamespace(apis=build_registry())
+    ctx = RequestContext(broker, api_versions.API_KEY, 3, 1, "c", "p", _Response)
+    bad = SimpleNamespace(client_software_name="-bad", client_software_version="1")
+    response = api_versions.handle(ctx, bad)
+    assert response.error_code == ErrorCode.INVALID_REQUEST and response.api_keys == []
