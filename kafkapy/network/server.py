@@ -106,7 +106,7 @@ class SocketServer:
             return
         self._accepting = True
         for sock in self._sockets:
-            self._loop.add_reader(sock.fileno(), self._on_acceptable, sock)
+            self._loop.add_reader(sock.fileno(), self._on_acceptable, sock, int(sock.family))
 
     def _pause_accepting(self) -> None:
         if not self._accepting:
@@ -115,13 +115,15 @@ class SocketServer:
         for sock in self._sockets:
             self._loop.remove_reader(sock.fileno())
 
-    def _on_acceptable(self, lsock: socket.socket) -> None:
+    def _on_acceptable(self, lsock: socket.socket, family: int) -> None:
         for _ in range(_ACCEPTS_PER_TURN):
             if not self.quotas.slot_available(self.listener):
                 self._wait_for_slot()
                 return
             try:
-                sock, addr = lsock.accept()
+                # socket.accept() less its per-call enum conversions of family and type
+                fd, addr = lsock._accept()
+                sock = socket.socket(family, socket.SOCK_STREAM, lsock.proto, fd)
             except _NOTHING_TO_ACCEPT:
                 return
             except OSError as err:

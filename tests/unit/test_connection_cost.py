@@ -76,3 +76,23 @@ def test_malformed_software_name_is_not_cached():
     bad = SimpleNamespace(client_software_name="-bad", client_software_version="1")
     response = api_versions.handle(ctx, bad)
     assert response.error_code == ErrorCode.INVALID_REQUEST and response.api_keys == []
+
+
+def test_accepted_sockets_inherit_keepalive_and_nodelay():
+    """The listener sets no option per connection: Linux copies the listening socket's."""
+    import socket
+
+    from kafkapy.network.server import _listening_sockets
+
+    (listener,) = _listening_sockets("127.0.0.1", 0, 8)
+    client = socket.create_connection(listener.getsockname(), timeout=5)
+    try:
+        listener.setblocking(True)
+        listener.settimeout(5)
+        accepted, _ = listener.accept()
+        with accepted:
+            assert accepted.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    finally:
+        client.close()
+        listener.close()
