@@ -6,6 +6,8 @@ response object (a kafka-python message, not yet versioned), ``None`` when no
 response is sent (acks=0 Produce), or an awaitable of either.
 Optionally ``REJECTED_BELOW``: versions under it are advertised but answered
 with UNSUPPORTED_VERSION by the handler itself (Kafka 4's Produce v0-2).
+Optionally ``REQUEST_CLS``: what decodes the request instead of kafka-python's class
+(its ``decode``, ``name``, ``max_version``; ListOffsets' ``FastDecode``).
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ class ApiSpec:
     @classmethod
     def from_module(cls, module: ModuleType) -> "ApiSpec":
         key = module.API_KEY
-        request_cls = REQUESTS[key]
+        request_cls = getattr(module, "REQUEST_CLS", None) or REQUESTS[key]  # own decode
         assert module.MAX_VERSION <= request_cls.max_version, module.__name__
         return cls(key=key, name=request_cls.name.removesuffix("Request"),
                    min_version=module.MIN_VERSION, max_version=module.MAX_VERSION,

@@ -24,7 +24,13 @@ answer is a tuple (index, error, timestamp, offset, leader epoch) packed straigh
 into its topic's encoded partition array (``_encode_results``), which
 ``handlers.spliced`` puts in the response: the same bytes as kafka-python's encoding
 of the objects (tests compare both for every version), without one object per
-partition.  v0 (legacy offsets lists) builds the objects.
+partition.  v0 (legacy offsets lists) builds the objects.  The request side matches:
+``FastDecode`` (this module's ``REQUEST_CLS``, used by the connection) leaves a v1+
+topic's partitions as ``Rows`` of (index, leader epoch, timestamp) tuples unpacked in
+one call, and the common case (latest or earliest, led here, no or the current leader
+epoch) is answered inline; everything else goes through ``_lookup``.
+Invariant: the answer is the one ``_lookup`` gives for every partition, and a request
+``FastDecode`` does not read itself is kafka-python's to decode (or refuse).
 """
 from __future__ import annotations
 
@@ -35,7 +41,7 @@ from kafkapy.security import authz
 from kafkapy.handlers.common import repeated
 from kafkapy.handlers.spliced import Spliced, array_size
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.protocol.messages import RESPONSES
+from kafkapy.protocol.messages import REQUESTS, RESPONSES
 
 API_KEY = 2
 MIN_VERSION = 0
@@ -51,10 +57,126 @@ _R = RESPONSES[API_KEY]
 _Topic = _R.ListOffsetsTopicResponse
 _Partition = _Topic.ListOffsetsPartitionResponse
 _TOPIC_STRUCT = _Topic._struct.array_of   # the element struct
+_INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
 _FIRST_FLEXIBLE = 6
 # A v1+ partition answer: index, error, timestamp, offset (+ leader epoch from v4).
 _ROW_V1 = struct.Struct(">ihqq")
 _ROW_V4 = struct.Struct(">ihqqi")
+# A request partition as the wire has it: index, timestamp (v1-3); index, leader
+# epoch, timestamp (v4-5); the same plus its tagged-field count, which must be 0 (v6+).
+_ASK_V1 = struct.Struct(">iq")
+_ASK_V4 = struct.Struct(">iiq")
+_ASK_V6 = struct.Struct(">iiqx")
+_REQUEST = REQUESTS[API_KEY]
+_RequestTopic = _REQUEST.ListOffsetsTopic
+
+
+class Rows(list):
+    """A topic's asked partitions as (index, current leader epoch, timestamp) tuples
+    (epoch -1 below v4), as ``decode_request`` leaves them instead of one object each."""
+
+    __slots__ = ()
+
+
+class FastDecode:
+    """What the connection uses of a request class (``decode``; ``name`` and
+    ``max_version`` for the ApiSpec): kafka-python's ListOffsetsRequest, except that
+    from v1 a well-formed request keeps each topic's partitions as ``Rows``.  Anything
+    unusual (tagged fields, null arrays or names, bytes left over) is decoded by
+    kafka-python, as before, which also raises on malformed input."""
+
+    KAFKA_CLASS = _REQUEST
+    name = _REQUEST.name
+    max_version = _REQUEST.max_version
+
+    @staticmethod
+    def decode(data, version=None, header=False, framed=False):
+        if version is not None and version >= 1 and not header and not framed:
+            try:
+                request = _decode_request(memoryview(data), version)
+            except (struct.error, UnicodeDecodeError, ValueError, IndexError):
+                request = None
+            if request is not None:
+                return request
+        return _REQUEST.decode(data, version=version, header=header, framed=framed)
+
+
+REQUEST_CLS = FastDecode
+
+
+def _decode_request(data: memoryview, version: int):
+    """The request with ``Rows`` partitions, or None to let kafka-python decode it."""
+    flexible = version >= _FIRST_FLEXIBLE
+    ask = _ASK_V6 if flexible else _ASK_V4 if version >= 4 else _ASK_V1
+    fields = {"replica_id": _INT32.unpack_from(data, 0)[0]}
+    pos = 4
+    if version >= 2:
+        fields["isolation_level"] = data[pos]
+        if fields["isolation_level"] >= 128:
+            return None
+        pos += 1
+    count, pos = _array_count(data, pos, flexible)
+    if count < 0:
+        return None
+    topics = []
+    for _ in range(count):
+        size, pos = _string_size(data, pos, flexible)
+        if size < 0:
+            return None
+        name = bytes(data[pos:pos + size]).decode("utf-8")
+        pos += size
+        n, pos = _array_count(data, pos, flexible)
+        if n < 0:
+            return None
+        end = pos + n * ask.size
+        if end > len(data):
+            return None
+        if flexible:
+            if bytes(data[pos + ask.size - 1:end:ask.size]) != bytes(n):
+                return None     # a partition with tagged fields
+            if data[end] != 0:
+                return None     # the topic's tagged fields
+        rows = list(ask.iter_unpack(data[pos:end]))
+        if version < 4:
+            rows = [(index, -1, ts) for index, ts in rows]
+        topics.append(_RequestTopic(version=version, name=name, partitions=Rows(rows)))
+        pos = end + flexible
+    if flexible:
+        if data[pos] != 0:
+            return None         # the request's tagged fields
+        pos += 1
+    if pos != len(data):
+        return None
+    return _REQUEST(version=version, topics=topics, **fields)
+
+
+def _array_count(data: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
+    """An array's element count (-1: null) and the position after it."""
+    if not flexible:
+        return _INT32.unpack_from(data, pos)[0], pos + 4
+    value, pos = _uvarint(data, pos)
+    return value - 1, pos
+
+
+def _string_size(data: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
+    if not flexible:
+        return _INT16.unpack_from(data, pos)[0], pos + 2
+    value, pos = _uvarint(data, pos)
+    return value - 1, pos
+
+
+def _uvarint(data: memoryview, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint too long")
 
 
 def handle(ctx, request):
@@ -77,8 +199,11 @@ def handle(ctx, request):
             continue
         answer = _Topic(name=topic.name, partitions=[])
         if denied:
+            parts = topic.partitions
+            indices = ([row[0] for row in parts] if type(parts) is Rows
+                       else [p.partition_index for p in parts])
             kept[id(answer)] = _encode_results(
-                version, [_denied(ctx, p) for p in topic.partitions])
+                version, [_result(i, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for i in indices])
         else:
             kept[id(answer)] = _answer_topic(ctx, request, topic.name, topic.partitions,
                                              read_committed, epochs_sent)
@@ -110,14 +235,14 @@ def _answer_topic(ctx, request, name: str, partitions: list, read_committed: boo
     out[:len(prefix)] = prefix
     pos = len(prefix)
     pack_into = row.pack_into
-    indices = [p.partition_index for p in partitions]
-    duplicated = repeated(indices) if len(set(indices)) != count else ()
+    if type(partitions) is not Rows:    # decoded by kafka-python, or built by a caller
+        partitions = [(p.partition_index, p.current_leader_epoch if epochs_sent else -1,
+                       p.timestamp) for p in partitions]
+    indices = {row[0] for row in partitions}
+    duplicated = repeated(row[0] for row in partitions) if len(indices) != count else ()
     hosted = ctx.broker.replica_manager.partitions.get
-    for p in partitions:
-        index = p.partition_index
-        ts = p.timestamp
+    for index, epoch, ts in partitions:
         part = hosted((name, index))
-        epoch = p.current_leader_epoch if epochs_sent else -1
         if part is not None and (ts == LATEST or ts == EARLIEST) and index not in duplicated:
             state = part.state
             log = part.log
@@ -136,19 +261,30 @@ def _answer_topic(ctx, request, name: str, partitions: list, read_committed: boo
                     pack_into(out, pos, index, 0, -1, offset)
                 pos += stride
                 continue
-        found = _lookup(ctx, name, p, index in duplicated, read_committed, epoch)
+        found = _lookup(ctx, name, index, ts, index in duplicated, read_committed, epoch)
         pack_into(out, pos, *(found if epochs_sent else found[:4]))
         pos += stride
     return bytes(out)
 
 
-def _lookup(ctx, name, p, duplicated: bool, read_committed: bool,
+def _encode_results(version: int, rows: list[tuple]) -> bytes:
+    """A partition array (v1+) from (index, error, timestamp, offset, epoch) rows."""
+    flexible = version >= _FIRST_FLEXIBLE
+    if version >= 4:
+        packed = [_ROW_V4.pack(*row) for row in rows]
+    else:
+        packed = [_ROW_V1.pack(*row[:4]) for row in rows]
+    if flexible and packed:   # each element ends with its (empty) tagged fields
+        return array_size(len(packed), True) + b"\x00".join(packed) + b"\x00"
+    return array_size(len(packed), flexible) + b"".join(packed)
+
+
+def _lookup(ctx, name, index: int, ts: int, duplicated: bool, read_committed: bool,
             current_leader_epoch: int) -> tuple:
     """A v1+ partition's answer row, every case (``_answer_topic`` inlines the common one)."""
-    index = p.partition_index
     if duplicated:
         return _result(index, ErrorCode.INVALID_REQUEST)
-    if p.timestamp < 0 and ctx.api_version < _SPECIAL_SINCE.get(p.timestamp, 99):
+    if ts < 0 and ctx.api_version < _SPECIAL_SINCE.get(ts, 99):
         return _result(index, ErrorCode.UNSUPPORTED_VERSION)
     try:
         partition = ctx.broker.replica_manager.leader_partition(name, index,
@@ -156,7 +292,6 @@ def _lookup(ctx, name, p, duplicated: bool, read_committed: bool,
     except KafkaError as err:
         return _result(index, err.code)
     log = partition.log
-    ts = p.timestamp
     epoch = partition.leader_epoch
     if ts in (EARLIEST, EARLIEST_LOCAL):
         return _result(index, 0, -1, log.log_start_offset, epoch)
@@ -176,11 +311,9 @@ def _lookup(ctx, name, p, duplicated: bool, read_committed: bool,
 
 
 def _denied(ctx, p):
-    """DESCRIBE refused on the topic: TOPIC_AUTHORIZATION_FAILED (Kafka's shape per version)."""
-    if ctx.api_version == 0:
-        return _Partition(partition_index=p.partition_index,
-                          error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, old_style_offsets=[])
-    return _result(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    """v0, DESCRIBE refused on the topic: TOPIC_AUTHORIZATION_FAILED."""
+    return _Partition(partition_index=p.partition_index,
+                      error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, old_style_offsets=[])
 
 
 def _result(index: int, error: int, timestamp: int = -1, offset: int = -1,

@@ -110,7 +110,9 @@ def _pairs():
 
 @pytest.mark.parametrize("spec,version", list(_pairs()))
 def test_request_and_response_round_trip(spec, version):
-    for cls in (spec.request_cls, spec.response_cls):
+    # A handler's own decoder (ListOffsets' FastDecode) stands in front of kafka-python's class.
+    request_cls = getattr(spec.request_cls, "KAFKA_CLASS", spec.request_cls)
+    for cls in (request_cls, spec.response_cls):
         message = _build(cls._struct, version, cls=cls)
         encoded = bytes(message.encode(version=version))
         decoded = cls.decode(encoded, version=version)
