@@ -26,8 +26,8 @@ into its topic's encoded partition array (``_encode_results``), which
 of the objects (tests compare both for every version), without one object per
 partition.  v0 (legacy offsets lists) builds the objects.  The request side matches:
 ``FastDecode`` (this module's ``REQUEST_CLS``, used by the connection) leaves a v1+
-topic's partitions as ``Rows`` of (index, leader epoch, timestamp) tuples unpacked in
-one call, and the common case (latest or earliest, led here, no or the current leader
+topic's partitions as ``Rows``: their wire bytes, unpacked row by row as the handler reads
+them, and the common case (latest or earliest, led here, no or the current leader
 epoch) is answered inline; everything else goes through ``_lookup``.
 Invariant: the answer is the one ``_lookup`` gives for every partition, and a request
 ``FastDecode`` does not read itself is kafka-python's to decode (or refuse).
@@ -72,11 +72,24 @@ _REQUEST = REQUESTS[API_KEY]
 _RequestTopic = _REQUEST.ListOffsetsTopic
 
 
-class Rows(list):
-    """A topic's asked partitions as (index, current leader epoch, timestamp) tuples
-    (epoch -1 below v4), as ``decode_request`` leaves them instead of one object each."""
+class Rows:
+    """A topic's asked partitions as ``_decode_request`` leaves them: their wire bytes,
+    unpacked on iteration into (index, timestamp) tuples below v4, (index, leader epoch,
+    timestamp) from v4.  Each tuple dies at once: a request of 10,000 partitions keeps
+    no 10,000 objects alive (each would count towards a garbage collection)."""
 
-    __slots__ = ()
+    __slots__ = ("_raw", "_ask", "_count")
+
+    def __init__(self, raw: bytes, ask: struct.Struct, count: int) -> None:
+        self._raw = raw
+        self._ask = ask
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self):
+        return self._ask.iter_unpack(self._raw)
 
 
 class FastDecode:
@@ -137,10 +150,8 @@ def _decode_request(data: memoryview, version: int):
                 return None     # a partition with tagged fields
             if data[end] != 0:
                 return None     # the topic's tagged fields
-        rows = list(ask.iter_unpack(data[pos:end]))
-        if version < 4:
-            rows = [(index, -1, ts) for index, ts in rows]
-        topics.append(_RequestTopic(version=version, name=name, partitions=Rows(rows)))
+        rows = Rows(bytes(data[pos:end]), ask, n)
+        topics.append(_RequestTopic(version=version, name=name, partitions=rows))
         pos = end + flexible
     if flexible:
         if data[pos] != 0:
@@ -236,12 +247,18 @@ def _answer_topic(ctx, request, name: str, partitions: list, read_committed: boo
     pos = len(prefix)
     pack_into = row.pack_into
     if type(partitions) is not Rows:    # decoded by kafka-python, or built by a caller
-        partitions = [(p.partition_index, p.current_leader_epoch if epochs_sent else -1,
-                       p.timestamp) for p in partitions]
+        partitions = [(p.partition_index, p.current_leader_epoch, p.timestamp)
+                      if epochs_sent else (p.partition_index, p.timestamp)
+                      for p in partitions]
     indices = {row[0] for row in partitions}
     duplicated = repeated(row[0] for row in partitions) if len(indices) != count else ()
     hosted = ctx.broker.replica_manager.partitions.get
-    for index, epoch, ts in partitions:
+    epoch = -1
+    for row in partitions:   # (index, timestamp), or (index, leader epoch, timestamp) v4+
+        index = row[0]
+        ts = row[-1]
+        if epochs_sent:
+            epoch = row[1]
         part = hosted((name, index))
         if part is not None and (ts == LATEST or ts == EARLIEST) and index not in duplicated:
             state = part.state
