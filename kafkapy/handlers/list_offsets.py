@@ -42,6 +42,7 @@ from kafkapy.handlers.common import repeated
 from kafkapy.handlers.spliced import Spliced, array_size
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
+from kafkapy.protocol.varint import read_uvarint
 
 API_KEY = 2
 MIN_VERSION = 0
@@ -166,28 +167,15 @@ def _array_count(data: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
     """An array's element count (-1: null) and the position after it."""
     if not flexible:
         return _INT32.unpack_from(data, pos)[0], pos + 4
-    value, pos = _uvarint(data, pos)
+    value, pos = read_uvarint(data, pos)
     return value - 1, pos
 
 
 def _string_size(data: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
     if not flexible:
         return _INT16.unpack_from(data, pos)[0], pos + 2
-    value, pos = _uvarint(data, pos)
+    value, pos = read_uvarint(data, pos)
     return value - 1, pos
-
-
-def _uvarint(data: memoryview, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise ValueError("varint too long")
 
 
 def handle(ctx, request):

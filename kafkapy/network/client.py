@@ -48,6 +48,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES, is_flexible
+from kafkapy.protocol.varint import read_uvarint
 
 _log = structlog.get_logger("kafkapy.network.client")
 _SIZE = struct.Struct(">i")
@@ -301,27 +302,14 @@ def _decode(response_cls: type, frame: bytes):
 
 
 def _skip_tagged_fields(view: memoryview, pos: int) -> int:
-    count, pos = _read_uvarint(view, pos)
+    count, pos = read_uvarint(view, pos)
     for _ in range(count):
-        _, pos = _read_uvarint(view, pos)  # tag
-        size, pos = _read_uvarint(view, pos)
+        _, pos = read_uvarint(view, pos)  # tag
+        size, pos = read_uvarint(view, pos)
         pos += size
     if pos > len(view):
         raise ValueError("response header tagged fields overrun the frame")
     return pos
-
-
-def _read_uvarint(view: memoryview, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = view[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise ValueError("varint too long in response header")
 
 
 def _encode(request, correlation_id: int, client_id: str | None) -> bytes:

@@ -1,0 +1,20 @@
+"""Unsigned varints of the flexible protocol versions (compact lengths, tagged fields).
+
+``read_uvarint(view, pos)`` -> (value, position after it): 7 bits per byte, least
+significant group first, high bit set on every byte but the last; at most 5 bytes
+(a 32-bit value), longer raises ValueError; IndexError past the end of ``view``.
+"""
+from __future__ import annotations
+
+
+def read_uvarint(view, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = view[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint too long")
