@@ -122,6 +122,19 @@ def _rejected(broker: BrokerProcess, source: str, attempts: int = 75) -> bool:
     return False
 
 
+def _served(broker: BrokerProcess, source: str, attempts: int = 75,
+            pause: float = 0.2) -> Client:
+    """A connection from ``source`` that gets its answer, retried while the broker
+    still refuses (a slot just freed, a dynamic change not applied yet)."""
+    for _ in range(attempts):
+        client = Client(broker, source)
+        if client.ask(timeout=5):
+            return client
+        client.close()
+        time.sleep(pause)
+    pytest.fail(f"no connection from {source} was served in {attempts} attempts")
+
+
 def _configs(broker: BrokerProcess, *args: str) -> None:
     exe = BIN / "kafkapy-configs"
     assert exe.is_file(), f"{exe} is missing: install the console scripts (pip install -e .)"
@@ -145,14 +158,7 @@ def test_per_ip_limit_closes_the_extra_connection_and_serves_the_others(make_bro
             "of 2 connections.") in broker.output()
     # a slot given back is usable again
     first.close()
-    again = None
-    for _ in range(50):
-        again = Client(broker, "127.0.0.2")
-        if again.ask(timeout=5):
-            break
-        again.close()
-        time.sleep(0.1)
-    assert again.ask()
+    again = _served(broker, "127.0.0.2", attempts=50, pause=0.1)
     for c in [second, again, *others]:
         c.close()
 
@@ -282,14 +288,7 @@ def test_dynamic_changes_apply_live(make_broker):
     assert all(c.ask() for c in clients)
     _configs(broker, *DEFAULT, "--alter", "--add-config",
              "max.connections.per.ip.overrides=127.0.0.7:5")
-    extra = None
-    for _ in range(75):           # the override lifts the default for that address
-        extra = Client(broker, "127.0.0.7")
-        if extra.ask(timeout=5):
-            break
-        extra.close()
-        time.sleep(0.2)
-    assert extra.ask()
+    extra = _served(broker, "127.0.0.7")    # the override lifts the default for that address
     clients.append(extra)
     _configs(broker, *DEFAULT, "--alter", "--delete-config",
              "max.connections.per.ip,max.connections.per.ip.overrides")
