@@ -157,28 +157,30 @@ class LogSegment:
         return min(self.max_index_size,
                    (size // max(self.index_interval_bytes, 1) + 2) * idx.ENTRY_SIZE)
 
-    @property
-    def max_timestamp_so_far(self) -> int:
+    def _load_max_ts(self) -> None:
+        # Kafka's readMaxTimestampAndOffsetSoFar: the time index's last entry, read (so
+        # the index opened) only when first needed.
         if self._max_ts is None:
             self._max_ts, self._offset_of_max_ts = self.time_index.last_entry
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        self._load_max_ts()
         return self._max_ts
 
     @max_timestamp_so_far.setter
     def max_timestamp_so_far(self, value: int) -> None:
-        if self._max_ts is None:
-            self._max_ts, self._offset_of_max_ts = self.time_index.last_entry
+        self._load_max_ts()
         self._max_ts = value
 
     @property
     def offset_of_max_timestamp(self) -> int:
-        if self._max_ts is None:
-            self._max_ts, self._offset_of_max_ts = self.time_index.last_entry
+        self._load_max_ts()
         return self._offset_of_max_ts
 
     @offset_of_max_timestamp.setter
     def offset_of_max_timestamp(self, value: int) -> None:
-        if self._max_ts is None:
-            self._max_ts, self._offset_of_max_ts = self.time_index.last_entry
+        self._load_max_ts()
         self._offset_of_max_ts = value
 
     # ---------------------------------------------------------------- properties
