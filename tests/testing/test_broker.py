@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import threading
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -202,29 +204,43 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def _threads() -> Counter:
+    """Live threads by kind: a pool's workers (``<prefix>_<n>``) count under their prefix."""
+    return Counter(re.sub(r"_\d+$", "", t.name) for t in threading.enumerate())
+
+
+def _assert_no_thread_leak(before: Counter) -> None:
+    """No new kind of thread, and no more threads of a kind, except the workers of the
+    event loop's default executor: it starts them lazily, one per overlapping
+    ``to_thread`` call, up to its bound (min(32, cpus + 4)), and keeps them."""
+    after = _threads()
+    bound = min(32, (os.cpu_count() or 1) + 4)
+    assert set(after - before) <= {"asyncio"} and after["asyncio"] <= bound, (before, after)
+
+
 async def test_fifty_async_starts_leak_no_fds_threads_or_tasks():
     async with broker() as b:                   # warm up: imports, executor threads
         await b.create_topic("t")
-    fds, threads = _fds(), threading.active_count()
+    fds, threads = _fds(), _threads()
     tasks = len(asyncio.all_tasks())
     for _ in range(50):
         async with broker() as b:
             await b.create_topic("t")
     await asyncio.sleep(0)
     assert _fds() <= fds
-    assert threading.active_count() <= threads
+    _assert_no_thread_leak(threads)
     assert len(asyncio.all_tasks()) <= tasks
 
 
 def test_fifty_threaded_starts_leak_no_fds_or_threads():
     with broker() as b:
         b.create_topic("t")
-    fds, threads = _fds(), threading.active_count()
+    fds, threads = _fds(), _threads()
     for _ in range(50):
         with broker() as b:
             b.create_topic("t")
     assert _fds() <= fds
-    assert threading.active_count() <= threads
+    _assert_no_thread_leak(threads)
 
 
 async def test_a_misspelt_setting_is_warned_about():

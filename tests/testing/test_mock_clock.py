@@ -178,6 +178,12 @@ def test_a_long_poll_fetch_answers_when_the_clock_passes_its_max_wait():
                 isolation_level=0, topics=[REQUESTS[1].FetchTopic(
                     version=4, topic="f", partitions=[partition])])
             client.send_raw(data)
+            # advance only once the fetch waits in purgatory: advanced before the broker
+            # has read it, its 300 s would start from the new time and never pass
+            deadline = time.monotonic() + 30
+            while k.server.fetch_purgatory.num_delayed == 0:
+                assert time.monotonic() < deadline, "the fetch never waited in purgatory"
+                time.sleep(0.01)
             k.advance(300_001)                  # the delayed fetch expires in purgatory
             response = client.read_response(1, 4, correlation)
             assert response.responses[0].partitions[0].error_code == 0
