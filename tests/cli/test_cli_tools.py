@@ -151,7 +151,7 @@ def test_describe_unknown_topic_is_an_error(run):
 def _commit_offset_zero(admin, group: str, topic: str) -> None:
     """Commits offset 0 of ``topic``-0 for ``group``.  The first lookup creates
     __consumer_offsets without waiting (as Kafka): retried until it is online."""
-    for _ in range(100):
+    for _ in range(600):
         try:
             admin.alter_group_offsets(group, {TopicPartition(topic, 0):
                                               OffsetAndMetadata(0, "", None)})

@@ -304,10 +304,10 @@ def test_dynamic_changes_apply_live(make_broker):
 
 
 def test_idle_connections_are_closed_after_connections_max_idle_ms(make_broker):
-    broker = make_broker(**{"connections.max.idle.ms": "1500"})
+    broker = make_broker(**{"connections.max.idle.ms": "3000"})
     idle, busy = Client(broker, "127.0.0.8"), Client(broker, "127.0.0.8")
     assert idle.ask() and busy.ask()
-    deadline = time.monotonic() + 4.0
+    deadline = time.monotonic() + 7.0
     while time.monotonic() < deadline:       # busy sends a request every 0.3 s meanwhile
         assert busy.ask()
         time.sleep(0.3)

@@ -37,7 +37,7 @@ def wire(broker):
 
 def _coordinator(wire, key: str, key_type: int = 0) -> None:
     """Ask until the coordinator is ready (the first ask creates its internal topic)."""
-    for _ in range(100):
+    for _ in range(300):
         if wire.request(10, 3, key=key, key_type=key_type).error_code == 0:
             return
         time.sleep(0.1)
@@ -93,7 +93,7 @@ def test_create_topics_with_no_timeout_answers_request_timed_out(wire):
         ErrorCode.REQUEST_TIMED_OUT, -1, [])
     assert topic.topic_id is not None
     # Created all the same (Kafka's cache learns of it a moment later).
-    for _ in range(100):
+    for _ in range(300):
         if _metadata_error(wire, "no-wait") == 0:
             break
         time.sleep(0.1)
@@ -381,7 +381,7 @@ def test_metadata_auto_creates_internal_topics_and_flags_them(no_deletion_broker
         created = ask(True)
         assert (created.error_code, created.is_internal) == (ErrorCode.LEADER_NOT_AVAILABLE, True)
         # The controller brings the written topic online through its watch, as in Kafka.
-        for _ in range(100):
+        for _ in range(600):
             if ask(False).partitions:
                 break
             time.sleep(0.05)

@@ -62,7 +62,7 @@ def _create_topic(wire: WireClient) -> None:
 
 def _topic_state(wire: WireClient):
     """(topic id, leader epoch) from Metadata v12, once the partition has its leader."""
-    for _ in range(100):
+    for _ in range(300):
         response = wire.request(3, 12, **fields(3, topics=[dict(name=TOPIC, topic_id=None)],
                                                allow_auto_topic_creation=False,
                                                include_topic_authorized_operations=False))

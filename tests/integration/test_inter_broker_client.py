@@ -51,7 +51,7 @@ def _api_versions(version: int):
 
 async def _wait_for_leader(conn: BrokerConnection, topic: str) -> None:
     """Auto-create the topic, then poll (bounded) until partition 0 has a leader."""
-    for _ in range(100):
+    for _ in range(300):
         response = await conn.send(_metadata(12, topic, auto_create=True))
         partitions = response.topics[0].partitions
         if response.topics[0].error_code == 0 and partitions and partitions[0].leader_id >= 0:

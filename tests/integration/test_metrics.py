@@ -176,7 +176,7 @@ def test_a_waiting_fetch_is_in_the_purgatory(broker, workload):
     thread.start()
     try:
         seen = 0.0
-        for _ in range(100):
+        for _ in range(600):
             samples = scrape(broker)
             seen = value(samples, "kafka_server_delayedoperationpurgatory_numdelayedoperations",
                          delayedOperation="Fetch")
@@ -205,7 +205,7 @@ def test_a_deleted_topic_goes_and_the_totals_stay(broker, workload):
         admin.delete_topics(["metrics-doomed"], timeout_ms=10000)
     finally:
         admin.close()
-    for _ in range(100):
+    for _ in range(600):
         after = scrape(broker)
         if (name, (("topic", "metrics-doomed"),)) not in after:
             break

@@ -131,7 +131,7 @@ def test_requests_and_connections_follow_a_raw_client(copying_broker):
 
 def connections_reach(broker: BrokerProcess, expected: float) -> bool:
     """The gauge drops to ``expected`` once the broker has seen the close (bounded wait)."""
-    for _ in range(200):
+    for _ in range(600):
         if value(scrape(broker), "kafkapy_connections") == expected:
             return True
         time.sleep(0.05)

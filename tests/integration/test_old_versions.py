@@ -84,7 +84,7 @@ def _fetch(wire, version, group, partitions):
 
 def _find_coordinator(wire, key: str, key_type: int = 0) -> None:
     """Ask until the coordinator is ready (the first ask creates its internal topic)."""
-    for _ in range(100):
+    for _ in range(300):
         if wire.request(10, 3, key=key, key_type=key_type).error_code == 0:
             return
         time.sleep(0.1)
@@ -205,7 +205,7 @@ def test_add_partitions_to_txn_batched_verify_only(wire, version):
     txn_id = f"old-versions-txn-{version}"
     # The first call creates __transaction_state; until the controller has brought it
     # online the answer is NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE, as in Kafka.
-    for _ in range(100):
+    for _ in range(600):
         init = wire.request(22, 4, transactional_id=txn_id, transaction_timeout_ms=60000,
                             producer_id=-1, producer_epoch=-1)
         if init.error_code not in (ErrorCode.NOT_COORDINATOR,

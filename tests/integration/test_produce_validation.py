@@ -175,7 +175,7 @@ def test_unparsable_records_of_a_compacted_topic_are_invalid_record(client):
 # -- transaction verification -----------------------------------------------------------
 
 def _init_transactional(client, transactional_id: str) -> tuple[int, int]:
-    for _ in range(100):  # bounded: the coordinator loads its partition on first use
+    for _ in range(300):  # bounded: the coordinator loads its partition on first use
         found = client.request(10, 1, key=transactional_id, key_type=1)
         init = client.request(22, 4, transactional_id=transactional_id,
                               transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1)

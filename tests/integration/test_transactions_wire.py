@@ -107,7 +107,7 @@ def test_find_coordinator_for_transactional_id(broker):
     try:
         # The first lookup creates __transaction_state; as in Kafka it is answered
         # COORDINATOR_NOT_AVAILABLE until the controller has brought the topic online.
-        for _ in range(100):
+        for _ in range(600):
             r = client.request(10, 3, key="some-txn", key_type=1)
             if r.error_code != ErrorCode.COORDINATOR_NOT_AVAILABLE:
                 break

@@ -34,7 +34,7 @@ class _Member:
         self._pending: tuple[int, int, int] | None = None    # (api, version, correlation)
 
     def find_coordinator(self) -> None:
-        for _ in range(200):                    # the offsets topic is created on first use
+        for _ in range(3000):                    # the offsets topic is created on first use
             if self.client.request(10, 2, key=GROUP, key_type=0).error_code == 0:
                 return
             time.sleep(0.01)
@@ -204,7 +204,7 @@ def test_an_open_transaction_is_aborted_past_its_timeout():
         assert producer.flush(30) == 0
         end_before = k.server.log_manager.get_log("tx", 0).log_end_offset
         k.advance(60_001)                       # the coordinator aborts it: an ABORT marker
-        for _ in range(100):                    # the marker is written by a task; bounded
+        for _ in range(3000):                    # the marker is written by a task; bounded
             if k.server.log_manager.get_log("tx", 0).log_end_offset > end_before:
                 break
             time.sleep(0.01)

@@ -259,7 +259,7 @@ async def test_wait_for_topics_resolves_on_update_metadata(broker):
     await asyncio.sleep(0)
     assert not wait.done()                  # partition 1 without a leader
     broker.cache.apply_update_metadata(um("t", [(1, 2, [2])]))
-    assert await asyncio.wait_for(wait, 5) == []
+    assert await asyncio.wait_for(wait, 30) == []
 
 
 async def test_wait_for_topics_times_out_and_zero_timeout(broker):
@@ -276,7 +276,7 @@ async def test_wait_for_deletion(broker):
     await asyncio.sleep(0)
     assert not wait.done()
     broker.cache.apply_update_metadata(um("t", [(0, -2, [0])]))
-    assert await asyncio.wait_for(wait, 5) == []
+    assert await asyncio.wait_for(wait, 30) == []
     broker.cache.apply_update_metadata(um("u", [(0, 0, [0])]))
     assert await broker.admin.wait_for_deletion(["u"], 30) == ["u"]
 

@@ -84,7 +84,7 @@ async def test_create_topics_not_controller(tmp_path):
 async def test_create_topics_waits_for_leaders(broker):
     task = asyncio.ensure_future(create_topics.handle(ctx(broker, 19, 7), create_request("a")))
     await bring_online(broker, "a", 2)
-    r = await asyncio.wait_for(task, 5)
+    r = await asyncio.wait_for(task, 30)
     [t] = r.topics
     assert (t.error_code, t.num_partitions, t.replication_factor) == (0, 2, 1)
     assert t.topic_id is not None and broker.store.exists(paths.topic_path("a"))
@@ -129,7 +129,7 @@ async def test_delete_topics_waits_for_the_cache(broker):
     assert broker.store.exists(paths.delete_topic_path("a"))
     assert not task.done()
     broker.cache.apply_update_metadata(um("a", [(0, -2, [0])]))
-    r = await asyncio.wait_for(task, 5)
+    r = await asyncio.wait_for(task, 30)
     assert [(t.name, t.error_code) for t in r.responses] == [
         ("a", 0), ("nope", E.UNKNOWN_TOPIC_OR_PARTITION)]
 
@@ -167,7 +167,7 @@ async def test_create_partitions_waits_for_every_partition(broker):
                .partitions) == 3
     assert not task.done()
     await bring_online(broker, "a", 3)
-    r = await asyncio.wait_for(task, 5)
+    r = await asyncio.wait_for(task, 30)
     assert [(t.name, t.error_code) for t in r.results] == [("a", 0)]
 
 
@@ -213,7 +213,7 @@ async def test_elect_leaders_results_and_wait(broker):
     await asyncio.sleep(0.01)
     assert not task.done()                 # the cache does not show leader 0 for t-0 yet
     broker.cache.apply_update_metadata(um("t", [(0, 0, [0, 1])]))
-    r = await asyncio.wait_for(task, 5)
+    r = await asyncio.wait_for(task, 30)
     got = {(t.topic, p.partition_id): (p.error_code, p.error_message)
            for t in r.replica_election_results for p in t.partition_result}
     assert got == {("t", 0): (0, None),

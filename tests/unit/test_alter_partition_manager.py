@@ -75,7 +75,7 @@ def produce(p) -> None:
 
 
 async def settle(check, what: str) -> None:
-    for _ in range(200):
+    for _ in range(3000):
         if check():
             return
         await asyncio.sleep(0.01)

@@ -337,7 +337,7 @@ def test_background_cleaner_runs_off_loop_and_installs_on_loop(tmp_path, clock):
     async def run():
         c = cleaner(m, clock)
         c.start()
-        for _ in range(500):
+        for _ in range(3000):
             if c.cleans:
                 break
             # appends keep going on the loop while the thread cleans

@@ -173,7 +173,7 @@ async def test_not_leader_answer_is_resent_to_the_new_leader(h):
     h.channel.write(9, 1, 2, False, [("t", 0)])
     await two.wait_received(1)
     # Answered NOT_LEADER: resent on a later call, still to broker 2 while the cache says so.
-    for _ in range(200):
+    for _ in range(1500):
         h.channel.write(9, 1, 2, False, [("t", 0)])
         if len(two.requests) >= 2:
             break
@@ -191,7 +191,7 @@ async def test_remote_unknown_partition_is_retried_until_the_cache_forgets_it(h)
     two.codes[("t", 0)] = E.UNKNOWN_TOPIC_OR_PARTITION    # e.g. LeaderAndIsr not there yet
     h.channel.write(4, 0, 0, True, [("t", 0)])
     await two.wait_received(1)
-    for _ in range(200):
+    for _ in range(1500):
         assert h.channel.write(4, 0, 0, True, [("t", 0)])[("t", 0)] not in DONE
         if len(two.requests) >= 2:
             break
@@ -251,7 +251,7 @@ async def test_answers_of_an_abandoned_job_are_dropped_after_idling(h):
     h.lead("t", {0: 2})
     h.channel.write(6, 0, 0, True, [("t", 0)])
     await two.wait_received(1)
-    for _ in range(200):       # wait for the answer to be recorded (no write call reports it)
+    for _ in range(3000):      # wait for the answer to be recorded (no write call reports it)
         if not h.channel._keys[(6, 0, 0, True)].in_flight:
             break
         await asyncio.sleep(0.01)
@@ -341,7 +341,7 @@ async def test_the_coordinator_completes_a_transaction_through_the_channel(h):
     assert coord.end_txn("tx", pid, epoch, True) == 0
     while deferred:
         deferred.pop(0)()
-    for _ in range(300):
+    for _ in range(3000):
         if coord.describe("tx")[1].state == S.COMPLETE_COMMIT:
             break
         if len(three.requests) == 1:

@@ -64,7 +64,7 @@ async def test_failed_raw_token_closes_after_the_delay():
     conn.data_received(struct.pack(">i", len(token)) + token + struct.pack(">i", 4) + b"more")
     assert gate.state == G.FAILED
     assert not transport.closed and transport.paused      # held open, reading nothing
-    for _ in range(100):
+    for _ in range(600):
         if transport.closed:
             break
         await asyncio.sleep(0.05)

@@ -136,7 +136,7 @@ async def test_a_change_on_one_broker_reaches_another(request, tmp_path):
             assert b.topic_configs.overrides("t") == {"retention.ms": "5"}
         one.admin.alter_topic_configs("t", {"retention.ms": "6"})
         assert one.topic_configs.overrides("t") == {"retention.ms": "6"}   # at once
-        for _ in range(200):
+        for _ in range(1500):
             if two.topic_configs.overrides("t") == {"retention.ms": "6"}:
                 break
             await asyncio.sleep(0.02)
