@@ -175,16 +175,26 @@ class ZooKeeperServer:
             self.proc.wait()
 
 
+_shared: "ZooKeeperServer | None" = None
+
+
 @pytest.fixture(scope="session")
 def zookeeper_server():
-    """One ZooKeeper server for the test session; skips if none can be run."""
+    """One ZooKeeper server for the test session; skips if none can be run.
+
+    Every module that imports this fixture gets a session-scoped definition of its own, so
+    the server is kept in ``_shared`` and handed to all of them: one JVM for the session,
+    not one per importing module alive until the end (each test or cluster works under a
+    chroot of its own).  Stopped at the end of the session, or restarted if it died."""
+    global _shared
     if zookeeper_classpath() is None:
         pytest.skip(ZOOKEEPER_SKIP_REASON)
-    base = Path(tempfile.mkdtemp(prefix="kafkapy-zk-"))
-    server = ZooKeeperServer(base).start()
+    if _shared is None or _shared.proc is None or _shared.proc.poll() is not None:
+        _shared = ZooKeeperServer(Path(tempfile.mkdtemp(prefix="kafkapy-zk-"))).start()
+    server = _shared
     yield server
     server.stop()
-    shutil.rmtree(base, ignore_errors=True)
+    shutil.rmtree(server.base_dir, ignore_errors=True)
 
 
 def new_chroot(server: ZooKeeperServer, prefix: str) -> str:
