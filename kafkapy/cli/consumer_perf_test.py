@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import sys
 import time
 from datetime import datetime
 
@@ -263,6 +264,8 @@ class _ConfluentConsumer:
         if with_stats:
             config.update({"statistics.interval.ms": "100", "stats_cb": self._stats})
         self._client_id = props["client.id"]
+        self._auto_commit = props.get("enable.auto.commit", "true").lower() == "true"
+        self._from_latest = props.get("auto.offset.reset") == "latest"
         self._consumer = _perf.confluent_client(Consumer, config)
 
     def subscribe(self, topic: str, run: _Run) -> None:
@@ -286,7 +289,27 @@ class _ConfluentConsumer:
         return _perf.librdkafka_metrics(stats, "consumer-metrics", self._client_id)
 
     def close(self) -> None:
+        if self._auto_commit:
+            self._commit_every_position()
         self._consumer.close()
+
+    def _commit_every_position(self) -> None:
+        """Commit a position for every assigned partition, as Kafka's tool does on close
+        (Java's auto-commit covers each partition whose position was reset, records or
+        not); librdkafka's covers only partitions it handed out records from.  A partition
+        read nothing from stands at its reset offset: its low or high watermark."""
+        from confluent_kafka import KafkaException
+
+        try:
+            positions = self._consumer.position(self._consumer.assignment())
+            for tp in positions:
+                if tp.offset < 0:
+                    low, high = self._consumer.get_watermark_offsets(tp, timeout=10)
+                    tp.offset = high if self._from_latest else low
+            if positions:
+                self._consumer.commit(offsets=positions, asynchronous=False)
+        except KafkaException as e:     # close() commits what librdkafka has, as before
+            print(f"WARN Committing every position on close failed: {e}", file=sys.stderr)
 
 
 def _tps(partitions) -> set[tuple[str, int]]:

@@ -293,6 +293,25 @@ def test_consumer_lines_match_kafkas_tool(broker, admin, loaded_topic):
     assert committed(admin, ours) == committed(admin, theirs)
 
 
+@pytest.mark.java
+def test_a_partition_read_nothing_from_is_committed_like_kafkas_tool(broker, admin):
+    """Kafka's tool commits a position for every assigned partition on close, records or
+    not (here partition 0 holds none: {0: 0, 1: 500}); librdkafka's auto-commit alone
+    would leave partition 0 out."""
+    from kafka import KafkaProducer
+    topic = create_topic(broker, unique("one-sided"), partitions=2)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    for _ in range(500):
+        producer.send(topic, b"x" * SIZE, partition=1)
+    producer.flush(30)
+    producer.close()
+    ours, theirs = unique("ours-one-sided"), unique("theirs-one-sided")
+    consume(broker, topic, ours, messages=500)
+    consume(broker, topic, theirs, messages=500, runner=kafka_tool)
+    assert committed(admin, theirs) == {0: 0, 1: 500}
+    assert committed(admin, ours) == committed(admin, theirs)
+
+
 # -- without confluent-kafka: the kafka-python client ----------------------------------------
 
 def without_confluent(module: str):
