@@ -34,6 +34,9 @@ Invariants:
  - a fenced write failing on the ``/controller_epoch`` check means another
    controller was elected: resign at once (and give up ``/controller`` if we
    still hold it, Kafka's triggerControllerMove);
+ - a batch of broker requests left unsent by a state change that failed half way
+   (``BatchStateError``, Kafka's IllegalStateException) resigns the same way
+   (Kafka's handleIllegalState): the next election rebuilds the view from the store;
  - on resignation the channel is closed and the context cleared; on shutdown the
    channel first gets a bounded time to deliver what was already decided.
 """
@@ -52,6 +55,7 @@ from kafkapy.controller.context import (
     TopicPartition)
 from kafkapy.controller.leader_election import (
     CONTROLLED_SHUTDOWN, OFFLINE, OFFLINE_UNCLEAN, PREFERRED as PREFERRED_STRATEGY)
+from kafkapy.controller.request_batch import BatchStateError
 from kafkapy.controller.zk_writes import ControllerMovedError
 from kafkapy.coordinator.producer_ids import new_producer_id_block
 from kafkapy.metadata import paths
@@ -133,7 +137,10 @@ class KafkaController:
         await self._submit(ev.Startup())
 
     async def reelect(self) -> None:
-        """Resign if active and run again (after the broker registered again)."""
+        """Resign if active and run again (after the broker registered again).
+        A controller that is shutting down stays down: the broker is stopping."""
+        if self._stopped:
+            return
         self._start_task()
         await self._submit(ev.Reelect())
 
@@ -275,12 +282,28 @@ class KafkaController:
                     self._store_unavailable(event, e)       # resigned; runs again later
             elif isinstance(exc, STORE_UNAVAILABLE):
                 self._store_unavailable(event, exc)
+            elif isinstance(exc, BatchStateError):
+                self._resign_after_illegal_state(event, exc)
             else:
                 _log.exception(f"Error processing event {event.name}")
                 self._answer_error(event, exc)
         except Exception:               # noqa: BLE001 - the task must live on
             _log.exception(f"Error recovering from a failed event {event.name}")
             self._answer_error(event, exc)
+
+    def _resign_after_illegal_state(self, event: ev.ControllerEvent, exc: Exception) -> None:
+        """Kafka's handleIllegalState: a state change stopped half way (its requests were
+        never sent), so what this controller holds can no longer be trusted: drop the
+        batch and resign; the election that follows rebuilds the view from the store."""
+        _log.error(f"Error processing event {event.name}: forcing the controller to resign",
+                   error=str(exc))
+        self._answer_error(event, exc)
+        if self._batch is not None:
+            self._batch.clear()
+        try:
+            self._trigger_controller_move()
+        except STORE_UNAVAILABLE as e:
+            self._store_unavailable(event, e)
 
     def _store_unavailable(self, event: ev.ControllerEvent, exc: Exception) -> None:
         """The store connection dropped mid-event (Kafka's client would block until it

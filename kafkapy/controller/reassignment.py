@@ -39,7 +39,6 @@ import structlog
 
 from kafkapy.controller.context import LeaderIsr, PartitionState, ReplicaAssignment, ReplicaState
 from kafkapy.controller.leader_election import REASSIGN
-from kafkapy.controller.request_batch import BatchStateError
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
 from kafkapy.jvm import scala_set
 from kafkapy.metadata import paths
@@ -355,16 +354,13 @@ class PartitionReassignments:
             _state_log.error(f"Failed to send LeaderAndIsr request with new replica assignment "
                              f"{assignment} to leader for partition being reassigned {_tp(tp)}")
             return
-        try:
-            self._batch.new_batch()
-            self._batch.add_leader_and_isr(assignment.origin_replicas, tp, updated, assignment,
-                                           is_new=False)
-            self._batch.add_leader_and_isr(assignment.adding_replicas, tp, updated, assignment,
-                                           is_new=True)
-            self._batch.send()
-        except BatchStateError:
-            self._batch.clear()
-            raise
+        # A BatchStateError here makes the controller resign (its event's recovery)
+        self._batch.new_batch()
+        self._batch.add_leader_and_isr(assignment.origin_replicas, tp, updated, assignment,
+                                       is_new=False)
+        self._batch.add_leader_and_isr(assignment.adding_replicas, tp, updated, assignment,
+                                       is_new=True)
+        self._batch.send()
         _state_log.info(f"Sent LeaderAndIsr request {updated} with new replica assignment "
                         f"{assignment} to leader {updated.leader} for partition being "
                         f"reassigned {_tp(tp)}")

@@ -66,6 +66,7 @@ _NO_RESPONSE = b""
 # (librdkafka keeps up to 5 requests in flight) is not slowed by extra turns.
 _FRAMES_PER_TURN = 4
 _EMPTY = ()
+_ANSWERED_POLL_S = 0.05     # how often a failed authentication checks its answers left
 
 
 class _Slot:
@@ -344,21 +345,38 @@ class KafkaConnection(asyncio.Protocol):
         # Kafka's RequestsPerSec and TotalTimeMs (here: read -> answer handed to the socket)
         slot.stats.observe(ctx.api_version, (metrics.now() - slot.started) * 1000.0)
         if ctx.connection_auth is not None and self._gate.state is sasl_gate.FAILED:
-            self._close_after_failed_authentication()
+            self._close_after_failed_authentication(slot)
 
-    def _close_after_failed_authentication(self) -> None:
+    def _close_after_failed_authentication(self, failed: _Slot | None = None) -> None:
         """Kafka sends the error answer, reads nothing more, and closes the connection
-        ``connection.failed.authentication.delay.ms`` later (slowing password guessing)."""
+        ``connection.failed.authentication.delay.ms`` later (slowing password guessing).
+        Answers queued ahead of the failed request (a re-authentication behind a long-poll
+        Fetch) still leave first, as Kafka had sent them before reading the handshake;
+        requests read after it are never answered, as Kafka never reads them."""
         _log.info("closing connection: " + self._gate.close_reason, peer=self.peer)
-        delay_ms = self._gate.failed_close_delay_ms
-        if delay_ms <= 0 or self._transport is None:
+        if self._transport is None:
             self.close()
             return
+        self._max_inflight = 0      # busy from now on: no frame is handled, reading stays paused
+        self._buf.clear()
+        self._update_reading()
+        while failed is not None and self._slots and self._slots[-1] is not failed:
+            self._slots.pop()
+        self._flush()
+        delay_ms = self._gate.failed_close_delay_ms
+        if delay_ms <= 0:
+            self._close_once_answered()
+        else:
+            asyncio.get_running_loop().call_later(delay_ms / 1000.0, self._close_once_answered)
+
+    def _close_once_answered(self) -> None:
+        if self._closed:
+            return
+        if self.has_inflight():     # an answer ahead of the failure is still on its way
+            asyncio.get_running_loop().call_later(_ANSWERED_POLL_S, self._close_once_answered)
+            return
         self._closed = True
-        self._slots = _EMPTY
-        self._drop_file_parts()
-        self._transport.pause_reading()
-        asyncio.get_running_loop().call_later(delay_ms / 1000.0, self._transport.close)
+        self._transport.close()
 
     def _queue(self, slot: _Slot) -> None:
         if not self._slots:
@@ -481,7 +499,7 @@ class KafkaConnection(asyncio.Protocol):
 
     @property
     def closing(self) -> bool:
-        return self._closed
+        return self._closed or self._max_inflight == 0
 
     @property
     def idle(self) -> bool:

@@ -197,10 +197,21 @@ class _KafkaBroker:
                 raise RuntimeError((self.base / "kafka.out").read_text()[-3000:])
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    pass
+                if self._knows_itself():
                     return self
             except OSError:
-                time.sleep(0.2)
+                pass
+            time.sleep(0.2)
         raise RuntimeError("Kafka did not start")
+
+    def _knows_itself(self) -> bool:
+        """Kafka listens before its metadata cache has its own registration."""
+        client = WireClient(self.bootstrap)
+        try:
+            return bool(client.request(3, 1, topics=[]).brokers)
+        finally:
+            client.close()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

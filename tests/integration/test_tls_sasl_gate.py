@@ -20,6 +20,7 @@ import time
 import pytest
 
 from tests.broker_process import BrokerProcess, free_port
+from tests.integration.request_fields import fields
 from tests.integration.wire import WireClient
 from tests.zookeeper_server import new_chroot
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
@@ -150,3 +151,40 @@ def test_reauthentication_cannot_change_user_or_mechanism(gate_broker):
 
 def test_plaintext_listener_of_the_same_broker_needs_no_login(gate_broker):
     assert _metadata(WireClient(gate_broker.bootstrap)).brokers
+
+
+def _create_empty_topic(bootstrap: str, topic: str) -> None:
+    admin = WireClient(bootstrap)
+    created = admin.request(19, 7, **fields(19, topics=[dict(
+        name=topic, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+        timeout_ms=30000, validate_only=False))
+    assert created.topics[0].error_code == 0, created
+    admin.close()
+
+
+def test_failed_reauthentication_behind_a_long_poll_answers_in_order(gate_broker):
+    """Kafka handles one request of a connection at a time, so a Fetch waiting in
+    purgatory is answered before the re-authentication's handshake is even read: the
+    client gets the Fetch, the handshake and the failed token's error answer, in that
+    order, then the close; a request sent after the failed token is never answered."""
+    _create_empty_topic(gate_broker.bootstrap, "reauth-long-poll")
+    client = WireClient(gate_broker.sasl_bootstrap, timeout=30)
+    assert _login(client).error_code == 0
+    fetch_correlation, fetch = client.encode(1, 4, **fields(
+        1, replica_id=-1, max_wait_ms=1500, min_bytes=1, max_bytes=1 << 20,
+        isolation_level=0, topics=[dict(topic="reauth-long-poll", partitions=[dict(
+            partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]))
+    handshake_correlation, handshake = client.encode(17, 1, mechanism="PLAIN")
+    token_correlation, token = client.encode(36, 2, auth_bytes=b"\0alice\0wrong")
+    _, after = client.encode(3, 1, topics=[])
+    started = time.monotonic()
+    client.send_raw(fetch + handshake + token + after)
+
+    fetched = client.read_response(1, 4, fetch_correlation)
+    assert time.monotonic() - started >= 1.0          # it did wait in purgatory
+    assert fetched.responses[0].partitions[0].error_code == 0
+    assert client.read_response(17, 1, handshake_correlation).error_code == 0
+    failed = client.read_response(36, 2, token_correlation)
+    assert (failed.error_code, failed.error_message) == (
+        58, "Authentication failed: Invalid username or password")
+    assert client.is_closed(timeout=10)

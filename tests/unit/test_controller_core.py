@@ -508,6 +508,33 @@ async def test_session_expiry_resigns_and_reelects(zk):
         assert epoch_znode(b1.store) == (2, 2)
 
 
+async def test_reelect_after_shutdown_leaves_the_controller_down(zk):
+    """A session replaced while the broker stops must not start the controller again."""
+    b1, = zk_brokers(zk, 1)
+    async with running_controller(b1) as c1:
+        assert c1.is_active
+    await asyncio.wait_for(c1.reelect(), 5)
+    await asyncio.sleep(0.2)
+    assert not c1.is_active
+    assert c1._task.done()
+
+
+async def test_a_state_change_left_half_done_makes_the_controller_resign(zk):
+    """Kafka's handleIllegalState: requests collected and never sent (a state change that
+    failed half way) make the next UpdateMetadata batch refuse to start; the controller
+    then resigns and the election that follows (itself again: a new epoch) carries on."""
+    b1, b2 = zk_brokers(zk, 2)
+    create_topic(b1.store, "t", {0: [1]})
+    async with running_controller(b1) as c1:
+        assert c1.epoch == 1
+        c1._batch.new_batch()
+        c1._batch.add_update_metadata([1])          # never sent
+        b2.store.close()        # broker 2 (no replicas) fails: UpdateMetadata to the others
+        await eventually(lambda: c1.is_active and c1.epoch == 2, "resigned and elected again")
+        assert set(c1.ctx.live_brokers) == {1}
+        assert state(b1.store, "t", 0).leader == 1
+
+
 async def test_auto_leader_rebalance_moves_leaders_back(zk):
     from kafkapy.controller import events
     b1, b2, _ = zk_brokers(zk, 3)
