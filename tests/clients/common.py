@@ -324,3 +324,22 @@ def poll_values(consumer, count: int, timeout: float, poll_s: float = 1.0) -> li
             got.append(msg.value())
     consumer.close()
     return got
+
+
+def read_values(consumer, count: int, grace_ms: int = 1000) -> list[bytes]:
+    """The record values a kafka-python ``consumer`` yields until ``count`` arrived (its
+    ``consumer_timeout_ms`` bounds the wait), plus any that arrive within ``grace_ms``
+    after: so a test expecting ``count`` records also sees extras, without idling out
+    the whole timeout.  The consumer is closed."""
+    got = []
+    try:
+        for record in consumer:
+            got.append(record.value)
+            if len(got) == count:
+                break
+        if len(got) == count:
+            for records in consumer.poll(timeout_ms=grace_ms).values():
+                got.extend(r.value for r in records)
+    finally:
+        consumer.close()
+    return got

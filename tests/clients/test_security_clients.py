@@ -24,7 +24,7 @@ from kafkapy.network.client import BrokerConnection, ClientSecurity, SaslLoginEr
 from tests.broker_process import ROOT, BrokerProcess, free_port
 from tests.certs import broker_ssl_overrides
 from tests.certs import certs  # noqa: F401 (fixture)
-from tests.clients.common import poll_values
+from tests.clients.common import poll_values, read_values
 from tests.zookeeper_server import new_chroot
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -118,9 +118,7 @@ def test_kafka_python(secure_broker, certs, protocol, mechanism):
     producer.close()
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                              consumer_timeout_ms=15000, **settings)
-    got = [r.value for r in consumer]
-    consumer.close()
-    assert got == [b"%d" % i for i in range(20)]
+    assert read_values(consumer, 20) == [b"%d" % i for i in range(20)]
 
 
 def _confluent_settings(secure_broker, certs, protocol, mechanism, user, password):
@@ -216,7 +214,8 @@ def test_kafka_python_wrong_password_gets_no_data(secure_broker, certs):
     with pytest.raises(KafkaError):
         consumer = KafkaConsumer("kp-sasl_ssl-scram-sha-256",
                                  bootstrap_servers=secure_broker.endpoints["SASL_SSL"],
-                                 auto_offset_reset="earliest", consumer_timeout_ms=5000, **settings)
+                                 auto_offset_reset="earliest", consumer_timeout_ms=5000,
+                                 bootstrap_timeout_ms=5000, **settings)
         got = [r.value for r in consumer]
         consumer.close()
         assert got == []

@@ -20,6 +20,7 @@ import pytest
 from tests.broker_process import free_port
 from tests.certs import broker_ssl_overrides
 from tests.certs import certs  # noqa: F401 (fixture)
+from tests.clients.common import read_values
 from tests.cluster.conftest import REFERENCE, running_cluster, wait_for
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -87,9 +88,7 @@ def test_replication_and_controller_requests_run_over_sasl_ssl(secure_cluster):
     producer.close()
     consumer = KafkaConsumer("secure-replicated", bootstrap_servers=c.bootstrap(controller),
                              auto_offset_reset="earliest", consumer_timeout_ms=15000)
-    got = sorted(r.value for r in consumer)
-    consumer.close()
-    assert got == sorted(b"v-%d" % i for i in range(300))
+    assert sorted(read_values(consumer, 300)) == sorted(b"v-%d" % i for i in range(300))
     for node_id in c.running_ids():
         text = c.log_text(node_id)
         assert "SASL login" not in text, text[-3000:]
@@ -110,11 +109,11 @@ def test_a_client_logs_in_on_the_sasl_ssl_listener(secure_cluster, certs):
     consumer = KafkaConsumer("secure-client", bootstrap_servers=bootstrap,
                              sasl_plain_password="alice-secret", auto_offset_reset="earliest",
                              consumer_timeout_ms=15000, **common)
-    assert [r.value for r in consumer] == [b"hello"]
-    consumer.close()
+    assert read_values(consumer, 1) == [b"hello"]
     with pytest.raises(KafkaError):
         KafkaProducer(bootstrap_servers=bootstrap, sasl_plain_password="wrong",
-                      max_block_ms=10000, **common).send("secure-client", b"x").get(20)
+                      max_block_ms=10000, bootstrap_timeout_ms=5000,
+                      **common).send("secure-client", b"x").get(20)
 
 
 def test_controlled_shutdown_and_restart_over_sasl_ssl(secure_cluster):
