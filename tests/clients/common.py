@@ -326,7 +326,7 @@ def poll_values(consumer, count: int, timeout: float, poll_s: float = 1.0) -> li
     return got
 
 
-def read_values(consumer, count: int, grace_ms: int = 1000) -> list[bytes]:
+def kafka_python_values(consumer, count: int, grace_ms: int = 1000) -> list[bytes]:
     """The record values a kafka-python ``consumer`` yields until ``count`` arrived (its
     ``consumer_timeout_ms`` bounds the wait), plus any that arrive within ``grace_ms``
     after: so a test expecting ``count`` records also sees extras, without idling out

@@ -24,7 +24,7 @@ from kafkapy.network.client import BrokerConnection, ClientSecurity, SaslLoginEr
 from tests.broker_process import ROOT, BrokerProcess, free_port
 from tests.certs import broker_ssl_overrides
 from tests.certs import certs  # noqa: F401 (fixture)
-from tests.clients.common import poll_values, read_values
+from tests.clients.common import kafka_python_values, poll_values
 from tests.zookeeper_server import new_chroot
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -118,7 +118,7 @@ def test_kafka_python(secure_broker, certs, protocol, mechanism):
     producer.close()
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                              consumer_timeout_ms=15000, **settings)
-    assert read_values(consumer, 20) == [b"%d" % i for i in range(20)]
+    assert kafka_python_values(consumer, 20) == [b"%d" % i for i in range(20)]
 
 
 def _confluent_settings(secure_broker, certs, protocol, mechanism, user, password):

@@ -20,7 +20,7 @@ import pytest
 from tests.broker_process import free_port
 from tests.certs import broker_ssl_overrides
 from tests.certs import certs  # noqa: F401 (fixture)
-from tests.clients.common import read_values
+from tests.clients.common import kafka_python_values
 from tests.cluster.conftest import REFERENCE, running_cluster, wait_for
 from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -88,7 +88,7 @@ def test_replication_and_controller_requests_run_over_sasl_ssl(secure_cluster):
     producer.close()
     consumer = KafkaConsumer("secure-replicated", bootstrap_servers=c.bootstrap(controller),
                              auto_offset_reset="earliest", consumer_timeout_ms=15000)
-    assert sorted(read_values(consumer, 300)) == sorted(b"v-%d" % i for i in range(300))
+    assert sorted(kafka_python_values(consumer, 300)) == sorted(b"v-%d" % i for i in range(300))
     for node_id in c.running_ids():
         text = c.log_text(node_id)
         assert "SASL login" not in text, text[-3000:]
@@ -109,7 +109,7 @@ def test_a_client_logs_in_on_the_sasl_ssl_listener(secure_cluster, certs):
     consumer = KafkaConsumer("secure-client", bootstrap_servers=bootstrap,
                              sasl_plain_password="alice-secret", auto_offset_reset="earliest",
                              consumer_timeout_ms=15000, **common)
-    assert read_values(consumer, 1) == [b"hello"]
+    assert kafka_python_values(consumer, 1) == [b"hello"]
     with pytest.raises(KafkaError):
         KafkaProducer(bootstrap_servers=bootstrap, sasl_plain_password="wrong",
                       max_block_ms=10000, bootstrap_timeout_ms=5000,

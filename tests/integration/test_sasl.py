@@ -25,7 +25,7 @@ from kafkapy.cli import configs
 from kafkapy.security.sasl import credentials
 from kafkapy.security.sasl.client import ScramClient
 from tests.broker_process import ROOT, BrokerProcess, free_port
-from tests.clients.common import read_values
+from tests.clients.common import kafka_python_values
 from tests.integration.request_fields import fields
 from tests.integration.wire import WireClient
 from tests.zookeeper_server import new_chroot
@@ -277,7 +277,7 @@ def test_kafka_python_plain_and_scram(sasl_broker):
         producer.close()
         consumer = KafkaConsumer(topic, auto_offset_reset="earliest",
                                  consumer_timeout_ms=15000, **settings)
-        assert read_values(consumer, 1) == [b"hello " + mechanism.encode()]
+        assert kafka_python_values(consumer, 1) == [b"hello " + mechanism.encode()]
 
 
 def test_confluent_kafka_scram_user_from_kafkas_tool(sasl_broker):
