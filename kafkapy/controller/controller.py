@@ -276,10 +276,7 @@ class KafkaController:
                 _log.info(f"Controller moved to another broker when processing {event.name}.",
                           reason=str(exc))
                 self._preempt(event)
-                try:
-                    self._trigger_controller_move()
-                except STORE_UNAVAILABLE as e:
-                    self._store_unavailable(event, e)       # resigned; runs again later
+                self._move_controller(event)
             elif isinstance(exc, STORE_UNAVAILABLE):
                 self._store_unavailable(event, exc)
             elif isinstance(exc, BatchStateError):
@@ -293,13 +290,16 @@ class KafkaController:
 
     def _resign_after_illegal_state(self, event: ev.ControllerEvent, exc: Exception) -> None:
         """Kafka's handleIllegalState: a state change stopped half way (its requests were
-        never sent), so what this controller holds can no longer be trusted: drop the
-        batch and resign; the election that follows rebuilds the view from the store."""
+        never sent), so what this controller holds can no longer be trusted: resign (the
+        unsent batch goes with the machinery); the next election rebuilds the view."""
         _log.error(f"Error processing event {event.name}: forcing the controller to resign",
                    error=str(exc))
         self._answer_error(event, exc)
-        if self._batch is not None:
-            self._batch.clear()
+        self._move_controller(event)
+
+    def _move_controller(self, event: ev.ControllerEvent) -> None:
+        """Kafka's triggerControllerMove after a failed event; without the store, resign
+        and run again later."""
         try:
             self._trigger_controller_move()
         except STORE_UNAVAILABLE as e:

@@ -375,8 +375,7 @@ class KafkaConnection(asyncio.Protocol):
         if self.has_inflight():     # an answer ahead of the failure is still on its way
             asyncio.get_running_loop().call_later(_ANSWERED_POLL_S, self._close_once_answered)
             return
-        self._closed = True
-        self._transport.close()
+        self.close()
 
     def _queue(self, slot: _Slot) -> None:
         if not self._slots:
@@ -499,7 +498,7 @@ class KafkaConnection(asyncio.Protocol):
 
     @property
     def closing(self) -> bool:
-        return self._closed or self._max_inflight == 0
+        return self._closed or (self._gate is not None and self._gate.state is sasl_gate.FAILED)
 
     @property
     def idle(self) -> bool:

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from tests.broker_process import BrokerProcess, free_port
+from tests.cluster.clients import create_topic
 from tests.integration.request_fields import fields
 from tests.integration.wire import WireClient
 from tests.zookeeper_server import new_chroot
@@ -153,21 +154,12 @@ def test_plaintext_listener_of_the_same_broker_needs_no_login(gate_broker):
     assert _metadata(WireClient(gate_broker.bootstrap)).brokers
 
 
-def _create_empty_topic(bootstrap: str, topic: str) -> None:
-    admin = WireClient(bootstrap)
-    created = admin.request(19, 7, **fields(19, topics=[dict(
-        name=topic, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
-        timeout_ms=30000, validate_only=False))
-    assert created.topics[0].error_code == 0, created
-    admin.close()
-
-
 def test_failed_reauthentication_behind_a_long_poll_answers_in_order(gate_broker):
     """Kafka handles one request of a connection at a time, so a Fetch waiting in
     purgatory is answered before the re-authentication's handshake is even read: the
     client gets the Fetch, the handshake and the failed token's error answer, in that
     order, then the close; a request sent after the failed token is never answered."""
-    _create_empty_topic(gate_broker.bootstrap, "reauth-long-poll")
+    create_topic(gate_broker.bootstrap, "reauth-long-poll", partitions=1)
     client = WireClient(gate_broker.sasl_bootstrap, timeout=30)
     assert _login(client).error_code == 0
     fetch_correlation, fetch = client.encode(1, 4, **fields(
