@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 
-from kafkapy.handlers.base import ApiSpec
+from kafkapy.api.spec import ApiSpec
 
 HANDLER_MODULES = (
     "api_versions",

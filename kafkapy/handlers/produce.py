@@ -35,7 +35,7 @@ import structlog
 
 from kafkapy.security import authz
 from kafkapy.coordinator.transaction.state import TxnState
-from kafkapy.handlers.base import CloseConnection
+from kafkapy.api.context import CloseConnection
 from kafkapy.metadata.topics import is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES

@@ -17,7 +17,7 @@ authentication".
 """
 from __future__ import annotations
 
-from kafkapy.handlers.base import CloseConnection
+from kafkapy.api.context import CloseConnection
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.security.sasl import SaslAuthenticationError, session_lifetime_ms
 

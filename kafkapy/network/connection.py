@@ -49,14 +49,14 @@ import struct
 
 import structlog
 
+from kafkapy.api.context import CloseConnection, RequestContext
+from kafkapy.api.principal import ANONYMOUS, PLAINTEXT_SESSION, Session, host_address
 from kafkapy.metrics import counters as metrics
-from kafkapy.handlers.base import CloseConnection, RequestContext
 from kafkapy.network.zero_copy import FileRange, ZeroCopyResponse, materialize, splice
 from kafkapy.protocol.headers import (
     API_VERSIONS_KEY, decode_request_header, peek_api)
 from kafkapy.protocol.nullability import null_field
 from kafkapy.security import gate as sasl_gate
-from kafkapy.security.principal import ANONYMOUS, PLAINTEXT_SESSION, Session, host_address
 
 _log = structlog.get_logger("kafkapy.network")
 _SIZE = struct.Struct(">i")

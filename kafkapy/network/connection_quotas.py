@@ -43,7 +43,7 @@ from typing import Callable
 
 import structlog
 
-from kafkapy.security.principal import host_address
+from kafkapy.api.principal import host_address
 
 _log = structlog.get_logger("kafkapy.network")
 INT_MAX = 2**31 - 1

@@ -42,7 +42,7 @@ import structlog
 
 from kafkapy.network import connection_quotas
 from kafkapy.network.connection import KafkaConnection
-from kafkapy.security.principal import host_address
+from kafkapy.api.principal import host_address
 
 _log = structlog.get_logger("kafkapy.network")
 # A client that opens a TLS connection and never finishes the handshake is dropped then.

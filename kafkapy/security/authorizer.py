@@ -25,10 +25,10 @@ from __future__ import annotations
 import structlog
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from kafkapy.api.principal import KafkaPrincipal
 from kafkapy.metadata.change_notifications import ChangeNotificationListener
 from kafkapy.security import acls as A
 from kafkapy.security.acls import AclBinding, AclEntry, AclFilter, Pattern
-from kafkapy.security.principal import KafkaPrincipal
 
 _log = structlog.get_logger("kafkapy.authorizer")
 CLASS_NAME = "kafka.security.authorizer.AclAuthorizer"

@@ -10,8 +10,8 @@ authorizeByResourceType; ``cluster(ctx, op)`` -- the CLUSTER resource ``kafka-cl
 """
 from __future__ import annotations
 
+from kafkapy.api.principal import PLAINTEXT_SESSION
 from kafkapy.security import acls as A
-from kafkapy.security.principal import PLAINTEXT_SESSION
 
 # Re-exported for handlers: ``authz.READ`` etc.
 from kafkapy.security.acls import (  # noqa: F401

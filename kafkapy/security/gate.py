@@ -33,7 +33,7 @@ import time
 
 import structlog
 
-from kafkapy.security.principal import USER_TYPE, KafkaPrincipal
+from kafkapy.api.principal import USER_TYPE, KafkaPrincipal
 from kafkapy.security.sasl import session_lifetime_ms
 
 _log = structlog.get_logger("kafkapy.security.gate")

@@ -31,7 +31,7 @@ import ssl
 import subprocess
 import tempfile
 
-from kafkapy.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
+from kafkapy.api.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
 
 __all__ = ["SslConfigError", "server_context", "client_context", "peer_principal",
            "distinguished_name", "listener_value"]

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from kafkapy.clock import MockClock
 from kafkapy.handlers import fetch as fetch_handler
 from kafkapy.handlers import list_offsets as list_offsets_handler
-from kafkapy.handlers.base import RequestContext
+from kafkapy.api.context import RequestContext
 from kafkapy.log.manager import LogManager
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
 from kafkapy.protocol.messages import REQUESTS, RESPONSES

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from kafkapy.api.principal import KafkaPrincipal, Session
 from kafkapy.security import acls as A
 from kafkapy.security.authorizer import AclAuthorizer, parse_super_users
-from kafkapy.security.principal import KafkaPrincipal, Session
 
 
 def _session(name: str = "alice", host: str = "192.168.1.1") -> Session:

@@ -11,7 +11,7 @@ import pytest
 from kafkapy.config.broker import BrokerConfig
 from kafkapy.handlers import (create_partitions, create_topics, delete_topics, elect_leaders,
                               incremental_alter_configs)
-from kafkapy.handlers.base import RequestContext
+from kafkapy.api.context import RequestContext
 from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.messages import REQUESTS, RESPONSES

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from kafkapy.handlers import api_versions, build_registry
-from kafkapy.handlers.base import RequestContext
+from kafkapy.api.context import RequestContext
 from kafkapy.network.connection import encode_response
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES

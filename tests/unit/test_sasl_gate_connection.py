@@ -82,7 +82,7 @@ async def test_no_delay_closes_at_once():
 
 def test_session_host_is_javas_host_address_form():
     """ACL hosts are matched against Java's getHostAddress() text."""
-    from kafkapy.security.principal import host_address
+    from kafkapy.api.principal import host_address
     assert host_address("127.0.0.1") == "127.0.0.1"
     assert host_address("::1") == "0:0:0:0:0:0:0:1"
     assert host_address("fe80::a:0:0:1%eth0") == "fe80:0:0:0:a:0:0:1%eth0"

@@ -10,7 +10,7 @@ import pytest
 
 from kafkapy.config.broker import BrokerConfig
 from kafkapy.handlers import sasl_authenticate, sasl_handshake
-from kafkapy.handlers.base import CloseConnection
+from kafkapy.api.context import CloseConnection
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.security.sasl import credentials
 from kafkapy.security.sasl.client import ScramClient
