@@ -1,4 +1,4 @@
-"""Scale figures (issue 20): cost per partition and per connection, kafkapy beside Kafka 3.9.
+"""Scale figures: cost per partition and per connection, kafkapy beside Kafka 3.9.
 
 ``make bench`` runs it with N = K = 10,000 (``bench/results/scale-latest.md`` / ``.json``).
 One run starts each broker in turn on a free 127.0.0.1 port (kafkapy as
@@ -801,7 +801,7 @@ def notes(doc: dict) -> list[str]:
 def render(doc: dict) -> str:
     kp, kf = doc["brokers"].get("kafkapy", {}), doc["brokers"].get("kafka", {})
     a = doc["args"]
-    lines = ["# Scale: kafkapy vs Apache Kafka 3.9 (issue 20)", "",
+    lines = ["# Scale: kafkapy vs Apache Kafka 3.9", "",
              f"N = {a['partitions']:,} partitions, K = {a['conns']:,} idle connections, "
              f"{a['records']:,} records of 100 B over the N partitions; "
              f"{a['conn_records']:,} records for (e); {a['metadata_reps']} requests each for "

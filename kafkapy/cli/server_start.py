@@ -89,8 +89,8 @@ def _settle_gc() -> None:
     comes after 100 middle-generation ones, not 10 (young and middle ones unchanged: short
     pauses).  With the defaults, opening thousands of connections (each keeps ~7 tracked
     objects: transport, socket, protocol...) ran a full collection of the whole heap every
-    few thousand connections, stalling the loop for 20-50 ms each (issue 20: the
-    connect + ApiVersions p99)."""
+    few thousand connections, stalling the loop for 20-50 ms each (the p99 of
+    connect + ApiVersions under many connections)."""
     gc.freeze()
     gc.set_threshold(700, 10, 100)
 

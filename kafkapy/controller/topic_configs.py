@@ -15,8 +15,8 @@ applies ``broker.topic_config(T)`` to the logs this broker hosts for T (and, whe
 ``broker.dynamic_config.reload`` (Kafka's BrokerConfigHandler; another broker's id is
 ignored there).  A ``users/<name>`` notification refreshes that user's SCRAM
 credentials in the broker's cache (``kafkapy.security.sasl.credentials``).  Other entity
-types (clients, ips) are ignored: kafkapy has no quotas.  Following the notifications
-(order, watches, new sessions, the 15-minute purge) is
+types (clients, ips) are ignored: they hold client quotas, which kafkapy does not
+enforce.  Following the notifications (order, watches, new sessions, the 15-minute purge) is
 ``kafkapy.metadata.change_notifications``; a pass runs on the event loop.
 A deleted topic's cached entry is dropped when the cache reports the deletion.
 """

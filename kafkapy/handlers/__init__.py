@@ -57,7 +57,9 @@ HANDLER_MODULES = (
     "alter_partition",
     # from a broker to the controller: producer id blocks
     "allocate_producer_ids",
-    # ACLs: answered as Kafka does with no authorizer configured
+    # ACLs: SECURITY_DISABLED without an authorizer (Kafka's default), else the
+    # AclAuthorizer's (kafkapy.security.authorizer), which the handlers consult through
+    # kafkapy.security.authz
     "describe_acls",
     "create_acls",
     "delete_acls",

@@ -6,9 +6,10 @@ transactions, each either added like a client's or, with ``verify_only``, only
 checked -- each partition answers NONE when it is in the transaction and
 TRANSACTION_ABORTABLE when not, or the transaction's error (unknown id or
 producer id INVALID_PRODUCER_ID_MAPPING, stale epoch PRODUCER_FENCED, a
-transaction being completed CONCURRENT_TRANSACTIONS).  Kafka 3.9 serves v4+
-to anyone holding CLUSTER_ACTION, which with no authorizer is every client,
-so kafkapy answers them too.
+transaction being completed CONCURRENT_TRANSACTIONS).  As Kafka 3.9, v4+ is
+served to a principal holding CLUSTER_ACTION (every client without an authorizer),
+else answered CLUSTER_AUTHORIZATION_FAILED; with an authorizer, adding (not
+``verify_only``) needs WRITE on the transactional id and on each topic.
 
 Per transaction: partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION
 and every other partition OPERATION_NOT_ATTEMPTED (nothing is added);

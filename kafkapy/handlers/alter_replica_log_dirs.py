@@ -8,7 +8,8 @@ last dir), answered per partition by ``broker.alter_log_dirs.alter``
 REPLICA_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION or NONE)
 and grouped by topic.  The answer comes when the move has *started*; it completes in
 the background (DescribeLogDirs shows the future replica and its lag meanwhile).
-No authorizer: Kafka's ALTER on CLUSTER is always granted.
+Needs ALTER on CLUSTER (always granted without an authorizer), else every partition is
+answered CLUSTER_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ version; malformed ones get INVALID_REQUEST and, as in Kafka, no API list.
 
 Every connection's first request is this one, so the answer is encoded once per
 (registry, version, finalized features) and kept: a request then costs a header splice
-(``_Encoded``), not ~70 ApiVersion objects built and encoded (issue 20: most of a new
+(``_Encoded``), not ~70 ApiVersion objects built and encoded (which was most of a new
 connection's broker time).  The response header is v0 at every version (int32
 correlation id), so the cached frame differs between requests only in those 4 bytes.
 """

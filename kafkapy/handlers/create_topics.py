@@ -25,7 +25,7 @@ DelayedCreatePartitions in the topic purgatory whenever timeout_ms > 0); KRaft a
 once the controller committed the records, before any broker applied them, so its
 answer for a 10,000-partition topic comes much sooner.  Here the wait is the whole
 pipeline (state znodes in batched multis, one LeaderAndIsr and one UpdateMetadata for
-the topic, the logs created, issue 20): its cost, not the wait, is what to cut.
+the topic, the logs created): its cost, not the wait, is what to cut.
 Manual assignments may name unknown brokers, or none, as in Kafka's ZooKeeper
 mode: such partitions get no leader, so their topic times out.  With
 timeout_ms <= 0 every created topic is answered REQUEST_TIMED_OUT at once, as

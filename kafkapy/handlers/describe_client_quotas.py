@@ -1,6 +1,7 @@
 """DescribeClientQuotas (key 48, v0-1): the client quotas stored in ZooKeeper, read-only.
 
-kafkapy does not enforce quotas (not part of issue 17) and has no AlterClientQuotas, but
+kafkapy enforces no client quotas (it does enforce replication throttles and connection
+limits, which are broker and topic configs) and has no AlterClientQuotas, but
 Kafka's ``kafka-configs.sh --describe --entity-type users`` asks this API before it
 describes SCRAM credentials, so it is answered as Kafka's ZooKeeper-mode broker does
 (ZkAdminManager.describeClientQuotas): the quota keys (``producer_byte_rate``,

@@ -5,7 +5,8 @@ ask for); 2 = controllers, which a broker does not serve ->
 MISMATCHED_ENDPOINT_TYPE; any other type -> UNSUPPORTED_ENDPOINT_TYPE.  Both
 errors come back, as in Kafka's AuthHelper, in an otherwise default response
 (endpoint type 1, empty cluster id, controller -1, no brokers).  Authorized
-operations, when asked for, are the full cluster set (no authorizer).  Brokers
+operations, when asked for, are the principal's on the cluster (the full set without
+an authorizer).  Brokers
 and controller come from the metadata cache (the controller's UpdateMetadata):
 the live brokers on the client's listener.
 """

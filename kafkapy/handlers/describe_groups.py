@@ -1,7 +1,8 @@
 """DescribeGroups (key 15): state, protocol and members of groups.
 
-Versions 0-5; v3+ may ask for authorized operations (all group operations are
-allowed here: READ, DELETE, DESCRIBE); v4+ answer group.instance.id.  An
+Versions 0-5; v3+ may ask for authorized operations (the principal's among READ,
+DELETE, DESCRIBE; all three without an authorizer); v4+ answer group.instance.id.
+A group the principal may not DESCRIBE is answered GROUP_AUTHORIZATION_FAILED.  An
 unknown group is described as Dead without error, as Kafka does.
 """
 from __future__ import annotations

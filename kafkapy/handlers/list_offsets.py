@@ -19,7 +19,7 @@ another timestamp from the last candidate modified at or before it; up to
 max_num_offsets offsets are answered newest first.  For a consumer
 (replica id -1) offsets above the high watermark are replaced by it.
 
-Cost per partition (issue 20: one request may name 10,000): from v1 a partition's
+Cost per partition (one request may name 10,000 partitions): from v1 a partition's
 answer is a tuple (index, error, timestamp, offset, leader epoch) packed straight
 into its topic's encoded partition array (``_encode_results``), which
 ``handlers.spliced`` puts in the response: the same bytes as kafka-python's encoding
@@ -220,7 +220,7 @@ def _answer_topic(ctx, request, name: str, partitions: list, read_committed: boo
 
     The common case (latest or earliest, the partition led here and online, no leader
     epoch or the current one) is read and packed inline: one dict lookup and a few
-    attribute reads per partition (issue 20: a request may name 10,000).  Anything
+    attribute reads per partition (a request may name 10,000 partitions).  Anything
     else goes through ``_lookup``, whose checks (and their order) define the answer;
     the inline case is exactly the one in which all of them pass.
     """

@@ -35,15 +35,15 @@ Behaviour (Kafka 3.9, ZooKeeper mode):
 - A replica here whose log dir failed (before the controller hears of it) is
   listed offline and left out of the ISR; if it leads, LEADER_NOT_AVAILABLE.
 
-Cost per request (issue 20): a topic's partition array is encoded once and kept,
-keyed by (topic, wire layout, listener), in a per-cache table valid while the
-cache's ``generation`` is unchanged (every UpdateMetadata bumps it) and while no log
-dir of this broker is offline (then every answer is built afresh, as the partitions
-on that dir are shown offline).  A response is built with empty partition arrays and
-``handlers.spliced`` puts the kept bytes in their place: the bytes on the wire are
-exactly those of the generic encoding of the full response (tests compare both for
-every version).  Layouts: versions whose partition bytes and rules are the same
-share an entry (v0 | v1-4 | v5 | v6 | v7-8 | v9-12).
+Cost per request (a topic may have 10,000 partitions): a topic's partition array is
+encoded once and kept, keyed by (topic, wire layout, listener), in a per-cache table
+valid while the cache's ``generation`` is unchanged (every UpdateMetadata bumps it) and
+while no log dir of this broker is offline (then every answer is built afresh, as the
+partitions on that dir are shown offline).  A response is built with empty partition
+arrays and ``handlers.spliced`` puts the kept bytes in their place: the bytes on the wire
+are exactly those of the generic encoding of the full response (tests compare both for
+every version).  Layouts: versions whose partition bytes and rules are the same share an
+entry (v0 | v1-4 | v5 | v6 | v7-8 | v9-12).
 """
 from __future__ import annotations
 

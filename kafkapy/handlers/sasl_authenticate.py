@@ -1,14 +1,14 @@
 """SaslAuthenticate (key 36, v0-2): one SASL token from the client, one back.
 
-Before authentication the gate hands this request here with ``ctx.connection_auth``
-(contract K2), whose ``server`` is the mechanism server SaslHandshake began.  The token
-goes to ``server.evaluate``; a failure is answered SASL_AUTHENTICATION_FAILED with the
-mechanism's message (Kafka's words) and the connection closes after the answer
-(``connection_auth.failed``).  When the exchange completes, ``session_lifetime_ms`` is the
-listener's ``connections.max.reauth.ms`` (per mechanism:
+Before authentication the gate hands this request here with ``ctx.connection_auth`` (the
+gate's ``ConnectionAuth``, ``kafkapy.security.gate``), whose ``server`` is the mechanism
+server SaslHandshake began.  The token goes to ``server.evaluate``; a failure is answered
+SASL_AUTHENTICATION_FAILED with the mechanism's message (Kafka's words) and the connection
+closes after the answer (``connection_auth.failed``).  When the exchange completes,
+``session_lifetime_ms`` is the listener's ``connections.max.reauth.ms`` (per mechanism:
 ``listener.name.<l>.<mechanism>.connections.max.reauth.ms``), 0 when unset, and the
-connection becomes authenticated as the user (``connection_auth.authenticated``).
-A SaslAuthenticate without a handshake first is Kafka's IllegalSaslStateException: the
+connection becomes authenticated as the user (``connection_auth.authenticated``).  A
+SaslAuthenticate without a handshake first is Kafka's IllegalSaslStateException: the
 connection is closed without an answer.
 
 Without ``connection_auth`` (PLAINTEXT/SSL listener, or already authenticated): Kafka's

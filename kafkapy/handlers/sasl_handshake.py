@@ -1,9 +1,9 @@
 """SaslHandshake (key 17, v0-1): the client names its SASL mechanism.
 
-On a SASL listener before authentication the connection's gate hands this request here
-with ``ctx.connection_auth`` set (contract K2).  An enabled mechanism kafkapy can serve
-starts a mechanism server (``connection_auth.begin``) and is answered NONE with the
-listener's enabled mechanisms; any other gets UNSUPPORTED_SASL_MECHANISM with that list,
+On a SASL listener before authentication the connection's gate hands this request here with
+``ctx.connection_auth`` set (the gate's ``ConnectionAuth``).  An enabled mechanism kafkapy
+can serve starts a mechanism server (``connection_auth.begin``) and is answered NONE with
+the listener's enabled mechanisms; any other gets UNSUPPORTED_SASL_MECHANISM with that list,
 and the connection is closed after the answer (``connection_auth.failed``), as Kafka's
 SaslServerAuthenticator does.  v0 means the tokens that follow come unframed by Kafka's
 request header (the gate reads the version itself); v1 sends them in SaslAuthenticate.

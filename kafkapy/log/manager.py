@@ -1,6 +1,6 @@
 """LogManager: every partition log of the broker, across its log dirs.
 
-On disk, per log dir (STORAGE-AND-ZK.md §1): ``meta.properties``,
+On disk, per log dir (as Kafka 3.9's LogManager): ``meta.properties``,
 ``recovery-point-offset-checkpoint``, ``replication-offset-checkpoint`` (high
 watermarks), ``log-start-offset-checkpoint``, ``.kafka_cleanshutdown`` (JSON
 ``{"version":0,"brokerEpoch":N}``, present only between a clean shutdown and

@@ -15,7 +15,7 @@ Rules (Kafka's ProducerAppendInfo / ProducerStateEntry, client appends):
   to 0), else OUT_OF_ORDER_SEQUENCE_NUMBER (45).
 Control batches (transaction markers) bump the epoch and end the transaction.
 
-Snapshot file ``<offset:020d>.snapshot`` (STORAGE-AND-ZK.md): int16 version
+Snapshot file ``<offset:020d>.snapshot`` (Kafka's ProducerStateManager): int16 version
 (1), uint32 CRC-32C of everything after the CRC field, int32 count, then per
 producer: producerId int64, epoch int16, lastSequence int32, lastOffset int64,
 offsetDelta int32, timestamp int64, coordinatorEpoch int32,

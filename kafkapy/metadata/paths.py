@@ -1,6 +1,6 @@
 """Kafka's ZooKeeper-mode znode paths and JSON payloads (Kafka 3.9, ``ZkData``).
 
-Reference: ``STORAGE-AND-ZK.md`` section 5.  Every payload builder returns the
+Every payload builder returns the
 bytes Kafka writes: compact JSON (no spaces, UTF-8, non-ASCII unescaped as
 Jackson writes it), keys in the order Kafka's Scala maps iterate (see "Key order"
 below: the payloads are byte-equal to Kafka's, checked against Kafka's own encoders in

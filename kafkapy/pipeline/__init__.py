@@ -1,4 +1,4 @@
-"""The PySpark data pipeline that runs on kafkapy (issue 7).
+"""The PySpark data pipeline that runs on kafkapy.
 
 Spark's built-in Kafka source (``format("kafka")``, connector
 spark-sql-kafka-0-10 for Spark 4.0) reads JSON events from a kafkapy topic;

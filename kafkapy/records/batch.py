@@ -5,7 +5,7 @@ This is the produce/fetch hot path: a batch stays opaque bytes.  Only the
 CRC-32C is computed by the ``crc32c`` C extension over a memoryview slice.
 No record inside a batch is ever decoded here (see ``record.py`` for that).
 
-Header layout (big-endian; RECORDS.md):
+Header layout (big-endian; Kafka's DefaultRecordBatch):
 
     0  baseOffset int64        8  batchLength int32     12 partitionLeaderEpoch int32
     16 magic int8             17  crc uint32 (CRC-32C over bytes 21..end)

@@ -7,7 +7,7 @@ convertAndAssignOffsetsNonCompressed / validateMessagesAndAssignOffsetsCompresse
 This module does the same; it is only reached by old producers, so it decodes
 every message in Python.
 
-Message layout (big-endian; RECORDS.md, "Legacy"):
+Message layout (big-endian; Kafka's LegacyRecord):
 
     0 offset int64   8 messageSize int32   12 crc uint32 (CRC-32 of bytes 16..end)
     16 magic int8    17 attributes int8    [18 timestamp int64, magic 1 only]

@@ -4,7 +4,7 @@ Used by tests, for control batches (transaction markers), by ListOffsets to
 pin the exact record offset inside one batch, and later by the compactor.
 Appending and serving never call into this module.
 
-Record layout inside a batch (zig-zag varints, RECORDS.md):
+Record layout inside a batch (zig-zag varints, Kafka's DefaultRecord):
     length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
     keyLength varint | key | valueLength varint | value | headerCount varint |
     headers: (keyLength varint, key, valueLength varint, value)*

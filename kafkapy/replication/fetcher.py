@@ -10,7 +10,9 @@ Kafka 3.9's ReplicaFetcherManager / ReplicaFetcherThread (ZK mode), as asyncio t
   ``abs(31 * topic.hashCode() + partition) % num.replica.fetchers`` (Kafka's
   AbstractFetcherManager.getFetcherId, Java's String.hashCode); each has its own
   connection, client id ``broker-<id>-fetcher-<fetcher id>`` and fetch session;
-  ``resize(n)`` moves partitions when the number changes (Kafka's resizeThreadPool).
+  ``resize(n)`` moves every partition to the fetcher its id maps to with n fetchers (Kafka's
+  resizeThreadPool); the broker reads ``num.replica.fetchers`` at start-up only and does
+  not call it (a dynamic change is stored and takes effect at the next start).
 - Each fetcher sends Fetch (Kafka 3.9's replica version 17; 12 with topic names
   while a topic id is unknown) with ``replica_state`` = (node id, broker epoch),
   ``replica.fetch.wait.max.ms`` / ``.min.bytes`` / ``.response.max.bytes`` /

@@ -1,1 +1,1 @@
-"""Security: TLS listeners, SASL authentication and the ACL authorizer (issue 17)."""
+"""Security: TLS listeners, SASL authentication and the ACL authorizer."""

@@ -1,8 +1,9 @@
-"""Authorization checks for API handlers (contract K3): Kafka's AuthHelper.
+"""Authorization checks for API handlers: Kafka's AuthHelper.
 
 Every helper starts with ``getattr(broker, "authorizer", None) is None`` and returns at once when no
 authorizer is configured, so an unconfigured broker pays one attribute check per call.
-The principal and client address come from ``ctx.session`` (contract K1).
+The principal and client address come from ``ctx.session`` (the connection's
+``kafkapy.api.principal.Session``).
 
 ``allowed(ctx, op, type, name)`` -- one resource; ``filter_allowed(ctx, op, type, names)``
 -- the subset allowed (Kafka's filterByAuthorized); ``allowed_by_type`` -- Kafka's

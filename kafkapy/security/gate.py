@@ -1,4 +1,4 @@
-"""The SASL gate of one connection on a SASL_PLAINTEXT / SASL_SSL listener (contract K2).
+"""The SASL gate of one connection on a SASL_PLAINTEXT / SASL_SSL listener.
 
 Kafka's SaslServerAuthenticator, as a state machine the connection consults for every
 frame before it is dispatched:
@@ -19,9 +19,10 @@ Anything else before authentication (another API, ApiVersions out of turn, a fra
 than ``sasl.server.max.receive.size``, a frame that is no Kafka request) closes the
 connection without an answer (IllegalSaslStateException / InvalidReceiveException).
 
-The mechanisms (S2, ``kafkapy.security.sasl``) talk to the gate through the
-``ConnectionAuth`` object put on the context of SaslHandshake / SaslAuthenticate only:
-``begin(server)``, ``authenticated(principal_name)``, ``failed()``, ``server``.
+The SaslHandshake / SaslAuthenticate handlers, which drive the mechanism servers
+(``kafkapy.security.sasl``), talk to the gate through the ``ConnectionAuth`` object put on
+their context only: ``begin(server)``, ``authenticated(principal_name)``, ``failed()``,
+``server``.
 
 Invariants: only ``COMPLETE`` lets a request other than the three through; the session's
 principal changes only in ``authenticated``; the expiry is measured on the monotonic

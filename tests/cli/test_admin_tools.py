@@ -1,4 +1,4 @@
-"""``kafkapy-delete-records``, ``kafkapy-log-dirs`` and ``kafkapy-transactions`` (issue 18).
+"""``kafkapy-delete-records``, ``kafkapy-log-dirs`` and ``kafkapy-transactions``.
 
 Each tool runs as a subprocess against a real broker; the ``java`` tests run Kafka 3.9's own
 ``kafka-delete-records.sh``, ``kafka-log-dirs.sh`` and ``kafka-transactions.sh`` with the

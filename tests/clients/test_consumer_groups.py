@@ -1,4 +1,4 @@
-"""Consumer groups with stock clients (issue 5's "Done when").
+"""Consumer groups with stock clients.
 
 - kafka-python, confluent-kafka and aiokafka members (each in its own process,
   tests/clients/group_member.py) share a 6-partition topic and consume every

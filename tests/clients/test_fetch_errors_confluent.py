@@ -1,9 +1,9 @@
 """confluent-kafka (librdkafka) fetching outside the log: the Fetch error must reach it.
 
-Issue 22, item 1: an errored Fetch partition must carry empty records, as Kafka's
-does.  With null records librdkafka rejects the whole response ("Protocol parse
-failure for Fetch ... invalid MessageSetSize -1"), never sees OFFSET_OUT_OF_RANGE,
-never applies ``auto.offset.reset`` and retries for ever.
+An errored Fetch partition must carry empty records, as Kafka's does.  With null
+records librdkafka rejects the whole response ("Protocol parse failure for Fetch ...
+invalid MessageSetSize -1"), never sees OFFSET_OUT_OF_RANGE, never applies
+``auto.offset.reset`` and retries for ever.
 
 - past the end: assigned at 105 of a 100-record partition with
   ``auto.offset.reset=latest`` and ``enable.partition.eof=true``, the consumer must

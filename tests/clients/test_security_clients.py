@@ -1,4 +1,4 @@
-"""Stock clients log in over SASL_PLAINTEXT and SASL_SSL with PLAIN and SCRAM (issue 17).
+"""Stock clients log in over SASL_PLAINTEXT and SASL_SSL with PLAIN and SCRAM.
 
 One broker on ZooKeeper (SCRAM credentials live in ``/config/users``), three listeners:
 PLAINTEXT (inter-broker, and the admin tool adding SCRAM users), SASL_PLAINTEXT and SASL_SSL

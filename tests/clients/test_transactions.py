@@ -1,4 +1,4 @@
-"""Transactions with stock clients (issue 6): confluent-kafka, kafka-python, Java 3.9/4.3.
+"""Transactions with stock clients: confluent-kafka, kafka-python, Java 3.9/4.3.
 
 - a confluent-kafka transactional producer commits and aborts; a read_committed
   consumer sees exactly the committed records, read_uncommitted sees them all;

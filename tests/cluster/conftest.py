@@ -1,4 +1,4 @@
-"""A real three-broker cluster on a real ZooKeeper, for the issue-13 cluster tests.
+"""A real three-broker cluster on a real ZooKeeper, for the cluster tests.
 
 ``Cluster`` runs brokers 1, 2 and 3 as separate processes (``tests/broker_process.py``:
 ``python -m kafkapy config/server.properties --override ...``), each on its own loopback

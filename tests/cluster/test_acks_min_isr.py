@@ -1,4 +1,4 @@
-"""acks=all and min.insync.replicas with two brokers killed (issue 14, ACKS).
+"""acks=all and min.insync.replicas with two brokers killed.
 
 Three brokers; a topic with one partition on [controller, a, b] and
 ``min.insync.replicas=2``; ``__transaction_state`` at RF 3 with

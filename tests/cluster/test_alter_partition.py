@@ -1,4 +1,4 @@
-"""ISR changes through AlterPartition when the leader is NOT the controller (issue 14).
+"""ISR changes through AlterPartition when the leader is NOT the controller.
 
 Three brokers with ``replica.lag.time.max.ms=2000`` (``replica.fetch.wait.max.ms=500``
 below it) and a ZooKeeper session of 20 s, so a SIGSTOPped broker stays registered: what

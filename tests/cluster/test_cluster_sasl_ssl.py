@@ -1,4 +1,4 @@
-"""Three kafkapy brokers whose inter-broker listener is SASL_SSL (issue 17).
+"""Three kafkapy brokers whose inter-broker listener is SASL_SSL.
 
 Each broker has a PLAINTEXT listener (the test tooling's, on its usual port) and an
 ``INTERNAL`` listener mapped to SASL_SSL, named by ``inter.broker.listener.name``; the

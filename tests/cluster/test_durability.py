@@ -1,4 +1,4 @@
-"""Zero acknowledged loss across repeated kill -9 of the partition leader (issue 14, "Done when").
+"""Zero acknowledged loss across repeated kill -9 of the partition leader.
 
 One partition, RF 3 on brokers 1, 2, 3, ``min.insync.replicas=2``.  An idempotent
 confluent-kafka producer (acks=all) writes continuously numbered records (value = the

@@ -1,4 +1,4 @@
-"""ISR shrink by lag, expansion on catch-up, and min.insync.replicas (issue 14, "Done when").
+"""ISR shrink by lag, expansion on catch-up, and min.insync.replicas.
 
 Three brokers with ``replica.lag.time.max.ms=2000`` and ``replica.fetch.wait.max.ms=500``
 and a ZooKeeper session of 20 s, so a SIGSTOPped broker keeps its registration for the

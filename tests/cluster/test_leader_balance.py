@@ -1,4 +1,4 @@
-"""Preferred-leader balance across a three-broker cluster (issue 15, spec §17).
+"""Preferred-leader balance across a three-broker cluster.
 
 A topic of six partitions at replication factor 3 whose preferred (first) replicas rotate
 over brokers 1, 2, 3.  Broker 1 is stopped with SIGTERM (a controlled shutdown moves its

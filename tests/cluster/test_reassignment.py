@@ -1,4 +1,4 @@
-"""Moving replicas between brokers (issue 15): partition reassignment as an operator runs it.
+"""Moving replicas between brokers: partition reassignment as an operator runs it.
 
 Kafka 3.9's own ``bin/kafka-reassign-partitions.sh`` (AlterPartitionReassignments /
 ListPartitionReassignments through the Java admin client) and kafkapy's
@@ -14,8 +14,8 @@ Kafka 3.9 brokers:
   moved, no offset gap seen by the consumer, ``--verify`` reports completion, and broker 1's
   partition dirs are gone;
 * replication factor 1 -> 3 and 3 -> 2 by reassignment: ``kafka-topics.sh --describe`` shows
-  the new replicas and ISR, the current leader is kept when it stays in the set (spec §18),
-  a removed replica's dir is deleted, the data reads back whole;
+  the new replicas and ISR, the current leader is kept when it stays in the set (as
+  Kafka's controller keeps it), a removed replica's dir is deleted, the data reads back whole;
 * a reassignment in flight (its target broker SIGSTOPped, so it cannot join the ISR) whose
   controller is killed with kill -9: the next controller finishes it once the target runs;
 * ``--cancel`` of a reassignment in flight restores the original replicas and deletes the
@@ -280,7 +280,7 @@ def test_replication_factor_1_to_3_keeps_the_leader(shared_cluster, unique, tmp_
     c = shared_cluster
     topic = unique("rf-up")
     before = {0: [1], 1: [2], 2: [3]}
-    # p0 and p2: the current leader stays, though not first (spec §18); p1: it is first.
+    # p0 and p2: the current leader stays, though not first (as in Kafka); p1: it is first.
     target = {0: [2, 3, 1], 1: [2, 3, 1], 2: [1, 2, 3]}
     clients.create_topic(c.bootstrap(c.controller_id()), topic, assignment=before)
     c.wait_topic(topic, 3)

@@ -1,6 +1,5 @@
 """Replication throttles on a real cluster: a throttled reassignment moves at about the
-set rate, an unthrottled one much faster (issue 15, "a throttled reassignment moves at
-about the set rate").
+set rate, an unthrottled one much faster.
 
 A partition with ~24 MB on broker 1 only gets a replica on broker 2 by reassignment
 (kafka-python's AlterPartitionReassignments, answered by the controller).  The

@@ -1,8 +1,9 @@
 """An independent reader and writer of Kafka's on-disk log format, for the storage tests.
 
-Written from the format description (STORAGE-AND-ZK.md, RECORDS.md), not from kafkapy's
-code, and importing nothing from kafkapy: struct for the fixed layouts, our own zig-zag
-varints, ``crc32c`` for CRC-32C and the standard library codecs.
+Written from Kafka's format (its documentation's "Message Format" and "Log" sections and
+its record classes), not from kafkapy's code, and importing nothing from kafkapy: struct
+for the fixed layouts, our own zig-zag varints, ``crc32c`` for CRC-32C and the standard
+library codecs.
 
 - ``<base:020d>.log``: v2 record batches back to back (61-byte header, big-endian;
   records are varint-framed; compression covers everything after recordsCount).

@@ -1,4 +1,4 @@
-"""acks=all and min.insync.replicas on one real broker (issue 14, ACKS).
+"""acks=all and min.insync.replicas on one real broker.
 
 Kafka 3.9 caps min.insync.replicas by the replication factor (Partition.effectiveMinIsr),
 so on a single broker nothing changes: a topic at RF 1 with min.insync.replicas=3 takes

@@ -1,8 +1,8 @@
 """Error codes and response shapes a real Kafka 3.9 broker (ZooKeeper mode) answers, over raw frames.
 
 Each expectation is what Kafka 3.9.0 answered to the same request when these tests were
-written (issue 22, items 2 and 6-8): bad replica assignments, TxnOffsetCommit's
-transaction check, special ListOffsets timestamps, AlterConfigs null values,
+written: bad replica assignments, TxnOffsetCommit's transaction check, special
+ListOffsets timestamps, AlterConfigs null values,
 DeleteTopics v6 ids, DescribeCluster endpoint types, SyncGroup v5's mandatory
 protocol, CreatePartitions naming a topic twice, Metadata by topic id, OffsetDelete
 of a group's last offset, DescribeTransactions of an unknown id, authorized operations

@@ -1,6 +1,7 @@
 """Listeners: every one in ``listeners`` is opened and registered, each client is answered
-with the addresses of the listener it came through, and a listener whose protocol kafkapy
-cannot serve yet (SSL, SASL) stops start-up instead of serving plaintext unauthenticated."""
+with the addresses of the listener it came through, and a secured listener kafkapy cannot
+set up (SSL without a key store; SASL with only the default mechanism, GSSAPI, which kafkapy
+lacks) stops start-up instead of serving plaintext unauthenticated."""
 from __future__ import annotations
 
 import json
@@ -78,6 +79,6 @@ def test_a_listener_kafkapy_cannot_secure_stops_start_up(tmp_path, protocol):
     assert proc.returncode != 0, output
     assert "Traceback" not in output, output
     lines = [line for line in output.splitlines() if protocol in line]
-    # issue 17: the listener's TLS key store / SASL mechanisms are missing, said in one line
+    # the listener's TLS key store / SASL mechanisms are missing, said in one line
     assert len(lines) == 1 and "start-up failed" in lines[0], output
     assert ("key store" in lines[0]) if protocol == "SSL" else ("GSSAPI" in lines[0]), output

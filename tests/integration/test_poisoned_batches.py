@@ -1,4 +1,4 @@
-"""Poisoned batches are refused and never stored (Kafka's LogValidator, issue 12 item 2).
+"""Poisoned batches are refused and never stored (Kafka's LogValidator).
 
 Each batch has a valid CRC but contents a reader cannot use: records that do not parse, a
 count beyond the offsets, a truncated or mislabelled compressed payload, keyless records

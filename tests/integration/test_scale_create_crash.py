@@ -1,4 +1,4 @@
-"""Issue 20: creating a many-partition topic batches its writes (one embedded-store multi per
+"""Creating a many-partition topic batches its writes (one embedded-store multi per
 batch, leader-epoch-checkpoint files written behind the LeaderAndIsr), and a kill -9 right
 after the create loses nothing: after a restart every partition has its leader at epoch 0,
 its state znode, its records, and a leader-epoch-checkpoint of ``0 0``; a clean stop right

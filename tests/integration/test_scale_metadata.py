@@ -1,4 +1,4 @@
-"""Metadata's kept partition arrays (issue 20) are invalidated when the cache changes.
+"""Metadata's kept partition arrays are invalidated when the cache changes.
 
 ``handlers/metadata.py`` keeps each topic's encoded partition array per (topic, layout,
 listener) while the metadata cache's generation is unchanged.  Each check here asks a

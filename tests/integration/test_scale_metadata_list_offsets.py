@@ -1,4 +1,4 @@
-"""ListOffsets packs its v1+ partition answers straight into bytes (issue 20).
+"""ListOffsets packs its v1+ partition answers straight into bytes.
 
 ``handlers/list_offsets.py`` answers from v1 with rows packed into each topic's partition
 array instead of one kafka-python object per partition.  Against a real in-process broker,

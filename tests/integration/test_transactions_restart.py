@@ -1,4 +1,4 @@
-"""Transactions and idempotence across broker crashes (issue 6).
+"""Transactions and idempotence across broker crashes.
 
 - a transaction open when the broker is killed (-9) ends consistently after the
   restart: the coordinator reloads it from ``__transaction_state`` and aborts it

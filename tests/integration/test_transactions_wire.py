@@ -1,4 +1,4 @@
-"""Transaction APIs over the wire (issue 6): WriteTxnMarkers, DescribeProducers,
+"""Transaction APIs over the wire: WriteTxnMarkers, DescribeProducers,
 FindCoordinator(transaction), Fetch read_committed with aborted_transactions.
 
 A producer id from InitProducerId (no transactional id) writes a transactional

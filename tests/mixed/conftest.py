@@ -1,4 +1,4 @@
-"""Kafka 3.9 and kafkapy brokers on one real ZooKeeper (issue 16 groundwork).
+"""Kafka 3.9 and kafkapy brokers on one real ZooKeeper.
 
 ``Mixed`` is a ``tests.cluster.conftest.Cluster`` whose nodes are chosen one by one:
 ``add(node_id, "kafka" | "kafkapy")`` creates a ``KafkaNode`` (Apache Kafka 3.9 in ZooKeeper

@@ -1,5 +1,4 @@
-"""Replicas moved between kinds with Kafka 3.9's own ``kafka-reassign-partitions.sh``
-(issue 16; H6 findings section 2, "not yet covered").
+"""Replicas moved between kinds with Kafka 3.9's own ``kafka-reassign-partitions.sh``.
 
 2 Kafka 3.9 brokers (1, 2) + 1 kafkapy broker (3) on one ZooKeeper, the controller of
 either kind (``first``).  Topic ``rx`` (RF 2): partition 0 on [1, 2] moves to [3, 2] (a

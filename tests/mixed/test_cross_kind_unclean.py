@@ -1,4 +1,4 @@
-"""Unclean leader election across kinds (issue 16; H6 findings section 2, "not yet covered").
+"""Unclean leader election across kinds.
 
 2 Kafka 3.9 brokers (1, 2) + 1 kafkapy broker (3), the controller of either kind
 (``first``); topic ``ux`` with ``unclean.leader.election.enable=true`` on the two brokers

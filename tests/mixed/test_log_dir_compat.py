@@ -1,4 +1,4 @@
-"""Replacing a broker in place (issue 16): one log dir, Kafka 3.9 and kafkapy in turn.
+"""Replacing a broker in place: one log dir, Kafka 3.9 and kafkapy in turn.
 
 A: a Kafka 3.9 broker (broker.id=1, ZooKeeper mode) fills its log dir (``workload.write``:
 plain multi-segment topics with headers and timestamps, gzip/snappy/lz4/zstd batches, an

@@ -1,5 +1,5 @@
-"""One cluster of 1 Kafka 3.9 broker and 2 kafkapy brokers (issue 16; the scouting covered
-2 Kafka + 1 kafkapy).
+"""One cluster of 1 Kafka 3.9 broker and 2 kafkapy brokers (test_mixed_scouting.py
+covers 2 Kafka + 1 kafkapy).
 
 Broker 1 is Apache Kafka 3.9 (ZooKeeper mode, ``inter.broker.protocol.version=3.9``),
 brokers 2 and 3 are kafkapy, on one ZooKeeper chroot.  Topic ``mc``: 3 partitions, RF=3
@@ -328,7 +328,7 @@ def test_one_kafka_two_kafkapy_controller_of_each_kind(mixed):
     create_topic(m.bootstrap(2), TOPIC, assignment=ASSIGNMENT,
                  configs={"min.insync.replicas": "2"})
     # Every broker knows the topic's leaders before the first record: the producers'
-    # first batches must not race the LeaderAndIsr of a new topic (see H9-findings F4).
+    # first batches must not race the LeaderAndIsr of a new topic.
     preferred = {p: rs[0] for p, rs in ASSIGNMENT.items()}
     wait_for(lambda: all(m.metadata(i, [TOPIC]).leaders(TOPIC) == preferred for i in IDS),
              30, lambda: f"{TOPIC}'s leaders known everywhere\n" + m.summary())

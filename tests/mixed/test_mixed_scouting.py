@@ -1,4 +1,4 @@
-"""Scouting the mixed cluster (issue 16): Kafka 3.9 and kafkapy brokers on one ZooKeeper.
+"""Scouting the mixed cluster: Kafka 3.9 and kafkapy brokers on one ZooKeeper.
 
 Two clusters, each of 2 Kafka 3.9 brokers (ids 1, 2) and 1 kafkapy broker (id 3), all with
 ``inter.broker.protocol.version=3.9``:
@@ -18,8 +18,6 @@ Two clusters, each of 2 Kafka 3.9 brokers (ids 1, 2) and 1 kafkapy broker (id 3)
   Kafka brokers (the same checks, AlterPartition from a Kafka leader to kafkapy's
   controller), then is killed and a Kafka broker takes over.
 
-What fails today is marked ``xfail(strict=True)`` with the reason; the details (log lines,
-error codes, Kafka source, proposed fix) are in the team's findings report for issue 16.
 Every wait is bounded; traffic to 127.0.0.1 only.
 """
 from __future__ import annotations

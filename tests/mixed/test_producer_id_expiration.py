@@ -1,5 +1,4 @@
-"""``producer.id.expiration.ms`` is a dynamic broker config, on Kafka 3.9 and kafkapy alike
-(H6 finding F5).
+"""``producer.id.expiration.ms`` is a dynamic broker config, on Kafka 3.9 and kafkapy alike.
 
 One single-broker cluster of each kind, ``producer.id.expiration.check.interval.ms`` =
 500: an idempotent producer writes; DescribeProducers lists it and still does after

@@ -1,4 +1,4 @@
-"""A rolling migration (issue 16): three Kafka 3.9 brokers replaced by kafkapy one at a time
+"""A rolling migration: three Kafka 3.9 brokers replaced by kafkapy one at a time
 under traffic, then back to Kafka one at a time.
 
 The cluster: brokers 1, 2, 3 of Apache Kafka 3.9 (ZooKeeper mode,

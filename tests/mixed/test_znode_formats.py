@@ -1,4 +1,4 @@
-"""Znodes kafkapy writes are Kafka 3.9's byte for byte (issue 16: H6 findings F2, F3).
+"""Znodes kafkapy writes are Kafka 3.9's byte for byte.
 
 1. Against Kafka's own encoders (``ZnodeOracle.java`` runs ``kafka.zk.TopicZNode``,
    ``TopicPartitionStateZNode``, ``FeatureZNode``, ``BrokerIdZNode`` and

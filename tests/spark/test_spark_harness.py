@@ -124,7 +124,7 @@ def test_read_committed_skips_aborted_records(harness_run):
     assert txn, "no read_committed checks on the transaction partition"
     failed = [c for c in txn if not c["ok"]]
     if failed and END_TXN_KEY not in api_keys:
-        pytest.xfail("kafkapy has no transactions yet (EndTxn not advertised): Fetch returns no "
+        pytest.xfail("the broker has no transactions (EndTxn not advertised): Fetch returns no "
                      "aborted_transactions and ListOffsets/Fetch use the high watermark as the "
                      "last stable offset, so read_committed consumers get aborted records: "
                      + "; ".join(f"{c['name']}: {c['detail'][:200]}" for c in failed))

@@ -1,6 +1,6 @@
 """kafkapy.testing with a MockClock: timeouts happen when the test says so, not in real time.
 
-The issue's acceptance test: a consumer group of two members (raw JoinGroup / SyncGroup /
+The main case: a consumer group of two members (raw JoinGroup / SyncGroup /
 Heartbeat, so no client's own timers interfere); one member goes silent, the clock moves past
 session.timeout.ms, and the group rebalances to a new generation without the silent member,
 while the test's wall time stays far below the session timeout.  Also: log retention deletes

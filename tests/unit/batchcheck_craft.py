@@ -1,7 +1,7 @@
 """Hand-made v2 record batches, valid and poisoned, for the batch validator's tests.
 
 Every batch built here has a correct CRC-32C: the poison is in the contents, which is
-what the CRC-only checks used to let through (issue 12, item 2).  ``POISON`` names each
+what checks of the CRC alone would let through.  ``POISON`` names each
 kind of poison with the error code Kafka 3.9 answers for it.
 
 Invariant: ``assemble`` never validates anything; it writes whatever it is given.

@@ -15,7 +15,8 @@ BROKERS = [1000, 1001, 1002, 1003, 1004]
 
 
 def test_spec_worked_example_start_0_shift_3():
-    # /work/shared/spec/kafka-behaviour.md section 46: 5 brokers, 10 partitions, RF 3.
+    # Kafka's assignReplicasToBrokersRackUnaware with a fixed start index 0 and replica
+    # shift 3: 5 brokers, 10 partitions, RF 3; the shift grows by one after 5 partitions.
     got = assign_replicas(BROKERS, 10, 3, start_index=0, replica_shift=3)
     assert got == {
         0: [1000, 1004, 1001], 1: [1001, 1000, 1002], 2: [1002, 1001, 1003],

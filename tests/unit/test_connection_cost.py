@@ -1,4 +1,4 @@
-"""Per-connection cost cuts (issue 20) keep the bytes: the cached ApiVersions answers are
+"""Per-connection cost cuts keep the bytes: the cached ApiVersions answers are
 byte-equal to encoding the response object, at every version, with features, for any
 correlation id; the UNSUPPORTED_VERSION answer too."""
 from __future__ import annotations

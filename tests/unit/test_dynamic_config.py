@@ -1,4 +1,4 @@
-"""Dynamic broker configs: the effective-value layers (contract C2), Kafka's checks and
+"""Dynamic broker configs: the effective-value layers, Kafka's checks and
 messages, the stored layers read from a real (embedded) metadata store, and DescribeConfigs
 sources and synonyms."""
 from __future__ import annotations

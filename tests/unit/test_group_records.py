@@ -17,7 +17,7 @@ def test_java_string_hash_vectors():
 
 
 def test_partition_for():
-    assert partition_for("console-consumer-49366", 50) == 19     # kafka-behaviour.md §40
+    assert partition_for("console-consumer-49366", 50) == 19     # Kafka's partitionFor
     assert partition_for("polygenelubricants", 50) == 0          # Utils.abs(MIN_VALUE) == 0
     assert partition_for("hello", 50) == abs(java_string_hash("hello")) % 50
 

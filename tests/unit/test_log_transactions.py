@@ -1,4 +1,4 @@
-"""Partition side of transactions (issue 6): LSO, aborted-transaction index, rebuild.
+"""Partition side of transactions: LSO, aborted-transaction index, rebuild.
 
 A Log gets transactional batches of two producers and COMMIT/ABORT markers;
 checked: the first unstable offset (LSO), the ``.txnindex`` entries in Kafka's

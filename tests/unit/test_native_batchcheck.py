@@ -1,10 +1,11 @@
 """kafkapy.native.validate_batch: Kafka's LogValidator checks on one v2 batch, C and Python.
 
-Every poison of issue 12 item 2 (all with a valid CRC) must be refused with the code a
-real Kafka 3.9 broker answers (measured by producing each batch in ``batchcheck_craft``
-to one), by both the C walk and the pure-Python fallback; batches written by real
-producer code (kafka-python's builder, kafkapy's own) must pass; and hypothesis checks
-that the C walk and the Python walk agree on random valid and damaged batches.
+Every poison of ``batchcheck_craft.POISON`` (all with a valid CRC) must be refused with the
+code a real Kafka 3.9 broker answers (measured by producing each batch in
+``batchcheck_craft`` to one), by both the C walk and the pure-Python fallback; batches
+written by real producer code (kafka-python's builder, kafkapy's own) must pass; and
+hypothesis checks that the C walk and the Python walk agree on random valid and damaged
+batches.
 """
 from __future__ import annotations
 

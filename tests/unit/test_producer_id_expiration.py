@@ -1,4 +1,4 @@
-"""``producer.id.expiration.ms`` (Kafka's ProducerStateManagerConfig, H6 finding F5).
+"""``producer.id.expiration.ms`` (Kafka's ProducerStateManagerConfig).
 
 - the broker config: Kafka's default (1 day), ``at least 1`` refusal, dynamic;
 - one ``ProducerStateManagerConfig`` per log manager, shared by every log's producer

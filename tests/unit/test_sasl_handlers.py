@@ -1,7 +1,7 @@
-"""SaslHandshake / SaslAuthenticate handlers against contract K2: what they answer and what
-they tell the connection (``ctx.connection_auth``: begin / authenticated / failed).  The
-connection side is a recording stand-in here; tests/integration/test_sasl.py runs the
-real gate."""
+"""SaslHandshake / SaslAuthenticate handlers against the gate's ConnectionAuth: what they
+answer and what they tell the connection (``ctx.connection_auth``: begin / authenticated /
+failed).  The connection side is a recording stand-in here; tests/integration/test_sasl.py
+runs the real gate."""
 from __future__ import annotations
 
 from types import SimpleNamespace

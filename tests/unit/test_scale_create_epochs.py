@@ -1,4 +1,4 @@
-"""Issue 20: the leader-epoch-checkpoint files of one LeaderAndIsr are written after it, by
+"""The leader-epoch-checkpoint files of one LeaderAndIsr are written after it, by
 one background task (``leader_epoch.write_behind``), in Kafka's format; truncations stay
 synchronous, flush() makes a pending file durable, a deleted log's pending write is dropped."""
 from __future__ import annotations

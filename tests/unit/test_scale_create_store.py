@@ -1,4 +1,4 @@
-"""Issue 20: a topic's partition-state znodes written in one multi cost the embedded store
+"""A topic's partition-state znodes written in one multi cost the embedded store
 O(partitions), one file write per multi, and a failing multi still leaves nothing behind;
 ZkWrites puts a large topic's states in one multi on the embedded store and still reports
 a failing partition alone."""

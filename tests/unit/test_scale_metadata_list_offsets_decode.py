@@ -1,4 +1,4 @@
-"""ListOffsets' own request decoder (issue 20) reads what kafka-python's does.
+"""ListOffsets' own request decoder reads what kafka-python's does.
 
 ``handlers/list_offsets.FastDecode`` leaves each topic's partitions of a v1+ request as
 ``Rows`` of (index, current leader epoch, timestamp) tuples instead of one object each.

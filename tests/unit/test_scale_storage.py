@@ -1,4 +1,4 @@
-"""Per-partition storage costs (issue 20): lazy index files, recovery limited to the
+"""Per-partition storage costs: lazy index files, recovery limited to the
 segments past the recovery point, O(1) log placement, clean stop with one sync per dir.
 
 Real files in tmp_path; the on-disk layout checked is Kafka 3.9's (a fresh partition

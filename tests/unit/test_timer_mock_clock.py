@@ -1,8 +1,8 @@
 """Timer on a MockClock: after the clock jumps past an armed deadline, new tasks still fire.
 
 The loop handle armed for the old deadline is still its old real-time distance away; the
-timer must not take it for "armed early enough" (issue 19: a rejoin's zero-delay join
-deadline waited for the next advance()).
+timer must not take it for "armed early enough" (else a rejoin's zero-delay join
+deadline waits for the next advance()).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The transaction coordinator's state machine on a MockClock (issue 6).
+"""The transaction coordinator's state machine on a MockClock.
 
 The store and the marker writer are in-memory fakes that record what the
 coordinator wrote; deferred work (marker sending) runs when the test says so;

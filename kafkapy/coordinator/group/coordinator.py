@@ -115,7 +115,7 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
         """Install what a partition holds and start serving its groups."""
         for group_id in loaded.group_ids():
             self._install(group_id, loaded.groups.get(group_id), loaded.offsets.get(group_id, {}))
-        self.install_pending_txn_offsets(loaded.pending_txn)  # transactions (issue 6)
+        self.install_pending_txn_offsets(loaded.pending_txn)  # open transactions' offsets
         self._loading.discard(index)
         self._owned.add(index)
         if loaded.group_ids():
@@ -125,7 +125,7 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
         """This broker no longer leads partition ``index``: forget its groups."""
         self._owned.discard(index)
         self._loading.discard(index)
-        self.drop_pending_txn_offsets(index)  # transactions (issue 6)
+        self.drop_pending_txn_offsets(index)  # open transactions' offsets
         for group_id in [g for g in self._groups if self.partition_for(g) == index]:
             self._drop_group(self._groups.pop(group_id), E.NOT_COORDINATOR)
 

@@ -79,7 +79,7 @@ class GroupStore:
         return acks.then(self._replicate(key, result),
                          lambda code: _client_error(code, for_offsets))
 
-    # -- transactions (issue 6; see txn_offsets.py) --------------------------------------
+    # -- transactional offset commits (see txn_offsets.py) -------------------------------
     def write_transactional(self, index: int, entries: list[Entry], producer_id: int,
                             producer_epoch: int):
         from kafkapy.coordinator.group.txn_offsets import write_transactional
@@ -113,7 +113,7 @@ def read_entries(log, pending_txn: dict | None = None) -> list[Entry]:
     log end offset, since the high watermark checkpoint may lag after a crash)."""
     out: list[Entry] = []
     for chunk, header in scan_batches(log):
-        if header.is_transactional:  # transactions (issue 6): held until the marker
+        if header.is_transactional:  # held until the transaction's marker
             route_txn_batch(chunk, header, out, {} if pending_txn is None else pending_txn)
         elif not header.is_control:
             out.extend((r.key, r.value) for r in decode_records(chunk, header.position)
@@ -126,7 +126,7 @@ class Loaded:
     """What one partition holds: group metadata and offsets per group id."""
     groups: dict[str, R.StoredGroup] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
-    # transactions (issue 6): entries of transactions still open, by producer id
+    # entries of transactions still open, by producer id
     pending_txn: dict[int, list[Entry]] = field(default_factory=dict)
 
     def group_ids(self) -> set[str]:

@@ -1,6 +1,6 @@
-"""Transactional offset commits (TxnOffsetCommit) for the group coordinator (issue 6).
+"""Transactional offset commits (TxnOffsetCommit) for the group coordinator.
 
-A mixin of ``GroupCoordinator``, owned by the transactions work.  Offsets sent
+A mixin of ``GroupCoordinator`` (``TxnOffsetOps``).  Offsets sent
 with TxnOffsetCommit are written to the group's ``__consumer_offsets``
 partition as a *transactional* batch of the producer (producer id and epoch,
 no sequence; a stale epoch is refused by the partition's producer state with

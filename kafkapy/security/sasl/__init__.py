@@ -1,6 +1,6 @@
 """SASL mechanisms on the broker: which are enabled on a listener, and a server for one.
 
-Contract K2 (issue 17) with the connection's SASL gate (``kafkapy/security/gate.py``):
+What the connection's SASL gate (``kafkapy/security/gate.py``) and the handlers use:
 ``enabled_mechanisms(broker, listener_name)`` is the list a SaslHandshake answers with;
 ``server_for(mechanism, broker, listener_name)`` is a fresh ``SaslServer`` for one
 authentication (None for a mechanism that is not enabled or that kafkapy lacks, e.g.

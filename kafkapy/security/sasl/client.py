@@ -1,6 +1,6 @@
 """SASL mechanisms on the client side: what a broker sends when it connects to another
-broker (inter-broker listener; contract K4 with ``kafkapy/network/client.py``), and what
-tests use.
+broker (inter-broker listener: ``kafkapy/network/client.py``'s SASL login with a
+``ClientSecurity``), and what tests use.
 
 ``client_for(mechanism, username, password)`` gives a client with ``first()`` (the
 initial token), ``evaluate(challenge)`` (the next token; ``b""`` when the exchange needs
