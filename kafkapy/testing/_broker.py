@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 import socket
 import tempfile
@@ -79,9 +80,54 @@ def broker_settings(keywords: Mapping[str, Any], settings: Mapping[str, Any] | N
 _handed_out: set[int] = set()
 _HANDED_OUT_LIMIT = 10_000      # well under Linux's ~28,000 ephemeral ports
 
+# Parallel test processes (pytest-xdist workers) each take ports from a range of their own,
+# below Linux's ephemeral range (32768 and up), so no worker can draw a port another worker
+# was handed, nor one the kernel gives an outgoing connection.
+_WORKER_PORTS_FROM = 20_000
+_WORKER_PORTS_EACH = 1_500
+_WORKER_SLOTS = 8
+_next_in_range = 0
+
+
+def _own_range() -> range | None:
+    """``KAFKAPY_TEST_PORTS=lo-hi``, else the range of this pytest-xdist worker, else None."""
+    spec = os.environ.get("KAFKAPY_TEST_PORTS")
+    if spec:
+        low, high = (int(part) for part in spec.split("-", 1))
+        return range(low, high + 1)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and worker[2:].isdigit():
+        low = _WORKER_PORTS_FROM + (int(worker[2:]) % _WORKER_SLOTS) * _WORKER_PORTS_EACH
+        return range(low, low + _WORKER_PORTS_EACH)
+    return None
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _from_range(ports: range) -> int:
+    """The next bindable port of ``ports`` after the last one handed out, wrapping around."""
+    global _next_in_range
+    for _ in range(len(ports)):
+        port = ports[_next_in_range % len(ports)]
+        _next_in_range += 1
+        if _bindable(port):
+            return port
+    raise OSError(f"no free loopback port in {ports.start}-{ports.stop - 1}")
+
 
 def free_port() -> int:
-    """A loopback port nothing listens on, never one this process got before."""
+    """A loopback port nothing listens on, never one this process got before (in a range of
+    its own, cycled through, when one is set: see ``_own_range``)."""
+    ports = _own_range()
+    if ports is not None:
+        return _from_range(ports)
     if len(_handed_out) >= _HANDED_OUT_LIMIT:
         _handed_out.clear()
     while True:
