@@ -41,7 +41,7 @@ from kafkapy.log.producer_state import ProducerStateManagerConfig
 from kafkapy.metadata.features import FinalizedFeatureCache
 from kafkapy.coordinator.group.service import GroupService
 from kafkapy.coordinator.producer_ids import ProducerIdManager
-from kafkapy.handlers import build_registry
+from kafkapy.handlers import build_registry, controller_delivery
 from kafkapy.handlers.api_versions import unsupported_version_response
 from kafkapy.log.manager import LogDirError, LogManager
 from kafkapy.log.meta_properties import InconsistentMetaPropertiesError
@@ -158,7 +158,7 @@ class Broker:
         # ISR changes to the controller; attaches itself to the replica manager.
         self.alter_partition = AlterPartitionManager(self)
         self.admin = AdminManager(self)
-        self.controller = KafkaController(self)
+        self.controller = KafkaController(self, local_deliver=controller_delivery(self))
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
         self.groups = GroupService(self)
         self.groups.start()

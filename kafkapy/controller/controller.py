@@ -43,7 +43,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import importlib
 from typing import Iterable
 
 import prometheus_client as prom
@@ -78,10 +77,6 @@ CONTROLLER_EPOCH = prom.Gauge("kafkapy_controller_epoch", "This controller's epo
 PREFERRED = 0
 UNCLEAN = 1
 
-#: request API key -> the broker-side module whose ``apply(broker, request)`` handles it
-_LOCAL_HANDLERS = {4: "kafkapy.handlers.leader_and_isr",
-                   5: "kafkapy.handlers.stop_replica",
-                   6: "kafkapy.handlers.update_metadata"}
 _FAILOVER_RETRY_S = 1.0
 _FIRST_REBALANCE_CHECK_S = 5
 _DRAIN_ON_SHUTDOWN_S = 5.0
@@ -92,11 +87,13 @@ _STRATEGY_NAMES = {PREFERRED: "PreferredReplicaPartitionLeaderElectionStrategy",
 
 
 class KafkaController:
-    def __init__(self, broker, *, local_deliver=None, channel_factory=None) -> None:
-        """``local_deliver`` (request -> response) and ``channel_factory`` (the
-        ``ControllerChannelManager`` signature) replace the defaults in tests."""
+    def __init__(self, broker, *, local_deliver, channel_factory=None) -> None:
+        """``local_deliver`` (request -> response) applies the requests this controller
+        sends its own broker (the broker hands in ``kafkapy.handlers.controller_delivery``);
+        ``channel_factory`` (the ``ControllerChannelManager`` signature) replaces the
+        default in tests."""
         self._broker = broker
-        self._local_deliver = local_deliver or self._deliver_locally
+        self._local_deliver = local_deliver
         self._channel_factory = channel_factory
         self._closed_channels: list = []
         self.ctx = ControllerContext()
@@ -695,10 +692,6 @@ class KafkaController:
                                                           response=response))
         return BatchCallbacks(on_leader_and_isr_response=leader_and_isr_answered,
                               on_stop_replica_deletion=stop_replica_deleted)
-
-    def _deliver_locally(self, request):
-        module = importlib.import_module(_LOCAL_HANDLERS[request.API_KEY])
-        return module.apply(self._broker, request)
 
     def _initialize_context(self) -> None:
         ctx = self.ctx

@@ -1,9 +1,15 @@
-"""One module per API.  ``build_registry()`` collects them; ApiVersions advertises exactly these."""
+"""One module per API.  ``build_registry()`` collects them; ApiVersions advertises exactly these.
+
+``controller_delivery(broker)`` is how the controller reaches its own broker: the requests
+it sends itself are applied in-process by their modules' ``apply(broker, request)``.
+"""
 from __future__ import annotations
 
 import importlib
+from typing import Any, Callable
 
 from kafkapy.api.spec import ApiSpec
+from kafkapy.handlers import leader_and_isr, stop_replica, update_metadata
 
 HANDLER_MODULES = (
     "api_versions",
@@ -80,3 +86,11 @@ def build_registry() -> dict[int, ApiSpec]:
         spec = ApiSpec.from_module(module)
         registry[spec.key] = spec
     return registry
+
+
+def controller_delivery(broker) -> Callable[[Any], Any]:
+    """LeaderAndIsr, StopReplica and UpdateMetadata from this broker's own controller,
+    applied synchronously: request -> response (the controller's ``local_deliver``)."""
+    apply = {module.API_KEY: module.apply
+             for module in (leader_and_isr, stop_replica, update_metadata)}
+    return lambda request: apply[request.API_KEY](broker, request)
