@@ -8,7 +8,8 @@ for AddPartitionsToTxn (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2).
 from __future__ import annotations
 
 from kafkapy.security import authz
-from kafkapy.handlers._txn import fenced_for_version, service
+from kafkapy.coordinator.transaction.service import fenced_for_version
+from kafkapy.handlers._txn import service
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.replication.acks import then
 

@@ -20,7 +20,8 @@ as INVALID_PRODUCER_EPOCH below v2.
 from __future__ import annotations
 
 from kafkapy.security import authz
-from kafkapy.handlers._txn import fenced_for_version, service
+from kafkapy.coordinator.transaction.service import fenced_for_version
+from kafkapy.handlers._txn import service
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.replication.acks import is_pending, then

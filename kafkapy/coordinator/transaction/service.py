@@ -36,6 +36,15 @@ _log = structlog.get_logger("kafkapy.coordinator.transaction")
 TRANSACTION_TOPIC = "__transaction_state"
 
 
+def fenced_for_version(code: int, version: int, first_with_fenced: int) -> int:
+    """Kafka answers PRODUCER_FENCED as INVALID_PRODUCER_EPOCH to request versions that
+    predate the PRODUCER_FENCED error (KIP-588): InitProducerId here, and the transaction
+    handlers."""
+    if code == ErrorCode.PRODUCER_FENCED and version < first_with_fenced:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code
+
+
 class _Store:
     """Kafka's appendTransactionToLog append: acks=-1, so the ISR must hold
     min.insync.replicas (NOT_ENOUGH_REPLICAS, nothing written) and the answer -- the
@@ -122,7 +131,6 @@ class TransactionService:
 
     def init_producer_id(self, ctx, request):
         """InitProducerId with a transactional id (routed here by its handler)."""
-        from kafkapy.handlers._txn import fenced_for_version
         try:
             self.ensure_topic()
         except KafkaError:
