@@ -1,9 +1,15 @@
 """The broker: wires configuration, metadata store, controller, logs, handlers and the listener.
 
-Start-up order: logs are loaded (recovered off the event loop when the last
+Start-up order: every listener's port is bound first (Kafka's SocketServer binds
+before anything else reaches the cluster), so a port in use stops the broker before
+it locks or opens a log dir, connects to the metadata store, registers or runs for
+controller; then logs are loaded (recovered off the event loop when the last
 shutdown was not clean), the broker registers itself in the metadata store,
 becomes controller (single node), loads topics, creates its partitions, and
-only then opens the listener.  Shutdown is the reverse: stop accepting,
+only then listens and accepts (until then a connection is refused, as before the
+bind).  Two brokers started at the same moment on one port can both bind (neither
+listens yet); the second to listen fails then, with the same message.
+Shutdown is the reverse: stop accepting,
 finish in-flight requests, flush and checkpoint the logs, and write the
 clean-shutdown marker so the next start skips recovery.
 
@@ -83,6 +89,13 @@ def _log_dir_failed(log_dir: str, live_dirs: list[str]) -> None:
         os._exit(1)
 
 
+def _bind_failed(server: SocketServer, err: OSError) -> StartupError:
+    """Kafka's SocketServer message: "Socket server failed to bind to host:port: reason."."""
+    reason = err.strerror or str(err)
+    return StartupError(f"Socket server failed to bind to {server.host or '0.0.0.0'}:"
+                        f"{server.port}: {reason}.")
+
+
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
@@ -138,6 +151,7 @@ class Broker:
         # TLS material and SASL entries first: a listener that cannot serve stops the start
         self.socket_servers = [self._socket_server(listener) for listener in self.config.listeners]
         self.inter_broker_security = self._inter_broker_security()
+        self._bind()    # a taken port stops the start before the cluster is touched
         self.log_manager = self._log_manager()
         self.log_manager.open_dirs()
         self.store = self._open_store()
@@ -189,15 +203,21 @@ class Broker:
         """The first listener's server (the one a single-listener broker has)."""
         return self.socket_servers[0] if self.socket_servers else None
 
+    def _bind(self) -> None:
+        """Take every listener's port, not yet listening."""
+        for server in self.socket_servers:
+            try:
+                server.bind()
+            except OSError as err:
+                raise _bind_failed(server, err) from None
+
     async def _listen(self) -> None:
+        """Listen and accept on every listener: the broker serves from here on."""
         for server in self.socket_servers:
             try:
                 await server.start()
             except OSError as err:
-                host = server.host or "0.0.0.0"
-                reason = os.strerror(err.errno) if err.errno else str(err)
-                raise StartupError(f"Socket server failed to bind to {host}:{server.port}: "
-                                   f"{reason}.") from None
+                raise _bind_failed(server, err) from None
 
     def _serve_metrics(self) -> None:
         port, host = self.config["kafkapy.metrics.port"], self.config["kafkapy.metrics.host"]

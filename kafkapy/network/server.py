@@ -90,10 +90,21 @@ class SocketServer:
     def now() -> float:
         return time.monotonic()
 
+    def bind(self) -> None:
+        """Bind the listener's sockets (the port is taken, or this raises OSError) without
+        listening: until ``start`` connections are refused, as before the bind.  A port
+        of 0 becomes the one the kernel chose."""
+        if not self._sockets:
+            self._sockets = _bound_sockets(self.host, self.port)
+            self.port = self._sockets[0].getsockname()[1]
+
     async def start(self) -> None:
+        """Listen and accept (binding first if ``bind`` was not called)."""
         self._loop = asyncio.get_running_loop()
-        self._sockets = _listening_sockets(self.host, self.port, _BACKLOG)
-        self.port = self._sockets[0].getsockname()[1]
+        self.bind()
+        for sock in self._sockets:
+            sock.listen(_BACKLOG)
+            sock.setblocking(False)
         self._stopped = False
         self._start_accepting()
         self._schedule_reaper()
@@ -258,10 +269,12 @@ class SocketServer:
             conn.close()
 
 
-def _listening_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
-    """Bound, listening, non-blocking sockets for ``host`` (all interfaces when empty, one
+def _bound_sockets(host: str, port: int) -> list[socket.socket]:
+    """Bound sockets, not yet listening, for ``host`` (all interfaces when empty, one
     socket per address family as ``loop.create_server`` does); with port 0 every socket gets
-    the port the first one was given."""
+    the port the first one was given.  With SO_REUSEADDR, Linux refuses the bind while
+    another socket listens on the address (a broker running there), not for the closed
+    connections of a previous run (TIME_WAIT)."""
     infos = socket.getaddrinfo(host or None, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0,
                                socket.AI_PASSIVE)
     seen = set()
@@ -282,8 +295,6 @@ def _listening_sockets(host: str, port: int, backlog: int) -> list[socket.socket
             if family == socket.AF_INET6:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.bind(addr)
-            sock.listen(backlog)
-            sock.setblocking(False)
     except BaseException:
         for sock in socks:
             sock.close()

@@ -2,7 +2,8 @@
 
 Each case starts a real broker process (``python -m kafkapy config/server.properties
 --override ...``, as tests/broker_process.py does) into a real obstacle: a port another
-socket listens on, a log dir a running broker holds, a regular file where a log dir should
+socket listens on (a running broker's: the refused one says only that, never registers in
+``/brokers/ids`` nor runs for controller), a log dir a running broker holds, a regular file where a log dir should
 be, a loopback port where no ZooKeeper listens, KRaft settings.  The exit code is non-zero;
 the output has no traceback and no "shut down cleanly", and exactly one line names the
 problem.  One unusable dir among several ``log.dirs`` is no reason to stop: the broker
@@ -26,7 +27,7 @@ from tests.broker_process import ROOT, BrokerProcess, free_port
 from tests.clients.common import produce_values, read_values
 from kafkapy.coordinator.group.hashing import partition_for
 from tests.integration.wire import WireClient, partition_metadata
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 KAFKA_STORAGE_ERROR, LEADER_NOT_AVAILABLE, COORDINATOR_NOT_AVAILABLE = 56, 5, 15
 OFFSETS_PARTITIONS = 50   # offsets.topic.num.partitions, Kafka's default
@@ -97,6 +98,67 @@ def test_port_in_use(tmp_path):
     _assert_one_line_failure(code, output,
                              f"Socket server failed to bind to 127.0.0.1:{port}: "
                              "Address already in use.")
+
+
+def _controller_id(bootstrap: str) -> int:
+    client = WireClient(bootstrap)
+    try:
+        return client.request(3, 1, topics=[]).controller_id
+    finally:
+        client.close()
+
+
+def _refused_for_the_port_of(first: BrokerProcess, second: BrokerProcess) -> None:
+    """``second`` (listening on ``first``'s port) fails with the bind line and says
+    nothing else: it did not get as far as registering or electing."""
+    code, output = _run_to_exit(second.command())
+    line = _assert_one_line_failure(code, output,
+                                    f"Socket server failed to bind to 127.0.0.1:{first.port}: "
+                                    "Address already in use.")
+    assert output.strip().splitlines() == [line], output
+
+
+def test_port_of_a_running_broker_embedded_store(tmp_path):
+    first = BrokerProcess(tmp_path / "first").start()
+    try:
+        second = BrokerProcess(tmp_path / "second", port=first.port, node_id=1)
+        _refused_for_the_port_of(first, second)
+        # No store of its own was opened (no registration, no controller there) ...
+        assert not (tmp_path / "second" / "kafkapy-metadata.json").exists()
+        # ... and the running broker is still the controller, and serves.
+        assert _controller_id(first.bootstrap) == 0
+        produce_values(first.bootstrap, "still-served", [b"a", b"b"])
+        assert read_values(first.bootstrap, "still-served", 2) == [b"a", b"b"]
+        assert first.stop() == 0, first.output()
+    finally:
+        first.kill()
+
+
+def test_port_of_a_running_broker_zookeeper(tmp_path, zk_connect, zk):  # noqa: F811
+    settings = {"zookeeper.connect": zk_connect}
+    first = BrokerProcess(tmp_path / "first", overrides=settings).start()
+    try:
+        assert _controller_id(first.bootstrap) == 0
+        _, ids_before = zk.get("/brokers/ids")
+        controller_before = zk.get("/controller")
+        epoch_before = zk.get("/controller_epoch")
+        second = BrokerProcess(tmp_path / "second", port=first.port, node_id=1,
+                               overrides=settings)
+        _refused_for_the_port_of(first, second)
+        # /brokers/ids never had a child created or deleted: broker 1 never registered
+        # (an ephemeral that came and went would have moved cversion and pzxid).
+        assert zk.get_children("/brokers/ids") == ["0"]
+        _, ids_after = zk.get("/brokers/ids")
+        assert (ids_after.cversion, ids_after.pzxid) == (ids_before.cversion,
+                                                         ids_before.pzxid)
+        # No election: the same /controller znode, the same controller epoch.
+        assert zk.get("/controller") == controller_before
+        assert zk.get("/controller_epoch") == epoch_before
+        produce_values(first.bootstrap, "still-served", [b"a", b"b"])
+        assert read_values(first.bootstrap, "still-served", 2) == [b"a", b"b"]
+        assert first.stop() == 0, first.output()
+    finally:
+        first.kill()
 
 
 def test_metrics_port_in_use(tmp_path):

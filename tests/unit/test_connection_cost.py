@@ -82,9 +82,10 @@ def test_accepted_sockets_inherit_keepalive_and_nodelay():
     """The listener sets no option per connection: Linux copies the listening socket's."""
     import socket
 
-    from kafkapy.network.server import _listening_sockets
+    from kafkapy.network.server import _bound_sockets
 
-    (listener,) = _listening_sockets("127.0.0.1", 0, 8)
+    (listener,) = _bound_sockets("127.0.0.1", 0)
+    listener.listen(8)
     client = socket.create_connection(listener.getsockname(), timeout=5)
     try:
         listener.setblocking(True)
