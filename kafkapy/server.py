@@ -53,6 +53,7 @@ from kafkapy.log.manager import LogDirError, LogManager
 from kafkapy.log.meta_properties import InconsistentMetaPropertiesError
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache
+from kafkapy.metadata.controller_fence import ControllerFence
 from kafkapy.metadata.membership import register_broker, resolve_broker_id
 from kafkapy.metadata.store import MetadataStoreError
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
@@ -163,6 +164,8 @@ class Broker:
         await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
                                    self._stored_topic_config)
         self.cache = MetadataCache(cluster_id, self.node_id, self.inter_broker_listener)
+        # What every controller request (network or in-process) passes through.
+        self.controller_fence = ControllerFence(self.store, lambda: self.broker_epoch)
         self.cache.config_loader = self.topic_configs.overrides
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config,
                                               cache=self.cache)

@@ -1,14 +1,14 @@
 """LeaderAndIsr (key 4): the controller tells this broker which partitions it leads or follows.
 
-Versions 0-7 (Kafka 3.9, ZooKeeper mode).  ``apply(broker, request)`` is the
-synchronous core, called by ``handle`` and in-process by the controller's channel
-for requests to itself.  Fencing as Kafka's KafkaApis.handleLeaderAndIsrRequest and
+Versions 0-7 (Kafka 3.9, ZooKeeper mode).  ``handle`` serves the network, ``apply``
+the controller's in-process delivery to itself; both pass the request through the
+broker's ``ControllerFence`` (``kafkapy.metadata.controller_fence``), then the same
+synchronous core.  Fencing as Kafka's KafkaApis.handleLeaderAndIsrRequest and
 ReplicaManager.becomeLeaderOrFollower:
 
-- broker epoch (v2+) not -1 and older than ours -> STALE_BROKER_EPOCH for the
-  request and every partition (a request meant for this broker's previous life);
-- controller epoch older than the highest seen -> STALE_CONTROLLER_EPOCH likewise;
-  otherwise it becomes the highest seen;
+- the fence's error (a broker epoch older than ours: STALE_BROKER_EPOCH; a controller
+  epoch older than the known one, or one the metadata store does not confirm:
+  STALE_CONTROLLER_EPOCH) for the request and every partition;
 - per partition: offline log dir -> KAFKA_STORAGE_ERROR; topic id differing from
   the log's -> INCONSISTENT_TOPIC_ID; a newer leader epoch is applied (this broker
   not among the replicas -> UNKNOWN_TOPIC_OR_PARTITION); an older one ->
@@ -34,19 +34,23 @@ MAX_VERSION = 7
 
 _Topic = LeaderAndIsrResponse.LeaderAndIsrTopicError
 _Partition = LeaderAndIsrResponse.LeaderAndIsrPartitionError
-UNKNOWN_BROKER_EPOCH = -1
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return _error_response(request, list(_entries(request)), ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    return apply(ctx.broker, request)
+    fenced = await ctx.broker.controller_fence.admit(request, ctx.peer)
+    return _apply(ctx.broker, request, fenced)
 
 
 def apply(broker, request):
-    """Apply a LeaderAndIsr request of any version; the response at its version."""
+    """Apply a LeaderAndIsr request of any version from this broker's own controller
+    (in-process); the response at its version."""
+    return _apply(broker, request, broker.controller_fence.admit_local(request))
+
+
+def _apply(broker, request, fenced: int):
     entries = list(_entries(request))
-    fenced = fence(broker, request)
     if fenced:
         return _error_response(request, entries, fenced)
     cache = broker.cache
@@ -60,30 +64,6 @@ def apply(broker, request):
     # A topic the cache does not know yet waits for UpdateMetadata (None means deleted).
     cache.notify_topics(c.topic for c in changes if cache.topic(c.topic) is not None)
     return _response(request, entries, errors)
-
-
-def fence(broker, request) -> int:
-    """The fencing shared by LeaderAndIsr, StopReplica and UpdateMetadata: the error
-    that rejects the whole request, or 0 after taking its controller epoch as the
-    highest seen."""
-    if _broker_epoch_is_stale(broker, request):
-        return ErrorCode.STALE_BROKER_EPOCH
-    cache = broker.cache
-    if request.controller_epoch < cache.controller_epoch:
-        return ErrorCode.STALE_CONTROLLER_EPOCH
-    cache.controller_epoch = request.controller_epoch
-    return 0
-
-
-def _broker_epoch_is_stale(broker, request) -> bool:
-    """Kafka's isBrokerEpochStale: a known epoch older than this broker's registration
-    (a newer one is possible: the controller saw the registration first)."""
-    epoch = request.broker_epoch if request.version >= _BROKER_EPOCH_SINCE[request.API_KEY] else -1
-    return epoch != UNKNOWN_BROKER_EPOCH and epoch < getattr(broker, "broker_epoch", -1)
-
-
-# The first version carrying broker_epoch: LeaderAndIsr 2, StopReplica 1, UpdateMetadata 5.
-_BROKER_EPOCH_SINCE = {4: 2, 5: 1, 6: 5}
 
 
 def _entries(request):

@@ -1,13 +1,14 @@
 """StopReplica (key 5): the controller tells this broker to stop (and maybe delete) replicas.
 
-Versions 0-4 (Kafka 3.9, ZooKeeper mode).  ``apply(broker, request)`` is the
-synchronous core (``handle`` and the controller's in-process delivery call it).
-As Kafka's KafkaApis.handleStopReplicaRequest and ReplicaManager.stopReplicas:
+Versions 0-4 (Kafka 3.9, ZooKeeper mode).  ``handle`` serves the network, ``apply``
+the controller's in-process delivery to itself; both pass the request through the
+broker's ``ControllerFence`` (``kafkapy.metadata.controller_fence``), then the same
+synchronous core.  As Kafka's KafkaApis.handleStopReplicaRequest and
+ReplicaManager.stopReplicas:
 
-- broker epoch (v1+) not -1 and older than ours -> STALE_BROKER_EPOCH, no
-  partitions in the answer;
-- controller epoch older than the highest seen -> STALE_CONTROLLER_EPOCH, no
-  partitions; otherwise it becomes the highest seen;
+- the fence's error (a broker epoch (v1+) older than ours: STALE_BROKER_EPOCH; a
+  controller epoch older than the known one, or one the metadata store does not
+  confirm: STALE_CONTROLLER_EPOCH), no partitions in the answer;
 - per partition: offline log dir -> KAFKA_STORAGE_ERROR; a leader epoch (v3+) older
   than the replica's -> FENCED_LEADER_EPOCH (-2 "during delete" and -1 "none" skip
   the check); else the fetcher stops and, with delete, the log goes.  A partition
@@ -19,7 +20,6 @@ As Kafka's KafkaApis.handleStopReplicaRequest and ReplicaManager.stopReplicas:
 from __future__ import annotations
 
 from kafkapy.security import authz
-from kafkapy.handlers.leader_and_isr import fence
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import StopReplicaResponse
 from kafkapy.replication.replica_manager import NO_EPOCH
@@ -31,15 +31,20 @@ MAX_VERSION = 4
 _Partition = StopReplicaResponse.StopReplicaPartitionError
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return _response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {})
-    return apply(ctx.broker, request)
+    fenced = await ctx.broker.controller_fence.admit(request, ctx.peer)
+    return _apply(ctx.broker, request, fenced)
 
 
 def apply(broker, request):
-    """Apply a StopReplica request of any version; the response at its version."""
-    fenced = fence(broker, request)
+    """Apply a StopReplica request of any version from this broker's own controller
+    (in-process); the response at its version."""
+    return _apply(broker, request, broker.controller_fence.admit_local(request))
+
+
+def _apply(broker, request, fenced: int):
     if fenced:
         return _response(request, fenced, {})
     cache = broker.cache

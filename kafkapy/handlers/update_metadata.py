@@ -1,13 +1,14 @@
 """UpdateMetadata (key 6): the controller's view of live brokers and partitions for the cache.
 
-Versions 0-8 (Kafka 3.9, ZooKeeper mode).  ``apply(broker, request)`` is the
-synchronous core (``handle`` and the controller's in-process delivery call it).
-As Kafka's KafkaApis.handleUpdateMetadataRequest and
+Versions 0-8 (Kafka 3.9, ZooKeeper mode).  ``handle`` serves the network, ``apply``
+the controller's in-process delivery to itself; both pass the request through the
+broker's ``ControllerFence`` (``kafkapy.metadata.controller_fence``), then the same
+synchronous core.  As Kafka's KafkaApis.handleUpdateMetadataRequest and
 ReplicaManager.maybeUpdateMetadataCache:
 
-- broker epoch (v5+) not -1 and older than ours -> STALE_BROKER_EPOCH;
-- controller epoch older than the highest seen -> STALE_CONTROLLER_EPOCH (Kafka's
-  ControllerMovedException); otherwise it becomes the highest seen;
+- the fence's error: a broker epoch (v5+) older than ours -> STALE_BROKER_EPOCH; a
+  controller epoch older than the known one (Kafka's ControllerMovedException), or
+  one the metadata store does not confirm -> STALE_CONTROLLER_EPOCH;
 - else the cache takes the live brokers (all their listeners), the controller id
   and the partition states (leader -2 deletes a partition); the group coordinator
   drops the offsets of deleted partitions' topics (Kafka's onPartitionsDeleted,
@@ -17,7 +18,6 @@ ReplicaManager.maybeUpdateMetadataCache:
 from __future__ import annotations
 
 from kafkapy.security import authz
-from kafkapy.handlers.leader_and_isr import fence
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import UpdateMetadataResponse
 
@@ -26,15 +26,20 @@ MIN_VERSION = 0
 MAX_VERSION = 8
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return _response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    return apply(ctx.broker, request)
+    fenced = await ctx.broker.controller_fence.admit(request, ctx.peer)
+    return _apply(ctx.broker, request, fenced)
 
 
 def apply(broker, request):
-    """Apply an UpdateMetadata request of any version; the response at its version."""
-    fenced = fence(broker, request)
+    """Apply an UpdateMetadata request of any version from this broker's own controller
+    (in-process); the response at its version."""
+    return _apply(broker, request, broker.controller_fence.admit_local(request))
+
+
+def _apply(broker, request, fenced: int):
     if fenced:
         return _response(request, fenced)
     broker.cache.apply_update_metadata(request)

@@ -11,8 +11,8 @@ the controller's channel); request handlers read it.  Invariants:
   topic left without partitions is removed with its id;
 - ``generation`` grows with every write (UpdateMetadata, put_*/remove_topic): data
   derived from the cache (Metadata's encoded partition arrays) is valid while it is equal;
-- ``controller_epoch`` only grows (requests of older controllers are fenced by the
-  handlers before they reach the cache);
+- requests reach the cache only through the broker's ``ControllerFence`` (the known
+  controller epoch is kept there, not here);
 - topic listeners (``add_listener``) run after every change to a topic, with the
   topic's metadata or ``None`` once it is gone; update listeners
   (``add_update_listener``) run after each applied UpdateMetadata.
@@ -78,7 +78,6 @@ class MetadataCache:
         self.node_id = node_id
         self.inter_broker_listener = inter_broker_listener
         self.controller_id = -1
-        self.controller_epoch = 0
         self.generation = 0
         self.brokers: dict[int, BrokerEndpoint] = {}
         self.listener_brokers: dict[str, dict[int, BrokerEndpoint]] = {}

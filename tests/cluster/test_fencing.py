@@ -10,13 +10,19 @@ state written after its return carries the new epoch.
 Every broker refuses controller requests from an older controller epoch
 (STALE_CONTROLLER_EPOCH) or for an older broker epoch than its registration
 (STALE_BROKER_EPOCH), checked with raw LeaderAndIsr v7 / UpdateMetadata v8 / StopReplica v4
-requests, as Kafka 3.9's ReplicaManager and KafkaApis check them.
+requests, as Kafka 3.9's ReplicaManager and KafkaApis check them.  Beyond Kafka 3.9 (which
+takes a higher controller epoch from anyone), kafkapy brokers refuse a controller epoch or
+controller id that ZooKeeper's ``/controller_epoch`` and ``/controller`` do not confirm, and
+the controller refuses a ControlledShutdown without the named broker's registration epoch,
+so forged requests leave every broker obeying the real controller.
 """
 from __future__ import annotations
 
+import pytest
+
 from tests.cluster import clients
 from tests.cluster.conftest import (
-    FAILOVER_S, LOG_PATTERNS, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, wait_for)
+    FAILOVER_S, LOG_PATTERNS, REFERENCE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, wait_for)
 from tests.integration.request_fields import fields
 
 
@@ -102,13 +108,16 @@ def _send(c, node: int, api_key: int, version: int, **values):
 
 
 def _assert_every_broker_refuses(c, controller: int, controller_epoch: int,
-                                 broker_epoch_delta: int, error: int) -> None:
-    """UpdateMetadata v8, LeaderAndIsr v7 and StopReplica v4 as ``controller`` at
-    ``controller_epoch``, for each broker's epoch plus ``broker_epoch_delta``: every broker
-    answers ``error`` to each; afterwards every broker still names ``controller``."""
+                                 broker_epoch_delta: int, error: int,
+                                 sender: int | None = None) -> None:
+    """UpdateMetadata v8, LeaderAndIsr v7 and StopReplica v4 as ``sender`` (default:
+    ``controller``) at ``controller_epoch``, for each broker's epoch plus
+    ``broker_epoch_delta``: every broker answers ``error`` to each; afterwards every broker
+    still names ``controller``."""
     view = c.metadata(controller)
+    sender = controller if sender is None else sender
     for node in (1, 2, 3):
-        common = dict(controller_id=controller, is_k_raft_controller=False,
+        common = dict(controller_id=sender, is_k_raft_controller=False,
                       controller_epoch=controller_epoch,
                       broker_epoch=c.broker_epoch(node) + broker_epoch_delta)
         um = _send(c, node, 6, 8, **common, topic_states=[], live_brokers=_live_brokers(view))
@@ -134,3 +143,37 @@ def test_brokers_refuse_a_stale_broker_epoch(shared_cluster):
     c = shared_cluster
     controller, epoch = c.controller_id(), c.controller_epoch()
     _assert_every_broker_refuses(c, controller, epoch, -1, STALE_BROKER_EPOCH)
+
+
+@pytest.mark.skipif(REFERENCE == "kafka", reason="Kafka 3.9 takes a higher controller epoch "
+                    "from anyone and moves leaderships for any broker epoch")
+def test_forged_controller_requests_are_refused(shared_cluster, unique):
+    c = shared_cluster
+    controller, epoch = c.controller_id(), c.controller_epoch()
+    # The controller's id with an epoch ZooKeeper does not hold; nobody's id (-1) with a
+    # garbled epoch; another broker's id at the current epoch.
+    _assert_every_broker_refuses(c, controller, epoch + 1, 0, STALE_CONTROLLER_EPOCH)
+    _assert_every_broker_refuses(c, controller, 1064960, 0, STALE_CONTROLLER_EPOCH, sender=-1)
+    impostor = next(i for i in (1, 2, 3) if i != controller)
+    _assert_every_broker_refuses(c, controller, epoch, 0, STALE_CONTROLLER_EPOCH,
+                                 sender=impostor)
+    # ControlledShutdown for a live broker without its registration's epoch.
+    victim = impostor
+    for version, broker_epoch in ((3, c.broker_epoch(victim) + 1), (3, -1), (1, None)):
+        values = {"broker_id": victim}
+        if broker_epoch is not None:
+            values["broker_epoch"] = broker_epoch
+        answer = _send(c, controller, 7, version, **values)
+        assert (answer.error_code, answer.remaining_partitions) == (STALE_BROKER_EPOCH, []), (
+            version, answer)
+    assert (c.controller_id(), c.controller_epoch()) == (controller, epoch)
+
+    # Every broker still obeys the controller: a new topic gets leaders on every broker
+    # (the victim was not taken for shutting down) and takes records through each.
+    topic = unique("after-forgery")
+    clients.create_topic(c.bootstrap(controller), topic, partitions=6, replication=3)
+    leaders = c.wait_topic(topic, 6)
+    assert set(leaders.values()) == {1, 2, 3}, leaders
+    values = {p: clients.record_values(topic, p, 5) for p in range(6)}
+    clients.produce_confluent(c.bootstrap(victim), topic, values)
+    assert clients.consume_confluent(c.bootstrap(victim), topic, {p: 5 for p in range(6)}) == values

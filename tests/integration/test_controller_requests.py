@@ -1,7 +1,10 @@
 """The controller's requests over the wire to a real broker: LeaderAndIsr, StopReplica,
-UpdateMetadata (fencing, hosting a replica, deleting it) and ControlledShutdown."""
+UpdateMetadata (fencing, hosting a replica, deleting it) and ControlledShutdown; forged ones
+(an epoch or controller the metadata store does not confirm, a shutdown for a broker epoch
+that is not the registration's) are refused and leave the broker obeying its controller."""
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import uuid
@@ -11,10 +14,13 @@ import pytest
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.inter_broker import (
     LeaderAndIsrRequest as LAI, StopReplicaRequest as SR, UpdateMetadataRequest as UM)
-from kafkapy.protocol.messages import RESPONSES
+from kafkapy.protocol.messages import REQUESTS, RESPONSES
+from kafkapy.records.record import build_batch
 from tests.broker_process import BrokerProcess
+from tests.integration.request_fields import fields
 from tests.integration.wire import WireClient, recv_frame
 
+CreateTopics, Produce = REQUESTS[19], REQUESTS[0]
 GHOST = "ghost"
 GHOST_ID = uuid.UUID(int=0xABCDEF)
 
@@ -116,3 +122,120 @@ def test_controlled_shutdown_v0_has_no_client_id_in_its_header(broker):
         response = RESPONSES[7].decode(recv_frame(sock), version=0, header=True)
     assert response.header.correlation_id == 42
     assert response.error_code == E.BROKER_NOT_AVAILABLE
+
+
+# -- forged controller requests -------------------------------------------------------------
+# Anyone on the listener can send the controller's APIs.  The broker is its cluster's only
+# broker and controller (node 0, /controller_epoch 1, /brokers/ids/0 with some czxid): a
+# request the store does not confirm is refused without changing anything, and the broker
+# goes on obeying its controller (a topic created afterwards gets a leader and takes records).
+FORGED_EPOCH = 1064960      # what a garbled StopReplica from the fuzzer carried
+REFUSED = "not confirmed by the metadata store"
+
+
+def _forged(api_key: int, controller_id: int, epoch: int) -> dict:
+    """The request's fields for every version (each version encodes the ones it has)."""
+    common = dict(controller_id=controller_id, is_k_raft_controller=False,
+                  controller_epoch=epoch, broker_epoch=-1)
+    if api_key == 4:
+        state = dict(topic_name="victim", partition_index=0, controller_epoch=epoch,
+                     leader=-1, leader_epoch=99, isr=[], partition_epoch=0, replicas=[0],
+                     adding_replicas=[], removing_replicas=[], is_new=False,
+                     leader_recovery_state=0)
+        return dict(common, type=0, live_leaders=[], ungrouped_partition_states=[state],
+                    topic_states=[dict(topic_name="victim", topic_id=uuid.UUID(int=0),
+                                       partition_states=[state])])
+    if api_key == 5:
+        return dict(common, delete_partitions=True,
+                    ungrouped_partitions=[dict(topic_name="victim", partition_index=0)],
+                    topics=[dict(name="victim", partition_indexes=[0])],
+                    topic_states=[dict(topic_name="victim", partition_states=[
+                        dict(partition_index=0, leader_epoch=-2, delete_partition=True)])])
+    return dict(common, type=0, ungrouped_partition_states=[], topic_states=[],
+                live_brokers=[])
+
+
+def _send_forged(client, api_key: int, version: int, controller_id: int, epoch: int):
+    return client.request(api_key, version, **fields(api_key, **_forged(
+        api_key, controller_id, epoch)))
+
+
+def _still_obeys_its_controller(client, topic: str) -> None:
+    """CreateTopics (the controller's LeaderAndIsr and UpdateMetadata to this broker) and an
+    acks=-1 Produce to the new topic succeed; Metadata names broker 0 as controller."""
+    created = client.request(19, 5, timeout_ms=5000, validate_only=False, topics=[
+        CreateTopics.CreatableTopic(name=topic, num_partitions=1, replication_factor=1,
+                                    assignments=[], configs=[])])
+    assert created.topics[0].error_code == 0, created
+    batch = build_batch([(b"k", b"v", [], 1_800_000_000_000)])
+    produced = client.request(0, 9, transactional_id=None, acks=-1, timeout_ms=5000,
+                              topic_data=[Produce.TopicProduceData(name=topic, partition_data=[
+                                  Produce.TopicProduceData.PartitionProduceData(
+                                      index=0, records=batch)])])
+    partition = produced.responses[0].partition_responses[0]
+    assert (partition.error_code, partition.base_offset) == (0, 0), produced
+    metadata = _metadata(client)
+    assert metadata.controller_id == 0
+    assert [b.node_id for b in metadata.brokers] == [0]
+
+
+@pytest.mark.parametrize("api_key, version, controller_id, epoch", [
+    (5, 0, -1, FORGED_EPOCH),       # no broker epoch in the request at all
+    (5, 4, -1, FORGED_EPOCH),
+    (4, 0, -1, FORGED_EPOCH),
+    (4, 7, -1, FORGED_EPOCH),
+    (6, 0, -1, FORGED_EPOCH),
+    (6, 8, -1, FORGED_EPOCH),
+    (4, 7, 0, 2),                   # the controller's id, an epoch the store does not hold
+    (5, 2, 0, 2),
+    (6, 5, 0, 2),
+    (6, 8, 7, 1),                   # the current epoch from a broker that is not controller
+    (4, 7, 7, 1),
+])
+def test_a_forged_controller_request_is_refused(client, api_key, version, controller_id,
+                                                epoch):
+    response = _send_forged(client, api_key, version, controller_id, epoch)
+    assert response.error_code == E.STALE_CONTROLLER_EPOCH
+    if api_key == 4:
+        codes = [p.error_code for p in response.partition_errors] if version < 5 else [
+            p.error_code for t in response.topics for p in t.partition_errors]
+        assert codes == [E.STALE_CONTROLLER_EPOCH]
+    elif api_key == 5:
+        assert response.partition_errors == []
+    _still_obeys_its_controller(client, f"after-{api_key}-{version}-{controller_id}-{epoch}")
+
+
+@pytest.mark.parametrize("version, broker_id, broker_epoch, code", [
+    (3, 0, 10**12, E.STALE_BROKER_EPOCH),   # not the epoch /brokers/ids/0 was created with
+    (3, 0, -1, E.STALE_BROKER_EPOCH),       # "unknown" is no epoch either
+    (2, 0, 0, E.STALE_BROKER_EPOCH),
+    (1, 0, None, E.STALE_BROKER_EPOCH),     # v0-1 carry none: Kafka 3.9 brokers send v3
+    (3, 999, 5, E.BROKER_NOT_AVAILABLE),    # no such broker registered
+])
+def test_a_forged_controlled_shutdown_is_refused(client, version, broker_id, broker_epoch,
+                                                 code):
+    values = {"broker_id": broker_id}
+    if broker_epoch is not None:
+        values["broker_epoch"] = broker_epoch
+    response = client.request(7, version, **values)
+    assert (response.error_code, response.remaining_partitions) == (code, [])
+    # Broker 0 is not taken for shutting down: a new partition still gets it as leader.
+    _still_obeys_its_controller(client, f"after-shutdown-{version}-{broker_id}-{broker_epoch}")
+
+
+def test_a_refusal_is_logged_once_per_connection(broker):
+    clients = [WireClient(broker.bootstrap) for _ in range(2)]
+    try:
+        for c in clients:
+            for _ in range(3):
+                assert _send_forged(c, 6, 8, -1, FORGED_EPOCH).error_code == \
+                    E.STALE_CONTROLLER_EPOCH
+        peers = ["%s:%d" % c.sock.getsockname()[:2] for c in clients]
+    finally:
+        for c in clients:
+            c.close()
+    # Written before the answer: the answers above mean the lines are in the output.
+    lines = [line for line in broker.output().splitlines() if REFUSED in line]
+    assert [sum(bool(re.search(rf"peer={re.escape(peer)}(\s|$)", line)) for line in lines)
+            for peer in peers] == [1, 1], lines
+    assert "Traceback" not in broker.output()

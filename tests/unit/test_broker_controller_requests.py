@@ -1,6 +1,7 @@
 """The broker side of the controller's requests: LeaderAndIsr, UpdateMetadata, StopReplica,
 ControlledShutdown -- their ``apply`` cores over a real MetadataCache and a real
-ReplicaManager on a temporary LogManager, with Kafka 3.9's fencing."""
+ReplicaManager on a temporary LogManager, with Kafka 3.9's fencing; from the network, the
+ControllerFence's confirmation of a new controller epoch in a real embedded store."""
 from __future__ import annotations
 
 import asyncio
@@ -10,8 +11,12 @@ import pytest
 
 from kafkapy.clock import MockClock
 from kafkapy.handlers import controlled_shutdown, leader_and_isr, stop_replica, update_metadata
+from kafkapy.api.context import CloseConnection
 from kafkapy.log.manager import LogManager
+from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache
+from kafkapy.metadata.controller_fence import ControllerFence
+from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.topics import topic_id_text
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.inter_broker import (
@@ -44,6 +49,8 @@ class Broker:
         self.node_id = NODE
         self.broker_epoch = 100
         self.cache = MetadataCache("cluster", NODE, "INTERNAL")
+        self.store = EmbeddedStore(tmp_path / "metadata.json", fsync=False)
+        self.controller_fence = ControllerFence(self.store, lambda: self.broker_epoch)
         self.log_manager = LogManager([str(tmp_path / "d")], MockClock(TS), {})
         self.log_manager.load("cluster", NODE)
         self.replica_manager = ReplicaManager(self.log_manager, NODE, lambda name: {},
@@ -58,9 +65,11 @@ def broker(tmp_path):
     b = Broker(tmp_path)
     yield b
     b.log_manager.shutdown()
+    b.store.close()
 
 
-def lai(partitions, *, version=7, controller_epoch=1, broker_epoch=-1, topic="t", topic_id=TID):
+def lai(partitions, *, version=7, controller_epoch=1, broker_epoch=-1, topic="t", topic_id=TID,
+        controller_id=1):
     """LeaderAndIsr for ``partitions``: [(index, leader, leader_epoch, replicas, isr)]."""
     def state(index, leader, epoch, replicas, isr):
         return LAI.LeaderAndIsrPartitionState(
@@ -69,9 +78,10 @@ def lai(partitions, *, version=7, controller_epoch=1, broker_epoch=-1, topic="t"
             adding_replicas=[], removing_replicas=[], is_new=True, leader_recovery_state=0)
     states = [state(*p) for p in partitions]
     if version < 2:
-        return LAI(version=version, controller_id=1, controller_epoch=controller_epoch,
-                   ungrouped_partition_states=states, live_leaders=[])
-    return LAI(version=version, controller_id=1, controller_epoch=controller_epoch,
+        return LAI(version=version, controller_id=controller_id,
+                   controller_epoch=controller_epoch, ungrouped_partition_states=states,
+                   live_leaders=[])
+    return LAI(version=version, controller_id=controller_id, controller_epoch=controller_epoch,
                broker_epoch=broker_epoch, type=0, is_k_raft_controller=False,
                topic_states=[LAI.LeaderAndIsrTopicState(topic_name=topic, topic_id=topic_id,
                                                         partition_states=states)],
@@ -106,19 +116,20 @@ def um(partitions=(), *, version=8, controller_epoch=1, broker_epoch=-1, brokers
               live_brokers=live)
 
 
-def sr(partitions, *, version=4, controller_epoch=1, broker_epoch=-1, topic="t", delete=True):
+def sr(partitions, *, version=4, controller_epoch=1, broker_epoch=-1, topic="t", delete=True,
+       controller_id=1):
     """StopReplica for ``partitions``: [(index, leader_epoch)]."""
     if version == 0:
-        return SR(version=0, controller_id=1, controller_epoch=controller_epoch,
+        return SR(version=0, controller_id=controller_id, controller_epoch=controller_epoch,
                   delete_partitions=delete, ungrouped_partitions=[
                       SR.StopReplicaPartitionV0(topic_name=topic, partition_index=i)
                       for i, _ in partitions])
     if version < 3:
-        return SR(version=version, controller_id=1, controller_epoch=controller_epoch,
+        return SR(version=version, controller_id=controller_id, controller_epoch=controller_epoch,
                   broker_epoch=broker_epoch, delete_partitions=delete,
                   topics=[SR.StopReplicaTopicV1(name=topic,
                                                 partition_indexes=[i for i, _ in partitions])])
-    return SR(version=version, controller_id=1, controller_epoch=controller_epoch,
+    return SR(version=version, controller_id=controller_id, controller_epoch=controller_epoch,
               broker_epoch=broker_epoch, is_k_raft_controller=False, topic_states=[
                   SR.StopReplicaTopicState(topic_name=topic, partition_states=[
                       SR.StopReplicaTopicState.StopReplicaPartitionState(
@@ -151,7 +162,7 @@ def test_leader_and_isr_makes_this_broker_leader_with_the_topic_id(broker):
     assert leader.is_leader and leader.leader_epoch == 0
     assert leader.log.topic_id == topic_id_text(TID)
     assert rm.leader_partition("t", 0) is leader
-    assert broker.cache.controller_epoch == 1
+    assert broker.controller_fence.epoch == 1
     # Broker 2 is not live in the cache: no fetcher, but the log exists (KAFKA-1647).
     assert ("t", 1) in rm.partitions and broker.replica_fetchers.added == {}
     with pytest.raises(Exception) as err:
@@ -189,7 +200,7 @@ def test_stale_controller_epoch_fences_the_whole_request(broker):
     assert response.error_code == E.STALE_CONTROLLER_EPOCH
     assert lai_errors(response) == {(TID, 1): E.STALE_CONTROLLER_EPOCH}
     assert ("t", 1) not in broker.replica_manager.partitions
-    assert broker.cache.controller_epoch == 5
+    assert broker.controller_fence.epoch == 5
 
 
 @pytest.mark.parametrize("epoch, code", [(99, E.STALE_BROKER_EPOCH), (-1, 0), (100, 0), (101, 0)])
@@ -343,10 +354,79 @@ def test_unknown_partition_answers_unknown_topic_or_partition(broker):
     assert err.value.code == E.UNKNOWN_TOPIC_OR_PARTITION
 
 
+# -- From the network: a new controller epoch needs the store's word ----------------------
+def _elect(store, controller_id: int, epoch: int) -> None:
+    """What winning an election leaves in the store: /controller and /controller_epoch."""
+    for path, data in ((paths.CONTROLLER, paths.encode_controller(controller_id, TS)),
+                       (paths.CONTROLLER_EPOCH, paths.encode_controller_epoch(epoch))):
+        if store.exists(path):
+            store.set(path, data)
+        else:
+            store.create(path, data, makepath=True)
+
+
+def _from_network(broker, module, request):
+    return asyncio.run(module.handle(_Ctx(broker, request.version), request))
+
+
+def test_a_new_controller_epoch_is_taken_once_the_store_confirms_it(broker):
+    update_metadata.apply(broker, um(controller_epoch=1))      # in-process: no store read
+    assert (broker.controller_fence.epoch, broker.controller_fence.controller_id) == (1, 1)
+    _elect(broker.store, 2, 2)
+    assert _from_network(broker, update_metadata,
+                         um(controller_epoch=2, controller_id=2, brokers=(1, 2, 3))
+                         ).error_code == 0
+    assert (broker.controller_fence.epoch, broker.controller_fence.controller_id) == (2, 2)
+    assert (broker.cache.controller_id, broker.cache.live_broker_ids()) == (2, [1, 2, 3])
+    refused = [
+        um(controller_epoch=1, controller_id=1),    # the previous controller
+        um(controller_epoch=2, controller_id=5),    # the current epoch, another controller
+        um(controller_epoch=3, controller_id=2),    # an epoch the store does not hold
+        um(controller_epoch=1064960, controller_id=-1, brokers=()),
+        um(version=0, controller_epoch=3, controller_id=2, brokers=())]
+    for request in refused:
+        assert _from_network(broker, update_metadata, request).error_code == \
+            E.STALE_CONTROLLER_EPOCH, request
+    assert (broker.controller_fence.epoch, broker.controller_fence.controller_id) == (2, 2)
+    assert (broker.cache.controller_id, broker.cache.live_broker_ids()) == (2, [1, 2, 3])
+    # The confirmed controller goes on being obeyed.
+    assert _from_network(broker, leader_and_isr, lai([(0, NODE, 0, [1], [1])],
+                                                     controller_epoch=2, controller_id=2)
+                         ).error_code == 0
+    assert ("t", 0) in broker.replica_manager.partitions
+
+
+def test_forged_requests_change_no_partition(broker):
+    leader_and_isr.apply(broker, lai([(0, NODE, 3, [1], [1])]))
+    _elect(broker.store, 1, 1)
+    forged = dict(controller_epoch=1064960, controller_id=-1)
+    response = _from_network(broker, leader_and_isr, lai([(0, 2, 9, [2], [2])], **forged))
+    assert lai_errors(response) == {(TID, 0): E.STALE_CONTROLLER_EPOCH}
+    for version in (0, 4):
+        response = _from_network(broker, stop_replica, sr([(0, -2)], version=version, **forged))
+        assert (response.error_code, response.partition_errors) == (
+            E.STALE_CONTROLLER_EPOCH, [])
+    partition = broker.replica_manager.partitions[("t", 0)]
+    assert (partition.is_leader, partition.leader_epoch) == (True, 3)
+    assert broker.controller_fence.epoch == 1
+    assert leader_and_isr.apply(broker, lai([(1, NODE, 0, [1], [1])])).error_code == 0
+
+
+def test_a_store_that_cannot_answer_closes_the_connection(broker):
+    """The request is neither refused nor taken: its sender resends it after a backoff."""
+    update_metadata.apply(broker, um(controller_epoch=1))
+    broker.store.close()
+    with pytest.raises(CloseConnection):
+        _from_network(broker, update_metadata, um(controller_epoch=2, controller_id=2))
+    assert broker.controller_fence.epoch == 1
+    # The known controller needs no store read.
+    assert _from_network(broker, update_metadata, um(controller_epoch=1)).error_code == 0
+
+
 # -- ControlledShutdown ---------------------------------------------------------------------
 class _Ctx:
     def __init__(self, broker, version):
-        self.broker, self.api_version = broker, version
+        self.broker, self.api_version, self.peer = broker, version, "127.0.0.1:1"
 
     def response(self, **fields):
         return RESPONSES[7](version=self.api_version, **fields)
@@ -363,17 +443,39 @@ class _Controller:
 
 @pytest.mark.parametrize("version", range(4))
 def test_controlled_shutdown(broker, version):
+    """The request must name a registered broker with its registration's czxid: v0-1
+    carry no epoch and are refused (Kafka 3.9 brokers send v3)."""
     from kafkapy.protocol.messages import REQUESTS
-    request = REQUESTS[7](version=version, broker_id=2, broker_epoch=55)
+    broker.store.create(paths.broker_path(2), b"{}", makepath=True)
+    epoch = broker.store.get(paths.broker_path(2))[1].czxid
+    request = REQUESTS[7](version=version, broker_id=2, broker_epoch=epoch)
     broker.controller = _Controller(active=False)
     response = asyncio.run(controlled_shutdown.handle(_Ctx(broker, version), request))
     assert (response.error_code, response.remaining_partitions) == (E.STALE_CONTROLLER_EPOCH, [])
     broker.controller = _Controller(active=True)
     response = roundtrip(asyncio.run(controlled_shutdown.handle(_Ctx(broker, version), request)))
+    if version < 2:
+        assert (response.error_code, response.remaining_partitions) == (
+            E.STALE_BROKER_EPOCH, [])
+        assert broker.controller.calls == []
+        return
     assert response.error_code == 0
     assert [(p.topic_name, p.partition_index) for p in response.remaining_partitions] == [
         ("t", 0), ("u", 2)]
-    assert broker.controller.calls == [(2, 55 if version >= 2 else -1)]
+    assert broker.controller.calls == [(2, epoch)]
+
+
+@pytest.mark.parametrize("broker_id, delta, code", [
+    (2, 1, E.STALE_BROKER_EPOCH), (2, -1, E.STALE_BROKER_EPOCH), (3, 0, E.BROKER_NOT_AVAILABLE)])
+def test_controlled_shutdown_refused_without_the_registration(broker, broker_id, delta, code):
+    from kafkapy.protocol.messages import REQUESTS
+    broker.store.create(paths.broker_path(2), b"{}", makepath=True)
+    epoch = broker.store.get(paths.broker_path(2))[1].czxid + delta
+    broker.controller = _Controller(active=True)
+    request = REQUESTS[7](version=3, broker_id=broker_id, broker_epoch=epoch)
+    response = asyncio.run(controlled_shutdown.handle(_Ctx(broker, 3), request))
+    assert (response.error_code, response.remaining_partitions) == (code, [])
+    assert broker.controller.calls == []
 
 
 def test_partitions_no_controller_sends_are_refused_without_a_log(broker):
