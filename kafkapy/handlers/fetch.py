@@ -21,7 +21,11 @@ Versions 0 to 17 (Kafka 3.9's range), following KafkaApis.handleFetchRequest:
   (``kafkapy.records.down_convert``), never sent with sendfile; such a fetch gets
   UNSUPPORTED_VERSION when ``message.downconversion.enable`` is false for the topic,
   and below v10 a topic with ``compression.type=zstd`` gets
-  UNSUPPORTED_COMPRESSION_TYPE.  KAFKA_STORAGE_ERROR reads NOT_LEADER_OR_FOLLOWER
+  UNSUPPORTED_COMPRESSION_TYPE.  A stored batch Kafka cannot convert (a negative
+  timestamp, offsets going down) fails the whole fetch as Kafka's handleError does:
+  every requested partition answers the error (UNKNOWN_SERVER_ERROR) with no records;
+  when it comes after the first converted chunk, Kafka was already sending and closes
+  the connection, and so does kafkapy.  KAFKA_STORAGE_ERROR reads NOT_LEADER_OR_FOLLOWER
   below v6, which older clients know.
 - A consumer's Fetch v11+ may be answered by a follower (Kafka's KIP-392 fetch from
   follower), up to that follower's high watermark; earlier versions read only the leader.
@@ -53,6 +57,9 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
+import structlog
+
+from kafkapy.api.context import CloseConnection
 from kafkapy.metrics import counters as metrics
 from kafkapy.log.segment import FetchSlice
 from kafkapy.network.zero_copy import ZeroCopyResponse, new_marker
@@ -60,7 +67,8 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.security import authz
 from kafkapy.purgatory.delayed_fetch import DelayedFetch, FetchPartitionStatus
-from kafkapy.records.down_convert import down_convert, magic_for_fetch_version
+from kafkapy.records.down_convert import (DownConversionError, down_convert,
+                                          magic_for_fetch_version)
 from kafkapy.replication.fetch_session import (PartitionAnswer, PartitionRequest,
                                                TopicIdPartition)
 
@@ -77,6 +85,7 @@ _ZSTD_FROM = 10  # Fetch versions that may carry zstd batches
 _STORAGE_ERROR_KNOWN_FROM = 6
 _LEADER_HINT_FROM = 16
 _LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+_log = structlog.get_logger("kafkapy.handlers.fetch")
 
 
 @dataclass(slots=True)
@@ -319,7 +328,16 @@ class _Fetch:
 
         def respond(response):
             if not future.done():
-                future.set_result(response)
+                if isinstance(response, CloseConnection):
+                    future.set_exception(response)
+                else:
+                    future.set_result(response)
+
+        def read_and_answer():
+            try:
+                return self.answer(self.read(record_follower=False))
+            except CloseConnection as closing:  # a later down-converted chunk failed
+                return closing
 
         starts = {(s.topic, s.partition): s.start for s in statuses}
 
@@ -336,8 +354,7 @@ class _Fetch:
             return end
 
         operation = DelayedFetch(self.request.max_wait_ms, self.min_bytes, statuses,
-                                 lambda: self.answer(self.read(record_follower=False)),
-                                 respond, state)
+                                 read_and_answer, respond, state)
         keys = [(s.topic, s.partition) for s in statuses]
         broker.fetch_purgatory.try_complete_else_watch(operation, keys)
         return future
@@ -352,10 +369,22 @@ class _Fetch:
         slices: dict[bytes, list] = {}
         endpoints: dict[int, object] = {}
         topics: list = []
+        unsendable = None  # a partition whose later down-converted chunk fails
         for index in kept:
             result = updates[index]
-            data = self._partition_data(result, slices, endpoints)
+            try:
+                data = self._partition_data(result, slices, endpoints)
+            except DownConversionError as err:
+                if not err.after_first_chunk:
+                    return self._conversion_failed(result, err)
+                unsendable = unsendable or (result, err)
+                continue
             _add_to_topics(topics, result.tip, data)
+        if unsendable is not None:
+            # Kafka converts later chunks while sending: it closes the connection mid-answer.
+            result, err = unsendable
+            raise CloseConnection(f"down-conversion of {result.tip.topic}-"
+                                  f"{result.tip.partition} failed: {err.message}")
         if self.follower:
             self._record_throttled(updates, kept)
         response = ctx.response(throttle_time_ms=0, error_code=error, session_id=session_id,
@@ -384,6 +413,8 @@ class _Fetch:
         if refusal is None:
             try:
                 records = self._records(result, slices)
+            except DownConversionError:
+                raise   # the whole fetch fails (answer)
             except KafkaError as err:  # a zstd batch first in line for down-conversion
                 refusal = err.code
         if refusal is not None:
@@ -412,6 +443,23 @@ class _Fetch:
             data.current_leader = self._leader_hint(result.tip, endpoints)
         return data
 
+    def _conversion_failed(self, result: _Result, err: DownConversionError):
+        """Kafka's answer when the first chunk of a down-conversion throws (its handleError,
+        FetchRequest.getErrorResponse): every requested partition, in the request's order,
+        answers the error with no records."""
+        _log.error("Unexpected error handling request: down-conversion failed",
+                   partition=f"{result.tip.topic}-{result.tip.partition}",
+                   version=self.ctx.api_version, peer=self.ctx.peer, error=err.message)
+        code = err.code
+        topics = [_Topic(topic=t.topic, topic_id=getattr(t, "topic_id", None), partitions=[
+            _Partition(partition_index=p.partition, error_code=code, high_watermark=-1,
+                       last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
+                       preferred_read_replica=-1, records=None)
+            for p in t.partitions]) for t in self.request.topics]
+        return self.ctx.response(throttle_time_ms=0, error_code=code,
+                                 session_id=getattr(self.request, "session_id", 0),
+                                 responses=topics, node_endpoints=[])
+
     def _refusal(self, result: _Result) -> int | None:
         """An error answered instead of the read (Kafka's maybeConvertFetchedData)."""
         config = result.config
@@ -431,7 +479,16 @@ class _Fetch:
         if magic is not None:
             raw = b"".join(s.read_bytes() for s in result.found)
             metrics.BROKER.copied_bytes += len(raw)
-            return down_convert(raw, magic, result.request.fetch_offset) if raw else b""
+            if not raw:
+                return b""
+            try:
+                return down_convert(raw, magic, result.request.fetch_offset)
+            except KafkaError:
+                raise
+            except Exception as exc:  # a kafkapy bug: Kafka's answer to an unexpected error
+                _log.exception("down-conversion failed", topic=result.tip.topic,
+                               partition=result.tip.partition)
+                raise DownConversionError(ErrorCode.UNKNOWN, repr(exc)) from exc
         if not result.size:
             return b""
         if self.ctx.zero_copy:

@@ -14,6 +14,17 @@ Per batch (RecordsUtil.downConvert):
 - headers are dropped; with LOG_APPEND_TIME every message carries the batch's
   max timestamp and the timestamp-type attribute bit (magic 1).
 
+Records are read as Java reads them (DefaultRecord): a timestamp is ``baseTimestamp +
+timestampDelta`` and an offset ``baseOffset + offsetDelta``, wrapping at 64 bits; an int
+varint takes at most 5 bytes and a long one 10, the bits beyond 32/64 dropped.  Kafka's
+MemoryRecordsBuilder then refuses (IllegalArgumentException) a negative timestamp other
+than -1 and an offset not above the previous one in the batch, so such a stored batch
+(the validator takes them: Java's arithmetic wraps there too) cannot be converted:
+``DownConversionError``.  In the first chunk Kafka answers the whole Fetch with
+UNKNOWN_SERVER_ERROR in every partition; in a later chunk it is already sending the
+answer and closes the connection (``after_first_chunk``).  Stored bytes that do not
+decode (only a damaged log) fail the same way, as CORRUPT_MESSAGE.
+
 Message (magic 0/1): offset int64 | size int32 | crc uint32 (CRC-32 of the rest) |
 magic int8 | attributes int8 (codec in bits 0-2, timestamp type bit 3) |
 [timestamp int64, magic 1] | key bytes32 | value bytes32.
@@ -36,12 +47,13 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import NamedTuple
 
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.batch import (COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_NONE,
-                                   COMPRESSION_SNAPPY, COMPRESSION_ZSTD, BatchHeader,
-                                   iter_headers)
-from kafkapy.records.record import Record, compress, decode_records
+                                   COMPRESSION_SNAPPY, COMPRESSION_ZSTD, HEADER_SIZE,
+                                   BatchHeader, RecordError, iter_headers)
+from kafkapy.records.record import compress, decompress
 
 MAGIC_V0 = 0
 MAGIC_V1 = 1
@@ -58,6 +70,28 @@ _LZ4_BLOCK = 64 * 1024
 _LZ4_INCOMPRESSIBLE = 0x80000000
 # Java's GZIPOutputStream header (JDK 16+: no mtime, no flags, OS 255 "unknown").
 _GZIP_HEADER = bytes([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF])
+_M32 = 0xFFFFFFFF
+_M64 = (1 << 64) - 1
+
+
+class DownConversionError(KafkaError):
+    """A stored batch Kafka's down-conversion throws on (see the module docstring).
+
+    ``after_first_chunk``: False when the first converted chunk failed (Kafka answers the
+    Fetch with ``code`` in every partition), True when a later one did (Kafka closes the
+    connection part-way through the answer).
+    """
+
+    def __init__(self, code: int, message: str, after_first_chunk: bool = False) -> None:
+        super().__init__(code, message)
+        self.after_first_chunk = after_first_chunk
+
+
+class _Record(NamedTuple):
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
 
 
 def magic_for_fetch_version(version: int) -> int | None:
@@ -70,7 +104,11 @@ def magic_for_fetch_version(version: int) -> int | None:
 
 
 def down_convert(data: bytes, to_magic: int, first_offset: int) -> bytes:
-    """Kafka's lazily down-converted records for ``data`` (stored batches), as sent."""
+    """Kafka's lazily down-converted records for ``data`` (stored batches), as sent.
+
+    Raises KafkaError(UNSUPPORTED_COMPRESSION_TYPE) when the first batch to convert is
+    zstd, DownConversionError when a batch cannot be converted.
+    """
     batches = list(iter_headers(data))
     first = b""
     for header in batches:
@@ -88,6 +126,8 @@ def down_convert(data: bytes, to_magic: int, first_offset: int) -> bytes:
             break
         try:
             out += _convert_group(data, group, to_magic, first_offset)
+        except DownConversionError as err:
+            raise DownConversionError(err.code, err.message, after_first_chunk=True) from None
         except KafkaError:
             break  # a zstd batch: the rest becomes overflow bytes
     del out[size:]
@@ -122,27 +162,32 @@ def _overflow(remaining: int) -> bytes:
 
 def _convert_group(data: bytes, group: list[BatchHeader], to_magic: int,
                    first_offset: int) -> bytes:
-    """RecordsUtil.downConvert over some batches; raises for a zstd batch among them."""
+    """RecordsUtil.downConvert over some batches: every batch is read (a zstd one raises
+    KafkaError) before any is converted (a refused one raises DownConversionError)."""
+    kept: list[tuple[BatchHeader, list[_Record] | None]] = []
     for header in group:
-        if not header.is_control and header.compression == COMPRESSION_ZSTD:
+        if header.is_control:
+            continue
+        if header.compression == COMPRESSION_ZSTD:
             raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                              "Down-conversion of zstandard-compressed batches is not supported")
-    return b"".join(_convert_batch(data, h, to_magic, first_offset) for h in group)
+        if header.magic <= to_magic:
+            kept.append((header, None))
+            continue
+        records = [r for r in _records(data, header)
+                   if header.compression != COMPRESSION_NONE or r.offset >= first_offset]
+        if records:
+            kept.append((header, records))
+    return b"".join(data[h.position:h.position + h.size] if records is None
+                    else _convert_batch(h, records, to_magic) for h, records in kept)
 
 
-def _convert_batch(data: bytes, header: BatchHeader, to_magic: int, first_offset: int) -> bytes:
-    if header.is_control:
-        return b""
-    if header.magic <= to_magic:
-        return data[header.position:header.position + header.size]
+def _convert_batch(header: BatchHeader, records: list[_Record], to_magic: int) -> bytes:
+    _check_appendable(records)
     codec = header.compression
-    records = [r for r in decode_records(data, header.position)
-               if codec != COMPRESSION_NONE or r.offset >= first_offset]
-    if not records:
-        return b""
     log_append = header.timestamp_type == _LOG_APPEND_TIME
     attributes = _ATTR_LOG_APPEND_TIME if log_append and to_magic > MAGIC_V0 else 0
-    timestamps = [header.max_timestamp if log_append else r.timestamp for r in records]
+    timestamps = [r.timestamp for r in records]
     if codec == COMPRESSION_NONE:
         return b"".join(_message(to_magic, r.offset, ts, r.key, r.value, attributes)
                         for r, ts in zip(records, timestamps))
@@ -150,12 +195,111 @@ def _convert_batch(data: bytes, header: BatchHeader, to_magic: int, first_offset
                     header.max_timestamp if log_append else _max_timestamp(timestamps, to_magic))
 
 
+def _check_appendable(records: list[_Record]) -> None:
+    """MemoryRecordsBuilder.appendWithOffset's refusals, in its order."""
+    last = None
+    for r in records:
+        if last is not None and r.offset <= last:
+            raise DownConversionError(ErrorCode.UNKNOWN,
+                                      f"Illegal offset {r.offset} following previous offset "
+                                      f"{last} (Offsets must increase monotonically).")
+        if r.timestamp < 0 and r.timestamp != _NO_TIMESTAMP:
+            raise DownConversionError(ErrorCode.UNKNOWN,
+                                      f"Invalid negative timestamp {r.timestamp}")
+        last = r.offset
+
+
+def _records(data: bytes, header: BatchHeader) -> list[_Record]:
+    """The batch's records as Kafka's DefaultRecordBatch iterator reads them (headers
+    skipped); a timestamp is the batch's max one under LOG_APPEND_TIME."""
+    start = header.position + HEADER_SIZE
+    try:
+        payload = decompress(header.compression,
+                             memoryview(data)[start:header.position + header.size])
+    except RecordError as err:
+        raise DownConversionError(ErrorCode.CORRUPT_MESSAGE, err.message or str(err)) from None
+    log_append = header.timestamp_type == _LOG_APPEND_TIME
+    out = []
+    p, n = 0, len(payload)
+    for _ in range(header.records_count):
+        length, p = _int(payload, p, n)
+        end = p + length
+        if length <= 0 or end > n:
+            raise _corrupt()
+        p += 1  # attributes
+        ts_delta, p = _long(payload, p, end)
+        offset_delta, p = _int(payload, p, end)
+        key, p = _blob(payload, p, end)
+        value, p = _blob(payload, p, end)
+        count, p = _int(payload, p, end)
+        if count < 0:
+            raise _corrupt()
+        for _h in range(count):
+            key_size, p = _int(payload, p, end)
+            if key_size < 0 or key_size > end - p:
+                raise _corrupt()
+            _, p = _blob(payload, p + key_size, end)
+        if p != end:
+            raise _corrupt()
+        timestamp = header.max_timestamp if log_append else _long_of(
+            header.base_timestamp + ts_delta)
+        out.append(_Record(_long_of(header.base_offset + offset_delta), timestamp, key, value))
+    return out
+
+
+def _corrupt() -> DownConversionError:
+    return DownConversionError(ErrorCode.CORRUPT_MESSAGE, "Found invalid record structure")
+
+
+def _long_of(value: int) -> int:
+    """``value`` wrapped to a Java long."""
+    value &= _M64
+    return value - (1 << 64) if value >> 63 else value
+
+
+def _raw_varint(buf, p: int, end: int, max_bytes: int) -> tuple[int, int]:
+    raw = shift = 0
+    for _ in range(max_bytes):
+        if p >= end:
+            raise _corrupt()
+        b = buf[p]
+        p += 1
+        raw |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return raw, p
+    raise _corrupt()
+
+
+def _int(buf, p: int, end: int) -> tuple[int, int]:
+    """A zig-zag varint as Java's ByteUtils.readVarint reads it."""
+    raw, p = _raw_varint(buf, p, end, 5)
+    raw &= _M32
+    return (raw >> 1) ^ -(raw & 1), p
+
+
+def _long(buf, p: int, end: int) -> tuple[int, int]:
+    """A zig-zag varlong as Java's ByteUtils.readVarlong reads it."""
+    raw, p = _raw_varint(buf, p, end, 10)
+    raw &= _M64
+    return (raw >> 1) ^ -(raw & 1), p
+
+
+def _blob(buf, p: int, end: int) -> tuple[bytes | None, int]:
+    size, p = _int(buf, p, end)
+    if size < 0:
+        return None, p
+    if size > end - p:
+        raise _corrupt()
+    return bytes(buf[p:p + size]), p + size
+
+
 def _max_timestamp(timestamps: list[int], magic: int) -> int:
     # MemoryRecordsBuilder tracks it from -1, and only for magic 1.
     return max([_NO_TIMESTAMP] + timestamps) if magic > MAGIC_V0 else _NO_TIMESTAMP
 
 
-def _wrapper(records: list[Record], timestamps: list[int], magic: int, codec: int,
+def _wrapper(records: list[_Record], timestamps: list[int], magic: int, codec: int,
              attributes: int, wrapper_timestamp: int) -> bytes:
     """One compressed message holding the batch's records as inner messages."""
     base = records[0].offset

@@ -8,6 +8,11 @@ a compressed one is sent whole; transaction markers disappear; zstd batches and
 ``compression.type=zstd`` topics answer UNSUPPORTED_COMPRESSION_TYPE, and
 ``message.downconversion.enable=false`` UNSUPPORTED_VERSION, both with null records.
 librdkafka, told the broker is 0.8.2/0.9.0 (Fetch v0/v1), reads every codec through it.
+Batches at the edge of Java's longs, as a real Kafka 3.9 answered them: a record timestamp
+that wraps to Long.MAX_VALUE is served wrapped; one that overflows to a negative value
+(which Kafka's down-conversion refuses) fails the whole fetch with UNKNOWN_SERVER_ERROR in
+every partition, or closes the connection when it comes after the first converted chunk,
+on the immediate and on the delayed (min_bytes) path, with no traceback in the log.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.record import build_batch
 from tests.integration.wire import WireClient
+from tests.unit.batchcheck_craft import assemble, record, records
 
 Fetch = REQUESTS[1]
 Produce = REQUESTS[0]
@@ -36,9 +42,9 @@ def _records(base: int) -> list[tuple]:
              [("h", b"dropped")], TS + base + i) for i in range(BATCH)]
 
 
-def _create(bootstrap: str, topic: str, **configs: str) -> None:
+def _create(bootstrap: str, topic: str, partitions: int = 1, **configs: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(60)
+    admin.create_topics([NewTopic(topic, partitions, 1, config=configs)])[topic].result(60)
 
 
 def _produce(c: WireClient, topic: str, codec: int, batches: int = 2) -> None:
@@ -199,3 +205,94 @@ def test_librdkafka_reads_old_formats(broker, client, fallback, codec):
     finally:
         consumer.close()
     assert got == [(i, r[0], r[1]) for i, r in enumerate(_records(0) + _records(BATCH))]
+
+
+LONG_MAX = (1 << 63) - 1
+LONG_MIN = -(1 << 63)
+NOW = int(time.time() * 1000)
+# The second record's timestamp, Long.MAX_VALUE - 5 + 10, wraps to a negative one.
+OVERFLOWING = assemble(record(0, 0) + record(1, 10), 2, base_ts=LONG_MAX - 5,
+                       max_ts=LONG_MAX - 5)
+NEGATIVE = assemble(record(0, 0), 1, base_ts=-5, max_ts=-5)
+GOOD = assemble(records(1), 1, base_ts=NOW, max_ts=NOW)
+
+
+def _produce_batch(c: WireClient, topic: str, batch: bytes, partition: int = 0) -> None:
+    r = c.request(0, 9, transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+        Produce.TopicProduceData(name=topic, partition_data=[
+            Produce.TopicProduceData.PartitionProduceData(index=partition, records=batch)])])
+    assert r.responses[0].partition_responses[0].error_code == 0  # Kafka 3.9 stores it too
+
+
+def _fetch_partitions(c: WireClient, version: int, topic: str, partitions: list[int],
+                      min_bytes: int = 1, max_wait_ms: int = 0):
+    """(partition, error, high watermark, records) of each answered partition."""
+    r = c.request(1, version, replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
+                  max_bytes=1 << 20, isolation_level=0, topics=[Fetch.FetchTopic(
+                      topic=topic, partitions=[Fetch.FetchTopic.FetchPartition(
+                          partition=p, fetch_offset=0, partition_max_bytes=1 << 20)
+                          for p in partitions])])
+    return [(p.partition_index, p.error_code, p.high_watermark,
+             None if p.records is None else bytes(p.records)) for p in r.responses[0].partitions]
+
+
+def test_a_wrapped_record_timestamp_is_served_wrapped(broker, client):
+    topic = "old-wrapped-timestamp"
+    _create(broker.bootstrap, topic)
+    # baseTimestamp Long.MIN_VALUE, delta -1: Java's sum wraps to Long.MAX_VALUE.
+    _produce_batch(client, topic, assemble(record(0, -1), 1, base_ts=LONG_MIN, max_ts=LONG_MAX))
+    filler = bytes.fromhex("ffffffffffffffff0000003d")
+    # Kafka 3.9's answers, byte for byte.
+    assert _fetch_partitions(client, 1, topic, [0]) == [(0, 0, 1, bytes.fromhex(
+        "0000000000000000000000101fecd70a0000000000016b0000000176") + filler + bytes(30))]
+    assert _fetch_partitions(client, 3, topic, [0]) == [(0, 0, 1, bytes.fromhex(
+        "0000000000000000000000181640e1a501007fffffffffffffff000000016b0000000176")
+        + filler + bytes(22))]
+    assert [m[5] for m in _decode(_fetch(client, 3, topic).records)] == [LONG_MAX]
+    assert "Traceback" not in broker.output()
+
+
+@pytest.mark.parametrize("wait", [False, True], ids=["now", "delayed"])
+def test_a_batch_kafka_cannot_down_convert_fails_the_whole_fetch(broker, wait):
+    topic = f"old-overflow-{'delayed' if wait else 'now'}"
+    _create(broker.bootstrap, topic, partitions=2)
+    c = WireClient(broker.bootstrap)
+    try:
+        _produce_batch(c, topic, OVERFLOWING, partition=0)
+        _produce_batch(c, topic, GOOD, partition=1)
+        # delayed: too few bytes for min_bytes, so the answer is built when the wait ends
+        waiting = dict(min_bytes=1 << 20, max_wait_ms=200) if wait else {}
+        for version in (0, 1, 2, 3):
+            # Kafka 3.9: every partition of the request, the good one too.
+            assert _fetch_partitions(c, version, topic, [0, 1], **waiting) == [
+                (0, ErrorCode.UNKNOWN, -1, None), (1, ErrorCode.UNKNOWN, -1, None)]
+        [(_, error, _, stored)] = _fetch_partitions(c, 4, topic, [0])
+        assert (error, stored[16:]) == (0, OVERFLOWING[16:])  # (the broker set the epoch)
+    finally:
+        c.close()
+    assert "Traceback" not in broker.output()
+
+
+@pytest.mark.parametrize("wait", [False, True], ids=["now", "delayed"])
+def test_a_later_batch_kafka_cannot_down_convert_closes_the_connection(broker, wait):
+    topic = f"old-negative-later-{'delayed' if wait else 'now'}"
+    _create(broker.bootstrap, topic)
+    c = WireClient(broker.bootstrap)
+    _produce_batch(c, topic, GOOD)
+    _produce_batch(c, topic, NEGATIVE)
+    c.close()
+    waiting = dict(min_bytes=1 << 20, max_wait_ms=200) if wait else {}
+    for version in (1, 3):
+        c = WireClient(broker.bootstrap)
+        try:
+            # Kafka 3.9 converts the second batch while sending the answer: it closes.
+            with pytest.raises(ConnectionError):
+                _fetch_partitions(c, version, topic, [0], **waiting)
+        finally:
+            c.close()
+    c = WireClient(broker.bootstrap)
+    try:
+        assert _fetch_partitions(c, 4, topic, [0])[0][1] == 0
+    finally:
+        c.close()
+    assert "Traceback" not in broker.output()
