@@ -356,3 +356,24 @@ class ControllerContext:
 
     def is_partition_being_deleted(self, tp: TopicPartition) -> bool:
         return tp[0] in self.topics_to_be_deleted
+
+    # -- gauges (Kafka's KafkaController metrics, read at scrape time) ------------------
+    def offline_partition_count(self) -> int:
+        """OFFLINE partitions of topics not queued for deletion (Kafka's offlinePartitionCount)."""
+        deleting = self.topics_to_be_deleted
+        return sum(1 for (topic, _), state in self.partition_states.items()
+                   if state is PartitionState.OFFLINE and topic not in deleting)
+
+    def preferred_replica_imbalance_count(self) -> int:
+        """Partitions of topics not queued for deletion whose leader is not their preferred
+        (first) replica (Kafka's preferredReplicaImbalanceCount)."""
+        deleting = self.topics_to_be_deleted
+        imbalance = 0
+        for topic, assignment in self.assignments.items():
+            if topic in deleting:
+                continue
+            for index, replicas in assignment.items():
+                led = self.leadership.get((topic, index))
+                if replicas and led is not None and led.leader != replicas[0]:
+                    imbalance += 1
+        return imbalance

@@ -213,20 +213,11 @@ def _controller_families(broker) -> list[Metric]:
     active = controller is not None and controller.is_active
     offline = topics = partitions = imbalance = 0
     if active:
-        from kafkapy.controller.context import PartitionState
         ctx = controller.ctx
-        deleting = ctx.topics_to_be_deleted
-        offline = sum(1 for (topic, _), st in ctx.partition_states.items()
-                      if st is PartitionState.OFFLINE and topic not in deleting)
+        offline = ctx.offline_partition_count()
         topics = len(ctx.assignments)
-        for topic, assignment in ctx.assignments.items():
-            partitions += len(assignment)
-            if topic in deleting:
-                continue
-            for index, replicas in assignment.items():
-                led = ctx.leadership.get((topic, index))
-                if replicas and led is not None and led.leader != replicas[0]:
-                    imbalance += 1
+        partitions = ctx.partition_count()
+        imbalance = ctx.preferred_replica_imbalance_count()
     prefix = "kafka_controller_kafkacontroller_"
     return [
         _gauge(prefix + "activecontrollercount", "1 on the active controller", int(active)),

@@ -40,7 +40,6 @@ import asyncio
 import collections
 import socket
 import struct
-from dataclasses import dataclass
 
 import structlog
 from kafka.protocol.api_header import RequestHeader, ResponseHeader
@@ -49,6 +48,7 @@ from kafka.protocol.api_message import ApiMessage
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES, is_flexible
 from kafkapy.protocol.varint import read_uvarint
+from kafkapy.security.listener_setup import ClientSecurity
 
 _log = structlog.get_logger("kafkapy.network.client")
 _SIZE = struct.Struct(">i")
@@ -63,16 +63,6 @@ _API_VERSIONS = 18
 # answers v0 only for UNSUPPORTED_VERSION (other errors keep the asked version),
 # so the generic decoder is called and the version chosen here.
 _decode_body = ApiMessage.__dict__["decode"].__func__
-
-
-@dataclass(frozen=True)
-class ClientSecurity:
-    """How this broker reaches the others (its inter-broker listener's protocol)."""
-    protocol: str = "PLAINTEXT"
-    ssl_context: object = None
-    sasl_mechanism: str | None = None
-    username: str | None = None
-    password: str | None = None
 
 
 class SaslLoginError(ConnectionError):

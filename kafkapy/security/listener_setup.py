@@ -13,10 +13,21 @@ start-up failure).
 """
 from __future__ import annotations
 
-from kafkapy.network.client import ClientSecurity
+from dataclasses import dataclass
 
 SSL_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True)
+class ClientSecurity:
+    """How this broker reaches the others (its inter-broker listener's protocol); what
+    ``kafkapy.network.client.BrokerConnection`` connects with."""
+    protocol: str = "PLAINTEXT"
+    ssl_context: object = None
+    sasl_mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
 
 
 def listener_ssl_context(config, listener_name: str, protocol: str):

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from kafkapy.cli import configs
-from kafkapy.network.client import BrokerConnection, ClientSecurity, SaslLoginError
+from kafkapy.network.client import BrokerConnection, SaslLoginError
+from kafkapy.security.listener_setup import ClientSecurity
 from tests.broker_process import ROOT, BrokerProcess, free_port
 from tests.certs import broker_ssl_overrides
 from tests.certs import certs  # noqa: F401 (fixture)
