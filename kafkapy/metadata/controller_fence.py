@@ -19,7 +19,9 @@ A request from the network (``admit``):
   no controller is known yet -> the store is read: admitted only when ``/controller_epoch``
   holds exactly the request's epoch and ``/controller`` names exactly its controller id,
   which then become the known ones; anything else -> STALE_CONTROLLER_EPOCH.
-  Only this rare path reads the store, off the event loop for ZooKeeper.  A store that
+  Only this rare path reads the store, off the event loop for ZooKeeper, after a
+  ``sync`` (the ZooKeeper server this broker reads from may lag behind the one the new
+  controller wrote through).  A store that
   cannot answer (connection loss) closes the connection instead: the sending controller
   resends the same request after a backoff, as after a network failure (kafkapy's
   channel and Kafka's RequestSendThread both do).
@@ -176,7 +178,7 @@ class ControllerFence:
         if isinstance(self._store, ZooKeeperStore):
             try:
                 results = await asyncio.get_running_loop().run_in_executor(
-                    None, self._store.get_many, wanted)
+                    None, self._synced_get_many, wanted)
             except RuntimeError as err:     # the executor is gone: the broker is stopping
                 raise StoreCannotConfirm(str(err)) from None
         else:
@@ -185,6 +187,16 @@ class ControllerFence:
             if isinstance(result, _CANNOT_ANSWER):
                 raise StoreCannotConfirm(f"the metadata store cannot answer: {result!r}")
         return results
+
+    def _synced_get_many(self, wanted: list[str]) -> list:
+        """``get_many`` after a ``sync``: the ZooKeeper server this broker talks to may lag
+        behind the one the new controller wrote through, and a genuine new controller's
+        request refused here would not be resent."""
+        try:
+            self._store.sync(wanted[0])
+        except Exception as err:        # noqa: BLE001 - every read then fails alike
+            return [err for _ in wanted]
+        return self._store.get_many(wanted)
 
     def _refused(self, request, peer: str, **details) -> None:
         self._warn(peer, f"Refused {type(request).__name__} of controller "

@@ -268,6 +268,11 @@ class MetadataStore(abc.ABC):
     def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, Stat]:
         """Data and stat of a node; ``NoNodeError`` if missing (no watch set then)."""
 
+    def sync(self, path: str) -> None:
+        """Bring this session's view up to date with the store before the next read (ZooKeeper's
+        ``sync``: a follower server catches up with its leader).  An in-process store is
+        always current."""
+
     def get_many(self, paths: Sequence[str]) -> list:
         """``get`` of each path, in order: ``(data, stat)`` or the exception that failed
         that read (``NoNodeError`` for a missing node).  A ZooKeeper backend has all the

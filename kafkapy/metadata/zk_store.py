@@ -285,6 +285,11 @@ class ZooKeeperStore(MetadataStore):
         self._registered(w, True)
         return (data or b""), Stat.from_znode_stat(zstat)
 
+    def sync(self, path: str) -> None:
+        self._check_open()
+        validate_path(path)
+        self._wait(self._client.sync_async(path))
+
     def get_many(self, paths: Sequence[str]) -> list:
         try:
             self._check_open()
