@@ -37,7 +37,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from kafkapy import metrics
 from kafkapy.clock import SYSTEM_CLOCK, Clock
-from kafkapy.config.broker import BrokerConfig, ConfigError
+from kafkapy.config.broker import BrokerConfig, ConfigError, acl_authorizer_settings
 from kafkapy.config.describe import describe_broker, describe_default_broker, describe_topic
 from kafkapy.config.dynamic import DynamicBrokerConfig, apply_to_broker
 from kafkapy.controller.admin import AdminManager
@@ -269,7 +269,7 @@ class Broker:
         if not self.config["authorizer.class.name"]:
             return
         from kafkapy.security.authorizer import AclAuthorizer
-        self.authorizer = AclAuthorizer.from_config(self.config, self.store)
+        self.authorizer = AclAuthorizer(self.store, *acl_authorizer_settings(self.config))
         self.authorizer.start()
 
     def _open_store(self):

@@ -38,9 +38,11 @@ from kafkapy.config.definitions import BROKER_CONFIGS, BROKER_DYNAMIC_ONLY_CONFI
 from kafkapy.config.errors import ConfigError
 from kafkapy.config.listeners import Endpoint, check_distinct_ports, parse_listeners, parse_protocol_map
 from kafkapy.config.types import render_value
+from kafkapy.security.authorizer import parse_super_users
 
-__all__ = ["BrokerConfig", "validate_topic_configs", "STATIC_BROKER_CONFIG", "DEFAULT_CONFIG",
-           "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG"]
+__all__ = ["BrokerConfig", "validate_topic_configs", "acl_authorizer_settings",
+           "STATIC_BROKER_CONFIG", "DEFAULT_CONFIG", "DYNAMIC_BROKER_CONFIG",
+           "DYNAMIC_DEFAULT_BROKER_CONFIG"]
 
 STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
 DEFAULT_CONFIG = "DEFAULT_CONFIG"
@@ -490,10 +492,26 @@ def _check_unsupported(cfg: BrokerConfig) -> None:
              f"authorizer.class.name={authorizer}: kafkapy implements only "
              "kafka.security.authorizer.AclAuthorizer", "authorizer.class.name", cfg)
     if authorizer:
-        # The authorizer's own keys (Kafka reads them from the originals), checked at start-up.
-        from kafkapy.security.authorizer import AclAuthorizer
-        AclAuthorizer.from_config(cfg, None)
+        acl_authorizer_settings(cfg)    # its own keys, checked at start-up
 
+
+
+def acl_authorizer_settings(cfg) -> tuple[frozenset[str], bool]:
+    """The AclAuthorizer's own keys, read from the originals as Kafka's authorizer reads
+    them: ``super.users`` (the principals' text forms) and
+    ``allow.everyone.if.no.acl.found``.  A bad value is a ConfigError naming its key."""
+    originals = cfg.originals
+    allow_text = str(originals.get("allow.everyone.if.no.acl.found", "false")).strip().lower()
+    if allow_text not in ("true", "false"):
+        raise ConfigError(f"Invalid value {allow_text} for configuration allow.everyone.if.no.acl.found: "
+                          "Expected value to be either true or false",
+                          key="allow.everyone.if.no.acl.found", value=allow_text)
+    try:
+        super_users = parse_super_users(originals.get("super.users"))
+    except ValueError as err:
+        raise ConfigError(f"super.users: {err}", key="super.users",
+                          value=originals.get("super.users")) from None
+    return super_users, allow_text == "true"
 
 _CROSS_CHECKS = (_check_replica_fetch, _check_offsets, _check_log_times, _check_queue_and_cleaner,
                  _check_connection_limits, _check_compaction_lag, _check_unsupported)

@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from kafkapy.config.properties import parse_properties
+from kafkapy import java_properties
 from kafkapy.log.checkpoint import atomic_write
 
 META_PROPERTIES = "meta.properties"
@@ -41,7 +41,7 @@ def read_meta_properties(log_dir: str) -> MetaProperties | None:
     path = os.path.join(log_dir, META_PROPERTIES)
     try:
         with open(path, "rb") as f:
-            props = parse_properties(f.read().decode("iso-8859-1"))
+            props = java_properties.loads(f.read().decode("iso-8859-1"))
     except FileNotFoundError:
         return None
     if "version" not in props:

@@ -60,22 +60,6 @@ class AclAuthorizer:
         self._prefixed: dict[tuple[int, str], tuple[AclEntry, ...]] = {}
         self._listeners: list[ChangeNotificationListener] = []
 
-    @classmethod
-    def from_config(cls, config, store) -> "AclAuthorizer":
-        from kafkapy.config.errors import ConfigError
-        originals = config.originals
-        allow_text = str(originals.get("allow.everyone.if.no.acl.found", "false")).strip().lower()
-        if allow_text not in ("true", "false"):
-            raise ConfigError(f"Invalid value {allow_text} for configuration allow.everyone.if.no.acl.found: "
-                              "Expected value to be either true or false",
-                              key="allow.everyone.if.no.acl.found", value=allow_text)
-        try:
-            super_users = parse_super_users(originals.get("super.users"))
-        except ValueError as err:
-            raise ConfigError(f"super.users: {err}", key="super.users",
-                              value=originals.get("super.users")) from None
-        return cls(store, super_users, allow_text == "true")
-
     # -- decisions ---------------------------------------------------------------------
     def matching(self, resource_type: int, name: str) -> list[AclEntry]:
         out = list(self._literal.get((resource_type, name), ()))

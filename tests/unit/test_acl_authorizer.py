@@ -9,9 +9,13 @@ another authorizer on the same store follows the notifications.
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from kafkapy.api.principal import KafkaPrincipal, Session
+from kafkapy.config.broker import acl_authorizer_settings
+from kafkapy.config.errors import ConfigError
 from kafkapy.security import acls as A
 from kafkapy.security.authorizer import AclAuthorizer, parse_super_users
 
@@ -168,14 +172,11 @@ def test_codes_and_names():
     assert A.decode_change(A.LITERAL_CHANGES, b"TOPIC:a:b") == A.Pattern(A.TOPIC, "a:b", A.LITERAL)
 
 
-def test_from_config_errors(store):
-    from types import SimpleNamespace
-
-    from kafkapy.config.errors import ConfigError
+def test_settings_errors(store):
     with pytest.raises(ConfigError, match="super.users"):
-        AclAuthorizer.from_config(SimpleNamespace(originals={"super.users": "alice"}), store)
+        acl_authorizer_settings(SimpleNamespace(originals={"super.users": "alice"}))
     with pytest.raises(ConfigError, match="allow.everyone.if.no.acl.found"):
-        AclAuthorizer.from_config(SimpleNamespace(originals={"allow.everyone.if.no.acl.found": "yes"}), store)
-    a = AclAuthorizer.from_config(SimpleNamespace(originals={"super.users": "User:a;User:b",
-                                                             "allow.everyone.if.no.acl.found": "true"}), store)
+        acl_authorizer_settings(SimpleNamespace(originals={"allow.everyone.if.no.acl.found": "yes"}))
+    a = AclAuthorizer(store, *acl_authorizer_settings(SimpleNamespace(
+        originals={"super.users": "User:a;User:b", "allow.everyone.if.no.acl.found": "true"})))
     assert a.super_users == {"User:a", "User:b"} and a.allow_if_no_acls

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from kafkapy import java_properties
 from kafkapy.config import ConfigError, load_properties, parse_override, parse_properties
 
 TRICKY = (
@@ -124,9 +125,8 @@ def test_same_result_as_java(tmp_path):
     assert load_properties(props) == json.loads(out.stdout)
 
 
-def test_format_properties_reads_back_as_written():
-    from kafkapy.config.properties import format_properties
+def test_dumps_reads_back_as_written():
     props = {"a key": "=v", "#k": " lead", "uni": "\u20ac\U0001F600", "tab\t": "x\\y\n"}
-    text = format_properties(props, "made by a test")
+    text = java_properties.dumps(props, "made by a test")
     assert text.startswith("# made by a test\n")
     assert parse_properties(text) == props
