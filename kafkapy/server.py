@@ -46,7 +46,6 @@ from kafkapy.controller.topic_configs import TopicConfigs
 from kafkapy.log.producer_state import ProducerStateManagerConfig
 from kafkapy.metadata.features import FinalizedFeatureCache
 from kafkapy.coordinator.group.service import GroupService
-from kafkapy.coordinator.producer_ids import ProducerIdManager
 from kafkapy.handlers import build_registry, controller_delivery
 from kafkapy.handlers.api_versions import unsupported_version_response
 from kafkapy.log.manager import LogDirError, LogManager
@@ -55,6 +54,7 @@ from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache
 from kafkapy.metadata.controller_fence import ControllerFence
 from kafkapy.metadata.membership import register_broker, resolve_broker_id
+from kafkapy.metadata.producer_ids import ProducerIdManager
 from kafkapy.metadata.store import MetadataStoreError
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.network.server import SocketServer

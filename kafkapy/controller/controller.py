@@ -56,9 +56,9 @@ from kafkapy.controller.leader_election import (
     CONTROLLED_SHUTDOWN, OFFLINE, OFFLINE_UNCLEAN, PREFERRED as PREFERRED_STRATEGY)
 from kafkapy.controller.request_batch import BatchStateError
 from kafkapy.controller.zk_writes import ControllerMovedError
-from kafkapy.coordinator.producer_ids import new_producer_id_block
 from kafkapy.metadata import paths
 from kafkapy.metadata.paths import LEADER_RECOVERED, LEADER_RECOVERING
+from kafkapy.metadata.producer_ids import new_producer_id_block
 from kafkapy.metadata.store import (
     STORE_UNAVAILABLE, BadVersionError, CreateOp, DeleteOp, EventType, NodeExistsError,
     NoNodeError, SetDataOp)

@@ -10,7 +10,7 @@ answers NOT_CONTROLLER; the controller answers on its event queue
 BROKER_ID_NOT_REGISTERED for a broker it does not know, STALE_BROKER_EPOCH for any
 other epoch than the registration's, UNKNOWN_SERVER_ERROR when no block could be
 claimed, else the block claimed for the asking broker
-(``coordinator.producer_ids.new_producer_id_block``).  On an error the range is
+(``metadata.producer_ids.new_producer_id_block``).  On an error the range is
 ``0``/``0``, as Kafka's response defaults.
 """
 from __future__ import annotations

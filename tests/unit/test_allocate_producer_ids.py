@@ -16,9 +16,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafkapy.coordinator import producer_ids as pid
 from kafkapy.handlers import allocate_producer_ids as handler
 from kafkapy.metadata import paths
+from kafkapy.metadata import producer_ids as pid
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import (
