@@ -278,6 +278,3 @@ for _section in (_zookeeper, _general, _kraft, _socket, _log_basics, _log_messag
                  _replication, _groups_and_offsets, _transactions, _fetch_metrics_security, _kafkapy,
                  _dynamic_only):
     _section()
-
-# Kafka 3.9's other keys, accepted and described but unused (imported for its side effect).
-from kafkapy.config import broker_keys_accepted as _accepted  # noqa: E402,F401

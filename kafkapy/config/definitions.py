@@ -8,7 +8,9 @@ keys the ordered broker synonyms with their unit factor (Kafka's
 ServerTopicConfigSynonyms: the first synonym that is set wins).
 
 ``BROKER_CONFIGS`` and ``TOPIC_CONFIGS`` are the two main registries, filled by
-``kafkapy.config.broker_keys`` and ``kafkapy.config.topic_keys``.
+``kafkapy.config.broker_keys`` (and ``broker_keys_accepted``) and
+``kafkapy.config.topic_keys`` when they are imported; the package imports them first
+(``kafkapy/config/__init__.py``), so a registry is complete before any module reads it.
 ``BROKER_DYNAMIC_ONLY_CONFIGS`` holds the broker keys that exist only as dynamic
 configs (Kafka's DynamicConfig.Broker quota keys, e.g. the replication throttle
 rates): not part of KafkaConfig, so DescribeConfigs lists one only when it is set.
@@ -127,7 +129,3 @@ BROKER_DYNAMIC_ONLY_CONFIGS = ConfigDefs("broker-dynamic-only")
 def broker_key(name: str) -> ConfigKey | None:
     """A broker key of either broker registry (KafkaConfig's or the dynamic-only one)."""
     return BROKER_CONFIGS.get(name) or BROKER_DYNAMIC_ONLY_CONFIGS.get(name)
-
-# Fill the registries (imported for their side effect; kept last to avoid cycles).
-from kafkapy.config import broker_keys as _broker_keys  # noqa: E402,F401
-from kafkapy.config import topic_keys as _topic_keys  # noqa: E402,F401
