@@ -15,12 +15,18 @@ and only after ``on_complete``; ``is_completed`` is True from the moment the fir
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kafkapy.purgatory.timer import TimerTask
 
-if TYPE_CHECKING:
-    from kafkapy.purgatory.purgatory import Purgatory
+
+class _Holder(Protocol):
+    """What an operation tells the purgatory whose timer holds it (``Purgatory``): that it
+    finished, and that its deadline finished it."""
+
+    def _delayed_done(self, op: DelayedOperation) -> None: ...
+
+    def _expired(self, op: DelayedOperation) -> None: ...
 
 
 class DelayedOperation(TimerTask):
@@ -32,7 +38,7 @@ class DelayedOperation(TimerTask):
         super().__init__(delay_ms)
         self._completed = False
         # The purgatory whose timer holds us, told when we finish (for its counters).
-        self._purgatory: Purgatory | None = None
+        self._purgatory: _Holder | None = None
 
     @property
     def is_completed(self) -> bool:
