@@ -24,19 +24,10 @@ from typing import Any, Callable
 
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafkapy.replication.partition import AppendResult, effective_min_isr
 
 
 # -- min.insync.replicas ----------------------------------------------------------------------
-def min_insync_replicas(partition) -> int:
-    """The topic's min.insync.replicas (its override, else the broker default)."""
-    return int(partition.log.config.values.get("min.insync.replicas", 1))
-
-
-def effective_min_isr(partition) -> int:
-    """Kafka's effectiveMinIsr: min(min.insync.replicas, replication factor)."""
-    return min(min_insync_replicas(partition), max(len(partition.state.replicas), 1))
-
-
 def maximal_isr(partition) -> list[int]:
     """The ISR the high watermark uses (Kafka's maximalIsr: a pending expansion counts)."""
     return list(partition.maximal_isr)
@@ -48,7 +39,6 @@ def min_isr_error(partition, topic: str, index: int):
     isr = partition.state.isr
     if len(isr) >= minimum:
         return None
-    from kafkapy.replication.partition import AppendResult   # (partition imports acks)
     # Kafka logs this text; the client gets only the code (no custom message).
     message = (f"The size of the current ISR {_scala_set(isr)} is insufficient to satisfy "
                f"the min.isr requirement of {minimum} for partition {topic}-{index}")

@@ -60,7 +60,7 @@ from kafkapy.records.batch import (RecordError, is_crc_valid, iter_headers, read
                                    validate_batches)
 from kafkapy.records.legacy import first_magic, up_convert
 from kafkapy.records.validation import check_records
-from kafkapy.replication import acks, truncation
+from kafkapy.replication import truncation
 
 _log = structlog.get_logger("kafkapy.replication")
 _UNKNOWN = -1
@@ -70,6 +70,17 @@ _NO_LOG_START = frozenset({ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARG
                            ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.KAFKA_STORAGE_ERROR,
                            ErrorCode.NOT_LEADER_OR_FOLLOWER,
                            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+
+
+def min_insync_replicas(partition) -> int:
+    """The topic's min.insync.replicas (its override, else the broker default)."""
+    return int(partition.log.config.values.get("min.insync.replicas", 1))
+
+
+def effective_min_isr(partition) -> int:
+    """Kafka's effectiveMinIsr: min(min.insync.replicas, replication factor); what acks=all
+    appends are checked against (``kafkapy.replication.acks``)."""
+    return min(min_insync_replicas(partition), max(len(partition.state.replicas), 1))
 
 
 @dataclass(slots=True)
@@ -198,7 +209,7 @@ class Partition:
     @property
     def effective_min_isr(self) -> int:
         """min.insync.replicas, at most the replication factor (Kafka's effectiveMinIsr)."""
-        return acks.effective_min_isr(self)
+        return effective_min_isr(self)
 
     @property
     def is_under_min_isr(self) -> bool:
