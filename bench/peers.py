@@ -20,8 +20,8 @@ engine (``memory://tansu/`` — the only engine this build has: ``tansu --help``
 ``Storage engines: dynostore``), so that peer never touches disk while kafkapy and Kafka
 write a real log: keep that in mind when comparing numbers.
 
-Run alone: ``python bench/peers.py [run_bench options]`` is ``run_bench.py --only peer``
-(tansu); ``run_bench.py --only kafka`` benchmarks Kafka alone.
+``run_bench.py --only peer`` benchmarks tansu alone, ``run_bench.py --only kafka`` Kafka
+alone (this module is what ``run_bench`` and ``cluster`` use; it runs nothing itself).
 """
 from __future__ import annotations
 
@@ -348,8 +348,3 @@ class KafkaBroker(_ChildBroker):
                  settings=self.settings(), data_dir=str(self.data_dir),
                  source=f"{self.home} (bin/kafka-server-start.sh)")
         return d
-
-
-if __name__ == "__main__":
-    import run_bench  # noqa: E402
-    sys.exit(run_bench.main(["--only", "peer", *sys.argv[1:]]))
