@@ -42,30 +42,39 @@ from kafkapy.config.describe import describe_broker, describe_default_broker, de
 from kafkapy.config.dynamic import DynamicBrokerConfig, apply_to_broker
 from kafkapy.controller.admin import AdminManager
 from kafkapy.controller.controller import KafkaController
+from kafkapy.controller.shutdown_client import controlled_shutdown
 from kafkapy.controller.topic_configs import TopicConfigs
-from kafkapy.log.producer_state import ProducerStateManagerConfig
-from kafkapy.metadata.features import FinalizedFeatureCache
 from kafkapy.coordinator.group.service import GroupService
+from kafkapy.coordinator.transaction.service import TransactionService
 from kafkapy.handlers import build_registry, controller_delivery
 from kafkapy.handlers.api_versions import unsupported_version_response
+from kafkapy.log.cleaner import CleanerSettings, LogCleaner
+from kafkapy.log.leader_epoch import wait_for_writes
 from kafkapy.log.manager import LogDirError, LogManager
 from kafkapy.log.meta_properties import InconsistentMetaPropertiesError
+from kafkapy.log.producer_state import ProducerStateManagerConfig
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache
 from kafkapy.metadata.controller_fence import ControllerFence
+from kafkapy.metadata.embedded import EmbeddedStore
+from kafkapy.metadata.features import FinalizedFeatureCache
 from kafkapy.metadata.membership import register_broker, resolve_broker_id
 from kafkapy.metadata.producer_ids import ProducerIdManager
 from kafkapy.metadata.store import MetadataStoreError
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
+from kafkapy.metadata.zk_store import ZooKeeperStore
+from kafkapy.network.client import BrokerConnection
 from kafkapy.network.server import SocketServer
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory import Purgatory, Timer
 from kafkapy.replication import acks
-from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
 from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
 from kafkapy.replication.alter_partition import AlterPartitionManager
+from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
 from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.replica_manager import ReplicaManager
+from kafkapy.security.authorizer import AclAuthorizer
+from kafkapy.security.listener_setup import inter_broker_security, listener_ssl_context
 
 _log = structlog.get_logger("kafkapy.server")
 
@@ -232,7 +241,6 @@ class Broker:
                                f"(kafkapy.metrics.port): {reason}.") from None
 
     def _start_transactions(self) -> None:
-        from kafkapy.coordinator.transaction.service import TransactionService
         self.txn_coordinator = TransactionService(self)
         self.txn_coordinator.start()
         self.transactions_enabled = True
@@ -268,18 +276,15 @@ class Broker:
         """Kafka's AclAuthorizer when configured (config/broker.py refuses other classes)."""
         if not self.config["authorizer.class.name"]:
             return
-        from kafkapy.security.authorizer import AclAuthorizer
         self.authorizer = AclAuthorizer(self.store, *acl_authorizer_settings(self.config))
         self.authorizer.start()
 
     def _open_store(self):
         if self.config.metadata_store == "zookeeper":
-            from kafkapy.metadata.zk_store import ZooKeeperStore
             store = ZooKeeperStore(self.config["zookeeper.connect"],
                                    self.config["zookeeper.session.timeout.ms"],
                                    self.config["zookeeper.connection.timeout.ms"])
         else:
-            from kafkapy.metadata.embedded import EmbeddedStore
             first_dir = self.config.log_dirs[0]
             if first_dir in self.log_manager.offline_dirs:
                 # Another dir would hold a fresh store: every topic would be forgotten.
@@ -342,7 +347,6 @@ class Broker:
         protocol = self.config.listener_security_protocol_map.get(name, "PLAINTEXT")
         ssl_context = None
         if protocol != "PLAINTEXT":
-            from kafkapy.security.listener_setup import listener_ssl_context
             try:
                 ssl_context = listener_ssl_context(self.config, name, protocol)
             except ValueError as err:
@@ -360,8 +364,6 @@ class Broker:
     def _inter_broker_security(self):
         """This broker's TLS/SASL settings towards the others; every BrokerConnection made
         without its own (controller channel, fetchers, markers, ...) uses them."""
-        from kafkapy.network.client import BrokerConnection
-        from kafkapy.security.listener_setup import inter_broker_security
         try:
             security = inter_broker_security(self.config)
         except ValueError as err:
@@ -382,7 +384,6 @@ class Broker:
             return None
 
     def _start_log_cleaner(self) -> None:
-        from kafkapy.log.cleaner import CleanerSettings, LogCleaner
         settings = CleanerSettings.from_broker_config(self.config)
         self.log_cleaner = LogCleaner(self.log_manager, settings, self.clock)
         self.log_cleaner.start()
@@ -446,7 +447,6 @@ class Broker:
         clients switch to the new leaders before it stops."""
         if not self.config["controlled.shutdown.enable"] or self.broker_epoch < 0:
             return
-        from kafkapy.controller.shutdown_client import controlled_shutdown
         try:
             await controlled_shutdown(self)     # logs a failure itself
         except Exception:
@@ -497,7 +497,6 @@ class Broker:
             await self.log_cleaner.stop()
         if self.log_manager is not None:
             # Queued leader-epoch-checkpoint writes land before the logs close and sync.
-            from kafkapy.log.leader_epoch import wait_for_writes
             await asyncio.get_running_loop().run_in_executor(None, wait_for_writes)
             await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
         if self.store is not None:

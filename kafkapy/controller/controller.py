@@ -43,27 +43,35 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Iterable
 
 import prometheus_client as prom
 import structlog
 
 from kafkapy.controller import events as ev
+from kafkapy.controller.channel import ControllerChannelManager
 from kafkapy.controller.context import (
     NO_LEADER, ControllerContext, LeaderIsr, LiveBroker, PartitionState, ReplicaState,
     TopicPartition)
 from kafkapy.controller.leader_election import (
     CONTROLLED_SHUTDOWN, OFFLINE, OFFLINE_UNCLEAN, PREFERRED as PREFERRED_STRATEGY)
-from kafkapy.controller.request_batch import BatchStateError
-from kafkapy.controller.zk_writes import ControllerMovedError
+from kafkapy.controller.partition_state_machine import PartitionStateMachine
+from kafkapy.controller.reassignment import PartitionReassignments
+from kafkapy.controller.replica_state_machine import ReplicaStateMachine
+from kafkapy.controller.request_batch import (
+    BatchCallbacks, BatchStateError, ControllerBrokerRequestBatch)
+from kafkapy.controller.topic_deletion import ControllerDeletionClient, TopicDeletionManager
+from kafkapy.controller.zk_writes import ControllerMovedError, ZkWrites
 from kafkapy.metadata import paths
 from kafkapy.metadata.paths import LEADER_RECOVERED, LEADER_RECOVERING
 from kafkapy.metadata.producer_ids import new_producer_id_block
 from kafkapy.metadata.store import (
     STORE_UNAVAILABLE, BadVersionError, CreateOp, DeleteOp, EventType, NodeExistsError,
     NoNodeError, SetDataOp)
-from kafkapy.metadata.topics import new_topic_id, topic_id_text
+from kafkapy.metadata.topics import new_topic_id, parse_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.inter_broker import AlterPartitionResponse
 
 _log = structlog.get_logger("kafkapy.controller")
 
@@ -646,18 +654,11 @@ class KafkaController:
                        paths.encode_feature_znode(node.version, node.status, node.features))
 
     def _build_machinery(self) -> None:
-        from kafkapy.controller.partition_state_machine import PartitionStateMachine
-        from kafkapy.controller.reassignment import PartitionReassignments
-        from kafkapy.controller.replica_state_machine import ReplicaStateMachine
-        from kafkapy.controller.request_batch import ControllerBrokerRequestBatch
-        from kafkapy.controller.topic_deletion import (
-            ControllerDeletionClient, TopicDeletionManager)
-        from kafkapy.controller.zk_writes import ZkWrites
         broker = self._broker
         config = broker.config
         factory = self._channel_factory
         if factory is None:
-            from kafkapy.controller.channel import ControllerChannelManager as factory
+            factory = ControllerChannelManager
         self._channel = _TrackedChannel(factory(asyncio.get_running_loop(), broker.node_id,
                                                 self._local_deliver, None,
                                                 config["controller.socket.timeout.ms"]))
@@ -681,8 +682,6 @@ class KafkaController:
             rearm_znode_watch=lambda: self._enqueue(ev.ZkPartitionReassignment()))
 
     def _batch_callbacks(self):
-        from kafkapy.controller.request_batch import BatchCallbacks
-
         def stop_replica_deleted(broker_id: int, error_code: int, partition_errors) -> None:
             self._enqueue(ev.TopicDeletionStopReplicaResponseReceived(
                 broker_id=broker_id, error_code=error_code,
@@ -1263,7 +1262,6 @@ class KafkaController:
 
     def _alter_partition_response(self, version: int, request, wanted, results,
                                   unknown_ids: list):
-        from kafkapy.protocol.inter_broker import AlterPartitionResponse
         topic_cls = AlterPartitionResponse.TopicData
         part_cls = topic_cls.PartitionData
         topics: dict[str, list] = {}
@@ -1552,14 +1550,10 @@ def _partition_errors(response, topic_ids: dict[str, str]):
 def _alter_partition_error(version: int, code: int):
     """AlterPartition answered with a top-level error and no topics (Kafka's
     AlterPartitionRequest.getErrorResponse)."""
-    from kafkapy.protocol.inter_broker import AlterPartitionResponse
     return AlterPartitionResponse[version](throttle_time_ms=0, error_code=int(code), topics=[])
 
 
 def _alter_partition_topic_id(text: str | None):
-    import uuid
-
-    from kafkapy.metadata.topics import parse_topic_id
     if not text:
         return uuid.UUID(int=0)
     try:

@@ -27,6 +27,7 @@ from kazoo.exceptions import NoNodeError
 
 from kafkapy.metadata import paths
 from kafkapy.metadata.change_notifications import ChangeNotificationListener
+from kafkapy.security.sasl.credentials import on_user_change
 
 _log = structlog.get_logger("kafkapy.topic_configs")
 
@@ -103,7 +104,6 @@ class TopicConfigs:
         elif entity_type == paths.CONFIG_TYPE_USER and name:
             # SCRAM credentials (Kafka's UserConfigHandler -> CredentialCache).
             try:
-                from kafkapy.security.sasl.credentials import on_user_change
                 on_user_change(self._broker, name)
             except Exception:
                 _log.exception("applying a user config change failed", entity=name)

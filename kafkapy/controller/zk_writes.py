@@ -26,19 +26,16 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Hashable, Iterable, Sequence
+from typing import Any, Hashable, Iterable, Sequence
 
 import structlog
 
+from kafkapy.controller.context import (
+    ControllerContext, LeaderIsr, ReplicaAssignment, TopicPartition)
 from kafkapy.metadata import paths
 from kafkapy.metadata.store import (
-    BadVersionError, CheckOp, CreateOp, DeleteOp, NoNodeError,
+    BadVersionError, CheckOp, CreateOp, DeleteOp, MetadataStore, NoNodeError,
     NotEmptyError, Op, SetDataOp, join_path)
-
-if TYPE_CHECKING:
-    from kafkapy.controller.context import (
-        ControllerContext, LeaderIsr, ReplicaAssignment, TopicPartition)
-    from kafkapy.metadata.store import MetadataStore
 
 _log = structlog.get_logger("kafkapy.controller.zk_writes")
 
@@ -109,7 +106,6 @@ class ZkWrites:
         """Read each state znode (Kafka's getTopicPartitionStatesRaw + decode): the
         ``LeaderIsr`` with its zk version, None if the znode does not exist, or the
         exception that failed the read (unparsable payload included)."""
-        from kafkapy.controller.context import LeaderIsr
         partitions = list(partitions)
         read = self.store.get_many([paths.partition_state_path(*tp) for tp in partitions])
         out: dict = {}

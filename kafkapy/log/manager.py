@@ -53,6 +53,7 @@ run them off the event loop (executor) when logs are large.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import ctypes.util
@@ -62,6 +63,7 @@ import json
 import logging
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from kafkapy.clock import SYSTEM_CLOCK, Clock
@@ -298,7 +300,6 @@ class LogManager:
         threads = max(1, int(self._recovery_threads()))
         if threads == 1 or len(todo) < 2:
             return [(item, load(item)) for item in todo]
-        from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(threads, thread_name_prefix="log-recovery") as pool:
             futures = [(item, pool.submit(load, item)) for item in todo]
         done, error = [], None
@@ -350,7 +351,6 @@ class LogManager:
     async def load_async(self, cluster_id: str, node_id: int,
                          topic_configs: TopicConfigs = None) -> None:
         """``load`` in a worker thread, so recovery does not block the event loop."""
-        import asyncio
         await asyncio.to_thread(self.load, cluster_id, node_id, topic_configs)
 
     def _read_checkpoint(self, d: str, name: str) -> dict[tuple[str, int], int]:

@@ -36,8 +36,10 @@ import structlog
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.log.offset_index import OffsetIndex
 from kafkapy.log.time_index import TimeIndex
+from kafkapy.native import find_timestamp
 from kafkapy.records.batch import (CRC_START, HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH,
                                    BatchHeader, crc32c, read_header)
+from kafkapy.records.record import decode_records
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -350,7 +352,6 @@ class LogSegment:
         offset >= ``starting_offset`` (ListOffsets).  Decodes only the batch(es)
         whose maxTimestamp qualifies, normally one, in one native pass each (a batch of
         millions of records costs milliseconds, not a Python object per record)."""
-        from kafkapy.native import find_timestamp
         _, ts_offset = self.time_index.lookup(timestamp)
         _, pos = self.offset_index.lookup(max(ts_offset, starting_offset))
         for h in self.iter_batches(pos):
@@ -365,7 +366,6 @@ class LogSegment:
         return None
 
     def _find_from(self, h: BatchHeader, timestamp: int, starting_offset: int):
-        from kafkapy.records.record import decode_records
         for r in decode_records(self.read_batch_bytes(h)):
             if r.timestamp >= timestamp and r.offset >= starting_offset:
                 return r.offset, r.timestamp

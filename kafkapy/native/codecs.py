@@ -25,6 +25,10 @@ import struct
 import threading
 import zlib
 
+import lz4.frame
+import snappy  # python-snappy (cramjam underneath)
+import zstandard
+
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = 16
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -78,7 +82,6 @@ def _gunzip(data, limit: int) -> bytes:
 
 
 def _unsnappy(data: bytes, limit: int) -> bytes:
-    import snappy  # python-snappy (cramjam underneath)
     if data[:8] != _XERIAL_MAGIC:
         out = snappy.decompress(data)
         _check_limit(len(out), limit)
@@ -104,7 +107,6 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
 
 
 def _unlz4(data, limit: int) -> bytes:
-    import lz4.frame
     d = lz4.frame.LZ4FrameDecompressor()
     parts = [d.decompress(data, max_length=_LZ4_STEP)]
     size = len(parts[0])
@@ -123,13 +125,11 @@ def _unlz4(data, limit: int) -> bytes:
 def _zstd_context():
     ctx = getattr(_local, "zstd", None)
     if ctx is None:
-        import zstandard
         ctx = _local.zstd = zstandard.ZstdDecompressor()
     return ctx
 
 
 def _unzstd(data, limit: int) -> bytes:
-    import zstandard
     ctx = _zstd_context()
     declared = zstandard.frame_content_size(data)
     # The one-call path allocates what the header declares, so only for plausible sizes.

@@ -46,9 +46,11 @@ from kafka.protocol.api_header import RequestHeader, ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.protocol.messages import RESPONSES, is_flexible
+from kafkapy.protocol.messages import REQUESTS, RESPONSES, is_flexible
 from kafkapy.protocol.varint import read_uvarint
 from kafkapy.security.listener_setup import ClientSecurity
+from kafkapy.security.sasl import SaslAuthenticationError
+from kafkapy.security.sasl.client import client_for
 
 _log = structlog.get_logger("kafkapy.network.client")
 _SIZE = struct.Struct(">i")
@@ -138,9 +140,6 @@ class BrokerConnection:
 
     async def _sasl_login(self, security: ClientSecurity) -> None:
         """SaslHandshake v1 and SaslAuthenticate v2 (Kafka's SaslClientAuthenticator)."""
-        from kafkapy.protocol.messages import REQUESTS
-        from kafkapy.security.sasl import SaslAuthenticationError
-        from kafkapy.security.sasl.client import client_for
         mechanism = security.sasl_mechanism
         answer = await self.send(REQUESTS[17][1](mechanism=mechanism))
         if answer.error_code:

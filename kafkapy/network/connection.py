@@ -57,6 +57,7 @@ from kafkapy.protocol.headers import (
     API_VERSIONS_KEY, decode_request_header, peek_api)
 from kafkapy.protocol.nullability import null_field
 from kafkapy.security import gate as sasl_gate
+from kafkapy.security.ssl import peer_principal
 
 _log = structlog.get_logger("kafkapy.network")
 _SIZE = struct.Struct(">i")
@@ -137,7 +138,6 @@ class KafkaConnection(asyncio.Protocol):
         on SASL listeners the gate every frame passes until authentication completes."""
         principal = ANONYMOUS
         if protocol == "SSL":
-            from kafkapy.security.ssl import peer_principal
             principal = peer_principal(transport.get_extra_info("ssl_object"))
         self.session = Session(principal, host_address(peer[0]) if peer else "",
                                self._server.listener or "PLAINTEXT", protocol)

@@ -27,6 +27,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from kafkapy.api.principal import KafkaPrincipal
 from kafkapy.metadata.change_notifications import ChangeNotificationListener
+from kafkapy.protocol.errors import ErrorCode
 from kafkapy.security import acls as A
 from kafkapy.security.acls import AclBinding, AclEntry, AclFilter, Pattern
 
@@ -118,7 +119,6 @@ class AclAuthorizer:
     # -- writes (CreateAcls / DeleteAcls) ------------------------------------------------
     def create_acls(self, bindings: list[AclBinding]) -> list[tuple[int, str | None]]:
         """One (error code, message) per binding; bindings of one pattern go in one write."""
-        from kafkapy.protocol.errors import ErrorCode
         results: list[tuple[int, str | None] | None] = [None] * len(bindings)
         by_pattern: dict[Pattern, list[int]] = {}
         for i, b in enumerate(bindings):
@@ -142,7 +142,6 @@ class AclAuthorizer:
 
     def delete_acls(self, filters: list[AclFilter]) -> list[list[tuple[AclBinding, int, str | None]]]:
         """Per filter, the bindings it deleted (each binding counted for its first filter)."""
-        from kafkapy.protocol.errors import ErrorCode
         patterns = list(self._cache)
         for f in filters:
             if f.matches_at_most_one():

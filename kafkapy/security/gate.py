@@ -35,7 +35,7 @@ import time
 import structlog
 
 from kafkapy.api.principal import USER_TYPE, KafkaPrincipal
-from kafkapy.security.sasl import session_lifetime_ms
+from kafkapy.security.sasl import SaslAuthenticationError, session_lifetime_ms
 
 _log = structlog.get_logger("kafkapy.security.gate")
 
@@ -132,7 +132,6 @@ class SaslGate:
 
     def raw_token(self, token: bytes) -> bytes | None:
         """A v0 (unframed) token: the size-prefixed answer, or None to close."""
-        from kafkapy.security.sasl import SaslAuthenticationError
         server = self.server
         try:
             answer = server.evaluate(token)
@@ -212,7 +211,6 @@ class ConnectionAuth:
         """Raises ``SaslAuthenticationError`` (the connection then closes) when a
         re-authentication names another principal."""
         if not self._gate._complete(principal_name):
-            from kafkapy.security.sasl import SaslAuthenticationError
             raise SaslAuthenticationError(self._gate.close_reason)
 
     def failed(self) -> None:

@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafkapy.security.sasl import check_listener
+from kafkapy.security.sasl.client import broker_credentials
+from kafkapy.security.ssl import client_context, listener_value, server_context
+
 SSL_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 
@@ -33,12 +37,10 @@ class ClientSecurity:
 def listener_ssl_context(config, listener_name: str, protocol: str):
     """The server SSLContext of a listener (None when it has no TLS); SASL entries checked."""
     if protocol in SASL_PROTOCOLS:
-        from kafkapy.security.sasl import check_listener
         check_listener(config, listener_name)
     if protocol not in SSL_PROTOCOLS:
         return None
     _check_principal_mapping(config, listener_name)
-    from kafkapy.security.ssl import server_context
     return server_context(config, listener_name, protocol)
 
 
@@ -49,11 +51,9 @@ def inter_broker_security(config) -> ClientSecurity | None:
         return None
     ssl_context = None
     if protocol in SSL_PROTOCOLS:
-        from kafkapy.security.ssl import client_context
         ssl_context = client_context(config, name)
     mechanism = username = password = None
     if protocol in SASL_PROTOCOLS:
-        from kafkapy.security.sasl.client import broker_credentials
         mechanism = str(config["sasl.mechanism.inter.broker.protocol"])
         username, password = broker_credentials(config, name, mechanism)
     return ClientSecurity(protocol=protocol, ssl_context=ssl_context, sasl_mechanism=mechanism,
@@ -63,7 +63,6 @@ def inter_broker_security(config) -> ClientSecurity | None:
 def _check_principal_mapping(config, listener_name: str) -> None:
     """Only Kafka's DEFAULT mapping (the certificate's whole DN) and the default principal
     builder are served: another setting would name principals the ACLs do not expect."""
-    from kafkapy.security.ssl import listener_value
     rules = (listener_value(config, listener_name, "ssl.principal.mapping.rules") or "DEFAULT").strip()
     if rules != "DEFAULT":
         raise ValueError(f"ssl.principal.mapping.rules={rules} (listener {listener_name}): kafkapy "

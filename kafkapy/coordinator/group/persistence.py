@@ -22,6 +22,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.coordinator.internal_topic import scan_batches
 from kafkapy.records.record import build_batch, decode_records
 from kafkapy.coordinator.group.txn_offsets import route_batch as route_txn_batch
+from kafkapy.coordinator.group.txn_offsets import write_transactional
 from kafkapy.replication import acks
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -82,7 +83,6 @@ class GroupStore:
     # -- transactional offset commits (see txn_offsets.py) -------------------------------
     def write_transactional(self, index: int, entries: list[Entry], producer_id: int,
                             producer_epoch: int):
-        from kafkapy.coordinator.group.txn_offsets import write_transactional
         return write_transactional(self, index, entries, producer_id, producer_epoch)
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from kafka.protocol.api_data import ApiData
 
+from kafkapy.coordinator.transaction.state import TxnState
 from kafkapy.protocol.schema_package import ensure_schema_package
 
 KEY_VERSION = 0
@@ -68,7 +69,6 @@ def encode_key(transactional_id: str) -> bytes:
 
 
 def encode_value(txn: StoredTxn) -> bytes:
-    from kafkapy.coordinator.transaction.state import TxnState
     if txn.state == TxnState.EMPTY:
         partitions = None
     else:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from kafkapy.protocol.errors import ErrorCode
+
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
@@ -132,7 +134,6 @@ class TransactionMetadata:
     def prepare_increment_producer_epoch(self, timeout_ms: int, expected_epoch: int | None,
                                          now_ms: int) -> TxnTransit | int:
         """The transit, or an error code (PRODUCER_FENCED) for a stale expected epoch."""
-        from kafkapy.protocol.errors import ErrorCode
         if is_epoch_exhausted(self.producer_epoch):
             raise IllegalTransition(f"epochs exhausted for producer id {self.producer_id}")
         bumped = self.producer_epoch + 1
