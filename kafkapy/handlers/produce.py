@@ -4,6 +4,11 @@ Versions 0-11, Kafka 3.9's range.  v0-2 carry magic 0/1 message sets (or v2
 batches); the leader up-converts them to one v2 batch (``records.legacy``).
 
 Checks in Kafka's order (KafkaApis.handleProduceRequest, then ReplicaManager):
+0. the first entry of each partition's records is read, in request order, until a
+   transactional batch (RequestUtils.hasTransactionalRecords): a size field below 14
+   or a magic byte outside 0-2 fails the whole request, every partition answering
+   CORRUPT_MESSAGE with Kafka's message ("Record size 0 is less than the minimum
+   record overhead (14)", "Invalid magic found in record: 5"), nothing appended;
 1. transactional batches need a transactional id (and transactions enabled),
    else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
 2. per partition: unknown topic/partition -> UNKNOWN_TOPIC_OR_PARTITION; then
@@ -17,10 +22,13 @@ Checks in Kafka's order (KafkaApis.handleProduceRequest, then ReplicaManager):
    NOT_LEADER_OR_FOLLOWER; then the leader's append (``Partition``): header
    checks, compacted-topic key check (INVALID_RECORD with record_errors),
    idempotent sequence checks.
-Errors of steps 1-3 carry no log start offset (-1), as in Kafka; error_message
-is sent only where Kafka sends one (record errors, transaction verification).
+Errors of steps 0-3 carry no log start offset (-1), as in Kafka; error_message
+is sent only where Kafka sends one (step 0, record errors, transaction verification).
 acks=0 gets no response; if anything failed the connection is closed instead,
-as Kafka does.  Null records (which Kafka never answers) close the connection.
+as Kafka does.  Null records are answered when their partition is refused by step 2
+(unknown topic or partition, topic authorization) and the request fails nowhere as a
+whole; otherwise Kafka hits a NullPointerException and never answers, and kafkapy
+closes the connection.
 acks=-1 (``kafkapy.replication.acks``): a leader whose ISR is smaller than the
 topic's effective min.insync.replicas refuses the partition with
 NOT_ENOUGH_REPLICAS before appending (after the checks above, as Kafka's
@@ -40,7 +48,7 @@ from kafkapy.metadata.topics import is_internal
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.records.batch import ATTR_TRANSACTIONAL, MAGIC_OFFSET, RecordError, \
-    check_produce_request, read_header
+    check_produce_request, next_entry_size, read_header
 from kafkapy.replication import acks
 from kafkapy.replication.partition import AppendResult
 
@@ -62,11 +70,12 @@ _RecordError = _PartitionResponse.BatchIndexAndErrorMessage
 
 def handle(ctx, request):
     transactional_id = request.transactional_id if ctx.api_version >= 3 else None
-    if any(p.records is None for t in request.topic_data for p in t.partition_data):
-        # Kafka 3.9 fails with a NullPointerException and never answers such a request (the
-        # connection stalls); closing it is the same outcome without holding it open.
-        raise CloseConnection("null records")
-    transactional = _has_transactional_records(request)
+    try:
+        transactional = _has_transactional_records(request)
+    except RecordError as err:
+        # Kafka's walk throws out of the handler: every partition gets the error, with its
+        # message (ApiError.fromThrowable), and nothing is appended.
+        return _all_failed(ctx, request, err.code, err.message)
     if (transactional and transactional_id is None) or (
             (transactional or transactional_id is not None)
             and not ctx.broker.transactions_enabled):
@@ -87,13 +96,22 @@ def handle(ctx, request):
 
 
 def _has_transactional_records(request) -> bool:
-    """Kafka's ProduceRequest.hasTransactionalRecords: the first batch of any partition."""
+    """Kafka's RequestUtils.hasTransactionalRecords, the first look at a request's records.
+
+    In request order, the first entry of each partition's records (null records are
+    skipped) until one is a transactional v2 batch.  Reading an entry is Kafka's
+    ByteBufferLogInputStream: a size field below 14 or a magic byte outside 0-2 raises
+    CORRUPT_MESSAGE (``RecordError``), a partial entry counts as none.  Partitions after
+    the first transactional batch are not read here.
+    """
     for topic_data in request.topic_data:
         for part in topic_data.partition_data:
             records = part.records
-            if (len(records) > _ATTRIBUTES_AT + 1
-                    and records[MAGIC_OFFSET] == 2
-                    and records[_ATTRIBUTES_AT + 1] & ATTR_TRANSACTIONAL):
+            if records is None:
+                continue
+            mv = records if isinstance(records, memoryview) else memoryview(records)
+            if (next_entry_size(mv, 0, len(mv)) and mv[MAGIC_OFFSET] == 2
+                    and mv[_ATTRIBUTES_AT + 1] & ATTR_TRANSACTIONAL):
                 return True
     return False
 
@@ -108,6 +126,11 @@ def _append(ctx, request, transactional_id) -> list[tuple[str, int, AppendResult
         allowed = authz.filter_allowed(ctx, authz.WRITE, authz.TOPIC, [name for name, _ in parts])
         early = [r if name in allowed else AppendResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                  for (name, _), r in zip(parts, early)]
+    if any(part.records is None and r is None for (_, part), r in zip(parts, early)):
+        # Null records that pass these checks reach Kafka's append path, which fails with
+        # a NullPointerException and never answers; closing is the same outcome without
+        # holding the connection open.  Null records refused here are answered.
+        raise CloseConnection("null records")
     if request.acks not in (-1, 0, 1):
         return [(name, part.index, r or AppendResult(ErrorCode.INVALID_REQUIRED_ACKS))
                 for (name, part), r in zip(parts, early)]
@@ -127,6 +150,8 @@ def _request_error(ctx, name: str, part, version: int) -> AppendResult | None:
     """KafkaApis' per-partition checks before the replica manager: unknown topic, records."""
     if ctx.broker.cache.partition(name, part.index) is None:
         return AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if part.records is None:
+        return None  # ProduceRequest.validateRecords looks only at records it has
     try:
         check_produce_request(part.records, version)
     except RecordError as err:
@@ -251,9 +276,17 @@ def _response(ctx, results):
         throttle_time_ms=0)
 
 
-def _all_failed(ctx, request, error: int):
-    results = [(t.name, p.index, AppendResult(error))
-               for t in request.topic_data for p in t.partition_data]
+def _all_failed(ctx, request, error: int, message: str | None = None):
+    """Kafka's ProduceRequest.getErrorResponse: ``error`` (and ``message``) for each
+    partition named, once each; acks=0 closes the connection instead."""
+    if any(p.records is None for t in request.topic_data for p in t.partition_data):
+        # Kafka's error response sums the partitions' record sizes and fails (a
+        # NullPointerException) on null records: it never answers.  Closed, as above.
+        raise CloseConnection("null records")
     if request.acks == 0:
         raise CloseConnection(f"acks=0 produce failed: {ErrorCode(error).name}")
+    named = dict.fromkeys((t.name, p.index) for t in request.topic_data for p in t.partition_data)
+    results = [(name, index, AppendResult(error, error_message=message,
+                                          message_is_public=message is not None))
+               for name, index in named]
     return _response(ctx, results)

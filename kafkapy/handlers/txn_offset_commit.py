@@ -14,6 +14,18 @@ with the transaction coordinator, as Kafka's replica manager does: an unknown
 producer id answers INVALID_PRODUCER_ID_MAPPING, a stale epoch
 INVALID_PRODUCER_EPOCH, an offsets partition not added to the transaction
 (no AddOffsetsToTxn) INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4).
+
+One deliberate difference from Kafka 3.9: Kafka skips that check when the producer
+id has an open transaction in the offsets partition, whatever the epoch of the
+request (UnifiedLog.hasOngoingTransaction), and its append then refuses only an
+older epoch.  A newer epoch than the coordinator's is answered NONE and written;
+the producer state of the offsets partition moves to that epoch, so the
+coordinator's COMMIT marker (the real, older epoch) is refused with
+INVALID_PRODUCER_EPOCH and the coordinator stops sending its markers: the
+transaction stays in PrepareCommit, the offsets committed in it never become
+visible and the transactional id answers CONCURRENT_TRANSACTIONS to InitProducerId.  kafkapy skips the check
+only for an open transaction of the same epoch, so a newer epoch is checked with the
+coordinator and refused with INVALID_PRODUCER_EPOCH, and the transaction commits.
 """
 from __future__ import annotations
 
@@ -119,7 +131,10 @@ def _verify(ctx, request) -> int:
     entry = partition.log.producer_state.last_entry(request.producer_id)
     if (entry is not None and entry.current_txn_first_offset >= 0
             and entry.epoch == request.producer_epoch):
-        return 0  # an open transaction here was verified when it started
+        # An open transaction here was verified when it started.  Kafka skips the check
+        # for any epoch; another epoch is checked here (module docstring: accepting a
+        # newer one wedges the transaction and loses its offsets).
+        return 0
     txns = service(ctx)
     if txns is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE

@@ -7,8 +7,9 @@ must be fixed in kafkapy, not listed here.  Keys are exact case ids.
 from __future__ import annotations
 
 KNOWN_DIFFERENCES: dict[str, str] = {
-    "Produce-v9-null-records": "Kafka 3.9 hits a NullPointerException on null records and never "
-                               "answers (the connection stalls); kafkapy closes the connection.",
+    "Produce-v9-null-records": "Kafka 3.9 hits a NullPointerException on null records of a "
+                               "partition it would append to and never answers (the "
+                               "connection stalls); kafkapy closes the connection.",
     "OffsetFetch-v8-no-groups":
         "Kafka 3.9 never answers an OffsetFetch v8+ naming no groups (nothing completes its "
         "combined result over zero groups); kafkapy answers with an empty group list.",
@@ -18,6 +19,16 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     **{f"IncrementalAlterConfigs-v{v}-invalid-operation":
        "Kafka 3.9 answers UNKNOWN_SERVER_ERROR (its enum lookup throws); kafkapy answers "
        "INVALID_REQUEST naming the operation." for v in (0, 1)},
+    **{f"Produce-v{v}-garbage-size-overflow":
+       "Kafka 3.9 adds the 12-byte entry overhead to a size field of 2^31-1 in an int, gets "
+       "a negative batch size (IllegalArgumentException) and fails the whole request with "
+       "UNKNOWN_SERVER_ERROR; kafkapy reads the entry as longer than the bytes sent, as any "
+       "partial entry: INVALID_RECORD from v3, nothing appended before."
+       for v in range(12)},
+    **{f"Produce-v{v}-short-v2-batch":
+       "Kafka 3.9 reads the producer id past the end of a v2 batch shorter than its header "
+       "(IndexOutOfBoundsException) and fails the whole request with UNKNOWN_SERVER_ERROR; "
+       "kafkapy refuses that partition with CORRUPT_MESSAGE." for v in range(12)},
     **{f"IncrementalAlterConfigs-v{v}-logger-other-broker":
        "Kafka 3.9's BROKER_LOGGER check quotes its own node id as the one received "
        "('Expected 1, but received 1'); kafkapy uses the same words with the id it received."

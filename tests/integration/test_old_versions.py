@@ -203,8 +203,7 @@ def _verify(wire, version, txn_id, pid, epoch, partitions, verify_only=True):
 @pytest.mark.parametrize("version", [4, 5])
 def test_add_partitions_to_txn_batched_verify_only(wire, version):
     txn_id = f"old-versions-txn-{version}"
-    # The first call creates __transaction_state; until the controller has brought it
-    # online the answer is NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE, as in Kafka.
+    _find_coordinator(wire, txn_id, key_type=1)   # creates __transaction_state, as in Kafka
     for _ in range(600):
         init = wire.request(22, 4, transactional_id=txn_id, transaction_timeout_ms=60000,
                             producer_id=-1, producer_epoch=-1)

@@ -1,9 +1,13 @@
-"""Produce-level bad input over a real socket: broken CRC, oversize, bad names, old versions.
+"""Produce-level bad input over a real socket: broken CRC, oversize, bad names, old versions,
+records that are no log entry, null records.
 
 Each gets Kafka's per-partition error code; the connection and the broker keep
-serving.
+serving (except where Kafka never answers: there the connection is closed).
 """
 from __future__ import annotations
+
+import struct
+import time
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -236,3 +240,133 @@ def test_offset_for_leader_epoch(client, version):
     assert _epoch_end(client, "errors", -1, version=version) == (0, -1, -1)
     assert _epoch_end(client, "errors", 0, current_leader_epoch=1, version=version)[0] == 75  # UNKNOWN_LEADER_EPOCH
     assert _epoch_end(client, "no-such-topic", 0, version=version)[0] == 3  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _latest(client, topic="errors", partition=0) -> int:
+    ListOffsets = REQUESTS[2]
+    Topic = ListOffsets.ListOffsetsTopic
+    response = client.request(2, 7, replica_id=-1, isolation_level=0, topics=[Topic(
+        name=topic, partitions=[Topic.ListOffsetsPartition(
+            partition_index=partition, current_leader_epoch=-1, timestamp=-1)])])
+    return response.topics[0].partitions[0].offset
+
+
+def _produce_many(client, parts, version=9, transactional_id=None):
+    """Produce to [(topic, partition, records)]; {(topic, partition): (code, message)}."""
+    by_topic: dict[str, list] = {}
+    for topic, partition, records in parts:
+        by_topic.setdefault(topic, []).append(Produce.TopicProduceData.PartitionProduceData(
+            index=partition, records=records))
+    response = client.request(0, version, transactional_id=transactional_id, acks=-1,
+                              timeout_ms=5000, topic_data=[
+                                  Produce.TopicProduceData(name=t, partition_data=ps)
+                                  for t, ps in by_topic.items()])
+    return {(t.name, p.index): (p.error_code, getattr(p, "error_message", None))
+            for t in response.responses for p in t.partition_responses}
+
+
+def test_garbage_records_fail_the_whole_request_with_kafkas_message(client):
+    """Records that are no log entry (size field below 14, magic above 2) fail every
+    partition of the request with CORRUPT_MESSAGE and Kafka's message (v8+), even a good
+    batch beside them, which is not appended; the connection keeps serving."""
+    before = _latest(client)
+    size_zero = bytes(20)
+    bad_magic = struct.pack(">qiib", 0, 30, 0, 5) + bytes(25)
+    assert _produce_many(client, [("errors", 0, _batch()), ("no-such-topic", 0, size_zero)]) \
+        == {("errors", 0): (2, "Record size 0 is less than the minimum record overhead (14)"),
+            ("no-such-topic", 0): (2, "Record size 0 is less than the minimum record overhead "
+                                      "(14)")}
+    assert _produce_many(client, [("errors", 0, bad_magic)], version=11) == {
+        ("errors", 0): (2, "Invalid magic found in record: 5")}
+    assert _produce_many(client, [("errors", 0, bad_magic)], version=7) == {
+        ("errors", 0): (2, None)}
+    assert _latest(client) == before
+    # Garbage after a whole batch is that partition's own error, without a message.
+    assert _produce_many(client, [("errors", 0, _batch() + bytes(12))]) == {
+        ("errors", 0): (2, None)}
+
+
+def test_null_records_are_answered_only_when_their_partition_is_refused(broker):
+    """Kafka answers null records of an unknown topic or partition (and appends the other
+    partitions); null records it would append never get an answer: kafkapy closes."""
+    c = WireClient(broker.bootstrap)
+    try:
+        assert _produce_many(c, [("errors", 7, None)], version=11) == {("errors", 7): (3, None)}
+        answer = _produce_many(c, [("no-such-topic", 0, None), ("errors", 0, _batch())])
+        assert answer[("no-such-topic", 0)] == (3, None) and answer[("errors", 0)][0] == 0
+        assert c.request(18, 0).error_code == 0
+        correlation, data = c.encode(0, 11, transactional_id=None, acks=-1, timeout_ms=5000,
+                                     topic_data=[Produce.TopicProduceData(name="errors",
+                                                 partition_data=[
+                                                     Produce.TopicProduceData.PartitionProduceData(
+                                                         index=0, records=None)])])
+        c.send_raw(data)
+        assert c.is_closed()
+    finally:
+        c.close()
+
+
+def _until(call, done, timeout: float = 30.0):
+    """``call()`` until ``done(result)`` (bounded); the last result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = call()
+        if done(result) or time.monotonic() > deadline:
+            return result
+        time.sleep(0.1)
+
+
+def _topic_names(client) -> set[str]:
+    return {t.name for t in client.request(3, 1, topics=None).topics}
+
+
+def test_internal_topics_exist_only_once_a_coordinator_is_looked_up(fresh_broker):
+    """As Kafka 3.9: InitProducerId and AddOffsetsToTxn create no internal topic (a produce
+    to one answers UNKNOWN_TOPIC_OR_PARTITION); FindCoordinator does, and from then on a
+    produce to it answers INVALID_TOPIC_EXCEPTION."""
+    c = WireClient(fresh_broker.bootstrap)
+    CreateTopics = REQUESTS[19]
+
+    def barrier(name):
+        # A topic created after the requests above: once the cache has it, it would also
+        # have any internal topic those requests had created.
+        created = c.request(19, 5, topics=[CreateTopics.CreatableTopic(
+            name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+            timeout_ms=5000, validate_only=False)
+        assert created.topics[0].error_code == 0
+        assert name in _until(lambda: _topic_names(c), lambda names: name in names)
+
+    def produce_error(topic):
+        return _produce_many(c, [(topic, 0, _batch())])[(topic, 0)][0]
+
+    try:
+        init = c.request(22, 4, transactional_id="internal-txn", transaction_timeout_ms=60000,
+                         producer_id=-1, producer_epoch=-1)
+        assert init.error_code == 16  # NOT_COORDINATOR: no __transaction_state yet
+        barrier("after-init-producer-id")
+        assert "__transaction_state" not in _topic_names(c)
+        assert produce_error("__transaction_state") == 3
+
+        _until(lambda: c.request(10, 1, key="internal-txn", key_type=1).error_code,
+               lambda code: code == 0)
+        assert produce_error("__transaction_state") == 17
+        init = _until(lambda: c.request(22, 4, transactional_id="internal-txn",
+                                        transaction_timeout_ms=60000, producer_id=-1,
+                                        producer_epoch=-1),
+                      lambda r: r.error_code == 0)
+        assert init.error_code == 0
+        added = c.request(25, 1, transactional_id="internal-txn", producer_id=init.producer_id,
+                          producer_epoch=init.producer_epoch, group_id="internal-group")
+        assert added.error_code == 0
+        barrier("after-add-offsets")
+        assert "__consumer_offsets" not in _topic_names(c)
+        assert produce_error("__consumer_offsets") == 3
+
+        _until(lambda: c.request(10, 1, key="internal-group", key_type=0).error_code,
+               lambda code: code == 0)
+        assert produce_error("__consumer_offsets") == 17
+        ended = c.request(26, 1, transactional_id="internal-txn", producer_id=init.producer_id,
+                          producer_epoch=init.producer_epoch, committed=True)
+        assert ended.error_code == 0
+    finally:
+        c.close()

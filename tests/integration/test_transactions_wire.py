@@ -1,10 +1,12 @@
 """Transaction APIs over the wire: WriteTxnMarkers, DescribeProducers,
-FindCoordinator(transaction), Fetch read_committed with aborted_transactions.
+FindCoordinator(transaction), Fetch read_committed with aborted_transactions,
+TxnOffsetCommit with a producer epoch newer than the coordinator's.
 
 A producer id from InitProducerId (no transactional id) writes a transactional
 batch; WriteTxnMarkers v1 then aborts it exactly as a remote coordinator would.
-The broker runs with transaction.partition.verification.enable=false: with it on,
-Kafka 3.9 (and kafkapy) refuse a transactional batch its coordinator does not know.
+The module's broker runs with transaction.partition.verification.enable=false: with
+it on, Kafka 3.9 (and kafkapy) refuse a transactional batch its coordinator does not
+know.  The TxnOffsetCommit test has a broker of its own with verification on.
 """
 from __future__ import annotations
 
@@ -118,5 +120,72 @@ def test_find_coordinator_for_transactional_id(broker):
         listed = client.request(66, 1, state_filters=["Bogus"], producer_id_filters=[],
                                 duration_filter=-1)
         assert (listed.error_code, listed.unknown_state_filters) == (0, ["Bogus"])
+    finally:
+        client.close()
+
+
+def _until(call, done, timeout: float = 30.0):
+    """``call()`` until ``done(result)`` (bounded); the last result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = call()
+        if done(result) or time.monotonic() > deadline:
+            return result
+        time.sleep(0.1)
+
+
+def test_txn_offset_commit_with_a_newer_epoch_is_refused_and_the_transaction_commits(
+        fresh_broker):
+    """Transaction verification on (the default).  Once the transaction has offsets in the
+    group's offsets partition, Kafka 3.9 accepts a TxnOffsetCommit with a newer producer
+    epoch than the coordinator's and then cannot write the COMMIT marker there (the
+    transaction never completes, its offsets never show).  kafkapy refuses that epoch with
+    INVALID_PRODUCER_EPOCH; the transaction commits and its offsets are the group's."""
+    client = WireClient(fresh_broker.bootstrap)
+    TxnOffsetCommit = REQUESTS[28]
+    tid, group = "toc-epoch", "toc-epoch-group"
+
+    def commit_offset(epoch, offset):
+        r = client.request(28, 3, transactional_id=tid, group_id=group, producer_id=pid,
+                           producer_epoch=epoch, generation_id=-1, member_id="",
+                           group_instance_id=None, topics=[
+                               TxnOffsetCommit.TxnOffsetCommitRequestTopic(name=TOPIC, partitions=[
+                                   TxnOffsetCommit.TxnOffsetCommitRequestTopic
+                                   .TxnOffsetCommitRequestPartition(
+                                       partition_index=0, committed_offset=offset,
+                                       committed_leader_epoch=-1, committed_metadata="")])])
+        return r.topics[0].partitions[0].error_code
+
+    try:
+        admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result()
+        for key, key_type in ((tid, 1), (group, 0)):
+            found = _until(lambda: client.request(10, 1, key=key, key_type=key_type),
+                           lambda r: r.error_code == 0)
+            assert found.error_code == 0
+        init = _until(lambda: client.request(22, 1, transactional_id=tid,
+                                             transaction_timeout_ms=60000),
+                      lambda r: r.error_code == 0)
+        pid, epoch = init.producer_id, init.producer_epoch
+        assert client.request(25, 1, transactional_id=tid, producer_id=pid,
+                              producer_epoch=epoch, group_id=group).error_code == 0
+        assert commit_offset(epoch, 3) == 0
+        assert commit_offset(epoch + 4, 7) == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert client.request(26, 1, transactional_id=tid, producer_id=pid,
+                              producer_epoch=epoch, committed=True).error_code == 0
+
+        state = _until(lambda: client.request(65, 0, transactional_ids=[tid])
+                       .transaction_states[0].transaction_state,
+                       lambda s: s == "CompleteCommit")
+        assert state == "CompleteCommit"
+        fetched = _until(lambda: client.request(9, 7, group_id=group, require_stable=True,
+                                                topics=None),
+                         lambda r: r.error_code == 0 and r.topics
+                         and r.topics[0].partitions[0].error_code == 0)
+        assert [(t.name, p.committed_offset) for t in fetched.topics for p in t.partitions] \
+            == [(TOPIC, 3)]
+        again = client.request(22, 1, transactional_id=tid, transaction_timeout_ms=60000)
+        assert (again.error_code, again.producer_id, again.producer_epoch) == \
+            (0, pid, epoch + 1)
     finally:
         client.close()

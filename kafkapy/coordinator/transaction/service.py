@@ -130,11 +130,10 @@ class TransactionService:
                                                                            timeout_ms))
 
     def init_producer_id(self, ctx, request):
-        """InitProducerId with a transactional id (routed here by its handler)."""
-        try:
-            self.ensure_topic()
-        except KafkaError:
-            pass
+        """InitProducerId with a transactional id (routed here by its handler).
+
+        It creates no ``__transaction_state`` (as Kafka: only FindCoordinator and Metadata
+        do); without it the coordinator leads nothing and answers NOT_COORDINATOR."""
         version = ctx.api_version
         expected_pid = request.producer_id if version >= 3 else -1
         expected_epoch = request.producer_epoch if version >= 3 else -1
@@ -177,10 +176,8 @@ class TransactionService:
     def _offsets_partition(self, group_id: str) -> tuple[str, int]:
         groups = getattr(self._broker, "groups", None)
         if groups is not None:
-            try:
-                groups.ensure_topic()
-            except KafkaError:
-                pass
+            # No ``__consumer_offsets`` is created here (as Kafka's AddOffsetsToTxn): the
+            # group's FindCoordinator does; markers skip a partition the cache lacks.
             return OFFSETS_TOPIC, groups.coordinator.partition_for(group_id)
         from kafkapy.coordinator.group.hashing import partition_for
         return OFFSETS_TOPIC, partition_for(group_id,

@@ -1,7 +1,10 @@
 """Produce (0): appends, acks, unknown topics/partitions, empty and null payloads, records
-that break the topic's rules (keyless on compacted, too large), corrupt and idempotent or
+that break the topic's rules (keyless on compacted, too large), corrupt batches, garbage
+that is no log entry (alone, after a batch, beside other partitions), and idempotent or
 transactional batches from unknown producers.  Version v writes to partition v."""
 from __future__ import annotations
+
+import struct
 
 from tests.conformance.cases import batch, for_api, values
 from tests.conformance.cases.common import case
@@ -17,6 +20,21 @@ def _request(topic, partition, records, acks=-1, transactional_id=None):
 
 def _corrupt(data: bytes) -> bytes:
     return data[:-1] + bytes([data[-1] ^ 0xFF])
+
+
+def _entry(size: int, magic: int, total: int) -> bytes:
+    """Bytes that start like a log entry: offset 0, the size field, epoch 0, magic."""
+    head = struct.pack(">qiib", 0, size, 0, magic)
+    return head + bytes(total - len(head))
+
+
+# Records Kafka cannot read as a log entry (ByteBufferLogInputStream's checks).
+GARBAGE = {
+    "size-zero": bytes(20),
+    "negative-size": _entry(-5, 0, 22),
+    "bad-magic": _entry(30, 5, 42),
+    "negative-magic": _entry(30, -2, 42),
+}
 
 
 @for_api(0)
@@ -35,6 +53,15 @@ def produce(v: int):
         yield case("null-records", _request(PRODUCE, v, None), timeout=3.0)
     yield case("empty-records", _request(PRODUCE, v, b""))
     yield case("corrupt-crc", _request(PRODUCE, v, _corrupt(one)))
+    for name, garbage in GARBAGE.items():
+        yield case(f"garbage-{name}", _request(PLAIN, 0, garbage))
+    yield case("garbage-after-batch", _request(PLAIN, 0, one + bytes(12)))
+    # A first batch longer than the int32 size arithmetic, and a v2 batch ending inside
+    # its header (known.py: Kafka fails the whole request with UNKNOWN_SERVER_ERROR).
+    yield case("garbage-size-overflow", _request(PLAIN, 0, _entry(0x7FFFFFFF, 0, 22)))
+    yield case("short-v2-batch", _request(PLAIN, 0, _entry(20, 2, 32)))
+    yield case("null-records-unknown-topic", _request(MISSING, 0, None))
+    yield case("null-records-unknown-partition", _request(PLAIN, 7, None))
     yield case("keyless-on-compacted", _request(PRODUCE_COMPACT, v, one))
     yield case("keyed-on-compacted", _request(
         PRODUCE_COMPACT, v, batch([(b"k", b"x"), (b"k", b"y")], magic=magic)))
@@ -62,3 +89,19 @@ def produce(v: int):
             values(1), transactional=True, producer_id=4344, producer_epoch=0,
             base_sequence=0)))
         yield case("magic-1-batch", _request(PRODUCE, v, batch(values(1), magic=1)))
+        # Kafka reads first batches only up to the first transactional one: garbage after
+        # it is refused for its own partition, without a message.
+        yield case("garbage-after-transactional-batch", {
+            "transactional_id": "conf-no-such-txn", "acks": -1, "timeout_ms": 10000,
+            "topic_data": [{"name": PRODUCE, "partition_data": [{"index": v, "records": batch(
+                values(1), transactional=True, producer_id=4345, producer_epoch=0,
+                base_sequence=0)}]}, {"name": PLAIN, "partition_data": [
+                    {"index": 0, "records": GARBAGE["size-zero"]}]}]})
+    # Garbage in one partition fails the whole request: nothing is appended to the other.
+    yield case("garbage-beside-batch", {"acks": -1, "timeout_ms": 10000, "topic_data": [
+        {"name": PRODUCE, "partition_data": [{"index": v, "records": one}]},
+        {"name": PLAIN, "partition_data": [{"index": 0, "records": GARBAGE["bad-magic"]}]}]})
+    # Null records of an unknown topic are answered; the other partition is appended.
+    yield case("null-records-beside-batch", {"acks": -1, "timeout_ms": 10000, "topic_data": [
+        {"name": MISSING, "partition_data": [{"index": 0, "records": None}]},
+        {"name": PRODUCE, "partition_data": [{"index": v, "records": one}]}]})
