@@ -433,9 +433,6 @@ class Broker:
         self.admin.create_topic(name, self.config["num.partitions"],
                                 self.config["default.replication.factor"])
 
-    def may_write_internal(self, ctx) -> bool:
-        return False
-
     def await_replication(self, results, timeout_ms: int, build_response):
         """acks=all wait: ``kafkapy.replication.acks.await_replication``."""
         return acks.await_replication(self, results, timeout_ms, build_response)

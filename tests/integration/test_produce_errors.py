@@ -370,3 +370,19 @@ def test_internal_topics_exist_only_once_a_coordinator_is_looked_up(fresh_broker
         assert ended.error_code == 0
     finally:
         c.close()
+
+
+def test_only_the_admin_client_id_may_write_to_an_internal_topic(fresh_broker):
+    """As Kafka: a produce to an internal topic answers INVALID_TOPIC_EXCEPTION unless the
+    request's client id is ``__admin_client``."""
+    c = WireClient(fresh_broker.bootstrap)
+    admin = WireClient(fresh_broker.bootstrap, client_id="__admin_client")
+    try:
+        _until(lambda: c.request(10, 1, key="g", key_type=0).error_code, lambda code: code == 0)
+        assert _produce_many(c, [("__consumer_offsets", 0, _batch())])[
+            ("__consumer_offsets", 0)][0] == 17
+        assert _produce_many(admin, [("__consumer_offsets", 0, _batch())])[
+            ("__consumer_offsets", 0)][0] == 0
+    finally:
+        c.close()
+        admin.close()

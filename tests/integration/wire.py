@@ -25,10 +25,12 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 
 
 class WireClient:
-    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "wire-test"
+                 ) -> None:
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self._correlation = 0
+        self._client_id = client_id
 
     def close(self) -> None:
         self.sock.close()
@@ -42,7 +44,7 @@ class WireClient:
     def encode(self, api_key: int, version: int, **fields) -> tuple[int, bytes]:
         self._correlation += 1
         request = REQUESTS[api_key](version=version, **fields)
-        request.with_header(correlation_id=self._correlation, client_id="wire-test")
+        request.with_header(correlation_id=self._correlation, client_id=self._client_id)
         return self._correlation, bytes(request.encode(header=True, framed=True))
 
     def request(self, api_key: int, version: int, **fields):
