@@ -14,7 +14,8 @@ authenticated) Kafka's KafkaApis answers ILLEGAL_SASL_STATE with no mechanisms.
 from __future__ import annotations
 
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.security.sasl import enabled_mechanisms, server_for
+from kafkapy.security.sasl import enabled_mechanisms
+from kafkapy.security.sasl.server import server_for
 
 API_KEY = 17
 MIN_VERSION = 0

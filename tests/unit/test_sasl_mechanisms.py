@@ -7,13 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafkapy.security.sasl import (SaslAuthenticationError, enabled_mechanisms, jaas_config,
-                                   server_for)
+from kafkapy.security.sasl import SaslAuthenticationError, enabled_mechanisms, jaas_config
 from kafkapy.security.sasl import credentials as creds
 from kafkapy.security.sasl.client import PlainClient, ScramClient, broker_credentials
 from kafkapy.security.sasl.jaas import parse, single_module
 from kafkapy.security.sasl.plain import PlainServer, users_from_jaas
 from kafkapy.security.sasl.scram import ScramServer, username
+from kafkapy.security.sasl.server import server_for
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'username="admin" password="admin-secret" user_admin="admin-secret" '

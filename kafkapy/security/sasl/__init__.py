@@ -2,7 +2,7 @@
 
 What the connection's SASL gate (``kafkapy/security/gate.py``) and the handlers use:
 ``enabled_mechanisms(broker, listener_name)`` is the list a SaslHandshake answers with;
-``server_for(mechanism, broker, listener_name)`` is a fresh ``SaslServer`` for one
+``server.server_for(mechanism, broker, listener_name)`` is a fresh ``SaslServer`` for one
 authentication (None for a mechanism that is not enabled or that kafkapy lacks, e.g.
 GSSAPI).  A server's ``evaluate(token)`` returns the next challenge (``b""`` when there is
 none) and raises ``SaslAuthenticationError`` with the message the client is to see
@@ -13,7 +13,8 @@ authentication due to invalid credentials with SASL mechanism M").  Once ``compl
 
 ``check_listener(config, listener_name)`` is the start-up check of a SASL listener (every
 enabled mechanism served by kafkapy and given its JAAS entry, as Kafka requires).
-Modules: ``plain``, ``scram`` (servers), ``client`` (PLAIN/SCRAM clients, the broker's own
+Modules: ``plain``, ``scram`` (servers, on this module's names), ``server`` (the
+server for a mechanism), ``client`` (PLAIN/SCRAM clients, the broker's own
 inter-broker credentials), ``credentials`` (SCRAM credentials in ZooKeeper, the cache,
 AlterUserScramCredentials / DescribeUserScramCredentials), ``jaas`` (JAAS text).
 
@@ -25,6 +26,9 @@ unprefixed ``sasl.jaas.config`` on a broker, with a warning).
 from __future__ import annotations
 
 from typing import Protocol
+
+from kafkapy.security.sasl.credentials import java_properties_order
+from kafkapy.security.sasl.jaas import single_module
 
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
@@ -86,7 +90,6 @@ def enabled_mechanisms(broker, listener_name: str | None) -> list[str]:
         names = [m.strip() for m in value.split(",") if m.strip()]
     else:
         names = [str(m) for m in value]
-    from kafkapy.security.sasl.credentials import java_properties_order
     return java_properties_order(dict.fromkeys(names))
 
 
@@ -97,21 +100,6 @@ def jaas_config(config, listener_name: str | None, mechanism: str) -> str | None
     key = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
     value = config.originals.get(key)
     return None if value is None else str(value)
-
-
-def server_for(mechanism: str, broker, listener_name: str | None) -> SaslServer | None:
-    """A new server for one authentication with ``mechanism`` on the listener, or None."""
-    if mechanism not in enabled_mechanisms(broker, listener_name):
-        return None
-    if mechanism == PLAIN:
-        from kafkapy.security.sasl.plain import PlainServer, users_from_jaas
-        return PlainServer(users_from_jaas(jaas_config(broker.config, listener_name, PLAIN)))
-    if mechanism in SCRAM_MECHANISMS:
-        from kafkapy.security.sasl.credentials import cache_for
-        from kafkapy.security.sasl.scram import ScramServer
-        cache = cache_for(broker)
-        return ScramServer(mechanism, lambda user: cache.get(mechanism, user))
-    return None
 
 
 def check_listener(config, listener_name: str) -> None:
@@ -135,7 +123,6 @@ def check_listener(config, listener_name: str) -> None:
                 f"Could not find a 'KafkaServer' or '{listener_name.lower()}.KafkaServer' entry "
                 "in the JAAS configuration. System property 'java.security.auth.login.config' "
                 "is not set")
-        from kafkapy.security.sasl.jaas import single_module
         single_module(text)             # Kafka's JaasContext.load errors
 
 
