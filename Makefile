@@ -14,16 +14,36 @@ ARGS   ?=
 
 .PHONY: run test test-unit bench fuzz venv system-deps java-clients clean
 
+# pyproject.toml's requires-python. The interpreter is checked before .venv is made: one line
+# naming the version needed and how to pick another (for the goal given, `make run` if none).
+MIN_PYTHON := 3.11
+comma  := ,
+GOAL   := $(or $(firstword $(MAKECMDGOALS)),run)
+PICK   := make $(GOAL) PYTHON=python$(MIN_PYTHON)
+# $(call PY_CHECK,<who>,<advice>): exits 1 with the line when the running Python is older.
+define PY_CHECK
+import sys; v = sys.version_info[:2]; sys.exit(0 if v >= ($(subst .,$(comma) ,$(MIN_PYTHON))) else "kafkapy needs Python >= $(MIN_PYTHON), and $(1) Python %d.%d$(2)" % v)
+endef
+
+# .venv exists only once made whole: a failed or interrupted creation removes it, so the next
+# make starts afresh instead of failing on a half-made .venv.
 $(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "kafkapy needs Python >= $(MIN_PYTHON), and $(PYTHON) is not found: pick another with $(PICK)" >&2; exit 1; }
+	@$(PYTHON) -c '$(call PY_CHECK,$(PYTHON) is,: pick another with $(PICK))'
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip || { rm -rf $(VENV); exit 1; }
+
+# A .venv made earlier by an older Python cannot install kafkapy: it is removed, with one line.
+VENV_CHECK = @$(PY) -c '$(call PY_CHECK,$(VENV) was made by,; removed it: $(PICK) makes a new one)' || { rm -rf $(VENV); exit 1; }
 
 $(RUN_STAMP): $(BUILD_INPUTS) | $(PY)
+	$(VENV_CHECK)
 	$(PIP) install --quiet -e .
 	touch $(RUN_STAMP)
 
 # The full install contains the broker's, so it satisfies `make run` too.
 $(STAMP): $(BUILD_INPUTS) | $(PY)
+	$(VENV_CHECK)
 	$(PIP) install --quiet -e '.[test,spark]'
 	touch $(STAMP) $(RUN_STAMP)
 
@@ -65,5 +85,6 @@ bench: $(STAMP)
 fuzz: $(STAMP)
 	$(PY) bench/fuzz_frames.py $(FUZZ_ARGS)
 
+## Deletes .venv, the caches, the build files and data/ (the README brokers' logs and metadata).
 clean:
 	rm -rf $(VENV) .cache build *.egg-info data

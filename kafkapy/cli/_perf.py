@@ -2,7 +2,9 @@
 
 - The client: confluent-kafka (librdkafka, C) when it is installed, since a perf test must
   push real load and kafka-python's pure-Python batching caps out far below a broker; else
-  kafka-python, which is always there. ``backend()`` says which.
+  kafka-python, which is always there. ``backend()`` says which, and ``announce()`` tells
+  the user with one line on stderr ("using confluent-kafka 2.16.1 (librdkafka 2.16.0)"), so
+  stdout keeps Kafka's report format.
 - Client properties: Kafka's Java client names from a ``.properties`` file and ``key=value``
   pairs (later ones win). librdkafka shares most names; one it does not know (a Java-only
   setting such as ``buffer.memory`` or ``key.serializer``) is dropped with Kafka's warning
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 import time
 
 log = logging.getLogger("kafkapy.cli")
@@ -34,6 +37,19 @@ def backend() -> str:
         return "kafka-python"
     del confluent_kafka
     return "confluent-kafka"
+
+
+def announce() -> str:
+    """Prints which client library (and version) this run uses, one line on stderr."""
+    if backend() == "confluent-kafka":
+        import confluent_kafka
+        line = (f"using confluent-kafka {confluent_kafka.__version__} "
+                f"(librdkafka {confluent_kafka.libversion()[0]})")
+    else:
+        import kafka
+        line = f"using kafka-python {kafka.__version__} (confluent-kafka is not installed)"
+    print(line, file=sys.stderr, flush=True)
+    return line
 
 
 def client_errors() -> tuple[type[BaseException], ...]:

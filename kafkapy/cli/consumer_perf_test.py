@@ -352,6 +352,7 @@ class _KafkaPythonConsumer:
 
 
 def _make_consumer(props: dict[str, str], with_stats: bool):
+    _perf.announce()
     if _perf.backend() == "confluent-kafka":
         return _ConfluentConsumer(props, with_stats)
     return _KafkaPythonConsumer(props)

@@ -275,6 +275,7 @@ class _KafkaPythonProducer(_Transactions):
 
 
 def _make_producer(props: dict[str, str], with_stats: bool):
+    _perf.announce()
     if _perf.backend() == "confluent-kafka":
         return _ConfluentProducer(props, with_stats)
     return _KafkaPythonProducer(props)

@@ -1,16 +1,27 @@
-"""Broker keys Kafka 3.9 defines that kafkapy accepts and describes but does not act on.
+"""Broker keys Kafka 3.9 defines beyond ``broker_keys``: accepted and described, most of
+them unused; each group's documentation string says what kafkapy does with its keys.
 
 Job: a Kafka user's server.properties must start kafkapy, and DescribeConfigs of a
 BROKER must list the same keys as Kafka 3.9 (ZooKeeper mode), with Kafka's name,
 type, default, validator, importance and dynamic (not read-only) flag.  The facts
 were read from Kafka 3.9's own ConfigDef (KafkaConfig.configDef) and its
-DescribeConfigs answer; the documentation strings are our own.
+DescribeConfigs answer; the documentation strings are our own, and DescribeConfigs
+sends them to clients, so each must say truly whether kafkapy reads the key.
+
+What is read: the TLS/SASL listener settings (``kafkapy.security``), the connection
+quota window (``quota.window.*``, ``kafkapy.network.connection_quotas``), the
+replication and log-dir-move throttle windows (``kafkapy.replication.quota``,
+``alter_log_dirs``).  What is unused: tiered storage (``remote.*``), ZooKeeper client
+TLS, KRaft tuning, delegation tokens, Kerberos, OAUTHBEARER, the password encoder,
+KIP-848 and share groups, JMX metrics, the client and controller mutation quota keys.
 
 Invariants: every row's value is parsed and validated like any other key (a bad
 value still fails start-up); ``internal`` rows are Kafka's internal keys, which
 DescribeConfigs lists only when set in the file (as Kafka does); kafkapy's own
-refusals (KRaft keys, authorizer, non-PLAINTEXT listeners, tiered storage) stay in
-``kafkapy.config.broker`` and are not weakened by accepting these names here.
+refusals (the KRaft role and quorum keys, an authorizer other than AclAuthorizer,
+``remote.log.storage.system.enable=true``, SASL mechanisms other than PLAIN and
+SCRAM) stay in ``kafkapy.config.broker`` and ``kafkapy.security`` and are not
+weakened by accepting these names here.
 """
 from __future__ import annotations
 
@@ -72,7 +83,7 @@ _ZK_TLS = ("ZooKeeper client TLS; accepted and described, unused by kafkapy's Zo
     ('zookeeper.metadata.migration.min.batch.size', T.INT, 200, at_least(1), M, False, True),
 ))
 
-_KRAFT = ('KRaft mode; accepted and described, unused (kafkapy runs in ZooKeeper mode only)', (
+_KRAFT = ('KRaft mode; accepted and described, unused (kafkapy runs in ZooKeeper mode only; process.roles, controller.quorum.voters, controller.quorum.bootstrap.servers and controller.listener.names stop start-up)', (
     ('metadata.log.max.record.bytes.between.snapshots', T.LONG, 20971520, at_least(1), H, False),
     ('metadata.log.max.snapshot.interval.ms', T.LONG, 3600000, at_least(0), H, False),
     ('initial.broker.registration.timeout.ms', T.INT, 60000, None, M, False),
@@ -96,7 +107,7 @@ _KRAFT = ('KRaft mode; accepted and described, unused (kafkapy runs in ZooKeeper
     ('controller.quorum.retry.backoff.ms', T.INT, 20, None, L, False),
 ))
 
-_SECURITY = ('TLS/SASL/token security; accepted and described; the ssl.* and sasl.* listener settings, connections.max.reauth.ms and sasl.server.max.receive.size are read per listener by kafkapy.security (issue 17), delegation tokens and Kerberos are not served', (
+_SECURITY = ('TLS/SASL/token security (Java providers, Kerberos, OAUTHBEARER, delegation tokens, the password encoder); accepted and described, unused: kafkapy serves SSL, SASL_PLAINTEXT and SASL_SSL listeners with PLAIN and SCRAM, through the keys it reads', (
     ('connection.failed.authentication.delay.ms', T.INT, 100, at_least(0), L, False),
     ('connections.max.reauth.ms', T.LONG, 0, None, M, False),
     ('sasl.server.max.receive.size', T.INT, 524288, None, M, False),
@@ -199,7 +210,7 @@ _METRICS = ('JMX/Yammer metrics; accepted and described, unused (kafkapy exports
     ('telemetry.max.bytes', T.INT, 1048576, at_least(1), L, False),
 ))
 
-_QUOTAS = ('client and replication quotas; accepted and described, unused (kafkapy enforces no quotas)', (
+_QUOTAS = ('client quotas; accepted and described, unused (kafkapy enforces no client quotas; it does enforce connection limits and replication throttles)', (
     ('quota.window.num', T.INT, 11, at_least(1), L, False),
     ('replication.quota.window.num', T.INT, 11, at_least(1), L, False),
     ('alter.log.dirs.replication.quota.window.num', T.INT, 11, at_least(1), L, False),
@@ -221,10 +232,37 @@ _INTERNAL = ('an internal Kafka setting; accepted, not described (Kafka hides in
 
 GROUPS = (_TIERED, _ZK_TLS, _KRAFT, _SECURITY, _NEW_GROUPS, _METRICS, _QUOTAS, _INTERNAL)
 
+_PER_LISTENER = "listener.name.<listener>. prefix first"
+#: Keys of the groups above that kafkapy does read, with what reads them (their
+#: documentation says this instead of the group's note).
+READ_BY_KAFKAPY = {
+    'connection.failed.authentication.delay.ms': 'read by kafkapy: a failed authentication is answered this much later',
+    'connections.max.reauth.ms': f'read by kafkapy on SASL listeners: the longest session before re-authentication ({_PER_LISTENER})',
+    'sasl.server.max.receive.size': f'read by kafkapy on SASL listeners: the largest authentication request ({_PER_LISTENER})',
+    'principal.builder.class': "read by kafkapy at start-up: only Kafka's DefaultKafkaPrincipalBuilder is accepted",
+    'ssl.principal.mapping.rules': f'read by kafkapy on TLS listeners: only DEFAULT is accepted ({_PER_LISTENER})',
+    'ssl.protocol': f'read by kafkapy on TLS listeners when ssl.enabled.protocols is empty ({_PER_LISTENER})',
+    'ssl.enabled.protocols': f'read by kafkapy on TLS listeners ({_PER_LISTENER})',
+    'ssl.cipher.suites': f'read by kafkapy on TLS listeners: TLS 1.2 suites ({_PER_LISTENER})',
+    'ssl.endpoint.identification.algorithm': 'read by kafkapy: an empty value turns off host name checks of the brokers it connects to',
+    'ssl.keystore.key': f'read by kafkapy on TLS listeners: the PEM private key ({_PER_LISTENER})',
+    'ssl.keystore.certificate.chain': f'read by kafkapy on TLS listeners: the PEM certificate chain ({_PER_LISTENER})',
+    'ssl.truststore.certificates': f'read by kafkapy on TLS listeners: the PEM trusted certificates ({_PER_LISTENER})',
+    'sasl.jaas.config': 'read by kafkapy as listener.name.<listener>.<mechanism>.sasl.jaas.config (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)',
+    'quota.window.num': 'read by kafkapy: the samples of the connection creation rate limits (max.connection.creation.rate)',
+    'quota.window.size.seconds': 'read by kafkapy: the sample length of the connection creation rate limits (max.connection.creation.rate)',
+    'replication.quota.window.num': 'read by kafkapy: the samples of the replication throttles (leader/follower.replication.throttled.rate)',
+    'replication.quota.window.size.seconds': 'read by kafkapy: the sample length of the replication throttles',
+    'alter.log.dirs.replication.quota.window.num': 'read by kafkapy: the samples of the log dir move throttle (replica.alter.log.dirs.io.max.bytes.per.second)',
+    'alter.log.dirs.replication.quota.window.size.seconds': 'read by kafkapy: the sample length of the log dir move throttle',
+    'controller.quorum.bootstrap.servers': 'KRaft mode; unused, and when set it stops start-up (kafkapy runs in ZooKeeper mode only)',
+    'producer.id.expiration.check.interval.ms': 'an internal Kafka setting, not described (Kafka hides internal keys); read by kafkapy: how often expired producer ids are removed',
+}
+
 
 def _doc(name: str, note: str) -> str:
     """Our own short documentation: the key's words, then what kafkapy does with it."""
-    return f"{name.replace('.', ' ')}: {note}."
+    return f"{name.replace('.', ' ')}: {READ_BY_KAFKAPY.get(name, note)}."
 
 
 def define_accepted() -> None:

@@ -29,10 +29,11 @@ a cross-key rule is not applied (the previous one stays), as Kafka logs and keep
    "Invalid value org.apache.kafka.common.config.ConfigException: <why> for
    configuration Invalid dynamic configuration".
 Then kafkapy's own refusal (``check_applicable``): listener keys (``listeners``,
-``advertised.listeners``, ``listener.security.protocol.map``, ``listener.name.*``) cannot
-be applied by a running kafkapy broker (it serves PLAINTEXT only and never re-binds), so
-they are refused rather than stored and ignored.  ``persistent_props`` is Kafka's
-toPersistentProps: password configs -> "Password config can be defined only at broker
+``advertised.listeners``, ``listener.security.protocol.map``, ``listener.name.*``, so also
+a listener's own ssl.*, sasl.* and connection limits) cannot be applied by a running
+kafkapy broker (it builds each listener, its TLS context and SASL settings once, at
+start-up, and never re-binds), so they are refused rather than stored and ignored.
+``persistent_props`` is Kafka's toPersistentProps: password configs -> "Password config can be defined only at broker
 level" (default level) or "Password encoder secret not configured" (kafkapy has no
 password encoder).
 
@@ -65,8 +66,9 @@ or reload for them; those it reads at start-up take the stored value at the next
 num.io.threads, num.network.threads, background.threads,
 num.recovery.threads.per.data.dir, num.replica.fetchers, log.cleaner.threads and the
 other log.cleaner.* buffer/backoff/io keys,
-metric.reporters, principal.builder.class, the sasl.* and
-per-broker ssl.* keys (kafkapy serves PLAINTEXT only), the remote.* keys.
+metric.reporters, principal.builder.class, the unprefixed sasl.* and ssl.* keys Kafka
+lets a broker change (ssl.client.auth, ssl.cipher.suites, ssl.enabled.protocols, ...: the
+SSL, SASL_PLAINTEXT and SASL_SSL listeners read them when they start), the remote.* keys.
 
 ``add_listener(cb)``: ``cb(changed_keys)`` after each applied change (effective values).
 Runs on the event loop; the store API is synchronous.

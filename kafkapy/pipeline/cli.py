@@ -19,8 +19,12 @@ checkout; with none, ``stream`` and ``backfill`` stop with one line naming
 ``KAFKAPY_SPARK_JARS`` before starting a JVM. ``stream`` first makes sure its
 input topics exist (``kafkapy.pipeline.topics``), so it can start before any
 event was sent.
-Exit status: 0 done, 2 bad settings (or an input topic the broker will not
-create), 1 a query failed.
+``stream``, ``backfill`` and ``show`` (from Parquet) need pyspark, which ``make run``
+does not install: without it they stop with one line naming the ``spark`` extra, before
+anything else (``_require_pyspark``); ``send`` and ``show --from-topic`` need only
+kafka-python.
+Exit status: 0 done, 2 bad settings or no pyspark (or an input topic the broker will not
+create), 1 a query failed or the broker could not be reached (one line).
 """
 from __future__ import annotations
 
@@ -31,6 +35,8 @@ import random
 import sys
 import time
 from datetime import datetime, timezone
+
+from kafka.errors import KafkaError
 
 from kafkapy.pipeline.settings import (PipelineSettings, SettingsError, connector,
                                        default_packages, expand_jars, from_env)
@@ -299,9 +305,25 @@ def _cmd_show(args) -> int:
     return 0
 
 
+_PYSPARK_HINT = ("needs pyspark 4.0.x (pip install -e '.[spark]'; Spark also needs Java 17), "
+                 "which cannot be imported here")
+
+
+def _require_pyspark(command: str) -> None:
+    """SettingsError (one line) when pyspark cannot be imported, before any job module
+    (``jobs``, ``transform``) or Spark itself is touched."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as err:
+        reason = (str(err).splitlines() or [type(err).__name__])[0]
+        raise SettingsError(f"{command} {_PYSPARK_HINT}: {reason}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command != "send" and not getattr(args, "from_topic", False):
+            _require_pyspark(args.command)
         if args.command == "send":
             return _cmd_send(args)
         if args.command == "show":
@@ -313,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as err:
         print(f"kafkapy-pipeline: {err}", file=sys.stderr)
         return 2
+    except KafkaError as err:           # send / show --from-topic: e.g. no broker there
+        print(f"kafkapy-pipeline: {args.command}: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

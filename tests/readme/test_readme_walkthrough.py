@@ -9,7 +9,7 @@ repository (its files without ``.venv``, ``data``, ``.git`` and caches). The Qui
 so), and every later ``.venv/bin/...`` command uses that venv.
 
 One substitution is made, the same in the commands and in the copy's
-``config/server.properties``: the README's ports (9092, 9093, the cluster's 9101-9103 and
+``config/server.properties``: the README's ports (9092-9094, the cluster's 9101-9103 and
 ZooKeeper's 2181, right after a colon, as in ``127.0.0.1:9092``; not in names such as
 ``data/broker-9093``) become free loopback ports, so a broker or ZooKeeper a developer already
 runs on them neither breaks the test nor answers it. "A cluster" runs against a real
@@ -49,7 +49,7 @@ from tests.zookeeper_server import ZOOKEEPER_SKIP_REASON, ZooKeeperServer, zooke
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-README_PORTS = ("9092", "9093")
+README_PORTS = ("9092", "9093", "9094")
 CLUSTER_PORTS = ("9101", "9102", "9103")
 ZOOKEEPER_PORT = "2181"
 COPY_IGNORE = shutil.ignore_patterns(".venv", ".git", ".cache", "data", "__pycache__",
@@ -163,9 +163,10 @@ class Workspace:
     def start(self, command: str, timeout: float = START_S,
               port: int | None = None) -> Foreground:
         """Starts a README broker command and waits until its port (by default the local
-        9093 if the command names it, else 9092) accepts connections."""
+        one of the README port the command names, else of 9092) accepts connections."""
         if port is None:
-            port = self.ports["9093"] if "9093" in command else self.ports["9092"]
+            named = [p for p in README_PORTS if re.search(rf":{p}\b", command)]
+            port = self.ports[named[0] if named else "9092"]
         out_path = self.root / f"foreground-{len(self.started)}.out"
         with open(out_path, "wb") as out:
             proc = subprocess.Popen(["bash", "-c", self.localize(command)], cwd=self.root,
@@ -475,14 +476,14 @@ def check_broker_9093(workspace: Workspace, fg: Foreground) -> Path:
 
 
 def test_starting_like_kafka(workspace, make_run):
-    """Each start command in turn; ``make run``'s broker is stopped first (same port). The
-    ``make run ARGS=...`` start is stopped by SIGTERM to make alone, the README's other way
-    to stop ``make run``; the others by Ctrl-C."""
-    make_run.ctrl_c()
+    """Each start command in turn, beside ``make run``'s broker (each has its own port and
+    data directory, as the section says). The ``make run ARGS=...`` start is stopped by
+    SIGTERM to make alone, the README's other way to stop ``make run``; the others by
+    Ctrl-C."""
     (block,) = sh_blocks("Starting like Kafka")
     commands = logical_lines(block)
     assert len(commands) == 3, commands
-    assert "9093" not in commands[0] and all("9093" in c for c in commands[1:]), commands
+    assert ":9094" in commands[0] and all(":9093" in c for c in commands[1:]), commands
     assert commands[2].startswith("make run ARGS="), commands[2]
     checks = [check_broker_1, check_broker_9093, check_broker_9093]
     for command, check, how in zip(commands, checks, ["ctrl_c", "ctrl_c", "sigterm"]):
