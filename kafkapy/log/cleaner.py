@@ -68,7 +68,8 @@ from kafkapy.records.batch import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMES
                                    ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, HEADER_STRUCT,
                                    LOG_OVERHEAD, MIN_BATCH_LENGTH, BatchHeader, crc32c,
                                    read_header)
-from kafkapy.records.record import compress, decode_varint, decompress, encode_varint
+from kafkapy.records.record import (compress, decode_varint, decode_varlong, decompress,
+                                    encode_varint, wrap64)
 
 _log = structlog.get_logger("kafkapy.log.cleaner")
 
@@ -343,11 +344,11 @@ def _raw_records(h: BatchHeader, batch: memoryview) -> list[_RawRecord]:
         length, p = decode_varint(data, p)
         end = p + length
         q = p + 1
-        ts_delta, q = decode_varint(data, q)
+        ts_delta, q = decode_varlong(data, q)
         off_delta, q = decode_varint(data, q)
         key, q = _read_blob(data, q)
         value, q = _read_blob(data, q)
-        ts = h.max_timestamp if log_append else h.base_timestamp + ts_delta
+        ts = h.max_timestamp if log_append else wrap64(h.base_timestamp + ts_delta)
         out.append(_RawRecord(h.base_offset + off_delta, ts, key, value, bytes(data[q:end])))
         p = end
     return out

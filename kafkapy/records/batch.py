@@ -380,8 +380,8 @@ def patch_for_append(buf, header: BatchHeader, base_offset: int, leader_epoch: i
     """Assign offsets in place, as the leader does on append.
 
     Writes baseOffset and partitionLeaderEpoch (outside the CRC).  When
-    ``log_append_time_ms`` is given, sets the LOG_APPEND_TIME attribute bit and
-    maxTimestamp and recomputes the CRC.  Updates ``header`` to match.
+    ``log_append_time_ms`` is given, the batch becomes LOG_APPEND_TIME with that
+    maxTimestamp (``set_max_timestamp``).  Updates ``header`` to match.
     ``buf`` must be writable (bytearray or a writable memoryview).
     """
     pos = header.position
@@ -390,15 +390,37 @@ def patch_for_append(buf, header: BatchHeader, base_offset: int, leader_epoch: i
     header.base_offset = base_offset
     header.partition_leader_epoch = leader_epoch
     if log_append_time_ms is not None:
-        attributes = header.attributes | ATTR_TIMESTAMP_TYPE
-        if attributes != header.attributes or log_append_time_ms != header.max_timestamp:
-            _INT16.pack_into(buf, pos + 21, attributes)
-            _INT64.pack_into(buf, pos + 35, log_append_time_ms)
-            crc = _crc32c.crc32c(memoryview(buf)[pos + CRC_START:pos + header.size])
-            _UINT32.pack_into(buf, pos + 17, crc)
-            header.attributes = attributes
-            header.max_timestamp = log_append_time_ms
-            header.crc = crc
+        set_max_timestamp(buf, header, TIMESTAMP_LOG_APPEND_TIME, log_append_time_ms)
+
+
+def set_max_timestamp(buf, header: BatchHeader, timestamp_type: int, max_timestamp: int):
+    """Kafka's DefaultRecordBatch.setMaxTimestamp, which LogValidator calls on every batch
+    it appends in place (CreateTime: the largest record timestamp; LogAppendTime: now).
+
+    Nothing changes when the batch already has that timestamp type and maxTimestamp.
+    Otherwise the attributes are rebuilt as Java's computeAttributes does (codec,
+    timestamp type, transactional, control, delete horizon: any other bit is cleared),
+    maxTimestamp is written and the CRC recomputed; ``header`` is updated to match.
+    Returns the buffer holding the batch: ``buf`` itself, or a writable copy of it when
+    it had to change and ``buf`` is read-only.
+    """
+    if header.timestamp_type == timestamp_type and header.max_timestamp == max_timestamp:
+        return buf
+    if isinstance(buf, bytes) or (isinstance(buf, memoryview) and buf.readonly):
+        buf = bytearray(buf)
+    attributes = header.attributes & (ATTR_COMPRESSION_MASK | ATTR_TRANSACTIONAL |
+                                      ATTR_CONTROL | ATTR_DELETE_HORIZON)
+    if timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
+        attributes |= ATTR_TIMESTAMP_TYPE
+    pos = header.position
+    _INT16.pack_into(buf, pos + 21, attributes)
+    _INT64.pack_into(buf, pos + 35, max_timestamp)
+    crc = _crc32c.crc32c(memoryview(buf)[pos + CRC_START:pos + header.size])
+    _UINT32.pack_into(buf, pos + 17, crc)
+    header.attributes = attributes
+    header.max_timestamp = max_timestamp
+    header.crc = crc
+    return buf
 
 
 def set_base_offset(buf, pos: int, base_offset: int) -> None:

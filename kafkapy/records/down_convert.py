@@ -16,14 +16,14 @@ Per batch (RecordsUtil.downConvert):
 
 Records are read as Java reads them (DefaultRecord): a timestamp is ``baseTimestamp +
 timestampDelta`` and an offset ``baseOffset + offsetDelta``, wrapping at 64 bits; an int
-varint takes at most 5 bytes and a long one 10, the bits beyond 32/64 dropped.  Kafka's
-MemoryRecordsBuilder then refuses (IllegalArgumentException) a negative timestamp other
-than -1 and an offset not above the previous one in the batch, so such a stored batch
-(the validator takes them: Java's arithmetic wraps there too) cannot be converted:
-``DownConversionError``.  In the first chunk Kafka answers the whole Fetch with
-UNKNOWN_SERVER_ERROR in every partition; in a later chunk it is already sending the
-answer and closes the connection (``after_first_chunk``).  Stored bytes that do not
-decode (only a damaged log) fail the same way, as CORRUPT_MESSAGE.
+varint takes at most 5 bytes and a long one 10, the bits beyond 32/64 dropped (the readers
+of ``record``).  Kafka's MemoryRecordsBuilder then refuses (IllegalArgumentException) a
+negative timestamp other than -1 and an offset not above the previous one in the batch,
+so such a stored batch (the validator takes them: Java's arithmetic wraps there too)
+cannot be converted: ``DownConversionError``.  In the first chunk Kafka answers the whole
+Fetch with UNKNOWN_SERVER_ERROR in every partition; in a later chunk it is already
+sending the answer and closes the connection (``after_first_chunk``).  Stored bytes that
+do not decode (only a damaged log) fail the same way, as CORRUPT_MESSAGE.
 
 Message (magic 0/1): offset int64 | size int32 | crc uint32 (CRC-32 of the rest) |
 magic int8 | attributes int8 (codec in bits 0-2, timestamp type bit 3) |
@@ -53,7 +53,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.batch import (COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_NONE,
                                    COMPRESSION_SNAPPY, COMPRESSION_ZSTD, HEADER_SIZE,
                                    BatchHeader, RecordError, iter_headers)
-from kafkapy.records.record import compress, decompress
+from kafkapy.records.record import compress, decode_varint, decode_varlong, decompress, wrap64
 
 MAGIC_V0 = 0
 MAGIC_V1 = 1
@@ -70,8 +70,6 @@ _LZ4_BLOCK = 64 * 1024
 _LZ4_INCOMPRESSIBLE = 0x80000000
 # Java's GZIPOutputStream header (JDK 16+: no mtime, no flags, OS 255 "unknown").
 _GZIP_HEADER = bytes([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF])
-_M32 = 0xFFFFFFFF
-_M64 = (1 << 64) - 1
 
 
 class DownConversionError(KafkaError):
@@ -218,32 +216,39 @@ def _records(data: bytes, header: BatchHeader) -> list[_Record]:
                              memoryview(data)[start:header.position + header.size])
     except RecordError as err:
         raise DownConversionError(ErrorCode.CORRUPT_MESSAGE, err.message or str(err)) from None
+    try:
+        return _parse(payload, header)
+    except RecordError:  # a varint too long or running past its record
+        raise _corrupt() from None
+
+
+def _parse(payload: bytes, header: BatchHeader) -> list[_Record]:
     log_append = header.timestamp_type == _LOG_APPEND_TIME
     out = []
     p, n = 0, len(payload)
     for _ in range(header.records_count):
-        length, p = _int(payload, p, n)
+        length, p = decode_varint(payload, p, n)
         end = p + length
         if length <= 0 or end > n:
             raise _corrupt()
         p += 1  # attributes
-        ts_delta, p = _long(payload, p, end)
-        offset_delta, p = _int(payload, p, end)
+        ts_delta, p = decode_varlong(payload, p, end)
+        offset_delta, p = decode_varint(payload, p, end)
         key, p = _blob(payload, p, end)
         value, p = _blob(payload, p, end)
-        count, p = _int(payload, p, end)
+        count, p = decode_varint(payload, p, end)
         if count < 0:
             raise _corrupt()
         for _h in range(count):
-            key_size, p = _int(payload, p, end)
+            key_size, p = decode_varint(payload, p, end)
             if key_size < 0 or key_size > end - p:
                 raise _corrupt()
             _, p = _blob(payload, p + key_size, end)
         if p != end:
             raise _corrupt()
-        timestamp = header.max_timestamp if log_append else _long_of(
+        timestamp = header.max_timestamp if log_append else wrap64(
             header.base_timestamp + ts_delta)
-        out.append(_Record(_long_of(header.base_offset + offset_delta), timestamp, key, value))
+        out.append(_Record(wrap64(header.base_offset + offset_delta), timestamp, key, value))
     return out
 
 
@@ -251,42 +256,8 @@ def _corrupt() -> DownConversionError:
     return DownConversionError(ErrorCode.CORRUPT_MESSAGE, "Found invalid record structure")
 
 
-def _long_of(value: int) -> int:
-    """``value`` wrapped to a Java long."""
-    value &= _M64
-    return value - (1 << 64) if value >> 63 else value
-
-
-def _raw_varint(buf, p: int, end: int, max_bytes: int) -> tuple[int, int]:
-    raw = shift = 0
-    for _ in range(max_bytes):
-        if p >= end:
-            raise _corrupt()
-        b = buf[p]
-        p += 1
-        raw |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return raw, p
-    raise _corrupt()
-
-
-def _int(buf, p: int, end: int) -> tuple[int, int]:
-    """A zig-zag varint as Java's ByteUtils.readVarint reads it."""
-    raw, p = _raw_varint(buf, p, end, 5)
-    raw &= _M32
-    return (raw >> 1) ^ -(raw & 1), p
-
-
-def _long(buf, p: int, end: int) -> tuple[int, int]:
-    """A zig-zag varlong as Java's ByteUtils.readVarlong reads it."""
-    raw, p = _raw_varint(buf, p, end, 10)
-    raw &= _M64
-    return (raw >> 1) ^ -(raw & 1), p
-
-
 def _blob(buf, p: int, end: int) -> tuple[bytes | None, int]:
-    size, p = _int(buf, p, end)
+    size, p = decode_varint(buf, p, end)
     if size < 0:
         return None, p
     if size > end - p:

@@ -22,14 +22,24 @@ frame-header checksum, which is ignored here as Kafka ignores it.
 Kafka's rules kept here, in its order: every outer message is checked for size
 (MESSAGE_TOO_LARGE) and CRC (CORRUPT_MESSAGE) first; then all must share the
 first one's magic (INVALID_RECORD); a compressed set must be a single wrapper
-(INVALID_RECORD); inner messages with another magic or a codec of their own,
-and keyless records of a compacted topic, are record errors (INVALID_RECORD
-with ``record_errors``; for an uncompressed set each message is its own batch,
-so the first keyless one is reported with index 0); a bad inner CRC is
-CORRUPT_MESSAGE.  The v2 batch gets the records' keys, values and timestamps
-(-1 for magic 0; the wrapper's for a LogAppendTime magic-1 wrapper), no
-headers, no producer id, and the topic's codec (the source codec under
-compression.type=producer).
+(INVALID_RECORD); a bad inner CRC is CORRUPT_MESSAGE.  Then each record is
+checked as LogValidator.validateRecord does: an inner message with another
+magic or a codec of their own, or a keyless record of a compacted topic
+(INVALID_RECORD), else its timestamp: out of the topic's
+message.timestamp.before/after.max.ms range, or LogAppendTime sent to a
+LogAppendTime topic (INVALID_TIMESTAMP); then Kafka's MemoryRecordsBuilder
+refuses a negative timestamp other than -1 (IllegalArgumentException, answered
+UNKNOWN_SERVER_ERROR) and nothing is stored.  Their order differs by shape, as
+in Kafka: in an uncompressed set each message is a batch of its own, checked and
+appended in turn, so the first message with any problem decides (its record
+error reported with index 0); in a compressed set every record is checked first
+(all record errors listed, INVALID_TIMESTAMP winning), and only then are
+negative timestamps refused.
+
+The v2 batch gets the records' keys, values and timestamps (-1 for magic 0;
+the wrapper's for a LogAppendTime magic-1 wrapper; a timestamp delta wraps as a
+Java long, so [-1, Long.MAX_VALUE] is stored as such), no headers, no producer
+id, and the topic's codec (the source codec under compression.type=producer).
 """
 from __future__ import annotations
 
@@ -37,6 +47,7 @@ import struct
 import zlib
 from typing import NamedTuple
 
+from kafkapy.native import CREATE_TIME, LOG_APPEND_TIME, LONG_MAX, validate_batch
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.batch import LOG_OVERHEAD, RecordError, check_stored_batch, next_entry_size
 from kafkapy.records.record import build_batch, decompress
@@ -50,6 +61,7 @@ _ATTR_CODEC = 0x07
 _ATTR_LOG_APPEND_TIME = 0x08
 _CODEC_LZ4 = 3
 _CODEC_ZSTD = 4
+_INVALID_TIMESTAMP = "One or more records have been rejected due to invalid timestamp"
 
 TARGET_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
@@ -106,8 +118,13 @@ def _malformed(size: int):
 
 
 def up_convert(buf, max_message_bytes: int, compression_type: str, compacted: bool,
-               topic_partition: str) -> bytes:
-    """Check a magic 0/1 message set and return it as one v2 batch (base offset 0)."""
+               topic_partition: str, *, now_ms: int = 0, timestamp_type: str = CREATE_TIME,
+               before_max_ms: int = LONG_MAX, after_max_ms: int = LONG_MAX) -> bytes:
+    """Check a magic 0/1 message set and return it as one v2 batch (base offset 0).
+
+    ``now_ms`` and the topic's message.timestamp.type / .before.max.ms / .after.max.ms
+    are for the timestamp checks.  Raises ``RecordError`` with what Kafka answers.
+    """
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
     outer = _outer_messages(mv, max_message_bytes)
     magic = outer[0].magic
@@ -122,11 +139,87 @@ def up_convert(buf, max_message_bytes: int, compression_type: str, compacted: bo
         raise RecordError(ErrorCode.INVALID_RECORD,
                           "Compressed outer record has more than one batch")
     if source:
-        records = _inner_records(outer[0], compacted, topic_partition)
+        wrapper = outer[0]
+        messages = _inner_messages(wrapper)
+        log_append = bool(wrapper.magic == 1 and wrapper.attributes & _ATTR_LOG_APPEND_TIME)
+        records = [(m.key, m.value, (), wrapper.timestamp if log_append else m.timestamp)
+                   for m in messages]
+        errors = _inner_errors(wrapper, messages, compacted, topic_partition)
+        log_append_batches = [log_append] * len(messages)
     else:
-        records = _plain_records(outer, compacted, topic_partition)
+        records = [(m.key, m.value, (), m.timestamp) for m in outer]
+        errors = {i: keyless_error(i, topic_partition)[1]
+                  for i, m in enumerate(outer) if compacted and m.key is None}
+        log_append_batches = [bool(m.magic == 1 and m.attributes & _ATTR_LOG_APPEND_TIME)
+                              for m in outer]
     target = TARGET_CODECS.get(compression_type, source)
-    return build_batch(records, compression=target)
+    batch = build_batch(records, compression=target)
+    timestamp_errors = _timestamp_errors(batch, log_append_batches, topic_partition, now_ms,
+                                         timestamp_type, before_max_ms, after_max_ms)
+    if source:
+        _refuse_wrapper(records, errors, timestamp_errors)
+    else:
+        _refuse_first_message(records, errors, timestamp_errors)
+    return batch
+
+
+def _timestamp_errors(batch: bytes, log_append_batches: list[bool], topic_partition: str,
+                      now_ms: int, timestamp_type: str, before_max_ms: int,
+                      after_max_ms: int) -> dict[int, str]:
+    """Kafka's validateTimestamp per record: out of the topic's range (CreateTime, the
+    native walk over the converted batch), or sent as LogAppendTime to a LogAppendTime
+    topic; by record index."""
+    verdict = validate_batch(batch, topic_partition=topic_partition, now_ms=now_ms,
+                             timestamp_type=timestamp_type, before_max_ms=before_max_ms,
+                             after_max_ms=after_max_ms)
+    if not verdict.ok and not verdict.record_errors:  # our own batch always frames
+        raise RecordError(verdict.error_code, verdict.error_message)
+    errors = dict(verdict.record_errors)
+    if timestamp_type == LOG_APPEND_TIME:
+        for index, log_append in enumerate(log_append_batches):
+            if log_append:
+                errors[index] = ("Invalid timestamp type in message with batch index "
+                                 f"{index}. Producer should not set timestamp type to "
+                                 "LogAppendTime.")
+    return errors
+
+
+def _refuse_first_message(records: list[tuple], errors: dict[int, str],
+                          timestamp_errors: dict[int, str]) -> None:
+    """An uncompressed set: each message is a batch of its own, checked (key, then
+    timestamp) and appended to Kafka's MemoryRecordsBuilder in turn, so the first
+    message with a problem decides, reported as batch index 0; the builder refuses a
+    negative timestamp other than -1 (IllegalArgumentException: UNKNOWN_SERVER_ERROR)."""
+    for index, record in enumerate(records):
+        if index in errors:
+            raise_record_errors([(0, errors[index])])
+        if index in timestamp_errors:
+            raise RecordError(ErrorCode.INVALID_TIMESTAMP, _INVALID_TIMESTAMP,
+                              record_errors=[(0, timestamp_errors[index])])
+        _check_appendable(record[3])
+
+
+def _refuse_wrapper(records: list[tuple], errors: dict[int, str],
+                    timestamp_errors: dict[int, str]) -> None:
+    """A compressed set: every inner record is checked first (a record's own problem
+    wins over its timestamp; INVALID_TIMESTAMP wins over INVALID_RECORD, Kafka's
+    processRecordErrors); then the records go to MemoryRecordsBuilder, which refuses
+    a negative timestamp other than -1."""
+    listed = dict(timestamp_errors)
+    listed.update(errors)
+    if listed:
+        record_errors = sorted(listed.items())
+        if any(index not in errors for index in timestamp_errors):
+            raise RecordError(ErrorCode.INVALID_TIMESTAMP, _INVALID_TIMESTAMP,
+                              record_errors=record_errors)
+        raise_record_errors(record_errors)
+    for record in records:
+        _check_appendable(record[3])
+
+
+def _check_appendable(timestamp: int) -> None:
+    if timestamp < 0 and timestamp != -1:
+        raise RecordError(ErrorCode.UNKNOWN, f"Invalid negative timestamp {timestamp}")
 
 
 def _outer_messages(mv, max_message_bytes: int) -> list[Message]:
@@ -154,18 +247,8 @@ def _outer_messages(mv, max_message_bytes: int) -> list[Message]:
     return out
 
 
-def _plain_records(outer: list[Message], compacted: bool, topic_partition: str) -> list[tuple]:
-    records = []
-    for m in outer:
-        if compacted and m.key is None:
-            # Each uncompressed legacy message is a batch of its own: index 0, first one only.
-            raise_record_errors([keyless_error(0, topic_partition)])
-        records.append((m.key, m.value, (), m.timestamp))
-    return records
-
-
-def _inner_records(wrapper: Message, compacted: bool, topic_partition: str) -> list[tuple]:
-    """Decompress a wrapper and check its inner messages (Kafka's DeepRecordsIterator)."""
+def _inner_messages(wrapper: Message) -> list[Message]:
+    """Decompress a wrapper and read its inner messages (Kafka's DeepRecordsIterator)."""
     codec = wrapper.attributes & _ATTR_CODEC
     if codec >= _CODEC_ZSTD:
         raise RecordError(ErrorCode.INVALID_RECORD,
@@ -187,7 +270,7 @@ def _inner_records(wrapper: Message, compacted: bool, topic_partition: str) -> l
         raise RecordError(ErrorCode.INVALID_RECORD,
                           "Found invalid compressed record set with no inner records")
     _check_wrapper_offset(wrapper, messages)
-    return _checked_inner(wrapper, messages, compacted, topic_partition)
+    return messages
 
 
 def _inner_size(mv, pos: int) -> int:
@@ -211,33 +294,25 @@ def _check_wrapper_offset(wrapper: Message, messages: list[Message]) -> None:
                           f"'{last_inner}' and it is not zero.")
 
 
-def _checked_inner(wrapper: Message, messages: list[Message], compacted: bool,
-                   topic_partition: str) -> list[tuple]:
-    """LogValidator's per-record checks; all record errors are collected, as in Kafka."""
-    errors = []
-    records = []
-    log_append = wrapper.magic == 1 and wrapper.attributes & _ATTR_LOG_APPEND_TIME
+def _inner_errors(wrapper: Message, messages: list[Message], compacted: bool,
+                  topic_partition: str) -> dict[int, str]:
+    """LogValidator's per-record checks but the timestamp's, by record index (a bad inner
+    CRC fails the whole set at once)."""
+    errors = {}
     for index, m in enumerate(messages):
         if m.attributes & _ATTR_CODEC:
-            errors.append((index, "Compressed outer record should not have an inner record "
-                                  "with a compression attribute set"))
-            continue
-        if m.magic != wrapper.magic:
-            errors.append((index, f"Record's magic does not match outer magic {wrapper.magic} "
-                                  f"in topic partition {topic_partition}"))
-            continue
-        if not m.crc_ok:
+            errors[index] = ("Compressed outer record should not have an inner record with a "
+                             "compression attribute set")
+        elif m.magic != wrapper.magic:
+            errors[index] = (f"Record's magic does not match outer magic {wrapper.magic} in "
+                             f"topic partition {topic_partition}")
+        elif not m.crc_ok:
             raise RecordError(ErrorCode.CORRUPT_MESSAGE,
                               f"Record is corrupt (stored crc = {m.crc}) in topic partition "
                               f"{topic_partition}")
-        if compacted and m.key is None:
-            errors.append(keyless_error(index, topic_partition))
-            continue
-        timestamp = wrapper.timestamp if log_append else m.timestamp
-        records.append((m.key, m.value, (), timestamp))
-    if errors:
-        raise_record_errors(errors)
-    return records
+        elif compacted and m.key is None:
+            errors[index] = keyless_error(index, topic_partition)[1]
+    return errors
 
 
 # ---------------------------------------------------------------- LZ4 (magic 0)

@@ -1,13 +1,16 @@
 """Record-level encoding of v2 batches: building and decoding (NOT the hot path).
 
 Used by tests, for control batches (transaction markers), by ListOffsets to
-pin the exact record offset inside one batch, and later by the compactor.
-Appending and serving never call into this module.
+pin the exact record offset inside one batch, by the compactor, and by the old
+formats' conversions (``legacy``, ``down_convert``).  Appending and serving v2
+batches never call into this module.
 
 Record layout inside a batch (zig-zag varints, Kafka's DefaultRecord):
     length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
     keyLength varint | key | valueLength varint | value | headerCount varint |
     headers: (keyLength varint, key, valueLength varint, value)*
+Varints are written and read exactly as Java's ByteUtils does (see below): the
+one place in kafkapy that reads record varints outside the native validator.
 With compression, everything after recordsCount is one compressed block:
 gzip stream, snappy (xerial-framed or raw block), LZ4 frame, zstd frame.
 """
@@ -38,33 +41,69 @@ class Record(NamedTuple):
 
 
 # ---------------------------------------------------------------- varints
+#
+# As Java's ByteUtils writes and reads them.  A value is written from a Java long: the
+# Python int wraps to 64 bits first (a timestamp delta of 2^63 is Long.MIN_VALUE, written
+# in 10 bytes), so the bytes equal writeVarlong's, and writeVarint's for an int.  An int
+# (readVarint) takes at most 5 bytes and a long (readVarlong) at most 10; the bits beyond
+# 32 / 64 are dropped; a last byte with its high bit set is Java's IllegalArgumentException
+# ("Varint is too long ...").
+
+_M32 = (1 << 32) - 1
+_M64 = (1 << 64) - 1
+
+
+def wrap64(value: int) -> int:
+    """``value`` as a Java long (two's complement, 64 bits)."""
+    value &= _M64
+    return value - (1 << 64) if value >> 63 else value
+
 
 def encode_varint(value: int, out: bytearray) -> None:
-    """Append a zig-zag varint/varlong."""
-    v = (value << 1) ^ (value >> 63)
-    v &= 0xFFFFFFFFFFFFFFFF
+    """Append a zig-zag varint/varlong (Java's ByteUtils.writeVarlong of ``value`` as a long)."""
+    v = wrap64(value)
+    v = ((v << 1) ^ (v >> 63)) & _M64
     while v >= 0x80:
         out.append((v & 0x7F) | 0x80)
         v >>= 7
     out.append(v)
 
 
-def decode_varint(buf, pos: int) -> tuple[int, int]:
-    """Read a zig-zag varint/varlong at ``pos``; returns (value, new_pos)."""
-    result = 0
-    shift = 0
-    while True:
-        if pos >= len(buf):
+def _unsigned(buf, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """The raw 7-bit groups of at most ``max_bytes`` bytes; (value, position after)."""
+    raw = shift = 0
+    for _ in range(max_bytes):
+        if pos >= end:
             raise RecordError(ErrorCode.CORRUPT_MESSAGE, "varint runs past the end")
         b = buf[pos]
         pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
+        raw |= (b & 0x7F) << shift
         shift += 7
-        if shift > 63:
-            raise RecordError(ErrorCode.CORRUPT_MESSAGE, "varint too long")
-    return (result >> 1) ^ -(result & 1), pos
+        if not b & 0x80:
+            return raw, pos
+    if max_bytes == 5:
+        raise RecordError(ErrorCode.CORRUPT_MESSAGE,
+                          "Varint is too long, the most significant bit in the 5th byte is set, "
+                          f"converted value: {raw & _M32:x}")
+    raise RecordError(ErrorCode.CORRUPT_MESSAGE,
+                      "Varlong is too long, most significant bit in the 10th byte is set, "
+                      f"converted value: {raw & _M64:x}")
+
+
+def decode_varint(buf, pos: int, end: int | None = None) -> tuple[int, int]:
+    """Read a zig-zag int varint at ``pos`` as Java's ByteUtils.readVarint (bytes up to
+    ``end``, default the end of ``buf``); returns (value, new_pos)."""
+    raw, pos = _unsigned(buf, pos, len(buf) if end is None else end, 5)
+    raw &= _M32
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def decode_varlong(buf, pos: int, end: int | None = None) -> tuple[int, int]:
+    """Read a zig-zag long varint at ``pos`` as Java's ByteUtils.readVarlong (bytes up to
+    ``end``, default the end of ``buf``); returns (value, new_pos)."""
+    raw, pos = _unsigned(buf, pos, len(buf) if end is None else end, 10)
+    raw &= _M64
+    return (raw >> 1) ^ -(raw & 1), pos
 
 
 # ---------------------------------------------------------------- codecs
@@ -240,7 +279,8 @@ def _read_blob(buf, pos: int) -> tuple[bytes | None, int]:
 
 
 def decode_records(batch_bytes, pos: int = 0) -> list[Record]:
-    """Decode every record of the v2 batch at ``pos`` (CRC not checked here)."""
+    """Decode every record of the v2 batch at ``pos`` (CRC not checked here); timestamps
+    and offsets are Java's sums (base + delta, wrapping at 64 bits)."""
     mv = memoryview(batch_bytes)
     h = read_header(mv, pos)
     if h.magic != 2:
@@ -256,7 +296,7 @@ def decode_records(batch_bytes, pos: int = 0) -> list[Record]:
         length, p = decode_varint(data, p)
         start = p
         p += 1  # attributes
-        ts_delta, p = decode_varint(data, p)
+        ts_delta, p = decode_varlong(data, p)
         off_delta, p = decode_varint(data, p)
         key, p = _read_blob(data, p)
         value, p = _read_blob(data, p)
@@ -273,6 +313,6 @@ def decode_records(batch_bytes, pos: int = 0) -> list[Record]:
         if p - start != length:
             raise RecordError(ErrorCode.CORRUPT_MESSAGE,
                               f"record length {length} but {p - start} bytes read")
-        ts = h.max_timestamp if log_append else h.base_timestamp + ts_delta
-        out.append(Record(h.base_offset + off_delta, ts, key, value, headers))
+        ts = h.max_timestamp if log_append else wrap64(h.base_timestamp + ts_delta)
+        out.append(Record(wrap64(h.base_offset + off_delta), ts, key, value, headers))
     return out

@@ -15,7 +15,7 @@ its record iterator).
 """
 from __future__ import annotations
 
-from kafkapy.native import CREATE_TIME, LONG_MAX, validate_batch
+from kafkapy.native import CREATE_TIME, LONG_MAX, Verdict, validate_batch
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.batch import RecordError
 
@@ -38,13 +38,16 @@ def raise_record_errors(errors: list[RecordErrorEntry]) -> None:
 
 def check_records(batch, topic_partition: str, now_ms: int, *, compacted: bool,
                   timestamp_type: str = CREATE_TIME, before_max_ms: int = LONG_MAX,
-                  after_max_ms: int = LONG_MAX) -> None:
+                  after_max_ms: int = LONG_MAX) -> Verdict:
     """Kafka's LogValidator over every record of one v2 batch (``kafkapy.native``, the
     per-record walk in C): raise ``RecordError`` with Kafka's code, message and
-    ``record_errors`` when the batch must not be stored."""
+    ``record_errors`` when the batch must not be stored; otherwise the ``Verdict``, whose
+    ``max_timestamp`` Kafka writes into the header of a CreateTime batch
+    (``batch.set_max_timestamp``)."""
     verdict = validate_batch(batch, topic_partition=topic_partition, now_ms=now_ms,
                              compacted=compacted, timestamp_type=timestamp_type,
                              before_max_ms=before_max_ms, after_max_ms=after_max_ms)
     if not verdict.ok:
         raise RecordError(verdict.error_code, verdict.response_message,
                           record_errors=verdict.record_errors)
+    return verdict

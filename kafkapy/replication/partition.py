@@ -2,9 +2,11 @@
 
 The leader appends (the handler has already run Kafka's request-level record
 checks): up-convert a magic 0/1 message set (Produce v0-2) to one v2 batch,
-validate the batch header (CRC32C, size, offsets), on a compacted topic check
-that every record has a key (the only per-record work, done only there), check
-the producer's sequence against the partition's producer state (a duplicate
+validate the batch header (CRC32C, size, offsets), walk its records in native
+code (keys on a compacted topic, timestamps: Kafka's LogValidator) and, on a
+CreateTime topic, write their largest timestamp into the header's maxTimestamp
+as Kafka does (a header patch, when the producer's differs), check the producer's
+sequence against the partition's producer state (a duplicate
 is answered with the original offsets), then let the log assign offsets and
 write.  Failed appends carry Kafka's log start offset: -1 for the errors Kafka
 answers without looking at the log (corrupt, too large, storage), the log's
@@ -56,7 +58,8 @@ from kafkapy.metadata.cache import PartitionState
 from kafkapy.native import CREATE_TIME, LONG_MAX
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.purgatory.delayed_fetch import LogOffsetMetadata
-from kafkapy.records.batch import (RecordError, is_crc_valid, iter_headers, read_header,
+from kafkapy.records.batch import (TIMESTAMP_CREATE_TIME, RecordError, is_crc_valid,
+                                   iter_headers, read_header, set_max_timestamp,
                                    validate_batches)
 from kafkapy.records.legacy import first_magic, up_convert
 from kafkapy.records.validation import check_records
@@ -271,28 +274,31 @@ class Partition:
         compacted = "compact" in config.cleanup_policy
         mv = memoryview(records)
         if produce_version < 3 and first_magic(mv) in (0, 1):
+            # Kafka checks a converted message set's records (timestamps too) as it converts.
             records = up_convert(mv, config.max_message_bytes,
                                  config.values.get("compression.type", "producer"), compacted,
-                                 f"{self.topic}-{self.index}")
+                                 f"{self.topic}-{self.index}", **self._timestamp_rules())
             header = validate_batches(memoryview(records), config.max_message_bytes)[0]
-            # Kafka checks a converted message set's timestamps as it converts.
-            self._validate_records(memoryview(records)[header.position:
-                                                       header.position + header.size], compacted)
             return records, header
         headers = validate_batches(mv, config.max_message_bytes)
         if not headers:
             return records, None
         header = headers[0]
-        self._validate_records(mv[header.position:header.position + header.size], compacted)
+        verdict = check_records(mv[header.position:header.position + header.size],
+                                f"{self.topic}-{self.index}", compacted=compacted,
+                                **self._timestamp_rules())
+        if not config.log_append_time:  # LogAppendTime: the log sets it to now
+            records = set_max_timestamp(records, header, TIMESTAMP_CREATE_TIME,
+                                        verdict.max_timestamp)
         return records, header
 
-    def _validate_records(self, batch: memoryview, compacted: bool) -> None:
+    def _timestamp_rules(self) -> dict:
+        """The clock and the topic's message.timestamp.* settings, for the record checks."""
         values = self.log.config.values
-        check_records(
-            batch, f"{self.topic}-{self.index}", self.log.clock.time_ms(), compacted=compacted,
-            timestamp_type=values.get("message.timestamp.type", CREATE_TIME),
-            before_max_ms=int(values.get("message.timestamp.before.max.ms", LONG_MAX)),
-            after_max_ms=int(values.get("message.timestamp.after.max.ms", LONG_MAX)))
+        return {"now_ms": self.log.clock.time_ms(),
+                "timestamp_type": values.get("message.timestamp.type", CREATE_TIME),
+                "before_max_ms": int(values.get("message.timestamp.before.max.ms", LONG_MAX)),
+                "after_max_ms": int(values.get("message.timestamp.after.max.ms", LONG_MAX))}
 
     def has_ongoing_transaction(self, producer_id: int) -> bool:
         """Whether ``producer_id`` has an open transaction here (Kafka skips verification)."""

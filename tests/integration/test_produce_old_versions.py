@@ -5,8 +5,14 @@ append (Kafka 3.x stores nothing else), compressed sets included, and read back
 by a current consumer with their keys, values and timestamps (-1 for magic 0).
 Covered over raw frames (every version x magic x codec, LogAppendTime, compacted
 topics, empty sets) and with kafka-python's producer pinned to old API versions.
+Timestamps at Java's edges are answered and stored as Kafka 3.9 does: below -1 refused
+(UNKNOWN_SERVER_ERROR, in Kafka's order against the other record checks), Long.MAX_VALUE
+kept byte for byte.
 """
 from __future__ import annotations
+
+import struct
+import zlib
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -14,6 +20,7 @@ from kafka import KafkaProducer
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from kafkapy.protocol.messages import REQUESTS
+from kafkapy.records.record import compress, decode_records
 from tests.integration.wire import WireClient
 
 Produce = REQUESTS[0]
@@ -136,3 +143,82 @@ def test_kafka_python_producer_pinned_to_old_versions(broker, api_version, codec
     magic_1 = api_version >= (0, 10)
     assert read(broker.bootstrap, topic, 5) == [
         (i, TS + i if magic_1 else -1, b"k%d" % i, b"v%d" % i) for i in range(5)]
+
+
+# -- timestamps of old messages at Java's edges ----------------------------------------------
+# What Kafka 3.9 answered to Produce v2 with these message sets.  Its MemoryRecordsBuilder
+# refuses a timestamp below -1 (UNKNOWN_SERVER_ERROR, nothing stored); in an uncompressed set
+# each message is checked and appended in turn, so the first message with a problem decides;
+# in a compressed set every record is checked first.  [-1, Long.MAX_VALUE] is stored with a
+# Long.MIN_VALUE delta, which Java reads back as Long.MAX_VALUE.
+LONG_MAX = (1 << 63) - 1
+FUTURE = TS + 10**12  # beyond message.timestamp.after.max.ms=3600000 of "old-bounded"
+
+
+def message(value: bytes, timestamp: int, key: bytes | None = None, offset: int = 0,
+            attributes: int = 0) -> bytes:
+    """One magic-1 message written by hand (kafka-python will not write these timestamps)."""
+    body = struct.pack(">bbq", 1, attributes, timestamp)
+    for blob in (key, value):
+        body += struct.pack(">i", -1) if blob is None else struct.pack(">i", len(blob)) + blob
+    return struct.pack(">qiI", offset, 4 + len(body), zlib.crc32(body)) + body
+
+
+def gzip_set(*messages: bytes) -> bytes:
+    return message(compress(1, b"".join(messages)), TS, offset=len(messages) - 1, attributes=1)
+
+
+def stored(client, topic) -> bytes:
+    Fetch = REQUESTS[1]
+    r = client.request(1, 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                       isolation_level=0, session_id=0, session_epoch=-1, topics=[
+                           Fetch.FetchTopic(topic=topic, partitions=[
+                               Fetch.FetchTopic.FetchPartition(
+                                   partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                   last_fetched_epoch=-1, log_start_offset=-1,
+                                   partition_max_bytes=1 << 20)])],
+                       forgotten_topics_data=[], rack_id="")
+    return bytes(r.responses[0].partitions[0].records or b"")
+
+
+NEGATIVE_CASES = [
+    ("old-negative", message(b"x", -5), -1),
+    ("old-negative", message(b"x", TS) + message(b"y", -5, offset=1), -1),
+    ("old-negative", gzip_set(message(b"x", -5), message(b"y", TS, offset=1)), -1),
+    # A LogAppendTime wrapper gives its timestamp to its records.
+    ("old-negative", message(compress(1, message(b"x", TS)), -5, attributes=1 | 0x08), -1),
+    ("old-bounded", message(b"x", -5) + message(b"y", FUTURE, offset=1), -1),
+    ("old-bounded", message(b"x", FUTURE) + message(b"y", -5, offset=1), 32),
+    ("old-bounded", gzip_set(message(b"x", -5), message(b"y", FUTURE, offset=1)), 32),
+    ("old-negative-compacted", message(b"x", -5, b"k") + message(b"y", TS, offset=1), -1),
+    ("old-negative-compacted", message(b"x", TS) + message(b"y", -5, b"k", offset=1), 87),
+    ("old-negative-compacted", gzip_set(message(b"x", -5, b"k"), message(b"y", TS, offset=1)),
+     87),
+]
+
+
+def test_negative_old_timestamps_are_refused_as_kafka_refuses_them(client):
+    create(client, "old-negative")
+    create(client, "old-bounded", message_timestamp_after_max_ms="3600000")
+    create(client, "old-negative-compacted", cleanup_policy="compact")
+    for i, (topic, data, code) in enumerate(NEGATIVE_CASES):
+        r = produce(client, topic, data, 2)
+        assert (r.error_code, r.base_offset) == (code, -1), i
+    for topic in ("old-negative", "old-bounded", "old-negative-compacted"):
+        assert stored(client, topic) == b"", topic
+
+
+# Kafka 3.9's stored batch for [-1, Long.MAX_VALUE] (values b"x", b"y"), offset 0, epoch 0.
+KAFKA_LONG_MAX = ("00000000000000000000004a0000000002d9fe5725000000000001ffffffffffffffff"
+                  "7fffffffffffffffffffffffffffffffffffffffffff000000020e0000000102780020"
+                  "00ffffffffffffffffff010201027900")
+
+
+def test_a_long_max_old_timestamp_is_stored_as_kafka_stores_it(client):
+    create(client, "old-long-max")
+    r = produce(client, "old-long-max",
+                message(b"x", -1) + message(b"y", LONG_MAX, offset=1), 2)
+    assert (r.error_code, r.base_offset) == (0, 0)
+    batch = stored(client, "old-long-max")
+    assert batch.hex() == KAFKA_LONG_MAX
+    assert [x.timestamp for x in decode_records(batch)] == [-1, LONG_MAX]

@@ -12,6 +12,9 @@
   INVALID_PRODUCER_EPOCH, partition not in the transaction -> INVALID_TXN_STATE
   (v11: TRANSACTION_ABORTABLE); without a transactional id ->
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+- The stored batch carries the largest record timestamp in its header (CreateTime), with
+  rebuilt attributes and CRC, byte for byte as Kafka 3.9 stores it; ListOffsets by time
+  and MAX_TIMESTAMP follow the records, not what the producer claimed.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import time
 import pytest
 
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
+from kafkapy.records.batch import crc32c, is_crc_valid, read_header
 from kafkapy.records.record import build_batch
 from tests.integration.wire import WireClient
 
@@ -231,3 +235,105 @@ def test_null_records_close_the_connection(broker):
         assert c.is_closed()
     finally:
         c.close()
+
+
+# -- the stored batch's max timestamp -------------------------------------------------------
+# Kafka 3.9's LogValidator writes the largest record timestamp into a CreateTime batch's
+# header (LogAppendTime: the append time), rebuilding the attributes and the CRC when they
+# change, so what a producer claims never reaches the time index, ListOffsets or retention.
+# The expected bytes are what Kafka 3.9 stored for the same Produce v9 requests.
+
+def _claimed(raw: bytes, max_timestamp: int, attributes: int | None = None) -> bytes:
+    out = bytearray(raw)
+    if attributes is not None:
+        struct.pack_into(">h", out, 21, attributes)
+    struct.pack_into(">q", out, 35, max_timestamp)
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+    return bytes(out)
+
+
+def _stored(client, topic) -> bytes:
+    Fetch = REQUESTS[1]
+    r = client.request(1, 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                       isolation_level=0, session_id=0, session_epoch=-1, topics=[
+                           Fetch.FetchTopic(topic=topic, partitions=[
+                               Fetch.FetchTopic.FetchPartition(
+                                   partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                   last_fetched_epoch=-1, log_start_offset=-1,
+                                   partition_max_bytes=1 << 20)])],
+                       forgotten_topics_data=[], rack_id="")
+    p = r.responses[0].partitions[0]
+    assert p.error_code == 0
+    return bytes(p.records or b"")
+
+
+def _list_offsets(client, topic, timestamp) -> tuple[int, int]:
+    ListOffsets = REQUESTS[2]
+    r = client.request(2, 7, replica_id=-1, isolation_level=0, topics=[
+        ListOffsets.ListOffsetsTopic(name=topic, partitions=[
+            ListOffsets.ListOffsetsTopic.ListOffsetsPartition(
+                partition_index=0, current_leader_epoch=-1, timestamp=timestamp)])])
+    p = r.topics[0].partitions[0]
+    assert p.error_code == 0
+    return p.offset, p.timestamp
+
+
+KAFKA_STORED = {
+    # A record at -5: Kafka's maximum starts at -1 and -5 never beats it.
+    "negative": (build_batch([(None, b"x", (), -5)]),
+                 "00000000000000000000003900000000025b0ce96e000000000000ffffffffffff"
+                 "fffbffffffffffffffffffffffffffffffffffffffffffff000000010e0000000102"
+                 "7800"),
+    # A claimed maximum far beyond the records, with attribute bits Kafka does not know.
+    "claimed": (_claimed(build_batch([(b"k", b"v", (), TS), (None, b"w", (), TS + 100)]),
+                         TS + 10**9, attributes=0x0180),
+                "0000000000000000000000430000000002317bb6e8000000000001000001a3185c50"
+                "00000001a3185c5064ffffffffffffffffffffffffffff0000000210000000026b02"
+                "76001000c8010201027700"),
+    # Compressed: the header is patched in place, the payload kept as sent.
+    "gzip": (_claimed(build_batch([(b"k", b"v", (), TS), (None, b"w", (), TS + 7)],
+                                  compression=1), TS + 10**9),
+             "0000000000000000000000560000000002dee4b18d000100000001000001a3185c5000"
+             "000001a3185c5007ffffffffffffffffffffffffffff000000021f8b08000000000000"
+             "ff1360606060ca662a63e063e06362642a6700008b251fca11000000"),
+    # A LogAppendTime batch sent to a CreateTime topic becomes CreateTime.
+    "log-append-attribute": (build_batch([(b"k", b"v", (), TS)], timestamp_type=1),
+                             "00000000000000000000003a00000000025aa52b6a000000000000000001a3"
+                             "185c5000000001a3185c5000ffffffffffffffffffffffffffff0000000110"
+                             "000000026b027600"),
+}
+
+
+@pytest.mark.parametrize("name", KAFKA_STORED)
+def test_the_stored_max_timestamp_is_the_records_as_in_kafka(client, name):
+    sent, kafka_stored = KAFKA_STORED[name]
+    topic = f"max-timestamp-{name}"
+    create(client, topic)
+    assert produce(client, topic, sent).error_code == 0
+    assert _stored(client, topic).hex() == kafka_stored
+
+
+def test_list_offsets_sees_the_records_timestamps_not_the_claimed_one(client):
+    create(client, "max-timestamp-lookup")
+    claimed = _claimed(build_batch([(b"k", b"v", (), TS), (None, b"w", (), TS + 100)]),
+                       TS + 10**9)
+    assert produce(client, "max-timestamp-lookup", claimed).error_code == 0
+    assert produce(client, "max-timestamp-lookup",
+                   build_batch([(b"k", b"x", (), TS + 200)])).error_code == 0
+    # Kafka 3.9's answers: MAX_TIMESTAMP (-3) is the last batch's record; lookups by time
+    # find the first record at or after the target.
+    assert _list_offsets(client, "max-timestamp-lookup", -3) == (2, TS + 200)
+    assert _list_offsets(client, "max-timestamp-lookup", TS + 150) == (2, TS + 200)
+    assert _list_offsets(client, "max-timestamp-lookup", TS + 50) == (1, TS + 100)
+    assert _list_offsets(client, "max-timestamp-lookup", TS + 10**8) == (-1, -1)
+
+
+def test_log_append_time_rebuilds_the_attributes_as_kafka(client):
+    create(client, "max-timestamp-append-time", message_timestamp_type="LogAppendTime")
+    sent = _claimed(build_batch([(None, b"x", (), TS)]), TS, attributes=0x0180)
+    r = produce(client, "max-timestamp-append-time", sent)
+    assert r.error_code == 0
+    h = read_header(_stored(client, "max-timestamp-append-time"))
+    # Kafka 3.9 stored attributes 0x0008 (unknown bits cleared), the append time, a new CRC.
+    assert (h.attributes, h.max_timestamp) == (0x08, r.log_append_time_ms)
+    assert is_crc_valid(_stored(client, "max-timestamp-append-time"), h)

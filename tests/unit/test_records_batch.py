@@ -8,8 +8,10 @@ from kafka.record import MemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.records.batch import (HEADER_SIZE, RecordError, increment_sequence, iter_headers,
-                                   patch_for_append, read_header, validate_for_append)
+from kafkapy.records.batch import (HEADER_SIZE, TIMESTAMP_CREATE_TIME, RecordError, crc32c,
+                                   increment_sequence, is_crc_valid, iter_headers,
+                                   patch_for_append, read_header, set_max_timestamp,
+                                   validate_for_append)
 from kafkapy.records.record import build_batch, build_control_batch, decode_records
 
 CODECS = [0, 1, 2, 3, 4]
@@ -234,3 +236,77 @@ def test_last_sequence_wraps():
     raw = build_batch([(None, b"x", [], TS)] * 4, producer_id=1, producer_epoch=0,
                       base_sequence=2**31 - 2)
     assert read_header(raw).last_sequence == 1
+
+
+# -- DefaultRecordBatch.setMaxTimestamp ---------------------------------------------------
+# What Kafka 3.9 stored for Produce v9 of these batches on a CreateTime topic (offset 0,
+# leader epoch 0): the header's maxTimestamp is the largest record timestamp whatever the
+# producer wrote; when it changes, the attributes are rebuilt (unknown bits cleared,
+# CreateTime) and the CRC recomputed; a compressed payload is kept as sent.
+STORED_TS = 1_800_000_000_000
+
+
+def _claimed(batch: bytes, max_timestamp: int, attributes: int | None = None) -> bytes:
+    raw = bytearray(batch)
+    if attributes is not None:
+        struct.pack_into(">h", raw, 21, attributes)
+    struct.pack_into(">q", raw, 35, max_timestamp)
+    struct.pack_into(">I", raw, 17, crc32c(memoryview(raw)[21:]))
+    return bytes(raw)
+
+
+KAFKA_SET_MAX_TIMESTAMP = {
+    # records at -5: Kafka's maximum starts at -1 (NO_TIMESTAMP) and -5 never beats it.
+    "negative-timestamp": (
+        build_batch([(None, b"x", (), -5)]), -1,
+        "00000000000000000000003900000000025b0ce96e000000000000fffffffffffffffbffffffffffff"
+        "ffffffffffffffffffffffffffffffff000000010e00000001027800"),
+    "claimed-max-and-unknown-attribute-bits": (
+        _claimed(build_batch([(b"k", b"v", (), STORED_TS), (None, b"w", (), STORED_TS + 100)]),
+                 STORED_TS + 10**9, attributes=0x0180), STORED_TS + 100,
+        "0000000000000000000000430000000002317bb6e8000000000001000001a3185c5000000001a3185c"
+        "5064ffffffffffffffffffffffffffff0000000210000000026b0276001000c8010201027700"),
+    "gzip-claimed-max": (
+        _claimed(build_batch([(b"k", b"v", (), STORED_TS), (None, b"w", (), STORED_TS + 7)],
+                             compression=1), STORED_TS + 10**9), STORED_TS + 7,
+        "0000000000000000000000560000000002dee4b18d000100000001000001a3185c5000000001a3185c"
+        "5007ffffffffffffffffffffffffffff000000021f8b08000000000000ff1360606060ca662a63e063"
+        "e06362642a6700008b251fca11000000"),
+    # A LogAppendTime batch on a CreateTime topic: its records' timestamp is the header's,
+    # and the batch becomes CreateTime.
+    "log-append-time-attribute": (
+        build_batch([(b"k", b"v", (), STORED_TS)], timestamp_type=1), STORED_TS,
+        "00000000000000000000003a00000000025aa52b6a000000000000000001a3185c5000000001a3185c"
+        "5000ffffffffffffffffffffffffffff0000000110000000026b027600"),
+}
+
+
+@pytest.mark.parametrize("name", KAFKA_SET_MAX_TIMESTAMP)
+def test_set_max_timestamp_writes_what_kafka_stores(name):
+    sent, records_max, stored = KAFKA_SET_MAX_TIMESTAMP[name]
+    [h] = validate_for_append(sent, MAX, 9)
+    out = set_max_timestamp(sent, h, TIMESTAMP_CREATE_TIME, records_max)
+    assert isinstance(out, bytearray)  # the read-only request bytes are copied to be patched
+    patch_for_append(out, h, 0, 0)
+    assert bytes(out) == bytes.fromhex(stored)
+    assert (h.max_timestamp, h.crc, h.attributes) == (
+        records_max, read_header(out).crc, read_header(out).attributes)
+
+
+def test_set_max_timestamp_leaves_a_matching_header_alone():
+    # Kafka rewrites nothing when the type and the maximum already match: unknown
+    # attribute bits then stay (Kafka 3.9 stored 0x0180 as sent).
+    sent = _claimed(build_batch([(None, b"x", (), TS)]), TS, attributes=0x0180)
+    h = read_header(sent)
+    assert set_max_timestamp(sent, h, TIMESTAMP_CREATE_TIME, TS) is sent
+    assert h.attributes == 0x0180
+
+
+def test_log_append_time_clears_unknown_attribute_bits():
+    # Kafka 3.9 stored attributes 0x0008 for this batch on a LogAppendTime topic.
+    buf = bytearray(_claimed(build_batch([(None, b"x", (), TS)]), TS, attributes=0x0180))
+    h = read_header(buf)
+    patch_for_append(buf, h, 0, 0, STORED_TS)
+    assert read_header(buf).attributes == h.attributes == 0x08
+    assert read_header(buf).max_timestamp == STORED_TS
+    assert is_crc_valid(buf, read_header(buf))

@@ -265,3 +265,112 @@ def test_unparsable_records_are_invalid_record_without_record_errors():
         with pytest.raises(RecordError) as e:
             check_keys(memoryview(batch), h, TP)
         assert e.value.code == ErrorCode.INVALID_RECORD and e.value.record_errors == []
+
+
+# -- timestamps Kafka's MemoryRecordsBuilder refuses or wraps -----------------------------
+# The codes are what Kafka 3.9 answered to Produce v2 with these message sets (it stored
+# nothing for any refused one).  A timestamp below -1 passes the topic's range check (with
+# the default bounds) and is refused by the builder the converted records go through:
+# UNKNOWN_SERVER_ERROR.  In an uncompressed set each message is checked, then appended, in
+# turn; in a compressed one every record is checked before any is appended.
+NOW = TS + 60_000
+LONG_MAX = (1 << 63) - 1
+FUTURE = NOW + 10**9  # beyond message.timestamp.after.max.ms = 1 hour
+KEYLESS_ERROR = f"Compacted topic cannot accept message without key in topic partition {TP}"
+
+
+def _gzip_set(*messages: bytes) -> bytes:
+    return message(1, None, compress(1, b"".join(messages)), attributes=1,
+                   offset=len(messages) - 1)
+
+
+def _refused_with(data: bytes, compacted: bool = False, **rules) -> RecordError:
+    with pytest.raises(RecordError) as e:
+        up_convert(data, MAX, "producer", compacted, TP, now_ms=NOW, **rules)
+    return e.value
+
+
+@pytest.mark.parametrize("data", [
+    message(1, None, b"x", timestamp=-5),
+    message(1, None, b"x", timestamp=TS) + message(1, None, b"y", offset=1, timestamp=-5),
+    message(1, None, b"x", timestamp=-(1 << 63)),
+    _gzip_set(message(1, None, b"x", timestamp=-5), message(1, None, b"y", offset=1)),
+    # A LogAppendTime wrapper gives its own timestamp to the records.
+    message(1, None, compress(1, message(1, None, b"x")), attributes=1 | 0x08,
+            timestamp=-5),
+], ids=["alone", "second", "long-min", "gzip", "log-append-time-wrapper"])
+def test_a_negative_timestamp_is_unknown_server_error(data):
+    err = _refused_with(data)
+    assert (err.code, err.record_errors) == (ErrorCode.UNKNOWN, [])
+    assert err.message.startswith("Invalid negative timestamp -")
+
+
+def test_a_negative_timestamp_on_a_log_append_time_topic_is_refused_too():
+    err = _refused_with(message(1, None, b"x", timestamp=-5), timestamp_type="LogAppendTime")
+    assert err.code == ErrorCode.UNKNOWN
+
+
+def test_the_first_message_with_a_problem_decides_in_an_uncompressed_set():
+    future = {"after_max_ms": 3_600_000}
+    first_negative = (message(1, None, b"x", timestamp=-5)
+                      + message(1, None, b"y", offset=1, timestamp=FUTURE))
+    assert _refused_with(first_negative, **future).code == ErrorCode.UNKNOWN
+    first_future = (message(1, None, b"x", timestamp=FUTURE)
+                    + message(1, None, b"y", offset=1, timestamp=-5))
+    err = _refused_with(first_future, **future)
+    assert err.code == ErrorCode.INVALID_TIMESTAMP
+    assert [i for i, _ in err.record_errors] == [0]
+    keyed_negative = message(1, b"k", b"x", timestamp=-5) + message(1, None, b"y", offset=1)
+    assert _refused_with(keyed_negative, compacted=True).code == ErrorCode.UNKNOWN
+    keyless_first = message(1, None, b"x") + message(1, b"k", b"y", offset=1, timestamp=-5)
+    err = _refused_with(keyless_first, compacted=True)
+    assert (err.code, err.record_errors) == (ErrorCode.INVALID_RECORD, [(0, KEYLESS_ERROR)])
+    # A message out of range before a keyless one (message.timestamp.before.max.ms).
+    old_first = message(1, b"k", b"x", timestamp=1000) + message(1, None, b"y", offset=1)
+    err = _refused_with(old_first, compacted=True, before_max_ms=3_600_000)
+    assert err.code == ErrorCode.INVALID_TIMESTAMP and len(err.record_errors) == 1
+
+
+def test_every_record_is_checked_first_in_a_compressed_set():
+    negative_then_future = _gzip_set(message(1, None, b"x", timestamp=-5),
+                                     message(1, None, b"y", offset=1, timestamp=FUTURE))
+    err = _refused_with(negative_then_future, after_max_ms=3_600_000)
+    assert err.code == ErrorCode.INVALID_TIMESTAMP and [i for i, _ in err.record_errors] == [1]
+    negative_then_keyless = _gzip_set(message(1, b"k", b"x", timestamp=-5),
+                                      message(1, None, b"y", offset=1))
+    err = _refused_with(negative_then_keyless, compacted=True)
+    assert err.code == ErrorCode.INVALID_RECORD and [i for i, _ in err.record_errors] == [1]
+    # Record errors of both kinds: all listed, INVALID_TIMESTAMP wins.
+    keyless_then_old = _gzip_set(message(1, None, b"x"),
+                                 message(1, b"k", b"y", offset=1, timestamp=1000))
+    err = _refused_with(keyless_then_old, compacted=True, before_max_ms=3_600_000)
+    assert err.code == ErrorCode.INVALID_TIMESTAMP
+    assert [i for i, _ in err.record_errors] == [0, 1]
+    assert err.record_errors[0] == (0, KEYLESS_ERROR)
+
+
+def test_log_append_time_sent_to_a_log_append_time_topic_is_invalid_timestamp():
+    plain = message(1, None, b"x", attributes=0x08)
+    wrapped = message(1, None, compress(1, message(1, None, b"x")), attributes=1 | 0x08)
+    for data in (plain, wrapped):
+        err = _refused_with(data, timestamp_type="LogAppendTime")
+        assert err.code == ErrorCode.INVALID_TIMESTAMP and [i for i, _ in err.record_errors] == [0]
+    # On a CreateTime topic the message's own timestamp counts (Kafka stored it).
+    assert decode_records(up_convert(plain, MAX, "producer", False, TP, now_ms=NOW))[0] \
+        .timestamp == TS
+
+
+# Kafka 3.9 stored this for Produce v2 of two magic-1 messages with timestamps -1 and
+# Long.MAX_VALUE (value b"x", b"y"): the second delta is Long.MIN_VALUE, a 10-byte varlong.
+KAFKA_LONG_MAX = ("00000000000000000000004a0000000002d9fe5725000000000001ffffffffffffffff"
+                  "7fffffffffffffffffffffffffffffffffffffffffff000000020e0000000102780020"
+                  "00ffffffffffffffffff010201027900")
+
+
+def test_a_long_max_timestamp_is_stored_as_kafka_stores_it():
+    data = (message(1, None, b"x", timestamp=-1)
+            + message(1, None, b"y", offset=1, timestamp=LONG_MAX))
+    batch = bytearray(up_convert(data, MAX, "producer", False, TP, now_ms=NOW))
+    patch_for_append(batch, read_header(batch), 0, 0)
+    assert batch.hex() == KAFKA_LONG_MAX
+    assert [r.timestamp for r in decode_records(batch)] == [-1, LONG_MAX]

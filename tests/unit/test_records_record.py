@@ -9,18 +9,82 @@ from kafka.record import MemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.records.batch import read_header, validate_for_append
+from kafkapy.records.batch import RecordError
 from kafkapy.records.record import (build_batch, build_control_batch, decode_records,
-                                    decode_varint, decompress, encode_varint)
+                                    decode_varint, decode_varlong, decompress, encode_varint)
 
 TS = 1_700_000_000_000
 
 
-@pytest.mark.parametrize("value", [0, 1, -1, 63, -64, 64, 300, -300, 2**31 - 1, -2**31,
-                                   2**62, -2**63])
+LONG_MAX = (1 << 63) - 1
+
+
+@pytest.mark.parametrize("value", [0, 1, -1, 63, -64, 64, 300, -300, 2**31 - 1, -2**31])
 def test_varint_roundtrip(value):
     out = bytearray()
     encode_varint(value, out)
     assert decode_varint(out, 0) == (value, len(out))
+    assert decode_varlong(out, 0) == (value, len(out))
+
+
+@pytest.mark.parametrize("value", [2**31, -2**31 - 1, 2**62, LONG_MAX, -2**63])
+def test_varlong_roundtrip(value):
+    out = bytearray()
+    encode_varint(value, out)
+    assert decode_varlong(out, 0) == (value, len(out))
+
+
+def test_a_value_is_written_as_a_java_long():
+    # Long.MAX_VALUE - (-1) overflows to Long.MIN_VALUE in Java: writeVarlong's 10 bytes.
+    out = bytearray()
+    encode_varint(LONG_MAX + 1, out)
+    assert bytes(out) == b"\xff" * 9 + b"\x01"
+    assert decode_varlong(out, 0) == (-2**63, 10)
+
+
+def test_an_int_varint_keeps_java_s_low_32_bits():
+    # 80 80 80 80 10 is 1 << 32: ByteUtils.readVarint's int drops it (0).
+    assert decode_varint(b"\x80\x80\x80\x80\x10", 0) == (0, 5)
+    # A 5th byte 0x7e: only its low 4 bits reach the int (0xe << 28).
+    assert decode_varint(b"\x80\x80\x80\x80\x7e", 0) == (0x70000000, 5)
+    assert decode_varint(b"\xff\xff\xff\xff\x7e", 0) == (-0x78000000, 5)
+
+
+def test_a_long_varint_keeps_java_s_low_64_bits():
+    # 80 x9 02 is 1 << 64: ByteUtils.readVarlong's long drops it (0).
+    assert decode_varlong(b"\x80" * 9 + b"\x02", 0) == (0, 10)
+    assert decode_varlong(b"\xfe" + b"\xff" * 8 + b"\x7f", 0) == (LONG_MAX, 10)
+
+
+def test_too_long_varints_are_refused_as_java_refuses_them():
+    with pytest.raises(RecordError) as e:
+        decode_varint(b"\x80" * 5 + b"\x01", 0)
+    assert e.value.message == ("Varint is too long, the most significant bit in the 5th byte "
+                               "is set, converted value: 0")
+    with pytest.raises(RecordError) as e:
+        decode_varlong(b"\x80" * 10 + b"\x01", 0)
+    assert e.value.message == ("Varlong is too long, most significant bit in the 10th byte "
+                               "is set, converted value: 0")
+    with pytest.raises(RecordError):
+        decode_varint(b"\x80\x80", 0)
+    with pytest.raises(RecordError):  # the record ends before the varint does
+        decode_varint(b"\x80\x01", 0, 1)
+
+
+# Kafka 3.9 stored this for Produce v2 of magic-1 messages with timestamps -1 and
+# Long.MAX_VALUE: the second delta is Long.MIN_VALUE, and Java reads -1 + delta as MAX.
+KAFKA_LONG_MAX_BATCH = bytes.fromhex(
+    "00000000000000000000004a0000000002d9fe5725000000000001ffffffffffffffff7fffffffffffff"
+    "ffffffffffffffffffffffffffffff000000020e000000010278002000ffffffffffffffffff01020102"
+    "7900")
+
+
+def test_build_batch_writes_a_long_max_timestamp_as_kafka_does():
+    raw = bytearray(build_batch([(None, b"x", (), -1), (None, b"y", (), LONG_MAX)]))
+    struct.pack_into(">i", raw, 12, 0)  # the partition leader epoch Kafka's leader wrote
+    assert bytes(raw) == KAFKA_LONG_MAX_BATCH
+    assert [(r.offset, r.timestamp) for r in decode_records(KAFKA_LONG_MAX_BATCH)] == [
+        (0, -1), (1, LONG_MAX)]
 
 
 def test_varint_known_bytes():
