@@ -47,9 +47,15 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
+
+from kafka.protocol.admin import (AlterConfigsRequest, AlterUserScramCredentialsRequest,
+                                  DescribeConfigsRequest, DescribeUserScramCredentialsRequest,
+                                  IncrementalAlterConfigsRequest)
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import UsageError
+from kafkapy.security.sasl import credentials
 
 TOPIC, BROKER = 2, 4
 USER = "users"          # not a ConfigResource type: SCRAM credentials have their own APIs
@@ -219,8 +225,6 @@ def _print_entity(admin, kind: int, name: str, describe_all: bool) -> None:
 
 def _entries(admin, kind: int, name: str, describe_all: bool, synonyms: bool) -> list:
     """The entity's configs, sorted by name; only its dynamic ones unless ``describe_all``."""
-    from kafka.protocol.admin import DescribeConfigsRequest
-
     request = DescribeConfigsRequest(resources=[(kind, name, None)], include_synonyms=synonyms,
                                      min_version=1)
     result = _send(admin, request, kind, name).results[0]
@@ -243,8 +247,6 @@ def _send(admin, request, kind: int, name: str):
 # --alter ------------------------------------------------------------------
 
 def _alter(admin, kind: int, name: str, args: argparse.Namespace) -> None:
-    from kafka.protocol.admin import IncrementalAlterConfigsRequest
-
     if kind == TOPIC:
         _check_topic_name(name)
     added = {**common.properties_file(args.add_config_file), **_added(args.add_config)}
@@ -273,8 +275,6 @@ def _alter(admin, kind: int, name: str, args: argparse.Namespace) -> None:
 
 def _broker_alter_request(entries: list, added: dict[str, str], deleted: list[str], name: str):
     """ConfigCommand's broker path: the whole new dynamic layer in one AlterConfigs."""
-    from kafka.protocol.admin import AlterConfigsRequest
-
     merged = {e.name: e.value for e in entries}
     merged.update(added)
     for key in deleted:
@@ -297,8 +297,6 @@ def _users(admin, name: str | None, args: argparse.Namespace) -> None:
 
 
 def _describe_users(admin, name: str | None) -> None:
-    from kafka.protocol.admin import DescribeUserScramCredentialsRequest
-
     request = DescribeUserScramCredentialsRequest(
         users=None if name is None else [(name,)], min_version=0, max_version=0)
     answer = common.send(admin, request)
@@ -317,19 +315,17 @@ def _describe_users(admin, name: str | None) -> None:
 
 
 def _alter_user(admin, name: str, args: argparse.Namespace) -> None:
-    from kafka.protocol.admin import AlterUserScramCredentialsRequest
-
     added = {**common.properties_file(args.add_config_file), **_added(args.add_config)}
     deleted = [k.strip() for item in args.delete_config for k in item.split(",") if k.strip()]
     unknown_added = [k for k in added if k not in _SCRAM]
     if unknown_added:
         raise UsageError("kafkapy-configs handles only SCRAM credential configs for 'users' "
-                         f"(kafkapy has no quotas). Unexpected config names: "
+                         f"(kafkapy has no client quotas). Unexpected config names: "
                          f"Set({', '.join(unknown_added)})")
     unknown_deleted = [k for k in deleted if k not in _SCRAM]
     if unknown_deleted:
         raise UsageError("kafkapy-configs handles only SCRAM credential configs for 'users' "
-                         f"(kafkapy has no quotas). Unexpected config names: "
+                         f"(kafkapy has no client quotas). Unexpected config names: "
                          f"List({', '.join(unknown_deleted)})")
     upsertions = [_upsertion(name, mechanism, value) for mechanism, value in added.items()]
     deletions = [(name, _SCRAM[mechanism]) for mechanism in deleted]
@@ -344,7 +340,6 @@ def _alter_user(admin, name: str, args: argparse.Namespace) -> None:
 def _to_controller(admin, request, attempts: int = 60):
     """Send to the active controller; NOT_CONTROLLER (a controller moving or not yet
     elected) is retried after a fresh look, as Kafka's admin client retries it."""
-    import time
 
     for _ in range(attempts):
         controller = admin.describe_cluster().get("controller_id")
@@ -358,8 +353,6 @@ def _to_controller(admin, request, attempts: int = 60):
 
 def _upsertion(name: str, mechanism: str, value: str) -> tuple:
     """ConfigCommand's iterationsAndPasswordBytes, then the Java admin client's salting."""
-    from kafkapy.security.sasl import credentials
-
     match = re.fullmatch(r"(?:iterations=(-?[0-9]*),)?password=(.*)", value, re.DOTALL)
     if match is None:
         raise UsageError(f"Invalid credential property {mechanism.replace('-', '_')}={value}")

@@ -486,6 +486,10 @@ def _check_not_kraft(cfg: BrokerConfig) -> None:
 def _check_unsupported(cfg: BrokerConfig) -> None:
     _require(not cfg["remote.log.storage.system.enable"], "Tiered storage (remote.log.storage.system.enable=true) "
              "is not supported by kafkapy", "remote.log.storage.system.enable", cfg)
+    # A plaintext connection to ZooKeeper where the operator asked for TLS would expose it.
+    _require(not cfg["zookeeper.ssl.client.enable"], "TLS to ZooKeeper "
+             "(zookeeper.ssl.client.enable=true) is not supported by kafkapy",
+             "zookeeper.ssl.client.enable", cfg)
     # Ignoring an authorizer the operator asked for would open every resource.
     authorizer = cfg["authorizer.class.name"].strip()
     _require(authorizer in ("", "kafka.security.authorizer.AclAuthorizer"),

@@ -34,7 +34,7 @@ def _zookeeper() -> None:
     D.define("zookeeper.set.acl", T.BOOLEAN, False, None, H, "Create znodes with secure ACLs.")
     D.define("zookeeper.max.in.flight.requests", T.INT, 10, at_least(1), H,
              "Most unacknowledged requests sent to ZooKeeper before blocking.")
-    D.define("zookeeper.ssl.client.enable", T.BOOLEAN, False, None, M, "Use TLS to ZooKeeper.")
+    D.define("zookeeper.ssl.client.enable", T.BOOLEAN, False, None, M, "Use TLS to ZooKeeper; kafkapy refuses true (its ZooKeeper connection is plaintext).")
     D.define("zookeeper.clientCnxnSocket", T.STRING, None, None, M, "ZooKeeper client socket class (TLS).")
     for store in ("keystore", "truststore"):
         D.define(f"zookeeper.ssl.{store}.location", T.STRING, None, None, M, f"ZooKeeper TLS {store} file.")
