@@ -56,9 +56,13 @@ venv: $(STAMP)
 run: $(RUN_STAMP)
 	exec $(PY) -m kafkapy $(PROPS) $(ARGS)
 
-## Install what the tests need (Debian packages as root), then run every test.
+## Install what the tests need (Debian packages as root), then run every test, in
+## TEST_WORKERS processes (pytest-xdist; how modules are shared out: tests/conftest.py).
+## Most tests wait on real brokers, ZooKeeper and JVMs rather than compute, so more
+## workers than cores pays; TEST_WORKERS=0 runs them in this one process.
+TEST_WORKERS ?= 3
 test: $(STAMP) system-deps java-clients
-	$(PY) -m pytest -q -ra --durations=15
+	$(PY) -m pytest -q -ra --durations=15 -n $(TEST_WORKERS) --dist loadgroup
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
