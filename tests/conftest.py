@@ -14,7 +14,7 @@ from collections import defaultdict
 
 import pytest
 
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 

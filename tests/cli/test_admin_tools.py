@@ -34,9 +34,9 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.record import build_batch
-from tests.broker_process import BrokerProcess
-from tests.cluster.conftest import kafka_tool
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.cluster import kafka_tool
+from tests.support.wire import WireClient
 
 BIN = Path(sys.executable).parent
 SUFFIX = uuid.uuid4().hex[:6]

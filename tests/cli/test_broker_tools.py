@@ -24,7 +24,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 
 from kafkapy.cli import broker_api_versions, server_stop
 from kafkapy.cli._common import send
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 from tests.cli.test_cli_tools import tool
 
 ROOT = Path(__file__).resolve().parents[2]

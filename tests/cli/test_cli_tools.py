@@ -22,7 +22,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.errors import CoordinatorNotAvailableError
 from kafka.structs import OffsetAndMetadata
 
-from tests.broker_process import free_port
+from tests.support.broker_process import free_port
 
 BIN = Path(sys.executable).parent
 SUFFIX = uuid.uuid4().hex[:8]

@@ -31,9 +31,9 @@ from pathlib import Path
 import pytest
 
 from kafkapy.records.batch import crc32c
-from tests.mixed import workload
-from tests.mixed.conftest import SINGLE_BROKER_SETTINGS, Mixed, _require_kafka
-from tests.zookeeper_server import zookeeper_server  # noqa: F401  (fixture)
+from tests.support import workload
+from tests.support.mixed import SINGLE_BROKER_SETTINGS, Mixed, _require_kafka
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.java, pytest.mark.timeout(900)]
 
@@ -98,7 +98,7 @@ def _more(bootstrap: str) -> None:
     (group metadata with members' subscriptions and assignments)."""
     from kafka import KafkaConsumer, KafkaProducer
 
-    from tests.cluster.clients import create_topic
+    from tests.support.cluster_clients import create_topic
     create_topic(bootstrap, "append-time", partitions=1,
                  configs={"message.timestamp.type": "LogAppendTime"})
     create_topic(bootstrap, "many", partitions=14)
@@ -310,7 +310,7 @@ def legacy_dir(tmp_path_factory, zookeeper_server):  # noqa: F811
     _require_kafka()
     from kafka import KafkaProducer
 
-    from tests.cluster.clients import create_topic
+    from tests.support.cluster_clients import create_topic
     settings = dict(SETTINGS, **{"inter.broker.protocol.version": "2.8",
                                  "log.message.format.version": "0.10.2"})
     m = Mixed(tmp_path_factory.mktemp("dump-legacy"), zookeeper_server, settings)

@@ -33,10 +33,10 @@ import pytest
 
 from kafkapy.cli import reassign_partitions as tool
 from kafkapy.controller.assignment import assign_replicas
-from tests.cluster import clients
-from tests.cluster.conftest import (kafka_tool, running_cluster, shared_cluster,  # noqa: F401
+from tests.support import cluster_clients as clients
+from tests.support.cluster import (kafka_tool, running_cluster, shared_cluster,  # noqa: F401
                                     unique, wait_for)
-from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 EXE = Path(sys.executable).parent / "kafkapy-reassign-partitions"
 NOWHERE = "127.0.0.1:1"

@@ -19,20 +19,12 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from tests.broker_process import BrokerProcess
-
-ROOT = Path(__file__).resolve().parents[2]
-JAVA_SOURCE = ROOT / "tests" / "java" / "ClientE2E.java"
-FETCH_SCRIPT = ROOT / "scripts" / "fetch_java_clients.sh"
-JAVA_CLIENT_VERSIONS = ("3.9.0", "4.3.0")
-
-
-def java_clients_dir() -> Path:
-    return Path(os.environ.get("KAFKAPY_JAVA_CLIENTS", ROOT / ".cache" / "java-clients"))
+from tests.support.broker_process import BrokerProcess
+from tests.support.java_clients import (FETCH_SCRIPT, JAVA_CLIENT_VERSIONS, JAVA_SOURCE, ROOT,
+                                       JavaClient, java_clients_dir)
 
 
 @dataclass
@@ -50,21 +42,6 @@ def broker(tmp_path_factory):
     b = BrokerProcess(tmp_path_factory.mktemp("broker") / "logs").start()
     yield b
     b.stop()
-
-
-@dataclass(frozen=True)
-class JavaClient:
-    version: str
-    jars_dir: Path
-    classes_dir: Path
-
-    @property
-    def classpath(self) -> str:
-        return os.pathsep.join([str(self.classes_dir), str(self.jars_dir / "*")])
-
-    def command(self, main_class: str, *args: str) -> list[str]:
-        return [shutil.which("java") or "java", "-Dlog4j2.level=WARN",
-                "-Dlog4j2.StatusLogger.level=OFF", "-cp", self.classpath, main_class, *args]
 
 
 @pytest.fixture(scope="session")

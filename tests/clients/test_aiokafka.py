@@ -14,7 +14,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from tests.clients import common
+from tests.support import client_common as common
 
 pytestmark = pytest.mark.timeout(300)
 

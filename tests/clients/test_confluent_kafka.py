@@ -18,7 +18,7 @@ from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, 
                              Producer, TopicPartition)
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from tests.clients import common
+from tests.support import client_common as common
 
 pytestmark = pytest.mark.timeout(300)
 

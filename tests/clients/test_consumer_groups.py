@@ -33,7 +33,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic, OffsetSpec
 
 from kafkapy.coordinator.group.kafka_order import commit_order
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 pytestmark = pytest.mark.timeout(900)
 

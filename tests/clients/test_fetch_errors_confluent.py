@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.clients import common
+from tests.support import client_common as common
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -6,7 +6,7 @@ producer's defaults (idempotence, acks=all), consumes them back with assign +
 seekToBeginning (and through a consumer group when the broker advertises the
 group APIs), and checks Consumer/Admin offset look-ups. Then the topics the
 Java client wrote are re-read here with kafka-python and checked against
-tests/clients/common.py, so the two generators cannot drift apart unnoticed.
+tests/support/client_common.py, so the two generators cannot drift apart unnoticed.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import subprocess
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from tests.clients import common
+from tests.support import client_common as common
 
 pytestmark = [pytest.mark.java, pytest.mark.timeout(900)]
 

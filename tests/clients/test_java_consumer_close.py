@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 pytestmark = [pytest.mark.java, pytest.mark.timeout(300)]
 

@@ -14,7 +14,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import OffsetSpec
 
-from tests.clients import common
+from tests.support import client_common as common
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from tests.clients import common
+from tests.support import client_common as common
 
 pytestmark = [
     pytest.mark.kcat,

@@ -23,8 +23,8 @@ from kafka.admin import KafkaAdminClient
 from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.protocol.messages import REQUESTS
-from tests.clients.common import produce_values, read_values
-from tests.integration.wire import WireClient
+from tests.support.client_common import produce_values, read_values
+from tests.support.wire import WireClient
 
 try:  # confluent-kafka >= 2.4
     from confluent_kafka import ElectionType

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from tests.clients.conftest import ROOT
+from tests.support.java_clients import ROOT
 
 pytestmark = pytest.mark.timeout(180)
 

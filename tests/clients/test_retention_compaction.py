@@ -20,7 +20,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource as KConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient, NewTopic
 
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 DEADLINE_S = 90
 

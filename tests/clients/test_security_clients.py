@@ -2,7 +2,7 @@
 
 One broker on ZooKeeper (SCRAM credentials live in ``/config/users``), three listeners:
 PLAINTEXT (inter-broker, and the admin tool adding SCRAM users), SASL_PLAINTEXT and SASL_SSL
-(test CA from ``tests/certs.py``), each enabling PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
+(test CA from ``tests/support/certs.py``), each enabling PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.
 Clients: kafka-python, confluent-kafka (librdkafka) and the Java client (Kafka 3.9's own
 console producer and consumer, kafka-clients 3.9).  Each produces and reads back; a wrong
 password gets SASL_AUTHENTICATION_FAILED and no data.  kafkapy's own inter-broker client
@@ -22,12 +22,12 @@ import pytest
 from kafkapy.cli import configs
 from kafkapy.network.client import BrokerConnection, SaslLoginError
 from kafkapy.security.listener_setup import ClientSecurity
-from tests.broker_process import ROOT, BrokerProcess, free_port
-from tests.certs import broker_ssl_overrides
-from tests.certs import certs  # noqa: F401 (fixture)
-from tests.clients.common import kafka_python_values, poll_values
-from tests.zookeeper_server import new_chroot
-from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
+from tests.support.broker_process import ROOT, BrokerProcess, free_port
+from tests.support.certs import broker_ssl_overrides
+from tests.support.certs import certs  # noqa: F401 (fixture)
+from tests.support.client_common import kafka_python_values, poll_values
+from tests.support.zookeeper_server import new_chroot
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.timeout(600)
 

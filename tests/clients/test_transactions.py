@@ -22,8 +22,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.broker_process import BrokerProcess
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster import clients, isr
-from tests.cluster.conftest import FAILOVER_S, Cluster, running_cluster, wait_for
-from tests.integration.request_fields import fields
+from tests.support import cluster_clients as clients, isr
+from tests.support.cluster import FAILOVER_S, Cluster, running_cluster, wait_for
+from tests.support.request_fields import fields
 
 NONE = 0
 COORDINATOR_LOAD_IN_PROGRESS = 14

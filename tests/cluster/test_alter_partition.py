@@ -21,9 +21,9 @@ Runs against real Kafka 3.9 too (``KAFKAPY_CLUSTER_REFERENCE=kafka``).
 """
 from __future__ import annotations
 
-from tests.cluster import clients
-from tests.cluster.conftest import Cluster
-from tests.cluster.isr import REJOIN_S, feeder, lag_cluster, produce, wait_isr  # noqa: F401
+from tests.support import cluster_clients as clients
+from tests.support.cluster import Cluster
+from tests.support.isr import REJOIN_S, feeder, lag_cluster, produce, wait_isr  # noqa: F401
 
 SHRINK_S = 15       # lag time + the expiration period + AlterPartition + UpdateMetadata;
 #                     well within the 20 s session, so no expiry gets there first

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster import clients
+from tests.support import cluster_clients as clients
 
 PARTITIONS = 6
 PER_PARTITION = 20

@@ -4,7 +4,7 @@ Each broker has a PLAINTEXT listener (the test tooling's, on its usual port) and
 ``INTERNAL`` listener mapped to SASL_SSL, named by ``inter.broker.listener.name``; the
 brokers log in to each other with PLAIN (``sasl.mechanism.inter.broker.protocol``, the
 user and password from ``listener.name.internal.plain.sasl.jaas.config``) over TLS (the
-test CA from ``tests/certs.py``, host names checked).  Everything between brokers goes
+test CA from ``tests/support/certs.py``, host names checked).  Everything between brokers goes
 through it: the controller's LeaderAndIsr/UpdateMetadata, replica fetching (the ISR of a
 replicated topic fills up and acks=all produce completes), controlled shutdown.
 A stock client logs in on the SASL_SSL listener as well; a wrong password is refused.
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.broker_process import free_port
-from tests.certs import broker_ssl_overrides
-from tests.certs import certs  # noqa: F401 (fixture)
-from tests.clients.common import kafka_python_values
-from tests.cluster.conftest import REFERENCE, running_cluster, wait_for
-from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
+from tests.support.broker_process import free_port
+from tests.support.certs import broker_ssl_overrides
+from tests.support.certs import certs  # noqa: F401 (fixture)
+from tests.support.client_common import kafka_python_values
+from tests.support.cluster import REFERENCE, running_cluster, wait_for
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.timeout(400),
               pytest.mark.skipif(REFERENCE == "kafka", reason="kafkapy nodes only (per-node listeners)")]

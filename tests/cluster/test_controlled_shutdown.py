@@ -22,8 +22,8 @@ import threading
 import pytest
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from tests.cluster import clients
-from tests.cluster.conftest import FAILOVER_S, REFERENCE, wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster import FAILOVER_S, REFERENCE, wait_for
 
 PARTITIONS = 6
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import time
 
-from tests.cluster import clients
-from tests.cluster.conftest import FAILOVER_S, SESSION_S, wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster import FAILOVER_S, SESSION_S, wait_for
 
 
 def test_killing_the_controller_elects_another_with_a_higher_epoch(cluster, unique):

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from tests.cluster import clients
-from tests.cluster.clients import find_coordinator
-from tests.cluster.conftest import FAILOVER_S, wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster_clients import find_coordinator
+from tests.support.cluster import FAILOVER_S, wait_for
 
 COORDINATOR_NOT_AVAILABLE = 15
 

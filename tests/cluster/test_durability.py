@@ -28,8 +28,8 @@ from collections import Counter
 
 import pytest
 
-from tests.cluster import clients
-from tests.cluster.conftest import (CLUSTER_SETTINGS, FAILOVER_S, Cluster,
+from tests.support import cluster_clients as clients
+from tests.support.cluster import (CLUSTER_SETTINGS, FAILOVER_S, Cluster,
                                     running_cluster, wait_for)
 
 ROUNDS = 10

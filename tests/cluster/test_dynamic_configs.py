@@ -22,10 +22,10 @@ import pytest
 from kafka import KafkaProducer
 from kafka.errors import MessageSizeTooLargeError
 
-from tests.cluster.clients import (create_topic, kafkapy_tool, leader_and_isr,
+from tests.support.cluster_clients import (create_topic, kafkapy_tool, leader_and_isr,
                                   offline_partition, request)
-from tests.cluster.conftest import FAILOVER_S, kafka_tool, running_cluster, wait_for
-from tests.zookeeper_server import zookeeper_server  # noqa: F401  (fixture)
+from tests.support.cluster import FAILOVER_S, kafka_tool, running_cluster, wait_for
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401  (fixture)
 
 BROKER, DEFAULT_SOURCE, BROKER_SOURCE = 4, 3, 2
 INVALID_REQUEST = 42

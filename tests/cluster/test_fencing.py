@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster import clients
-from tests.cluster.conftest import (
+from tests.support import cluster_clients as clients
+from tests.support.cluster import (
     FAILOVER_S, LOG_PATTERNS, REFERENCE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, wait_for)
-from tests.integration.request_fields import fields
+from tests.support.request_fields import fields
 
 
 def test_paused_controller_is_fenced_and_steps_down(cluster, unique):

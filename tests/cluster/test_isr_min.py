@@ -22,9 +22,9 @@ Runs against real Kafka 3.9 too (``KAFKAPY_CLUSTER_REFERENCE=kafka``).
 """
 from __future__ import annotations
 
-from tests.cluster import clients
-from tests.cluster.conftest import Cluster
-from tests.cluster.isr import NONE, REJOIN_S, feeder, lag_cluster, produce, wait_isr  # noqa: F401
+from tests.support import cluster_clients as clients
+from tests.support.cluster import Cluster
+from tests.support.isr import NONE, REJOIN_S, feeder, lag_cluster, produce, wait_isr  # noqa: F401
 
 NOT_ENOUGH_REPLICAS = 19
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20

@@ -13,7 +13,7 @@ import base64
 import json
 import re
 
-from tests.cluster.conftest import kafka_tool, wait_for
+from tests.support.cluster import kafka_tool, wait_for
 
 
 def _topics(c, via: int, *args: str):

@@ -23,8 +23,8 @@ import time
 
 import pytest
 
-from tests.cluster import clients
-from tests.cluster.conftest import kafka_tool, running_cluster, wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster import kafka_tool, running_cluster, wait_for
 
 CHECK_INTERVAL_S = 5
 AUTO_SETTINGS = {

@@ -12,8 +12,8 @@ an ISR of 3).
 """
 from __future__ import annotations
 
-from tests.cluster import clients
-from tests.cluster.conftest import FAILOVER_S, wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster import FAILOVER_S, wait_for
 
 PARTITIONS = 3
 

@@ -11,8 +11,8 @@ import json
 
 from kazoo.client import KazooClient
 
-from tests.broker_process import BrokerProcess
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
+from tests.support.broker_process import BrokerProcess
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
 
 SESSION_MS = 4000
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import pytest
 
 from kafkapy.protocol.errors import ErrorCode
-from tests.cluster import clients
-from tests.cluster.conftest import NOT_CONTROLLER, wait_for
-from tests.integration.request_fields import fields
+from tests.support import cluster_clients as clients
+from tests.support.cluster import NOT_CONTROLLER, wait_for
+from tests.support.request_fields import fields
 
 
 def kafka_assignment(n_partitions: int, rf: int, brokers: list[int], start: int, shift: int,

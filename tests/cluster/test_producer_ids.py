@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from tests.cluster import clients
-from tests.cluster.conftest import wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster import wait_for
 
 BLOCK = 1000
 COORDINATOR_LOAD_IN_PROGRESS = 14

@@ -48,8 +48,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import clients
-from tests.cluster.conftest import kafka_tool, running_cluster, wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster import kafka_tool, running_cluster, wait_for
 from tests.cluster.test_verifiable import JsonLinesTool, verifiable_consumer
 
 TOOLS = ("kafka", "kafkapy")
@@ -531,7 +531,7 @@ def test_execute_throttle_sets_and_verify_clears_the_throttles(shared_cluster, u
 def _alter(c, node: int, topic_partitions: dict[tuple[str, int], list[int] | None]):
     """One raw AlterPartitionReassignments v0 to broker ``node``: (top-level error,
     {(topic, partition): error code})."""
-    from tests.integration.request_fields import fields
+    from tests.support.request_fields import fields
     by_topic: dict[str, list[dict]] = {}
     for (t, p), replicas in topic_partitions.items():
         by_topic.setdefault(t, []).append(dict(partition_index=p, replicas=replicas))

@@ -14,9 +14,9 @@ import time
 
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.record import build_batch
-from tests.cluster import clients
-from tests.cluster.clients import find_coordinator
-from tests.integration.request_fields import fields
+from tests.support import cluster_clients as clients
+from tests.support.cluster_clients import find_coordinator
+from tests.support.request_fields import fields
 
 
 def test_every_broker_describes_the_same_cluster(shared_cluster, unique):

@@ -9,8 +9,8 @@ and new topics are placed on it too.  Clients then produce to and read from it.
 """
 from __future__ import annotations
 
-from tests.cluster import clients
-from tests.cluster.conftest import FAILOVER_S, wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster import FAILOVER_S, wait_for
 
 PARTITIONS = 6
 

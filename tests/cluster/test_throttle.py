@@ -27,8 +27,8 @@ import pytest
 from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from tests.cluster import clients
-from tests.cluster.conftest import kafka_tool, wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster import kafka_tool, wait_for
 
 MB = 1024 * 1024
 VALUE_BYTES = 50 * 1024

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import time
 
-from tests.cluster import clients
-from tests.cluster.conftest import FAILOVER_S, wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster import FAILOVER_S, wait_for
 
 TXN_TIMEOUT_S = 60
 

@@ -9,8 +9,8 @@ ISR member, returns.
 """
 from __future__ import annotations
 
-from tests.cluster import clients
-from tests.cluster.conftest import FAILOVER_S, wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster import FAILOVER_S, wait_for
 
 
 def test_unclean_leader_election_is_per_topic(cluster, unique):

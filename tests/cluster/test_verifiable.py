@@ -23,8 +23,8 @@ import threading
 
 import pytest
 
-from tests.cluster import clients
-from tests.cluster.conftest import (KAFKA_BIN, Cluster, _die_with_parent, kafka_env, wait_for)
+from tests.support import cluster_clients as clients
+from tests.support.cluster import (KAFKA_BIN, Cluster, _die_with_parent, kafka_env, wait_for)
 
 MESSAGES = 3000
 THROUGHPUT = 120          # records/s: the producer runs ~25 s, long enough for two bounces

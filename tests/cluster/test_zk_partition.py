@@ -1,6 +1,6 @@
 """A broker cut off from ZooKeeper never acknowledges acks=all writes as a second leader.
 
-Every broker reaches ZooKeeper through its own ``TcpProxy`` (tests/cluster/tcp_proxy.py) on
+Every broker reaches ZooKeeper through its own ``TcpProxy`` (tests/support/tcp_proxy.py) on
 loopback; the brokers still reach each other directly.  The victim leads the topic's one
 partition (RF 3, assignment [victim, a, b]) and is either not the controller or the
 controller itself (then ``a`` or ``b`` takes over as controller first).  The
@@ -39,12 +39,12 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.cluster import clients
-from tests.cluster.conftest import (FAILOVER_S, REFERENCE, Cluster, running_cluster,
+from tests.support import cluster_clients as clients
+from tests.support.cluster import (FAILOVER_S, REFERENCE, Cluster, running_cluster,
                                     wait_for)
-from tests.cluster.tcp_proxy import TcpProxy
+from tests.support.tcp_proxy import TcpProxy
 from tests.cluster.test_durability import read_partition
-from tests.integration.wire import WireClient
+from tests.support.wire import WireClient
 
 NONE = 0
 OBSERVE_AFTER_ELECTION_S = 10     # keep writing to the victim this long after the election

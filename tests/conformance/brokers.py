@@ -18,9 +18,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.broker_process import ROOT, SERVER_PROPERTIES, BrokerProcess, free_port
+from tests.support.broker_process import ROOT, SERVER_PROPERTIES, BrokerProcess, free_port
 from tests.conformance.client import Connection
-from tests.zookeeper_server import _die_with_parent
+from tests.support.zookeeper_server import _die_with_parent
 
 SHARED_SETTINGS = {
     "broker.id": "1",

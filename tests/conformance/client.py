@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
-from tests.integration.wire import recv_frame
+from tests.support.wire import recv_frame
 
 CLIENT_ID = "conformance"
 READ_TIMEOUT_S = 15.0

@@ -23,7 +23,7 @@ from tests.conformance.brokers import (
 from tests.conformance.cases import Side
 from tests.conformance.client import Connection
 from tests.conformance.state import prepare
-from tests.zookeeper_server import ZOOKEEPER_SKIP_REASON, ZooKeeperServer, zookeeper_classpath
+from tests.support.zookeeper_server import ZOOKEEPER_SKIP_REASON, ZooKeeperServer, zookeeper_classpath
 
 
 def _missing(reason: str) -> None:

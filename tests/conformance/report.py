@@ -15,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from kafkapy.protocol.messages import RESPONSES
-from tests.broker_process import ROOT
+from tests.support.broker_process import ROOT
 
 # /tmp/team is where the engineers fixing differences read it; elsewhere (CI) under .cache.
 _DEFAULT_DIR = Path("/tmp/team") if Path("/tmp/team").is_dir() else ROOT / ".cache" / "conformance"

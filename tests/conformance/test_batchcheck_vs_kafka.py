@@ -1,6 +1,6 @@
 """kafkapy.native.validate_batch answers what Kafka 3.9 answers, poison for poison.
 
-Each batch of ``tests/unit/batchcheck_craft.POISON`` (valid CRC, bad contents) is produced
+Each batch of ``tests/support/batchcheck_craft.POISON`` (valid CRC, bad contents) is produced
 to the real Kafka 3.9 broker of the differential suite, on a topic with the matching
 rules (plain, compacted, message.timestamp.before.max.ms=1h, LogAppendTime); the
 validator, given the same topic rules, must refuse it with the same error code, the same
@@ -16,7 +16,7 @@ import pytest
 
 from kafkapy import native
 from tests.conformance.state import PRODUCE, PRODUCE_COMPACT, STRICT, TIMESTAMPS
-from tests.unit.batchcheck_craft import POISON
+from tests.support.batchcheck_craft import POISON
 
 PARTITION = 14
 HOUR = 3_600_000

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 from tests.fuzz.frames import TOPIC, mutate, seed_frames
-from tests.integration.wire import WireClient
+from tests.support.wire import WireClient
 
 FRAMES_PER_BATCH = 25
 BATCHES = 120

@@ -16,9 +16,9 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.broker_process import BrokerProcess
-from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.request_fields import fields
+from tests.support.wire import WireClient
 
 Produce = REQUESTS[0]
 TOPIC = "min-isr-3"

@@ -32,10 +32,10 @@ from kazoo.client import KazooClient
 from kafkapy.cli import acls as acls_cli
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS
-from tests.broker_process import ROOT, BrokerProcess
-from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
+from tests.support.broker_process import ROOT, BrokerProcess
+from tests.support.request_fields import fields
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
 
 KAFKA_HOME = Path(os.environ.get("KAFKA_HOME", ROOT.parent / "shared" / "kafka_2.13-3.9.0"))
 ACLS_SH = KAFKA_HOME / "bin" / "kafka-acls.sh"

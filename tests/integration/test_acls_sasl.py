@@ -15,13 +15,13 @@ from __future__ import annotations
 import pytest
 
 from kafkapy.protocol.errors import ErrorCode
-from tests.broker_process import BrokerProcess, free_port
-from tests.integration.request_fields import fields
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.request_fields import fields
 from tests.integration.test_acls import (ACLS_SH, _create_topic, _fetch, _kafka_acls, _metadata,
                                          _produce, _until)
-from tests.integration.wire import WireClient
-from tests.zookeeper_server import new_chroot
-from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import new_chroot
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
               'username="admin" password="admin-secret" user_admin="admin-secret" '

@@ -36,12 +36,12 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from tests.broker_process import SERVER_PROPERTIES, BrokerProcess, free_port
-from tests.cluster.conftest import KAFKA_BIN, _listening, kafka_env, kafka_tool
-from tests.integration.request_fields import fields
+from tests.support.broker_process import SERVER_PROPERTIES, BrokerProcess, free_port
+from tests.support.cluster import KAFKA_BIN, _listening, kafka_env, kafka_tool
+from tests.support.request_fields import fields
 from tests.integration.test_log_dir_failure import small_dir  # noqa: F401 (fixture)
-from tests.integration.wire import WireClient
-from tests.zookeeper_server import (_die_with_parent, zk_connect,  # noqa: F401 (fixtures)
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import (_die_with_parent, zk_connect,  # noqa: F401 (fixtures)
                                     zookeeper_server)
 
 REFERENCE = os.environ.get("KAFKAPY_ALTER_DIRS_REFERENCE", "") == "kafka"

@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from tests.broker_process import SERVER_PROPERTIES, BrokerProcess, free_port
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.support.broker_process import SERVER_PROPERTIES, BrokerProcess, free_port
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 
 def run_broker_lines(tmp_path, zk_connect: str, **overrides: str) -> list[dict]:  # noqa: F811

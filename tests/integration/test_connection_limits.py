@@ -32,9 +32,9 @@ from pathlib import Path
 import pytest
 
 from kafkapy.testing._broker import free_port
-from tests.broker_process import BrokerProcess
-from tests.certs import broker_ssl_overrides
-from tests.certs import certs  # noqa: F401 (fixture)
+from tests.support.broker_process import BrokerProcess
+from tests.support.certs import broker_ssl_overrides
+from tests.support.certs import certs  # noqa: F401 (fixture)
 
 BIN = Path(sys.executable).parent
 DEFAULT = ("--entity-type", "brokers", "--entity-default")

@@ -16,9 +16,9 @@ from kafkapy.protocol.inter_broker import (
     LeaderAndIsrRequest as LAI, StopReplicaRequest as SR, UpdateMetadataRequest as UM)
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.records.record import build_batch
-from tests.broker_process import BrokerProcess
-from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient, recv_frame
+from tests.support.broker_process import BrokerProcess
+from tests.support.request_fields import fields
+from tests.support.wire import WireClient, recv_frame
 
 CreateTopics, Produce = REQUESTS[19], REQUESTS[0]
 GHOST = "ghost"

@@ -11,10 +11,10 @@ import uuid
 import pytest
 from kazoo.client import KazooClient
 
-from tests.broker_process import BrokerProcess, free_port
+from tests.support.broker_process import BrokerProcess, free_port
 from tests.integration.test_sasl import KAFKA_HOME, _KafkaBroker
-from tests.integration.wire import WireClient
-from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 QUOTAS = {
     "/config/users/alice": {"producer_byte_rate": "1024", "SCRAM-SHA-256": "x"},

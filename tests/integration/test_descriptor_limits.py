@@ -11,7 +11,7 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import PolicyViolationError
 
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 LIMIT = 1024
 

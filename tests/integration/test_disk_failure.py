@@ -14,7 +14,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 LIMIT = 12 << 20          # above the 10 MiB preallocated indexes, below the segment size
 VALUE = 1000

@@ -20,8 +20,8 @@ import pytest
 from kafka import KafkaProducer
 from kafka.errors import MessageSizeTooLargeError
 
-from tests.broker_process import BrokerProcess
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.support.broker_process import BrokerProcess
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.broker_process import BrokerProcess
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.wire import WireClient
 
 
 @pytest.fixture(scope="module")

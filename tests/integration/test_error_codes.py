@@ -17,9 +17,9 @@ import pytest
 
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.record import build_batch
-from tests.broker_process import BrokerProcess
-from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.request_fields import fields
+from tests.support.wire import WireClient
 
 TOPIC = "error-codes"  # two partitions, replication factor 1, on broker 0
 

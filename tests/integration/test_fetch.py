@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from tests.broker_process import BrokerProcess, free_port
+from tests.support.broker_process import BrokerProcess, free_port
 
 
 def _metric(port: int, name: str, labels: str = "") -> float:
@@ -102,7 +102,7 @@ def test_min_bytes_is_honoured(broker):
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     from kafkapy.protocol.messages import REQUESTS
-    from tests.integration.wire import WireClient
+    from tests.support.wire import WireClient
 
     Produce, Fetch = REQUESTS[0], REQUESTS[1]
 

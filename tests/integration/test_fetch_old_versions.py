@@ -27,8 +27,8 @@ from kafka.record import MemoryRecords
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.record import build_batch
-from tests.integration.wire import WireClient
-from tests.unit.batchcheck_craft import assemble, record, records
+from tests.support.wire import WireClient
+from tests.support.batchcheck_craft import assemble, record, records
 
 Fetch = REQUESTS[1]
 Produce = REQUESTS[0]

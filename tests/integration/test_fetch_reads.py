@@ -14,7 +14,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import build_batch
-from tests.integration.wire import WireClient
+from tests.support.wire import WireClient
 
 Fetch = REQUESTS[1]
 Produce = REQUESTS[0]

@@ -15,8 +15,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.record import build_batch
-from tests.broker_process import BrokerProcess
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.wire import WireClient
 
 Fetch = REQUESTS[1]
 Produce = REQUESTS[0]

@@ -26,10 +26,10 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.record import build_batch
 from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.partition import Partition
-from tests.broker_process import BrokerProcess, free_port
-from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
-from tests.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.request_fields import fields
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 TOPIC = "followed"
 SEGMENT = "00000000000000000000.log"

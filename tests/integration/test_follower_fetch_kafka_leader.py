@@ -26,14 +26,14 @@ from kafkapy.network.client import BrokerConnection
 from kafkapy.records.record import build_batch
 from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.partition import Partition
-from tests.broker_process import free_port
+from tests.support.broker_process import free_port
 from tests.conformance.brokers import KafkaProcess, find_kafka_home, wait_ready
-from tests.integration.request_fields import fields
+from tests.support.request_fields import fields
 from tests.integration.test_follower_fetch_sessions import (FOLLOWER_CONFIG,
                                                             RecordingConnection, _answered,
                                                             _sent, _setup_topic, _until)
-from tests.integration.wire import WireClient
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 TOPIC = "from-kafka"
 PARTITIONS = 2

@@ -23,9 +23,9 @@ from kafkapy.network.client import BrokerConnection
 from kafkapy.records.record import build_batch
 from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.partition import Partition
-from tests.broker_process import BrokerProcess
-from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.request_fields import fields
+from tests.support.wire import WireClient
 
 TOPIC = "sessioned"
 PARTITIONS = 4

@@ -11,8 +11,8 @@ import os
 import pytest
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.broker_process import BrokerProcess
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.wire import WireClient
 
 METADATA = os.urandom(3 << 20)      # 3 MiB, over the 1 MiB max.message.bytes
 

@@ -12,9 +12,9 @@ import time
 import pytest
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.broker_process import BrokerProcess
-from tests.integration.wire import WireClient
-from tests.unit.batchcheck_craft import GZIP, TS, plain, records
+from tests.support.broker_process import BrokerProcess
+from tests.support.wire import WireClient
+from tests.support.batchcheck_craft import GZIP, TS, plain, records
 
 N = 500_000
 MIDDLE = 123_456        # a record looked up by its own timestamp

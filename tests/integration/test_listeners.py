@@ -12,9 +12,9 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kazoo.client import KazooClient
 
-from tests.broker_process import ROOT, SERVER_PROPERTIES, BrokerProcess, free_port
-from tests.integration.wire import WireClient
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.support.broker_process import ROOT, SERVER_PROPERTIES, BrokerProcess, free_port
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaStorageError
 
-from tests.broker_process import BrokerProcess
-from tests.integration.wire import WireClient, partition_metadata
+from tests.support.broker_process import BrokerProcess
+from tests.support.wire import WireClient, partition_metadata
 
 KAFKA_STORAGE_ERROR, LEADER_NOT_AVAILABLE = 56, 5
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 
-from tests.broker_process import BrokerProcess, free_port
+from tests.support.broker_process import BrokerProcess, free_port
 from tests.integration.test_metrics_counters import scrape, value
 
 TOPIC = "metrics-known"

@@ -13,10 +13,10 @@ from __future__ import annotations
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from tests.broker_process import free_port
-from tests.cluster.conftest import SESSION_S, running_cluster, wait_for
+from tests.support.broker_process import free_port
+from tests.support.cluster import SESSION_S, running_cluster, wait_for
 from tests.integration.test_metrics_counters import scrape, value
-from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 REPLICATED = "metrics-rf3"
 SINGLE = "metrics-rf1"

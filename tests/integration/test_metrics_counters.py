@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.broker_process import BrokerProcess, free_port
-from tests.clients.common import produce_values, read_values
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.client_common import produce_values, read_values
+from tests.support.wire import WireClient
 
 METADATA = 3
 VALUES = [f"value-{i:04d}".encode() * 10 for i in range(200)]

@@ -7,8 +7,8 @@ import pytest
 from kafkapy.handlers import build_registry
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.protocol.nullability import null_field
-from tests.broker_process import BrokerProcess
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.wire import WireClient
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from confluent_kafka import Consumer, TopicPartition
 from kafka import KafkaProducer
 
 from kafkapy.protocol.errors import ErrorCode
-from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
+from tests.support.request_fields import fields
+from tests.support.wire import WireClient
 
 TOPIC = "old-versions"
 

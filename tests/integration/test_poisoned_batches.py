@@ -3,7 +3,7 @@
 Each batch has a valid CRC but contents a reader cannot use: records that do not parse, a
 count beyond the offsets, a truncated or mislabelled compressed payload, keyless records
 on a compacted topic.  Sent with raw Produce frames, each gets the code Kafka 3.9 answers
-(tests/unit/batchcheck_craft.py, checked against a real Kafka in tests/conformance) and
+(tests/support/batchcheck_craft.py, checked against a real Kafka in tests/conformance) and
 nothing is appended; afterwards kafka-python and confluent-kafka consumers read each
 partition to its end and find only the good records.
 """
@@ -15,9 +15,9 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.broker_process import BrokerProcess
-from tests.integration.wire import WireClient
-from tests.unit.batchcheck_craft import POISON
+from tests.support.broker_process import BrokerProcess
+from tests.support.wire import WireClient
+from tests.support.batchcheck_craft import POISON
 
 # These three are readable batches refused for their timestamps under topic settings of
 # their own; they cannot poison a reader and are covered by the unit tests.

@@ -13,7 +13,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.integration.wire import WireClient
+from tests.support.wire import WireClient
 
 Produce = REQUESTS[0]
 
@@ -151,7 +151,7 @@ def test_metadata_for_missing_and_invalid_topics(client):
 
 
 def test_bad_config_value_stops_startup_naming_key_and_value(tmp_path):
-    from tests.broker_process import BrokerProcess
+    from tests.support.broker_process import BrokerProcess
     b = BrokerProcess(tmp_path / "logs", overrides={"log.segment.bytes": "lots"})
     with pytest.raises(RuntimeError) as failure:
         b.start(timeout=20)

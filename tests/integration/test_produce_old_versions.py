@@ -21,7 +21,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.record import compress, decode_records
-from tests.integration.wire import WireClient
+from tests.support.wire import WireClient
 
 Produce = REQUESTS[0]
 CreateTopics = REQUESTS[19]

@@ -26,7 +26,7 @@ import pytest
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.records.batch import crc32c, is_crc_valid, read_header
 from kafkapy.records.record import build_batch
-from tests.integration.wire import WireClient
+from tests.support.wire import WireClient
 
 Produce = REQUESTS[0]
 CreateTopics = REQUESTS[19]

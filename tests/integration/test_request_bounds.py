@@ -8,7 +8,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewPartitions, NewTopic
 from kafka.errors import PolicyViolationError
 
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 
 @pytest.fixture(scope="module")

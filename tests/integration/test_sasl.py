@@ -24,12 +24,12 @@ from kazoo.client import KazooClient
 from kafkapy.cli import configs
 from kafkapy.security.sasl import credentials
 from kafkapy.security.sasl.client import ScramClient
-from tests.broker_process import ROOT, BrokerProcess, free_port
-from tests.clients.common import kafka_python_values
-from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
-from tests.zookeeper_server import new_chroot
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
+from tests.support.broker_process import ROOT, BrokerProcess, free_port
+from tests.support.client_common import kafka_python_values
+from tests.support.request_fields import fields
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import new_chroot
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
 
 KAFKA_HOME = Path(os.environ.get("KAFKA_HOME", ROOT.parent / "shared" / "kafka_2.13-3.9.0"))
 # KAFKAPY_SASL_REFERENCE=kafka runs the login tests against Apache Kafka 3.9 with the same
@@ -168,7 +168,7 @@ class _KafkaBroker:
     """Reference mode: Apache Kafka 3.9 in ZooKeeper mode, the same surface as BrokerProcess."""
 
     def __init__(self, log_dir: Path, port: int, overrides: dict[str, str]) -> None:
-        from tests.broker_process import SERVER_PROPERTIES
+        from tests.support.broker_process import SERVER_PROPERTIES
         self.log_dir, self.port, self.settings = Path(log_dir), port, dict(overrides)
         self.base = self.log_dir.parent
         self.props = self.base / "server.properties"
@@ -187,7 +187,7 @@ class _KafkaBroker:
 
     def start(self) -> "_KafkaBroker":
         import socket
-        from tests.cluster.conftest import kafka_env
+        from tests.support.cluster import kafka_env
         out = open(self.base / "kafka.out", "ab")
         self.proc = subprocess.Popen([str(KAFKA_HOME / "bin" / "kafka-server-start.sh"),
                                       str(self.props)], stdout=out, stderr=subprocess.STDOUT,

@@ -11,9 +11,9 @@ import time
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from kafkapy.log.checkpoint import read_leader_epoch_checkpoint
-from tests.broker_process import BrokerProcess
-from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.request_fields import fields
+from tests.support.wire import WireClient
 
 TOPIC = "many"
 PARTITIONS = 400

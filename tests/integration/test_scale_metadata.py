@@ -20,7 +20,7 @@ from kafkapy.metadata.cache import MetadataCache
 from kafkapy.protocol import inter_broker  # noqa: F401  (registers UpdateMetadata)
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.testing import cluster
-from tests.integration.wire import WireClient
+from tests.support.wire import WireClient
 
 VERSIONS = range(0, 13)
 TOPIC = "kept"

@@ -14,7 +14,7 @@ from confluent_kafka import Producer
 
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.testing import broker
-from tests.integration.wire import WireClient
+from tests.support.wire import WireClient
 
 TOPIC = "lo"
 PARTITIONS = 5

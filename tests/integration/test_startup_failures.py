@@ -1,7 +1,7 @@
 """A broker that cannot start says why in one line and exits non-zero, as Kafka does.
 
 Each case starts a real broker process (``python -m kafkapy config/server.properties
---override ...``, as tests/broker_process.py does) into a real obstacle: a port another
+--override ...``, as tests/support/broker_process.py does) into a real obstacle: a port another
 socket listens on (a running broker's: the refused one says only that, never registers in
 ``/brokers/ids`` nor runs for controller), a log dir a running broker holds, a regular file where a log dir should
 be, a loopback port where no ZooKeeper listens, KRaft settings.  The exit code is non-zero;
@@ -23,11 +23,11 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from tests.broker_process import ROOT, BrokerProcess, free_port
-from tests.clients.common import produce_values, read_values
+from tests.support.broker_process import ROOT, BrokerProcess, free_port
+from tests.support.client_common import produce_values, read_values
 from kafkapy.coordinator.group.hashing import partition_for
-from tests.integration.wire import WireClient, partition_metadata
-from tests.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.support.wire import WireClient, partition_metadata
+from tests.support.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 KAFKA_STORAGE_ERROR, LEADER_NOT_AVAILABLE, COORDINATOR_NOT_AVAILABLE = 56, 5, 15
 OFFSETS_PARTITIONS = 50   # offsets.topic.num.partitions, Kafka's default

@@ -9,7 +9,7 @@ import os
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 GARBAGE = bytes(range(0x80, 0x100)) + os.urandom(16)
 

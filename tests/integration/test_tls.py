@@ -26,11 +26,11 @@ import pytest
 
 from kafkapy.config.broker import BrokerConfig
 from kafkapy.security.ssl import client_context, distinguished_name, server_context
-from tests.broker_process import BrokerProcess, free_port
-from tests.certs import CLIENT_PRINCIPAL, broker_ssl_overrides
-from tests.certs import certs  # noqa: F401 (fixture)
-from tests.clients.common import poll_values
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.certs import CLIENT_PRINCIPAL, broker_ssl_overrides
+from tests.support.certs import certs  # noqa: F401 (fixture)
+from tests.support.client_common import poll_values
+from tests.support.wire import WireClient
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -19,12 +19,12 @@ import time
 
 import pytest
 
-from tests.broker_process import BrokerProcess, free_port
-from tests.cluster.clients import create_topic
-from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
-from tests.zookeeper_server import new_chroot
-from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.cluster_clients import create_topic
+from tests.support.request_fields import fields
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import new_chroot
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 REFERENCE = os.environ.get("KAFKAPY_SASL_REFERENCE", "")
 

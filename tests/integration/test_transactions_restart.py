@@ -22,7 +22,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.broker_process import BrokerProcess
+from tests.support.broker_process import BrokerProcess
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -18,8 +18,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.record import build_batch
-from tests.broker_process import BrokerProcess
-from tests.integration.wire import WireClient
+from tests.support.broker_process import BrokerProcess
+from tests.support.wire import WireClient
 
 Produce, Fetch, Markers, Describe = REQUESTS[0], REQUESTS[1], REQUESTS[27], REQUESTS[61]
 TOPIC = "txn-wire"

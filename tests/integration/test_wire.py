@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from kafkapy.handlers import build_registry
-from tests.integration.wire import WireClient
+from tests.support.wire import WireClient
 
 
 @pytest.fixture
@@ -151,7 +151,7 @@ def test_many_pipelined_requests_beyond_the_inflight_bound(wire):
 
 
 def test_idle_connections_are_closed(tmp_path):
-    from tests.broker_process import BrokerProcess
+    from tests.support.broker_process import BrokerProcess
     b = BrokerProcess(tmp_path / "logs", overrides={"connections.max.idle.ms": "1000"}).start()
     try:
         idle = WireClient(b.bootstrap)

@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from tests.broker_process import BrokerProcess
-from tests.clients.common import produce_values, read_values
-from tests.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.support.broker_process import BrokerProcess
+from tests.support.client_common import produce_values, read_values
+from tests.support.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 SESSION_TIMEOUT_MS = 4000
 

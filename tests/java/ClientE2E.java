@@ -17,7 +17,7 @@
  *      same through subscribe() in a group, then commitSync/committed;
  *   4. Consumer.beginningOffsets/endOffsets/offsetsForTimes and
  *      Admin.listOffsets earliest/latest/maxTimestamp/forTimestamp.
- * Records are generated exactly like tests/clients/common.py (the Python side
+ * Records are generated exactly like tests/support/client_common.py (the Python side
  * re-reads the topics and checks them with its own generator).
  *
  * Prints one JSON summary line ("ok": true ...) on stdout and exits 0; on any
@@ -78,7 +78,7 @@ public final class ClientE2E {
         if (!ok) throw new Mismatch(msg);
     }
 
-    // ---- record generation: must match tests/clients/common.py ----
+    // ---- record generation: must match tests/support/client_common.py ----
     static byte[] key(int i) {
         return String.format("key-%05d", i).getBytes(StandardCharsets.US_ASCII);
     }

@@ -19,8 +19,8 @@ import json
 import pytest
 
 from kafkapy.metadata import paths
-from tests.cluster.clients import consume_confluent, create_topic, produce_confluent
-from tests.mixed.conftest import _require_kafka, segment_files, wait_for
+from tests.support.cluster_clients import consume_confluent, create_topic, produce_confluent
+from tests.support.mixed import _require_kafka, segment_files, wait_for
 from tests.mixed.test_mixed_scouting import _start_mixed
 
 TOPIC = "ux"

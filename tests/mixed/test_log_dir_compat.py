@@ -30,9 +30,9 @@ import pytest
 from kafkapy.log.checkpoint import read_offset_checkpoint
 from kafkapy.records.batch import iter_headers, set_base_offset
 from kafkapy.records.record import build_batch
-from tests.integration.wire import WireClient
-from tests.mixed import workload
-from tests.mixed.conftest import (SINGLE_BROKER_SETTINGS, file_digests, kafka_tool,
+from tests.support.wire import WireClient
+from tests.support import workload
+from tests.support.mixed import (SINGLE_BROKER_SETTINGS, file_digests, kafka_tool,
                                   wait_for)
 
 SETTINGS = dict(SINGLE_BROKER_SETTINGS, **{
@@ -64,7 +64,7 @@ def _leftovers_ready(log_dir: Path) -> bool:
 
 
 def _check_doomed_gone(bootstrap: str) -> None:
-    from tests.cluster.conftest import metadata
+    from tests.support.cluster import metadata
     port = int(bootstrap.rsplit(":", 1)[1])
     assert "doomed" not in metadata(port).topics
 

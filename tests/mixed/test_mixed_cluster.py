@@ -37,8 +37,8 @@ import time
 
 import pytest
 
-from tests.cluster.clients import create_topic, describe_topic, elect_preferred
-from tests.mixed.conftest import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
+from tests.support.cluster_clients import create_topic, describe_topic, elect_preferred
+from tests.support.mixed import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
 from tests.mixed.test_rolling_migration import consumer_groups_describe, read_log
 
 SETTINGS = dict(CLUSTER_SETTINGS, **{
@@ -252,7 +252,7 @@ class _Traffic:
 @pytest.fixture
 def mixed(tmp_path, zookeeper_server):  # noqa: F811
     """kafkapy broker 2 first (the controller), then Kafka 1 and kafkapy 3."""
-    from tests.mixed.conftest import _require_kafka
+    from tests.support.mixed import _require_kafka
     _require_kafka()
     m = Mixed(tmp_path / "mixed", zookeeper_server, SETTINGS)
     m.ensure_chroot()
@@ -438,7 +438,7 @@ def test_leader_of_an_empty_epoch_follows_again(tmp_path, zookeeper_server, kind
     takes its preferred leadership back; 2 must follow again: an acks=all write with
     min.insync.replicas=2 needs it.  (A rolling replacement does this whenever the
     temporary leader of a partition gets no write before the replaced broker is back.)"""
-    from tests.mixed.conftest import _require_kafka
+    from tests.support.mixed import _require_kafka
     _require_kafka()
     m = Mixed(tmp_path / "empty-epoch", zookeeper_server,
               dict(SETTINGS, **{"offsets.topic.replication.factor": "2",

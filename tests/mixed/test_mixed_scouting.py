@@ -28,10 +28,10 @@ from pathlib import Path
 import pytest
 
 from kafkapy.coordinator.group.hashing import partition_for
-from tests.cluster.clients import (consume_confluent, create_topic, delete_topic,
+from tests.support.cluster_clients import (consume_confluent, create_topic, delete_topic,
                                    produce_confluent, read_all)
-from tests.integration.wire import WireClient
-from tests.mixed.conftest import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
+from tests.support.wire import WireClient
+from tests.support.mixed import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
 
 SETTINGS = dict(CLUSTER_SETTINGS, **{
     "inter.broker.protocol.version": "3.9",
@@ -74,7 +74,7 @@ def _start_mixed(base: Path, zk_server, first: str) -> Mixed:
 
 @pytest.fixture(scope="class")
 def kafka_led(tmp_path_factory, zookeeper_server):  # noqa: F811
-    from tests.mixed.conftest import _require_kafka
+    from tests.support.mixed import _require_kafka
     _require_kafka()
     m = _start_mixed(tmp_path_factory.mktemp("kafka-led"), zookeeper_server, "kafka")
     yield m
@@ -83,7 +83,7 @@ def kafka_led(tmp_path_factory, zookeeper_server):  # noqa: F811
 
 @pytest.fixture(scope="class")
 def kafkapy_led(tmp_path_factory, zookeeper_server):  # noqa: F811
-    from tests.mixed.conftest import _require_kafka
+    from tests.support.mixed import _require_kafka
     _require_kafka()
     m = _start_mixed(tmp_path_factory.mktemp("kafkapy-led"), zookeeper_server, "kafkapy")
     yield m

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.cluster.clients import create_topic, produce_confluent, request
-from tests.mixed.conftest import SINGLE_BROKER_SETTINGS, kafka_tool, wait_for
+from tests.support.cluster_clients import create_topic, produce_confluent, request
+from tests.support.mixed import SINGLE_BROKER_SETTINGS, kafka_tool, wait_for
 
 TOPIC = "pid-expiration"
 SETTINGS = dict(SINGLE_BROKER_SETTINGS, **{"producer.id.expiration.check.interval.ms": "500"})

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster.clients import (audit_acked, commit_offsets, committed_offsets,
+from tests.support.cluster_clients import (audit_acked, commit_offsets, committed_offsets,
                                    create_topic, describe_topic, elect_preferred,
                                    produce_confluent)
 from tests.cluster.test_verifiable import JsonLinesTool
-from tests.mixed import workload
-from tests.mixed.conftest import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
+from tests.support import workload
+from tests.support.mixed import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
 
 SETTINGS = dict(CLUSTER_SETTINGS, **{
     "inter.broker.protocol.version": "3.9",
@@ -278,7 +278,7 @@ def _replace(m: Mixed, traffic: _Traffic, node_id: int, kind: str) -> None:
 
 @pytest.fixture
 def kafka_cluster(tmp_path, zookeeper_server):  # noqa: F811
-    from tests.mixed.conftest import _require_kafka
+    from tests.support.mixed import _require_kafka
     _require_kafka()
     m = Mixed(tmp_path / "rolling", zookeeper_server, SETTINGS)
     m.ensure_chroot()

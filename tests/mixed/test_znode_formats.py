@@ -30,8 +30,8 @@ import pytest
 from kafkapy.metadata import paths
 from kafkapy.metadata.membership import kafka_ordered_registration
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
-from tests.cluster.clients import create_topic, request
-from tests.mixed.conftest import KAFKA_BIN, SINGLE_BROKER_SETTINGS, _require_kafka, wait_for
+from tests.support.cluster_clients import create_topic, request
+from tests.support.mixed import KAFKA_BIN, SINGLE_BROKER_SETTINGS, _require_kafka, wait_for
 
 ORACLE = Path(__file__).with_name("ZnodeOracle.java")
 TIMEOUT = 90

@@ -60,9 +60,9 @@ from kafkapy.config.broker_keys_accepted import GROUPS as ACCEPTED_GROUPS
 from kafkapy.config.definitions import BROKER_CONFIGS, BROKER_DYNAMIC_ONLY_CONFIGS, TOPIC_CONFIGS
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.testing._broker import free_port
-from tests.broker_process import SERVER_PROPERTIES, BrokerProcess
-from tests.integration.request_fields import fields
-from tests.integration.wire import WireClient
+from tests.support.broker_process import SERVER_PROPERTIES, BrokerProcess
+from tests.support.request_fields import fields
+from tests.support.wire import WireClient
 from tests.readme.test_readme_walkthrough import logical_lines, section, sh_blocks
 
 ROOT = Path(__file__).resolve().parents[2]

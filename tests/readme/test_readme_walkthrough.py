@@ -13,7 +13,7 @@ One substitution is made, the same in the commands and in the copy's
 ZooKeeper's 2181, right after a colon, as in ``127.0.0.1:9092``; not in names such as
 ``data/broker-9093``) become free loopback ports, so a broker or ZooKeeper a developer already
 runs on them neither breaks the test nor answers it. "A cluster" runs against a real
-ZooKeeper (``tests/zookeeper_server.py``) started on the port that replaces 2181; without
+ZooKeeper (``tests/support/zookeeper_server.py``) started on the port that replaces 2181; without
 ZooKeeper jars or java that test skips. Relative paths (``data/...``) land in the copy. The "Two commands" block is not run: its ``make run``
 is the Quickstart's, and its ``make test`` is what runs this module.
 
@@ -43,9 +43,9 @@ import pytest
 from kafka import KafkaProducer
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.broker_process import free_port
-from tests.integration.wire import WireClient
-from tests.zookeeper_server import ZOOKEEPER_SKIP_REASON, ZooKeeperServer, zookeeper_classpath
+from tests.support.broker_process import free_port
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import ZOOKEEPER_SKIP_REASON, ZooKeeperServer, zookeeper_classpath
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

@@ -3,7 +3,7 @@
 Needs the Kafka connector jars (spark-sql-kafka-0-10_2.13-4.0.x,
 spark-token-provider-kafka-0-10_2.13-4.0.x, commons-pool2, kafka-clients
 3.9.x): ``KAFKAPY_SPARK_JARS`` when set, else ``<repo>/../shared/spark-jars``
-(``tests.spark.conftest.CONNECTOR_JARS``). Without them the test is skipped
+(``tests.support.spark.CONNECTOR_JARS``). Without them the test is skipped
 with that reason, except under CI (``CI=true``), where it fails: CI must run it.
 
 The jobs run as the user runs them: ``python -m kafkapy.pipeline stream
@@ -32,7 +32,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.spark.conftest import CONNECTOR_JARS, ROOT, require_connector
+from tests.support.spark import CONNECTOR_JARS, ROOT, require_connector
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

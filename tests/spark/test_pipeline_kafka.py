@@ -24,8 +24,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.broker_process import BrokerProcess
-from tests.spark.conftest import require_connector
+from tests.support.broker_process import BrokerProcess
+from tests.support.spark import require_connector
 
 pytestmark = [pytest.mark.timeout(600)]
 

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.spark.conftest import pyspark_skip_reason
+from tests.support.spark import pyspark_skip_reason
 
 _reason = pyspark_skip_reason()
 pytestmark = [pytest.mark.skipif(_reason is not None, reason=_reason or ""),

@@ -32,7 +32,7 @@ import time
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from tests.clients import common
+from tests.support import client_common as common
 from tests.spark import gap_logs
 
 pytestmark = [pytest.mark.java, pytest.mark.timeout(900)]

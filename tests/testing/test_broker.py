@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kafkapy.testing import MockClock, Record, broker
-from tests.integration.wire import WireClient
+from tests.support.wire import WireClient
 
 kafka = pytest.importorskip("kafka")
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -118,7 +118,7 @@ def test_sync_broker_with_kafka_python_and_auto_created_topic():
 
 def _describe_broker_configs(bootstrap: str, broker_id: int) -> dict[str, str]:
     """DescribeConfigs v4 of the broker resource, over a raw socket."""
-    from tests.integration.request_fields import fields
+    from tests.support.request_fields import fields
     client = WireClient(bootstrap)
     try:
         response = client.request(32, 4, **fields(32, resources=[

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from kafkapy.testing import MockClock, cluster
-from tests.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 CLIENT_TIMEOUT_S = 60
 

@@ -16,7 +16,7 @@ import pytest
 
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.testing import MockClock, broker
-from tests.integration.wire import WireClient
+from tests.support.wire import WireClient
 
 SESSION_MS = 60_000
 REBALANCE_IN_PROGRESS = 27

@@ -1,4 +1,4 @@
-"""ControllerChannelManager against fake brokers (``tests.unit.fake_broker_server``).
+"""ControllerChannelManager against fake brokers (``tests.support.fake_broker_server``).
 
 A fake broker decodes each request with our protocol classes and answers the
 matching response version (error 0), or holds/drops it on demand, so the
@@ -14,8 +14,8 @@ import pytest
 from kafkapy.controller.channel import ControllerChannelManager
 from kafkapy.protocol.inter_broker import (
     StopReplicaRequest, UpdateMetadataRequest, UpdateMetadataResponse)
-from tests.broker_process import free_port
-from tests.unit.fake_broker_server import WAIT_S, fakes  # noqa: F401  (fixture)
+from tests.support.broker_process import free_port
+from tests.support.fake_broker_server import WAIT_S, fakes  # noqa: F401  (fixture)
 
 
 def update_metadata(epoch: int, controller_id: int = 0):

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 from kafkapy.controller.shutdown_client import cache_controller_endpoint, controlled_shutdown
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
 from kafkapy.protocol.inter_broker import ControlledShutdownResponse
-from tests.broker_process import free_port
-from tests.unit.fake_broker_server import fakes  # noqa: F401  (fixture)
+from tests.support.broker_process import free_port
+from tests.support.fake_broker_server import fakes  # noqa: F401  (fixture)
 
 Remaining = ControlledShutdownResponse.RemainingPartition
 WAIT_S = 20.0

@@ -7,7 +7,7 @@ Brokers are stand-ins (``FakeBroker``): the broker-side ``apply`` of each is a s
 that records the requests it receives.  The controller's channel is a
 ``FakeChannel`` delivering requests to those stubs on the loop (no sockets: the
 channel has tests of its own).  ZooKeeper tests use the real server of
-``tests.zookeeper_server`` (one chroot per test); they skip without one.
+``tests.support.zookeeper_server`` (one chroot per test); they skip without one.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.paths import EndPoint
 from kafkapy.metadata.store import NoNodeError
 from kafkapy.protocol.errors import ErrorCode
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 LAI, STOP, UM = 4, 5, 6
 

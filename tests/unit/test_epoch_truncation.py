@@ -15,7 +15,7 @@ from kafkapy.records.batch import read_header
 from kafkapy.records.record import build_batch
 from kafkapy.replication import truncation
 from kafkapy.replication.fetcher import fetcher_id
-from tests.unit.replication_steps import TOPIC, TS, Cluster
+from tests.support.replication_steps import TOPIC, TS, Cluster
 
 A, B = 0, 1
 

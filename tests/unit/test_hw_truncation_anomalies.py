@@ -19,7 +19,7 @@ import asyncio
 import pytest
 
 from kafkapy.replication.partition import Partition
-from tests.unit.replication_steps import Cluster
+from tests.support.replication_steps import Cluster
 
 A, B = 0, 1
 

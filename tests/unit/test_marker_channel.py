@@ -1,6 +1,6 @@
 """MarkerChannel (transaction markers to remote leaders) against fake brokers.
 
-A fake broker (``tests.unit.fake_broker_server``) decodes WriteTxnMarkers v1 with our
+A fake broker (``tests.support.fake_broker_server``) decodes WriteTxnMarkers v1 with our
 protocol classes and answers per partition with the code its ``codes`` map gives (default
 0); it can hold answers or drop the connection on demand.  The metadata cache is a real
 ``MetadataCache`` filled by hand; local writes are recorded by a stub.  The coordinator's
@@ -20,7 +20,7 @@ from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.replication.partition import AppendResult
-from tests.unit.fake_broker_server import WAIT_S, FakeBrokerServer
+from tests.support.fake_broker_server import WAIT_S, FakeBrokerServer
 LOCAL = 1
 DONE = {0, E.UNKNOWN_TOPIC_OR_PARTITION, E.INVALID_PRODUCER_EPOCH,
         E.TRANSACTION_COORDINATOR_FENCED}

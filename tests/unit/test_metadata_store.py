@@ -2,7 +2,7 @@
 
 ``embedded``: ``EmbeddedStore`` on a file in the test's temp dir.
 ``zookeeper``: ``ZooKeeperStore`` on a real ZooKeeper server (started once per
-session by ``tests.zookeeper_server``), each test in a chroot of its own; skipped
+session by ``tests.support.zookeeper_server``), each test in a chroot of its own; skipped
 with a reason when no ZooKeeper jars or java are installed.
 
 Watch events of the ZooKeeper backend arrive on kazoo's thread; to show that a
@@ -41,7 +41,7 @@ from kafkapy.metadata.store import (
     Stat,
 )
 from kafkapy.metadata.zk_store import ZooKeeperStore, split_connect_string
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -671,7 +671,7 @@ def test_zookeeper_chroot_is_created_and_used(zk, zookeeper_server):  # noqa: F8
 
 
 def test_zookeeper_unreachable_is_a_clear_error():
-    from tests.zookeeper_server import free_port
+    from tests.support.zookeeper_server import free_port
     port = free_port()
     with pytest.raises(MetadataStoreError, match=f"127.0.0.1:{port}"):
         ZooKeeperStore(f"127.0.0.1:{port}", 2000, 500)

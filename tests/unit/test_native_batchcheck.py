@@ -21,7 +21,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafkapy import native
 from kafkapy.native import reference
 from kafkapy.records.record import build_batch, build_control_batch
-from tests.unit import batchcheck_craft as craft
+from tests.support import batchcheck_craft as craft
 
 TP = "orders-3"
 NOW = craft.TS + 10_000

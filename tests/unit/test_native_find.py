@@ -7,7 +7,7 @@ import pytest
 
 from kafkapy.native import find_timestamp, reference
 from kafkapy.native._batchcheck import find_at_or_after
-from tests.unit.batchcheck_craft import GZIP, LZ4, NONE, TS, plain, record
+from tests.support.batchcheck_craft import GZIP, LZ4, NONE, TS, plain, record
 
 def _batch(timestamps: list[int], codec: int) -> bytes:
     raw = b"".join(record(i, ts - TS, b"k", b"v") for i, ts in enumerate(timestamps))

@@ -17,7 +17,7 @@ from kafka.record import MemoryRecords
 
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.down_convert import DownConversionError, down_convert
-from tests.unit.batchcheck_craft import (GZIP, ZSTD, assemble, blob, plain, record, records,
+from tests.support.batchcheck_craft import (GZIP, ZSTD, assemble, blob, plain, record, records,
                                          varint)
 
 LONG_MAX = (1 << 63) - 1

@@ -3,7 +3,7 @@
 The rate arithmetic is Kafka 3.9's (SimpleRate over SampledStat; the first test is
 Kafka's ReplicationQuotaManagerTest.shouldExceedQuotaThenReturnBackBelowBoundAsTimePasses
 step by step); the exclusion decisions are checked through real replicas stepped by
-hand (tests/unit/replication_steps.py: real logs, the real Fetch handler, the real
+hand (tests/support/replication_steps.py: real logs, the real Fetch handler, the real
 replica fetchers).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from kafkapy.clock import MockClock
 from kafkapy.replication.quota import (ALL_REPLICAS, FOLLOWER, LEADER, LONG_MAX,
                                        ReplicationQuota, SimpleRate, parse_throttled)
-from tests.unit.replication_steps import TOPIC, Cluster
+from tests.support.replication_steps import TOPIC, Cluster
 
 A, B = 0, 1
 LEADER_RATE = "leader.replication.throttled.rate"

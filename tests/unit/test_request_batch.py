@@ -12,7 +12,7 @@ from kafkapy.metadata.topics import parse_topic_id
 from kafkapy.protocol.inter_broker import (
     LeaderAndIsrRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest)
 
-from tests.unit.sm_helpers import CONTROLLER_ID, endpoints, make_cluster
+from tests.support.sm_helpers import CONTROLLER_ID, endpoints, make_cluster
 
 LAI, STOP, UM = 4, 5, 6
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from kafkapy.security.sasl import credentials as c
-from tests.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401 (fixtures)
+from tests.support.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401 (fixtures)
 
 # What Kafka 3.9's kafka-configs.sh wrote to ZooKeeper for
 #   --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]'

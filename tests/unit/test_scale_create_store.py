@@ -11,7 +11,7 @@ from kafkapy.metadata import embedded as embedded_mod
 from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.store import CreateOp, NodeExistsError
-from tests.unit.sm_helpers import make_cluster
+from tests.support.sm_helpers import make_cluster
 
 PARENT = "/brokers/topics/t/partitions"
 N = 3000

@@ -15,7 +15,7 @@ from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailed
 from kafkapy.metadata import paths
 from kafkapy.metadata.paths import LEADER_RECOVERING
 
-from tests.unit.sm_helpers import make_cluster
+from tests.support.sm_helpers import make_cluster
 
 LAI, STOP, UM = 4, 5, 6
 TP = ("t", 0)

@@ -12,7 +12,7 @@ from kafkapy.metadata import paths
 from kafkapy.metadata.cache import PartitionState, TopicMetadata
 from kafkapy.metadata.zk_store import ZooKeeperStore
 from tests.unit.test_admin import Broker, um
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 
 class FakeLog:

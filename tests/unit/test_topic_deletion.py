@@ -6,7 +6,7 @@ from __future__ import annotations
 from kafkapy.controller.context import LeaderIsr, LiveBroker, PartitionState, ReplicaState
 from kafkapy.metadata import paths
 
-from tests.unit.sm_helpers import endpoints, make_cluster
+from tests.support.sm_helpers import endpoints, make_cluster
 
 LAI, STOP, UM = 4, 5, 6
 

@@ -12,8 +12,8 @@ from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.store import BadVersionError, NodeExistsError, NoNodeError
 
-from tests.unit.sm_helpers import make_cluster
-from tests.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
+from tests.support.sm_helpers import make_cluster
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(params=["embedded", "zookeeper"])

@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from tests.cluster.clients import create_topic
+from tests.support.cluster_clients import create_topic
 
 # Record timestamps a minute old (a log written years ago would be cut by retention and its
 # producers expired); ``idem-old``'s two days old: past producer.id.expiration.ms (1 day).
@@ -119,7 +119,7 @@ def write_leftovers(bootstrap: str) -> None:
     p = _producer(bootstrap)
     _send(p, "retained", _items("retained", 80))
     _send(p, "doomed", _items("doomed", 5))
-    from tests.cluster.clients import delete_topic
+    from tests.support.cluster_clients import delete_topic
     delete_topic(bootstrap, "doomed")
 
 

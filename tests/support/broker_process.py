@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kafkapy.testing._broker import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SERVER_PROPERTIES = ROOT / "config" / "server.properties"
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from tests.cluster.conftest import kafka_tool
+from tests.support.cluster import kafka_tool
 
 
 def record_values(topic: str, partition: int, count: int, tag: str = "") -> list[bytes]:
@@ -77,7 +77,7 @@ def offline_partition(c, topic: str) -> tuple[int, int]:
     left offline with b, a replica outside the ISR, running: kill b (a leads, ISR [a]),
     kill a (leader -1, ISR [a] kept), start b again (clean election cannot pick it).
     Returns (a, b); a stays down."""
-    from tests.cluster.conftest import FAILOVER_S, wait_for
+    from tests.support.cluster import FAILOVER_S, wait_for
     controller = c.controller_id()
     a, b = [i for i in sorted(c.nodes) if i != controller]
     create_topic(c.bootstrap(controller), topic, assignment={0: [a, b]})
@@ -95,7 +95,7 @@ def offline_partition(c, topic: str) -> tuple[int, int]:
 
 def request(cluster, node: int, api_key: int, version: int, timeout: float = 10.0, **values):
     """One raw request on a connection of its own to broker ``node``: the response."""
-    from tests.integration.wire import WireClient
+    from tests.support.wire import WireClient
     wire = WireClient(cluster.bootstrap(node), timeout=timeout)
     try:
         return wire.request(api_key, version, **values)

@@ -12,9 +12,9 @@ The broker certificate names ``localhost`` and ``127.0.0.1``; the client's subje
 ``CLIENT_DN`` (its principal is ``User:`` + ``CLIENT_PRINCIPAL``).
 
 ``certs`` is the module-scoped pytest fixture of one set (skipped without ``openssl``):
-``from tests.certs import certs  # noqa: F401 (fixture)``.
+``from tests.support.certs import certs  # noqa: F401 (fixture)``.
 
-Run as a script to write a set: ``python -m tests.certs DIR``.
+Run as a script to write a set: ``python -m tests.support.certs DIR``.
 """
 from __future__ import annotations
 

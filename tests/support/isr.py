@@ -11,8 +11,8 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.cluster import clients
-from tests.cluster.conftest import Cluster, running_cluster, wait_for
+from tests.support import cluster_clients as clients
+from tests.support.cluster import Cluster, running_cluster, wait_for
 
 NONE = 0
 REJOIN_S = 45
