@@ -16,7 +16,7 @@ Rows
 - ``kafkapy in-process cluster``: ``async with cluster(brokers=3)`` (one embedded metadata
   store shared in-process);
 - ``kafkapy process``: ``python -m kafkapy config/server.properties`` (a new interpreter
-  importing the broker), as ``tests/broker_process.py`` starts it;
+  importing the broker), as ``tests/support/broker_process.py`` starts it;
 - ``Kafka 3.9 KRaft``: ``bin/kafka-server-start.sh`` on Kafka's own
   ``config/kraft/server.properties`` (combined broker+controller, one node;
   ``bench/peers.py``'s ``KafkaBroker``); ``kafka-storage.sh format`` before each start is timed
@@ -359,7 +359,7 @@ def _kafka_rows(args, rows: dict, work_root: Path, log, doc: dict) -> None:
 
     sys.path.insert(0, str(ROOT))
     try:
-        from tests.zookeeper_server import ZooKeeperServer
+        from tests.support.zookeeper_server import ZooKeeperServer
     finally:
         sys.path.remove(str(ROOT))
     try:

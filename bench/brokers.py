@@ -2,7 +2,7 @@
 
 Every broker here is a separate OS process from the benchmark driver.  ``KafkapyBroker``
 starts kafkapy exactly as a user does (``python -m kafkapy config/server.properties
---override key=value ...``, like ``tests/broker_process.py``) on a free loopback port with
+--override key=value ...``, like ``tests/support/broker_process.py``) on a free loopback port with
 its own log directory; ``ExistingBroker`` wraps a ``--bootstrap`` address the harness did not
 start (its pid is optional and only used for memory/CPU sampling).  The peer brokers (Kafka
 3.9 and tansu) live in ``bench/peers.py`` and have the same surface:

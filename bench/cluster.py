@@ -1,7 +1,7 @@
 """Three-broker clusters on a real ZooKeeper for ``make bench``: kafkapy (result key
 ``kafkapy3``) and, side by side, Apache Kafka 3.9 in ZooKeeper mode (``kafka3``).
 
-``KafkapyCluster`` starts one ZooKeeper server (``tests/zookeeper_server.py``'s
+``KafkapyCluster`` starts one ZooKeeper server (``tests/support/zookeeper_server.py``'s
 ``ZooKeeperServer``: a standalone server on a free loopback port; jars from
 ``$ZOOKEEPER_CLASSPATH``/``$ZOOKEEPER_HOME``/Debian's package, else the ``libs/`` of Kafka 3.9
 beside the repo), then brokers 1, 2 and 3 (``bench/brokers.py``'s ``KafkapyBroker``, each on
@@ -49,7 +49,7 @@ def zookeeper_classpath() -> str:
     """The tests' ZooKeeper classpath, else Kafka 3.9's libs (they hold ZooKeeper 3.8)."""
     sys.path.insert(0, str(ROOT))
     try:
-        from tests.zookeeper_server import zookeeper_classpath as tests_classpath
+        from tests.support.zookeeper_server import zookeeper_classpath as tests_classpath
         cp = tests_classpath()
     finally:
         sys.path.remove(str(ROOT))
@@ -58,7 +58,7 @@ def zookeeper_classpath() -> str:
     libs = KAFKA_HOME / "libs"
     if list(libs.glob("zookeeper-*.jar")) and shutil.which("java"):
         return str(libs / "*")
-    raise ClusterUnavailable("no ZooKeeper jars (tests/zookeeper_server.py's search, or "
+    raise ClusterUnavailable("no ZooKeeper jars (tests/support/zookeeper_server.py's search, or "
                              f"{libs}) or no java")
 
 
@@ -142,7 +142,7 @@ class _ZkCluster:
     def start(self, timeout: float = 60.0) -> "KafkapyCluster":
         sys.path.insert(0, str(ROOT))
         try:
-            from tests.zookeeper_server import ZooKeeperServer
+            from tests.support.zookeeper_server import ZooKeeperServer
         finally:
             sys.path.remove(str(ROOT))
         self.work_dir.mkdir(parents=True, exist_ok=True)

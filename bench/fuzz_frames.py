@@ -18,9 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.broker_process import BrokerProcess  # noqa: E402
+from tests.support.broker_process import BrokerProcess  # noqa: E402
 from tests.fuzz.test_fuzz_frames import _topic, assert_serving, send_batch  # noqa: E402
-from tests.integration.wire import WireClient  # noqa: E402
+from tests.support.wire import WireClient  # noqa: E402
 
 
 def main() -> int:
