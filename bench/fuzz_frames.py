@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.broker_process import BrokerProcess  # noqa: E402
-from tests.fuzz.test_fuzz_frames import _topic, assert_serving, send_batch  # noqa: E402
+from tests.support.fuzz_serving import _topic, assert_serving, send_batch  # noqa: E402
 from tests.support.wire import WireClient  # noqa: E402
 
 

@@ -25,7 +25,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafkapy.cli import broker_api_versions, server_stop
 from kafkapy.cli._common import send
 from tests.support.broker_process import BrokerProcess
-from tests.cli.test_cli_tools import tool
+from tests.support.cli_tools import tool
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_HOME = Path(os.environ.get("KAFKA_HOME", ROOT.parent / "shared" / "kafka_2.13-3.9.0"))

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import base64
 import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -23,8 +21,8 @@ from kafka.errors import CoordinatorNotAvailableError
 from kafka.structs import OffsetAndMetadata
 
 from tests.support.broker_process import free_port
+from tests.support.cli_tools import tool
 
-BIN = Path(sys.executable).parent
 SUFFIX = uuid.uuid4().hex[:8]
 GROUP_COLUMNS = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                  "CONSUMER-ID", "HOST", "CLIENT-ID"]
@@ -32,13 +30,6 @@ GROUP_COLUMNS = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSE
 
 def unique(name: str) -> str:
     return f"cli-{name}-{SUFFIX}"
-
-
-def tool(name: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    exe = BIN / f"kafkapy-{name}"
-    assert exe.is_file(), f"{exe} is missing: install the console scripts (pip install -e .)"
-    return subprocess.run([str(exe), *args], input=stdin, capture_output=True, text=True,
-                          timeout=120)
 
 
 @pytest.fixture(scope="module")

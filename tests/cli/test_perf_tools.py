@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
-from tests.cli.test_cli_tools import tool
+from tests.support.cli_tools import tool
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_HOME = Path(os.environ.get("KAFKA_HOME", ROOT.parent / "shared" / "kafka_2.13-3.9.0"))

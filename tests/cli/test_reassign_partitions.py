@@ -529,7 +529,7 @@ def test_readme_moving_replicas_runs_as_printed(shared_cluster, tmp_path):
     as in the README's "A cluster"), from a directory whose ``.venv`` is this one."""
     c = shared_cluster
     (tmp_path / ".venv").symlink_to(Path(sys.executable).parents[1])
-    from tests.readme.test_readme_walkthrough import moving_replicas_commands
+    from tests.support.readme import moving_replicas_commands
     assignments, commands = moving_replicas_commands()
     results = []
     for command in commands:

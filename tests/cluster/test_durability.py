@@ -31,6 +31,7 @@ import pytest
 from tests.support import cluster_clients as clients
 from tests.support.cluster import (CLUSTER_SETTINGS, FAILOVER_S, Cluster,
                                     running_cluster, wait_for)
+from tests.support.cluster_clients import read_partition
 
 ROUNDS = 10
 GROUP_ROUNDS = 10
@@ -115,32 +116,6 @@ class NumberedProducer:
         self._stop.set()
         self._thread.join(30)
         return self.producer.flush(flush_s)
-
-
-def read_partition(bootstrap: str, topic: str, timeout: float = 120.0,
-                   until: int | None = None) -> list[tuple[int, bytes]]:
-    """Every record of partition 0, (offset, value), from offset 0 to the high watermark
-    (or to ``until``, exclusive: a new leader's high watermark may still be catching up)."""
-    from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-audit",
-                         "enable.auto.commit": False, "enable.partition.eof": False,
-                         "fetch.max.bytes": 4 << 20})
-    try:
-        if until is None:
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
-        else:
-            high = until
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        got: list[tuple[int, bytes]] = []
-        deadline = time.monotonic() + timeout
-        while (not got or got[-1][0] < high - 1) and time.monotonic() < deadline:
-            for msg in consumer.consume(1000, 0.5):
-                if msg.error() is None:
-                    got.append((msg.offset(), msg.value()))
-        assert not got or got[-1][0] >= high - 1, f"read up to {got[-1][0]} of {high}"
-        return [r for r in got if r[0] < high]
-    finally:
-        consumer.close()
 
 
 def audit(log: list[tuple[int, bytes]], acked: dict[int, int]) -> dict:

@@ -50,7 +50,7 @@ import pytest
 
 from tests.support import cluster_clients as clients
 from tests.support.cluster import kafka_tool, running_cluster, wait_for
-from tests.cluster.test_verifiable import JsonLinesTool, verifiable_consumer
+from tests.support.verifiable import JsonLinesTool, verifiable_consumer
 
 TOOLS = ("kafka", "kafkapy")
 VERIFY_S = 120          # a small topic's move completes in seconds; this bounds the polling

@@ -43,7 +43,7 @@ from tests.support import cluster_clients as clients
 from tests.support.cluster import (FAILOVER_S, REFERENCE, Cluster, running_cluster,
                                     wait_for)
 from tests.support.tcp_proxy import TcpProxy
-from tests.cluster.test_durability import read_partition
+from tests.support.cluster_clients import read_partition
 from tests.support.wire import WireClient
 
 NONE = 0

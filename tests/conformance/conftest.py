@@ -62,7 +62,7 @@ def conformance_brokers():
 
 
 def _full_run() -> bool:
-    from tests.conformance.test_conformance import CASES
+    from tests.conformance.catalogue import CASES
     return len(report.RESULTS) == len(CASES)
 
 

@@ -13,14 +13,11 @@ import os
 
 import pytest
 
-from kafkapy.handlers import build_registry
 from tests.conformance import report
-from tests.conformance.cases import GENERATORS, Case, all_cases
+from tests.conformance.cases import GENERATORS, Case
+from tests.conformance.catalogue import ADVERTISED, CASES
 from tests.conformance.compare import Difference, diff, to_tree
 from tests.conformance.known import KNOWN_DIFFERENCES, drop_not_yet_served
-
-ADVERTISED = {s.key: (s.min_version, s.max_version) for s in build_registry().values()}
-CASES = all_cases(ADVERTISED)
 
 
 def _param(case: Case):

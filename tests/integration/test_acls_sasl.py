@@ -17,7 +17,7 @@ import pytest
 from kafkapy.protocol.errors import ErrorCode
 from tests.support.broker_process import BrokerProcess, free_port
 from tests.support.request_fields import fields
-from tests.integration.test_acls import (ACLS_SH, _create_topic, _fetch, _kafka_acls, _metadata,
+from tests.support.acls import (ACLS_SH, _create_topic, _fetch, _kafka_acls, _metadata,
                                          _produce, _until)
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import new_chroot

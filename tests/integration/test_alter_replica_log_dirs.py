@@ -39,7 +39,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from tests.support.broker_process import SERVER_PROPERTIES, BrokerProcess, free_port
 from tests.support.cluster import KAFKA_BIN, _listening, kafka_env, kafka_tool
 from tests.support.request_fields import fields
-from tests.integration.test_log_dir_failure import small_dir  # noqa: F401 (fixture)
+from tests.support.log_dirs import small_dir  # noqa: F401 (fixture)
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import (_die_with_parent, zk_connect,  # noqa: F401 (fixtures)
                                     zookeeper_server)

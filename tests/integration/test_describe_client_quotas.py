@@ -12,7 +12,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.support.broker_process import BrokerProcess, free_port
-from tests.integration.test_sasl import KAFKA_HOME, _KafkaBroker
+from tests.support.sasl import KAFKA_HOME, _KafkaBroker
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 

@@ -29,7 +29,7 @@ from kafkapy.replication.partition import Partition
 from tests.support.broker_process import free_port
 from tests.conformance.brokers import KafkaProcess, find_kafka_home, wait_ready
 from tests.support.request_fields import fields
-from tests.integration.test_follower_fetch_sessions import (FOLLOWER_CONFIG,
+from tests.support.follower_fetch import (FOLLOWER_CONFIG,
                                                             RecordingConnection, _answered,
                                                             _sent, _setup_topic, _until)
 from tests.support.wire import WireClient

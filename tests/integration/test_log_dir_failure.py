@@ -15,27 +15,15 @@ from __future__ import annotations
 
 import subprocess
 
-import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaStorageError
 
 from tests.support.broker_process import BrokerProcess
+from tests.support.log_dirs import small_dir  # noqa: F401 (fixtures)
 from tests.support.wire import WireClient, partition_metadata
 
 KAFKA_STORAGE_ERROR, LEADER_NOT_AVAILABLE = 56, 5
-
-
-@pytest.fixture
-def small_dir(tmp_path):
-    path = tmp_path / "small"
-    path.mkdir()
-    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(path)],
-                           capture_output=True, text=True)
-    if mount.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs (needs root): {mount.stderr.strip()}")
-    yield path
-    subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def _fill(bootstrap: str, topic: str, partition: int) -> tuple[list[tuple[int, bytes]], Exception]:

@@ -33,7 +33,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 
 from tests.support.broker_process import BrokerProcess, free_port
-from tests.integration.test_metrics_counters import scrape, value
+from tests.support.metrics import scrape, value
 
 TOPIC = "metrics-known"
 GROUP = "metrics-group"

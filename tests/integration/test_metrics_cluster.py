@@ -15,7 +15,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests.support.broker_process import free_port
 from tests.support.cluster import SESSION_S, running_cluster, wait_for
-from tests.integration.test_metrics_counters import scrape, value
+from tests.support.metrics import scrape, value
 from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 REPLICATED = "metrics-rf3"

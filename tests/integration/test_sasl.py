@@ -16,7 +16,6 @@ import shutil
 import struct
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -24,14 +23,14 @@ from kazoo.client import KazooClient
 from kafkapy.cli import configs
 from kafkapy.security.sasl import credentials
 from kafkapy.security.sasl.client import ScramClient
-from tests.support.broker_process import ROOT, BrokerProcess, free_port
+from tests.support.broker_process import BrokerProcess, free_port
 from tests.support.client_common import kafka_python_values
 from tests.support.request_fields import fields
+from tests.support.sasl import KAFKA_HOME, _KafkaBroker
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import new_chroot
 from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
 
-KAFKA_HOME = Path(os.environ.get("KAFKA_HOME", ROOT.parent / "shared" / "kafka_2.13-3.9.0"))
 # KAFKAPY_SASL_REFERENCE=kafka runs the login tests against Apache Kafka 3.9 with the same
 # settings: how the tests themselves are checked against the behaviour they demand.
 REFERENCE = os.environ.get("KAFKAPY_SASL_REFERENCE", "")
@@ -162,62 +161,6 @@ def sasl_broker(tmp_path_factory, zookeeper_server):  # noqa: F811
         yield broker
     finally:
         broker.stop()
-
-
-class _KafkaBroker:
-    """Reference mode: Apache Kafka 3.9 in ZooKeeper mode, the same surface as BrokerProcess."""
-
-    def __init__(self, log_dir: Path, port: int, overrides: dict[str, str]) -> None:
-        from tests.support.broker_process import SERVER_PROPERTIES
-        self.log_dir, self.port, self.settings = Path(log_dir), port, dict(overrides)
-        self.base = self.log_dir.parent
-        self.props = self.base / "server.properties"
-        self.props.write_text(SERVER_PROPERTIES.read_text() + "\n" + "".join(
-            f"{k}={v}\n" for k, v in {"broker.id": "0", "log.dirs": str(self.log_dir),
-                                      "offsets.topic.replication.factor": "1",
-                                      "transaction.state.log.replication.factor": "1",
-                                      "transaction.state.log.min.isr": "1",
-                                      "group.initial.rebalance.delay.ms": "0",
-                                      **self.settings}.items()))
-        self.proc = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self) -> "_KafkaBroker":
-        import socket
-        from tests.support.cluster import kafka_env
-        out = open(self.base / "kafka.out", "ab")
-        self.proc = subprocess.Popen([str(KAFKA_HOME / "bin" / "kafka-server-start.sh"),
-                                      str(self.props)], stdout=out, stderr=subprocess.STDOUT,
-                                     env=kafka_env(self.base / "app-logs"))
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError((self.base / "kafka.out").read_text()[-3000:])
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    pass
-                if self._knows_itself():
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError("Kafka did not start")
-
-    def _knows_itself(self) -> bool:
-        """Kafka listens before its metadata cache has its own registration."""
-        client = WireClient(self.bootstrap)
-        try:
-            return bool(client.request(3, 1, topics=[]).brokers)
-        finally:
-            client.close()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(30)
 
 
 def _add_user(bootstrap: str, mechanism: str, user: str, password: str) -> None:

@@ -41,7 +41,7 @@ def gate_broker(tmp_path_factory, zookeeper_server):  # noqa: F811
     listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl}"
     connect = new_chroot(zookeeper_server, "gate")
     if REFERENCE == "kafka":
-        from tests.integration.test_sasl import _KafkaBroker as kind
+        from tests.support.sasl import _KafkaBroker as kind
     else:
         kind = BrokerProcess
     broker = kind(tmp_path_factory.mktemp("gate") / "logs", port=port, overrides={

@@ -21,7 +21,7 @@ import pytest
 from kafkapy.metadata import paths
 from tests.support.cluster_clients import consume_confluent, create_topic, produce_confluent
 from tests.support.mixed import _require_kafka, segment_files, wait_for
-from tests.mixed.test_mixed_scouting import _start_mixed
+from tests.support.mixed import _start_mixed
 
 TOPIC = "ux"
 TIMEOUT = 90

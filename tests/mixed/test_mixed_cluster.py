@@ -39,7 +39,7 @@ import pytest
 
 from tests.support.cluster_clients import create_topic, describe_topic, elect_preferred
 from tests.support.mixed import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
-from tests.mixed.test_rolling_migration import consumer_groups_describe, read_log
+from tests.support.mixed import consumer_groups_describe, read_log
 
 SETTINGS = dict(CLUSTER_SETTINGS, **{
     "inter.broker.protocol.version": "3.9",

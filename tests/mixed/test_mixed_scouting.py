@@ -23,53 +23,21 @@ Every wait is bounded; traffic to 127.0.0.1 only.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 from kafkapy.coordinator.group.hashing import partition_for
 from tests.support.cluster_clients import (consume_confluent, create_topic, delete_topic,
                                    produce_confluent, read_all)
+from tests.support.mixed import KAFKA_IDS, KAFKAPY_ID, _start_mixed
 from tests.support.wire import WireClient
-from tests.support.mixed import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
+from tests.support.mixed import Mixed, kafka_tool, wait_for
 
-SETTINGS = dict(CLUSTER_SETTINGS, **{
-    "inter.broker.protocol.version": "3.9",
-    # A paused follower leaves the ISR after 2 s instead of 30 s, well within its ZooKeeper
-    # session (6 s): the ISR shrinks through AlterPartition, not through a broker death.
-    "replica.lag.time.max.ms": "2000",
-    "zookeeper.session.timeout.ms": "6000",
-    "replica.fetch.wait.max.ms": "200",
-})
-KAFKA_IDS = (1, 2)
-KAFKAPY_ID = 3
 ASSIGNMENT = {0: [3, 1, 2], 1: [1, 2, 3], 2: [2, 3, 1]}   # one leader of each broker
 TIMEOUT = 60
 
 
 # --------------------------------------------------------------------------- cluster
-
-def _start_mixed(base: Path, zk_server, first: str) -> Mixed:
-    """2 Kafka + 1 kafkapy; ``first`` ("kafka" or "kafkapy") starts alone and becomes the
-    controller before the others start.  A failed start stops what it launched (the
-    callers' teardown only covers a cluster they got)."""
-    m = Mixed(base, zk_server, SETTINGS)
-    m.ensure_chroot()
-    first_id = 1 if first == "kafka" else KAFKAPY_ID
-    try:
-        m.add(first_id, first)
-        m.launch_all(timeout=120)
-        m.wait_ready([first_id], timeout=120)
-        for i in (1, 2, KAFKAPY_ID):
-            if i != first_id:
-                m.add(i, "kafka" if i in KAFKA_IDS else "kafkapy")
-        m.launch_all(timeout=120)
-        m.wait_ready(timeout=120)
-        assert m.controller_id() == first_id, m.summary()
-    except BaseException:
-        m.stop()
-        raise
-    return m
 
 
 @pytest.fixture(scope="class")

@@ -40,8 +40,8 @@ import pytest
 from tests.support.cluster_clients import (audit_acked, commit_offsets, committed_offsets,
                                    create_topic, describe_topic, elect_preferred,
                                    produce_confluent)
-from tests.cluster.test_verifiable import JsonLinesTool
-from tests.support import workload
+from tests.support.mixed import PARTITIONS, consumer_groups_describe, read_log
+from tests.support.verifiable import JsonLinesTool
 from tests.support.mixed import CLUSTER_SETTINGS, Mixed, kafka_tool, wait_for
 
 SETTINGS = dict(CLUSTER_SETTINGS, **{
@@ -51,7 +51,6 @@ SETTINGS = dict(CLUSTER_SETTINGS, **{
     "replica.fetch.wait.max.ms": "200",
 })
 IDS = (1, 2, 3)
-PARTITIONS = 3
 ASSIGNMENT = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}   # one preferred leader per broker
 TOPIC_CONFIGS = {"min.insync.replicas": "2", "segment.bytes": "16384"}
 SETTLED_RECORDS = 50
@@ -107,13 +106,6 @@ def _kinds(m: Mixed) -> str:
 
 # --------------------------------------------------------------------------- records
 
-def read_log(bootstrap: str, topic: str, partitions: int = PARTITIONS,
-             timeout: float = 90.0) -> list[tuple[int, int, str]]:
-    """Every record of ``topic`` from the beginning to each partition's end:
-    (partition, offset, value) (``workload.read``: confluent-kafka, no group)."""
-    return [(r.partition, r.offset, r.value.decode())
-            for r in workload.read(bootstrap, which={topic: partitions}, timeout=timeout)]
-
 
 def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     return committed_offsets(bootstrap, group, topic, range(PARTITIONS))
@@ -147,24 +139,6 @@ def _replicas_identical(m: Mixed, topic: str) -> bool:
         if not logs[0] or any(log != logs[0] for log in logs):
             return False
     return True
-
-
-def consumer_groups_describe(bootstrap: str, group: str) -> dict[tuple[str, int], dict]:
-    """``kafka-consumer-groups.sh --describe``: {(topic, partition): {column: value}}."""
-    out = kafka_tool("kafka-consumer-groups.sh", "--bootstrap-server", bootstrap,
-                     "--describe", "--group", group)
-    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
-    rows: dict[tuple[str, int], dict] = {}
-    header = None
-    for line in out.stdout.splitlines():
-        cols = line.split()
-        if cols[:2] == ["GROUP", "TOPIC"]:
-            header = cols
-        elif header and len(cols) >= 6 and cols[0] == group:
-            row = dict(zip(header, cols))
-            rows[(row["TOPIC"], int(row["PARTITION"]))] = row
-    assert rows, out.stdout
-    return rows
 
 
 def _check_describe(m: Mixed, bootstrap: str, topic: str) -> dict[int, dict]:

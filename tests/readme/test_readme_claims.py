@@ -63,7 +63,7 @@ from kafkapy.testing._broker import free_port
 from tests.support.broker_process import SERVER_PROPERTIES, BrokerProcess
 from tests.support.request_fields import fields
 from tests.support.wire import WireClient
-from tests.readme.test_readme_walkthrough import logical_lines, section, sh_blocks
+from tests.support.readme import logical_lines, section, sh_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

@@ -44,11 +44,10 @@ from kafka import KafkaProducer
 
 from kafkapy.protocol.messages import REQUESTS
 from tests.support.broker_process import free_port
+from tests.support.readme import ROOT, logical_lines, moving_replicas_commands, section, sh_blocks
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import ZOOKEEPER_SKIP_REASON, ZooKeeperServer, zookeeper_classpath
 
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
 README_PORTS = ("9092", "9093", "9094")
 CLUSTER_PORTS = ("9101", "9102", "9103")
 ZOOKEEPER_PORT = "2181"
@@ -66,23 +65,6 @@ pytestmark = pytest.mark.timeout(1200)
 
 
 # ---------------------------------------------------------------- reading README.md
-
-def section(heading: str) -> str:
-    text = README.read_text()
-    m = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
-    assert m, f"README.md has no '## {heading}' section"
-    return m.group(1)
-
-
-def sh_blocks(heading: str) -> list[str]:
-    return re.findall(r"^```sh\n(.*?)^```", section(heading), re.S | re.M)
-
-
-def logical_lines(block: str) -> list[str]:
-    """The block's commands: continuation lines joined, blank and comment lines dropped."""
-    joined = re.sub(r"\\\n\s*", "", block)
-    return [line.strip() for line in joined.splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
 
 
 # ---------------------------------------------------------------- the repository copy
@@ -658,16 +640,6 @@ MOVE_CHECKS: list[tuple[str, Callable[[subprocess.CompletedProcess], None]]] = [
     (r"--list", check_move_list),
     (r"--verify", check_move_verify),
 ]
-
-
-def moving_replicas_commands() -> tuple[list[str], list[str]]:
-    """The "Moving replicas" section's sh block: (variable assignments, commands); each
-    command runs after the assignments (also run on the cluster fixture, by
-    tests/cli/test_reassign_partitions.py)."""
-    (block,) = sh_blocks("Moving replicas")
-    lines = logical_lines(block)
-    assignments = [line for line in lines if re.match(r"^[A-Za-z_]\w*=", line)]
-    return assignments, [line for line in lines if line not in assignments]
 
 
 def run_moving_replicas(workspace: Workspace) -> None:

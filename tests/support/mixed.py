@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import workload
 from tests.support.cluster import (CLUSTER_SETTINGS, KAFKA_BIN, Cluster, KafkaNode,
                                     KafkapyNode, kafka_env, kafka_tool, metadata,  # noqa: F401
                                     wait_for, wait_started)
@@ -117,3 +118,69 @@ def segment_files(m: Mixed, node_id: int, topic: str, partition: int) -> dict[st
     compared byte for byte across kinds)."""
     d = m.log_dir(node_id) / f"{topic}-{partition}"
     return {p.name: p.read_bytes() for p in sorted(d.glob("*.log"))}
+
+
+# The scouting cluster (_start_mixed): 2 Kafka + 1 kafkapy.
+SCOUTING_SETTINGS = dict(CLUSTER_SETTINGS, **{
+    "inter.broker.protocol.version": "3.9",
+    # A paused follower leaves the ISR after 2 s instead of 30 s, well within its ZooKeeper
+    # session (6 s): the ISR shrinks through AlterPartition, not through a broker death.
+    "replica.lag.time.max.ms": "2000",
+    "zookeeper.session.timeout.ms": "6000",
+    "replica.fetch.wait.max.ms": "200",
+})
+
+KAFKA_IDS = (1, 2)
+KAFKAPY_ID = 3
+
+
+def _start_mixed(base: Path, zk_server, first: str) -> Mixed:
+    """2 Kafka + 1 kafkapy; ``first`` ("kafka" or "kafkapy") starts alone and becomes the
+    controller before the others start.  A failed start stops what it launched (the
+    callers' teardown only covers a cluster they got)."""
+    m = Mixed(base, zk_server, SCOUTING_SETTINGS)
+    m.ensure_chroot()
+    first_id = 1 if first == "kafka" else KAFKAPY_ID
+    try:
+        m.add(first_id, first)
+        m.launch_all(timeout=120)
+        m.wait_ready([first_id], timeout=120)
+        for i in (1, 2, KAFKAPY_ID):
+            if i != first_id:
+                m.add(i, "kafka" if i in KAFKA_IDS else "kafkapy")
+        m.launch_all(timeout=120)
+        m.wait_ready(timeout=120)
+        assert m.controller_id() == first_id, m.summary()
+    except BaseException:
+        m.stop()
+        raise
+    return m
+
+
+PARTITIONS = 3     # the rolling-migration topics'
+
+
+def read_log(bootstrap: str, topic: str, partitions: int = PARTITIONS,
+             timeout: float = 90.0) -> list[tuple[int, int, str]]:
+    """Every record of ``topic`` from the beginning to each partition's end:
+    (partition, offset, value) (``workload.read``: confluent-kafka, no group)."""
+    return [(r.partition, r.offset, r.value.decode())
+            for r in workload.read(bootstrap, which={topic: partitions}, timeout=timeout)]
+
+
+def consumer_groups_describe(bootstrap: str, group: str) -> dict[tuple[str, int], dict]:
+    """``kafka-consumer-groups.sh --describe``: {(topic, partition): {column: value}}."""
+    out = kafka_tool("kafka-consumer-groups.sh", "--bootstrap-server", bootstrap,
+                     "--describe", "--group", group)
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    rows: dict[tuple[str, int], dict] = {}
+    header = None
+    for line in out.stdout.splitlines():
+        cols = line.split()
+        if cols[:2] == ["GROUP", "TOPIC"]:
+            header = cols
+        elif header and len(cols) >= 6 and cols[0] == group:
+            row = dict(zip(header, cols))
+            rows[(row["TOPIC"], int(row["PARTITION"]))] = row
+    assert rows, out.stdout
+    return rows

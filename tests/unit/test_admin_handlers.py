@@ -15,7 +15,7 @@ from kafkapy.api.context import RequestContext
 from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
-from tests.unit.test_admin import Broker as AdminBroker, um
+from tests.support.admin_broker import Broker as AdminBroker, um
 
 CT, DT, CP, EL, IAC = (REQUESTS[k] for k in (19, 20, 37, 43, 44))
 

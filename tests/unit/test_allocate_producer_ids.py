@@ -23,8 +23,8 @@ from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import (
     AllocateProducerIdsRequest, AllocateProducerIdsResponse)
-from tests.unit.test_controller_core import (  # noqa: F401  (fixtures)
-    zk, zk_brokers, zk_connect, zookeeper_server)
+from tests.support.controller import zk, zk_brokers  # noqa: F401 (fixture zk)
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
 
 
 @pytest.fixture

@@ -23,8 +23,7 @@ from kafkapy.coordinator.transaction.state import TxnState as S
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.replication.acks import is_pending
-from tests.unit import test_group_coordinator as group_tests
-from tests.unit import test_txn_coordinator as txn_tests
+from tests.support import group_coordinator, txn_coordinator
 
 TP = ("t", 0)
 
@@ -62,7 +61,7 @@ class Waits:
         settle(self.loop)
 
 
-class GroupHarness(group_tests.Harness):
+class GroupHarness(group_coordinator.Harness):
     def __init__(self, tmp_path, loop, isr=(0,), replicas=(0,), min_isr=1) -> None:
         self.waits = Waits(loop)
         self._isr, self._replica_ids, self._min_isr = list(isr), list(replicas), min_isr
@@ -177,7 +176,7 @@ def test_late_store_of_an_old_generation_is_ignored(g, loop):
 
 # -- the transaction coordinator -------------------------------------------------------------------
 
-class PendingStore(txn_tests.FakeStore):
+class PendingStore(txn_coordinator.FakeStore):
     """Writes are appended at once, answered when the test resolves them."""
 
     def __init__(self, loop) -> None:
@@ -202,7 +201,7 @@ class PendingStore(txn_tests.FakeStore):
 
 @pytest.fixture
 def t(loop):
-    h = txn_tests.Harness()
+    h = txn_coordinator.Harness()
     h.store = h.coord._store = PendingStore(loop)
     return h
 

@@ -16,8 +16,8 @@ from kafkapy.controller.topic_configs import TopicConfigs
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache
 from kafkapy.metadata.embedded import EmbeddedStore
-from tests.unit.test_admin import TS
-from tests.unit.test_topic_configs import FakeReplicaManager
+from tests.support.admin_broker import TS
+from tests.support.topic_configs import FakeReplicaManager
 
 
 class FakeLogManager:

@@ -22,7 +22,7 @@ from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.features import FinalizedFeatureCache
 from kafkapy.protocol.messages import RESPONSES
-from tests.unit.test_controller_core import embedded_broker, running_controller
+from tests.support.controller import embedded_broker, running_controller
 
 ENABLED_V2 = b'{"features":{},"version":2,"status":1}'
 

@@ -7,7 +7,7 @@ for it are still pending, which count as offsets in Kafka (GroupMetadata.hasOffs
 from __future__ import annotations
 
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
-from tests.unit.test_group_coordinator import Harness
+from tests.support.group_coordinator import Harness
 
 
 def _offset(h, offset: int = 1) -> dict:

@@ -4,26 +4,14 @@ from __future__ import annotations
 import os
 
 import pytest
-from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.clock import MockClock
 from kafkapy.log.log import Log
 from kafkapy.log.producer_state import DuplicateBatch, ProducerStateManager
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.records.batch import RecordError, read_header, validate_for_append
+from kafkapy.records.batch import RecordError, read_header
 from kafkapy.records.record import build_batch, build_control_batch
-
-TS = 1_700_000_000_000
-PID = 4242
-
-
-def batch(seq, n=3, epoch=0, pid=PID, ts=TS):
-    b = DefaultRecordBatchBuilder(2, 0, False, pid, epoch, seq, 1 << 20)
-    for i in range(n):
-        b.append(i, timestamp=ts + i, key=None, value=b"v%d" % i, headers=[])
-    buf = bytearray(b.build())
-    [h] = validate_for_append(buf, 1 << 20, 9)
-    return buf, h
+from tests.support.producer_state import PID, TS, batch
 
 
 def test_sequence_rules_standalone():

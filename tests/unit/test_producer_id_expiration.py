@@ -19,7 +19,7 @@ from kafkapy.config.errors import ConfigError
 from kafkapy.log.manager import LogManager
 from kafkapy.log.producer_state import (DEFAULT_PRODUCER_ID_EXPIRATION_MS,
                                         ProducerStateManager, ProducerStateManagerConfig)
-from tests.unit.test_log_producer_state import PID, TS, batch
+from tests.support.producer_state import PID, TS, batch
 
 BASE = {"broker.id": "1", "log.dirs": "/tmp/unused", "zookeeper.connect": "localhost:2181"}
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from kafkapy.controller.context import ReplicaAssignment
 from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode
-from tests.unit.test_controller_alter_partition import TOPIC_ID
-from tests.unit.test_controller_alter_partition import request as alter_partition_request
-from tests.unit.test_controller_core import (  # noqa: F401  (fixtures)
-    create_topic, eventually, running_controller, set_isr, state, zk, zk_brokers,
-    zk_connect, zookeeper_server)
+from tests.support.alter_partition import TOPIC_ID
+from tests.support.alter_partition import request as alter_partition_request
+from tests.support.controller import (create_topic, eventually,  # noqa: F401 (fixture zk)
+                                      running_controller, set_isr, state, zk, zk_brokers)
+from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
 
 T0 = ("t", 0)
 
@@ -253,7 +253,7 @@ def test_replica_assignment_arithmetic():
 async def test_target_broker_restart_resumes_the_reassignment(zk):
     """A target broker that comes back gets the reassignment again (Kafka's
     maybeResumeReassignments on broker startup): a new leader epoch, LeaderAndIsr to it."""
-    from tests.unit.test_controller_core import new_session
+    from tests.support.controller import new_session
     b1, b2, b3 = zk_brokers(zk, 3)
     create_topic(b1.store, "t", {0: [1, 2]}, topic_id=TOPIC_ID)
     async with running_controller(b1) as c1:
@@ -295,7 +295,7 @@ async def test_auto_rebalance_does_not_skip_a_partition_being_reassigned(zk):
 
 async def test_single_broker_on_the_embedded_store(tmp_path):
     """One broker, no ZooKeeper: the API and the legacy znode work the same."""
-    from tests.unit.test_controller_core import embedded_broker
+    from tests.support.controller import embedded_broker
     async with embedded_broker(tmp_path) as broker, running_controller(broker) as c1:
         store = broker.store
         create_topic(store, "t", {0: [1]}, topic_id=TOPIC_ID)

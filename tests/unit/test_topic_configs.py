@@ -11,26 +11,9 @@ import pytest
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import PartitionState, TopicMetadata
 from kafkapy.metadata.zk_store import ZooKeeperStore
-from tests.unit.test_admin import Broker, um
+from tests.support.admin_broker import Broker, um
+from tests.support.topic_configs import FakeReplicaManager
 from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
-
-
-class FakeLog:
-    def __init__(self):
-        self.configs = []
-
-    def update_config(self, config):
-        self.configs.append(config)
-
-
-class FakePartition:
-    def __init__(self):
-        self.log = FakeLog()
-
-
-class FakeReplicaManager:
-    def __init__(self, keys):
-        self.partitions = {key: FakePartition() for key in keys}
 
 
 @pytest.fixture

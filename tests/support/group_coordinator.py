@@ -1,0 +1,110 @@
+"""The group coordinator's harness: a GroupCoordinator over a real Partition and Log, a mock
+clock and timer."""
+from __future__ import annotations
+
+from kafkapy.clock import MockClock
+from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSettings
+from kafkapy.coordinator.group.group import GroupState
+from kafkapy.coordinator.group.persistence import GroupStore, load_partition, Loaded, OFFSETS_TOPIC
+from kafkapy.coordinator.group.timers import Deadlines
+from kafkapy.log.log import Log
+from kafkapy.metadata.cache import PartitionState
+from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.purgatory.timer import Timer
+from kafkapy.replication.partition import Partition
+
+
+SESSION = 10_000
+
+
+REBALANCE = 30_000
+
+
+PROTOCOLS = [("range", b"r-meta"), ("roundrobin", b"rr-meta")]
+
+
+class _Replicas:
+    """The two things GroupStore needs of a ReplicaManager."""
+
+    def __init__(self, partition: Partition) -> None:
+        self.partitions = {(OFFSETS_TOPIC, 0): partition}
+        self.woken = 0
+
+    def appended(self, key) -> None:
+        self.woken += 1
+
+
+class Harness:
+    def __init__(self, tmp_path, **settings) -> None:
+        self.clock = MockClock()
+        self.timer = Timer(None, self.clock)
+        log = Log.load(str(tmp_path / f"{OFFSETS_TOPIC}-0"), {"cleanup.policy": "compact"},
+                       self.clock)
+        self.log = log
+        self.partition = Partition(OFFSETS_TOPIC, 0, log, PartitionState(0, [0], 0, 0, [0]), 0)
+        self.replicas = _Replicas(self.partition)
+        base = dict(num_partitions=1, initial_rebalance_delay_ms=0, min_session_timeout_ms=1000,
+                    max_session_timeout_ms=60_000)
+        base.update(settings)
+        self.coordinator = self._new_coordinator(GroupSettings(**base))
+
+    def _new_coordinator(self, settings: GroupSettings) -> GroupCoordinator:
+        c = GroupCoordinator(settings, self.clock, Deadlines(self.timer),
+                             GroupStore(self.replicas, self.clock))
+        c.begin_loading(0)
+        c.finish_loading(0, Loaded())
+        return c
+
+    def restart(self) -> GroupCoordinator:
+        """A new coordinator that replays the partition (as after a broker restart)."""
+        self.coordinator.shutdown()
+        c = GroupCoordinator(self.coordinator.settings, self.clock, Deadlines(self.timer),
+                             GroupStore(self.replicas, self.clock))
+        c.begin_loading(0)
+        c.finish_loading(0, load_partition(self.log))
+        self.coordinator = c
+        return c
+
+    def advance(self, ms: int) -> None:
+        self.clock.advance(ms)
+        while self.timer.advance_clock():      # tasks re-added with no delay run next step
+            pass
+
+    def join(self, group="g", member_id="", instance_id=None, protocols=PROTOCOLS,
+             session=SESSION, rebalance=REBALANCE, require_known=True, protocol_type="consumer"):
+        out = []
+        self.coordinator.join(group, member_id, instance_id, protocol_type, protocols, session,
+                              rebalance, "client", "/127.0.0.1", require_known, out.append)
+        return out
+
+    def sync(self, member_id, generation, assignments=None, group="g", instance_id=None,
+             protocol_type=None, protocol_name=None):
+        out = []
+        self.coordinator.sync(group, generation, member_id, instance_id, protocol_type,
+                              protocol_name, assignments or {}, out.append)
+        return out
+
+    def heartbeat(self, member_id, generation, group="g", instance_id=None) -> int:
+        return self.coordinator.heartbeat(group, member_id, instance_id, generation)
+
+    def state(self, group="g") -> GroupState:
+        return self.coordinator._groups[group].state
+
+    def first_join(self, **kw):
+        """KIP-394: the first join gets MEMBER_ID_REQUIRED and an id; rejoin with it."""
+        first = self.join(**kw)
+        assert first[0].error == E.MEMBER_ID_REQUIRED
+        return self.join(member_id=first[0].member_id, **kw)
+
+    def stable_group(self, n: int, **kw):
+        """n members joined and synced; returns their member ids (leader first)."""
+        pending = [self.first_join(**kw) for _ in range(n)]
+        self.advance(0)
+        results = [p[0] for p in pending]
+        assert all(r.error == 0 for r in results)
+        leader = next(r for r in results if r.member_id == r.leader_id)
+        assignments = {r.member_id: r.member_id.encode() for r in results}
+        followers = [self.sync(r.member_id, r.generation) for r in results if r is not leader]
+        assert self.sync(leader.member_id, leader.generation, assignments)[0].error == 0
+        assert all(f[0].error == 0 for f in followers)
+        return [leader.member_id] + [r.member_id for r in results if r is not leader]
