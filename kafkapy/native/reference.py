@@ -1,7 +1,7 @@
 """Pure-Python twin of ``_batchcheck.walk``: the per-record walk of a v2 batch.
 
-It is the specification the C code is tested against (``tests/unit/
-test_native_batchcheck.py`` compares both on crafted and random batches) and the
+It is the specification the C code is tested against (``tests/unit/native/
+test_batchcheck.py`` compares both on crafted and random batches) and the
 fallback when the extension was not built.  Both must return identical tuples.
 
 ``walk(data, count, base_offset, base_ts, batch_log_append, batch_max_ts, compacted,

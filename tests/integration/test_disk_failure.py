@@ -6,7 +6,7 @@ disk would fail with ENOSPC.  Kafka's answer, which kafkapy follows: the log
 dir goes offline, and with no live log dir left the broker halts (exit 1, no
 clean-shutdown marker).  On restart, recovery truncates the torn tail; every
 acknowledged record is there, offsets run without a gap, and the broker
-takes writes again.  (Several dirs, one failing: tests/unit/test_log_manager.py.)
+takes writes again.  (Several dirs, one failing: tests/unit/log/test_manager.py.)
 """
 from __future__ import annotations
 

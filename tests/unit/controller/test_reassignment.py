@@ -4,7 +4,7 @@ when the ISR reaches the targets (AlterPartition, ISR notifications), cancellati
 replacing a reassignment in flight, the legacy ``/admin/reassign_partitions`` znode, a new
 controller resuming, ListPartitionReassignments, and topic deletion.
 
-Brokers are the stand-ins of ``test_controller_core`` (FakeBroker / FakeChannel)."""
+Brokers are the stand-ins of ``tests.support.controller`` (FakeBroker / FakeChannel)."""
 from __future__ import annotations
 
 from kafkapy.controller.context import ReplicaAssignment

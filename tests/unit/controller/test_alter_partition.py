@@ -3,7 +3,7 @@ mode) against a real ZooKeeper: the broker-epoch, leader-epoch and partition-epo
 ineligible ISR members, the idempotent retry, the conditional znode write, the context and
 the UpdateMetadata that follow; NOT_CONTROLLER from a broker that is not active.
 
-Brokers are the stand-ins of ``test_controller_core`` (FakeBroker / FakeChannel)."""
+Brokers are the stand-ins of ``tests.support.controller`` (FakeBroker / FakeChannel)."""
 from __future__ import annotations
 
 import uuid

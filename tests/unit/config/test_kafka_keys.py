@@ -134,7 +134,7 @@ def test_broker_alter_checks_like_kafka():
     assert _refusal({"log.cleaner.threads": "x"}, True) == (
         ErrorCode.INVALID_REQUEST,
         "Invalid value x for configuration log.cleaner.threads: Not a number of type INT")
-    # Applying a valid change (no validate_only) is tests/unit/test_dynamic_config.py's.
+    # Applying a valid change (no validate_only) is tests/unit/config/test_dynamic.py's.
 
 
 def _logger_refusal(ops):

@@ -255,7 +255,7 @@ def test_validate_topic_configs_errors(configs, key, match):
 
 
 def test_sample_server_properties_loads():
-    c = BrokerConfig.from_properties(load_properties(Path(__file__).parents[2] / "config" / "server.properties"))
+    c = BrokerConfig.from_properties(load_properties(Path(__file__).parents[3] / "config" / "server.properties"))
     assert c.node_id == 0 and c.unknown_keys == []
     assert c.listeners == c.advertised_listeners == [Endpoint("PLAINTEXT", "127.0.0.1", 9092)]
     assert c["offsets.topic.replication.factor"] == 1 and c["transaction.state.log.min.isr"] == 1

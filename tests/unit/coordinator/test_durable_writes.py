@@ -2,8 +2,8 @@
 storeOffsets / storeGroup / appendTransactionToLog with acks=-1).
 
 The group coordinator writes through a real Partition over a real Log (as in
-test_group_coordinator); its store's ``replicate`` hook is a future the test resolves
-with the outcome of the wait (0 once the high watermark passed the write, else the
+coordinator/group/test_coordinator.py); its store's ``replicate`` hook is a future the test
+resolves with the outcome of the wait (0 once the high watermark passed the write, else the
 append error).  The transaction coordinator gets a store whose writes stay pending
 the same way.  Meanwhile the group (CompletingRebalance) or the transaction (pending
 transition) is held, as in Kafka.

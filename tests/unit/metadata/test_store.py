@@ -43,7 +43,7 @@ from kafkapy.metadata.store import (
 from kafkapy.metadata.zk_store import ZooKeeperStore, split_connect_string
 from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _open(kind: str, request, tmp_path: Path):
