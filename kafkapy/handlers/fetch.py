@@ -116,7 +116,7 @@ def handle(ctx, request):
     context = broker.fetch_manager.new_context(
         ctx.api_version, request.session_id, request.session_epoch, replica >= 0,
         fetch_data, forgotten, broker.cache.topic_name, broker.clock.time_ms())
-    if getattr(broker, "authorizer", None) is None:
+    if broker.authorizer is None:
         interesting, erroneous = _classify(broker, context.partitions())
     else:
         interesting, erroneous = _authorize(ctx, replica, context.partitions())

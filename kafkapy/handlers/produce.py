@@ -84,7 +84,7 @@ def handle(ctx, request):
             (transactional or transactional_id is not None)
             and not ctx.broker.transactions_enabled):
         return _all_failed(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    if (transactional and getattr(ctx.broker, "authorizer", None) is not None
+    if (transactional and ctx.broker.authorizer is not None
             and not authz.allowed(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, transactional_id)):
         return _all_failed(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     results = _append(ctx, request, transactional_id)
@@ -125,7 +125,7 @@ def _append(ctx, request, transactional_id) -> list[tuple[str, int, AppendResult
     version = ctx.api_version
     parts = [(t.name, p) for t in request.topic_data for p in t.partition_data]
     early = [_request_error(ctx, name, part, version) for name, part in parts]
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         # Kafka checks WRITE on the topic before anything else about the partition.
         allowed = authz.filter_allowed(ctx, authz.WRITE, authz.TOPIC, [name for name, _ in parts])
         early = [r if name in allowed else AppendResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)

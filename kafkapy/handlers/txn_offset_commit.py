@@ -54,7 +54,7 @@ def handle(ctx, request):
     results: dict[tuple[str, int], int] = {}
     offsets = {}
     allowed = None
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         # Kafka: WRITE on the transactional id, READ on the group, then READ per topic.
         asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
         refusal = None
@@ -79,7 +79,7 @@ def handle(ctx, request):
             offsets[tp] = OffsetAndMetadata(
                 p.committed_offset, p.committed_leader_epoch if version >= 2 else -1,
                 p.committed_metadata if p.committed_metadata is not None else "", now)
-    groups = getattr(broker, "groups", None)
+    groups = broker.groups
     committed: dict = {}
     if offsets:
         if groups is None:

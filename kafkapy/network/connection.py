@@ -124,7 +124,7 @@ class KafkaConnection(asyncio.Protocol):
         # Once per connection: ACLs name hosts, so with an authorizer even the default
         # PLAINTEXT listener's session carries the peer's address.
         if (protocol != "PLAINTEXT" or self._server.listener not in (None, "PLAINTEXT")
-                or getattr(self._broker, "authorizer", None) is not None):
+                or self._broker.authorizer is not None):
             peer = transport.get_extra_info("peername")
             try:
                 self._secure_session(transport, peer, protocol)

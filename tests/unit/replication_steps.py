@@ -92,7 +92,7 @@ class Replica:
             node_id=self.node_id, broker_epoch=100 + self.node_id, config=self.cluster.config,
             clock=clock,
             loop=None, cache=cache, inter_broker_listener="PLAINTEXT",
-            replica_manager=self.replica_manager,
+            replica_manager=self.replica_manager, authorizer=None,
             fetch_manager=FetchManager(FetchSessionCache(1000)))
         self.fetchers = ReplicaFetcherManager(self.broker, connect=self._connect,
                                               autostart=False)

@@ -51,6 +51,7 @@ class Broker:
         self.cache = MetadataCache("cluster", NODE, "INTERNAL")
         self.store = EmbeddedStore(tmp_path / "metadata.json", fsync=False)
         self.controller_fence = ControllerFence(self.store, lambda: self.broker_epoch)
+        self.authorizer = None
         self.log_manager = LogManager([str(tmp_path / "d")], MockClock(TS), {})
         self.log_manager.load("cluster", NODE)
         self.replica_manager = ReplicaManager(self.log_manager, NODE, lambda name: {},
