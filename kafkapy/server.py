@@ -64,6 +64,7 @@ from kafkapy.metadata.store import MetadataStoreError
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.metadata.zk_store import ZooKeeperStore
 from kafkapy.network.client import BrokerConnection
+from kafkapy.network.connection_quotas import ConnectionQuotas
 from kafkapy.network.server import SocketServer
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory import Purgatory, Timer
@@ -141,6 +142,7 @@ class Broker:
         self.produce_purgatory: Purgatory | None = None
         self.fetch_manager = FetchManager(
             FetchSessionCache(config["max.incremental.fetch.session.cache.slots"]))
+        self.connection_quotas: ConnectionQuotas | None = None     # one for every listener
         self.socket_servers: list[SocketServer] = []
         # TLS/SASL settings of this broker's own connections to others (None: PLAINTEXT)
         self.inter_broker_security = None
@@ -158,6 +160,9 @@ class Broker:
 
     async def _start(self) -> None:
         loop = self.loop = asyncio.get_running_loop()
+        quotas = self.connection_quotas = ConnectionQuotas(self.config)
+        self.dynamic_config.add_listener(lambda changed: quotas.config_changed(self.config,
+                                                                               changed))
         # TLS material and SASL entries first: a listener that cannot serve stops the start
         self.socket_servers = [self._socket_server(listener) for listener in self.config.listeners]
         self.inter_broker_security = self._inter_broker_security()
@@ -359,7 +364,8 @@ class Broker:
             unsupported_api_versions=lambda cid: unsupported_version_response(self.apis, cid),
             # sendfile cannot write through TLS: Fetch copies on SSL listeners
             zero_copy=self.config["kafkapy.fetch.sendfile.enable"] and ssl_context is None,
-            listener=name, security_protocol=protocol, ssl_context=ssl_context)
+            listener=name, security_protocol=protocol, ssl_context=ssl_context,
+            quotas=self.connection_quotas)
 
     def _inter_broker_security(self):
         """This broker's TLS/SASL settings towards the others; every BrokerConnection made
