@@ -76,6 +76,7 @@ from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.replica_manager import ReplicaManager
 from kafkapy.security.authorizer import AclAuthorizer
 from kafkapy.security.listener_setup import inter_broker_security, listener_ssl_context
+from kafkapy.security.sasl.credentials import CredentialCache
 
 _log = structlog.get_logger("kafkapy.server")
 
@@ -121,6 +122,7 @@ class Broker:
         self.admin: AdminManager | None = None
         self.topic_configs: TopicConfigs | None = None
         self.authorizer = None      # an AclAuthorizer when authorizer.class.name names it
+        self.scram_credentials: CredentialCache | None = None   # once the store is open
         # /feature as Kafka's ZooKeeper-mode broker sees it (ApiVersions' finalized features)
         self.features: FinalizedFeatureCache | None = None
         # Dynamic broker configs (/config/brokers/<id>, <default>): loaded once the store
@@ -170,6 +172,7 @@ class Broker:
         self.log_manager = self._log_manager()
         self.log_manager.open_dirs()
         self.store = self._open_store()
+        self.scram_credentials = CredentialCache(self.store)
         cluster_id = self._cluster_id()
         self.node_id = resolve_broker_id(self.config, self.store, self.log_manager.live_log_dirs)
         self.dynamic_config.load()

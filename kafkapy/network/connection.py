@@ -142,7 +142,7 @@ class KafkaConnection(asyncio.Protocol):
         self.session = Session(principal, host_address(peer[0]) if peer else "",
                                self._server.listener or "PLAINTEXT", protocol)
         if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-            self._gate = sasl_gate.SaslGate(self._broker, self._server.listener,
+            self._gate = sasl_gate.SaslGate(self._broker.config, self._server.listener,
                                             self._authenticated_as)
             # Kafka reads authentication frames with sasl.server.max.receive.size
             self._max_frame = min(self._max_frame, self._gate.max_receive)
