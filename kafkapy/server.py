@@ -31,6 +31,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Callable
 
 import structlog
 from kazoo.exceptions import NodeExistsError, NoNodeError
@@ -39,7 +40,7 @@ from kafkapy import metrics
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.config.broker import BrokerConfig, ConfigError, acl_authorizer_settings
 from kafkapy.config.describe import describe_broker, describe_default_broker, describe_topic
-from kafkapy.config.dynamic import DynamicBrokerConfig, apply_to_broker
+from kafkapy.config.dynamic import DynamicBrokerConfig
 from kafkapy.controller.admin import AdminManager
 from kafkapy.controller.controller import KafkaController
 from kafkapy.controller.shutdown_client import controlled_shutdown
@@ -101,6 +102,34 @@ def _log_dir_failed(log_dir: str, live_dirs: list[str]) -> None:
         os._exit(1)
 
 
+def reapply_log_config(config: BrokerConfig, log_manager: LogManager,
+                       replica_manager: ReplicaManager,
+                       topic_config_of: Callable[[str], dict]) -> None:
+    """Kafka's DynamicLogConfig (a dynamic config listener): when the topic defaults
+    changed, new logs get them (the log manager's defaults) and every hosted log gets its
+    topic's effective config again (``topic_config_of``: its overrides still win)."""
+    defaults = config.topic_defaults()
+    if log_manager.default_topic_config == defaults:
+        return
+    log_manager.default_topic_config = dict(defaults)
+    for (topic, _), partition in list(replica_manager.partitions.items()):
+        try:
+            partition.log.update_config(topic_config_of(topic))
+        except Exception:
+            _log.exception("re-applying log config failed", topic=topic)
+
+
+def enable_unclean_leader_election(changed: set[str], config: BrokerConfig,
+                                   controller: KafkaController, cache: MetadataCache) -> None:
+    """Kafka's enableDefaultUncleanLeaderElection (a dynamic config listener): when
+    unclean.leader.election.enable is turned on, the active controller retries every
+    topic's offline partitions."""
+    if ("unclean.leader.election.enable" in changed and config["unclean.leader.election.enable"]
+            and controller.is_active):
+        for topic in list(cache.topics):
+            controller.enable_topic_unclean_leader_election(topic)
+
+
 def _bind_failed(server: SocketServer, err: OSError) -> StartupError:
     """Kafka's SocketServer message: "Socket server failed to bind to host:port: reason."."""
     reason = err.strerror or str(err)
@@ -125,10 +154,7 @@ class Broker:
         self.scram_credentials: CredentialCache | None = None   # once the store is open
         # /feature as Kafka's ZooKeeper-mode broker sees it (ApiVersions' finalized features)
         self.features: FinalizedFeatureCache | None = None
-        # Dynamic broker configs (/config/brokers/<id>, <default>): loaded once the store
-        # is open; ``config[key]`` answers with the effective value.
-        self.dynamic_config = DynamicBrokerConfig(self)
-        self.dynamic_config.add_listener(lambda changed: apply_to_broker(self, changed))
+        self.dynamic_config: DynamicBrokerConfig | None = None     # once the store is open
         self.replica_fetchers: ReplicaFetcherManager | None = None
         self.alter_partition: AlterPartitionManager | None = None
         self.alter_log_dirs: AlterLogDirsManager | None = None   # moves between log dirs
@@ -162,9 +188,7 @@ class Broker:
 
     async def _start(self) -> None:
         loop = self.loop = asyncio.get_running_loop()
-        quotas = self.connection_quotas = ConnectionQuotas(self.config)
-        self.dynamic_config.add_listener(lambda changed: quotas.config_changed(self.config,
-                                                                               changed))
+        self.connection_quotas = ConnectionQuotas(self.config)
         # TLS material and SASL entries first: a listener that cannot serve stops the start
         self.socket_servers = [self._socket_server(listener) for listener in self.config.listeners]
         self.inter_broker_security = self._inter_broker_security()
@@ -175,6 +199,12 @@ class Broker:
         self.scram_credentials = CredentialCache(self.store)
         cluster_id = self._cluster_id()
         self.node_id = resolve_broker_id(self.config, self.store, self.log_manager.live_log_dirs)
+        # Dynamic broker configs (/config/brokers/<id>, <default>): ``config[key]`` answers
+        # with the effective value from here on; each part that reacts to a change gets a
+        # listener once it exists (the connection quotas adopt stored limits at load).
+        self.dynamic_config = DynamicBrokerConfig(self.config, self.store, self.node_id)
+        self.dynamic_config.add_listener(
+            lambda changed: self.connection_quotas.config_changed(self.config, changed))
         self.dynamic_config.load()
         self.log_manager.default_topic_config = dict(self.config.topic_defaults())
         self.topic_configs = TopicConfigs(self)
@@ -191,8 +221,12 @@ class Broker:
         self.alter_log_dirs = AlterLogDirsManager(self)
         # ISR changes to the controller; attaches itself to the replica manager.
         self.alter_partition = AlterPartitionManager(self)
+        self.dynamic_config.add_listener(lambda changed: reapply_log_config(
+            self.config, self.log_manager, self.replica_manager, self.topic_config))
         self.admin = AdminManager(self)
         self.controller = KafkaController(self, local_deliver=controller_delivery(self))
+        self.dynamic_config.add_listener(lambda changed: enable_unclean_leader_election(
+            changed, self.config, self.controller, self.cache))
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
         self.groups = GroupService(self)
         self.groups.start()

@@ -10,12 +10,13 @@ import pytest
 
 from kafkapy.clock import MockClock
 from kafkapy.config.broker import BrokerConfig
-from kafkapy.config.dynamic import DynamicBrokerConfig, apply_to_broker
+from kafkapy.config.dynamic import DynamicBrokerConfig
 from kafkapy.controller.admin import AdminManager
 from kafkapy.controller.topic_configs import TopicConfigs
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache
 from kafkapy.metadata.embedded import EmbeddedStore
+from kafkapy.server import reapply_log_config
 from tests.unit.test_admin import TS
 from tests.unit.test_topic_configs import FakeReplicaManager
 
@@ -37,8 +38,9 @@ class Broker:
         self.controller = None
         self.replica_manager = FakeReplicaManager([("t", 0)])
         self.log_manager = FakeLogManager(self.config.topic_defaults())
-        self.dynamic_config = DynamicBrokerConfig(self)
-        self.dynamic_config.add_listener(lambda changed: apply_to_broker(self, changed))
+        self.dynamic_config = DynamicBrokerConfig(self.config, store, node_id)
+        self.dynamic_config.add_listener(lambda changed: reapply_log_config(
+            self.config, self.log_manager, self.replica_manager, self.topic_config))
         self.topic_configs = TopicConfigs(self)
         self.admin = AdminManager(self)
 
