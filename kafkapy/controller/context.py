@@ -27,8 +27,8 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from kafkapy.metadata.paths import LEADER_RECOVERED, EndPoint
+from kafkapy.protocol.topic_partition import TopicPartition
 
-TopicPartition = tuple[str, int]
 #: A replica of a partition: ((topic, partition), broker id).
 PartitionAndReplica = tuple[TopicPartition, int]
 

@@ -36,6 +36,7 @@ from kafkapy.coordinator.transaction.service import fenced_for_version
 from kafkapy.handlers._txn import service
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.replication import acks
 
 API_KEY = 28
@@ -51,7 +52,7 @@ def handle(ctx, request):
     broker = ctx.broker
     version = ctx.api_version
     now = broker.clock.time_ms()
-    results: dict[tuple[str, int], int] = {}
+    results: dict[TopicPartition, int] = {}
     offsets = {}
     allowed = None
     if ctx.broker.authorizer is not None:

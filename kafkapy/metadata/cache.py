@@ -26,6 +26,7 @@ from typing import Callable, Iterable
 import structlog
 
 from kafkapy.metadata.topics import is_internal
+from kafkapy.protocol.topic_partition import TopicPartition
 
 _log = structlog.get_logger("kafkapy.metadata.cache")
 
@@ -145,13 +146,13 @@ class MetadataCache:
         if topic is not None:
             self._by_id.pop(topic.topic_id, None)
 
-    def apply_update_metadata(self, request) -> list[tuple[str, int]]:
+    def apply_update_metadata(self, request) -> list[TopicPartition]:
         """Apply an UpdateMetadata request (any version, already fenced); returns the
         partitions it deleted, as Kafka's ZkMetadataCache.updateMetadata."""
         self.controller_id = request.controller_id if request.controller_id >= 0 else -1
         self._set_live_brokers(request)
         changed: dict[str, None] = {}
-        deleted: dict[tuple[str, int], None] = {}
+        deleted: dict[TopicPartition, None] = {}
         for name, topic_id, state in _partition_states(request):
             if state.leader == LEADER_DURING_DELETE:
                 self._remove_partition(name, state.partition)

@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from kafkapy.jvm import champ_improve, hashmap_spread, scala_mutable_hash_order, string_hash
 from kafkapy.metadata.store import MetadataStore, NodeExistsError, NoNodeError, Stat
+from kafkapy.protocol.topic_partition import TopicPartition
 
 # --- paths ------------------------------------------------------------------------
 
@@ -657,7 +658,7 @@ def decode_config_change(data: bytes) -> str:
 
 # --- notifications ----------------------------------------------------------------
 
-def encode_isr_change(partitions: Iterable[tuple[str, int]]) -> bytes:
+def encode_isr_change(partitions: Iterable[TopicPartition]) -> bytes:
     """``{"version":1,"partitions":[{"topic":"t","partition":0}]}``."""
     return _dumps({"version": 1, "partitions": [{"topic": t, "partition": int(p)}
                                                 for t, p in partitions]})
@@ -675,7 +676,7 @@ def _decode_partition_list(data: bytes, what: str) -> list[dict]:
     return parts
 
 
-def decode_isr_change(data: bytes) -> list[tuple[str, int]]:
+def decode_isr_change(data: bytes) -> list[TopicPartition]:
     return [(p["topic"], p["partition"])
             for p in _decode_partition_list(data, "ISR change notification")]
 
@@ -695,26 +696,26 @@ def decode_log_dir_event(data: bytes) -> int:
 
 # --- admin requests ------------------------------------------------------------
 
-def encode_reassign_partitions(assignment: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
+def encode_reassign_partitions(assignment: Mapping[TopicPartition, Sequence[int]]) -> bytes:
     """``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}``."""
     return _dumps({"version": 1, "partitions": [
         {"topic": t, "partition": int(p), "replicas": [int(r) for r in reps]}
         for (t, p), reps in assignment.items()]})
 
 
-def decode_reassign_partitions(data: bytes) -> dict[tuple[str, int], list[int]]:
+def decode_reassign_partitions(data: bytes) -> dict[TopicPartition, list[int]]:
     what = "partition reassignment"
     return {(p["topic"], p["partition"]): _int_list(p.get("replicas"), what)
             for p in _decode_partition_list(data, what)}
 
 
-def encode_preferred_replica_election(partitions: Iterable[tuple[str, int]]) -> bytes:
+def encode_preferred_replica_election(partitions: Iterable[TopicPartition]) -> bytes:
     """``{"version":1,"partitions":[{"topic":"t","partition":0}]}``."""
     return _dumps({"version": 1, "partitions": [{"topic": t, "partition": int(p)}
                                                 for t, p in partitions]})
 
 
-def decode_preferred_replica_election(data: bytes) -> list[tuple[str, int]]:
+def decode_preferred_replica_election(data: bytes) -> list[TopicPartition]:
     return [(p["topic"], p["partition"])
             for p in _decode_partition_list(data, "preferred replica election")]
 

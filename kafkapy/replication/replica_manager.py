@@ -32,12 +32,11 @@ from kafkapy.log.leader_epoch import write_behind
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.metadata.topics import invalid_topic_reason, parse_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.replication.partition import Partition
 from kafkapy.replication.quota import LEADER, ReplicationQuota
 
 _log = structlog.get_logger("kafkapy.replication")
-
-PartitionKey = tuple[str, int]
 
 #: StopReplica leader epochs that skip the epoch check (LeaderAndIsr.EpochDuringDelete, NoEpoch).
 EPOCH_DURING_DELETE = -2
@@ -61,8 +60,8 @@ class ReplicaManager:
         self._topic_config_of = topic_config_of
         self.cache = cache          # MetadataCache: leader liveness, known partitions
         self.fetchers = fetchers    # ReplicaFetcherManager (REPL), None until it exists
-        self.partitions: dict[PartitionKey, Partition] = {}
-        self._append_listeners: list[Callable[[PartitionKey], None]] = []
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self._append_listeners: list[Callable[[TopicPartition], None]] = []
         # The AlterPartitionManager (ISR changes to the controller); None: ISRs stay.
         self.alter_partition = None
         # Leader-side replication throttle (Kafka's quotas.leader), applied by Fetch.
@@ -72,15 +71,15 @@ class ReplicaManager:
         # Topic configs looked up during one LeaderAndIsr (None outside one).
         self._configs: dict[str, dict] | None = None
 
-    def add_append_listener(self, listener: Callable[[PartitionKey], None]) -> None:
+    def add_append_listener(self, listener: Callable[[TopicPartition], None]) -> None:
         self._append_listeners.append(listener)
 
     # -- LeaderAndIsr ----------------------------------------------------------------
     def become_leader_or_follower(self, controller_id: int, controller_epoch: int,
-                                  changes: list[PartitionChange]) -> dict[PartitionKey, int]:
+                                  changes: list[PartitionChange]) -> dict[TopicPartition, int]:
         """Kafka's becomeLeaderOrFollower after the request-level fencing (done by the
         handler): per partition an error code, in request order."""
-        errors: dict[PartitionKey, int] = {}
+        errors: dict[TopicPartition, int] = {}
         leaders: list[tuple[PartitionChange, Partition | None]] = []
         followers: list[tuple[PartitionChange, Partition | None]] = []
         for change in changes:
@@ -105,7 +104,7 @@ class ReplicaManager:
                   leaders=len(leaders), followers=len(followers))
         return errors
 
-    def _check(self, change: PartitionChange, key: PartitionKey, leaders: list,
+    def _check(self, change: PartitionChange, key: TopicPartition, leaders: list,
                followers: list) -> int:
         """Kafka's per-partition checks: offline log, topic id, leader epoch, assignment."""
         partition = self.partitions.get(key)
@@ -136,13 +135,13 @@ class ReplicaManager:
             return ErrorCode.NO_ERROR
         return ErrorCode.STALE_CONTROLLER_EPOCH
 
-    def _make_leaders(self, leaders: list, errors: dict[PartitionKey, int]) -> None:
+    def _make_leaders(self, leaders: list, errors: dict[TopicPartition, int]) -> None:
         self._remove_fetchers([(c.topic, c.state.partition) for c, _ in leaders])
         for change, partition in self._online(leaders, errors):
             partition.make_leader(change.state)
             self._wake((change.topic, change.state.partition))
 
-    def _make_followers(self, followers: list, errors: dict[PartitionKey, int]) -> None:
+    def _make_followers(self, followers: list, errors: dict[TopicPartition, int]) -> None:
         moved: list[Partition] = []
         for change, partition in self._online(followers, errors):
             if self.cache is not None and not self.cache.is_alive(change.state.leader):
@@ -162,7 +161,7 @@ class ReplicaManager:
             self.fetchers.add_partitions({
                 (p.topic, p.index): (p.state.leader, p.log.log_end_offset) for p in moved})
 
-    def _online(self, changes: list, errors: dict[PartitionKey, int]):
+    def _online(self, changes: list, errors: dict[TopicPartition, int]):
         """(change, partition) for each change whose partition exists or can be created
         and whose log is online; the others get their error code."""
         for change, partition in changes:
@@ -218,11 +217,11 @@ class ReplicaManager:
 
     # -- StopReplica ---------------------------------------------------------------------
     def stop_replicas(self, controller_id: int, controller_epoch: int,
-                      partitions: dict[PartitionKey, tuple[int, bool]]) -> dict[PartitionKey, int]:
+                      partitions: dict[TopicPartition, tuple[int, bool]]) -> dict[TopicPartition, int]:
         """Kafka's stopReplicas after the request-level fencing: ``partitions`` maps each
         partition to (leader epoch, delete); answers an error code per partition."""
-        errors: dict[PartitionKey, int] = {}
-        stopped: list[tuple[PartitionKey, bool]] = []
+        errors: dict[TopicPartition, int] = {}
+        stopped: list[tuple[TopicPartition, bool]] = []
         for key, (leader_epoch, delete) in partitions.items():
             partition = self.partitions.get(key)
             if partition is not None and partition.log.offline:
@@ -251,13 +250,13 @@ class ReplicaManager:
                   stopped=len(stopped))
         return errors
 
-    def _drop_pending_writes(self, key: PartitionKey) -> None:
+    def _drop_pending_writes(self, key: TopicPartition) -> None:
         log = self._logs.get_log(*key)
         cache = getattr(log, "leader_epoch_cache", None)
         if cache is not None:
             cache.drop_pending()
 
-    def _remove_fetchers(self, keys: list[PartitionKey]) -> None:
+    def _remove_fetchers(self, keys: list[TopicPartition]) -> None:
         if keys and self.fetchers is not None:
             self.fetchers.remove_partitions(keys)
 
@@ -296,7 +295,7 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         return partition is not None and partition.is_leader and not partition.log.offline
 
-    def appended(self, key: PartitionKey) -> None:
+    def appended(self, key: TopicPartition) -> None:
         self._wake(key)
 
     # -- ISR (Kafka's isr-expiration task and UnderReplicatedPartitions) -----------------
@@ -312,7 +311,7 @@ class ReplicaManager:
     def under_replicated_count(self) -> int:
         return sum(1 for p in self.partitions.values() if p.is_under_replicated)
 
-    def _wake(self, key: PartitionKey) -> None:
+    def _wake(self, key: TopicPartition) -> None:
         for listener in self._append_listeners:
             listener(key)
 
