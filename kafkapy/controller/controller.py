@@ -52,8 +52,7 @@ import structlog
 from kafkapy.controller import events as ev
 from kafkapy.controller.channel import ControllerChannelManager
 from kafkapy.controller.context import (
-    NO_LEADER, ControllerContext, LeaderIsr, LiveBroker, PartitionState, ReplicaState,
-    TopicPartition)
+    ControllerContext, LiveBroker, PartitionStateName, ReplicaState)
 from kafkapy.controller.leader_election import (
     CONTROLLED_SHUTDOWN, OFFLINE, OFFLINE_UNCLEAN, PREFERRED as PREFERRED_STRATEGY)
 from kafkapy.controller.partition_state_machine import PartitionStateMachine
@@ -64,7 +63,8 @@ from kafkapy.controller.request_batch import (
 from kafkapy.controller.topic_deletion import ControllerDeletionClient, TopicDeletionManager
 from kafkapy.controller.zk_writes import ControllerMovedError, ZkWrites
 from kafkapy.metadata import paths
-from kafkapy.metadata.paths import LEADER_RECOVERED, LEADER_RECOVERING
+from kafkapy.metadata.leader_and_isr import (
+    LEADER_RECOVERED, LEADER_RECOVERING, NO_LEADER, LeaderAndIsr)
 from kafkapy.metadata.producer_ids import new_producer_id_block
 from kafkapy.metadata.store import (
     STORE_UNAVAILABLE, BadVersionError, CreateOp, DeleteOp, EventType, NodeExistsError,
@@ -72,6 +72,7 @@ from kafkapy.metadata.store import (
 from kafkapy.metadata.topics import new_topic_id, parse_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import AlterPartitionResponse
+from kafkapy.protocol.topic_partition import TopicPartition
 
 _log = structlog.get_logger("kafkapy.controller")
 
@@ -330,7 +331,7 @@ class KafkaController:
         ACTIVE_CONTROLLER.set(1 if self._active else 0)
         CONTROLLER_EPOCH.set(self.ctx.epoch)
         OFFLINE_PARTITIONS.set(sum(1 for st in self.ctx.partition_states.values()
-                                   if st is PartitionState.OFFLINE) if self._active else 0)
+                                   if st is PartitionStateName.OFFLINE) if self._active else 0)
 
     def _process(self, event: ev.ControllerEvent):
         handler = getattr(self, "_process_" + type(event).__name__)
@@ -896,7 +897,7 @@ class KafkaController:
         offline_leader = [tp for tp, li in ctx.leadership.items()
                           if not ctx.is_replica_online(li.leader, tp)
                           and not ctx.is_topic_queued_for_deletion(tp[0])]
-        self._psm.handle_state_changes(offline_leader, PartitionState.OFFLINE)
+        self._psm.handle_state_changes(offline_leader, PartitionStateName.OFFLINE)
         results = self._psm.trigger_online_partition_state_change()
         self._rsm.handle_state_changes(not_for_deletion, ReplicaState.OFFLINE)
         if for_deletion:
@@ -978,9 +979,9 @@ class KafkaController:
     def _on_new_partition_creation(self, partitions: list[TopicPartition]) -> None:
         _log.info(f"New partition creation callback for {_tps(partitions)}")
         replicas = [(tp, r) for tp in partitions for r in self.ctx.replicas(tp)]
-        self._psm.handle_state_changes(partitions, PartitionState.NEW)
+        self._psm.handle_state_changes(partitions, PartitionStateName.NEW)
         self._rsm.handle_state_changes(replicas, ReplicaState.NEW)
-        self._psm.handle_state_changes(partitions, PartitionState.ONLINE, OFFLINE)
+        self._psm.handle_state_changes(partitions, PartitionStateName.ONLINE, OFFLINE)
         self._rsm.handle_state_changes(replicas, ReplicaState.ONLINE)
 
     # -- deletion and ISR notifications ---------------------------------------------
@@ -1109,7 +1110,7 @@ class KafkaController:
                   and not ctx.is_topic_queued_for_deletion(tp[0])]
         led = [tp for tp in to_act if ctx.leadership[tp].leader == broker_id]
         followed = [tp for tp in to_act if ctx.leadership[tp].leader != broker_id]
-        self._psm.handle_state_changes(led, PartitionState.ONLINE, CONTROLLED_SHUTDOWN)
+        self._psm.handle_state_changes(led, PartitionStateName.ONLINE, CONTROLLED_SHUTDOWN)
         self._batch.new_batch()
         for tp in followed:
             self._batch.add_stop_replica([broker_id], tp, False)
@@ -1154,11 +1155,11 @@ class KafkaController:
                       f"{ctx.broker_epoch(broker_id)} for broker {broker_id}")
             return _alter_partition_error(version, ErrorCode.STALE_BROKER_EPOCH)
         wanted, unknown_ids = self._alter_partition_wanted(request, version)
-        results: dict[TopicPartition, object] = {}      # error code or LeaderIsr
-        to_write: dict[TopicPartition, LeaderIsr] = {}
+        results: dict[TopicPartition, object] = {}      # error code or LeaderAndIsr
+        to_write: dict[TopicPartition, LeaderAndIsr] = {}
         for tp, proposed in wanted.items():
             outcome = self._check_alter_partition(broker_id, tp, proposed, version)
-            if isinstance(outcome, LeaderIsr) and outcome is proposed:
+            if isinstance(outcome, LeaderAndIsr) and outcome is proposed:
                 to_write[tp] = proposed
             else:
                 results[tp] = outcome
@@ -1183,7 +1184,7 @@ class KafkaController:
                                                   unknown_ids)
         # Kafka answers first, then completes the reassignments the new ISRs allow.
         self._after_answer(lambda: self._reassign.on_isr_changed(
-            [tp for tp, r in results.items() if isinstance(r, LeaderIsr)]))
+            [tp for tp, r in results.items() if isinstance(r, LeaderAndIsr)]))
         return response
 
     def _after_answer(self, work) -> None:
@@ -1200,9 +1201,9 @@ class KafkaController:
             _log.exception("Error completing partition reassignments")
 
     def _alter_partition_wanted(self, request, version: int):
-        """(tp -> proposed LeaderIsr in request order, topic ids the context lacks)."""
+        """(tp -> proposed LeaderAndIsr in request order, topic ids the context lacks)."""
         names = {text: name for name, text in self.ctx.topic_ids.items()}
-        wanted: dict[TopicPartition, LeaderIsr] = {}
+        wanted: dict[TopicPartition, LeaderAndIsr] = {}
         unknown_ids: list = []
         for topic in request.topics or ():
             if version >= 2:
@@ -1216,19 +1217,19 @@ class KafkaController:
                 isr = ([b.broker_id for b in p.new_isr_with_epochs or ()] if version >= 3
                        else list(p.new_isr or ()))
                 recovery = p.leader_recovery_state if version >= 1 else LEADER_RECOVERED
-                wanted[(name, p.partition_index)] = LeaderIsr(
+                wanted[(name, p.partition_index)] = LeaderAndIsr(
                     request.broker_id, p.leader_epoch, tuple(isr), self.ctx.epoch,
                     p.partition_epoch, recovery)
         return wanted, unknown_ids
 
-    def _check_alter_partition(self, broker_id: int, tp: TopicPartition, proposed: LeaderIsr,
+    def _check_alter_partition(self, broker_id: int, tp: TopicPartition, proposed: LeaderAndIsr,
                                version: int):
-        """The proposed LeaderIsr when it may be written, the current one when already
+        """The proposed LeaderAndIsr when it may be written, the current one when already
         there, else the error code (Kafka's checks, in Kafka's order)."""
         current = self.ctx.leadership.get(tp)
         if current is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if (proposed.zk_version > current.zk_version
+        if (proposed.partition_epoch > current.partition_epoch
                 or proposed.leader_epoch > current.leader_epoch):
             # the leader knows a newer state: this controller is likely stale
             return ErrorCode.NOT_CONTROLLER
@@ -1239,7 +1240,7 @@ class KafkaController:
                 current.leader, current.leader_epoch, tuple(current.isr),
                 current.leader_recovery_state):
             return current      # already so (idempotent retry)
-        if proposed.zk_version < current.zk_version:
+        if proposed.partition_epoch < current.partition_epoch:
             return ErrorCode.INVALID_UPDATE_VERSION
         if proposed.leader_recovery_state == LEADER_RECOVERING and len(proposed.isr) > 1:
             _log.info(f"Rejecting AlterPartition from node {broker_id} for {tp[0]}-{tp[1]} "
@@ -1267,11 +1268,11 @@ class KafkaController:
         topics: dict[str, list] = {}
         for tp in wanted:
             outcome = results[tp]
-            if isinstance(outcome, LeaderIsr):
+            if isinstance(outcome, LeaderAndIsr):
                 entry = part_cls(partition_index=tp[1], error_code=0, leader_id=outcome.leader,
                                  leader_epoch=outcome.leader_epoch, isr=list(outcome.isr),
                                  leader_recovery_state=outcome.leader_recovery_state,
-                                 partition_epoch=outcome.zk_version)
+                                 partition_epoch=outcome.partition_epoch)
             else:
                 entry = part_cls(partition_index=tp[1], error_code=int(outcome), leader_id=0,
                                  leader_epoch=0, isr=[], leader_recovery_state=0,
@@ -1311,7 +1312,7 @@ class KafkaController:
                 results[tp] = (ErrorCode.ELECTION_NOT_NEEDED, _NOT_NEEDED)
         if electable:
             strategy = PREFERRED_STRATEGY if kind == PREFERRED else OFFLINE_UNCLEAN
-            outcome = self._psm.handle_state_changes(electable, PartitionState.ONLINE, strategy)
+            outcome = self._psm.handle_state_changes(electable, PartitionStateName.ONLINE, strategy)
             failed = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if kind == PREFERRED
                       else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE)
             for tp in electable:
@@ -1387,7 +1388,7 @@ class KafkaController:
             if electable:
                 _log.info(f"Starting replica leader election (PREFERRED) for partitions "
                           f"{_tps(electable)} triggered by ZkTriggered")
-                self._psm.handle_state_changes(electable, PartitionState.ONLINE,
+                self._psm.handle_state_changes(electable, PartitionStateName.ONLINE,
                                                PREFERRED_STRATEGY)
         finally:
             try:
@@ -1435,7 +1436,7 @@ class KafkaController:
             if candidates:
                 _log.info(f"Leader imbalance on broker {preferred}: preferred replica "
                           f"election for {_tps(candidates)}")
-                self._psm.handle_state_changes(candidates, PartitionState.ONLINE,
+                self._psm.handle_state_changes(candidates, PartitionStateName.ONLINE,
                                                PREFERRED_STRATEGY)
 
     def _election_needed(self, tp: TopicPartition, kind: int) -> bool:
@@ -1529,7 +1530,7 @@ def _elected(results) -> list[TopicPartition]:
 
 
 def _succeeded(result) -> bool:
-    """A state machine result: a LeaderIsr (or anything not an exception) is success."""
+    """A state machine result: a LeaderAndIsr (or anything not an exception) is success."""
     return result is not None and not isinstance(result, BaseException)
 
 

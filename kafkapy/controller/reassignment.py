@@ -37,16 +37,18 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 import structlog
 
-from kafkapy.controller.context import LeaderIsr, PartitionState, ReplicaAssignment, ReplicaState
+from kafkapy.controller.context import PartitionStateName, ReplicaAssignment, ReplicaState
 from kafkapy.controller.leader_election import REASSIGN
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
 from kafkapy.jvm import scala_set
 from kafkapy.metadata import paths
+from kafkapy.metadata.leader_and_isr import LeaderAndIsr
 from kafkapy.metadata.store import STORE_UNAVAILABLE, NoNodeError
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
-    from kafkapy.controller.context import ControllerContext, TopicPartition
+    from kafkapy.controller.context import ControllerContext
     from kafkapy.controller.partition_state_machine import PartitionStateMachine
     from kafkapy.controller.replica_state_machine import ReplicaStateMachine
     from kafkapy.controller.request_batch import ControllerBrokerRequestBatch
@@ -289,7 +291,7 @@ class PartitionReassignments:
         current = self._zk.get_partition_states([tp]).get(tp)
         if isinstance(current, _PROPAGATE):
             raise current
-        if not isinstance(current, LeaderIsr):
+        if not isinstance(current, LeaderAndIsr):
             return False
         return set(assignment.target_replicas) <= set(current.isr)
 
@@ -311,7 +313,7 @@ class PartitionReassignments:
         if leader not in assignment.replicas:
             _log.info(f"Leader {leader} for partition {_tp(tp)} being reassigned, is not in the "
                       f"new list of replicas {replicas}. Re-electing leader")
-            self._psm.handle_state_changes([tp], PartitionState.ONLINE, REASSIGN)
+            self._psm.handle_state_changes([tp], PartitionStateName.ONLINE, REASSIGN)
         elif ctx.is_replica_online(leader, tp):
             _log.info(f"Leader {leader} for partition {_tp(tp)} being reassigned, is already in "
                       f"the new list of replicas {replicas} and is alive")
@@ -319,7 +321,7 @@ class PartitionReassignments:
         else:
             _log.info(f"Leader {leader} for partition {_tp(tp)} being reassigned, is already in "
                       f"the new list of replicas {replicas} but is dead")
-            self._psm.handle_state_changes([tp], PartitionState.ONLINE, REASSIGN)
+            self._psm.handle_state_changes([tp], PartitionStateName.ONLINE, REASSIGN)
 
     def _stop_removed_replicas(self, tp: "TopicPartition", removed: Iterable[int]) -> None:
         """B4/B5 (Kafka's stopRemovedReplicasOfReassignedPartition): out of the ISR and
@@ -365,7 +367,7 @@ class PartitionReassignments:
                         f"{assignment} to leader {updated.leader} for partition being "
                         f"reassigned {_tp(tp)}")
 
-    def _update_leader_epoch(self, tp: "TopicPartition") -> LeaderIsr | None:
+    def _update_leader_epoch(self, tp: "TopicPartition") -> LeaderAndIsr | None:
         """Kafka's updateLeaderEpoch: the state znode re-read and written back with the
         leader epoch + 1 (leader and ISR unchanged), so the leader takes the new RS."""
         ctx = self._ctx
@@ -391,7 +393,7 @@ class PartitionReassignments:
             if outcome is not None:
                 ctx.put_leadership(tp, outcome)
                 _log.info(f"Updated leader epoch for partition {_tp(tp)} to "
-                          f"{outcome.leader_epoch}, zkVersion={outcome.zk_version}")
+                          f"{outcome.leader_epoch}, zkVersion={outcome.partition_epoch}")
                 return outcome
         return None
 

@@ -33,12 +33,14 @@ from typing import TYPE_CHECKING, Iterable
 
 import structlog
 
-from kafkapy.controller.context import NO_LEADER, LeaderIsr, ReplicaState
+from kafkapy.controller.context import ReplicaState
 from kafkapy.controller.transitions import split_valid_transitions
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
+from kafkapy.metadata.leader_and_isr import NO_LEADER, LeaderAndIsr
+from kafkapy.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
-    from kafkapy.controller.context import ControllerContext, PartitionAndReplica, TopicPartition
+    from kafkapy.controller.context import ControllerContext, PartitionAndReplica
     from kafkapy.controller.request_batch import ControllerBrokerRequestBatch
     from kafkapy.controller.zk_writes import ZkWrites
 
@@ -213,7 +215,7 @@ class ReplicaStateMachine:
 
     # -- ISR removal ------------------------------------------------------------------
     def _remove_replicas_from_isr(self, broker: int, partitions: "list[TopicPartition]"
-                                  ) -> "dict[TopicPartition, LeaderIsr]":
+                                  ) -> "dict[TopicPartition, LeaderAndIsr]":
         """Kafka's removeReplicasFromIsr: rounds until no version conflict is left.
         Returns the partitions' leader/ISR after the removal (unchanged ones too)."""
         done: dict = {}
@@ -257,7 +259,7 @@ class ReplicaStateMachine:
                     f"{li.controller_epoch}. Aborting state change by this controller")
             elif broker not in li.isr:
                 # Kafka stamps what it read with its own epoch (LeaderIsrAndControllerEpoch)
-                li = li.with_zk_version(li.zk_version, ctx.epoch)
+                li = li.with_partition_epoch(li.partition_epoch, ctx.epoch)
                 ctx.put_leadership(tp, li)
                 results[tp] = li
             else:

@@ -25,13 +25,12 @@ from typing import Callable, Iterable
 
 import structlog
 
+from kafkapy.metadata.leader_and_isr import LEADER_DURING_DELETE
 from kafkapy.metadata.topics import is_internal
 from kafkapy.protocol.topic_partition import TopicPartition
 
 _log = structlog.get_logger("kafkapy.metadata.cache")
 
-#: UpdateMetadata's leader for a partition being deleted (LeaderAndIsr.LeaderDuringDelete).
-LEADER_DURING_DELETE = -2
 ZERO_UUID = uuid.UUID(int=0)
 # Kafka's SecurityProtocol ids: UpdateMetadata v1-2 endpoints carry no listener name, the
 # listener is then named after the protocol (ListenerName.forSecurityProtocol).
@@ -50,6 +49,14 @@ class BrokerEndpoint:
 
 @dataclass
 class PartitionState:
+    """A partition as the controller's requests state it (Kafka's
+    UpdateMetadataPartitionState / LeaderAndIsrPartitionState, what ZkMetadataCache
+    keeps): the partition index, its replicas and offline replicas, and the leader/ISR
+    fields of ``kafkapy.metadata.leader_and_isr.LeaderAndIsr`` under the requests' names
+    (``zk_version`` = the partition epoch).  Not a ``LeaderAndIsr``: it is the request's
+    record as this broker received it (lists, as decoded), and a hosted ``Partition``
+    works from it, taking its own AlterPartition answers into it (new ISR and partition
+    epoch) until the controller's next request replaces it."""
     partition: int
     replicas: list[int]
     leader: int

@@ -39,7 +39,7 @@ async def test_move_two_replicas_api_path_and_completion_by_alter_partition(zk):
     async with running_controller(b1) as c1:
         store = b1.store
         before = state(store, "t", 0)
-        assert (before.leader, before.isr, before.leader_epoch) == (1, [1, 2], 0)
+        assert (before.leader, before.isr, before.leader_epoch) == (1, (1, 2), 0)
         got = await c1.alter_partition_reassignments({T0: [2, 3]})
         assert got == {T0: (ErrorCode.NO_ERROR, None)}
         # phase U: RS = TRS + ORS with AR/RR in the topic znode and the context
@@ -51,7 +51,7 @@ async def test_move_two_replicas_api_path_and_completion_by_alter_partition(zk):
         assert T0 in c1.ctx.partitions_being_reassigned
         # phase A: leader epoch bumped; the new replica told as new, ORS told too
         s = state(store, "t", 0)
-        assert (s.leader, s.isr, s.leader_epoch) == (1, [1, 2], 1)
+        assert (s.leader, s.isr, s.leader_epoch) == (1, (1, 2), 1)
         await eventually(lambda: last_lai(b3) is not None, "LeaderAndIsr to broker 3")
         for b in (b1, b2, b3):
             await eventually(lambda b=b: last_lai(b) and last_lai(b).leader_epoch == 1,
@@ -164,7 +164,7 @@ async def test_replacing_a_reassignment_stops_replicas_no_longer_wanted(zk):
         set_isr(b1.store, "t", 0, [1, 3])
         await eventually(lambda: not c1.ctx.partitions_being_reassigned, "completed")
         s = state(b1.store, "t", 0)
-        assert (s.leader, s.isr) == (3, [3])
+        assert (s.leader, s.isr) == (3, (3,))
         assert assignment(b1.store).partitions[0] == [3]
 
 
