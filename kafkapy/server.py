@@ -214,13 +214,17 @@ class Broker:
         # What every controller request (network or in-process) passes through.
         self.controller_fence = ControllerFence(self.store, lambda: self.broker_epoch)
         self.cache.config_loader = self.topic_configs.overrides
+        # The replica manager's helpers first: each reaches the replica manager (through
+        # the broker) only once it works, and the replica manager is made with all three.
+        self.replica_fetchers = ReplicaFetcherManager(self)
+        self.alter_log_dirs = AlterLogDirsManager(self)
+        self.alter_partition = AlterPartitionManager(self)   # ISR changes to the controller
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config,
+                                              fetchers=self.replica_fetchers,
+                                              alter_partition=self.alter_partition,
+                                              alter_log_dirs=self.alter_log_dirs,
                                               cache=self.cache)
         self._start_purgatories(loop)
-        self.replica_fetchers = self.replica_manager.fetchers = ReplicaFetcherManager(self)
-        self.alter_log_dirs = AlterLogDirsManager(self)
-        # ISR changes to the controller; attaches itself to the replica manager.
-        self.alter_partition = AlterPartitionManager(self)
         self.dynamic_config.add_listener(lambda changed: reapply_log_config(
             self.config, self.log_manager, self.replica_manager, self.topic_config))
         self.admin = AdminManager(self)

@@ -54,20 +54,20 @@ class PartitionChange:
 
 class ReplicaManager:
     def __init__(self, log_manager, node_id: int, topic_config_of: Callable[[str], dict],
-                 cache=None, fetchers=None) -> None:
+                 cache=None, fetchers=None, alter_partition=None, alter_log_dirs=None) -> None:
         self._logs = log_manager
         self._node_id = node_id
         self._topic_config_of = topic_config_of
         self.cache = cache          # MetadataCache: leader liveness, known partitions
-        self.fetchers = fetchers    # ReplicaFetcherManager (REPL), None until it exists
+        self.fetchers = fetchers    # ReplicaFetcherManager (REPL); None: nothing followed
         self.partitions: dict[TopicPartition, Partition] = {}
         self._append_listeners: list[Callable[[TopicPartition], None]] = []
         # The AlterPartitionManager (ISR changes to the controller); None: ISRs stay.
-        self.alter_partition = None
+        self.alter_partition = alter_partition
         # Leader-side replication throttle (Kafka's quotas.leader), applied by Fetch.
         self.leader_quota = ReplicationQuota(LEADER, node_id)
         # Moves between this broker's log dirs (replication.alter_log_dirs); None: none.
-        self.alter_log_dirs = None
+        self.alter_log_dirs = alter_log_dirs
         # Topic configs looked up during one LeaderAndIsr (None outside one).
         self._configs: dict[str, dict] | None = None
 
