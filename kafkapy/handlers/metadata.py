@@ -49,11 +49,10 @@ from __future__ import annotations
 
 import weakref
 
-from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
-from kafkapy.coordinator.transaction.service import TRANSACTION_TOPIC
 from kafkapy.handlers.common import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from kafkapy.handlers.spliced import Spliced, cut_array
-from kafkapy.metadata.topics import invalid_topic_reason, is_internal
+from kafkapy.metadata.topics import (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, invalid_topic_reason,
+                                     is_internal)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.security import authz
@@ -192,7 +191,7 @@ def _auto_create(ctx, name: str):
     try:
         if name == OFFSETS_TOPIC:
             broker.groups.ensure_topic()
-        elif name == TRANSACTION_TOPIC and broker.transactions_enabled:
+        elif name == TRANSACTION_STATE_TOPIC and broker.transactions_enabled:
             broker.txn_coordinator.ensure_topic()
         elif is_internal(name):
             return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)

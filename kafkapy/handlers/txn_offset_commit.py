@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from kafkapy.security import authz
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
-from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
 from kafkapy.coordinator.transaction.service import fenced_for_version
 from kafkapy.handlers._txn import service
+from kafkapy.metadata.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.protocol.topic_partition import TopicPartition
@@ -154,5 +154,5 @@ def _coordinated_here(broker, txns, transactional_id: str) -> bool:
     """Whether this broker leads the transactional id's ``__transaction_state`` partition
     (Kafka verifies with the coordinator wherever it is, through AddPartitionsToTxn)."""
     index = txns.coordinator.partition_for(transactional_id or "")
-    state = broker.cache.partition("__transaction_state", index)
+    state = broker.cache.partition(TRANSACTION_STATE_TOPIC, index)
     return state is None or state.leader == broker.node_id

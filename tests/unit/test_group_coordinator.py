@@ -12,11 +12,11 @@ from kafkapy.clock import MockClock
 from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSettings
 from kafkapy.coordinator.group.group import GroupState
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
-from kafkapy.coordinator.group.persistence import (OFFSETS_TOPIC, GroupStore, Loaded,
-                                                   load_partition)
+from kafkapy.coordinator.group.persistence import GroupStore, Loaded, load_partition
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.log.log import Log
 from kafkapy.metadata.cache import PartitionState
+from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.purgatory.timer import Timer
 from kafkapy.replication.partition import Partition

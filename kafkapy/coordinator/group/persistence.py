@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from kafkapy.coordinator.group import records as R
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
+from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.coordinator.internal_topic import scan_batches
 from kafkapy.protocol.topic_partition import TopicPartition
@@ -26,7 +27,6 @@ from kafkapy.coordinator.group.txn_offsets import route_batch as route_txn_batch
 from kafkapy.coordinator.group.txn_offsets import write_transactional
 from kafkapy.replication import acks
 
-OFFSETS_TOPIC = "__consumer_offsets"
 
 Entry = tuple[bytes, bytes | None]
 

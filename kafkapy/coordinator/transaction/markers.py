@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.records.record import CONTROL_ABORT, CONTROL_COMMIT, build_control_batch
 from kafkapy.replication import acks
 
-OFFSETS_TOPIC = "__consumer_offsets"
 
 OffsetsListener = Callable[[int, list[int], bool], None]  # (producer id, partitions, commit)
 
