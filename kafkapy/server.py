@@ -287,7 +287,7 @@ class Broker:
                                f"(kafkapy.metrics.port): {reason}.") from None
 
     def _start_transactions(self) -> None:
-        self.txn_coordinator = TransactionService(self)
+        self.txn_coordinator = TransactionService(self, self.groups)
         self.txn_coordinator.start()
         self.transactions_enabled = True
 
