@@ -69,7 +69,6 @@ from kafkapy.network.connection_quotas import ConnectionQuotas
 from kafkapy.network.server import SocketServer
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory import Purgatory, Timer
-from kafkapy.replication import acks
 from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
 from kafkapy.replication.alter_partition import AlterPartitionManager
 from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
@@ -223,7 +222,8 @@ class Broker:
                                               fetchers=self.replica_fetchers,
                                               alter_partition=self.alter_partition,
                                               alter_log_dirs=self.alter_log_dirs,
-                                              cache=self.cache)
+                                              cache=self.cache, config=self.config,
+                                              clock=self.clock)
         self._start_purgatories(loop)
         self.dynamic_config.add_listener(lambda changed: reapply_log_config(
             self.config, self.log_manager, self.replica_manager, self.topic_config))
@@ -288,6 +288,7 @@ class Broker:
 
     def _start_transactions(self) -> None:
         self.txn_coordinator = TransactionService(self, self.groups)
+        self.replica_manager.txn_coordinator = self.txn_coordinator.coordinator  # verification
         self.txn_coordinator.start()
         self.transactions_enabled = True
 
@@ -315,8 +316,8 @@ class Broker:
             "Fetch", self.timer, self.config["fetch.purgatory.purge.interval.requests"])
         self.produce_purgatory = Purgatory(
             "Produce", self.timer, self.config["producer.purgatory.purge.interval.requests"])
-        self.replica_manager.add_append_listener(self.fetch_purgatory.check_and_complete)
-        self.replica_manager.add_append_listener(self.produce_purgatory.check_and_complete)
+        self.replica_manager.attach_purgatories(self.fetch_purgatory, self.produce_purgatory,
+                                                loop)
 
     def _start_authorizer(self) -> None:
         """Kafka's AclAuthorizer when configured (config/broker.py refuses other classes)."""
@@ -479,10 +480,6 @@ class Broker:
     def auto_create_topic(self, name: str) -> None:
         self.admin.create_topic(name, self.config["num.partitions"],
                                 self.config["default.replication.factor"])
-
-    def await_replication(self, results, timeout_ms: int, build_response):
-        """acks=all wait: ``kafkapy.replication.acks.await_replication``."""
-        return acks.await_replication(self, results, timeout_ms, build_response)
 
     # -- shutdown ---------------------------------------------------------------------------
     async def _controlled_shutdown(self) -> None:

@@ -97,7 +97,7 @@ class Replica:
                                               autostart=False)
         self.replica_manager = ReplicaManager(self.logs, self.node_id, lambda name: {},
                                               fetchers=self.fetchers,
-                                              cache=cache)
+                                              cache=cache, config=self.cluster.config)
         self.broker.replica_manager = self.replica_manager
         self.running = True
         return self
