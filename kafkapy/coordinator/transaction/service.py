@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from kafkapy.coordinator.group.hashing import partition_for
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
                                                 ensure_internal_topic, scan_batches)
@@ -185,7 +186,6 @@ class TransactionService:
             # No ``__consumer_offsets`` is created here (as Kafka's AddOffsetsToTxn): the
             # group's FindCoordinator does; markers skip a partition the cache lacks.
             return OFFSETS_TOPIC, groups.coordinator.partition_for(group_id)
-        from kafkapy.coordinator.group.hashing import partition_for
         return OFFSETS_TOPIC, partition_for(group_id,
                                             self._broker.config["offsets.topic.num.partitions"])
 
