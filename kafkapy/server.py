@@ -37,14 +37,13 @@ import structlog
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from kafkapy import metrics
+from kafkapy.admin.manager import AdminManager
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.config.broker import BrokerConfig, ConfigError, acl_authorizer_settings
 from kafkapy.config.describe import describe_broker, describe_default_broker, describe_topic
 from kafkapy.config.dynamic import DynamicBrokerConfig
-from kafkapy.controller.admin import AdminManager
+from kafkapy.config.topic_configs import TopicConfigs
 from kafkapy.controller.controller import KafkaController
-from kafkapy.controller.shutdown_client import controlled_shutdown
-from kafkapy.controller.topic_configs import TopicConfigs
 from kafkapy.coordinator.group.service import GroupService
 from kafkapy.coordinator.transaction.service import TransactionService
 from kafkapy.handlers import build_registry, controller_delivery
@@ -71,6 +70,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory import Purgatory, Timer
 from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
 from kafkapy.replication.alter_partition import AlterPartitionManager
+from kafkapy.replication.controlled_shutdown import controlled_shutdown
 from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
 from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.replica_manager import ReplicaManager
@@ -116,6 +116,20 @@ def reapply_log_config(config: BrokerConfig, log_manager: LogManager,
             partition.log.update_config(topic_config_of(topic))
         except Exception:
             _log.exception("re-applying log config failed", topic=topic)
+
+
+def reapply_topic_config(replica_manager: ReplicaManager | None, topic: str,
+                         topic_config_of: Callable[[str], dict]) -> None:
+    """Kafka's TopicConfigHandler (a ``TopicConfigs`` listener): a topic's overrides
+    changed, so every log this broker hosts for it gets the topic's effective config."""
+    if replica_manager is None:
+        return
+    hosted = [p for (name, _), p in replica_manager.partitions.items() if name == topic]
+    if not hosted:
+        return
+    config = topic_config_of(topic)
+    for partition in hosted:
+        partition.log.update_config(config)
 
 
 def enable_unclean_leader_election(changed: set[str], config: BrokerConfig,
@@ -206,10 +220,12 @@ class Broker:
             lambda changed: self.connection_quotas.config_changed(self.config, changed))
         self.dynamic_config.load()
         self.log_manager.default_topic_config = dict(self.config.topic_defaults())
-        self.topic_configs = TopicConfigs(self)
+        self.cache = MetadataCache(cluster_id, self.node_id, self.inter_broker_listener)
+        self.topic_configs = TopicConfigs(self.store, self.cache, self.clock,
+                                          dynamic_config=self.dynamic_config,
+                                          credentials=self.scram_credentials)
         await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
                                    self._stored_topic_config)
-        self.cache = MetadataCache(cluster_id, self.node_id, self.inter_broker_listener)
         # What every controller request (network or in-process) passes through.
         self.controller_fence = ControllerFence(self.store, lambda: self.broker_epoch)
         self.cache.config_loader = self.topic_configs.overrides
@@ -227,15 +243,21 @@ class Broker:
         self._start_purgatories(loop)
         self.dynamic_config.add_listener(lambda changed: reapply_log_config(
             self.config, self.log_manager, self.replica_manager, self.topic_config))
-        self.admin = AdminManager(self)
-        self.controller = KafkaController(self, local_deliver=controller_delivery(self))
+        self.features = FinalizedFeatureCache(self.store)
+        self.controller = KafkaController(self, local_deliver=controller_delivery(self),
+                                          features=self.features)
+        self.admin = AdminManager(self.store, self.cache, self.config, self.topic_configs,
+                                  dynamic_config=self.dynamic_config,
+                                  controller=self.controller)
+        self.topic_configs.add_listener(lambda name, _overrides: reapply_topic_config(
+            self.replica_manager, name, self.topic_config))
+        self.topic_configs.add_listener(self.controller.topic_config_changed)
         self.dynamic_config.add_listener(lambda changed: enable_unclean_leader_election(
             changed, self.config, self.controller, self.cache))
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
         self.groups = GroupService(self)
         self.groups.start()
         self._start_transactions()
-        self.features = FinalizedFeatureCache(self.store)
         self.features.start()
         await self._register_broker()
         self.store.on_new_session(self._session_replaced)

@@ -14,7 +14,7 @@ by topic then partition, exactly as Kafka's ``formatAsReassignmentJson`` writes 
 
 What each action does, as Kafka's tool:
 - ``--generate``: the topics' current assignment and a proposal from Kafka's placement
-  (``kafkapy.controller.assignment``: AdminUtils.assignReplicasToBrokers, random start, rack
+  (``kafkapy.admin.assignment``: AdminUtils.assignReplicasToBrokers, random start, rack
   aware unless ``--disable-rack-aware``) over the listed brokers that exist, each topic keeping
   its replication factor.  Nothing is changed.
 - ``--execute``: refused while any reassignment is in flight unless ``--additional``; prints
@@ -74,7 +74,7 @@ from kafkapy.cli import _common as common
 from kafkapy.cli._common import (CommandError, UsageError, int_hash, java_set_order,
                                  string_hash, topic_partition_hash)
 from kafkapy.config.errors import ConfigError
-from kafkapy.controller.assignment import RACK_INFO_MISSING_ENFORCED, assign_replicas
+from kafkapy.admin.assignment import RACK_INFO_MISSING_ENFORCED, assign_replicas
 from kafkapy.protocol.errors import KafkaError
 
 _ANY_LOG_DIR = "any"

@@ -63,6 +63,7 @@ from kafkapy.controller.request_batch import (
 from kafkapy.controller.topic_deletion import ControllerDeletionClient, TopicDeletionManager
 from kafkapy.controller.zk_writes import ControllerMovedError, ZkWrites
 from kafkapy.metadata import paths
+from kafkapy.metadata.features import FinalizedFeatureCache
 from kafkapy.metadata.leader_and_isr import (
     LEADER_RECOVERED, LEADER_RECOVERING, NO_LEADER, LeaderAndIsr)
 from kafkapy.metadata.producer_ids import new_producer_id_block
@@ -96,13 +97,17 @@ _STRATEGY_NAMES = {PREFERRED: "PreferredReplicaPartitionLeaderElectionStrategy",
 
 
 class KafkaController:
-    def __init__(self, broker, *, local_deliver, channel_factory=None) -> None:
+    def __init__(self, broker, *, local_deliver,
+                 features: FinalizedFeatureCache | None = None,
+                 channel_factory=None) -> None:
         """``local_deliver`` (request -> response) applies the requests this controller
         sends its own broker (the broker hands in ``kafkapy.handlers.controller_delivery``);
-        ``channel_factory`` (the ``ControllerChannelManager`` signature) replaces the
-        default in tests."""
+        ``features`` is this broker's view of ``/feature``, refreshed once a failover set
+        the znode up (None: nothing to refresh); ``channel_factory`` (the
+        ``ControllerChannelManager`` signature) replaces the default in tests."""
         self._broker = broker
         self._local_deliver = local_deliver
+        self._features = features
         self._channel_factory = channel_factory
         self._closed_channels: list = []
         self.ctx = ControllerContext()
@@ -250,6 +255,18 @@ class KafkaController:
     def enable_topic_unclean_leader_election(self, topic: str) -> None:
         """``unclean.leader.election.enable`` became true for ``topic``."""
         self._enqueue(ev.TopicUncleanLeaderElectionEnable(topic=topic))
+
+    def topic_config_changed(self, topic: str, overrides: dict[str, str]) -> None:
+        """A topic's overrides changed (a ``TopicConfigs`` listener): as Kafka's
+        TopicConfigHandler, an active controller retries the topic's offline partitions
+        when they now allow unclean elections."""
+        enabled = overrides.get("unclean.leader.election.enable", "").strip().lower() == "true"
+        if enabled and self._active:
+            self.enable_topic_unclean_leader_election(topic)
+
+    def is_topic_queued_for_deletion(self, topic: str) -> bool:
+        """Kafka's isTopicQueuedForDeletion, from this controller's context."""
+        return self.ctx.is_topic_queued_for_deletion(topic)
 
     def _process_TopicUncleanLeaderElectionEnable(self, event) -> None:
         if self._active:
@@ -605,9 +622,8 @@ class KafkaController:
             self._enable_feature_versioning(version)
         else:
             self._disable_feature_versioning(version)
-        features = getattr(self._broker, "features", None)
-        if features is not None:
-            features.refresh()      # Kafka waits for its own broker's cache to see it
+        if self._features is not None:
+            self._features.refresh()    # Kafka waits for its own broker's cache to see it
 
     def _enable_feature_versioning(self, version: int) -> None:
         existing = self._read_feature_znode()

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from kafkapy.cli import reassign_partitions as tool
-from kafkapy.controller.assignment import assign_replicas
+from kafkapy.admin.assignment import assign_replicas
 from tests.cluster import clients
 from tests.cluster.conftest import (kafka_tool, running_cluster, shared_cluster,  # noqa: F401
                                     unique, wait_for)

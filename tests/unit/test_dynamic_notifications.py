@@ -8,11 +8,11 @@ import asyncio
 
 import pytest
 
+from kafkapy.admin.manager import AdminManager
 from kafkapy.clock import MockClock
 from kafkapy.config.broker import BrokerConfig
 from kafkapy.config.dynamic import DynamicBrokerConfig
-from kafkapy.controller.admin import AdminManager
-from kafkapy.controller.topic_configs import TopicConfigs
+from kafkapy.config.topic_configs import TopicConfigs
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache
 from kafkapy.metadata.embedded import EmbeddedStore
@@ -41,8 +41,10 @@ class Broker:
         self.dynamic_config = DynamicBrokerConfig(self.config, store, node_id)
         self.dynamic_config.add_listener(lambda changed: reapply_log_config(
             self.config, self.log_manager, self.replica_manager, self.topic_config))
-        self.topic_configs = TopicConfigs(self)
-        self.admin = AdminManager(self)
+        self.topic_configs = TopicConfigs(store, self.cache, clock,
+                                          dynamic_config=self.dynamic_config)
+        self.admin = AdminManager(store, self.cache, self.config, self.topic_configs,
+                                  dynamic_config=self.dynamic_config)
 
     def topic_config(self, name):
         return dict(self.config.topic_defaults())
