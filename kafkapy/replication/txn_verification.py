@@ -17,10 +17,10 @@ retry it without a metadata refresh), with the underlying error named in the mes
 """
 from __future__ import annotations
 
+from kafkapy.metadata.topics import TRANSACTION_STATE_TOPIC
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.replication.partition import AppendResult
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 _FIRST_ABORTABLE_VERSION = 11  # Produce v11 answers TRANSACTION_ABORTABLE (KIP-890)
 
 _RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
