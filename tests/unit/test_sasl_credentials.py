@@ -119,5 +119,5 @@ def test_cache_follows_changes(zk):  # noqa: F811
     cache.user_changed("bob%20smith")                          # a users/<name> notification
     assert cache.get("SCRAM-SHA-256", "bob smith") is None
     zk.create("/config/users/bad", b'{"version":1,"config":{"SCRAM-SHA-256":"nonsense"}}')
-    c.on_user_change(broker, "bad")
+    cache.user_changed("bad")
     assert cache.get("SCRAM-SHA-256", "bad") is None

@@ -279,12 +279,6 @@ class CredentialCache:
             self.reload(sanitized)
 
 
-def on_user_change(broker, sanitized: str) -> None:
-    """A ``users/<sanitized>`` config change notification, as ``TopicConfigs`` hands it
-    over (with the broker): the broker's cache re-reads the user."""
-    broker.scram_credentials.user_changed(sanitized)
-
-
 # -- ZkAdminManager ------------------------------------------------------------------
 
 _EMPTY_USER = "Username must not be empty"
