@@ -183,6 +183,10 @@ class ControllerContext:
     def all_topics(self) -> set[str]:
         return set(self.assignments)
 
+    def topic_names_by_id(self) -> dict[str, str]:
+        """Topic id (base64 text) -> topic name."""
+        return {text: name for name, text in self.topic_ids.items()}
+
     def add_topic(self, topic: str, topic_id: str | None,
                   partitions: dict[int, list[int]],
                   adding: dict[int, list[int]] | None = None,

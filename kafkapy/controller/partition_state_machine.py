@@ -33,6 +33,7 @@ from kafkapy.controller.leader_election import (
     OfflinePartitionLeaderElectionStrategy, PreferredReplicaPartitionLeaderElectionStrategy,
     ReassignPartitionLeaderElectionStrategy, leader_for_controlled_shutdown, leader_for_offline,
     leader_for_preferred_replica, leader_for_reassign)
+from kafkapy.controller.log_text import tp_text
 from kafkapy.controller.transitions import split_valid_transitions
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
 from kafkapy.metadata.leader_and_isr import LeaderAndIsr
@@ -62,6 +63,17 @@ UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 #: One result per partition: the written leader/ISR or why it failed.
 StateChangeResults = dict  # dict[TopicPartition, LeaderAndIsr | Exception]
+
+
+def succeeded(result) -> bool:
+    """Whether one partition's state change result is a success (a ``LeaderAndIsr``,
+    not an exception)."""
+    return result is not None and not isinstance(result, BaseException)
+
+
+def elected(results: "StateChangeResults | None") -> "list[TopicPartition]":
+    """The partitions ``handle_state_changes`` wrote a new leader/ISR for."""
+    return [tp for tp, r in (results or {}).items() if succeeded(r)]
 
 
 class PartitionStateMachine:
@@ -204,8 +216,8 @@ class PartitionStateMachine:
                 self._log_failed(tp, PartitionStateName.NEW, PartitionStateName.ONLINE,
                                  StateChangeFailedError(
                                      f"Controller {self._node_id} epoch {ctx.epoch} encountered "
-                                     f"error during state change of partition {_tp(tp)} from New "
-                                     f"to Online, assigned replicas are "
+                                     f"error during state change of partition {tp_text(tp)} "
+                                     f"from New to Online, assigned replicas are "
                                      f"[{','.join(map(str, ctx.replicas(tp)))}], live brokers "
                                      f"are [{','.join(map(str, sorted(ctx.live_broker_ids())))}]. "
                                      f"No assigned replica is alive."))
@@ -251,7 +263,7 @@ class PartitionStateMachine:
                                      PartitionStateName.ONLINE, outcome)
             results.update(finished)
         for tp in remaining:
-            e = StateChangeFailedError(f"gave up electing a leader for {_tp(tp)} after "
+            e = StateChangeFailedError(f"gave up electing a leader for {tp_text(tp)} after "
                                        f"{MAX_ELECTION_ROUNDS} conflicting znode updates")
             self._log_failed(tp, self._ctx.partition_state(tp), PartitionStateName.ONLINE, e)
             results[tp] = e
@@ -273,11 +285,11 @@ class PartitionStateMachine:
                 failed[tp] = current
             elif current is None:
                 failed[tp] = StateChangeFailedError(
-                    f"LeaderAndIsr information doesn't exist for partition {_tp(tp)} in "
+                    f"LeaderAndIsr information doesn't exist for partition {tp_text(tp)} in "
                     f"{ctx.partition_state(tp).value} state")
             elif current.controller_epoch > ctx.epoch:
                 failed[tp] = StateChangeFailedError(
-                    f"Aborted leader election for partition {_tp(tp)} since the LeaderAndIsr "
+                    f"Aborted leader election for partition {tp_text(tp)} since the LeaderAndIsr "
                     f"path was already written by another controller. This probably means "
                     f"that the current controller {self._node_id} went through a soft failure "
                     f"and another controller was elected with epoch {current.controller_epoch}.")
@@ -290,7 +302,7 @@ class PartitionStateMachine:
         for r in elections:
             if r.leader_isr is None:
                 failed[r.tp] = StateChangeFailedError(
-                    f"Failed to elect leader for partition {_tp(r.tp)} under strategy "
+                    f"Failed to elect leader for partition {tp_text(r.tp)} under strategy "
                     f"{_strategy_name(election)}")
             else:
                 with_leader[r.tp] = r
@@ -331,7 +343,8 @@ class PartitionStateMachine:
                 try:
                     unclean = self.unclean_leader_election_enabled(tp[0])
                 except Exception as e:      # noqa: BLE001 - Kafka fails this partition
-                    self._log_failed(tp, self._ctx.partition_state(tp), PartitionStateName.ONLINE, e)
+                    self._log_failed(tp, self._ctx.partition_state(tp),
+                                     PartitionStateName.ONLINE, e)
                     out.append((tp, None, False))
                     continue
                 out.append((tp, li, unclean))
@@ -352,21 +365,17 @@ class PartitionStateMachine:
     def _log_transition(self, tp: "TopicPartition", current: PartitionStateName,
                         target: PartitionStateName, leader_isr: LeaderAndIsr | None = None) -> None:
         li = leader_isr or self._ctx.partition_leadership(tp)
-        _state_log.info("partition state changed", partition=_tp(tp), current=current.value,
+        _state_log.info("partition state changed", partition=tp_text(tp), current=current.value,
                         target=target.value, controller_epoch=self._ctx.epoch,
                         leader=li.leader if li else None, isr=list(li.isr) if li else None,
                         leader_epoch=li.leader_epoch if li else None)
 
     def _log_failed(self, tp: "TopicPartition", current: PartitionStateName,
                     target: PartitionStateName, error: BaseException) -> None:
-        _state_log.error("partition state change failed", partition=_tp(tp),
+        _state_log.error("partition state change failed", partition=tp_text(tp),
                          current=current.value, target=target.value,
                          controller_id=self._node_id, controller_epoch=self._ctx.epoch,
                          error=str(error) or type(error).__name__)
-
-
-def _tp(tp: "TopicPartition") -> str:
-    return f"{tp[0]}-{tp[1]}"
 
 
 def _strategy_name(election: ElectionStrategy) -> str:

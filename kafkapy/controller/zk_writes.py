@@ -167,6 +167,16 @@ class ZkWrites:
         """Remove ``/admin/delete_topics/<t>`` markers (missing ones are fine)."""
         self._delete_if_exists([paths.delete_topic_path(t) for t in topics])
 
+    # -- notifications -----------------------------------------------------------------
+    def delete_notifications(self, parent: str, names: Iterable[str]) -> None:
+        """Delete processed notification znodes ``<parent>/<name>`` (ISR changes, log dir
+        events), one fenced write each; missing ones are fine."""
+        for name in names:
+            try:
+                self.write_fenced(DeleteOp(f"{parent}/{name}"))
+            except NoNodeError:
+                pass
+
     # -- reassignment ---------------------------------------------------------------
     def set_topic_assignment(self, topic: str, topic_id: str | None,
                              assignment: "dict[int, ReplicaAssignment]", *,

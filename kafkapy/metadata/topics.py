@@ -60,3 +60,14 @@ def topic_id_text(topic_id: uuid.UUID) -> str:
 
 def parse_topic_id(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
+def topic_id_key(topic_id) -> str:
+    """A topic id as its text, to look a name up by: a ``uuid.UUID`` converted, text as
+    is, anything else "" (which names no topic)."""
+    if isinstance(topic_id, str):
+        return topic_id
+    try:
+        return topic_id_text(topic_id)
+    except (AttributeError, TypeError):
+        return ""

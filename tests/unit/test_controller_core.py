@@ -528,8 +528,8 @@ async def test_a_state_change_left_half_done_makes_the_controller_resign(zk):
     create_topic(b1.store, "t", {0: [1]})
     async with running_controller(b1) as c1:
         assert c1.epoch == 1
-        c1._batch.new_batch()
-        c1._batch.add_update_metadata([1])          # never sent
+        c1._machinery.batch.new_batch()
+        c1._machinery.batch.add_update_metadata([1])          # never sent
         b2.store.close()        # broker 2 (no replicas) fails: UpdateMetadata to the others
         await eventually(lambda: c1.is_active and c1.epoch == 2, "resigned and elected again")
         assert set(c1.ctx.live_brokers) == {1}

@@ -318,13 +318,14 @@ async def test_a_failed_controller_move_neither_kills_the_event_task_nor_hangs(z
 
     from kazoo.exceptions import ConnectionLoss
 
+    from kafkapy.controller.reassignment import PartitionReassignments
     from kafkapy.controller.zk_writes import ControllerMovedError
     b1, _b2 = zk_brokers(zk, 2)
     async with running_controller(b1) as c1:
         assert c1.is_active
         real_get = b1.store.get
 
-        def moved(_event):
+        def moved(_reassignments, _partitions):
             monkeypatch.setattr(b1.store, "get", lost)
             raise ControllerMovedError("controller epoch moved on")
 
@@ -334,12 +335,13 @@ async def test_a_failed_controller_move_neither_kills_the_event_task_nor_hangs(z
                 raise ConnectionLoss("not connected to ZooKeeper")
             return real_get(path, *args, **kwargs)
 
-        monkeypatch.setattr(c1, "_process_ListPartitionReassignments", moved, raising=False)
+        real_list = PartitionReassignments.list
+        monkeypatch.setattr(PartitionReassignments, "list", moved)
         got = await asyncio.wait_for(c1.list_partition_reassignments(None), 10)
         assert got == (ErrorCode.NOT_CONTROLLER, "This is not the correct controller for this "
                                                  "cluster.")
         assert not c1._task.done()
-        monkeypatch.delattr(c1, "_process_ListPartitionReassignments")
+        monkeypatch.setattr(PartitionReassignments, "list", real_list)
         await eventually(lambda: c1.is_active, "broker 1 controller again")
         assert await asyncio.wait_for(c1.list_partition_reassignments(None), 10) == {}
 
