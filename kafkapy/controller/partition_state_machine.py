@@ -36,7 +36,7 @@ from kafkapy.controller.leader_election import (
 from kafkapy.controller.log_text import tp_text
 from kafkapy.controller.transitions import split_valid_transitions
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
-from kafkapy.metadata.leader_and_isr import LeaderAndIsr
+from kafkapy.metadata.leader_and_isr import INITIAL_LEADER_EPOCH, LeaderAndIsr
 from kafkapy.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ class PartitionStateMachine:
         ctx = self._ctx
 
         def invalid(tp: "TopicPartition", current: PartitionStateName) -> None:
-            _state_log.error("invalid partition state transition", partition=tp,
+            _state_log.error("invalid partition state transition", partition=tp_text(tp),
                              current=current.value, target=target.value,
                              controller_epoch=ctx.epoch)
         valid = split_valid_transitions(partitions, ctx.partition_states, _VALID_PREVIOUS,
@@ -174,7 +174,7 @@ class PartitionStateMachine:
         if target is PartitionStateName.ONLINE:
             return self._to_online(valid, election)
         for tp in valid:
-            _state_log.info("partition state changed", partition=tp,
+            _state_log.info("partition state changed", partition=tp_text(tp),
                             current=ctx.partition_state(tp).value, target=target.value,
                             controller_epoch=ctx.epoch)
             ctx.put_partition_state(tp, target)
@@ -222,8 +222,9 @@ class PartitionStateMachine:
                                      f"are [{','.join(map(str, sorted(ctx.live_broker_ids())))}]. "
                                      f"No assigned replica is alive."))
                 continue
-            states[tp] = LeaderAndIsr(leader=live[0], leader_epoch=0, isr=tuple(live),
-                                   controller_epoch=ctx.epoch, partition_epoch=0)
+            states[tp] = LeaderAndIsr(leader=live[0], leader_epoch=INITIAL_LEADER_EPOCH,
+                                      isr=tuple(live), controller_epoch=ctx.epoch,
+                                      partition_epoch=0)
         if not states:
             return []
         try:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import structlog
 
 from kafkapy.controller.context import ReplicaAssignment
+from kafkapy.controller.log_text import tp_text
 from kafkapy.metadata.leader_and_isr import LEADER_DURING_DELETE, LeaderAndIsr
 from kafkapy.metadata.topics import parse_topic_id
 from kafkapy.protocol.inter_broker import (
@@ -191,7 +192,7 @@ class ControllerBrokerRequestBatch:
     def _update_metadata_state(self, tp: "TopicPartition") -> Any:
         li = self._ctx.partition_leadership(tp)
         if li is None:
-            _log.debug("leader not yet assigned, no UpdateMetadata for it", partition=tp)
+            _log.debug("leader not yet assigned, no UpdateMetadata for it", partition=tp_text(tp))
             return None
         replicas = self._ctx.replicas(tp)
         offline = [r for r in replicas if not self._ctx.is_replica_online(r, tp)]

@@ -665,7 +665,7 @@ def _decode_partition_list(data: bytes, what: str) -> list[dict]:
 
 
 def decode_isr_change(data: bytes) -> list[TopicPartition]:
-    return [(p["topic"], p["partition"])
+    return [TopicPartition(p["topic"], p["partition"])
             for p in _decode_partition_list(data, "ISR change notification")]
 
 
@@ -693,7 +693,7 @@ def encode_reassign_partitions(assignment: Mapping[TopicPartition, Sequence[int]
 
 def decode_reassign_partitions(data: bytes) -> dict[TopicPartition, list[int]]:
     what = "partition reassignment"
-    return {(p["topic"], p["partition"]): _int_list(p.get("replicas"), what)
+    return {TopicPartition(p["topic"], p["partition"]): _int_list(p.get("replicas"), what)
             for p in _decode_partition_list(data, what)}
 
 
@@ -704,7 +704,7 @@ def encode_preferred_replica_election(partitions: Iterable[TopicPartition]) -> b
 
 
 def decode_preferred_replica_election(data: bytes) -> list[TopicPartition]:
-    return [(p["topic"], p["partition"])
+    return [TopicPartition(p["topic"], p["partition"])
             for p in _decode_partition_list(data, "preferred replica election")]
 
 
