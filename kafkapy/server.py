@@ -31,19 +31,19 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Callable
 
 import structlog
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from kafkapy import metrics
+from kafkapy.admin.manager import AdminManager
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.config.broker import BrokerConfig, ConfigError, acl_authorizer_settings
 from kafkapy.config.describe import describe_broker, describe_default_broker, describe_topic
-from kafkapy.config.dynamic import DynamicBrokerConfig, apply_to_broker
-from kafkapy.controller.admin import AdminManager
+from kafkapy.config.dynamic import DynamicBrokerConfig
+from kafkapy.config.topic_configs import TopicConfigs
 from kafkapy.controller.controller import KafkaController
-from kafkapy.controller.shutdown_client import controlled_shutdown
-from kafkapy.controller.topic_configs import TopicConfigs
 from kafkapy.coordinator.group.service import GroupService
 from kafkapy.coordinator.transaction.service import TransactionService
 from kafkapy.handlers import build_registry, controller_delivery
@@ -64,17 +64,19 @@ from kafkapy.metadata.store import MetadataStoreError
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.metadata.zk_store import ZooKeeperStore
 from kafkapy.network.client import BrokerConnection
+from kafkapy.network.connection_quotas import ConnectionQuotas
 from kafkapy.network.server import SocketServer
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory import Purgatory, Timer
-from kafkapy.replication import acks
 from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
 from kafkapy.replication.alter_partition import AlterPartitionManager
+from kafkapy.replication.controlled_shutdown import controlled_shutdown
 from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
 from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.replica_manager import ReplicaManager
 from kafkapy.security.authorizer import AclAuthorizer
 from kafkapy.security.listener_setup import inter_broker_security, listener_ssl_context
+from kafkapy.security.sasl.credentials import CredentialCache
 
 _log = structlog.get_logger("kafkapy.server")
 
@@ -99,6 +101,48 @@ def _log_dir_failed(log_dir: str, live_dirs: list[str]) -> None:
         os._exit(1)
 
 
+def reapply_log_config(config: BrokerConfig, log_manager: LogManager,
+                       replica_manager: ReplicaManager,
+                       topic_config_of: Callable[[str], dict]) -> None:
+    """Kafka's DynamicLogConfig (a dynamic config listener): when the topic defaults
+    changed, new logs get them (the log manager's defaults) and every hosted log gets its
+    topic's effective config again (``topic_config_of``: its overrides still win)."""
+    defaults = config.topic_defaults()
+    if log_manager.default_topic_config == defaults:
+        return
+    log_manager.default_topic_config = dict(defaults)
+    for (topic, _), partition in list(replica_manager.partitions.items()):
+        try:
+            partition.log.update_config(topic_config_of(topic))
+        except Exception:
+            _log.exception("re-applying log config failed", topic=topic)
+
+
+def reapply_topic_config(replica_manager: ReplicaManager | None, topic: str,
+                         topic_config_of: Callable[[str], dict]) -> None:
+    """Kafka's TopicConfigHandler (a ``TopicConfigs`` listener): a topic's overrides
+    changed, so every log this broker hosts for it gets the topic's effective config."""
+    if replica_manager is None:
+        return
+    hosted = [p for (name, _), p in replica_manager.partitions.items() if name == topic]
+    if not hosted:
+        return
+    config = topic_config_of(topic)
+    for partition in hosted:
+        partition.log.update_config(config)
+
+
+def enable_unclean_leader_election(changed: set[str], config: BrokerConfig,
+                                   controller: KafkaController, cache: MetadataCache) -> None:
+    """Kafka's enableDefaultUncleanLeaderElection (a dynamic config listener): when
+    unclean.leader.election.enable is turned on, the active controller retries every
+    topic's offline partitions."""
+    if ("unclean.leader.election.enable" in changed and config["unclean.leader.election.enable"]
+            and controller.is_active):
+        for topic in list(cache.topics):
+            controller.enable_topic_unclean_leader_election(topic)
+
+
 def _bind_failed(server: SocketServer, err: OSError) -> StartupError:
     """Kafka's SocketServer message: "Socket server failed to bind to host:port: reason."."""
     reason = err.strerror or str(err)
@@ -120,12 +164,10 @@ class Broker:
         self.admin: AdminManager | None = None
         self.topic_configs: TopicConfigs | None = None
         self.authorizer = None      # an AclAuthorizer when authorizer.class.name names it
+        self.scram_credentials: CredentialCache | None = None   # once the store is open
         # /feature as Kafka's ZooKeeper-mode broker sees it (ApiVersions' finalized features)
         self.features: FinalizedFeatureCache | None = None
-        # Dynamic broker configs (/config/brokers/<id>, <default>): loaded once the store
-        # is open; ``config[key]`` answers with the effective value.
-        self.dynamic_config = DynamicBrokerConfig(self)
-        self.dynamic_config.add_listener(lambda changed: apply_to_broker(self, changed))
+        self.dynamic_config: DynamicBrokerConfig | None = None     # once the store is open
         self.replica_fetchers: ReplicaFetcherManager | None = None
         self.alter_partition: AlterPartitionManager | None = None
         self.alter_log_dirs: AlterLogDirsManager | None = None   # moves between log dirs
@@ -141,6 +183,7 @@ class Broker:
         self.produce_purgatory: Purgatory | None = None
         self.fetch_manager = FetchManager(
             FetchSessionCache(config["max.incremental.fetch.session.cache.slots"]))
+        self.connection_quotas: ConnectionQuotas | None = None     # one for every listener
         self.socket_servers: list[SocketServer] = []
         # TLS/SASL settings of this broker's own connections to others (None: PLAINTEXT)
         self.inter_broker_security = None
@@ -158,6 +201,7 @@ class Broker:
 
     async def _start(self) -> None:
         loop = self.loop = asyncio.get_running_loop()
+        self.connection_quotas = ConnectionQuotas(self.config)
         # TLS material and SASL entries first: a listener that cannot serve stops the start
         self.socket_servers = [self._socket_server(listener) for listener in self.config.listeners]
         self.inter_broker_security = self._inter_broker_security()
@@ -165,31 +209,55 @@ class Broker:
         self.log_manager = self._log_manager()
         self.log_manager.open_dirs()
         self.store = self._open_store()
+        self.scram_credentials = CredentialCache(self.store)
         cluster_id = self._cluster_id()
         self.node_id = resolve_broker_id(self.config, self.store, self.log_manager.live_log_dirs)
+        # Dynamic broker configs (/config/brokers/<id>, <default>): ``config[key]`` answers
+        # with the effective value from here on; each part that reacts to a change gets a
+        # listener once it exists (the connection quotas adopt stored limits at load).
+        self.dynamic_config = DynamicBrokerConfig(self.config, self.store, self.node_id)
+        self.dynamic_config.add_listener(
+            lambda changed: self.connection_quotas.config_changed(self.config, changed))
         self.dynamic_config.load()
         self.log_manager.default_topic_config = dict(self.config.topic_defaults())
-        self.topic_configs = TopicConfigs(self)
+        self.cache = MetadataCache(cluster_id, self.node_id, self.inter_broker_listener)
+        self.topic_configs = TopicConfigs(self.store, self.cache, self.clock,
+                                          dynamic_config=self.dynamic_config,
+                                          credentials=self.scram_credentials)
         await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
                                    self._stored_topic_config)
-        self.cache = MetadataCache(cluster_id, self.node_id, self.inter_broker_listener)
         # What every controller request (network or in-process) passes through.
         self.controller_fence = ControllerFence(self.store, lambda: self.broker_epoch)
         self.cache.config_loader = self.topic_configs.overrides
-        self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config,
-                                              cache=self.cache)
-        self._start_purgatories(loop)
-        self.replica_fetchers = self.replica_manager.fetchers = ReplicaFetcherManager(self)
+        # The replica manager's helpers first: each reaches the replica manager (through
+        # the broker) only once it works, and the replica manager is made with all three.
+        self.replica_fetchers = ReplicaFetcherManager(self)
         self.alter_log_dirs = AlterLogDirsManager(self)
-        # ISR changes to the controller; attaches itself to the replica manager.
-        self.alter_partition = AlterPartitionManager(self)
-        self.admin = AdminManager(self)
-        self.controller = KafkaController(self, local_deliver=controller_delivery(self))
+        self.alter_partition = AlterPartitionManager(self)   # ISR changes to the controller
+        self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config,
+                                              fetchers=self.replica_fetchers,
+                                              alter_partition=self.alter_partition,
+                                              alter_log_dirs=self.alter_log_dirs,
+                                              cache=self.cache, config=self.config,
+                                              clock=self.clock)
+        self._start_purgatories(loop)
+        self.dynamic_config.add_listener(lambda changed: reapply_log_config(
+            self.config, self.log_manager, self.replica_manager, self.topic_config))
+        self.features = FinalizedFeatureCache(self.store)
+        self.controller = KafkaController(self, local_deliver=controller_delivery(self),
+                                          features=self.features)
+        self.admin = AdminManager(self.store, self.cache, self.config, self.topic_configs,
+                                  dynamic_config=self.dynamic_config,
+                                  controller=self.controller)
+        self.topic_configs.add_listener(lambda name, _overrides: reapply_topic_config(
+            self.replica_manager, name, self.topic_config))
+        self.topic_configs.add_listener(self.controller.topic_config_changed)
+        self.dynamic_config.add_listener(lambda changed: enable_unclean_leader_election(
+            changed, self.config, self.controller, self.cache))
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
         self.groups = GroupService(self)
         self.groups.start()
         self._start_transactions()
-        self.features = FinalizedFeatureCache(self.store)
         self.features.start()
         await self._register_broker()
         self.store.on_new_session(self._session_replaced)
@@ -241,7 +309,8 @@ class Broker:
                                f"(kafkapy.metrics.port): {reason}.") from None
 
     def _start_transactions(self) -> None:
-        self.txn_coordinator = TransactionService(self)
+        self.txn_coordinator = TransactionService(self, self.groups)
+        self.replica_manager.txn_coordinator = self.txn_coordinator.coordinator  # verification
         self.txn_coordinator.start()
         self.transactions_enabled = True
 
@@ -269,8 +338,8 @@ class Broker:
             "Fetch", self.timer, self.config["fetch.purgatory.purge.interval.requests"])
         self.produce_purgatory = Purgatory(
             "Produce", self.timer, self.config["producer.purgatory.purge.interval.requests"])
-        self.replica_manager.add_append_listener(self.fetch_purgatory.check_and_complete)
-        self.replica_manager.add_append_listener(self.produce_purgatory.check_and_complete)
+        self.replica_manager.attach_purgatories(self.fetch_purgatory, self.produce_purgatory,
+                                                loop)
 
     def _start_authorizer(self) -> None:
         """Kafka's AclAuthorizer when configured (config/broker.py refuses other classes)."""
@@ -359,7 +428,8 @@ class Broker:
             unsupported_api_versions=lambda cid: unsupported_version_response(self.apis, cid),
             # sendfile cannot write through TLS: Fetch copies on SSL listeners
             zero_copy=self.config["kafkapy.fetch.sendfile.enable"] and ssl_context is None,
-            listener=name, security_protocol=protocol, ssl_context=ssl_context)
+            listener=name, security_protocol=protocol, ssl_context=ssl_context,
+            quotas=self.connection_quotas)
 
     def _inter_broker_security(self):
         """This broker's TLS/SASL settings towards the others; every BrokerConnection made
@@ -432,10 +502,6 @@ class Broker:
     def auto_create_topic(self, name: str) -> None:
         self.admin.create_topic(name, self.config["num.partitions"],
                                 self.config["default.replication.factor"])
-
-    def await_replication(self, results, timeout_ms: int, build_response):
-        """acks=all wait: ``kafkapy.replication.acks.await_replication``."""
-        return acks.await_replication(self, results, timeout_ms, build_response)
 
     # -- shutdown ---------------------------------------------------------------------------
     async def _controlled_shutdown(self) -> None:

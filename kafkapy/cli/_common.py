@@ -49,6 +49,7 @@ import uuid
 from typing import Callable
 
 import kafka.errors
+from kafka import KafkaAdminClient
 
 from kafkapy.config.errors import ConfigError
 from kafkapy.config.properties import load_properties
@@ -228,7 +229,6 @@ def admin_client(args: argparse.Namespace, **overrides):
 
     ``overrides`` are kafka-python settings a tool's own options impose (they win).
     """
-    from kafka import KafkaAdminClient
 
     props = properties_file(args.command_config)
     props["bootstrap.servers"] = require_bootstrap(args)
@@ -351,7 +351,6 @@ _API_TIMEOUT_DEFAULT_MS = 60000
 def admin_client_and_timeout(args: argparse.Namespace, **overrides):
     """``admin_client`` plus the ``default.api.timeout.ms`` of ``--command-config`` (ms),
     which kafka-python does not know (so it is taken out before the client sees it)."""
-    from kafka import KafkaAdminClient
 
     props = properties_file(args.command_config)
     try:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kafka.protocol.admin.acl import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError, UsageError
 from kafkapy.security import acls as A
@@ -173,7 +175,6 @@ def _check_principal(text: str) -> None:
 
 
 def _add(admin, args, pattern_type: int) -> None:
-    from kafka.protocol.admin.acl import CreateAclsRequest
     for resource_type, name in _resources(args):
         pattern = A.Pattern(resource_type, name, pattern_type)
         entries = _entries(args, resource_type)
@@ -187,7 +188,6 @@ def _add(admin, args, pattern_type: int) -> None:
 
 
 def _remove(admin, args, pattern_type: int) -> None:
-    from kafka.protocol.admin.acl import DeleteAclsRequest
     for resource_type, name in _resources(args):
         flt = _filter_text(resource_type, name, pattern_type)
         entries = _entries(args, resource_type) if (args.allow_principal or args.deny_principal) else []
@@ -210,7 +210,6 @@ def _remove(admin, args, pattern_type: int) -> None:
 
 
 def _list(admin, args, pattern_type: int) -> None:
-    from kafka.protocol.admin.acl import DescribeAclsRequest
     filters = ([(rt, name, pattern_type) for rt, name in _resources(args)]
                or [(A.R_ANY, None, A.P_ANY)])
     grouped: dict[A.Pattern, list[A.AclEntry]] = {}

@@ -36,6 +36,9 @@ import argparse
 import sys
 from importlib import metadata
 
+import kafka.errors
+from kafka.protocol.metadata import ApiVersionsRequest
+
 from kafkapy.cli import _common as common
 
 # Kafka 3.9.0's org.apache.kafka.common.protocol.ApiKeys: id -> (name, oldestVersion,
@@ -176,9 +179,6 @@ def _node_text(broker: dict) -> str:
 
 
 def _broker_versions(admin, node_id: int) -> str:
-    from kafka.protocol.metadata import ApiVersionsRequest
-    import kafka.errors
-
     request = ApiVersionsRequest(client_software_name="kafkapy-broker-api-versions",
                                  client_software_version=_package_version())
     try:

@@ -34,6 +34,8 @@ import sys
 import time
 from collections import deque
 
+from kafka import KafkaConsumer, TopicPartition
+
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import UsageError
 
@@ -86,8 +88,6 @@ def _parser() -> common.ToolParser:
 
 
 def _consume(args: argparse.Namespace) -> int:
-    from kafka import KafkaConsumer
-
     _check_args(args)
     offset = _offset(args)
     formatter = Formatter(_formatter_props(args))
@@ -171,8 +171,6 @@ def _formatter_props(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _start(consumer, args: argparse.Namespace, offset: int) -> None:
-    from kafka import TopicPartition
-
     if args.partition is None:
         if args.topic is not None:
             consumer.subscribe([args.topic])
@@ -242,7 +240,6 @@ class RecordSource:
     def close(self) -> None:
         # Rewind to the first record not printed, so auto-commit on close commits only
         # what was printed (Kafka's resetUnconsumedOffsets).
-        from kafka import TopicPartition
 
         first_unprinted = {}
         for record in self._pending:

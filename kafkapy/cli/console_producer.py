@@ -33,6 +33,8 @@ import re
 import sys
 from dataclasses import dataclass, field
 
+from kafka import KafkaProducer
+
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import UsageError
 
@@ -82,8 +84,6 @@ def _parser() -> common.ToolParser:
 
 
 def _produce(args: argparse.Namespace) -> int:
-    from kafka import KafkaProducer
-
     if not args.topic:
         raise UsageError('Missing required argument "[topic]"')
     reader = LineReader(_reader_props(args))

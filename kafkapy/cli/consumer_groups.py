@@ -35,6 +35,11 @@ import sys
 import time
 from datetime import datetime
 
+import kafka.errors
+from kafka import TopicPartition
+from kafka.admin import OffsetSpec, OffsetTimestamp
+from kafka.structs import OffsetAndMetadata
+
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError, UsageError
 
@@ -215,8 +220,6 @@ def _worth_printing(group: str, description: dict | None, rows: int) -> bool:
 
 
 def _assignment(member: dict) -> list:
-    from kafka import TopicPartition
-
     assignment = member.get("member_assignment")
     if not isinstance(assignment, dict):
         return []
@@ -292,8 +295,6 @@ def _log_end_offsets(admin, partitions: list) -> dict:
 
 def _list_offsets(admin, partitions: list, spec) -> dict:
     """ListOffsets for many partitions; one that fails (deleted topic) is left out."""
-    import kafka.errors
-
     if not partitions:
         return {}
     try:
@@ -309,8 +310,6 @@ def _list_offsets(admin, partitions: list, spec) -> dict:
 
 
 def _spec(name: str):
-    from kafka.admin import OffsetSpec
-
     return OffsetSpec[name]
 
 
@@ -383,8 +382,6 @@ def _coordinator(admin, group: str) -> str:
 # --delete -----------------------------------------------------------------
 
 def _delete(admin, args: argparse.Namespace) -> None:
-    import kafka.errors
-
     groups = _group_ids(admin, args)
     results = admin.delete_groups(groups) if groups else {}
     done = [g for g in groups if results.get(g) == "OK"]
@@ -428,8 +425,6 @@ def _reset_offsets(admin, args: argparse.Namespace) -> None:
 
 
 def _reset_group(admin, group: str, args: argparse.Namespace) -> dict:
-    from kafka.structs import OffsetAndMetadata
-
     committed = admin.list_group_offsets(group).get(group, {})
     partitions = list(committed) if args.all_topics else _partitions(admin, args.topic)
     offsets = _new_offsets(admin, partitions, committed, args)
@@ -443,8 +438,6 @@ def _reset_group(admin, group: str, args: argparse.Namespace) -> dict:
 
 def _partitions(admin, topics: list[str]) -> list:
     """``T`` -> all of T's partitions; ``T:0,2`` -> those; a partition must exist."""
-    from kafka import TopicPartition
-
     wanted = [_topic_arg(arg) for arg in topics]
     described = {t["name"]: t for t in admin.describe_topics(list({t for t, _ in wanted}))}
     partitions = []
@@ -538,8 +531,6 @@ def _timestamp(args: argparse.Namespace) -> int:
 
 
 def _offsets_at(admin, partitions: list, timestamp: int) -> dict:
-    from kafka.admin import OffsetTimestamp
-
     found = _offsets(admin, partitions, OffsetTimestamp(timestamp))
     empty = [tp for tp in partitions if found.get(tp, -1) < 0]
     for tp in empty:
@@ -562,8 +553,6 @@ def _print_plan(plan: dict[str, dict]) -> None:
 # --delete-offsets -----------------------------------------------------------
 
 def _delete_offsets(admin, args: argparse.Namespace) -> None:
-    import kafka.errors
-
     group = args.group[0]
     results, partitions = {}, []
     for arg in args.topic:
@@ -590,8 +579,6 @@ def _delete_offsets(admin, args: argparse.Namespace) -> None:
 
 
 def _tp(topic: str, partition: int):
-    from kafka import TopicPartition
-
     return TopicPartition(topic, partition)
 
 

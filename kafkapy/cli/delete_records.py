@@ -30,8 +30,11 @@ import logging
 import sys
 import time
 
+from kafka.protocol.admin import DeleteRecordsRequest
+
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError, UsageError
+from kafkapy.protocol.errors import ErrorCode
 
 # The logger Kafka's admin client logs partition failures under (shown in the log line).
 _handler_log = logging.getLogger("org.apache.kafka.clients.admin.internals.DeleteRecordsHandler")
@@ -144,8 +147,6 @@ def _delete(admin, offsets: dict, timeout_ms: int) -> dict[tuple[str, int], tupl
 
 def _send(admin, leader: int, tps: list, offsets: dict, timeout_ms: int):
     """One DeleteRecords request to ``leader``: (partition, error code, low watermark)s."""
-    from kafka.protocol.admin import DeleteRecordsRequest
-
     by_topic: dict[str, list] = {}
     for topic, partition in tps:
         by_topic.setdefault(topic, []).append((partition, offsets[(topic, partition)]))
@@ -156,8 +157,6 @@ def _send(admin, leader: int, tps: list, offsets: dict, timeout_ms: int):
 
 
 def _log_failure(tp: tuple[str, int], code: int) -> None:
-    from kafkapy.protocol.errors import ErrorCode
-
     how = "an error" if code == 29 else "an unexpected error"
     _handler_log.error("[AdminClient clientId=adminclient-1] DeleteRecords request for topic "
                        "partition %s-%s failed due to %s %s", tp[0], tp[1], how,

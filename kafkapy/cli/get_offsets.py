@@ -20,6 +20,10 @@ import argparse
 import re
 import sys
 
+import kafka.errors
+from kafka import TopicPartition
+from kafka.admin import OffsetSpec
+
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError
 
@@ -72,8 +76,6 @@ def _execute(args: argparse.Namespace) -> None:
 
 
 def _offset_spec(text: str):
-    from kafka.admin import OffsetSpec
-
     name = _SPEC_NUMBERS.get(text, text)
     if name in _SPECS:
         return OffsetSpec[_SPECS[name]]
@@ -126,8 +128,6 @@ def _rule(spec: str) -> _Rule:
 
 
 def _partitions(admin, rules: list[_Rule], exclude_internal: bool) -> list:
-    from kafka import TopicPartition
-
     chosen = []
     for topic in admin.describe_topics():
         if exclude_internal and topic["is_internal"]:
@@ -141,8 +141,6 @@ def _partitions(admin, rules: list[_Rule], exclude_internal: bool) -> list:
 
 def _offsets(admin, partitions: list, spec) -> dict:
     """Offsets found; -1 (no record at that time) is left out, like Kafka's UNKNOWN_OFFSET."""
-    import kafka.errors
-
     try:
         found = admin.list_partition_offsets({tp: spec for tp in partitions})
     except kafka.errors.KafkaError:

@@ -24,6 +24,8 @@ import argparse
 import json
 import sys
 
+from kafka.protocol.admin import DescribeLogDirsRequest
+
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError, UsageError
 
@@ -88,8 +90,6 @@ def _ids(ids) -> str:
 
 def _describe(admin, broker: int) -> list[dict]:
     """One broker's log dirs as (path, error code, [(topic, partition, info)]) dicts."""
-    from kafka.protocol.admin import DescribeLogDirsRequest
-
     response = common.send(admin, DescribeLogDirsRequest(topics=None), broker)
     dirs = []
     for result in response.results:

@@ -14,7 +14,7 @@ by topic then partition, exactly as Kafka's ``formatAsReassignmentJson`` writes 
 
 What each action does, as Kafka's tool:
 - ``--generate``: the topics' current assignment and a proposal from Kafka's placement
-  (``kafkapy.controller.assignment``: AdminUtils.assignReplicasToBrokers, random start, rack
+  (``kafkapy.admin.assignment``: AdminUtils.assignReplicasToBrokers, random start, rack
   aware unless ``--disable-rack-aware``) over the listed brokers that exist, each topic keeping
   its replication factor.  Nothing is changed.
 - ``--execute``: refused while any reassignment is in flight unless ``--additional``; prints
@@ -65,11 +65,17 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 import kafka.errors
+from kafka import TopicPartition
+from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+from kafka.protocol.admin import AlterPartitionReassignmentsRequest
+from kafka.structs import TopicPartitionReplica
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import (CommandError, UsageError, int_hash, java_set_order,
                                  string_hash, topic_partition_hash)
 from kafkapy.config.errors import ConfigError
+from kafkapy.admin.assignment import RACK_INFO_MISSING_ENFORCED, assign_replicas
+from kafkapy.protocol.errors import KafkaError
 
 _ANY_LOG_DIR = "any"
 _BROKER_THROTTLES = ("leader.replication.throttled.rate",
@@ -526,9 +532,6 @@ def _generate_args(text: str, broker_list: str) -> tuple[list[int], list[str]]:
 
 
 def _generate(admin, topics: list[str], brokers: list[int], rack_aware: bool) -> None:
-    from kafkapy.controller.assignment import RACK_INFO_MISSING_ENFORCED, assign_replicas
-    from kafkapy.protocol.errors import KafkaError
-
     current = {(topic, p): replicas
                for topic, parts in _describe(admin, topics).items()
                for p, replicas in parts.items()}
@@ -625,7 +628,6 @@ def _throttle_list(pairs) -> str:
 
 
 def _set_topic_throttles(admin, moves) -> None:
-    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
     resources = []
     for topic, partition_moves in moves.items():
         leader = _throttle_list((p, b) for p, (sources, _) in partition_moves.items()
@@ -644,7 +646,6 @@ def _moving_brokers(moves) -> set[int]:
 
 
 def _set_broker_rates(admin, brokers, rate: int, keys) -> None:
-    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
     _alter_configs(admin, [ConfigResource(ConfigResourceType.BROKER, str(b), configs={
         key: (AlterConfigOp.SET, str(rate)) for key in keys}) for b in sorted(brokers)])
 
@@ -672,10 +673,6 @@ def _java_exception_text(outcome: str) -> str:
 
 def _alter(admin, reassignments: dict) -> dict[tuple[str, int], str]:
     """AlterPartitionReassignments; {partition: Kafka's exception message} for refusals."""
-    import kafka.errors
-    from kafka import TopicPartition
-    from kafka.protocol.admin import AlterPartitionReassignmentsRequest
-
     request = AlterPartitionReassignmentsRequest(
         timeout_ms=admin._validate_timeout(None),
         topics=admin._process_alter_partition_reassignments_input(
@@ -732,7 +729,6 @@ def _describe_lenient(admin, topics) -> dict[str, dict[int, list[int]]]:
 
 def _clear_throttles(admin, plan: _Plan) -> None:
     """Kafka's clearAllThrottles: every broker's rates and every planned topic's lists."""
-    from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
     brokers = java_set_order(_node_ids(admin) + [b for _, replicas in plan.parts
                                               for b in replicas], int_hash)
     print(f"Clearing broker-level throttles on broker{'' if len(brokers) == 1 else 's'} "
@@ -749,7 +745,6 @@ def _clear_throttles(admin, plan: _Plan) -> None:
 # --------------------------------------------------------------------------- --cancel
 
 def _cancel(admin, plan: _Plan, preserve_throttles: bool, timeout_ms: int) -> None:
-    from kafka import TopicPartition
     targets = [TopicPartition(t, p) for (t, p), _ in plan.parts]
     in_flight = _reassignments(admin, targets) if targets else {}
     # Kafka's test: a reassignment that only adds replicas (and removes none) is left alone.
@@ -851,7 +846,6 @@ def _verify_moves(admin, targets) -> bool:
 def _execute_moves(admin, pending: dict[tuple[str, int, int], str], timeout_ms: int) -> None:
     """Kafka's executeMoves: AlterReplicaLogDirs until each replica's move has started
     (REPLICA_NOT_AVAILABLE: not on that broker yet, retried every 100 ms) or the timeout."""
-    from kafka.structs import TopicPartitionReplica
     deadline = time.monotonic() + timeout_ms / 1000
     while True:
         try:

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(config: BrokerConfig) -> int:
     try:
-        import uvloop
+        import uvloop   # here: a missing uvloop falls back to asyncio's own loop
         runner = uvloop.run
     except ImportError:
         runner = asyncio.run
@@ -59,6 +59,8 @@ def _run(config: BrokerConfig) -> int:
 
 
 async def _serve(config: BrokerConfig) -> int:
+    # Imported once the configuration is valid: the whole broker takes a second or more to
+    # import, which --help and a configuration error need not wait for.
     from kafkapy.server import Broker, StartupError
 
     broker = Broker(config)

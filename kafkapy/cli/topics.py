@@ -30,6 +30,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kafka.admin import ConfigResource, ConfigResourceType
+
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import UsageError
 
@@ -239,8 +241,6 @@ def _delete(admin, args: argparse.Namespace) -> None:
 
 
 def _describe(admin, args: argparse.Namespace) -> None:
-    from kafka.admin import ConfigResource, ConfigResourceType
-
     topics = _existing(admin, args)
     if not topics:
         return

@@ -33,6 +33,13 @@ import argparse
 import sys
 import time
 
+from kafka import TopicPartition
+from kafka.admin._transactions import AbortTransactionSpec, TransactionsAdminMixin
+from kafka.protocol.admin.transactions import (DescribeProducersRequest,
+                                               DescribeTransactionsRequest,
+                                               ListTransactionsRequest)
+from kafka.protocol.metadata import CoordinatorType
+
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError
 from kafkapy.jvm import long_hash
@@ -236,8 +243,6 @@ class _Admin:
         return self._retry("describeProducers", attempt)
 
     def _describe_producers_at(self, targets: dict, found: dict, broker_id) -> None:
-        from kafka.protocol.admin.transactions import DescribeProducersRequest
-
         for node, tps in targets.items():
             by_topic: dict[str, list[int]] = {}
             for t, p in tps:
@@ -258,8 +263,6 @@ class _Admin:
 
     def listings(self, producer_ids: list[int] | None = None) -> dict[int, list]:
         """{broker: [transaction state]} from ListTransactions at every broker."""
-        from kafka.protocol.admin.transactions import ListTransactionsRequest
-
         listed = {}
         for broker in self.brokers():
             request = ListTransactionsRequest(state_filters=[],
@@ -272,8 +275,6 @@ class _Admin:
 
     def describe(self, transactional_id: str):
         """(coordinator, the DescribeTransactions entry), retrying a missing coordinator."""
-        from kafka.protocol.admin.transactions import DescribeTransactionsRequest
-
         def attempt():
             coordinator = self._coordinator(transactional_id)
             if coordinator is None:
@@ -288,8 +289,6 @@ class _Admin:
         return self._retry("describeTransactions", attempt)
 
     def _coordinator(self, transactional_id: str) -> int | None:
-        from kafka.protocol.metadata import CoordinatorType
-
         try:
             found = self.client._manager.run(self.client._find_coordinator_ids,
                                              [transactional_id], CoordinatorType.TRANSACTION)
@@ -300,8 +299,6 @@ class _Admin:
     # -- WriteTxnMarkers
 
     def abort(self, spec) -> None:
-        from kafka.admin._transactions import TransactionsAdminMixin
-
         tp = (spec.topic_partition.topic, spec.topic_partition.partition)
 
         def attempt():
@@ -419,9 +416,6 @@ def _describe_producers(admin: _Admin, args: argparse.Namespace) -> None:
 
 
 def _abort(admin: _Admin, args: argparse.Namespace) -> None:
-    from kafka import TopicPartition
-    from kafka.admin._transactions import AbortTransactionSpec
-
     tp = (args.topic, args.partition)
     if args.start_offset is None and args.producer_id is None:
         raise CommandError("The transaction to abort must be identified either with "

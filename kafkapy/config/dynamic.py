@@ -3,7 +3,8 @@ BrokerConfigHandler, ZkAdminManager's BROKER checks).
 
 Two stored layers, JSON ``{"version":1,"config":{...}}`` strings:
 ``/config/brokers/<default>`` (cluster-wide) and ``/config/brokers/<id>`` (one broker).
-``DynamicBrokerConfig(broker)`` (``broker.dynamic_config``) reads both at start-up
+``DynamicBrokerConfig(config, store, node_id)`` (``broker.dynamic_config``, made by the
+server once the store is open and the broker id known) reads both at start-up
 (``load``) and whenever a ``/config/changes`` notification names ``brokers/<default>``
 or ``brokers/<this id>`` (``reload``, called by ``TopicConfigs``, the one notification
 follower); it hands them to ``BrokerConfig.apply_dynamic``, so ``broker.config[key]``
@@ -46,9 +47,11 @@ Keys that take effect live on a kafkapy broker when changed dynamically:
   log.cleaner.min/max.compaction.lag.ms, log.cleaner.min.cleanable.ratio,
   min.insync.replicas, message.max.bytes, compression.*, unclean.leader.election.enable,
   log.local.retention.*): re-applied to every hosted log without a topic override
-  (``broker.topic_config``), and to new logs through the log manager's defaults;
+  (``broker.topic_config``), and to new logs through the log manager's defaults
+  (``kafkapy.server.reapply_log_config``, a listener the server registers);
 - unclean.leader.election.enable turned on: the active controller retries every topic's
-  offline partitions (Kafka's enableDefaultUncleanLeaderElection);
+  offline partitions (Kafka's enableDefaultUncleanLeaderElection;
+  ``kafkapy.server.enable_unclean_leader_election``, a listener the server registers);
 - leader.replication.throttled.rate, follower.replication.throttled.rate,
   replica.alter.log.dirs.io.max.bytes.per.second: read at check time (``config[key]``);
 - transaction.partition.verification.enable: read per request;
@@ -76,7 +79,7 @@ Runs on the event loop; the store API is synchronous.
 from __future__ import annotations
 
 import re
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import structlog
 from kazoo.exceptions import NoNodeError
@@ -86,6 +89,10 @@ from kafkapy.config.errors import ConfigError
 from kafkapy.config.types import ConfigType
 from kafkapy.jvm import scala_set
 from kafkapy.metadata import paths
+
+if TYPE_CHECKING:
+    from kafkapy.config.broker import BrokerConfig
+    from kafkapy.metadata.store import MetadataStore
 
 __all__ = ["DynamicBrokerConfig", "validate", "check_applicable", "persistent_props",
            "from_persistent_props", "scala_set", "PER_BROKER_CONFIGS", "DYNAMIC_SECURITY_CONFIGS"]
@@ -224,17 +231,20 @@ def _drop(props: dict[str, str], names: list[str], message: str, log) -> None:
 
 
 class DynamicBrokerConfig:
-    """``broker.dynamic_config``: this broker's view of the two dynamic layers."""
+    """``broker.dynamic_config``: this broker's view of the two dynamic layers, applied to
+    ``config`` (the broker's); ``store`` holds them (None: no layers, checks only)."""
 
-    def __init__(self, broker) -> None:
-        self._broker = broker
+    def __init__(self, config: BrokerConfig, store: MetadataStore | None, node_id: int) -> None:
+        self._config = config
+        self._store = store
+        self._node_id = node_id
         self._listeners: list[Callable[[set[str]], None]] = []
         self._default: dict[str, str] = {}
         self._per_broker: dict[str, str] = {}
 
     @property
     def _entity(self) -> str:
-        return str(self._broker.node_id)
+        return str(self._node_id)
 
     def add_listener(self, callback: Callable[[set[str]], None]) -> None:
         """``callback(changed_keys)`` after each applied change that changed a value."""
@@ -244,7 +254,7 @@ class DynamicBrokerConfig:
     def stored(self, entity: str) -> dict[str, str]:
         """``/config/brokers/<entity>`` as stored (Kafka's fetchEntityConfig); {} if absent."""
         try:
-            data, _ = self._broker.store.get(paths.broker_config_path(entity))
+            data, _ = self._store.get(paths.broker_config_path(entity))
         except NoNodeError:
             return {}
         try:
@@ -270,9 +280,8 @@ class DynamicBrokerConfig:
         return self._apply()
 
     def _apply(self) -> set[str]:
-        config = self._broker.config
         try:
-            changed = config.apply_dynamic(self._default, self._per_broker)
+            changed = self._config.apply_dynamic(self._default, self._per_broker)
         except ConfigError as err:
             _log.error("Failed to update broker configuration; keeping the current one",
                        reason=str(err), default=self._default, broker=self._per_broker)
@@ -294,7 +303,7 @@ class DynamicBrokerConfig:
         validate(props, per_broker)
         default = self._default if per_broker else dict(props)
         broker = dict(props) if per_broker else self._per_broker
-        current = self._broker.config
+        current = self._config
         candidate = current.with_dynamic(default, broker)   # ConfigError if it breaks a rule
         try:
             _check_reconfiguration(current, candidate)
@@ -331,28 +340,3 @@ def _check_reconfiguration(current, candidate) -> None:
         if new > old * 2:
             raise ConfigError(f"Log cleaner threads cannot be increased to more than double the "
                               f"current value {old}")
-
-
-def apply_to_broker(broker, changed: set[str]) -> None:
-    """The broker's own reaction to a change (registered by the server as a listener):
-    Kafka's DynamicLogConfig (new topic defaults for new logs, re-applied to every hosted
-    log, whose topic overrides still win) and enableDefaultUncleanLeaderElection."""
-    manager = getattr(broker, "log_manager", None)
-    defaults = broker.config.topic_defaults()
-    if manager is not None:
-        if manager.default_topic_config == defaults:
-            manager = None
-        else:
-            manager.default_topic_config = dict(defaults)
-    replicas = getattr(broker, "replica_manager", None)
-    if manager is not None and replicas is not None:
-        for (topic, _), partition in list(replicas.partitions.items()):
-            try:
-                partition.log.update_config(broker.topic_config(topic))
-            except Exception:
-                _log.exception("re-applying log config failed", topic=topic)
-    controller = getattr(broker, "controller", None)
-    if ("unclean.leader.election.enable" in changed and broker.config["unclean.leader.election.enable"]
-            and getattr(controller, "is_active", False) and broker.cache is not None):
-        for topic in list(broker.cache.topics):
-            controller.enable_topic_unclean_leader_election(topic)

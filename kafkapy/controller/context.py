@@ -14,8 +14,9 @@ Invariants:
    ``reassignment_changes[(t, p)]`` holds that partition's adding (AR) and removing
    (RR) replicas while it is being reassigned (Kafka's ``ReplicaAssignment``; no entry
    = none);
- - ``leadership[(t, p)]`` is what the state znode holds (``zk_version`` = its zk
-   version, the partition epoch); a partition without a state znode has no entry;
+ - ``leadership[(t, p)]`` is the ``LeaderAndIsr`` the state znode holds (its
+   ``partition_epoch`` = the znode's zk version); a partition without a state znode
+   has no entry;
  - ``partition_states`` / ``replica_states`` hold only partitions/replicas the state
    machines have seen; a missing entry means NonExistent;
  - ``clear()`` empties everything: a resigned controller keeps no view.
@@ -23,23 +24,21 @@ Invariants:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterable
 
-from kafkapy.metadata.paths import LEADER_RECOVERED, EndPoint
+from kafkapy.metadata.leader_and_isr import LeaderAndIsr
+from kafkapy.metadata.paths import EndPoint
+from kafkapy.protocol.topic_partition import TopicPartition
 
-TopicPartition = tuple[str, int]
 #: A replica of a partition: ((topic, partition), broker id).
 PartitionAndReplica = tuple[TopicPartition, int]
 
-#: ``LeaderAndIsr.NoLeader``
-NO_LEADER = -1
-#: ``LeaderAndIsr.InitialLeaderEpoch``
-INITIAL_LEADER_EPOCH = 0
 
-
-class PartitionState(enum.Enum):
-    """Kafka's PartitionState (PartitionStateMachine.scala)."""
+class PartitionStateName(enum.Enum):
+    """The partition state machine's states (Kafka's ``PartitionStateName`` trait of
+    PartitionStateMachine.scala; named apart from the metadata cache's per-partition
+    record, ``kafkapy.metadata.cache.PartitionStateName``)."""
     NEW = "NewPartition"
     ONLINE = "OnlinePartition"
     OFFLINE = "OfflinePartition"
@@ -55,30 +54,6 @@ class ReplicaState(enum.Enum):
     DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
     DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
     NON_EXISTENT = "NonExistentReplica"
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderIsr:
-    """A partition's leader and ISR (Kafka's ``LeaderIsrAndControllerEpoch``):
-    ``zk_version`` is the state znode's zk version (the partition epoch)."""
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    controller_epoch: int
-    zk_version: int = 0
-    leader_recovery_state: int = LEADER_RECOVERED
-
-    def new_leader_and_isr(self, leader: int, isr: Iterable[int]) -> "LeaderIsr":
-        """Kafka's ``LeaderAndIsr.newLeaderAndIsr``: next leader epoch, same zk version
-        (the caller writes it conditionally and stores the new version)."""
-        return replace(self, leader=leader, leader_epoch=self.leader_epoch + 1,
-                       isr=tuple(isr))
-
-    def new_epoch(self) -> "LeaderIsr":
-        return replace(self, leader_epoch=self.leader_epoch + 1)
-
-    def with_zk_version(self, zk_version: int, controller_epoch: int) -> "LeaderIsr":
-        return replace(self, zk_version=zk_version, controller_epoch=controller_epoch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +130,8 @@ class ControllerContext:
     shutting_down_broker_ids: set[int] = field(default_factory=set)
     topic_ids: dict[str, str] = field(default_factory=dict)       # name -> base64 text id
     assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
-    leadership: dict[TopicPartition, LeaderIsr] = field(default_factory=dict)
-    partition_states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
+    leadership: dict[TopicPartition, LeaderAndIsr] = field(default_factory=dict)
+    partition_states: dict[TopicPartition, PartitionStateName] = field(default_factory=dict)
     replica_states: dict[PartitionAndReplica, ReplicaState] = field(default_factory=dict)
     topics_to_be_deleted: set[str] = field(default_factory=set)
     topics_with_deletion_started: set[str] = field(default_factory=set)
@@ -208,6 +183,10 @@ class ControllerContext:
     def all_topics(self) -> set[str]:
         return set(self.assignments)
 
+    def topic_names_by_id(self) -> dict[str, str]:
+        """Topic id (base64 text) -> topic name."""
+        return {text: name for name, text in self.topic_ids.items()}
+
     def add_topic(self, topic: str, topic_id: str | None,
                   partitions: dict[int, list[int]],
                   adding: dict[int, list[int]] | None = None,
@@ -216,7 +195,7 @@ class ControllerContext:
         if topic_id is not None:
             self.topic_ids[topic] = topic_id
         for p, r in partitions.items():
-            self.update_full_assignment((topic, p), ReplicaAssignment.of(
+            self.update_full_assignment(TopicPartition(topic, p), ReplicaAssignment.of(
                 r, (adding or {}).get(p, ()), (removing or {}).get(p, ())))
 
     def remove_topic(self, topic: str) -> None:
@@ -264,41 +243,44 @@ class ControllerContext:
             self.reassignment_changes.pop(tp, None)
 
     def full_assignments_for_topic(self, topic: str) -> dict[int, ReplicaAssignment]:
-        return {p: self.full_assignment((topic, p)) for p in sorted(self.assignments.get(topic, {}))}
+        return {p: self.full_assignment(TopicPartition(topic, p))
+                for p in sorted(self.assignments.get(topic, {}))}
 
     def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
-        return [(topic, p) for p in sorted(self.assignments.get(topic, {}))]
+        return [TopicPartition(topic, p) for p in sorted(self.assignments.get(topic, {}))]
 
     def all_partitions(self) -> list[TopicPartition]:
-        return [(t, p) for t, parts in self.assignments.items() for p in sorted(parts)]
+        return [TopicPartition(t, p) for t, parts in self.assignments.items()
+                for p in sorted(parts)]
 
     def partition_count(self) -> int:
         return sum(len(parts) for parts in self.assignments.values())
 
     def replicas_for_topic(self, topic: str) -> list[PartitionAndReplica]:
-        return [((topic, p), r) for p, reps in sorted(self.assignments.get(topic, {}).items())
+        return [(TopicPartition(topic, p), r)
+                for p, reps in sorted(self.assignments.get(topic, {}).items())
                 for r in reps]
 
     def all_replicas(self) -> list[PartitionAndReplica]:
-        return [((t, p), r) for t, parts in self.assignments.items()
+        return [(TopicPartition(t, p), r) for t, parts in self.assignments.items()
                 for p, reps in sorted(parts.items()) for r in reps]
 
     def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
-        return [(t, p) for t, parts in self.assignments.items()
+        return [TopicPartition(t, p) for t, parts in self.assignments.items()
                 for p, reps in sorted(parts.items()) if broker_id in reps]
 
     def replicas_on_brokers(self, broker_ids: Iterable[int]) -> list[PartitionAndReplica]:
         ids = set(broker_ids)
-        return [((t, p), r) for t, parts in self.assignments.items()
+        return [(TopicPartition(t, p), r) for t, parts in self.assignments.items()
                 for p, reps in sorted(parts.items()) for r in reps if r in ids]
 
     def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
         return [tp for tp, li in self.leadership.items() if li.leader == broker_id]
 
-    def partition_leadership(self, tp: TopicPartition) -> LeaderIsr | None:
+    def partition_leadership(self, tp: TopicPartition) -> LeaderAndIsr | None:
         return self.leadership.get(tp)
 
-    def put_leadership(self, tp: TopicPartition, leader_isr: LeaderIsr) -> None:
+    def put_leadership(self, tp: TopicPartition, leader_isr: LeaderAndIsr) -> None:
         self.leadership[tp] = leader_isr
 
     # -- replica liveness -------------------------------------------------------
@@ -323,10 +305,10 @@ class ControllerContext:
         return online, offline
 
     # -- state machine states ---------------------------------------------------
-    def partition_state(self, tp: TopicPartition) -> PartitionState:
-        return self.partition_states.get(tp, PartitionState.NON_EXISTENT)
+    def partition_state(self, tp: TopicPartition) -> PartitionStateName:
+        return self.partition_states.get(tp, PartitionStateName.NON_EXISTENT)
 
-    def put_partition_state(self, tp: TopicPartition, state: PartitionState) -> None:
+    def put_partition_state(self, tp: TopicPartition, state: PartitionStateName) -> None:
         self.partition_states[tp] = state
 
     def replica_state(self, replica: PartitionAndReplica) -> ReplicaState:
@@ -362,7 +344,7 @@ class ControllerContext:
         """OFFLINE partitions of topics not queued for deletion (Kafka's offlinePartitionCount)."""
         deleting = self.topics_to_be_deleted
         return sum(1 for (topic, _), state in self.partition_states.items()
-                   if state is PartitionState.OFFLINE and topic not in deleting)
+                   if state is PartitionStateName.OFFLINE and topic not in deleting)
 
     def preferred_replica_imbalance_count(self) -> int:
         """Partitions of topics not queued for deletion whose leader is not their preferred

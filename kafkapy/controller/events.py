@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from kafkapy.protocol.topic_partition import TopicPartition
+
 
 @dataclass(slots=True)
 class ControllerEvent:
@@ -117,7 +119,7 @@ class ReplicaLeaderElection(ControllerEvent):
     """ElectLeaders from the admin API; the future gets
     ``{(t, p): (error_code, message | None)}``."""
     election_type: int = 0
-    partitions: list[tuple[str, int]] | None = None
+    partitions: list[TopicPartition] | None = None
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ Invariants (Kafka's):
  - preferred: only the first assigned replica, if live and in the ISR;
  - controlled shutdown: the first live ISR replica not on a shutting-down broker;
    the ISR loses the shutting-down brokers;
- - a new leader always bumps the leader epoch (``LeaderIsr.new_leader_and_isr``);
+ - a new leader always bumps the leader epoch (``LeaderAndIsr.new_leader_and_isr``);
    the zk version is kept: the caller writes conditionally on it.
 """
 from __future__ import annotations
@@ -21,10 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Collection, Iterable, Sequence
 
-from kafkapy.metadata.paths import LEADER_RECOVERING
+from kafkapy.metadata.leader_and_isr import LEADER_RECOVERING, LeaderAndIsr
+from kafkapy.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
-    from kafkapy.controller.context import ControllerContext, LeaderIsr, TopicPartition
+    from kafkapy.controller.context import ControllerContext
 
 
 # --- strategies (Kafka's PartitionLeaderElectionStrategy) ------------------------
@@ -119,12 +120,12 @@ class ElectionResult:
     """``leader_isr`` None = no leader could be elected.  ``live_replicas`` are the
     brokers that get the LeaderAndIsr request."""
     tp: "TopicPartition"
-    leader_isr: "LeaderIsr | None"
+    leader_isr: "LeaderAndIsr | None"
     live_replicas: list[int]
 
 
 def leader_for_offline(ctx: "ControllerContext",
-                       partitions: Iterable[tuple["TopicPartition", "LeaderIsr | None", bool]],
+                       partitions: Iterable[tuple["TopicPartition", "LeaderAndIsr | None", bool]],
                        is_leader_recovery_supported: bool = True) -> list[ElectionResult]:
     """Kafka's ``Election.leaderForOffline``: each item is (tp, current leader/ISR,
     unclean allowed).  The ISR keeps its live members when the leader comes from it;
@@ -152,7 +153,7 @@ def leader_for_offline(ctx: "ControllerContext",
 
 
 def leader_for_reassign(ctx: "ControllerContext",
-                        partitions: Iterable[tuple["TopicPartition", "LeaderIsr"]],
+                        partitions: Iterable[tuple["TopicPartition", "LeaderAndIsr"]],
                         target_replicas: "dict[TopicPartition, list[int]] | None" = None
                         ) -> list[ElectionResult]:
     """Kafka's ``Election.leaderForReassign``: the leader comes from the target
@@ -163,7 +164,7 @@ def leader_for_reassign(ctx: "ControllerContext",
 
 
 def leader_for_preferred_replica(ctx: "ControllerContext",
-                                 partitions: Iterable[tuple["TopicPartition", "LeaderIsr"]]
+                                 partitions: Iterable[tuple["TopicPartition", "LeaderAndIsr"]]
                                  ) -> list[ElectionResult]:
     return _elect_keeping_isr(ctx, partitions, ctx.replicas,
                               preferred_replica_partition_leader_election)
@@ -184,7 +185,7 @@ def _elect_keeping_isr(ctx: "ControllerContext", partitions, replicas_of, choose
 
 
 def leader_for_controlled_shutdown(ctx: "ControllerContext",
-                                   partitions: Iterable[tuple["TopicPartition", "LeaderIsr"]]
+                                   partitions: Iterable[tuple["TopicPartition", "LeaderAndIsr"]]
                                    ) -> list[ElectionResult]:
     """Kafka's ``Election.leaderForControlledShutdown``: shutting-down brokers count
     as live for the recipients but cannot lead and leave the ISR."""

@@ -27,30 +27,33 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import structlog
 
-from kafkapy.controller.context import LeaderIsr, PartitionState
+from kafkapy.controller.context import PartitionStateName
 from kafkapy.controller.leader_election import (
     OFFLINE, ControlledShutdownPartitionLeaderElectionStrategy, ElectionResult, ElectionStrategy,
     OfflinePartitionLeaderElectionStrategy, PreferredReplicaPartitionLeaderElectionStrategy,
     ReassignPartitionLeaderElectionStrategy, leader_for_controlled_shutdown, leader_for_offline,
     leader_for_preferred_replica, leader_for_reassign)
+from kafkapy.controller.log_text import tp_text
 from kafkapy.controller.transitions import split_valid_transitions
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
+from kafkapy.metadata.leader_and_isr import INITIAL_LEADER_EPOCH, LeaderAndIsr
+from kafkapy.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
-    from kafkapy.controller.context import ControllerContext, TopicPartition
+    from kafkapy.controller.context import ControllerContext
     from kafkapy.controller.request_batch import ControllerBrokerRequestBatch
     from kafkapy.controller.zk_writes import ZkWrites
 
 _log = structlog.get_logger("kafkapy.controller.partition_state_machine")
 _state_log = structlog.get_logger("kafkapy.state.change")
 
-_VALID_PREVIOUS: dict[PartitionState, frozenset[PartitionState]] = {
-    PartitionState.NEW: frozenset({PartitionState.NON_EXISTENT}),
-    PartitionState.ONLINE: frozenset({PartitionState.NEW, PartitionState.ONLINE,
-                                      PartitionState.OFFLINE}),
-    PartitionState.OFFLINE: frozenset({PartitionState.NEW, PartitionState.ONLINE,
-                                       PartitionState.OFFLINE}),
-    PartitionState.NON_EXISTENT: frozenset({PartitionState.OFFLINE}),
+_VALID_PREVIOUS: dict[PartitionStateName, frozenset[PartitionStateName]] = {
+    PartitionStateName.NEW: frozenset({PartitionStateName.NON_EXISTENT}),
+    PartitionStateName.ONLINE: frozenset({PartitionStateName.NEW, PartitionStateName.ONLINE,
+                                      PartitionStateName.OFFLINE}),
+    PartitionStateName.OFFLINE: frozenset({PartitionStateName.NEW, PartitionStateName.ONLINE,
+                                       PartitionStateName.OFFLINE}),
+    PartitionStateName.NON_EXISTENT: frozenset({PartitionStateName.OFFLINE}),
 }
 
 #: Election rounds (re-read after a zk version conflict) before giving up on a partition.
@@ -59,7 +62,18 @@ MAX_ELECTION_ROUNDS = 10
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 #: One result per partition: the written leader/ISR or why it failed.
-StateChangeResults = dict  # dict[TopicPartition, LeaderIsr | Exception]
+StateChangeResults = dict  # dict[TopicPartition, LeaderAndIsr | Exception]
+
+
+def succeeded(result) -> bool:
+    """Whether one partition's state change result is a success (a ``LeaderAndIsr``,
+    not an exception)."""
+    return result is not None and not isinstance(result, BaseException)
+
+
+def elected(results: "StateChangeResults | None") -> "list[TopicPartition]":
+    """The partitions ``handle_state_changes`` wrote a new leader/ISR for."""
+    return [tp for tp, r in (results or {}).items() if succeeded(r)]
 
 
 class PartitionStateMachine:
@@ -103,11 +117,11 @@ class PartitionStateMachine:
         for tp in self._ctx.all_partitions():
             li = self._ctx.partition_leadership(tp)
             if li is None:
-                state = PartitionState.NEW
+                state = PartitionStateName.NEW
             elif self._ctx.is_replica_online(li.leader, tp):
-                state = PartitionState.ONLINE
+                state = PartitionStateName.ONLINE
             else:
-                state = PartitionState.OFFLINE
+                state = PartitionStateName.OFFLINE
             self._ctx.put_partition_state(tp, state)
 
     def trigger_online_partition_state_change(self, topic: str | None = None
@@ -116,17 +130,17 @@ class PartitionStateMachine:
         for deletion to Online with an offline election (clean unless the topic allows
         unclean)."""
         candidates = [tp for tp, s in self._ctx.partition_states.items()
-                      if s in (PartitionState.OFFLINE, PartitionState.NEW)
+                      if s in (PartitionStateName.OFFLINE, PartitionStateName.NEW)
                       and (topic is None or tp[0] == topic)
                       and not self._ctx.is_topic_queued_for_deletion(tp[0])]
-        return self.handle_state_changes(candidates, PartitionState.ONLINE, OFFLINE)
+        return self.handle_state_changes(candidates, PartitionStateName.ONLINE, OFFLINE)
 
     # -- state changes ----------------------------------------------------------------
     def handle_state_changes(self, partitions: "Iterable[TopicPartition]",
-                             target: PartitionState,
+                             target: PartitionStateName,
                              election: ElectionStrategy | None = None) -> StateChangeResults:
         """Move ``partitions`` to ``target`` in one batch; returns, for partitions that
-        went through an election or failed, the written ``LeaderIsr`` or the exception.
+        went through an election or failed, the written ``LeaderAndIsr`` or the exception.
         ``election`` is required for ``ONLINE``.  Raises ``ControllerMovedError``."""
         partitions = list(dict.fromkeys(partitions))
         if not partitions:
@@ -147,20 +161,20 @@ class PartitionStateMachine:
             return {tp: e for tp in partitions}
 
     def _do_handle_state_changes(self, partitions: "list[TopicPartition]",
-                                 target: PartitionState,
+                                 target: PartitionStateName,
                                  election: ElectionStrategy | None) -> StateChangeResults:
         ctx = self._ctx
 
-        def invalid(tp: "TopicPartition", current: PartitionState) -> None:
-            _state_log.error("invalid partition state transition", partition=tp,
+        def invalid(tp: "TopicPartition", current: PartitionStateName) -> None:
+            _state_log.error("invalid partition state transition", partition=tp_text(tp),
                              current=current.value, target=target.value,
                              controller_epoch=ctx.epoch)
         valid = split_valid_transitions(partitions, ctx.partition_states, _VALID_PREVIOUS,
-                                        target, PartitionState.NON_EXISTENT, invalid)
-        if target is PartitionState.ONLINE:
+                                        target, PartitionStateName.NON_EXISTENT, invalid)
+        if target is PartitionStateName.ONLINE:
             return self._to_online(valid, election)
         for tp in valid:
-            _state_log.info("partition state changed", partition=tp,
+            _state_log.info("partition state changed", partition=tp_text(tp),
                             current=ctx.partition_state(tp).value, target=target.value,
                             controller_epoch=ctx.epoch)
             ctx.put_partition_state(tp, target)
@@ -169,14 +183,14 @@ class PartitionStateMachine:
     def _to_online(self, valid: "list[TopicPartition]",
                    election: ElectionStrategy | None) -> StateChangeResults:
         ctx = self._ctx
-        uninitialized = [tp for tp in valid if ctx.partition_state(tp) is PartitionState.NEW]
+        uninitialized = [tp for tp in valid if ctx.partition_state(tp) is PartitionStateName.NEW]
         to_elect = [tp for tp in valid if ctx.partition_state(tp) in
-                    (PartitionState.OFFLINE, PartitionState.ONLINE)]
+                    (PartitionStateName.OFFLINE, PartitionStateName.ONLINE)]
         results: StateChangeResults = {}
         if uninitialized:
             for tp in self._initialize_leader_and_isr(uninitialized):
-                self._log_transition(tp, PartitionState.NEW, PartitionState.ONLINE)
-                ctx.put_partition_state(tp, PartitionState.ONLINE)
+                self._log_transition(tp, PartitionStateName.NEW, PartitionStateName.ONLINE)
+                ctx.put_partition_state(tp, PartitionStateName.ONLINE)
         if to_elect:
             if election is None:
                 raise ValueError("an election strategy is required to move partitions "
@@ -184,9 +198,9 @@ class PartitionStateMachine:
             results = self._elect_leader_for_partitions(to_elect, election)
             for tp, outcome in results.items():
                 if not isinstance(outcome, Exception):
-                    self._log_transition(tp, ctx.partition_state(tp), PartitionState.ONLINE,
+                    self._log_transition(tp, ctx.partition_state(tp), PartitionStateName.ONLINE,
                                          leader_isr=outcome)
-                    ctx.put_partition_state(tp, PartitionState.ONLINE)
+                    ctx.put_partition_state(tp, PartitionStateName.ONLINE)
         return results
 
     # -- New -> Online ----------------------------------------------------------------
@@ -199,17 +213,18 @@ class PartitionStateMachine:
         for tp in partitions:
             live = [r for r in ctx.replicas(tp) if ctx.is_replica_online(r, tp)]
             if not live:
-                self._log_failed(tp, PartitionState.NEW, PartitionState.ONLINE,
+                self._log_failed(tp, PartitionStateName.NEW, PartitionStateName.ONLINE,
                                  StateChangeFailedError(
                                      f"Controller {self._node_id} epoch {ctx.epoch} encountered "
-                                     f"error during state change of partition {_tp(tp)} from New "
-                                     f"to Online, assigned replicas are "
+                                     f"error during state change of partition {tp_text(tp)} "
+                                     f"from New to Online, assigned replicas are "
                                      f"[{','.join(map(str, ctx.replicas(tp)))}], live brokers "
                                      f"are [{','.join(map(str, sorted(ctx.live_broker_ids())))}]. "
                                      f"No assigned replica is alive."))
                 continue
-            states[tp] = LeaderIsr(leader=live[0], leader_epoch=0, isr=tuple(live),
-                                   controller_epoch=ctx.epoch, zk_version=0)
+            states[tp] = LeaderAndIsr(leader=live[0], leader_epoch=INITIAL_LEADER_EPOCH,
+                                      isr=tuple(live), controller_epoch=ctx.epoch,
+                                      partition_epoch=0)
         if not states:
             return []
         try:
@@ -219,12 +234,12 @@ class PartitionStateMachine:
             raise
         except Exception as e:          # noqa: BLE001 - every partition of the call fails
             for tp in states:
-                self._log_failed(tp, ctx.partition_state(tp), PartitionState.NEW, e)
+                self._log_failed(tp, ctx.partition_state(tp), PartitionStateName.NEW, e)
             return []
         done = []
         for tp, outcome in created.items():
             if isinstance(outcome, Exception):
-                self._log_failed(tp, PartitionState.NEW, PartitionState.ONLINE, outcome)
+                self._log_failed(tp, PartitionStateName.NEW, PartitionStateName.ONLINE, outcome)
                 continue
             ctx.put_leadership(tp, outcome)
             self._batch.add_leader_and_isr(outcome.isr, tp, outcome, ctx.full_assignment(tp),
@@ -246,12 +261,12 @@ class PartitionStateMachine:
             for tp, outcome in finished.items():
                 if isinstance(outcome, Exception):
                     self._log_failed(tp, self._ctx.partition_state(tp),
-                                     PartitionState.ONLINE, outcome)
+                                     PartitionStateName.ONLINE, outcome)
             results.update(finished)
         for tp in remaining:
-            e = StateChangeFailedError(f"gave up electing a leader for {_tp(tp)} after "
+            e = StateChangeFailedError(f"gave up electing a leader for {tp_text(tp)} after "
                                        f"{MAX_ELECTION_ROUNDS} conflicting znode updates")
-            self._log_failed(tp, self._ctx.partition_state(tp), PartitionState.ONLINE, e)
+            self._log_failed(tp, self._ctx.partition_state(tp), PartitionStateName.ONLINE, e)
             results[tp] = e
         return results
 
@@ -271,11 +286,11 @@ class PartitionStateMachine:
                 failed[tp] = current
             elif current is None:
                 failed[tp] = StateChangeFailedError(
-                    f"LeaderAndIsr information doesn't exist for partition {_tp(tp)} in "
+                    f"LeaderAndIsr information doesn't exist for partition {tp_text(tp)} in "
                     f"{ctx.partition_state(tp).value} state")
             elif current.controller_epoch > ctx.epoch:
                 failed[tp] = StateChangeFailedError(
-                    f"Aborted leader election for partition {_tp(tp)} since the LeaderAndIsr "
+                    f"Aborted leader election for partition {tp_text(tp)} since the LeaderAndIsr "
                     f"path was already written by another controller. This probably means "
                     f"that the current controller {self._node_id} went through a soft failure "
                     f"and another controller was elected with epoch {current.controller_epoch}.")
@@ -288,7 +303,7 @@ class PartitionStateMachine:
         for r in elections:
             if r.leader_isr is None:
                 failed[r.tp] = StateChangeFailedError(
-                    f"Failed to elect leader for partition {_tp(r.tp)} under strategy "
+                    f"Failed to elect leader for partition {tp_text(r.tp)} under strategy "
                     f"{_strategy_name(election)}")
             else:
                 with_leader[r.tp] = r
@@ -329,7 +344,8 @@ class PartitionStateMachine:
                 try:
                     unclean = self.unclean_leader_election_enabled(tp[0])
                 except Exception as e:      # noqa: BLE001 - Kafka fails this partition
-                    self._log_failed(tp, self._ctx.partition_state(tp), PartitionState.ONLINE, e)
+                    self._log_failed(tp, self._ctx.partition_state(tp),
+                                     PartitionStateName.ONLINE, e)
                     out.append((tp, None, False))
                     continue
                 out.append((tp, li, unclean))
@@ -347,24 +363,20 @@ class PartitionStateMachine:
         return bool(value)
 
     # -- logging ----------------------------------------------------------------------
-    def _log_transition(self, tp: "TopicPartition", current: PartitionState,
-                        target: PartitionState, leader_isr: LeaderIsr | None = None) -> None:
+    def _log_transition(self, tp: "TopicPartition", current: PartitionStateName,
+                        target: PartitionStateName, leader_isr: LeaderAndIsr | None = None) -> None:
         li = leader_isr or self._ctx.partition_leadership(tp)
-        _state_log.info("partition state changed", partition=_tp(tp), current=current.value,
+        _state_log.info("partition state changed", partition=tp_text(tp), current=current.value,
                         target=target.value, controller_epoch=self._ctx.epoch,
                         leader=li.leader if li else None, isr=list(li.isr) if li else None,
                         leader_epoch=li.leader_epoch if li else None)
 
-    def _log_failed(self, tp: "TopicPartition", current: PartitionState,
-                    target: PartitionState, error: BaseException) -> None:
-        _state_log.error("partition state change failed", partition=_tp(tp),
+    def _log_failed(self, tp: "TopicPartition", current: PartitionStateName,
+                    target: PartitionStateName, error: BaseException) -> None:
+        _state_log.error("partition state change failed", partition=tp_text(tp),
                          current=current.value, target=target.value,
                          controller_id=self._node_id, controller_epoch=self._ctx.epoch,
                          error=str(error) or type(error).__name__)
-
-
-def _tp(tp: "TopicPartition") -> str:
-    return f"{tp[0]}-{tp[1]}"
 
 
 def _strategy_name(election: ElectionStrategy) -> str:

@@ -37,16 +37,19 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 import structlog
 
-from kafkapy.controller.context import LeaderIsr, PartitionState, ReplicaAssignment, ReplicaState
+from kafkapy.controller.context import PartitionStateName, ReplicaAssignment, ReplicaState
 from kafkapy.controller.leader_election import REASSIGN
+from kafkapy.controller.log_text import tp_text, tps_text
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
 from kafkapy.jvm import scala_set
 from kafkapy.metadata import paths
+from kafkapy.metadata.leader_and_isr import LeaderAndIsr
 from kafkapy.metadata.store import STORE_UNAVAILABLE, NoNodeError
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
-    from kafkapy.controller.context import ControllerContext, TopicPartition
+    from kafkapy.controller.context import ControllerContext
     from kafkapy.controller.partition_state_machine import PartitionStateMachine
     from kafkapy.controller.replica_state_machine import ReplicaStateMachine
     from kafkapy.controller.request_batch import ControllerBrokerRequestBatch
@@ -113,7 +116,7 @@ class PartitionReassignments:
                 except _PROPAGATE:
                     raise
                 except Exception:   # noqa: BLE001 - one partition must not stop the others
-                    _log.exception(f"Error resuming reassignment of partition {_tp(tp)}")
+                    _log.exception(f"Error resuming reassignment of partition {tp_text(tp)}")
 
     def on_broker_startup(self, new_brokers: Iterable[int]) -> None:
         """Resume reassignments with a target replica on a broker that just started."""
@@ -180,7 +183,7 @@ class PartitionReassignments:
                 except _PROPAGATE:
                     raise
                 except Exception:   # noqa: BLE001 - one partition must not stop the others
-                    _log.exception(f"Error completing reassignment of partition {_tp(tp)}")
+                    _log.exception(f"Error completing reassignment of partition {tp_text(tp)}")
 
     # -- onPartitionReassignment ----------------------------------------------------------
     def on_partition_reassignment(self, tp: "TopicPartition",
@@ -207,7 +210,7 @@ class PartitionReassignments:
         self._batch.new_batch()                                                           # B8
         self._batch.add_update_metadata(sorted(ctx.live_or_shutting_down_broker_ids()), [tp])
         self._batch.send()
-        _log.info(f"Completed reassignment of partition {_tp(tp)} to "
+        _log.info(f"Completed reassignment of partition {tp_text(tp)} to "
                   f"{_csv(completed.replicas)}")
         self._deletion.resume_deletion_for_topics({tp[0]})
 
@@ -217,7 +220,7 @@ class PartitionReassignments:
         replaced (or cancelled) reassignment that the new one drops are removed."""
         current = self._ctx.full_assignment(tp)
         if current != reassignment:
-            _log.debug(f"Updating assignment of partition {_tp(tp)} from {current} to "
+            _log.debug(f"Updating assignment of partition {tp_text(tp)} from {current} to "
                        f"{reassignment}")
             self._update_replica_assignment(tp, reassignment)
             self._ctx.update_full_assignment(tp, reassignment)
@@ -233,7 +236,7 @@ class PartitionReassignments:
         results: dict = {}
         for tp, reassignment in reassignments.items():
             if self._deletion.is_topic_queued_up_for_deletion(tp[0]):
-                _log.info(f"Skipping reassignment of {_tp(tp)} since the topic is currently "
+                _log.info(f"Skipping reassignment of {tp_text(tp)} since the topic is currently "
                           f"being deleted")
                 results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, PARTITION_DOES_NOT_EXIST)
             elif not self._ctx.replicas(tp):
@@ -243,11 +246,11 @@ class PartitionReassignments:
                     self.on_partition_reassignment(tp, reassignment)
                     results[tp] = NONE
                 except _PROPAGATE:
-                    _log.info(f"Failed completing reassignment of partition {_tp(tp)} because "
+                    _log.info(f"Failed completing reassignment of partition {tp_text(tp)} because "
                               f"controller has moved to another broker")
                     raise
                 except Exception:       # noqa: BLE001 - Kafka answers UNKNOWN_SERVER_ERROR
-                    _log.exception(f"Error completing reassignment of partition {_tp(tp)}")
+                    _log.exception(f"Error completing reassignment of partition {tp_text(tp)}")
                     results[tp] = (ErrorCode.UNKNOWN, UNKNOWN_SERVER_ERROR_MESSAGE)
         return results
 
@@ -289,7 +292,7 @@ class PartitionReassignments:
         current = self._zk.get_partition_states([tp]).get(tp)
         if isinstance(current, _PROPAGATE):
             raise current
-        if not isinstance(current, LeaderIsr):
+        if not isinstance(current, LeaderAndIsr):
             return False
         return set(assignment.target_replicas) <= set(current.isr)
 
@@ -297,7 +300,7 @@ class PartitionReassignments:
         reassignment = self._ctx.full_assignment(tp)
         if self._is_complete(tp, reassignment):
             _log.info(f"Target replicas {_csv(reassignment.target_replicas)} have all caught up "
-                      f"with the leader for reassigning partition {_tp(tp)}")
+                      f"with the leader for reassigning partition {tp_text(tp)}")
             self.on_partition_reassignment(tp, reassignment)
 
     def _move_leader_if_required(self, tp: "TopicPartition", assignment: ReplicaAssignment
@@ -306,20 +309,20 @@ class PartitionReassignments:
         ctx = self._ctx
         current = ctx.partition_leadership(tp)
         if current is None:
-            raise StateChangeFailedError(f"no leader and ISR known for partition {_tp(tp)}")
+            raise StateChangeFailedError(f"no leader and ISR known for partition {tp_text(tp)}")
         leader, replicas = current.leader, _csv(assignment.replicas)
         if leader not in assignment.replicas:
-            _log.info(f"Leader {leader} for partition {_tp(tp)} being reassigned, is not in the "
-                      f"new list of replicas {replicas}. Re-electing leader")
-            self._psm.handle_state_changes([tp], PartitionState.ONLINE, REASSIGN)
+            _log.info(f"Leader {leader} for partition {tp_text(tp)} being reassigned, is not "
+                      f"in the new list of replicas {replicas}. Re-electing leader")
+            self._psm.handle_state_changes([tp], PartitionStateName.ONLINE, REASSIGN)
         elif ctx.is_replica_online(leader, tp):
-            _log.info(f"Leader {leader} for partition {_tp(tp)} being reassigned, is already in "
-                      f"the new list of replicas {replicas} and is alive")
+            _log.info(f"Leader {leader} for partition {tp_text(tp)} being reassigned, is "
+                      f"already in the new list of replicas {replicas} and is alive")
             self._update_leader_epoch_and_send(tp, assignment)
         else:
-            _log.info(f"Leader {leader} for partition {_tp(tp)} being reassigned, is already in "
-                      f"the new list of replicas {replicas} but is dead")
-            self._psm.handle_state_changes([tp], PartitionState.ONLINE, REASSIGN)
+            _log.info(f"Leader {leader} for partition {tp_text(tp)} being reassigned, is "
+                      f"already in the new list of replicas {replicas} but is dead")
+            self._psm.handle_state_changes([tp], PartitionStateName.ONLINE, REASSIGN)
 
     def _stop_removed_replicas(self, tp: "TopicPartition", removed: Iterable[int]) -> None:
         """B4/B5 (Kafka's stopRemovedReplicasOfReassignedPartition): out of the ISR and
@@ -341,9 +344,9 @@ class PartitionReassignments:
         try:
             self._zk.set_topic_assignment(topic, self._ctx.topic_ids.get(topic), assignments)
         except NoNodeError:
-            raise StateChangeFailedError(f"Failed to update assignment for {_tp(tp)} since the "
+            raise StateChangeFailedError(f"Failed to update assignment for {tp_text(tp)} since the "
                                          f"topic has no current assignment") from None
-        _log.info(f"Successfully updated assignment of partition {_tp(tp)} to {assignment}")
+        _log.info(f"Successfully updated assignment of partition {tp_text(tp)} to {assignment}")
 
     def _update_leader_epoch_and_send(self, tp: "TopicPartition",
                                       assignment: ReplicaAssignment) -> None:
@@ -352,7 +355,7 @@ class PartitionReassignments:
         updated = self._update_leader_epoch(tp)
         if updated is None:
             _state_log.error(f"Failed to send LeaderAndIsr request with new replica assignment "
-                             f"{assignment} to leader for partition being reassigned {_tp(tp)}")
+                             f"{assignment} to leader for partition being reassigned {tp_text(tp)}")
             return
         # A BatchStateError here makes the controller resign (its event's recovery)
         self._batch.new_batch()
@@ -363,9 +366,9 @@ class PartitionReassignments:
         self._batch.send()
         _state_log.info(f"Sent LeaderAndIsr request {updated} with new replica assignment "
                         f"{assignment} to leader {updated.leader} for partition being "
-                        f"reassigned {_tp(tp)}")
+                        f"reassigned {tp_text(tp)}")
 
-    def _update_leader_epoch(self, tp: "TopicPartition") -> LeaderIsr | None:
+    def _update_leader_epoch(self, tp: "TopicPartition") -> LeaderAndIsr | None:
         """Kafka's updateLeaderEpoch: the state znode re-read and written back with the
         leader epoch + 1 (leader and ISR unchanged), so the leader takes the new RS."""
         ctx = self._ctx
@@ -375,7 +378,7 @@ class PartitionReassignments:
                 raise current
             if current is None:
                 raise StateChangeFailedError(
-                    f"Cannot update leader epoch for partition {_tp(tp)} as leaderAndIsr path "
+                    f"Cannot update leader epoch for partition {tp_text(tp)} as leaderAndIsr path "
                     f"is empty. This could mean we somehow tried to reassign a partition that "
                     f"doesn't exist")
             if current.controller_epoch > ctx.epoch:
@@ -390,8 +393,8 @@ class PartitionReassignments:
                 raise outcome
             if outcome is not None:
                 ctx.put_leadership(tp, outcome)
-                _log.info(f"Updated leader epoch for partition {_tp(tp)} to "
-                          f"{outcome.leader_epoch}, zkVersion={outcome.zk_version}")
+                _log.info(f"Updated leader epoch for partition {tp_text(tp)} to "
+                          f"{outcome.leader_epoch}, zkVersion={outcome.partition_epoch}")
                 return outcome
         return None
 
@@ -415,7 +418,7 @@ class PartitionReassignments:
         current = self._zk.get_partition_reassignment()
         keep = {tp: r for tp, r in current.items() if not should_remove(tp, r)}
         removing = [tp for tp in current if tp not in keep]
-        _log.info(f"Removing partitions {_tps(removing)} from the list of reassigned "
+        _log.info(f"Removing partitions {tps_text(removing)} from the list of reassigned "
                   f"partitions in zookeeper")
         if not keep:
             _log.info(f"No more partitions need to be reassigned. Deleting zk path "
@@ -427,14 +430,6 @@ class PartitionReassignments:
 
 
 # -- text as Kafka prints it ---------------------------------------------------------
-def _tp(tp: "TopicPartition") -> str:
-    return f"{tp[0]}-{tp[1]}"
-
-
-def _tps(partitions: Iterable["TopicPartition"]) -> str:
-    return ",".join(_tp(tp) for tp in partitions)
-
-
 def _csv(ids: Iterable[int]) -> str:
     return ",".join(str(i) for i in ids)
 
@@ -445,5 +440,5 @@ def _scala_buffer(ids: Iterable[int]) -> str:
 
 
 def _errors_text(errors: "Mapping[TopicPartition, ApiError]") -> str:
-    return ", ".join(f"{_tp(tp)} -> ApiError(error={code}, message={msg})"
+    return ", ".join(f"{tp_text(tp)} -> ApiError(error={code}, message={msg})"
                      for tp, (code, msg) in errors.items())

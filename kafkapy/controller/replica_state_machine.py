@@ -33,12 +33,15 @@ from typing import TYPE_CHECKING, Iterable
 
 import structlog
 
-from kafkapy.controller.context import NO_LEADER, LeaderIsr, ReplicaState
+from kafkapy.controller.context import ReplicaState
+from kafkapy.controller.log_text import tp_text
 from kafkapy.controller.transitions import split_valid_transitions
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
+from kafkapy.metadata.leader_and_isr import NO_LEADER, LeaderAndIsr
+from kafkapy.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
-    from kafkapy.controller.context import ControllerContext, PartitionAndReplica, TopicPartition
+    from kafkapy.controller.context import ControllerContext, PartitionAndReplica
     from kafkapy.controller.request_batch import ControllerBrokerRequestBatch
     from kafkapy.controller.zk_writes import ZkWrites
 
@@ -123,7 +126,7 @@ class ReplicaStateMachine:
 
         def invalid(r: "PartitionAndReplica", current: ReplicaState) -> None:
             _state_log.error("invalid replica state transition", replica=broker,
-                             partition=_tp(r[0]), current=current.value,
+                             partition=tp_text(r[0]), current=current.value,
                              target=target.value, controller_epoch=ctx.epoch)
         valid = split_valid_transitions(replicas, ctx.replica_states, _VALID_PREVIOUS, target,
                                         ReplicaState.NON_EXISTENT, invalid)
@@ -147,7 +150,7 @@ class ReplicaStateMachine:
                 if li.leader == broker:
                     self._log_failed(r, ctx.replica_state(r), ReplicaState.OFFLINE,
                                      StateChangeFailedError(
-                                         f"Replica {broker} for partition {_tp(tp)} cannot be "
+                                         f"Replica {broker} for partition {tp_text(tp)} cannot be "
                                          f"moved to NewReplica state as it is being requested "
                                          f"to become leader"))
                     continue
@@ -163,7 +166,7 @@ class ReplicaStateMachine:
                 assignment = ctx.full_assignment(tp)
                 if broker not in assignment.replicas:
                     _log.error("adding a replica that is not part of the assignment",
-                               replica=broker, partition=_tp(tp), assignment=str(assignment))
+                               replica=broker, partition=tp_text(tp), assignment=str(assignment))
                     ctx.update_full_assignment(tp, replace(
                         assignment, replicas=assignment.replicas + (broker,)))
             else:
@@ -182,7 +185,7 @@ class ReplicaStateMachine:
         updated = self._remove_replicas_from_isr(broker, [r[0] for r in with_leadership])
         for tp, li in updated.items():
             _state_log.info("partition state changed after removing replica from the ISR",
-                            partition=_tp(tp), replica=broker, leader=li.leader,
+                            partition=tp_text(tp), replica=broker, leader=li.leader,
                             isr=list(li.isr), leader_epoch=li.leader_epoch,
                             controller_epoch=ctx.epoch)
             if not ctx.is_topic_queued_for_deletion(tp[0]):
@@ -213,7 +216,7 @@ class ReplicaStateMachine:
 
     # -- ISR removal ------------------------------------------------------------------
     def _remove_replicas_from_isr(self, broker: int, partitions: "list[TopicPartition]"
-                                  ) -> "dict[TopicPartition, LeaderIsr]":
+                                  ) -> "dict[TopicPartition, LeaderAndIsr]":
         """Kafka's removeReplicasFromIsr: rounds until no version conflict is left.
         Returns the partitions' leader/ISR after the removal (unchanged ones too)."""
         done: dict = {}
@@ -232,7 +235,7 @@ class ReplicaStateMachine:
             self._log_failed((tp, broker), self._ctx.replica_state((tp, broker)),
                              ReplicaState.OFFLINE,
                              StateChangeFailedError(f"gave up removing replica {broker} from "
-                                                    f"the ISR of {_tp(tp)} after conflicts"))
+                                                    f"the ISR of {tp_text(tp)} after conflicts"))
         return done
 
     def _do_remove_replicas_from_isr(self, broker: int, partitions: "list[TopicPartition]"):
@@ -245,7 +248,7 @@ class ReplicaStateMachine:
             if li is None:
                 if not ctx.is_topic_queued_for_deletion(tp[0]):
                     results[tp] = StateChangeFailedError(
-                        f"Failed to change state of replica {broker} for partition {_tp(tp)} "
+                        f"Failed to change state of replica {broker} for partition {tp_text(tp)} "
                         f"since the leader and isr path in zookeeper is empty")
             elif isinstance(li, Exception):
                 results[tp] = li
@@ -257,7 +260,7 @@ class ReplicaStateMachine:
                     f"{li.controller_epoch}. Aborting state change by this controller")
             elif broker not in li.isr:
                 # Kafka stamps what it read with its own epoch (LeaderIsrAndControllerEpoch)
-                li = li.with_zk_version(li.zk_version, ctx.epoch)
+                li = li.with_partition_epoch(li.partition_epoch, ctx.epoch)
                 ctx.put_leadership(tp, li)
                 results[tp] = li
             else:
@@ -277,17 +280,14 @@ class ReplicaStateMachine:
         self._ctx.put_replica_state(replica, state)
 
     def _log_transition(self, replica, current: ReplicaState, target: ReplicaState) -> None:
-        _state_log.debug("replica state changed", replica=replica[1], partition=_tp(replica[0]),
-                         current=current.value, target=target.value,
+        _state_log.debug("replica state changed", replica=replica[1],
+                         partition=tp_text(replica[0]), current=current.value,
+                         target=target.value,
                          controller_epoch=self._ctx.epoch)
 
     def _log_failed(self, replica, current: ReplicaState, target: ReplicaState,
                     error: BaseException) -> None:
         _state_log.error("replica state change failed", replica=replica[1],
-                         partition=_tp(replica[0]), current=current.value, target=target.value,
-                         controller_id=self._node_id, controller_epoch=self._ctx.epoch,
-                         error=str(error) or type(error).__name__)
-
-
-def _tp(tp: "TopicPartition") -> str:
-    return f"{tp[0]}-{tp[1]}"
+                         partition=tp_text(replica[0]), current=current.value,
+                         target=target.value, controller_id=self._node_id,
+                         controller_epoch=self._ctx.epoch, error=str(error) or type(error).__name__)

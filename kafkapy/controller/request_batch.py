@@ -31,12 +31,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import structlog
 
 from kafkapy.controller.context import ReplicaAssignment
+from kafkapy.controller.log_text import tp_text
+from kafkapy.metadata.leader_and_isr import LEADER_DURING_DELETE, LeaderAndIsr
 from kafkapy.metadata.topics import parse_topic_id
 from kafkapy.protocol.inter_broker import (
     LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest)
+from kafkapy.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
-    from kafkapy.controller.context import ControllerContext, LeaderIsr, TopicPartition
+    from kafkapy.controller.context import ControllerContext
 
 _log = structlog.get_logger("kafkapy.controller.request_batch")
 
@@ -44,9 +47,8 @@ LEADER_AND_ISR_VERSION = 7
 UPDATE_METADATA_VERSION = 8
 STOP_REPLICA_VERSION = 4
 
-#: ``LeaderAndIsr.LeaderDuringDelete`` / ``EpochDuringDelete``: the leader and the
-#: StopReplica leader epoch of a partition whose topic is being deleted.
-LEADER_DURING_DELETE = -2
+#: ``LeaderAndIsr.EpochDuringDelete``: the StopReplica leader epoch of a partition whose
+#: topic is being deleted.
 EPOCH_DURING_DELETE = -2
 #: ``LeaderAndIsr.NoEpoch``
 NO_EPOCH = -1
@@ -132,7 +134,7 @@ class ControllerBrokerRequestBatch:
 
     # -- collecting ---------------------------------------------------------------
     def add_leader_and_isr(self, brokers: Iterable[int], tp: "TopicPartition",
-                           leader_isr: "LeaderIsr", replicas: "ReplicaAssignment | Iterable[int]",
+                           leader_isr: "LeaderAndIsr", replicas: "ReplicaAssignment | Iterable[int]",
                            is_new: bool) -> None:
         """Tell ``brokers`` the partition's leader/ISR (Kafka's
         addLeaderAndIsrRequestForBrokers); adds UpdateMetadata for ``tp`` to all live
@@ -153,7 +155,7 @@ class ControllerBrokerRequestBatch:
             per_broker[tp] = _LAI.LeaderAndIsrPartitionState(
                 partition_index=tp[1], controller_epoch=leader_isr.controller_epoch,
                 leader=leader_isr.leader, leader_epoch=leader_isr.leader_epoch,
-                isr=list(leader_isr.isr), partition_epoch=leader_isr.zk_version,
+                isr=list(leader_isr.isr), partition_epoch=leader_isr.partition_epoch,
                 replicas=replicas, adding_replicas=adding, removing_replicas=removing,
                 is_new=bool(is_new or (prior is not None and prior.is_new)),
                 leader_recovery_state=leader_isr.leader_recovery_state)
@@ -190,18 +192,18 @@ class ControllerBrokerRequestBatch:
     def _update_metadata_state(self, tp: "TopicPartition") -> Any:
         li = self._ctx.partition_leadership(tp)
         if li is None:
-            _log.debug("leader not yet assigned, no UpdateMetadata for it", partition=tp)
+            _log.debug("leader not yet assigned, no UpdateMetadata for it", partition=tp_text(tp))
             return None
         replicas = self._ctx.replicas(tp)
         offline = [r for r in replicas if not self._ctx.is_replica_online(r, tp)]
         if self._ctx.is_topic_queued_for_deletion(tp[0]):
             # LeaderAndIsr.duringDelete(isr): initial leader and partition epochs.
-            leader, leader_epoch, zk_version = LEADER_DURING_DELETE, 0, 0
+            leader, leader_epoch, partition_epoch = LEADER_DURING_DELETE, 0, 0
         else:
-            leader, leader_epoch, zk_version = li.leader, li.leader_epoch, li.zk_version
+            leader, leader_epoch, partition_epoch = li.leader, li.leader_epoch, li.partition_epoch
         return _UM.UpdateMetadataTopicState.UpdateMetadataPartitionState(
             partition_index=tp[1], controller_epoch=li.controller_epoch, leader=leader,
-            leader_epoch=leader_epoch, isr=list(li.isr), zk_version=zk_version,
+            leader_epoch=leader_epoch, isr=list(li.isr), zk_version=partition_epoch,
             replicas=list(replicas), offline_replicas=offline)
 
     # -- sending --------------------------------------------------------------------

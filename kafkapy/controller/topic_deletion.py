@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 import structlog
 
-from kafkapy.controller.context import PartitionState, ReplicaState
+from kafkapy.controller.context import PartitionStateName, ReplicaState
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
-    from kafkapy.controller.context import ControllerContext, PartitionAndReplica, TopicPartition
+    from kafkapy.controller.context import ControllerContext, PartitionAndReplica
     from kafkapy.controller.partition_state_machine import PartitionStateMachine
     from kafkapy.controller.replica_state_machine import ReplicaStateMachine
     from kafkapy.controller.request_batch import ControllerBrokerRequestBatch
@@ -239,8 +240,8 @@ class TopicDeletionManager:
         unseen = [t for t in topics if t not in ctx.topics_with_deletion_started]
         if unseen:
             partitions = [tp for t in unseen for tp in ctx.partitions_for_topic(t)]
-            self._partition_sm.handle_state_changes(partitions, PartitionState.OFFLINE)
-            self._partition_sm.handle_state_changes(partitions, PartitionState.NON_EXISTENT)
+            self._partition_sm.handle_state_changes(partitions, PartitionStateName.OFFLINE)
+            self._partition_sm.handle_state_changes(partitions, PartitionStateName.NON_EXISTENT)
             ctx.topics_with_deletion_started.update(unseen)
         # Brokers stop serving the topics (leader -2) before their replicas go.
         self._client.send_metadata_update([tp for t in topics

@@ -12,7 +12,7 @@ Invariants:
    ``ControllerMovedError`` is raised (the caller resigns); nothing of that multi
    was applied;
  - a state znode is updated only at the zk version the controller last saw
-   (``LeaderIsr.zk_version``); a ``BadVersionError`` means someone else (a newer
+   (``LeaderAndIsr.partition_epoch``); a ``BadVersionError`` means someone else (a newer
    controller, a leader's AlterPartition) changed it: the partition is reported
    "to retry" so the caller re-reads and re-decides, as Kafka does;
  - writes are batched in multis of at most ``OPS_PER_MULTI`` operations (ZooKeeper's
@@ -30,12 +30,13 @@ from typing import Any, Hashable, Iterable, Sequence
 
 import structlog
 
-from kafkapy.controller.context import (
-    ControllerContext, LeaderIsr, ReplicaAssignment, TopicPartition)
+from kafkapy.controller.context import ControllerContext, ReplicaAssignment
 from kafkapy.metadata import paths
+from kafkapy.metadata.leader_and_isr import LeaderAndIsr
 from kafkapy.metadata.store import (
     BadVersionError, CheckOp, CreateOp, DeleteOp, MetadataStore, NoNodeError,
     NotEmptyError, Op, SetDataOp, join_path)
+from kafkapy.protocol.topic_partition import TopicPartition
 
 _log = structlog.get_logger("kafkapy.controller.zk_writes")
 
@@ -59,9 +60,9 @@ class StateChangeFailedError(Exception):
 @dataclass(slots=True)
 class UpdateLeaderAndIsrResult:
     """Kafka's ``UpdateLeaderAndIsrResult``: ``finished`` maps each partition to its
-    written ``LeaderIsr`` (new zk version) or the exception that failed it;
+    written ``LeaderAndIsr`` (new zk version) or the exception that failed it;
     ``to_retry`` lists partitions whose znode version had moved (BadVersion)."""
-    finished: "dict[TopicPartition, LeaderIsr | Exception]" = field(default_factory=dict)
+    finished: "dict[TopicPartition, LeaderAndIsr | Exception]" = field(default_factory=dict)
     to_retry: "list[TopicPartition]" = field(default_factory=list)
 
 
@@ -74,12 +75,12 @@ class ZkWrites:
         self._ctx = ctx
 
     # -- partition state znodes -------------------------------------------------
-    def create_partition_states(self, states: "dict[TopicPartition, LeaderIsr]"
-                                ) -> "dict[TopicPartition, LeaderIsr | Exception]":
+    def create_partition_states(self, states: "dict[TopicPartition, LeaderAndIsr]"
+                                ) -> "dict[TopicPartition, LeaderAndIsr | Exception]":
         """Create ``.../partitions``, ``.../partitions/<p>`` (if missing) and the state
         znode of each partition (Kafka's createTopicPartitionStatesRaw).
 
-        Returns, per partition, the written ``LeaderIsr`` (zk version 0, controller
+        Returns, per partition, the written ``LeaderAndIsr`` (zk version 0, controller
         epoch = ours) or the exception (``NodeExistsError`` if the state znode already
         exists, ``NoNodeError`` if the topic znode is gone).  Raises
         ``ControllerMovedError``.
@@ -98,13 +99,13 @@ class ZkWrites:
         out: dict = {}
         for tp, result in self._multi_each(ops).items():
             out[tp] = (result if isinstance(result, Exception)
-                       else states[tp].with_zk_version(0, self._ctx.epoch))
+                       else states[tp].with_partition_epoch(0, self._ctx.epoch))
         return out
 
     def get_partition_states(self, partitions: "Iterable[TopicPartition]"
-                             ) -> "dict[TopicPartition, LeaderIsr | None | Exception]":
+                             ) -> "dict[TopicPartition, LeaderAndIsr | None | Exception]":
         """Read each state znode (Kafka's getTopicPartitionStatesRaw + decode): the
-        ``LeaderIsr`` with its zk version, None if the znode does not exist, or the
+        ``LeaderAndIsr`` with its zk version, None if the znode does not exist, or the
         exception that failed the read (unparsable payload included)."""
         partitions = list(partitions)
         read = self.store.get_many([paths.partition_state_path(*tp) for tp in partitions])
@@ -117,19 +118,14 @@ class ZkWrites:
                 if isinstance(got, Exception):
                     raise got
                 data, stat = got
-                ps = paths.decode_partition_state(data, stat)
+                out[tp] = paths.decode_partition_state(data, stat)
             except Exception as e:      # noqa: BLE001 - reported per partition
                 out[tp] = e
-                continue
-            out[tp] = LeaderIsr(leader=ps.leader, leader_epoch=ps.leader_epoch,
-                                isr=tuple(ps.isr), controller_epoch=ps.controller_epoch,
-                                zk_version=stat.version,
-                                leader_recovery_state=ps.leader_recovery_state)
         return out
 
-    def update_leader_and_isr(self, leader_isrs: "dict[TopicPartition, LeaderIsr]"
+    def update_leader_and_isr(self, leader_isrs: "dict[TopicPartition, LeaderAndIsr]"
                               ) -> UpdateLeaderAndIsrResult:
-        """Write each partition's new leader/ISR conditionally on its ``zk_version``
+        """Write each partition's new leader/ISR conditionally on its ``partition_epoch``
         (Kafka's updateLeaderAndIsr).  Written partitions come back with the new zk
         version and our controller epoch; BadVersion -> ``to_retry``; other failures
         (e.g. NoNode) -> the exception in ``finished``.  Raises ``ControllerMovedError``.
@@ -138,7 +134,7 @@ class ZkWrites:
         if not leader_isrs:
             return result
         ops = [(tp, SetDataOp(paths.partition_state_path(*tp), self._encode(li),
-                              li.zk_version))
+                              li.partition_epoch))
                for tp, li in leader_isrs.items()]
         try:
             outcomes = self._multi_each(ops)
@@ -153,7 +149,7 @@ class ZkWrites:
             elif isinstance(outcome, Exception):
                 result.finished[tp] = outcome
             else:
-                result.finished[tp] = leader_isrs[tp].with_zk_version(outcome.version,
+                result.finished[tp] = leader_isrs[tp].with_partition_epoch(outcome.version,
                                                                       self._ctx.epoch)
         return result
 
@@ -170,6 +166,16 @@ class ZkWrites:
     def delete_topic_deletions(self, topics: Iterable[str]) -> None:
         """Remove ``/admin/delete_topics/<t>`` markers (missing ones are fine)."""
         self._delete_if_exists([paths.delete_topic_path(t) for t in topics])
+
+    # -- notifications -----------------------------------------------------------------
+    def delete_notifications(self, parent: str, names: Iterable[str]) -> None:
+        """Delete processed notification znodes ``<parent>/<name>`` (ISR changes, log dir
+        events), one fenced write each; missing ones are fine."""
+        for name in names:
+            try:
+                self.write_fenced(DeleteOp(f"{parent}/{name}"))
+            except NoNodeError:
+                pass
 
     # -- reassignment ---------------------------------------------------------------
     def set_topic_assignment(self, topic: str, topic_id: str | None,
@@ -222,7 +228,7 @@ class ZkWrites:
             raise outcome
         return outcome
 
-    def _encode(self, li: "LeaderIsr") -> bytes:
+    def _encode(self, li: "LeaderAndIsr") -> bytes:
         return paths.encode_partition_state(li.leader, li.leader_epoch, li.isr,
                                             self._ctx.epoch, li.leader_recovery_state)
 

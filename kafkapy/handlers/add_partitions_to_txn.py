@@ -79,7 +79,7 @@ def _transaction(ctx, txn_id, producer_id, epoch, verify_only: bool, topics) -> 
     txns = service(ctx)
     if txns is None:
         return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
-    if getattr(ctx.broker, "authorizer", None) is not None and not verify_only:
+    if ctx.broker.authorizer is not None and not verify_only:
         # Kafka: WRITE on the transactional id, then on each topic.
         if not authz.allowed(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, txn_id):
             return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}

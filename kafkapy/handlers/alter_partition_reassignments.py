@@ -20,6 +20,7 @@ from __future__ import annotations
 from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.protocol.topic_partition import TopicPartition
 
 API_KEY = 45
 MIN_VERSION = 0
@@ -31,7 +32,7 @@ _Partition = _Topic.ReassignablePartitionResponse
 
 
 async def handle(ctx, request):
-    wanted: dict[tuple[str, int], list[int] | None] = {}
+    wanted: dict[TopicPartition, list[int] | None] = {}
     for topic in request.topics or ():
         for p in topic.partitions or ():
             replicas = None if p.replicas is None else [int(r) for r in p.replicas]

@@ -14,6 +14,7 @@ answered CLUSTER_AUTHORIZATION_FAILED.
 from __future__ import annotations
 
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.security import authz
 from kafkapy.protocol.messages import RESPONSES
 
@@ -27,7 +28,7 @@ _Partition = _Topic.AlterReplicaLogDirPartitionResult
 
 
 def handle(ctx, request):
-    wanted: dict[tuple[str, int], str] = {}
+    wanted: dict[TopicPartition, str] = {}
     for entry in request.dirs or ():
         for topic in entry.topics or ():
             for index in topic.partitions or ():

@@ -32,5 +32,6 @@ def handle(ctx, request):
         users = sorted({u[0] for u in upsertions} | {d[0] for d in deletions})
         return ctx.response(throttle_time_ms=0, results=[
             (user, ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE) for user in users])
-    results = credentials.alter(ctx.broker, upsertions, deletions)
+    results = credentials.alter(ctx.broker.store, ctx.broker.scram_credentials, upsertions,
+                                deletions)
     return ctx.response(throttle_time_ms=0, results=results)

@@ -82,7 +82,7 @@ def handle(ctx, request):
         return ctx.response(error_code=ErrorCode.INVALID_REQUEST, api_keys=[],
                             throttle_time_ms=0)
     broker = ctx.broker
-    cache = getattr(broker, "features", None)
+    cache = broker.features
     features = () if cache is None else tuple(cache.features.items())
     key = (ctx.api_version, -2 if cache is None else cache.epoch, features)
 
@@ -98,8 +98,8 @@ def _finalized_features(broker) -> tuple[int, list]:
     """Kafka's ZooKeeper-mode answer: the ``/feature`` znode's version while it is
     Enabled (0 once a controller created it), else -1 (``metadata.features``); no
     supported features (``BrokerFeatures.createEmpty``)."""
-    cache = getattr(broker, "features", None)
-    if cache is None:           # a broker without the store's view (tests): as created
+    cache = broker.features
+    if cache is None:           # not started yet (no store's view): as created
         return 0, []
     return cache.epoch, [_Response.FinalizedFeatureKey(name=name, max_version_level=level,
                                                        min_version_level=level)

@@ -46,7 +46,7 @@ async def handle(ctx, request):
               if t.name not in duplicated and admin.is_queued_for_deletion(t.name)]
     created: dict[str, int] = {}
     refused: list[str] = []
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         names = [t.name for t in request.topics if t.name not in duplicated and t.name not in queued]
         allowed = authz.filter_allowed(ctx, authz.ALTER, authz.TOPIC, names)
         refused = list(dict.fromkeys(n for n in names if n not in allowed))

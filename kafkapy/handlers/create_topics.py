@@ -82,7 +82,7 @@ async def handle(ctx, request):
             continue
         results.append(_create(ctx, request, topic))
     await _await_leaders(ctx, request, results)
-    if getattr(ctx.broker, "authorizer", None) is not None and ctx.api_version >= 5:
+    if ctx.broker.authorizer is not None and ctx.api_version >= 5:
         _hide_configs(ctx, results)
     return ctx.response(throttle_time_ms=0, topics=results)
 

@@ -31,7 +31,7 @@ _Partition = _Topic.DeleteRecordsPartitionResult
 def handle(ctx, request):
     topics = []
     allowed = None
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         allowed = authz.filter_allowed(ctx, authz.DELETE, authz.TOPIC, [t.name for t in request.topics])
     for topic in request.topics:
         if allowed is not None and topic.name not in allowed:

@@ -47,7 +47,7 @@ def handle(ctx, request):
 
 
 def _find(ctx, key_type: int, key: str):
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         # Kafka: DESCRIBE on the group or transactional id, before looking anything up.
         if key_type == _GROUP and not authz.allowed(ctx, authz.DESCRIBE, authz.GROUP, key or ""):
             return ErrorCode.GROUP_AUTHORIZATION_FAILED, -1, "", -1
@@ -71,10 +71,10 @@ def _find(ctx, key_type: int, key: str):
 
 
 def _transaction_coordinator(ctx, key: str):
-    finder = getattr(ctx.broker.txn_coordinator, "coordinator_node", None)
-    if finder is None:
+    coordinator = ctx.broker.txn_coordinator
+    if coordinator is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-    return finder(key)
+    return coordinator.coordinator_node(key)
 
 
 # Kafka's Errors.message() for what v0-3 can answer: the name for NONE, else the

@@ -20,7 +20,7 @@ MAX_VERSION = 5
 
 def handle(ctx, request):
     broker = ctx.broker
-    if getattr(broker, "authorizer", None) is not None:
+    if broker.authorizer is not None:
         if request.transactional_id is not None:
             if not authz.allowed(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
                 return _refused(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)

@@ -55,8 +55,6 @@ def _apply(broker, request, fenced: int):
         return _error_response(request, entries, fenced)
     cache = broker.cache
     replica_manager = broker.replica_manager
-    if getattr(replica_manager, "fetchers", None) is None:
-        replica_manager.fetchers = getattr(broker, "replica_fetchers", None)
     changes = [PartitionChange(name, topic_id, state, is_new)
                for name, topic_id, state, is_new in entries]
     errors = replica_manager.become_leader_or_follower(

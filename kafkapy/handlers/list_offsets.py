@@ -183,7 +183,7 @@ def handle(ctx, request):
     topics = []
     kept: dict[int, bytes] = {}   # id(topic answer) -> its encoded partition array (v1+)
     allowed = None
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [t.name for t in request.topics])
     # Fields absent at this version read through kafka-python's slow default lookup:
     # read them once per request, not per partition.

@@ -49,11 +49,10 @@ from __future__ import annotations
 
 import weakref
 
-from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
-from kafkapy.coordinator.transaction.service import TRANSACTION_TOPIC
 from kafkapy.handlers.common import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from kafkapy.handlers.spliced import Spliced, cut_array
-from kafkapy.metadata.topics import invalid_topic_reason, is_internal
+from kafkapy.metadata.topics import (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, invalid_topic_reason,
+                                     is_internal)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.security import authz
@@ -81,25 +80,25 @@ def handle(ctx, request):
     kept: dict[int, bytes] = {}     # id(topic answer) -> its encoded partition array
     if request.topics is None or (version == 0 and not request.topics):
         names = sorted(cache.topics)
-        if getattr(broker, "authorizer", None) is not None:
+        if broker.authorizer is not None:
             names = sorted(authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, names))
         topics = [_topic(ctx, cache.topics[name], kept) for name in names]
     elif any(t.topic_id is not None and t.topic_id.int for t in request.topics):
         unknown_ids, topics = _by_id(ctx, request.topics, kept)
-        if getattr(broker, "authorizer", None) is not None:
+        if broker.authorizer is not None:
             allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [t.name for t in topics])
             denied = [_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, t.topic_id)
                       for t in topics if t.name not in allowed]
             topics = [t for t in topics if t.name in allowed]
     else:
         names = [t.name for t in request.topics]
-        if getattr(broker, "authorizer", None) is not None:
+        if broker.authorizer is not None:
             names, denied = _authorized_names(ctx, names, allow_auto)
         topics = _by_name(ctx, names, allow_auto, kept)
     topics += denied
     if version >= 8 and request.include_topic_authorized_operations:
         for topic in topics:
-            if topic.error_code == ErrorCode.NO_ERROR or getattr(broker, "authorizer", None) is None:
+            if topic.error_code == ErrorCode.NO_ERROR or broker.authorizer is None:
                 topic.authorized_operations = authz.authorized_operations(
                     ctx, authz.TOPIC, topic.name, TOPIC_OPERATIONS)
     response = ctx.response(
@@ -192,7 +191,7 @@ def _auto_create(ctx, name: str):
     try:
         if name == OFFSETS_TOPIC:
             broker.groups.ensure_topic()
-        elif name == TRANSACTION_TOPIC and broker.transactions_enabled:
+        elif name == TRANSACTION_STATE_TOPIC and broker.transactions_enabled:
             broker.txn_coordinator.ensure_topic()
         elif is_internal(name):
             return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
@@ -251,7 +250,7 @@ def _kept_partitions(ctx, topic, answer) -> bytes | None:
     """The topic's encoded partition array for this request's layout and listener,
     encoded now if not kept; None while a local log dir is offline (module docstring)."""
     broker = ctx.broker
-    logs = getattr(broker, "log_manager", None)
+    logs = broker.log_manager
     if logs is None or logs.offline_dirs:
         return None
     cache = broker.cache

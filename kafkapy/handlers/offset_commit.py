@@ -46,7 +46,7 @@ def handle(ctx, request):
     expire = now + retention if retention is not None and retention >= 0 else None
     errors, offsets = {}, {}
     allowed = None
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         if not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
             errors = {(t.name, p.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED
                       for t in request.topics for p in t.partitions}

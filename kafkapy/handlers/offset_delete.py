@@ -27,7 +27,7 @@ def handle(ctx, request):
     cache = ctx.broker.cache
     asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     denied: list = []
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         # Kafka: DELETE on the group, then READ on each topic.
         if not authz.allowed(ctx, authz.DELETE, authz.GROUP, request.group_id):
             return ctx.response(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])

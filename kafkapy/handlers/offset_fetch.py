@@ -84,7 +84,7 @@ def _fetch(ctx, group_id: str, asked, stable: bool):
     """(group error, [(partition, committed offset or None, partition error)])."""
     groups = coordinator(ctx)
     denied = []
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         if not authz.allowed(ctx, authz.DESCRIBE, authz.GROUP, group_id):
             return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
         if asked is not None:

@@ -31,7 +31,7 @@ def handle(ctx, request):
     replicas = ctx.broker.replica_manager
     topics = []
     allowed = None
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         # Kafka: a follower needs CLUSTER_ACTION, a client DESCRIBE on each topic.
         names = [t.topic for t in request.topics]
         follower = ctx.api_version >= 3 and request.replica_id >= 0

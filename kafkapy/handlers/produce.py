@@ -15,13 +15,15 @@ Checks in Kafka's order (KafkaApis.handleProduceRequest, then ReplicaManager):
    ProduceRequest.validateRecords (v3+: exactly one magic-2 batch, zstd from
    v7) -> INVALID_RECORD / CORRUPT_MESSAGE / UNSUPPORTED_COMPRESSION_TYPE;
 3. acks not in (-1, 0, 1) -> INVALID_REQUIRED_ACKS for the partitions left;
+then one call to the replica manager (``ReplicaManager.append_records``), which for
+the partitions left does what Kafka's ReplicaManager does:
 4. transactional batches are verified against the transaction coordinator
-   (KIP-890 part 1, ``_verify_transaction``) unless the producer already has an
-   open transaction on the partition;
-5. per partition: internal topic -> INVALID_TOPIC_EXCEPTION; not the leader ->
-   NOT_LEADER_OR_FOLLOWER; then the leader's append (``Partition``): header
-   checks, compacted-topic key check (INVALID_RECORD with record_errors),
-   idempotent sequence checks.
+   (KIP-890 part 1, ``replication.txn_verification``) unless the producer already
+   has an open transaction on the partition;
+5. per partition: internal topic -> INVALID_TOPIC_EXCEPTION (unless the client id is
+   ``__admin_client``); not the leader -> NOT_LEADER_OR_FOLLOWER; then the leader's
+   append (``Partition``): header checks, compacted-topic key check (INVALID_RECORD
+   with record_errors), idempotent sequence checks.
 Errors of steps 0-3 carry no log start offset (-1), as in Kafka; error_message
 is sent only where Kafka sends one (step 0, record errors, transaction verification).
 acks=0 gets no response; if anything failed the connection is closed instead,
@@ -29,38 +31,30 @@ as Kafka does.  Null records are answered when their partition is refused by ste
 (unknown topic or partition, topic authorization) and the request fails nowhere as a
 whole; otherwise Kafka hits a NullPointerException and never answers, and kafkapy
 closes the connection.
-acks=-1 (``kafkapy.replication.acks``): a leader whose ISR is smaller than the
-topic's effective min.insync.replicas refuses the partition with
-NOT_ENOUGH_REPLICAS before appending (after the checks above, as Kafka's
+acks=-1 (``kafkapy.replication.acks``, run by the replica manager): a leader whose
+ISR is smaller than the topic's effective min.insync.replicas refuses the partition
+with NOT_ENOUGH_REPLICAS before appending (after the checks above, as Kafka's
 Partition.appendRecordsToLeader); otherwise the answer waits until the high
 watermark passes the appended offsets (at once with a single replica):
 NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min ISR,
-REQUEST_TIMED_OUT at timeout_ms; a request with no partitions is answered at once.
+REQUEST_TIMED_OUT at timeout_ms, one answer per partition named; a request with no
+partitions is answered at once.
 """
 from __future__ import annotations
 
-import structlog
-
 from kafkapy.security import authz
-from kafkapy.coordinator.transaction.state import TxnState
 from kafkapy.api.context import CloseConnection
-from kafkapy.metadata.topics import is_internal
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.records.batch import ATTR_TRANSACTIONAL, MAGIC_OFFSET, RecordError, \
-    check_produce_request, next_entry_size, read_header
-from kafkapy.replication import acks
+    check_produce_request, next_entry_size
 from kafkapy.replication.partition import AppendResult
-
-_log = structlog.get_logger("kafkapy.handlers.produce")
 
 API_KEY = 0
 MIN_VERSION = 0
 MAX_VERSION = 11
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 _ATTRIBUTES_AT = 21
-_FIRST_ABORTABLE_VERSION = 11  # Produce v11 answers TRANSACTION_ABORTABLE (KIP-890)
 
 _R = RESPONSES[API_KEY]
 _TopicResponse = _R.TopicProduceResponse
@@ -84,19 +78,10 @@ def handle(ctx, request):
             (transactional or transactional_id is not None)
             and not ctx.broker.transactions_enabled):
         return _all_failed(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    if (transactional and getattr(ctx.broker, "authorizer", None) is not None
+    if (transactional and ctx.broker.authorizer is not None
             and not authz.allowed(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, transactional_id)):
         return _all_failed(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    results = _append(ctx, request, transactional_id)
-    required_acks = request.acks
-    if required_acks == 0:
-        if any(r.error_code for _, _, r in results):
-            raise CloseConnection("acks=0 produce failed")
-        return None
-    if required_acks == -1 and results:
-        return ctx.broker.await_replication(results, request.timeout_ms,
-                                            lambda final: _response(ctx, final))
-    return _response(ctx, results)
+    return _append(ctx, request, transactional_id)
 
 
 def _has_transactional_records(request) -> bool:
@@ -120,12 +105,14 @@ def _has_transactional_records(request) -> bool:
     return False
 
 
-def _append(ctx, request, transactional_id) -> list[tuple[str, int, AppendResult]]:
-    """Run the checks of the module docstring, then append what passed them."""
+def _append(ctx, request, transactional_id):
+    """Run the request checks of the module docstring, then let the replica manager
+    append what passed them; the response (a future of it while acks=-1 waits), or None
+    for acks=0."""
     version = ctx.api_version
     parts = [(t.name, p) for t in request.topic_data for p in t.partition_data]
     early = [_request_error(ctx, name, part, version) for name, part in parts]
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         # Kafka checks WRITE on the topic before anything else about the partition.
         allowed = authz.filter_allowed(ctx, authz.WRITE, authz.TOPIC, [name for name, _ in parts])
         early = [r if name in allowed else AppendResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -135,19 +122,16 @@ def _append(ctx, request, transactional_id) -> list[tuple[str, int, AppendResult
         # a NullPointerException and never answers; closing is the same outcome without
         # holding the connection open.  Null records refused here are answered.
         raise CloseConnection("null records")
-    if request.acks not in (-1, 0, 1):
-        return [(name, part.index, r or AppendResult(ErrorCode.INVALID_REQUIRED_ACKS))
-                for (name, part), r in zip(parts, early)]
-    replicas = ctx.broker.replica_manager
-    verify = transactional_id is not None and _verification_enabled(ctx)
-    results = []
-    for (name, part), result in zip(parts, early):
-        if result is None and verify:
-            result = _verify_transaction(ctx, transactional_id, name, part)
-        if result is None:
-            result = _append_one(ctx, replicas, name, part, version, request.acks)
-        results.append((name, part.index, result))
-    return results
+    required_acks = request.acks
+    if required_acks not in (-1, 0, 1):
+        return _response(ctx, [(name, part.index,
+                                r or AppendResult(ErrorCode.INVALID_REQUIRED_ACKS))
+                               for (name, part), r in zip(parts, early)])
+    return ctx.broker.replica_manager.append_records(
+        parts, early, required_acks=required_acks, timeout_ms=request.timeout_ms,
+        produce_version=version, internal_topics_allowed=ctx.client_id == ADMIN_CLIENT_ID,
+        transactional_id=transactional_id,
+        respond=_no_response if required_acks == 0 else lambda results: _response(ctx, results))
 
 
 def _request_error(ctx, name: str, part, version: int) -> AppendResult | None:
@@ -163,107 +147,14 @@ def _request_error(ctx, name: str, part, version: int) -> AppendResult | None:
     return None
 
 
-def _append_one(ctx, replicas, name: str, part, version: int, required_acks: int
-                ) -> AppendResult:
-    if is_internal(name) and ctx.client_id != ADMIN_CLIENT_ID:
-        return AppendResult(ErrorCode.INVALID_TOPIC_EXCEPTION)
-    try:
-        partition = replicas.leader_partition(name, part.index)
-    except KafkaError as err:
-        return AppendResult(err.code)
-    if required_acks == -1:
-        refused = acks.min_isr_error(partition, name, part.index)
-        if refused is not None:
-            _log.error("Error processing append operation on partition",
-                       partition=f"{name}-{part.index}", error=refused.error_message)
-            return refused
-    result = partition.append_as_leader(part.records, version)
-    if result.error_code == 0 and result.last_offset >= 0:
-        replicas.appended((name, part.index))
-    return result
-
-
-# -- transaction verification (KIP-890 part 1) ---------------------------------------------
-
-def _verification_enabled(ctx) -> bool:
-    return bool(ctx.broker.config["transaction.partition.verification.enable"])
-
-
-def _verify_transaction(ctx, transactional_id: str, name: str, part) -> AppendResult | None:
-    """Kafka's verification of a transactional batch before it is appended.
-
-    None when the batch may go on: it is not transactional, its producer already
-    has an open transaction on the partition, the coordinator knows the partition
-    is in the transaction, or the coordinator is another broker (not asked here).
-    """
-    records = part.records
-    if len(records) < 61 or records[MAGIC_OFFSET] != 2:
-        return None
-    header = read_header(records)
-    if not header.is_transactional:
-        return None
-    try:
-        partition = ctx.broker.replica_manager.leader_partition(name, part.index)
-    except KafkaError as err:
-        return AppendResult(err.code)
-    if partition.has_ongoing_transaction(header.producer_id):
-        return None
-    error = _coordinator_verdict(ctx, transactional_id, header.producer_id,
-                                 header.producer_epoch, (name, part.index))
-    return None if error is None else _verification_failure(error, ctx.api_version)
-
-
-def _coordinator_verdict(ctx, transactional_id: str, producer_id: int, epoch: int,
-                         tp: tuple[str, int]) -> int | None:
-    """TransactionCoordinator.handleVerifyPartitionsInTransaction: an error code, or None."""
-    broker = ctx.broker
-    service = broker.txn_coordinator
-    coordinator = service.coordinator
-    index = coordinator.partition_for(transactional_id)
-    topic = broker.cache.topic(TRANSACTION_STATE_TOPIC)
-    state = topic.partitions.get(index) if topic is not None else None
-    if state is None or state.leader < 0:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if state.leader != broker.node_id:
-        return None  # kafkapy does not ask another broker's coordinator
-    error, txn = coordinator.describe(transactional_id)
-    if error == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
-        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-    if error:
-        return error
-    if txn.producer_id != producer_id:
-        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-    if txn.producer_epoch != epoch:
-        return ErrorCode.PRODUCER_FENCED
-    if txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-        return ErrorCode.CONCURRENT_TRANSACTIONS
-    return None if tp in txn.partitions else ErrorCode.INVALID_TXN_STATE
-
-
-_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
-    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
-
-
-def _verification_failure(error: int, version: int) -> AppendResult:
-    """The client-facing answer Kafka's ReplicaManager makes of a coordinator error."""
-    if error == ErrorCode.PRODUCER_FENCED:
-        return AppendResult(ErrorCode.INVALID_PRODUCER_EPOCH)
-    if error == ErrorCode.INVALID_TXN_STATE:
-        if version >= _FIRST_ABORTABLE_VERSION:
-            return AppendResult(ErrorCode.TRANSACTION_ABORTABLE)
-        return AppendResult(error, error_message="Partition was not added to the transaction",
-                            message_is_public=True)
-    if error in _RETRY_AS_NOT_ENOUGH_REPLICAS:
-        # Old clients retry NOT_ENOUGH_REPLICAS without refreshing metadata.
-        return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS, message_is_public=True,
-                            error_message="Unable to verify the partition has been added to "
-                                          f"the transaction. Underlying error: "
-                                          f"{ErrorCode(error).name}")
-    return AppendResult(error)
-
-
 # -- response ------------------------------------------------------------------------------
+
+def _no_response(results) -> None:
+    """acks=0: no answer; if anything failed the connection is closed instead (Kafka)."""
+    if any(r.error_code for _, _, r in results):
+        raise CloseConnection("acks=0 produce failed")
+    return None
+
 
 def _response(ctx, results):
     by_topic: dict[str, list] = {}

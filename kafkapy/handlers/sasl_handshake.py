@@ -26,8 +26,9 @@ def handle(ctx, request):
     auth = getattr(ctx, "connection_auth", None)
     if auth is None:
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
-    mechanisms = enabled_mechanisms(ctx.broker, ctx.listener)
-    server = server_for(request.mechanism, ctx.broker, ctx.listener)
+    broker = ctx.broker
+    mechanisms = enabled_mechanisms(broker.config, ctx.listener)
+    server = server_for(request.mechanism, broker.config, broker.scram_credentials, ctx.listener)
     if server is None:
         auth.failed()
         return ctx.response(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,

@@ -49,8 +49,6 @@ def _apply(broker, request, fenced: int):
         return _response(request, fenced, {})
     cache = broker.cache
     replica_manager = broker.replica_manager
-    if getattr(replica_manager, "fetchers", None) is None:
-        replica_manager.fetchers = getattr(broker, "replica_fetchers", None)
     partitions = _partitions(request)
     errors = replica_manager.stop_replicas(request.controller_id, request.controller_epoch,
                                            partitions)

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 from kafkapy.security import authz
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
-from kafkapy.coordinator.group.txn_offsets import OFFSETS_TOPIC
 from kafkapy.coordinator.transaction.service import fenced_for_version
 from kafkapy.handlers._txn import service
+from kafkapy.metadata.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.replication import acks
 
 API_KEY = 28
@@ -51,10 +52,10 @@ def handle(ctx, request):
     broker = ctx.broker
     version = ctx.api_version
     now = broker.clock.time_ms()
-    results: dict[tuple[str, int], int] = {}
+    results: dict[TopicPartition, int] = {}
     offsets = {}
     allowed = None
-    if getattr(ctx.broker, "authorizer", None) is not None:
+    if ctx.broker.authorizer is not None:
         # Kafka: WRITE on the transactional id, READ on the group, then READ per topic.
         asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
         refusal = None
@@ -79,7 +80,7 @@ def handle(ctx, request):
             offsets[tp] = OffsetAndMetadata(
                 p.committed_offset, p.committed_leader_epoch if version >= 2 else -1,
                 p.committed_metadata if p.committed_metadata is not None else "", now)
-    groups = getattr(broker, "groups", None)
+    groups = broker.groups
     committed: dict = {}
     if offsets:
         if groups is None:
@@ -153,5 +154,5 @@ def _coordinated_here(broker, txns, transactional_id: str) -> bool:
     """Whether this broker leads the transactional id's ``__transaction_state`` partition
     (Kafka verifies with the coordinator wherever it is, through AddPartitionsToTxn)."""
     index = txns.coordinator.partition_for(transactional_id or "")
-    state = broker.cache.partition("__transaction_state", index)
+    state = broker.cache.partition(TRANSACTION_STATE_TOPIC, index)
     return state is None or state.leader == broker.node_id

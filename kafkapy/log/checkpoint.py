@@ -25,6 +25,8 @@ import os
 import threading
 import weakref
 
+from kafkapy.protocol.topic_partition import TopicPartition
+
 CURRENT_VERSION = 0
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -140,15 +142,15 @@ def _write_lines(path: str, lines: list[str], fsync: bool = True) -> None:
     atomic_write(path, body.encode("utf-8"), fsync)
 
 
-def read_offset_checkpoint(path: str) -> dict[tuple[str, int], int]:
+def read_offset_checkpoint(path: str) -> dict[TopicPartition, int]:
     """``{(topic, partition): offset}``; {} for a missing or empty file."""
-    out: dict[tuple[str, int], int] = {}
+    out: dict[TopicPartition, int] = {}
     for topic, part, off in _read_lines(path, 3):
         out[(topic, _to_int(path, part))] = _to_int(path, off)
     return out
 
 
-def write_offset_checkpoint(path: str, offsets: dict[tuple[str, int], int],
+def write_offset_checkpoint(path: str, offsets: dict[TopicPartition, int],
                             fsync: bool = True) -> None:
     lines = [f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())]
     _write_lines(path, lines, fsync)

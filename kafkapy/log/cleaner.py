@@ -64,6 +64,7 @@ from kafkapy.log.segment import (INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TX
                                  LogSegment, segment_path)
 from kafkapy.log.swap import CLEANED_SUFFIX, SWAP_SUFFIX
 from kafkapy.log.time_index import TimeIndex
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.records.batch import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
                                    ATTR_TRANSACTIONAL, CRC_START, HEADER_SIZE, HEADER_STRUCT,
                                    LOG_OVERHEAD, MIN_BATCH_LENGTH, BatchHeader, crc32c,
@@ -171,7 +172,7 @@ def max_compaction_delay(log, first_dirty: int, now_ms: int) -> int:
 
 @dataclass
 class LogToClean:
-    key: tuple[str, int]
+    key: TopicPartition
     log: Any
     first_dirty: int
     first_uncleanable: int
@@ -210,7 +211,7 @@ class _SegSnap:
 
 @dataclass
 class CleanJob:
-    key: tuple[str, int]
+    key: TopicPartition
     log: Any
     dir: str
     segments: list[_SegSnap]       # every segment of the log, the active one last
@@ -840,8 +841,8 @@ class LogCleaner:
         self.log_manager = log_manager
         self.settings = settings or CleanerSettings()
         self.clock = clock
-        self.checkpoints: dict[str, dict[tuple[str, int], int]] = {}
-        self.in_progress: set[tuple[str, int]] = set()
+        self.checkpoints: dict[str, dict[TopicPartition, int]] = {}
+        self.in_progress: set[TopicPartition] = set()
         self.abort = threading.Event()
         self.cleaner = Cleaner(self.abort)
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None

@@ -29,6 +29,11 @@ Invariants:
   first batch timestamp (wall time since creation if it has none) exceeds
   segment.ms minus this segment's jitter, when an index is full, or when the
   batch's last offset would not fit the segment's int32 relative offsets.
+- one reader hands out file slices (``FetchSlice``: descriptor, position, size) for
+  sendfile: ``read_for_fetch`` is Kafka's UnifiedLog.read (one segment, a byte count
+  whose last batch may be cut short, aborted transactions for read_committed), what
+  Fetch answers; ``read`` keeps whole batches across segments (the broker's own
+  readers).
 - removed segments are renamed ``*.deleted`` and closed/unlinked only after
   file.delete.delay.ms, so FetchSlice descriptors stay valid meanwhile.
 - a log's dir is ``<topic>-<partition>``, or Kafka's ``<topic>-<partition>.<uuid
@@ -65,6 +70,11 @@ DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
 STRAY_DIR_SUFFIX = "-stray"
 _CLEANUP_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
+
+
+#: A read for Fetch (Kafka's FetchDataInfo): (file slices, the aborted transactions they
+#: may hold with read_committed, else None).  A plain tuple: one per partition fetched.
+FetchDataInfo = tuple[list[FetchSlice], "list[transaction_index.AbortedTxn] | None"]
 
 
 class AppendInfo(NamedTuple):
@@ -415,7 +425,31 @@ class Log:
         ``max_offset`` is exclusive (pass the high watermark for consumers).
         Raises KafkaError(OFFSET_OUT_OF_RANGE) for offset < log start or > LEO.
         May span segments; each slice is a contiguous range of one .log file.
+        The broker's own readers use it (coordinator loads, moves between log
+        dirs); Fetch reads through ``read_for_fetch``.
         """
+        return self._read(offset, max_bytes, max_offset, min_one_message, True, False)[0]
+
+    def read_for_fetch(self, offset: int, max_bytes: int, upper_offset: int,
+                       min_one_message: bool, read_committed: bool) -> FetchDataInfo:
+        """Kafka's UnifiedLog.read, what a Fetch answers: file slices for sendfile.
+
+        The read stays in the first segment holding a batch at or after ``offset``
+        and stops at ``max_bytes`` (at least the first batch when
+        ``min_one_message``) or at the position of ``upper_offset`` (the log end,
+        high watermark or last stable offset), so its last batch may be cut short;
+        clients drop such a partial batch.  ``read_committed`` adds the aborted
+        transactions up to Kafka's bound for the bytes read (None otherwise).
+        Raises KafkaError(OFFSET_OUT_OF_RANGE) for offset < log start or > LEO.
+        """
+        return self._read(offset, max_bytes, upper_offset, min_one_message, False,
+                          read_committed)
+
+    def _read(self, offset: int, max_bytes: int, max_offset: int | None,
+              min_one_message: bool, whole_batches: bool, read_committed: bool
+              ) -> FetchDataInfo:
+        """The one reader behind ``read`` (whole batches, across segments) and
+        ``read_for_fetch`` (a byte count in one segment, Kafka's)."""
         leo = self.log_end_offset
         if offset < self.log_start_offset or offset > leo:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
@@ -423,35 +457,60 @@ class Log:
                              f"[{self.log_start_offset}, {leo}]")
         limit = max_offset if max_offset is not None and max_offset < leo else None
         if offset == leo or (limit is not None and offset >= limit):
-            return []
+            return [], ([] if read_committed else None)
         segs = self.segments
-        i = self.segment_for(offset)
+        last = len(segs) - 1
+        # The segment holding the limit (None: read every segment to its end).
+        limit_index = self.segment_for(limit) if limit is not None else last + 1
         out: list[FetchSlice] = []
         remaining = max_bytes
-        first = True
-        while i < len(segs):
+        at = offset
+        for i in range(self.segment_for(offset), last + 1):
             seg = segs[i]
-            if limit is not None and seg.base_offset >= limit:
-                break
-            max_pos = None
-            limit_here = limit is not None and (i + 1 == len(segs)
-                                                or limit < segs[i + 1].base_offset)
-            if limit_here:
+            if i < limit_index:
+                max_pos = None
+            elif i == limit_index:
                 h = seg.find_offset_position(limit)
                 max_pos = h.position if h is not None else seg.size
-            sl = seg.read(offset, remaining, max_pos, min_one_message and first)
+            elif whole_batches:
+                break
+            else:
+                max_pos = 0     # past the limit: nothing to read here
+            sl = seg.read(at, remaining, max_pos, min_one_message and not out, whole_batches)
+            if not whole_batches:
+                if sl is None:
+                    continue    # nothing at or after the offset here: the next segment
+                return ([sl] if sl.size else [],
+                        self._aborted(i, offset, sl.position + sl.size) if read_committed
+                        else None)
             if sl is not None:
                 if sl.size == 0:
                     break
                 out.append(sl)
                 remaining -= sl.size
-                first = False
-                if remaining <= 0 or limit_here or sl.position + sl.size < seg.size:
+                if remaining <= 0 or i == limit_index or sl.position + sl.size < seg.size:
                     break
-            i += 1
-            if i < len(segs):
-                offset = segs[i].base_offset
-        return out
+            if i < last:
+                at = segs[i + 1].base_offset
+        return out, None    # (for a fetch: everything from the offset on was removed)
+
+    def _aborted(self, index: int, offset: int, end_position: int
+                 ) -> list[transaction_index.AbortedTxn]:
+        """read_committed: aborted transactions from ``offset`` up to Kafka's upper bound
+        for a read of segment ``index`` that ends at ``end_position``: the first
+        offset-index entry at or past that position, else the next segment's base
+        offset, else the log end (LocalLog.addAbortedTransactions)."""
+        segs = self.segments
+        entries = segs[index].offset_index
+        slot = bisect.bisect_left(range(entries.entries), end_position,
+                                  key=lambda i: entries.entry(i)[1])
+        if slot < entries.entries:
+            upper = entries.entry(slot)[0]
+        elif index + 1 < len(segs):
+            upper = segs[index + 1].base_offset
+        else:
+            upper = self.log_end_offset
+        return self.collect_aborted_transactions(offset, upper)
 
     def read_bytes(self, offset: int, max_bytes: int, max_offset: int | None = None,
                    min_one_message: bool = True) -> bytes:

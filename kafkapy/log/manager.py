@@ -78,6 +78,7 @@ from kafkapy.log.log_config import LogConfig
 from kafkapy.log.meta_properties import ensure_meta_properties
 from kafkapy.log.partition_metadata import PartitionMetadataError
 from kafkapy.log.producer_state import ProducerStateManagerConfig
+from kafkapy.protocol.topic_partition import TopicPartition
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
@@ -118,15 +119,15 @@ class LogManager:
         self.default_topic_config = dict(default_topic_config or {})
         # producer.id.expiration.ms, shared by every log's producer state (read at use time)
         self.producer_state_config = producer_state_config or ProducerStateManagerConfig()
-        self.logs: dict[tuple[str, int], Log] = {}
+        self.logs: dict[TopicPartition, Log] = {}
         # Logs per dir (current and future), kept by the two maps below, so that placing a
         # new log is O(dirs), not O(logs) (a 10,000-partition create was O(N^2)).
         self._dir_counts: dict[str, int] = {}
-        self._dir_of: dict[tuple[str, int], str] = _CountingDirMap(self._dir_counts)
+        self._dir_of: dict[TopicPartition, str] = _CountingDirMap(self._dir_counts)
         # Intra-broker moves: the future log of a partition and the dir it is in.
-        self.future_logs: dict[tuple[str, int], Log] = {}
-        self._future_dir_of: dict[tuple[str, int], str] = _CountingDirMap(self._dir_counts)
-        self.preferred_log_dirs: dict[tuple[str, int], str] = {}
+        self.future_logs: dict[TopicPartition, Log] = {}
+        self._future_dir_of: dict[TopicPartition, str] = _CountingDirMap(self._dir_counts)
+        self.preferred_log_dirs: dict[TopicPartition, str] = {}
         self.had_clean_shutdown: dict[str, bool] = {}
         self._intervals = {
             "flush": flush_check_interval_ms,
@@ -258,7 +259,7 @@ class LogManager:
         recovery = self._read_checkpoint(d, RECOVERY_POINT_CHECKPOINT)
         starts = self._read_checkpoint(d, LOG_START_OFFSET_CHECKPOINT)
         hws = self._read_checkpoint(d, REPLICATION_OFFSET_CHECKPOINT)
-        todo: list[tuple[str, str, tuple[str, int]]] = []
+        todo: list[tuple[str, str, TopicPartition]] = []
         for name in sorted(os.listdir(d)):
             path = os.path.join(d, name)
             if not os.path.isdir(path):
@@ -329,7 +330,7 @@ class LogManager:
         self._future_dir_of[key] = d
         _log.info("loaded future log %s (a move to %s in progress)", path, d)
 
-    def _load_log(self, path: str, key: tuple[str, int], recovery, starts, hws, clean: bool,
+    def _load_log(self, path: str, key: TopicPartition, recovery, starts, hws, clean: bool,
                   topic_configs: TopicConfigs) -> Log:
         """A current or future log of ``key`` at ``path``, as its dir's checkpoints say."""
         cfg = self.config_for(key[0], _topic_config(topic_configs, key[0]))
@@ -353,7 +354,7 @@ class LogManager:
         """``load`` in a worker thread, so recovery does not block the event loop."""
         await asyncio.to_thread(self.load, cluster_id, node_id, topic_configs)
 
-    def _read_checkpoint(self, d: str, name: str) -> dict[tuple[str, int], int]:
+    def _read_checkpoint(self, d: str, name: str) -> dict[TopicPartition, int]:
         path = os.path.join(d, name)
         try:
             return read_offset_checkpoint(path)
@@ -525,7 +526,7 @@ class LogManager:
         finally:
             source.io_lock.release()
 
-    def _replace(self, key: tuple[str, int], source: Log, dest: Log) -> Log:
+    def _replace(self, key: TopicPartition, source: Log, dest: Log) -> Log:
         topic, partition = key
         dest_dir, source_dir = self._future_dir_of[key], self._dir_of[key]
         try:
@@ -641,9 +642,9 @@ class LogManager:
 
     # ---------------------------------------------------------------- checkpoints
 
-    def _by_dir(self) -> dict[str, list[tuple[tuple[str, int], Log]]]:
+    def _by_dir(self) -> dict[str, list[tuple[TopicPartition, Log]]]:
         """Live dirs and their logs (an offline dir is never written again)."""
-        out: dict[str, list[tuple[tuple[str, int], Log]]] = {d: [] for d in self.live_log_dirs}
+        out: dict[str, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.live_log_dirs}
         for key, log in list(self.logs.items()):
             d = self._dir_of[key]
             if d in out:
@@ -910,11 +911,11 @@ def _topic_config(topic_configs: TopicConfigs, topic: str) -> dict[str, Any] | N
     return topic_configs.get(topic)
 
 
-def _recovery_points(items) -> dict[tuple[str, int], int]:
+def _recovery_points(items) -> dict[TopicPartition, int]:
     return {k: log.recovery_point for k, log in items}
 
 
-def _log_start_offsets(items) -> dict[tuple[str, int], int]:
+def _log_start_offsets(items) -> dict[TopicPartition, int]:
     """Only the log starts a checkpoint must keep: those past the first segment's base."""
     return {k: log.log_start_offset for k, log in items
             if log.log_start_offset > log.segments[0].base_offset}

@@ -303,14 +303,16 @@ class LogSegment:
         return None
 
     def read(self, start_offset: int, max_size: int, max_position: int | None = None,
-             min_one_message: bool = True) -> FetchSlice | None:
-        """Whole batches from the batch holding ``start_offset``, up to ``max_size`` bytes.
+             min_one_message: bool = True, whole_batches: bool = True) -> FetchSlice | None:
+        """From the batch holding ``start_offset``, up to ``max_size`` bytes.
 
         None when no batch at or after ``start_offset`` lies in this segment;
-        a zero-size slice when the limit leaves no room (``max_position`` is
-        exclusive, e.g. the high watermark's position).  With
-        ``min_one_message`` the first batch is returned even if it alone
-        exceeds ``max_size``.
+        a zero-size slice (at that batch's position) when the limit leaves no
+        room (``max_position`` is exclusive, e.g. the high watermark's
+        position).  With ``min_one_message`` the first batch is returned even
+        if it alone exceeds ``max_size``.  ``whole_batches`` ends the slice at
+        a batch boundary; without it the slice is Kafka's LogSegment.read, a
+        byte count whose last batch may be cut short.
         """
         if max_position is None:
             max_position = self.size
@@ -324,6 +326,8 @@ class LogSegment:
             return FetchSlice(self._fd, start, 0, first.base_offset)
         limit = max(max_size, first.size) if min_one_message else max_size
         end_limit = min(max_position, start + limit)
+        if not whole_batches:
+            return FetchSlice(self._fd, start, end_limit - start, first.base_offset)
         if end_limit >= self.size:
             end = self.size
         elif start + first.size > end_limit:

@@ -25,12 +25,12 @@ from typing import Callable, Iterable
 
 import structlog
 
+from kafkapy.metadata.leader_and_isr import LEADER_DURING_DELETE
 from kafkapy.metadata.topics import is_internal
+from kafkapy.protocol.topic_partition import TopicPartition
 
 _log = structlog.get_logger("kafkapy.metadata.cache")
 
-#: UpdateMetadata's leader for a partition being deleted (LeaderAndIsr.LeaderDuringDelete).
-LEADER_DURING_DELETE = -2
 ZERO_UUID = uuid.UUID(int=0)
 # Kafka's SecurityProtocol ids: UpdateMetadata v1-2 endpoints carry no listener name, the
 # listener is then named after the protocol (ListenerName.forSecurityProtocol).
@@ -49,6 +49,14 @@ class BrokerEndpoint:
 
 @dataclass
 class PartitionState:
+    """A partition as the controller's requests state it (Kafka's
+    UpdateMetadataPartitionState / LeaderAndIsrPartitionState, what ZkMetadataCache
+    keeps): the partition index, its replicas and offline replicas, and the leader/ISR
+    fields of ``kafkapy.metadata.leader_and_isr.LeaderAndIsr`` under the requests' names
+    (``zk_version`` = the partition epoch).  Not a ``LeaderAndIsr``: it is the request's
+    record as this broker received it (lists, as decoded), and a hosted ``Partition``
+    works from it, taking its own AlterPartition answers into it (new ISR and partition
+    epoch) until the controller's next request replaces it."""
     partition: int
     replicas: list[int]
     leader: int
@@ -145,13 +153,13 @@ class MetadataCache:
         if topic is not None:
             self._by_id.pop(topic.topic_id, None)
 
-    def apply_update_metadata(self, request) -> list[tuple[str, int]]:
+    def apply_update_metadata(self, request) -> list[TopicPartition]:
         """Apply an UpdateMetadata request (any version, already fenced); returns the
         partitions it deleted, as Kafka's ZkMetadataCache.updateMetadata."""
         self.controller_id = request.controller_id if request.controller_id >= 0 else -1
         self._set_live_brokers(request)
         changed: dict[str, None] = {}
-        deleted: dict[tuple[str, int], None] = {}
+        deleted: dict[TopicPartition, None] = {}
         for name, topic_id, state in _partition_states(request):
             if state.leader == LEADER_DURING_DELETE:
                 self._remove_partition(name, state.partition)

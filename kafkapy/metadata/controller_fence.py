@@ -55,6 +55,7 @@ import structlog
 from kafkapy.api.context import CloseConnection
 from kafkapy.metadata import paths
 from kafkapy.metadata.store import STORE_UNAVAILABLE, ConnectionClosedError, NoNodeError
+from kafkapy.metadata.zk_store import ZooKeeperStore
 from kafkapy.protocol.errors import ErrorCode
 
 _log = structlog.get_logger("kafkapy.metadata.controller_fence")
@@ -174,7 +175,6 @@ class ControllerFence:
         """``get_many`` of ``wanted``: ZooKeeper's round trip runs in a worker thread (kazoo
         is thread-safe); an in-memory store answers on the loop (it is not thread-safe).
         Raises ``StoreCannotConfirm`` when the store cannot answer."""
-        from kafkapy.metadata.zk_store import ZooKeeperStore
         if isinstance(self._store, ZooKeeperStore):
             try:
                 results = await asyncio.get_running_loop().run_in_executor(

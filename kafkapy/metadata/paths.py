@@ -38,7 +38,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from kafkapy.jvm import champ_improve, hashmap_spread, scala_mutable_hash_order, string_hash
+from kafkapy.metadata.leader_and_isr import LEADER_RECOVERED, LEADER_RECOVERING, LeaderAndIsr
 from kafkapy.metadata.store import MetadataStore, NodeExistsError, NoNodeError, Stat
+from kafkapy.protocol.topic_partition import TopicPartition
 
 # --- paths ------------------------------------------------------------------------
 
@@ -103,9 +105,6 @@ INITIAL_CONTROLLER_EPOCH = 0
 PRODUCER_ID_BLOCK_SIZE = 1000
 #: ``reserved.broker.max.id`` default: generated broker ids start above it.
 DEFAULT_RESERVED_BROKER_MAX_ID = 1000
-#: Leader recovery states (``LeaderRecoveryState``).
-LEADER_RECOVERED = 0
-LEADER_RECOVERING = 1
 
 
 def broker_path(broker_id: int) -> str:
@@ -566,18 +565,6 @@ def decode_topic_assignment(data: bytes, topic: str = "?") -> TopicAssignment:
 
 # --- /brokers/topics/<t>/partitions/<p>/state --------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class PartitionState:
-    """Leader and ISR of a partition; ``partition_epoch`` is the state znode's zk version."""
-
-    leader: int
-    leader_epoch: int
-    isr: list[int]
-    controller_epoch: int
-    leader_recovery_state: int = LEADER_RECOVERED
-    partition_epoch: int = 0
-
-
 def encode_partition_state(leader: int, leader_epoch: int, isr: Sequence[int],
                            controller_epoch: int,
                            leader_recovery_state: int = LEADER_RECOVERED) -> bytes:
@@ -593,18 +580,20 @@ def encode_partition_state(leader: int, leader_epoch: int, isr: Sequence[int],
     return _dumps(_ordered(obj, immutable_map_order(obj)))
 
 
-def decode_partition_state(data: bytes, stat: Stat | None = None) -> PartitionState:
+def decode_partition_state(data: bytes, stat: Stat | None = None) -> LeaderAndIsr:
+    """The state znode's ``LeaderAndIsr``; its partition epoch is ``stat``'s version
+    (0 without a stat)."""
     what = "partition state"
     obj = _loads(data, what)
     lrs = obj.get("leader_recovery_state", LEADER_RECOVERED)
     if lrs not in (LEADER_RECOVERED, LEADER_RECOVERING):
         raise ZNodeDataError(f"{what}: bad leader_recovery_state {lrs!r}")
-    return PartitionState(leader=_int(obj, "leader", what),
-                          leader_epoch=_int(obj, "leader_epoch", what),
-                          isr=_int_list(obj.get("isr"), what),
-                          controller_epoch=_int(obj, "controller_epoch", what),
-                          leader_recovery_state=lrs,
-                          partition_epoch=stat.version if stat is not None else 0)
+    return LeaderAndIsr(leader=_int(obj, "leader", what),
+                        leader_epoch=_int(obj, "leader_epoch", what),
+                        isr=tuple(_int_list(obj.get("isr"), what)),
+                        controller_epoch=_int(obj, "controller_epoch", what),
+                        partition_epoch=stat.version if stat is not None else 0,
+                        leader_recovery_state=lrs)
 
 
 # --- /config/<type>/<name>, /config/changes ---------------------------------------
@@ -657,7 +646,7 @@ def decode_config_change(data: bytes) -> str:
 
 # --- notifications ----------------------------------------------------------------
 
-def encode_isr_change(partitions: Iterable[tuple[str, int]]) -> bytes:
+def encode_isr_change(partitions: Iterable[TopicPartition]) -> bytes:
     """``{"version":1,"partitions":[{"topic":"t","partition":0}]}``."""
     return _dumps({"version": 1, "partitions": [{"topic": t, "partition": int(p)}
                                                 for t, p in partitions]})
@@ -675,8 +664,8 @@ def _decode_partition_list(data: bytes, what: str) -> list[dict]:
     return parts
 
 
-def decode_isr_change(data: bytes) -> list[tuple[str, int]]:
-    return [(p["topic"], p["partition"])
+def decode_isr_change(data: bytes) -> list[TopicPartition]:
+    return [TopicPartition(p["topic"], p["partition"])
             for p in _decode_partition_list(data, "ISR change notification")]
 
 
@@ -695,27 +684,27 @@ def decode_log_dir_event(data: bytes) -> int:
 
 # --- admin requests ------------------------------------------------------------
 
-def encode_reassign_partitions(assignment: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
+def encode_reassign_partitions(assignment: Mapping[TopicPartition, Sequence[int]]) -> bytes:
     """``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}``."""
     return _dumps({"version": 1, "partitions": [
         {"topic": t, "partition": int(p), "replicas": [int(r) for r in reps]}
         for (t, p), reps in assignment.items()]})
 
 
-def decode_reassign_partitions(data: bytes) -> dict[tuple[str, int], list[int]]:
+def decode_reassign_partitions(data: bytes) -> dict[TopicPartition, list[int]]:
     what = "partition reassignment"
-    return {(p["topic"], p["partition"]): _int_list(p.get("replicas"), what)
+    return {TopicPartition(p["topic"], p["partition"]): _int_list(p.get("replicas"), what)
             for p in _decode_partition_list(data, what)}
 
 
-def encode_preferred_replica_election(partitions: Iterable[tuple[str, int]]) -> bytes:
+def encode_preferred_replica_election(partitions: Iterable[TopicPartition]) -> bytes:
     """``{"version":1,"partitions":[{"topic":"t","partition":0}]}``."""
     return _dumps({"version": 1, "partitions": [{"topic": t, "partition": int(p)}
                                                 for t, p in partitions]})
 
 
-def decode_preferred_replica_election(data: bytes) -> list[tuple[str, int]]:
-    return [(p["topic"], p["partition"])
+def decode_preferred_replica_election(data: bytes) -> list[TopicPartition]:
+    return [TopicPartition(p["topic"], p["partition"])
             for p in _decode_partition_list(data, "preferred replica election")]
 
 

@@ -15,7 +15,12 @@ import re
 import uuid
 
 MAX_NAME_LENGTH = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: The internal topics (Kafka's Topic.GROUP_METADATA_TOPIC_NAME and
+#: TRANSACTION_STATE_TOPIC_NAME): the group coordinator's and the transaction
+#: coordinator's logs.
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
@@ -55,3 +60,14 @@ def topic_id_text(topic_id: uuid.UUID) -> str:
 
 def parse_topic_id(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
+def topic_id_key(topic_id) -> str:
+    """A topic id as its text, to look a name up by: a ``uuid.UUID`` converted, text as
+    is, anything else "" (which names no topic)."""
+    if isinstance(topic_id, str):
+        return topic_id
+    try:
+        return topic_id_text(topic_id)
+    except (AttributeError, TypeError):
+        return ""

@@ -124,7 +124,7 @@ class KafkaConnection(asyncio.Protocol):
         # Once per connection: ACLs name hosts, so with an authorizer even the default
         # PLAINTEXT listener's session carries the peer's address.
         if (protocol != "PLAINTEXT" or self._server.listener not in (None, "PLAINTEXT")
-                or getattr(self._broker, "authorizer", None) is not None):
+                or self._broker.authorizer is not None):
             peer = transport.get_extra_info("peername")
             try:
                 self._secure_session(transport, peer, protocol)
@@ -142,7 +142,7 @@ class KafkaConnection(asyncio.Protocol):
         self.session = Session(principal, host_address(peer[0]) if peer else "",
                                self._server.listener or "PLAINTEXT", protocol)
         if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-            self._gate = sasl_gate.SaslGate(self._broker, self._server.listener,
+            self._gate = sasl_gate.SaslGate(self._broker.config, self._server.listener,
                                             self._authenticated_as)
             # Kafka reads authentication frames with sasl.server.max.receive.size
             self._max_frame = min(self._max_frame, self._gate.max_receive)

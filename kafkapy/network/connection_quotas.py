@@ -1,7 +1,8 @@
 """Connection quotas: how many connections the broker, a listener and one address may hold.
 
 Kafka 3.9's ConnectionQuotas (SocketServer.scala), one instance per broker shared by every
-listener's ``SocketServer`` (``shared(broker)``).  The rules:
+listener's ``SocketServer`` (the server makes it and hands it to each; it registers
+``config_changed`` with the dynamic broker config).  The rules:
 
 - a connection counts from the moment it is accepted (its TLS handshake included) until it
   is closed: the counts cover connections still being set up;
@@ -50,19 +51,6 @@ INT_MAX = 2**31 - 1
 _PER_IP_KEYS = ("max.connections.per.ip", "max.connections.per.ip.overrides")
 #: Keys whose change this object applies (listener-prefixed max.connections as well).
 RECONFIGURABLE = frozenset({"max.connections", "max.connection.creation.rate", *_PER_IP_KEYS})
-
-
-def shared(broker) -> "ConnectionQuotas":
-    """The broker's one ConnectionQuotas, made on first use and kept on the broker
-    (``broker.connection_quotas``); dynamic config changes reach it from then on."""
-    quotas = getattr(broker, "connection_quotas", None)
-    if quotas is None:
-        quotas = ConnectionQuotas(broker.config)
-        broker.connection_quotas = quotas
-        dynamic = getattr(broker, "dynamic_config", None)
-        if dynamic is not None:
-            dynamic.add_listener(lambda changed: quotas.config_changed(broker.config, changed))
-    return quotas
 
 
 def parse_overrides(text: str | None) -> dict[str, int]:

@@ -40,8 +40,8 @@ import time
 
 import structlog
 
-from kafkapy.network import connection_quotas
 from kafkapy.network.connection import KafkaConnection
+from kafkapy.network.connection_quotas import ConnectionQuotas
 from kafkapy.api.principal import host_address
 
 _log = structlog.get_logger("kafkapy.network")
@@ -61,7 +61,7 @@ class SocketServer:
                  max_request_bytes: int, max_inflight: int, idle_ms: int,
                  unsupported_api_versions, zero_copy: bool = True,
                  listener: str | None = None, security_protocol: str = "PLAINTEXT",
-                 ssl_context=None) -> None:
+                 ssl_context=None, quotas: ConnectionQuotas) -> None:
         self.broker = broker
         self.listener = listener
         self.security_protocol = security_protocol
@@ -83,7 +83,7 @@ class SocketServer:
         self._throttled = False      # a connection held for the creation rate
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reaper: asyncio.TimerHandle | None = None
-        self.quotas = connection_quotas.shared(broker)
+        self.quotas = quotas         # the broker's one ConnectionQuotas, every listener's
         self.quotas.add_server(self)
 
     @staticmethod

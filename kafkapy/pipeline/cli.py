@@ -36,8 +36,10 @@ import sys
 import time
 from datetime import datetime, timezone
 
+from kafka import KafkaConsumer, KafkaProducer
 from kafka.errors import KafkaError
 
+from kafkapy.pipeline import topics
 from kafkapy.pipeline.settings import (PipelineSettings, SettingsError, connector,
                                        default_packages, expand_jars, from_env)
 
@@ -173,7 +175,7 @@ def settings_from_args(args: argparse.Namespace,
     take("jars", conv=lambda v: expand_jars(tuple(j.strip() for j in v.split(",") if j.strip())))
     if getattr(args, "packages", None):
         if args.packages == "auto":
-            import pyspark
+            import pyspark  # optional (the spark extra): only this command needs it
             changes["packages"] = default_packages(pyspark.__version__)
         else:
             changes["packages"] = tuple(p.strip() for p in args.packages.split(",") if p.strip())
@@ -187,7 +189,7 @@ def settings_from_args(args: argparse.Namespace,
 
 
 def _cmd_stream(args, s: PipelineSettings) -> int:
-    from kafkapy.pipeline import jobs, topics
+    from kafkapy.pipeline import jobs   # imports pyspark, optional (the spark extra)
     s = connector(s)
     topics.ensure_input_topics(s)  # before the JVM: a missing topic is reported in one line
     spark = jobs.build_session(s)
@@ -223,7 +225,7 @@ def _cmd_stream(args, s: PipelineSettings) -> int:
 
 
 def _cmd_backfill(args, s: PipelineSettings) -> int:
-    from kafkapy.pipeline import jobs
+    from kafkapy.pipeline import jobs   # imports pyspark, optional (the spark extra)
     start, end = _time_ms(args.start), _time_ms(args.end)
     s = connector(s)
     spark = jobs.build_session(s, "kafkapy-pipeline-backfill")
@@ -255,7 +257,6 @@ def sample_events(count: int, kinds: list[str], start_ms: int, spacing_ms: int,
 
 
 def _cmd_send(args) -> int:
-    from kafka import KafkaProducer
     s = from_env()
     bootstrap = args.bootstrap or s.bootstrap
     topic = args.topic or (s.subscribe or "events").split(",")[0]
@@ -278,7 +279,6 @@ def _cmd_send(args) -> int:
 def _cmd_show(args) -> int:
     s = from_env()
     if args.from_topic:
-        from kafka import KafkaConsumer
         consumer = KafkaConsumer(args.output_topic or s.output_topic,
                                  bootstrap_servers=args.bootstrap or s.bootstrap,
                                  auto_offset_reset="earliest", enable_auto_commit=False,
@@ -289,7 +289,7 @@ def _cmd_show(args) -> int:
         finally:
             consumer.close()
         return 0
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession   # optional (the spark extra)
     path = args.parquet or s.parquet_dir
     if not os.path.isdir(path):
         print(f"kafkapy-pipeline: no Parquet output at {path} yet", file=sys.stderr)

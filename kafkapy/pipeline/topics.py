@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import json
 
+from kafka import KafkaProducer
+from kafka.errors import KafkaError, KafkaTimeoutError
+
 from kafkapy.pipeline.settings import PipelineSettings, SettingsError, assign_json
 
 WAIT_MS = 30_000
@@ -42,8 +45,6 @@ def ensure_input_topics(s: PipelineSettings, wait_ms: int = WAIT_MS) -> dict[str
     names = input_topics(s)
     if not names:
         return {}
-    from kafka import KafkaProducer
-    from kafka.errors import KafkaError
     try:
         producer = KafkaProducer(bootstrap_servers=s.bootstrap, max_block_ms=wait_ms,
                                  allow_auto_create_topics=True,
@@ -58,7 +59,6 @@ def ensure_input_topics(s: PipelineSettings, wait_ms: int = WAIT_MS) -> dict[str
 
 
 def _partitions(producer, name: str, bootstrap: str, wait_ms: int) -> int:
-    from kafka.errors import KafkaTimeoutError
     try:
         return len(producer.partitions_for(name))
     except KafkaTimeoutError:

@@ -49,6 +49,8 @@ import struct
 import zlib
 from typing import NamedTuple
 
+import lz4.block
+
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.batch import (COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_NONE,
                                    COMPRESSION_SNAPPY, COMPRESSION_ZSTD, HEADER_SIZE,
@@ -310,7 +312,6 @@ def _compress(codec: int, magic: int, data: bytes) -> bytes:
 
 
 def _lz4_frame(data: bytes, broken_checksum: bool) -> bytes:
-    import lz4.block
     descriptor = bytes([_LZ4_FLG, _LZ4_BD])
     hashed = _LZ4_MAGIC + descriptor if broken_checksum else descriptor
     out = bytearray(_LZ4_MAGIC + descriptor + bytes([(_xxh32(hashed) >> 8) & 0xFF]))

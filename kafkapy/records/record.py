@@ -21,6 +21,11 @@ import struct
 import zlib
 from typing import NamedTuple, Sequence
 
+import lz4.block
+import lz4.frame
+import snappy
+import zstandard
+
 from kafkapy.native import codecs
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.batch import (ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL,
@@ -117,7 +122,6 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == COMPRESSION_GZIP:
         return _gzip(data)
     if codec == COMPRESSION_SNAPPY:
-        import snappy
         out = bytearray(_XERIAL_MAGIC)
         out += struct.pack(">ii", 1, 1)
         for i in range(0, len(data), 32 * 1024):
@@ -128,7 +132,6 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == COMPRESSION_LZ4:
         return _lz4(data)
     if codec == COMPRESSION_ZSTD:
-        import zstandard
         return zstandard.ZstdCompressor().compress(bytes(data))
     raise RecordError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown codec {codec}")
 
@@ -153,7 +156,6 @@ _LZ4_UNCOMPRESSED = 0x80000000
 def _lz4(data) -> bytes:
     """An LZ4 frame as Kafka 3.8+ writes it (LZ4HC level 9; a block that does not
     shrink is stored uncompressed), so batches are byte-identical."""
-    import lz4.block
     out = bytearray(_LZ4_HEADER)
     data = bytes(data)
     for i in range(0, len(data), _LZ4_BLOCK):
@@ -181,10 +183,8 @@ def decompress(codec: int, data) -> bytes:
         if codec == COMPRESSION_SNAPPY:  # raw or xerial-framed: the validator's reader
             return codecs.decompress(codec, data, _NO_LIMIT)
         if codec == COMPRESSION_LZ4:
-            import lz4.frame
             return lz4.frame.decompress(data)
         if codec == COMPRESSION_ZSTD:
-            import zstandard
             return zstandard.ZstdDecompressor().decompressobj().decompress(data)
     except RecordError:
         raise

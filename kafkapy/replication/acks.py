@@ -7,9 +7,10 @@ DelayedProduce, ReplicaManager.appendRecords):
   nothing appended (``min_isr_error``).  The effective min ISR is
   ``min(min.insync.replicas, replication factor)``: a topic configured above its
   replica count still takes writes (Kafka's effectiveMinIsr).
-- after the append the write waits (``await_replication`` for a request,
-  ``replicated`` for one coordinator write) until the high watermark reaches the next
-  offset after it; it is then NO_ERROR, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
+- after the append the write waits (``wait_for_replication`` for a request, run by the
+  replica manager; ``replicated`` for one coordinator write) until the high watermark
+  reaches the next offset after it; it is then NO_ERROR, or
+  NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
   (maximal) ISR fell below the effective min ISR meanwhile; NOT_LEADER_OR_FOLLOWER
   when leadership moved; REQUEST_TIMED_OUT at the deadline.  With one in-sync
   replica the high watermark moves at the append, so these answer at once and
@@ -53,7 +54,11 @@ def _scala_set(ids: list[int]) -> str:
 # -- waiting for the high watermark -----------------------------------------------------------
 def high_watermark_of(broker, key):
     """The leader's high watermark of ``key``, or the error that ends a wait on it."""
-    partition = broker.replica_manager.partitions.get(key)
+    return _high_watermark(broker.replica_manager.partitions, key)
+
+
+def _high_watermark(partitions: dict, key):
+    partition = partitions.get(key)
     if partition is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if not partition.is_leader:
@@ -64,7 +69,11 @@ def high_watermark_of(broker, key):
 def after_append_error(broker, key) -> int:
     """Once the high watermark passed a write: NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
     ISR is now below the effective min ISR (Kafka's checkEnoughReplicasReachOffset)."""
-    partition = broker.replica_manager.partitions.get(key)
+    return _after_append(broker.replica_manager.partitions, key)
+
+
+def _after_append(partitions: dict, key) -> int:
+    partition = partitions.get(key)
     if partition is None:
         return ErrorCode.NO_ERROR
     if effective_min_isr(partition) <= len(maximal_isr(partition)):
@@ -73,12 +82,20 @@ def after_append_error(broker, key) -> int:
 
 
 def await_replication(broker, results, timeout_ms: int, build_response):
+    """``wait_for_replication`` with a broker's partitions, produce purgatory and loop."""
+    return wait_for_replication(broker.replica_manager.partitions, broker.produce_purgatory,
+                                broker.loop, results, timeout_ms, build_response)
+
+
+def wait_for_replication(partitions: dict, purgatory, loop, results, timeout_ms: int,
+                         build_response):
     """acks=all: answer once every partition's high watermark covers its append.
 
     ``results`` are (topic, partition, AppendResult); ``build_response`` turns the final
     results (REQUEST_TIMED_OUT where the deadline won, NOT_ENOUGH_REPLICAS_AFTER_APPEND
     where the ISR shrank below min ISR) into the response.  Returns it at once when
     already satisfied (a single replica), else a future the produce purgatory resolves.
+    ``partitions`` are the replica manager's, ``purgatory`` the produce purgatory.
     """
     statuses = {(t, p): ProducePartitionStatus(r.last_offset + 1, r.error_code, r)
                 for t, p, r in results}
@@ -92,7 +109,7 @@ def await_replication(broker, results, timeout_ms: int, build_response):
             final.append((topic, index, result))
         return build_response(final)
 
-    return _watch(broker, statuses, timeout_ms, respond)
+    return _watch(partitions, purgatory, loop, statuses, timeout_ms, respond)
 
 
 def replicated(broker, key, result, timeout_ms: int):
@@ -101,10 +118,12 @@ def replicated(broker, key, result, timeout_ms: int):
     if result.error_code:
         return result.error_code
     statuses = {key: ProducePartitionStatus(result.last_offset + 1, 0, result)}
-    return _watch(broker, statuses, timeout_ms, lambda done: done[key].error_code)
+    return _watch(broker.replica_manager.partitions, broker.produce_purgatory, broker.loop,
+                  statuses, timeout_ms, lambda done: done[key].error_code)
 
 
-def _watch(broker, statuses: dict, timeout_ms: int, respond: Callable[[dict], Any]):
+def _watch(partitions: dict, purgatory, loop, statuses: dict, timeout_ms: int,
+           respond: Callable[[dict], Any]):
     outcome: list = []
     future = None
 
@@ -115,11 +134,11 @@ def _watch(broker, statuses: dict, timeout_ms: int, respond: Callable[[dict], An
         elif not future.done():
             future.set_result(value)
 
-    operation = DelayedProduce(timeout_ms, statuses, lambda k: high_watermark_of(broker, k),
-                               complete, after_append=lambda k: after_append_error(broker, k))
-    if broker.produce_purgatory.try_complete_else_watch(operation, list(statuses)):
+    operation = DelayedProduce(timeout_ms, statuses, lambda k: _high_watermark(partitions, k),
+                               complete, after_append=lambda k: _after_append(partitions, k))
+    if purgatory.try_complete_else_watch(operation, list(statuses)):
         return outcome[0]
-    future = broker.loop.create_future()
+    future = loop.create_future()
     return future
 
 

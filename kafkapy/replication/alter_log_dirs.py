@@ -2,7 +2,7 @@
 
 Kafka's ReplicaManager.alterReplicaLogDirs, maybeAddLogDirFetchers and its
 ReplicaAlterLogDirsManager / ReplicaAlterLogDirsThread, in one object per broker
-(``broker.alter_log_dirs``, also ``replica_manager.alter_log_dirs``):
+(``broker.alter_log_dirs``, given to the replica manager when it is made):
 
 - ``alter(assignment)`` answers AlterReplicaLogDirs per partition: a dir that is not
   configured -> LOG_DIR_NOT_FOUND; an offline dir, an offline replica, or a new future
@@ -51,6 +51,7 @@ import structlog
 
 from kafkapy.log.log import FUTURE_DIR_SUFFIX, partition_dir_name
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.records.batch import is_crc_valid, iter_headers
 from kafkapy.replication import quota as _quota
 from kafkapy.replication.fetcher import fetcher_id
@@ -64,8 +65,6 @@ _SAMPLES_KEY = "alter.log.dirs.replication.quota.window.num"
 _WINDOW_KEY = "alter.log.dirs.replication.quota.window.size.seconds"
 _UUID_SUFFIX_LEN = 1 + 32 + len(FUTURE_DIR_SUFFIX)   # ".<uuid hex>-future"
 INVALID_OFFSET_LAG = -1
-
-PartitionKey = tuple[str, int]
 
 
 class AlterLogDirsQuota(ReplicationQuota):
@@ -96,13 +95,12 @@ class AlterLogDirsManager:
         self._workers = [_Worker(i) for i in range(max(1, count))]
         self._closed = False
         self.moves_completed = 0
-        broker.replica_manager.alter_log_dirs = self
 
     # -- AlterReplicaLogDirs -----------------------------------------------------------
-    def alter(self, assignment: dict[PartitionKey, str]) -> dict[PartitionKey, int]:
+    def alter(self, assignment: dict[TopicPartition, str]) -> dict[TopicPartition, int]:
         return {key: self._alter_one(key, d) for key, d in assignment.items()}
 
-    def _alter_one(self, key: PartitionKey, d: str) -> int:
+    def _alter_one(self, key: TopicPartition, d: str) -> int:
         topic, index = key
         logs = self._broker.log_manager
         if len(partition_dir_name(topic, index)) + _UUID_SUFFIX_LEN > 255:
@@ -172,14 +170,14 @@ class AlterLogDirsManager:
             if worker.moving == key:
                 worker.moving = None
 
-    def is_moving(self, key: PartitionKey) -> bool:
+    def is_moving(self, key: TopicPartition) -> bool:
         return key in self._worker_of(key).pending
 
-    def _worker_of(self, key: PartitionKey) -> "_Worker":
+    def _worker_of(self, key: TopicPartition) -> "_Worker":
         """Kafka's AbstractFetcherManager.getFetcherId, as the replica fetchers'."""
         return self._workers[fetcher_id(key[0], key[1], len(self._workers))]
 
-    def offset_lag(self, key: PartitionKey) -> int:
+    def offset_lag(self, key: TopicPartition) -> int:
         """DescribeLogDirs' lag of a future replica: current log end minus its own."""
         logs = self._broker.log_manager
         current, future = logs.get_log(*key), logs.get_future_log(*key)
@@ -230,7 +228,7 @@ class AlterLogDirsManager:
     def _backoff_s(self) -> float:
         return max(10, int(_config(self._broker.config, "replica.fetch.backoff.ms", 1000))) / 1000
 
-    async def _round(self, key: PartitionKey) -> bool:
+    async def _round(self, key: TopicPartition) -> bool:
         """One copy step of ``key``; False to back off (throttled, nothing to do)."""
         broker = self._broker
         logs = broker.log_manager
@@ -274,7 +272,7 @@ class AlterLogDirsManager:
             self._swap(key, partition)
         return True
 
-    def _reconcile(self, key: PartitionKey, current, future) -> bool:
+    def _reconcile(self, key: TopicPartition, current, future) -> bool:
         """Keep the future log a prefix of the current one; False if its dir failed."""
         try:
             end = min(future.log_end_offset, _diverging_end(current, future))
@@ -288,7 +286,7 @@ class AlterLogDirsManager:
             return False
         return True
 
-    def _append(self, key: PartitionKey, current, future, data: bytes) -> int:
+    def _append(self, key: TopicPartition, current, future, data: bytes) -> int:
         mv = memoryview(data)
         copied = 0
         try:
@@ -312,13 +310,13 @@ class AlterLogDirsManager:
             self._future_failed(key, future, err)
         return copied
 
-    def _future_failed(self, key: PartitionKey, future, err: OSError) -> None:
+    def _future_failed(self, key: TopicPartition, future, err: OSError) -> None:
         logs = self._broker.log_manager
         d = logs.future_log_dir_of(*key) or future.parent_dir
         self.remove_partitions([key])
         logs.fail_dir(d, err)
 
-    def _swap(self, key: PartitionKey, partition) -> bool:
+    def _swap(self, key: TopicPartition, partition) -> bool:
         """Replace the current log with the future one; False when it must wait."""
         logs = self._broker.log_manager
         source = logs.log_dir_of(*key)
@@ -363,12 +361,12 @@ class _Worker:
 
     def __init__(self, index: int) -> None:
         self.index = index
-        self.pending: dict[PartitionKey, None] = {}   # partitions whose future log to fill
-        self.moving: PartitionKey | None = None
+        self.pending: dict[TopicPartition, None] = {}   # partitions whose future log to fill
+        self.moving: TopicPartition | None = None
         self.wake: asyncio.Event | None = None
         self.task: asyncio.Task | None = None
 
-    def select(self) -> PartitionKey:
+    def select(self) -> TopicPartition:
         """Kafka: the first ready partition by (topic, partition), kept until it is done."""
         if self.moving not in self.pending:
             self.moving = min(self.pending)

@@ -37,6 +37,7 @@ import structlog
 from kafkapy.network.client import BrokerConnection
 from kafkapy.protocol.errors import ErrorCode, error_name
 from kafkapy.protocol.inter_broker import AlterPartitionRequest
+from kafkapy.protocol.topic_partition import TopicPartition
 
 _log = structlog.get_logger("kafkapy.replication.alter_partition")
 
@@ -58,13 +59,17 @@ class _Item:
 
 
 class AlterPartitionManager:
+    """``broker.alter_partition``, given to the replica manager when it is made (every
+    partition it creates gets it as its ``isr_manager``); it reaches the replica manager,
+    controller and cache through the broker only once it works."""
+
     def __init__(self, broker) -> None:
         self._broker = broker
         config = broker.config
         self.replica_lag_time_max_ms = int(config["replica.lag.time.max.ms"])
         self._connect_timeout_s = int(config["controller.socket.timeout.ms"]) / 1000.0
         self._request_timeout_s = int(config["request.timeout.ms"]) / 1000.0
-        self._unsent: dict[tuple[str, int], _Item] = {}
+        self._unsent: dict[TopicPartition, _Item] = {}
         self._inflight = False
         self._scheduled: asyncio.Handle | asyncio.TimerHandle | None = None
         self._conn: BrokerConnection | None = None
@@ -72,11 +77,6 @@ class AlterPartitionManager:
         self._task: asyncio.Task | None = None
         self._shrink_task: asyncio.Task | None = None
         self._closed = False
-        replica_manager = broker.replica_manager
-        if replica_manager is not None:
-            replica_manager.alter_partition = self
-            for partition in replica_manager.partitions.values():
-                partition.isr_manager = self
 
     # -- what partitions use ---------------------------------------------------------
     def is_replica_eligible(self, broker_id: int) -> bool:
@@ -244,7 +244,7 @@ class AlterPartitionManager:
                 self._close_connection()    # the controller moved: look it up again
                 return _NOT_CONTROLLER_RETRY_S
             return _RETRY_S
-        answers: dict[tuple[str, int], object] = {}
+        answers: dict[TopicPartition, object] = {}
         for topic in response.topics or ():
             name = names.get(topic.topic_id)
             if not name:

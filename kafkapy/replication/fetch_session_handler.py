@@ -33,12 +33,11 @@ from typing import NamedTuple
 import structlog
 
 from kafkapy.protocol.errors import ErrorCode, error_name
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.replication.fetch_session import (FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID,
                                                is_full, next_epoch)
 
 _log = structlog.get_logger("kafkapy.replication.fetch_session_handler")
-
-PartitionKey = tuple[str, int]
 
 
 class PartitionData(NamedTuple):
@@ -58,10 +57,10 @@ class FetchRequestData:
     """One request's worth: what to send, forget and replace, the whole session, its
     (id, epoch) and whether every partition has a topic id (else Fetch v12)."""
 
-    to_send: dict[PartitionKey, PartitionData]
-    to_forget: list[tuple[uuid.UUID | None, PartitionKey]]
-    to_replace: list[tuple[uuid.UUID | None, PartitionKey]]
-    session_partitions: dict[PartitionKey, PartitionData]
+    to_send: dict[TopicPartition, PartitionData]
+    to_forget: list[tuple[uuid.UUID | None, TopicPartition]]
+    to_replace: list[tuple[uuid.UUID | None, TopicPartition]]
+    session_partitions: dict[TopicPartition, PartitionData]
     session_id: int
     epoch: int
     can_use_topic_ids: bool
@@ -76,11 +75,11 @@ class FetchSessionHandler:
     node: int
     session_id: int = INVALID_SESSION_ID
     epoch: int = INITIAL_EPOCH
-    session_partitions: dict[PartitionKey, PartitionData] = field(default_factory=dict)
+    session_partitions: dict[TopicPartition, PartitionData] = field(default_factory=dict)
     session_topic_names: dict[uuid.UUID, str] = field(default_factory=dict)
 
     # -- requests -------------------------------------------------------------------------
-    def build(self, next_data: dict[PartitionKey, PartitionData]) -> FetchRequestData:
+    def build(self, next_data: dict[TopicPartition, PartitionData]) -> FetchRequestData:
         """Kafka's FetchSessionHandler.Builder.build over ``next_data`` (insertion order)."""
         nxt = dict(next_data)
         names = {}
@@ -123,10 +122,10 @@ class FetchSessionHandler:
                                 self.session_id, self.epoch, can_use_ids)
 
     # -- answers --------------------------------------------------------------------------
-    def response_keys(self, response, version: int) -> dict[PartitionKey, object]:
+    def response_keys(self, response, version: int) -> dict[TopicPartition, object]:
         """The answer's partitions by (name, index); v13+ ids are named by the session
         (an id the session does not know is left out, as Kafka's responseData)."""
-        out: dict[PartitionKey, object] = {}
+        out: dict[TopicPartition, object] = {}
         for topic in response.responses:
             if version >= 13:
                 name = self.session_topic_names.get(topic.topic_id)

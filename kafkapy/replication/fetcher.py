@@ -2,7 +2,9 @@
 
 Kafka 3.9's ReplicaFetcherManager / ReplicaFetcherThread (ZK mode), as asyncio tasks:
 
-- ``ReplicaFetcherManager(broker)`` is ``broker.replica_fetchers``; the replica
+- ``ReplicaFetcherManager(broker)`` is ``broker.replica_fetchers``, given to the replica
+  manager when it is made (it reaches the replica manager through the broker only once
+  it fetches); the replica
   manager calls ``add_partitions({(topic, p): (leader_id, fetch_offset)})`` after
   ``Partition.make_follower`` and ``remove_partitions(keys)`` when a partition stops
   following (it leads, is stopped or deleted); ``await shutdown()`` at broker stop.
@@ -61,13 +63,13 @@ from kafkapy.jvm import string_hash as java_string_hash
 from kafkapy.network.client import BrokerConnection
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.protocol.messages import REQUESTS
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.replication import truncation
 from kafkapy.replication.fetch_session_handler import FetchSessionHandler, PartitionData
 from kafkapy.replication.quota import FOLLOWER, ReplicationQuota
 
 _log = structlog.get_logger("kafkapy.replication.fetcher")
 
-PartitionKey = tuple[str, int]
 FETCH_VERSION = 17          # Kafka 3.9 (IBP 3.9): MetadataVersion.fetchRequestVersion
 FETCH_VERSION_BY_NAME = 12  # the last version naming topics (RemoteLeaderEndPoint)
 LIST_OFFSETS_VERSION = 9    # Kafka 3.9 MetadataVersion.listOffsetRequestVersion
@@ -114,7 +116,7 @@ class ReplicaFetcherManager:
         self._fetchers: dict[tuple[int, int], _LeaderFetcher] = {}
         self._shut_down = False   # a LeaderAndIsr handled during shutdown starts nothing
 
-    def add_partitions(self, partitions: dict[PartitionKey, tuple[int, int]]) -> None:
+    def add_partitions(self, partitions: dict[TopicPartition, tuple[int, int]]) -> None:
         """Fetch each ``key`` from ``leader_id`` starting at ``fetch_offset``; a partition
         fetched from another leader before moves (Kafka's addFetcherForPartitions)."""
         if self._shut_down:
@@ -154,7 +156,7 @@ class ReplicaFetcherManager:
                 fetcher.remove(key)
         self._stop_idle()
 
-    def fetch_state(self, key: PartitionKey) -> tuple[int, FetchState] | None:
+    def fetch_state(self, key: TopicPartition) -> tuple[int, FetchState] | None:
         """(leader id, state) of a fetched partition, else None."""
         for (leader_id, _), fetcher in self._fetchers.items():
             state = fetcher.partitions.get(key)
@@ -162,7 +164,7 @@ class ReplicaFetcherManager:
                 return leader_id, state
         return None
 
-    def fetcher_of(self, key: PartitionKey):
+    def fetcher_of(self, key: TopicPartition):
         """The fetcher fetching ``key`` (its ``leader_id``, ``fetcher_id``, ``session``)."""
         for fetcher in self._fetchers.values():
             if key in fetcher.partitions:
@@ -198,7 +200,7 @@ class _LeaderFetcher:
         self._quota = quota if quota is not None else ReplicationQuota(FOLLOWER, broker.node_id)
         self.leader_id = leader_id
         self.fetcher_id = fetcher_id
-        self.partitions: dict[PartitionKey, FetchState] = {}
+        self.partitions: dict[TopicPartition, FetchState] = {}
         self.session = FetchSessionHandler(leader_id)
         config = broker.config
         self._max_wait_ms = config["replica.fetch.wait.max.ms"]
@@ -217,11 +219,11 @@ class _LeaderFetcher:
         self._stopped = False
 
     # -- membership ---------------------------------------------------------------------
-    def add(self, key: PartitionKey, fetch_offset: int) -> None:
+    def add(self, key: TopicPartition, fetch_offset: int) -> None:
         self.partitions[key] = FetchState(fetch_offset)
         self._changed.set()
 
-    def remove(self, key: PartitionKey) -> None:
+    def remove(self, key: TopicPartition) -> None:
         if self.partitions.pop(key, None) is not None:
             self._changed.set()
 
@@ -277,7 +279,7 @@ class _LeaderFetcher:
             self._close()
             return self._backoff_ms
 
-    def _ready(self) -> dict[PartitionKey, FetchState]:
+    def _ready(self) -> dict[TopicPartition, FetchState]:
         now = self._broker.clock.time_ms()
         return {k: s for k, s in self.partitions.items() if s.delayed_until_ms <= now}
 
@@ -298,7 +300,7 @@ class _LeaderFetcher:
         except asyncio.TimeoutError:
             pass
 
-    async def _fetch_once(self, ready: dict[PartitionKey, FetchState]) -> bool:
+    async def _fetch_once(self, ready: dict[TopicPartition, FetchState]) -> bool:
         """One Fetch round trip and its answers; False when nothing could be asked."""
         built = self._build(ready)
         if built is None:
@@ -342,13 +344,13 @@ class _LeaderFetcher:
             self._conn = None
 
     # -- requests ---------------------------------------------------------------------------
-    def _build(self, ready: dict[PartitionKey, FetchState]):
+    def _build(self, ready: dict[TopicPartition, FetchState]):
         """(Fetch request, {key: (state, fetch offset, leader epoch)} of every partition in
         the session this round), or None when there is nothing to send."""
         broker = self._broker
         local = broker.replica_manager.partitions
-        wanted: dict[PartitionKey, PartitionData] = {}
-        sent: dict[PartitionKey, tuple[FetchState, int, int]] = {}
+        wanted: dict[TopicPartition, PartitionData] = {}
+        sent: dict[TopicPartition, tuple[FetchState, int, int]] = {}
         throttling = self._quota.bounded(broker)   # no rate set: no partition checks
         for key, state in ready.items():
             partition = local.get(key)
@@ -386,7 +388,7 @@ class _LeaderFetcher:
         return request, sent
 
     # -- answers ------------------------------------------------------------------------------
-    async def _apply(self, key: PartitionKey, sent: tuple[FetchState, int, int], data) -> None:
+    async def _apply(self, key: TopicPartition, sent: tuple[FetchState, int, int], data) -> None:
         """One partition's answer (Kafka's processFetchRequest for one partition)."""
         state, sent_offset, sent_epoch = sent
         partition = self._broker.replica_manager.partitions.get(key)
@@ -440,7 +442,7 @@ class _LeaderFetcher:
             # Consumers long-polling this follower (KIP-392) read up to its HW.
             self._broker.replica_manager.appended((partition.topic, partition.index))
 
-    async def _out_of_range(self, key: PartitionKey, partition, state: FetchState) -> None:
+    async def _out_of_range(self, key: TopicPartition, partition, state: FetchState) -> None:
         """Kafka's handleOutOfRangeError (follower side)."""
         log = partition.log
         leader_end = await self._leader_offset(key, partition, _LATEST)
@@ -456,7 +458,7 @@ class _LeaderFetcher:
             self._delay(key, state, ErrorCode.OFFSET_OUT_OF_RANGE)  # nothing to change: retry later
         state.fetch_offset = log.log_end_offset
 
-    async def _leader_offset(self, key: PartitionKey, partition, timestamp: int) -> int:
+    async def _leader_offset(self, key: TopicPartition, partition, timestamp: int) -> int:
         request = _ListOffsets[LIST_OFFSETS_VERSION](
             replica_id=self._broker.node_id, isolation_level=_READ_UNCOMMITTED, timeout_ms=0,
             topics=[_ListOffsets.ListOffsetsTopic(name=key[0], partitions=[
@@ -470,14 +472,14 @@ class _LeaderFetcher:
             raise KafkaError(answer.error_code, f"ListOffsets({timestamp}) from the leader")
         return answer.offset
 
-    def _delay(self, key: PartitionKey, state: FetchState, error: int,
+    def _delay(self, key: TopicPartition, state: FetchState, error: int,
                message: str | None = None) -> None:
         _log.info("replica fetch error; backing off", partition=_name(key), leader=self.leader_id,
                   error=error_name(error), message=message, backoff_ms=self._backoff_ms)
         state.delayed_until_ms = self._broker.clock.time_ms() + self._backoff_ms
 
 
-def _fetch_topics(to_send: dict[PartitionKey, PartitionData]) -> list:
+def _fetch_topics(to_send: dict[TopicPartition, PartitionData]) -> list:
     """FetchTopics in order; consecutive partitions of one topic share one (Kafka's)."""
     topics: list = []
     for (name, index), data in to_send.items():
@@ -511,5 +513,5 @@ def _topic_id(broker, name: str):
     return topic.topic_id if topic is not None else None
 
 
-def _name(key: PartitionKey) -> str:
+def _name(key: TopicPartition) -> str:
     return f"{key[0]}-{key[1]}"

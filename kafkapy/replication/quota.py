@@ -14,7 +14,7 @@ Two quotas per broker, one per direction:
 Which partitions (Kafka's TopicConfigHandler.parseThrottledPartitions): a list of
 ``partition:broker`` entries, of which a broker keeps those naming itself, or
 ``*`` (every partition); an empty list: none.  Lists are read from the partition's
-current log config (kept current by ``controller.topic_configs``), parsed once per
+current log config (kept current by ``config.topic_configs``), parsed once per
 list object.  Rates are read from ``broker.config`` at check time (the effective
 dynamic value: per-broker, else cluster default, else Long.MAX_VALUE = unthrottled).
 

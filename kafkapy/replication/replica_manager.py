@@ -3,12 +3,32 @@
 It hosts the partitions the controller assigns through LeaderAndIsr
 (``become_leader_or_follower``: create the log with its topic id, become leader or
 follower) and StopReplica (``stop_replicas``: stop following, delete the log), as
-Kafka 3.9's ReplicaManager; routes Produce appends to partition leaders and serves
-Fetch reads.  Appends (and leadership changes) wake the operations parked on a
-partition through ``on_append`` listeners (the purgatories).
+Kafka 3.9's ReplicaManager, and it is the one door to the logs for clients:
 
-``leader_quota`` is the leader-side replication throttle (``replication.quota``), which
-the Fetch handler applies to follower fetches.
+- ``append_records`` (Kafka's appendRecords): a Produce request's partitions that
+  passed the request checks (KafkaApis': garbage, transactional id, authorization,
+  unknown topic, acks) are verified against their transaction
+  (``txn_verification``), refused on an internal topic unless the request may write
+  there, on a replica that is not the leader (NOT_LEADER_OR_FOLLOWER), with acks=-1 on
+  an ISR below min.insync.replicas (``acks``), then appended by their Partition (which
+  validates); with acks=-1 the answer waits in the produce purgatory until the high
+  watermark covers every append (``acks.wait_for_replication``).
+- ``fetch_messages`` (Kafka's fetchMessages / readFromLog): per partition the leader
+  (or, for a consumer's Fetch v11+, any replica) at the epoch the fetcher knows, the
+  follower's membership, its last fetched epoch (diverging logs), the read up to the
+  log end (followers), high watermark or last stable offset (``Log.read_for_fetch``:
+  file slices for sendfile, aborted transactions for read_committed), the size limits
+  and the leader's replication throttle; a follower's fetch offsets move the high
+  watermark; less than ``min_bytes`` waits in the fetch purgatory (DelayedFetch) for
+  at most ``max_wait_ms``, then reads again.
+- ``await_replication``: the acks=-1 wait for appends made elsewhere (WriteTxnMarkers).
+
+Both answer through a ``respond`` callback, at once (its value) or, when they wait, in
+a future of its value.  Appends (and leadership changes) wake the operations parked on
+a partition through ``on_append`` listeners (the purgatories).
+
+``leader_quota`` is the leader-side replication throttle (``replication.quota``),
+applied to follower fetches.
 
 Becoming leader of many partitions: the logs are created and the partitions made
 leaders in one pass; the new epochs' leader-epoch-checkpoint files are written by one
@@ -23,25 +43,78 @@ answered KAFKA_STORAGE_ERROR and never changed.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
 
 import structlog
 
 from kafkapy.log.leader_epoch import write_behind
 from kafkapy.metadata.cache import PartitionState
-from kafkapy.metadata.topics import invalid_topic_reason, parse_topic_id, topic_id_text
+from kafkapy.metadata.topics import (invalid_topic_reason, is_internal, parse_topic_id,
+                                     topic_id_text)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.replication.partition import Partition
+from kafkapy.protocol.topic_partition import TopicPartition
+from kafkapy.purgatory.delayed_fetch import DelayedFetch, FetchPartitionStatus
+from kafkapy.records.batch import MAGIC_OFFSET, read_header
+from kafkapy.replication import acks, txn_verification
+from kafkapy.replication.partition import AppendResult, Partition
 from kafkapy.replication.quota import LEADER, ReplicationQuota
 
 _log = structlog.get_logger("kafkapy.replication")
 
-PartitionKey = tuple[str, int]
-
 #: StopReplica leader epochs that skip the epoch check (LeaderAndIsr.EpochDuringDelete, NoEpoch).
 EPOCH_DURING_DELETE = -2
 NO_EPOCH = -1
+
+#: Kafka's AppendOrigin: a client's records (validated) or the broker's own (coordinators).
+CLIENT = "client"
+COORDINATOR = "coordinator"
+
+READ_COMMITTED = 1          # Fetch isolation_level
+_HARD_LIMIT_BELOW = 3       # Fetch v0-2: max bytes are hard limits (no KIP-74 first batch)
+_FETCH_FROM_FOLLOWER_FROM = 11  # a consumer's Fetch v11+ may read a follower (KIP-392)
+_VERIFICATION_KEY = "transaction.partition.verification.enable"
+_BATCH_HEADER_SIZE = 61
+
+
+@dataclass(slots=True)
+class FetchParams:
+    """Kafka's FetchParams: who reads and how much, for one Fetch request.  The handler
+    capped the sizes as KafkaApis does (``max_bytes`` by fetch.max.bytes, ``min_bytes``
+    by ``max_bytes``)."""
+    version: int
+    replica_id: int         # the fetching broker's id, -1 for a consumer
+    replica_epoch: int      # that broker's epoch (Fetch v15+ replica_state), else -1
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int    # READ_COMMITTED: up to the LSO (a follower reads to the log end)
+
+
+@dataclass(slots=True)
+class LogReadResult:
+    """One partition's read (or why it was not read), as ``fetch_messages`` answers it.
+
+    ``tip`` and ``request`` are the fetch session's TopicIdPartition and
+    PartitionRequest; ``found`` the file slices read (``kafkapy.log.segment.FetchSlice``,
+    ``size`` their bytes); ``aborted`` the aborted transactions of a read_committed read
+    (``AbortedTxn``), else None; ``config`` the local log's topic config, when there is a
+    log; ``diverging`` the (epoch, end offset) of a fetcher whose log diverged."""
+    tip: Any
+    request: Any
+    error_code: int
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    aborted: list | None = None
+    found: list = field(default_factory=list)
+    size: int = 0
+    config: dict | None = None
+    diverging: tuple[int, int] | None = None
+
+    def read_bytes(self) -> bytes:
+        """The bytes of the slices read (copied: TLS, down-conversion, tests)."""
+        return b"".join(s.read_bytes() for s in self.found)
 
 
 @dataclass
@@ -55,32 +128,53 @@ class PartitionChange:
 
 class ReplicaManager:
     def __init__(self, log_manager, node_id: int, topic_config_of: Callable[[str], dict],
-                 cache=None, fetchers=None) -> None:
+                 cache=None, fetchers=None, alter_partition=None, alter_log_dirs=None,
+                 config=None, clock=None) -> None:
         self._logs = log_manager
         self._node_id = node_id
         self._topic_config_of = topic_config_of
         self.cache = cache          # MetadataCache: leader liveness, known partitions
-        self.fetchers = fetchers    # ReplicaFetcherManager (REPL), None until it exists
-        self.partitions: dict[PartitionKey, Partition] = {}
-        self._append_listeners: list[Callable[[PartitionKey], None]] = []
+        self.fetchers = fetchers    # ReplicaFetcherManager (REPL); None: nothing followed
+        # The broker's configuration (effective values: throttle rates, verification)
+        # and clock (follower fetch times, the throttle's rate); the log manager's clock
+        # unless told.
+        self.config = config if config is not None else {}
+        self.clock = clock if clock is not None else log_manager.clock
+        # Where waiting produces and fetches park (``attach_purgatories``).
+        self.produce_purgatory = None
+        self.fetch_purgatory = None
+        self._loop = None
+        # This broker's TransactionCoordinator, asked by transaction verification.
+        self.txn_coordinator = None
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self._append_listeners: list[Callable[[TopicPartition], None]] = []
         # The AlterPartitionManager (ISR changes to the controller); None: ISRs stay.
-        self.alter_partition = None
+        self.alter_partition = alter_partition
         # Leader-side replication throttle (Kafka's quotas.leader), applied by Fetch.
         self.leader_quota = ReplicationQuota(LEADER, node_id)
         # Moves between this broker's log dirs (replication.alter_log_dirs); None: none.
-        self.alter_log_dirs = None
+        self.alter_log_dirs = alter_log_dirs
         # Topic configs looked up during one LeaderAndIsr (None outside one).
         self._configs: dict[str, dict] | None = None
 
-    def add_append_listener(self, listener: Callable[[PartitionKey], None]) -> None:
+    def add_append_listener(self, listener: Callable[[TopicPartition], None]) -> None:
         self._append_listeners.append(listener)
+
+    def attach_purgatories(self, fetch_purgatory, produce_purgatory, loop) -> None:
+        """The purgatories waiting fetches and produces park in (woken by appends and
+        leadership changes here), and the loop their futures belong to."""
+        self.fetch_purgatory = fetch_purgatory
+        self.produce_purgatory = produce_purgatory
+        self._loop = loop
+        self.add_append_listener(fetch_purgatory.check_and_complete)
+        self.add_append_listener(produce_purgatory.check_and_complete)
 
     # -- LeaderAndIsr ----------------------------------------------------------------
     def become_leader_or_follower(self, controller_id: int, controller_epoch: int,
-                                  changes: list[PartitionChange]) -> dict[PartitionKey, int]:
+                                  changes: list[PartitionChange]) -> dict[TopicPartition, int]:
         """Kafka's becomeLeaderOrFollower after the request-level fencing (done by the
         handler): per partition an error code, in request order."""
-        errors: dict[PartitionKey, int] = {}
+        errors: dict[TopicPartition, int] = {}
         leaders: list[tuple[PartitionChange, Partition | None]] = []
         followers: list[tuple[PartitionChange, Partition | None]] = []
         for change in changes:
@@ -105,7 +199,7 @@ class ReplicaManager:
                   leaders=len(leaders), followers=len(followers))
         return errors
 
-    def _check(self, change: PartitionChange, key: PartitionKey, leaders: list,
+    def _check(self, change: PartitionChange, key: TopicPartition, leaders: list,
                followers: list) -> int:
         """Kafka's per-partition checks: offline log, topic id, leader epoch, assignment."""
         partition = self.partitions.get(key)
@@ -136,13 +230,13 @@ class ReplicaManager:
             return ErrorCode.NO_ERROR
         return ErrorCode.STALE_CONTROLLER_EPOCH
 
-    def _make_leaders(self, leaders: list, errors: dict[PartitionKey, int]) -> None:
+    def _make_leaders(self, leaders: list, errors: dict[TopicPartition, int]) -> None:
         self._remove_fetchers([(c.topic, c.state.partition) for c, _ in leaders])
         for change, partition in self._online(leaders, errors):
             partition.make_leader(change.state)
             self._wake((change.topic, change.state.partition))
 
-    def _make_followers(self, followers: list, errors: dict[PartitionKey, int]) -> None:
+    def _make_followers(self, followers: list, errors: dict[TopicPartition, int]) -> None:
         moved: list[Partition] = []
         for change, partition in self._online(followers, errors):
             if self.cache is not None and not self.cache.is_alive(change.state.leader):
@@ -162,7 +256,7 @@ class ReplicaManager:
             self.fetchers.add_partitions({
                 (p.topic, p.index): (p.state.leader, p.log.log_end_offset) for p in moved})
 
-    def _online(self, changes: list, errors: dict[PartitionKey, int]):
+    def _online(self, changes: list, errors: dict[TopicPartition, int]):
         """(change, partition) for each change whose partition exists or can be created
         and whose log is online; the others get their error code."""
         for change, partition in changes:
@@ -218,11 +312,11 @@ class ReplicaManager:
 
     # -- StopReplica ---------------------------------------------------------------------
     def stop_replicas(self, controller_id: int, controller_epoch: int,
-                      partitions: dict[PartitionKey, tuple[int, bool]]) -> dict[PartitionKey, int]:
+                      partitions: dict[TopicPartition, tuple[int, bool]]) -> dict[TopicPartition, int]:
         """Kafka's stopReplicas after the request-level fencing: ``partitions`` maps each
         partition to (leader epoch, delete); answers an error code per partition."""
-        errors: dict[PartitionKey, int] = {}
-        stopped: list[tuple[PartitionKey, bool]] = []
+        errors: dict[TopicPartition, int] = {}
+        stopped: list[tuple[TopicPartition, bool]] = []
         for key, (leader_epoch, delete) in partitions.items():
             partition = self.partitions.get(key)
             if partition is not None and partition.log.offline:
@@ -251,13 +345,13 @@ class ReplicaManager:
                   stopped=len(stopped))
         return errors
 
-    def _drop_pending_writes(self, key: PartitionKey) -> None:
+    def _drop_pending_writes(self, key: TopicPartition) -> None:
         log = self._logs.get_log(*key)
         cache = getattr(log, "leader_epoch_cache", None)
         if cache is not None:
             cache.drop_pending()
 
-    def _remove_fetchers(self, keys: list[PartitionKey]) -> None:
+    def _remove_fetchers(self, keys: list[TopicPartition]) -> None:
         if keys and self.fetchers is not None:
             self.fetchers.remove_partitions(keys)
 
@@ -296,8 +390,139 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         return partition is not None and partition.is_leader and not partition.log.offline
 
-    def appended(self, key: PartitionKey) -> None:
+    def appended(self, key: TopicPartition) -> None:
         self._wake(key)
+
+    # -- Produce (Kafka's appendRecords) -------------------------------------------------
+    def append_records(self, entries: Sequence[tuple[str, Any]],
+                       refused: Sequence[AppendResult | None], *, required_acks: int,
+                       timeout_ms: int, produce_version: int, internal_topics_allowed: bool,
+                       transactional_id: str | None,
+                       respond: Callable[[list[tuple[str, int, AppendResult]]], Any],
+                       origin: str = CLIENT):
+        """Append a request's records to the partitions this broker leads.
+
+        ``entries`` are (topic, partition data with ``index`` and ``records``) in request
+        order; ``refused[i]`` is the answer the request checks already gave entry ``i``
+        (not appended, answered in its place), or None.  ``respond`` gets (topic, index,
+        AppendResult) per entry: at once (its value is returned), or with acks=-1 once
+        the high watermark covers the appends, as one entry per partition (a future of
+        its value is returned while that waits; REQUEST_TIMED_OUT at ``timeout_ms``).
+        ``internal_topics_allowed``: the request may write internal topics (Kafka lets
+        the __admin_client client id).  ``transactional_id`` (with
+        transaction.partition.verification.enable): transactional batches are verified
+        against their transaction first.  ``origin`` COORDINATOR appends the broker's own
+        batches without the client checks.
+        """
+        verify = (transactional_id is not None
+                  and bool(self.config.get(_VERIFICATION_KEY, True)))
+        results = []
+        for (topic, data), result in zip(entries, refused):
+            if result is None and verify:
+                result = self._verify_transaction(transactional_id, topic, data,
+                                                  produce_version)
+            if result is None:
+                result = self._append_to_leader(topic, data.index, data.records,
+                                                required_acks, produce_version,
+                                                internal_topics_allowed, origin)
+            results.append((topic, data.index, result))
+        if required_acks == -1 and results:
+            return self.await_replication(results, timeout_ms, respond)
+        return respond(results)
+
+    def await_replication(self, results: list[tuple[str, int, AppendResult]],
+                          timeout_ms: int, respond: Callable[[list], Any]):
+        """acks=-1: ``respond`` once every appended partition's high watermark covers its
+        append (``acks.wait_for_replication``): its value at once, else a future of it."""
+        return acks.wait_for_replication(self.partitions, self.produce_purgatory, self._loop,
+                                         results, timeout_ms, respond)
+
+    def _append_to_leader(self, topic: str, index: int, records, required_acks: int,
+                          produce_version: int, internal_topics_allowed: bool,
+                          origin: str) -> AppendResult:
+        """Kafka's appendToLocalLog for one partition."""
+        if not internal_topics_allowed and is_internal(topic):
+            return AppendResult(ErrorCode.INVALID_TOPIC_EXCEPTION)
+        try:
+            partition = self.leader_partition(topic, index)
+        except KafkaError as err:
+            return AppendResult(err.code)
+        if required_acks == -1:
+            refused = acks.min_isr_error(partition, topic, index)
+            if refused is not None:
+                _log.error("Error processing append operation on partition",
+                           partition=f"{topic}-{index}", error=refused.error_message)
+                return refused
+        if origin == CLIENT:
+            result = partition.append_as_leader(records, produce_version)
+        else:
+            result = partition.append_internal(records)
+        if result.error_code == 0 and result.last_offset >= 0:
+            self._wake((topic, index))
+        return result
+
+    def _verify_transaction(self, transactional_id: str, topic: str, data,
+                            produce_version: int) -> AppendResult | None:
+        """Kafka's verification of a transactional batch before it is appended: None
+        when the batch may go on (it is not transactional, its producer already has an
+        open transaction on the partition, or the coordinator says it is in the
+        transaction, or the coordinator is another broker)."""
+        records = data.records
+        if len(records) < _BATCH_HEADER_SIZE or records[MAGIC_OFFSET] != 2:
+            return None
+        header = read_header(records)
+        if not header.is_transactional:
+            return None
+        try:
+            partition = self.leader_partition(topic, data.index)
+        except KafkaError as err:
+            return AppendResult(err.code)
+        if partition.has_ongoing_transaction(header.producer_id):
+            return None
+        error = txn_verification.coordinator_verdict(
+            self.txn_coordinator, self.cache, self._node_id, transactional_id,
+            header.producer_id, header.producer_epoch, (topic, data.index))
+        return None if error is None else txn_verification.failure(error, produce_version)
+
+    # -- Fetch (Kafka's fetchMessages) -------------------------------------------------
+    def fetch_messages(self, params: FetchParams, partitions: list,
+                       respond: Callable[[list[LogReadResult]], Any]):
+        """Read ``partitions`` ((TopicIdPartition, PartitionRequest) of partitions known
+        to the cluster, in the session's order) for ``params``; ``respond`` gets a
+        LogReadResult per partition.  At once (its value is returned) when the wait is
+        0, ``min_bytes`` are there, or a read failed or diverged; else the fetch waits in
+        the fetch purgatory and reads again when it completes (a future of ``respond``'s
+        value is returned; an exception ``respond`` raises then fails the future)."""
+        if not partitions:
+            return respond([])
+        fetch = _FetchRead(self, params, partitions)
+        results = fetch.read()
+        if fetch.can_answer_now(results):
+            return respond(results)
+        return fetch.delay(respond)
+
+    def leader_and_epoch(self, topic: str, index: int) -> tuple[int, int]:
+        """The partition's leader and leader epoch as this broker knows them ((-1, -1)
+        when it knows nothing), for the current_leader hints of errors."""
+        local = self.partitions.get((topic, index))
+        if local is not None:
+            state = local.state
+        else:
+            state = self.cache.partition(topic, index) if self.cache is not None else None
+        return (state.leader, state.leader_epoch) if state is not None else (-1, -1)
+
+    def record_leader_throttled(self, results: Iterable[LogReadResult]) -> None:
+        """Kafka's quotas.leader.record(sizeOfThrottledPartitions): the bytes answered to
+        a follower for throttled partitions (in-sync followers' too, their record bytes),
+        zero included (every follower fetch answered keeps the quota's samples alive)."""
+        quota = self.leader_quota
+        size = 0
+        for result in results:
+            if result.size:
+                partition = self.partitions.get((result.tip.topic, result.tip.partition))
+                if partition is not None and quota.is_throttled(partition):
+                    size += result.size
+        quota.record(self, size)
 
     # -- ISR (Kafka's isr-expiration task and UnderReplicatedPartitions) -----------------
     def maybe_shrink_isr(self, now_ms: int | None = None) -> int:
@@ -312,9 +537,208 @@ class ReplicaManager:
     def under_replicated_count(self) -> int:
         return sum(1 for p in self.partitions.values() if p.is_under_replicated)
 
-    def _wake(self, key: PartitionKey) -> None:
+    def _wake(self, key: TopicPartition) -> None:
         for listener in self._append_listeners:
             listener(key)
+
+
+class _FetchRead:
+    """One Fetch request's reads (Kafka's readFromLog) and, when it waits, its DelayedFetch."""
+
+    __slots__ = ("_replicas", "_params", "_partitions", "_follower", "_leader_only",
+                 "_read_committed", "_throttling")
+
+    def __init__(self, replicas: ReplicaManager, params: FetchParams, partitions: list) -> None:
+        self._replicas = replicas
+        self._params = params
+        self._partitions = partitions
+        self._follower = params.replica_id >= 0
+        # Kafka's fetchOnlyFromLeader: followers, and consumers before v11 (no client
+        # metadata); a v11+ consumer may read a follower up to its high watermark (KIP-392).
+        self._leader_only = self._follower or params.version < _FETCH_FROM_FOLLOWER_FROM
+        # (Kafka's FetchIsolation: a follower reads to the log end whatever it asks.)
+        self._read_committed = (params.isolation_level == READ_COMMITTED
+                                and not self._follower)
+        self._throttling = False    # set by each read: _leader_throttle_set()
+
+    # -- reading ----------------------------------------------------------------------
+    def read(self, record_follower: bool = True) -> list[LogReadResult]:
+        """Read every partition; a follower's fetch offsets are recorded on the first read
+        only (Kafka's readFromPurgatory: the offsets are the same when a wait ends)."""
+        limit = self._params.max_bytes
+        min_one = self._params.version >= _HARD_LIMIT_BELOW
+        results = []
+        self._throttling = self._leader_throttle_set()
+        for tip, req in self._partitions:
+            result = self._read_one(tip, req, min(req.max_bytes, limit), min_one)
+            if result.size:
+                min_one = False  # only the first non-empty partition may exceed the limits
+            limit = max(0, limit - result.size)
+            results.append(result)
+        if self._follower and record_follower:
+            self._record_follower_fetches(results)
+        return results
+
+    def _record_follower_fetches(self, results: list[LogReadResult]) -> None:
+        """Kafka's updateFollowerFetchState: each partition read for a follower records its
+        fetch offset as the follower's log end; where that moves the high watermark, the
+        delayed produces (acks=all) and consumer fetches watching the partition may now
+        complete.  (The answer carries the HW as read, as Kafka's: the follower learns a
+        new HW with its next fetch.)"""
+        replicas = self._replicas
+        replica = self._params.replica_id
+        replica_epoch = self._params.replica_epoch
+        now = replicas.clock.time_ms()
+        moved = []
+        for result in results:
+            if result.error_code or result.diverging is not None:
+                continue
+            key = (result.tip.topic, result.tip.partition)
+            partition = replicas.partitions.get(key)
+            req = result.request
+            if partition is not None and partition.update_follower_fetch(
+                    replica, req.fetch_offset, now, req.log_start_offset, replica_epoch):
+                moved.append(key)
+        for key in moved:
+            replicas.appended(key)
+
+    def _read_one(self, tip, req, max_bytes: int, min_one: bool) -> LogReadResult:
+        replicas = self._replicas
+        local = replicas.partitions.get((tip.topic, tip.partition))
+        config = local.log.config.values if local is not None else None
+        try:
+            if local is None:
+                # Known to the cluster but not hosted here.
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            partition = replicas.readable_partition(tip.topic, tip.partition,
+                                                    req.current_leader_epoch, self._leader_only)
+            if self._follower:
+                self._check_follower(partition, req)
+            log = partition.log
+            result = LogReadResult(tip, req, 0, partition.high_watermark,
+                                   partition.last_stable_offset, log.log_start_offset,
+                                   config=config)
+            if req.last_fetched_epoch >= 0 and _diverging(log, req, result):
+                return result
+            result.found, result.aborted = log.read_for_fetch(
+                req.fetch_offset, max_bytes, self._upper(partition), min_one,
+                self._read_committed)
+            if self._throttling and result.found and self._throttled(partition):
+                result.found = []   # Kafka: the throttled partition answers no records
+        except KafkaError as err:
+            return LogReadResult(tip, req, err.code, config=config)
+        result.size = sum(s.size for s in result.found)
+        return result
+
+    def _leader_throttle_set(self) -> bool:
+        """A follower's fetch on a broker with a leader throttle rate set: only then can a
+        partition be throttled (replication.quota), so only then are partitions checked."""
+        replicas = self._replicas
+        return self._follower and replicas.leader_quota.bounded(replicas)
+
+    def _throttled(self, partition) -> bool:
+        """Kafka's shouldLeaderThrottle for this follower (see replication.quota)."""
+        replicas = self._replicas
+        return replicas.leader_quota.should_leader_throttle(replicas, partition,
+                                                            self._params.replica_id)
+
+    def _upper(self, partition) -> int:
+        """Where this fetcher's read stops: log end (followers), LSO or high watermark."""
+        if self._follower:
+            return partition.log.log_end_offset
+        return partition.last_stable_offset if self._read_committed else partition.high_watermark
+
+    def _check_follower(self, partition, req) -> None:
+        """Kafka's followerReplicaOrThrow: the fetcher must be another assigned replica."""
+        replica = self._params.replica_id
+        if replica == self._replicas._node_id or replica not in partition.state.replicas:
+            raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH if req.current_leader_epoch >= 0
+                             else ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+    def can_answer_now(self, results: list[LogReadResult]) -> bool:
+        return (self._params.max_wait_ms <= 0
+                or sum(r.size for r in results) >= self._params.min_bytes
+                or any(r.error_code or r.diverging for r in results))
+
+    # -- waiting ----------------------------------------------------------------------
+    def delay(self, respond: Callable[[list[LogReadResult]], Any]):
+        """Park the fetch in the fetch purgatory; the future resolves with ``respond``'s
+        value for the read made when the wait ends."""
+        replicas = self._replicas
+        future = replicas._loop.create_future()
+        statuses = [FetchPartitionStatus(tip.topic, tip.partition, req.fetch_offset,
+                                         req.max_bytes, _start_metadata(replicas, tip, req))
+                    for tip, req in self._partitions]
+        requests = {(tip.topic, tip.partition): req for tip, req in self._partitions}
+
+        def deliver(results):
+            try:
+                value = respond(results)
+            except Exception as exc:   # e.g. the handler closes the connection instead
+                if not future.done():
+                    future.set_exception(exc)
+                return
+            if not future.done():
+                future.set_result(value)
+
+        starts = {(s.topic, s.partition): s.start for s in statuses}
+
+        def state(topic, index):
+            end = _end_metadata(replicas, topic, index, requests[(topic, index)], self._upper,
+                                self._leader_only)
+            if self._follower and not isinstance(end, int) and self._leader_throttle_set():
+                start = starts[(topic, index)]
+                if start is not None and end.offset >= start.offset and self._throttled(
+                        replicas.partitions[(topic, index)]):
+                    # Kafka's DelayedFetch: a throttled partition's bytes do not count
+                    # (and do not end the wait); the read at the end leaves them out.
+                    return start
+            return end
+
+        operation = DelayedFetch(self._params.max_wait_ms, self._params.min_bytes, statuses,
+                                 lambda: self.read(record_follower=False), deliver, state)
+        keys = [(s.topic, s.partition) for s in statuses]
+        replicas.fetch_purgatory.try_complete_else_watch(operation, keys)
+        return future
+
+
+def _start_metadata(replicas: ReplicaManager, tip, req):
+    partition = replicas.partitions.get((tip.topic, tip.partition))
+    return partition.offset_metadata(req.fetch_offset) if partition is not None else None
+
+
+def _end_metadata(replicas: ReplicaManager, topic: str, index: int, req, upper,
+                  leader_only: bool = True):
+    """Where a waiting fetch may read to, or an error code when it must answer now."""
+    try:
+        partition = replicas.readable_partition(topic, index, req.current_leader_epoch,
+                                                leader_only)
+    except KafkaError as err:
+        return err.code
+    if req.last_fetched_epoch >= 0:
+        # Kafka's case H: the fetcher's log diverged meanwhile (or cannot be placed).
+        epoch, end = _epoch_end(partition.log, req)
+        if epoch < 0 or end < 0 or epoch < req.last_fetched_epoch or end < req.fetch_offset:
+            return ErrorCode.OFFSET_OUT_OF_RANGE
+    return partition.offset_metadata(upper(partition))
+
+
+def _epoch_end(log, req) -> tuple[int, int]:
+    """The largest epoch <= the fetcher's last one and where it ends (-1s if unknown)."""
+    return log.leader_epoch_cache.end_offset_for(req.last_fetched_epoch, log.log_end_offset)
+
+
+def _diverging(log, req, result: LogReadResult) -> bool:
+    """Kafka's check of ``last_fetched_epoch`` (Fetch v12+): True when the fetcher's log
+    diverged.  The answer then carries the end of the largest epoch at or below the
+    fetcher's, and no records."""
+    epoch, end = _epoch_end(log, req)
+    if epoch < 0 or end < 0 or req.fetch_offset < log.log_start_offset:
+        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
+    if epoch < req.last_fetched_epoch or end < req.fetch_offset:
+        result.diverging = (epoch, end)
+        return True
+    return False
 
 
 def _parse_id(text: str | None) -> uuid.UUID | None:

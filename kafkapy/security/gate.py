@@ -63,25 +63,26 @@ _DEFAULT_MAX_RECEIVE = 524288
 class SaslGate:
     """Per-connection SASL state (see module docstring)."""
 
-    __slots__ = ("state", "server", "mechanism", "principal", "expires_at", "_broker",
+    __slots__ = ("state", "server", "mechanism", "principal", "expires_at", "_config",
                  "_listener", "_max_receive", "_reauthenticating", "_on_principal",
                  "close_reason", "failed_close_delay_ms")
 
-    def __init__(self, broker, listener_name: str, on_principal) -> None:
+    def __init__(self, config, listener_name: str, on_principal) -> None:
+        """``config``: the broker's (``sasl.*`` and listener settings)."""
         self.state = HANDSHAKE_OR_VERSIONS
         self.server = None
         self.mechanism: str | None = None
         self.principal: KafkaPrincipal | None = None
         self.expires_at: float | None = None
         self.close_reason = ""
-        self._broker = broker
+        self._config = config
         self._listener = listener_name
         self._reauthenticating = False
         self._on_principal = on_principal     # the connection's session setter
-        self._max_receive = _int_setting(broker.config, "sasl.server.max.receive.size",
+        self._max_receive = _int_setting(config, "sasl.server.max.receive.size",
                                          _DEFAULT_MAX_RECEIVE)
         self.failed_close_delay_ms = _int_setting(
-            broker.config, "connection.failed.authentication.delay.ms", 100)
+            config, "connection.failed.authentication.delay.ms", 100)
 
     @property
     def max_receive(self) -> int:
@@ -164,7 +165,7 @@ class SaslGate:
             self._fail(f"Cannot change principals during re-authentication from "
                        f"{prev.principal_type}.{prev.name}: {principal.principal_type}.{principal.name}")
             return False
-        lifetime = session_lifetime_ms(self._broker.config, self._listener, self.mechanism or "")
+        lifetime = session_lifetime_ms(self._config, self._listener, self.mechanism or "")
         self.expires_at = time.monotonic() + lifetime / 1000.0 if lifetime > 0 else None
         self.principal = principal
         self.state = COMPLETE

@@ -14,6 +14,10 @@ for keys spelled otherwise.  Test-friendly defaults below (``_DEFAULTS``) apply 
 Clock: ``clock=MockClock()`` runs every deadline of the broker on that clock (purgatory, group
 and transaction coordinators share the broker's timing wheel; log retention, checkpoints and
 producer expiry read it too); ``await b.advance(ms)`` moves it and runs what became due.
+
+The broker's own modules (``kafkapy.server``, the configuration, the metadata store, the
+records reader) and structlog are imported inside the functions that use them: this
+module comes with ``kafkapy.testing``, which the pytest plugin imports in every session.
 """
 from __future__ import annotations
 
@@ -27,8 +31,9 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from kafkapy.clock import Clock
+from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.clock import MockClock as _BaseMockClock
+from kafkapy.testing._sync import ThreadedContext
 
 _DEFAULTS = {
     "broker.id": "0",
@@ -332,7 +337,6 @@ async def _close_quietly(server) -> None:
 
 
 def _system_clock() -> Clock:
-    from kafkapy.clock import SYSTEM_CLOCK
     return SYSTEM_CLOCK
 
 
@@ -409,7 +413,6 @@ class _BrokerContext:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def __enter__(self):
-        from kafkapy.testing._sync import ThreadedContext
         self._threaded = ThreadedContext(self, name="kafkapy-test-broker")
         return self._threaded.__enter__()
 

@@ -49,9 +49,14 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
 import structlog
+from kazoo.client import KazooClient
 
 from kafkapy.clock import Clock, MockClock
+from kafkapy.log.manager import CLEAN_SHUTDOWN_FILE
+from kafkapy.metadata.embedded import EmbeddedStore
+from kafkapy.metadata.zk_store import ZooKeeperStore
 from kafkapy.testing._broker import BrokerHandle, broker_settings, free_port, quiet_logging
+from kafkapy.testing._sync import ThreadedContext
 
 __all__ = ["ClusterHandle", "cluster"]
 
@@ -165,7 +170,6 @@ class ClusterHandle:
         if server.store is not None:
             server.store.close()        # the session ends: /brokers/ids/<id> (and /controller)
         await h.kill()
-        from kafkapy.log.manager import CLEAN_SHUTDOWN_FILE
         for log_dir in server.config.log_dirs:
             try:
                 os.unlink(Path(log_dir) / CLEAN_SHUTDOWN_FILE)    # as after a crash
@@ -303,7 +307,6 @@ def _left_ms(deadline: float) -> int:
 def _close_zookeeper_session(hosts: str, client_id: tuple) -> None:
     """Join the session ``client_id`` (id, password) and close it: ZooKeeper ends it, and
     its owner's client sees it expired."""
-    from kazoo.client import KazooClient
     twin = KazooClient(hosts=hosts, client_id=client_id, timeout=10.0)
     try:
         twin.start(timeout=10.0)
@@ -326,13 +329,11 @@ class _ZooKeeperChroot:
         return self.hosts + self.chroot
 
     def store_factory(self, server) -> Any:
-        from kafkapy.metadata.zk_store import ZooKeeperStore
         c = server.config
         return ZooKeeperStore(self.connect, c["zookeeper.session.timeout.ms"],
                               c["zookeeper.connection.timeout.ms"])
 
     def drop(self) -> None:
-        from kazoo.client import KazooClient
         client = KazooClient(hosts=self.hosts, timeout=5.0)
         try:
             client.start(timeout=5.0)
@@ -405,7 +406,6 @@ class _ClusterContext:
             self._chroot = _ZooKeeperChroot(self._zookeeper)
             open_store = self._chroot.store_factory
         else:
-            from kafkapy.metadata.embedded import EmbeddedStore
             kwargs = {"clock": self._clock} if self._clock is not None else {}
             self._store = EmbeddedStore(base / "kafkapy-metadata.json", fsync=False, **kwargs)
             open_store = lambda _server: self._store.session()   # noqa: E731
@@ -435,7 +435,6 @@ class _ClusterContext:
 
     # -- sync form ---------------------------------------------------------------------------
     def __enter__(self) -> Any:
-        from kafkapy.testing._sync import ThreadedContext
         self._threaded = ThreadedContext(self, name="kafkapy-test-cluster")
         return self._threaded.__enter__()
 

@@ -75,7 +75,7 @@ async def _drain() -> None:
 
 def _new_loop() -> asyncio.AbstractEventLoop:
     try:
-        import uvloop
+        import uvloop   # here: a missing uvloop falls back to asyncio's own loop
         return uvloop.new_event_loop()
     except ImportError:
         return asyncio.new_event_loop()

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from kafkapy.cli import reassign_partitions as tool
-from kafkapy.controller.assignment import assign_replicas
+from kafkapy.admin.assignment import assign_replicas
 from tests.support import cluster_clients as clients
 from tests.support.cluster import (kafka_tool, running_cluster, shared_cluster,  # noqa: F401
                                     unique, wait_for)

@@ -140,7 +140,7 @@ def test_unclean_election_brings_back_a_partition_whose_leader_is_gone(fresh_bro
     # The new leadership is durable, with the next leader epoch (read while the broker
     # is stopped; it serves the partition again after starting).
     store_state = _stored_state(fresh_broker, topic)
-    assert (store_state.leader, store_state.leader_epoch, store_state.isr) == (0, epoch + 1, [0])
+    assert (store_state.leader, store_state.leader_epoch, store_state.isr) == (0, epoch + 1, (0,))
     assert _partition_meta(AdminClient({"bootstrap.servers": fresh_broker.bootstrap}),
                            topic).leader == 0
 

@@ -248,7 +248,7 @@ def _write_topic_with_isr_0_1(zk) -> None:
 def _isr(zk) -> list[int]:
     from kafkapy.metadata import paths
     data, stat = zk.get(paths.partition_state_path(TOPIC, 0))
-    return paths.decode_partition_state(data, stat).isr
+    return list(paths.decode_partition_state(data, stat).isr)
 
 
 def _produce_all(wire: WireClient, value: bytes, timeout_ms: int) -> int:

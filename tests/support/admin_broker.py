@@ -4,27 +4,29 @@ from __future__ import annotations
 
 import uuid
 
+from kafkapy.admin.manager import AdminManager
 from kafkapy.clock import MockClock
-from kafkapy.config.broker import ConfigError, validate_topic_configs
-from kafkapy.controller.admin import AdminManager
-from kafkapy.controller.topic_configs import TopicConfigs
+from kafkapy.config.broker import BrokerConfig, ConfigError, validate_topic_configs
+from kafkapy.config.topic_configs import TopicConfigs
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.protocol.errors import ErrorCode as E, KafkaError
 from kafkapy.protocol.inter_broker import UpdateMetadataRequest as UM
+from kafkapy.server import reapply_topic_config
 
 
 TS = 1_700_000_000_000
 
 
 class Broker:
-    """What AdminManager and TopicConfigs use of the server's Broker."""
+    """What the server's Broker hands AdminManager and TopicConfigs."""
 
-    def __init__(self, tmp_path, brokers=(0, 1, 2), racks=None):
+    def __init__(self, tmp_path, brokers=(0, 1, 2), racks=None, store=None):
         self.node_id = 0
         self.clock = MockClock(TS)
-        self.store = EmbeddedStore(tmp_path / "metadata.json", clock=self.clock, fsync=False)
+        self.store = store or EmbeddedStore(tmp_path / "metadata.json", clock=self.clock,
+                                            fsync=False)
         paths.ensure_base_paths(self.store)
         self.cache = MetadataCache("cluster", 0, "PLAINTEXT")
         for b in brokers:
@@ -32,8 +34,11 @@ class Broker:
             self.cache.put_broker(endpoint, {"PLAINTEXT": endpoint})
         self.replica_manager = None
         self.controller = None
-        self.topic_configs = TopicConfigs(self)
-        self.admin = AdminManager(self)
+        self.config = BrokerConfig.from_properties({"broker.id": "0"})
+        self.topic_configs = TopicConfigs(self.store, self.cache, self.clock)
+        self.topic_configs.add_listener(lambda name, _overrides: reapply_topic_config(
+            self.replica_manager, name, self.topic_config))
+        self.admin = AdminManager(self.store, self.cache, self.config, self.topic_configs)
 
     def _validate_topic_configs(self, configs):
         try:

@@ -42,6 +42,7 @@ class FakeBroker:
         self.network = network
         network[node_id] = self
         self.controller: KafkaController | None = None
+        self.authorizer = None
 
     def topic_config(self, name: str) -> dict:
         return {"unclean.leader.election.enable": False}

@@ -5,10 +5,11 @@ from __future__ import annotations
 from kafkapy.clock import MockClock
 from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSettings
 from kafkapy.coordinator.group.group import GroupState
-from kafkapy.coordinator.group.persistence import GroupStore, load_partition, Loaded, OFFSETS_TOPIC
+from kafkapy.coordinator.group.persistence import GroupStore, Loaded, load_partition
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.log.log import Log
 from kafkapy.metadata.cache import PartitionState
+from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.purgatory.timer import Timer
 from kafkapy.replication.partition import Partition

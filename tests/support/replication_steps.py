@@ -86,17 +86,19 @@ class Replica:
             endpoint = BrokerEndpoint(node, "127.0.0.1", 9000 + node)
             cache.put_broker(endpoint, {"PLAINTEXT": endpoint})
         self.cache = cache
-        self.replica_manager = ReplicaManager(self.logs, self.node_id, lambda name: {},
-                                              cache=cache)
         self.broker = SimpleNamespace(
             node_id=self.node_id, broker_epoch=100 + self.node_id, config=self.cluster.config,
             clock=clock,
             loop=None, cache=cache, inter_broker_listener="PLAINTEXT",
-            replica_manager=self.replica_manager,
+            replica_manager=None, authorizer=None,
             fetch_manager=FetchManager(FetchSessionCache(1000)))
+        # Made before the replica manager, which gets them; they reach it through the broker.
         self.fetchers = ReplicaFetcherManager(self.broker, connect=self._connect,
                                               autostart=False)
-        self.replica_manager.fetchers = self.fetchers
+        self.replica_manager = ReplicaManager(self.logs, self.node_id, lambda name: {},
+                                              fetchers=self.fetchers,
+                                              cache=cache, config=self.cluster.config)
+        self.broker.replica_manager = self.replica_manager
         self.running = True
         return self
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkapy.controller.context import ControllerContext, LeaderIsr, LiveBroker
+from kafkapy.controller.context import ControllerContext, LiveBroker
 from kafkapy.controller.partition_state_machine import PartitionStateMachine
 from kafkapy.controller.replica_state_machine import ReplicaStateMachine
 from kafkapy.controller.request_batch import BatchCallbacks, ControllerBrokerRequestBatch
 from kafkapy.controller.topic_deletion import ControllerDeletionClient, TopicDeletionManager
 from kafkapy.controller.zk_writes import ZkWrites
+from kafkapy.metadata.leader_and_isr import LeaderAndIsr
 from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.paths import EndPoint
@@ -60,7 +61,7 @@ class Cluster:
     muted: list = field(default_factory=list)
 
     def add_topic(self, topic: str, partitions: dict[int, list[int]], *,
-                  states: dict[int, LeaderIsr] | None = None) -> str:
+                  states: dict[int, LeaderAndIsr] | None = None) -> str:
         """Write /brokers/topics/T (and state znodes if given) and tell the context."""
         tid = topic_id_text(new_topic_id())
         self.store.create(paths.topic_path(topic),
@@ -74,7 +75,7 @@ class Cluster:
             self.ctx.put_leadership((topic, p), li)
         return tid
 
-    def state_znode(self, topic: str, p: int) -> paths.PartitionState:
+    def state_znode(self, topic: str, p: int) -> LeaderAndIsr:
         data, stat = self.store.get(paths.partition_state_path(topic, p))
         return paths.decode_partition_state(data, stat)
 

@@ -22,7 +22,8 @@ import struct
 from collections import Counter
 
 from kafkapy.coordinator.group.member import MemberMetadata, Protocols
-from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
+from kafkapy.coordinator.group.offsets import OffsetAndMetadata
+from kafkapy.protocol.topic_partition import TopicPartition
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 

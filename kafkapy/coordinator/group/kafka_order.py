@@ -16,8 +16,7 @@ per entry in that map's order; the order is observable in ``__consumer_offsets``
 from __future__ import annotations
 
 from kafkapy.jvm import champ_improve, int32, scala_mutable_hash_order, topic_partition_hash
-
-TopicPartition = tuple[str, int]
+from kafkapy.protocol.topic_partition import TopicPartition
 
 
 def topic_id_partition_hash(tp: TopicPartition) -> int:

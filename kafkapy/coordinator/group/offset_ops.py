@@ -18,8 +18,9 @@ from __future__ import annotations
 from kafkapy.coordinator.group import records as R
 from kafkapy.coordinator.group.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState
 from kafkapy.coordinator.group.kafka_order import commit_order
-from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
+from kafkapy.coordinator.group.offsets import OffsetAndMetadata
 from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.replication import acks
 
 _S = GroupState

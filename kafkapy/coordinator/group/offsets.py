@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TopicPartition = tuple[str, int]
-
 
 @dataclass(frozen=True, slots=True)
 class OffsetAndMetadata:

@@ -17,15 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafkapy.coordinator.group import records as R
-from kafkapy.coordinator.group.offsets import OffsetAndMetadata, TopicPartition
+from kafkapy.coordinator.group.offsets import OffsetAndMetadata
+from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.coordinator.internal_topic import scan_batches
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.records.record import build_batch, decode_records
 from kafkapy.coordinator.group.txn_offsets import route_batch as route_txn_batch
 from kafkapy.coordinator.group.txn_offsets import write_transactional
 from kafkapy.replication import acks
 
-OFFSETS_TOPIC = "__consumer_offsets"
 
 Entry = tuple[bytes, bytes | None]
 

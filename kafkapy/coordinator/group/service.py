@@ -18,11 +18,11 @@ import asyncio
 import structlog
 
 from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSettings
-from kafkapy.coordinator.group.persistence import (OFFSETS_TOPIC, GroupStore, Loaded,
-                                                   load_partition)
+from kafkapy.coordinator.group.persistence import GroupStore, Loaded, load_partition
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
                                                 ensure_internal_topic)
+from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.replication import acks
 

@@ -55,6 +55,7 @@ from kafkapy.coordinator.transaction.state import (NO_PRODUCER_EPOCH, Transactio
 from kafkapy.jvm import string_hash as java_string_hash
 from kafkapy.jvm import utils_abs as java_utils_abs
 from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.replication.acks import then
 
 _log = structlog.get_logger("kafkapy.coordinator.transaction")
@@ -115,7 +116,7 @@ class TransactionCoordinator:
 
     def __init__(self, settings: TxnSettings, clock, deadlines, store, markers,
                  next_producer_id: Callable[[], int], defer: Callable[[Callable], None],
-                 offsets_partition: Callable[[str], tuple[str, int]] | None = None) -> None:
+                 offsets_partition: Callable[[str], TopicPartition] | None = None) -> None:
         self.settings = settings
         self._clock = clock
         self._deadlines = deadlines
@@ -245,7 +246,7 @@ class TransactionCoordinator:
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------------
     def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                       partitions: Iterable[tuple[str, int]]):
+                       partitions: Iterable[TopicPartition]):
         """The error code, or a future of it while the write replicates."""
         error, owned = self._lookup(txn_id)
         if error:
@@ -270,7 +271,7 @@ class TransactionCoordinator:
                                    [self._offsets_partition(group_id)])
 
     def verify_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                          partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Whether each partition is in the producer's transaction, without adding it
         (KIP-890 part 1; Kafka's handleVerifyPartitionsInTransaction): a partition that is
         not answers TRANSACTION_ABORTABLE; a transaction-wide error is every partition's."""

@@ -46,10 +46,10 @@ import structlog
 from kafkapy.network.client import BrokerConnection
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.messages import REQUESTS
+from kafkapy.protocol.topic_partition import TopicPartition
 
 _log = structlog.get_logger("kafkapy.coordinator.transaction.markers")
 
-TopicPartition = tuple[str, int]
 MarkerKey = tuple[int, int, int, bool]   # (producer id, producer epoch, coordinator epoch, commit)
 # (producer id, epoch, coordinator epoch, commit, partitions, appended={}) -> {tp: code};
 # fills ``appended`` with the AppendResult of each marker written.

@@ -25,20 +25,21 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.records.record import CONTROL_ABORT, CONTROL_COMMIT, build_control_batch
 from kafkapy.replication import acks
 
-OFFSETS_TOPIC = "__consumer_offsets"
 
 OffsetsListener = Callable[[int, list[int], bool], None]  # (producer id, partitions, commit)
 
 
 def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
                   coordinator_epoch: int, commit: bool,
-                  partitions: Iterable[tuple[str, int]],
+                  partitions: Iterable[TopicPartition],
                   offsets_listeners: list[OffsetsListener] = (),
-                  appended: dict | None = None, replicate=None) -> dict[tuple[str, int], int]:
+                  appended: dict | None = None, replicate=None) -> dict[TopicPartition, int]:
     """{partition: error code}; ``appended`` (when given) receives the AppendResult of
     each written marker (its ``last_offset`` is what replication must reach).
 
@@ -46,8 +47,8 @@ def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
     hear of a marker in ``__consumer_offsets`` only once it is durable, as Kafka
     materialises transactional offsets in the acks=-1 append's callback; without it, at
     once."""
-    results: dict[tuple[str, int], int] = {}
-    offsets_done: list[tuple[tuple[str, int], object]] = []
+    results: dict[TopicPartition, int] = {}
+    offsets_done: list[tuple[TopicPartition, object]] = []
     for key in partitions:
         code, result = _write_one(replica_manager, clock, producer_id, producer_epoch,
                                   coordinator_epoch, commit, key)
@@ -69,7 +70,7 @@ def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
 
 
 def _write_one(replica_manager, clock, producer_id: int, producer_epoch: int,
-               coordinator_epoch: int, commit: bool, key: tuple[str, int]) -> tuple[int, object]:
+               coordinator_epoch: int, commit: bool, key: TopicPartition) -> tuple[int, object]:
     partition = replica_manager.partitions.get(key)
     if partition is None:
         # Known to the cache but not hosted (yet): a leader change in flight; the

@@ -19,21 +19,26 @@ calls ``write_markers`` on that broker).
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import structlog
 
+from kafkapy.coordinator.group.hashing import partition_for
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
                                                 ensure_internal_topic, scan_batches)
 from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator, TxnSettings
 from kafkapy.coordinator.transaction.marker_channel import MarkerChannel
-from kafkapy.coordinator.transaction.markers import OFFSETS_TOPIC, write_markers
+from kafkapy.coordinator.transaction.markers import write_markers
+from kafkapy.metadata.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.record import build_batch, decode_records
 from kafkapy.replication import acks
 
+if TYPE_CHECKING:
+    from kafkapy.coordinator.group.service import GroupService
+
 _log = structlog.get_logger("kafkapy.coordinator.transaction")
-TRANSACTION_TOPIC = "__transaction_state"
 
 
 def fenced_for_version(code: int, version: int, first_with_fenced: int) -> int:
@@ -58,7 +63,7 @@ class _Store:
         self._clock = broker.clock
 
     def write(self, index: int, key: bytes, value: bytes | None, timeout_ms: int | None = None):
-        tp = (TRANSACTION_TOPIC, index)
+        tp = (TRANSACTION_STATE_TOPIC, index)
         partition = self._replicas.partitions.get(tp)
         if partition is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -84,14 +89,16 @@ def read_entries(log) -> list[tuple[bytes, bytes | None]]:
 
 
 class TransactionService:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker, groups: GroupService | None) -> None:
+        """``groups``: this broker's group coordinator (transactional offsets complete
+        when their markers land; a group's offsets partition); None: none runs here."""
         self._broker = broker
+        self._groups = groups
         self._loop = asyncio.get_running_loop()
         self.settings = TxnSettings.from_config(broker.config)
         # Hooks called as (producer id, [__consumer_offsets partitions], commit) once markers
         # land there (the group coordinator's pending transactional offsets).
         self.offsets_listeners: list = []
-        groups = getattr(broker, "groups", None)
         if groups is not None:
             self.offsets_listeners.append(groups.coordinator.complete_txn_offsets)
         config = broker.config
@@ -105,13 +112,13 @@ class TransactionService:
             _Store(broker),
             self.markers, broker.producer_ids.next_id,
             self._loop.call_soon, self._offsets_partition)
-        self._loads = PartitionLoads(self._loop, TRANSACTION_TOPIC)
+        self._loads = PartitionLoads(self._loop, TRANSACTION_STATE_TOPIC)
 
     def start(self) -> None:
         self._broker.cache.add_listener(self._on_topic_change)
-        topic = self._broker.cache.topic(TRANSACTION_TOPIC)
+        topic = self._broker.cache.topic(TRANSACTION_STATE_TOPIC)
         if topic is not None:
-            self._on_topic_change(TRANSACTION_TOPIC, topic)
+            self._on_topic_change(TRANSACTION_STATE_TOPIC, topic)
 
     def shutdown(self) -> None:
         self._loads.cancel()
@@ -154,7 +161,7 @@ class TransactionService:
     def ensure_topic(self) -> None:
         config = self._broker.config
         factor = config["transaction.state.log.replication.factor"]
-        ensure_internal_topic(self._broker, TRANSACTION_TOPIC, self.settings.num_partitions,
+        ensure_internal_topic(self._broker, TRANSACTION_STATE_TOPIC, self.settings.num_partitions,
                               factor, {
                                   "cleanup.policy": "compact", "compression.type": "uncompressed",
                                   "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
@@ -170,22 +177,21 @@ class TransactionService:
             self.ensure_topic()
         except KafkaError:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        return coordinator_node(self._broker, TRANSACTION_TOPIC,
+        return coordinator_node(self._broker, TRANSACTION_STATE_TOPIC,
                                 self.coordinator.partition_for(transactional_id or ""))
 
     def _offsets_partition(self, group_id: str) -> tuple[str, int]:
-        groups = getattr(self._broker, "groups", None)
+        groups = self._groups
         if groups is not None:
             # No ``__consumer_offsets`` is created here (as Kafka's AddOffsetsToTxn): the
             # group's FindCoordinator does; markers skip a partition the cache lacks.
             return OFFSETS_TOPIC, groups.coordinator.partition_for(group_id)
-        from kafkapy.coordinator.group.hashing import partition_for
         return OFFSETS_TOPIC, partition_for(group_id,
                                             self._broker.config["offsets.topic.num.partitions"])
 
     # -- following leadership ---------------------------------------------------------------
     def _on_topic_change(self, name: str, topic) -> None:
-        if name != TRANSACTION_TOPIC:
+        if name != TRANSACTION_STATE_TOPIC:
             return
         coordinator = self.coordinator
         led = {}
@@ -194,7 +200,7 @@ class TransactionService:
             replicas = self._broker.replica_manager
             led = {i: s.leader_epoch for i, s in topic.partitions.items()
                    if s.leader == self._broker.node_id
-                   and replicas.is_leader(TRANSACTION_TOPIC, i)}
+                   and replicas.is_leader(TRANSACTION_STATE_TOPIC, i)}
         for index in range(self.settings.num_partitions):
             known = coordinator.serves(index)
             if index in led and not known:
@@ -203,7 +209,7 @@ class TransactionService:
                 coordinator.unload(index)
 
     def _load(self, index: int, coordinator_epoch: int) -> None:
-        partition = self._broker.replica_manager.partitions.get((TRANSACTION_TOPIC, index))
+        partition = self._broker.replica_manager.partitions.get((TRANSACTION_STATE_TOPIC, index))
         if partition is None or partition.log.offline:   # its dir was offline at start-up
             return
         self.coordinator.begin_loading(index, coordinator_epoch)

@@ -22,6 +22,7 @@ import enum
 from dataclasses import dataclass
 
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.topic_partition import TopicPartition
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -102,7 +103,7 @@ class TransactionMetadata:
         self.last_producer_epoch = last_producer_epoch
         self.timeout_ms = timeout_ms
         self.state = TxnState(state)
-        self.partitions: set[tuple[str, int]] = set(partitions)
+        self.partitions: set[TopicPartition] = set(partitions)
         self.start_ms = start_ms
         self.last_update_ms = last_update_ms
         self.pending: TxnState | None = None

@@ -1,8 +1,8 @@
 """SASL mechanisms on the broker: which are enabled on a listener, and a server for one.
 
 What the connection's SASL gate (``kafkapy/security/gate.py``) and the handlers use:
-``enabled_mechanisms(broker, listener_name)`` is the list a SaslHandshake answers with;
-``server.server_for(mechanism, broker, listener_name)`` is a fresh ``SaslServer`` for one
+``enabled_mechanisms(config, listener_name)`` is the list a SaslHandshake answers with;
+``server.server_for(mechanism, config, credentials, listener_name)`` is a fresh ``SaslServer`` for one
 authentication (None for a mechanism that is not enabled or that kafkapy lacks, e.g.
 GSSAPI).  A server's ``evaluate(token)`` returns the next challenge (``b""`` when there is
 none) and raises ``SaslAuthenticationError`` with the message the client is to see
@@ -79,11 +79,11 @@ def session_lifetime_ms(config, listener_name: str | None, mechanism: str) -> in
     return max(number, 0)
 
 
-def enabled_mechanisms(broker, listener_name: str | None) -> list[str]:
+def enabled_mechanisms(config, listener_name: str | None) -> list[str]:
     """The listener's ``sasl.enabled.mechanisms`` (default GSSAPI), each once, in the order
     Kafka's SaslServerAuthenticator lists them (``new ArrayList<>(new HashSet<>(list))``:
     Java hash order, ties in configured order) -- the SaslHandshake answer."""
-    value = listener_config(broker.config, listener_name, "sasl.enabled.mechanisms")
+    value = listener_config(config, listener_name, "sasl.enabled.mechanisms")
     if value is None:
         return []
     if isinstance(value, str):
@@ -107,8 +107,7 @@ def check_listener(config, listener_name: str) -> None:
     mechanism must be one kafkapy serves and have its JAAS entry, as Kafka's
     SaslChannelBuilder requires (JaasContext.loadServerContext's message).  Raises
     ValueError."""
-    broker = _ConfigOnly(config)
-    mechanisms = enabled_mechanisms(broker, listener_name)
+    mechanisms = enabled_mechanisms(config, listener_name)
     if not mechanisms:
         raise ValueError(f"No SASL mechanisms are enabled on listener {listener_name} "
                          "(sasl.enabled.mechanisms)")
@@ -124,8 +123,3 @@ def check_listener(config, listener_name: str) -> None:
                 "in the JAAS configuration. System property 'java.security.auth.login.config' "
                 "is not set")
         single_module(text)             # Kafka's JaasContext.load errors
-
-
-class _ConfigOnly:
-    def __init__(self, config) -> None:
-        self.config = config

@@ -12,10 +12,11 @@ change writes the znode (or deletes it once empty with no children, as Kafka's
 AdminZkClient does for quota entities) and then a ``/config/changes`` notification
 ``{"version":2,"entity_path":"users/<sanitized user>"}``.
 
-``CredentialCache`` (one per broker, ``cache_for(broker)``): loaded from every
-``/config/users`` child on first use, then kept current by ``reload(sanitized)``, which
-``TopicConfigs`` calls for each ``users/<name>`` notification (Kafka's
-UserConfigHandler updating the CredentialCache).
+``CredentialCache`` (one per broker, made by the server once the store is open and
+handed to what uses it): loaded from every ``/config/users`` child on first use, then
+kept current by ``user_changed(sanitized)`` for each ``users/<name>`` notification
+``TopicConfigs`` follows (Kafka's UserConfigHandler updating the CredentialCache) and
+for each user ``alter`` writes.
 
 ``alter`` / ``describe`` are Kafka's ZkAdminManager.alterUserScramCredentials /
 describeUserScramCredentials: checks, error codes and messages, and result order.
@@ -28,12 +29,17 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 import structlog
 from kazoo.exceptions import NoNodeError, NotEmptyError
 
 from kafkapy.jvm import string_hash
 from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kafkapy.metadata.store import MetadataStore
 
 _log = structlog.get_logger("kafkapy.scram_credentials")
 
@@ -219,7 +225,7 @@ def write_user_config(store, user: str, config: dict[str, str]) -> None:
 class CredentialCache:
     """user -> mechanism -> ScramCredential, from ZooKeeper (see module docstring)."""
 
-    def __init__(self, store) -> None:
+    def __init__(self, store: MetadataStore | None) -> None:
         self._store = store
         self._users: dict[str, dict[str, ScramCredential]] = {}
         self._loaded = False
@@ -266,21 +272,11 @@ class CredentialCache:
         else:
             self._users.pop(user, None)
 
-
-def cache_for(broker) -> CredentialCache:
-    """The broker's credential cache, made on first use."""
-    cache = getattr(broker, "scram_credentials", None)
-    if cache is None:
-        cache = CredentialCache(broker.store)
-        broker.scram_credentials = cache
-    return cache
-
-
-def on_user_change(broker, sanitized: str) -> None:
-    """A ``users/<sanitized>`` config change notification (called by TopicConfigs)."""
-    cache = getattr(broker, "scram_credentials", None)
-    if cache is not None and cache._loaded:
-        cache.reload(sanitized)
+    def user_changed(self, sanitized: str) -> None:
+        """A ``users/<sanitized>`` config change: re-read it once the cache is loaded
+        (until then the first use reads every user)."""
+        if self._loaded:
+            self.reload(sanitized)
 
 
 # -- ZkAdminManager ------------------------------------------------------------------
@@ -291,8 +287,10 @@ _UNEXPECTED = "The server experienced an unexpected error when processing the re
 _UNKNOWN_MECHANISM = "Unknown SCRAM mechanism"
 
 
-def alter(broker, upsertions: list, deletions: list) -> list[tuple[str, int, str | None]]:
-    """Kafka's alterUserScramCredentials: ``(user, error_code, error_message)`` results.
+def alter(store: MetadataStore, cache: CredentialCache, upsertions: list,
+          deletions: list) -> list[tuple[str, int, str | None]]:
+    """Kafka's alterUserScramCredentials: ``(user, error_code, error_message)`` results;
+    ``cache`` (this broker's) re-reads each user written.
 
     ``upsertions``: (name, mechanism type, iterations, salt, salted_password);
     ``deletions``: (name, mechanism type).
@@ -331,7 +329,6 @@ def alter(broker, upsertions: list, deletions: list) -> list[tuple[str, int, str
                         "A user credential cannot be altered twice in the same request"))
 
     candidates = list(dict.fromkeys(u for u, _ in pairs if u not in duplicated))
-    store = broker.store
     configs = {user: read_user_config(store, user) for user in candidates}
     missing = list(dict.fromkeys(
         name for name, mechanism in deletions
@@ -353,7 +350,7 @@ def alter(broker, upsertions: list, deletions: list) -> list[tuple[str, int, str
     for user in to_alter:
         try:
             write_user_config(store, user, configs[user])
-            on_user_change(broker, sanitize(user))
+            cache.user_changed(sanitize(user))
         except Exception:               # reported per user, as Kafka does
             _log.exception("altering user SCRAM credentials failed", user=user)
             failed.append((user, int(ErrorCode.UNKNOWN), _UNEXPECTED))
@@ -363,10 +360,9 @@ def alter(broker, upsertions: list, deletions: list) -> list[tuple[str, int, str
     return results
 
 
-def describe(broker, users: list[str] | None) -> tuple[int, str | None, list]:
+def describe(store: MetadataStore, users: list[str] | None) -> tuple[int, str | None, list]:
     """Kafka's describeUserScramCredentials: (error_code, error_message, results); a result
     is (user, error_code, error_message, [(mechanism type, iterations)])."""
-    store = broker.store
     found: dict[str, tuple] = {}
 
     def add(user: str, config: dict[str, str], explicit: bool) -> None:

@@ -1,8 +1,8 @@
 """The SASL server for one authentication: PLAIN or SCRAM, when the listener enables it.
 
-``server_for(mechanism, broker, listener_name)`` is what SaslHandshake begins an exchange
-with: a fresh server (``plain.PlainServer`` over the listener's JAAS users,
-``scram.ScramServer`` over the broker's credential cache), or None for a mechanism that
+``server_for(mechanism, config, credentials, listener_name)`` is what SaslHandshake begins
+an exchange with: a fresh server (``plain.PlainServer`` over the listener's JAAS users,
+``scram.ScramServer`` over the broker's ``CredentialCache``), or None for a mechanism that
 is not enabled on the listener or that kafkapy lacks (e.g. GSSAPI).  It stands above the
 mechanisms, which know only the package's own names (``kafkapy.security.sasl``).
 """
@@ -10,18 +10,19 @@ from __future__ import annotations
 
 from kafkapy.security.sasl import (PLAIN, SCRAM_MECHANISMS, SaslServer, enabled_mechanisms,
                                    jaas_config)
-from kafkapy.security.sasl.credentials import cache_for
+from kafkapy.security.sasl.credentials import CredentialCache
 from kafkapy.security.sasl.plain import PlainServer, users_from_jaas
 from kafkapy.security.sasl.scram import ScramServer
 
 
-def server_for(mechanism: str, broker, listener_name: str | None) -> SaslServer | None:
-    """A new server for one authentication with ``mechanism`` on the listener, or None."""
-    if mechanism not in enabled_mechanisms(broker, listener_name):
+def server_for(mechanism: str, config, credentials: CredentialCache,
+               listener_name: str | None) -> SaslServer | None:
+    """A new server for one authentication with ``mechanism`` on the listener, or None
+    (``config``: the broker's; ``credentials``: its SCRAM credential cache)."""
+    if mechanism not in enabled_mechanisms(config, listener_name):
         return None
     if mechanism == PLAIN:
-        return PlainServer(users_from_jaas(jaas_config(broker.config, listener_name, PLAIN)))
+        return PlainServer(users_from_jaas(jaas_config(config, listener_name, PLAIN)))
     if mechanism in SCRAM_MECHANISMS:
-        cache = cache_for(broker)
-        return ScramServer(mechanism, lambda user: cache.get(mechanism, user))
+        return ScramServer(mechanism, lambda user: credentials.get(mechanism, user))
     return None

@@ -22,7 +22,7 @@ def _config(**extra: str) -> BrokerConfig:
 
 
 class _Broker:
-    """What DynamicBrokerConfig needs of a broker: config, node id, store."""
+    """What DynamicBrokerConfig is made of: the broker's config, store and node id."""
 
     def __init__(self, store, config: BrokerConfig) -> None:
         self.store = store
@@ -147,7 +147,7 @@ def test_stored_layers_are_filtered_as_kafka():
 
 def test_load_and_reload_from_the_store(store):
     broker = _Broker(store, _config())
-    dynamic = DynamicBrokerConfig(broker)
+    dynamic = DynamicBrokerConfig(broker.config, broker.store, broker.node_id)
     seen: list[set[str]] = []
     dynamic.add_listener(seen.append)
     _put(store, paths.DEFAULT_ENTITY, {"follower.replication.throttled.rate": "500"})
@@ -165,7 +165,7 @@ def test_load_and_reload_from_the_store(store):
 
 def test_validate_checks_the_merged_config(store):
     broker = _Broker(store, _config())
-    dynamic = DynamicBrokerConfig(broker)
+    dynamic = DynamicBrokerConfig(broker.config, broker.store, broker.node_id)
     _put(store, paths.DEFAULT_ENTITY, {"log.cleaner.threads": "2"})
     dynamic.load()
     with pytest.raises(ConfigError, match="at least 1MB per cleaner thread"):
@@ -182,7 +182,8 @@ def test_validate_checks_the_merged_config(store):
                                    "the current value 1"),
 ])
 def test_reconfiguration_checks_wrapped_as_kafka(store, props, message):
-    dynamic = DynamicBrokerConfig(_Broker(store, _config()))
+    config = _config()
+    dynamic = DynamicBrokerConfig(config, store, config.node_id)
     with pytest.raises(ConfigError) as err:
         dynamic.validate(props, per_broker=True)
     assert str(err.value) == ("Invalid value org.apache.kafka.common.config.ConfigException: "

@@ -115,7 +115,7 @@ class _Broker:
 
     def __init__(self) -> None:
         self.config = BrokerConfig.from_properties({"broker.id": "1"})
-        self.dynamic_config = DynamicBrokerConfig(self)
+        self.dynamic_config = DynamicBrokerConfig(self.config, None, self.node_id)
 
 
 def _refusal(configs, validate_only):

@@ -35,7 +35,7 @@ async def test_alter_partition_checks_writes_and_tells_everyone(zk):
     (b1, b2, b3), c1 = await three_brokers(zk)
     try:
         store = b1.store
-        assert state(store, "t", 0).isr == [1, 2, 3]
+        assert state(store, "t", 0).isr == (1, 2, 3)
         # unknown broker, stale broker epoch: top-level STALE_BROKER_EPOCH
         got = await c1.alter_partition(request(9, -1, [(0, 0, [1, 2], 0)]), 3)
         assert (got.error_code, got.topics) == (ErrorCode.STALE_BROKER_EPOCH, [])
@@ -48,9 +48,9 @@ async def test_alter_partition_checks_writes_and_tells_everyone(zk):
         assert (a.error_code, a.leader_id, a.leader_epoch, list(a.isr), a.partition_epoch) == (
             0, 1, 0, [1, 2], 1)
         s0 = state(store, "t", 0)
-        assert (s0.leader, s0.leader_epoch, s0.isr, s0.controller_epoch) == (1, 0, [1, 2], 1)
+        assert (s0.leader, s0.leader_epoch, s0.isr, s0.controller_epoch) == (1, 0, (1, 2), 1)
         assert c1.ctx.leadership[("t", 0)].isr == (1, 2)
-        assert c1.ctx.leadership[("t", 0)].zk_version == 1
+        assert c1.ctx.leadership[("t", 0)].partition_epoch == 1
         for b in (b1, b2, b3):
             await eventually(lambda b=b: list(b.metadata().get(("t", 0)).isr) == [1, 2],
                              f"UpdateMetadata to {b.node_id}")
@@ -76,7 +76,7 @@ async def test_alter_partition_checks_writes_and_tells_everyone(zk):
         c1.ctx.shutting_down_broker_ids.discard(3)
         got = await c1.alter_partition(request(1, b1.broker_epoch, [(0, 0, [1, 2, 3], 1)]), 3)
         assert (answers(got)[0].error_code, answers(got)[0].partition_epoch) == (0, 2)
-        assert state(store, "t", 0).isr == [1, 2, 3]
+        assert state(store, "t", 0).isr == (1, 2, 3)
         # an unknown topic id
         got = await c1.alter_partition(request(1, b1.broker_epoch, [(0, 0, [1], 2)],
                                                topic_id=uuid.uuid4()), 3)
@@ -95,7 +95,7 @@ async def test_someone_else_wrote_the_znode_meanwhile(zk):
         b1.store.set(path, data, version=stat.version)      # zk version 1, context has 0
         got = await c1.alter_partition(request(1, b1.broker_epoch, [(1, 0, [1, 2], 0)]), 3)
         assert answers(got)[1].error_code == ErrorCode.INVALID_UPDATE_VERSION
-        assert state(b1.store, "t", 1).isr == [1, 2, 3]
+        assert state(b1.store, "t", 1).isr == (1, 2, 3)
     finally:
         await c1.shutdown()
 

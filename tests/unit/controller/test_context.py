@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from kafkapy.controller.context import (
-    ControllerContext, LeaderIsr, LiveBroker, PartitionState, ReplicaState)
+    ControllerContext, LiveBroker, PartitionStateName, ReplicaState)
+from kafkapy.metadata.leader_and_isr import LeaderAndIsr
 from kafkapy.metadata.paths import EndPoint
 
 
@@ -13,8 +14,8 @@ def _ctx() -> ControllerContext:
                                        None, 100 + b))
     ctx.add_topic("t", "id-t", {0: [1, 2], 1: [2, 3]})
     ctx.add_topic("u", None, {0: [3]})
-    ctx.put_leadership(("t", 0), LeaderIsr(1, 0, (1, 2), 3, 0))
-    ctx.put_leadership(("t", 1), LeaderIsr(2, 0, (2, 3), 3, 0))
+    ctx.put_leadership(("t", 0), LeaderAndIsr(1, 0, (1, 2), 3, 0))
+    ctx.put_leadership(("t", 1), LeaderAndIsr(2, 0, (2, 3), 3, 0))
     return ctx
 
 
@@ -47,8 +48,8 @@ def test_liveness_shutting_down_and_offline_dirs():
 
 def test_states_and_topic_removal():
     ctx = _ctx()
-    assert ctx.partition_state(("t", 0)) is PartitionState.NON_EXISTENT
-    ctx.put_partition_state(("t", 0), PartitionState.ONLINE)
+    assert ctx.partition_state(("t", 0)) is PartitionStateName.NON_EXISTENT
+    ctx.put_partition_state(("t", 0), PartitionStateName.ONLINE)
     ctx.put_replica_state((("t", 0), 1), ReplicaState.ONLINE)
     ctx.put_replica_state((("t", 0), 2), ReplicaState.DELETION_STARTED)
     assert ctx.is_any_replica_in_state("t", ReplicaState.DELETION_STARTED)
@@ -62,10 +63,10 @@ def test_states_and_topic_removal():
 
 
 def test_leader_isr_helpers_and_clear():
-    li = LeaderIsr(1, 4, (1, 2), 3, zk_version=7)
+    li = LeaderAndIsr(1, 4, (1, 2), 3, partition_epoch=7)
     moved = li.new_leader_and_isr(2, [2])
-    assert (moved.leader, moved.leader_epoch, moved.isr, moved.zk_version) == (2, 5, (2,), 7)
-    assert li.with_zk_version(8, 4).zk_version == 8
+    assert (moved.leader, moved.leader_epoch, moved.isr, moved.partition_epoch) == (2, 5, (2,), 7)
+    assert li.with_partition_epoch(8, 4).partition_epoch == 8
     ctx = _ctx()
     ctx.clear()
     assert ctx.epoch == 0 and ctx.epoch_zk_version == -1

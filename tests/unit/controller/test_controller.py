@@ -15,7 +15,7 @@ import asyncio
 from types import SimpleNamespace
 
 
-from kafkapy.controller.context import PartitionState
+from kafkapy.controller.context import PartitionStateName
 from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode
 from tests.support.controller import (UM, FakeBroker, create_topic, embedded_broker, eventually,
@@ -52,7 +52,7 @@ async def test_single_broker_elects_itself_and_brings_partitions_online(tmp_path
             assert paths.decode_controller(store.get(paths.CONTROLLER)[0]).broker_id == 1
             for p in (0, 1):
                 s = state(store, "t", p)
-                assert (s.leader, s.leader_epoch, s.isr, s.controller_epoch) == (1, 0, [1], 1)
+                assert (s.leader, s.leader_epoch, s.isr, s.controller_epoch) == (1, 0, (1,), 1)
                 assert broker.leader_and_isr()[("t", p)].leader == 1
                 assert broker.metadata()[("t", p)].leader == 1
             assert [r.API_KEY for r in broker.received][0] == UM   # brokers first
@@ -79,12 +79,12 @@ async def test_new_topics_and_partitions_through_watches(tmp_path):
         # replica 2 is not live: leader is the first live replica, ISR the live ones
         create_topic(store, "a", {0: [2, 1], 1: [1, 2]})
         await eventually(lambda: state(store, "a", 1), "state of a-1")
-        assert (state(store, "a", 0).leader, state(store, "a", 0).isr) == (1, [1])
-        assert (state(store, "a", 1).leader, state(store, "a", 1).isr) == (1, [1])
+        assert (state(store, "a", 0).leader, state(store, "a", 0).isr) == (1, (1,))
+        assert (state(store, "a", 1).leader, state(store, "a", 1).isr) == (1, (1,))
         # no live replica: stays NewPartition without a state znode
         create_topic(store, "dead", {0: [7]})
         await eventually(lambda: controller.ctx.partition_state(("dead", 0))
-                         is PartitionState.NEW, "dead-0 NewPartition")
+                         is PartitionStateName.NEW, "dead-0 NewPartition")
         assert state(store, "dead", 0) is None
         # a partition added to the assignment
         _, stat = store.get(paths.topic_path("a"))
@@ -142,8 +142,8 @@ async def test_broker_failure_and_startup_move_leaders(zk):
         b2.store.close()
         await eventually(lambda: state(b1.store, "t", 0).leader == 3, "t-0 led by 3")
         s0, s1 = state(b1.store, "t", 0), state(b1.store, "t", 1)
-        assert (s0.leader_epoch, s0.isr, s0.controller_epoch) == (1, [3], 1)
-        assert (s1.leader, s1.isr) == (3, [3])
+        assert (s0.leader_epoch, s0.isr, s0.controller_epoch) == (1, (3,), 1)
+        assert (s1.leader, s1.isr) == (3, (3,))
         await eventually(lambda: b3.leader_and_isr()[("t", 0)].leader == 3, "3 told to lead")
         assert b1.metadata()[("t", 0)].leader == 3
         # broker 2 comes back (a new session, a new epoch): it gets all partitions
@@ -165,7 +165,7 @@ async def test_broker_failure_and_startup_move_leaders(zk):
         got = await c1.elect_leaders(0, [("t", 0)])
         assert got == {("t", 0): (ErrorCode.NO_ERROR, None, 2)}
         s0 = state(b1.store, "t", 0)
-        assert (s0.leader, s0.leader_epoch, s0.isr) == (2, 2, [3, 2])
+        assert (s0.leader, s0.leader_epoch, s0.isr) == (2, 2, (3, 2))
         await eventually(lambda: b2.leader_and_isr()[("t", 0)].leader == 2, "2 told to lead")
 
 
@@ -180,8 +180,8 @@ async def test_controlled_shutdown_moves_leadership(zk):
         assert (code, remaining) == (ErrorCode.NO_ERROR, [])
         assert state(b1.store, "t", 2).leader == 2
         s0, s1 = state(b1.store, "t", 0), state(b1.store, "t", 1)
-        assert (s0.leader, s0.isr, s0.leader_epoch) == (3, [3], 1)
-        assert (s1.leader, s1.isr) == (3, [3])
+        assert (s0.leader, s0.isr, s0.leader_epoch) == (3, (3,), 1)
+        assert (s1.leader, s1.isr) == (3, (3,))
         await eventually(lambda: ("t", 1, False) in b2.stopped(), "StopReplica to follower 2")
         code, _ = await c1.controlled_shutdown(9, -1)
         assert code == ErrorCode.BROKER_NOT_AVAILABLE
@@ -296,8 +296,8 @@ async def test_a_state_change_left_half_done_makes_the_controller_resign(zk):
     create_topic(b1.store, "t", {0: [1]})
     async with running_controller(b1) as c1:
         assert c1.epoch == 1
-        c1._batch.new_batch()
-        c1._batch.add_update_metadata([1])          # never sent
+        c1._machinery.batch.new_batch()
+        c1._machinery.batch.add_update_metadata([1])          # never sent
         b2.store.close()        # broker 2 (no replicas) fails: UpdateMetadata to the others
         await eventually(lambda: c1.is_active and c1.epoch == 2, "resigned and elected again")
         assert set(c1.ctx.live_brokers) == {1}
@@ -330,10 +330,10 @@ async def test_unclean_election_on_request(zk):
     create_topic(b1.store, "t", {0: [2, 3]})
     async with running_controller(b1) as c1:
         b3.store.close()
-        await eventually(lambda: state(b1.store, "t", 0).isr == [2], "3 out of the ISR")
+        await eventually(lambda: state(b1.store, "t", 0).isr == (2,), "3 out of the ISR")
         b2.store.close()
         await eventually(lambda: state(b1.store, "t", 0).leader == -1, "t-0 offline")
-        assert state(b1.store, "t", 0).isr == [2]       # the last ISR member stays
+        assert state(b1.store, "t", 0).isr == (2,)       # the last ISR member stays
         import prometheus_client
         assert prometheus_client.REGISTRY.get_sample_value(
             "kafkapy_controller_offline_partitions") == 1
@@ -346,7 +346,7 @@ async def test_unclean_election_on_request(zk):
         got = await c1.elect_leaders(1, [("t", 0)])
         assert got == {("t", 0): (ErrorCode.NO_ERROR, None, 3)}
         s0 = state(b1.store, "t", 0)
-        assert (s0.leader, s0.isr) == (3, [3])
+        assert (s0.leader, s0.isr) == (3, (3,))
         got = await c1.elect_leaders(1, [("t", 0)])
         assert got[("t", 0)][0] == ErrorCode.ELECTION_NOT_NEEDED
 
@@ -362,7 +362,7 @@ async def test_log_dir_failure_moves_leaders(zk):
                         sequence=True, makepath=True)
         await eventually(lambda: state(b1.store, "t", 0).leader == 3, "t-0 moved to 3")
         s0, s1 = state(b1.store, "t", 0), state(b1.store, "t", 1)
-        assert s0.isr == [3] and (s1.leader, s1.isr) == (2, [2, 3])
+        assert s0.isr == (3,) and (s1.leader, s1.isr) == (2, (2, 3))
         assert not c1.ctx.is_replica_online(2, ("t", 0))
         await eventually(lambda: not b1.store.get_children(paths.LOG_DIR_EVENT_NOTIFICATION),
                          "notification deleted")
@@ -480,7 +480,7 @@ async def test_bounced_broker_is_failed_then_started(zk):
         assert b2.broker_epoch > old_epoch
         await eventually(lambda: c1.ctx.broker_epoch(2) == b2.broker_epoch, "new epoch seen")
         s0 = state(b1.store, "t", 0)
-        assert (s0.leader, s0.isr) == (3, [3])
+        assert (s0.leader, s0.isr) == (3, (3,))
         await eventually(lambda: ("t", 0) in b2.leader_and_isr(), "LeaderAndIsr to the bounced")
         assert b2.leader_and_isr()[("t", 0)].leader == 3
         assert all(r.broker_epoch == b2.broker_epoch for r in b2.received)

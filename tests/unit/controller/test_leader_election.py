@@ -3,8 +3,8 @@ and the elections over a controller context (new ISR, epochs, recipients)."""
 from __future__ import annotations
 
 from kafkapy.controller import leader_election as le
-from kafkapy.controller.context import ControllerContext, LeaderIsr, LiveBroker
-from kafkapy.metadata.paths import LEADER_RECOVERED, LEADER_RECOVERING
+from kafkapy.controller.context import ControllerContext, LiveBroker
+from kafkapy.metadata.leader_and_isr import LEADER_RECOVERED, LEADER_RECOVERING, LeaderAndIsr
 
 
 # --- PartitionLeaderElectionAlgorithmsTest ---------------------------------------
@@ -81,9 +81,9 @@ def _ctx(live=(0, 1, 2), shutting_down=(), assignment=(0, 1, 2)) -> ControllerCo
     return ctx
 
 
-def _li(leader, isr, epoch=5, zk_version=7):
-    return LeaderIsr(leader=leader, leader_epoch=epoch, isr=tuple(isr), controller_epoch=2,
-                     zk_version=zk_version)
+def _li(leader, isr, epoch=5, partition_epoch=7):
+    return LeaderAndIsr(leader=leader, leader_epoch=epoch, isr=tuple(isr), controller_epoch=2,
+                     partition_epoch=partition_epoch)
 
 
 def test_leader_for_offline_keeps_live_isr_and_bumps_epoch():
@@ -92,7 +92,7 @@ def test_leader_for_offline_keeps_live_isr_and_bumps_epoch():
     assert r.leader_isr.leader == 1
     assert r.leader_isr.isr == (1, 2)
     assert r.leader_isr.leader_epoch == 6
-    assert r.leader_isr.zk_version == 7          # written conditionally on it
+    assert r.leader_isr.partition_epoch == 7          # written conditionally on it
     assert r.leader_isr.leader_recovery_state == LEADER_RECOVERED
     assert r.live_replicas == [1, 2]
 

@@ -39,7 +39,7 @@ async def test_move_two_replicas_api_path_and_completion_by_alter_partition(zk):
     async with running_controller(b1) as c1:
         store = b1.store
         before = state(store, "t", 0)
-        assert (before.leader, before.isr, before.leader_epoch) == (1, [1, 2], 0)
+        assert (before.leader, before.isr, before.leader_epoch) == (1, (1, 2), 0)
         got = await c1.alter_partition_reassignments({T0: [2, 3]})
         assert got == {T0: (ErrorCode.NO_ERROR, None)}
         # phase U: RS = TRS + ORS with AR/RR in the topic znode and the context
@@ -51,7 +51,7 @@ async def test_move_two_replicas_api_path_and_completion_by_alter_partition(zk):
         assert T0 in c1.ctx.partitions_being_reassigned
         # phase A: leader epoch bumped; the new replica told as new, ORS told too
         s = state(store, "t", 0)
-        assert (s.leader, s.isr, s.leader_epoch) == (1, [1, 2], 1)
+        assert (s.leader, s.isr, s.leader_epoch) == (1, (1, 2), 1)
         await eventually(lambda: last_lai(b3) is not None, "LeaderAndIsr to broker 3")
         for b in (b1, b2, b3):
             await eventually(lambda b=b: last_lai(b) and last_lai(b).leader_epoch == 1,
@@ -164,7 +164,7 @@ async def test_replacing_a_reassignment_stops_replicas_no_longer_wanted(zk):
         set_isr(b1.store, "t", 0, [1, 3])
         await eventually(lambda: not c1.ctx.partitions_being_reassigned, "completed")
         s = state(b1.store, "t", 0)
-        assert (s.leader, s.isr) == (3, [3])
+        assert (s.leader, s.isr) == (3, (3,))
         assert assignment(b1.store).partitions[0] == [3]
 
 
@@ -318,13 +318,14 @@ async def test_a_failed_controller_move_neither_kills_the_event_task_nor_hangs(z
 
     from kazoo.exceptions import ConnectionLoss
 
+    from kafkapy.controller.reassignment import PartitionReassignments
     from kafkapy.controller.zk_writes import ControllerMovedError
     b1, _b2 = zk_brokers(zk, 2)
     async with running_controller(b1) as c1:
         assert c1.is_active
         real_get = b1.store.get
 
-        def moved(_event):
+        def moved(_reassignments, _partitions):
             monkeypatch.setattr(b1.store, "get", lost)
             raise ControllerMovedError("controller epoch moved on")
 
@@ -334,12 +335,13 @@ async def test_a_failed_controller_move_neither_kills_the_event_task_nor_hangs(z
                 raise ConnectionLoss("not connected to ZooKeeper")
             return real_get(path, *args, **kwargs)
 
-        monkeypatch.setattr(c1, "_process_ListPartitionReassignments", moved, raising=False)
+        real_list = PartitionReassignments.list
+        monkeypatch.setattr(PartitionReassignments, "list", moved)
         got = await asyncio.wait_for(c1.list_partition_reassignments(None), 10)
         assert got == (ErrorCode.NOT_CONTROLLER, "This is not the correct controller for this "
                                                  "cluster.")
         assert not c1._task.done()
-        monkeypatch.delattr(c1, "_process_ListPartitionReassignments")
+        monkeypatch.setattr(PartitionReassignments, "list", real_list)
         await eventually(lambda: c1.is_active, "broker 1 controller again")
         assert await asyncio.wait_for(c1.list_partition_reassignments(None), 10) == {}
 

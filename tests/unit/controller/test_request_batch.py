@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafkapy.controller.context import LeaderIsr, LiveBroker
+from kafkapy.controller.context import LiveBroker
 from kafkapy.controller.request_batch import BatchStateError
-from kafkapy.metadata.paths import LEADER_RECOVERING
+from kafkapy.metadata.leader_and_isr import LEADER_RECOVERING, LeaderAndIsr
 from kafkapy.metadata.topics import parse_topic_id
 from kafkapy.protocol.inter_broker import (
     LeaderAndIsrRequest, StopReplicaRequest, StopReplicaResponse, UpdateMetadataRequest)
@@ -17,9 +17,9 @@ from tests.support.sm_helpers import CONTROLLER_ID, endpoints, make_cluster
 LAI, STOP, UM = 4, 5, 6
 
 
-def _li(leader, isr, epoch=1, zk_version=3, controller_epoch=2, lrs=0):
-    return LeaderIsr(leader=leader, leader_epoch=epoch, isr=tuple(isr),
-                     controller_epoch=controller_epoch, zk_version=zk_version,
+def _li(leader, isr, epoch=1, partition_epoch=3, controller_epoch=2, lrs=0):
+    return LeaderAndIsr(leader=leader, leader_epoch=epoch, isr=tuple(isr),
+                     controller_epoch=controller_epoch, partition_epoch=partition_epoch,
                      leader_recovery_state=lrs)
 
 
@@ -79,7 +79,7 @@ def test_update_metadata_request_contents(tmp_path):
     c = make_cluster(tmp_path, live=(0, 1))
     c.ctx.live_brokers[1].rack = None
     tid = c.add_topic("t", {0: [0, 1, 2], 1: [1, 0]})
-    c.ctx.put_leadership(("t", 0), _li(0, [0, 1], epoch=4, zk_version=6))
+    c.ctx.put_leadership(("t", 0), _li(0, [0, 1], epoch=4, partition_epoch=6))
     c.batch.new_batch()
     c.batch.add_update_metadata([0, 1, 2], [("t", 0), ("t", 1)])   # t-1 has no leader yet
     c.batch.send()
@@ -115,7 +115,7 @@ def test_update_metadata_without_partitions_still_sent(tmp_path):
 def test_update_metadata_for_topic_being_deleted(tmp_path):
     c = make_cluster(tmp_path)
     c.add_topic("t", {0: [0, 1]})
-    c.ctx.put_leadership(("t", 0), _li(0, [0, 1], epoch=4, zk_version=6))
+    c.ctx.put_leadership(("t", 0), _li(0, [0, 1], epoch=4, partition_epoch=6))
     c.ctx.queue_topic_deletion(["t"])
     c.batch.new_batch()
     c.batch.add_update_metadata([0], [("t", 0)])

@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 
 from kafkapy.controller import zk_writes as zk_writes_mod
-from kafkapy.controller.context import LeaderIsr, PartitionState, ReplicaState
+from kafkapy.controller.context import PartitionStateName, ReplicaState
 from kafkapy.controller.leader_election import (
     CONTROLLED_SHUTDOWN, OFFLINE, OFFLINE_UNCLEAN, PREFERRED, REASSIGN)
 from kafkapy.controller.partition_state_machine import PartitionStateMachine
 from kafkapy.controller.zk_writes import ControllerMovedError, StateChangeFailedError
 from kafkapy.metadata import paths
-from kafkapy.metadata.paths import LEADER_RECOVERING
+from kafkapy.metadata.leader_and_isr import LEADER_RECOVERING, LeaderAndIsr
 
 from tests.support.sm_helpers import make_cluster
 
@@ -21,9 +21,9 @@ LAI, STOP, UM = 4, 5, 6
 TP = ("t", 0)
 
 
-def _li(leader, isr, epoch=0, controller_epoch=2, zk_version=0):
-    return LeaderIsr(leader=leader, leader_epoch=epoch, isr=tuple(isr),
-                     controller_epoch=controller_epoch, zk_version=zk_version)
+def _li(leader, isr, epoch=0, controller_epoch=2, partition_epoch=0):
+    return LeaderAndIsr(leader=leader, leader_epoch=epoch, isr=tuple(isr),
+                     controller_epoch=controller_epoch, partition_epoch=partition_epoch)
 
 
 def _lai_states(request):
@@ -36,8 +36,8 @@ def _lai_states(request):
 def test_non_existent_to_new(tmp_path):
     c = make_cluster(tmp_path)
     c.add_topic("t", {0: [0, 1, 2]})
-    c.psm.handle_state_changes([TP], PartitionState.NEW)
-    assert c.ctx.partition_state(TP) is PartitionState.NEW
+    c.psm.handle_state_changes([TP], PartitionStateName.NEW)
+    assert c.ctx.partition_state(TP) is PartitionStateName.NEW
     assert c.channel.sent == []
 
 
@@ -45,14 +45,14 @@ def test_new_to_online_creates_state_znode_and_sends_leader_and_isr(tmp_path):
     c = make_cluster(tmp_path, live=(1, 2))
     c.add_topic("t", {0: [0, 1, 2], 1: [2, 0, 1]})
     parts = [("t", 0), ("t", 1)]
-    c.psm.handle_state_changes(parts, PartitionState.NEW)
-    c.psm.handle_state_changes(parts, PartitionState.ONLINE, OFFLINE)
-    assert c.ctx.partition_state(("t", 0)) is PartitionState.ONLINE
+    c.psm.handle_state_changes(parts, PartitionStateName.NEW)
+    c.psm.handle_state_changes(parts, PartitionStateName.ONLINE, OFFLINE)
+    assert c.ctx.partition_state(("t", 0)) is PartitionStateName.ONLINE
     z = c.state_znode("t", 0)
     assert (z.leader, z.isr, z.leader_epoch, z.controller_epoch, z.partition_epoch) == \
-        (1, [1, 2], 0, 2, 0)
+        (1, (1, 2), 0, 2, 0)
     z1 = c.state_znode("t", 1)
-    assert (z1.leader, z1.isr) == (2, [2, 1])
+    assert (z1.leader, z1.isr) == (2, (2, 1))
     assert c.ctx.partition_leadership(("t", 0)) == _li(1, [1, 2])
     # LeaderAndIsr (is_new) to the ISR = the live replicas; UpdateMetadata to all live.
     assert sorted(c.channel.targets(LAI)) == [1, 2]
@@ -66,11 +66,11 @@ def test_new_to_online_without_live_replica_stays_new(tmp_path):
     c = make_cluster(tmp_path, live=(1,))
     c.add_topic("t", {0: [0, 2], 1: [1]})
     parts = [("t", 0), ("t", 1)]
-    c.psm.handle_state_changes(parts, PartitionState.NEW)
-    c.psm.handle_state_changes(parts, PartitionState.ONLINE, OFFLINE)
-    assert c.ctx.partition_state(("t", 0)) is PartitionState.NEW
+    c.psm.handle_state_changes(parts, PartitionStateName.NEW)
+    c.psm.handle_state_changes(parts, PartitionStateName.ONLINE, OFFLINE)
+    assert c.ctx.partition_state(("t", 0)) is PartitionStateName.NEW
     assert c.store.exists(paths.partition_state_path("t", 0)) is None
-    assert c.ctx.partition_state(("t", 1)) is PartitionState.ONLINE
+    assert c.ctx.partition_state(("t", 1)) is PartitionStateName.ONLINE
 
 
 def test_new_to_online_with_existing_state_znode_fails_only_that_partition(tmp_path):
@@ -79,11 +79,11 @@ def test_new_to_online_with_existing_state_znode_fails_only_that_partition(tmp_p
     c.store.create(paths.partition_state_path("t", 2),
                    paths.encode_partition_state(1, 3, [1], 1), makepath=True)
     parts = [("t", p) for p in range(5)]
-    c.psm.handle_state_changes(parts, PartitionState.NEW)
-    c.psm.handle_state_changes(parts, PartitionState.ONLINE, OFFLINE)
+    c.psm.handle_state_changes(parts, PartitionStateName.NEW)
+    c.psm.handle_state_changes(parts, PartitionStateName.ONLINE, OFFLINE)
     states = {tp: c.ctx.partition_state(tp) for tp in parts}
-    assert states[("t", 2)] is PartitionState.NEW
-    assert all(states[tp] is PartitionState.ONLINE for tp in parts if tp != ("t", 2))
+    assert states[("t", 2)] is PartitionStateName.NEW
+    assert all(states[tp] is PartitionStateName.ONLINE for tp in parts if tp != ("t", 2))
     assert c.state_znode("t", 2).leader_epoch == 3       # untouched
 
 
@@ -94,9 +94,9 @@ def test_new_to_online_in_small_multis(tmp_path, monkeypatch):
     c.store.create(paths.partition_state_path("t", 4), paths.encode_partition_state(0, 0, [0], 1),
                    makepath=True)
     parts = [("t", p) for p in range(11)]
-    c.psm.handle_state_changes(parts, PartitionState.NEW)
-    c.psm.handle_state_changes(parts, PartitionState.ONLINE, OFFLINE)
-    online = [tp for tp in parts if c.ctx.partition_state(tp) is PartitionState.ONLINE]
+    c.psm.handle_state_changes(parts, PartitionStateName.NEW)
+    c.psm.handle_state_changes(parts, PartitionStateName.ONLINE, OFFLINE)
+    online = [tp for tp in parts if c.ctx.partition_state(tp) is PartitionStateName.ONLINE]
     assert online == [tp for tp in parts if tp != ("t", 4)]
     for p in range(11):
         if p != 4:
@@ -106,12 +106,12 @@ def test_new_to_online_in_small_multis(tmp_path, monkeypatch):
 def test_new_to_online_fenced_when_controller_moved(tmp_path):
     c = make_cluster(tmp_path)
     c.add_topic("t", {0: [0, 1]})
-    c.psm.handle_state_changes([TP], PartitionState.NEW)
+    c.psm.handle_state_changes([TP], PartitionStateName.NEW)
     c.bump_epoch()
     with pytest.raises(ControllerMovedError):
-        c.psm.handle_state_changes([TP], PartitionState.ONLINE, OFFLINE)
+        c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, OFFLINE)
     assert c.store.exists(paths.partition_state_path("t", 0)) is None
-    assert c.ctx.partition_state(TP) is PartitionState.NEW
+    assert c.ctx.partition_state(TP) is PartitionStateName.NEW
     assert c.channel.sent == []
     c.batch.new_batch()                                   # nothing left half-built
 
@@ -120,15 +120,15 @@ def test_offline_election_moves_leader_to_live_isr(tmp_path):
     c = make_cluster(tmp_path, live=(1, 2))
     c.add_topic("t", {0: [0, 1, 2]}, states={0: _li(0, [0, 1, 2], epoch=4, controller_epoch=1)})
     c.psm.initialize_partition_state()
-    assert c.ctx.partition_state(TP) is PartitionState.OFFLINE
-    result = c.psm.handle_state_changes([TP], PartitionState.ONLINE, OFFLINE)
+    assert c.ctx.partition_state(TP) is PartitionStateName.OFFLINE
+    result = c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, OFFLINE)
     li = result[TP]
-    assert (li.leader, li.isr, li.leader_epoch, li.zk_version, li.controller_epoch) == \
+    assert (li.leader, li.isr, li.leader_epoch, li.partition_epoch, li.controller_epoch) == \
         (1, (1, 2), 5, 1, 2)
     z = c.state_znode("t", 0)
     assert (z.leader, z.isr, z.leader_epoch, z.controller_epoch, z.partition_epoch) == \
-        (1, [1, 2], 5, 2, 1)
-    assert c.ctx.partition_state(TP) is PartitionState.ONLINE
+        (1, (1, 2), 5, 2, 1)
+    assert c.ctx.partition_state(TP) is PartitionStateName.ONLINE
     assert c.ctx.partition_leadership(TP) == li
     assert sorted(c.channel.targets(LAI)) == [1, 2]
     st = _lai_states(c.channel.of(LAI, 2)[0])[TP]
@@ -138,7 +138,7 @@ def test_offline_election_moves_leader_to_live_isr(tmp_path):
 def test_election_retries_after_zk_version_conflict(tmp_path, monkeypatch):
     c = make_cluster(tmp_path, live=(1, 2))
     c.add_topic("t", {0: [0, 1, 2]}, states={0: _li(0, [0, 1, 2], epoch=4)})
-    c.ctx.put_partition_state(TP, PartitionState.OFFLINE)
+    c.ctx.put_partition_state(TP, PartitionStateName.OFFLINE)
     real_get = c.zk.get_partition_states
     calls = []
 
@@ -151,40 +151,40 @@ def test_election_retries_after_zk_version_conflict(tmp_path, monkeypatch):
         return read
 
     monkeypatch.setattr(c.zk, "get_partition_states", racing_get)
-    result = c.psm.handle_state_changes([TP], PartitionState.ONLINE, OFFLINE)
+    result = c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, OFFLINE)
     assert len(calls) == 2
-    assert (result[TP].leader, result[TP].isr, result[TP].zk_version) == (2, (2,), 2)
+    assert (result[TP].leader, result[TP].isr, result[TP].partition_epoch) == (2, (2,), 2)
     z = c.state_znode("t", 0)
-    assert (z.leader, z.isr, z.leader_epoch) == (2, [2], 5)
+    assert (z.leader, z.isr, z.leader_epoch) == (2, (2,), 5)
 
 
 def test_election_aborted_when_znode_written_by_newer_controller(tmp_path):
     c = make_cluster(tmp_path, live=(1, 2))
     c.add_topic("t", {0: [0, 1, 2]}, states={0: _li(0, [0, 1, 2], controller_epoch=3)})
-    c.ctx.put_partition_state(TP, PartitionState.OFFLINE)
-    result = c.psm.handle_state_changes([TP], PartitionState.ONLINE, OFFLINE)
+    c.ctx.put_partition_state(TP, PartitionStateName.OFFLINE)
+    result = c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, OFFLINE)
     assert isinstance(result[TP], StateChangeFailedError)
     assert "another controller" in str(result[TP])
-    assert c.ctx.partition_state(TP) is PartitionState.OFFLINE
+    assert c.ctx.partition_state(TP) is PartitionStateName.OFFLINE
     assert c.channel.sent == []
 
 
 def test_election_without_state_znode_fails(tmp_path):
     c = make_cluster(tmp_path)
     c.add_topic("t", {0: [0, 1]})
-    c.ctx.put_partition_state(TP, PartitionState.OFFLINE)
-    result = c.psm.handle_state_changes([TP], PartitionState.ONLINE, OFFLINE)
+    c.ctx.put_partition_state(TP, PartitionStateName.OFFLINE)
+    result = c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, OFFLINE)
     assert "doesn't exist" in str(result[TP])
 
 
 def test_offline_election_clean_fails_without_live_isr(tmp_path):
     c = make_cluster(tmp_path, live=(1, 2))
     c.add_topic("t", {0: [0, 1, 2]}, states={0: _li(0, [0], epoch=4)})
-    c.ctx.put_partition_state(TP, PartitionState.OFFLINE)
-    result = c.psm.handle_state_changes([TP], PartitionState.ONLINE, OFFLINE)
+    c.ctx.put_partition_state(TP, PartitionStateName.OFFLINE)
+    result = c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, OFFLINE)
     assert isinstance(result[TP], StateChangeFailedError)
     assert "OfflinePartitionLeaderElectionStrategy(false)" in str(result[TP])
-    assert c.ctx.partition_state(TP) is PartitionState.OFFLINE
+    assert c.ctx.partition_state(TP) is PartitionStateName.OFFLINE
     assert c.state_znode("t", 0).leader == 0
 
 
@@ -192,16 +192,16 @@ def test_offline_election_clean_fails_without_live_isr(tmp_path):
 def test_offline_election_unclean(tmp_path, how):
     c = make_cluster(tmp_path, live=(1, 2))
     c.add_topic("t", {0: [0, 2, 1]}, states={0: _li(0, [0], epoch=4)})
-    c.ctx.put_partition_state(TP, PartitionState.OFFLINE)
+    c.ctx.put_partition_state(TP, PartitionStateName.OFFLINE)
     if how == "topic_config":
         c.topic_configs["t"] = {"unclean.leader.election.enable": "true"}
-        result = c.psm.handle_state_changes([TP], PartitionState.ONLINE, OFFLINE)
+        result = c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, OFFLINE)
     else:
-        result = c.psm.handle_state_changes([TP], PartitionState.ONLINE, OFFLINE_UNCLEAN)
+        result = c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, OFFLINE_UNCLEAN)
     assert (result[TP].leader, result[TP].isr) == (2, (2,))
     z = c.state_znode("t", 0)
     assert (z.leader, z.isr, z.leader_epoch, z.leader_recovery_state) == \
-        (2, [2], 5, LEADER_RECOVERING)
+        (2, (2,), 5, LEADER_RECOVERING)
 
 
 def test_preferred_replica_election(tmp_path):
@@ -209,7 +209,7 @@ def test_preferred_replica_election(tmp_path):
     c.add_topic("t", {0: [0, 1, 2], 1: [1, 2, 0]},
                 states={0: _li(1, [1, 0, 2], epoch=2), 1: _li(1, [1, 2, 0])})
     c.psm.initialize_partition_state()
-    result = c.psm.handle_state_changes([("t", 0), ("t", 1)], PartitionState.ONLINE, PREFERRED)
+    result = c.psm.handle_state_changes([("t", 0), ("t", 1)], PartitionStateName.ONLINE, PREFERRED)
     assert (result[("t", 0)].leader, result[("t", 0)].isr) == (0, (1, 0, 2))
     assert c.state_znode("t", 0).leader_epoch == 3
     # already led by its preferred replica: "elected" again with a new epoch, as Kafka
@@ -221,8 +221,8 @@ def test_controlled_shutdown_election(tmp_path):
     c = make_cluster(tmp_path)
     c.ctx.shutting_down_broker_ids.add(0)
     c.add_topic("t", {0: [0, 1, 2]}, states={0: _li(0, [0, 1, 2])})
-    c.ctx.put_partition_state(TP, PartitionState.ONLINE)
-    result = c.psm.handle_state_changes([TP], PartitionState.ONLINE, CONTROLLED_SHUTDOWN)
+    c.ctx.put_partition_state(TP, PartitionStateName.ONLINE)
+    result = c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, CONTROLLED_SHUTDOWN)
     assert (result[TP].leader, result[TP].isr) == (1, (1, 2))
     # the shutting-down broker still gets the LeaderAndIsr (it becomes a follower)
     assert sorted(c.channel.targets(LAI)) == [0, 1, 2]
@@ -231,29 +231,29 @@ def test_controlled_shutdown_election(tmp_path):
 def test_reassign_election_picks_from_the_target_replicas(tmp_path):
     c = make_cluster(tmp_path)
     c.add_topic("t", {0: [0, 1, 2]}, states={0: _li(0, [0, 1, 2], epoch=1)})
-    c.ctx.put_partition_state(TP, PartitionState.ONLINE)
+    c.ctx.put_partition_state(TP, PartitionStateName.ONLINE)
     psm = PartitionStateMachine(c.ctx, c.zk, c.batch, target_replicas=lambda tp: [2, 1])
-    result = psm.handle_state_changes([TP], PartitionState.ONLINE, REASSIGN)
+    result = psm.handle_state_changes([TP], PartitionStateName.ONLINE, REASSIGN)
     assert (result[TP].leader, result[TP].isr, result[TP].leader_epoch) == (2, (0, 1, 2), 2)
     assert sorted(c.channel.targets(LAI)) == [1, 2]
     # without targets the current assignment is the target: its first live ISR member
-    result = c.psm.handle_state_changes([TP], PartitionState.ONLINE, REASSIGN)
+    result = c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, REASSIGN)
     assert result[TP].leader == 0
 
 
 def test_invalid_transitions_are_skipped(tmp_path):
     c = make_cluster(tmp_path)
     c.add_topic("t", {0: [0]})
-    assert c.psm.handle_state_changes([TP], PartitionState.ONLINE, OFFLINE) == {}
-    assert c.ctx.partition_state(TP) is PartitionState.NON_EXISTENT
-    c.psm.handle_state_changes([TP], PartitionState.OFFLINE)
-    assert c.ctx.partition_state(TP) is PartitionState.NON_EXISTENT
-    c.psm.handle_state_changes([TP], PartitionState.NEW)
-    c.psm.handle_state_changes([TP], PartitionState.NON_EXISTENT)
-    assert c.ctx.partition_state(TP) is PartitionState.NEW
-    c.psm.handle_state_changes([TP], PartitionState.OFFLINE)
-    c.psm.handle_state_changes([TP], PartitionState.NON_EXISTENT)
-    assert c.ctx.partition_state(TP) is PartitionState.NON_EXISTENT
+    assert c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, OFFLINE) == {}
+    assert c.ctx.partition_state(TP) is PartitionStateName.NON_EXISTENT
+    c.psm.handle_state_changes([TP], PartitionStateName.OFFLINE)
+    assert c.ctx.partition_state(TP) is PartitionStateName.NON_EXISTENT
+    c.psm.handle_state_changes([TP], PartitionStateName.NEW)
+    c.psm.handle_state_changes([TP], PartitionStateName.NON_EXISTENT)
+    assert c.ctx.partition_state(TP) is PartitionStateName.NEW
+    c.psm.handle_state_changes([TP], PartitionStateName.OFFLINE)
+    c.psm.handle_state_changes([TP], PartitionStateName.NON_EXISTENT)
+    assert c.ctx.partition_state(TP) is PartitionStateName.NON_EXISTENT
 
 
 def test_startup_initializes_states_and_brings_partitions_online(tmp_path):
@@ -263,23 +263,23 @@ def test_startup_initializes_states_and_brings_partitions_online(tmp_path):
     c.add_topic("gone", {0: [0, 1]}, states={0: _li(0, [0, 1])})
     c.ctx.queue_topic_deletion(["gone"])
     c.psm.startup()
-    assert c.ctx.partition_state(("t", 0)) is PartitionState.ONLINE
+    assert c.ctx.partition_state(("t", 0)) is PartitionStateName.ONLINE
     assert c.state_znode("t", 0).leader == 1
-    assert c.ctx.partition_state(("t", 1)) is PartitionState.ONLINE
+    assert c.ctx.partition_state(("t", 1)) is PartitionStateName.ONLINE
     assert c.state_znode("t", 1).leader_epoch == 0          # leader was live: untouched
-    assert c.ctx.partition_state(("t", 2)) is PartitionState.ONLINE
+    assert c.ctx.partition_state(("t", 2)) is PartitionStateName.ONLINE
     assert c.state_znode("t", 2).leader == 2                # New: first live replica
-    assert c.ctx.partition_state(("gone", 0)) is PartitionState.OFFLINE
+    assert c.ctx.partition_state(("gone", 0)) is PartitionStateName.OFFLINE
     assert c.state_znode("gone", 0).leader == 0
 
 
 def test_election_fenced_when_controller_moved(tmp_path):
     c = make_cluster(tmp_path, live=(1, 2))
     c.add_topic("t", {0: [0, 1, 2]}, states={0: _li(0, [0, 1, 2])})
-    c.ctx.put_partition_state(TP, PartitionState.OFFLINE)
+    c.ctx.put_partition_state(TP, PartitionStateName.OFFLINE)
     c.bump_epoch()
     with pytest.raises(ControllerMovedError):
-        c.psm.handle_state_changes([TP], PartitionState.ONLINE, OFFLINE)
+        c.psm.handle_state_changes([TP], PartitionStateName.ONLINE, OFFLINE)
     assert c.state_znode("t", 0).leader == 0
     assert c.ctx.partition_leadership(TP).leader == 0
     assert c.channel.sent == []
@@ -326,7 +326,7 @@ def test_replica_online_to_offline_shrinks_isr(tmp_path):
     c.rsm.handle_state_changes([(TP, 1)], ReplicaState.OFFLINE)
     assert c.ctx.replica_state((TP, 1)) is ReplicaState.OFFLINE
     z = c.state_znode("t", 0)
-    assert (z.leader, z.isr, z.leader_epoch, z.partition_epoch) == (0, [0, 2], 4, 1)
+    assert (z.leader, z.isr, z.leader_epoch, z.partition_epoch) == (0, (0, 2), 4, 1)
     assert c.ctx.partition_leadership(TP).isr == (0, 2)
     [stop] = c.channel.of(STOP, 1)
     ps = stop.topic_states[0].partition_states[0]
@@ -345,8 +345,8 @@ def test_replica_offline_of_the_leader_and_of_the_last_isr_member(tmp_path):
     c.rsm.initialize_replica_state()
     c.rsm.handle_state_changes([(("t", 0), 0), (("t", 1), 0)], ReplicaState.OFFLINE)
     z0, z1 = c.state_znode("t", 0), c.state_znode("t", 1)
-    assert (z0.leader, z0.isr, z0.leader_epoch) == (-1, [1], 4)
-    assert (z1.leader, z1.isr, z1.leader_epoch) == (-1, [0], 8)   # last ISR member stays
+    assert (z0.leader, z0.isr, z0.leader_epoch) == (-1, (1,), 4)
+    assert (z1.leader, z1.isr, z1.leader_epoch) == (-1, (0,), 8)   # last ISR member stays
     assert c.channel.of(STOP, 0) == []                             # broker 0 is dead
     assert sorted(c.channel.targets(LAI)) == [1, 2]
 
@@ -370,7 +370,7 @@ def test_replica_offline_retries_after_zk_version_conflict(tmp_path, monkeypatch
     c.rsm.handle_state_changes([(TP, 1)], ReplicaState.OFFLINE)
     assert len(calls) == 2
     z = c.state_znode("t", 0)
-    assert (z.isr, z.partition_epoch) == ([0], 2)
+    assert (z.isr, z.partition_epoch) == ((0,), 2)
     assert c.ctx.replica_state((TP, 1)) is ReplicaState.OFFLINE
 
 
@@ -381,7 +381,7 @@ def test_replica_offline_fenced(tmp_path):
     c.bump_epoch()
     with pytest.raises(ControllerMovedError):
         c.rsm.handle_state_changes([(TP, 1)], ReplicaState.OFFLINE)
-    assert c.state_znode("t", 0).isr == [0, 1]
+    assert c.state_znode("t", 0).isr == (0, 1)
     assert c.channel.sent == []
     assert c.ctx.replica_state((TP, 1)) is ReplicaState.ONLINE
 
@@ -422,7 +422,7 @@ def test_replica_startup(tmp_path):
     c.rsm.startup()
     assert c.ctx.replica_state((TP, 0)) is ReplicaState.ONLINE
     assert c.ctx.replica_state((TP, 2)) is ReplicaState.OFFLINE
-    assert c.state_znode("t", 0).isr == [0, 1]
+    assert c.state_znode("t", 0).isr == (0, 1)
     assert sorted(set(c.channel.targets(LAI))) == [0, 1]
 
 
@@ -437,14 +437,14 @@ def test_broker_failure_sequence(tmp_path):
     c.channel.clear()
     c.ctx.remove_live_brokers([0])
     led = [tp for tp in c.ctx.partitions_led_by(0)]
-    c.psm.handle_state_changes(led, PartitionState.OFFLINE)
+    c.psm.handle_state_changes(led, PartitionStateName.OFFLINE)
     c.psm.trigger_online_partition_state_change()
     c.rsm.handle_state_changes(c.ctx.replicas_on_brokers([0]), ReplicaState.OFFLINE)
     z = {p: c.state_znode("t", p) for p in range(3)}
-    assert (z[0].leader, z[0].isr, z[0].leader_epoch) == (1, [1, 2], 2)
-    assert (z[1].leader, z[1].isr, z[1].leader_epoch) == (1, [1, 2], 2)
-    assert (z[2].leader, z[2].isr, z[2].leader_epoch) == (2, [2, 1], 2)
-    assert all(c.ctx.partition_state(("t", p)) is PartitionState.ONLINE for p in range(3))
+    assert (z[0].leader, z[0].isr, z[0].leader_epoch) == (1, (1, 2), 2)
+    assert (z[1].leader, z[1].isr, z[1].leader_epoch) == (1, (1, 2), 2)
+    assert (z[2].leader, z[2].isr, z[2].leader_epoch) == (2, (2, 1), 2)
+    assert all(c.ctx.partition_state(("t", p)) is PartitionStateName.ONLINE for p in range(3))
     assert all(c.ctx.replica_state((("t", p), 0)) is ReplicaState.OFFLINE for p in range(3))
     assert 0 not in c.channel.targets(LAI) + c.channel.targets(UM) + c.channel.targets(STOP)
     last_um = c.channel.of(UM, 1)[-1]

@@ -3,8 +3,9 @@ adapted): the deletion flow and its requests, halting on dead brokers and failed
 replicas, resuming, znode removal, and delete.topic.enable=false."""
 from __future__ import annotations
 
-from kafkapy.controller.context import LeaderIsr, LiveBroker, PartitionState, ReplicaState
+from kafkapy.controller.context import LiveBroker, PartitionStateName, ReplicaState
 from kafkapy.metadata import paths
+from kafkapy.metadata.leader_and_isr import LeaderAndIsr
 
 from tests.support.sm_helpers import endpoints, make_cluster
 
@@ -14,8 +15,8 @@ LAI, STOP, UM = 4, 5, 6
 def _setup(tmp_path, live=(0, 1, 2), **kw):
     c = make_cluster(tmp_path, live=live, **kw)
     c.add_topic("t", {0: [0, 1], 1: [1, 2]},
-                states={0: LeaderIsr(0, 3, (0, 1), 2), 1: LeaderIsr(1, 5, (1, 2), 2)})
-    c.add_topic("keep", {0: [0, 1]}, states={0: LeaderIsr(0, 0, (0, 1), 2)})
+                states={0: LeaderAndIsr(0, 3, (0, 1), 2), 1: LeaderAndIsr(1, 5, (1, 2), 2)})
+    c.add_topic("keep", {0: [0, 1]}, states={0: LeaderAndIsr(0, 0, (0, 1), 2)})
     c.store.create(paths.topic_config_path("t"), paths.encode_entity_config({"a": "b"}),
                    makepath=True)
     c.store.create(paths.delete_topic_path("t"), b"", makepath=True)
@@ -45,7 +46,7 @@ def test_topic_deletion_flow(tmp_path):
     c.tdm.init(["t"])
     c.tdm.try_topic_deletion()
     assert c.ctx.topics_with_deletion_started == {"t"}
-    assert c.ctx.partition_state(("t", 0)) is PartitionState.NON_EXISTENT
+    assert c.ctx.partition_state(("t", 0)) is PartitionStateName.NON_EXISTENT
     # brokers hear the topic is going away (leader -2) ...
     um = c.channel.of(UM, 2)[0]
     leaders = {ps.partition_index: ps.leader for ts in um.topic_states

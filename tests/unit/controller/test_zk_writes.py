@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from kafkapy.controller import zk_writes as zk_writes_mod
-from kafkapy.controller.context import LeaderIsr
 from kafkapy.controller.zk_writes import ControllerMovedError
 from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
+from kafkapy.metadata.leader_and_isr import LeaderAndIsr
 from kafkapy.metadata.store import BadVersionError, NodeExistsError, NoNodeError
 
 from tests.support.sm_helpers import make_cluster
@@ -28,9 +28,9 @@ def cluster(request, tmp_path):
     store.close()
 
 
-def _li(leader, isr, epoch=0, zk_version=0):
-    return LeaderIsr(leader=leader, leader_epoch=epoch, isr=tuple(isr), controller_epoch=2,
-                     zk_version=zk_version)
+def _li(leader, isr, epoch=0, partition_epoch=0):
+    return LeaderAndIsr(leader=leader, leader_epoch=epoch, isr=tuple(isr), controller_epoch=2,
+                     partition_epoch=partition_epoch)
 
 
 def test_create_partition_states_per_partition_outcomes(cluster, monkeypatch):
@@ -47,7 +47,7 @@ def test_create_partition_states_per_partition_outcomes(cluster, monkeypatch):
     for p in (0, 1, 2, 4, 5, 6):
         assert out[("t", p)] == _li(p % 2, [p % 2])
         z = c.state_znode("t", p)
-        assert (z.leader, z.isr, z.controller_epoch, z.partition_epoch) == (p % 2, [p % 2], 2, 0)
+        assert (z.leader, z.isr, z.controller_epoch, z.partition_epoch) == (p % 2, (p % 2,), 2, 0)
     assert c.state_znode("t", 3).leader_epoch == 9
     data, _ = c.store.get(paths.partition_state_path("t", 0))
     assert data == b'{"controller_epoch":2,"leader":0,"version":1,"leader_epoch":0,"isr":[0]}'
@@ -59,7 +59,7 @@ def test_get_partition_states(cluster):
     c.store.set(paths.partition_state_path("t", 0), paths.encode_partition_state(1, 5, [1], 2))
     c.store.create(paths.partition_state_path("t", 2), b"not json", makepath=True)
     out = c.zk.get_partition_states([("t", 0), ("t", 1), ("t", 2)])
-    assert out[("t", 0)] == LeaderIsr(1, 5, (1,), 2, zk_version=1)
+    assert out[("t", 0)] == LeaderAndIsr(1, 5, (1,), 2, partition_epoch=1)
     assert out[("t", 1)] is None
     assert isinstance(out[("t", 2)], ValueError)
 
@@ -71,10 +71,10 @@ def test_update_leader_and_isr_conditional(cluster):
     c.store.delete(paths.partition_state_path("t", 2))
     result = c.zk.update_leader_and_isr({("t", p): _li(1, [1], epoch=1) for p in range(3)})
     assert result.to_retry == [("t", 1)]
-    assert result.finished[("t", 0)] == _li(1, [1], epoch=1, zk_version=1)
+    assert result.finished[("t", 0)] == _li(1, [1], epoch=1, partition_epoch=1)
     assert isinstance(result.finished[("t", 2)], NoNodeError)
     assert c.state_znode("t", 0).leader == 1
-    assert c.state_znode("t", 1).isr == [0]        # the conflicting write is untouched
+    assert c.state_znode("t", 1).isr == (0,)        # the conflicting write is untouched
 
 
 def test_writes_are_fenced_by_the_controller_epoch(cluster):

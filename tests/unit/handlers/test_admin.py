@@ -42,6 +42,7 @@ class Broker(AdminBroker):
         super().__init__(tmp_path)
         self.controller = Controller(active)
         self.config = BrokerConfig.from_properties({"broker.id": "0"})
+        self.authorizer = None
 
     def describe_topic_configs(self, overrides, keys=None, synonyms=False, docs=False):
         return []

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafkapy.controller.context import LeaderIsr
 from kafkapy.metadata import embedded as embedded_mod
 from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
+from kafkapy.metadata.leader_and_isr import LeaderAndIsr
 from kafkapy.metadata.store import CreateOp, NodeExistsError
 from tests.support.sm_helpers import make_cluster
 
@@ -81,8 +81,8 @@ def _zk_cluster(tmp_path):
 
 
 def _li(leader):
-    return LeaderIsr(leader=leader, leader_epoch=0, isr=(leader,), controller_epoch=2,
-                     zk_version=0)
+    return LeaderAndIsr(leader=leader, leader_epoch=0, isr=(leader,), controller_epoch=2,
+                     partition_epoch=0)
 
 
 def test_partition_states_of_a_large_topic_are_two_file_writes(tmp_path, monkeypatch):

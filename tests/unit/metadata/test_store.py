@@ -426,7 +426,7 @@ def test_topic_creation_flow(store):
                      paths.encode_partition_state(1, 0, [1, 2], 1), makepath=True)
     data, stat = store.get(paths.partition_state_path("orders", 1))
     st = paths.decode_partition_state(data, stat)
-    assert (st.leader, st.isr, st.partition_epoch) == (1, [1, 2], 0)
+    assert (st.leader, st.isr, st.partition_epoch) == (1, (1, 2), 0)
     assert store.get_children("/brokers/topics/orders/partitions") == ["0", "1"]
     a = paths.decode_topic_assignment(store.get("/brokers/topics/orders")[0], "orders")
     assert a.partitions == {0: [1, 2], 1: [2, 1]} and a.topic_id == "AAAAAAAAAAAAAAAAAAAAAQ"
@@ -454,7 +454,7 @@ def test_payload_bytes():
     st = paths.decode_partition_state(
         b'{"controller_epoch":1272,"leader":0,"version":1,"leader_epoch":4,"isr":[0,2]}')
     assert (st.leader, st.leader_epoch, st.isr, st.controller_epoch,
-            st.leader_recovery_state) == (0, 4, [0, 2], 1272, 0)
+            st.leader_recovery_state) == (0, 4, (0, 2), 1272, 0)
     assert paths.encode_entity_config({"retention.ms": 1000}) == (
         b'{"version":1,"config":{"retention.ms":"1000"}}')
     assert paths.decode_entity_config(b'{"version":1,"config":{"a":"b"}}') == {"a": "b"}

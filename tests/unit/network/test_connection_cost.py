@@ -47,15 +47,15 @@ def test_cached_answer_is_the_encoded_response(version):
     assert _answer(broker, version, 9) == _reference(broker.apis, version, 9, features)
     features.epoch, features.features = 0, {}
     assert _answer(broker, version, 9) == _reference(broker.apis, version, 9, features)
-    no_features = SimpleNamespace(apis=broker.apis)
+    no_features = SimpleNamespace(apis=broker.apis, features=None)
     assert _answer(no_features, version, 3) == _reference(broker.apis, version, 3, None)
 
 
 def test_each_registry_has_its_own_answer():
     small = {k: v for k, v in build_registry().items() if k in (0, 1, 18)}
     full = build_registry()
-    a = _answer(SimpleNamespace(apis=small), 2, 1)
-    b = _answer(SimpleNamespace(apis=full), 2, 1)
+    a = _answer(SimpleNamespace(apis=small, features=None), 2, 1)
+    b = _answer(SimpleNamespace(apis=full, features=None), 2, 1)
     assert a == _reference(small, 2, 1, None) and b == _reference(full, 2, 1, None)
     assert a != b
 
@@ -71,7 +71,7 @@ def test_unsupported_version_answer():
 
 
 def test_malformed_software_name_is_not_cached():
-    broker = SimpleNamespace(apis=build_registry())
+    broker = SimpleNamespace(apis=build_registry(), features=None)
     ctx = RequestContext(broker, api_versions.API_KEY, 3, 1, "c", "p", _Response)
     bad = SimpleNamespace(client_software_name="-bad", client_software_version="1")
     response = api_versions.handle(ctx, bad)

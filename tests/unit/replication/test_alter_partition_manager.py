@@ -51,7 +51,7 @@ class Controller:
 
 def broker(tmp_path, clock, controller):
     woken: list = []
-    replica_manager = SimpleNamespace(partitions={}, alter_partition=None, appended=woken.append,
+    replica_manager = SimpleNamespace(partitions={}, appended=woken.append,
                                       under_replicated_count=lambda: 0)
     b = SimpleNamespace(
         node_id=0, broker_epoch=77, inter_broker_listener="PLAINTEXT", controller=controller,
@@ -66,6 +66,15 @@ def broker(tmp_path, clock, controller):
         p.make_leader(PartitionState(index, [0, 1, 2], 0, 3, [0, 1, 2], zk_version=4))
         replica_manager.partitions[("t", index)] = p
     return b
+
+
+def attached(b) -> AlterPartitionManager:
+    """The manager, given to the partitions as the replica manager gives it to each
+    partition it creates."""
+    manager = AlterPartitionManager(b)
+    for p in b.replica_manager.partitions.values():
+        p.isr_manager = manager
+    return manager
 
 
 def produce(p) -> None:
@@ -86,9 +95,8 @@ async def test_batched_retried_and_applied(tmp_path):
     clock = MockClock(TS)
     controller = Controller(script=[ErrorCode.NOT_CONTROLLER])
     b = broker(tmp_path, clock, controller)
-    manager = AlterPartitionManager(b)
+    manager = attached(b)
     p0, p1 = b.replica_manager.partitions.values()
-    assert p0.isr_manager is manager
     for p in (p0, p1):
         produce(p)
         p.update_follower_fetch(1, 1, clock.time_ms())
@@ -124,7 +132,7 @@ async def test_refused_expansion_goes_back_to_the_committed_isr(tmp_path):
                 for t in request.topics])
     controller = Refusing()
     b = broker(tmp_path, clock, controller)
-    manager = AlterPartitionManager(b)
+    manager = attached(b)
     p0 = b.replica_manager.partitions[("t", 0)]
     p0.make_leader(PartitionState(0, [0, 1, 2], 0, 4, [0, 1], zk_version=5))
     p0.update_follower_fetch(2, 0, clock.time_ms())

@@ -51,11 +51,12 @@ class Broker:
         self.cache = MetadataCache("cluster", NODE, "INTERNAL")
         self.store = EmbeddedStore(tmp_path / "metadata.json", fsync=False)
         self.controller_fence = ControllerFence(self.store, lambda: self.broker_epoch)
+        self.authorizer = None
         self.log_manager = LogManager([str(tmp_path / "d")], MockClock(TS), {})
         self.log_manager.load("cluster", NODE)
-        self.replica_manager = ReplicaManager(self.log_manager, NODE, lambda name: {},
-                                              cache=self.cache)
         self.replica_fetchers = FakeFetchers()
+        self.replica_manager = ReplicaManager(self.log_manager, NODE, lambda name: {},
+                                              cache=self.cache, fetchers=self.replica_fetchers)
         self.woken = []
         self.replica_manager.add_append_listener(self.woken.append)
 
@@ -542,7 +543,8 @@ def test_an_existing_replica_missing_while_a_dir_is_offline_is_a_storage_error(t
     b.log_manager.shutdown()
     b.log_manager = LogManager([str(tmp_path / "a"), str(tmp_path / "b")], MockClock(TS), {})
     b.log_manager.load("cluster", NODE)
-    b.replica_manager = ReplicaManager(b.log_manager, NODE, lambda name: {}, cache=b.cache)
+    b.replica_manager = ReplicaManager(b.log_manager, NODE, lambda name: {}, cache=b.cache,
+                                       fetchers=b.replica_fetchers)
     try:
         b.log_manager.fail_dir(str(tmp_path / "b"), OSError(5, "I/O error"))
         request = lai([(0, NODE, 0, [1], [1]), (1, NODE, 0, [1], [1])])

@@ -55,7 +55,7 @@ def test_random_strings_are_base36():
 # -- alter / describe on ZooKeeper ----------------------------------------------------
 
 def _broker(zk):  # noqa: F811
-    return SimpleNamespace(store=zk)
+    return SimpleNamespace(store=zk, scram_credentials=c.CredentialCache(zk))
 
 
 def _up(name, mechanism=1, iterations=4096):
@@ -64,7 +64,7 @@ def _up(name, mechanism=1, iterations=4096):
 
 def test_alter_and_describe(zk):  # noqa: F811
     broker = _broker(zk)
-    assert c.alter(broker, [_up("alice"), _up("alice", 2, 8192)], []) == [("alice", 0, "")]
+    assert c.alter(broker.store, broker.scram_credentials, [_up("alice"), _up("alice", 2, 8192)], []) == [("alice", 0, "")]
     stored = json.loads(zk.get("/config/users/alice")[0])["config"]
     assert list(stored) == ["SCRAM-SHA-512", "SCRAM-SHA-256"]
     assert c.ScramCredential.from_string(stored["SCRAM-SHA-256"]) == \
@@ -72,37 +72,37 @@ def test_alter_and_describe(zk):  # noqa: F811
     change = sorted(zk.get_children("/config/changes"))[-1]
     assert json.loads(zk.get(f"/config/changes/{change}")[0]) == \
         {"version": 2, "entity_path": "users/alice"}
-    assert c.describe(broker, None) == (0, "", [("alice", 0, "", [(1, 4096), (2, 8192)])])
-    assert c.describe(broker, ["alice", "nobody", ""]) == (0, "", [
+    assert c.describe(broker.store, None) == (0, "", [("alice", 0, "", [(1, 4096), (2, 8192)])])
+    assert c.describe(broker.store, ["alice", "nobody", ""]) == (0, "", [
         ("alice", 0, "", [(1, 4096), (2, 8192)]),
         ("nobody", 91, "Attempt to describe a user credential that does not exist: nobody", []),
         ("", 91, "Username must not be empty", [])])
-    assert c.describe(broker, ["alice", "alice"]) == (0, "", [
+    assert c.describe(broker.store, ["alice", "alice"]) == (0, "", [
         ("alice", 92, "Cannot describe SCRAM credentials for the same user twice in a single "
                       "request: alice", [])])
 
 
 def test_alter_refusals(zk):  # noqa: F811
     broker = _broker(zk)
-    assert c.alter(broker, [_up("a", iterations=4095), _up("b", iterations=16385),
+    assert c.alter(broker.store, broker.scram_credentials, [_up("a", iterations=4095), _up("b", iterations=16385),
                             _up("m", mechanism=3), _up("")], []) == [
         ("a", 93, "Too few iterations"), ("b", 93, "Too many iterations"),
         ("m", 33, "Unknown SCRAM mechanism"), ("", 93, "Username must not be empty")]
-    assert c.alter(broker, [_up("d"), _up("d")], []) == [
+    assert c.alter(broker.store, broker.scram_credentials, [_up("d"), _up("d")], []) == [
         ("d", 92, "A user credential cannot be altered twice in the same request")]
-    assert c.alter(broker, [], [("e", 1)]) == [
+    assert c.alter(broker.store, broker.scram_credentials, [], [("e", 1)]) == [
         ("e", 91, "Attempt to delete a user credential that does not exist")]
     assert zk.exists("/config/users/d") is None and zk.exists("/config/users/e") is None
 
 
 def test_delete_last_credential_drops_the_znode_keeps_other_keys(zk):  # noqa: F811
     broker = _broker(zk)
-    c.alter(broker, [_up("f")], [])
-    assert c.alter(broker, [], [("f", 1)]) == [("f", 0, "")]
+    c.alter(broker.store, broker.scram_credentials, [_up("f")], [])
+    assert c.alter(broker.store, broker.scram_credentials, [], [("f", 1)]) == [("f", 0, "")]
     assert zk.exists("/config/users/f") is None
     zk.create("/config/users/g", b'{"version":1,"config":{"producer_byte_rate":"1024"}}')
-    c.alter(broker, [_up("g")], [])
-    c.alter(broker, [], [("g", 1)])
+    c.alter(broker.store, broker.scram_credentials, [_up("g")], [])
+    c.alter(broker.store, broker.scram_credentials, [], [("g", 1)])
     assert json.loads(zk.get("/config/users/g")[0])["config"] == {"producer_byte_rate": "1024"}
 
 
@@ -110,15 +110,14 @@ def test_cache_follows_changes(zk):  # noqa: F811
     broker = _broker(zk)
     zk.ensure_path("/config/users")
     zk.create("/config/users/bob%20smith", KAFKA_ALICE)       # written by someone else
-    cache = c.cache_for(broker)
-    assert c.cache_for(broker) is cache
+    cache = broker.scram_credentials
     assert cache.get("SCRAM-SHA-256", "bob smith").iterations == 8192
     assert cache.get("SCRAM-SHA-256", "carol") is None
-    c.alter(broker, [_up("carol", 2)], [])                     # alter refreshes its own broker
+    c.alter(broker.store, broker.scram_credentials, [_up("carol", 2)], [])                     # alter refreshes its own broker
     assert cache.get("SCRAM-SHA-512", "carol").iterations == 4096
     zk.delete("/config/users/bob%20smith")
-    c.on_user_change(broker, "bob%20smith")                    # a users/<name> notification
+    cache.user_changed("bob%20smith")                          # a users/<name> notification
     assert cache.get("SCRAM-SHA-256", "bob smith") is None
     zk.create("/config/users/bad", b'{"version":1,"config":{"SCRAM-SHA-256":"nonsense"}}')
-    c.on_user_change(broker, "bad")
+    cache.user_changed("bad")
     assert cache.get("SCRAM-SHA-256", "bad") is None

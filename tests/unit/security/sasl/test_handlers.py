@@ -154,7 +154,7 @@ def test_reauthentication_as_another_user_is_answered_failed():
                  'org.apache.kafka.common.security.plain.PlainLoginModule required '
                  'user_alice="a" user_bob="b";'}
     principals = []
-    gate = G.SaslGate(_ctx(17, 1, None, props).broker, "SASL_PLAINTEXT", principals.append)
+    gate = G.SaslGate(_ctx(17, 1, None, props).broker.config, "SASL_PLAINTEXT", principals.append)
 
     def login(user: str, password: str):
         assert gate.admit(17, 20) == G.SERVE_AUTH

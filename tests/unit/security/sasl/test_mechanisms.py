@@ -70,10 +70,10 @@ def _broker(originals: dict, typed: dict | None = None):
 def test_enabled_mechanisms_listener_override():
     broker = _broker({"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN, SCRAM-SHA-512"},
                      {"sasl.enabled.mechanisms": ["GSSAPI"]})
-    assert enabled_mechanisms(broker, "SASL_PLAINTEXT") == ["PLAIN", "SCRAM-SHA-512"]
-    assert enabled_mechanisms(broker, "OTHER") == ["GSSAPI"]
-    assert server_for("GSSAPI", broker, "OTHER") is None           # not served by kafkapy
-    assert server_for("PLAIN", broker, "OTHER") is None            # not enabled there
+    assert enabled_mechanisms(broker.config, "SASL_PLAINTEXT") == ["PLAIN", "SCRAM-SHA-512"]
+    assert enabled_mechanisms(broker.config, "OTHER") == ["GSSAPI"]
+    assert server_for("GSSAPI", broker.config, None, "OTHER") is None           # not served by kafkapy
+    assert server_for("PLAIN", broker.config, None, "OTHER") is None            # not enabled there
 
 
 def test_plain_jaas_is_listener_and_mechanism_prefixed():
@@ -82,7 +82,7 @@ def test_plain_jaas_is_listener_and_mechanism_prefixed():
                       "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN"})
     assert jaas_config(broker.config, "SASL_PLAINTEXT", "PLAIN") == JAAS
     assert jaas_config(broker.config, "OTHER", "PLAIN") is None
-    server = server_for("PLAIN", broker, "SASL_PLAINTEXT")
+    server = server_for("PLAIN", broker.config, None, "SASL_PLAINTEXT")
     assert server.evaluate(b"\0alice\0alice-secret") == b"" and server.principal_name == "alice"
     assert broker_credentials(broker.config, "SASL_PLAINTEXT", "PLAIN") == ("admin", "admin-secret")
 

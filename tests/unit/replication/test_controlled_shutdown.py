@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from kafkapy.controller.shutdown_client import cache_controller_endpoint, controlled_shutdown
+from kafkapy.replication.controlled_shutdown import cache_controller_endpoint, controlled_shutdown
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
 from kafkapy.protocol.inter_broker import ControlledShutdownResponse
 from tests.support.broker_process import free_port

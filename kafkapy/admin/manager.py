@@ -1,6 +1,6 @@
 """Admin requests as Kafka's ZooKeeper-mode ZkAdminManager / AdminZkClient: validate, write znodes.
 
-``AdminManager(broker)`` never touches the metadata cache or the logs: it
+``AdminManager`` never changes the metadata cache or the logs: it
 checks a request (Kafka's checks, order and messages) and writes the znodes the active controller acts on through its
 watches -- ``/config/topics/T`` then ``/brokers/topics/T`` (with a new topic
 id) for a new topic; the grown assignment of ``/brokers/topics/T`` (topic id
@@ -8,7 +8,7 @@ kept) for new partitions; ``/admin/delete_topics/T`` for a deletion;
 ``/config/topics/T`` plus a ``/config/changes/config_change_`` sequential node
 for a config change (every broker reloads it, ``TopicConfigs``); likewise
 ``/config/brokers/<id>`` or ``<default>`` for a dynamic broker config change
-(``alter_broker_configs``; every broker's ``dynamic_config`` reloads it).
+(``alter_broker_configs``; every broker's ``DynamicBrokerConfig`` reloads it).
 
 ``wait_for_topics`` / ``wait_for_deletion`` are Kafka's DelayedCreatePartitions /
 DelayedDeleteTopics: they resolve when this broker's MetadataCache shows every
@@ -19,6 +19,11 @@ topics still not there at the deadline (answered REQUEST_TIMED_OUT by the handle
 Invariants: ``/config/topics/T`` is written before ``/brokers/topics/T``, so a
 broker that learns of a topic finds its config; ``validate_only`` writes nothing.
 All calls run on the event loop (the store API is synchronous).
+
+Collaborators are handed in at construction: the store, this broker's metadata cache,
+its config (topic config checks), topic configs and dynamic broker config (a change
+written here is applied on this broker at once), and its controller (whose context,
+when active, says which topics are queued for deletion).
 """
 from __future__ import annotations
 
@@ -28,10 +33,15 @@ from typing import Iterable, Mapping
 import structlog
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from kafkapy.controller.assignment import assign_replicas, check_rack_enforced, RackInfoMissing
+from kafkapy.admin.assignment import RackInfoMissing, assign_replicas, check_rack_enforced
+from kafkapy.config.broker import BrokerConfig, ConfigError
+from kafkapy.config.dynamic import DynamicBrokerConfig
+from kafkapy.config.topic_configs import TopicConfigs
+from kafkapy.controller.controller import KafkaController
 from kafkapy.limits import free_descriptors, open_file_limit
 from kafkapy.metadata import paths
-from kafkapy.metadata.cache import PartitionState, TopicMetadata
+from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
+from kafkapy.metadata.store import MetadataStore
 from kafkapy.metadata.topics import (
     collision_key, invalid_topic_reason, new_topic_id, topic_id_text)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -40,18 +50,18 @@ _log = structlog.get_logger("kafkapy.admin")
 
 
 class AdminManager:
-    def __init__(self, broker) -> None:
-        self._broker = broker
+    def __init__(self, store: MetadataStore, cache: MetadataCache, config: BrokerConfig,
+                 topic_configs: TopicConfigs, *,
+                 dynamic_config: DynamicBrokerConfig | None = None,
+                 controller: KafkaController | None = None) -> None:
+        self._store = store
+        self._cache = cache
+        self._config = config
+        self._topic_configs = topic_configs
+        self._dynamic_config = dynamic_config
+        self._controller = controller
         self._waiters: list[_Waiter] = []
         self._hooked = False
-
-    @property
-    def _store(self):
-        return self._broker.store
-
-    @property
-    def _cache(self):
-        return self._broker.cache
 
     # -- topic creation ------------------------------------------------------------
     def check_request(self, name: str, configs: Mapping[str, str | None] | None) -> None:
@@ -112,7 +122,7 @@ class AdminManager:
                 raise
         self.check_new_topic(name)
         assignment = _check_assignments(assignment)
-        self._broker._validate_topic_configs(configs)
+        self._validate_topic_configs(configs)
         _check_descriptors(len(assignment))
         topic = TopicMetadata(name=name, topic_id=new_topic_id(), configs=configs)
         for index, replicas in assignment.items():
@@ -121,7 +131,7 @@ class AdminManager:
         if validate_only:
             return topic
         self._put(paths.topic_config_path(name), paths.encode_entity_config(configs))
-        self._broker.topic_configs.invalidate(name)
+        self._topic_configs.invalidate(name)
         try:
             self._store.create(paths.topic_path(name), paths.encode_topic_assignment(
                 assignment, topic_id_text(topic.topic_id)), makepath=True)
@@ -131,6 +141,12 @@ class AdminManager:
         _log.info("created topic", topic=name, partitions=len(assignment),
                   assignment=assignment)
         return topic
+
+    def _validate_topic_configs(self, configs: Mapping[str, str | None]) -> None:
+        try:
+            self._config.validate_topic_configs(configs)
+        except ConfigError as err:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(err)) from None
 
     def _racks(self) -> dict[int, str | None]:
         """Each live broker's rack (the brokers ``live_broker_ids`` lists)."""
@@ -200,11 +216,11 @@ class AdminManager:
         if not self._store.exists(paths.topic_path(name)):
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Topic '{name}' does not exist.")
-        self._broker._validate_topic_configs(configs)
+        self._validate_topic_configs(configs)
         self._write_config(paths.CONFIG_TYPE_TOPIC, name, configs)
         # This broker applies its own change at once (the notification re-applies it):
         # a DescribeConfigs right after the answer sees the new values.
-        self._broker.topic_configs.reload(name)
+        self._topic_configs.reload(name)
         _log.info("changed topic configs", topic=name, configs=configs)
 
     def stored_broker_configs(self, entity: str) -> dict[str, str]:
@@ -216,7 +232,8 @@ class AdminManager:
         and notify every broker (AdminZkClient.changeBrokerConfig)."""
         self._write_config(paths.CONFIG_TYPE_BROKER, entity, configs)
         # This broker applies its own change at once (the notification re-applies it).
-        self._broker.dynamic_config.reload(entity)
+        if self._dynamic_config is not None:
+            self._dynamic_config.reload(entity)
         _log.info("changed broker configs", entity=entity, configs=sorted(configs))
 
     def delete_topic(self, name: str) -> None:
@@ -233,13 +250,9 @@ class AdminManager:
     def is_queued_for_deletion(self, name: str) -> bool:
         """Kafka's controller.isTopicQueuedForDeletion: the active controller's context
         when it has one, else the marker znode."""
-        controller = getattr(self._broker, "controller", None)
-        if getattr(controller, "is_active", False):
-            owner = controller if hasattr(controller, "is_topic_queued_for_deletion") \
-                else getattr(controller, "ctx", None)
-            queued = getattr(owner, "is_topic_queued_for_deletion", None)
-            if queued is not None:
-                return bool(queued(name))
+        controller = self._controller
+        if controller is not None and controller.is_active:
+            return controller.is_topic_queued_for_deletion(name)
         return self._store.exists(paths.delete_topic_path(name)) is not None
 
     def _stored_config(self, path: str) -> dict[str, str]:

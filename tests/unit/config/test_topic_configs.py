@@ -102,10 +102,7 @@ async def test_deleted_topic_forgotten(broker):
 # -- two brokers on a real ZooKeeper ----------------------------------------------------------
 class ZkBroker(Broker):
     def __init__(self, connect, tmp_path):
-        super().__init__(tmp_path)
-        self.store.close()
-        self.store = ZooKeeperStore(connect, 6000, 15000)
-        paths.ensure_base_paths(self.store)
+        super().__init__(tmp_path, store=ZooKeeperStore(connect, 6000, 15000))
         self.replica_manager = FakeReplicaManager([("t", 0)])
 
 

@@ -7,36 +7,61 @@ broker).  ``start()`` watches the children of ``/config/changes`` and processes 
 ``config_change_N`` nodes with N above the last processed one, in order (all of
 them at start-up, as Kafka's listener starts from -1); a notification is
 ``{"version":2,"entity_path":"topics/T"}`` (version 1: entity_type/entity_name).
-For a topic it re-reads the overrides, sets ``cache.topics[T].configs`` and
-applies ``broker.topic_config(T)`` to the logs this broker hosts for T (and, when
-``unclean.leader.election.enable`` is now true, asks an active controller's
-``enable_topic_unclean_leader_election(T)``, as Kafka's TopicConfigHandler).  A
-``brokers/<default>`` or ``brokers/<id>`` notification goes to
-``broker.dynamic_config.reload`` (Kafka's BrokerConfigHandler; another broker's id is
-ignored there).  A ``users/<name>`` notification refreshes that user's SCRAM
-credentials in the broker's cache (``kafkapy.security.sasl.credentials``).  Other entity
-types (clients, ips) are ignored: they hold client quotas, which kafkapy does not
-enforce.  Following the notifications (order, watches, new sessions, the 15-minute purge) is
-``kafkapy.metadata.change_notifications``; a pass runs on the event loop.
-A deleted topic's cached entry is dropped when the cache reports the deletion.
+For a topic it re-reads the overrides, sets the metadata cache's ``topics[T].configs``
+and hands ``(T, overrides)`` to each listener (``add_listener``; the server's apply the
+topic's effective config to the logs this broker hosts for T and, as Kafka's
+TopicConfigHandler, let an active controller retry T's offline partitions when
+``unclean.leader.election.enable`` became true).  A ``brokers/<default>`` or
+``brokers/<id>`` notification goes to the dynamic broker config's ``reload`` (Kafka's
+BrokerConfigHandler; another broker's id is ignored there).  A ``users/<name>``
+notification refreshes that user's SCRAM credentials in the broker's credential cache
+(Kafka's UserConfigHandler).  Other entity types (clients, ips) are ignored: they hold
+client quotas, which kafkapy does not enforce.  Following the notifications (order,
+watches, new sessions, the 15-minute purge) is ``kafkapy.metadata.change_notifications``;
+a pass runs on the event loop.  A deleted topic's cached entry is dropped when the
+metadata cache reports the deletion.
+
+Collaborators are handed in at construction (the server makes this before the logs are
+loaded: their recovery reads the overrides): the store, the metadata cache, the clock,
+and, when the broker has them, its dynamic broker config and credential cache.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 import structlog
 from kazoo.exceptions import NoNodeError
 
+from kafkapy.clock import Clock
+from kafkapy.config.dynamic import DynamicBrokerConfig
 from kafkapy.metadata import paths
+from kafkapy.metadata.cache import MetadataCache
 from kafkapy.metadata.change_notifications import ChangeNotificationListener
-from kafkapy.security.sasl.credentials import on_user_change
+from kafkapy.metadata.store import MetadataStore
+from kafkapy.security.sasl.credentials import CredentialCache
 
 _log = structlog.get_logger("kafkapy.topic_configs")
 
+#: Told a topic's new overrides after a change was applied: ``(topic, overrides)``.
+TopicConfigListener = Callable[[str, dict[str, str]], None]
+
 
 class TopicConfigs:
-    def __init__(self, broker) -> None:
-        self._broker = broker
+    def __init__(self, store: MetadataStore, cache: MetadataCache, clock: Clock, *,
+                 dynamic_config: DynamicBrokerConfig | None = None,
+                 credentials: CredentialCache | None = None) -> None:
+        self._store = store
+        self._cache = cache
+        self._clock = clock
+        self._dynamic_config = dynamic_config
+        self._credentials = credentials
         self._overrides: dict[str, dict[str, str]] = {}
+        self._listeners: list[TopicConfigListener] = []
         self._listener: ChangeNotificationListener | None = None
+
+    def add_listener(self, listener: TopicConfigListener) -> None:
+        """``listener(topic, overrides)`` runs after each applied topic config change."""
+        self._listeners.append(listener)
 
     # -- reads ---------------------------------------------------------------------
     def overrides(self, name: str) -> dict[str, str]:
@@ -55,7 +80,7 @@ class TopicConfigs:
 
     def _read(self, name: str) -> dict[str, str] | None:
         try:
-            data, _ = self._broker.store.get(paths.topic_config_path(name))
+            data, _ = self._store.get(paths.topic_config_path(name))
         except NoNodeError:
             return None
         try:
@@ -70,10 +95,10 @@ class TopicConfigs:
         follow new ones."""
         if self._listener is not None:
             return
-        self._broker.cache.add_listener(self._on_topic_change)
+        self._cache.add_listener(self._on_topic_change)
         self._listener = ChangeNotificationListener(
-            self._broker.store, paths.CONFIG_CHANGES, paths.CONFIG_CHANGE_PREFIX,
-            self._process, now_ms=self._broker.clock.time_ms)
+            self._store, paths.CONFIG_CHANGES, paths.CONFIG_CHANGE_PREFIX,
+            self._process, now_ms=self._clock.time_ms)
         self._listener.start()
 
     def stop(self) -> None:
@@ -102,46 +127,31 @@ class TopicConfigs:
             except Exception:
                 _log.exception("applying a topic config change failed", topic=name)
         elif entity_type == paths.CONFIG_TYPE_USER and name:
-            # SCRAM credentials (Kafka's UserConfigHandler -> CredentialCache).
+            if self._credentials is None:
+                return
             try:
-                on_user_change(self._broker, name)
+                self._credentials.user_changed(name)
             except Exception:
                 _log.exception("applying a user config change failed", entity=name)
         elif entity_type == paths.CONFIG_TYPE_BROKER and name:
-            dynamic = getattr(self._broker, "dynamic_config", None)
-            if dynamic is None:
+            if self._dynamic_config is None:
                 return
             try:
-                dynamic.reload(name)
+                self._dynamic_config.reload(name)
             except Exception:
                 _log.exception("applying a broker config change failed", entity=name)
 
     def reload(self, name: str) -> None:
-        """Re-read ``name``'s overrides and apply them to the cache and the hosted logs."""
+        """Re-read ``name``'s overrides, set them in the metadata cache and tell the
+        listeners."""
         stored = self._read(name)
         if stored is None:
             self.invalidate(name)
             return
         self._overrides[name] = stored
-        broker = self._broker
-        topic = broker.cache.topic(name)
+        topic = self._cache.topic(name)
         if topic is not None:
             topic.configs = dict(stored)
-        self._apply_to_logs(name)
-        if stored.get("unclean.leader.election.enable", "").strip().lower() == "true":
-            # Kafka's TopicConfigHandler: the active controller retries the topic's
-            # offline partitions with the new rule.
-            if broker.controller.is_active:
-                broker.controller.enable_topic_unclean_leader_election(name)
+        for listener in list(self._listeners):
+            listener(name, dict(stored))
         _log.info("applied topic config change", topic=name, overrides=stored)
-
-    def _apply_to_logs(self, name: str) -> None:
-        manager = self._broker.replica_manager
-        if manager is None:
-            return
-        hosted = [p for (t, _), p in manager.partitions.items() if t == name]
-        if not hosted:
-            return
-        config = self._broker.topic_config(name)
-        for partition in hosted:
-            partition.log.update_config(config)

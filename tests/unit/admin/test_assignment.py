@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from kafkapy.controller.assignment import (
+from kafkapy.admin.assignment import (
     RACK_INFO_MISSING, RACK_INFO_MISSING_ENFORCED, RackInfoMissing, assign_replicas,
     check_rack_enforced, rack_alternated)
 from kafkapy.protocol.errors import ErrorCode, KafkaError

@@ -8,14 +8,15 @@ import asyncio
 
 import pytest
 
+from kafkapy.admin.manager import AdminManager
 from kafkapy.clock import MockClock
 from kafkapy.config.broker import BrokerConfig
-from kafkapy.config.dynamic import DynamicBrokerConfig, apply_to_broker
-from kafkapy.controller.admin import AdminManager
-from kafkapy.controller.topic_configs import TopicConfigs
+from kafkapy.config.dynamic import DynamicBrokerConfig
+from kafkapy.config.topic_configs import TopicConfigs
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache
 from kafkapy.metadata.embedded import EmbeddedStore
+from kafkapy.server import reapply_log_config
 from tests.support.admin_broker import TS
 from tests.support.topic_configs import FakeReplicaManager
 
@@ -37,10 +38,13 @@ class Broker:
         self.controller = None
         self.replica_manager = FakeReplicaManager([("t", 0)])
         self.log_manager = FakeLogManager(self.config.topic_defaults())
-        self.dynamic_config = DynamicBrokerConfig(self)
-        self.dynamic_config.add_listener(lambda changed: apply_to_broker(self, changed))
-        self.topic_configs = TopicConfigs(self)
-        self.admin = AdminManager(self)
+        self.dynamic_config = DynamicBrokerConfig(self.config, store, node_id)
+        self.dynamic_config.add_listener(lambda changed: reapply_log_config(
+            self.config, self.log_manager, self.replica_manager, self.topic_config))
+        self.topic_configs = TopicConfigs(store, self.cache, clock,
+                                          dynamic_config=self.dynamic_config)
+        self.admin = AdminManager(store, self.cache, self.config, self.topic_configs,
+                                  dynamic_config=self.dynamic_config)
 
     def topic_config(self, name):
         return dict(self.config.topic_defaults())

@@ -1,0 +1,64 @@
+"""Transaction verification of a produce (KIP-890 part 1): Kafka's AddPartitionsToTxnManager.
+
+With ``transaction.partition.verification.enable`` (read per request), the replica
+manager asks before appending a transactional batch whether its producer's
+transaction holds the partition: not when the producer already has an open
+transaction on the partition (the leader knows it from its producer state), else the
+transaction coordinator's answer (``TransactionCoordinator.verify_partitions``, Kafka's
+handleVerifyPartitionsInTransaction, asked in-process: the coordinator is handed in by
+the broker, nothing here imports it).  A coordinator on another broker is not asked:
+the batch goes on, as before KIP-890.
+
+The coordinator's error becomes the client's answer as Kafka's ReplicaManager maps it
+(``failure``): PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH; a partition outside the
+transaction -> TRANSACTION_ABORTABLE from Produce v11, else INVALID_TXN_STATE with
+Kafka's message; coordinator-unavailable errors -> NOT_ENOUGH_REPLICAS (old clients
+retry it without a metadata refresh), with the underlying error named in the message.
+"""
+from __future__ import annotations
+
+from kafkapy.metadata.topics import TRANSACTION_STATE_TOPIC
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.replication.partition import AppendResult
+
+_FIRST_ABORTABLE_VERSION = 11  # Produce v11 answers TRANSACTION_ABORTABLE (KIP-890)
+
+_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
+    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+
+
+def coordinator_verdict(coordinator, cache, node_id: int, transactional_id: str,
+                        producer_id: int, epoch: int, tp: tuple[str, int]) -> int | None:
+    """An error code, or None when the partition is in the producer's transaction (or the
+    coordinator is another broker's).  ``coordinator`` is this broker's
+    TransactionCoordinator (None: none runs here)."""
+    if coordinator is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    state = cache.partition(TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id))
+    if state is None or state.leader < 0:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if state.leader != node_id:
+        return None  # kafkapy does not ask another broker's coordinator
+    error = coordinator.verify_partitions(transactional_id, producer_id, epoch, [tp])[tp]
+    if error == ErrorCode.TRANSACTION_ABORTABLE:
+        return ErrorCode.INVALID_TXN_STATE  # the partition is not in the transaction
+    return error or None
+
+
+def failure(error: int, produce_version: int) -> AppendResult:
+    """The client-facing answer Kafka's ReplicaManager makes of a coordinator error."""
+    if error == ErrorCode.PRODUCER_FENCED:
+        return AppendResult(ErrorCode.INVALID_PRODUCER_EPOCH)
+    if error == ErrorCode.INVALID_TXN_STATE:
+        if produce_version >= _FIRST_ABORTABLE_VERSION:
+            return AppendResult(ErrorCode.TRANSACTION_ABORTABLE)
+        return AppendResult(error, error_message="Partition was not added to the transaction",
+                            message_is_public=True)
+    if error in _RETRY_AS_NOT_ENOUGH_REPLICAS:
+        # Old clients retry NOT_ENOUGH_REPLICAS without refreshing metadata.
+        return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS, message_is_public=True,
+                            error_message="Unable to verify the partition has been added to "
+                                          f"the transaction. Underlying error: "
+                                          f"{ErrorCode(error).name}")
+    return AppendResult(error)
