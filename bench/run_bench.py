@@ -15,7 +15,7 @@ Workloads (names for ``--workloads``):
 ``e2e``      end-to-end latency: one producer at ``--e2e-rate`` (1,000) records/s for
              ``--e2e-seconds`` (10) s, one long-polling consumer (fetch.wait.max.ms=500);
              produce->consume latency p50/p99 from a monotonic timestamp in the payload.
-``rf3``      (3-broker clusters only: kafkapy3, kafka3; issue 14) 1 KiB x 300,000 records to a
+``rf3``      (3-broker clusters only: kafkapy3, kafka3) 1 KiB x 300,000 records to a
              topic with 3 partitions (one leader per broker), replication factor 3,
              min.insync.replicas=2, acks=all, idempotent producer (else the 1k settings);
              the report's "acks=all, replication factor 3" section puts the two clusters
@@ -64,7 +64,7 @@ MIB = 1024 * 1024
 THROUGHPUT_WORKLOADS = {
     "1k": {"record_size": 1024, "records": 300_000},
     "100b": {"record_size": 100, "records": 1_000_000},
-    # Issue 14: acks=all on three replicas.  3 partitions (the controller places one leader
+    # acks=all on three replicas.  3 partitions (the controller places one leader
     # on each broker), replication factor 3, min.insync.replicas=2, an idempotent producer
     # with otherwise the same settings as 1k; run only on the 3-broker clusters.
     "rf3": {"record_size": 1024, "records": 300_000, "partitions": 3, "replication_factor": 3,
@@ -786,7 +786,7 @@ RF3_LEGEND = [
 
 
 def _rf3_lines(brokers: dict, run: dict) -> list[str]:
-    """Issue 14's headline: acks=all RF 3 on kafkapy's 3 brokers vs Kafka's, with ratios."""
+    """The replicated headline: acks=all RF 3 on kafkapy's 3 brokers vs Kafka's, with ratios."""
     cols = [k for k in CLUSTER_KINDS if "rf3" in brokers.get(k, {}).get("workloads", {})]
     if not cols:
         return []

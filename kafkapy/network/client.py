@@ -12,7 +12,7 @@ Wire format (Kafka's framing):
   int32; v1 (flexible versions) = v0 and tagged fields.  ApiVersions responses
   always carry header v0 (kafka-python's ``ApiVersionsResponse`` knows it).
 
-Security (contract K4): with a ``ClientSecurity`` the connection speaks TLS (SSL,
+Security: with a ``ClientSecurity`` (``kafkapy.security.listener_setup``) the connection speaks TLS (SSL,
 SASL_SSL; the broker's host name checked unless the listener turns endpoint
 identification off) and authenticates with SASL (SASL_PLAINTEXT, SASL_SSL) before
 ``connect`` returns: SaslHandshake v1, then SaslAuthenticate v2 tokens from the

@@ -1,6 +1,7 @@
 """What a listener and the inter-broker client need from the configuration, built once at
 start-up (Kafka's ChannelBuilders): the listener's TLS context and SASL checks, and the
-broker's own TLS/SASL settings for reaching other brokers (contract K4).
+broker's own TLS/SASL settings for reaching other brokers (``ClientSecurity``, which
+``kafkapy.network.client`` uses).
 
 Inter-broker: the listener is ``inter.broker.listener.name`` (or the one named like
 ``security.inter.broker.protocol``); on SSL/SASL_SSL the client context is built from that
