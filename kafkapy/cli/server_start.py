@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-import signal
 import sys
 
 import structlog
@@ -55,50 +53,7 @@ def _run(config: BrokerConfig) -> int:
         runner = uvloop.run
     except ImportError:
         runner = asyncio.run
-    return runner(_serve(config))
-
-
-async def _serve(config: BrokerConfig) -> int:
     # Imported once the configuration is valid: the whole broker takes a second or more to
     # import, which --help and a configuration error need not wait for.
-    from kafkapy.server import Broker, StartupError
-
-    broker = Broker(config)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, broker.request_stop)
-    log = structlog.get_logger("kafkapy")
-    try:
-        await broker.start()
-    except StartupError as err:
-        # The message names the problem and where; a traceback would bury it.
-        log.critical(f"start-up failed: {err}")
-        await _close_after_failed_start(broker)
-        return 1
-    except Exception as err:    # a bug: its traceback is what a report needs
-        log.exception("start-up failed", error=str(err))
-        await _close_after_failed_start(broker)
-        return 1
-    _settle_gc()
-    await broker.serve_forever()
-    await broker.shutdown()
-    return 0
-
-
-def _settle_gc() -> None:
-    """Once started: what start-up left alive (modules, registries, the logs loaded) goes
-    to the permanent generation, out of every later full collection, and a full collection
-    comes after 100 middle-generation ones, not 10 (young and middle ones unchanged: short
-    pauses).  With the defaults, opening thousands of connections (each keeps ~7 tracked
-    objects: transport, socket, protocol...) ran a full collection of the whole heap every
-    few thousand connections, stalling the loop for 20-50 ms each (the p99 of
-    connect + ApiVersions under many connections)."""
-    gc.freeze()
-    gc.set_threshold(700, 10, 100)
-
-
-async def _close_after_failed_start(broker) -> None:
-    try:
-        await broker.shutdown(after_failed_start=True)
-    except Exception as err:    # the start-up failure stays the line that matters
-        structlog.get_logger("kafkapy").warning(f"cleanup after the failed start-up: {err}")
+    from kafkapy.server import serve
+    return runner(serve(config))
