@@ -62,7 +62,7 @@ run: $(RUN_STAMP)
 ## workers than cores pays; TEST_WORKERS=0 runs them in this one process.
 TEST_WORKERS ?= 3
 test: $(STAMP) system-deps java-clients
-	$(PY) -m pytest -q -ra --durations=15 -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q -ra --durations=15 -n $(TEST_WORKERS)
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

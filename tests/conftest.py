@@ -1,16 +1,14 @@
 """Shared fixtures: a real broker process per test module or per test; how parallel test
 processes (pytest-xdist, ``make test``) share the tests out.
 
-``make test`` runs the suite in several worker processes with ``--dist loadgroup``: each test
-module goes whole to one worker (its module fixtures start once), and modules that share an
-expensive session fixture go to the same worker (``_SHARED_SESSIONS``), so the Spark session,
-the compiled Java clients and the conformance suite's Kafka broker start once.  Groups that
-take longest are handed out first (``_FIRST``), so none of them starts last and runs alone.
+``make test`` runs the suite in several worker processes (pytest-xdist): each test module goes
+whole to one worker (its module fixtures start once), and the modules of a folder that share an
+expensive session fixture go to the same worker (``_SHARED``), so the Spark session, the
+compiled Java clients and the conformance suite's Kafka broker start once.  Groups that take
+longest are handed out first (``_FIRST``), so none of them starts last and runs alone.
 Each worker draws its ports from a range of its own (``kafkapy.testing._broker.free_port``).
 """
 from __future__ import annotations
-
-from collections import defaultdict
 
 import pytest
 
@@ -33,43 +31,37 @@ def fresh_broker(tmp_path):
     b.kill()
 
 
-# A fixture name -> the group of every module with a test using it.
-_SHARED_SESSIONS = {"spark": "spark", "spark_harness": "spark", "java_clients": "java-clients",
-                    "conformance_brokers": "conformance"}
-# Path prefixes whose modules form one group (package-scoped fixtures).
-_SHARED_PACKAGES = {"tests/conformance/": "conformance", "tests/spark/": "spark"}
+# Path prefixes whose modules form one group: they share a session or package fixture (the
+# conformance suite's Kafka and kafkapy brokers, the Spark session, the compiled Java clients).
+_SHARED = {"tests/conformance/": "conformance", "tests/spark/": "spark",
+           "tests/clients/": "clients"}
 # Groups handed out first, in this order: the longest ones.
-_FIRST = ("conformance", "spark", "tests/mixed/", "java-clients", "tests/cluster/")
+_FIRST = ("conformance", "spark", "tests/mixed/", "clients", "tests/cluster/")
 
 
-def _module_of(item) -> str:
-    return item.nodeid.split("::", 1)[0]
+def _group(nodeid: str) -> str:
+    """The group of a test: its module's, or the shared one of the module's folder."""
+    module = nodeid.split("::", 1)[0]
+    return next((g for prefix, g in _SHARED.items() if module.startswith(prefix)), module)
 
 
-def _groups(items) -> dict[str, str]:
-    """Module path -> its xdist group."""
-    groups = {}
-    for item in items:
-        module = _module_of(item)
-        shared = next((g for prefix, g in _SHARED_PACKAGES.items() if module.startswith(prefix)),
-                      None)
-        shared = shared or next((g for f, g in _SHARED_SESSIONS.items()
-                                 if f in getattr(item, "fixturenames", ())), None)
-        if shared or module not in groups:
-            groups[module] = shared or groups.get(module) or module
-    return groups
+def _rank(group: str) -> int:
+    return next((i for i, first in enumerate(_FIRST) if group.startswith(first)), len(_FIRST))
 
 
 def pytest_collection_modifyitems(config, items):
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    groups = _groups(items)
-    by_group = defaultdict(list)
-    for item in items:
-        group = groups[_module_of(item)]
-        item.add_marker(pytest.mark.xdist_group(group))
-        by_group[group].append(item)
-    def rank(group: str) -> int:
-        return next((i for i, first in enumerate(_FIRST) if group.startswith(first)), len(_FIRST))
-    order = sorted(by_group, key=rank)      # stable: collection order within a rank
-    items[:] = [item for group in order for item in by_group[group]]
+    """The longest groups first (every worker collects, and orders, alike)."""
+    items.sort(key=lambda item: _rank(_group(item.nodeid)))     # stable within a rank
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Whole groups to a worker, in collection order (xdist's loadscope, scoped by ``_group``)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    config.option.loadscopereorder = False
+    return _ByGroup(config, log)

@@ -25,6 +25,8 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 
 
 class WireClient:
+    _client_id = "wire-test"    # also for clients made over a socket of their own (TLS tests)
+
     def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "wire-test"
                  ) -> None:
         host, port = bootstrap.rsplit(":", 1)
