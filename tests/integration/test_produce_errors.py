@@ -7,13 +7,12 @@ serving (except where Kafka never answers: there the connection is closed).
 from __future__ import annotations
 
 import struct
-import time
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.support.wire import WireClient
+from tests.support.wire import WireClient, until
 
 Produce = REQUESTS[0]
 
@@ -306,14 +305,6 @@ def test_null_records_are_answered_only_when_their_partition_is_refused(broker):
         c.close()
 
 
-def _until(call, done, timeout: float = 30.0):
-    """``call()`` until ``done(result)`` (bounded); the last result."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = call()
-        if done(result) or time.monotonic() > deadline:
-            return result
-        time.sleep(0.1)
 
 
 def _topic_names(client) -> set[str]:
@@ -334,7 +325,7 @@ def test_internal_topics_exist_only_once_a_coordinator_is_looked_up(fresh_broker
             name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
             timeout_ms=5000, validate_only=False)
         assert created.topics[0].error_code == 0
-        assert name in _until(lambda: _topic_names(c), lambda names: name in names)
+        assert name in until(lambda: _topic_names(c), lambda names: name in names)
 
     def produce_error(topic):
         return _produce_many(c, [(topic, 0, _batch())])[(topic, 0)][0]
@@ -347,10 +338,10 @@ def test_internal_topics_exist_only_once_a_coordinator_is_looked_up(fresh_broker
         assert "__transaction_state" not in _topic_names(c)
         assert produce_error("__transaction_state") == 3
 
-        _until(lambda: c.request(10, 1, key="internal-txn", key_type=1).error_code,
+        until(lambda: c.request(10, 1, key="internal-txn", key_type=1).error_code,
                lambda code: code == 0)
         assert produce_error("__transaction_state") == 17
-        init = _until(lambda: c.request(22, 4, transactional_id="internal-txn",
+        init = until(lambda: c.request(22, 4, transactional_id="internal-txn",
                                         transaction_timeout_ms=60000, producer_id=-1,
                                         producer_epoch=-1),
                       lambda r: r.error_code == 0)
@@ -362,7 +353,7 @@ def test_internal_topics_exist_only_once_a_coordinator_is_looked_up(fresh_broker
         assert "__consumer_offsets" not in _topic_names(c)
         assert produce_error("__consumer_offsets") == 3
 
-        _until(lambda: c.request(10, 1, key="internal-group", key_type=0).error_code,
+        until(lambda: c.request(10, 1, key="internal-group", key_type=0).error_code,
                lambda code: code == 0)
         assert produce_error("__consumer_offsets") == 17
         ended = c.request(26, 1, transactional_id="internal-txn", producer_id=init.producer_id,
@@ -378,7 +369,7 @@ def test_only_the_admin_client_id_may_write_to_an_internal_topic(fresh_broker):
     c = WireClient(fresh_broker.bootstrap)
     admin = WireClient(fresh_broker.bootstrap, client_id="__admin_client")
     try:
-        _until(lambda: c.request(10, 1, key="g", key_type=0).error_code, lambda code: code == 0)
+        until(lambda: c.request(10, 1, key="g", key_type=0).error_code, lambda code: code == 0)
         assert _produce_many(c, [("__consumer_offsets", 0, _batch())])[
             ("__consumer_offsets", 0)][0] == 17
         assert _produce_many(admin, [("__consumer_offsets", 0, _batch())])[

@@ -21,7 +21,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.record import compress, decode_records
-from tests.support.wire import WireClient
+from tests.support.wire import WireClient, stored_records
 
 Produce = REQUESTS[0]
 CreateTopics = REQUESTS[19]
@@ -168,17 +168,6 @@ def gzip_set(*messages: bytes) -> bytes:
     return message(compress(1, b"".join(messages)), TS, offset=len(messages) - 1, attributes=1)
 
 
-def stored(client, topic) -> bytes:
-    Fetch = REQUESTS[1]
-    r = client.request(1, 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
-                       isolation_level=0, session_id=0, session_epoch=-1, topics=[
-                           Fetch.FetchTopic(topic=topic, partitions=[
-                               Fetch.FetchTopic.FetchPartition(
-                                   partition=0, current_leader_epoch=-1, fetch_offset=0,
-                                   last_fetched_epoch=-1, log_start_offset=-1,
-                                   partition_max_bytes=1 << 20)])],
-                       forgotten_topics_data=[], rack_id="")
-    return bytes(r.responses[0].partitions[0].records or b"")
 
 
 NEGATIVE_CASES = [
@@ -205,7 +194,7 @@ def test_negative_old_timestamps_are_refused_as_kafka_refuses_them(client):
         r = produce(client, topic, data, 2)
         assert (r.error_code, r.base_offset) == (code, -1), i
     for topic in ("old-negative", "old-bounded", "old-negative-compacted"):
-        assert stored(client, topic) == b"", topic
+        assert stored_records(client, topic) == b"", topic
 
 
 # Kafka 3.9's stored batch for [-1, Long.MAX_VALUE] (values b"x", b"y"), offset 0, epoch 0.
@@ -219,6 +208,6 @@ def test_a_long_max_old_timestamp_is_stored_as_kafka_stores_it(client):
     r = produce(client, "old-long-max",
                 message(b"x", -1) + message(b"y", LONG_MAX, offset=1), 2)
     assert (r.error_code, r.base_offset) == (0, 0)
-    batch = stored(client, "old-long-max")
+    batch = stored_records(client, "old-long-max")
     assert batch.hex() == KAFKA_LONG_MAX
     assert [x.timestamp for x in decode_records(batch)] == [-1, LONG_MAX]

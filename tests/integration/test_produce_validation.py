@@ -26,7 +26,7 @@ import pytest
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.records.batch import crc32c, is_crc_valid, read_header
 from kafkapy.records.record import build_batch
-from tests.support.wire import WireClient
+from tests.support.wire import WireClient, stored_records
 
 Produce = REQUESTS[0]
 CreateTopics = REQUESTS[19]
@@ -252,19 +252,6 @@ def _claimed(raw: bytes, max_timestamp: int, attributes: int | None = None) -> b
     return bytes(out)
 
 
-def _stored(client, topic) -> bytes:
-    Fetch = REQUESTS[1]
-    r = client.request(1, 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
-                       isolation_level=0, session_id=0, session_epoch=-1, topics=[
-                           Fetch.FetchTopic(topic=topic, partitions=[
-                               Fetch.FetchTopic.FetchPartition(
-                                   partition=0, current_leader_epoch=-1, fetch_offset=0,
-                                   last_fetched_epoch=-1, log_start_offset=-1,
-                                   partition_max_bytes=1 << 20)])],
-                       forgotten_topics_data=[], rack_id="")
-    p = r.responses[0].partitions[0]
-    assert p.error_code == 0
-    return bytes(p.records or b"")
 
 
 def _list_offsets(client, topic, timestamp) -> tuple[int, int]:
@@ -310,7 +297,7 @@ def test_the_stored_max_timestamp_is_the_records_as_in_kafka(client, name):
     topic = f"max-timestamp-{name}"
     create(client, topic)
     assert produce(client, topic, sent).error_code == 0
-    assert _stored(client, topic).hex() == kafka_stored
+    assert stored_records(client, topic).hex() == kafka_stored
 
 
 def test_list_offsets_sees_the_records_timestamps_not_the_claimed_one(client):
@@ -333,7 +320,7 @@ def test_log_append_time_rebuilds_the_attributes_as_kafka(client):
     sent = _claimed(build_batch([(None, b"x", (), TS)]), TS, attributes=0x0180)
     r = produce(client, "max-timestamp-append-time", sent)
     assert r.error_code == 0
-    h = read_header(_stored(client, "max-timestamp-append-time"))
+    h = read_header(stored_records(client, "max-timestamp-append-time"))
     # Kafka 3.9 stored attributes 0x0008 (unknown bits cleared), the append time, a new CRC.
     assert (h.attributes, h.max_timestamp) == (0x08, r.log_append_time_ms)
-    assert is_crc_valid(_stored(client, "max-timestamp-append-time"), h)
+    assert is_crc_valid(stored_records(client, "max-timestamp-append-time"), h)

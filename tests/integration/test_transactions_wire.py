@@ -19,7 +19,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.record import build_batch
 from tests.support.broker_process import BrokerProcess
-from tests.support.wire import WireClient
+from tests.support.wire import WireClient, until
 
 Produce, Fetch, Markers, Describe = REQUESTS[0], REQUESTS[1], REQUESTS[27], REQUESTS[61]
 TOPIC = "txn-wire"
@@ -124,14 +124,6 @@ def test_find_coordinator_for_transactional_id(broker):
         client.close()
 
 
-def _until(call, done, timeout: float = 30.0):
-    """``call()`` until ``done(result)`` (bounded); the last result."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = call()
-        if done(result) or time.monotonic() > deadline:
-            return result
-        time.sleep(0.1)
 
 
 def test_txn_offset_commit_with_a_newer_epoch_is_refused_and_the_transaction_commits(
@@ -160,10 +152,10 @@ def test_txn_offset_commit_with_a_newer_epoch_is_refused_and_the_transaction_com
         admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
         admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result()
         for key, key_type in ((tid, 1), (group, 0)):
-            found = _until(lambda: client.request(10, 1, key=key, key_type=key_type),
+            found = until(lambda: client.request(10, 1, key=key, key_type=key_type),
                            lambda r: r.error_code == 0)
             assert found.error_code == 0
-        init = _until(lambda: client.request(22, 1, transactional_id=tid,
+        init = until(lambda: client.request(22, 1, transactional_id=tid,
                                              transaction_timeout_ms=60000),
                       lambda r: r.error_code == 0)
         pid, epoch = init.producer_id, init.producer_epoch
@@ -174,11 +166,11 @@ def test_txn_offset_commit_with_a_newer_epoch_is_refused_and_the_transaction_com
         assert client.request(26, 1, transactional_id=tid, producer_id=pid,
                               producer_epoch=epoch, committed=True).error_code == 0
 
-        state = _until(lambda: client.request(65, 0, transactional_ids=[tid])
+        state = until(lambda: client.request(65, 0, transactional_ids=[tid])
                        .transaction_states[0].transaction_state,
                        lambda s: s == "CompleteCommit")
         assert state == "CompleteCommit"
-        fetched = _until(lambda: client.request(9, 7, group_id=group, require_stable=True,
+        fetched = until(lambda: client.request(9, 7, group_id=group, require_stable=True,
                                                 topics=None),
                          lambda r: r.error_code == 0 and r.topics
                          and r.topics[0].partitions[0].error_code == 0)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 
@@ -83,3 +84,29 @@ def partition_metadata(bootstrap: str, topic: str) -> dict[int, tuple[int, int, 
         client.close()
     return {p.partition_index: (p.error_code, p.leader_id, list(p.offline_replicas))
             for p in response.topics[0].partitions}
+
+
+def stored_records(client: WireClient, topic: str, partition: int = 0) -> bytes:
+    """The partition's log from offset 0 as a Fetch v12 returns it (up to 1 MiB)."""
+    fetch = REQUESTS[1]
+    r = client.request(1, 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                       isolation_level=0, session_id=0, session_epoch=-1, topics=[
+                           fetch.FetchTopic(topic=topic, partitions=[
+                               fetch.FetchTopic.FetchPartition(
+                                   partition=partition, current_leader_epoch=-1, fetch_offset=0,
+                                   last_fetched_epoch=-1, log_start_offset=-1,
+                                   partition_max_bytes=1 << 20)])],
+                       forgotten_topics_data=[], rack_id="")
+    answer = r.responses[0].partitions[0]
+    assert answer.error_code == 0, answer
+    return bytes(answer.records or b"")
+
+
+def until(call, done, timeout: float = 30.0):
+    """``call()`` until ``done(result)`` (bounded); the last result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = call()
+        if done(result) or time.monotonic() > deadline:
+            return result
+        time.sleep(0.1)
