@@ -47,6 +47,7 @@ from kafkapy.config.dynamic import DynamicBrokerConfig
 from kafkapy.config.topic_configs import TopicConfigs
 from kafkapy.controller.controller import KafkaController
 from kafkapy.coordinator.group.service import GroupService
+from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator
 from kafkapy.coordinator.transaction.service import TransactionService
 from kafkapy.handlers import build_registry, controller_delivery
 from kafkapy.handlers.api_versions import unsupported_version_response
@@ -241,7 +242,8 @@ class Broker:
                                               alter_partition=self.alter_partition,
                                               alter_log_dirs=self.alter_log_dirs,
                                               cache=self.cache, config=self.config,
-                                              clock=self.clock)
+                                              clock=self.clock,
+                                              txn_coordinator=self._txn_verifier)
         self._start_purgatories(loop)
         self.dynamic_config.add_listener(lambda changed: reapply_log_config(
             self.config, self.log_manager, self.replica_manager, self.topic_config))
@@ -257,7 +259,9 @@ class Broker:
         self.dynamic_config.add_listener(lambda changed: enable_unclean_leader_election(
             changed, self.config, self.controller, self.cache))
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
-        self.groups = GroupService(self)
+        self.groups = GroupService(config=self.config, clock=self.clock, node_id=self.node_id,
+                                   cache=self.cache, admin=self.admin,
+                                   replica_manager=self.replica_manager, timer=self.timer)
         self.groups.start()
         self._start_transactions()
         self.features.start()
@@ -311,10 +315,18 @@ class Broker:
                                f"(kafkapy.metrics.port): {reason}.") from None
 
     def _start_transactions(self) -> None:
-        self.txn_coordinator = TransactionService(self, self.groups)
-        self.replica_manager.txn_coordinator = self.txn_coordinator.coordinator  # verification
+        self.txn_coordinator = TransactionService(
+            config=self.config, clock=self.clock, node_id=self.node_id, cache=self.cache,
+            admin=self.admin, replica_manager=self.replica_manager, timer=self.timer,
+            producer_ids=self.producer_ids, groups=self.groups)
         self.txn_coordinator.start()
         self.transactions_enabled = True
+
+    def _txn_verifier(self) -> TransactionCoordinator | None:
+        """The TransactionCoordinator the replica manager asks to verify transactional
+        produces: made after the replica manager, so it asks through this."""
+        service = self.txn_coordinator
+        return service.coordinator if service is not None else None
 
     def _log_manager(self) -> LogManager:
         c = self.config

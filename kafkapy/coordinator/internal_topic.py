@@ -4,22 +4,31 @@ Both keep their state in a compacted internal topic (``__consumer_offsets``,
 ``__transaction_state``) created on first use, find the coordinator of a key
 as the leader of the key's partition, and rebuild state at load by reading the
 partition from its log start to its log end (not the high watermark, which may
-lag after a crash, as Kafka does).
+lag after a crash, as Kafka does).  Their durable writes wait for the high watermark
+through the replica manager (``replicated``).
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import structlog
 
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.batch import BatchHeader, iter_headers
 
+if TYPE_CHECKING:   # annotations only
+    from kafkapy.admin.manager import AdminManager
+    from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
+    from kafkapy.protocol.topic_partition import TopicPartition
+    from kafkapy.replication.partition import AppendResult
+    from kafkapy.replication.replica_manager import ReplicaManager
+
 _READ_CHUNK = 1 << 20
 _log = structlog.get_logger("kafkapy.coordinator")
 
 
-def ensure_internal_topic(broker, name: str, partitions: int, replication_factor: int,
+def ensure_internal_topic(cache: MetadataCache, admin: AdminManager, name: str,
+                          partitions: int, replication_factor: int,
                           configs: dict[str, str]) -> None:
     """Create the topic unless this broker's metadata cache has it, from any broker, as
     Kafka's ZooKeeper-mode auto topic creation does: the znodes are written and the
@@ -27,24 +36,37 @@ def ensure_internal_topic(broker, name: str, partitions: int, replication_factor
     is the configured one: with fewer live brokers the creation fails
     (INVALID_REPLICATION_FACTOR), which the coordinators answer COORDINATOR_NOT_AVAILABLE,
     as Kafka does, until enough brokers are up."""
-    if broker.cache.topic(name) is not None:
+    if cache.topic(name) is not None:
         return
     try:
-        broker.admin.create_topic(name, partitions, replication_factor, configs=configs)
+        admin.create_topic(name, partitions, replication_factor, configs=configs)
     except KafkaError as err:
         if err.code != ErrorCode.TOPIC_ALREADY_EXISTS:
             raise
 
 
-def coordinator_node(broker, topic: str, partition: int):
+def coordinator_node(cache: MetadataCache, replicas: ReplicaManager, topic: str,
+                     partition: int) -> tuple[int, BrokerEndpoint | None]:
     """(error, node): the BrokerEndpoint leading ``partition`` of ``topic``."""
-    state = broker.cache.partition(topic, partition)
-    node = broker.cache.brokers.get(state.leader) if state is not None else None
-    local = broker.replica_manager.partitions.get((topic, partition))
+    state = cache.partition(topic, partition)
+    node = cache.brokers.get(state.leader) if state is not None else None
+    local = replicas.partitions.get((topic, partition))
     if node is None or (local is not None and local.log.offline):
         # An offline log dir leaves the partition without a leader, as in Kafka.
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
     return 0, node
+
+
+def replicated(replicas: ReplicaManager, key: TopicPartition, result: AppendResult,
+               timeout_ms: int):
+    """One coordinator write (``result`` its AppendResult) with acks=-1: its final error
+    code, at once when it failed or the high watermark already covers it, else a future
+    of it (REQUEST_TIMED_OUT at ``timeout_ms``)."""
+    if result.error_code:
+        return result.error_code
+    topic, index = key
+    return replicas.await_replication([(topic, index, result)], timeout_ms,
+                                      lambda done: done[0][2].error_code)
 
 
 def scan_batches(log, end: int | None = None) -> Iterator[tuple[bytes, BatchHeader]]:

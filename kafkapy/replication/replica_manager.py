@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import structlog
 
@@ -59,6 +59,9 @@ from kafkapy.records.batch import MAGIC_OFFSET, read_header
 from kafkapy.replication import acks, txn_verification
 from kafkapy.replication.partition import AppendResult, Partition
 from kafkapy.replication.quota import LEADER, ReplicationQuota
+
+if TYPE_CHECKING:   # annotations only: the coordinator is a higher layer
+    from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator
 
 _log = structlog.get_logger("kafkapy.replication")
 
@@ -129,7 +132,9 @@ class PartitionChange:
 class ReplicaManager:
     def __init__(self, log_manager, node_id: int, topic_config_of: Callable[[str], dict],
                  cache=None, fetchers=None, alter_partition=None, alter_log_dirs=None,
-                 config=None, clock=None) -> None:
+                 config=None, clock=None,
+                 txn_coordinator: Callable[[], TransactionCoordinator | None] = lambda: None,
+                 ) -> None:
         self._logs = log_manager
         self._node_id = node_id
         self._topic_config_of = topic_config_of
@@ -144,8 +149,10 @@ class ReplicaManager:
         self.produce_purgatory = None
         self.fetch_purgatory = None
         self._loop = None
-        # This broker's TransactionCoordinator, asked by transaction verification.
-        self.txn_coordinator = None
+        # This broker's TransactionCoordinator, asked by transaction verification; a
+        # callable since the coordinator is made after the replica manager (None while
+        # transactions are disabled).
+        self._txn_coordinator = txn_coordinator
         self.partitions: dict[TopicPartition, Partition] = {}
         self._append_listeners: list[Callable[[TopicPartition], None]] = []
         # The AlterPartitionManager (ISR changes to the controller); None: ISRs stay.
@@ -480,7 +487,7 @@ class ReplicaManager:
         if partition.has_ongoing_transaction(header.producer_id):
             return None
         error = txn_verification.coordinator_verdict(
-            self.txn_coordinator, self.cache, self._node_id, transactional_id,
+            self._txn_coordinator(), self.cache, self._node_id, transactional_id,
             header.producer_id, header.producer_epoch, (topic, data.index))
         return None if error is None else txn_verification.failure(error, produce_version)
 

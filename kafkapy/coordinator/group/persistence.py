@@ -38,9 +38,10 @@ class GroupStore:
     (offsets.commit.required.acks) and answers once the high watermark passes them,
     or at offsets.commit.timeout.ms: ``write`` returns the client's error code at once
     when it is already known (a failed append, a single replica), else a future of it.
-    ``replicate(key, result)`` is that wait (``kafkapy.replication.acks.replicated``);
-    without one (offsets.commit.required.acks other than -1; unit tests) there is no
-    min ISR check and the append is final.  Tombstones are written with acks=0
+    ``replicate(key, result)`` is that wait
+    (``kafkapy.coordinator.internal_topic.replicated``); without one
+    (offsets.commit.required.acks other than -1; unit tests) there is no min ISR check
+    and the append is final.  Tombstones are written with acks=0
     (``wait=False``): a lost one is written again by the next cleanup, as in Kafka.
     """
 

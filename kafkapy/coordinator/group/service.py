@@ -14,6 +14,7 @@ the result on the loop; an empty partition is installed at once.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -21,35 +22,48 @@ from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSetting
 from kafkapy.coordinator.group.persistence import GroupStore, Loaded, load_partition
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
-                                                ensure_internal_topic)
+                                                ensure_internal_topic, replicated)
 from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.replication import acks
+
+if TYPE_CHECKING:   # annotations only
+    from kafkapy.admin.manager import AdminManager
+    from kafkapy.clock import Clock
+    from kafkapy.config.broker import BrokerConfig
+    from kafkapy.metadata.cache import MetadataCache
+    from kafkapy.purgatory import Timer
+    from kafkapy.replication.replica_manager import ReplicaManager
 
 _log = structlog.get_logger("kafkapy.coordinator.group")
 
 
 class GroupService:
-    def __init__(self, broker) -> None:
-        self._broker = broker
+    def __init__(self, *, config: BrokerConfig, clock: Clock, node_id: int,
+                 cache: MetadataCache, admin: AdminManager, replica_manager: ReplicaManager,
+                 timer: Timer) -> None:
+        """``timer``: the broker's one timing wheel (session and rebalance deadlines);
+        ``admin`` creates ``__consumer_offsets``; ``replica_manager`` hosts its
+        partitions and waits for their high watermark."""
+        self._config = config
+        self._node_id = node_id
+        self._cache = cache
+        self._admin = admin
+        self._replicas = replica_manager
         self._loop = asyncio.get_running_loop()
-        self.timer = broker.timer  # the broker's one timing wheel
-        self.settings = GroupSettings.from_config(broker.config)
-        timeout_ms = broker.config["offsets.commit.timeout.ms"]
+        self.settings = GroupSettings.from_config(config)
+        timeout_ms = config["offsets.commit.timeout.ms"]
         # offsets.commit.required.acks (deprecated, default -1): other values skip the
         # min ISR check and the wait, as Kafka's appendRecords does for them.
-        durable = broker.config["offsets.commit.required.acks"] == -1
-        store = GroupStore(broker.replica_manager, broker.clock,
-                           broker.config["offsets.topic.compression.codec"],
-                           replicate=(lambda key, result: acks.replicated(
-                               broker, key, result, timeout_ms)) if durable else None)
-        self.coordinator = GroupCoordinator(self.settings, broker.clock, Deadlines(self.timer),
-                                            store)
+        durable = config["offsets.commit.required.acks"] == -1
+        store = GroupStore(replica_manager, clock, config["offsets.topic.compression.codec"],
+                           replicate=(lambda key, result: replicated(
+                               replica_manager, key, result, timeout_ms)) if durable else None)
+        self.coordinator = GroupCoordinator(self.settings, clock, Deadlines(timer), store)
         self._loads = PartitionLoads(self._loop, OFFSETS_TOPIC)
 
     def start(self) -> None:
-        self._broker.cache.add_listener(self._on_topic_change)
-        topic = self._broker.cache.topic(OFFSETS_TOPIC)
+        self._cache.add_listener(self._on_topic_change)
+        topic = self._cache.topic(OFFSETS_TOPIC)
         if topic is not None:
             self._on_topic_change(OFFSETS_TOPIC, topic)
         self.coordinator.start_offset_expiry()
@@ -61,8 +75,9 @@ class GroupService:
     # -- the internal topic ------------------------------------------------------------
     def ensure_topic(self) -> None:
         """Create ``__consumer_offsets`` if it does not exist yet."""
-        config = self._broker.config
-        ensure_internal_topic(self._broker, OFFSETS_TOPIC, self.settings.num_partitions,
+        config = self._config
+        ensure_internal_topic(self._cache, self._admin, OFFSETS_TOPIC,
+                              self.settings.num_partitions,
                               config["offsets.topic.replication.factor"],
                               {"cleanup.policy": "compact",
                                "segment.bytes": str(config["offsets.topic.segment.bytes"]),
@@ -74,7 +89,7 @@ class GroupService:
             self.ensure_topic()
         except KafkaError:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        return coordinator_node(self._broker, OFFSETS_TOPIC,
+        return coordinator_node(self._cache, self._replicas, OFFSETS_TOPIC,
                                 self.coordinator.partition_for(group_id))
 
     # -- following leadership ------------------------------------------------------------
@@ -87,9 +102,9 @@ class GroupService:
         led = set()
         if topic is not None:
             # Led by the cache's view and hosted as leader here (LeaderAndIsr came first).
-            replicas = self._broker.replica_manager
+            replicas = self._replicas
             led = {i for i, s in topic.partitions.items()
-                   if s.leader == self._broker.node_id and replicas.is_leader(OFFSETS_TOPIC, i)}
+                   if s.leader == self._node_id and replicas.is_leader(OFFSETS_TOPIC, i)}
         for index in range(self.settings.num_partitions):
             known = coordinator.serves(index)
             if index in led and not known:
@@ -98,7 +113,7 @@ class GroupService:
                 coordinator.unload(index)
 
     def _load(self, index: int) -> None:
-        partition = self._broker.replica_manager.partitions.get((OFFSETS_TOPIC, index))
+        partition = self._replicas.partitions.get((OFFSETS_TOPIC, index))
         if partition is None or partition.log.offline:   # its dir was offline at start-up
             return
         self.coordinator.begin_loading(index)

@@ -43,8 +43,8 @@ def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
     """{partition: error code}; ``appended`` (when given) receives the AppendResult of
     each written marker (its ``last_offset`` is what replication must reach).
 
-    ``replicate(key, result)`` (``kafkapy.replication.acks.replicated``): the listeners
-    hear of a marker in ``__consumer_offsets`` only once it is durable, as Kafka
+    ``replicate(key, result)`` (``kafkapy.coordinator.internal_topic.replicated``): the
+    listeners hear of a marker in ``__consumer_offsets`` only once it is durable, as Kafka
     materialises transactional offsets in the acks=-1 append's callback; without it, at
     once."""
     results: dict[TopicPartition, int] = {}

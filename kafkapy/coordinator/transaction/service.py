@@ -26,7 +26,8 @@ import structlog
 from kafkapy.coordinator.group.hashing import partition_for
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
-                                                ensure_internal_topic, scan_batches)
+                                                ensure_internal_topic, replicated,
+                                                scan_batches)
 from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator, TxnSettings
 from kafkapy.coordinator.transaction.marker_channel import MarkerChannel
 from kafkapy.coordinator.transaction.markers import write_markers
@@ -35,8 +36,16 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.record import build_batch, decode_records
 from kafkapy.replication import acks
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:   # annotations only
+    from kafkapy.admin.manager import AdminManager
+    from kafkapy.clock import Clock
+    from kafkapy.config.broker import BrokerConfig
     from kafkapy.coordinator.group.service import GroupService
+    from kafkapy.metadata.cache import MetadataCache
+    from kafkapy.metadata.producer_ids import ProducerIdManager
+    from kafkapy.protocol.topic_partition import TopicPartition
+    from kafkapy.purgatory import Timer
+    from kafkapy.replication.replica_manager import ReplicaManager
 
 _log = structlog.get_logger("kafkapy.coordinator.transaction")
 
@@ -57,10 +66,11 @@ class _Store:
     record (or at ``timeout_ms``: the transaction timeout, request.timeout.ms for
     tombstones)."""
 
-    def __init__(self, broker) -> None:
-        self._broker = broker
-        self._replicas = broker.replica_manager
-        self._clock = broker.clock
+    def __init__(self, replica_manager: ReplicaManager, clock: Clock,
+                 config: BrokerConfig) -> None:
+        self._replicas = replica_manager
+        self._clock = clock
+        self._config = config   # request.timeout.ms, read at each write
 
     def write(self, index: int, key: bytes, value: bytes | None, timeout_ms: int | None = None):
         tp = (TRANSACTION_STATE_TOPIC, index)
@@ -74,8 +84,19 @@ class _Store:
             if result.error_code == 0:
                 self._replicas.appended(tp)
         if timeout_ms is None:
-            timeout_ms = self._broker.config["request.timeout.ms"]
-        return acks.replicated(self._broker, tp, result, timeout_ms)
+            timeout_ms = self._config["request.timeout.ms"]
+        return replicated(self._replicas, tp, result, timeout_ms)
+
+
+def _high_watermark_of(replicas: ReplicaManager, key: TopicPartition):
+    """The leader's high watermark of ``key``, or the error that ends a marker's wait on it
+    (the partition is gone, or not led here any more)."""
+    partition = replicas.partitions.get(key)
+    if partition is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not partition.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return partition.high_watermark
 
 
 def read_entries(log) -> list[tuple[bytes, bytes | None]]:
@@ -89,34 +110,44 @@ def read_entries(log) -> list[tuple[bytes, bytes | None]]:
 
 
 class TransactionService:
-    def __init__(self, broker, groups: GroupService | None) -> None:
+    def __init__(self, *, config: BrokerConfig, clock: Clock, node_id: int,
+                 cache: MetadataCache, admin: AdminManager, replica_manager: ReplicaManager,
+                 timer: Timer, producer_ids: ProducerIdManager,
+                 groups: GroupService | None) -> None:
         """``groups``: this broker's group coordinator (transactional offsets complete
-        when their markers land; a group's offsets partition); None: none runs here."""
-        self._broker = broker
+        when their markers land; a group's offsets partition); None: none runs here.
+        ``timer``: the broker's one timing wheel (transaction timeouts); ``admin`` creates
+        ``__transaction_state``; ``replica_manager`` hosts its partitions and those the
+        markers go to; ``producer_ids`` hands out the producer ids."""
+        self._config = config
+        self._clock = clock
+        self._node_id = node_id
+        self._cache = cache
+        self._admin = admin
+        self._replicas = replica_manager
         self._groups = groups
         self._loop = asyncio.get_running_loop()
-        self.settings = TxnSettings.from_config(broker.config)
+        self.settings = TxnSettings.from_config(config)
         # Hooks called as (producer id, [__consumer_offsets partitions], commit) once markers
         # land there (the group coordinator's pending transactional offsets).
         self.offsets_listeners: list = []
         if groups is not None:
             self.offsets_listeners.append(groups.coordinator.complete_txn_offsets)
-        config = broker.config
         self.markers = MarkerChannel(
-            broker.node_id, broker.cache, self.write_markers, broker.clock,
+            node_id, cache, self.write_markers, clock,
             request_timeout_ms=config["request.timeout.ms"],
             connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
-            high_watermark_of=lambda key: acks.high_watermark_of(broker, key))
+            high_watermark_of=lambda key: _high_watermark_of(replica_manager, key))
         self.coordinator = TransactionCoordinator(
-            self.settings, broker.clock, Deadlines(broker.timer),
-            _Store(broker),
-            self.markers, broker.producer_ids.next_id,
+            self.settings, clock, Deadlines(timer),
+            _Store(replica_manager, clock, config),
+            self.markers, producer_ids.next_id,
             self._loop.call_soon, self._offsets_partition)
         self._loads = PartitionLoads(self._loop, TRANSACTION_STATE_TOPIC)
 
     def start(self) -> None:
-        self._broker.cache.add_listener(self._on_topic_change)
-        topic = self._broker.cache.topic(TRANSACTION_STATE_TOPIC)
+        self._cache.add_listener(self._on_topic_change)
+        topic = self._cache.topic(TRANSACTION_STATE_TOPIC)
         if topic is not None:
             self._on_topic_change(TRANSACTION_STATE_TOPIC, topic)
 
@@ -129,12 +160,12 @@ class TransactionService:
                       appended: dict | None = None) -> dict:
         """Markers to partitions hosted here (the WriteTxnMarkers handler, and the local
         part of this coordinator's own markers)."""
-        b = self._broker
-        timeout_ms = b.config["request.timeout.ms"]
-        return write_markers(b.replica_manager, b.clock, producer_id, epoch, coordinator_epoch,
+        replicas = self._replicas
+        timeout_ms = self._config["request.timeout.ms"]
+        return write_markers(replicas, self._clock, producer_id, epoch, coordinator_epoch,
                              commit, partitions, self.offsets_listeners, appended,
-                             replicate=lambda key, result: acks.replicated(b, key, result,
-                                                                           timeout_ms))
+                             replicate=lambda key, result: replicated(replicas, key, result,
+                                                                      timeout_ms))
 
     def init_producer_id(self, ctx, request):
         """InitProducerId with a transactional id (routed here by its handler).
@@ -159,10 +190,10 @@ class TransactionService:
 
     # -- the internal topic --------------------------------------------------------------
     def ensure_topic(self) -> None:
-        config = self._broker.config
+        config = self._config
         factor = config["transaction.state.log.replication.factor"]
-        ensure_internal_topic(self._broker, TRANSACTION_STATE_TOPIC, self.settings.num_partitions,
-                              factor, {
+        ensure_internal_topic(self._cache, self._admin, TRANSACTION_STATE_TOPIC,
+                              self.settings.num_partitions, factor, {
                                   "cleanup.policy": "compact", "compression.type": "uncompressed",
                                   "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
                                   # as Kafka: not capped by the factor (the
@@ -177,7 +208,7 @@ class TransactionService:
             self.ensure_topic()
         except KafkaError:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        return coordinator_node(self._broker, TRANSACTION_STATE_TOPIC,
+        return coordinator_node(self._cache, self._replicas, TRANSACTION_STATE_TOPIC,
                                 self.coordinator.partition_for(transactional_id or ""))
 
     def _offsets_partition(self, group_id: str) -> tuple[str, int]:
@@ -187,7 +218,7 @@ class TransactionService:
             # group's FindCoordinator does; markers skip a partition the cache lacks.
             return OFFSETS_TOPIC, groups.coordinator.partition_for(group_id)
         return OFFSETS_TOPIC, partition_for(group_id,
-                                            self._broker.config["offsets.topic.num.partitions"])
+                                            self._config["offsets.topic.num.partitions"])
 
     # -- following leadership ---------------------------------------------------------------
     def _on_topic_change(self, name: str, topic) -> None:
@@ -197,9 +228,9 @@ class TransactionService:
         led = {}
         if topic is not None:
             # Led by the cache's view and hosted as leader here (LeaderAndIsr came first).
-            replicas = self._broker.replica_manager
+            replicas = self._replicas
             led = {i: s.leader_epoch for i, s in topic.partitions.items()
-                   if s.leader == self._broker.node_id
+                   if s.leader == self._node_id
                    and replicas.is_leader(TRANSACTION_STATE_TOPIC, i)}
         for index in range(self.settings.num_partitions):
             known = coordinator.serves(index)
@@ -209,7 +240,7 @@ class TransactionService:
                 coordinator.unload(index)
 
     def _load(self, index: int, coordinator_epoch: int) -> None:
-        partition = self._broker.replica_manager.partitions.get((TRANSACTION_STATE_TOPIC, index))
+        partition = self._replicas.partitions.get((TRANSACTION_STATE_TOPIC, index))
         if partition is None or partition.log.offline:   # its dir was offline at start-up
             return
         self.coordinator.begin_loading(index, coordinator_epoch)

@@ -251,12 +251,13 @@ def test_internal_topic_refused_while_too_few_brokers_are_alive(tmp_path):
     answers COORDINATOR_NOT_AVAILABLE (the coordinators turn the error into it)."""
     from kafkapy.coordinator.internal_topic import ensure_internal_topic
     b = Broker(tmp_path, brokers=(0,))
+    compact = {"cleanup.policy": "compact"}
     with pytest.raises(KafkaError) as e:
-        ensure_internal_topic(b, "__consumer_offsets", 50, 3, {"cleanup.policy": "compact"})
+        ensure_internal_topic(b.cache, b.admin, "__consumer_offsets", 50, 3, compact)
     assert (e.value.code, e.value.message) == (
         E.INVALID_REPLICATION_FACTOR, "Replication factor: 3 larger than available brokers: 1.")
     assert not b.store.exists(paths.topic_path("__consumer_offsets"))
-    ensure_internal_topic(b, "__consumer_offsets", 50, 1, {"cleanup.policy": "compact"})
+    ensure_internal_topic(b.cache, b.admin, "__consumer_offsets", 50, 1, compact)
     assert len(stored_assignment(b, "__consumer_offsets").partitions) == 50
-    ensure_internal_topic(b, "__consumer_offsets", 50, 1, {})    # written already: fine
+    ensure_internal_topic(b.cache, b.admin, "__consumer_offsets", 50, 1, {})   # written already
     b.store.close()
