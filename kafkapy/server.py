@@ -42,7 +42,6 @@ from kafkapy import metrics
 from kafkapy.admin.manager import AdminManager
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.config.broker import BrokerConfig, ConfigError, acl_authorizer_settings
-from kafkapy.config.describe import describe_broker, describe_default_broker, describe_topic
 from kafkapy.config.dynamic import DynamicBrokerConfig
 from kafkapy.config.topic_configs import TopicConfigs
 from kafkapy.controller.controller import KafkaController
@@ -50,6 +49,7 @@ from kafkapy.coordinator.group.service import GroupService
 from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator
 from kafkapy.coordinator.transaction.service import TransactionService
 from kafkapy.handlers import build_registry, controller_delivery
+from kafkapy.handlers.services import Services
 from kafkapy.handlers.api_versions import unsupported_version_response
 from kafkapy.log.cleaner import CleanerSettings, LogCleaner
 from kafkapy.log.leader_epoch import wait_for_writes
@@ -66,10 +66,9 @@ from kafkapy.metadata.producer_ids import ProducerIdManager
 from kafkapy.metadata.store import MetadataStoreError
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.metadata.zk_store import ZooKeeperStore
-from kafkapy.network.client import BrokerConnection
+from kafkapy.network.client import use_inter_broker_security
 from kafkapy.network.connection_quotas import ConnectionQuotas
 from kafkapy.network.server import SocketServer
-from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.purgatory import Purgatory, Timer
 from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
 from kafkapy.replication.alter_partition import AlterPartitionManager
@@ -104,21 +103,26 @@ def _log_dir_failed(log_dir: str, live_dirs: list[str]) -> None:
         os._exit(1)
 
 
-def reapply_log_config(config: BrokerConfig, log_manager: LogManager,
-                       replica_manager: ReplicaManager,
-                       topic_config_of: Callable[[str], dict]) -> None:
-    """Kafka's DynamicLogConfig (a dynamic config listener): when the topic defaults
-    changed, new logs get them (the log manager's defaults) and every hosted log gets its
-    topic's effective config again (``topic_config_of``: its overrides still win)."""
-    defaults = config.topic_defaults()
-    if log_manager.default_topic_config == defaults:
-        return
-    log_manager.default_topic_config = dict(defaults)
-    for (topic, _), partition in list(replica_manager.partitions.items()):
-        try:
-            partition.log.update_config(topic_config_of(topic))
-        except Exception:
-            _log.exception("re-applying log config failed", topic=topic)
+def log_config_listener(config: BrokerConfig, replica_manager: ReplicaManager,
+                        topic_config_of: Callable[[str], dict]) -> Callable[[set[str]], None]:
+    """Kafka's DynamicLogConfig, as a dynamic config listener: when the topic defaults
+    changed, every hosted log gets its topic's effective config again
+    (``topic_config_of``: its overrides still win).  New logs need nothing: the log
+    manager reads the defaults from ``config`` when it makes one."""
+    applied = config.topic_defaults()
+
+    def reapply(_changed: set[str]) -> None:
+        nonlocal applied
+        defaults = config.topic_defaults()
+        if defaults == applied:
+            return
+        applied = defaults
+        for (topic, _), partition in list(replica_manager.partitions.items()):
+            try:
+                partition.log.update_config(topic_config_of(topic))
+            except Exception:
+                _log.exception("re-applying log config failed", topic=topic)
+    return reapply
 
 
 def reapply_topic_config(replica_manager: ReplicaManager | None, topic: str,
@@ -222,8 +226,11 @@ class Broker:
         self.dynamic_config.add_listener(
             lambda changed: self.connection_quotas.config_changed(self.config, changed))
         self.dynamic_config.load()
-        self.log_manager.default_topic_config = dict(self.config.topic_defaults())
-        self.cache = MetadataCache(cluster_id, self.node_id, self.inter_broker_listener)
+        # TopicConfigs follows the cache's topics, so it comes second; the cache reaches
+        # it through a callable, read once UpdateMetadata names a topic.
+        self.cache = MetadataCache(
+            cluster_id, self.node_id, self.inter_broker_listener,
+            topic_overrides=lambda name: self.topic_configs.overrides(name))
         self.topic_configs = TopicConfigs(self.store, self.cache, self.clock,
                                           dynamic_config=self.dynamic_config,
                                           credentials=self.scram_credentials)
@@ -231,12 +238,27 @@ class Broker:
                                    self._stored_topic_config)
         # What every controller request (network or in-process) passes through.
         self.controller_fence = ControllerFence(self.store, lambda: self.broker_epoch)
-        self.cache.config_loader = self.topic_configs.overrides
-        # The replica manager's helpers first: each reaches the replica manager (through
-        # the broker) only once it works, and the replica manager is made with all three.
-        self.replica_fetchers = ReplicaFetcherManager(self)
-        self.alter_log_dirs = AlterLogDirsManager(self)
-        self.alter_partition = AlterPartitionManager(self)   # ISR changes to the controller
+        # The replica manager's helpers first (it is made with all three); the fetchers
+        # reach it through callables read once they fetch.
+        self.replica_fetchers = ReplicaFetcherManager(
+            node_id=self.node_id, broker_epoch=lambda: self.broker_epoch, config=self.config,
+            clock=self.clock, cache=self.cache, listener=self.inter_broker_listener,
+            partition_of=lambda key: self.replica_manager.partitions.get(key),
+            high_watermark_moved=lambda key: self.replica_manager.appended(key))
+        # The replica manager and the controller are made after these two: they reach
+        # them through callables read at call time.
+        self.alter_log_dirs = AlterLogDirsManager(
+            config=self.config, clock=self.clock, log_manager=self.log_manager,
+            node_id=self.node_id, cache=self.cache,
+            partition_of=lambda key: self.replica_manager.partitions.get(key),
+            log_swapped=lambda key: self.replica_manager.appended(key))
+        self.alter_partition = AlterPartitionManager(   # ISR changes to the controller
+            config=self.config, cache=self.cache, node_id=self.node_id,
+            broker_epoch=lambda: self.broker_epoch,
+            inter_broker_listener=self.inter_broker_listener,
+            controller=lambda: self.controller,
+            shrink_isrs=lambda: self.replica_manager.maybe_shrink_isr(),
+            high_watermark_moved=lambda key: self.replica_manager.appended(key))
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config,
                                               fetchers=self.replica_fetchers,
                                               alter_partition=self.alter_partition,
@@ -245,11 +267,13 @@ class Broker:
                                               clock=self.clock,
                                               txn_coordinator=self._txn_verifier)
         self._start_purgatories(loop)
-        self.dynamic_config.add_listener(lambda changed: reapply_log_config(
-            self.config, self.log_manager, self.replica_manager, self.topic_config))
+        self.dynamic_config.add_listener(log_config_listener(
+            self.config, self.replica_manager, self.topic_config))
         self.features = FinalizedFeatureCache(self.store)
-        self.controller = KafkaController(self, local_deliver=controller_delivery(self),
-                                          features=self.features)
+        local = controller_delivery(self.cache, self.replica_manager, self.controller_fence)
+        self.controller = KafkaController(
+            config=self.config, node_id=self.node_id, clock=self.clock, store=self.store,
+            topic_config=self.topic_config, local_deliver=local, features=self.features)
         self.admin = AdminManager(self.store, self.cache, self.config, self.topic_configs,
                                   dynamic_config=self.dynamic_config,
                                   controller=self.controller)
@@ -299,20 +323,31 @@ class Broker:
 
     async def _listen(self) -> None:
         """Listen and accept on every listener: the broker serves from here on."""
+        services = self._services()
         for server in self.socket_servers:
             try:
-                await server.start()
+                await server.start(services)
             except OSError as err:
                 raise _bind_failed(server, err) from None
 
     def _serve_metrics(self) -> None:
         port, host = self.config["kafkapy.metrics.port"], self.config["kafkapy.metrics.host"]
         try:
-            metrics.serve(self, port, host)
+            metrics.serve(self._metrics_collector(), port, host)
         except OSError as err:
             reason = os.strerror(err.errno) if err.errno else str(err)
             raise StartupError(f"Metrics endpoint failed to bind to {host or '0.0.0.0'}:{port} "
                                f"(kafkapy.metrics.port): {reason}.") from None
+
+    def _metrics_collector(self) -> metrics.BrokerCollector:
+        """The scrape's view of this broker: the parts it reads, each made by now."""
+        return metrics.BrokerCollector(
+            cache=self.cache, listeners=self.socket_servers,
+            replica_manager=self.replica_manager, log_manager=self.log_manager,
+            controller=self.controller,
+            purgatories=(self.produce_purgatory, self.fetch_purgatory),
+            # the group coordinator has no public view of its groups
+            groups=lambda: self.groups.coordinator._groups)
 
     def _start_transactions(self) -> None:
         self.txn_coordinator = TransactionService(
@@ -332,7 +367,8 @@ class Broker:
         c = self.config
         # Flushing (fsync) runs off the loop in _log_maintenance, not in periodic().
         return LogManager(
-            c.log_dirs, self.clock, c.topic_defaults(),
+            # read at use time: dynamic topic defaults apply to the next log made
+            c.log_dirs, self.clock, c.topic_defaults,
             flush_check_interval_ms=2**63 - 1,
             recovery_point_checkpoint_interval_ms=c["log.flush.offset.checkpoint.interval.ms"],
             log_start_offset_checkpoint_interval_ms=c["log.flush.start.offset.checkpoint.interval.ms"],
@@ -435,7 +471,7 @@ class Broker:
             except ValueError as err:
                 raise StartupError(str(err)) from None
         return SocketServer(
-            self, self.apis, host, port,
+            self.config, self.apis, host, port,
             max_request_bytes=self.config["socket.request.max.bytes"],
             max_inflight=self.config["kafkapy.max.inflight.requests.per.connection"],
             idle_ms=self.config["connections.max.idle.ms"],
@@ -443,7 +479,8 @@ class Broker:
             # sendfile cannot write through TLS: Fetch copies on SSL listeners
             zero_copy=self.config["kafkapy.fetch.sendfile.enable"] and ssl_context is None,
             listener=name, security_protocol=protocol, ssl_context=ssl_context,
-            quotas=self.connection_quotas)
+            quotas=self.connection_quotas,
+            authorizer_enabled=bool(self.config["authorizer.class.name"]))
 
     def _inter_broker_security(self):
         """This broker's TLS/SASL settings towards the others; every BrokerConnection made
@@ -452,7 +489,7 @@ class Broker:
             security = inter_broker_security(self.config)
         except ValueError as err:
             raise StartupError(str(err)) from None
-        BrokerConnection.default_security = security
+        use_inter_broker_security(security)
         return security
 
     def _start_periodic_tasks(self) -> None:
@@ -487,7 +524,19 @@ class Broker:
         await self.loop.run_in_executor(None, self.log_manager.flush_dirty, now)
         self.log_manager.periodic(now)
 
-    # -- services for handlers ------------------------------------------------------------
+    def _services(self) -> Services:
+        """What the handlers may call, once every component exists."""
+        return Services(
+            node_id=self.node_id, config=self.config, clock=self.clock, apis=self.apis,
+            store=self.store, cache=self.cache, features=self.features,
+            dynamic_config=self.dynamic_config, authorizer=self.authorizer,
+            scram_credentials=self.scram_credentials, log_manager=self.log_manager,
+            replica_manager=self.replica_manager, fetch_manager=self.fetch_manager,
+            alter_log_dirs=self.alter_log_dirs, controller=self.controller,
+            controller_fence=self.controller_fence, admin=self.admin,
+            producer_ids=self.producer_ids, groups=self.groups,
+            txn_coordinator=self.txn_coordinator if self.transactions_enabled else None)
+
     def topic_config(self, name: str) -> dict:
         """The topic's effective config: broker defaults and its stored overrides."""
         config = dict(self.config.topic_defaults())
@@ -495,27 +544,6 @@ class Broker:
         if overrides:
             config.update(self.config.validate_topic_configs(overrides))
         return config
-
-    def _validate_topic_configs(self, configs: dict[str, str]) -> None:
-        try:
-            self.config.validate_topic_configs(configs)
-        except ConfigError as err:
-            raise KafkaError(ErrorCode.INVALID_CONFIG, str(err)) from None
-
-    def describe_topic_configs(self, overrides: dict[str, str], keys=None,
-                               synonyms: bool = False, docs: bool = False):
-        return describe_topic(self.config, overrides, keys, synonyms, docs)
-
-    def describe_broker_configs(self, keys=None, synonyms: bool = False, docs: bool = False):
-        return describe_broker(self.config, keys, synonyms, docs)
-
-    def describe_default_broker_configs(self, keys=None, synonyms: bool = False,
-                                        docs: bool = False):
-        return describe_default_broker(self.config, keys, synonyms, docs)
-
-    def auto_create_topic(self, name: str) -> None:
-        self.admin.create_topic(name, self.config["num.partitions"],
-                                self.config["default.replication.factor"])
 
     # -- shutdown ---------------------------------------------------------------------------
     async def _controlled_shutdown(self) -> None:
@@ -525,7 +553,10 @@ class Broker:
         if not self.config["controlled.shutdown.enable"] or self.broker_epoch < 0:
             return
         try:
-            await controlled_shutdown(self)     # logs a failure itself
+            await controlled_shutdown(      # logs a failure itself
+                config=self.config, cache=self.cache,
+                inter_broker_listener=self.inter_broker_listener, node_id=self.node_id,
+                broker_epoch=lambda: self.broker_epoch, controller=self.controller)
         except Exception:
             _log.exception("controlled shutdown failed")
 

@@ -7,8 +7,9 @@ DelayedProduce, ReplicaManager.appendRecords):
   nothing appended (``min_isr_error``).  The effective min ISR is
   ``min(min.insync.replicas, replication factor)``: a topic configured above its
   replica count still takes writes (Kafka's effectiveMinIsr).
-- after the append the write waits (``wait_for_replication`` for a request, run by the
-  replica manager; ``replicated`` for one coordinator write) until the high watermark
+- after the append the write waits (``wait_for_replication``, run by the replica
+  manager's ``await_replication``: for a Produce request, WriteTxnMarkers and the
+  coordinators' writes) until the high watermark
   reaches the next offset after it; it is then NO_ERROR, or
   NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
   (maximal) ISR fell below the effective min ISR meanwhile; NOT_LEADER_OR_FOLLOWER
@@ -16,7 +17,7 @@ DelayedProduce, ReplicaManager.appendRecords):
   replica the high watermark moves at the append, so these answer at once and
   single-broker behaviour needs no loop turn.
 Everything runs on the event loop; a waiting write is a DelayedProduce in the
-broker's produce purgatory, woken by the replica manager's append listeners.
+produce purgatory the replica manager hands in, woken by its append listeners.
 """
 from __future__ import annotations
 
@@ -52,11 +53,6 @@ def _scala_set(ids: list[int]) -> str:
 
 
 # -- waiting for the high watermark -----------------------------------------------------------
-def high_watermark_of(broker, key):
-    """The leader's high watermark of ``key``, or the error that ends a wait on it."""
-    return _high_watermark(broker.replica_manager.partitions, key)
-
-
 def _high_watermark(partitions: dict, key):
     partition = partitions.get(key)
     if partition is None:
@@ -66,12 +62,6 @@ def _high_watermark(partitions: dict, key):
     return partition.high_watermark
 
 
-def after_append_error(broker, key) -> int:
-    """Once the high watermark passed a write: NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
-    ISR is now below the effective min ISR (Kafka's checkEnoughReplicasReachOffset)."""
-    return _after_append(broker.replica_manager.partitions, key)
-
-
 def _after_append(partitions: dict, key) -> int:
     partition = partitions.get(key)
     if partition is None:
@@ -79,12 +69,6 @@ def _after_append(partitions: dict, key) -> int:
     if effective_min_isr(partition) <= len(maximal_isr(partition)):
         return ErrorCode.NO_ERROR
     return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-
-
-def await_replication(broker, results, timeout_ms: int, build_response):
-    """``wait_for_replication`` with a broker's partitions, produce purgatory and loop."""
-    return wait_for_replication(broker.replica_manager.partitions, broker.produce_purgatory,
-                                broker.loop, results, timeout_ms, build_response)
 
 
 def wait_for_replication(partitions: dict, purgatory, loop, results, timeout_ms: int,
@@ -110,16 +94,6 @@ def wait_for_replication(partitions: dict, purgatory, loop, results, timeout_ms:
         return build_response(final)
 
     return _watch(partitions, purgatory, loop, statuses, timeout_ms, respond)
-
-
-def replicated(broker, key, result, timeout_ms: int):
-    """One coordinator write (``result`` its AppendResult): its final error code, at once
-    when the high watermark already covers it (or it failed), else a future of it."""
-    if result.error_code:
-        return result.error_code
-    statuses = {key: ProducePartitionStatus(result.last_offset + 1, 0, result)}
-    return _watch(broker.replica_manager.partitions, broker.produce_purgatory, broker.loop,
-                  statuses, timeout_ms, lambda done: done[key].error_code)
 
 
 def _watch(partitions: dict, purgatory, loop, statuses: dict, timeout_ms: int,

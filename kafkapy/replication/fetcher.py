@@ -2,12 +2,19 @@
 
 Kafka 3.9's ReplicaFetcherManager / ReplicaFetcherThread (ZK mode), as asyncio tasks:
 
-- ``ReplicaFetcherManager(broker)`` is ``broker.replica_fetchers``, given to the replica
-  manager when it is made (it reaches the replica manager through the broker only once
-  it fetches); the replica
-  manager calls ``add_partitions({(topic, p): (leader_id, fetch_offset)})`` after
+- ``ReplicaFetcherManager`` is made before the replica manager, which is given it and
+  calls ``add_partitions({(topic, p): (leader_id, fetch_offset)})`` after
   ``Partition.make_follower`` and ``remove_partitions(keys)`` when a partition stops
   following (it leads, is stopped or deleted); ``await shutdown()`` at broker stop.
+  Since the replica manager is made with the fetcher manager, the fetcher manager
+  cannot be given the replica manager; it is given the two things its fetchers use of
+  it, as callables: ``partition_of(key)`` (the hosted Partition, None when there is
+  none) and ``high_watermark_moved(key)`` (wakes what waits on a follower's high
+  watermark: consumers fetching from it, KIP-392).  Called only once fetching runs,
+  they reach a replica manager made after the fetchers (the server passes lambdas
+  over its attribute), and nothing is assigned into the manager later.  The broker
+  epoch changes when the ZooKeeper session is replaced: ``broker_epoch`` is a callable
+  too.
 - ``num.replica.fetchers`` fetchers per leader broker: a partition goes to fetcher
   ``abs(31 * topic.hashCode() + partition) % num.replica.fetchers`` (Kafka's
   AbstractFetcherManager.getFetcherId, Java's String.hashCode); each has its own
@@ -54,7 +61,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 import structlog
 
@@ -67,6 +74,12 @@ from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.replication import truncation
 from kafkapy.replication.fetch_session_handler import FetchSessionHandler, PartitionData
 from kafkapy.replication.quota import FOLLOWER, ReplicationQuota
+
+if TYPE_CHECKING:   # annotations only
+    from kafkapy.clock import Clock
+    from kafkapy.config.broker import BrokerConfig
+    from kafkapy.metadata.cache import MetadataCache
+    from kafkapy.replication.partition import Partition
 
 _log = structlog.get_logger("kafkapy.replication.fetcher")
 
@@ -84,6 +97,7 @@ _SESSION_ERRORS = frozenset({ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
 _DROP = frozenset({ErrorCode.KAFKA_STORAGE_ERROR})
 
 Connect = Callable[[int], Awaitable[object]]
+PartitionOf = Callable[[TopicPartition], "Partition | None"]
 
 
 def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
@@ -102,17 +116,38 @@ class FetchState:
     lag: int | None = None
 
 
-class ReplicaFetcherManager:
-    """``broker.replica_fetchers``: which fetcher (leader, fetcher id) each followed
-    partition is fetched by."""
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """What every fetcher of one broker uses: the manager's collaborators."""
 
-    def __init__(self, broker, connect: Connect | None = None, autostart: bool = True) -> None:
-        self._broker = broker
-        self._connect = connect
+    node_id: int
+    broker_epoch: Callable[[], int]
+    config: BrokerConfig
+    clock: Clock
+    cache: MetadataCache        # leaders' endpoints, topic ids
+    listener: str               # the inter-broker listener the leaders are reached on
+    partition_of: PartitionOf
+    high_watermark_moved: Callable[[TopicPartition], None]
+    quota: ReplicationQuota
+    connect: Connect | None
+
+
+class ReplicaFetcherManager:
+    """Which fetcher (leader, fetcher id) each followed partition is fetched by."""
+
+    def __init__(self, *, node_id: int, broker_epoch: Callable[[], int], config: BrokerConfig,
+                 clock: Clock, cache: MetadataCache, listener: str, partition_of: PartitionOf,
+                 high_watermark_moved: Callable[[TopicPartition], None],
+                 connect: Connect | None = None, autostart: bool = True) -> None:
+        """``listener``: the inter-broker listener; ``partition_of`` and
+        ``high_watermark_moved``: the replica manager's, as callables (module docstring);
+        ``connect``, ``autostart``: for tests."""
         self._autostart = autostart
-        self.num_fetchers = max(1, int(_setting(broker.config, "num.replica.fetchers", 1)))
+        self.num_fetchers = max(1, int(_setting(config, "num.replica.fetchers", 1)))
         # Follower-side replication throttle (Kafka's quotas.follower), shared by fetchers.
-        self.quota = ReplicationQuota(FOLLOWER, broker.node_id)
+        self.quota = ReplicationQuota(FOLLOWER, node_id, config=config, clock=clock)
+        self._shared = _Shared(node_id, broker_epoch, config, clock, cache, listener,
+                               partition_of, high_watermark_moved, self.quota, connect)
         self._fetchers: dict[tuple[int, int], _LeaderFetcher] = {}
         self._shut_down = False   # a LeaderAndIsr handled during shutdown starts nothing
 
@@ -128,8 +163,8 @@ class ReplicaFetcherManager:
                     fetcher.remove(key)
             fetcher = self._fetchers.get(target)
             if fetcher is None:
-                fetcher = self._fetchers[target] = _LeaderFetcher(
-                    self._broker, leader_id, target[1], self._connect, self.quota)
+                fetcher = self._fetchers[target] = _LeaderFetcher(self._shared, leader_id,
+                                                                  target[1])
                 if self._autostart:
                     fetcher.start()
             fetcher.add(key, fetch_offset)
@@ -194,23 +229,22 @@ class ReplicaFetcherManager:
 class _LeaderFetcher:
     """One fetch loop towards one leader broker (Kafka's ReplicaFetcherThread)."""
 
-    def __init__(self, broker, leader_id: int, fetcher_id: int = 0,
-                 connect: Connect | None = None, quota: ReplicationQuota | None = None) -> None:
-        self._broker = broker
-        self._quota = quota if quota is not None else ReplicationQuota(FOLLOWER, broker.node_id)
+    def __init__(self, shared: _Shared, leader_id: int, fetcher_id: int) -> None:
+        self._shared = shared
+        self._quota = shared.quota
+        self._clock = shared.clock
         self.leader_id = leader_id
         self.fetcher_id = fetcher_id
         self.partitions: dict[TopicPartition, FetchState] = {}
         self.session = FetchSessionHandler(leader_id)
-        config = broker.config
+        config = shared.config     # read when the fetcher is made, as Kafka's thread does
         self._max_wait_ms = config["replica.fetch.wait.max.ms"]
         self._min_bytes = config["replica.fetch.min.bytes"]
         self._max_bytes = config["replica.fetch.response.max.bytes"]
         self._partition_max_bytes = config["replica.fetch.max.bytes"]
         self._backoff_ms = config["replica.fetch.backoff.ms"]
         self._timeout_s = max(config["replica.socket.timeout.ms"], self._max_wait_ms + 1000) / 1000
-        self._client_id = f"broker-{broker.node_id}-fetcher-{fetcher_id}"
-        self._connect = connect
+        self._client_id = f"broker-{shared.node_id}-fetcher-{fetcher_id}"
         self._conn = None
         self._task: asyncio.Task | None = None
         self._changed = asyncio.Event()
@@ -228,7 +262,7 @@ class _LeaderFetcher:
             self._changed.set()
 
     def start(self) -> None:
-        self._task = self._broker.loop.create_task(
+        self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"fetcher-{self.leader_id}-{self.fetcher_id}")
 
     def stop(self) -> None:
@@ -280,13 +314,13 @@ class _LeaderFetcher:
             return self._backoff_ms
 
     def _ready(self) -> dict[TopicPartition, FetchState]:
-        now = self._broker.clock.time_ms()
+        now = self._clock.time_ms()
         return {k: s for k, s in self.partitions.items() if s.delayed_until_ms <= now}
 
     def _next_ready_in_ms(self) -> int | None:
         if not self.partitions:
             return None
-        now = self._broker.clock.time_ms()
+        now = self._clock.time_ms()
         return max(0, min(s.delayed_until_ms for s in self.partitions.values()) - now)
 
     async def _wait(self, timeout_ms: int | None) -> None:
@@ -325,14 +359,14 @@ class _LeaderFetcher:
         if self._conn is not None and self._conn.connected:
             return self._conn
         self._close()
-        if self._connect is not None:
-            self._conn = await self._connect(self.leader_id)
+        shared = self._shared
+        if shared.connect is not None:
+            self._conn = await shared.connect(self.leader_id)
             return self._conn
-        broker = self._broker
-        endpoint = broker.cache.brokers_for(broker.inter_broker_listener).get(self.leader_id)
+        endpoint = shared.cache.brokers_for(shared.listener).get(self.leader_id)
         if endpoint is None:
             raise ConnectionError(f"no endpoint known for broker {self.leader_id} on "
-                                  f"listener {broker.inter_broker_listener}")
+                                  f"listener {shared.listener}")
         conn = BrokerConnection(self._client_id, self._timeout_s)
         await conn.connect(endpoint.host, endpoint.port, self._timeout_s)
         self._conn = conn
@@ -347,16 +381,15 @@ class _LeaderFetcher:
     def _build(self, ready: dict[TopicPartition, FetchState]):
         """(Fetch request, {key: (state, fetch offset, leader epoch)} of every partition in
         the session this round), or None when there is nothing to send."""
-        broker = self._broker
-        local = broker.replica_manager.partitions
+        shared = self._shared
         wanted: dict[TopicPartition, PartitionData] = {}
         sent: dict[TopicPartition, tuple[FetchState, int, int]] = {}
-        throttling = self._quota.bounded(broker)   # no rate set: no partition checks
+        throttling = self._quota.bounded()   # no rate set: no partition checks
         for key, state in ready.items():
-            partition = local.get(key)
+            partition = shared.partition_of(key)
             if partition is None or partition.is_leader:
                 continue
-            if throttling and self._quota.should_follower_throttle(broker, partition, state.lag):
+            if throttling and self._quota.should_follower_throttle(partition, state.lag):
                 continue    # Kafka: left out of the request (and so of the session)
             log = partition.log
             if state.fetch_offset != log.log_end_offset:
@@ -366,7 +399,7 @@ class _LeaderFetcher:
                           fetch_offset=state.fetch_offset, log_end_offset=log.log_end_offset)
                 state.fetch_offset = log.log_end_offset
             wanted[key] = PartitionData(
-                _topic_id(broker, key[0]), state.fetch_offset, log.log_start_offset,
+                _topic_id(shared.cache, key[0]), state.fetch_offset, log.log_start_offset,
                 self._partition_max_bytes, partition.leader_epoch,
                 truncation.last_fetched_epoch(partition))
             sent[key] = (state, state.fetch_offset, partition.leader_epoch)
@@ -375,9 +408,9 @@ class _LeaderFetcher:
             return None
         version = FETCH_VERSION if data.can_use_topic_ids else FETCH_VERSION_BY_NAME
         request = _Fetch[version](
-            replica_id=broker.node_id,
-            replica_state=_Fetch.ReplicaState(replica_id=broker.node_id,
-                                              replica_epoch=broker.broker_epoch),
+            replica_id=shared.node_id,
+            replica_state=_Fetch.ReplicaState(replica_id=shared.node_id,
+                                              replica_epoch=shared.broker_epoch()),
             max_wait_ms=self._max_wait_ms, min_bytes=self._min_bytes,
             max_bytes=self._max_bytes, isolation_level=_READ_UNCOMMITTED,
             session_id=data.session_id, session_epoch=data.epoch,
@@ -391,7 +424,7 @@ class _LeaderFetcher:
     async def _apply(self, key: TopicPartition, sent: tuple[FetchState, int, int], data) -> None:
         """One partition's answer (Kafka's processFetchRequest for one partition)."""
         state, sent_offset, sent_epoch = sent
-        partition = self._broker.replica_manager.partitions.get(key)
+        partition = self._shared.partition_of(key)
         if (self.partitions.get(key) is not state or state.fetch_offset != sent_offset
                 or partition is None or partition.is_leader
                 or partition.leader_epoch != sent_epoch):
@@ -430,7 +463,7 @@ class _LeaderFetcher:
             partition.append_as_follower(records)
         if self._quota.is_throttled(partition):
             # Kafka's processPartitionData: records.sizeInBytes, zero included.
-            self._quota.record(self._broker, len(records) if records else 0)
+            self._quota.record(len(records) if records else 0)
         log_end = partition.log.log_end_offset
         if log_end != state.fetch_offset or state.lag is None:
             # Kafka: the lag moves when bytes were taken, and is set by the first answer
@@ -440,7 +473,7 @@ class _LeaderFetcher:
         partition.update_follower_high_watermark(data.high_watermark, data.log_start_offset)
         if partition.high_watermark != high_watermark:
             # Consumers long-polling this follower (KIP-392) read up to its HW.
-            self._broker.replica_manager.appended((partition.topic, partition.index))
+            self._shared.high_watermark_moved((partition.topic, partition.index))
 
     async def _out_of_range(self, key: TopicPartition, partition, state: FetchState) -> None:
         """Kafka's handleOutOfRangeError (follower side)."""
@@ -460,7 +493,7 @@ class _LeaderFetcher:
 
     async def _leader_offset(self, key: TopicPartition, partition, timestamp: int) -> int:
         request = _ListOffsets[LIST_OFFSETS_VERSION](
-            replica_id=self._broker.node_id, isolation_level=_READ_UNCOMMITTED, timeout_ms=0,
+            replica_id=self._shared.node_id, isolation_level=_READ_UNCOMMITTED, timeout_ms=0,
             topics=[_ListOffsets.ListOffsetsTopic(name=key[0], partitions=[
                 _ListOffsets.ListOffsetsTopic.ListOffsetsPartition(
                     partition_index=key[1], current_leader_epoch=partition.leader_epoch,
@@ -476,7 +509,7 @@ class _LeaderFetcher:
                message: str | None = None) -> None:
         _log.info("replica fetch error; backing off", partition=_name(key), leader=self.leader_id,
                   error=error_name(error), message=message, backoff_ms=self._backoff_ms)
-        state.delayed_until_ms = self._broker.clock.time_ms() + self._backoff_ms
+        state.delayed_until_ms = self._clock.time_ms() + self._backoff_ms
 
 
 def _fetch_topics(to_send: dict[TopicPartition, PartitionData]) -> list:
@@ -508,8 +541,8 @@ def _setting(config, key: str, default):
     return default if value is None else value
 
 
-def _topic_id(broker, name: str):
-    topic = broker.cache.topics.get(name)
+def _topic_id(cache: MetadataCache, name: str):
+    topic = cache.topics.get(name)
     return topic.topic_id if topic is not None else None
 
 

@@ -15,8 +15,9 @@ Which partitions (Kafka's TopicConfigHandler.parseThrottledPartitions): a list o
 ``partition:broker`` entries, of which a broker keeps those naming itself, or
 ``*`` (every partition); an empty list: none.  Lists are read from the partition's
 current log config (kept current by ``config.topic_configs``), parsed once per
-list object.  Rates are read from ``broker.config`` at check time (the effective
-dynamic value: per-broker, else cluster default, else Long.MAX_VALUE = unthrottled).
+list object.  Rates are read from the broker config the quota was given, at check time
+(the effective dynamic value: per-broker, else cluster default, else Long.MAX_VALUE =
+unthrottled).
 
 The measure is Kafka's SimpleRate over ``replication.quota.window.num`` (11) samples
 of ``replication.quota.window.size.seconds`` (1 s): the sum of the retained samples
@@ -49,7 +50,13 @@ partitions.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import prometheus_client as prom
+
+if TYPE_CHECKING:   # annotations only
+    from kafkapy.clock import Clock
+    from kafkapy.config.broker import BrokerConfig
 
 LONG_MAX = 9223372036854775807
 LEADER = "LeaderReplication"
@@ -142,14 +149,17 @@ class SimpleRate:
 class ReplicationQuota:
     """One direction's quota (Kafka's ReplicationQuotaManager) on one broker.
 
-    ``node_id`` picks this broker's entries from the throttled-replica lists.  Calls
-    that need the time or the bound take the broker (``config``, ``clock``): the
-    bound is read each time, so a dynamic change applies from the next check.
+    ``node_id`` picks this broker's entries from the throttled-replica lists; ``config``
+    (the broker's, effective values) gives the bound, read at each check so a dynamic
+    change applies from the next one, and the sample windows, read at the first
+    measure; ``clock`` times the samples.
     """
 
-    def __init__(self, kind: str, node_id: int) -> None:
+    def __init__(self, kind: str, node_id: int, *, config: BrokerConfig, clock: Clock) -> None:
         self.kind = kind
         self.node_id = node_id
+        self._config = config
+        self._clock = clock
         self._replicas_key = _REPLICAS_KEYS[kind]
         self._rate_key = _RATE_KEYS[kind]
         self._window_keys = (_SAMPLES_KEY, _WINDOW_KEY)   # the rate's sample count, size
@@ -175,40 +185,40 @@ class ReplicationQuota:
         return which == ALL_REPLICAS or index in which  # type: ignore[operator]
 
     # -- the rate ----------------------------------------------------------------------
-    def bound(self, broker) -> int:
-        value = broker.config.get(self._rate_key, LONG_MAX)
+    def bound(self) -> int:
+        value = self._config.get(self._rate_key, LONG_MAX)
         return LONG_MAX if value is None else int(value)
 
-    def bounded(self, broker) -> bool:
+    def bounded(self) -> bool:
         """Whether a rate is set: without one the quota is never exceeded, so no partition
         is throttled whatever the lists (the broker-wide check callers make first)."""
-        return self.bound(broker) < LONG_MAX
+        return self.bound() < LONG_MAX
 
-    def is_exceeded(self, broker) -> bool:
+    def is_exceeded(self) -> bool:
         """Kafka's isQuotaExceeded: the measured rate is above the bound."""
-        bound = self.bound(broker)
+        bound = self.bound()
         if bound >= LONG_MAX:
             return False    # no rate can exceed it: skip the measure
-        return self._stat(broker).measure(broker.clock.time_ms()) > bound
+        return self._stat().measure(self._clock.time_ms()) > bound
 
-    def record(self, broker, nbytes: int) -> None:
+    def record(self, nbytes: int) -> None:
         """Kafka's record: counted whether or not the quota is exceeded.  Zero is recorded
         too, as Kafka does for every follower fetch answered: it keeps the samples (and
         so the span the rate is averaged over) alive.  The gauge follows non-zero records."""
-        stat = self._stat(broker)
-        now = broker.clock.time_ms()
+        stat = self._stat()
+        now = self._clock.time_ms()
         stat.record(nbytes, now)
         if nbytes > 0:
             self._counter.inc(nbytes)
             self._gauge.set(stat.measure(now))
 
-    def rate(self, broker) -> float:
+    def rate(self) -> float:
         """The measured byte rate now (Kafka's byte-rate metric)."""
-        return self._stat(broker).measure(broker.clock.time_ms())
+        return self._stat().measure(self._clock.time_ms())
 
-    def _stat(self, broker) -> SimpleRate:
+    def _stat(self) -> SimpleRate:
         if self._rate is None:
-            config = broker.config
+            config = self._config
             samples_key, window_key = self._window_keys
             samples = int(config.get(samples_key, DEFAULT_SAMPLES) or DEFAULT_SAMPLES)
             seconds = int(config.get(window_key, DEFAULT_WINDOW_SECONDS)
@@ -217,15 +227,15 @@ class ReplicationQuota:
         return self._rate
 
     # -- Kafka's two decisions -----------------------------------------------------------
-    def should_leader_throttle(self, broker, partition, replica_id: int) -> bool:
+    def should_leader_throttle(self, partition, replica_id: int) -> bool:
         """ReplicaManager.shouldLeaderThrottle: not in the ISR, throttled, over quota."""
         return (self.is_throttled(partition) and replica_id not in partition.state.isr
-                and self.is_exceeded(broker))
+                and self.is_exceeded())
 
-    def should_follower_throttle(self, broker, partition, lag: int | None) -> bool:
+    def should_follower_throttle(self, partition, lag: int | None) -> bool:
         """shouldFollowerThrottle: not in sync (lag unknown or > 0), throttled, over quota."""
         return ((lag is None or lag > 0) and self.is_throttled(partition)
-                and self.is_exceeded(broker))
+                and self.is_exceeded())
 
 
 def parse_throttled(replicas: list, node_id: int) -> object:

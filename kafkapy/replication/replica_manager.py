@@ -21,7 +21,8 @@ Kafka 3.9's ReplicaManager, and it is the one door to the logs for clients:
   and the leader's replication throttle; a follower's fetch offsets move the high
   watermark; less than ``min_bytes`` waits in the fetch purgatory (DelayedFetch) for
   at most ``max_wait_ms``, then reads again.
-- ``await_replication``: the acks=-1 wait for appends made elsewhere (WriteTxnMarkers).
+- ``await_replication``: the acks=-1 wait for appends made elsewhere (WriteTxnMarkers,
+  the coordinators' writes).
 
 Both answer through a ``respond`` callback, at once (its value) or, when they wait, in
 a future of its value.  Appends (and leadership changes) wake the operations parked on
@@ -158,7 +159,8 @@ class ReplicaManager:
         # The AlterPartitionManager (ISR changes to the controller); None: ISRs stay.
         self.alter_partition = alter_partition
         # Leader-side replication throttle (Kafka's quotas.leader), applied by Fetch.
-        self.leader_quota = ReplicationQuota(LEADER, node_id)
+        self.leader_quota = ReplicationQuota(LEADER, node_id, config=self.config,
+                                             clock=self.clock)
         # Moves between this broker's log dirs (replication.alter_log_dirs); None: none.
         self.alter_log_dirs = alter_log_dirs
         # Topic configs looked up during one LeaderAndIsr (None outside one).
@@ -529,7 +531,7 @@ class ReplicaManager:
                 partition = self.partitions.get((result.tip.topic, result.tip.partition))
                 if partition is not None and quota.is_throttled(partition):
                     size += result.size
-        quota.record(self, size)
+        quota.record(size)
 
     # -- ISR (Kafka's isr-expiration task and UnderReplicatedPartitions) -----------------
     def maybe_shrink_isr(self, now_ms: int | None = None) -> int:
@@ -640,14 +642,12 @@ class _FetchRead:
     def _leader_throttle_set(self) -> bool:
         """A follower's fetch on a broker with a leader throttle rate set: only then can a
         partition be throttled (replication.quota), so only then are partitions checked."""
-        replicas = self._replicas
-        return self._follower and replicas.leader_quota.bounded(replicas)
+        return self._follower and self._replicas.leader_quota.bounded()
 
     def _throttled(self, partition) -> bool:
         """Kafka's shouldLeaderThrottle for this follower (see replication.quota)."""
-        replicas = self._replicas
-        return replicas.leader_quota.should_leader_throttle(replicas, partition,
-                                                            self._params.replica_id)
+        return self._replicas.leader_quota.should_leader_throttle(partition,
+                                                                  self._params.replica_id)
 
     def _upper(self, partition) -> int:
         """Where this fetcher's read stops: log end (followers), LSO or high watermark."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -24,9 +23,9 @@ from kafkapy.log.log import Log
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.record import build_batch
-from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.partition import Partition
 from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.follower_fetch import follower_fetchers
 from tests.support.request_fields import fields
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import zk, zk_connect, zookeeper_server  # noqa: F401  (fixtures)
@@ -85,7 +84,8 @@ def _produce(wire: WireClient, count: int, first: int = 0) -> None:
 
 
 def _follower(tmp_path: Path, leader: BrokerProcess, topic_id, epoch: int):
-    """Broker 1's side: the contract's broker object, with the followed partition."""
+    """Broker 1's side: its metadata cache (the leader's endpoint, the topic) and the
+    partitions it hosts, the followed one made follower."""
     cache = MetadataCache("c", 1)
     endpoint = BrokerEndpoint(0, "127.0.0.1", leader.port)
     cache.put_broker(endpoint, {"PLAINTEXT": endpoint})
@@ -94,12 +94,7 @@ def _follower(tmp_path: Path, leader: BrokerProcess, topic_id, epoch: int):
     log = Log.load(str(tmp_path / "follower" / f"{TOPIC}-0"), {}, SYSTEM_CLOCK)
     partition = Partition(TOPIC, 0, log, state, 1)
     assert partition.make_follower(state)
-    broker = SimpleNamespace(node_id=1, broker_epoch=-1, config=FOLLOWER_CONFIG,
-                             clock=SYSTEM_CLOCK, loop=asyncio.get_running_loop(), cache=cache,
-                             inter_broker_listener="PLAINTEXT",
-                             replica_manager=SimpleNamespace(partitions={(TOPIC, 0): partition},
-                                                             appended=lambda key: None))
-    return broker, partition
+    return cache, {(TOPIC, 0): partition}
 
 
 async def _until(predicate, timeout_s: float = 20.0) -> None:
@@ -127,8 +122,9 @@ def test_follower_copies_the_leaders_log_byte_for_byte(tmp_path, leader):
     leader_segment = leader.log_dir / f"{TOPIC}-0" / SEGMENT
 
     async def follow(wire: WireClient, topic_id, epoch: int) -> None:
-        broker, partition = _follower(tmp_path, leader, topic_id, epoch)
-        fetchers = ReplicaFetcherManager(broker)
+        cache, partitions = _follower(tmp_path, leader, topic_id, epoch)
+        partition = partitions[(TOPIC, 0)]
+        fetchers = follower_fetchers(1, cache, partitions, FOLLOWER_CONFIG)
         fetchers.add_partitions({(TOPIC, 0): (0, partition.log.log_end_offset)})
         try:
             await _until(lambda: partition.log.log_end_offset == 30)
@@ -159,14 +155,15 @@ def _diverged_follower_follows(tmp_path, leader, extra_epoch_delta: int) -> None
     leader_segment = leader.log_dir / f"{TOPIC}-0" / SEGMENT
 
     async def follow(wire: WireClient, topic_id, epoch: int) -> None:
-        broker, partition = _follower(tmp_path, leader, topic_id, epoch)
+        cache, partitions = _follower(tmp_path, leader, topic_id, epoch)
+        partition = partitions[(TOPIC, 0)]
         partition.append_as_follower(leader_segment.read_bytes())
         for i in range(10):
             partition.append_as_follower(build_batch(
                 [(None, b"lost-%d" % i, [], 1_700_000_000_000)], base_offset=30 + i,
                 partition_leader_epoch=epoch + extra_epoch_delta))
         assert partition.log.log_end_offset == 40
-        fetchers = ReplicaFetcherManager(broker)
+        fetchers = follower_fetchers(1, cache, partitions, FOLLOWER_CONFIG)
         fetchers.add_partitions({(TOPIC, 0): (0, partition.log.log_end_offset)})
         try:
             await _until(lambda: partition.log.log_end_offset == 30)
@@ -198,14 +195,15 @@ def test_a_partition_the_leader_does_not_host_backs_off(tmp_path, leader):
     the fetcher keeps the partition, retries after replica.fetch.backoff.ms, and the
     other partitions of the same leader keep being fetched."""
     async def follow(wire: WireClient, topic_id, epoch: int) -> None:
-        broker, partition = _follower(tmp_path, leader, topic_id, epoch)
+        cache, partitions = _follower(tmp_path, leader, topic_id, epoch)
+        partition = partitions[(TOPIC, 0)]
         state = PartitionState(5, [0, 1], 0, epoch, [0, 1])
-        broker.cache.topics[TOPIC].partitions[5] = state
+        cache.topics[TOPIC].partitions[5] = state
         log = Log.load(str(tmp_path / "follower" / f"{TOPIC}-5"), {}, SYSTEM_CLOCK)
         missing = Partition(TOPIC, 5, log, state, 1)
         missing.make_follower(state)
-        broker.replica_manager.partitions[(TOPIC, 5)] = missing
-        fetchers = ReplicaFetcherManager(broker)
+        partitions[(TOPIC, 5)] = missing
+        fetchers = follower_fetchers(1, cache, partitions, FOLLOWER_CONFIG)
         fetchers.add_partitions({(TOPIC, 0): (0, 0), (TOPIC, 5): (0, 0)})
         try:
             await _until(lambda: fetchers.fetch_state((TOPIC, 5))[1].delayed_until_ms > 0)
@@ -274,9 +272,10 @@ def test_acks_all_completes_when_the_follower_has_fetched(tmp_path, zk, zk_conne
         assert _produce_all(wire, b"waits", 1000) == ErrorCode.REQUEST_TIMED_OUT
 
         async def follow() -> None:
-            broker, partition = _follower(tmp_path, leader, topic_id, epoch)
-            broker.broker_epoch = broker_epoch
-            fetchers = ReplicaFetcherManager(broker)
+            cache, partitions = _follower(tmp_path, leader, topic_id, epoch)
+            partition = partitions[(TOPIC, 0)]
+            fetchers = follower_fetchers(1, cache, partitions, FOLLOWER_CONFIG,
+                                         broker_epoch=broker_epoch)
             fetchers.add_partitions({(TOPIC, 0): (0, 0)})
             try:
                 loop = asyncio.get_running_loop()

@@ -24,14 +24,12 @@ from kafkapy.metadata import paths
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
 from kafkapy.network.client import BrokerConnection
 from kafkapy.records.record import build_batch
-from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.partition import Partition
 from tests.support.broker_process import free_port
 from tests.conformance.brokers import KafkaProcess, find_kafka_home, wait_ready
 from tests.support.request_fields import fields
-from tests.support.follower_fetch import (FOLLOWER_CONFIG,
-                                                            RecordingConnection, _answered,
-                                                            _sent, _setup_topic, _until)
+from tests.support.follower_fetch import (RecordingConnection, _answered, _sent,
+                                          _setup_topic, _until, follower_fetchers)
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
@@ -107,12 +105,6 @@ def test_kafkapy_follows_a_kafka_leader_in_a_session(tmp_path, kafka):
                 [(None, b"never-acked-%d" % i, [], 1_700_000_000_000)], base_offset=5 + i,
                 partition_leader_epoch=epochs[1]))
         assert partitions[(TOPIC, 1)].log.log_end_offset == 8
-        broker = SimpleNamespace(node_id=FOLLOWER_ID, broker_epoch=kafka.follower_epoch,
-                                 config=FOLLOWER_CONFIG, clock=SYSTEM_CLOCK,
-                                 loop=asyncio.get_running_loop(), cache=cache,
-                                 inter_broker_listener="PLAINTEXT",
-                                 replica_manager=SimpleNamespace(partitions=partitions,
-                                                                 appended=lambda key: None))
         recorded: list[RecordingConnection] = []
 
         async def connect(leader_id: int) -> RecordingConnection:
@@ -121,7 +113,8 @@ def test_kafkapy_follows_a_kafka_leader_in_a_session(tmp_path, kafka):
             recorded.append(RecordingConnection(conn))
             return recorded[-1]
 
-        fetchers = ReplicaFetcherManager(broker, connect=connect)
+        fetchers = follower_fetchers(FOLLOWER_ID, cache, partitions,
+                                     broker_epoch=kafka.follower_epoch, connect=connect)
         fetchers.add_partitions({key: (KAFKA_ID, p.log.log_end_offset)
                                  for key, p in partitions.items()})
         try:

@@ -11,7 +11,6 @@ follower's next request (its new fetch offset).
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
 import pytest
 
@@ -20,12 +19,10 @@ from kafkapy.log.log import Log
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
 from kafkapy.network.client import BrokerConnection
 from kafkapy.records.record import build_batch
-from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.partition import Partition
 from tests.support.broker_process import BrokerProcess
-from tests.support.follower_fetch import (FOLLOWER_CONFIG, PARTITIONS, TOPIC,
-                                          RecordingConnection, _answered, _sent, _setup_topic,
-                                          _until)
+from tests.support.follower_fetch import (PARTITIONS, TOPIC, RecordingConnection, _answered,
+                                          _sent, _setup_topic, _until, follower_fetchers)
 from tests.support.request_fields import fields
 from tests.support.wire import WireClient
 
@@ -66,11 +63,6 @@ def test_incremental_sessions_carry_only_changed_partitions(tmp_path, leader):
             log = Log.load(str(tmp_path / "follower" / f"{TOPIC}-{p}"), {}, SYSTEM_CLOCK)
             partitions[(TOPIC, p)] = Partition(TOPIC, p, log, state, 1)
             partitions[(TOPIC, p)].make_follower(state)
-        broker = SimpleNamespace(node_id=1, broker_epoch=-1, config=FOLLOWER_CONFIG,
-                                 clock=SYSTEM_CLOCK, loop=asyncio.get_running_loop(),
-                                 cache=cache, inter_broker_listener="PLAINTEXT",
-                                 replica_manager=SimpleNamespace(partitions=partitions,
-                                                                 appended=lambda key: None))
         recorded: list[RecordingConnection] = []
 
         async def connect(leader_id: int) -> RecordingConnection:
@@ -79,7 +71,7 @@ def test_incremental_sessions_carry_only_changed_partitions(tmp_path, leader):
             recorded.append(RecordingConnection(conn))
             return recorded[-1]
 
-        fetchers = ReplicaFetcherManager(broker, connect=connect)
+        fetchers = follower_fetchers(1, cache, partitions, connect=connect)
         fetchers.add_partitions({key: (0, 0) for key in partitions})
         try:
             def caught_up() -> bool:

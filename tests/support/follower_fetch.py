@@ -1,11 +1,14 @@
-"""A follower's Fetch sessions against a leader: the follower's settings, a connection that
-records what it sent and was answered, a topic to fetch."""
+"""A follower's Fetch sessions against a leader: the follower's settings and fetcher
+manager, a connection that records what it sent and was answered, a topic to fetch."""
 from __future__ import annotations
 
 import asyncio
 import time
 
+from kafkapy.clock import SYSTEM_CLOCK
+from kafkapy.metadata.cache import MetadataCache
 from kafkapy.network.client import BrokerConnection
+from kafkapy.replication.fetcher import Connect, ReplicaFetcherManager
 from tests.support.request_fields import fields
 from tests.support.wire import WireClient
 
@@ -22,6 +25,19 @@ FOLLOWER_CONFIG = {
     "replica.fetch.backoff.ms": 200, "replica.socket.timeout.ms": 30000,
     "num.replica.fetchers": 1,
 }
+
+
+def follower_fetchers(node_id: int, cache: MetadataCache, partitions: dict,
+                      config: dict = FOLLOWER_CONFIG, *, broker_epoch: int = -1,
+                      connect: Connect | None = None) -> ReplicaFetcherManager:
+    """Broker ``node_id``'s fetcher manager over ``partitions`` (key -> Partition, what its
+    replica manager would host), reaching the leaders at their PLAINTEXT endpoints in
+    ``cache`` (or through ``connect``), on the system clock.  Nothing waits on a
+    follower's high watermark here."""
+    return ReplicaFetcherManager(
+        node_id=node_id, broker_epoch=lambda: broker_epoch, config=config,
+        clock=SYSTEM_CLOCK, cache=cache, listener="PLAINTEXT", partition_of=partitions.get,
+        high_watermark_moved=lambda key: None, connect=connect)
 
 
 class RecordingConnection:

@@ -92,9 +92,14 @@ class Replica:
             loop=None, cache=cache, inter_broker_listener="PLAINTEXT",
             replica_manager=None, authorizer=None,
             fetch_manager=FetchManager(FetchSessionCache(1000)))
-        # Made before the replica manager, which gets them; they reach it through the broker.
-        self.fetchers = ReplicaFetcherManager(self.broker, connect=self._connect,
-                                              autostart=False)
+        # Made before the replica manager, which gets them; they reach it through the
+        # two callables (as the server wires them).
+        self.fetchers = ReplicaFetcherManager(
+            node_id=self.node_id, broker_epoch=lambda: 100 + self.node_id,
+            config=self.cluster.config, clock=clock, cache=cache, listener="PLAINTEXT",
+            partition_of=lambda key: self.replica_manager.partitions.get(key),
+            high_watermark_moved=lambda key: self.replica_manager.appended(key),
+            connect=self._connect, autostart=False)
         self.replica_manager = ReplicaManager(self.logs, self.node_id, lambda name: {},
                                               fetchers=self.fetchers,
                                               cache=cache, config=self.cluster.config)

@@ -1,8 +1,9 @@
 """acks=all and min.insync.replicas (kafkapy.replication.acks) on fake partitions.
 
 A fake partition has an ISR, a replica list, a min.insync.replicas config and a
-high watermark the test moves; the produce purgatory and its timer are real and
-run on a mock clock.  Kafka 3.9's rules: NOT_ENOUGH_REPLICAS before the append when
+high watermark the test moves; the waits go through the real door, the replica
+manager's ``await_replication`` (Produce's acks=-1, WriteTxnMarkers, the coordinators'
+writes), with its produce purgatory and timer real on a mock clock.  Kafka 3.9's rules: NOT_ENOUGH_REPLICAS before the append when
 the ISR is below the effective min ISR (min(min.insync.replicas, replication
 factor)); after the append the wait ends NO_ERROR when the high watermark passes
 the data, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is by then below min ISR,
@@ -16,10 +17,12 @@ from types import SimpleNamespace
 import pytest
 
 from kafkapy.clock import MockClock
+from kafkapy.log.manager import LogManager
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.purgatory import Purgatory, Timer
 from kafkapy.replication import acks
 from kafkapy.replication.partition import AppendResult
+from kafkapy.replication.replica_manager import ReplicaManager
 
 
 class FakePartition:
@@ -41,19 +44,26 @@ class FakePartition:
         self._pending_isr = isr
 
 
-class FakeBroker:
-    """What acks needs of a broker: partitions, the produce purgatory, the loop."""
+class Replicas:
+    """A real ReplicaManager whose purgatories run on a timer over a mock clock; the test
+    puts fake partitions in it and moves their high watermarks."""
 
-    def __init__(self, loop, clock) -> None:
-        self.clock = clock
-        self.timer = Timer(loop=None, clock=clock)
-        self.produce_purgatory = Purgatory("Produce", self.timer, purge_interval_requests=1000)
-        self.replica_manager = SimpleNamespace(partitions={})
+    def __init__(self, tmp_path, loop) -> None:
         self.loop = loop
+        self.clock = MockClock(1_000_000)
+        self.timer = Timer(loop=None, clock=self.clock)
+        self.manager = ReplicaManager(LogManager([str(tmp_path)], self.clock, {}), 1,
+                                      lambda name: {}, clock=self.clock)
+        self.manager.attach_purgatories(Purgatory("Fetch", self.timer, 1000),
+                                        Purgatory("Produce", self.timer, 1000), loop)
+        self.partitions = self.manager.partitions
+
+    def wait(self, results, timeout_ms: int, respond=list):
+        return self.manager.await_replication(results, timeout_ms, respond)
 
     def move_hw(self, key, hw: int) -> None:
-        self.replica_manager.partitions[key].high_watermark = hw
-        self.produce_purgatory.check_and_complete(key)
+        self.partitions[key].high_watermark = hw
+        self.manager.appended(key)      # what an append or a follower's fetch calls
 
     def advance(self, ms: int) -> None:
         self.clock.advance(ms)
@@ -61,10 +71,9 @@ class FakeBroker:
 
 
 @pytest.fixture
-def broker():
+def replicas(tmp_path):
     loop = asyncio.new_event_loop()
-    b = FakeBroker(loop, MockClock(1_000_000))
-    yield b
+    yield Replicas(tmp_path, loop)
     loop.close()
 
 
@@ -101,81 +110,84 @@ def test_min_isr_above_the_replication_factor_is_capped_by_it():
 
 # -- after the append ---------------------------------------------------------------------------
 
-def test_completes_when_the_high_watermark_passes(broker):
-    broker.replica_manager.partitions[KEY] = FakePartition()
-    out = acks.await_replication(broker, [("t", 0, appended(5, 9))], 30000, list)
+def test_completes_when_the_high_watermark_passes(replicas):
+    replicas.partitions[KEY] = FakePartition()
+    out = replicas.wait([("t", 0, appended(5, 9))], 30000, list)
     assert acks.is_pending(out)
-    broker.move_hw(KEY, 9)
+    replicas.move_hw(KEY, 9)
     assert not out.done()
-    broker.move_hw(KEY, 10)
+    replicas.move_hw(KEY, 10)
     [(topic, index, result)] = out.result()
     assert (topic, index, result.error_code, result.base_offset) == ("t", 0, 0, 5)
 
 
-def test_answers_at_once_when_already_replicated(broker):
+def test_answers_at_once_when_already_replicated(replicas):
     partition = FakePartition(replicas=(1,), isr=(1,))
     partition.high_watermark = 10
-    broker.replica_manager.partitions[KEY] = partition
-    out = acks.await_replication(broker, [("t", 0, appended(5, 9))], 30000, list)
+    replicas.partitions[KEY] = partition
+    out = replicas.wait([("t", 0, appended(5, 9))], 30000, list)
     assert out[0][2].error_code == 0
 
 
-def test_isr_shrunk_below_min_isr_while_waiting_is_after_append(broker):
-    partition = broker.replica_manager.partitions[KEY] = FakePartition()
-    out = acks.await_replication(broker, [("t", 0, appended(0, 0))], 30000, list)
+def test_isr_shrunk_below_min_isr_while_waiting_is_after_append(replicas):
+    partition = replicas.partitions[KEY] = FakePartition()
+    out = replicas.wait([("t", 0, appended(0, 0))], 30000, list)
     partition.state.isr = [1]          # the followers left the ISR, the HW follows the leader
-    broker.move_hw(KEY, 1)
+    replicas.move_hw(KEY, 1)
     assert out.result()[0][2].error_code == E.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
 
-def test_maximal_isr_counts_for_after_append(broker):
+def test_maximal_isr_counts_for_after_append(replicas):
     """A pending ISR expansion (Kafka's maximalIsr) counts for the check after the append."""
-    partition = broker.replica_manager.partitions[KEY] = FakePartition(isr=(1,))
+    partition = replicas.partitions[KEY] = FakePartition(isr=(1,))
     partition.maximal_isr = [1, 2]
-    out = acks.await_replication(broker, [("t", 0, appended(0, 0))], 30000, list)
-    broker.move_hw(KEY, 1)
+    out = replicas.wait([("t", 0, appended(0, 0))], 30000, list)
+    replicas.move_hw(KEY, 1)
     assert out.result()[0][2].error_code == 0
 
 
-def test_leadership_lost_while_waiting(broker):
-    partition = broker.replica_manager.partitions[KEY] = FakePartition()
-    out = acks.await_replication(broker, [("t", 0, appended(0, 0))], 30000, list)
+def test_leadership_lost_while_waiting(replicas):
+    partition = replicas.partitions[KEY] = FakePartition()
+    out = replicas.wait([("t", 0, appended(0, 0))], 30000, list)
     partition.is_leader = False
-    broker.produce_purgatory.check_and_complete(KEY)
+    replicas.manager.appended(KEY)
     assert out.result()[0][2].error_code == E.NOT_LEADER_OR_FOLLOWER
 
 
-def test_deadline_is_request_timed_out(broker):
-    broker.replica_manager.partitions[KEY] = FakePartition()
-    out = acks.await_replication(broker, [("t", 0, appended(0, 0))], 1000, list)
-    broker.advance(999)
+def test_deadline_is_request_timed_out(replicas):
+    replicas.partitions[KEY] = FakePartition()
+    out = replicas.wait([("t", 0, appended(0, 0))], 1000, list)
+    replicas.advance(999)
     assert not out.done()
-    broker.advance(2)
+    replicas.advance(2)
     assert out.result()[0][2].error_code == E.REQUEST_TIMED_OUT
 
 
-def test_failed_partitions_do_not_wait(broker):
-    broker.replica_manager.partitions[KEY] = FakePartition()
+def test_failed_partitions_do_not_wait(replicas):
+    replicas.partitions[KEY] = FakePartition()
     refused = AppendResult(E.NOT_ENOUGH_REPLICAS)
-    out = acks.await_replication(broker, [("t", 0, refused)], 1000, list)
+    out = replicas.wait([("t", 0, refused)], 1000, list)
     assert out[0][2].error_code == E.NOT_ENOUGH_REPLICAS
 
 
-def test_replicated_one_coordinator_write(broker):
-    broker.replica_manager.partitions[KEY] = FakePartition()
-    assert acks.replicated(broker, KEY, AppendResult(E.NOT_ENOUGH_REPLICAS), 5000) \
+def test_one_coordinator_write_answers_its_error_code(replicas):
+    """A coordinator's write waits alone and is answered with its error code."""
+    def code(done):
+        return done[0][2].error_code
+    replicas.partitions[KEY] = FakePartition()
+    assert replicas.wait([("t", 0, AppendResult(E.NOT_ENOUGH_REPLICAS))], 5000, code) \
         == E.NOT_ENOUGH_REPLICAS
-    out = acks.replicated(broker, KEY, appended(3, 3), 5000)
-    broker.move_hw(KEY, 4)
+    out = replicas.wait([("t", 0, appended(3, 3))], 5000, code)
+    replicas.move_hw(KEY, 4)
     assert out.result() == 0
 
 
 # -- then ---------------------------------------------------------------------------------------
 
-def test_then_on_a_value_and_on_a_future(broker):
+def test_then_on_a_value_and_on_a_future(replicas):
     assert acks.then(3, lambda v: v + 1) == 4
-    future = broker.loop.create_future()
+    future = replicas.loop.create_future()
     chained = acks.then(future, lambda v: v + 1)
     future.set_result(3)
-    broker.loop.run_until_complete(asyncio.sleep(0))
+    replicas.loop.run_until_complete(asyncio.sleep(0))
     assert chained.result() == 4

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from types import SimpleNamespace
 
 import pytest
 
@@ -13,7 +12,7 @@ from kafkapy.log.log import Log
 from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
 from kafkapy.records.batch import read_header
 from kafkapy.records.record import build_batch
-from kafkapy.replication.fetcher import ReplicaFetcherManager, _LeaderFetcher
+from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.truncation import diverged_offset as truncation_offset
 from kafkapy.replication.partition import Partition
 
@@ -60,7 +59,10 @@ def test_no_leader_end_truncates_to_the_high_watermark(tmp_path):
     assert truncation_offset(log, -1, -1) == 4
 
 
-def _broker(tmp_path, topic_id):
+def _follower(tmp_path, topic_id, autostart: bool = False):
+    """Broker 1 (epoch 77): follows t-0 from broker 0 and leads t-1; its fetcher manager
+    over those partitions (``autostart=False``: nothing runs unless stepped) and its
+    metadata cache."""
     cache = MetadataCache("c", 1)
     state = PartitionState(0, [0, 1], 0, 3, [0, 1])
     cache.put_topic(TopicMetadata("t", topic_id, {0: state, 1: state}))
@@ -71,19 +73,23 @@ def _broker(tmp_path, topic_id):
     lead_state = PartitionState(1, [0, 1], 1, 3, [0, 1])
     leading = Partition("t", 1, epochs_log(tmp_path, "t-1", []), lead_state, 1)
     leading.make_leader(lead_state)
-    return SimpleNamespace(node_id=1, broker_epoch=77, config=CONFIG, clock=MockClock(TS),
-                           loop=None, cache=cache, inter_broker_listener="PLAINTEXT",
-                           replica_manager=SimpleNamespace(partitions={("t", 0): follower,
-                                                                       ("t", 1): leading}))
+    partitions = {("t", 0): follower, ("t", 1): leading}
+    manager = ReplicaFetcherManager(
+        node_id=1, broker_epoch=lambda: 77, config=CONFIG, clock=MockClock(TS), cache=cache,
+        listener="PLAINTEXT", partition_of=partitions.get,
+        high_watermark_moved=lambda key: None, autostart=autostart)
+    return manager, cache
 
 
 def test_fetch_request_of_a_follower(tmp_path):
     topic_id = uuid.uuid4()
-    broker = _broker(tmp_path, topic_id)
-    fetcher = _LeaderFetcher(broker, 0)
-    fetcher.add(("t", 0), 5)
-    fetcher.add(("t", 1), 0)   # led here now: not fetched
-    fetcher.add(("t", 9), 0)   # not hosted here: not fetched
+    manager, _ = _follower(tmp_path, topic_id)
+    manager.add_partitions({
+        ("t", 0): (0, 5),
+        ("t", 1): (0, 0),   # led here now: not fetched
+        ("t", 9): (0, 0),   # not hosted here: not fetched
+    })
+    fetcher = manager.fetcher_of(("t", 0))
     request, sent = fetcher._build(fetcher.partitions)
     assert request.API_VERSION == 17
     assert (request.replica_state.replica_id, request.replica_state.replica_epoch) == (1, 77)
@@ -100,27 +106,25 @@ def test_fetch_request_of_a_follower(tmp_path):
 
 
 def test_fetch_request_names_topics_without_an_id(tmp_path):
-    broker = _broker(tmp_path, uuid.uuid4())
-    broker.cache.topics["t"].topic_id = None
-    fetcher = _LeaderFetcher(broker, 0)
-    fetcher.add(("t", 0), 5)
+    manager, cache = _follower(tmp_path, uuid.uuid4())
+    cache.topics["t"].topic_id = None
+    manager.add_partitions({("t", 0): (0, 5)})
+    fetcher = manager.fetcher_of(("t", 0))
     request, _ = fetcher._build(fetcher.partitions)
     assert request.API_VERSION == 12 and request.replica_id == 1
     assert request.topics[0].topic == "t"
 
 
 def test_nothing_to_fetch(tmp_path):
-    broker = _broker(tmp_path, uuid.uuid4())
-    fetcher = _LeaderFetcher(broker, 0)
-    fetcher.add(("t", 1), 0)
+    manager, _ = _follower(tmp_path, uuid.uuid4())
+    manager.add_partitions({("t", 1): (0, 0)})
+    fetcher = manager.fetcher_of(("t", 1))
     assert fetcher._build(fetcher.partitions) is None
 
 
 def test_manager_moves_partitions_between_leaders_and_stops_idle_fetchers(tmp_path):
     async def run() -> None:
-        broker = _broker(tmp_path, uuid.uuid4())
-        broker.loop = asyncio.get_running_loop()
-        manager = ReplicaFetcherManager(broker)
+        manager, _ = _follower(tmp_path, uuid.uuid4(), autostart=True)
         manager.add_partitions({("t", 0): (0, 5), ("t", 2): (0, 0)})
         assert manager.fetch_state(("t", 0))[0] == 0
         manager.add_partitions({("t", 0): (2, 5)})

@@ -25,10 +25,6 @@ LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 
 
-def _broker(config: dict, clock: MockClock):
-    return SimpleNamespace(config=config, clock=clock)
-
-
 def _partition(replicas_key: str, replicas: list, index: int = 0, isr=(0,)):
     return SimpleNamespace(topic="t", index=index, state=SimpleNamespace(isr=list(isr)),
                            log=SimpleNamespace(config=SimpleNamespace(
@@ -39,31 +35,31 @@ def _partition(replicas_key: str, replicas: list, index: int = 0, isr=(0,)):
 def test_rate_exceeds_then_returns_below_the_bound_as_time_passes():
     """Kafka's ReplicationQuotaManagerTest, with 10 samples of 1 s and a bound of 100 B/s."""
     clock = MockClock(0)
-    broker = _broker({LEADER_RATE: 100, "replication.quota.window.num": 10,
-                      "replication.quota.window.size.seconds": 1}, clock)
-    quota = ReplicationQuota(LEADER, 0)
-    assert not quota.is_exceeded(broker)        # the first measure starts the first sample
+    config = {LEADER_RATE: 100, "replication.quota.window.num": 10,
+              "replication.quota.window.size.seconds": 1}
+    quota = ReplicationQuota(LEADER, 0, config=config, clock=clock)
+    assert not quota.is_exceeded()           # the first measure starts the first sample
     clock.advance(1500)
-    quota.record(broker, 1)
-    assert not quota.is_exceeded(broker)
-    quota.record(broker, 149)                    # 150 B over 1.5 s
-    assert not quota.is_exceeded(broker)
-    quota.record(broker, 1)                      # 151 B over 1.5 s
-    assert quota.rate(broker) == 151 / 1.5
-    assert quota.is_exceeded(broker)
-    clock.advance(500)                           # 151 B over 2 s
-    assert not quota.is_exceeded(broker)
-    assert quota.rate(broker) == pytest.approx(151 / 2, abs=0.1)
+    quota.record(1)
+    assert not quota.is_exceeded()
+    quota.record(149)                        # 150 B over 1.5 s
+    assert not quota.is_exceeded()
+    quota.record(1)                          # 151 B over 1.5 s
+    assert quota.rate() == 151 / 1.5
+    assert quota.is_exceeded()
+    clock.advance(500)                       # 151 B over 2 s
+    assert not quota.is_exceeded()
+    assert quota.rate() == pytest.approx(151 / 2, abs=0.1)
     clock.advance(500)
-    quota.record(broker, 99)                     # 250 B over 2.5 s: exactly the bound
-    assert quota.rate(broker) == 250 / 2.5
-    assert not quota.is_exceeded(broker)
-    quota.record(broker, 1)
-    assert quota.is_exceeded(broker)
-    assert quota.rate(broker) == 251 / 2.5
+    quota.record(99)                         # 250 B over 2.5 s: exactly the bound
+    assert quota.rate() == 250 / 2.5
+    assert not quota.is_exceeded()
+    quota.record(1)
+    assert quota.is_exceeded()
+    assert quota.rate() == 251 / 2.5
     clock.advance(2000)
-    assert not quota.is_exceeded(broker)
-    assert quota.rate(broker) == 251 / 4.5
+    assert not quota.is_exceeded()
+    assert quota.rate() == 251 / 4.5
 
 
 def test_the_first_window_counts_as_a_whole_window():
@@ -102,33 +98,32 @@ def test_zero_records_keep_the_span_a_burst_is_averaged_over():
     """Kafka records every follower fetch answered, zero bytes included: an idle follower
     keeps the samples alive, so a later burst is averaged over their whole span."""
     clock = MockClock(0)
-    broker = _broker({LEADER_RATE: 1000}, clock)
-    quota = ReplicationQuota(LEADER, 0)
+    config = {LEADER_RATE: 1000}
+    quota = ReplicationQuota(LEADER, 0, config=config, clock=clock)
     for _ in range(20):
-        quota.record(broker, 0)
+        quota.record(0)
         clock.advance(500)
-    quota.record(broker, 9000)                   # 9000 B over 10 s of samples
-    assert quota.rate(broker) == 900.0
-    assert not quota.is_exceeded(broker)
-    fresh = ReplicationQuota(LEADER, 0)
-    fresh.record(broker, 9000)                   # the same burst with no history
-    assert fresh.rate(broker) == 9000.0
-    assert fresh.is_exceeded(broker)
+    quota.record(9000)                       # 9000 B over 10 s of samples
+    assert quota.rate() == 900.0
+    assert not quota.is_exceeded()
+    fresh = ReplicationQuota(LEADER, 0, config=config, clock=clock)
+    fresh.record(9000)                       # the same burst with no history
+    assert fresh.rate() == 9000.0
+    assert fresh.is_exceeded()
 
 
 def test_an_unset_rate_is_never_exceeded_and_reads_the_config_each_time():
     clock = MockClock(0)
     config: dict = {}
-    broker = _broker(config, clock)
-    quota = ReplicationQuota(FOLLOWER, 1)
-    quota.record(broker, 10 ** 12)
-    assert not quota.is_exceeded(broker)         # Long.MAX_VALUE: unthrottled
+    quota = ReplicationQuota(FOLLOWER, 1, config=config, clock=clock)
+    quota.record(10 ** 12)
+    assert not quota.is_exceeded()           # Long.MAX_VALUE: unthrottled
     config[FOLLOWER_RATE] = LONG_MAX
-    assert not quota.is_exceeded(broker)
+    assert not quota.is_exceeded()
     config[FOLLOWER_RATE] = 1000                 # a dynamic change applies at once
-    assert quota.is_exceeded(broker)
+    assert quota.is_exceeded()
     config[FOLLOWER_RATE] = 10 ** 12
-    assert not quota.is_exceeded(broker)
+    assert not quota.is_exceeded()
 
 
 # -- which partitions --------------------------------------------------------------------
@@ -145,7 +140,7 @@ def test_parse_throttled_keeps_this_brokers_entries(replicas, node, expected):
 
 
 def test_is_throttled_follows_a_changed_list():
-    quota = ReplicationQuota(LEADER, 1)
+    quota = ReplicationQuota(LEADER, 1, config={}, clock=MockClock(0))
     part = _partition(LEADER_REPLICAS, ["0:1"], index=0)
     assert quota.is_throttled(part)
     other = _partition(LEADER_REPLICAS, ["0:1"], index=1)
@@ -160,27 +155,24 @@ def test_is_throttled_follows_a_changed_list():
 
 def test_leader_throttles_only_out_of_sync_replicas_over_quota():
     clock = MockClock(0)
-    config = {LEADER_RATE: 100}
-    broker = _broker(config, clock)
-    quota = ReplicationQuota(LEADER, 0)
+    quota = ReplicationQuota(LEADER, 0, config={LEADER_RATE: 100}, clock=clock)
     part = _partition(LEADER_REPLICAS, ["0:0"], isr=(0, 1))
-    assert not quota.should_leader_throttle(broker, part, 2)   # under quota
-    quota.record(broker, 1000)
-    assert quota.should_leader_throttle(broker, part, 2)       # out of sync, throttled
-    assert not quota.should_leader_throttle(broker, part, 1)   # in the ISR
+    assert not quota.should_leader_throttle(part, 2)     # under quota
+    quota.record(1000)
+    assert quota.should_leader_throttle(part, 2)         # out of sync, throttled
+    assert not quota.should_leader_throttle(part, 1)     # in the ISR
     unlisted = _partition(LEADER_REPLICAS, ["0:5"], isr=(0,))
-    assert not quota.should_leader_throttle(broker, unlisted, 2)
+    assert not quota.should_leader_throttle(unlisted, 2)
 
 
 def test_follower_throttles_only_when_not_in_sync_over_quota():
     clock = MockClock(0)
-    broker = _broker({FOLLOWER_RATE: 100}, clock)
-    quota = ReplicationQuota(FOLLOWER, 1)
+    quota = ReplicationQuota(FOLLOWER, 1, config={FOLLOWER_RATE: 100}, clock=clock)
     part = _partition(FOLLOWER_REPLICAS, ["*"])
-    quota.record(broker, 1000)
-    assert quota.should_follower_throttle(broker, part, None)   # lag unknown yet
-    assert quota.should_follower_throttle(broker, part, 10)
-    assert not quota.should_follower_throttle(broker, part, 0)  # in sync
+    quota.record(1000)
+    assert quota.should_follower_throttle(part, None)    # lag unknown yet
+    assert quota.should_follower_throttle(part, 10)
+    assert not quota.should_follower_throttle(part, 0)   # in sync
 
 
 # -- the decisions applied, through real replicas ---------------------------------------------
@@ -214,7 +206,7 @@ def test_leader_leaves_out_a_throttled_partition_while_over_quota(cluster):
         await b.fetch_round()
         assert _log_end(b) == 1, "under quota: the first read passes"
         quota = a.replica_manager.leader_quota
-        assert quota.rate(a.broker) > 100, "the bytes sent were recorded"
+        assert quota.rate() > 100, "the bytes sent were recorded"
         await b.fetch_rounds(3)
         assert _log_end(b) == 1, "over quota: no records for an out-of-sync follower"
         cluster.clock.advance(11_000)             # every sample expires
@@ -233,7 +225,7 @@ def test_leader_does_not_throttle_an_unlisted_partition_or_another_broker(cluste
         a.partition().log.update_config({LEADER_REPLICAS: [f"0:{B}"]})  # names B, not A
         await b.fetch_rounds(10)
         assert _log_end(b) == 10
-        assert a.replica_manager.leader_quota.rate(a.broker) == 0.0, "nothing throttled"
+        assert a.replica_manager.leader_quota.rate() == 0.0, "nothing throttled"
     asyncio.run(run())
 
 
@@ -250,7 +242,7 @@ def test_follower_leaves_out_a_throttled_partition_while_over_quota(cluster):
         asked = len(requests)
         await b.fetch_rounds(3)
         assert _log_end(b) == 1
-        assert b.fetchers.quota.rate(b.broker) > 100
+        assert b.fetchers.quota.rate() > 100
         assert all(not t.partitions for r in requests[asked:] for t in r.topics), \
             "the throttled partition is not asked for (the session forgets it)"
         cluster.clock.advance(11_000)
@@ -272,7 +264,7 @@ def test_an_in_sync_follower_is_not_throttled_but_counted(cluster):
             a.produce(bytes([i]) * 600)
         await b.fetch_rounds(10)
         assert _log_end(b) == 10
-        assert a.replica_manager.leader_quota.is_exceeded(a.broker)
+        assert a.replica_manager.leader_quota.is_exceeded()
     asyncio.run(run())
 
 
@@ -289,8 +281,8 @@ def test_a_caught_up_follower_is_in_sync_after_its_first_empty_answer(cluster):
         assert fetcher.partitions[(TOPIC, 0)].lag == 0
         cluster.config[FOLLOWER_RATE] = 100
         b.partition().log.update_config({FOLLOWER_REPLICAS: ["*"]})
-        b.fetchers.quota.record(b.broker, 1_000_000)   # other moves used the quota up
-        assert b.fetchers.quota.is_exceeded(b.broker)
+        b.fetchers.quota.record(1_000_000)   # other moves used the quota up
+        assert b.fetchers.quota.is_exceeded()
         a.produce(b"x" * 10)
         await b.fetch_round()
         assert _log_end(b) == 1
