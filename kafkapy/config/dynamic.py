@@ -47,8 +47,9 @@ Keys that take effect live on a kafkapy broker when changed dynamically:
   log.cleaner.min/max.compaction.lag.ms, log.cleaner.min.cleanable.ratio,
   min.insync.replicas, message.max.bytes, compression.*, unclean.leader.election.enable,
   log.local.retention.*): re-applied to every hosted log without a topic override
-  (``broker.topic_config``), and to new logs through the log manager's defaults
-  (``kafkapy.server.reapply_log_config``, a listener the server registers);
+  (``broker.topic_config``; ``kafkapy.server.log_config_listener``, a listener the
+  server registers); new logs get them from the log manager, which reads the topic
+  defaults from the config when it makes one;
 - unclean.leader.election.enable turned on: the active controller retries every topic's
   offline partitions (Kafka's enableDefaultUncleanLeaderElection;
   ``kafkapy.server.enable_unclean_leader_election``, a listener the server registers);

@@ -47,10 +47,13 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+from typing import Any, Callable
 
 import prometheus_client as prom
 import structlog
 
+from kafkapy.clock import Clock
+from kafkapy.config.broker import BrokerConfig
 from kafkapy.controller import (
     alter_partition, broker_changes, elect_leaders, election, events as ev, failover,
     leader_rebalance, notifications, topic_changes)
@@ -64,7 +67,7 @@ from kafkapy.controller.watches import ControllerWatches
 from kafkapy.controller.zk_writes import ControllerMovedError
 from kafkapy.metadata import paths
 from kafkapy.metadata.features import FinalizedFeatureCache
-from kafkapy.metadata.store import STORE_UNAVAILABLE
+from kafkapy.metadata.store import STORE_UNAVAILABLE, MetadataStore
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.topic_partition import TopicPartition
 
@@ -86,15 +89,25 @@ _STORE_RETRY_S = 1.0
 
 
 class KafkaController:
-    def __init__(self, broker, *, local_deliver,
+    def __init__(self, *, config: BrokerConfig, node_id: int, clock: Clock,
+                 store: MetadataStore, topic_config: Callable[[str], dict],
+                 local_deliver: Callable[[Any], Any],
                  features: FinalizedFeatureCache | None = None,
                  channel_factory=None) -> None:
-        """``local_deliver`` (request -> response) applies the requests this controller
-        sends its own broker (the broker hands in ``kafkapy.handlers.controller_delivery``);
-        ``features`` is this broker's view of ``/feature``, refreshed once a failover set
-        the znode up (None: nothing to refresh); ``channel_factory`` (the
-        ``ControllerChannelManager`` signature) replaces the default in tests."""
-        self._broker = broker
+        """The controller of broker ``node_id``: ``config`` is the broker's (read at use
+        time: dynamic changes apply; its inter-broker listener names the endpoint the
+        brokers are reached on); ``topic_config`` (topic -> its effective config) decides
+        unclean elections; ``local_deliver`` (request -> response) applies the requests
+        this controller sends its own broker (the broker hands in
+        ``kafkapy.handlers.controller_delivery``); ``features`` is this broker's view of
+        ``/feature``, refreshed once a failover set the znode up (None: nothing to
+        refresh); ``channel_factory`` (the ``ControllerChannelManager`` signature)
+        replaces the default in tests."""
+        self._config = config
+        self._node_id = node_id
+        self._clock = clock
+        self._store = store
+        self._topic_config = topic_config
         self._local_deliver = local_deliver
         self._features = features
         self._channel_factory = channel_factory
@@ -121,8 +134,8 @@ class KafkaController:
         return self.ctx.epoch
 
     @property
-    def store(self):
-        return self._broker.store
+    def store(self) -> MetadataStore:
+        return self._store
 
     async def startup(self) -> None:
         """Start the event task, then watch ``/controller`` and run for controller;
@@ -290,7 +303,7 @@ class KafkaController:
         m = self._machinery
         if m is None:
             return _not_controller_answer(event)
-        config = self._broker.config
+        config = self._config
         match event:
             case ev.BrokerChange():
                 broker_changes.process_broker_change(m)
@@ -452,19 +465,19 @@ class KafkaController:
     def _read_controller_id(self) -> int:
         """(Re)register the /controller watch and read who holds it."""
         self.active_controller_id = election.read_controller(
-            self.store, self._broker.node_id, self._watches.controller())
+            self.store, self._node_id, self._watches.controller())
         return self.active_controller_id
 
     def _maybe_resign(self) -> None:
         was_active = self._active
         self._read_controller_id()
-        if was_active and self.active_controller_id != self._broker.node_id:
+        if was_active and self.active_controller_id != self._node_id:
             self._resign()
 
     def _elect(self) -> None:
         if self._stopped:
             return
-        node_id = self._broker.node_id
+        node_id = self._node_id
         wait = self._retry_after - asyncio.get_running_loop().time()
         if wait > 0:
             asyncio.get_running_loop().call_later(wait, self._enqueue, ev.Reelect())
@@ -483,7 +496,7 @@ class KafkaController:
             return
         try:
             epoch, zk_version = election.register_controller_and_increment_epoch(
-                self.store, node_id, self._broker.clock.time_ms())
+                self.store, node_id, self._clock.time_ms())
         except ControllerMovedError as e:
             self._read_controller_id()
             _log.debug("controller election lost", reason=str(e),
@@ -529,23 +542,18 @@ class KafkaController:
             self._closed_channels.append(self._machinery.close())
             self._machinery = None
         self.ctx.clear()
-        _log.info(f"Resigned as the controller (epoch {was})", node_id=self._broker.node_id)
+        _log.info(f"Resigned as the controller (epoch {was})", node_id=self._node_id)
 
     # -- failover (Kafka's onControllerFailover) ---------------------------------------
     def _on_controller_failover(self) -> None:
-        broker = self._broker
-        config = broker.config
-        try:
-            ibp = str(config["inter.broker.protocol.version"])
-        except KeyError:        # a config without the key (tests): the current protocol
-            ibp = "3.9"
-        setup_feature_versioning(self.store, ibp)
+        config = self._config
+        setup_feature_versioning(self.store, str(config["inter.broker.protocol.version"]))
         if self._features is not None:
             self._features.refresh()    # Kafka waits for its own broker's cache to see it
         self._machinery = build_machinery(
-            self.ctx, self.store, self._watches, node_id=broker.node_id,
-            inter_broker_listener=broker.inter_broker_listener, config=config,
-            topic_config=broker.topic_config, local_deliver=self._local_deliver,
+            self.ctx, self.store, self._watches, node_id=self._node_id,
+            inter_broker_listener=config.inter_broker_listener_name, config=config,
+            topic_config=self._topic_config, local_deliver=self._local_deliver,
             channel_factory=self._channel_factory, enqueue=self._enqueue)
         failover.on_controller_failover(self._machinery)
         if config["auto.leader.rebalance.enable"]:
@@ -562,7 +570,7 @@ class KafkaController:
             delay_s, self._enqueue, ev.AutoPreferredReplicaLeaderElection())
 
     def _auto_leader_rebalance(self, m: ControllerMachinery) -> None:
-        config = self._broker.config
+        config = self._config
         try:
             _log.info("Processing automatic preferred replica leader election")
             leader_rebalance.check_and_trigger_auto_leader_rebalance(

@@ -102,7 +102,8 @@ class NoLiveLogDirError(LogDirError):
 
 class LogManager:
     def __init__(self, log_dirs: list[str], clock: Clock = SYSTEM_CLOCK,
-                 default_topic_config: dict[str, Any] | None = None, *,
+                 default_topic_config: dict[str, Any] | Callable[[], dict[str, Any]]
+                 | None = None, *,
                  flush_check_interval_ms: int = 1000,
                  recovery_point_checkpoint_interval_ms: int = 60000,
                  log_start_offset_checkpoint_interval_ms: int = 60000,
@@ -116,7 +117,12 @@ class LogManager:
             raise ValueError("at least one log dir is required")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.clock = clock
-        self.default_topic_config = dict(default_topic_config or {})
+        # the broker's topic defaults (dynamic: a callable is read at each use)
+        if callable(default_topic_config):
+            self._topic_defaults = default_topic_config
+        else:
+            fixed = dict(default_topic_config or {})
+            self._topic_defaults = lambda: fixed
         # producer.id.expiration.ms, shared by every log's producer state (read at use time)
         self.producer_state_config = producer_state_config or ProducerStateManagerConfig()
         self.logs: dict[TopicPartition, Log] = {}
@@ -150,6 +156,11 @@ class LogManager:
         self._recovery_threads = threads if callable(threads) else (lambda: threads)
 
     # ---------------------------------------------------------------- config
+
+    @property
+    def default_topic_config(self) -> dict[str, Any]:
+        """The topic config a log gets where its topic sets nothing."""
+        return self._topic_defaults()
 
     def config_for(self, topic: str, topic_config: dict[str, Any] | None = None) -> LogConfig:
         return LogConfig(topic_config, self.default_topic_config)

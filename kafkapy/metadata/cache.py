@@ -81,7 +81,10 @@ class TopicMetadata:
 
 class MetadataCache:
     def __init__(self, cluster_id: str, node_id: int,
-                 inter_broker_listener: str | None = None) -> None:
+                 inter_broker_listener: str | None = None, *,
+                 topic_overrides: Callable[[str], dict[str, str]] | None = None) -> None:
+        """``topic_overrides`` (topic -> its stored config overrides; None: none) fills a
+        topic's ``configs`` when the cache first learns of it."""
         self.cluster_id = cluster_id
         self.node_id = node_id
         self.inter_broker_listener = inter_broker_listener
@@ -91,8 +94,7 @@ class MetadataCache:
         self.listener_brokers: dict[str, dict[int, BrokerEndpoint]] = {}
         self.topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, str] = {}
-        # name -> the topic's config overrides (set by the server to TopicConfigs.overrides)
-        self.config_loader: Callable[[str], dict] | None = None
+        self._topic_overrides = topic_overrides
         self._listeners: list[TopicListener] = []
         self._update_listeners: list[Callable[[], None]] = []
 
@@ -218,7 +220,8 @@ class MetadataCache:
     def _put_partition(self, name: str, state: PartitionState) -> None:
         topic = self.topics.get(name)
         if topic is None:
-            configs = dict(self.config_loader(name) or {}) if self.config_loader else {}
+            overrides = self._topic_overrides
+            configs = dict(overrides(name) or {}) if overrides is not None else {}
             topic = TopicMetadata(name=name, topic_id=ZERO_UUID, configs=configs)
             self.topics[name] = topic
         topic.partitions[state.partition] = state

@@ -10,6 +10,10 @@ Kafka's MBeans (lower-cased names, label names as Kafka's MBean keys):
   (``kafka_consumergroup_lag{consumergroup,topic,partition}`` = high watermark minus the
   committed offset), for the groups this broker coordinates and the partitions it hosts.
 
+What it reads: the broker hands the collector each part it reads, typed by the
+protocols below (what the scrape reads of each, nothing more), so this lowest layer
+imports none of them.
+
 Invariants:
 - Everything that is a state (sizes, counts, lag, idle) is computed here, at scrape
   time, never maintained on the hot path; the counters come from
@@ -27,12 +31,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
+from typing import Callable, Collection, Container, Iterable, Mapping, Protocol, Sequence, Sized
 
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, Metric,
                                     SummaryMetricFamily)
 from prometheus_client.samples import Sample
 
 from kafkapy.metrics import counters as C
+from kafkapy.protocol.topic_partition import TopicPartition
 
 _SCRAPE_TIMEOUT_S = 10.0
 # Kafka's histogram percentiles, named as the rules name them (quantile "0.$N").
@@ -42,16 +48,151 @@ _MIN_IDLE_WINDOW_S = 0.5
 _RUNNING = 3    # Kafka's BrokerState.RUNNING
 
 
-class BrokerCollector:
-    """A prometheus_client collector for one broker (see the module docstring)."""
+# -- what the scrape reads ----------------------------------------------------------------------
+class TopicNames(Protocol):
+    """The metadata cache: the topics that exist (a deleted one's counters retire)."""
+    @property
+    def topics(self) -> Container[str]: ...
 
-    def __init__(self, broker) -> None:
-        self._broker = broker
+
+class Listener(Protocol):
+    """A listener's socket server."""
+    @property
+    def connection_count(self) -> int: ...
+
+    def inflight_requests(self) -> int: ...
+
+
+class PartitionLog(Protocol):
+    @property
+    def offline(self) -> bool: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+
+class ReplicaSets(Protocol):
+    """A partition's state as the controller gave it."""
+    @property
+    def replicas(self) -> Sized: ...
+
+    @property
+    def isr(self) -> Sized: ...
+
+
+class HostedPartition(Protocol):
+    @property
+    def log(self) -> PartitionLog: ...
+
+    @property
+    def state(self) -> ReplicaSets: ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def effective_min_isr(self) -> int: ...
+
+
+class HostedPartitions(Protocol):
+    """The replica manager: the partitions this broker hosts."""
+    @property
+    def partitions(self) -> Mapping[TopicPartition, HostedPartition]: ...
+
+
+class Segment(Protocol):
+    @property
+    def size(self) -> int: ...
+
+
+class LogView(Protocol):
+    @property
+    def segments(self) -> Sequence[Segment]: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+
+class Logs(Protocol):
+    """The log manager: every current log, and the log dirs gone offline."""
+    @property
+    def logs(self) -> Mapping[TopicPartition, LogView]: ...
+
+    @property
+    def offline_dirs(self) -> Collection[str]: ...
+
+
+class ControllerCounts(Protocol):
+    """The active controller's view of the cluster."""
+    @property
+    def assignments(self) -> Sized: ...
+
+    def offline_partition_count(self) -> int: ...
+
+    def partition_count(self) -> int: ...
+
+    def preferred_replica_imbalance_count(self) -> int: ...
+
+
+class Controller(Protocol):
+    @property
+    def is_active(self) -> bool: ...
+
+    @property
+    def ctx(self) -> ControllerCounts: ...
+
+
+class PurgatoryCounts(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def watched_count(self) -> int: ...
+
+    @property
+    def num_delayed(self) -> int: ...
+
+
+class CommittedOffset(Protocol):
+    @property
+    def offset(self) -> int: ...
+
+
+class Group(Protocol):
+    """A consumer group this broker coordinates."""
+    @property
+    def members(self) -> Sized: ...
+
+    @property
+    def offsets(self) -> Mapping[TopicPartition, CommittedOffset]: ...
+
+
+class BrokerCollector:
+    """A prometheus_client collector for one broker (see the module docstring); made on
+    the broker's event loop, which every scrape then runs on."""
+
+    def __init__(self, *, cache: TopicNames, listeners: Sequence[Listener],
+                 replica_manager: HostedPartitions, log_manager: Logs, controller: Controller,
+                 purgatories: Iterable[PurgatoryCounts],
+                 groups: Callable[[], Mapping[str, Group]]) -> None:
+        """``purgatories`` in the order their samples are listed; ``groups``: the groups
+        this broker coordinates, by id, as they are at the scrape."""
+        self._loop = asyncio.get_running_loop()
+        self._cache = cache
+        self._listeners = tuple(listeners)
+        self._replica_manager = replica_manager
+        self._log_manager = log_manager
+        self._controller = controller
+        self._purgatories = tuple(purgatories)
+        self._groups = groups
         self._idle = _IdleMeter()
 
     def collect(self):
-        loop = self._broker.loop
-        if loop is None or loop.is_closed():
+        loop = self._loop
+        if loop.is_closed():
             return []
         try:
             if asyncio.get_running_loop() is loop:     # called on the loop itself (tests)
@@ -73,27 +214,25 @@ class BrokerCollector:
 
     def families(self) -> list[Metric]:
         """Every family, read on the event loop."""
-        broker = self._broker
+        partitions = self._replica_manager.partitions
         out: list[Metric] = []
-        out += _topic_families(broker)
+        out += _topic_families(self._cache)
         out += _request_families()
-        out += _network_families(broker, self._idle.sample())
-        out += _replica_manager_families(broker)
-        out += _controller_families(broker)
-        out += _log_families(broker)
-        out += _purgatory_families(broker)
-        out += _group_families(broker)
-        out += _compat_families(broker)
+        out += _network_families(self._listeners, self._idle.sample())
+        out += _replica_manager_families(partitions)
+        out += _controller_families(self._controller)
+        out += _log_families(self._log_manager)
+        out += _purgatory_families(self._purgatories)
+        out += _group_families(self._groups(), partitions)
+        out += _compat_families(self._listeners)
         out.append(_gauge("kafka_server_kafkaserver_brokerstate",
                           "Kafka's BrokerState (3: running)", _RUNNING))
         return out
 
 
 # -- BrokerTopicMetrics -------------------------------------------------------------------
-def _topic_families(broker) -> list[Metric]:
-    cache = broker.cache
-    if cache is not None:
-        C.retire_topics(cache.topics)
+def _topic_families(cache: TopicNames) -> list[Metric]:
+    C.retire_topics(cache.topics)
     total = C.all_topics()
     families = []
     for attr, name, doc in (
@@ -153,9 +292,8 @@ def _percentiles(values: list[float]):
 
 
 # -- SocketServer / RequestChannel --------------------------------------------------------------
-def _network_families(broker, idle: float) -> list[Metric]:
-    servers = broker.socket_servers
-    inflight = sum(server.inflight_requests() for server in servers)
+def _network_families(listeners: Sequence[Listener], idle: float) -> list[Metric]:
+    inflight = sum(listener.inflight_requests() for listener in listeners)
     return [
         _gauge("kafka_network_socketserver_networkprocessoravgidlepercent",
                "Fraction of time the event loop was idle (NetworkProcessorAvgIdlePercent)",
@@ -166,9 +304,9 @@ def _network_families(broker, idle: float) -> list[Metric]:
 
 
 # -- ReplicaManager ------------------------------------------------------------------------------
-def _replica_manager_families(broker) -> list[Metric]:
-    replicas = broker.replica_manager
-    partitions = list(replicas.partitions.values()) if replicas is not None else []
+def _replica_manager_families(hosted: Mapping[TopicPartition, HostedPartition]
+                              ) -> list[Metric]:
+    partitions = list(hosted.values())
     leaders = under = under_min = at_min = offline = 0
     for p in partitions:
         if p.log.offline:
@@ -208,9 +346,8 @@ def _replica_manager_families(broker) -> list[Metric]:
 
 
 # -- KafkaController ----------------------------------------------------------------------------
-def _controller_families(broker) -> list[Metric]:
-    controller = broker.controller
-    active = controller is not None and controller.is_active
+def _controller_families(controller: Controller) -> list[Metric]:
+    active = controller.is_active
     offline = topics = partitions = imbalance = 0
     if active:
         ctx = controller.ctx
@@ -230,49 +367,42 @@ def _controller_families(broker) -> list[Metric]:
 
 
 # -- Log / LogManager ---------------------------------------------------------------------------
-def _log_families(broker) -> list[Metric]:
+def _log_families(manager: Logs) -> list[Metric]:
     names = (("size", "Bytes of the partition's segments (Size)"),
              ("logendoffset", "Log end offset (LogEndOffset)"),
              ("logstartoffset", "Log start offset (LogStartOffset)"),
              ("numlogsegments", "Segments (NumLogSegments)"))
     families = [GaugeMetricFamily(f"kafka_log_log_{n}", doc, labels=["topic", "partition"])
                 for n, doc in names]
-    manager = broker.log_manager
-    logs = sorted(manager.logs.items()) if manager is not None else []
-    for (topic, index), log in logs:
+    for (topic, index), log in sorted(manager.logs.items()):
         labels = [topic, str(index)]
         segments = log.segments
         families[0].add_metric(labels, sum(s.size for s in segments))
         families[1].add_metric(labels, log.log_end_offset)
         families[2].add_metric(labels, log.log_start_offset)
         families[3].add_metric(labels, len(segments))
-    offline_dirs = len(manager.offline_dirs) if manager is not None else 0
     families.append(_gauge("kafka_log_logmanager_offlinelogdirectorycount",
-                           "Log dirs offline after an I/O error", offline_dirs))
+                           "Log dirs offline after an I/O error", len(manager.offline_dirs)))
     return families
 
 
 # -- DelayedOperationPurgatory -------------------------------------------------------------------
-def _purgatory_families(broker) -> list[Metric]:
+def _purgatory_families(purgatories: Iterable[PurgatoryCounts]) -> list[Metric]:
     size = GaugeMetricFamily("kafka_server_delayedoperationpurgatory_purgatorysize",
                              "Watcher entries of delayed operations (PurgatorySize)",
                              labels=["delayedOperation"])
     delayed = GaugeMetricFamily("kafka_server_delayedoperationpurgatory_numdelayedoperations",
                                 "Delayed operations waiting (NumDelayedOperations)",
                                 labels=["delayedOperation"])
-    for purgatory in (broker.produce_purgatory, broker.fetch_purgatory):
-        if purgatory is not None:
-            size.add_metric([purgatory.name], purgatory.watched_count)
-            delayed.add_metric([purgatory.name], purgatory.num_delayed)
+    for purgatory in purgatories:
+        size.add_metric([purgatory.name], purgatory.watched_count)
+        delayed.add_metric([purgatory.name], purgatory.num_delayed)
     return [size, delayed]
 
 
 # -- groups: GroupMetadataManager and the lag exporters' names -----------------------------------
-def _group_families(broker) -> list[Metric]:
-    groups = broker.groups
-    coordinator = groups.coordinator if groups is not None else None
-    by_id = getattr(coordinator, "_groups", {}) if coordinator is not None else {}
-    partitions = broker.replica_manager.partitions if broker.replica_manager else {}
+def _group_families(by_id: Mapping[str, Group],
+                    partitions: Mapping[TopicPartition, HostedPartition]) -> list[Metric]:
     current = GaugeMetricFamily("kafka_consumergroup_current_offset",
                                 "Committed offset of a group", labels=["consumergroup", "topic",
                                                                        "partition"])
@@ -306,7 +436,7 @@ def _group_families(broker) -> list[Metric]:
 
 
 # -- kafkapy's earlier names (kept: tests and existing scrapes use them) ----------------------
-def _compat_families(broker) -> list[Metric]:
+def _compat_families(listeners: Sequence[Listener]) -> list[Metric]:
     requests = CounterMetricFamily("kafkapy_requests", "Requests handled, by API",
                                    labels=["api"])
     for key, stats in sorted(C.APIS.items()):
@@ -315,7 +445,7 @@ def _compat_families(broker) -> list[Metric]:
     return [
         requests,
         _gauge("kafkapy_connections", "Open client connections",
-               sum(server.connection_count for server in broker.socket_servers)),
+               sum(listener.connection_count for listener in listeners)),
         _counter("kafkapy_fetch_sendfile_bytes",
                  "Record bytes sent from segment files with os.sendfile", b.sendfile_bytes),
         _counter("kafkapy_fetch_copied_bytes",

@@ -17,8 +17,8 @@ SASL_SSL; the broker's host name checked unless the listener turns endpoint
 identification off) and authenticates with SASL (SASL_PLAINTEXT, SASL_SSL) before
 ``connect`` returns: SaslHandshake v1, then SaslAuthenticate v2 tokens from the
 client mechanism (``kafkapy.security.sasl.client``).  A refused login raises
-``SaslLoginError`` (a ConnectionError) and closes the connection.  The broker sets
-``BrokerConnection.default_security`` at start-up (its inter-broker settings), which
+``SaslLoginError`` (a ConnectionError) and closes the connection.  The broker calls
+``use_inter_broker_security`` once at start-up (its inter-broker settings), which
 every connection made without an explicit ``security`` uses; it is process-wide, so
 brokers sharing one process must share their inter-broker security.
 
@@ -84,15 +84,24 @@ class _Pending:
         self.future = future
 
 
+# What a connection made without its own ``security`` uses (None: PLAINTEXT).
+_inter_broker_security: ClientSecurity | None = None
+
+
+def use_inter_broker_security(security: ClientSecurity | None) -> None:
+    """Every BrokerConnection made from now on without a ``security`` of its own uses
+    ``security`` (the broker's inter-broker settings; None: PLAINTEXT)."""
+    global _inter_broker_security
+    _inter_broker_security = security
+
+
 class BrokerConnection:
     """One TCP connection; ``connect`` once, ``send`` any number of times."""
-
-    default_security: ClientSecurity | None = None
 
     def __init__(self, client_id: str | None = "kafkapy", request_timeout_s: float = 30.0,
                  security: ClientSecurity | None = None) -> None:
         self.client_id = client_id
-        self.security = security if security is not None else BrokerConnection.default_security
+        self.security = security if security is not None else _inter_broker_security
         self.request_timeout_s = request_timeout_s
         self.host: str | None = None
         self.port: int | None = None

@@ -1,6 +1,6 @@
 """The controller tests' harness: brokers registered in ZooKeeper (zk_brokers, FakeBroker, an
-embedded broker), a running controller, topic state written and read as Kafka's znodes,
-eventually()."""
+embedded broker), each one's KafkaController built from its parts, a running controller,
+topic state written and read as Kafka's znodes, eventually()."""
 from __future__ import annotations
 
 import asyncio
@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from kafkapy.clock import SYSTEM_CLOCK
+from kafkapy.config.broker import BrokerConfig
 from kafkapy.controller.controller import KafkaController
 from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
@@ -22,20 +23,26 @@ LAI, STOP, UM = 4, 5, 6
 
 
 # -- stand-ins ------------------------------------------------------------------------
+def broker_config(node_id: int, settings: dict[str, str] | None = None) -> BrokerConfig:
+    """Broker ``node_id``'s config: Kafka's defaults, a short controller socket timeout,
+    then ``settings``."""
+    return BrokerConfig.from_properties(
+        {"broker.id": str(node_id), "controller.socket.timeout.ms": "3000"}, settings)
+
+
+def _clean_elections_only(topic: str) -> dict:
+    return {"unclean.leader.election.enable": False}
+
+
 class FakeBroker:
-    """What KafkaController needs of the broker; ``received`` records requests."""
+    """One broker of the controller tests: its config, store and registration, the
+    KafkaController made of them (``start_controller``), and the requests the
+    controller sent it (``received``; ``apply`` answers them as a broker would)."""
 
     def __init__(self, node_id: int, store, network: dict) -> None:
         self.node_id = node_id
         self.store = store
-        self.clock = SYSTEM_CLOCK
-        self.loop = None
-        self.inter_broker_listener = "PLAINTEXT"
-        self.config = {"controller.socket.timeout.ms": 3000, "delete.topic.enable": True,
-                       "unclean.leader.election.enable": False,
-                       "auto.leader.rebalance.enable": True,
-                       "leader.imbalance.check.interval.seconds": 300,
-                       "leader.imbalance.per.broker.percentage": 10}
+        self.config = broker_config(node_id)
         self.broker_epoch = -1
         self.received: list = []
         self.failed_dirs: set = set()
@@ -43,9 +50,6 @@ class FakeBroker:
         network[node_id] = self
         self.controller: KafkaController | None = None
         self.authorizer = None
-
-    def topic_config(self, name: str) -> dict:
-        return {"unclean.leader.election.enable": False}
 
     def register(self) -> None:
         payload = paths.encode_broker_registration(
@@ -77,8 +81,10 @@ class FakeBroker:
             self.channels.append(FakeChannel(loop, node_id, deliver, self.network))
             return self.channels[-1]
         self.channels: list[FakeChannel] = []
-        self.controller = KafkaController(self, local_deliver=self.apply,
-                                          channel_factory=channel)
+        self.controller = KafkaController(
+            config=self.config, node_id=self.node_id, clock=SYSTEM_CLOCK, store=self.store,
+            topic_config=_clean_elections_only, local_deliver=self.apply,
+            channel_factory=channel)
         return self.controller
 
     # what the requests said -------------------------------------------------

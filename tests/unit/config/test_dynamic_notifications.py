@@ -13,23 +13,19 @@ from kafkapy.clock import MockClock
 from kafkapy.config.broker import BrokerConfig
 from kafkapy.config.dynamic import DynamicBrokerConfig
 from kafkapy.config.topic_configs import TopicConfigs
+from kafkapy.log.manager import LogManager
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import MetadataCache
 from kafkapy.metadata.embedded import EmbeddedStore
-from kafkapy.server import reapply_log_config
+from kafkapy.server import log_config_listener
 from tests.support.admin_broker import TS
 from tests.support.topic_configs import FakeReplicaManager
-
-
-class FakeLogManager:
-    def __init__(self, defaults):
-        self.default_topic_config = dict(defaults)
 
 
 class Broker:
     """What the dynamic config path uses of the server's Broker."""
 
-    def __init__(self, store, node_id: int, clock) -> None:
+    def __init__(self, store, node_id: int, clock, log_dir) -> None:
         self.node_id = node_id
         self.clock = clock
         self.store = store
@@ -37,10 +33,10 @@ class Broker:
         self.cache = MetadataCache("cluster", node_id, "PLAINTEXT")
         self.controller = None
         self.replica_manager = FakeReplicaManager([("t", 0)])
-        self.log_manager = FakeLogManager(self.config.topic_defaults())
+        self.log_manager = LogManager([str(log_dir)], clock, self.config.topic_defaults)
         self.dynamic_config = DynamicBrokerConfig(self.config, store, node_id)
-        self.dynamic_config.add_listener(lambda changed: reapply_log_config(
-            self.config, self.log_manager, self.replica_manager, self.topic_config))
+        self.dynamic_config.add_listener(log_config_listener(
+            self.config, self.replica_manager, self.topic_config))
         self.topic_configs = TopicConfigs(store, self.cache, clock,
                                           dynamic_config=self.dynamic_config)
         self.admin = AdminManager(store, self.cache, self.config, self.topic_configs,
@@ -55,7 +51,7 @@ def brokers(tmp_path):
     clock = MockClock(TS)
     store = EmbeddedStore(tmp_path / "metadata.json", clock=clock, fsync=False)
     paths.ensure_base_paths(store)
-    pair = [Broker(store, 0, clock), Broker(store, 1, clock)]
+    pair = [Broker(store, n, clock, tmp_path / f"logs-{n}") for n in (0, 1)]
     yield pair
     for b in pair:
         b.topic_configs.stop()

@@ -92,7 +92,7 @@ async def test_deleted_topic_forgotten(broker):
     broker.topic_configs.start()
     write_config(broker, "t", {"retention.ms": "7"}, notify=False)
     broker.cache.apply_update_metadata(um("t", [(0, 0, [0])]))
-    assert broker.cache.topic("t").configs == {}     # no config_loader wired in this fake
+    assert broker.cache.topic("t").configs == {}     # this fake's cache has no topic_overrides
     assert broker.topic_configs.overrides("t") == {"retention.ms": "7"}
     broker.store.delete(paths.topic_config_path("t"))
     broker.cache.apply_update_metadata(um("t", [(0, -2, [0])]))

@@ -22,7 +22,7 @@ from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.features import FinalizedFeatureCache
 from kafkapy.protocol.messages import RESPONSES
-from tests.support.controller import embedded_broker, running_controller
+from tests.support.controller import broker_config, embedded_broker, running_controller
 
 ENABLED_V2 = b'{"features":{},"version":2,"status":1}'
 
@@ -99,7 +99,7 @@ async def test_failover_rewrites_v1_znode_as_v2(tmp_path):
 ])
 async def test_ibp_decides_status_and_version(tmp_path, ibp, expected):
     async with embedded_broker(tmp_path) as broker:
-        broker.config["inter.broker.protocol.version"] = ibp
+        broker.config = broker_config(broker.node_id, {"inter.broker.protocol.version": ibp})
         async with running_controller(broker):
             assert _feature(broker.store) == (expected, 0)
 

@@ -48,7 +48,9 @@ class Broker:
     def __init__(self, tmp_path):
         self.node_id = NODE
         self.broker_epoch = 100
-        self.cache = MetadataCache("cluster", NODE, "INTERNAL")
+        self.topic_overrides: dict[str, dict[str, str]] = {}    # what /config/topics holds
+        self.cache = MetadataCache("cluster", NODE, "INTERNAL",
+                                   topic_overrides=lambda name: self.topic_overrides.get(name))
         self.store = EmbeddedStore(tmp_path / "metadata.json", fsync=False)
         self.controller_fence = ControllerFence(self.store, lambda: self.broker_epoch)
         self.authorizer = None
@@ -246,7 +248,7 @@ def test_leader_and_isr_tells_the_cache_listeners(broker):
 def test_update_metadata_fills_the_cache(broker):
     updates = []
     broker.cache.add_update_listener(lambda: updates.append(1))
-    broker.cache.config_loader = lambda name: {"cleanup.policy": "compact"}
+    broker.topic_overrides["t"] = {"cleanup.policy": "compact"}
     response = update_metadata.apply(broker, um([(0, 1, 2, [1, 2], [1], [2]),
                                                  (1, 2, 0, [2, 1], [2, 1])], controller_id=2))
     assert roundtrip(response).error_code == 0 and updates == [1]
