@@ -2,7 +2,9 @@
 
 Kafka's ReplicaManager.alterReplicaLogDirs, maybeAddLogDirFetchers and its
 ReplicaAlterLogDirsManager / ReplicaAlterLogDirsThread, in one object per broker
-(``broker.alter_log_dirs``, given to the replica manager when it is made):
+(``AlterLogDirsManager``, given to the replica manager when it is made, so it reaches
+the replica manager's partitions only through the callables it is given:
+``partition_of(key)`` and ``log_swapped(key)``, which wakes waiting fetches):
 
 - ``alter(assignment)`` answers AlterReplicaLogDirs per partition: a dir that is not
   configured -> LOG_DIR_NOT_FOUND; an offline dir, an offline replica, or a new future
@@ -27,7 +29,8 @@ ReplicaAlterLogDirsManager / ReplicaAlterLogDirsThread, in one object per broker
   future's high watermark and log start follow the current's.
 - when the future log has caught up (same log end offset), the two are swapped on the
   loop (``LogManager.replace_current_with_future``: renames only) and the partition
-  serves from the new dir; the old log goes the way of a deleted log.
+  serves from the new dir (``Partition.swap_in_future_log``); the old log goes the way
+  of a deleted log.
 - throttle: ``replica.alter.log.dirs.io.max.bytes.per.second`` (dynamic broker config)
   through Kafka's ReplicationQuotaManager (``AlterLogDirs`` quota, windows
   ``alter.log.dirs.replication.quota.window.num`` x ``...window.size.seconds``): no
@@ -46,6 +49,7 @@ refilled since), so the swap loses nothing and serves nothing stale.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING, Callable
 
 import structlog
 
@@ -56,6 +60,13 @@ from kafkapy.records.batch import is_crc_valid, iter_headers
 from kafkapy.replication import quota as _quota
 from kafkapy.replication.fetcher import fetcher_id
 from kafkapy.replication.quota import FOLLOWER, ReplicationQuota
+
+if TYPE_CHECKING:
+    from kafkapy.clock import Clock
+    from kafkapy.config.broker import BrokerConfig
+    from kafkapy.log.manager import LogManager
+    from kafkapy.metadata.cache import MetadataCache
+    from kafkapy.replication.partition import Partition
 
 _log = structlog.get_logger("kafkapy.replication.alter_log_dirs")
 
@@ -70,8 +81,8 @@ INVALID_OFFSET_LAG = -1
 class AlterLogDirsQuota(ReplicationQuota):
     """Kafka's quotas.alterLogDirs: every move is throttled (no replica lists)."""
 
-    def __init__(self, node_id: int) -> None:
-        super().__init__(FOLLOWER, node_id)
+    def __init__(self, node_id: int, *, config: BrokerConfig, clock: Clock) -> None:
+        super().__init__(FOLLOWER, node_id, config=config, clock=clock)
         self.kind = ALTER_LOG_DIRS
         self._rate_key = RATE_KEY
         self._window_keys = (_SAMPLES_KEY, _WINDOW_KEY)
@@ -85,13 +96,20 @@ class AlterLogDirsQuota(ReplicationQuota):
 class AlterLogDirsManager:
     """AlterReplicaLogDirs and the copier of future logs (module docstring)."""
 
-    def __init__(self, broker) -> None:
-        self._broker = broker
-        self.quota = AlterLogDirsQuota(broker.node_id)
+    def __init__(self, *, config: BrokerConfig, clock: Clock, log_manager: LogManager,
+                 node_id: int, cache: MetadataCache,
+                 partition_of: Callable[[TopicPartition], Partition | None],
+                 log_swapped: Callable[[TopicPartition], None]) -> None:
+        self._config = config
+        self._logs = log_manager
+        self._cache = cache     # tells a partition not hosted here from an unknown one
+        self._partition = partition_of
+        self._log_swapped = log_swapped
+        self.quota = AlterLogDirsQuota(node_id, config=config, clock=clock)
         # Kafka's num.replica.alter.log.dirs.threads (default: one per log dir), each
         # moving one partition at a time; a partition goes to the one its hash picks.
-        threads = _config(broker.config, "num.replica.alter.log.dirs.threads", None)
-        count = int(threads) if threads else len(broker.log_manager.log_dirs)
+        threads = _config(config, "num.replica.alter.log.dirs.threads", None)
+        count = int(threads) if threads else len(log_manager.log_dirs)
         self._workers = [_Worker(i) for i in range(max(1, count))]
         self._closed = False
         self.moves_completed = 0
@@ -102,14 +120,14 @@ class AlterLogDirsManager:
 
     def _alter_one(self, key: TopicPartition, d: str) -> int:
         topic, index = key
-        logs = self._broker.log_manager
+        logs = self._logs
         if len(partition_dir_name(topic, index)) + _UUID_SUFFIX_LEN > 255:
             return ErrorCode.INVALID_TOPIC_EXCEPTION
         if not logs.has_log_dir(d):
             return ErrorCode.LOG_DIR_NOT_FOUND
         if d in logs.offline_dirs:
             return ErrorCode.KAFKA_STORAGE_ERROR
-        partition = self._broker.replica_manager.partitions.get(key)
+        partition = self._partition(key)
         if partition is not None:
             if partition.log.offline:
                 return ErrorCode.KAFKA_STORAGE_ERROR
@@ -121,8 +139,7 @@ class AlterLogDirsManager:
                 logs.delete_future_log(topic, index)
         logs.maybe_update_preferred_log_dir(topic, index, d)
         if partition is None:
-            cache = self._broker.replica_manager.cache
-            if cache is not None and cache.partition(topic, index) is None:
+            if self._cache.partition(topic, index) is None:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return ErrorCode.REPLICA_NOT_AVAILABLE
         if logs.log_dir_of(topic, index) == d or logs.get_future_log(topic, index) is not None:
@@ -143,13 +160,11 @@ class AlterLogDirsManager:
     # -- which partitions ----------------------------------------------------------------
     def maybe_add_partitions(self, keys) -> None:
         """Kafka's maybeAddLogDirFetchers: hosted, online partitions with a future log."""
-        logs = self._broker.log_manager
-        partitions = self._broker.replica_manager.partitions
         found = []
         for key in keys:
-            partition = partitions.get(key)
+            partition = self._partition(key)
             if (partition is not None and not partition.log.offline
-                    and logs.get_future_log(*key) is not None):
+                    and self._logs.get_future_log(*key) is not None):
                 found.append(key)
         self.add_partitions(found)
 
@@ -179,7 +194,7 @@ class AlterLogDirsManager:
 
     def offset_lag(self, key: TopicPartition) -> int:
         """DescribeLogDirs' lag of a future replica: current log end minus its own."""
-        logs = self._broker.log_manager
+        logs = self._logs
         current, future = logs.get_log(*key), logs.get_future_log(*key)
         if current is None or current.offline or future is None:
             return INVALID_OFFSET_LAG
@@ -226,25 +241,24 @@ class AlterLogDirsManager:
                 await asyncio.sleep(0)   # let requests in between rounds
 
     def _backoff_s(self) -> float:
-        return max(10, int(_config(self._broker.config, "replica.fetch.backoff.ms", 1000))) / 1000
+        return max(10, int(_config(self._config, "replica.fetch.backoff.ms", 1000))) / 1000
 
     async def _round(self, key: TopicPartition) -> bool:
         """One copy step of ``key``; False to back off (throttled, nothing to do)."""
-        broker = self._broker
-        logs = broker.log_manager
-        partition = broker.replica_manager.partitions.get(key)
+        logs = self._logs
+        partition = self._partition(key)
         future = logs.get_future_log(*key)
         if partition is None or future is None or partition.log.offline or future.offline:
             self.remove_partitions([key])
             return True
         current = partition.log
-        if self.quota.is_exceeded(broker):
+        if self.quota.is_exceeded():
             return False
         if not self._reconcile(key, current, future):
             return True
         if future.log_end_offset == current.log_end_offset:
             return self._swap(key, partition)
-        fetch_size = int(_config(broker.config, "replica.fetch.max.bytes", 1048576))
+        fetch_size = int(_config(self._config, "replica.fetch.max.bytes", 1048576))
         start = future.log_end_offset
         # One segment's worth at most, as Kafka's log reads never span segments.
         slices = current.read(start, max(fetch_size, 1), None, True)[:1]
@@ -259,7 +273,7 @@ class AlterLogDirsManager:
                 or current.log_end_offset < start or current.offline or future.offline):
             return True
         copied = self._append(key, current, future, data)
-        self.quota.record(broker, copied)
+        self.quota.record(copied)
         future.high_watermark = min(current.high_watermark, future.log_end_offset)
         if future.log_start_offset < current.log_start_offset <= future.log_end_offset:
             future.maybe_increment_log_start_offset(current.log_start_offset)
@@ -311,14 +325,14 @@ class AlterLogDirsManager:
         return copied
 
     def _future_failed(self, key: TopicPartition, future, err: OSError) -> None:
-        logs = self._broker.log_manager
+        logs = self._logs
         d = logs.future_log_dir_of(*key) or future.parent_dir
         self.remove_partitions([key])
         logs.fail_dir(d, err)
 
-    def _swap(self, key: TopicPartition, partition) -> bool:
+    def _swap(self, key: TopicPartition, partition: Partition) -> bool:
         """Replace the current log with the future one; False when it must wait."""
-        logs = self._broker.log_manager
+        logs = self._logs
         source = logs.log_dir_of(*key)
         try:
             new_log = logs.replace_current_with_future(*key)
@@ -329,12 +343,12 @@ class AlterLogDirsManager:
             return True
         if new_log is None:   # a flush is busy with one of the logs: a later round swaps
             return False
-        partition.log = new_log
+        partition.swap_in_future_log(new_log)
         self.remove_partitions([key])
         self.moves_completed += 1
         _log.info("moved replica", partition=f"{key[0]}-{key[1]}", source=source,
                   destination=logs.log_dir_of(*key), log_end_offset=new_log.log_end_offset)
-        self._broker.replica_manager.appended(key)   # waiting fetches see the new log
+        self._log_swapped(key)   # waiting fetches see the new log
         return True
 
 

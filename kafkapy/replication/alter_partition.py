@@ -16,21 +16,29 @@ Invariants (as Kafka's):
    error (NOT_CONTROLLER, STALE_BROKER_EPOCH, ...), a lost connection or a timeout
    keeps every item and sends them again after a short backoff (Kafka never times
    an AlterPartition out; a LeaderAndIsr makes a late answer harmless);
- - the request goes in-process to ``broker.controller`` when this broker is the
-   active controller, else over a ``BrokerConnection`` to the controller's
-   inter-broker endpoint in ``broker.cache`` (replaced when the controller moves).
+ - the request goes in-process to this broker's controller when it is the active
+   one, else over a ``BrokerConnection`` to the controller's inter-broker endpoint
+   in the metadata cache (replaced when the controller moves).
 
 It also owns the two knobs partitions read (``replica_lag_time_max_ms``,
 ``is_replica_eligible``: alive in the metadata cache, Kafka's ZK-mode
-isReplicaIsrEligible), the periodic ISR-shrink task (``start``: every
-replica.lag.time.max.ms / 2, Kafka's isr-expiration) and the
-under-replicated-partitions gauge.
+isReplicaIsrEligible) and the periodic ISR-shrink task (``start``: every
+replica.lag.time.max.ms / 2, Kafka's isr-expiration).
+
+Wiring: the replica manager is made with this manager (it hands it to every
+partition it creates), and the controller is made after both; so neither is
+given as an object.  What this manager asks of them are callables that reach
+them when called, once the broker works: ``shrink_isrs`` (the isr-expiration
+task's check), ``high_watermark_moved(key)`` (wake what waits on a partition whose
+new ISR moved its high watermark) and ``controller()`` (this broker's controller,
+or None before it exists).
 """
 from __future__ import annotations
 
 import asyncio
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import structlog
 
@@ -38,6 +46,12 @@ from kafkapy.network.client import BrokerConnection
 from kafkapy.protocol.errors import ErrorCode, error_name
 from kafkapy.protocol.inter_broker import AlterPartitionRequest
 from kafkapy.protocol.topic_partition import TopicPartition
+
+if TYPE_CHECKING:   # annotations only
+    from kafkapy.config.broker import BrokerConfig
+    from kafkapy.controller.controller import KafkaController
+    from kafkapy.metadata.cache import MetadataCache
+    from kafkapy.replication.partition import Partition, PendingIsrChange
 
 _log = structlog.get_logger("kafkapy.replication.alter_partition")
 
@@ -54,18 +68,27 @@ _BrokerState = _PartitionData.BrokerState
 
 @dataclass(eq=False)
 class _Item:
-    partition: object           # kafkapy.replication.partition.Partition
-    pending: object             # its PendingIsrChange
+    partition: Partition
+    pending: PendingIsrChange
 
 
 class AlterPartitionManager:
-    """``broker.alter_partition``, given to the replica manager when it is made (every
-    partition it creates gets it as its ``isr_manager``); it reaches the replica manager,
-    controller and cache through the broker only once it works."""
+    """Given to the replica manager when it is made (every partition it creates gets it
+    as its ``isr_manager``); reaches the replica manager and the controller only through
+    the callables it is given (module docstring: wiring)."""
 
-    def __init__(self, broker) -> None:
-        self._broker = broker
-        config = broker.config
+    def __init__(self, *, config: BrokerConfig, cache: MetadataCache, node_id: int,
+                 broker_epoch: Callable[[], int], inter_broker_listener: str,
+                 controller: Callable[[], KafkaController | None],
+                 shrink_isrs: Callable[[], object],
+                 high_watermark_moved: Callable[[TopicPartition], None]) -> None:
+        self._cache = cache
+        self._node_id = node_id
+        self._broker_epoch = broker_epoch
+        self._inter_broker_listener = inter_broker_listener
+        self._controller = controller
+        self._shrink_isrs = shrink_isrs
+        self._high_watermark_moved = high_watermark_moved
         self.replica_lag_time_max_ms = int(config["replica.lag.time.max.ms"])
         self._connect_timeout_s = int(config["controller.socket.timeout.ms"]) / 1000.0
         self._request_timeout_s = int(config["request.timeout.ms"]) / 1000.0
@@ -81,10 +104,9 @@ class AlterPartitionManager:
     # -- what partitions use ---------------------------------------------------------
     def is_replica_eligible(self, broker_id: int) -> bool:
         """ZK mode: the follower's broker is alive in the metadata cache."""
-        cache = self._broker.cache
-        return cache is None or cache.is_alive(broker_id)
+        return self._cache.is_alive(broker_id)
 
-    def submit(self, partition, pending) -> bool:
+    def submit(self, partition: Partition, pending: PendingIsrChange) -> bool:
         """Queue ``pending`` for ``partition``; False if a change is already queued."""
         if self._closed:
             return False
@@ -97,8 +119,8 @@ class AlterPartitionManager:
 
     # -- the periodic shrink check ---------------------------------------------------
     def start(self) -> None:
-        """Start Kafka's isr-expiration task: ``ReplicaManager.maybe_shrink_isr`` every
-        replica.lag.time.max.ms / 2."""
+        """Start Kafka's isr-expiration task: ``shrink_isrs`` (the replica manager's
+        ``maybe_shrink_isr``) every replica.lag.time.max.ms / 2."""
         if self._shrink_task is None:
             self._shrink_task = asyncio.get_running_loop().create_task(
                 self._shrink_periodically(), name="isr-expiration")
@@ -108,7 +130,7 @@ class AlterPartitionManager:
         while not self._closed:
             await asyncio.sleep(interval_s)
             try:
-                self._broker.replica_manager.maybe_shrink_isr()
+                self._shrink_isrs()
             except Exception:       # noqa: BLE001 - the task must go on
                 _log.exception("ISR shrink check failed")
 
@@ -167,7 +189,6 @@ class AlterPartitionManager:
 
     def _build(self, items: list[_Item]):
         """AlterPartition v3 for ``items``; also the topic id -> name map of the request."""
-        cache = self._broker.cache
         by_topic: dict[str, list] = {}
         names: dict[uuid.UUID, str] = {}
         ids: dict[str, uuid.UUID] = {}
@@ -175,7 +196,7 @@ class AlterPartitionManager:
             partition, pending = item.partition, item.pending
             topic = partition.topic
             if topic not in ids:
-                meta = cache.topic(topic) if cache is not None else None
+                meta = self._cache.topic(topic)
                 topic_id = meta.topic_id if meta is not None else _ZERO_UUID
                 ids[topic] = topic_id
                 names[topic_id] = topic
@@ -186,23 +207,20 @@ class AlterPartitionManager:
                 leader_recovery_state=pending.leader_recovery_state,
                 partition_epoch=pending.partition_epoch))
         request = AlterPartitionRequest[REQUEST_VERSION](
-            broker_id=self._broker.node_id, broker_epoch=self._broker_epoch(),
+            broker_id=self._node_id, broker_epoch=self._broker_epoch(),
             topics=[_TopicData(topic_id=ids[t], partitions=ps) for t, ps in by_topic.items()])
         return request, names
 
-    def _epoch_of(self, partition, replica_id: int) -> int:
+    def _epoch_of(self, partition: Partition, replica_id: int) -> int:
         """Kafka's addBrokerEpochToIsr: the follower's broker epoch from its fetch."""
-        if replica_id == self._broker.node_id:
+        if replica_id == self._node_id:
             return self._broker_epoch()
         follower = partition.followers.get(replica_id)
         return follower.broker_epoch if follower is not None else -1
 
-    def _broker_epoch(self) -> int:
-        return self._broker.broker_epoch
-
     async def _send(self, request):
         """The answer, or None when no controller is known."""
-        controller = self._broker.controller      # None until the broker has started it
+        controller = self._controller()      # None until the broker has made it
         if controller is not None and controller.is_active:
             return await controller.alter_partition(request, REQUEST_VERSION)
         found = self._controller_endpoint()
@@ -211,18 +229,17 @@ class AlterPartitionManager:
         if found != self._conn_controller or self._conn is None or not self._conn.connected:
             self._close_connection()
             _, host, port = found
-            conn = BrokerConnection(client_id=f"broker-{self._broker.node_id}-alter-partition",
+            conn = BrokerConnection(client_id=f"broker-{self._node_id}-alter-partition",
                                     request_timeout_s=self._request_timeout_s)
             await conn.connect(host, port, self._connect_timeout_s)
             self._conn, self._conn_controller = conn, found
         return await self._conn.send(request)
 
     def _controller_endpoint(self) -> tuple[int, str, int] | None:
-        cache = self._broker.cache
-        controller_id = cache.controller_id if cache is not None else -1
+        controller_id = self._cache.controller_id
         if controller_id is None or controller_id < 0:
             return None
-        endpoint = cache.brokers_for(self._broker.inter_broker_listener).get(controller_id)
+        endpoint = self._cache.brokers_for(self._inter_broker_listener).get(controller_id)
         if endpoint is None:
             return None
         return controller_id, endpoint.host, endpoint.port
@@ -270,7 +287,6 @@ class AlterPartitionManager:
                 self._unsent.setdefault(key, item)
             if moved:
                 woken.append(key)
-        replica_manager = self._broker.replica_manager
         for key in woken:
-            replica_manager.appended(key)
+            self._high_watermark_moved(key)
         return 0.0

@@ -336,6 +336,12 @@ class Partition:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
                              f"the log dir of {self.topic}-{self.index} is offline")
 
+    def swap_in_future_log(self, future_log) -> None:
+        """Serve from ``future_log`` from now on: the copy in another log dir that
+        ``LogManager.replace_current_with_future`` made current (a move between log
+        dirs).  It holds the same records, so leadership, followers and the ISR stay."""
+        self.log = future_log
+
     # -- leadership -----------------------------------------------------------------------
     def make_leader(self, state: PartitionState, now_ms: int | None = None) -> bool:
         """Become (or stay) the leader as ``state`` says; True if this broker was not the

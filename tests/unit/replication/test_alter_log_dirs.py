@@ -6,16 +6,19 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-import types
+import uuid
+from dataclasses import dataclass, field
 
 import pytest
 
 from kafkapy.clock import SYSTEM_CLOCK
 from kafkapy.log.manager import LogManager
+from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.batch import iter_headers, read_header
 from kafkapy.records.record import build_batch
 from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
+from kafkapy.replication.partition import Partition
 
 KEY = ("t", 0)
 
@@ -38,17 +41,33 @@ def _copy(current, future) -> None:
         future.append_as_follower(data, header)
 
 
-def _broker(logs: LogManager, **config):
-    partitions = {}
-    rm = types.SimpleNamespace(partitions=partitions, cache=None, appended=lambda key: None)
-    settings = {"replica.fetch.backoff.ms": 20, **config}
-    return types.SimpleNamespace(node_id=0, log_manager=logs, replica_manager=rm,
-                                 config=settings, clock=SYSTEM_CLOCK)
+@dataclass
+class _Broker:
+    """Broker 0's parts an AlterLogDirsManager is given: its logs, config (a dict, changed
+    by tests as a dynamic config would be), metadata cache, and the partitions it hosts
+    (the replica manager's); ``swapped``: the partitions whose log was swapped."""
+    log_manager: LogManager
+    config: dict
+    cache: MetadataCache = field(default_factory=lambda: MetadataCache("cluster", 0))
+    partitions: dict = field(default_factory=dict)
+    swapped: list = field(default_factory=list)
+
+    def mover(self) -> AlterLogDirsManager:
+        return AlterLogDirsManager(config=self.config, clock=SYSTEM_CLOCK,
+                                   log_manager=self.log_manager, node_id=0, cache=self.cache,
+                                   partition_of=self.partitions.get,
+                                   log_swapped=self.swapped.append)
 
 
-def _host(broker, topic="t", index=0, config=None):
+def _broker(logs: LogManager, **config) -> _Broker:
+    return _Broker(logs, {"replica.fetch.backoff.ms": 20, **config})
+
+
+def _host(broker: _Broker, topic="t", index=0, config=None):
+    """A partition this broker leads (single replica), on a new log."""
     log = broker.log_manager.get_or_create_log(topic, index, config or {"segment.bytes": 65536})
-    broker.replica_manager.partitions[(topic, index)] = types.SimpleNamespace(log=log)
+    state = PartitionState(index, [0], 0, 0, [0])
+    broker.partitions[(topic, index)] = Partition(topic, index, log, state, 0)
     return log
 
 
@@ -135,17 +154,18 @@ def test_throttled_move_while_writing(tmp_path):
         _append(current, 100)                       # ~500 KB in ~8 segments
         src = logs.log_dir_of(*KEY)
         dst = [d for d in logs.log_dirs if d != src][0]
-        mover = AlterLogDirsManager(broker)
+        mover = broker.mover()
         assert mover.alter({KEY: dst}) == {KEY: ErrorCode.NO_ERROR}
         await asyncio.sleep(0.3)
         assert mover.is_moving(KEY) and 0 < mover.offset_lag(KEY) <= 100   # throttled
         _append(current, 10)                        # writes go on meanwhile
         broker.config["replica.alter.log.dirs.io.max.bytes.per.second"] = 2**63 - 1
         await _until_moved(mover)
-        moved = broker.replica_manager.partitions[KEY].log
+        moved = broker.partitions[KEY].log
         assert moved is logs.get_log(*KEY) and logs.log_dir_of(*KEY) == dst
         assert moved.log_end_offset == 110 and len(moved.segments) > 4
-        assert mover.quota.rate(broker) > 0 and mover.moves_completed == 1
+        assert mover.quota.rate() > 0 and mover.moves_completed == 1
+        assert broker.swapped == [KEY], "waiting fetches woken once, after the swap"
         assert mover.alter({KEY: dst}) == {KEY: ErrorCode.NO_ERROR}   # already there
         assert not mover.is_moving(KEY)
         await mover.shutdown()
@@ -161,15 +181,19 @@ def test_retarget_to_the_current_dir_abandons_the_move(tmp_path):
         _append(current, 40)
         src = logs.log_dir_of(*KEY)
         dst = [d for d in logs.log_dirs if d != src][0]
-        mover = AlterLogDirsManager(broker)
+        mover = broker.mover()
         assert mover.alter({KEY: dst}) == {KEY: ErrorCode.NO_ERROR}
         await asyncio.sleep(0.1)
         assert mover.alter({KEY: src}) == {KEY: ErrorCode.NO_ERROR}
         assert not mover.is_moving(KEY) and logs.get_future_log(*KEY) is None
         assert logs.log_dir_of(*KEY) == src
         assert mover.alter({KEY: "/not/a/log/dir"}) == {KEY: ErrorCode.LOG_DIR_NOT_FOUND}
+        broker.cache.put_topic(TopicMetadata("gone", uuid.uuid4(), {
+            0: PartitionState(0, [1], 1, 0, [1])}))     # known, hosted elsewhere
         assert mover.alter({("gone", 0): dst}) == {("gone", 0): ErrorCode.REPLICA_NOT_AVAILABLE}
         assert logs.preferred_log_dirs[("gone", 0)] == dst
+        assert mover.alter({("unknown", 0): dst}) == {
+            ("unknown", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
         long_topic = "x" * 220
         assert mover.alter({(long_topic, 0): dst}) == {
             (long_topic, 0): ErrorCode.INVALID_TOPIC_EXCEPTION}
@@ -194,7 +218,7 @@ def test_future_ahead_of_a_truncated_current_log_is_truncated(tmp_path):
         _copy(current, future)
         current.truncate_to(15)                     # a follower truncated by its leader
         _append(current, 3, size=100, epoch=2)      # then took different records
-        mover = AlterLogDirsManager(broker)
+        mover = broker.mover()
         mover.maybe_add_partitions([KEY])
         await _until_moved(mover)
         moved = logs.get_log(*KEY)
@@ -212,7 +236,7 @@ def test_several_partitions_move_on_one_copier_per_log_dir(tmp_path):
         keys = [("t", i) for i in range(6)]
         for key in keys:
             _append(_host(broker, *key), 30, size=2000)
-        mover = AlterLogDirsManager(broker)
+        mover = broker.mover()
         assert len(mover._workers) == 2          # Kafka's default: one per log dir
         targets = {key: next(d for d in logs.log_dirs if d != logs.log_dir_of(*key))
                    for key in keys}
@@ -271,7 +295,7 @@ def test_truncation_during_a_read_is_not_swapped_in(tmp_path, monkeypatch):
             return data
 
         monkeypatch.setattr(module, "_read_slices", read_then_refill)
-        mover = AlterLogDirsManager(broker)
+        mover = broker.mover()
         dst = next(d for d in logs.log_dirs if d != logs.log_dir_of(*KEY))
         assert mover.alter({KEY: dst}) == {KEY: ErrorCode.NO_ERROR}
         await _until_moved(mover)

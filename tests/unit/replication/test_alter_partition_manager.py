@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.clock import MockClock
 from kafkapy.log.log import Log
-from kafkapy.metadata.cache import PartitionState
+from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import AlterPartitionResponse
 from kafkapy.replication.alter_partition import AlterPartitionManager
@@ -49,32 +49,43 @@ class Controller:
                 for p in t.partitions]) for t in request.topics])
 
 
-def broker(tmp_path, clock, controller):
+@dataclass
+class Leader:
+    """Broker 0 leading t-0 and t-1 (replicas 0, 1, 2), and its AlterPartitionManager."""
+    manager: AlterPartitionManager
+    partitions: dict
+    woken: list = field(default_factory=list)     # high_watermark_moved calls
+
+
+def cache() -> MetadataCache:
+    """Broker 0's metadata: brokers 0-2 alive, broker 0 the controller, topic t."""
+    cache = MetadataCache("cluster", 0, "PLAINTEXT")
+    cache.controller_id = 0
+    for b in (0, 1, 2):
+        endpoint = BrokerEndpoint(b, "localhost", 9092 + b)
+        cache.put_broker(endpoint, {"PLAINTEXT": endpoint})
+    cache.put_topic(TopicMetadata("t", TOPIC_ID))
+    return cache
+
+
+def leader(tmp_path, clock, controller) -> Leader:
+    """The manager, given to the partitions as the replica manager gives it to each
+    partition it creates."""
     woken: list = []
-    replica_manager = SimpleNamespace(partitions={}, appended=woken.append,
-                                      under_replicated_count=lambda: 0)
-    b = SimpleNamespace(
-        node_id=0, broker_epoch=77, inter_broker_listener="PLAINTEXT", controller=controller,
+    manager = AlterPartitionManager(
         config={"replica.lag.time.max.ms": 10_000, "controller.socket.timeout.ms": 3000,
                 "request.timeout.ms": 3000},
-        cache=SimpleNamespace(topic=lambda name: SimpleNamespace(topic_id=TOPIC_ID),
-                              is_alive=lambda broker_id: True, controller_id=0),
-        replica_manager=replica_manager, woken=woken)
+        cache=cache(), node_id=0, broker_epoch=lambda: 77, inter_broker_listener="PLAINTEXT",
+        controller=lambda: controller, shrink_isrs=lambda: 0,
+        high_watermark_moved=woken.append)
+    partitions = {}
     for index in (0, 1):
         log = Log.load(str(tmp_path / f"t-{index}"), {}, clock)
         p = Partition("t", index, log, PartitionState(index, [0, 1, 2], -1, -1, []), 0)
-        p.make_leader(PartitionState(index, [0, 1, 2], 0, 3, [0, 1, 2], zk_version=4))
-        replica_manager.partitions[("t", index)] = p
-    return b
-
-
-def attached(b) -> AlterPartitionManager:
-    """The manager, given to the partitions as the replica manager gives it to each
-    partition it creates."""
-    manager = AlterPartitionManager(b)
-    for p in b.replica_manager.partitions.values():
         p.isr_manager = manager
-    return manager
+        p.make_leader(PartitionState(index, [0, 1, 2], 0, 3, [0, 1, 2], zk_version=4))
+        partitions[("t", index)] = p
+    return Leader(manager, partitions, woken)
 
 
 def produce(p) -> None:
@@ -94,14 +105,14 @@ async def settle(check, what: str) -> None:
 async def test_batched_retried_and_applied(tmp_path):
     clock = MockClock(TS)
     controller = Controller(script=[ErrorCode.NOT_CONTROLLER])
-    b = broker(tmp_path, clock, controller)
-    manager = attached(b)
-    p0, p1 = b.replica_manager.partitions.values()
+    b = leader(tmp_path, clock, controller)
+    manager = b.manager
+    p0, p1 = b.partitions.values()
     for p in (p0, p1):
         produce(p)
         p.update_follower_fetch(1, 1, clock.time_ms())
     clock.advance(10_001)
-    assert b.replica_manager.partitions and all(p.maybe_shrink_isr() for p in (p0, p1))
+    assert b.partitions and all(p.maybe_shrink_isr() for p in (p0, p1))
     assert manager.submit(p0, p0.pending_isr) is False, "one queued change per partition"
     await settle(lambda: p0.pending_isr is None and p1.pending_isr is None, "answers applied")
     first, second = controller.requests
@@ -131,12 +142,28 @@ async def test_refused_expansion_goes_back_to_the_committed_isr(tmp_path):
                        error_code=ErrorCode.INELIGIBLE_REPLICA) for p in t.partitions])
                 for t in request.topics])
     controller = Refusing()
-    b = broker(tmp_path, clock, controller)
-    manager = attached(b)
-    p0 = b.replica_manager.partitions[("t", 0)]
+    b = leader(tmp_path, clock, controller)
+    manager = b.manager
+    p0 = b.partitions[("t", 0)]
     p0.make_leader(PartitionState(0, [0, 1, 2], 0, 4, [0, 1], zk_version=5))
     p0.update_follower_fetch(2, 0, clock.time_ms())
     assert p0.pending_isr is not None and p0.maximal_isr == [0, 1, 2]
     await settle(lambda: p0.pending_isr is None, "the refusal applied")
     assert p0.state.isr == [0, 1] and len(controller.requests) == 1
     manager.close()
+
+
+async def test_isr_expiration_task_runs_the_shrink_check():
+    checks: list = []
+    manager = AlterPartitionManager(
+        config={"replica.lag.time.max.ms": 20, "controller.socket.timeout.ms": 3000,
+                "request.timeout.ms": 3000},
+        cache=cache(), node_id=0, broker_epoch=lambda: 77, inter_broker_listener="PLAINTEXT",
+        controller=lambda: None, shrink_isrs=lambda: checks.append(1),
+        high_watermark_moved=lambda key: None)
+    manager.start()
+    await settle(lambda: len(checks) >= 2, "two shrink checks (every 10 ms)")
+    manager.close()
+    count = len(checks)
+    await asyncio.sleep(0.05)
+    assert len(checks) == count, "no check after close"

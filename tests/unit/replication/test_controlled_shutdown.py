@@ -7,7 +7,6 @@ without a cluster.  Backoff waits go through an injected sleep that records them
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
 from kafkapy.replication.controlled_shutdown import cache_controller_endpoint, controlled_shutdown
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
@@ -31,12 +30,13 @@ def scripted(*answers):
     return respond
 
 
-def make_broker(node_id: int = 3, broker_epoch: int = 4242, controller=None):
+def make_broker(node_id: int = 3, broker_epoch: int = 4242, controller=None) -> dict:
+    """What ``controlled_shutdown`` is given by the broker (keyword arguments)."""
     config = {"controlled.shutdown.max.retries": 3, "controlled.shutdown.retry.backoff.ms": 5000,
               "controller.socket.timeout.ms": 2000, "request.timeout.ms": 2000}
     cache = MetadataCache("cluster", node_id, inter_broker_listener="INTERNAL")
-    return SimpleNamespace(node_id=node_id, broker_epoch=broker_epoch, config=config, cache=cache,
-                           inter_broker_listener="INTERNAL", controller=controller)
+    return dict(config=config, cache=cache, inter_broker_listener="INTERNAL", node_id=node_id,
+                broker_epoch=lambda: broker_epoch, controller=controller)
 
 
 class Sleeps:
@@ -49,7 +49,7 @@ class Sleeps:
 
 async def run(broker, lookup, sleeps=None, **kw) -> bool:
     return await asyncio.wait_for(controlled_shutdown(
-        broker, lookup, sleep=sleeps or Sleeps(), **kw), WAIT_S)
+        **broker, controller_endpoint_lookup=lookup, sleep=sleeps or Sleeps(), **kw), WAIT_S)
 
 
 async def test_first_attempt_succeeds_with_v3_broker_id_and_epoch(fakes):
@@ -104,8 +104,7 @@ async def test_unreachable_then_reachable_controller(fakes):
     async def sleep(seconds):
         if not started:  # the controller comes up during the first backoff
             started.append(await fakes(port=port, respond=scripted((0, []))))
-    assert await asyncio.wait_for(controlled_shutdown(
-        make_broker(), lambda: (1, "127.0.0.1", port), sleep=sleep), WAIT_S)
+    assert await run(make_broker(), lambda: (1, "127.0.0.1", port), sleep)
     assert len(started[0].received) == 1
 
 
@@ -117,9 +116,8 @@ async def test_answer_timeout_counts_as_a_failed_attempt(fakes):
     async def sleep(seconds):
         sleeps.waits.append(seconds)
         controller.hold.set()
-    assert await asyncio.wait_for(controlled_shutdown(
-        make_broker(), lambda: (1, "127.0.0.1", controller.port), sleep=sleep,
-        request_timeout_ms=300), WAIT_S)
+    assert await run(make_broker(), lambda: (1, "127.0.0.1", controller.port), sleep,
+                     request_timeout_ms=300)
     assert len(sleeps.waits) == 1 and controller.connections == 2
 
 
@@ -137,23 +135,24 @@ async def test_previous_controller_is_reused_when_the_cache_forgets_it(fakes):
 
 
 async def test_cache_lookup_uses_the_inter_broker_listener():
-    broker = make_broker()
-    assert cache_controller_endpoint(broker) is None  # controller_id -1
-    broker.cache.controller_id = 1
-    assert cache_controller_endpoint(broker) is None  # not registered
-    broker.cache.put_broker(BrokerEndpoint(1, "external", 9092),
-                            {"INTERNAL": BrokerEndpoint(1, "internal", 9093),
-                             "EXTERNAL": BrokerEndpoint(1, "external", 9092)})
-    assert cache_controller_endpoint(broker) == (1, "internal", 9093)
+    cache = MetadataCache("cluster", 3, inter_broker_listener="INTERNAL")
+    assert cache_controller_endpoint(cache, "INTERNAL") is None  # controller_id -1
+    cache.controller_id = 1
+    assert cache_controller_endpoint(cache, "INTERNAL") is None  # not registered
+    cache.put_broker(BrokerEndpoint(1, "external", 9092),
+                     {"INTERNAL": BrokerEndpoint(1, "internal", 9093),
+                      "EXTERNAL": BrokerEndpoint(1, "external", 9092)})
+    assert cache_controller_endpoint(cache, "INTERNAL") == (1, "internal", 9093)
 
 
 async def test_default_lookup_reads_the_cache(fakes):
     controller = await fakes(respond=scripted((0, [])))
     broker = make_broker()
-    broker.cache.controller_id = 1
-    broker.cache.put_broker(BrokerEndpoint(1, "127.0.0.1", controller.port),
-                            {"INTERNAL": BrokerEndpoint(1, "127.0.0.1", controller.port)})
-    assert await asyncio.wait_for(controlled_shutdown(broker, sleep=Sleeps()), WAIT_S)
+    cache = broker["cache"]
+    cache.controller_id = 1
+    cache.put_broker(BrokerEndpoint(1, "127.0.0.1", controller.port),
+                     {"INTERNAL": BrokerEndpoint(1, "127.0.0.1", controller.port)})
+    assert await asyncio.wait_for(controlled_shutdown(**broker, sleep=Sleeps()), WAIT_S)
     assert len(controller.received) == 1
 
 
@@ -169,3 +168,15 @@ async def test_this_broker_as_active_controller_is_asked_in_process():
     broker = make_broker(controller=LocalController())
     assert await run(broker, lambda: (3, "127.0.0.1", free_port()))
     assert calls == [(3, 4242), (3, 4242)]
+
+
+async def test_each_attempt_sends_the_current_broker_epoch(fakes):
+    controller = await fakes(respond=scripted((0, [("t", 0)]), (0, [])))
+    epochs = iter([4242, 5151])
+    epoch = [next(epochs)]
+
+    async def sleep(seconds):   # the session is replaced during the backoff
+        epoch[0] = next(epochs)
+    broker = {**make_broker(), "broker_epoch": lambda: epoch[0]}
+    assert await run(broker, lambda: (1, "127.0.0.1", controller.port), sleep)
+    assert [r.broker_epoch for _, r, _ in controller.received] == [4242, 5151]
