@@ -163,7 +163,6 @@ class Broker:
         self.clock = clock
         self.node_id = config.node_id
         self.apis = build_registry()
-        self.transactions_enabled = False
         self.txn_coordinator = None
         self.store = None
         self.cache: MetadataCache | None = None
@@ -347,7 +346,7 @@ class Broker:
             controller=self.controller,
             purgatories=(self.produce_purgatory, self.fetch_purgatory),
             # the group coordinator has no public view of its groups
-            groups=lambda: self.groups.coordinator._groups)
+            groups=lambda: self.groups.coordinator.groups)
 
     def _start_transactions(self) -> None:
         self.txn_coordinator = TransactionService(
@@ -355,7 +354,6 @@ class Broker:
             admin=self.admin, replica_manager=self.replica_manager, timer=self.timer,
             producer_ids=self.producer_ids, groups=self.groups)
         self.txn_coordinator.start()
-        self.transactions_enabled = True
 
     def _txn_verifier(self) -> TransactionCoordinator | None:
         """The TransactionCoordinator the replica manager asks to verify transactional
@@ -535,7 +533,7 @@ class Broker:
             alter_log_dirs=self.alter_log_dirs, controller=self.controller,
             controller_fence=self.controller_fence, admin=self.admin,
             producer_ids=self.producer_ids, groups=self.groups,
-            txn_coordinator=self.txn_coordinator if self.transactions_enabled else None)
+            txn_coordinator=self.txn_coordinator)
 
     def topic_config(self, name: str) -> dict:
         """The topic's effective config: broker defaults and its stored overrides."""

@@ -122,7 +122,7 @@ class AdminManager:
                 raise
         self.check_new_topic(name)
         assignment = _check_assignments(assignment)
-        self._validate_topic_configs(configs)
+        self.validate_topic_configs(configs)
         _check_descriptors(len(assignment))
         topic = TopicMetadata(name=name, topic_id=new_topic_id(), configs=configs)
         for index, replicas in assignment.items():
@@ -142,7 +142,14 @@ class AdminManager:
                   assignment=assignment)
         return topic
 
-    def _validate_topic_configs(self, configs: Mapping[str, str | None]) -> None:
+    def auto_create_topic(self, name: str) -> TopicMetadata:
+        """A topic a client asked for by name (``auto.create.topics.enable``), with the
+        broker's ``num.partitions`` and ``default.replication.factor``."""
+        return self.create_topic(name, self._config["num.partitions"],
+                                 self._config["default.replication.factor"])
+
+    def validate_topic_configs(self, configs: Mapping[str, str | None]) -> None:
+        """INVALID_CONFIG unless every value is one the topic config accepts."""
         try:
             self._config.validate_topic_configs(configs)
         except ConfigError as err:
@@ -216,7 +223,7 @@ class AdminManager:
         if not self._store.exists(paths.topic_path(name)):
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Topic '{name}' does not exist.")
-        self._validate_topic_configs(configs)
+        self.validate_topic_configs(configs)
         self._write_config(paths.CONFIG_TYPE_TOPIC, name, configs)
         # This broker applies its own change at once (the notification re-applies it):
         # a DescribeConfigs right after the answer sees the new values.

@@ -11,22 +11,25 @@ from kafkapy.api.principal import PLAINTEXT_SESSION, Session
 
 
 class RequestContext:
-    """One request: who sent it, at which version, and the broker serving it.
+    """One request: who sent it, at which version, and what serves it.
+
+    ``services`` is what the broker hands its listeners for the handlers (the handlers'
+    ``Services``: the components a handler may call); this layer only carries it.
 
     ``session`` is the connection's principal, address and listener; ``connection_auth``
     is set only for SaslHandshake / SaslAuthenticate while a SASL connection authenticates
     (the gate's ``ConnectionAuth``, ``kafkapy.security.gate``), else None.
     """
 
-    __slots__ = ("broker", "api_key", "api_version", "correlation_id", "client_id",
+    __slots__ = ("services", "api_key", "api_version", "correlation_id", "client_id",
                  "peer", "response_cls", "zero_copy", "listener", "session",
                  "connection_auth")
 
-    def __init__(self, broker, api_key: int, api_version: int, correlation_id: int,
+    def __init__(self, services, api_key: int, api_version: int, correlation_id: int,
                  client_id: str | None, peer: str, response_cls: type,
                  zero_copy: bool = False, listener: str | None = None,
                  session: Session = PLAINTEXT_SESSION, connection_auth=None) -> None:
-        self.broker = broker
+        self.services = services
         self.api_key = api_key
         self.api_version = api_version
         self.correlation_id = correlation_id

@@ -1,15 +1,22 @@
 """One module per API.  ``build_registry()`` collects them; ApiVersions advertises exactly these.
 
-``controller_delivery(broker)`` is how the controller reaches its own broker: the requests
-it sends itself are applied in-process by their modules' ``apply(broker, request)``.
+A handler gets ``ctx.services`` (``handlers.services.Services``: the components it may
+call).  ``controller_delivery(cache, replica_manager, fence)`` is how the controller
+reaches its own broker: the requests it sends itself are applied in-process by their
+modules' ``apply(cache, replica_manager, fence, request)``, which is all they touch.
 """
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kafkapy.api.spec import ApiSpec
 from kafkapy.handlers import leader_and_isr, stop_replica, update_metadata
+
+if TYPE_CHECKING:
+    from kafkapy.metadata.cache import MetadataCache
+    from kafkapy.metadata.controller_fence import ControllerFence
+    from kafkapy.replication.replica_manager import ReplicaManager
 
 HANDLER_MODULES = (
     "api_versions",
@@ -88,9 +95,10 @@ def build_registry() -> dict[int, ApiSpec]:
     return registry
 
 
-def controller_delivery(broker) -> Callable[[Any], Any]:
+def controller_delivery(cache: MetadataCache, replica_manager: ReplicaManager,
+                        fence: ControllerFence) -> Callable[[Any], Any]:
     """LeaderAndIsr, StopReplica and UpdateMetadata from this broker's own controller,
     applied synchronously: request -> response (the controller's ``local_deliver``)."""
     apply = {module.API_KEY: module.apply
              for module in (leader_and_isr, stop_replica, update_metadata)}
-    return lambda request: apply[request.API_KEY](broker, request)
+    return lambda request: apply[request.API_KEY](cache, replica_manager, fence, request)

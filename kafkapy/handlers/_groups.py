@@ -5,7 +5,7 @@ import asyncio
 
 
 def coordinator(ctx):
-    return ctx.broker.groups.coordinator
+    return ctx.services.groups.coordinator
 
 
 def client_host(ctx) -> str:

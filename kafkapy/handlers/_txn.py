@@ -4,5 +4,4 @@ from __future__ import annotations
 
 def service(ctx):
     """The broker's TransactionService, or None while transactions are disabled."""
-    broker = ctx.broker
-    return broker.txn_coordinator if broker.transactions_enabled else None
+    return ctx.services.txn_coordinator

@@ -79,7 +79,7 @@ def _transaction(ctx, txn_id, producer_id, epoch, verify_only: bool, topics) -> 
     txns = service(ctx)
     if txns is None:
         return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
-    if ctx.broker.authorizer is not None and not verify_only:
+    if ctx.services.authorizer is not None and not verify_only:
         # Kafka: WRITE on the transactional id, then on each topic.
         if not authz.allowed(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, txn_id):
             return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
@@ -87,7 +87,7 @@ def _transaction(ctx, txn_id, producer_id, epoch, verify_only: bool, topics) -> 
         if any(t not in allowed for t, _ in wanted):
             return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] not in allowed
                     else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
-    cache = ctx.broker.cache
+    cache = ctx.services.cache
     unknown = {tp for tp in wanted if cache.partition(*tp) is None}
     if unknown:
         return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown

@@ -27,7 +27,7 @@ MAX_VERSION = 0
 async def handle(ctx, request):
     if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return _answer(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     if controller is None or not controller.is_active:
         return _answer(ctx, ErrorCode.NOT_CONTROLLER, None)
     code, block = await controller.allocate_producer_ids(request.broker_id,

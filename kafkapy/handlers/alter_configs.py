@@ -61,11 +61,11 @@ def handle(ctx, request):
                                                 if c.value is None])
             if resource.resource_type == TOPIC:
                 configs = {c.name: c.value for c in resource.configs}
-                apply_topic_configs(ctx.broker, resource.resource_name, configs,
+                apply_topic_configs(ctx.services, resource.resource_name, configs,
                                     bool(request.validate_only))
             else:
-                entity = broker_entity(ctx.broker, resource.resource_name)
-                apply_broker_configs(ctx.broker, entity,
+                entity = broker_entity(ctx.services, resource.resource_name)
+                apply_broker_configs(ctx.services, entity,
                                      {c.name: c.value for c in resource.configs},
                                      bool(request.validate_only))
             results.append(result(_Result, resource, 0, None))
@@ -107,11 +107,11 @@ def result(cls, resource, code: int, message: str | None):
                resource_name=resource.resource_name)
 
 
-def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
+def apply_topic_configs(services, name: str, configs: dict[str, str | None],
                         validate_only: bool) -> None:
     """Validate, then (unless validate_only) persist and apply a topic's new overrides."""
     check_topic_name(name)
-    if broker.cache.topic(name) is None:
+    if services.cache.topic(name) is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                          f"The topic '{name}' does not exist.")
     for key, value in configs.items():
@@ -120,9 +120,9 @@ def apply_topic_configs(broker, name: str, configs: dict[str, str | None],
                              f"Null value not supported for topic configs: {key}")
     try:
         if validate_only:
-            broker._validate_topic_configs(configs)
+            services.admin.validate_topic_configs(configs)
             return
-        broker.admin.alter_topic_configs(name, dict(configs))
+        services.admin.alter_topic_configs(name, dict(configs))
     except KafkaError as err:
         # A value its ConfigDef refuses is a ConfigException in Kafka, which
         # ZkAdminManager reports naming the resource; other refusals it passes as they are.
@@ -140,35 +140,35 @@ def check_topic_name(name: str) -> None:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
 
 
-def broker_entity(broker, name: str) -> str:
+def broker_entity(services, name: str) -> str:
     """ZkAdminManager.getBrokerId: the znode entity a BROKER resource names."""
     if not name:
         return paths.DEFAULT_ENTITY
     if not name.lstrip("-").isdigit():
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"Node id must be an integer, but it is: {name}")
-    if int(name) != broker.node_id:
+    if int(name) != services.node_id:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Unexpected broker id, expected {broker.node_id}, but received {name}")
+                         f"Unexpected broker id, expected {services.node_id}, but received {name}")
     return str(int(name))
 
 
-def apply_broker_configs(broker, entity: str, configs: dict[str, str],
+def apply_broker_configs(services, entity: str, configs: dict[str, str],
                          validate_only: bool) -> None:
     """Validate ``configs`` as the new whole layer of ``entity``, then (unless
     validate_only) persist it (see module docstring)."""
     per_broker = entity != paths.DEFAULT_ENTITY
     try:
-        broker.dynamic_config.validate(configs, per_broker)
+        services.dynamic_config.validate(configs, per_broker)
         if validate_only:
             return
         stored = persistent_props(configs, per_broker)
     except ConfigError as err:
         raise KafkaError(ErrorCode.INVALID_REQUEST, str(err)) from None
-    broker.admin.alter_broker_configs(entity, stored)
+    services.admin.alter_broker_configs(entity, stored)
 
 
-def stored_broker_layer(broker, entity: str) -> dict[str, str]:
+def stored_broker_layer(services, entity: str) -> dict[str, str]:
     """The layer as stored, without what Kafka's fromPersistentProps ignores."""
-    return from_persistent_props(broker.admin.stored_broker_configs(entity),
+    return from_persistent_props(services.admin.stored_broker_configs(entity),
                                  entity != paths.DEFAULT_ENTITY)

@@ -20,7 +20,7 @@ MAX_VERSION = 3
 async def handle(ctx, request):
     if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[])
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     if not controller.is_active:
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER, topics=[])
     return await controller.alter_partition(request, ctx.api_version)

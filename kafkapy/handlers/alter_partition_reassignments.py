@@ -3,7 +3,7 @@
 Version 0 (Kafka 3.9's only version; v1's AllowReplicationFactorChange is Kafka 4's).
 As Kafka 3.9's ZooKeeper-mode KafkaApis.handleAlterPartitionReassignmentsRequest: the
 request's partitions (one entry per partition, the last one wins) go to the controller
-(``broker.controller.alter_partition_reassignments``; replicas null = cancel), which
+(``services.controller.alter_partition_reassignments``; replicas null = cancel), which
 answers as KafkaController.processApiPartitionReassignment:
 - not the active controller -> top-level NOT_CONTROLLER with Kafka's message, no topics;
 - per partition: INVALID_REPLICA_ASSIGNMENT (empty list, duplicate ids, a negative id,
@@ -42,7 +42,7 @@ async def handle(ctx, request):
         # client counts them and fails on a mismatch)
         return _answer(ctx, wanted, {}, (ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                          "Cluster authorization failed."))
-    outcome = await ctx.broker.controller.alter_partition_reassignments(wanted)
+    outcome = await ctx.services.controller.alter_partition_reassignments(wanted)
     if isinstance(outcome, tuple) and outcome[0] == ErrorCode.NOT_CONTROLLER:
         code, message = outcome             # the admin client retries on the controller
         return ctx.response(throttle_time_ms=0, error_code=int(code), error_message=message,

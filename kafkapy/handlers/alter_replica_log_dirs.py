@@ -3,7 +3,7 @@
 Versions 0-2 (Kafka 3.9; v0 = v1, v2 flexible).  As Kafka's
 KafkaApis.handleAlterReplicaLogDirsRequest: the request's (dir, topic, partition)
 entries become one destination per partition (a partition named twice keeps the
-last dir), answered per partition by ``broker.alter_log_dirs.alter``
+last dir), answered per partition by ``services.alter_log_dirs.alter``
 (``kafkapy.replication.alter_log_dirs``: LOG_DIR_NOT_FOUND, KAFKA_STORAGE_ERROR,
 REPLICA_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION or NONE)
 and grouped by topic.  The answer comes when the move has *started*; it completes in
@@ -36,7 +36,7 @@ def handle(ctx, request):
     if not authz.cluster(ctx, authz.ALTER):
         errors = dict.fromkeys(wanted, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     else:
-        errors = ctx.broker.alter_log_dirs.alter(wanted)
+        errors = ctx.services.alter_log_dirs.alter(wanted)
     by_topic: dict[str, list] = {}
     for (topic, index), code in errors.items():
         by_topic.setdefault(topic, []).append(

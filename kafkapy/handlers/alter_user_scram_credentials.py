@@ -28,10 +28,10 @@ def handle(ctx, request):
         users = sorted({u[0] for u in upsertions} | {d[0] for d in deletions})
         return ctx.response(throttle_time_ms=0, results=[
             (user, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None) for user in users])
-    if not ctx.broker.controller.is_active:
+    if not ctx.services.controller.is_active:
         users = sorted({u[0] for u in upsertions} | {d[0] for d in deletions})
         return ctx.response(throttle_time_ms=0, results=[
             (user, ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE) for user in users])
-    results = credentials.alter(ctx.broker.store, ctx.broker.scram_credentials, upsertions,
+    results = credentials.alter(ctx.services.store, ctx.services.scram_credentials, upsertions,
                                 deletions)
     return ctx.response(throttle_time_ms=0, results=results)

@@ -81,24 +81,24 @@ def handle(ctx, request):
         # Kafka's error response lists no APIs.
         return ctx.response(error_code=ErrorCode.INVALID_REQUEST, api_keys=[],
                             throttle_time_ms=0)
-    broker = ctx.broker
-    cache = broker.features
+    services = ctx.services
+    cache = services.features
     features = () if cache is None else tuple(cache.features.items())
     key = (ctx.api_version, -2 if cache is None else cache.epoch, features)
 
     def build():
-        epoch, finalized = _finalized_features(broker)
-        return ctx.response(error_code=ErrorCode.NO_ERROR, api_keys=api_ranges(broker.apis),
+        epoch, finalized = _finalized_features(services)
+        return ctx.response(error_code=ErrorCode.NO_ERROR, api_keys=api_ranges(services.apis),
                             throttle_time_ms=0, finalized_features_epoch=epoch,
                             finalized_features=finalized)
-    return _Encoded(_cached(broker.apis, key, build))
+    return _Encoded(_cached(services.apis, key, build))
 
 
-def _finalized_features(broker) -> tuple[int, list]:
+def _finalized_features(services) -> tuple[int, list]:
     """Kafka's ZooKeeper-mode answer: the ``/feature`` znode's version while it is
     Enabled (0 once a controller created it), else -1 (``metadata.features``); no
     supported features (``BrokerFeatures.createEmpty``)."""
-    cache = broker.features
+    cache = services.features
     if cache is None:           # not started yet (no store's view): as created
         return 0, []
     return cache.epoch, [_Response.FinalizedFeatureKey(name=name, max_version_level=level,

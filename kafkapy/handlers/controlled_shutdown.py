@@ -27,10 +27,10 @@ _Remaining = ControlledShutdownResponse.RemainingPartition
 async def handle(ctx, request):
     if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return ctx.response(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[])
-    controller = ctx.broker.controller
+    controller = ctx.services.controller
     if not controller.is_active:
         return ctx.response(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, remaining_partitions=[])
-    error = await ctx.broker.controller_fence.check_controlled_shutdown(request, ctx.peer)
+    error = await ctx.services.controller_fence.check_controlled_shutdown(request, ctx.peer)
     if error:
         return ctx.response(error_code=error, remaining_partitions=[])
     error, remaining = await controller.controlled_shutdown(request.broker_id,

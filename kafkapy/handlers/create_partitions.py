@@ -12,7 +12,7 @@ for deletion comes last (Kafka's order).
 Growing a topic by more than 10,000 partitions in one request is refused with
 POLICY_VIOLATION, the bound Kafka's controller puts on one batch.
 
-The new assignment is written to ``/brokers/topics/T`` (``broker.admin``); the
+The new assignment is written to ``/brokers/topics/T`` (``services.admin``); the
 answer waits until this broker's metadata cache shows a leader for every
 partition of the topic (Kafka's DelayedCreatePartitions), else REQUEST_TIMED_OUT
 at timeout_ms; with timeout_ms <= 0 the partitions are added but answered
@@ -36,17 +36,17 @@ _Result = _R.CreatePartitionsTopicResult
 
 
 async def handle(ctx, request):
-    if not ctx.broker.controller.is_active:
+    if not ctx.services.controller.is_active:
         return ctx.response(throttle_time_ms=0, results=[
             _Result(name=name, error_code=ErrorCode.NOT_CONTROLLER, error_message=None)
             for name in dict.fromkeys(t.name for t in request.topics)])
     duplicated = repeated(t.name for t in request.topics)
-    admin = ctx.broker.admin
+    admin = ctx.services.admin
     queued = [t.name for t in request.topics
               if t.name not in duplicated and admin.is_queued_for_deletion(t.name)]
     created: dict[str, int] = {}
     refused: list[str] = []
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         names = [t.name for t in request.topics if t.name not in duplicated and t.name not in queued]
         allowed = authz.filter_allowed(ctx, authz.ALTER, authz.TOPIC, names)
         refused = list(dict.fromkeys(n for n in names if n not in allowed))
@@ -72,13 +72,13 @@ def _create(ctx, request, topic, created: dict[str, int]):
     # checked (and refused) like any other manual assignment, as in Kafka.
     assignments = (None if topic.assignments is None
                    else [list(a.broker_ids) for a in topic.assignments])
-    broker = ctx.broker
-    current = broker.cache.topic(topic.name)
+    services = ctx.services
+    current = services.cache.topic(topic.name)
     if current is not None and topic.count - len(current.partitions) > MAX_PARTITIONS_PER_REQUEST:
         return _Result(name=topic.name, error_code=ErrorCode.POLICY_VIOLATION,
                        error_message=TOO_MANY_PARTITIONS)
     try:
-        assignment = broker.admin.create_partitions(topic.name, topic.count, assignments,
+        assignment = services.admin.create_partitions(topic.name, topic.count, assignments,
                                                     validate_only=request.validate_only)
     except KafkaError as err:
         return _Result(name=topic.name, error_code=err.code, error_message=err.message)

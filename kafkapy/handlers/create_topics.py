@@ -16,7 +16,7 @@ message naming it.  validate_only checks everything and creates nothing.
 v5+ answers with the partition count, replication factor and the topic's
 configs; v7 with the topic id.
 
-The znodes are written by ``broker.admin``; the controller brings the topic
+The znodes are written by ``services.admin``; the controller brings the topic
 online through its watches, and the answer waits (Kafka's DelayedCreatePartitions)
 until this broker's metadata cache shows a leader for every partition, or
 timeout_ms passes: then REQUEST_TIMED_OUT (topic id kept, counts -1, no configs).
@@ -35,6 +35,7 @@ Kafka's controller bounds a batch (MAX_PARTITIONS_PER_BATCH).
 """
 from __future__ import annotations
 
+from kafkapy.config.describe import describe_topic
 from kafkapy.security import authz
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -54,7 +55,7 @@ _Config = _Result.CreatableTopicConfigs
 
 
 async def handle(ctx, request):
-    if not ctx.broker.controller.is_active:
+    if not ctx.services.controller.is_active:
         return ctx.response(throttle_time_ms=0, topics=[
             _failed(t.name, ErrorCode.NOT_CONTROLLER, None) for t in request.topics])
     if _requested_partitions(ctx, request) > MAX_PARTITIONS_PER_REQUEST:
@@ -82,7 +83,7 @@ async def handle(ctx, request):
             continue
         results.append(_create(ctx, request, topic))
     await _await_leaders(ctx, request, results)
-    if ctx.broker.authorizer is not None and ctx.api_version >= 5:
+    if ctx.services.authorizer is not None and ctx.api_version >= 5:
         _hide_configs(ctx, results)
     return ctx.response(throttle_time_ms=0, topics=results)
 
@@ -106,12 +107,12 @@ async def late_topics(ctx, request, created: dict[str, int]) -> set[str]:
         return set()
     if request.timeout_ms <= 0:
         return set(created)
-    return set(await ctx.broker.admin.wait_for_topics(created, request.timeout_ms))
+    return set(await ctx.services.admin.wait_for_topics(created, request.timeout_ms))
 
 
 def _requested_partitions(ctx, request) -> int:
     """Kafka's count: the assignments when given, else the count (-1: the default)."""
-    default = ctx.broker.config["num.partitions"]
+    default = ctx.services.config["num.partitions"]
     total = 0
     for topic in request.topics:
         if topic.assignments:
@@ -124,21 +125,21 @@ def _requested_partitions(ctx, request) -> int:
 
 
 def _create(ctx, request, topic):
-    broker = ctx.broker
+    services = ctx.services
     partitions, factor = topic.num_partitions, topic.replication_factor
     assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
     try:
         configs = {c.name: c.value for c in topic.configs}
-        broker.admin.check_request(topic.name, configs)
+        services.admin.check_request(topic.name, configs)
         if assignments and (partitions != -1 or factor != -1):
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                              "Both numPartitions or replicationFactor and replicasAssignments "
                              "were set. Both cannot be used at the same time.")
         if partitions == -1:
-            partitions = broker.config["num.partitions"]
+            partitions = services.config["num.partitions"]
         if factor == -1:
-            factor = broker.config["default.replication.factor"]
-        created = broker.admin.create_topic(topic.name, partitions, factor, assignments,
+            factor = services.config["default.replication.factor"]
+        created = services.admin.create_topic(topic.name, partitions, factor, assignments,
                                             configs, validate_only=request.validate_only)
     except KafkaError as err:
         return _failed(topic.name, err.code, err.message)
@@ -148,7 +149,7 @@ def _create(ctx, request, topic):
     return _Result(name=topic.name, topic_id=topic_id, error_code=0, error_message=None,
                    num_partitions=len(created.partitions),
                    replication_factor=len(first.replicas) if first else -1,
-                   configs=_configs(broker, created.configs) if ctx.api_version >= 5 else [])
+                   configs=_configs(services, created.configs) if ctx.api_version >= 5 else [])
 
 
 def _hide_configs(ctx, results) -> None:
@@ -162,10 +163,10 @@ def _hide_configs(ctx, results) -> None:
             r.configs, r.num_partitions, r.replication_factor = None, -1, -1
 
 
-def _configs(broker, overrides: dict[str, str]):
+def _configs(services, overrides: dict[str, str]):
     return [_Config(name=e.name, value=e.value, read_only=e.read_only,
                     config_source=e.source, is_sensitive=e.is_sensitive)
-            for e in broker.describe_topic_configs(overrides)]
+            for e in describe_topic(services.config, overrides)]
 
 
 def _failed(name: str, code: int, message: str | None):

@@ -23,7 +23,7 @@ _Matching = _Result.DeleteAclsMatchingAcl
 
 
 def handle(ctx, request):
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     if authorizer is None:
         return _all(ctx, request, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
     if not authz.cluster(ctx, A.ALTER):

@@ -21,7 +21,7 @@ _Result = RESPONSES[API_KEY].DeletableGroupResult
 def handle(ctx, request):
     names = list(request.groups_names)
     refused = {}
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         allowed = authz.filter_allowed(ctx, authz.DELETE, authz.GROUP, names)
         refused = {g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in names if g not in allowed}
         names = [g for g in names if g in allowed]

@@ -31,22 +31,22 @@ _Partition = _Topic.DeleteRecordsPartitionResult
 def handle(ctx, request):
     topics = []
     allowed = None
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         allowed = authz.filter_allowed(ctx, authz.DELETE, authz.TOPIC, [t.name for t in request.topics])
     for topic in request.topics:
         if allowed is not None and topic.name not in allowed:
             parts = [_Partition(partition_index=p.partition_index, low_watermark=-1,
                                 error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions]
         else:
-            parts = [_delete(ctx.broker, topic.name, p.partition_index, p.offset)
+            parts = [_delete(ctx.services, topic.name, p.partition_index, p.offset)
                      for p in topic.partitions]
         topics.append(_Topic(name=topic.name, partitions=parts))
     return ctx.response(throttle_time_ms=0, topics=topics)
 
 
-def _delete(broker, topic: str, index: int, offset: int):
+def _delete(services, topic: str, index: int, offset: int):
     try:
-        partition = broker.replica_manager.leader_partition(topic, index)
+        partition = services.replica_manager.leader_partition(topic, index)
         log = partition.log
         if "delete" not in log.config.cleanup_policy:
             raise KafkaError(ErrorCode.POLICY_VIOLATION,

@@ -11,7 +11,7 @@ Versions 0-6 (Kafka 3.9), answered as Kafka's ZooKeeper-mode KafkaApis does:
   check answers a null name; an unknown name -> UNKNOWN_TOPIC_OR_PARTITION.
 - Each result echoes the id the request gave (the zero id for a topic named
   by name).
-The topic is marked for deletion (``/admin/delete_topics/T``, ``broker.admin``);
+The topic is marked for deletion (``/admin/delete_topics/T``, ``services.admin``);
 the controller deletes it through its watch, and the answer waits until this
 broker's metadata cache no longer has it (Kafka's DelayedDeleteTopics), else
 REQUEST_TIMED_OUT at timeout_ms; with timeout_ms <= 0 Kafka does not wait and
@@ -37,10 +37,10 @@ async def handle(ctx, request):
                   for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    if not ctx.broker.controller.is_active:
+    if not ctx.services.controller.is_active:
         return _respond(ctx, [_Result(name=n, topic_id=i, error_code=ErrorCode.NOT_CONTROLLER,
                                       error_message=None) for n, i in wanted])
-    if not ctx.broker.config["delete.topic.enable"]:
+    if not ctx.services.config["delete.topic.enable"]:
         error = (ErrorCode.TOPIC_DELETION_DISABLED if ctx.api_version >= 3
                  else ErrorCode.INVALID_REQUEST)
         return _respond(ctx, [_Result(name=n, topic_id=i, error_code=error, error_message=None)
@@ -54,7 +54,7 @@ async def handle(ctx, request):
     errors: dict[str, int] = {}
     for name in dict.fromkeys(r.name for r in results if r.error_code == 0):
         try:
-            ctx.broker.admin.delete_topic(name)
+            ctx.services.admin.delete_topic(name)
         except KafkaError as err:
             errors[name] = err.code
     marked = [name for name in dict.fromkeys(r.name for r in results if r.error_code == 0)
@@ -63,7 +63,7 @@ async def handle(ctx, request):
         # Kafka does not wait for the deletion then, and says so.
         errors.update(dict.fromkeys(marked, ErrorCode.REQUEST_TIMED_OUT))
     elif marked:
-        late = await ctx.broker.admin.wait_for_deletion(marked, request.timeout_ms)
+        late = await ctx.services.admin.wait_for_deletion(marked, request.timeout_ms)
         errors.update(dict.fromkeys(late, ErrorCode.REQUEST_TIMED_OUT))
     for r in results:
         if r.error_code == 0 and r.name in errors:
@@ -76,9 +76,9 @@ def _respond(ctx, results):
 
 
 def _check(ctx, name, topic_id):
-    broker = ctx.broker
+    services = ctx.services
     if topic_id is not None:
-        name = broker.cache.topic_name(topic_id)
+        name = services.cache.topic_name(topic_id)
         if name is None:
             return _Result(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
                            error_message=None)
@@ -88,7 +88,7 @@ def _check(ctx, name, topic_id):
     if not authz.allowed(ctx, authz.DELETE, authz.TOPIC, name):
         return _Result(name=name if topic_id is None else None, topic_id=topic_id,
                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, error_message=None)
-    if broker.cache.topic(name) is None:
+    if services.cache.topic(name) is None:
         return _Result(name=name, topic_id=topic_id,
                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=None)
     return _Result(name=name, topic_id=topic_id, error_code=0, error_message=None)

@@ -25,7 +25,7 @@ _Acl = _Resource.AclDescription
 
 
 def handle(ctx, request):
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     if authorizer is None:
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.SECURITY_DISABLED,
                             error_message=_NO_AUTHORIZER, resources=[])

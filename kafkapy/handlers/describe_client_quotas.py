@@ -45,7 +45,7 @@ def handle(ctx, request):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                             error_message="Cluster authorization failed.", entries=None)
     try:
-        entries = _describe(ctx.broker.store, request.components, request.strict)
+        entries = _describe(ctx.services.store, request.components, request.strict)
     except _Refused as err:
         return ctx.response(throttle_time_ms=0, error_code=err.code, error_message=err.message,
                             entries=None)

@@ -27,7 +27,7 @@ BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
 
 
 def handle(ctx, request):
-    cache = ctx.broker.cache
+    cache = ctx.services.cache
     endpoint = request.endpoint_type if ctx.api_version >= 1 else BROKERS_ENDPOINT
     if endpoint not in (BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT):
         return _error(ctx, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,

@@ -17,6 +17,7 @@ request INVALID_REQUEST (every resource, Kafka's default message).
 from __future__ import annotations
 
 from kafkapy.security import authz
+from kafkapy.config.describe import describe_broker, describe_default_broker, describe_topic
 from kafkapy.config.loggers import describe_loggers
 from kafkapy.metadata.topics import invalid_topic_reason
 from kafkapy.protocol.errors import ErrorCode
@@ -60,7 +61,7 @@ def _refused(ctx, resource):
 
 
 def _describe(ctx, request, resource):
-    broker = ctx.broker
+    services = ctx.services
     kind, name = resource.resource_type, resource.resource_name
     keys = resource.configuration_keys or None  # Kafka: an empty list asks for every key
     synonyms = bool(request.include_synonyms)
@@ -69,32 +70,32 @@ def _describe(ctx, request, resource):
         reason = invalid_topic_reason(name)
         if reason:
             return _failed(resource, ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
-        topic = broker.cache.topic(name)
+        topic = services.cache.topic(name)
         if topic is None:
             return _failed(resource, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
         # As Kafka's ZooKeeper mode, the stored overrides: current on every broker at once
         # after an AlterConfigs anywhere (the cache follows /config/changes a moment later).
-        entries = broker.describe_topic_configs(broker.admin.stored_topic_configs(name), keys,
-                                                synonyms, docs)
+        entries = describe_topic(services.config, services.admin.stored_topic_configs(name),
+                                 keys, synonyms, docs)
     elif kind == BROKER:
         if name and not name.lstrip("-").isdigit():
             return _failed(resource, ErrorCode.INVALID_REQUEST,
                            f"Broker id must be an integer, but it is: {name}")
-        if name not in ("", str(broker.node_id)):
+        if name not in ("", str(services.node_id)):
             return _failed(resource, ErrorCode.INVALID_REQUEST,
-                           f"Unexpected broker id, expected {broker.node_id} or empty string, "
+                           f"Unexpected broker id, expected {services.node_id} or empty string, "
                            f"but received {name}")
-        entries = (broker.describe_broker_configs(keys, synonyms, docs) if name
-                   else broker.describe_default_broker_configs(keys, synonyms, docs))
+        describe = describe_broker if name else describe_default_broker
+        entries = describe(services.config, keys, synonyms, docs)
     elif kind == BROKER_LOGGER:
         if not name:
             return _failed(resource, ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
         if not name.lstrip("-").isdigit():
             return _failed(resource, ErrorCode.INVALID_REQUEST,
                            f"Broker id must be an integer, but it is: {name}")
-        if name != str(broker.node_id):
+        if name != str(services.node_id):
             return _failed(resource, ErrorCode.INVALID_REQUEST,
-                           f"Unexpected broker id, expected {broker.node_id} but received {name}")
+                           f"Unexpected broker id, expected {services.node_id} but received {name}")
         entries = describe_loggers(keys)
     elif name:  # CLIENT_METRICS, which Kafka serves only in KRaft mode
         return _failed(resource, ErrorCode.INVALID_REQUEST,

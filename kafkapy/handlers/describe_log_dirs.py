@@ -33,7 +33,7 @@ def handle(ctx, request):
     if not authz.cluster(ctx, authz.DESCRIBE):
         # Kafka: no directories, and from v3 the error.
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[])
-    manager = ctx.broker.log_manager
+    manager = ctx.services.log_manager
     wanted = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
@@ -46,7 +46,7 @@ def handle(ctx, request):
         by_dir.setdefault(d, {}).setdefault(topic, []).append(
             _Partition(partition_index=index, partition_size=log.size, offset_lag=lag,
                        is_future_key=False))
-    mover = ctx.broker.alter_log_dirs
+    mover = ctx.services.alter_log_dirs
     for (topic, index), log in sorted(manager.future_logs.items()):
         if wanted is not None and (topic, index) not in wanted:
             continue

@@ -26,7 +26,7 @@ _Producer = _Partition.ProducerState
 
 
 def handle(ctx, request):
-    replicas = ctx.broker.replica_manager
+    replicas = ctx.services.replica_manager
     topics = []
     for topic in request.topics:
         parts = []
@@ -60,7 +60,7 @@ def _topic_error(ctx, name: str) -> tuple[int, str] | None:
     reason = invalid_topic_reason(name)
     if reason:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
-    if ctx.broker.cache.topic(name) is None:
+    if ctx.services.cache.topic(name) is None:
         return (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 "This server does not host this topic-partition.")
     return None

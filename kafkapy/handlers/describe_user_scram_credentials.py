@@ -22,7 +22,7 @@ def handle(ctx, request):
     if not authz.cluster(ctx, authz.DESCRIBE):
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                             error_message=None, results=[])
-    code, message, results = credentials.describe(ctx.broker.store, users)
+    code, message, results = credentials.describe(ctx.services.store, users)
     return ctx.response(
         throttle_time_ms=0, error_code=code, error_message=message,
         results=[(user, err, msg, [(mech, iters) for mech, iters in infos])

@@ -4,7 +4,7 @@ Versions 0-2 (Kafka 3.9 and 4.0); v0 has no election type and means preferred.
 An election type other than 0 and 1 gets INVALID_REQUEST for every partition.
 Otherwise, as Kafka 3.9's ZooKeeper-mode KafkaApis / ReplicaManager.electLeaders:
 the partitions (those named; null: every partition this broker's metadata cache
-knows) go to the controller (``broker.controller.elect_leaders``), which decides
+knows) go to the controller (``services.controller.elect_leaders``), which decides
 per partition as Kafka's processReplicaLeaderElection:
 - not the active controller -> NOT_CONTROLLER (top-level error NONE);
 - unknown partition -> UNKNOWN_TOPIC_OR_PARTITION "The partition does not exist.";
@@ -46,7 +46,7 @@ STRATEGY_NAMES = {PREFERRED: "PreferredReplicaPartitionLeaderElectionStrategy",
 async def handle(ctx, request):
     election = request.election_type if ctx.api_version >= 1 else PREFERRED
     named = request.topic_partitions is not None
-    wanted = (_named(request.topic_partitions) if named else _every_partition(ctx.broker))
+    wanted = (_named(request.topic_partitions) if named else _every_partition(ctx.services))
     if not authz.cluster(ctx, authz.ALTER):
         return _refuse(ctx, wanted, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     if election not in STRATEGY_NAMES:
@@ -56,10 +56,10 @@ async def handle(ctx, request):
     loop = asyncio.get_running_loop()
     # Kafka's deadline runs from before the controller's turn (ReplicaManager.electLeaders).
     deadline = loop.time() + request.timeout_ms / 1000.0
-    outcome = await ctx.broker.controller.elect_leaders(election, partitions)
+    outcome = await ctx.services.controller.elect_leaders(election, partitions)
     results = {tp: (int(v[0]), v[1]) for tp, v in outcome.items()}
     remaining_ms = int(max(0.0, deadline - loop.time()) * 1000)
-    late = await _await_leaders(ctx.broker, election, outcome, remaining_ms)
+    late = await _await_leaders(ctx.services, election, outcome, remaining_ms)
     for tp in late:
         results[tp] = (ErrorCode.REQUEST_TIMED_OUT, None)
     topics = []
@@ -73,7 +73,7 @@ async def handle(ctx, request):
     return ctx.response(throttle_time_ms=0, error_code=0, replica_election_results=topics)
 
 
-async def _await_leaders(broker, election: int, outcome: dict, timeout_ms: int) -> list:
+async def _await_leaders(services, election: int, outcome: dict, timeout_ms: int) -> list:
     """The elected partitions whose new leader this broker's cache does not show by
     the deadline.  The controller may name the leader (a third item); without it the
     preferred replica is expected, or for an unclean election any live leader."""
@@ -83,7 +83,7 @@ async def _await_leaders(broker, election: int, outcome: dict, timeout_ms: int) 
         return []
 
     def shown(tp) -> bool:
-        state = broker.cache.partition(*tp)
+        state = services.cache.partition(*tp)
         if state is None or state.leader < 0:
             return False
         leader = expected[tp]
@@ -91,8 +91,8 @@ async def _await_leaders(broker, election: int, outcome: dict, timeout_ms: int) 
             leader = state.replicas[0]
         if leader is not None:
             return state.leader == leader
-        return state.leader in broker.cache.brokers
-    return await broker.admin.wait_until(shown, list(expected), timeout_ms)
+        return state.leader in services.cache.brokers
+    return await services.admin.wait_until(shown, list(expected), timeout_ms)
 
 
 def _named(topic_partitions) -> dict[str, list[int]]:
@@ -103,8 +103,8 @@ def _named(topic_partitions) -> dict[str, list[int]]:
     return wanted
 
 
-def _every_partition(broker) -> dict[str, list[int]]:
-    return {name: sorted(meta.partitions) for name, meta in sorted(broker.cache.topics.items())}
+def _every_partition(services) -> dict[str, list[int]]:
+    return {name: sorted(meta.partitions) for name, meta in sorted(services.cache.topics.items())}
 
 
 def _refuse(ctx, wanted: dict[str, list[int]], code: int, message: str | None):

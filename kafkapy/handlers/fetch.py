@@ -86,25 +86,25 @@ _log = structlog.get_logger("kafkapy.handlers.fetch")
 
 
 def handle(ctx, request):
-    broker = ctx.broker
+    services = ctx.services
     fetch_data, forgotten = _fetch_data(ctx, request)
     replica = _replica_id(ctx, request)
-    context = broker.fetch_manager.new_context(
+    context = services.fetch_manager.new_context(
         ctx.api_version, request.session_id, request.session_epoch, replica >= 0,
-        fetch_data, forgotten, broker.cache.topic_name, broker.clock.time_ms())
-    if broker.authorizer is None:
-        interesting, erroneous = _classify(broker, context.partitions())
+        fetch_data, forgotten, services.cache.topic_name, services.clock.time_ms())
+    if services.authorizer is None:
+        interesting, erroneous = _classify(services, context.partitions())
     else:
         interesting, erroneous = _authorize(ctx, replica, context.partitions())
     answer = _Answer(ctx, request, context, erroneous, replica >= 0)
-    return broker.replica_manager.fetch_messages(_params(ctx, request, replica), interesting,
+    return services.replica_manager.fetch_messages(_params(ctx, request, replica), interesting,
                                                  answer.respond)
 
 
 def _params(ctx, request, replica: int) -> FetchParams:
     """KafkaApis' FetchParams: the sizes capped by fetch.max.bytes (min_bytes by
     max_bytes), the follower's broker epoch (v15+)."""
-    max_bytes = min(request.max_bytes, ctx.broker.config["fetch.max.bytes"])
+    max_bytes = min(request.max_bytes, ctx.services.config["fetch.max.bytes"])
     state = request.replica_state if ctx.api_version >= 15 else None
     return FetchParams(ctx.api_version, replica,
                        state.replica_epoch if state is not None else -1,
@@ -115,7 +115,7 @@ def _params(ctx, request, replica: int) -> FetchParams:
 def _fetch_data(ctx, request):
     """The request's partitions (a later duplicate updates the first) and forgotten ones."""
     by_id = ctx.api_version >= 13
-    names = ctx.broker.cache.topic_name
+    names = ctx.services.cache.topic_name
     data: dict[tuple, tuple[TopicIdPartition, PartitionRequest]] = {}
     for topic in request.topics:
         topic_id = topic.topic_id if by_id else None
@@ -161,19 +161,19 @@ def _authorize(ctx, replica: int, partitions):
             erroneous.append(LogReadResult(tip, req, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                            aborted=[]))
         else:
-            more, errors = _classify(ctx.broker, [(tip, req)])
+            more, errors = _classify(ctx.services, [(tip, req)])
             interesting += more
             erroneous += errors
     return interesting, erroneous
 
 
-def _classify(broker, partitions):
+def _classify(services, partitions):
     """Split into partitions to read and those answered without reading (Kafka's order)."""
     interesting, erroneous = [], []
     for tip, req in partitions:
         if tip.topic is None:
             erroneous.append(LogReadResult(tip, req, ErrorCode.UNKNOWN_TOPIC_ID, aborted=[]))
-        elif broker.cache.partition(tip.topic, tip.partition) is None:
+        elif services.cache.partition(tip.topic, tip.partition) is None:
             erroneous.append(LogReadResult(tip, req, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                            aborted=[]))
         else:
@@ -199,7 +199,7 @@ class _Answer:
         ctx = self.ctx
         updates = results + self.erroneous
         error, session_id, kept = self.context.generate(
-            [(r.tip, _session_answer(r)) for r in updates], ctx.broker.clock.time_ms())
+            [(r.tip, _session_answer(r)) for r in updates], ctx.services.clock.time_ms())
         slices: dict[bytes, list] = {}
         endpoints: dict[int, object] = {}
         topics: list = []
@@ -220,7 +220,7 @@ class _Answer:
             raise CloseConnection(f"down-conversion of {result.tip.topic}-"
                                   f"{result.tip.partition} failed: {err.message}")
         if self.follower:
-            ctx.broker.replica_manager.record_leader_throttled(updates[i] for i in kept)
+            ctx.services.replica_manager.record_leader_throttled(updates[i] for i in kept)
         response = ctx.response(throttle_time_ms=0, error_code=error, session_id=session_id,
                                 responses=topics, node_endpoints=list(endpoints.values()))
         return ZeroCopyResponse(response, slices) if slices else response
@@ -318,9 +318,9 @@ class _Answer:
 
     def _leader_hint(self, tip: TopicIdPartition, endpoints):
         """The partition's leader and epoch as this broker knows them; its endpoint."""
-        broker = self.ctx.broker
-        leader, epoch = broker.replica_manager.leader_and_epoch(tip.topic, tip.partition)
-        node = broker.cache.brokers_for(self.ctx.listener).get(leader)
+        services = self.ctx.services
+        leader, epoch = services.replica_manager.leader_and_epoch(tip.topic, tip.partition)
+        node = services.cache.brokers_for(self.ctx.listener).get(leader)
         if node is not None:
             endpoints[leader] = _R.NodeEndpoint(node_id=node.node_id, host=node.host,
                                                 port=node.port, rack=node.rack)

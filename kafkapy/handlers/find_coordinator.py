@@ -47,14 +47,14 @@ def handle(ctx, request):
 
 
 def _find(ctx, key_type: int, key: str):
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         # Kafka: DESCRIBE on the group or transactional id, before looking anything up.
         if key_type == _GROUP and not authz.allowed(ctx, authz.DESCRIBE, authz.GROUP, key or ""):
             return ErrorCode.GROUP_AUTHORIZATION_FAILED, -1, "", -1
         if key_type == _TRANSACTION and not authz.allowed(ctx, authz.DESCRIBE, authz.TRANSACTIONAL_ID, key or ""):
             return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1
     if key_type == _GROUP:
-        error, node = ctx.broker.groups.coordinator_node(key or "")
+        error, node = ctx.services.groups.coordinator_node(key or "")
     elif key_type == _TRANSACTION:
         error, node = _transaction_coordinator(ctx, key)
     elif key_type == _SHARE and ctx.api_version >= 6:
@@ -64,14 +64,14 @@ def _find(ctx, key_type: int, key: str):
     if not error and node is not None:
         # The coordinator as reached through the listener the client used; a leader
         # without it is no coordinator for this client (Kafka's getAliveBrokerNode).
-        node = ctx.broker.cache.brokers_for(ctx.listener).get(node.node_id)
+        node = ctx.services.cache.brokers_for(ctx.listener).get(node.node_id)
     if error or node is None:
         return error or ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     return 0, node.node_id, node.host, node.port
 
 
 def _transaction_coordinator(ctx, key: str):
-    coordinator = ctx.broker.txn_coordinator
+    coordinator = ctx.services.txn_coordinator
     if coordinator is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
     return coordinator.coordinator_node(key)

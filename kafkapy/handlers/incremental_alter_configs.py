@@ -60,19 +60,19 @@ def handle(ctx, request):
                 check_topic_name(resource.resource_name)
                 # Kafka applies the operations to the stored overrides before it looks
                 # for the topic (ZkAdminManager.incrementalAlterConfigs).
-                current = ctx.broker.admin.stored_topic_configs(resource.resource_name)
-                configs = _apply_ops(ctx.broker, current, resource.configs, TOPIC_CONFIGS,
+                current = ctx.services.admin.stored_topic_configs(resource.resource_name)
+                configs = _apply_ops(ctx.services, current, resource.configs, TOPIC_CONFIGS,
                                      _topic_list_default)
-                apply_topic_configs(ctx.broker, resource.resource_name, configs,
+                apply_topic_configs(ctx.services, resource.resource_name, configs,
                                     bool(request.validate_only))
             elif resource.resource_type == BROKER:
-                entity = broker_entity(ctx.broker, resource.resource_name)
-                current = stored_broker_layer(ctx.broker, entity)
-                configs = _apply_ops(ctx.broker, current, resource.configs, BROKER_CONFIGS,
+                entity = broker_entity(ctx.services, resource.resource_name)
+                current = stored_broker_layer(ctx.services, entity)
+                configs = _apply_ops(ctx.services, current, resource.configs, BROKER_CONFIGS,
                                      _broker_list_default)
-                apply_broker_configs(ctx.broker, entity, configs, bool(request.validate_only))
+                apply_broker_configs(ctx.services, entity, configs, bool(request.validate_only))
             else:
-                check_logger_change(ctx.broker, resource, repeated_ids,
+                check_logger_change(ctx.services, resource, repeated_ids,
                                     bool(request.validate_only))
             results.append(result(_Result, resource, 0, None))
         except KafkaError as err:
@@ -80,7 +80,7 @@ def handle(ctx, request):
     return ctx.response(throttle_time_ms=0, responses=results)
 
 
-def check_logger_change(broker, resource, repeated_ids: set, validate_only: bool) -> None:
+def check_logger_change(services, resource, repeated_ids: set, validate_only: bool) -> None:
     """BROKER_LOGGER, in the order of Kafka's ConfigAdminManager.preprocess: resource named
     twice, null values, this broker's id, then each change (``config.loggers``).  Valid
     changes pass with validate_only and are otherwise refused: kafkapy cannot honour a
@@ -93,10 +93,10 @@ def check_logger_change(broker, resource, repeated_ids: set, validate_only: bool
     name = resource.resource_name
     if not name.lstrip("-").isdigit():
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}")
-    if int(name) != broker.node_id:
+    if int(name) != services.node_id:
         # Kafka's wording; Kafka 3.9 quotes its own id as the received one (tests/conformance/known.py)
         raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Unexpected node id. Expected {broker.node_id}, but received {int(name)}")
+                         f"Unexpected node id. Expected {services.node_id}, but received {int(name)}")
     validate_logger_ops((c.name, c.config_operation, c.value) for c in resource.configs)
     if resource.configs and not validate_only:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
@@ -110,17 +110,17 @@ def _split(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _topic_list_default(broker, name: str) -> list[str]:
-    default = broker.config.topic_defaults().get(name)
+def _topic_list_default(services, name: str) -> list[str]:
+    default = services.config.topic_defaults().get(name)
     return list(default) if isinstance(default, (list, tuple)) else _split(default)
 
 
-def _broker_list_default(broker, name: str) -> list[str]:
+def _broker_list_default(services, name: str) -> list[str]:
     default = BROKER_CONFIGS[name].default
     return list(default) if isinstance(default, (list, tuple)) else _split(default)
 
 
-def _apply_ops(broker, current: dict[str, str], ops, registry, list_default) -> dict[str, str]:
+def _apply_ops(services, current: dict[str, str], ops, registry, list_default) -> dict[str, str]:
     out = dict(current)
     for op in ops:
         name, kind, value = op.name, op.config_operation, op.value
@@ -141,7 +141,7 @@ def _apply_ops(broker, current: dict[str, str], ops, registry, list_default) -> 
                 verb = "append" if kind == APPEND else "subtract"
                 raise KafkaError(ErrorCode.INVALID_CONFIG,
                                  f"Config value {verb} is not allowed for config key: {name}")
-            old = _split(out[name]) if name in out else list_default(broker, name)
+            old = _split(out[name]) if name in out else list_default(services, name)
             items = _split(value)
             if kind == APPEND:
                 new = old + [v for v in items if v not in old]

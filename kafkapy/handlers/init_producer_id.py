@@ -19,8 +19,8 @@ MAX_VERSION = 5
 
 
 def handle(ctx, request):
-    broker = ctx.broker
-    if broker.authorizer is not None:
+    services = ctx.services
+    if services.authorizer is not None:
         if request.transactional_id is not None:
             if not authz.allowed(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id):
                 return _refused(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -28,12 +28,12 @@ def handle(ctx, request):
                   or authz.allowed_by_type(ctx, authz.WRITE, authz.TOPIC)):
             return _refused(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if request.transactional_id is not None:
-        if broker.transactions_enabled:
-            return broker.txn_coordinator.init_producer_id(ctx, request)
+        if services.txn_coordinator is not None:
+            return services.txn_coordinator.init_producer_id(ctx, request)
         return ctx.response(throttle_time_ms=0,
                             error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                             producer_id=-1, producer_epoch=-1)
-    producer_id = broker.producer_ids.next_id()
+    producer_id = services.producer_ids.next_id()
     return ctx.response(throttle_time_ms=0, error_code=0, producer_id=producer_id,
                         producer_epoch=0)
 

@@ -25,7 +25,7 @@ import uuid
 from kafkapy.security import authz
 from kafkapy.metadata.cache import ZERO_UUID, PartitionState
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.protocol.inter_broker import LeaderAndIsrRequest, LeaderAndIsrResponse
+from kafkapy.protocol.inter_broker import LeaderAndIsrResponse
 from kafkapy.replication.replica_manager import PartitionChange
 
 API_KEY = 4
@@ -39,22 +39,21 @@ _Partition = LeaderAndIsrResponse.LeaderAndIsrPartitionError
 async def handle(ctx, request):
     if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return _error_response(request, list(_entries(request)), ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    fenced = await ctx.broker.controller_fence.admit(request, ctx.peer)
-    return _apply(ctx.broker, request, fenced)
+    services = ctx.services
+    fenced = await services.controller_fence.admit(request, ctx.peer)
+    return _apply(services.cache, services.replica_manager, request, fenced)
 
 
-def apply(broker, request):
+def apply(cache, replica_manager, fence, request):
     """Apply a LeaderAndIsr request of any version from this broker's own controller
     (in-process); the response at its version."""
-    return _apply(broker, request, broker.controller_fence.admit_local(request))
+    return _apply(cache, replica_manager, request, fence.admit_local(request))
 
 
-def _apply(broker, request, fenced: int):
+def _apply(cache, replica_manager, request, fenced: int):
     entries = list(_entries(request))
     if fenced:
         return _error_response(request, entries, fenced)
-    cache = broker.cache
-    replica_manager = broker.replica_manager
     changes = [PartitionChange(name, topic_id, state, is_new)
                for name, topic_id, state, is_new in entries]
     errors = replica_manager.become_leader_or_follower(

@@ -183,7 +183,7 @@ def handle(ctx, request):
     topics = []
     kept: dict[int, bytes] = {}   # id(topic answer) -> its encoded partition array (v1+)
     allowed = None
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [t.name for t in request.topics])
     # Fields absent at this version read through kafka-python's slow default lookup:
     # read them once per request, not per partition.
@@ -240,7 +240,7 @@ def _answer_topic(ctx, request, name: str, partitions: list, read_committed: boo
                       for p in partitions]
     indices = {row[0] for row in partitions}
     duplicated = repeated(row[0] for row in partitions) if len(indices) != count else ()
-    hosted = ctx.broker.replica_manager.partitions.get
+    hosted = ctx.services.replica_manager.partitions.get
     epoch = -1
     for row in partitions:   # (index, timestamp), or (index, leader epoch, timestamp) v4+
         index = row[0]
@@ -292,7 +292,7 @@ def _lookup(ctx, name, index: int, ts: int, duplicated: bool, read_committed: bo
     if ts < 0 and ctx.api_version < _SPECIAL_SINCE.get(ts, 99):
         return _result(index, ErrorCode.UNSUPPORTED_VERSION)
     try:
-        partition = ctx.broker.replica_manager.leader_partition(name, index,
+        partition = ctx.services.replica_manager.leader_partition(name, index,
                                                                 current_leader_epoch)
     except KafkaError as err:
         return _result(index, err.code)
@@ -334,11 +334,11 @@ def _legacy(ctx, request, name, p):
         return _Partition(partition_index=index, error_code=ErrorCode.UNSUPPORTED_VERSION,
                           old_style_offsets=[])
     try:
-        partition = ctx.broker.replica_manager.leader_partition(name, index, -1)
+        partition = ctx.services.replica_manager.leader_partition(name, index, -1)
     except KafkaError as err:
         return _Partition(partition_index=index, error_code=err.code, old_style_offsets=[])
     offsets = _offsets_before(partition.log, p.timestamp, p.max_num_offsets,
-                              ctx.broker.clock.time_ms())
+                              ctx.services.clock.time_ms())
     if request.replica_id == CONSUMER:
         hw = partition.high_watermark
         if any(o > hw for o in offsets):

@@ -4,7 +4,7 @@ Version 0 (Kafka 3.9's only version).  As Kafka 3.9's ZooKeeper-mode
 KafkaApis.handleListPartitionReassignmentsRequest and
 KafkaController.processListPartitionReassignments: the named partitions (topics null:
 every partition being reassigned) go to the controller
-(``broker.controller.list_partition_reassignments``); those being reassigned come back
+(``services.controller.list_partition_reassignments``); those being reassigned come back
 with their full replica set (RS = TRS then the rest of ORS) and the adding and removing
 replicas; partitions not being reassigned, or unknown, are left out silently.  Away from
 the active controller: top-level NOT_CONTROLLER with Kafka's message and no topics.
@@ -38,7 +38,7 @@ async def handle(ctx, request):
                                                adding_replicas=[], removing_replicas=[])
                                     for p in t.partition_indexes or ()])
                                 for t in request.topics or ()])
-    outcome = await ctx.broker.controller.list_partition_reassignments(partitions)
+    outcome = await ctx.services.controller.list_partition_reassignments(partitions)
     if isinstance(outcome, tuple):          # top-level error (NOT_CONTROLLER)
         code, message = outcome
         return ctx.response(throttle_time_ms=0, error_code=int(code), error_message=message,

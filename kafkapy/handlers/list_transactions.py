@@ -38,7 +38,7 @@ def handle(ctx, request):
     duration = request.duration_filter if ctx.api_version >= 1 else -1
     error, found = txns.coordinator.list(known, set(request.producer_id_filters or []),
                                          duration if duration is not None else -1)
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TRANSACTIONAL_ID,
                                        [t.transactional_id for t in found])
         found = [t for t in found if t.transactional_id in allowed]

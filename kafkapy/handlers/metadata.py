@@ -68,8 +68,8 @@ _LAYOUT = {0: 0, 1: 1, 2: 1, 3: 1, 4: 1, 5: 5, 6: 6, 7: 7, 8: 7, 9: 9, 10: 9, 11
 
 
 def handle(ctx, request):
-    broker = ctx.broker
-    cache = broker.cache
+    services = ctx.services
+    cache = services.cache
     version = ctx.api_version
     if version in (10, 11) and request.topics:
         for wanted in request.topics:
@@ -80,25 +80,25 @@ def handle(ctx, request):
     kept: dict[int, bytes] = {}     # id(topic answer) -> its encoded partition array
     if request.topics is None or (version == 0 and not request.topics):
         names = sorted(cache.topics)
-        if broker.authorizer is not None:
+        if services.authorizer is not None:
             names = sorted(authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, names))
         topics = [_topic(ctx, cache.topics[name], kept) for name in names]
     elif any(t.topic_id is not None and t.topic_id.int for t in request.topics):
         unknown_ids, topics = _by_id(ctx, request.topics, kept)
-        if broker.authorizer is not None:
+        if services.authorizer is not None:
             allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [t.name for t in topics])
             denied = [_error_topic(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, t.topic_id)
                       for t in topics if t.name not in allowed]
             topics = [t for t in topics if t.name in allowed]
     else:
         names = [t.name for t in request.topics]
-        if broker.authorizer is not None:
+        if services.authorizer is not None:
             names, denied = _authorized_names(ctx, names, allow_auto)
         topics = _by_name(ctx, names, allow_auto, kept)
     topics += denied
     if version >= 8 and request.include_topic_authorized_operations:
         for topic in topics:
-            if topic.error_code == ErrorCode.NO_ERROR or broker.authorizer is None:
+            if topic.error_code == ErrorCode.NO_ERROR or services.authorizer is None:
                 topic.authorized_operations = authz.authorized_operations(
                     ctx, authz.TOPIC, topic.name, TOPIC_OPERATIONS)
     response = ctx.response(
@@ -129,10 +129,10 @@ def _authorized_names(ctx, names: list[str], allow_auto: bool):
     to answer normally and the error answers, create-denied before describe-denied."""
     names = list(dict.fromkeys(names))
     allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, names)
-    cache = ctx.broker.cache
+    cache = ctx.services.cache
     missing = [n for n in names if n in allowed and cache.topic(n) is None]
     no_create: list[str] = []
-    if (missing and allow_auto and ctx.broker.config["auto.create.topics.enable"]
+    if (missing and allow_auto and ctx.services.config["auto.create.topics.enable"]
             and not authz.cluster(ctx, authz.CREATE)):
         may = authz.filter_allowed(ctx, authz.CREATE, authz.TOPIC, missing)
         no_create = [n for n in missing if n not in may]
@@ -158,7 +158,7 @@ def _invalid_request(ctx, request):
 def _by_id(ctx, wanted, kept: dict[int, bytes]):
     """v12+ topics asked by id (names in the same request are then ignored, as in
     Kafka): unknown ids first, then the known topics, each once."""
-    cache = ctx.broker.cache
+    cache = ctx.services.cache
     ids = dict.fromkeys(t.topic_id for t in wanted if t.topic_id is not None and t.topic_id.int)
     unknown = [_error_topic(ErrorCode.UNKNOWN_TOPIC_ID, None, i) for i in ids
                if cache.topic_name(i) is None]
@@ -170,11 +170,11 @@ def _by_name(ctx, names: list[str], allow_auto: bool, kept: dict[int, bytes]):
     """Topics asked by name, in Kafka's order: each name once (Kafka collects them in a
     set), the existing topics first, then the missing ones -- with auto-creation, those
     that cannot be created (illegal names) before those being created."""
-    cache = ctx.broker.cache
+    cache = ctx.services.cache
     names = list(dict.fromkeys(names))
     found = [_topic(ctx, cache.topic(n), kept) for n in names if cache.topic(n) is not None]
     missing = [n for n in names if cache.topic(n) is None]
-    if not (allow_auto and ctx.broker.config["auto.create.topics.enable"]):
+    if not (allow_auto and ctx.services.config["auto.create.topics.enable"]):
         return found + [_error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION if invalid_topic_reason(n)
                                      else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, n)
                         for n in missing]
@@ -187,16 +187,16 @@ def _auto_create(ctx, name: str):
     """Create a missing topic (an internal one with its coordinator's settings, as
     Kafka's AutoTopicCreationManager does); answered LEADER_NOT_AVAILABLE so the
     client asks again."""
-    broker = ctx.broker
+    services = ctx.services
     try:
         if name == OFFSETS_TOPIC:
-            broker.groups.ensure_topic()
-        elif name == TRANSACTION_STATE_TOPIC and broker.transactions_enabled:
-            broker.txn_coordinator.ensure_topic()
+            services.groups.ensure_topic()
+        elif name == TRANSACTION_STATE_TOPIC and services.txn_coordinator is not None:
+            services.txn_coordinator.ensure_topic()
         elif is_internal(name):
             return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
         else:
-            broker.auto_create_topic(name)
+            services.admin.auto_create_topic(name)
     except KafkaError as err:
         if err.code != ErrorCode.TOPIC_ALREADY_EXISTS:
             return _error_topic(err.code, name)
@@ -226,7 +226,7 @@ def _topic(ctx, topic, kept: dict[int, bytes] | None = None):
 
 
 def _partitions(ctx, topic) -> list:
-    nodes = ctx.broker.cache.brokers_for(ctx.listener)
+    nodes = ctx.services.cache.brokers_for(ctx.listener)
     return [_partition(ctx, nodes, topic.name, index, topic.partitions[index])
             for index in sorted(topic.partitions)]
 
@@ -249,11 +249,11 @@ _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _kept_partitions(ctx, topic, answer) -> bytes | None:
     """The topic's encoded partition array for this request's layout and listener,
     encoded now if not kept; None while a local log dir is offline (module docstring)."""
-    broker = ctx.broker
-    logs = broker.log_manager
+    services = ctx.services
+    logs = services.log_manager
     if logs is None or logs.offline_dirs:
         return None
-    cache = broker.cache
+    cache = services.cache
     table = _KEPT.get(cache)
     if table is None or table.generation != cache.generation:
         table = _KEPT[cache] = _Kept(cache.generation)
@@ -279,18 +279,18 @@ def _encode_partitions(version: int, answer, partitions: list) -> bytes:
 
 def _partition(ctx, nodes, name: str, index: int, state):
     """One partition as Kafka's getPartitionMetadata answers it (module docstring)."""
-    broker = ctx.broker
+    services = ctx.services
     version = ctx.api_version
     offline = list(state.offline_replicas)
     isr = list(state.isr)
     leader = state.leader
-    local = broker.replica_manager.partitions.get((name, index))
+    local = services.replica_manager.partitions.get((name, index))
     if local is not None and local.log.offline:
         # This broker's failed log dir: offline here before the controller says so.
-        if broker.node_id not in offline:
-            offline.append(broker.node_id)
-        isr = [r for r in isr if r != broker.node_id]
-        if leader == broker.node_id:
+        if services.node_id not in offline:
+            offline.append(services.node_id)
+        isr = [r for r in isr if r != services.node_id]
+        if leader == services.node_id:
             leader = -1
     replicas = list(state.replicas)
     if version == 0:
@@ -299,7 +299,7 @@ def _partition(ctx, nodes, name: str, index: int, state):
     else:
         isr_shown = isr
     if leader not in nodes:
-        if version >= 6 and leader != -1 and broker.cache.is_alive(leader):
+        if version >= 6 and leader != -1 and services.cache.is_alive(leader):
             error = ErrorCode.LISTENER_NOT_FOUND
         else:
             error = ErrorCode.LEADER_NOT_AVAILABLE

@@ -41,12 +41,12 @@ def handle(ctx, request):
     version = ctx.api_version
     if version == 0:
         return _commit_to_store(ctx, request)
-    now = ctx.broker.clock.time_ms()
+    now = ctx.services.clock.time_ms()
     retention = request.retention_time_ms if version <= 4 else -1
     expire = now + retention if retention is not None and retention >= 0 else None
     errors, offsets = {}, {}
     allowed = None
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         if not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
             errors = {(t.name, p.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED
                       for t in request.topics for p in t.partitions}
@@ -58,7 +58,7 @@ def handle(ctx, request):
             if allowed is not None and topic.name not in allowed:
                 errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
-            if ctx.broker.cache.partition(*tp) is None:
+            if ctx.services.cache.partition(*tp) is None:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             epoch = p.committed_leader_epoch if version >= 6 else -1
@@ -81,24 +81,24 @@ def handle(ctx, request):
 
 
 def _commit_to_store(ctx, request):
-    broker = ctx.broker
-    limit = broker.config["offset.metadata.max.bytes"]
+    services = ctx.services
+    limit = services.config["offset.metadata.max.bytes"]
     errors = {}
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if broker.cache.partition(*tp) is None:
+            if services.cache.partition(*tp) is None:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif p.committed_metadata is not None and len(p.committed_metadata) > limit:
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
-                errors[tp] = _store(broker, request.group_id, tp, p.committed_offset)
+                errors[tp] = _store(services, request.group_id, tp, p.committed_offset)
     return ctx.response(throttle_time_ms=0, topics=_topics(request, errors))
 
 
-def _store(broker, group_id: str, tp, offset: int) -> int:
+def _store(services, group_id: str, tp, offset: int) -> int:
     try:
-        store_offset(broker.store, group_id, *tp, offset)
+        store_offset(services.store, group_id, *tp, offset)
     except Exception:  # noqa: BLE001 - Kafka answers any failure here UNKNOWN_SERVER_ERROR
         # e.g. an empty group id makes an illegal znode path, as in ZooKeeper.
         _log.warning("v0 offset commit failed", group_id=group_id, topic=tp[0],

@@ -24,10 +24,10 @@ _Partition = _Topic.OffsetDeleteResponsePartition
 
 
 def handle(ctx, request):
-    cache = ctx.broker.cache
+    cache = ctx.services.cache
     asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     denied: list = []
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         # Kafka: DELETE on the group, then READ on each topic.
         if not authz.allowed(ctx, authz.DELETE, authz.GROUP, request.group_id):
             return ctx.response(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])

@@ -49,12 +49,12 @@ def handle(ctx, request):
 
 
 def _fetch_from_store(ctx, request):
-    broker = ctx.broker
+    services = ctx.services
     found = []
     for tp in _asked(request.topics):
         try:
-            offset = (read_offset(broker.store, request.group_id, *tp)
-                      if broker.cache.partition(*tp) is not None else None)
+            offset = (read_offset(services.store, request.group_id, *tp)
+                      if services.cache.partition(*tp) is not None else None)
         except Exception:  # noqa: BLE001 - Kafka answers any failure UNKNOWN_SERVER_ERROR
             # e.g. an empty group id makes an illegal znode path, as in ZooKeeper.
             found.append((tp, None, ErrorCode.UNKNOWN))
@@ -84,7 +84,7 @@ def _fetch(ctx, group_id: str, asked, stable: bool):
     """(group error, [(partition, committed offset or None, partition error)])."""
     groups = coordinator(ctx)
     denied = []
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         if not authz.allowed(ctx, authz.DESCRIBE, authz.GROUP, group_id):
             return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
         if asked is not None:

@@ -28,10 +28,10 @@ _Partition = _Topic.EpochEndOffset
 
 
 def handle(ctx, request):
-    replicas = ctx.broker.replica_manager
+    replicas = ctx.services.replica_manager
     topics = []
     allowed = None
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         # Kafka: a follower needs CLUSTER_ACTION, a client DESCRIBE on each topic.
         names = [t.topic for t in request.topics]
         follower = ctx.api_version >= 3 and request.replica_id >= 0

@@ -76,9 +76,9 @@ def handle(ctx, request):
         return _all_failed(ctx, request, err.code, err.message)
     if (transactional and transactional_id is None) or (
             (transactional or transactional_id is not None)
-            and not ctx.broker.transactions_enabled):
+            and ctx.services.txn_coordinator is None):
         return _all_failed(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    if (transactional and ctx.broker.authorizer is not None
+    if (transactional and ctx.services.authorizer is not None
             and not authz.allowed(ctx, authz.WRITE, authz.TRANSACTIONAL_ID, transactional_id)):
         return _all_failed(ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     return _append(ctx, request, transactional_id)
@@ -112,7 +112,7 @@ def _append(ctx, request, transactional_id):
     version = ctx.api_version
     parts = [(t.name, p) for t in request.topic_data for p in t.partition_data]
     early = [_request_error(ctx, name, part, version) for name, part in parts]
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         # Kafka checks WRITE on the topic before anything else about the partition.
         allowed = authz.filter_allowed(ctx, authz.WRITE, authz.TOPIC, [name for name, _ in parts])
         early = [r if name in allowed else AppendResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -127,7 +127,7 @@ def _append(ctx, request, transactional_id):
         return _response(ctx, [(name, part.index,
                                 r or AppendResult(ErrorCode.INVALID_REQUIRED_ACKS))
                                for (name, part), r in zip(parts, early)])
-    return ctx.broker.replica_manager.append_records(
+    return ctx.services.replica_manager.append_records(
         parts, early, required_acks=required_acks, timeout_ms=request.timeout_ms,
         produce_version=version, internal_topics_allowed=ctx.client_id == ADMIN_CLIENT_ID,
         transactional_id=transactional_id,
@@ -136,7 +136,7 @@ def _append(ctx, request, transactional_id):
 
 def _request_error(ctx, name: str, part, version: int) -> AppendResult | None:
     """KafkaApis' per-partition checks before the replica manager: unknown topic, records."""
-    if ctx.broker.cache.partition(name, part.index) is None:
+    if ctx.services.cache.partition(name, part.index) is None:
         return AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if part.records is None:
         return None  # ProduceRequest.validateRecords looks only at records it has

@@ -43,7 +43,7 @@ def handle(ctx, request):
         token = server.evaluate(bytes(request.auth_bytes))
         lifetime = 0
         if server.complete:
-            lifetime = session_lifetime_ms(ctx.broker.config, ctx.listener, server.mechanism)
+            lifetime = session_lifetime_ms(ctx.services.config, ctx.listener, server.mechanism)
             # raises when a re-authentication names another user (Kafka's
             # ensurePrincipalUnchanged)
             auth.authenticated(server.principal_name)

@@ -26,9 +26,9 @@ def handle(ctx, request):
     auth = getattr(ctx, "connection_auth", None)
     if auth is None:
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
-    broker = ctx.broker
-    mechanisms = enabled_mechanisms(broker.config, ctx.listener)
-    server = server_for(request.mechanism, broker.config, broker.scram_credentials, ctx.listener)
+    services = ctx.services
+    mechanisms = enabled_mechanisms(services.config, ctx.listener)
+    server = server_for(request.mechanism, services.config, services.scram_credentials, ctx.listener)
     if server is None:
         auth.failed()
         return ctx.response(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,

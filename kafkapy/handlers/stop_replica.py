@@ -34,21 +34,20 @@ _Partition = StopReplicaResponse.StopReplicaPartitionError
 async def handle(ctx, request):
     if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return _response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {})
-    fenced = await ctx.broker.controller_fence.admit(request, ctx.peer)
-    return _apply(ctx.broker, request, fenced)
+    services = ctx.services
+    fenced = await services.controller_fence.admit(request, ctx.peer)
+    return _apply(services.cache, services.replica_manager, request, fenced)
 
 
-def apply(broker, request):
+def apply(cache, replica_manager, fence, request):
     """Apply a StopReplica request of any version from this broker's own controller
     (in-process); the response at its version."""
-    return _apply(broker, request, broker.controller_fence.admit_local(request))
+    return _apply(cache, replica_manager, request, fence.admit_local(request))
 
 
-def _apply(broker, request, fenced: int):
+def _apply(cache, replica_manager, request, fenced: int):
     if fenced:
         return _response(request, fenced, {})
-    cache = broker.cache
-    replica_manager = broker.replica_manager
     partitions = _partitions(request)
     errors = replica_manager.stop_replicas(request.controller_id, request.controller_epoch,
                                            partitions)

@@ -49,13 +49,13 @@ _Partition = _Topic.TxnOffsetCommitResponsePartition
 
 
 def handle(ctx, request):
-    broker = ctx.broker
+    services = ctx.services
     version = ctx.api_version
-    now = broker.clock.time_ms()
+    now = services.clock.time_ms()
     results: dict[TopicPartition, int] = {}
     offsets = {}
     allowed = None
-    if ctx.broker.authorizer is not None:
+    if ctx.services.authorizer is not None:
         # Kafka: WRITE on the transactional id, READ on the group, then READ per topic.
         asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
         refusal = None
@@ -74,13 +74,13 @@ def handle(ctx, request):
             if allowed is not None and topic.name not in allowed:
                 results[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
-            if broker.cache.partition(topic.name, p.partition_index) is None:
+            if services.cache.partition(topic.name, p.partition_index) is None:
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             offsets[tp] = OffsetAndMetadata(
                 p.committed_offset, p.committed_leader_epoch if version >= 2 else -1,
                 p.committed_metadata if p.committed_metadata is not None else "", now)
-    groups = broker.groups
+    groups = services.groups
     committed: dict = {}
     if offsets:
         if groups is None:
@@ -121,12 +121,12 @@ _OFFSET_COMMIT_ERROR = {
 
 def _verify(ctx, request) -> int:
     """The transaction check Kafka makes before a transactional offset commit."""
-    broker = ctx.broker
-    if not broker.config["transaction.partition.verification.enable"]:
+    services = ctx.services
+    if not services.config["transaction.partition.verification.enable"]:
         return 0
-    index = broker.groups.coordinator.partition_for(request.group_id)
+    index = services.groups.coordinator.partition_for(request.group_id)
     tp = (OFFSETS_TOPIC, index)
-    partition = broker.replica_manager.partitions.get(tp)
+    partition = services.replica_manager.partitions.get(tp)
     if partition is None:
         return _OFFSET_COMMIT_ERROR[ErrorCode.NOT_LEADER_OR_FOLLOWER]
     entry = partition.log.producer_state.last_entry(request.producer_id)
@@ -139,7 +139,7 @@ def _verify(ctx, request) -> int:
     txns = service(ctx)
     if txns is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if not _coordinated_here(broker, txns, request.transactional_id):
+    if not _coordinated_here(services, txns, request.transactional_id):
         return 0  # as Produce: kafkapy does not ask another broker's coordinator (yet)
     error = txns.coordinator.verify_partitions(request.transactional_id, request.producer_id,
                                                request.producer_epoch, [tp])[tp]
@@ -150,9 +150,9 @@ def _verify(ctx, request) -> int:
     return _OFFSET_COMMIT_ERROR.get(error, error)
 
 
-def _coordinated_here(broker, txns, transactional_id: str) -> bool:
+def _coordinated_here(services, txns, transactional_id: str) -> bool:
     """Whether this broker leads the transactional id's ``__transaction_state`` partition
     (Kafka verifies with the coordinator wherever it is, through AddPartitionsToTxn)."""
     index = txns.coordinator.partition_for(transactional_id or "")
-    state = broker.cache.partition(TRANSACTION_STATE_TOPIC, index)
-    return state is None or state.leader == broker.node_id
+    state = services.cache.partition(TRANSACTION_STATE_TOPIC, index)
+    return state is None or state.leader == services.node_id

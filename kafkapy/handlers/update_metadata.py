@@ -29,20 +29,21 @@ MAX_VERSION = 8
 async def handle(ctx, request):
     if not authz.cluster(ctx, authz.CLUSTER_ACTION):
         return _response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    fenced = await ctx.broker.controller_fence.admit(request, ctx.peer)
-    return _apply(ctx.broker, request, fenced)
+    services = ctx.services
+    fenced = await services.controller_fence.admit(request, ctx.peer)
+    return _apply(services.cache, services.replica_manager, request, fenced)
 
 
-def apply(broker, request):
+def apply(cache, replica_manager, fence, request):
     """Apply an UpdateMetadata request of any version from this broker's own controller
     (in-process); the response at its version."""
-    return _apply(broker, request, broker.controller_fence.admit_local(request))
+    return _apply(cache, replica_manager, request, fence.admit_local(request))
 
 
-def _apply(broker, request, fenced: int):
+def _apply(cache, replica_manager, request, fenced: int):
     if fenced:
         return _response(request, fenced)
-    broker.cache.apply_update_metadata(request)
+    cache.apply_update_metadata(request)
     return _response(request, ErrorCode.NO_ERROR)
 
 

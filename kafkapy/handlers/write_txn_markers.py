@@ -47,9 +47,9 @@ def handle(ctx, request):
     if not appended:
         return _response(ctx, request, per_marker, {})
     # Kafka appends markers with acks=-1: answered once the high watermark covers them.
-    return ctx.broker.replica_manager.await_replication(
+    return ctx.services.replica_manager.await_replication(
         [(t, p, r) for (t, p), r in appended.items()],
-        ctx.broker.config["request.timeout.ms"],
+        ctx.services.config["request.timeout.ms"],
         lambda final: _response(ctx, request, per_marker,
                                 {(t, p): r.error_code for t, p, r in final}))
 

@@ -83,7 +83,7 @@ class _Slot:
 
 class KafkaConnection(asyncio.Protocol):
     # Thousands of mostly idle connections: no per-instance __dict__.
-    __slots__ = ("_server", "_broker", "_max_frame", "_max_inflight", "_buf", "_slots",
+    __slots__ = ("_server", "_services", "_max_frame", "_max_inflight", "_buf", "_slots",
                  "_transport", "_reading_paused", "_writing_paused", "_turn_scheduled",
                  "_closed", "_zero_copy", "_file_parts", "_sock_fd", "peer", "address",
                  "last_active", "session", "_gate")
@@ -93,7 +93,7 @@ class KafkaConnection(asyncio.Protocol):
         # The peer's address while it holds a connection-quota slot (the server gives the
         # slot back once and clears this).
         self.address = address
-        self._broker = server.broker
+        self._services = server.services
         self._max_frame = server.max_request_bytes
         self._max_inflight = server.max_inflight
         self._buf = bytearray()
@@ -124,7 +124,7 @@ class KafkaConnection(asyncio.Protocol):
         # Once per connection: ACLs name hosts, so with an authorizer even the default
         # PLAINTEXT listener's session carries the peer's address.
         if (protocol != "PLAINTEXT" or self._server.listener not in (None, "PLAINTEXT")
-                or self._broker.authorizer is not None):
+                or self._server.authorizer_enabled):
             peer = transport.get_extra_info("peername")
             try:
                 self._secure_session(transport, peer, protocol)
@@ -142,7 +142,7 @@ class KafkaConnection(asyncio.Protocol):
         self.session = Session(principal, host_address(peer[0]) if peer else "",
                                self._server.listener or "PLAINTEXT", protocol)
         if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-            self._gate = sasl_gate.SaslGate(self._broker.config, self._server.listener,
+            self._gate = sasl_gate.SaslGate(self._server.config, self._server.listener,
                                             self._authenticated_as)
             # Kafka reads authentication frames with sasl.server.max.receive.size
             self._max_frame = min(self._max_frame, self._gate.max_receive)
@@ -271,7 +271,7 @@ class KafkaConnection(asyncio.Protocol):
         stats = metrics.APIS.get(api_key) or metrics.api_stats(api_key, spec.name)
         if api_key == metrics.FETCH_KEY:
             stats = metrics.fetch_stats(request, version)
-        ctx = RequestContext(self._broker, api_key, version, correlation_id,
+        ctx = RequestContext(self._services, api_key, version, correlation_id,
                              header.client_id, self.peer, spec.response_cls, self._zero_copy,
                              self._server.listener, self.session, auth)
         if gate is not None and api_key == API_VERSIONS_KEY:

@@ -37,12 +37,16 @@ import asyncio
 import errno
 import socket
 import time
+from typing import TYPE_CHECKING
 
 import structlog
 
 from kafkapy.network.connection import KafkaConnection
 from kafkapy.network.connection_quotas import ConnectionQuotas
 from kafkapy.api.principal import host_address
+
+if TYPE_CHECKING:
+    from kafkapy.config.broker import BrokerConfig
 
 _log = structlog.get_logger("kafkapy.network")
 # A client that opens a TLS connection and never finishes the handshake is dropped then.
@@ -57,12 +61,17 @@ _PEER_GONE = (errno.ECONNABORTED, errno.EPROTO, errno.EPERM)
 
 
 class SocketServer:
-    def __init__(self, broker, apis: dict, host: str, port: int, *,
+    def __init__(self, config: BrokerConfig, apis: dict, host: str, port: int, *,
                  max_request_bytes: int, max_inflight: int, idle_ms: int,
                  unsupported_api_versions, zero_copy: bool = True,
                  listener: str | None = None, security_protocol: str = "PLAINTEXT",
-                 ssl_context=None, quotas: ConnectionQuotas) -> None:
-        self.broker = broker
+                 ssl_context=None, quotas: ConnectionQuotas,
+                 authorizer_enabled: bool = False) -> None:
+        self.config = config        # SASL listeners read their JAAS and mechanism settings
+        # ACLs name hosts: with an authorizer every session carries the peer's address
+        self.authorizer_enabled = authorizer_enabled
+        # What the handlers get on each request's context: handed over by ``start``.
+        self.services = None
         self.listener = listener
         self.security_protocol = security_protocol
         self.ssl_context = ssl_context
@@ -98,8 +107,10 @@ class SocketServer:
             self._sockets = _bound_sockets(self.host, self.port)
             self.port = self._sockets[0].getsockname()[1]
 
-    async def start(self) -> None:
-        """Listen and accept (binding first if ``bind`` was not called)."""
+    async def start(self, services) -> None:
+        """Listen and accept (binding first if ``bind`` was not called); every request's
+        context carries ``services`` from here on."""
+        self.services = services
         self._loop = asyncio.get_running_loop()
         self.bind()
         for sock in self._sockets:

@@ -154,7 +154,8 @@ class Partition:
     truncate_to_hw = False
 
     def __init__(self, topic: str, index: int, log, state: PartitionState, node_id: int,
-                 storage_failed: Callable[[OSError], None] = lambda err: None) -> None:
+                 storage_failed: Callable[[OSError], None] = lambda err: None,
+                 isr_manager=None) -> None:
         self.topic = topic
         self.index = index
         self.log = log
@@ -169,7 +170,7 @@ class Partition:
         self._role: str | None = None
         # The AlterPartitionManager (submit, replica_lag_time_max_ms, is_replica_eligible);
         # None: the ISR never changes from here (a single broker without one, unit tests).
-        self.isr_manager = None
+        self.isr_manager = isr_manager
         # The ISR change sent to the controller and not yet answered (Kafka's Pending*Isr).
         self.pending_isr: PendingIsrChange | None = None
         # Log end offset when this broker's current leader epoch began (Kafka's

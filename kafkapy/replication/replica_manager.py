@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import structlog
 
@@ -60,9 +60,6 @@ from kafkapy.records.batch import MAGIC_OFFSET, read_header
 from kafkapy.replication import acks, txn_verification
 from kafkapy.replication.partition import AppendResult, Partition
 from kafkapy.replication.quota import LEADER, ReplicationQuota
-
-if TYPE_CHECKING:   # annotations only: the coordinator is a higher layer
-    from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator
 
 _log = structlog.get_logger("kafkapy.replication")
 
@@ -134,7 +131,7 @@ class ReplicaManager:
     def __init__(self, log_manager, node_id: int, topic_config_of: Callable[[str], dict],
                  cache=None, fetchers=None, alter_partition=None, alter_log_dirs=None,
                  config=None, clock=None,
-                 txn_coordinator: Callable[[], TransactionCoordinator | None] = lambda: None,
+                 txn_coordinator: Callable[[], txn_verification.Verifier | None] = lambda: None,
                  ) -> None:
         self._logs = log_manager
         self._node_id = node_id
@@ -312,8 +309,8 @@ class ReplicaManager:
         placeholder = PartitionState(index, list(change.state.replicas), -1, -1, [],
                                      change.state.controller_epoch)
         partition = Partition(name, index, log, placeholder, self._node_id,
-                              lambda err, key=key: self._logs.fail_dir_of(*key, err))
-        partition.isr_manager = self.alter_partition
+                              lambda err, key=key: self._logs.fail_dir_of(*key, err),
+                              isr_manager=self.alter_partition)
         if log.offline:
             partition.state = change.state   # kept for Metadata, which shows it offline
         self.partitions[key] = partition

@@ -17,6 +17,8 @@ retry it without a metadata refresh), with the underlying error named in the mes
 """
 from __future__ import annotations
 
+from typing import Protocol
+
 from kafkapy.metadata.topics import TRANSACTION_STATE_TOPIC
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.replication.partition import AppendResult
@@ -28,7 +30,17 @@ _RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
     ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 
 
-def coordinator_verdict(coordinator, cache, node_id: int, transactional_id: str,
+class Verifier(Protocol):
+    """What verification asks of the transaction coordinator (a higher layer's
+    ``TransactionCoordinator``, handed in as this)."""
+
+    def partition_for(self, transactional_id: str) -> int: ...
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                          partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]: ...
+
+
+def coordinator_verdict(coordinator: Verifier | None, cache, node_id: int, transactional_id: str,
                         producer_id: int, epoch: int, tp: tuple[str, int]) -> int | None:
     """An error code, or None when the partition is in the producer's transaction (or the
     coordinator is another broker's).  ``coordinator`` is this broker's

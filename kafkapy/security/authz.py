@@ -1,6 +1,6 @@
 """Authorization checks for API handlers: Kafka's AuthHelper.
 
-Every helper starts with ``ctx.broker.authorizer is None`` and returns at once when no
+Every helper starts with ``ctx.services.authorizer is None`` and returns at once when no
 authorizer is configured (the broker always has the attribute: None unless
 ``authorizer.class.name`` names Kafka's AclAuthorizer), so an unconfigured broker pays one
 attribute read per call.
@@ -28,14 +28,14 @@ def _session(ctx):
 
 
 def allowed(ctx, operation: int, resource_type: int, name: str) -> bool:
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     if authorizer is None:
         return True
     return authorizer.authorize(_session(ctx), operation, resource_type, name)
 
 
 def cluster(ctx, operation: int) -> bool:
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     if authorizer is None:
         return True
     return authorizer.authorize(_session(ctx), operation, A.CLUSTER, A.CLUSTER_NAME)
@@ -43,7 +43,7 @@ def cluster(ctx, operation: int) -> bool:
 
 def filter_allowed(ctx, operation: int, resource_type: int, names) -> set:
     """The names (a set) the principal may ``operation``; each distinct name checked once."""
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     if authorizer is None:
         return set(names)
     session = _session(ctx)
@@ -51,7 +51,7 @@ def filter_allowed(ctx, operation: int, resource_type: int, names) -> set:
 
 
 def allowed_by_type(ctx, operation: int, resource_type: int) -> bool:
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     if authorizer is None:
         return True
     return authorizer.authorize_by_resource_type(_session(ctx), operation, resource_type)
@@ -60,7 +60,7 @@ def allowed_by_type(ctx, operation: int, resource_type: int) -> bool:
 def authorized_operations(ctx, resource_type: int, name: str, all_ops) -> set:
     """The operations of ``all_ops`` (codes) allowed on the resource (Kafka's
     authorizedOperations); every one without an authorizer."""
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.services.authorizer
     if authorizer is None:
         return set(all_ops)
     session = _session(ctx)

@@ -16,15 +16,13 @@ or compile is a test error.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 
 import pytest
 
 from tests.support.broker_process import BrokerProcess
-from tests.support.java_clients import (FETCH_SCRIPT, JAVA_CLIENT_VERSIONS, JAVA_SOURCE, ROOT,
-                                       JavaClient, java_clients_dir)
+from tests.support.java_clients import (JAVA_CLIENT_VERSIONS, JAVA_SOURCE, JavaClient,
+                                       client_jars, compiled)
 
 
 @dataclass
@@ -46,28 +44,9 @@ def broker(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def java_clients(tmp_path_factory) -> dict[str, JavaClient]:
-    missing = [tool for tool in ("java", "javac") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"JDK not installed ({', '.join(missing)} not on PATH)")
-    dest = java_clients_dir()
-    if not all((dest / v / ".complete").is_file() for v in JAVA_CLIENT_VERSIONS):
-        env = dict(os.environ)
-        env.setdefault("PIP", str(ROOT / ".venv" / "bin" / "pip"))
-        proc = subprocess.run(["bash", str(FETCH_SCRIPT), str(dest)], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, (
-            f"{FETCH_SCRIPT.name} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    client_jars(JAVA_CLIENT_VERSIONS)
     build = tmp_path_factory.mktemp("java-build")
-    clients = {}
-    for version in JAVA_CLIENT_VERSIONS:
-        jars = dest / version
-        assert list(jars.glob(f"kafka-clients-{version}.jar")), f"no kafka-clients jar in {jars}"
-        classes = build / version
-        classes.mkdir()
-        proc = subprocess.run(["javac", "-Xlint:none", "-d", str(classes), "-cp", str(jars / "*"),
-                               *sorted(str(p) for p in JAVA_SOURCE.parent.glob("*.java"))],
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, f"javac against kafka-clients {version} failed:\n{proc.stdout}\n{proc.stderr}"
-        clients[version] = JavaClient(version, jars, classes)
-    return clients
+    sources = list(JAVA_SOURCE.parent.glob("*.java"))
+    return {version: compiled(version, sources, build / version)
+            for version in JAVA_CLIENT_VERSIONS}
 

@@ -17,8 +17,9 @@ import zlib
 
 import pytest
 
-from kafkapy.records.batch import crc32c, iter_headers
+from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import build_batch, compress
+from tests.support.batchcheck_craft import claimed
 
 # Recent, so that no retention check removes what a case stored during the run.
 T = int(time.time()) * 1000 - 60_000
@@ -28,15 +29,6 @@ BOUNDED = {"message.timestamp.after.max.ms": "3600000"}
 OLD_BOUNDED = {"message.timestamp.before.max.ms": "3600000"}
 COMPACTED = {"cleanup.policy": "compact"}
 APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
-
-
-def _claimed(raw: bytes, max_timestamp: int, attributes: int | None = None) -> bytes:
-    out = bytearray(raw)
-    if attributes is not None:
-        struct.pack_into(">h", out, 21, attributes)
-    struct.pack_into(">q", out, 35, max_timestamp)
-    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
-    return bytes(out)
 
 
 def _message(value: bytes, timestamp: int, key: bytes | None = None, offset: int = 0,
@@ -61,23 +53,23 @@ PAIR = [(b"k", b"v", (), T), (None, b"w", (), T + 100)]
 # name -> (topic configs, Produce version, records)
 CASES = {
     "v2-record-at-minus-5": ({}, 9, build_batch([(None, b"x", (), -5)])),
-    "v2-claimed-max-above": ({}, 9, _claimed(build_batch(PAIR), T + 10**9)),
-    "v2-claimed-max-below": ({}, 9, _claimed(build_batch(PAIR), T - 10**6)),
-    "v2-claimed-no-timestamp": ({}, 9, _claimed(build_batch(PAIR), -1)),
+    "v2-claimed-max-above": ({}, 9, claimed(build_batch(PAIR), T + 10**9)),
+    "v2-claimed-max-below": ({}, 9, claimed(build_batch(PAIR), T - 10**6)),
+    "v2-claimed-no-timestamp": ({}, 9, claimed(build_batch(PAIR), -1)),
     "v2-unknown-attribute-bits-rewritten": (
-        {}, 9, _claimed(build_batch(PAIR), T + 5, attributes=0x0180)),
+        {}, 9, claimed(build_batch(PAIR), T + 5, attributes=0x0180)),
     "v2-unknown-attribute-bits-kept": (
-        {}, 9, _claimed(build_batch(PAIR), T + 100, attributes=0x0180)),
-    "v2-delete-horizon-bit-kept": ({}, 9, _claimed(build_batch(PAIR), T + 5, attributes=0x40)),
+        {}, 9, claimed(build_batch(PAIR), T + 100, attributes=0x0180)),
+    "v2-delete-horizon-bit-kept": ({}, 9, claimed(build_batch(PAIR), T + 5, attributes=0x40)),
     "v2-log-append-time-batch-on-create-time-topic": (
         {}, 9, build_batch(PAIR, timestamp_type=1)),
     "v2-log-append-time-topic-unknown-bits": (
-        APPEND_TIME, 9, _claimed(build_batch(PAIR), T + 100, attributes=0x0180)),
-    "v2-gzip-claimed-max": ({}, 9, _claimed(build_batch(PAIR, compression=1), T + 10**9)),
+        APPEND_TIME, 9, claimed(build_batch(PAIR), T + 100, attributes=0x0180)),
+    "v2-gzip-claimed-max": ({}, 9, claimed(build_batch(PAIR, compression=1), T + 10**9)),
     "v2-gzip-negative-records": (
         {}, 9, build_batch([(None, b"x", (), -5), (None, b"y", (), -7)], compression=1)),
     "v2-lz4-only-minus-one": (
-        {}, 9, _claimed(build_batch([(None, b"x", (), -1)], compression=3), 5)),
+        {}, 9, claimed(build_batch([(None, b"x", (), -1)], compression=3), 5)),
     "v1-minus-5": ({}, 2, _message(b"x", -5)),
     "v1-minus-5-second": ({}, 2, _two(T, -5)),
     "v1-long-min": ({}, 2, _message(b"x", -(1 << 63))),
@@ -164,7 +156,7 @@ def test_list_offsets_by_time_matches_kafka_after_a_claimed_max(conformance_brok
     answers = []
     for side in conformance_brokers:
         _create(side, topic, {})
-        for records in (_claimed(build_batch(PAIR), T + 10**9), later):
+        for records in (claimed(build_batch(PAIR), T + 10**9), later):
             side.call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 10000,
                              "topic_data": [{"name": topic, "partition_data": [
                                  {"index": 0, "records": records}]}]})

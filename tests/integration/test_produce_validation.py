@@ -27,6 +27,7 @@ from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.records.batch import crc32c, is_crc_valid, read_header
 from kafkapy.records.record import build_batch
 from tests.support.wire import WireClient, stored_records
+from tests.support.batchcheck_craft import claimed
 
 Produce = REQUESTS[0]
 CreateTopics = REQUESTS[19]
@@ -170,8 +171,7 @@ def test_compacted_topic_refuses_keyless_records(broker, codec):
 def test_unparsable_records_of_a_compacted_topic_are_invalid_record(client):
     garbage = bytearray(batch([b"a", b"b"]))
     garbage[61:66] = b"\xff\xff\xff\xff\x7f"
-    import crc32c
-    struct.pack_into(">I", garbage, 17, crc32c.crc32c(bytes(garbage[21:])))
+    struct.pack_into(">I", garbage, 17, crc32c(bytes(garbage[21:])))
     r = produce(client, "compacted", bytes(garbage))
     assert (r.error_code, list(r.record_errors), r.error_message) == (87, [], None)
 
@@ -243,15 +243,6 @@ def test_null_records_close_the_connection(broker):
 # change, so what a producer claims never reaches the time index, ListOffsets or retention.
 # The expected bytes are what Kafka 3.9 stored for the same Produce v9 requests.
 
-def _claimed(raw: bytes, max_timestamp: int, attributes: int | None = None) -> bytes:
-    out = bytearray(raw)
-    if attributes is not None:
-        struct.pack_into(">h", out, 21, attributes)
-    struct.pack_into(">q", out, 35, max_timestamp)
-    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
-    return bytes(out)
-
-
 
 
 def _list_offsets(client, topic, timestamp) -> tuple[int, int]:
@@ -272,13 +263,13 @@ KAFKA_STORED = {
                  "fffbffffffffffffffffffffffffffffffffffffffffffff000000010e0000000102"
                  "7800"),
     # A claimed maximum far beyond the records, with attribute bits Kafka does not know.
-    "claimed": (_claimed(build_batch([(b"k", b"v", (), TS), (None, b"w", (), TS + 100)]),
+    "claimed": (claimed(build_batch([(b"k", b"v", (), TS), (None, b"w", (), TS + 100)]),
                          TS + 10**9, attributes=0x0180),
                 "0000000000000000000000430000000002317bb6e8000000000001000001a3185c50"
                 "00000001a3185c5064ffffffffffffffffffffffffffff0000000210000000026b02"
                 "76001000c8010201027700"),
     # Compressed: the header is patched in place, the payload kept as sent.
-    "gzip": (_claimed(build_batch([(b"k", b"v", (), TS), (None, b"w", (), TS + 7)],
+    "gzip": (claimed(build_batch([(b"k", b"v", (), TS), (None, b"w", (), TS + 7)],
                                   compression=1), TS + 10**9),
              "0000000000000000000000560000000002dee4b18d000100000001000001a3185c5000"
              "000001a3185c5007ffffffffffffffffffffffffffff000000021f8b08000000000000"
@@ -302,7 +293,7 @@ def test_the_stored_max_timestamp_is_the_records_as_in_kafka(client, name):
 
 def test_list_offsets_sees_the_records_timestamps_not_the_claimed_one(client):
     create(client, "max-timestamp-lookup")
-    claimed = _claimed(build_batch([(b"k", b"v", (), TS), (None, b"w", (), TS + 100)]),
+    claimed = claimed(build_batch([(b"k", b"v", (), TS), (None, b"w", (), TS + 100)]),
                        TS + 10**9)
     assert produce(client, "max-timestamp-lookup", claimed).error_code == 0
     assert produce(client, "max-timestamp-lookup",
@@ -317,7 +308,7 @@ def test_list_offsets_sees_the_records_timestamps_not_the_claimed_one(client):
 
 def test_log_append_time_rebuilds_the_attributes_as_kafka(client):
     create(client, "max-timestamp-append-time", message_timestamp_type="LogAppendTime")
-    sent = _claimed(build_batch([(None, b"x", (), TS)]), TS, attributes=0x0180)
+    sent = claimed(build_batch([(None, b"x", (), TS)]), TS, attributes=0x0180)
     r = produce(client, "max-timestamp-append-time", sent)
     assert r.error_code == 0
     h = read_header(stored_records(client, "max-timestamp-append-time"))

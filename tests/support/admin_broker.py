@@ -1,4 +1,5 @@
-"""An admin-handler harness: a broker's handlers over a real metadata store (Broker),
+"""An admin harness: the parts a broker's AdminManager and TopicConfigs work with, over a
+real metadata store (Broker; the handler tests put them in a ``Services``), and
 UpdateMetadata helpers (um)."""
 from __future__ import annotations
 
@@ -6,12 +7,11 @@ import uuid
 
 from kafkapy.admin.manager import AdminManager
 from kafkapy.clock import MockClock
-from kafkapy.config.broker import BrokerConfig, ConfigError, validate_topic_configs
+from kafkapy.config.broker import BrokerConfig
 from kafkapy.config.topic_configs import TopicConfigs
 from kafkapy.metadata import paths
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
 from kafkapy.metadata.embedded import EmbeddedStore
-from kafkapy.protocol.errors import ErrorCode as E, KafkaError
 from kafkapy.protocol.inter_broker import UpdateMetadataRequest as UM
 from kafkapy.server import reapply_topic_config
 
@@ -39,12 +39,6 @@ class Broker:
         self.topic_configs.add_listener(lambda name, _overrides: reapply_topic_config(
             self.replica_manager, name, self.topic_config))
         self.admin = AdminManager(self.store, self.cache, self.config, self.topic_configs)
-
-    def _validate_topic_configs(self, configs):
-        try:
-            validate_topic_configs(configs)
-        except ConfigError as err:
-            raise KafkaError(E.INVALID_CONFIG, str(err)) from None
 
     def topic_config(self, name):
         return dict(self.topic_configs.overrides(name))

@@ -105,6 +105,17 @@ def plain(raw_records: bytes, count: int, codec: int = NONE, **kw) -> bytes:
     return assemble(compress(codec, raw_records), count, attributes=attrs, **kw)
 
 
+def claimed(batch: bytes, max_timestamp: int, attributes: int | None = None) -> bytes:
+    """``batch`` whose header claims ``max_timestamp`` (and ``attributes``, bits as given),
+    with its CRC-32C recomputed: what a producer may send, whatever its records say."""
+    out = bytearray(batch)
+    if attributes is not None:
+        struct.pack_into(">h", out, 21, attributes)
+    struct.pack_into(">q", out, 35, max_timestamp)
+    struct.pack_into(">I", out, 17, crc32c.crc32c(memoryview(out)[21:]))
+    return bytes(out)
+
+
 def _poison() -> dict[str, tuple[bytes, bool, int]]:
     """name -> (batch, compacted topic?, Kafka's error code)."""
     ten = records(10)

@@ -14,12 +14,10 @@ from __future__ import annotations
 import inspect
 import uuid
 from pathlib import Path
-from types import SimpleNamespace
 
 from kafkapy.clock import MockClock
 from kafkapy.handlers import fetch as fetch_handler
 from kafkapy.handlers import list_offsets as list_offsets_handler
-from kafkapy.api.context import RequestContext
 from kafkapy.log.manager import LogManager
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
@@ -27,6 +25,7 @@ from kafkapy.records.record import build_batch
 from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
 from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.replica_manager import PartitionChange, ReplicaManager
+from tests.support.services import context, services
 
 TS = 1_700_000_000_000
 TOPIC = "t"
@@ -57,8 +56,8 @@ class LocalConnection:
         key, version = request.API_KEY, request.API_VERSION
         decoded = REQUESTS[key][version].decode(bytes(request.encode()))
         self.requests.append(decoded)
-        ctx = RequestContext(leader.broker, key, version, len(self.requests), "follower",
-                             "local", RESPONSES[key], zero_copy=False, listener="PLAINTEXT")
+        ctx = context(leader.services, key, version, correlation_id=len(self.requests),
+                      client_id="follower", peer="local", listener="PLAINTEXT")
         response = _HANDLERS[key].handle(ctx, decoded)
         if inspect.isawaitable(response):
             response = await response
@@ -86,12 +85,6 @@ class Replica:
             endpoint = BrokerEndpoint(node, "127.0.0.1", 9000 + node)
             cache.put_broker(endpoint, {"PLAINTEXT": endpoint})
         self.cache = cache
-        self.broker = SimpleNamespace(
-            node_id=self.node_id, broker_epoch=100 + self.node_id, config=self.cluster.config,
-            clock=clock,
-            loop=None, cache=cache, inter_broker_listener="PLAINTEXT",
-            replica_manager=None, authorizer=None,
-            fetch_manager=FetchManager(FetchSessionCache(1000)))
         # Made before the replica manager, which gets them; they reach it through the
         # two callables (as the server wires them).
         self.fetchers = ReplicaFetcherManager(
@@ -103,7 +96,10 @@ class Replica:
         self.replica_manager = ReplicaManager(self.logs, self.node_id, lambda name: {},
                                               fetchers=self.fetchers,
                                               cache=cache, config=self.cluster.config)
-        self.broker.replica_manager = self.replica_manager
+        # What the leader's Fetch and ListOffsets handlers reach for a follower's request.
+        self.services = services(node_id=self.node_id, config=self.cluster.config, clock=clock,
+                                 cache=cache, replica_manager=self.replica_manager,
+                                 fetch_manager=FetchManager(FetchSessionCache(1000)))
         self.running = True
         return self
 

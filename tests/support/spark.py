@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.java_clients import FETCH_SCRIPT, JavaClient, java_clients_dir
+from tests.support.java_clients import JavaClient, client_jars, compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS_SOURCE = ROOT / "tests" / "spark" / "SparkCallSequence.java"
@@ -118,21 +117,6 @@ def spark(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark_harness(tmp_path_factory) -> JavaClient:
-    missing = [tool for tool in ("java", "javac") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"JDK not installed ({', '.join(missing)} not on PATH)")
-    dest = java_clients_dir()
-    jars = dest / SPARK_KAFKA_CLIENTS
-    if not (jars / ".complete").is_file():
-        env = dict(os.environ)
-        env.setdefault("PIP", str(ROOT / ".venv" / "bin" / "pip"))
-        proc = subprocess.run(["bash", str(FETCH_SCRIPT), str(dest)], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, (
-            f"{FETCH_SCRIPT.name} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    assert (jars / f"kafka-clients-{SPARK_KAFKA_CLIENTS}.jar").is_file(), f"no kafka-clients in {jars}"
-    classes = tmp_path_factory.mktemp("spark-harness-classes")
-    proc = subprocess.run(["javac", "-Xlint:none", "-d", str(classes), "-cp", str(jars / "*"),
-                           str(HARNESS_SOURCE)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"javac {HARNESS_SOURCE.name} failed:\n{proc.stdout}\n{proc.stderr}"
-    return JavaClient(SPARK_KAFKA_CLIENTS, jars, classes)
+    client_jars([SPARK_KAFKA_CLIENTS])
+    return compiled(SPARK_KAFKA_CLIENTS, [HARNESS_SOURCE],
+                    tmp_path_factory.mktemp("spark-harness-classes"))

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from types import MappingProxyType
+from typing import Callable, Mapping
 
 import structlog
 
@@ -107,6 +108,11 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
     # -- ownership ------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.settings.num_partitions)
+
+    @property
+    def groups(self) -> Mapping[str, GroupMetadata]:
+        """The groups this coordinator holds, by id (read-only: the metrics' view)."""
+        return MappingProxyType(self._groups)
 
     def begin_loading(self, index: int) -> None:
         self._loading.add(index)

@@ -7,13 +7,19 @@ controller resuming, ListPartitionReassignments, and topic deletion.
 Brokers are the stand-ins of ``tests.support.controller`` (FakeBroker / FakeChannel)."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from kafkapy.controller.context import ReplicaAssignment
+from kafkapy.handlers import alter_partition_reassignments as alter
+from kafkapy.handlers import list_partition_reassignments as listing
 from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import REQUESTS
 from tests.support.alter_partition import TOPIC_ID
 from tests.support.alter_partition import request as alter_partition_request
 from tests.support.controller import (create_topic, eventually,  # noqa: F401 (fixture zk)
                                       running_controller, set_isr, state, zk, zk_brokers)
+from tests.support.services import context, services
 from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
 
 T0 = ("t", 0)
@@ -349,18 +355,11 @@ async def test_a_failed_controller_move_neither_kills_the_event_task_nor_hangs(z
 async def test_cluster_authorization_failure_lists_every_partition_asked():
     """Kafka's getErrorResponse: each partition asked carries CLUSTER_AUTHORIZATION_FAILED
     (Kafka's admin client counts the partitions answered against those asked)."""
-    from types import SimpleNamespace
-
-    from kafkapy.handlers import alter_partition_reassignments as alter
-    from kafkapy.handlers import list_partition_reassignments as listing
-    from kafkapy.protocol.messages import REQUESTS, RESPONSES
-
     deny = SimpleNamespace(authorize=lambda *a: False)
-    broker = SimpleNamespace(authorizer=deny, controller=None)
+    parts = services(authorizer=deny)
 
     def ctx(key):
-        return SimpleNamespace(broker=broker, api_version=0,
-                               response=lambda **f: RESPONSES[key][0](**f))
+        return context(parts, key, 0)
 
     denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     req = REQUESTS[45][0]
@@ -385,17 +384,10 @@ async def test_cluster_authorization_failure_lists_every_partition_asked():
 async def test_a_failed_controller_event_answers_every_partition_asked():
     """The controller's event failed (UNKNOWN_SERVER_ERROR): each partition says so, as
     Kafka's admin client expects one answer per partition unless NOT_CONTROLLER."""
-    from types import SimpleNamespace
-
-    from kafkapy.handlers import alter_partition_reassignments as alter
-    from kafkapy.protocol.messages import REQUESTS, RESPONSES
-
     async def failed(_wanted):
         return ErrorCode.UNKNOWN, None
-    broker = SimpleNamespace(authorizer=None,
-                             controller=SimpleNamespace(alter_partition_reassignments=failed))
-    ctx = SimpleNamespace(broker=broker, api_version=0,
-                          response=lambda **f: RESPONSES[45][0](**f))
+    ctx = context(services(controller=SimpleNamespace(alter_partition_reassignments=failed)),
+                  45, 0)
     req = REQUESTS[45][0]
     got = await alter.handle(ctx, req(timeout_ms=1000, topics=[req.ReassignableTopic(
         name="t", partitions=[req.ReassignableTopic.ReassignablePartition(

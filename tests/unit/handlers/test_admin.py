@@ -8,14 +8,13 @@ import asyncio
 
 import pytest
 
-from kafkapy.config.broker import BrokerConfig
 from kafkapy.handlers import (create_partitions, create_topics, delete_topics, elect_leaders,
                               incremental_alter_configs)
-from kafkapy.api.context import RequestContext
 from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode as E
-from kafkapy.protocol.messages import REQUESTS, RESPONSES
+from kafkapy.protocol.messages import REQUESTS
 from tests.support.admin_broker import Broker as AdminBroker, um
+from tests.support.services import context, services
 
 CT, DT, CP, EL, IAC = (REQUESTS[k] for k in (19, 20, 37, 43, 44))
 
@@ -41,11 +40,6 @@ class Broker(AdminBroker):
     def __init__(self, tmp_path, active=True):
         super().__init__(tmp_path)
         self.controller = Controller(active)
-        self.config = BrokerConfig.from_properties({"broker.id": "0"})
-        self.authorizer = None
-
-    def describe_topic_configs(self, overrides, keys=None, synonyms=False, docs=False):
-        return []
 
 
 @pytest.fixture
@@ -56,7 +50,10 @@ def broker(tmp_path):
 
 
 def ctx(broker, key, version):
-    return RequestContext(broker, key, version, 1, "test", "peer", RESPONSES[key])
+    """A request to the handlers of ``broker`` (the admin harness and its controller)."""
+    parts = services(node_id=broker.node_id, config=broker.config, store=broker.store,
+                     cache=broker.cache, admin=broker.admin, controller=broker.controller)
+    return context(parts, key, version)
 
 
 def create_request(*names, timeout_ms=5000, validate_only=False, partitions=2, version=7):

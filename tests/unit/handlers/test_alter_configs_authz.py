@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from kafkapy.handlers.alter_configs import BROKER, TOPIC, refused_alter
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.security import acls as A
+from tests.support.services import context, services
 
 
 class _Authorizer:
@@ -23,7 +24,7 @@ class _Authorizer:
 
 
 def _ctx(authorizer):
-    return SimpleNamespace(broker=SimpleNamespace(authorizer=authorizer), session=None)
+    return context(services(authorizer=authorizer), 33, 2)
 
 
 def _resource(kind: int, name: str):

@@ -12,6 +12,7 @@ import pytest
 
 from kafkapy.handlers import list_offsets
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
+from tests.support.services import context, services
 
 _R = REQUESTS[2]
 _Topic = _R.ListOffsetsTopic
@@ -86,15 +87,9 @@ def test_a_partition_with_tagged_fields_goes_to_kafka_python():
     assert request.topics[0].partitions[0].partition_index == -1
 
 
-class _Ctx:
-    """Just what ``handle`` reads, with an authorizer present."""
-
-    def __init__(self, version: int) -> None:
-        self.api_version = version
-        self.broker = type("B", (), {"authorizer": object(), "replica_manager": None})()
-
-    def response(self, **fields):
-        return RESPONSES[2](version=self.api_version, **fields)
+def _ctx(version: int):
+    """A ListOffsets context on a broker with an authorizer (it refuses every topic)."""
+    return context(services(authorizer=object()), 2, version)
 
 
 @pytest.mark.parametrize("version", range(0, 10))
@@ -102,7 +97,7 @@ def test_a_topic_refused_describe_answers_each_partition_authorization_failed(
         version, monkeypatch):
     monkeypatch.setattr(list_offsets.authz, "filter_allowed", lambda *args: set())
     request = list_offsets.FastDecode.decode(_encoded(version), version=version)
-    answer = list_offsets.handle(_Ctx(version), request)
+    answer = list_offsets.handle(_ctx(version), request)
     decoded = RESPONSES[2].decode(bytes(answer.encode(version=version)), version=version)
     asked = {t.name: t for t in _R.decode(_encoded(version), version=version).topics}
     for topic in decoded.topics:

@@ -23,6 +23,7 @@ from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.features import FinalizedFeatureCache
 from kafkapy.protocol.messages import RESPONSES
 from tests.support.controller import broker_config, embedded_broker, running_controller
+from tests.support.services import context, services
 
 ENABLED_V2 = b'{"features":{},"version":2,"status":1}'
 
@@ -147,9 +148,8 @@ def test_cache_follows_the_znode(tmp_path):
 # -- ApiVersions ------------------------------------------------------------------------
 def _api_versions(features) -> object:
     seen = {}
-    broker = SimpleNamespace(apis={}, features=features)
-    ctx = SimpleNamespace(api_version=3, broker=broker,
-                          response=lambda **kw: seen.update(kw) or RESPONSES[18](version=3, **kw))
+    ctx = context(services(apis={}, features=features), 18, 3,
+                  response_cls=lambda **kw: seen.update(kw) or RESPONSES[18](**kw))
     request = SimpleNamespace(client_software_name="t", client_software_version="1")
     api_versions.handle(ctx, request)
     return seen

@@ -12,7 +12,6 @@ znode directly interleave with blocks the controller claims for Kafka brokers.
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 
@@ -22,9 +21,10 @@ from kafkapy.metadata import producer_ids as pid
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import (
-    AllocateProducerIdsRequest, AllocateProducerIdsResponse)
+    AllocateProducerIdsRequest)
 from tests.support.controller import zk, zk_brokers  # noqa: F401 (fixture zk)
 from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401 (fixtures)
+from tests.support.services import context, services
 
 
 @pytest.fixture
@@ -116,8 +116,7 @@ async def _controllers(zk):
 
 
 def _ctx(broker):
-    return SimpleNamespace(broker=broker, api_version=0,
-                           response=lambda **f: AllocateProducerIdsResponse[0](**f))
+    return context(services(node_id=broker.node_id, controller=broker.controller), 67, 0)
 
 
 async def _ask(broker, broker_id, broker_epoch):

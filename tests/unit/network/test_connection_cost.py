@@ -12,6 +12,7 @@ from kafkapy.api.context import RequestContext
 from kafkapy.network.connection import encode_response
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
+from tests.support.services import services
 
 _Response = RESPONSES[api_versions.API_KEY]
 
@@ -27,8 +28,8 @@ def _reference(apis, version: int, correlation_id: int, features) -> bytes:
     return bytes(response.encode(header=True, framed=True))
 
 
-def _answer(broker, version: int, correlation_id: int) -> bytes:
-    ctx = RequestContext(broker, api_versions.API_KEY, version, correlation_id, "c", "p",
+def _answer(parts, version: int, correlation_id: int) -> bytes:
+    ctx = RequestContext(parts, api_versions.API_KEY, version, correlation_id, "c", "p",
                          _Response)
     request = SimpleNamespace(client_software_name="kafkapy-test",
                               client_software_version="1.0")
@@ -39,23 +40,23 @@ def _answer(broker, version: int, correlation_id: int) -> bytes:
                                           api_versions.MAX_VERSION + 1))
 def test_cached_answer_is_the_encoded_response(version):
     features = SimpleNamespace(epoch=-1, features={})
-    broker = SimpleNamespace(apis=build_registry(), features=features)
+    parts = services(apis=build_registry(), features=features)
     for correlation_id in (0, 1, 2**31 - 1, -5, 77):
-        assert _answer(broker, version, correlation_id) == _reference(
-            broker.apis, version, correlation_id, features)
+        assert _answer(parts, version, correlation_id) == _reference(
+            parts.apis, version, correlation_id, features)
     features.epoch, features.features = 4, {"metadata.version": 7}      # the cache follows
-    assert _answer(broker, version, 9) == _reference(broker.apis, version, 9, features)
+    assert _answer(parts, version, 9) == _reference(parts.apis, version, 9, features)
     features.epoch, features.features = 0, {}
-    assert _answer(broker, version, 9) == _reference(broker.apis, version, 9, features)
-    no_features = SimpleNamespace(apis=broker.apis, features=None)
-    assert _answer(no_features, version, 3) == _reference(broker.apis, version, 3, None)
+    assert _answer(parts, version, 9) == _reference(parts.apis, version, 9, features)
+    no_features = services(apis=parts.apis, features=None)
+    assert _answer(no_features, version, 3) == _reference(parts.apis, version, 3, None)
 
 
 def test_each_registry_has_its_own_answer():
     small = {k: v for k, v in build_registry().items() if k in (0, 1, 18)}
     full = build_registry()
-    a = _answer(SimpleNamespace(apis=small, features=None), 2, 1)
-    b = _answer(SimpleNamespace(apis=full, features=None), 2, 1)
+    a = _answer(services(apis=small, features=None), 2, 1)
+    b = _answer(services(apis=full, features=None), 2, 1)
     assert a == _reference(small, 2, 1, None) and b == _reference(full, 2, 1, None)
     assert a != b
 
@@ -71,8 +72,8 @@ def test_unsupported_version_answer():
 
 
 def test_malformed_software_name_is_not_cached():
-    broker = SimpleNamespace(apis=build_registry(), features=None)
-    ctx = RequestContext(broker, api_versions.API_KEY, 3, 1, "c", "p", _Response)
+    parts = services(apis=build_registry(), features=None)
+    ctx = RequestContext(parts, api_versions.API_KEY, 3, 1, "c", "p", _Response)
     bad = SimpleNamespace(client_software_name="-bad", client_software_version="1")
     response = api_versions.handle(ctx, bad)
     assert response.error_code == ErrorCode.INVALID_REQUEST and response.api_keys == []

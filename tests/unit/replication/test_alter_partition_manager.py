@@ -81,8 +81,8 @@ def leader(tmp_path, clock, controller) -> Leader:
     partitions = {}
     for index in (0, 1):
         log = Log.load(str(tmp_path / f"t-{index}"), {}, clock)
-        p = Partition("t", index, log, PartitionState(index, [0, 1, 2], -1, -1, []), 0)
-        p.isr_manager = manager
+        p = Partition("t", index, log, PartitionState(index, [0, 1, 2], -1, -1, []), 0,
+                      isr_manager=manager)
         p.make_leader(PartitionState(index, [0, 1, 2], 0, 3, [0, 1, 2], zk_version=4))
         partitions[("t", index)] = p
     return Leader(manager, partitions, woken)

@@ -10,7 +10,8 @@ import uuid
 import pytest
 
 from kafkapy.clock import MockClock
-from kafkapy.handlers import controlled_shutdown, leader_and_isr, stop_replica, update_metadata
+from kafkapy.handlers import (controlled_shutdown, leader_and_isr, metadata, stop_replica,
+                              update_metadata)
 from kafkapy.api.context import CloseConnection
 from kafkapy.log.manager import LogManager
 from kafkapy.metadata import paths
@@ -21,8 +22,9 @@ from kafkapy.metadata.topics import topic_id_text
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.inter_broker import (
     LeaderAndIsrRequest as LAI, StopReplicaRequest as SR, UpdateMetadataRequest as UM)
-from kafkapy.protocol.messages import RESPONSES
+from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.replication.replica_manager import ReplicaManager
+from tests.support.services import Absent, context, services
 
 TS = 1_700_000_000_000
 NODE = 1
@@ -43,7 +45,8 @@ class FakeFetchers:
 
 
 class Broker:
-    """What the apply functions use of the server's Broker."""
+    """A broker's parts the controller's requests reach: ``local`` is what its own
+    controller's in-process delivery applies them with, ``ctx`` a request from the network."""
 
     def __init__(self, tmp_path):
         self.node_id = NODE
@@ -61,6 +64,17 @@ class Broker:
                                               cache=self.cache, fetchers=self.replica_fetchers)
         self.woken = []
         self.replica_manager.add_append_listener(self.woken.append)
+        self.controller = Absent("controller")
+
+    @property
+    def local(self):
+        return self.cache, self.replica_manager, self.controller_fence
+
+    def ctx(self, key, version, listener=None):
+        parts = services(node_id=NODE, cache=self.cache, store=self.store,
+                         controller_fence=self.controller_fence, controller=self.controller,
+                         log_manager=self.log_manager, replica_manager=self.replica_manager)
+        return context(parts, key, version, listener=listener)
 
 
 @pytest.fixture
@@ -156,7 +170,7 @@ def roundtrip(response):
 
 # -- LeaderAndIsr -------------------------------------------------------------------------
 def test_leader_and_isr_makes_this_broker_leader_with_the_topic_id(broker):
-    response = leader_and_isr.apply(broker, lai([(0, NODE, 0, [1, 2], [1, 2]),
+    response = leader_and_isr.apply(*broker.local, lai([(0, NODE, 0, [1, 2], [1, 2]),
                                                  (1, 2, 0, [2, 1], [2, 1])]))
     assert response.error_code == 0
     assert lai_errors(roundtrip(response)) == {(TID, 0): 0, (TID, 1): 0}
@@ -174,22 +188,22 @@ def test_leader_and_isr_makes_this_broker_leader_with_the_topic_id(broker):
 
 
 def test_follower_of_a_live_leader_fetches_from_it(broker):
-    update_metadata.apply(broker, um())
-    leader_and_isr.apply(broker, lai([(0, 2, 4, [2, 1], [2, 1])]))
+    update_metadata.apply(*broker.local, um())
+    leader_and_isr.apply(*broker.local, lai([(0, 2, 4, [2, 1], [2, 1])]))
     partition = broker.replica_manager.partitions[("t", 0)]
     assert not partition.is_leader and partition.leader_epoch == 4
     assert broker.replica_fetchers.added == {("t", 0): (2, 0)}
     # Becoming leader stops the fetcher.
-    leader_and_isr.apply(broker, lai([(0, NODE, 5, [2, 1], [1])]))
+    leader_and_isr.apply(*broker.local, lai([(0, NODE, 5, [2, 1], [1])]))
     assert broker.replica_fetchers.added == {} and ("t", 0) in broker.replica_fetchers.removed
     assert partition.is_leader and partition.leader_epoch == 5
 
 
 def test_leader_epoch_fencing_per_partition(broker):
-    leader_and_isr.apply(broker, lai([(0, NODE, 3, [1], [1])]))
-    same = leader_and_isr.apply(broker, lai([(0, NODE, 3, [1], [1])]))
-    older = leader_and_isr.apply(broker, lai([(0, NODE, 2, [1], [1])]))
-    newer = leader_and_isr.apply(broker, lai([(0, NODE, 4, [1], [1])]))
+    leader_and_isr.apply(*broker.local, lai([(0, NODE, 3, [1], [1])]))
+    same = leader_and_isr.apply(*broker.local, lai([(0, NODE, 3, [1], [1])]))
+    older = leader_and_isr.apply(*broker.local, lai([(0, NODE, 2, [1], [1])]))
+    newer = leader_and_isr.apply(*broker.local, lai([(0, NODE, 4, [1], [1])]))
     assert lai_errors(same) == {(TID, 0): E.STALE_CONTROLLER_EPOCH}
     assert lai_errors(older) == {(TID, 0): E.STALE_CONTROLLER_EPOCH}
     assert lai_errors(newer) == {(TID, 0): 0}
@@ -198,8 +212,8 @@ def test_leader_epoch_fencing_per_partition(broker):
 
 
 def test_stale_controller_epoch_fences_the_whole_request(broker):
-    leader_and_isr.apply(broker, lai([(0, NODE, 0, [1], [1])], controller_epoch=5))
-    response = leader_and_isr.apply(broker, lai([(1, NODE, 0, [1], [1])], controller_epoch=4))
+    leader_and_isr.apply(*broker.local, lai([(0, NODE, 0, [1], [1])], controller_epoch=5))
+    response = leader_and_isr.apply(*broker.local, lai([(1, NODE, 0, [1], [1])], controller_epoch=4))
     assert response.error_code == E.STALE_CONTROLLER_EPOCH
     assert lai_errors(response) == {(TID, 1): E.STALE_CONTROLLER_EPOCH}
     assert ("t", 1) not in broker.replica_manager.partitions
@@ -208,26 +222,26 @@ def test_stale_controller_epoch_fences_the_whole_request(broker):
 
 @pytest.mark.parametrize("epoch, code", [(99, E.STALE_BROKER_EPOCH), (-1, 0), (100, 0), (101, 0)])
 def test_broker_epoch_fencing(broker, epoch, code):
-    response = leader_and_isr.apply(broker, lai([(0, NODE, 0, [1], [1])], broker_epoch=epoch))
+    response = leader_and_isr.apply(*broker.local, lai([(0, NODE, 0, [1], [1])], broker_epoch=epoch))
     assert response.error_code == code
     assert lai_errors(response) == {(TID, 0): code}
     assert (("t", 0) in broker.replica_manager.partitions) == (code == 0)
 
 
 def test_partition_not_assigned_here_and_inconsistent_topic_id(broker):
-    response = leader_and_isr.apply(broker, lai([(0, 2, 0, [2, 3], [2, 3])]))
+    response = leader_and_isr.apply(*broker.local, lai([(0, 2, 0, [2, 3], [2, 3])]))
     assert lai_errors(response) == {(TID, 0): E.UNKNOWN_TOPIC_OR_PARTITION}
     assert ("t", 0) not in broker.replica_manager.partitions
-    leader_and_isr.apply(broker, lai([(1, NODE, 0, [1], [1])]))
+    leader_and_isr.apply(*broker.local, lai([(1, NODE, 0, [1], [1])]))
     other = uuid.UUID(int=0x999)
-    response = leader_and_isr.apply(broker, lai([(1, NODE, 1, [1], [1])], topic_id=other))
+    response = leader_and_isr.apply(*broker.local, lai([(1, NODE, 1, [1], [1])], topic_id=other))
     assert lai_errors(response) == {(other, 1): E.INCONSISTENT_TOPIC_ID}
     assert broker.replica_manager.partitions[("t", 1)].leader_epoch == 0
 
 
 @pytest.mark.parametrize("version", [0, 1, 4])
 def test_old_versions_answer_by_topic_name(broker, version):
-    response = leader_and_isr.apply(broker, lai([(0, NODE, 0, [1], [1])], version=version))
+    response = leader_and_isr.apply(*broker.local, lai([(0, NODE, 0, [1], [1])], version=version))
     assert lai_errors(roundtrip(response)) == {("t", 0): 0}
     assert broker.replica_manager.partitions[("t", 0)].log.topic_id is None
 
@@ -235,11 +249,11 @@ def test_old_versions_answer_by_topic_name(broker, version):
 def test_leader_and_isr_tells_the_cache_listeners(broker):
     seen = []
     broker.cache.add_listener(lambda name, topic: seen.append((name, topic is not None)))
-    leader_and_isr.apply(broker, lai([(0, NODE, 0, [1], [1])]))
+    leader_and_isr.apply(*broker.local, lai([(0, NODE, 0, [1], [1])]))
     assert seen == []          # unknown to the cache until UpdateMetadata
-    update_metadata.apply(broker, um([(0, NODE, 0, [1], [1])]))
+    update_metadata.apply(*broker.local, um([(0, NODE, 0, [1], [1])]))
     assert seen == [("t", True)]
-    leader_and_isr.apply(broker, lai([(0, 2, 1, [1, 2], [1, 2])]))
+    leader_and_isr.apply(*broker.local, lai([(0, 2, 1, [1, 2], [1, 2])]))
     assert seen == [("t", True), ("t", True)]
     assert not broker.replica_manager.is_leader("t", 0)
 
@@ -249,7 +263,7 @@ def test_update_metadata_fills_the_cache(broker):
     updates = []
     broker.cache.add_update_listener(lambda: updates.append(1))
     broker.topic_overrides["t"] = {"cleanup.policy": "compact"}
-    response = update_metadata.apply(broker, um([(0, 1, 2, [1, 2], [1], [2]),
+    response = update_metadata.apply(*broker.local, um([(0, 1, 2, [1, 2], [1], [2]),
                                                  (1, 2, 0, [2, 1], [2, 1])], controller_id=2))
     assert roundtrip(response).error_code == 0 and updates == [1]
     cache = broker.cache
@@ -267,33 +281,33 @@ def test_update_metadata_fills_the_cache(broker):
 def test_update_metadata_deletes_partitions_led_by_minus_two(broker):
     seen = []
     broker.cache.add_listener(lambda name, topic: seen.append((name, topic)))
-    update_metadata.apply(broker, um([(0, 1, 0, [1], [1]), (1, 1, 0, [1], [1])]))
-    update_metadata.apply(broker, um([(0, -2, 0, [1], [1])]))
+    update_metadata.apply(*broker.local, um([(0, 1, 0, [1], [1]), (1, 1, 0, [1], [1])]))
+    update_metadata.apply(*broker.local, um([(0, -2, 0, [1], [1])]))
     assert sorted(broker.cache.topic("t").partitions) == [1]
-    update_metadata.apply(broker, um([(1, -2, 0, [1], [1])]))
+    update_metadata.apply(*broker.local, um([(1, -2, 0, [1], [1])]))
     assert broker.cache.topic("t") is None and broker.cache.topic_name(TID) is None
     assert seen[-1] == ("t", None)
 
 
 def test_update_metadata_replaces_the_live_brokers(broker):
-    update_metadata.apply(broker, um(brokers=(1, 2, 3)))
-    update_metadata.apply(broker, um(brokers=(1, 3)))
+    update_metadata.apply(*broker.local, um(brokers=(1, 2, 3)))
+    update_metadata.apply(*broker.local, um(brokers=(1, 3)))
     assert broker.cache.live_broker_ids() == [1, 3]
     assert sorted(broker.cache.brokers_for("EXTERNAL")) == [1, 3]
 
 
 def test_update_metadata_fencing(broker):
-    update_metadata.apply(broker, um(controller_epoch=3))
-    assert update_metadata.apply(broker, um(controller_epoch=2, controller_id=7)).error_code == \
+    update_metadata.apply(*broker.local, um(controller_epoch=3))
+    assert update_metadata.apply(*broker.local, um(controller_epoch=2, controller_id=7)).error_code == \
         E.STALE_CONTROLLER_EPOCH
-    assert update_metadata.apply(broker, um(controller_epoch=3, broker_epoch=5)).error_code == \
+    assert update_metadata.apply(*broker.local, um(controller_epoch=3, broker_epoch=5)).error_code == \
         E.STALE_BROKER_EPOCH
     assert broker.cache.controller_id == 1
 
 
 @pytest.mark.parametrize("version", range(0, 9))
 def test_update_metadata_every_version(broker, version):
-    response = update_metadata.apply(broker, um([(0, 1, 0, [1, 2], [1, 2])], version=version))
+    response = update_metadata.apply(*broker.local, um([(0, 1, 0, [1, 2], [1, 2])], version=version))
     assert roundtrip(response).error_code == 0
     cache = broker.cache
     assert cache.partition("t", 0).isr == [1, 2]
@@ -308,9 +322,9 @@ def test_update_metadata_every_version(broker, version):
 
 # -- StopReplica ----------------------------------------------------------------------------
 def test_stop_replica_deletes_the_log(broker, tmp_path):
-    leader_and_isr.apply(broker, lai([(0, NODE, 3, [1], [1]), (1, NODE, 3, [1], [1])]))
+    leader_and_isr.apply(*broker.local, lai([(0, NODE, 3, [1], [1]), (1, NODE, 3, [1], [1])]))
     log_dir = broker.replica_manager.partitions[("t", 0)].log.dir
-    response = stop_replica.apply(broker, sr([(0, 3), (1, 2), (7, 0)]))
+    response = stop_replica.apply(*broker.local, sr([(0, 3), (1, 2), (7, 0)]))
     errors = {(p.topic_name, p.partition_index): p.error_code
               for p in roundtrip(response).partition_errors}
     assert response.error_code == 0
@@ -320,34 +334,34 @@ def test_stop_replica_deletes_the_log(broker, tmp_path):
     assert not (tmp_path / "d" / "t-0").exists() and log_dir.endswith("t-0")   # renamed -delete
     assert ("t", 1) in broker.replica_manager.partitions
     # The epoch used during deletion (-2) passes any check.
-    assert stop_replica.apply(broker, sr([(1, -2)])).partition_errors[0].error_code == 0
+    assert stop_replica.apply(*broker.local, sr([(1, -2)])).partition_errors[0].error_code == 0
     assert ("t", 1) not in broker.replica_manager.partitions
     assert ("t", 0) in broker.woken
 
 
 def test_stop_replica_without_delete_stops_fetching_only(broker):
-    update_metadata.apply(broker, um())
-    leader_and_isr.apply(broker, lai([(0, 2, 1, [2, 1], [2, 1])]))
+    update_metadata.apply(*broker.local, um())
+    leader_and_isr.apply(*broker.local, lai([(0, 2, 1, [2, 1], [2, 1])]))
     assert ("t", 0) in broker.replica_fetchers.added
-    stop_replica.apply(broker, sr([(0, 1)], delete=False))
+    stop_replica.apply(*broker.local, sr([(0, 1)], delete=False))
     assert broker.replica_fetchers.added == {}
     assert ("t", 0) in broker.replica_manager.partitions
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_stop_replica_old_versions(broker, version):
-    leader_and_isr.apply(broker, lai([(0, NODE, 3, [1], [1])]))
-    response = roundtrip(stop_replica.apply(broker, sr([(0, None)], version=version)))
+    leader_and_isr.apply(*broker.local, lai([(0, NODE, 3, [1], [1])]))
+    response = roundtrip(stop_replica.apply(*broker.local, sr([(0, None)], version=version)))
     assert [(p.topic_name, p.partition_index, p.error_code) for p in response.partition_errors] \
         == [("t", 0, 0)]
     assert ("t", 0) not in broker.replica_manager.partitions
 
 
 def test_stop_replica_fencing(broker):
-    update_metadata.apply(broker, um(controller_epoch=4))
-    stale = stop_replica.apply(broker, sr([(0, 1)], controller_epoch=3))
+    update_metadata.apply(*broker.local, um(controller_epoch=4))
+    stale = stop_replica.apply(*broker.local, sr([(0, 1)], controller_epoch=3))
     assert (stale.error_code, stale.partition_errors) == (E.STALE_CONTROLLER_EPOCH, [])
-    old = stop_replica.apply(broker, sr([(0, 1)], controller_epoch=4, broker_epoch=1))
+    old = stop_replica.apply(*broker.local, sr([(0, 1)], controller_epoch=4, broker_epoch=1))
     assert (old.error_code, old.partition_errors) == (E.STALE_BROKER_EPOCH, [])
 
 
@@ -369,11 +383,11 @@ def _elect(store, controller_id: int, epoch: int) -> None:
 
 
 def _from_network(broker, module, request):
-    return asyncio.run(module.handle(_Ctx(broker, request.version), request))
+    return asyncio.run(module.handle(broker.ctx(module.API_KEY, request.version), request))
 
 
 def test_a_new_controller_epoch_is_taken_once_the_store_confirms_it(broker):
-    update_metadata.apply(broker, um(controller_epoch=1))      # in-process: no store read
+    update_metadata.apply(*broker.local, um(controller_epoch=1))      # in-process: no store read
     assert (broker.controller_fence.epoch, broker.controller_fence.controller_id) == (1, 1)
     _elect(broker.store, 2, 2)
     assert _from_network(broker, update_metadata,
@@ -400,7 +414,7 @@ def test_a_new_controller_epoch_is_taken_once_the_store_confirms_it(broker):
 
 
 def test_forged_requests_change_no_partition(broker):
-    leader_and_isr.apply(broker, lai([(0, NODE, 3, [1], [1])]))
+    leader_and_isr.apply(*broker.local, lai([(0, NODE, 3, [1], [1])]))
     _elect(broker.store, 1, 1)
     forged = dict(controller_epoch=1064960, controller_id=-1)
     response = _from_network(broker, leader_and_isr, lai([(0, 2, 9, [2], [2])], **forged))
@@ -412,12 +426,12 @@ def test_forged_requests_change_no_partition(broker):
     partition = broker.replica_manager.partitions[("t", 0)]
     assert (partition.is_leader, partition.leader_epoch) == (True, 3)
     assert broker.controller_fence.epoch == 1
-    assert leader_and_isr.apply(broker, lai([(1, NODE, 0, [1], [1])])).error_code == 0
+    assert leader_and_isr.apply(*broker.local, lai([(1, NODE, 0, [1], [1])])).error_code == 0
 
 
 def test_a_store_that_cannot_answer_closes_the_connection(broker):
     """The request is neither refused nor taken: its sender resends it after a backoff."""
-    update_metadata.apply(broker, um(controller_epoch=1))
+    update_metadata.apply(*broker.local, um(controller_epoch=1))
     broker.store.close()
     with pytest.raises(CloseConnection):
         _from_network(broker, update_metadata, um(controller_epoch=2, controller_id=2))
@@ -427,14 +441,6 @@ def test_a_store_that_cannot_answer_closes_the_connection(broker):
 
 
 # -- ControlledShutdown ---------------------------------------------------------------------
-class _Ctx:
-    def __init__(self, broker, version):
-        self.broker, self.api_version, self.peer = broker, version, "127.0.0.1:1"
-
-    def response(self, **fields):
-        return RESPONSES[7](version=self.api_version, **fields)
-
-
 class _Controller:
     def __init__(self, active):
         self.is_active, self.calls = active, []
@@ -448,15 +454,14 @@ class _Controller:
 def test_controlled_shutdown(broker, version):
     """The request must name a registered broker with its registration's czxid: v0-1
     carry no epoch and are refused (Kafka 3.9 brokers send v3)."""
-    from kafkapy.protocol.messages import REQUESTS
     broker.store.create(paths.broker_path(2), b"{}", makepath=True)
     epoch = broker.store.get(paths.broker_path(2))[1].czxid
     request = REQUESTS[7](version=version, broker_id=2, broker_epoch=epoch)
     broker.controller = _Controller(active=False)
-    response = asyncio.run(controlled_shutdown.handle(_Ctx(broker, version), request))
+    response = asyncio.run(controlled_shutdown.handle(broker.ctx(7, version), request))
     assert (response.error_code, response.remaining_partitions) == (E.STALE_CONTROLLER_EPOCH, [])
     broker.controller = _Controller(active=True)
-    response = roundtrip(asyncio.run(controlled_shutdown.handle(_Ctx(broker, version), request)))
+    response = roundtrip(asyncio.run(controlled_shutdown.handle(broker.ctx(7, version), request)))
     if version < 2:
         assert (response.error_code, response.remaining_partitions) == (
             E.STALE_BROKER_EPOCH, [])
@@ -471,46 +476,35 @@ def test_controlled_shutdown(broker, version):
 @pytest.mark.parametrize("broker_id, delta, code", [
     (2, 1, E.STALE_BROKER_EPOCH), (2, -1, E.STALE_BROKER_EPOCH), (3, 0, E.BROKER_NOT_AVAILABLE)])
 def test_controlled_shutdown_refused_without_the_registration(broker, broker_id, delta, code):
-    from kafkapy.protocol.messages import REQUESTS
     broker.store.create(paths.broker_path(2), b"{}", makepath=True)
     epoch = broker.store.get(paths.broker_path(2))[1].czxid + delta
     broker.controller = _Controller(active=True)
     request = REQUESTS[7](version=3, broker_id=broker_id, broker_epoch=epoch)
-    response = asyncio.run(controlled_shutdown.handle(_Ctx(broker, 3), request))
+    response = asyncio.run(controlled_shutdown.handle(broker.ctx(7, 3), request))
     assert (response.error_code, response.remaining_partitions) == (code, [])
     assert broker.controller.calls == []
 
 
 def test_partitions_no_controller_sends_are_refused_without_a_log(broker):
-    response = leader_and_isr.apply(broker, lai([(0, NODE, 0, [1], [1])], topic="bad/name"))
+    response = leader_and_isr.apply(*broker.local, lai([(0, NODE, 0, [1], [1])], topic="bad/name"))
     assert lai_errors(response) == {(TID, 0): E.UNKNOWN_TOPIC_OR_PARTITION}
-    response = leader_and_isr.apply(broker, lai([(-1, NODE, 0, [1], [1])]))
+    response = leader_and_isr.apply(*broker.local, lai([(-1, NODE, 0, [1], [1])]))
     assert lai_errors(response) == {(TID, -1): E.UNKNOWN_TOPIC_OR_PARTITION}
     assert broker.replica_manager.partitions == {} and broker.log_manager.logs == {}
 
 
 # -- Metadata from the cache ------------------------------------------------------------------
-class _MetadataCtx:
-    def __init__(self, broker, version, listener="EXTERNAL"):
-        self.broker, self.api_version, self.listener = broker, version, listener
-
-    def response(self, **fields):
-        return RESPONSES[3](version=self.api_version, **fields)
-
-
 def _metadata(broker, version, listener="EXTERNAL"):
-    from kafkapy.handlers import metadata
-    from kafkapy.protocol.messages import REQUESTS
     request = REQUESTS[3](version=version, topics=None, allow_auto_topic_creation=False,
                           include_cluster_authorized_operations=False,
                           include_topic_authorized_operations=False)
-    response = roundtrip(metadata.handle(_MetadataCtx(broker, version, listener), request))
+    response = roundtrip(metadata.handle(broker.ctx(3, version, listener), request))
     return response, {p.partition_index: p for p in response.topics[0].partitions}
 
 
 def test_metadata_answers_as_kafkas_zk_metadata_cache(broker):
     # Broker 3 is not live; partition 1's leader is dead, partition 2 lists broker 3 offline.
-    update_metadata.apply(broker, um([(0, 2, 1, [2, 1], [2, 1]), (1, 3, 1, [3, 1], [3]),
+    update_metadata.apply(*broker.local, um([(0, 2, 1, [2, 1], [2, 1]), (1, 3, 1, [3, 1], [3]),
                                       (2, 1, 1, [1, 3], [1, 3], [3])], controller_id=2))
     response, parts = _metadata(broker, 12)
     assert response.controller_id == 2
@@ -528,11 +522,11 @@ def test_metadata_answers_as_kafkas_zk_metadata_cache(broker):
 
 
 def test_metadata_leader_without_the_clients_listener(broker):
-    update_metadata.apply(broker, um([(0, 2, 1, [2, 1], [2, 1])]))
+    update_metadata.apply(*broker.local, um([(0, 2, 1, [2, 1], [2, 1])]))
     # Broker 2 loses its EXTERNAL listener.
     request = um([(0, 2, 1, [2, 1], [2, 1])])
     request.live_brokers[1].endpoints = request.live_brokers[1].endpoints[:1]
-    update_metadata.apply(broker, request)
+    update_metadata.apply(*broker.local, request)
     assert _metadata(broker, 6)[1][0].error_code == E.LISTENER_NOT_FOUND
     assert _metadata(broker, 5)[1][0].error_code == E.LEADER_NOT_AVAILABLE
     assert _metadata(broker, 6, listener="INTERNAL")[1][0].error_code == 0
@@ -551,11 +545,11 @@ def test_an_existing_replica_missing_while_a_dir_is_offline_is_a_storage_error(t
         b.log_manager.fail_dir(str(tmp_path / "b"), OSError(5, "I/O error"))
         request = lai([(0, NODE, 0, [1], [1]), (1, NODE, 0, [1], [1])])
         request.topic_states[0].partition_states[0].is_new = False
-        errors = lai_errors(leader_and_isr.apply(b, request))
+        errors = lai_errors(leader_and_isr.apply(*b.local, request))
         assert errors == {(TID, 0): E.KAFKA_STORAGE_ERROR, (TID, 1): 0}
         assert b.replica_manager.partitions[("t", 0)].log.offline
         assert not b.replica_manager.partitions[("t", 1)].log.offline
-        again = lai_errors(leader_and_isr.apply(b, lai([(0, NODE, 1, [1], [1])])))
+        again = lai_errors(leader_and_isr.apply(*b.local, lai([(0, NODE, 1, [1], [1])])))
         assert again == {(TID, 0): E.KAFKA_STORAGE_ERROR}
     finally:
         b.log_manager.shutdown()

@@ -152,7 +152,7 @@ def test_incremental_fetches_carry_only_changed_partitions(cluster):
         assert [b.partition(i).log.log_end_offset for i in parts] == [1, 2, 1]
         assert [b.partition(i).high_watermark for i in parts] == [1, 1, 1]
         # The leader's session holds all three; the follower counts as fetching all.
-        cached = a.broker.fetch_manager.cache.get(session)
+        cached = a.services.fetch_manager.cache.get(session)
         assert cached is not None and cached.privileged and len(cached.partitions) == 3
     asyncio.run(run())
 
@@ -168,7 +168,7 @@ def test_a_partition_that_stops_being_fetched_is_forgotten(cluster):
         assert _partitions_sent(last) == []
         assert [(f.topic_id, f.partitions) for f in last.forgotten_topics_data] == \
             [(a.cache.topics[TOPIC].topic_id, [1])]
-        session = a.broker.fetch_manager.cache.get(last.session_id)
+        session = a.services.fetch_manager.cache.get(last.session_id)
         assert [c.partition for c in session.partitions.values()] == [0]
     asyncio.run(run())
 
@@ -229,7 +229,7 @@ def test_a_lost_session_starts_over_with_a_full_fetch(cluster):
         [conn] = b.connections
         old = b.fetchers.fetcher_of((TOPIC, 0)).session.session_id
         assert old != 0
-        a.broker.fetch_manager.cache.remove(old)
+        a.services.fetch_manager.cache.remove(old)
         a.produce(b"y", 1)
         await b.fetch_round()          # refused: nothing applied
         assert b.partition(1).log.log_end_offset == 0

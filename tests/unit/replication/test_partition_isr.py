@@ -55,8 +55,8 @@ def clock():
 
 def leader(tmp_path, clock, isr, replicas=(0, 1, 2), config=None, manager=None):
     log = Log.load(str(tmp_path / "t-0"), config or {}, clock)
-    p = Partition("t", 0, log, state(-1, [], replicas), 0)
-    p.isr_manager = manager if manager is not None else Manager()
+    p = Partition("t", 0, log, state(-1, [], replicas), 0,
+                  isr_manager=manager if manager is not None else Manager())
     p.make_leader(state(1, isr, replicas))
     return p
 
@@ -135,8 +135,7 @@ def test_expansion_waits_for_the_leader_epoch_start_offset(tmp_path, clock):
     """Kafka's isFollowerInSync: at or past the HW is not enough, the follower must
     also have reached where this leader's epoch began."""
     log = Log.load(str(tmp_path / "t-0"), {}, clock)
-    p = Partition("t", 0, log, state(-1, []), 0)
-    p.isr_manager = Manager()
+    p = Partition("t", 0, log, state(-1, []), 0, isr_manager=Manager())
     p.make_follower(PartitionState(0, [0, 1, 2], 1, 0, [0, 1, 2]))
     src = Log.load(str(tmp_path / "src" / "t-0"), {}, clock)
     src_p = Partition("t", 0, src, PartitionState(0, [9], 9, 0, [9]), 9)

@@ -11,6 +11,7 @@ from kafkapy.config.broker import BrokerConfig
 from kafkapy.network.connection import KafkaConnection
 from kafkapy.security import gate as G
 from kafkapy.security.sasl.plain import PlainServer
+from tests.support.services import services
 
 
 class _Transport:
@@ -44,8 +45,8 @@ class _Transport:
 def _connection(delay_ms: int):
     config = BrokerConfig.from_properties({
         "connection.failed.authentication.delay.ms": str(delay_ms)})
-    broker = SimpleNamespace(config=config, authorizer=None)
-    server = SimpleNamespace(broker=broker, max_request_bytes=1 << 20, max_inflight=5,
+    server = SimpleNamespace(config=config, authorizer_enabled=False, services=services(),
+                             max_request_bytes=1 << 20, max_inflight=5,
                              zero_copy=False, listener="SASL_PLAINTEXT",
                              security_protocol="SASL_PLAINTEXT", now=lambda: 0.0,
                              connection_opened=lambda c: None, connection_closed=lambda c: None,

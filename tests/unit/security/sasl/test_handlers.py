@@ -11,9 +11,9 @@ import pytest
 from kafkapy.config.broker import BrokerConfig
 from kafkapy.handlers import sasl_authenticate, sasl_handshake
 from kafkapy.api.context import CloseConnection
-from kafkapy.protocol.messages import RESPONSES
 from kafkapy.security.sasl import credentials
 from kafkapy.security.sasl.client import ScramClient
+from tests.support.services import context, services
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         'user_alice="alice-secret";')
@@ -41,15 +41,11 @@ def _ctx(api_key: int, version: int, auth, props: dict | None = None):
     config = BrokerConfig.from_properties({
         "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS, **(props or {})})
-    broker = SimpleNamespace(config=config)
     cred = credentials.generate("SCRAM-SHA-512", "bob-secret", 4096)
     cache = credentials.CredentialCache(store=None)
     cache._loaded, cache._users = True, {"bob": {"SCRAM-SHA-512": cred}}
-    broker.scram_credentials = cache
-    response_cls = RESPONSES[api_key]
-    return SimpleNamespace(broker=broker, listener="SASL_PLAINTEXT", api_version=version,
-                           connection_auth=auth,
-                           response=lambda **f: response_cls(version=version, **f))
+    return context(services(config=config, scram_credentials=cache), api_key, version,
+                   listener="SASL_PLAINTEXT", connection_auth=auth)
 
 
 def _handshake(auth, mechanism: str, version: int = 1):
@@ -154,7 +150,7 @@ def test_reauthentication_as_another_user_is_answered_failed():
                  'org.apache.kafka.common.security.plain.PlainLoginModule required '
                  'user_alice="a" user_bob="b";'}
     principals = []
-    gate = G.SaslGate(_ctx(17, 1, None, props).broker.config, "SASL_PLAINTEXT", principals.append)
+    gate = G.SaslGate(_ctx(17, 1, None, props).services.config, "SASL_PLAINTEXT", principals.append)
 
     def login(user: str, password: str):
         assert gate.admit(17, 20) == G.SERVE_AUTH
