@@ -11,13 +11,15 @@ strings the tool prints, None for a part not printed:
   ``{"version":"<value version>","data":{...}}``, the JSON of Kafka's generated
   JsonConverters (fields of the version in schema order, Jackson's compact layout, bytes in
   base64), members' subscription and assignment of ``consumer`` groups decoded in place;
+  the consumer group protocol's records (types 3-8) too, as Kafka 3.9 prints them;
 - ``TransactionLogParser``: ``--transaction-log-decoder``, Kafka's
   TransactionLog.formatRecordKeyAndValue text, partitions in the iteration order of the
   Scala ``mutable.HashSet`` Kafka collects them in.
 
 The bytes are decoded by the classes kafkapy's coordinators use (``coordinator/group/records``,
-``coordinator/transaction/records``) and kafka-python's consumer-protocol schemas; this module
-only writes what they decode the way Kafka prints it.
+``coordinator/group/consumer/records``, ``coordinator/transaction/records``) and
+kafka-python's consumer-protocol schemas; this module only writes what they decode the way
+Kafka prints it.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from kafka.protocol.consumer.metadata import (ConsumerProtocolAssignment,
                                               ConsumerProtocolSubscription)
 
 from kafkapy.coordinator.group import records as group_records
+from kafkapy.coordinator.group.consumer import records as consumer_records
 from kafkapy.coordinator.transaction import records as txn_records
 from kafkapy.coordinator.transaction.state import TxnState
 from kafkapy.jvm import scala_mutable_hash_order, topic_partition_hash
@@ -224,9 +227,12 @@ class UnknownRecordType(Exception):
 
 
 _KEY_CLASSES = {0: group_records.OffsetCommitKey, 1: group_records.OffsetCommitKey,
-                2: group_records.GroupMetadataKey}
+                2: group_records.GroupMetadataKey,
+                **{int(t): cls for t, cls in consumer_records.KEY_CLASSES.items()}}
 _VALUE_CLASSES = {0: group_records.OffsetCommitValue, 1: group_records.OffsetCommitValue,
-                  2: group_records.GroupMetadataValue}
+                  2: group_records.GroupMetadataValue,
+                  **{int(t): cls for t, cls in consumer_records.VALUE_CLASSES.items()}}
+_MEMBER_VALUE = consumer_records.ConsumerGroupMemberMetadataValue
 
 
 def _read_version(data: bytes, name: str) -> int:
@@ -237,6 +243,9 @@ def _read_version(data: bytes, name: str) -> int:
 
 def _read_message(cls, data: bytes, version: int, name: str):
     try:
+        if cls is _MEMBER_VALUE:  # its tagged field as Kafka reads it
+            return consumer_records.decode_value(consumer_records.RecordType.MEMBER_METADATA,
+                                                 bytes(data))
         return cls.decode(bytes(data))
     except Exception as e:  # kafka-python's decoders raise assorted types
         # Kafka's readers fail on a short buffer: BufferUnderflowException, whose message
@@ -269,6 +278,8 @@ class OffsetsParser:
             data = to_json(value_msg, _with_common_structs(value_cls), value_version)
             if value_cls is group_records.GroupMetadataValue:
                 _decode_consumer_members(data)
+            elif value_cls is _MEMBER_VALUE:
+                _classic_member_metadata(data, value_msg)
             return key_text, jackson({"version": str(value_version), "data": data})
         except UnknownRecordType as e:
             return f"Unknown record type {e.version} at offset {offset}, skipping.", None
@@ -283,6 +294,16 @@ def _decode_consumer_members(data: dict) -> None:
     for member in data.get("members") or []:
         _replace(member, "subscription", ConsumerProtocolSubscription)
         _replace(member, "assignment", ConsumerProtocolAssignment)
+
+
+def _classic_member_metadata(data: dict, message) -> None:
+    """Kafka's default ClassicMemberMetadata is the empty struct (its schema's null default
+    reads as no default): a null one is printed as null, an empty one not at all."""
+    classic = message.classic_member_metadata
+    if classic is None:
+        data["classicMemberMetadata"] = None
+    elif classic.session_timeout_ms == 0 and not classic.supported_protocols:
+        data.pop("classicMemberMetadata", None)
 
 
 def _replace(member: dict, name: str, cls) -> None:

@@ -11,12 +11,27 @@ Reads: ``read_entries`` decodes every record of a partition log in offset
 order (skipping control batches); ``replay`` folds them into the latest
 group metadata and offsets per group, honouring tombstones.  Loading is pure
 (no coordinator state), so it may run off the event loop.
+
+Replay follows Kafka's GroupMetadataManager.replay: a group id is a classic group
+(``Loaded.groups``, from its GroupMetadata record), a consumer group
+(``Loaded.consumer_groups``, from its records of types 3-8, see
+``consumer/records.py``), or neither; offsets are kept apart.  A GroupMetadata record
+replaces whatever group the id had and its tombstone removes it, whatever its kind (so
+a group converted to a classic one is classic again); a consumer group record with a
+value makes the id a consumer group (created empty when it was none; a classic group
+is dropped: Kafka writes the classic tombstone first when it converts one, and refuses
+a log where it did not); a consumer group tombstone for an id that is no consumer group
+is ignored, and a ConsumerGroupMetadata tombstone removes the whole consumer group.
+Kafka's checks that a group or a member is emptied before its last tombstone are not
+made: the tombstone wins.  Record types this broker does not know (share groups) are
+skipped, as Kafka's loader skips them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from kafkapy.coordinator.group import records as R
+from kafkapy.coordinator.group.consumer import records as C
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
 from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode
@@ -125,14 +140,17 @@ def read_entries(log, pending_txn: dict | None = None) -> list[Entry]:
 
 @dataclass
 class Loaded:
-    """What one partition holds: group metadata and offsets per group id."""
+    """What one partition holds: classic groups, consumer groups and offsets per group id
+    (no id is both a classic and a consumer group)."""
     groups: dict[str, R.StoredGroup] = field(default_factory=dict)
+    consumer_groups: dict[str, C.StoredConsumerGroup] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
     # entries of transactions still open, by producer id
     pending_txn: dict[int, list[Entry]] = field(default_factory=dict)
 
     def group_ids(self) -> set[str]:
-        return set(self.groups) | {g for g, o in self.offsets.items() if o}
+        return (set(self.groups) | set(self.consumer_groups)
+                | {g for g, o in self.offsets.items() if o})
 
 
 def replay(entries: list[Entry]) -> Loaded:
@@ -147,11 +165,31 @@ def replay(entries: list[Entry]) -> Loaded:
             else:
                 offsets[tp] = R.decode_offset_value(value)
         elif isinstance(key, R.GroupKey):
+            loaded.consumer_groups.pop(key.group, None)
             if value is None:
                 loaded.groups.pop(key.group, None)
             else:
                 loaded.groups[key.group] = R.decode_group_value(value)
+        else:
+            record = C.decode(key_bytes, value)
+            if record is not None:
+                _replay_consumer_group(loaded, record)
     return loaded
+
+
+def _replay_consumer_group(loaded: Loaded, record: C.ConsumerGroupRecord) -> None:
+    group_id = record.group_id
+    group = loaded.consumer_groups.get(group_id)
+    if record.value is None:
+        if group is not None and record.type is C.RecordType.METADATA:
+            del loaded.consumer_groups[group_id]
+        elif group is not None:
+            group.replay(record)
+        return
+    if group is None:
+        loaded.groups.pop(group_id, None)
+        group = loaded.consumer_groups[group_id] = C.StoredConsumerGroup()
+    group.replay(record)
 
 
 def load_partition(log) -> Loaded:
