@@ -4,7 +4,9 @@ Versions 0-9 (Kafka 3.9).  Generation -1 with an empty member id
 is a standalone commit (accepted for an Empty or unknown group); v1 carries a
 commit timestamp per partition (-1: now); v2-4 a retention time (then the
 record gets an expire timestamp, value v1); v6+ the committed leader epoch;
-v7+ group.instance.id.  Per partition: a topic or partition this cluster does
+v7+ group.instance.id; v9 carries a consumer group member's epoch where the classic
+generation was (the coordinator checks it: STALE_MEMBER_EPOCH, and UNSUPPORTED_VERSION for
+a consumer-protocol member below v9).  Per partition: a topic or partition this cluster does
 not have -> UNKNOWN_TOPIC_OR_PARTITION; metadata over
 offset.metadata.max.bytes -> OFFSET_METADATA_TOO_LARGE.
 
@@ -70,7 +72,7 @@ def handle(ctx, request):
     committed = coordinator(ctx).commit_offsets(
         request.group_id, request.member_id or "",
         request.group_instance_id if version >= 7 else None,
-        request.generation_id_or_member_epoch, offsets)
+        request.generation_id_or_member_epoch, offsets, api_version=version)
 
     def respond(results: dict):
         errors.update(results)

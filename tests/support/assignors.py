@@ -171,16 +171,7 @@ class Case:
 
 def member_spec(topic_ids: frozenset[uuid.UUID], assigned, *, rack_id: str | None = None,
                 instance_id: str | None = None) -> MemberSpec:
-    """A MemberSpec, with its instance id when MemberSpec has the field, else as a
-    subclass that adds it (the range assignor reads it)."""
-    if "instance_id" in MemberSpec.__dataclass_fields__:
-        return MemberSpec(rack_id, topic_ids, assigned, instance_id=instance_id)
-    return _StaticMemberSpec(rack_id, topic_ids, assigned, instance_id)
-
-
-@dataclass(frozen=True, slots=True)
-class _StaticMemberSpec(MemberSpec):
-    instance_id: str | None = None
+    return MemberSpec(rack_id, topic_ids, assigned, instance_id=instance_id)
 
 
 def from_oracle(answer: dict) -> dict[str, dict[uuid.UUID, frozenset[int]]]:

@@ -1,8 +1,13 @@
 """The group coordinator's harness: a GroupCoordinator over a real Partition and Log, a mock
-clock and timer."""
+clock and timer, and (for the consumer group protocol) topics the test creates and grows."""
 from __future__ import annotations
 
+import asyncio
+import uuid
+
 from kafkapy.clock import MockClock
+from kafkapy.coordinator.group.consumer.settings import ConsumerSettings
+from kafkapy.coordinator.group.consumer.types import HeartbeatRequest, TopicMetadata
 from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSettings
 from kafkapy.coordinator.group.group import GroupState
 from kafkapy.coordinator.group.persistence import GroupStore, Loaded, load_partition
@@ -35,10 +40,35 @@ class _Replicas:
         self.woken += 1
 
 
+class Topics:
+    """The metadata a consumer group's assignors read: topics by name, made by the test."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, TopicMetadata] = {}
+
+    def create(self, name: str, partitions: int) -> uuid.UUID:
+        old = self.by_name.get(name)
+        topic_id = old.topic_id if old else uuid.uuid5(uuid.NAMESPACE_OID, name)
+        self.by_name[name] = TopicMetadata(topic_id, name, partitions)
+        return topic_id
+
+    def delete(self, name: str) -> None:
+        self.by_name.pop(name, None)
+
+    def topic(self, name: str):
+        return self.by_name.get(name)
+
+    def names(self):
+        return self.by_name.keys()
+
+
 class Harness:
-    def __init__(self, tmp_path, **settings) -> None:
+    def __init__(self, tmp_path, consumer: ConsumerSettings = ConsumerSettings(),
+                 **settings) -> None:
         self.clock = MockClock()
         self.timer = Timer(None, self.clock)
+        self.topics = Topics()
+        self.consumer = consumer
         log = Log.load(str(tmp_path / f"{OFFSETS_TOPIC}-0"), {"cleanup.policy": "compact"},
                        self.clock)
         self.log = log
@@ -51,7 +81,8 @@ class Harness:
 
     def _new_coordinator(self, settings: GroupSettings) -> GroupCoordinator:
         c = GroupCoordinator(settings, self.clock, Deadlines(self.timer),
-                             GroupStore(self.replicas, self.clock))
+                             GroupStore(self.replicas, self.clock), consumer=self.consumer,
+                             topics=self.topics)
         c.begin_loading(0)
         c.finish_loading(0, Loaded())
         return c
@@ -60,7 +91,8 @@ class Harness:
         """A new coordinator that replays the partition (as after a broker restart)."""
         self.coordinator.shutdown()
         c = GroupCoordinator(self.coordinator.settings, self.clock, Deadlines(self.timer),
-                             GroupStore(self.replicas, self.clock))
+                             GroupStore(self.replicas, self.clock), consumer=self.consumer,
+                             topics=self.topics)
         c.begin_loading(0)
         c.finish_loading(0, load_partition(self.log))
         self.coordinator = c
@@ -109,3 +141,17 @@ class Harness:
         assert self.sync(leader.member_id, leader.generation, assignments)[0].error == 0
         assert all(f[0].error == 0 for f in followers)
         return [leader.member_id] + [r.member_id for r in results if r is not leader]
+
+
+    # -- the consumer group protocol ----------------------------------------------------
+    def consumer_heartbeat(self, member_id="", epoch=0, group="g", topics=None, owned=None,
+                           rebalance_timeout_ms=-1, **fields):
+        """One ConsumerGroupHeartbeat; a join (epoch 0) sends a full request by default."""
+        if epoch == 0:
+            owned = {} if owned is None else owned
+            rebalance_timeout_ms = 30_000 if rebalance_timeout_ms == -1 else rebalance_timeout_ms
+        request = HeartbeatRequest(group_id=group, member_id=member_id, member_epoch=epoch,
+                                   client_id="client", client_host="/127.0.0.1", version=1,
+                                   rebalance_timeout_ms=rebalance_timeout_ms,
+                                   subscribed_topic_names=topics, owned=owned, **fields)
+        return asyncio.run(self.coordinator.consumer_heartbeat(request))

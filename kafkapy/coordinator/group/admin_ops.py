@@ -1,16 +1,20 @@
 """Admin operations of the group coordinator: describe, list and delete groups.
 
 A mixin of ``GroupCoordinator``.  DescribeGroups of an unknown group answers
-state Dead with no error (as Kafka does); members carry their metadata and
-assignment only while the group is Stable.  ListGroups filters by state
-(case-insensitive) and type (only "classic" groups exist here).  DeleteGroups
-removes only Empty groups (NON_EMPTY_GROUP otherwise), writing tombstones for
-the group and every offset.
+state Dead with no error (as Kafka does); a classic group's members carry their
+metadata and assignment only while the group is Stable; a consumer group (KIP-848) is
+shown as Kafka 4.x shows it: protocol type "consumer", its assignor as the protocol,
+each member's subscription and target assignment in the classic consumer protocol's
+bytes.  ListGroups filters by state (case-insensitive) and type ("classic",
+"consumer").  DeleteGroups removes only Empty groups (NON_EMPTY_GROUP otherwise),
+writing tombstones for the group's records and every offset.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafkapy.coordinator.group.consumer.embedded import assignment_bytes, subscription_bytes
+from kafkapy.coordinator.group.consumer.group import ConsumerGroup
 from kafkapy.coordinator.group.group import GroupState
 from kafkapy.protocol.errors import ErrorCode as E
 
@@ -54,6 +58,8 @@ class AdminOps:
         group = self._groups.get(group_id)
         if group is None:
             return GroupSummary(0, group_id)
+        if isinstance(group, ConsumerGroup):
+            return self._consumer_summary(group)
         stable = group.is_(_S.STABLE)
         members = [MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                                  m.metadata(group.protocol_name) if stable else b"",
@@ -61,6 +67,21 @@ class AdminOps:
                    for m in group.members.values()]
         return GroupSummary(0, group_id, group.state.value, group.protocol_type or "",
                             (group.protocol_name or "") if stable else "", members)
+
+    def _consumer_summary(self, group: ConsumerGroup) -> GroupSummary:
+        names = {t.topic_id: name for name, t in group.topics.items()}
+        members = []
+        for m in group.members.values():
+            target = group.target(m.member_id)
+            by_name = {names[t]: p for t, p in target.items() if t in names}
+            members.append(MemberSummary(
+                m.member_id, m.instance_id, m.subscription.client_id,
+                m.subscription.client_host,
+                subscription_bytes(m.subscription.topic_names, m.subscription.rack_id),
+                assignment_bytes(by_name)))
+        assignor = group.preferred_assignor() or self.consumer.default_assignor
+        return GroupSummary(0, group.group_id, group.state.value, group.protocol_type,
+                            assignor, members)
 
     def list_groups(self, states: list[str] | None = None,
                     types: list[str] | None = None) -> tuple[int, list[GroupOverview]]:
@@ -70,12 +91,11 @@ class AdminOps:
             return E.COORDINATOR_LOAD_IN_PROGRESS, []
         wanted_states = {s.lower() for s in states or []}
         wanted_types = {t.lower() for t in types or []}
-        if wanted_types and GROUP_TYPE not in wanted_types:
-            return 0, []
-        out = [GroupOverview(g.group_id, g.protocol_type or "", g.state.value)
+        out = [GroupOverview(g.group_id, g.protocol_type or "", g.state.value, g.group_type)
                for g in self._groups.values()
                if not g.is_(_S.DEAD)
-               and (not wanted_states or g.state.value.lower() in wanted_states)]
+               and (not wanted_states or g.state.value.lower() in wanted_states)
+               and (not wanted_types or g.group_type in wanted_types)]
         return 0, sorted(out, key=lambda o: o.group_id)
 
     def delete_groups(self, group_ids: list[str]) -> dict[str, int]:

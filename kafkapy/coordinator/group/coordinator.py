@@ -20,7 +20,11 @@ Rebalance (Kafka's classic protocol):
   when followers must catch up), handed out and the group becomes Stable;
 - a member whose session timeout passes without a heartbeat (and that is not
   parked in a join/sync) is removed, which triggers a rebalance.
-Offset and admin operations live in the mixins ``OffsetOps`` and ``AdminOps``.
+Offset and admin operations live in the mixins ``OffsetOps`` and ``AdminOps``; the
+consumer group protocol (KIP-848) in ``ConsumerOps``.  Consumer groups share the group
+id space and the offsets: a classic request to a consumer group finds no classic member
+(UNKNOWN_MEMBER_ID; JoinGroup: INCONSISTENT_GROUP_PROTOCOL), and an empty group of one
+kind gives way to a new group of the other.
 """
 from __future__ import annotations
 
@@ -33,6 +37,10 @@ import structlog
 
 from kafkapy.coordinator.group import records as R
 from kafkapy.coordinator.group.admin_ops import AdminOps
+from kafkapy.coordinator.group.consumer.changes import deletion_entries, rebuilt
+from kafkapy.coordinator.group.consumer.group import ConsumerGroup
+from kafkapy.coordinator.group.consumer.settings import ConsumerSettings
+from kafkapy.coordinator.group.consumer_ops import ConsumerOps, GroupTimeouts, TopicView
 from kafkapy.coordinator.group.group import GroupMetadata, GroupState
 from kafkapy.coordinator.group.hashing import partition_for
 from kafkapy.coordinator.group.member import MemberMetadata, Protocols
@@ -93,9 +101,41 @@ class SyncResult:
 Respond = Callable[[object], None]
 
 
-class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
-    def __init__(self, settings: GroupSettings, clock, deadlines: Deadlines, store) -> None:
+class _NoTopics:
+    """No metadata: every subscribed topic is missing (unit tests of the classic side)."""
+
+    def topic(self, name: str):
+        return None
+
+    def names(self):
+        return ()
+
+
+class _BrokerTimeouts:
+    """Every group at the broker's ``group.consumer.*`` session and heartbeat settings."""
+
+    def __init__(self, consumer: ConsumerSettings) -> None:
+        self._consumer = consumer
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self._consumer.session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._consumer.heartbeat_interval_ms
+
+
+class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps):
+    def __init__(self, settings: GroupSettings, clock, deadlines: Deadlines, store, *,
+                 consumer: ConsumerSettings = ConsumerSettings(),
+                 topics: TopicView | None = None,
+                 timeouts: GroupTimeouts | None = None) -> None:
+        """``consumer``: the consumer group protocol's settings; ``topics``: the metadata
+        its assignors read; ``timeouts``: each group's session timeout and heartbeat
+        interval (its group configs, else the broker's)."""
         self.settings = settings
+        self.consumer = consumer
+        self.topics = topics or _NoTopics()
+        self.timeouts = timeouts or _BrokerTimeouts(consumer)
         self._clock = clock
         self._deadlines = deadlines
         self._store = store
@@ -120,7 +160,12 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
     def finish_loading(self, index: int, loaded: Loaded) -> None:
         """Install what a partition holds and start serving its groups."""
         for group_id in loaded.group_ids():
-            self._install(group_id, loaded.groups.get(group_id), loaded.offsets.get(group_id, {}))
+            offsets = loaded.offsets.get(group_id, {})
+            stored = loaded.consumer_groups.get(group_id)
+            if stored is not None:
+                self._install_consumer(group_id, stored, offsets)
+            else:
+                self._install(group_id, loaded.groups.get(group_id), offsets)
         self.install_pending_txn_offsets(loaded.pending_txn)  # open transactions' offsets
         self._loading.discard(index)
         self._owned.add(index)
@@ -173,7 +218,18 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
         for member in group.members.values():
             self._schedule_heartbeat(group, member)
 
+    def _install_consumer(self, group_id: str, stored, offsets: dict) -> None:
+        group = rebuilt(group_id, stored)
+        group.offsets = dict(offsets)
+        group.state_timestamp = self._clock.time_ms()
+        group.metadata_stale = True     # the topics may have changed while it was not served
+        self._groups[group_id] = group
+        self._start_consumer_timers(group)
+
     def _drop_group(self, group: GroupMetadata, error: int) -> None:
+        if isinstance(group, ConsumerGroup):
+            self._drop_consumer_group(group)
+            return
         for member in group.members.values():
             member.answer_join(JoinResult(error, member.member_id))
             member.answer_sync(SyncResult(error))
@@ -211,6 +267,8 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
         if not error and not s.min_session_timeout_ms <= session_timeout_ms <= s.max_session_timeout_ms:
             error = E.INVALID_SESSION_TIMEOUT
         group = self._groups.get(group_id)
+        if not error and isinstance(group, ConsumerGroup):
+            group, error = self._classic_in_place_of(group)
         if not error and group is None:
             if member_id:
                 error = E.UNKNOWN_MEMBER_ID
@@ -229,6 +287,21 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
             self._join_unknown(require_known_member_id, *args)
         if group.is_(_S.PREPARING_REBALANCE):
             self._try_complete_join(group)
+
+    def _classic_in_place_of(self, group: ConsumerGroup) -> tuple[GroupMetadata | None, int]:
+        """A classic member joining a consumer group: an empty one is deleted (its
+        tombstones written, its offsets kept for the new classic group), as Kafka's
+        maybeDeleteEmptyConsumerGroup; a non-empty one refuses the classic protocol."""
+        if group.members and not group.dead:
+            return None, E.INCONSISTENT_GROUP_PROTOCOL
+        self._drop_consumer_group(group)
+        tombstones = deletion_entries(group)
+        self._store.write(self.partition_for(group.group_id), tombstones, for_offsets=False,
+                          wait=False)
+        classic = self._new_group(group.group_id)
+        classic.offsets = group.offsets
+        classic.pending_offset_commits = group.pending_offset_commits
+        return classic, 0
 
     def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
         max_size = self.settings.max_size
@@ -555,7 +628,7 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
     def _member_error(self, group: GroupMetadata | None, member_id: str,
                       instance_id: str | None, generation: int) -> int:
         """The checks SyncGroup and Heartbeat share (Kafka's order)."""
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):   # no classic member there
             return E.UNKNOWN_MEMBER_ID
         if group.is_(_S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
@@ -587,7 +660,7 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps):
         if error:
             return error, [error] * len(members)
         group = self._groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
             return 0, [E.UNKNOWN_MEMBER_ID] * len(members)
         if group.is_(_S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE, [E.COORDINATOR_NOT_AVAILABLE] * len(members)

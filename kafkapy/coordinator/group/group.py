@@ -51,6 +51,8 @@ class IllegalTransition(RuntimeError):
 
 
 class GroupMetadata:
+    group_type = "classic"
+
     def __init__(self, group_id: str, now_ms: int, state: GroupState = GroupState.EMPTY) -> None:
         self.group_id = group_id
         self.state = state

@@ -16,6 +16,8 @@ tombstones as Kafka's cleanupGroupMetadata writes it.
 from __future__ import annotations
 
 from kafkapy.coordinator.group import records as R
+from kafkapy.coordinator.group.consumer.changes import deletion_entries
+from kafkapy.coordinator.group.consumer.group import ConsumerGroup
 from kafkapy.coordinator.group.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState
 from kafkapy.coordinator.group.kafka_order import commit_order
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
@@ -28,8 +30,9 @@ _S = GroupState
 
 class OffsetOps:
     def commit_offsets(self, group_id: str, member_id: str, instance_id: str | None,
-                       generation: int, offsets: dict[TopicPartition, OffsetAndMetadata]
-                       ) -> dict[TopicPartition, int]:
+                       generation: int, offsets: dict[TopicPartition, OffsetAndMetadata],
+                       api_version: int = 9) -> dict[TopicPartition, int]:
+        """``generation``: the classic generation, or a consumer group member's epoch."""
         error = self._group_error(group_id, allow_empty=True)
         group = self._groups.get(group_id)
         if not error and group is None:
@@ -38,7 +41,7 @@ class OffsetOps:
             else:
                 group = self._new_group(group_id)
         if not error:
-            error = self._commit_error(group, member_id, instance_id, generation)
+            error = self._commit_error(group, member_id, instance_id, generation, api_version)
         if error:
             return {tp: error for tp in offsets}
         errors, valid = self._split_oversized(offsets)
@@ -73,9 +76,11 @@ class OffsetOps:
         return errors, {tp: om for tp, om in offsets.items() if tp not in errors}
 
     def _commit_error(self, group: GroupMetadata, member_id: str, instance_id: str | None,
-                      generation: int) -> int:
+                      generation: int, api_version: int = 9) -> int:
         if group.is_(_S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
+        if isinstance(group, ConsumerGroup):
+            return group.commit_error(member_id, generation, False, api_version)[0]
         if group.is_static_member_fenced(instance_id, member_id):
             return E.FENCED_INSTANCE_ID
         if generation < 0 and group.is_(_S.EMPTY):
@@ -97,13 +102,19 @@ class OffsetOps:
                                  base_sequence=0)
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
-                      require_stable: bool = False
+                      require_stable: bool = False, *, member_id: str | None = None,
+                      member_epoch: int = -1
                       ) -> tuple[int, list[tuple[TopicPartition, OffsetAndMetadata | None]]]:
-        """(group error, [(partition, committed offset or None)]); all partitions if None."""
+        """(group error, [(partition, committed offset or None)]); all partitions if None.
+        A consumer group's member (OffsetFetch v9+) must name its current epoch."""
         error = self._group_error(group_id, allow_empty=True)
         if error:
             return error, []
         group = self._groups.get(group_id)
+        if isinstance(group, ConsumerGroup) and not group.dead:
+            error = group.fetch_error(member_id, member_epoch)[0]
+            if error:
+                return error, []
         offsets = group.offsets if group is not None and not group.is_(_S.DEAD) else {}
         if partitions is None:
             return 0, sorted(offsets.items())
@@ -159,8 +170,8 @@ class OffsetOps:
                 and not group.pending_offset_commits
                 and not self.has_pending_txn_offsets(group.group_id))
         entries = [(R.offset_key(group.group_id, t, p), None) for t, p in present]
-        if dead and group.generation > 0:
-            entries.append((R.group_key(group.group_id), None))
+        if dead:
+            entries += _group_tombstones(group)
         if entries:
             # Kafka appends these tombstones with acks=0: no wait.
             error = self._store.write(self.partition_for(group.group_id), entries,
@@ -222,8 +233,7 @@ class OffsetOps:
         """Mark Dead, write the offset tombstones and the group's (not for a group that
         never had a generation, as in Kafka), forget it."""
         entries = [(R.offset_key(group.group_id, t, p), None) for t, p in group.offsets]
-        if group.generation > 0:
-            entries.append((R.group_key(group.group_id), None))
+        entries += _group_tombstones(group)
         error = (self._store.write(self.partition_for(group.group_id), entries, for_offsets=False,
                                    wait=False) if entries else 0)
         if error:
@@ -232,3 +242,12 @@ class OffsetOps:
         group.offsets.clear()
         self._groups.pop(group.group_id, None)
         return 0
+
+
+def _group_tombstones(group) -> list:
+    """The group's own records as tombstones: a consumer group's every record, a classic
+    group's metadata (none for a group that never had a generation: it only stored
+    offsets, as in Kafka)."""
+    if isinstance(group, ConsumerGroup):
+        return deletion_entries(group)
+    return [(R.group_key(group.group_id), None)] if group.generation > 0 else []

@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from kafkapy.coordinator.group.consumer.settings import ConsumerSettings
+from kafkapy.coordinator.group.consumer.types import TopicMetadata as ConsumerTopic
+from kafkapy.coordinator.group.consumer_ops import GroupTimeouts
 from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSettings
 from kafkapy.coordinator.group.persistence import GroupStore, Loaded, load_partition
 from kafkapy.coordinator.group.timers import Deadlines
@@ -37,13 +40,38 @@ if TYPE_CHECKING:   # annotations only
 _log = structlog.get_logger("kafkapy.coordinator.group")
 
 
+class CacheTopics:
+    """The metadata cache as the consumer group assignors see it: a topic's id, its
+    partition count and the racks of each partition's replicas (none when no live
+    broker has a rack)."""
+
+    def __init__(self, cache: MetadataCache) -> None:
+        self._cache = cache
+
+    def topic(self, name: str) -> ConsumerTopic | None:
+        meta = self._cache.topic(name)
+        if meta is None or not meta.partitions:
+            return None
+        brokers = self._cache.brokers
+        racks = {index: frozenset(r for r in (brokers[b].rack for b in state.replicas
+                                              if b in brokers) if r)
+                 for index, state in meta.partitions.items()}
+        if not any(racks.values()):
+            racks = {}
+        return ConsumerTopic(meta.topic_id, name, len(meta.partitions), racks)
+
+    def names(self):
+        return self._cache.topics.keys()
+
+
 class GroupService:
     def __init__(self, *, config: BrokerConfig, clock: Clock, node_id: int,
                  cache: MetadataCache, admin: AdminManager, replica_manager: ReplicaManager,
-                 timer: Timer) -> None:
+                 timer: Timer, timeouts: GroupTimeouts | None = None) -> None:
         """``timer``: the broker's one timing wheel (session and rebalance deadlines);
         ``admin`` creates ``__consumer_offsets``; ``replica_manager`` hosts its
-        partitions and waits for their high watermark."""
+        partitions and waits for their high watermark; ``timeouts``: each consumer
+        group's session timeout and heartbeat interval (its group configs)."""
         self._config = config
         self._node_id = node_id
         self._cache = cache
@@ -58,7 +86,10 @@ class GroupService:
         store = GroupStore(replica_manager, clock, config["offsets.topic.compression.codec"],
                            replicate=(lambda key, result: replicated(
                                replica_manager, key, result, timeout_ms)) if durable else None)
-        self.coordinator = GroupCoordinator(self.settings, clock, Deadlines(timer), store)
+        self.coordinator = GroupCoordinator(
+            self.settings, clock, Deadlines(timer), store,
+            consumer=ConsumerSettings.from_config(config), topics=CacheTopics(cache),
+            timeouts=timeouts)
         self._loads = PartitionLoads(self._loop, OFFSETS_TOPIC)
 
     def start(self) -> None:
@@ -97,6 +128,7 @@ class GroupService:
         if name != OFFSETS_TOPIC:
             if topic is None:  # deleted: its offsets go, as Kafka's handleDeletedPartitions
                 self.coordinator.handle_deleted_topic(name)
+            self.coordinator.consumer_topics_changed({name})
             return
         coordinator = self.coordinator
         led = set()

@@ -61,6 +61,8 @@ class TxnOffsetOps:
         if not error:
             if group.is_(GroupState.DEAD):
                 error = E.COORDINATOR_NOT_AVAILABLE
+            elif group.group_type == "consumer":   # the member's epoch, as Kafka 4.x
+                error = group.commit_error(member_id, generation, True, 0)[0]
             elif group.is_static_member_fenced(instance_id, member_id):
                 error = E.FENCED_INSTANCE_ID
             elif member_id and not group.has(member_id):

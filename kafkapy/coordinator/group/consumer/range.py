@@ -44,14 +44,9 @@ class RangeAssignor:
         return result
 
 
-def _instance_id(spec: MemberSpec) -> str | None:
-    """The member's ``group.instance.id`` (static membership), if its spec carries one."""
-    return getattr(spec, "instance_id", None)
-
-
 def _sorted_members(members: Mapping[str, MemberSpec]) -> list[str]:
     def key(member_id: str):
-        instance = _instance_id(members[member_id])
+        instance = members[member_id].instance_id
         return (0, utf16_key(instance)) if instance is not None else (1, utf16_key(member_id))
     return sorted(member_order(members), key=key)   # stable, as Java's List.sort
 

@@ -1,0 +1,303 @@
+"""A consumer group (Kafka's ConsumerGroup): its epochs, members, target assignment and
+the owner of each partition, changed only by applying ``Change`` values.
+
+The changes are the group's records in ``__consumer_offsets`` (``changes.entries``
+writes them): a heartbeat computes the changes it makes, the coordinator applies them
+here and appends them, and a coordinator that loads the partition later rebuilds the
+same group from the same records.  Invariants, as Kafka keeps them:
+- ``group_epoch >= assignment_epoch``; the group epoch moves when a member joins, leaves
+  or changes its subscription, or when a subscribed topic changes; the target assignment
+  is then recomputed at that epoch by the next heartbeat;
+- a partition is owned (assigned or pending revocation) by at most one member; its
+  entry in ``partition_epochs`` is the owner's member epoch, so a member reconciling
+  towards a partition still owned by another waits (UNRELEASED_PARTITIONS);
+- the state is derived: Empty (no member), Assigning (group epoch ahead of the target),
+  Reconciling (a member not yet at the target epoch, or not stable), Stable.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+import structlog
+
+from kafkapy.coordinator.group.consumer.types import (Assignment, GroupState, Member,
+                                                     MemberState, Subscription,
+                                                     TopicMetadata)
+from kafkapy.coordinator.group.offsets import OffsetAndMetadata
+from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.protocol.topic_partition import TopicPartition
+
+_log = structlog.get_logger("kafkapy.coordinator.group")
+
+PROTOCOL_TYPE = "consumer"
+
+
+# -- the changes (one per record kind) ---------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class GroupEpoch:
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionMetadata:
+    """The subscribed topics that exist, by name (ConsumerGroupPartitionMetadata)."""
+    topics: Mapping[str, TopicMetadata]
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSubscribed:
+    member_id: str
+    subscription: Subscription
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRemoved:
+    """The member's subscription, target and current assignment tombstones."""
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TargetAssigned:
+    member_id: str
+    assignment: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class TargetEpoch:
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentAssigned:
+    member: Member
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeleted:
+    """The group's own tombstones (epoch, subscription metadata, target epoch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicGroupDeleted:
+    """The tombstone of the classic group an empty classic group id had before it
+    became a consumer group."""
+
+
+Change = Union[GroupEpoch, SubscriptionMetadata, MemberSubscribed, MemberRemoved,
+               TargetAssigned, TargetEpoch, CurrentAssigned, GroupDeleted, ClassicGroupDeleted]
+
+
+class ConsumerGroup:
+    """One consumer group's state.  ``offsets`` and ``pending_offset_commits`` are the
+    group's committed offsets, kept as for a classic group (the offset operations serve
+    both kinds)."""
+
+    protocol_type = PROTOCOL_TYPE
+    group_type = "consumer"
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, Member] = {}
+        self.targets: dict[str, Assignment] = {}
+        self.topics: dict[str, TopicMetadata] = {}
+        self.static_members: dict[str, str] = {}          # instance id -> member id
+        self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
+        self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        self.pending_offset_commits: dict[TopicPartition, int] = {}
+        self.dead = False
+        # When membership last changed (offsets of an Empty group expire from then).
+        self.state_timestamp = 0
+        # The subscribed topics must be looked at again (a topic was created, deleted or
+        # grew): the next heartbeat recomputes the subscription metadata.
+        self.metadata_stale = False
+        # Per member: the session and rebalance deadlines (the coordinator's).
+        self.session_tasks: dict[str, object] = {}
+        self.rebalance_tasks: dict[str, object] = {}
+
+    # -- derived state ----------------------------------------------------------------
+    @property
+    def state(self) -> GroupState:
+        if self.dead:
+            return GroupState.DEAD
+        if not self.members:
+            return GroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return GroupState.ASSIGNING
+        epoch = self.assignment_epoch
+        if any(not _reconciled(m, epoch) for m in self.members.values()):
+            return GroupState.RECONCILING
+        return GroupState.STABLE
+
+    def is_(self, classic_state) -> bool:
+        """For the operations both kinds of group share: Dead, Empty and Stable mean the
+        same; a consumer group is never in a classic rebalance state."""
+        name = classic_state.name
+        if name == "DEAD":
+            return self.dead
+        if name == "EMPTY":
+            return not self.dead and not self.members
+        if name == "STABLE":
+            return self.state is GroupState.STABLE
+        return False
+
+    def member(self, member_id: str) -> Member | None:
+        return self.members.get(member_id)
+
+    def has(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    @property
+    def generation(self) -> int:
+        return self.group_epoch
+
+    def transition_to(self, classic_state, now_ms: int) -> None:
+        """Only to Dead (the offset operations remove an Empty group this way)."""
+        if classic_state.name == "DEAD":
+            self.dead = True
+        self.state_timestamp = now_ms
+
+    def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
+        owner = self.static_members.get(instance_id) if instance_id else None
+        return owner is not None and owner != member_id
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        return topic in self.topics
+
+    def commit_error(self, member_id: str, epoch: int, transactional: bool,
+                     api_version: int) -> tuple[int, str | None]:
+        """Kafka's ConsumerGroup.validateOffsetCommit: (error code, message)."""
+        if epoch < 0 and not self.members:
+            return 0, None
+        member = self.members.get(member_id)
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID, (f"Member {member_id} is not a member of group "
+                                         f"{self.group_id}.")
+        if not transactional and not member.uses_classic_protocol and api_version < 9:
+            return E.UNSUPPORTED_VERSION, ("OffsetCommit version 9 or above must be used by "
+                                           "members using the modern group protocol")
+        return _epoch_error(epoch, member)
+
+    def fetch_error(self, member_id: str | None, epoch: int) -> tuple[int, str | None]:
+        """Kafka's ConsumerGroup.validateOffsetFetch."""
+        if member_id is None and epoch < 0:
+            return 0, None
+        member = self.members.get(member_id) if member_id is not None else None
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID, (f"Member {member_id} is not a member of group "
+                                         f"{self.group_id}.")
+        return _epoch_error(epoch, member)
+
+    def static_member(self, instance_id: str | None) -> Member | None:
+        member_id = self.static_members.get(instance_id) if instance_id else None
+        return self.members.get(member_id) if member_id else None
+
+    def partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
+        """The epoch of the member owning the partition, -1 when no member owns it."""
+        return self.partition_epochs.get((topic_id, partition), -1)
+
+    def target(self, member_id: str) -> Assignment:
+        return self.targets.get(member_id, {})
+
+    def subscribed_names(self, regex_topics) -> set[str]:
+        """Every topic name some member subscribes to (``regex_topics(pattern)``: the
+        existing topics a regular expression matches)."""
+        names: set[str] = set()
+        for member in self.members.values():
+            names.update(subscribed_names(member.subscription, regex_topics))
+        return names
+
+    def preferred_assignor(self) -> str | None:
+        """The server assignor most members name (Kafka's computePreferredServerAssignor)."""
+        counts: dict[str, int] = {}
+        for member in self.members.values():
+            name = member.subscription.server_assignor
+            if name:
+                counts[name] = counts.get(name, 0) + 1
+        return max(counts, key=counts.__getitem__) if counts else None
+
+    # -- applying changes --------------------------------------------------------------
+    def apply(self, change: Change) -> None:
+        match change:
+            case GroupEpoch(epoch):
+                self.group_epoch = epoch
+            case SubscriptionMetadata(topics):
+                self.topics = dict(topics)
+            case MemberSubscribed(member_id, subscription):
+                self._subscribe(member_id, subscription)
+            case MemberRemoved(member_id):
+                self._remove(member_id)
+            case TargetAssigned(member_id, assignment):
+                self.targets[member_id] = assignment
+            case TargetEpoch(epoch):
+                self.assignment_epoch = epoch
+            case CurrentAssigned(member):
+                self._update_current(member)
+            case GroupDeleted():
+                self.dead = True
+            case ClassicGroupDeleted():
+                pass
+
+    def _subscribe(self, member_id: str, subscription: Subscription) -> None:
+        old = self.members.get(member_id)
+        member = old.with_(subscription=subscription) if old else Member(member_id, subscription)
+        self.members[member_id] = member
+        if old is not None and old.instance_id and old.instance_id != subscription.instance_id:
+            self.static_members.pop(old.instance_id, None)
+        if subscription.instance_id:
+            self.static_members[subscription.instance_id] = member_id
+
+    def _remove(self, member_id: str) -> None:
+        member = self.members.pop(member_id, None)
+        self.targets.pop(member_id, None)
+        if member is None:
+            return
+        self._release(member)
+        if member.instance_id and self.static_members.get(member.instance_id) == member_id:
+            del self.static_members[member.instance_id]
+
+    def _update_current(self, member: Member) -> None:
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._release(old)
+            member = member.with_(subscription=old.subscription)
+        self.members[member.member_id] = member
+        for assignment in (member.assigned, member.pending_revocation):
+            for topic_id, partitions in assignment.items():
+                for p in partitions:
+                    owner = self.partition_epochs.get((topic_id, p))
+                    if owner is not None:   # Kafka throws: the records would be inconsistent
+                        _log.warning("partition owned twice in consumer group",
+                                     group_id=self.group_id, topic_id=str(topic_id),
+                                     partition=p, member_id=member.member_id)
+                    self.partition_epochs[(topic_id, p)] = member.member_epoch
+
+    def _release(self, member: Member) -> None:
+        for assignment in (member.assigned, member.pending_revocation):
+            for topic_id, partitions in assignment.items():
+                for p in partitions:
+                    self.partition_epochs.pop((topic_id, p), None)
+
+
+def _epoch_error(epoch: int, member: Member) -> tuple[int, str | None]:
+    if epoch == member.member_epoch:
+        return 0, None
+    if member.uses_classic_protocol:
+        return E.ILLEGAL_GENERATION, (f"The received generation id {epoch} does not match "
+                                      f"the expected member epoch {member.member_epoch}.")
+    return E.STALE_MEMBER_EPOCH, (f"The received member epoch {epoch} does not match the "
+                                  f"expected member epoch {member.member_epoch}.")
+
+
+def _reconciled(member: Member, epoch: int) -> bool:
+    return member.state is MemberState.STABLE and member.member_epoch == epoch
+
+
+def subscribed_names(subscription: Subscription, regex_topics) -> set[str]:
+    names = set(subscription.topic_names)
+    if subscription.topic_regex:
+        names.update(regex_topics(subscription.topic_regex))
+    return names
