@@ -2,7 +2,12 @@
 types, defaults, validators and importance; ``kafkapy.*`` keys are our own.
 
 Invariant: defaults equal Kafka 3.9's (KafkaConfig / ServerLogConfigs /
-ReplicationConfigs / GroupCoordinatorConfig / TransactionLogConfigs ...).
+ReplicationConfigs / GroupCoordinatorConfig / TransactionLogConfigs ...), except the
+consumer group protocol's (KIP-848, ``_consumer_groups``), which kafkapy serves as Kafka
+4.0 does and so defines with Kafka 4.0's defaults: ``group.coordinator.rebalance.protocols``
+= classic,consumer, ``group.consumer.assignors`` = uniform,range (Kafka's short names;
+the assignors' class names are accepted too) and ``group.consumer.migration.policy`` =
+bidirectional (no longer internal).
 ``dynamic=True`` marks keys Kafka can update at runtime (DynamicBrokerConfig
 .AllDynamicConfigs); DescribeConfigs reports every other broker key read-only.
 Documentation strings are our own short summaries.
@@ -12,6 +17,7 @@ from __future__ import annotations
 from kafkapy.config.definitions import BROKER_CONFIGS as D
 from kafkapy.config.definitions import BROKER_DYNAMIC_ONLY_CONFIGS
 from kafkapy.config.definitions import Importance
+from kafkapy.config.errors import ConfigError
 from kafkapy.config.types import ConfigType as T
 from kafkapy.config.validators import at_least, between, in_set, list_in, non_null, one_of_or, version_string, custom
 from kafkapy.logging_setup import are_logger_levels, is_level
@@ -210,6 +216,67 @@ def _groups_and_offsets() -> None:
     D.define("offsets.commit.required.acks", T.SHORT, -1, None, H, "Deprecated acks of offset commits.")
 
 
+MIGRATION_POLICIES = ("DISABLED", "DOWNGRADE", "UPGRADE", "BIDIRECTIONAL")
+GROUP_TYPES = ("consumer", "classic", "share", "unknown")
+#: The server-side assignors kafkapy has, by Kafka's short name and by Kafka's class name.
+ASSIGNORS = {"uniform": "uniform", "range": "range",
+             "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+             "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
+
+
+def in_set_ignoring_case(*allowed: str):
+    """CaseInsensitiveValidString."""
+    return custom(lambda v: isinstance(v, str) and v.upper() in allowed,
+                  "String must be one of (case insensitive): " + ", ".join(allowed))
+
+
+def _rebalance_protocols(key: str, value: object) -> None:
+    """ValidList.in(GroupType), then KafkaConfig's refusal to run without the classic one."""
+    list_in(*GROUP_TYPES)(key, value)
+    if "classic" not in [p.lower() for p in value]:  # type: ignore[union-attr]
+        raise ConfigError("Disabling the 'classic' protocol is not supported.", key=key,
+                          value=value)
+
+
+def _assignors(key: str, value: object) -> None:
+    """Kafka loads each entry as a built-in assignor or a class; kafkapy has only the
+    built-in ones (``ASSIGNORS``), and needs at least one (the first is the default)."""
+    if not value:
+        raise ConfigError.invalid(key, value, "At least one assignor is required")
+    for item in value:  # type: ignore[union-attr]
+        if item not in ASSIGNORS:
+            raise ConfigError.invalid(key, item, "kafkapy serves only Kafka's built-in "
+                                      "assignors: uniform, range (or their class names)")
+
+
+def _consumer_groups() -> None:
+    """The consumer group protocol (KIP-848), read by the group coordinator; the group-level
+    overrides of the session timeout and heartbeat interval are ``kafkapy.config.group_configs``."""
+    D.define("group.coordinator.rebalance.protocols", T.LIST, ["classic", "consumer"],
+             _rebalance_protocols, M,
+             "Rebalance protocols served; without consumer, ConsumerGroupHeartbeat and "
+             "ConsumerGroupDescribe answer UNSUPPORTED_VERSION (classic cannot be disabled).")
+    D.define("group.consumer.session.timeout.ms", T.INT, 45000, at_least(1), M,
+             "Session timeout of consumer group members (group config: consumer.session.timeout.ms).")
+    D.define("group.consumer.min.session.timeout.ms", T.INT, 45000, at_least(1), M,
+             "Smallest consumer.session.timeout.ms a group may set.")
+    D.define("group.consumer.max.session.timeout.ms", T.INT, 60000, at_least(1), M,
+             "Largest consumer.session.timeout.ms a group may set.")
+    D.define("group.consumer.heartbeat.interval.ms", T.INT, 5000, at_least(1), M,
+             "Heartbeat interval given to consumer group members (group config: consumer.heartbeat.interval.ms).")
+    D.define("group.consumer.min.heartbeat.interval.ms", T.INT, 5000, at_least(1), M,
+             "Smallest consumer.heartbeat.interval.ms a group may set.")
+    D.define("group.consumer.max.heartbeat.interval.ms", T.INT, 15000, at_least(1), M,
+             "Largest consumer.heartbeat.interval.ms a group may set.")
+    D.define("group.consumer.max.size", T.INT, INT_MAX, at_least(1), M, "Most members in one consumer group.")
+    D.define("group.consumer.assignors", T.LIST, ["uniform", "range"], _assignors, M,
+             "Server-side assignors (uniform, range, or their class names); the first is the default.")
+    D.define("group.consumer.migration.policy", T.STRING, "bidirectional",
+             in_set_ignoring_case(*MIGRATION_POLICIES), M,
+             "Conversions of non-empty groups between the classic and consumer protocols: "
+             "bidirectional, upgrade, downgrade or disabled.")
+
+
 def _transactions() -> None:
     D.define("transactional.id.expiration.ms", T.INT, 604800000, at_least(1), H, "Idle time before a transactional id expires.")
     D.define("transaction.max.timeout.ms", T.INT, 900000, at_least(1), H, "Largest transaction timeout a client may ask for.")
@@ -275,6 +342,6 @@ def _dynamic_only() -> None:
 
 
 for _section in (_zookeeper, _general, _kraft, _socket, _log_basics, _log_messages, _cleaner,
-                 _replication, _groups_and_offsets, _transactions, _fetch_metrics_security, _kafkapy,
+                 _replication, _groups_and_offsets, _consumer_groups, _transactions, _fetch_metrics_security, _kafkapy,
                  _dynamic_only):
     _section()

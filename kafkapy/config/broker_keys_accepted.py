@@ -13,7 +13,7 @@ quota window (``quota.window.*``, ``kafkapy.network.connection_quotas``), the
 replication and log-dir-move throttle windows (``kafkapy.replication.quota``,
 ``alter_log_dirs``).  What is unused: tiered storage (``remote.*``), ZooKeeper client
 TLS, KRaft tuning, delegation tokens, Kerberos, OAUTHBEARER, the password encoder,
-KIP-848 and share groups, JMX metrics, the client and controller mutation quota keys.
+share groups and the group coordinator's threads and linger, JMX metrics, the client and controller mutation quota keys.
 
 Invariants: every row's value is parsed and validated like any other key (a bad
 value still fails start-up); ``internal`` rows are Kafka's internal keys, which
@@ -28,20 +28,11 @@ from __future__ import annotations
 from kafkapy.config.definitions import BROKER_CONFIGS as D
 from kafkapy.config.definitions import Importance
 from kafkapy.config.types import ConfigType as T
-from kafkapy.config.validators import at_least, between, custom, list_in, non_empty, one_of_or
+from kafkapy.config.validators import at_least, between, non_empty, one_of_or
 
 H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 INT_MAX = 2 ** 31 - 1
 LONG_MAX = 2 ** 63 - 1
-_MIGRATION_POLICIES = ("DISABLED", "DOWNGRADE", "UPGRADE", "BIDIRECTIONAL")
-
-
-def in_set_ignoring_case(*allowed: str):
-    """CaseInsensitiveValidString."""
-    return custom(lambda v: isinstance(v, str) and v.upper() in allowed,
-                  "String must be one of (case insensitive): " + ", ".join(allowed))
-
-
 # Each group: (what kafkapy does with these keys, rows of
 # (name, type, default, validator, importance, dynamic[, internal])).
 _TIERED = ('tiered storage; accepted and described, unused (kafkapy refuses remote.log.storage.system.enable=true)', (
@@ -170,20 +161,10 @@ _SECURITY = ('TLS/SASL/token security (Java providers, Kerberos, OAUTHBEARER, de
     ('password.encoder.iterations', T.INT, 4096, at_least(1024), L, False),
 ))
 
-_NEW_GROUPS = ('KIP-848 consumer groups, share groups and the new group coordinator; accepted and described, unused (kafkapy runs classic groups)', (
-    ('group.coordinator.rebalance.protocols', T.LIST, ['classic'], list_in('consumer', 'classic', 'share', 'unknown'), M, False),
+_NEW_GROUPS = ('share groups and the new group coordinator\'s tuning; accepted and described, unused (kafkapy serves classic and consumer groups, not share groups)', (
     ('group.coordinator.threads', T.INT, 1, at_least(1), M, False),
     ('group.coordinator.append.linger.ms', T.INT, 10, at_least(0), M, False),
     ('group.coordinator.new.enable', T.BOOLEAN, False, None, M, False, True),
-    ('group.consumer.session.timeout.ms', T.INT, 45000, at_least(1), M, False),
-    ('group.consumer.min.session.timeout.ms', T.INT, 45000, at_least(1), M, False),
-    ('group.consumer.max.session.timeout.ms', T.INT, 60000, at_least(1), M, False),
-    ('group.consumer.heartbeat.interval.ms', T.INT, 5000, at_least(1), M, False),
-    ('group.consumer.min.heartbeat.interval.ms', T.INT, 5000, at_least(1), M, False),
-    ('group.consumer.max.heartbeat.interval.ms', T.INT, 15000, at_least(1), M, False),
-    ('group.consumer.max.size', T.INT, INT_MAX, at_least(1), M, False),
-    ('group.consumer.assignors', T.LIST, ['org.apache.kafka.coordinator.group.assignor.UniformAssignor', 'org.apache.kafka.coordinator.group.assignor.RangeAssignor'], None, M, False),
-    ('group.consumer.migration.policy', T.STRING, 'disabled', in_set_ignoring_case(*_MIGRATION_POLICIES), M, False, True),
     ('group.share.session.timeout.ms', T.INT, 45000, at_least(1), M, False),
     ('group.share.min.session.timeout.ms', T.INT, 45000, at_least(1), M, False),
     ('group.share.max.session.timeout.ms', T.INT, 60000, at_least(1), M, False),

@@ -42,6 +42,9 @@ HANDLER_MODULES = (
     "describe_groups",
     "list_groups",
     "delete_groups",
+    # the consumer group protocol (KIP-848)
+    "consumer_group_heartbeat",
+    "consumer_group_describe",
     # transactions
     "add_partitions_to_txn",
     "add_offsets_to_txn",

@@ -26,10 +26,19 @@ Versions 0-2 (Kafka 3.9 and 4.0).  Per resource:
   apply.  Unless ``validate_only``, toPersistentProps' password checks, then the znode
   and a ``/config/changes`` notification (``admin.alter_broker_configs``): every broker
   (this one at once) applies it.
+- GROUP (32): a consumer group's configs (``consumer.session.timeout.ms``,
+  ``consumer.heartbeat.interval.ms``; ``kafkapy.config.group_configs``), as Kafka 4.x's
+  controller checks them: an empty name -> INVALID_REQUEST "Default group resources are
+  not allowed."; an unknown key, a bad value or one outside the broker's
+  ``group.consumer.min/max.*`` bounds -> INVALID_CONFIG with Kafka's message.  The group
+  need not exist.  Unless ``validate_only``, written to ``/config/groups/<group>`` with a
+  ``/config/changes`` notification; ALTER_CONFIGS on the group is needed
+  (GROUP_AUTHORIZATION_FAILED otherwise).
 """
 from __future__ import annotations
 
 from kafkapy.security import authz
+from kafkapy.config import group_configs
 from kafkapy.config.dynamic import from_persistent_props, persistent_props
 from kafkapy.config.errors import ConfigError
 from kafkapy.handlers.common import repeated
@@ -41,8 +50,8 @@ API_KEY = 33
 MIN_VERSION = 0
 MAX_VERSION = 2
 
-TOPIC, BROKER = 2, 4
-_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", 8: "BROKER_LOGGER"}
+TOPIC, BROKER, GROUP = 2, 4, 32
+_TYPE_NAMES = {TOPIC: "TOPIC", BROKER: "BROKER", 8: "BROKER_LOGGER", GROUP: "GROUP"}
 
 _R = RESPONSES[API_KEY]
 _Result = _R.AlterConfigsResourceResponse
@@ -63,6 +72,10 @@ def handle(ctx, request):
                 configs = {c.name: c.value for c in resource.configs}
                 apply_topic_configs(ctx.services, resource.resource_name, configs,
                                     bool(request.validate_only))
+            elif resource.resource_type == GROUP:
+                apply_group_configs(ctx.services, resource.resource_name,
+                                    {c.name: c.value for c in resource.configs},
+                                    bool(request.validate_only))
             else:
                 entity = broker_entity(ctx.services, resource.resource_name)
                 apply_broker_configs(ctx.services, entity,
@@ -75,12 +88,16 @@ def handle(ctx, request):
 
 
 def refused_alter(ctx, resource) -> int:
-    """Kafka's ALTER_CONFIGS check: on the topic, or on the cluster for broker resources;
-    the error code when refused, else 0 (always 0 without an authorizer)."""
+    """Kafka's ALTER_CONFIGS check: on the topic or the group, or on the cluster for broker
+    resources; the error code when refused, else 0 (always 0 without an authorizer)."""
     if resource.resource_type == TOPIC:
         if authz.allowed(ctx, authz.ALTER_CONFIGS, authz.TOPIC, resource.resource_name):
             return 0
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if resource.resource_type == GROUP:
+        if authz.allowed(ctx, authz.ALTER_CONFIGS, authz.GROUP, resource.resource_name):
+            return 0
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
     if authz.cluster(ctx, authz.ALTER_CONFIGS):
         return 0
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -88,7 +105,7 @@ def refused_alter(ctx, resource) -> int:
 
 def preprocess(resource, repeated_ids: set, null_keys: list[str]) -> None:
     """The checks of Kafka's ConfigAdminManager.preprocess, in its order: a resource named
-    twice, a key given twice, null values, then a type other than TOPIC or BROKER
+    twice, a key given twice, null values, then a type other than TOPIC, BROKER or GROUP
     (each INVALID_REQUEST)."""
     if (resource.resource_type, resource.resource_name) in repeated_ids:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
@@ -97,7 +114,7 @@ def preprocess(resource, repeated_ids: set, null_keys: list[str]) -> None:
     if null_keys:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          "Null value not supported for : " + ", ".join(null_keys))
-    if resource.resource_type not in (TOPIC, BROKER):
+    if resource.resource_type not in (TOPIC, BROKER, GROUP):
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"Unknown resource type {resource.resource_type}")
 
@@ -132,6 +149,20 @@ def apply_topic_configs(services, name: str, configs: dict[str, str | None],
                                        f"ConfigResource(type=TOPIC, name='{name}'): "
                                        f"{err.message}") from err
         raise
+
+
+def apply_group_configs(services, name: str, configs: dict[str, str],
+                        validate_only: bool) -> None:
+    """Validate, then (unless validate_only) persist a group's new overrides (Kafka's
+    ControllerConfigurationValidator for GROUP resources)."""
+    if not name:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    try:
+        group_configs.validate(configs, services.config)
+    except ConfigError as err:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, str(err)) from None
+    if not validate_only:
+        group_configs.write(services.store, name, configs)
 
 
 def check_topic_name(name: str) -> None:

@@ -6,6 +6,16 @@ ranges, so the client can retry at a version we support (done by the
 connection before decoding).  v3+ requests carry the client's software name and
 version; malformed ones get INVALID_REQUEST and, as in Kafka, no API list.
 
+Features: a ZooKeeper-mode Kafka 3.9 broker supports and finalizes none.  kafkapy serves
+the consumer group protocol (KIP-848), which a Kafka 4.x broker serves only while its
+``group.version`` feature is at level 1 or above (KafkaApis' isConsumerGroupProtocolEnabled),
+so kafkapy answers as such a broker would (``SERVED_FEATURES``): ``group.version``
+supported at levels 0-1 (listed from v4 only: below v4 Kafka leaves out a feature whose
+minimum level is 0, which older clients cannot read) and finalized at level 1.  These are
+added to what ``/feature`` finalizes (the ``FinalizedFeatureCache``'s features and epoch,
+kept as they are), so the answer stays right if ``/feature`` finalizes other features; a
+finalized level of 0 is not listed, as Kafka leaves it out.
+
 Every connection's first request is this one, so the answer is encoded once per
 (registry, version, finalized features) and kept: a request then costs a header splice
 (``_Encoded``), not ~70 ApiVersion objects built and encoded (which was most of a new
@@ -23,6 +33,10 @@ from kafkapy.protocol.messages import RESPONSES
 API_KEY = 18
 MIN_VERSION = 0
 MAX_VERSION = 4
+
+#: The features kafkapy serves whatever ``/feature`` holds: name -> (min, max level); each
+#: is finalized at its max level.
+SERVED_FEATURES = {"group.version": (0, 1)}
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 _Response = RESPONSES[API_KEY]
@@ -89,21 +103,31 @@ def handle(ctx, request):
     def build():
         epoch, finalized = _finalized_features(services)
         return ctx.response(error_code=ErrorCode.NO_ERROR, api_keys=api_ranges(services.apis),
-                            throttle_time_ms=0, finalized_features_epoch=epoch,
-                            finalized_features=finalized)
+                            throttle_time_ms=0, supported_features=_supported_features(
+                                ctx.api_version),
+                            finalized_features_epoch=epoch, finalized_features=finalized)
     return _Encoded(_cached(services.apis, key, build))
 
 
+def _supported_features(version: int) -> list:
+    """``SERVED_FEATURES``; below v4 without those whose minimum level is 0 (Kafka's
+    maybeFilterSupportedFeatureKeys)."""
+    return [_Response.SupportedFeatureKey(name=name, min_version=low, max_version=high)
+            for name, (low, high) in SERVED_FEATURES.items() if version >= 4 or low > 0]
+
+
 def _finalized_features(services) -> tuple[int, list]:
-    """Kafka's ZooKeeper-mode answer: the ``/feature`` znode's version while it is
-    Enabled (0 once a controller created it), else -1 (``metadata.features``); no
-    supported features (``BrokerFeatures.createEmpty``)."""
+    """The ``/feature`` znode's version while it is Enabled (0 once a controller created
+    it), else -1 (``metadata.features``), and its finalized features with
+    ``SERVED_FEATURES`` at their max levels; a level of 0 is not listed (Kafka's
+    createFinalizedFeatureKeys)."""
     cache = services.features
-    if cache is None:           # not started yet (no store's view): as created
-        return 0, []
-    return cache.epoch, [_Response.FinalizedFeatureKey(name=name, max_version_level=level,
-                                                       min_version_level=level)
-                         for name, level in cache.features.items()]
+    # not started yet (no store's view): as created
+    epoch, stored = (0, {}) if cache is None else (cache.epoch, cache.features)
+    levels = {**stored, **{name: high for name, (_, high) in SERVED_FEATURES.items()}}
+    return epoch, [_Response.FinalizedFeatureKey(name=name, max_version_level=level,
+                                                 min_version_level=level)
+                   for name, level in levels.items() if level > 0]
 
 
 def unsupported_version_response(apis: dict, correlation_id: int) -> bytes:

@@ -8,6 +8,11 @@ in /config/brokers/<default>, see ``config.describe``);
 BROKER_LOGGER (8, named by this broker's id) lists the process's loggers and
 their levels (``config.loggers.describe_loggers``).
 CLIENT_METRICS (16) is INVALID_REQUEST, as in Kafka's ZooKeeper mode.
+GROUP (32), as Kafka 4.x (``config.group_configs``): a consumer group's
+``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms``, each its
+override (source GROUP_CONFIG) or the broker's ``group.consumer.*`` value (DEFAULT_CONFIG),
+never read-only; the group need not exist; an empty name -> INVALID_REQUEST "Group name
+must not be empty"; DESCRIBE_CONFIGS on the group is needed (GROUP_AUTHORIZATION_FAILED).
 ``configuration_keys`` null or empty means every key.  An illegal topic name ->
 INVALID_TOPIC_EXCEPTION with Kafka's reason; unknown topic ->
 UNKNOWN_TOPIC_OR_PARTITION with an empty message; another broker's id
@@ -17,6 +22,7 @@ request INVALID_REQUEST (every resource, Kafka's default message).
 from __future__ import annotations
 
 from kafkapy.security import authz
+from kafkapy.config import group_configs
 from kafkapy.config.describe import describe_broker, describe_default_broker, describe_topic
 from kafkapy.config.loggers import describe_loggers
 from kafkapy.metadata.topics import invalid_topic_reason
@@ -27,8 +33,8 @@ API_KEY = 32
 MIN_VERSION = 0
 MAX_VERSION = 4
 
-TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS = 2, 4, 8, 16
-_KNOWN_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS)
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+_KNOWN_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
 _INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or "
     "the message was sent to an incompatible broker. See the broker logs for more details.")
@@ -50,11 +56,16 @@ def handle(ctx, request):
 
 
 def _refused(ctx, resource):
-    """Kafka: DESCRIBE_CONFIGS on the topic, or on the cluster for broker resources."""
+    """Kafka: DESCRIBE_CONFIGS on the topic or the group, or on the cluster for broker
+    resources."""
     if resource.resource_type == TOPIC:
         if authz.allowed(ctx, authz.DESCRIBE_CONFIGS, authz.TOPIC, resource.resource_name):
             return None
         return _failed(resource, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+    if resource.resource_type == GROUP:
+        if authz.allowed(ctx, authz.DESCRIBE_CONFIGS, authz.GROUP, resource.resource_name):
+            return None
+        return _failed(resource, ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
     if authz.cluster(ctx, authz.DESCRIBE_CONFIGS):
         return None
     return _failed(resource, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
@@ -97,6 +108,12 @@ def _describe(ctx, request, resource):
             return _failed(resource, ErrorCode.INVALID_REQUEST,
                            f"Unexpected broker id, expected {services.node_id} but received {name}")
         entries = describe_loggers(keys)
+    elif kind == GROUP:
+        if not name:
+            return _failed(resource, ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+        entries = group_configs.describe(services.config,
+                                         group_configs.stored(services.store, name),
+                                         keys, synonyms, docs)
     elif name:  # CLIENT_METRICS, which Kafka serves only in KRaft mode
         return _failed(resource, ErrorCode.INVALID_REQUEST,
                        "Config type client-metrics is only supported on KRaft clusters")

@@ -1,9 +1,11 @@
 """DescribeGroups (key 15): state, protocol and members of groups.
 
-Versions 0-5; v3+ may ask for authorized operations (the principal's among READ,
+Versions 0-6; v3+ may ask for authorized operations (the principal's among READ,
 DELETE, DESCRIBE; all three without an authorizer); v4+ answer group.instance.id.
-A group the principal may not DESCRIBE is answered GROUP_AUTHORIZATION_FAILED.  An
-unknown group is described as Dead without error, as Kafka does.
+A group the principal may not DESCRIBE is answered GROUP_AUTHORIZATION_FAILED.  A group
+the coordinator does not have is described as Dead without error up to v5, as Kafka does;
+v6 (KIP-1043) answers it GROUP_ID_NOT_FOUND, state Dead, with Kafka's message ("Group g
+not found.").  Authorized operations are answered only for a group without error.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 15
 MIN_VERSION = 0
-MAX_VERSION = 5
+MAX_VERSION = 6
 
 _Group = RESPONSES[API_KEY].DescribedGroup
 _Member = _Group.DescribedGroupMember
@@ -31,13 +33,21 @@ def handle(ctx, request):
                                  members=[], authorized_operations=None))
             continue
         s = coordinator(ctx).describe_group(group_id)
+        error, message = _not_found(ctx, s) or (s.error, None)
         groups.append(_Group(
-            error_code=s.error, error_message=None, group_id=group_id, group_state=s.state,
+            error_code=error, error_message=message, group_id=group_id, group_state=s.state,
             protocol_type=s.protocol_type, protocol_data=s.protocol,
             members=[_Member(member_id=m.member_id, group_instance_id=m.group_instance_id,
                              client_id=m.client_id, client_host=m.client_host,
                              member_metadata=m.metadata, member_assignment=m.assignment)
                      for m in s.members],
             authorized_operations=(authz.authorized_operations(ctx, authz.GROUP, group_id, GROUP_OPERATIONS)
-                                   if include_ops else None)))
+                                   if include_ops and not error else None)))
     return ctx.response(throttle_time_ms=0, groups=groups)
+
+
+def _not_found(ctx, summary) -> tuple[int, str] | None:
+    """v6: a group described as Dead without error is GROUP_ID_NOT_FOUND, with a message."""
+    if ctx.api_version < 6 or summary.error or summary.state != "Dead":
+        return None
+    return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {summary.group_id} not found."

@@ -17,17 +17,23 @@ APPEND/SUBTRACT on broker LIST keys (starting from the key's default; an unknown
 UNKNOWN_SERVER_ERROR as Kafka's map lookup), and the result validated and persisted as
 in AlterConfigs (``alter_configs.apply_broker_configs``);
 BROKER_LOGGER changes are checked as Kafka checks them and pass with validate_only,
-but are refused otherwise (``check_logger_change``); other types -> INVALID_REQUEST.
+but are refused otherwise (``check_logger_change``); GROUP resources (a consumer group's
+``consumer.*`` configs, ``kafkapy.config.group_configs``): the operations applied to the
+stored overrides (``/config/groups/<group>``) as Kafka 4.x's controller applies them
+(APPEND/SUBTRACT -> INVALID_CONFIG "Can't APPEND to key k because its type is not LIST.":
+no group key is a list), then validated and persisted as in AlterConfigs
+(``alter_configs.apply_group_configs``); other types -> INVALID_REQUEST.
 """
 from __future__ import annotations
 
+from kafkapy.config import group_configs
 from kafkapy.config.definitions import BROKER_CONFIGS, TOPIC_CONFIGS
 from kafkapy.config.loggers import validate_logger_ops
 from kafkapy.config.types import ConfigType
-from kafkapy.handlers.alter_configs import (BROKER, TOPIC, apply_broker_configs,
-                                            apply_topic_configs, broker_entity, check_topic_name,
-                                            preprocess, refused_alter, result,
-                                            stored_broker_layer)
+from kafkapy.handlers.alter_configs import (BROKER, GROUP, TOPIC, apply_broker_configs,
+                                            apply_group_configs, apply_topic_configs,
+                                            broker_entity, check_topic_name, preprocess,
+                                            refused_alter, result, stored_broker_layer)
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -64,6 +70,12 @@ def handle(ctx, request):
                 configs = _apply_ops(ctx.services, current, resource.configs, TOPIC_CONFIGS,
                                      _topic_list_default)
                 apply_topic_configs(ctx.services, resource.resource_name, configs,
+                                    bool(request.validate_only))
+            elif resource.resource_type == GROUP:
+                name = resource.resource_name
+                current = group_configs.stored(ctx.services.store, name) if name else {}
+                apply_group_configs(ctx.services, name,
+                                    _apply_group_ops(current, resource.configs),
                                     bool(request.validate_only))
             elif resource.resource_type == BROKER:
                 entity = broker_entity(ctx.services, resource.resource_name)
@@ -151,4 +163,23 @@ def _apply_ops(services, current: dict[str, str], ops, registry, list_default) -
         else:
             raise KafkaError(ErrorCode.INVALID_REQUEST,
                              f"Unknown alter configs operation type {kind}")
+    return out
+
+
+def _apply_group_ops(current: dict[str, str], ops) -> dict[str, str]:
+    """Kafka 4.x's ConfigurationControlManager: SET and DELETE; APPEND and SUBTRACT only on
+    LIST keys, which groups have none of."""
+    out = dict(current)
+    for op in ops:
+        if op.config_operation == SET:
+            out[op.name] = op.value
+        elif op.config_operation == DELETE:
+            out.pop(op.name, None)
+        elif op.config_operation in (APPEND, SUBTRACT):
+            verb = "APPEND" if op.config_operation == APPEND else "SUBTRACT"
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
+                             f"Can't {verb} to key {op.name} because its type is not LIST.")
+        else:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Unknown alter configs operation type {op.config_operation}")
     return out

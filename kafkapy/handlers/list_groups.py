@@ -1,7 +1,8 @@
 """ListGroups (key 16): the groups this broker coordinates.
 
 Versions 0-5; v4+ filter by state (case-insensitive) and answer it; v5+
-filter by type and answer it (every group here is "classic").
+filter by type ("classic", "consumer"; case-insensitive) and answer it.  Every version
+lists both kinds of group: a consumer group (KIP-848) with protocol type "consumer".
 """
 from __future__ import annotations
 

@@ -6,7 +6,9 @@ offset committed at v1+ is not found there; what is not found, like an
 unknown partition, answers offset -1 and UNKNOWN_TOPIC_OR_PARTITION.  v1-7 ask for one group (v2+: null topics = every committed
 offset; group-level errors are top-level from v2, per partition on v1); v5+
 answer the committed leader epoch; v7+ ``require_stable``; v8+ a batch of
-groups, each with its own error.  A partition without a committed offset
+groups, each with its own error; v9+ a group's ``member_id`` and ``member_epoch`` (a
+consumer group member's, KIP-848), handed to the coordinator, which checks them as
+Kafka does (below v9: no member, epoch -1).  A partition without a committed offset
 answers offset -1, epoch -1, metadata "" and no error.  With require_stable a
 partition that has a transactional offset commit still pending answers
 UNSTABLE_OFFSET_COMMIT and offset -1, so a read_committed consumer retries
@@ -74,15 +76,21 @@ class _StoredOffset:
         self.offset = offset
 
 
+_NO_MEMBER = (None, -1)
+
+
 def _group(ctx, group, stable: bool):
-    error, found = _fetch(ctx, group.group_id, _asked(group.topics), stable)
+    member = (group.member_id, group.member_epoch) if ctx.api_version >= 9 else _NO_MEMBER
+    error, found = _fetch(ctx, group.group_id, _asked(group.topics), stable, member)
     return _Group(group_id=group.group_id, error_code=error,
                   topics=[] if error else _nest(found, _GTopic, _GPartition))
 
 
-def _fetch(ctx, group_id: str, asked, stable: bool):
-    """(group error, [(partition, committed offset or None, partition error)])."""
+def _fetch(ctx, group_id: str, asked, stable: bool, member=_NO_MEMBER):
+    """(group error, [(partition, committed offset or None, partition error)]);
+    ``member``: the asking member's (id, epoch)."""
     groups = coordinator(ctx)
+    member_id, member_epoch = member
     denied = []
     if ctx.services.authorizer is not None:
         if not authz.allowed(ctx, authz.DESCRIBE, authz.GROUP, group_id):
@@ -91,14 +99,16 @@ def _fetch(ctx, group_id: str, asked, stable: bool):
             allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [t for t, _ in asked])
             denied = [(tp, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for tp in asked if tp[0] not in allowed]
             asked = [tp for tp in asked if tp[0] in allowed]
-        error, found = groups.fetch_offsets(group_id, asked, stable)
+        error, found = groups.fetch_offsets(group_id, asked, stable, member_id=member_id,
+                                            member_epoch=member_epoch)
         if asked is None:   # every committed partition: those of hidden topics left out
             allowed = authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, [tp[0] for tp, _ in found])
             found = [(tp, om) for tp, om in found if tp[0] in allowed]
         if error:
             return error, found
         return 0, _stable(groups, group_id, found, stable) + denied
-    error, found = groups.fetch_offsets(group_id, asked, stable)
+    error, found = groups.fetch_offsets(group_id, asked, stable, member_id=member_id,
+                                        member_epoch=member_epoch)
     if not stable:
         return error, [(tp, om, 0) for tp, om in found]
     return error, [(tp, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)

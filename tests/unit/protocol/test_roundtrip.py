@@ -2,7 +2,8 @@
 
 For each API in the handler registry and each version in its advertised range,
 a request built with non-default values encodes, decodes back equal, and the
-response class does the same; the registry's ranges are Kafka 3.9.0's.
+response class does the same; the registry's ranges are Kafka 3.9.0's, but for the consumer
+group protocol's APIs (KIP-848), which are Kafka 4.x's.
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from kafkapy.handlers import build_registry
 REGISTRY = build_registry()
 
 # Kafka 3.9.0's ranges, as kafka-broker-api-versions.sh reads them from a real 3.9.0 broker
-# (ZooKeeper mode); every advertised version is served.
+# (ZooKeeper mode), but for the consumer group protocol (KIP-848): Kafka 4.x's
+# ConsumerGroupHeartbeat and ConsumerGroupDescribe, and DescribeGroups v6; every
+# advertised version is served.
 EXPECTED_RANGES = {
     0: (0, 11),   # Produce
     1: (0, 17),   # Fetch
@@ -32,7 +35,7 @@ EXPECTED_RANGES = {
     12: (0, 4),   # Heartbeat
     13: (0, 5),   # LeaveGroup
     14: (0, 5),   # SyncGroup
-    15: (0, 5),   # DescribeGroups
+    15: (0, 6),   # DescribeGroups (v6: Kafka 4.x)
     16: (0, 5),   # ListGroups
     17: (0, 1),   # SaslHandshake
     18: (0, 4),   # ApiVersions
@@ -70,6 +73,8 @@ EXPECTED_RANGES = {
     65: (0, 0),   # DescribeTransactions
     66: (0, 1),   # ListTransactions
     67: (0, 0),   # AllocateProducerIds
+    68: (0, 1),   # ConsumerGroupHeartbeat (Kafka 4.x)
+    69: (0, 1),   # ConsumerGroupDescribe (Kafka 4.x)
 }
 
 
