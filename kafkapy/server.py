@@ -43,6 +43,7 @@ from kafkapy.admin.manager import AdminManager
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.config.broker import BrokerConfig, ConfigError, acl_authorizer_settings
 from kafkapy.config.dynamic import DynamicBrokerConfig
+from kafkapy.config.group_configs import GroupConfigs
 from kafkapy.config.topic_configs import TopicConfigs
 from kafkapy.controller.controller import KafkaController
 from kafkapy.coordinator.group.service import GroupService
@@ -169,6 +170,7 @@ class Broker:
         self.controller: KafkaController | None = None
         self.admin: AdminManager | None = None
         self.topic_configs: TopicConfigs | None = None
+        self.group_configs: GroupConfigs | None = None
         self.authorizer = None      # an AclAuthorizer when authorizer.class.name names it
         self.scram_credentials: CredentialCache | None = None   # once the store is open
         # /feature as Kafka's ZooKeeper-mode broker sees it (ApiVersions' finalized features)
@@ -282,9 +284,13 @@ class Broker:
         self.dynamic_config.add_listener(lambda changed: enable_unclean_leader_election(
             changed, self.config, self.controller, self.cache))
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
+        # Each consumer group's session timeout and heartbeat interval (its group configs).
+        self.group_configs = GroupConfigs(self.store, self.config, self.clock)
+        self.group_configs.start()
         self.groups = GroupService(config=self.config, clock=self.clock, node_id=self.node_id,
                                    cache=self.cache, admin=self.admin,
-                                   replica_manager=self.replica_manager, timer=self.timer)
+                                   replica_manager=self.replica_manager, timer=self.timer,
+                                   timeouts=self.group_configs)
         self.groups.start()
         self._start_transactions()
         self.features.start()
@@ -580,6 +586,8 @@ class Broker:
             await self.controller.shutdown()
         if self.topic_configs is not None:
             self.topic_configs.stop()
+        if self.group_configs is not None:
+            self.group_configs.stop()
         if self.features is not None:
             self.features.stop()
         if self.admin is not None:

@@ -15,6 +15,7 @@ import sys
 import structlog
 
 from kafkapy.config.broker import BrokerConfig, ConfigError
+from kafkapy.config.group_configs import check_broker_settings
 from kafkapy.config.properties import load_properties, parse_override
 from kafkapy.limits import raise_open_file_limit
 from kafkapy.logging_setup import configure_logging
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         props = load_properties(args.properties)
         overrides = dict(parse_override(o) for o in args.override)
         config = BrokerConfig.from_properties(props, overrides, log=log)
+        check_broker_settings(config)    # the group.consumer.* bounds, as Kafka 4.x at start
     except (ConfigError, OSError, ValueError) as err:
         print(f"kafkapy: configuration error: {err}", file=sys.stderr)
         return 1
