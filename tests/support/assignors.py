@@ -301,3 +301,15 @@ def check_assigned_once(result: Mapping[str, Mapping[uuid.UUID, frozenset[int]]]
     subscribed = {t for s in specs.values() for t in s.subscribed_topic_ids if t in topics}
     wanted = {(t, p) for t in subscribed for p in range(topics[t].num_partitions)}
     assert set(owners) == wanted, f"unassigned: {sorted(wanted - set(owners))[:5]}"
+
+
+def mismatches(oracle, cases: list, assignor) -> list[tuple]:
+    """(case, kafkapy's answer, Kafka's) for the first two cases where ``assignor`` and
+    Kafka's assignor of the same name (run by ``oracle``) answer differently."""
+    answers = oracle.run([c.oracle_input(assignor.name) for c in cases])
+    differ = []
+    for case, answer in zip(cases, answers):
+        ours, kafkas = assignor.assign(case.specs(), case.topic_map), from_oracle(answer)
+        if ours != kafkas:
+            differ.append((case, ours, kafkas))
+    return differ[:2]

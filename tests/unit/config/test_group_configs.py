@@ -10,7 +10,7 @@ from kafkapy.clock import MockClock
 from kafkapy.config import BROKER_CONFIGS, BrokerConfig, ConfigError
 from kafkapy.config import group_configs as G
 from kafkapy.metadata import paths
-from kafkapy.metadata.embedded import EmbeddedStore
+from tests.support.metadata_store import embedded_store
 
 BROKER = BrokerConfig.from_properties({"broker.id": "0"})
 
@@ -131,10 +131,8 @@ def test_group_ids_are_sanitized_as_kafka_sanitizes_entity_names(group_id, name)
 
 @pytest.fixture
 def store(tmp_path):
-    s = EmbeddedStore(tmp_path / "metadata.json", clock=MockClock(), fsync=False)
-    paths.ensure_base_paths(s)
-    yield s
-    s.close()
+    with embedded_store(tmp_path) as s:
+        yield s
 
 
 def test_write_is_an_entity_config_and_a_notification(store):

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from kafkapy.clock import MockClock
 from kafkapy.config import group_configs as G
 from kafkapy.handlers import alter_configs, describe_configs, incremental_alter_configs
 from kafkapy.metadata import paths
-from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.security import acls as A
+from tests.support.metadata_store import embedded_store
 from tests.support.services import context, services
 
 GROUP = 32
@@ -29,10 +28,8 @@ class Authorizer:
 
 @pytest.fixture
 def store(tmp_path):
-    s = EmbeddedStore(tmp_path / "metadata.json", clock=MockClock(), fsync=False)
-    paths.ensure_base_paths(s)
-    yield s
-    s.close()
+    with embedded_store(tmp_path) as s:
+        yield s
 
 
 def _incremental(store, name, ops, validate_only=False, authorizer=None):

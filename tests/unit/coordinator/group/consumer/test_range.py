@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from kafkapy.coordinator.group.consumer.assignor import ASSIGNORS
 from kafkapy.coordinator.group.consumer.types import MemberSpec, TopicMetadata
-from tests.support.assignors import (Case, check_assigned_once, evolve, from_oracle, groups,
-                                     member_spec, random_case)
+from tests.support.assignors import (Case, check_assigned_once, evolve, groups, member_spec,
+                                     mismatches, random_case)
 
 RANGE = ASSIGNORS["range"]
 ORACLE_CASES = 300
@@ -44,26 +44,16 @@ def _cases(seed: int) -> list[Case]:
     return cases
 
 
-def _mismatches(oracle, cases: list[Case]) -> list[tuple[Case, dict, dict]]:
-    answers = oracle.run([c.oracle_input("range") for c in cases])
-    differ = []
-    for case, answer in zip(cases, answers):
-        ours, kafkas = _assign(case), from_oracle(answer)
-        if ours != kafkas:
-            differ.append((case, ours, kafkas))
-    return differ[:2]
-
-
 # -- 1. Kafka's answers ----------------------------------------------------------------------
 def test_groups_match_kafka_39(kafka39_assignors):
     cases = _cases(11)
     assert sum(c.homogeneous for c in cases) > 50 and sum(not c.homogeneous for c in cases) > 50
     assert sum(m.instance_id is not None for c in cases for m in c.members) > 100
-    assert _mismatches(kafka39_assignors, cases) == []
+    assert mismatches(kafka39_assignors, cases, RANGE) == []
 
 
 def test_groups_match_kafka_40(kafka40_assignors):
-    assert _mismatches(kafka40_assignors, _cases(12)) == []
+    assert mismatches(kafka40_assignors, _cases(12), RANGE) == []
 
 
 # -- 2. properties ---------------------------------------------------------------------------

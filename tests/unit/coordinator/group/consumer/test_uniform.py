@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from kafkapy.coordinator.group.consumer.assignor import ASSIGNORS
 from kafkapy.coordinator.group.consumer.types import MemberSpec, TopicMetadata
-from tests.support.assignors import (Case, check_assigned_once, evolve, from_oracle, groups,
+from tests.support.assignors import (Case, check_assigned_once, evolve, groups, mismatches,
                                      random_case)
 
 UNIFORM = ASSIGNORS["uniform"]
@@ -51,32 +51,21 @@ def _cases(seed: int, *, homogeneous: bool, count: int = ORACLE_CASES) -> list[C
     return [c for c in cases if c.homogeneous == homogeneous]
 
 
-def _mismatches(oracle, cases: list[Case]) -> list[tuple[Case, dict, dict]]:
-    """(case, kafkapy's answer, Kafka's) for the first cases they differ on."""
-    answers = oracle.run([c.oracle_input("uniform") for c in cases])
-    differ = []
-    for case, answer in zip(cases, answers):
-        ours, kafkas = _assign(case), from_oracle(answer)
-        if ours != kafkas:
-            differ.append((case, ours, kafkas))
-    return differ[:2]
-
-
 # -- 1. Kafka's answers ----------------------------------------------------------------------
 def test_homogeneous_groups_match_kafka_39(kafka39_assignors):
     cases = _cases(1, homogeneous=True)
     assert len(cases) >= ORACLE_CASES
-    assert _mismatches(kafka39_assignors, cases) == []
+    assert mismatches(kafka39_assignors, cases, UNIFORM) == []
 
 
 def test_homogeneous_groups_match_kafka_40(kafka40_assignors):
-    assert _mismatches(kafka40_assignors, _cases(2, homogeneous=True)) == []
+    assert mismatches(kafka40_assignors, _cases(2, homogeneous=True), UNIFORM) == []
 
 
 def test_heterogeneous_groups_match_kafka_40(kafka40_assignors):
     cases = _cases(3, homogeneous=False)
     assert len(cases) >= ORACLE_CASES * 9 // 10
-    assert _mismatches(kafka40_assignors, cases) == []
+    assert mismatches(kafka40_assignors, cases, UNIFORM) == []
 
 
 def _single_subscriber_case(rng: random.Random) -> Case:
@@ -104,7 +93,7 @@ def test_heterogeneous_groups_match_kafka_39_where_39_and_40_agree(kafka39_assig
     while len(settled) < 150:
         settled += [c for c in [_settled_case(rng)] if c is not None and not c.homogeneous]
     assert len(single) > 100
-    assert _mismatches(kafka39_assignors, single + settled) == []
+    assert mismatches(kafka39_assignors, single + settled, UNIFORM) == []
 
 
 # -- 2. properties ---------------------------------------------------------------------------
