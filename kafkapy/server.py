@@ -209,17 +209,46 @@ class Broker:
 
     async def _start(self) -> None:
         loop = self.loop = asyncio.get_running_loop()
-        self.connection_quotas = ConnectionQuotas(self.config)
-        # TLS material and SASL entries first: a listener that cannot serve stops the start
-        self.socket_servers = [self._socket_server(listener) for listener in self.config.listeners]
-        self.inter_broker_security = self._inter_broker_security()
-        self._bind()    # a taken port stops the start before the cluster is touched
+        self._start_listeners()
         self.log_manager = self._log_manager()
         self.log_manager.open_dirs()
         self.store = self._open_store()
-        self.scram_credentials = CredentialCache(self.store)
         cluster_id = self._cluster_id()
         self.node_id = resolve_broker_id(self.config, self.store, self.log_manager.live_log_dirs)
+        self._start_configs(cluster_id)
+        await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
+                                   self._stored_topic_config)
+        self._start_replication(loop)
+        self._start_controller()
+        self._start_coordinators()
+        self.features.start()
+        await self._register_broker()
+        self.store.on_new_session(self._session_replaced)
+        self.topic_configs.start()
+        self._start_authorizer()
+        # A controller elected here brings this broker's partitions online in-process
+        # before the listeners open; otherwise the controller reaches them over the network.
+        await self.controller.startup()
+        await self._listen()
+        self._serve_metrics()
+        self._start_periodic_tasks()
+        self._start_log_cleaner()
+        _log.info("kafkapy broker started", node_id=self.node_id, cluster_id=cluster_id,
+                  broker_epoch=self.broker_epoch, port=self.socket_server.port,
+                  controller=self.cache.controller_id, topics=len(self.cache.topics))
+
+    def _start_listeners(self) -> None:
+        """Every listener bound, not yet listening: TLS material and SASL entries first (a
+        listener that cannot serve stops the start), a taken port before the cluster is
+        touched."""
+        self.connection_quotas = ConnectionQuotas(self.config)
+        self.socket_servers = [self._socket_server(listener) for listener in self.config.listeners]
+        self.inter_broker_security = self._inter_broker_security()
+        self._bind()
+
+    def _start_configs(self, cluster_id: str) -> None:
+        """The dynamic broker configs, the metadata cache and the topic configs."""
+        self.scram_credentials = CredentialCache(self.store)
         # Dynamic broker configs (/config/brokers/<id>, <default>): ``config[key]`` answers
         # with the effective value from here on; each part that reacts to a change gets a
         # listener once it exists (the connection quotas adopt stored limits at load).
@@ -235,19 +264,18 @@ class Broker:
         self.topic_configs = TopicConfigs(self.store, self.cache, self.clock,
                                           dynamic_config=self.dynamic_config,
                                           credentials=self.scram_credentials)
-        await loop.run_in_executor(None, self.log_manager.load, cluster_id, self.node_id,
-                                   self._stored_topic_config)
+
+    def _start_replication(self, loop) -> None:
+        """The replica manager, its three helpers and the purgatories."""
         # What every controller request (network or in-process) passes through.
         self.controller_fence = ControllerFence(self.store, lambda: self.broker_epoch)
-        # The replica manager's helpers first (it is made with all three); the fetchers
-        # reach it through callables read once they fetch.
+        # The helpers first (the replica manager is made with all three): they reach it,
+        # and the controller made later, through callables read at call time.
         self.replica_fetchers = ReplicaFetcherManager(
             node_id=self.node_id, broker_epoch=lambda: self.broker_epoch, config=self.config,
             clock=self.clock, cache=self.cache, listener=self.inter_broker_listener,
             partition_of=lambda key: self.replica_manager.partitions.get(key),
             high_watermark_moved=lambda key: self.replica_manager.appended(key))
-        # The replica manager and the controller are made after these two: they reach
-        # them through callables read at call time.
         self.alter_log_dirs = AlterLogDirsManager(
             config=self.config, clock=self.clock, log_manager=self.log_manager,
             node_id=self.node_id, cache=self.cache,
@@ -270,6 +298,9 @@ class Broker:
         self._start_purgatories(loop)
         self.dynamic_config.add_listener(log_config_listener(
             self.config, self.replica_manager, self.topic_config))
+
+    def _start_controller(self) -> None:
+        """The controller (delivering to this broker in-process) and the admin manager."""
         self.features = FinalizedFeatureCache(self.store)
         local = controller_delivery(self.cache, self.replica_manager, self.controller_fence)
         self.controller = KafkaController(
@@ -283,8 +314,11 @@ class Broker:
         self.topic_configs.add_listener(self.controller.topic_config_changed)
         self.dynamic_config.add_listener(lambda changed: enable_unclean_leader_election(
             changed, self.config, self.controller, self.cache))
+
+    def _start_coordinators(self) -> None:
+        """Producer ids, the group coordinator (with each group's configs) and the
+        transaction coordinator."""
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
-        # Each consumer group's session timeout and heartbeat interval (its group configs).
         self.group_configs = GroupConfigs(self.store, self.config, self.clock)
         self.group_configs.start()
         self.groups = GroupService(config=self.config, clock=self.clock, node_id=self.node_id,
@@ -293,21 +327,6 @@ class Broker:
                                    timeouts=self.group_configs)
         self.groups.start()
         self._start_transactions()
-        self.features.start()
-        await self._register_broker()
-        self.store.on_new_session(self._session_replaced)
-        self.topic_configs.start()
-        self._start_authorizer()
-        # A controller elected here brings this broker's partitions online in-process
-        # before the listeners open; otherwise the controller reaches them over the network.
-        await self.controller.startup()
-        await self._listen()
-        self._serve_metrics()
-        self._start_periodic_tasks()
-        self._start_log_cleaner()
-        _log.info("kafkapy broker started", node_id=self.node_id, cluster_id=cluster_id,
-                  broker_epoch=self.broker_epoch, port=self.socket_server.port,
-                  controller=self.cache.controller_id, topics=len(self.cache.topics))
 
     @property
     def inter_broker_listener(self) -> str:
