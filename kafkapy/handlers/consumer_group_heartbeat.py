@@ -18,14 +18,14 @@ UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, ...: one ``consumer_heartbeat(HeartbeatR
 call answers them in its ``HeartbeatResult``.
 
 Decoding: null fields stay ``None`` ("unchanged since the last heartbeat"); the owned
-partitions (``TopicPartitions``) become an ``Assignment`` (topic id -> partitions).
+partitions (``TopicPartitions``) become an ``Assignment`` (topic id -> partitions; a topic
+listed with no partitions is kept, so a join that lists one is refused as Kafka refuses it).
 Encoding: the assignment is null when the result has none (unchanged), else one entry per
 topic id (in topic id order) with its partitions ascending.
 """
 from __future__ import annotations
 
-from kafkapy.coordinator.group.consumer.types import (HeartbeatRequest, HeartbeatResult,
-                                                     assignment)
+from kafkapy.coordinator.group.consumer.types import HeartbeatRequest, HeartbeatResult
 from kafkapy.handlers._groups import client_host, coordinator
 from kafkapy.protocol.consumer_group_apis import ConsumerGroupHeartbeatResponse
 from kafkapy.protocol.errors import ErrorCode
@@ -79,7 +79,7 @@ def _decoded(ctx, request) -> HeartbeatRequest:
         subscribed_topic_names=None if names is None else tuple(names),
         subscribed_topic_regex=request.subscribed_topic_regex if ctx.api_version >= 1 else None,
         server_assignor=request.server_assignor,
-        owned=None if owned is None else assignment((t.topic_id, t.partitions) for t in owned))
+        owned=None if owned is None else _owned(owned))
 
 
 def _encoded(ctx, result: HeartbeatResult):
@@ -91,3 +91,12 @@ def _encoded(ctx, result: HeartbeatResult):
         assignment=None if given is None else _Assignment(topic_partitions=[
             _TopicPartitions(topic_id=topic_id, partitions=sorted(given[topic_id]))
             for topic_id in sorted(given)]))
+
+
+def _owned(topic_partitions) -> dict:
+    """The owned partitions by topic id, a topic listed without partitions kept: a join
+    must list no topic at all (Kafka refuses ``[{topic, []}]`` too)."""
+    out: dict = {}
+    for t in topic_partitions:
+        out[t.topic_id] = out.get(t.topic_id, frozenset()) | frozenset(t.partitions)
+    return out

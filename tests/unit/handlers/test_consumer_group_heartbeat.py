@@ -101,6 +101,14 @@ async def test_owned_partitions_and_every_field_are_decoded():
     assert asked.owned == {FOO: frozenset({0, 2}), BAR: frozenset({1})}
 
 
+async def test_a_topic_listed_without_partitions_is_kept():
+    """So a join listing one is refused as Kafka refuses it (owned must be empty)."""
+    request = _request(1, member_epoch=0, topic_partitions=[_Owned(topic_id=FOO, partitions=[])])
+    fake, _ = await _call(1, request)
+    [asked] = fake.asked
+    assert asked.owned == {FOO: frozenset()}
+
+
 async def test_nulls_mean_unchanged():
     request = _request(1, member_epoch=3, subscribed_topic_names=None, topic_partitions=None)
     fake, _ = await _call(1, request)
