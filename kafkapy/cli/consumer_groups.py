@@ -1,12 +1,29 @@
-"""``kafkapy-consumer-groups``: Kafka's ``bin/kafka-consumer-groups.sh`` over kafka-python.
+"""``kafkapy-consumer-groups``: Kafka's ``bin/kafka-consumer-groups.sh`` over kafka-python, for
+classic groups and consumer-protocol groups (KIP-848) as Kafka 4.x's tool shows them.
+
+Groups are described as Kafka's admin client describes them (``_group_describe``):
+ConsumerGroupDescribe first, DescribeGroups for a classic group.
 
 Exactly one action:
-- ``--list``: consumer group ids, one a line; with ``--state [S1,S2]`` a GROUP/STATE table.
-- ``--describe --group G`` (repeatable, or ``--all-groups``): per group and partition the
-  columns GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
-  (``--verbose`` adds LEADER-EPOCH); ``--members`` lists members, ``--state`` the group state
-  with its coordinator. Partitions committed but assigned to nobody show ``-`` as consumer.
-  An empty group prints "Consumer group 'G' has no active members." to stderr.
+- ``--list``: consumer group ids, one a line; with ``--state [S1,S2]`` and/or ``--type
+  [classic,consumer]`` a GROUP [TYPE] [STATE] table (types print as Kafka's GroupType:
+  ``Classic``, ``Consumer``), filtered by the values given.
+- ``--describe --group G`` (repeatable, or ``--all-groups``), groups in name order:
+  - offsets (the default, or ``--offsets``): per group and partition the columns GROUP TOPIC
+    PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID (``--verbose``
+    adds LEADER-EPOCH); a member's partitions are its current assignment.  Partitions
+    committed but assigned to nobody show ``-`` as consumer.  Rows come in Kafka's order:
+    members with most partitions first, each member's partitions in the iteration order of
+    the Java HashMap Kafka's tool puts them in.
+  - ``--members``: GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS;
+    ``--verbose`` adds CURRENT-EPOCH (the member epoch), CURRENT-ASSIGNMENT, TARGET-EPOCH
+    (the group's target assignment epoch) and TARGET-ASSIGNMENT (``-`` for what a classic
+    group lacks), and UPGRADED (true/false) when a consumer group has classic members.
+    Assignments print as ``topic:0,1;other:10,9`` (partitions sorted as strings).
+  - ``--state``: GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS; ``--verbose``
+    adds GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH (consumer groups; ``-`` otherwise).
+  An empty group prints "Consumer group 'G' has no active members." to stderr, a group
+  reconciling or rebalancing "Warning: Consumer group 'G' is rebalancing.".
 - ``--delete --group G``: "Deletion of requested consumer groups ('G') was successful."
 - ``--reset-offsets --group G`` with a scope (``--topic T``, ``--topic T:0,1`` or
   ``--all-topics``) and one scenario (``--to-earliest``, ``--to-latest``, ``--to-offset N``,
@@ -21,10 +38,12 @@ consumer id and host widen to their longest value), ``-`` for missing values.
 
 Differences from Kafka:
 - Exit code 1 whenever an error is printed (Kafka prints "Error: ..." and still exits 0).
-- ``--export``, ``--from-file``, ``--validate-regex``, ``--type`` and share/streams groups are
-  not offered; only classic consumer groups are known to kafka-python 3.0.
-- Error details are the broker's error descriptions, not Java exception class names.
-- ``--state`` finds the coordinator through kafka-python's private FindCoordinator helper.
+- ``--export``, ``--from-file``, ``--validate-regex`` and share/streams groups are not offered.
+- A group the coordinator does not know is reported as Kafka 3.9's tool reports it ("Error:
+  Consumer group 'G' does not exist."), not with Kafka 4.x's GroupIdNotFoundException.
+- Error details are the broker's error descriptions, not Java exception class names (but a
+  group that cannot be described fails with the Java exception text Kafka's tool prints).
+- ``--list`` filters by state and type on the client side (Kafka asks the brokers to).
 """
 from __future__ import annotations
 
@@ -42,6 +61,8 @@ from kafka.structs import OffsetAndMetadata
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError, UsageError
+from kafkapy.cli._group_describe import CONSUMER, Group, Member, java_hash_set
+from kafkapy.cli._group_describe import describe as describe_groups
 
 log = logging.getLogger("kafkapy.cli.consumer_groups")
 
@@ -50,7 +71,10 @@ _SCENARIOS = ("to_offset", "to_datetime", "by_duration", "to_earliest", "to_late
               "shift_by", "to_current")
 _INACTIVE = ("Empty", "Dead")
 _REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
-_VALID_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+# Kafka's ConsumerGroupState values (in enum order) and GroupType names.
+_VALID_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty",
+                 "Assigning", "Reconciling")
+_GROUP_TYPES = {"consumer": "Consumer", "classic": "Classic", "share": "Share"}
 _DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?",
                        re.IGNORECASE)
 MISSING = "-"
@@ -107,6 +131,8 @@ def _parser() -> common.ToolParser:
     parser.add_argument("--by-duration", metavar="PnDTnHnMnS",
                         help="reset to the first offset at or after this long ago")
     parser.add_argument("--state", nargs="?", const="", help="show group state (filter for --list)")
+    parser.add_argument("--type", nargs="?", const="", metavar="TYPES",
+                        help="with --list: show group types (filter: classic,consumer)")
     parser.add_argument("--timeout", type=int, default=5000,
                         help="ms to wait for each answer from the cluster (default 5000)")
     return parser
@@ -128,6 +154,8 @@ def _check_args(args: argparse.Namespace) -> str:
     action = common.single_action(args, _ACTIONS, "--list, --describe, --delete, "
                                   "--reset-offsets, --delete-offsets")
     common.require_bootstrap(args)
+    if args.type is not None and action != "list":
+        raise UsageError("Option(s) [type] are unavailable given other options on the command line")
     if action in ("describe", "delete", "reset_offsets") and not (args.group or args.all_groups):
         raise UsageError(f"Option [{_dashed(action)}] takes one of these options: "
                          "[all-groups], [group]")
@@ -156,22 +184,37 @@ def _dashed(name: str) -> str:
 # --list -------------------------------------------------------------------
 
 def _consumer_groups(admin) -> list[dict]:
-    # Kafka lists groups of the consumer protocol and offset-only groups (empty type).
+    # Kafka lists groups of the consumer protocol type (classic consumer groups and
+    # consumer-protocol groups) and offset-only groups (empty type).
     return [g for g in admin.list_groups() if g.get("protocol_type") in ("consumer", "")]
 
 
 def _list(admin, args: argparse.Namespace) -> None:
     groups = _consumer_groups(admin)
-    if args.state is None:
+    if args.state is None and args.type is None:
         for group in groups:
             print(group["group_id"])
         return
-    states = _states(args.state)
-    shown = [g for g in groups if not states or g.get("group_state", "").lower() in states]
+    states = _states(args.state or "")
+    types = _types(args.type or "")
+    shown = [g for g in groups
+             if (not states or (g.get("group_state") or "").lower() in states)
+             and (not types or _type_name(g).lower() in types)]
     width = max([15] + [len(g["group_id"]) for g in shown]) + 10
-    print(f"{'GROUP':<{width}} {'STATE':<20}")
+    columns = [("GROUP", lambda g: g["group_id"], width)]
+    if args.type is not None:
+        columns.append(("TYPE", _type_name, 20))
+    if args.state is not None:
+        columns.append(("STATE", lambda g: g.get("group_state") or "Unknown", 20))
+    # Kafka's printGroupInfo pads every column, the last one too.
+    print(" ".join(f"{name:<{w}}" for name, _, w in columns))
     for group in shown:
-        print(f"{group['group_id']:<{width}} {group.get('group_state') or 'Unknown':<20}")
+        print(" ".join(f"{value(group):<{w}}" for _, value, w in columns))
+
+
+def _type_name(group: dict) -> str:
+    """Kafka's GroupType of a ListGroups v5 entry, as it prints (``Consumer``, ``Classic``)."""
+    return _GROUP_TYPES.get((group.get("group_type") or "").lower(), "Unknown")
 
 
 def _states(text: str) -> set[str]:
@@ -181,6 +224,14 @@ def _states(text: str) -> set[str]:
         raise UsageError(f"Invalid state list '{text}'. Valid states are: "
                          + ", ".join(_VALID_STATES))
     return states
+
+
+def _types(text: str) -> set[str]:
+    types = {t.strip().lower() for t in text.lower().split(",") if t.strip()}
+    if not types <= set(_GROUP_TYPES):
+        raise UsageError(f"Invalid types list '{text}'. Valid types are: "
+                         + ", ".join(_GROUP_TYPES.values()))
+    return types
 
 
 def _group_ids(admin, args: argparse.Namespace) -> list[str]:
@@ -193,23 +244,23 @@ def _group_ids(admin, args: argparse.Namespace) -> list[str]:
 
 def _describe(admin, args: argparse.Namespace) -> None:
     groups = sorted(_group_ids(admin, args))
-    descriptions = admin.describe_groups(groups)
+    descriptions = describe_groups(admin, groups, args.timeout) if groups else {}
     for group in groups:
         description = descriptions.get(group)
         if args.members:
             _describe_members(group, description, args.verbose)
         elif args.state is not None:
-            _describe_state(admin, group, description, args.verbose)
+            _describe_state(group, description, args.verbose)
         else:
             _describe_offsets(admin, group, description, args.verbose)
 
 
-def _worth_printing(group: str, description: dict | None, rows: int) -> bool:
+def _worth_printing(group: str, description: Group | None, rows: int) -> bool:
     """Kafka's shouldPrintMemberState: notes about the state, then whether rows follow."""
     if description is None:
         _print_error(f"The consumer group '{group}' does not exist.")
         return False
-    state = description["group_state"]
+    state = description.state
     if state == "Dead":
         _print_error(f"Consumer group '{group}' does not exist.")
     elif state == "Empty":
@@ -219,15 +270,7 @@ def _worth_printing(group: str, description: dict | None, rows: int) -> bool:
     return state != "Dead" and rows > 0
 
 
-def _assignment(member: dict) -> list:
-    assignment = member.get("member_assignment")
-    if not isinstance(assignment, dict):
-        return []
-    return [TopicPartition(t["topic"], p) for t in assignment.get("assigned_partitions", [])
-            for p in t["partitions"]]
-
-
-def _describe_offsets(admin, group: str, description: dict | None, verbose: bool) -> None:
+def _describe_offsets(admin, group: str, description: Group | None, verbose: bool) -> None:
     rows = _offset_rows(admin, group, description) if description else []
     if not _worth_printing(group, description, len(rows)):
         return
@@ -251,27 +294,32 @@ def _row(values: list[str], widths: list[int]) -> str:
     return " ".join(f"{v:<{w}}" for v, w in zip(values, widths))
 
 
-def _offset_rows(admin, group: str, description: dict) -> list[dict]:
+def _offset_rows(admin, group: str, description: Group) -> list[dict]:
+    """Kafka's collectGroupsOffsets: members with partitions, most partitions first (ties
+    in the group's order), then the committed partitions nobody is assigned."""
     committed = admin.list_group_offsets(group).get(group, {})
-    members = [m for m in description["members"] if _assignment(m)]
-    members.sort(key=lambda m: len(_assignment(m)), reverse=True)
+    members = sorted((m for m in description.members if m.assignment),
+                     key=lambda m: len(m.assignment), reverse=True)
     rows, assigned = [], set()
     for member in members:
-        partitions = _assignment(member)
-        assigned.update(partitions)
-        rows += _partition_rows(admin, group, partitions, committed,
-                                (member["member_id"], member["client_host"], member["client_id"]))
-    unassigned = [tp for tp in committed if tp not in assigned]
+        assigned.update(member.assignment)
+        rows += _partition_rows(admin, group, member.assignment, committed,
+                                (member.member_id, member.host, member.client_id))
+    unassigned = java_hash_set(tp for tp in java_hash_set(committed) if tp not in assigned)
     if unassigned:
         rows += _partition_rows(admin, group, unassigned, committed, (MISSING,) * 3)
     return rows
 
 
-def _partition_rows(admin, group: str, partitions: list, committed: dict,
+def _partition_rows(admin, group: str, partitions, committed: dict,
                     consumer: tuple[str, str, str]) -> list[dict]:
-    ends = _log_end_offsets(admin, partitions)
+    """One row per partition, in Kafka's order: the partitions sorted by number (a stable
+    sort of the set's order) then put in a HashMap with their log end offsets, whose
+    iteration order the rows follow."""
+    ordered = java_hash_set(sorted(partitions, key=lambda tp: tp.partition))
+    ends = _log_end_offsets(admin, ordered)
     rows = []
-    for tp in sorted(partitions):
+    for tp in ordered:
         meta = committed.get(tp)
         offset = None if meta is None or meta.offset == -1 else meta.offset
         end = ends.get(tp)
@@ -313,70 +361,80 @@ def _spec(name: str):
     return OffsetSpec[name]
 
 
-def _describe_members(group: str, description: dict | None, verbose: bool) -> None:
-    members = description["members"] if description else []
+def _describe_members(group: str, description: Group | None, verbose: bool) -> None:
+    members = description.members if description else ()
     _worth_printing(group, description, len(members))
-    rows = [{"group": group, "id": m["member_id"], "instance": m.get("group_instance_id") or "",
-             "host": m["client_host"], "client": m["client_id"],
-             "count": str(len(_assignment(m))), "assignment": _assignment_text(_assignment(m))}
-            for m in members]
+    rows = [_member_row(group, m, description) for m in members]
     with_instance = any(r["instance"] for r in rows)
     keys = ["group", "id"] + (["instance"] if with_instance else []) + ["host", "client", "count"]
     names = {"group": "GROUP", "id": "CONSUMER-ID", "instance": "GROUP-INSTANCE-ID",
              "host": "HOST", "client": "CLIENT-ID", "count": "#PARTITIONS"}
-    minimum = {"instance": 17, "count": 15}
+    minimum = {"instance": 17}
     widths = [max([minimum.get(k, 15)] + [len(r[k]) for r in rows]) if k != "count" else 15
               for k in keys]
-    assignment_width = max([20] + [len(r["assignment"]) for r in rows])
-    # Kafka's member table pads every column, the last one too (trailing space included).
-    header = " ".join(f"{names[k]:<{w}}" for k, w in zip(keys, widths)) + " "
-    if verbose:
-        header += (f"{'CURRENT-EPOCH':<15} {'CURRENT-ASSIGNMENT':<{assignment_width}} "
-                   f"{'TARGET-EPOCH':<15} {'TARGET-ASSIGNMENT':<20}")
-    print("\n" + header)
+    extra = _verbose_member_columns(rows) if verbose else []
+    extra_widths = [width for _, _, width in extra]
+    # Kafka's member table pads every column (#PARTITIONS too, then a space), then the
+    # verbose ones.
+    print("\n" + _row([names[k] for k in keys], widths) + " "
+          + _row([name for name, _, _ in extra], extra_widths))
     for row in rows:
-        line = " ".join(f"{row[k]:<{w}}" for k, w in zip(keys, widths)) + " "
-        if verbose:
-            line += (f"{MISSING:<15} {row['assignment']:<{assignment_width}} "
-                     f"{MISSING:<15} {MISSING:<20}")
-        print(line)
+        print(_row([row[k] for k in keys], widths) + " "
+              + _row([row[key] for _, key, _ in extra], extra_widths))
 
 
-def _assignment_text(partitions: list) -> str:
+def _member_row(group: str, m: Member, description: Group) -> dict[str, str]:
+    consumer = description.group_type == CONSUMER
+    return {"group": group, "id": m.member_id, "instance": m.instance_id or "",
+            "host": m.host, "client": m.client_id, "count": str(len(m.assignment)),
+            "epoch": _text(m.member_epoch if consumer else None),
+            "assignment": _assignment_text(m.assignment),
+            "target_epoch": _text(description.target_assignment_epoch if consumer else None),
+            "target": _assignment_text(m.target or ()),
+            "upgraded": MISSING if m.upgraded is None else str(m.upgraded).lower()}
+
+
+def _verbose_member_columns(rows: list[dict]) -> list[tuple[str, str, int]]:
+    """Kafka 4.x's ``--members --verbose`` columns: epochs and assignments (current and
+    target), and UPGRADED when classic members share a consumer group with others."""
+    columns = [("CURRENT-EPOCH", "epoch", 15),
+               ("CURRENT-ASSIGNMENT", "assignment",
+                max([20] + [len(r["assignment"]) for r in rows])),
+               ("TARGET-EPOCH", "target_epoch", 15), ("TARGET-ASSIGNMENT", "target", 20)]
+    if any(r["upgraded"] == "false" for r in rows):
+        columns.append(("UPGRADED", "upgraded", 0))
+    return columns
+
+
+def _assignment_text(partitions) -> str:
+    """Kafka 4.x's assignment text: ``topic:p,p;topic:p``, topics sorted, and partitions
+    sorted as strings (``t:10,11,9``), as its tool sorts them."""
     if not partitions:
         return MISSING
-    by_topic: dict[str, list[int]] = {}
+    by_topic: dict[str, list[str]] = {}
     for tp in partitions:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return ";".join(sorted(f"{topic}:" + ",".join(map(str, sorted(parts)))
+        by_topic.setdefault(tp.topic, []).append(str(tp.partition))
+    return ";".join(sorted(f"{topic}:" + ",".join(sorted(parts))
                            for topic, parts in by_topic.items()))
 
 
-def _describe_state(admin, group: str, description: dict | None, verbose: bool) -> None:
+def _describe_state(group: str, description: Group | None, verbose: bool) -> None:
     if not _worth_printing(group, description, 1):
         return
-    coordinator = _coordinator(admin, group)
-    strategy = description.get("protocol_data") or MISSING
-    g, c = max(15, len(group)), max(25, len(coordinator))
-    header = [f"{'GROUP':<{g}}", f"{'COORDINATOR (ID)':<{c}}", f"{'ASSIGNMENT-STRATEGY':<20}",
-              f"{'STATE':<20}"]
-    values = [f"{group:<{g}}", f"{coordinator:<{c}}", f"{strategy:<20}",
-              f"{description['group_state']:<20}"]
+    coordinator = description.coordinator.text()
+    consumer = description.group_type == CONSUMER
+    columns = [("GROUP", group, max(15, len(group))),
+               ("COORDINATOR (ID)", coordinator, max(25, len(coordinator))),
+               ("ASSIGNMENT-STRATEGY", description.assignor, 20),
+               ("STATE", description.state, 20)]
     if verbose:
-        header += [f"{'GROUP-EPOCH':<15}", f"{'TARGET-ASSIGNMENT-EPOCH':<25}"]
-        values += [f"{MISSING:<15}", f"{MISSING:<25}"]
-    print("\n" + " ".join(header + ["#MEMBERS"]))
-    print(" ".join(values + [str(len(description["members"]))]))
-
-
-def _coordinator(admin, group: str) -> str:
-    """``host:port  (id)`` of the group's coordinator.
-
-    kafka-python 3.0 has no public call for this; its FindCoordinator helper is used.
-    """
-    node_id = admin._manager.run(admin._find_coordinator_ids, [group])[group]
-    node = admin._manager.cluster.broker_metadata(node_id)
-    return f"{node.host}:{node.port}  ({node_id})"
+        columns += [("GROUP-EPOCH", _text(description.group_epoch if consumer else None), 15),
+                    ("TARGET-ASSIGNMENT-EPOCH",
+                     _text(description.target_assignment_epoch if consumer else None), 25)]
+    columns.append(("#MEMBERS", str(len(description.members)), 0))
+    widths = [width for _, _, width in columns]
+    print("\n" + _row([name for name, _, _ in columns], widths))
+    print(_row([value for _, value, _ in columns], widths))
 
 
 # --delete -----------------------------------------------------------------
@@ -411,10 +469,11 @@ def _reset_offsets(admin, args: argparse.Namespace) -> None:
               "and want to keep the current default behavior without prompting.",
               file=sys.stderr)
     groups = _group_ids(admin, args)
-    descriptions = admin.describe_groups(groups)
+    descriptions = describe_groups(admin, groups, args.timeout) if groups else {}
     plan = {}
     for group in groups:
-        state = descriptions.get(group, {}).get("group_state", "Dead")
+        described = descriptions.get(group)
+        state = described.state if described is not None else "Dead"
         if state in _INACTIVE:
             plan[group] = _reset_group(admin, group, args)
         else:
