@@ -9,6 +9,12 @@ test process with ``PR_SET_PDEATHSIG`` like the ZooKeeper server.
 
 ``find_kafka_home()`` returns None when Kafka or Java is missing; the fixtures then skip,
 except under ``CI=true`` where a missing reference is a failure, not a skip.
+
+For the consumer group protocol, which Kafka 3.9 serves only in KRaft mode, ``kraft_kafka``
+starts Kafka 3.9 as one KRaft node (``tests/support/kafka_kraft.py``: ``bench/peers.py``'s
+broker, Kafka's own ``config/kraft/server.properties``) with the shared settings that apply
+to KRaft (``KRAFT_SETTINGS``) and the protocol turned on as Kafka 4.0 has it by default
+(``KRAFT_CONSUMER_PROTOCOL``); its kafkapy counterpart is another ``kafkapy_process``.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from pathlib import Path
 
 from tests.support.broker_process import ROOT, SERVER_PROPERTIES, BrokerProcess, free_port
 from tests.conformance.client import Connection
+from tests.support.kafka_kraft import start_kraft_kafka
 from tests.support.zookeeper_server import _die_with_parent
 
 SHARED_SETTINGS = {
@@ -41,6 +48,16 @@ SHARED_SETTINGS = {
 if os.environ.get("CONFORMANCE_AUTHORIZER") == "1":
     SHARED_SETTINGS.update({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                             "super.users": "User:ANONYMOUS"})
+# The shared settings a KRaft node takes (its id is node.id; it has no ZooKeeper).
+KRAFT_SETTINGS = {k: v for k, v in SHARED_SETTINGS.items()
+                  if k not in ("broker.id", "zookeeper.session.timeout.ms")}
+# Kafka 3.9 serves ConsumerGroupHeartbeat v0 and ConsumerGroupDescribe v0 (its preview of
+# the protocol) once "consumer" is among its rebalance protocols (KafkaApis
+# .isConsumerGroupProtocolEnabled reads only this key; unstable.api.versions.enable is not
+# needed).  Kafka 4.0's defaults, which kafkapy has: both protocols, and classic groups
+# converted to consumer groups and back (3.9's migration policy default is "disabled").
+KRAFT_CONSUMER_PROTOCOL = {"group.coordinator.rebalance.protocols": "classic,consumer",
+                           "group.consumer.migration.policy": "bidirectional"}
 KAFKA_HEAP_OPTS = "-Xmx512m -Xms256m"
 START_TIMEOUT_S = 90.0
 
@@ -106,6 +123,12 @@ class KafkaProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def kraft_kafka(base_dir: Path):
+    """Kafka 3.9, one KRaft node serving the consumer group protocol's preview, started."""
+    return start_kraft_kafka(base_dir, dict(KRAFT_SETTINGS, **KRAFT_CONSUMER_PROTOCOL),
+                             timeout=START_TIMEOUT_S)
 
 
 def kafkapy_process(base_dir: Path, zk_connect: str) -> BrokerProcess:

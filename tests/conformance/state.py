@@ -14,6 +14,11 @@ Group ``conf-group`` (no members) has committed offsets for conf-plain 0 and con
 Transactional ids: ``conf-txn-id`` (last transaction aborted, CompleteAbort) and
 ``conf-txn-open`` (Ongoing on conf-txn 0).
 
+The consumer group protocol's pair (Kafka 3.9 in KRaft mode and a kafkapy of its own) gets
+``prepare_consumer_protocol`` instead: topics ``cgp-four`` (4 partitions) and ``cgp-two``
+(2), each partition with 2 records, and every ``__consumer_offsets`` partition loaded (its
+cases' first heartbeat is never answered COORDINATOR_LOAD_IN_PROGRESS).
+
 Invariant: preparation makes the same requests in the same order on both brokers and fails
 loudly (``SetupError``) when either broker refuses a step, so cases start from equal state.
 """
@@ -42,6 +47,10 @@ TOPICS = {
     ISR: (16, {"min.insync.replicas": "2"}),
     TIMESTAMPS: (16, {"message.timestamp.before.max.ms": "3600000"}),
 }
+CGP_FOUR, CGP_TWO = "cgp-four", "cgp-two"
+KRAFT_TOPICS = {CGP_FOUR: 4, CGP_TWO: 2}
+KRAFT_RECORDS = 2                   # per partition
+WARM_GROUPS = [f"cgp-warm-{i}" for i in range(12)]   # cover every __consumer_offsets partition
 CONCURRENT_TRANSACTIONS = 51
 # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: the internal
 # topic is still being created or loaded on first use.
@@ -62,15 +71,35 @@ def prepare(side: Side) -> None:
     refresh_topic_ids(side)
 
 
-def _create_topics(side: Side) -> None:
+def prepare_consumer_protocol(side: Side) -> None:
+    _create_topics(side, {name: (n, {}) for name, n in KRAFT_TOPICS.items()})
+    for topic, n in KRAFT_TOPICS.items():
+        for p in range(n):
+            _produce(side, topic, p, batch(values(KRAFT_RECORDS, f"{topic}-{p}-")),
+                     retry_codes=NEW_PARTITION_WAIT)
+    side.call(10, 4, {"key_type": 0, "coordinator_keys": WARM_GROUPS},
+              retry_codes=COORDINATOR_WAIT, attempts=300,
+              code=lambda r: max((c.error_code for c in r.coordinators), key=_waiting))
+    side.call(69, 0, {"group_ids": WARM_GROUPS, "include_authorized_operations": False},
+              retry_codes=COORDINATOR_WAIT, attempts=300,
+              code=lambda r: max((g.error_code for g in r.groups), key=_waiting))
+    refresh_topic_ids(side)
+
+
+def _waiting(code: int) -> tuple:
+    return (code in COORDINATOR_WAIT, code)
+
+
+def _create_topics(side: Side, topics: dict | None = None) -> None:
+    topics = TOPICS if topics is None else topics
     side.call(19, 5, {"timeout_ms": 30000, "topics": [
         {"name": name, "num_partitions": n, "replication_factor": 1, "assignments": [],
          "configs": [{"name": k, "value": v} for k, v in cfg.items()]}
-        for name, (n, cfg) in TOPICS.items()]})
+        for name, (n, cfg) in topics.items()]})
     def leaderless(r):
         return sum(1 for t in r.topics for p in t.partitions if p.leader_id < 0) + sum(
             1 for t in r.topics if t.error_code) or 0
-    side.call(3, 12, {"topics": [{"name": n} for n in TOPICS],
+    side.call(3, 12, {"topics": [{"name": n} for n in topics],
                       "allow_auto_topic_creation": False},
               retry_codes=range(1, 1000), code=leaderless)
 
@@ -80,12 +109,19 @@ def refresh_topic_ids(side: Side) -> None:
     side.topic_ids = {t.name: t.topic_id for t in response.topics}
 
 
+# UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER: a KRaft broker lists a new topic's
+# leader in Metadata a moment before its replica takes appends.
+NEW_PARTITION_WAIT = (3, 6)
+
+
 def _produce(side: Side, topic: str, partition: int, records: bytes,
-             transactional_id: str | None = None) -> None:
+             transactional_id: str | None = None, retry_codes=()) -> None:
     response = side.call(0, 8, {"transactional_id": transactional_id, "acks": -1,
                                 "timeout_ms": 10000, "topic_data": [
                                     {"name": topic, "partition_data": [
-                                        {"index": partition, "records": records}]}]})
+                                        {"index": partition, "records": records}]}]},
+                         retry_codes=retry_codes,
+                         code=lambda r: r.responses[0].partition_responses[0].error_code)
     code = response.responses[0].partition_responses[0].error_code
     if code:
         raise AssertionError(f"{side.name}: preparing produce to {topic} answered {code}")

@@ -8,7 +8,11 @@ Broker-specific values (topic ids, member ids, producer ids) come only from ``si
 two requests mean the same thing on both brokers.
 
 Modules in this package register generators with ``@for_api(key)``; ``all_cases(advertised)``
-expands them over every version kafkapy advertises.  Names of stateful resources (topics,
+expands them over every version kafkapy advertises.  A case's ``reference`` says which Kafka
+answers it: ``ZOOKEEPER`` (the suite's Kafka 3.9 in ZooKeeper mode, the default) or ``KRAFT``
+(Kafka 3.9 in KRaft mode with the consumer group protocol's preview, for the APIs its
+ZooKeeper mode does not serve); ``shape(tree, side)``, when given, rewrites both normalised
+answers before the diff (random member ids to labels, assignments to counts).  Names of stateful resources (topics,
 groups, transactional ids) include the case id so cases never share mutable state.
 """
 from __future__ import annotations
@@ -29,6 +33,7 @@ from tests.conformance.client import Connection
 # check during the run; both brokers get the same value.
 FIXED_TIMESTAMP = int(time.time()) * 1000 - 60_000
 NO_ID = None
+ZOOKEEPER, KRAFT = "zookeeper", "kraft"     # Case.reference: the Kafka that answers it
 
 
 class SetupError(AssertionError):
@@ -71,6 +76,8 @@ class Case:
     setup: Callable[[Side], None] | None = None
     timeout: float = 15.0             # seconds to wait for each broker's answer
     after: Callable[[Side], None] | None = None    # settles state the request changed
+    reference: str = ZOOKEEPER
+    shape: Callable[[Any, Side], Any] | None = None   # rewrites a normalised answer
     api_key: int = -1
     version: int = -1
 
