@@ -9,7 +9,7 @@ One broker (its consumer group heartbeat interval at 1 s) holds, for the whole m
 - an offsets-only group (committed offsets, no member: Empty).
 Nothing changes while the tools run, so every tool sees the same state.
 
-Kafka 4.x's tool is not at hand as a program: its oracle is tests/java/ConsumerGroupsView.java,
+Kafka 4.x's tool is not at hand as a program: its oracle is tests/java/kafka4/ConsumerGroupsView.java,
 Kafka 4.3's Admin client (the calls ConsumerGroupCommand makes) printed by the tool's rules,
 so the values, the Java collections' row orders and the column widths are Java's own.  Each
 view (offsets, members, state, with and without ``--verbose``; ``--list`` with ``--type``
@@ -57,7 +57,7 @@ def broker(tmp_path_factory):
 def oracle(broker, tmp_path_factory):
     """``view(name, *groups)``: what Kafka 4.x's tool prints (ConsumerGroupsView.java)."""
     client_jars(["4.3.0"])
-    java = compiled("4.3.0", [ROOT / "tests" / "java" / "ConsumerGroupsView.java"],
+    java = compiled("4.3.0", [ROOT / "tests" / "java" / "kafka4" / "ConsumerGroupsView.java"],
                     tmp_path_factory.mktemp("kip848-oracle"))
 
     def view(name: str, *groups: str) -> subprocess.CompletedProcess:

@@ -46,7 +46,7 @@ def broker(tmp_path_factory):
 def java_clients(tmp_path_factory) -> dict[str, JavaClient]:
     client_jars(JAVA_CLIENT_VERSIONS)
     build = tmp_path_factory.mktemp("java-build")
-    sources = list(JAVA_SOURCE.parent.glob("*.java"))
+    sources = list(JAVA_SOURCE.parent.glob("*.java"))   # not kafka4/: 4.x-only programs
     return {version: compiled(version, sources, build / version)
             for version in JAVA_CLIENT_VERSIONS}
 
