@@ -16,10 +16,13 @@ the write's error (NOT_COORDINATOR when the partition moved: the group is unload
 it).  Members are fenced (removed, group epoch bumped) when they leave, when their
 session times out (``group.consumer.session.timeout.ms`` or the group's
 ``consumer.session.timeout.ms``), or when they do not revoke within their rebalance
-timeout.
+timeout.  Members that speak the classic protocol go through the same steps from their
+JoinGroups (``ClassicMembers``); a joining member may convert a classic group and a
+departing one turn the group back into a classic group (``MigrationOps``).
 """
 from __future__ import annotations
 
+import base64
 import re
 import uuid
 from typing import Callable, Iterable, Protocol
@@ -67,6 +70,17 @@ class GroupTimeouts(Protocol):
     def session_timeout_ms(self, group_id: str) -> int: ...
 
     def heartbeat_interval_ms(self, group_id: str) -> int: ...
+
+
+def new_member_id() -> str:
+    """A member id as Kafka's coordinator makes one (``Uuid.randomUuid().toString()``: a
+    random UUID as 22 characters of unpadded base64url, never one starting with '-' nor
+    one of the two reserved ids)."""
+    while True:
+        value = uuid.uuid4()
+        text = base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+        if value.int > 1 and not text.startswith("-"):
+            return text
 
 
 class Refused(Exception):
@@ -128,23 +142,14 @@ class ConsumerOps:
             return self._leave(r)
         joining = r.member_epoch == JOIN_EPOCH
         group, changes = self._consumer_group(r.group_id, create=joining)
-        member_id = r.member_id or str(uuid.uuid4())
+        member_id = r.member_id or new_member_id()
         if len(group.members) >= self.consumer.max_size and member_id not in group.members:
             raise Refused(E.GROUP_MAX_SIZE_REACHED,
                           "The consumer group has reached its maximum capacity of "
                           f"{self.consumer.max_size} members.")
         member, inherited = self._member_for(group, member_id, r, joining, changes)
         emit = self._emitter(group, changes)
-        subscription = _merged(member, r)
-        new_member = member.member_id not in group.members
-        bump = new_member or _topics_changed(member.subscription, subscription)
-        if new_member or subscription != member.subscription:
-            emit(MemberSubscribed(member_id, subscription))
-        self._maybe_bump(group, bump, emit)
-        if group.group_epoch > group.assignment_epoch:
-            for change in target_changes(group, group.group_epoch, self._assignor(group),
-                                         self._regex_topics, inherited):
-                emit(change)
+        self._update_member(group, member, _merged(member, r), emit, inherited)
         before = group.members[member_id]
         after = self._reconcile(group, before, r.owned, emit)
         self._schedule_session(group, member_id)
@@ -154,6 +159,20 @@ class ConsumerOps:
         return group, HeartbeatResult(
             0, None, member_id, after.member_epoch,
             self.timeouts.heartbeat_interval_ms(group.group_id), sent), changes
+
+    def _update_member(self, group: ConsumerGroup, member: Member, subscription: Subscription,
+                       emit, inherited: dict[str, str] | None = None) -> None:
+        """The member's new subscription, then a new group epoch and target when something
+        changed (steps 1-2 of Kafka's heartbeat, JoinGroup of a classic member too)."""
+        new_member = member.member_id not in group.members
+        bump = new_member or _topics_changed(member.subscription, subscription)
+        if new_member or subscription != member.subscription:
+            emit(MemberSubscribed(member.member_id, subscription))
+        self._maybe_bump(group, bump, emit)
+        if group.group_epoch > group.assignment_epoch:
+            for change in target_changes(group, group.group_epoch, self._assignor(group),
+                                         self._regex_topics, inherited):
+                emit(change)
 
     def _member_for(self, group: ConsumerGroup, member_id: str, r: HeartbeatRequest,
                     joining: bool, changes: list) -> tuple[Member, dict[str, str]]:
@@ -182,7 +201,8 @@ class ConsumerOps:
                           member_id=member_id, instance_id=r.instance_id)
                 return Member(member_id, Subscription(r.client_id, r.client_host,
                                                       instance_id=r.instance_id)), {}
-            if existing.member_epoch != STATIC_LEAVE_EPOCH:
+            # a classic member's instance id is taken over at once
+            if existing.member_epoch != STATIC_LEAVE_EPOCH and not existing.uses_classic_protocol:
                 raise Refused(E.UNRELEASED_INSTANCE_ID,
                               f"Static member {member_id} with instance id {r.instance_id} "
                               "cannot join the group because the instance id is owned by "
@@ -249,6 +269,8 @@ class ConsumerOps:
         if after == member:
             return member
         emit(CurrentAssigned(after))
+        if after.uses_classic_protocol:    # it has join and sync deadlines instead
+            return group.members[after.member_id]
         if after.state is MemberState.UNREVOKED_PARTITIONS:
             self._schedule_rebalance(group, after)
         else:
@@ -282,10 +304,19 @@ class ConsumerOps:
         return group, HeartbeatResult(0, None, member.member_id, r.member_epoch), changes
 
     def _fence(self, group: ConsumerGroup, member: Member, changes: list) -> None:
-        """Kafka's consumerGroupFenceMember: the member goes, the group epoch moves."""
+        """Kafka's consumerGroupFenceMember: the member goes, the group epoch moves -- or,
+        when it was the last member of the consumer protocol, the group may become a
+        classic group (``MigrationOps``)."""
+        if self._downgrades_without(group, member.member_id):
+            self._convert_to_classic(group, member.member_id, changes, rebalance=True)
+            return
         emit = self._emitter(group, changes)
         self._cancel_timers(group, member.member_id)
         emit(MemberRemoved(member.member_id))
+        self._after_departure(group, emit)
+
+    def _after_departure(self, group: ConsumerGroup, emit) -> None:
+        """Members went: the subscription metadata without them, a new group epoch."""
         topics = self._subscription_metadata(group)
         if not _same_topics(topics, group.topics):
             emit(SubscriptionMetadata(topics))
@@ -304,13 +335,22 @@ class ConsumerOps:
         _log.info(f"member fenced from the consumer group because {reason}",
                   group_id=group_id, member_id=member_id)
         changes: list[Change] = []
-        self._fence(group, member, changes)
+        try:
+            self._fence(group, member, changes)
+        except Refused as refused:   # a downgrade that failed: nothing changed
+            _log.warning("could not fence the member", group_id=group_id, member_id=member_id,
+                         error=refused.message)
+            return
         self._write_changes(group, changes)
 
-    def _schedule_session(self, group: ConsumerGroup, member_id: str) -> None:
+    def _schedule_session(self, group: ConsumerGroup, member_id: str,
+                          timeout_ms: int | None = None) -> None:
+        """The member's session deadline: ``timeout_ms`` (a classic member's own), else the
+        group's session timeout."""
         _cancel(group.session_tasks.pop(member_id, None))
         group.session_tasks[member_id] = self._deadlines.schedule(
-            self.timeouts.session_timeout_ms(group.group_id),
+            self.timeouts.session_timeout_ms(group.group_id) if timeout_ms is None
+            else timeout_ms,
             lambda: self._fence_later(group.group_id, member_id, "its session expired"))
 
     def _schedule_rebalance(self, group: ConsumerGroup, member: Member) -> None:
@@ -326,12 +366,15 @@ class ConsumerOps:
         _cancel(group.rebalance_tasks.pop(member_id, None))
 
     def _cancel_timers(self, group: ConsumerGroup, member_id: str) -> None:
-        _cancel(group.session_tasks.pop(member_id, None))
-        self._cancel_rebalance(group, member_id)
+        for tasks in (group.session_tasks, group.rebalance_tasks, group.join_tasks,
+                      group.sync_tasks):
+            _cancel(tasks.pop(member_id, None))
 
     def _drop_consumer_group(self, group: ConsumerGroup) -> None:
-        for member_id in list(group.session_tasks) + list(group.rebalance_tasks):
-            self._cancel_timers(group, member_id)
+        for tasks in (group.session_tasks, group.rebalance_tasks, group.join_tasks,
+                      group.sync_tasks):
+            for member_id in list(tasks):
+                self._cancel_timers(group, member_id)
 
     def _start_consumer_timers(self, group: ConsumerGroup) -> None:
         """A loaded group: every member gets a session deadline, one revoking its rebalance
@@ -344,14 +387,18 @@ class ConsumerOps:
     # -- the group --------------------------------------------------------------------------
     def _consumer_group(self, group_id: str, create: bool) -> tuple[ConsumerGroup, list]:
         """(the consumer group, the changes made so far); an empty classic group gives way
-        to a new consumer group (its offsets kept), as Kafka's maybeDeleteEmptyClassicGroup."""
+        to a new consumer group (its offsets kept), as Kafka's maybeDeleteEmptyClassicGroup;
+        a joining member converts a non-empty one when the migration policy allows
+        (``MigrationOps``)."""
         group = self._groups.get(group_id)
         changes: list[Change] = []
         if isinstance(group, ConsumerGroup) and not group.dead:
             return group, changes
         if group is not None and not (group.is_(ClassicState.DEAD)
                                       or group.is_(ClassicState.EMPTY)):
-            raise Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            if create and self._upgradable(group):
+                return self._converted_to_consumer(group)
+            raise Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group")
         if not create:
             raise Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         new = ConsumerGroup(group_id)
@@ -364,8 +411,8 @@ class ConsumerOps:
 
     def _emitter(self, group: ConsumerGroup, changes: list) -> Callable[[Change], None]:
         def emit(change: Change) -> None:
-            if self._groups.get(group.group_id) is not group:
-                self._groups[group.group_id] = group
+            if self._groups.get(group.group_id) is not group and not group.converted:
+                self._install_consumer_group(group)
             group.apply(change)
             if isinstance(change, (MemberSubscribed, MemberRemoved)):
                 group.state_timestamp = self._clock.time_ms()
@@ -375,8 +422,8 @@ class ConsumerOps:
     def _write_changes(self, group: ConsumerGroup, changes: list[Change]):
         if not changes:
             return 0
-        if self._groups.get(group.group_id) is not group:
-            self._groups[group.group_id] = group
+        if self._groups.get(group.group_id) is not group and not group.converted:
+            self._install_consumer_group(group)
         return self._store.write(self.partition_for(group.group_id),
                                  entries(group.group_id, changes), for_offsets=False)
 

@@ -22,14 +22,15 @@ Rebalance (Kafka's classic protocol):
   parked in a join/sync) is removed, which triggers a rebalance.
 Offset and admin operations live in the mixins ``OffsetOps`` and ``AdminOps``; the
 consumer group protocol (KIP-848) in ``ConsumerOps``.  Consumer groups share the group
-id space and the offsets: a classic request to a consumer group finds no classic member
-(UNKNOWN_MEMBER_ID; JoinGroup: INCONSISTENT_GROUP_PROTOCOL), and an empty group of one
-kind gives way to a new group of the other.
+id space and the offsets: classic requests to a non-empty consumer group are served by it
+(``ClassicMembers``: its members that speak the classic protocol), an empty group of one
+kind gives way to a new group of the other, and a non-empty group changes kind online
+when ``group.consumer.migration.policy`` allows (``MigrationOps``).
 """
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping
 
@@ -37,6 +38,7 @@ import structlog
 
 from kafkapy.coordinator.group import records as R
 from kafkapy.coordinator.group.admin_ops import AdminOps
+from kafkapy.coordinator.group.classic_members import ClassicMembers
 from kafkapy.coordinator.group.consumer.changes import deletion_entries, rebuilt
 from kafkapy.coordinator.group.consumer.group import ConsumerGroup
 from kafkapy.coordinator.group.consumer.settings import ConsumerSettings
@@ -44,8 +46,10 @@ from kafkapy.coordinator.group.consumer_ops import ConsumerOps, GroupTimeouts, T
 from kafkapy.coordinator.group.group import GroupMetadata, GroupState
 from kafkapy.coordinator.group.hashing import partition_for
 from kafkapy.coordinator.group.member import MemberMetadata, Protocols
+from kafkapy.coordinator.group.migration_ops import MigrationOps
 from kafkapy.coordinator.group.offset_ops import OffsetOps
 from kafkapy.coordinator.group.persistence import Loaded
+from kafkapy.coordinator.group.results import JoinResult, SyncResult
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.group.txn_offsets import TxnOffsetOps
 from kafkapy.protocol.errors import ErrorCode as E
@@ -77,27 +81,6 @@ class GroupSettings:
                    config["offset.metadata.max.bytes"])
 
 
-@dataclass
-class JoinResult:
-    error: int
-    member_id: str
-    generation: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str = ""
-    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
-    skip_assignment: bool = False
-    old_leader_id: str | None = None   # static leader rejoining Stable: leader for v<9
-
-
-@dataclass
-class SyncResult:
-    error: int
-    assignment: bytes = b""
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-
-
 Respond = Callable[[object], None]
 
 
@@ -124,7 +107,8 @@ class _BrokerTimeouts:
         return self._consumer.heartbeat_interval_ms
 
 
-class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps):
+class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps, ClassicMembers,
+                       MigrationOps):
     def __init__(self, settings: GroupSettings, clock, deadlines: Deadlines, store, *,
                  consumer: ConsumerSettings = ConsumerSettings(),
                  topics: TopicView | None = None,
@@ -268,7 +252,12 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps):
             error = E.INVALID_SESSION_TIMEOUT
         group = self._groups.get(group_id)
         if not error and isinstance(group, ConsumerGroup):
-            group, error = self._classic_in_place_of(group)
+            if group.members and not group.dead:     # served as a consumer group member
+                self._classic_join(group, member_id, instance_id, protocol_type, protocols,
+                                   session_timeout_ms, rebalance_timeout_ms, client_id,
+                                   client_host, require_known_member_id, respond)
+                return
+            group = self._classic_in_place_of(group)
         if not error and group is None:
             if member_id:
                 error = E.UNKNOWN_MEMBER_ID
@@ -288,12 +277,10 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps):
         if group.is_(_S.PREPARING_REBALANCE):
             self._try_complete_join(group)
 
-    def _classic_in_place_of(self, group: ConsumerGroup) -> tuple[GroupMetadata | None, int]:
-        """A classic member joining a consumer group: an empty one is deleted (its
-        tombstones written, its offsets kept for the new classic group), as Kafka's
-        maybeDeleteEmptyConsumerGroup; a non-empty one refuses the classic protocol."""
-        if group.members and not group.dead:
-            return None, E.INCONSISTENT_GROUP_PROTOCOL
+    def _classic_in_place_of(self, group: ConsumerGroup) -> GroupMetadata:
+        """A classic member joining an empty consumer group: it is deleted (its tombstones
+        written, its offsets kept for the new classic group), as Kafka's
+        maybeDeleteEmptyConsumerGroup."""
         self._drop_consumer_group(group)
         tombstones = deletion_entries(group)
         self._store.write(self.partition_for(group.group_id), tombstones, for_offsets=False,
@@ -301,7 +288,7 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps):
         classic = self._new_group(group.group_id)
         classic.offsets = group.offsets
         classic.pending_offset_commits = group.pending_offset_commits
-        return classic, 0
+        return classic
 
     def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
         max_size = self.settings.max_size
@@ -579,8 +566,12 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps):
              protocol_type: str | None, protocol_name: str | None,
              assignments: dict[str, bytes], respond: Respond) -> None:
         group = self._groups.get(group_id)
-        error = self._group_error(group_id) or self._member_error(group, member_id, instance_id,
-                                                                    generation)
+        error = self._group_error(group_id)
+        if not error and isinstance(group, ConsumerGroup):
+            self._classic_sync(group, generation, member_id, instance_id, protocol_type,
+                               protocol_name, respond)
+            return
+        error = error or self._member_error(group, member_id, instance_id, generation)
         if not error and protocol_type is not None and protocol_type != group.protocol_type:
             error = E.INCONSISTENT_GROUP_PROTOCOL
         if not error and protocol_name is not None and protocol_name != group.protocol_name:
@@ -628,7 +619,7 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps):
     def _member_error(self, group: GroupMetadata | None, member_id: str,
                       instance_id: str | None, generation: int) -> int:
         """The checks SyncGroup and Heartbeat share (Kafka's order)."""
-        if group is None or isinstance(group, ConsumerGroup):   # no classic member there
+        if group is None:
             return E.UNKNOWN_MEMBER_ID
         if group.is_(_S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
@@ -644,8 +635,10 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps):
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
                   generation: int) -> int:
         group = self._groups.get(group_id)
-        error = self._group_error(group_id) or self._member_error(group, member_id, instance_id,
-                                                                    generation)
+        error = self._group_error(group_id)
+        if not error and isinstance(group, ConsumerGroup):
+            return self._classic_heartbeat(group, member_id, instance_id, generation)
+        error = error or self._member_error(group, member_id, instance_id, generation)
         if error:
             return error
         if group.is_(_S.EMPTY):
@@ -660,7 +653,9 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps):
         if error:
             return error, [error] * len(members)
         group = self._groups.get(group_id)
-        if group is None or isinstance(group, ConsumerGroup):
+        if isinstance(group, ConsumerGroup):
+            return 0, self._classic_leave(group, members)
+        if group is None:
             return 0, [E.UNKNOWN_MEMBER_ID] * len(members)
         if group.is_(_S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE, [E.COORDINATOR_NOT_AVAILABLE] * len(members)

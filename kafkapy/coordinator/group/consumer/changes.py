@@ -3,7 +3,8 @@
 
 A member's removal is three tombstones (current assignment, target, subscription, in
 Kafka's order); a group's deletion the tombstones of every record it has, in Kafka's
-order (``records.group_tombstones``).
+order (``records.group_tombstones``); a conversion to a classic group those tombstones
+followed by the classic group's GroupMetadata record (Kafka's convertToClassicGroup).
 """
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Iterable
 from kafkapy.coordinator.group import records as classic_records
 from kafkapy.coordinator.group.consumer import records as R
 from kafkapy.coordinator.group.consumer.group import (Change, ClassicGroupDeleted,
-                                                     ConsumerGroup, CurrentAssigned,
+                                                     ConsumerGroup, ConvertedToClassic,
+                                                     CurrentAssigned,
                                                      GroupDeleted, GroupEpoch, MemberRemoved,
                                                      MemberSubscribed, SubscriptionMetadata,
                                                      TargetAssigned, TargetEpoch)
@@ -48,6 +50,9 @@ def _entries(group_id: str, change: Change) -> list[Entry]:
             return R.group_tombstones(group_id, ())
         case ClassicGroupDeleted():
             return [(classic_records.group_key(group_id), None)]
+        case ConvertedToClassic(member_ids, classic_value):
+            return (R.group_tombstones(group_id, member_ids)
+                    + [(classic_records.group_key(group_id), classic_value)])
     raise TypeError(f"not a consumer group change: {change!r}")
 
 

@@ -85,8 +85,18 @@ class ClassicGroupDeleted:
     became a consumer group."""
 
 
+@dataclass(frozen=True, slots=True)
+class ConvertedToClassic:
+    """The group became a classic group (online downgrade): the tombstones of every record
+    of the group, whose members were ``member_ids``, then the classic group's GroupMetadata
+    value (``classic_value``).  The group object is left behind (``converted``)."""
+    member_ids: tuple[str, ...]
+    classic_value: bytes
+
+
 Change = Union[GroupEpoch, SubscriptionMetadata, MemberSubscribed, MemberRemoved,
-               TargetAssigned, TargetEpoch, CurrentAssigned, GroupDeleted, ClassicGroupDeleted]
+               TargetAssigned, TargetEpoch, CurrentAssigned, GroupDeleted, ClassicGroupDeleted,
+               ConvertedToClassic]
 
 
 class ConsumerGroup:
@@ -109,14 +119,19 @@ class ConsumerGroup:
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.pending_offset_commits: dict[TopicPartition, int] = {}
         self.dead = False
+        # Replaced by a classic group (online downgrade): no longer the group of its id.
+        self.converted = False
         # When membership last changed (offsets of an Empty group expire from then).
         self.state_timestamp = 0
         # The subscribed topics must be looked at again (a topic was created, deleted or
         # grew): the next heartbeat recomputes the subscription metadata.
         self.metadata_stale = False
-        # Per member: the session and rebalance deadlines (the coordinator's).
+        # Per member: the session and rebalance deadlines (the coordinator's), and for the
+        # members that speak the classic protocol the join and sync deadlines.
         self.session_tasks: dict[str, object] = {}
         self.rebalance_tasks: dict[str, object] = {}
+        self.join_tasks: dict[str, object] = {}
+        self.sync_tasks: dict[str, object] = {}
 
     # -- derived state ----------------------------------------------------------------
     @property
@@ -240,6 +255,8 @@ class ConsumerGroup:
                 self.dead = True
             case ClassicGroupDeleted():
                 pass
+            case ConvertedToClassic():
+                self.converted = True
 
     def _subscribe(self, member_id: str, subscription: Subscription) -> None:
         old = self.members.get(member_id)

@@ -199,7 +199,13 @@ def test_offset_commits_carry_the_member_epoch(h):
 
 def test_classic_requests_to_a_consumer_group(h):
     a = h.consumer_heartbeat(topics=("t",))
-    assert h.join(member_id="")[0].error == E.INCONSISTENT_GROUP_PROTOCOL
+    # a classic member is served by the consumer group (test_migration.py); not with
+    # metadata that is not the consumer protocol's, nor with another protocol type
+    first = h.join(member_id="")[0]
+    assert first.error == E.MEMBER_ID_REQUIRED
+    assert h.join(member_id=first.member_id)[0].error == E.UNKNOWN
+    assert h.join(member_id="", protocol_type="connect")[0].error == \
+        E.INCONSISTENT_GROUP_PROTOCOL
     assert h.heartbeat(a.member_id, 1) == E.UNKNOWN_MEMBER_ID
     assert h.coordinator.leave("g", [(a.member_id, None)]) == (0, [E.UNKNOWN_MEMBER_ID])
     summary = h.coordinator.describe_group("g")
