@@ -146,8 +146,10 @@ class Harness:
     # -- the consumer group protocol ----------------------------------------------------
     def consumer_heartbeat(self, member_id="", epoch=0, group="g", topics=None, owned=None,
                            rebalance_timeout_ms=-1, **fields):
-        """One ConsumerGroupHeartbeat; a join (epoch 0) sends a full request by default."""
+        """One ConsumerGroupHeartbeat (v1); a join (epoch 0) sends a full request by
+        default, with a member id of its own as a Kafka 4.x client makes one."""
         if epoch == 0:
+            member_id = member_id or uuid.uuid4().hex
             owned = {} if owned is None else owned
             rebalance_timeout_ms = 30_000 if rebalance_timeout_ms == -1 else rebalance_timeout_ms
         request = HeartbeatRequest(group_id=group, member_id=member_id, member_epoch=epoch,

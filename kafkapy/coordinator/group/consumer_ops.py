@@ -29,6 +29,7 @@ from typing import Callable, Iterable, Protocol
 
 import structlog
 
+from kafkapy.coordinator.group.consumer._support import topic_name_order
 from kafkapy.coordinator.group.consumer.assignor import ASSIGNORS
 from kafkapy.coordinator.group.consumer.changes import entries
 from kafkapy.coordinator.group.consumer.group import (Change, ClassicGroupDeleted,
@@ -99,11 +100,14 @@ class ConsumerOps:
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------
     async def consumer_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+        try:
+            self._validate(request)     # before routing, as Kafka's GroupCoordinatorService
+        except Refused as refused:
+            return HeartbeatResult(refused.code, refused.message)
         error = self._group_error(request.group_id)
         if error:
             return HeartbeatResult(error)
         try:
-            self._validate(request)
             group, result, changes = self._heartbeat(request)
         except Refused as refused:
             return HeartbeatResult(refused.code, refused.message)
@@ -111,7 +115,11 @@ class ConsumerOps:
         return HeartbeatResult(code) if code else result
 
     def _validate(self, r: HeartbeatRequest) -> None:
-        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (4.x: from v1 the client
+        names its member id, even when joining)."""
+        if r.version >= 1:
+            _not_empty(r.member_id, "MemberId can't be empty.", required=True)
+        _not_empty(r.group_id, "GroupId can't be empty.", required=True)
         _not_empty(r.instance_id, "InstanceId can't be empty.")
         _not_empty(r.rack_id, "RackId can't be empty.")
         if r.member_epoch > 0 or r.member_epoch == LEAVE_EPOCH:
@@ -477,9 +485,12 @@ class ConsumerOps:
 
 
 def _described(m: Member, target: Assignment) -> DescribedMember:
+    """As Kafka's asConsumerGroupDescribeMember: topic names in its HashSet's order, no
+    regular expression as its default ""."""
     s = m.subscription
     return DescribedMember(m.member_id, s.instance_id, s.rack_id, m.member_epoch, s.client_id,
-                           s.client_host, s.topic_names, s.topic_regex, m.assigned, target,
+                           s.client_host, tuple(topic_name_order(s.topic_names)),
+                           s.topic_regex or "", m.assigned, target,
                            CLASSIC_MEMBER if m.uses_classic_protocol else CONSUMER_MEMBER)
 
 

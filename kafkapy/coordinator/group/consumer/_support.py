@@ -107,6 +107,13 @@ def partition_order(partitions: Iterable[int]) -> list[int]:
     return _bucket_order(ordered, int32, collection_capacity(len(ordered)))
 
 
+def topic_name_order(names: Iterable[str]) -> list[str]:
+    """Topic names in the order of ``new HashSet<>(names)`` (a member's subscribed topic
+    names as Kafka keeps and describes them), the names inserted in String order."""
+    ordered = sorted(set(names), key=utf16_key)
+    return _bucket_order(ordered, string_hash, collection_capacity(len(ordered)))
+
+
 def subscribed_topic_order(topic_ids: Iterable[uuid.UUID],
                            names: Mapping[uuid.UUID, str]) -> list[uuid.UUID]:
     """A member's subscribed topic ids (those in ``names``) in the order of

@@ -218,7 +218,8 @@ def member_record(group_id: str, member_id: str, subscription: Subscription) -> 
     s = subscription
     value = dict(instance_id=s.instance_id, rack_id=s.rack_id, client_id=s.client_id,
                  client_host=s.client_host, subscribed_topic_names=_java_sorted(s.topic_names),
-                 subscribed_topic_regex=s.topic_regex, rebalance_timeout_ms=s.rebalance_timeout_ms,
+                 subscribed_topic_regex=s.topic_regex or "",   # Kafka's member default is ""
+                 rebalance_timeout_ms=s.rebalance_timeout_ms,
                  server_assignor=s.server_assignor)
     if s.classic is not None and s.classic != _EMPTY_CLASSIC:
         value["classic_member_metadata"] = _classic_value(s.classic)
@@ -385,7 +386,7 @@ def _decode_subscription(v, _member_id) -> Subscription:
     return Subscription(client_id=v.client_id, client_host=v.client_host,
                         instance_id=v.instance_id, rack_id=v.rack_id,
                         topic_names=tuple(_java_sorted(v.subscribed_topic_names)),
-                        topic_regex=v.subscribed_topic_regex,
+                        topic_regex=v.subscribed_topic_regex or None,
                         rebalance_timeout_ms=v.rebalance_timeout_ms,
                         server_assignor=v.server_assignor, classic=classic)
 

@@ -4,12 +4,16 @@ assign, never two owners), leaves, session and rebalance timeouts, static member
 checks, offsets with member epochs, classic requests, and a reload from the log."""
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
+
 import pytest
 
 from kafkapy.coordinator.group.consumer.group import ConsumerGroup
-from kafkapy.coordinator.group.consumer.types import (GroupState, MemberState,
+from kafkapy.coordinator.group.consumer.types import (GroupState, HeartbeatRequest, MemberState,
                                                      STATIC_LEAVE_EPOCH, assignment)
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
+from kafkapy.jvm import java_hash_order, string_hash
 from kafkapy.protocol.errors import ErrorCode as E
 from tests.support.group_coordinator import Harness
 
@@ -256,3 +260,32 @@ def test_a_reloaded_coordinator_has_the_same_groups(h):
             dict(after.partition_epochs), dict(after.static_members)) == snapshot
     # and it goes on from there: the members heartbeat at their epochs
     assert h.consumer_heartbeat(a.member_id, members[a.member_id]).error == 0
+
+
+def test_requests_are_checked_before_routing(h):
+    """Kafka 4.x: from v1 a join names its member id; an empty group id is an invalid
+    request, not an unknown coordinator."""
+    join = HeartbeatRequest(group_id="g", member_id="", member_epoch=0, client_id="c",
+                            client_host="/h", version=1, rebalance_timeout_ms=1000,
+                            subscribed_topic_names=("t",), owned={})
+    r = asyncio.run(h.coordinator.consumer_heartbeat(join))
+    assert (r.error, r.message) == (E.INVALID_REQUEST, "MemberId can't be empty.")
+    v0 = asyncio.run(h.coordinator.consumer_heartbeat(replace(join, version=0)))
+    assert v0.error == 0 and v0.member_id and len(v0.member_id) == 22    # Kafka's Uuid text
+    unnamed = asyncio.run(h.coordinator.consumer_heartbeat(replace(join, group_id="",
+                                                                   member_id="m")))
+    assert (unnamed.error, unnamed.message) == (E.INVALID_REQUEST, "GroupId can't be empty.")
+
+
+def test_a_member_is_described_as_kafka_keeps_it(h):
+    """Subscribed topic names in Kafka's HashSet order, no regex as Kafka's default ""."""
+    names = tuple(f"topic-{i}" for i in range(14))
+    for name in names:
+        h.topics.create(name, 1)
+    h.consumer_heartbeat(topics=names)
+    [d] = h.coordinator.describe_consumer_groups(["g"])
+    [m] = d.members
+    assert m.subscribed_topic_regex == ""
+    # new HashSet<>(14 names): 32 buckets, as adding them one by one would give
+    assert m.subscribed_topic_names == tuple(java_hash_order(sorted(names), string_hash))
+    assert list(m.subscribed_topic_names) != sorted(names)
