@@ -76,7 +76,8 @@ java-clients: $(STAMP)
 ## Throughput, latency, CPU and memory against kafkapy and the tansu peer; timer-wheel costs;
 ## broker start-to-ready in-process (kafkapy.testing) beside Kafka 3.9 (bench/results/startup-latest.md);
 ## scale: 10,000 partitions and 10,000 connections on one broker beside Kafka 3.9
-## (bench/results/scale-latest.md; SCALE_ARGS="-N 2000 -K 2000" for a smaller run).
+## (bench/results/scale-latest.md; SCALE_ARGS="-N 2000 -K 2000" for a smaller run);
+## rebalance: a 4th member joins a 3-member group, per group protocol (rebalance-latest.md).
 SCALE_ARGS ?= -N 10000 -K 10000
 bench: $(STAMP)
 	$(PY) bench/run_bench.py $(BENCH_ARGS)
@@ -84,6 +85,7 @@ bench: $(STAMP)
 	$(PY) bench/cluster.py reassign
 	$(PY) bench/bench_startup.py
 	$(PY) bench/scale.py $(SCALE_ARGS)
+	$(PY) bench/bench_rebalance.py
 
 ## 10^6 mutated frames of every API against a fresh broker (FUZZ_ARGS="--frames N --seed S").
 fuzz: $(STAMP)
