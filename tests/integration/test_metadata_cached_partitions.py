@@ -21,6 +21,7 @@ from kafkapy.protocol import inter_broker  # noqa: F401  (registers UpdateMetada
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.testing import cluster
 from tests.support.wire import WireClient
+from tests.support.services import context, services
 
 VERSIONS = range(0, 13)
 TOPIC = "kept"
@@ -171,14 +172,6 @@ def test_kept_partitions_beside_topic_level_errors(two_brokers):
 
 
 # -- listeners (handler level: a leader without the client's listener) ----------------------
-class _Ctx:
-    def __init__(self, broker, version: int, listener: str) -> None:
-        self.broker, self.api_version, self.listener = broker, version, listener
-
-    def response(self, **fields):
-        return RESPONSES[3](version=self.api_version, **fields)
-
-
 class _Logs:
     offline_dirs: set = set()
 
@@ -216,7 +209,10 @@ def _update(broker: _Broker, leaders: list[int]) -> None:
 
 def _answer(broker: _Broker, version: int, listener: str) -> bytes:
     request = REQUESTS[3](version=version, **_request(version, None))
-    return bytes(metadata.handle(_Ctx(broker, version, listener), request).encode())
+    parts = services(node_id=broker.node_id, cache=broker.cache, config=broker.config,
+                     log_manager=broker.log_manager, replica_manager=broker.replica_manager)
+    return bytes(metadata.handle(context(parts, 3, version, listener=listener),
+                                 request).encode())
 
 
 def _fresh(broker: _Broker, version: int, listener: str) -> bytes:

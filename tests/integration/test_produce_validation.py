@@ -293,9 +293,9 @@ def test_the_stored_max_timestamp_is_the_records_as_in_kafka(client, name):
 
 def test_list_offsets_sees_the_records_timestamps_not_the_claimed_one(client):
     create(client, "max-timestamp-lookup")
-    claimed = claimed(build_batch([(b"k", b"v", (), TS), (None, b"w", (), TS + 100)]),
-                       TS + 10**9)
-    assert produce(client, "max-timestamp-lookup", claimed).error_code == 0
+    batch = claimed(build_batch([(b"k", b"v", (), TS), (None, b"w", (), TS + 100)]),
+                    TS + 10**9)
+    assert produce(client, "max-timestamp-lookup", batch).error_code == 0
     assert produce(client, "max-timestamp-lookup",
                    build_batch([(b"k", b"x", (), TS + 200)])).error_code == 0
     # Kafka 3.9's answers: MAX_TIMESTAMP (-3) is the last batch's record; lookups by time
