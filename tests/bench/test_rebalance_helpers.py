@@ -11,35 +11,15 @@ No timing is asserted.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.support.bench_scripts import load_bench_script
 from tests.support.broker_process import BrokerProcess
 from tests.support.java_clients import client_jars
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def _load():
-    """bench/bench_rebalance.py as module ``bench_rebalance`` (registered in sys.modules, as
-    its dataclasses need); the bench/ dir it puts first on sys.path (for its sibling modules)
-    is taken off again, so no other test imports from it."""
-    saved = list(sys.path)
-    spec = importlib.util.spec_from_file_location("bench_rebalance",
-                                                  ROOT / "bench" / "bench_rebalance.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-    return module
-
-
-rb = _load()
+rb = load_bench_script("bench_rebalance.py", "bench_rebalance")
 E = rb.Event
 
 

@@ -8,31 +8,13 @@ opener's pacing is checked by its count of connections in flight, never by its s
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
+from tests.support.bench_scripts import load_bench_script
 from tests.support.broker_process import BrokerProcess
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def _load_scale():
-    """bench/scale.py as module ``bench_scale``; the bench/ dir it puts first on sys.path
-    (for its sibling modules) is taken off again, so no other test imports from it."""
-    saved = list(sys.path)
-    spec = importlib.util.spec_from_file_location("bench_scale", ROOT / "bench" / "scale.py")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-    return module
-
-
-scale = _load_scale()
+scale = load_bench_script("scale.py", "bench_scale")
 
 
 def test_ratio_is_above_one_when_kafkapy_is_worse():

@@ -32,6 +32,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
 from tests.support.broker_process import BrokerProcess
+from tests.support.cluster import wait_for as cluster_wait_for
 from tests.support.java_clients import JavaClient, client_jars, compiled
 from tests.support.wire import WireClient
 
@@ -58,13 +59,7 @@ _JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
 
 
 def wait_for(condition, what: str, timeout: float = WAIT):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"gave up waiting for {what}")
+    return cluster_wait_for(condition, timeout, what, interval=0.2)
 
 
 # -- the members ------------------------------------------------------------------------------

@@ -14,13 +14,12 @@ the output's tail; ``kraft_kafka_home()`` is None when Kafka or Java is missing.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.broker_process import ROOT
+from tests.support.bench_scripts import load_bench_script
 from tests.support.zookeeper_server import _die_with_parent
 
 HEAP_OPTS = "-Xmx512m -Xms256m"
@@ -28,18 +27,7 @@ JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
 START_TIMEOUT_S = 120.0
 
 
-def _load_peers():
-    saved = list(sys.path)
-    spec = importlib.util.spec_from_file_location("bench_peers", ROOT / "bench" / "peers.py")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-    return module
-
-
-_peers = _load_peers()
+_peers = load_bench_script("peers.py", "bench_peers")
 
 
 def kraft_kafka_home() -> Path | None:

@@ -1,8 +1,9 @@
 """The consumer group protocol's broker settings (Kafka 4.x's ``group.consumer.*`` keys).
 
 ``group.consumer.assignors`` names assignors by Kafka's short names (``uniform``,
-``range``) or by Kafka's class names; the first is the default.  The protocol is served
-when ``group.coordinator.rebalance.protocols`` lists ``consumer``.
+``range``) or by Kafka's class names; the first is the default.  Whether the protocol is
+served at all (``group.coordinator.rebalance.protocols``) is the handlers' check
+(``handlers.consumer_group_heartbeat.consumer_protocol_enabled``).
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ def assignor_name(configured: str) -> str:
 
 @dataclass(frozen=True)
 class ConsumerSettings:
-    enabled: bool = True
     session_timeout_ms: int = 45000
     heartbeat_interval_ms: int = 5000
     max_size: int = 2**31 - 1
@@ -34,8 +34,6 @@ class ConsumerSettings:
     @classmethod
     def from_config(cls, config) -> "ConsumerSettings":
         return cls(
-            enabled="consumer" in [p.strip().lower() for p in
-                                   config["group.coordinator.rebalance.protocols"]],
             session_timeout_ms=config["group.consumer.session.timeout.ms"],
             heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
             max_size=config["group.consumer.max.size"],
