@@ -22,9 +22,8 @@ departing one turn the group back into a classic group (``MigrationOps``).
 """
 from __future__ import annotations
 
-import base64
+import functools
 import re
-import uuid
 from typing import Callable, Iterable, Protocol
 
 import structlog
@@ -47,6 +46,7 @@ from kafkapy.coordinator.group.consumer.types import (JOIN_EPOCH, LEAVE_EPOCH,
                                                      HeartbeatRequest, HeartbeatResult,
                                                      Member, MemberState, Subscription,
                                                      TopicMetadata)
+from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.replication import acks
 
@@ -74,14 +74,9 @@ class GroupTimeouts(Protocol):
 
 
 def new_member_id() -> str:
-    """A member id as Kafka's coordinator makes one (``Uuid.randomUuid().toString()``: a
-    random UUID as 22 characters of unpadded base64url, never one starting with '-' nor
-    one of the two reserved ids)."""
-    while True:
-        value = uuid.uuid4()
-        text = base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
-        if value.int > 1 and not text.startswith("-"):
-            return text
+    """A member id as Kafka's coordinator makes one: ``Uuid.randomUuid().toString()``, the
+    same text as a new topic id."""
+    return topic_id_text(new_topic_id())
 
 
 class Refused(Exception):
@@ -550,24 +545,20 @@ def _not_empty(value: str | None, message: str, required: bool = False) -> None:
         raise Refused(E.INVALID_REQUEST, message)
 
 
-_PATTERNS: dict[str, re.Pattern] = {}
-
-
 def _compiled(pattern: str) -> re.Pattern:
     """The subscription's regular expression (Kafka uses RE2/J: the common syntax is the
     same); INVALID_REGULAR_EXPRESSION when it does not compile."""
-    regex = _PATTERNS.get(pattern)
-    if regex is None:
-        try:
-            regex = re.compile(pattern)
-        except re.error as err:
-            raise Refused(INVALID_REGULAR_EXPRESSION,
-                          f"SubscribedTopicRegex `{pattern}` is not a valid regular "
-                          f"expression: {err}.") from None
-        if len(_PATTERNS) > 1000:
-            _PATTERNS.clear()
-        _PATTERNS[pattern] = regex
-    return regex
+    try:
+        return _compile(pattern)
+    except re.error as err:
+        raise Refused(INVALID_REGULAR_EXPRESSION,
+                      f"SubscribedTopicRegex `{pattern}` is not a valid regular "
+                      f"expression: {err}.") from None
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
 
 
 async def _settled(written) -> int:

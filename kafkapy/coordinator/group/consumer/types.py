@@ -15,8 +15,6 @@ from typing import Iterable, Mapping
 
 Assignment = Mapping[uuid.UUID, frozenset[int]]
 
-EMPTY: Assignment = {}
-
 
 def assignment(pairs: Iterable[tuple[uuid.UUID, Iterable[int]]]) -> dict[uuid.UUID, frozenset[int]]:
     """An Assignment from (topic id, partitions) pairs; pairs of one topic are merged,
@@ -25,10 +23,6 @@ def assignment(pairs: Iterable[tuple[uuid.UUID, Iterable[int]]]) -> dict[uuid.UU
     for topic_id, partitions in pairs:
         out.setdefault(topic_id, set()).update(partitions)
     return {t: frozenset(p) for t, p in out.items() if p}
-
-
-def partition_count(a: Assignment) -> int:
-    return sum(len(p) for p in a.values())
 
 
 class MemberState(enum.IntEnum):
