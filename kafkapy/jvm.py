@@ -91,19 +91,25 @@ def champ_improve(h: int) -> int:
     return h ^ (h >> 10)
 
 
-def java_hash_order(items, hash_fn) -> list:
+def java_hash_order(items, hash_fn, capacity: int = 16) -> list:
     """``items`` (distinct, in insertion order) in the iteration order of a java.util.HashSet
-    (or HashMap's keys) built by adding them one by one: by bucket
-    ``(h ^ h >>> 16) & (capacity - 1)`` (capacity 16, doubled past a 0.75 load), ties in
-    insertion order (small sets never become tree bins)."""
+    (or HashMap's keys) of ``capacity`` buckets filled by adding them one by one: by bucket
+    ``(h ^ h >>> 16) & (capacity - 1)`` (doubled past a 0.75 load), ties in insertion order
+    (small sets never become tree bins)."""
     items = list(dict.fromkeys(items))
-    capacity = 16
     while len(items) > capacity * 3 // 4:
         capacity *= 2
 
     def bucket(item) -> int:
         return hashmap_spread(hash_fn(item)) & (capacity - 1)
     return sorted(items, key=bucket)   # sorted() is stable: insertion order within a bucket
+
+
+def hash_set_capacity(size: int) -> int:
+    """The table length of ``new HashSet<>(collection)`` / ``new HashMap<>(initial)`` with
+    ``initial = (int) (size / .75f) + 1`` (JDK 17): at least 16, a power of two."""
+    wanted = max(4 * size // 3 + 1, 16)    # exact for sizes below 3 * 2**20
+    return 1 << (wanted - 1).bit_length()
 
 
 def scala_mutable_table_length(count: int) -> int:

@@ -36,7 +36,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError
-from kafkapy.jvm import hashmap_spread, topic_partition_hash
+from kafkapy.jvm import hash_set_capacity, java_hash_order, topic_partition_hash
 from kafkapy.protocol.consumer_group_apis import ConsumerGroupDescribeRequest
 
 CONSUMER, CLASSIC = "consumer", "classic"
@@ -111,22 +111,8 @@ def describe(admin, group_ids: list[str], timeout_ms: int) -> dict[str, Group]:
 
 def java_hash_set(items, capacity: int = 16) -> list:
     """``items`` (distinct) in the iteration order of a ``java.util.HashSet`` of
-    TopicPartitions made with ``capacity`` buckets and filled in order (doubled past 0.75
-    load): bucket by bucket, insertion order inside one."""
-    items = list(dict.fromkeys(items))
-    while len(items) > capacity * 3 // 4:
-        capacity *= 2
-    return sorted(items, key=lambda tp: hashmap_spread(topic_partition_hash(tp)) & (capacity - 1))
-
-
-def copied_set_capacity(size: int) -> int:
-    """The table of ``new HashSet<>(collection)`` (JDK 17): the power of two at or above
-    ``max((int) (size / .75f) + 1, 16)``."""
-    wanted = max(int(size / 0.75) + 1, 16)
-    capacity = 1
-    while capacity < wanted:
-        capacity *= 2
-    return capacity
+    TopicPartitions made with ``capacity`` buckets and filled in order."""
+    return java_hash_order(items, topic_partition_hash, capacity)
 
 
 # -- coordinators -----------------------------------------------------------------------------
@@ -243,4 +229,4 @@ def _classic_set(assignment: bytes | None) -> tuple[TopicPartition, ...]:
     except (ValueError, struct.error):
         return ()
     listed = [TopicPartition(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions]
-    return tuple(java_hash_set(listed, copied_set_capacity(len(listed))))
+    return tuple(java_hash_set(listed, hash_set_capacity(len(listed))))

@@ -41,7 +41,8 @@ from __future__ import annotations
 import uuid
 from typing import Callable, Iterable, Mapping, TypeVar
 
-from kafkapy.jvm import hashmap_spread, int32, java_hash_order, long_hash, string_hash
+from kafkapy.jvm import (hash_set_capacity, hashmap_spread, int32, java_hash_order, long_hash,
+                         string_hash)
 
 T = TypeVar("T")
 
@@ -78,13 +79,6 @@ def utf16_key(text: str) -> bytes:
     return text.encode("utf-16-be", "surrogatepass")
 
 
-def collection_capacity(size: int) -> int:
-    """The table length of ``new HashSet<>(collection)`` / ``new HashMap<>(initial)`` with
-    ``initial = (int) (size / .75f) + 1``: at least 16, a power of two."""
-    wanted = max(4 * size // 3 + 1, 16)    # exact for sizes below 3 * 2**20
-    return 1 << (wanted - 1).bit_length()
-
-
 def _bucket_order(items: Iterable[T], hash_fn: Callable[[T], int], capacity: int) -> list[T]:
     def bucket(item: T) -> int:
         return hashmap_spread(hash_fn(item)) & (capacity - 1)
@@ -104,14 +98,14 @@ def topic_map_order(topic_ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
 def partition_order(partitions: Iterable[int]) -> list[int]:
     """Partitions in the order of ``new HashSet<>(ascending list)``."""
     ordered = sorted(partitions)
-    return _bucket_order(ordered, int32, collection_capacity(len(ordered)))
+    return _bucket_order(ordered, int32, hash_set_capacity(len(ordered)))
 
 
 def topic_name_order(names: Iterable[str]) -> list[str]:
     """Topic names in the order of ``new HashSet<>(names)`` (a member's subscribed topic
     names as Kafka keeps and describes them), the names inserted in String order."""
     ordered = sorted(set(names), key=utf16_key)
-    return _bucket_order(ordered, string_hash, collection_capacity(len(ordered)))
+    return _bucket_order(ordered, string_hash, hash_set_capacity(len(ordered)))
 
 
 def subscribed_topic_order(topic_ids: Iterable[uuid.UUID],
@@ -120,7 +114,7 @@ def subscribed_topic_order(topic_ids: Iterable[uuid.UUID],
     ``new HashSet<>(TopicIds)``: the ids of ``new HashSet<>(topic names)``, inserted in
     that set's order, both tables sized for the whole subscription."""
     topic_ids = list(topic_ids)
-    capacity = collection_capacity(len(topic_ids))
+    capacity = hash_set_capacity(len(topic_ids))
     known = sorted((names[t], t) for t in topic_ids if t in names)
     by_name = _bucket_order(known, lambda pair: string_hash(pair[0]), capacity)
     return _bucket_order([t for _, t in by_name], uuid_hash, capacity)

@@ -8,6 +8,7 @@ import uuid
 from kafkapy.coordinator.group.consumer import _support
 from kafkapy.coordinator.group.consumer.assignor import ASSIGNORS, DEFAULT, PartitionAssignor
 from kafkapy.coordinator.group.consumer.types import MemberSpec, TopicMetadata
+from kafkapy.jvm import hash_set_capacity
 
 
 def test_kafkas_assignors_by_name():
@@ -37,7 +38,7 @@ def test_uuid_hash_and_order_are_kafkas():
 
 def test_hash_set_of_a_collection_sizes_its_table_like_java():
     # new HashSet<>(c): tableSizeFor(max((int) (c.size() / .75f) + 1, 16))
-    assert [_support.collection_capacity(n) for n in (0, 11, 12, 13, 24, 25, 96, 97)] == \
+    assert [hash_set_capacity(n) for n in (0, 11, 12, 13, 24, 25, 96, 97)] == \
         [16, 16, 32, 32, 64, 64, 256, 256]
 
 
