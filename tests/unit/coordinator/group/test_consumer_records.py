@@ -13,8 +13,6 @@
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
 import uuid
 from pathlib import Path
 
@@ -25,10 +23,9 @@ from kafkapy.coordinator.group.consumer import records as C
 from kafkapy.coordinator.group.consumer.types import (ClassicMemberMetadata, ClassicProtocol,
                                                       Member, MemberState, Subscription,
                                                       TopicMetadata, assignment)
-from tests.support.cluster import KAFKA_HOME
+from tests.support.kafka_oracle import kafka39_oracle, text_arg
 
 ORACLE = Path(__file__).with_name("ConsumerGroupRecordOracle.java")
-LIBS = KAFKA_HOME / "libs"
 
 
 # --------------------------------------------------------------------------- the oracle
@@ -36,27 +33,18 @@ LIBS = KAFKA_HOME / "libs"
 @pytest.fixture(scope="module")
 def kafka_records():
     """``records(lines) -> [(key, value | None)]`` through Kafka 3.9's own writers."""
-    if shutil.which("java") is None:
-        pytest.skip("no java on PATH")
-    if not (LIBS / "kafka-group-coordinator-3.9.0.jar").is_file():
-        pytest.skip(f"no Kafka 3.9 at {KAFKA_HOME}")
+    run = kafka39_oracle(ORACLE, "kafka-group-coordinator-3.9.0.jar")
 
     def records(lines: list[str]) -> list[tuple[bytes, bytes | None]]:
-        done = subprocess.run(["java", "-cp", str(LIBS / "*"), str(ORACLE)],
-                              input="\n".join(lines) + "\n", capture_output=True, text=True,
-                              timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
         out = []
-        for line in done.stdout.splitlines():
+        for line in run(lines):
             key, value = line.split(" ")
             out.append((bytes.fromhex(key), None if value == "-" else bytes.fromhex(value)))
-        assert len(out) == len(lines), done.stderr[-3000:]
         return out
     return records
 
 
-def _s(text: str | None) -> str:
-    return "~" if text is None else "x" + text.encode("utf-8").hex()
+_s = text_arg
 
 
 def _b(data: bytes) -> str:

@@ -11,8 +11,6 @@ own ConsumerProtocol (kafka-clients 3.9, ``EmbeddedProtocolOracle.java``):
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,33 +18,18 @@ import pytest
 from kafkapy.coordinator.group.consumer.embedded import (MalformedProtocol, assignment_bytes,
                                                         decode_assignment, decode_subscription,
                                                         protocol_version, subscription_bytes)
-from tests.support.cluster import KAFKA_HOME
+from tests.support.kafka_oracle import kafka39_oracle, text_arg
 
 ORACLE = Path(__file__).with_name("EmbeddedProtocolOracle.java")
-LIBS = KAFKA_HOME / "libs"
 
 
 @pytest.fixture(scope="module")
 def kafka():
     """``kafka(lines) -> [answer]`` through Kafka 3.9's ConsumerProtocol."""
-    if shutil.which("java") is None:
-        pytest.skip("no java on PATH")
-    if not (LIBS / "kafka-clients-3.9.0.jar").is_file():
-        pytest.skip(f"no Kafka 3.9 at {KAFKA_HOME}")
-
-    def run(lines: list[str]) -> list[str]:
-        done = subprocess.run(["java", "-cp", str(LIBS / "*"), str(ORACLE)],
-                              input="\n".join(lines) + "\n", capture_output=True, text=True,
-                              timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
-        out = done.stdout.splitlines()
-        assert len(out) == len(lines), done.stderr[-3000:]
-        return out
-    return run
+    return kafka39_oracle(ORACLE, "kafka-clients-3.9.0.jar")
 
 
-def _s(text: str | None) -> str:
-    return "~" if text is None else "x" + text.encode().hex()
+_s = text_arg
 
 
 def _spec(partitions: dict[str, list[int]]) -> str:
