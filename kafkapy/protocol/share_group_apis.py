@@ -44,6 +44,10 @@ Python values, as kafka-python's codec reads and writes them:
 - Struct fields (e.g. ShareGroupHeartbeatResponse's nullable ``Assignment``) are
   nested data objects, ``None`` for null.
 
+A decoded message keeps its version: encode it again with ``encode()``
+(kafka-python's ``encode(version=...)`` fails on a decoded message, which has no header);
+a new one is built with ``version=`` (or given it in ``encode(version=...)``).
+
 Importing this module registers the classes in ``messages.REQUESTS`` / ``RESPONSES``.
 """
 from __future__ import annotations
