@@ -277,6 +277,17 @@ def _consumer_groups() -> None:
              "bidirectional, upgrade, downgrade or disabled.")
 
 
+def _share_fetch() -> None:
+    """The share-partition leader's keys (share groups, KIP-932, Kafka 4.2's defaults), read
+    by ``kafkapy.share.manager``; the dead-letter prefix is KIP-1191's."""
+    D.define("group.share.max.share.sessions", T.INT, 2000, at_least(1), M,
+             "Most share sessions this broker keeps (ShareFetch answers SHARE_SESSION_LIMIT_REACHED beyond).")
+    D.define("share.fetch.purgatory.purge.interval.requests", T.INT, 1000, None, M,
+             "Purge interval (in requests) of the share fetch purgatory.")
+    D.define("errors.deadletterqueue.topic.name.prefix", T.STRING, "dlq.", non_null, M,
+             "Prefix every share group dead-letter topic name must start with.")
+
+
 def _transactions() -> None:
     D.define("transactional.id.expiration.ms", T.INT, 604800000, at_least(1), H, "Idle time before a transactional id expires.")
     D.define("transaction.max.timeout.ms", T.INT, 900000, at_least(1), H, "Largest transaction timeout a client may ask for.")
@@ -342,6 +353,7 @@ def _dynamic_only() -> None:
 
 
 for _section in (_zookeeper, _general, _kraft, _socket, _log_basics, _log_messages, _cleaner,
-                 _replication, _groups_and_offsets, _consumer_groups, _transactions, _fetch_metrics_security, _kafkapy,
+                 _replication, _groups_and_offsets, _consumer_groups, _share_fetch, _transactions,
+                 _fetch_metrics_security, _kafkapy,
                  _dynamic_only):
     _section()

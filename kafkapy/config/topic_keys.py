@@ -107,5 +107,11 @@ def _replication() -> None:
              "Replicas throttled on the follower side.")
 
 
-for _section in (_segments, _flush_and_retention, _cleaning, _messages, _replication):
+def _dead_letters() -> None:
+    D.define("errors.deadletterqueue.group.enable", T.BOOLEAN, False, None, M,
+             "Whether share groups may use this topic as their dead-letter topic (KIP-1191).")
+
+
+for _section in (_segments, _flush_and_retention, _cleaning, _messages, _replication,
+                 _dead_letters):
     _section()

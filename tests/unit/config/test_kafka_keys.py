@@ -58,8 +58,17 @@ KAFKA_40_KEYS = {
 }
 
 
+# Keys Kafka 3.9 does not have, served as Kafka 4.2 defines them (share groups, KIP-932, and
+# KIP-1191's dead-letter prefix): name -> (type, default, internal).
+KAFKA_42_KEYS = {
+    "group.share.max.share.sessions": ("INT", "2000", False),
+    "share.fetch.purgatory.purge.interval.requests": ("INT", "1000", False),
+    "errors.deadletterqueue.topic.name.prefix": ("STRING", "dlq.", False),
+}
+
+
 def test_every_kafka_broker_key_is_defined_like_kafka(tmp_path):
-    kafka = kafka_keys(tmp_path)
+    kafka = {**kafka_keys(tmp_path), **KAFKA_42_KEYS}
     assert len(kafka) > 300
     ours = {k.name: k for k in BROKER_CONFIGS if not k.name.startswith("kafkapy.") and k.name != "cluster.id"}
     assert sorted(set(kafka) - set(ours)) == [] and sorted(set(ours) - set(kafka)) == []
