@@ -77,7 +77,8 @@ java-clients: $(STAMP)
 ## broker start-to-ready in-process (kafkapy.testing) beside Kafka 3.9 (bench/results/startup-latest.md);
 ## scale: 10,000 partitions and 10,000 connections on one broker beside Kafka 3.9
 ## (bench/results/scale-latest.md; SCALE_ARGS="-N 2000 -K 2000" for a smaller run);
-## rebalance: a 4th member joins a 3-member group, per group protocol (rebalance-latest.md).
+## rebalance: a 4th member joins a 3-member group, per group protocol (rebalance-latest.md);
+## share: 5 share consumers on one partition beside a classic group of 5 (share-latest.md).
 SCALE_ARGS ?= -N 10000 -K 10000
 bench: $(STAMP)
 	$(PY) bench/run_bench.py $(BENCH_ARGS)
@@ -86,6 +87,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_startup.py
 	$(PY) bench/scale.py $(SCALE_ARGS)
 	$(PY) bench/bench_rebalance.py
+	$(PY) bench/bench_share.py
 
 ## 10^6 mutated frames of every API against a fresh broker (FUZZ_ARGS="--frames N --seed S").
 fuzz: $(STAMP)

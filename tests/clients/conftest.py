@@ -12,6 +12,9 @@ jars land in ``.cache/java-clients/<version>/``) and compiles
 ``tests/java/ClientE2E.java`` once per kafka-clients version into the pytest
 temp dir. Skips only when ``java``/``javac`` are not installed; a failing fetch
 or compile is a test error.
+
+``share_broker`` and ``share_java`` (session): the share-group client tests' one broker and
+their Java program (tests/support/share_clients.py).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import pytest
 from tests.support.broker_process import BrokerProcess
 from tests.support.java_clients import (JAVA_CLIENT_VERSIONS, JAVA_SOURCE, JavaClient,
                                        client_jars, compiled)
+from tests.support.share_clients import share_broker, share_java  # noqa: F401  (fixtures)
 
 
 @dataclass
