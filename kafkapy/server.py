@@ -47,6 +47,8 @@ from kafkapy.config.group_configs import GroupConfigs
 from kafkapy.config.topic_configs import TopicConfigs
 from kafkapy.controller.controller import KafkaController
 from kafkapy.coordinator.group.service import GroupService
+from kafkapy.coordinator.share.broker_persister import BrokerPersister
+from kafkapy.coordinator.share.service import ShareService
 from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator
 from kafkapy.coordinator.transaction.service import TransactionService
 from kafkapy.handlers import build_registry, controller_delivery
@@ -185,6 +187,8 @@ class Broker:
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.groups: GroupService | None = None
+        self.share_coordinator: ShareService | None = None
+        self.share_persister: BrokerPersister | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.timer: Timer | None = None
         self.fetch_purgatory: Purgatory | None = None
@@ -316,9 +320,10 @@ class Broker:
             changed, self.config, self.controller, self.cache))
 
     def _start_coordinators(self) -> None:
-        """Producer ids, the group coordinator (with each group's configs) and the
-        transaction coordinator."""
+        """Producer ids, the share coordinator and its persister, the group coordinator
+        (with each group's configs) and the transaction coordinator."""
         self.producer_ids = ProducerIdManager(self.store, self.node_id)
+        self._start_share_coordinator()
         self.group_configs = GroupConfigs(self.store, self.config, self.clock)
         self.group_configs.start()
         self.groups = GroupService(config=self.config, clock=self.clock, node_id=self.node_id,
@@ -327,6 +332,16 @@ class Broker:
                                    timeouts=self.group_configs)
         self.groups.start()
         self._start_transactions()
+
+    def _start_share_coordinator(self) -> None:
+        self.share_coordinator = ShareService(
+            config=self.config, clock=self.clock, node_id=self.node_id, cache=self.cache,
+            admin=self.admin, replica_manager=self.replica_manager)
+        self.share_coordinator.start()
+        self.share_persister = BrokerPersister(
+            self.share_coordinator, node_id=self.node_id,
+            request_timeout_ms=self.config["request.timeout.ms"],
+            connect_timeout_ms=self.config["socket.connection.setup.timeout.ms"])
 
     @property
     def inter_broker_listener(self) -> str:
@@ -558,7 +573,8 @@ class Broker:
             alter_log_dirs=self.alter_log_dirs, controller=self.controller,
             controller_fence=self.controller_fence, admin=self.admin,
             producer_ids=self.producer_ids, groups=self.groups,
-            txn_coordinator=self.txn_coordinator)
+            txn_coordinator=self.txn_coordinator,
+            share_coordinator=self.share_coordinator, persister=self.share_persister)
 
     def topic_config(self, name: str) -> dict:
         """The topic's effective config: broker defaults and its stored overrides."""
@@ -621,6 +637,10 @@ class Broker:
             self.groups.shutdown()
         if self.txn_coordinator is not None:
             self.txn_coordinator.shutdown()
+        if self.share_persister is not None:
+            self.share_persister.close()
+        if self.share_coordinator is not None:
+            self.share_coordinator.shutdown()
         for purgatory in (self.fetch_purgatory, self.produce_purgatory):
             if purgatory is not None:
                 purgatory.shutdown()

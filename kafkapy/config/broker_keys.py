@@ -305,6 +305,28 @@ def _transactions() -> None:
     D.define("producer.id.expiration.ms", T.INT, 86400000, at_least(1), L, "Idle time before producer id state expires.", dynamic=True)
 
 
+def _share_coordinator() -> None:
+    """Kafka 4.2's ShareCoordinatorConfig (share groups' persisted state)."""
+    p = "share.coordinator."
+    D.define(p + "state.topic.num.partitions", T.INT, 50, at_least(1), H, "Partitions of __share_group_state.")
+    D.define(p + "state.topic.replication.factor", T.SHORT, 3, at_least(1), H, "Replication factor of __share_group_state.")
+    D.define(p + "state.topic.min.isr", T.SHORT, 2, at_least(1), H, "min.insync.replicas of __share_group_state.")
+    D.define(p + "state.topic.segment.bytes", T.INT, 104857600, at_least(1), H, "Segment size of __share_group_state.")
+    D.define(p + "state.topic.compression.codec", T.INT, 0, None, H, "Codec id of share state records (0 = none).")
+    D.define(p + "threads", T.INT, 1, at_least(1), M, "Threads of the share coordinator (kafkapy runs it on the event loop).")
+    D.define(p + "snapshot.update.records.per.snapshot", T.INT, 500, between(0, 500), M,
+             "Update records of a share partition between two snapshot records.")
+    D.define(p + "load.buffer.size", T.INT, 5242880, at_least(1), H, "Read batch size when loading share state.")
+    D.define(p + "append.linger.ms", T.INT, -1, at_least(-1), M, "Wait for share state writes to accumulate (-1 adaptive).")
+    D.define(p + "write.timeout.ms", T.INT, 5000, at_least(1), H, "Longest wait for a share state write to replicate.")
+    D.define(p + "cached.buffer.max.bytes", T.INT, 1048588, at_least(524288), M,
+             "Largest write buffer the share coordinator keeps for reuse.", dynamic=True)
+    D.define(p + "state.topic.prune.interval.ms", T.INT, 300000, at_least(1), L,
+             "How often superseded share state records are deleted.", internal=True)
+    D.define(p + "cold.partition.snapshot.interval.ms", T.INT, 300000, at_least(1), L,
+             "How often share partitions without updates are snapshotted again.", internal=True)
+
+
 def _fetch_metrics_security() -> None:
     D.define("max.incremental.fetch.session.cache.slots", T.INT, 1000, at_least(0), M, "Incremental fetch sessions kept.")
     D.define("fetch.max.bytes", T.INT, 57671680, at_least(1024), M, "Largest fetch response.")
@@ -354,6 +376,6 @@ def _dynamic_only() -> None:
 
 for _section in (_zookeeper, _general, _kraft, _socket, _log_basics, _log_messages, _cleaner,
                  _replication, _groups_and_offsets, _consumer_groups, _share_fetch, _transactions,
-                 _fetch_metrics_security, _kafkapy,
+                 _share_coordinator, _fetch_metrics_security, _kafkapy,
                  _dynamic_only):
     _section()

@@ -54,6 +54,12 @@ HANDLER_MODULES = (
     "describe_producers",
     "describe_transactions",
     "list_transactions",
+    # share groups' persisted state (KIP-932): to the share coordinator
+    "initialize_share_group_state",
+    "read_share_group_state",
+    "write_share_group_state",
+    "delete_share_group_state",
+    "read_share_group_state_summary",
     # storage: deletion, topic configs, log dirs
     "delete_records",
     "alter_configs",

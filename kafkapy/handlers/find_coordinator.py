@@ -6,14 +6,17 @@ Key type 0 (group): the leader of partition
 which is created here on first use; the leader is the metadata cache's (any broker
 of the cluster), answered with its endpoint on the client's listener.  Key type 1 (transaction) answers
 COORDINATOR_NOT_AVAILABLE until a transaction coordinator exists; key type 2
-(share group) is INVALID_REQUEST below v6 and COORDINATOR_NOT_AVAILABLE from
-v6; other key types are INVALID_REQUEST (at v4+ an error response for every
+(share) is INVALID_REQUEST below v6; from v6 it needs CLUSTER_ACTION on the cluster
+(CLUSTER_AUTHORIZATION_FAILED) and a key ``"<group>:<topic id>:<partition>"``
+(INVALID_REQUEST otherwise), and names the leader of the key's ``__share_group_state``
+partition (created here on first use); other key types are INVALID_REQUEST (at v4+ an error response for every
 key, carrying Kafka's message).  Failures answer node -1, host "", port -1.  The
 error message is Kafka's: v0-3 carry Errors.message() ("NONE" on success),
 v4+ each coordinator's default "".
 """
 from __future__ import annotations
 
+from kafkapy.coordinator.share.state import ShareKey
 from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
@@ -58,7 +61,7 @@ def _find(ctx, key_type: int, key: str):
     elif key_type == _TRANSACTION:
         error, node = _transaction_coordinator(ctx, key)
     elif key_type == _SHARE and ctx.api_version >= 6:
-        error, node = ErrorCode.COORDINATOR_NOT_AVAILABLE, None  # no share groups (KIP-932)
+        error, node = _share_coordinator(ctx, key)
     else:
         error, node = ErrorCode.INVALID_REQUEST, None
     if not error and node is not None:
@@ -68,6 +71,18 @@ def _find(ctx, key_type: int, key: str):
     if error or node is None:
         return error or ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     return 0, node.node_id, node.host, node.port
+
+
+def _share_coordinator(ctx, key: str):
+    """Kafka 4.x: CLUSTER_ACTION on the cluster, then the key as
+    ``"<group>:<topic id>:<partition>"`` (INVALID_REQUEST otherwise)."""
+    if not authz.cluster(ctx, authz.CLUSTER_ACTION):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
+    try:
+        share_key = ShareKey.parse(key)
+    except ValueError:
+        return ErrorCode.INVALID_REQUEST, None
+    return ctx.services.share_coordinator.coordinator_node(share_key)
 
 
 def _transaction_coordinator(ctx, key: str):
@@ -87,6 +102,7 @@ _MESSAGES = {
     ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
     ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
     ErrorCode.INVALID_REQUEST:
         "This most likely occurs because of a request being malformed by the client library "
         "or the message was sent to an incompatible broker. See the broker logs for more "

@@ -23,6 +23,8 @@ if TYPE_CHECKING:   # annotations only: the components' modules are imported by 
     from kafkapy.config.dynamic import DynamicBrokerConfig
     from kafkapy.controller.controller import KafkaController
     from kafkapy.coordinator.group.service import GroupService
+    from kafkapy.coordinator.share.persister import Persister
+    from kafkapy.coordinator.share.service import ShareService
     from kafkapy.coordinator.transaction.service import TransactionService
     from kafkapy.log.manager import LogManager
     from kafkapy.metadata.cache import MetadataCache
@@ -61,3 +63,5 @@ class Services:
     producer_ids: ProducerIdManager
     groups: GroupService
     txn_coordinator: TransactionService | None
+    share_coordinator: ShareService         # __share_group_state and its coordinator
+    persister: Persister                    # share partitions' state, routed to its coordinator

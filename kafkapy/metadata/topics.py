@@ -15,12 +15,13 @@ import re
 import uuid
 
 MAX_NAME_LENGTH = 249
-#: The internal topics (Kafka's Topic.GROUP_METADATA_TOPIC_NAME and
-#: TRANSACTION_STATE_TOPIC_NAME): the group coordinator's and the transaction
-#: coordinator's logs.
+#: The internal topics (Kafka's Topic.GROUP_METADATA_TOPIC_NAME,
+#: TRANSACTION_STATE_TOPIC_NAME and SHARE_GROUP_STATE_TOPIC_NAME): the group
+#: coordinator's, the transaction coordinator's and the share coordinator's logs.
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 

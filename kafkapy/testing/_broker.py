@@ -44,6 +44,9 @@ _DEFAULTS = {
     "transaction.state.log.num.partitions": "5",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.num.partitions": "5",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
     # Retention is checked on every advance() (and each second), not every 5 minutes.
     "log.retention.check.interval.ms": "1000",

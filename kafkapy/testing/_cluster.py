@@ -34,7 +34,8 @@ Invariants
   runs what became due on every running broker.
 
 Defaults for a cluster (settings given win): internal topics at replication factor
-min(3, N) with ``transaction.state.log.min.isr`` min(2, N); the rest are
+min(3, N) with ``transaction.state.log.min.isr`` and
+``share.coordinator.state.topic.min.isr`` min(2, N); the rest are
 ``_broker._DEFAULTS``.
 """
 from __future__ import annotations
@@ -72,6 +73,8 @@ def _cluster_defaults(n: int) -> dict[str, str]:
         "offsets.topic.replication.factor": rf,
         "transaction.state.log.replication.factor": rf,
         "transaction.state.log.min.isr": str(min(2, n)),
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": str(min(2, n)),
     }
 
 

@@ -13,7 +13,8 @@ changes nothing itself; the caller appends the records and replays each, so the 
 is always what the log replays to.  The records:
 
 - ShareSnapshot (``SNAPSHOT``): the key's whole state.  Written by ``initialize`` (the
-  next snapshot epoch, leader epoch 0, no batches), by the first write of a key, and by
+  next snapshot epoch, the request's state epoch and start offset, leader epoch -1, no
+  batches), by the first write of a key, and by
   a write once ``updates_per_snapshot`` ShareUpdates followed the last snapshot (the
   stored batches combined with the written ones, snapshot epoch + 1).
 - ShareUpdate (``UPDATE``): the written batches only (combined among themselves and
@@ -40,6 +41,7 @@ A request's epoch of -1 skips that epoch's check.
 """
 from __future__ import annotations
 
+import binascii
 import enum
 import uuid
 from collections.abc import Callable, Sequence
@@ -53,7 +55,7 @@ from kafkapy.coordinator.share.persister import (
     ShareState,
     StateBatch,
 )
-from kafkapy.metadata.topics import topic_id_text
+from kafkapy.metadata.topics import parse_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode
 
 _NEGATIVE_PARTITION = "The partition id cannot be a negative number."
@@ -73,6 +75,43 @@ class ShareKey:
         """``"<group>:<topic id as Kafka's Uuid text>:<partition>"``: what FindCoordinator
         names and what is hashed to the key's ``__share_group_state`` partition."""
         return f"{self.group_id}:{topic_id_text(self.topic_id)}:{self.partition}"
+
+    @classmethod
+    def parse(cls, text: str | None) -> ShareKey:
+        """A coordinator key read back (Kafka's SharePartitionKey.validate and
+        getInstance): three ``:``-separated parts, none blank, the topic id as Kafka's
+        Uuid text, the partition a Java int; ValueError otherwise."""
+        if not text:
+            raise ValueError("Share partition key cannot be empty")
+        tokens = text.split(":")
+        while tokens and not tokens[-1]:    # Java's String.split drops trailing empties
+            tokens.pop()
+        if len(tokens) != 3 or any(not t.strip() for t in tokens):
+            raise ValueError("Invalid key format: expected - <groupId>:<topicId>:<partition>, "
+                             f"found -  {text}")
+        group_id, topic, partition = tokens
+        return cls(group_id, _parse_topic_id(topic), _parse_java_int(partition))
+
+
+def _parse_topic_id(text: str) -> uuid.UUID:
+    try:
+        topic_id = parse_topic_id(text)
+    except (ValueError, binascii.Error):
+        raise ValueError(f"Invalid topic id: {text}") from None
+    if topic_id_text(topic_id) != text:
+        raise ValueError(f"Invalid topic id: {text}")
+    return topic_id
+
+
+def _parse_java_int(text: str) -> int:
+    """Java's Integer.parseInt: an optional sign and decimal digits, within int32."""
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit():
+        raise ValueError(f"For input string: \"{text}\"")
+    value = int(text)
+    if not -2**31 <= value < 2**31:
+        raise ValueError(f"For input string: \"{text}\"")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +223,7 @@ class ShareStateShard:
         now = self.time_ms()
         value = ShareGroupOffset(
             snapshot_epoch=0 if entry is None else entry.offset.snapshot_epoch + 1,
-            state_epoch=state_epoch, leader_epoch=0, start_offset=start_offset,
+            state_epoch=state_epoch, leader_epoch=-1, start_offset=start_offset,
             delivery_complete_count=(UNKNOWN_DELIVERY_COMPLETE_COUNT
                                      if start_offset == UNINITIALIZED_START_OFFSET else 0),
             create_timestamp=now, write_timestamp=now)
@@ -203,8 +242,9 @@ class ShareStateShard:
             return Decision(fenced)
         if not self.partition_exists(key.topic_id, key.partition):
             return Decision(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        record = self._progress_record(key, entry, leader_epoch=leader_epoch,
-                                       start_offset=start_offset, batches=batches,
+        record = self._progress_record(key, entry, state_epoch=state_epoch,
+                                       leader_epoch=leader_epoch, start_offset=start_offset,
+                                       batches=batches,
                                        delivery_complete_count=delivery_complete_count)
         return Decision(0, (record,))
 
@@ -224,7 +264,8 @@ class ShareStateShard:
                             delivery_complete_count=stored.delivery_complete_count)
         if leader_epoch == -1 or leader_epoch == entry.leader_epoch:
             return Decision(answer)
-        record = self._progress_record(key, entry, leader_epoch=leader_epoch,
+        record = self._progress_record(key, entry, state_epoch=stored.state_epoch,
+                                       leader_epoch=leader_epoch,
                                        start_offset=stored.start_offset, batches=(),
                                        delivery_complete_count=stored.delivery_complete_count)
         return Decision(answer, (record,))
@@ -261,8 +302,8 @@ class ShareStateShard:
             return ErrorCode.FENCED_STATE_EPOCH
         return 0
 
-    def _progress_record(self, key: ShareKey, entry: _Entry, *, leader_epoch: int,
-                         start_offset: int, batches: Sequence[StateBatch],
+    def _progress_record(self, key: ShareKey, entry: _Entry, *, state_epoch: int,
+                         leader_epoch: int, start_offset: int, batches: Sequence[StateBatch],
                          delivery_complete_count: int) -> StateRecord:
         """A write's record (Kafka's generateShareStateRecord): a ShareSnapshot once
         enough updates followed the last one, else a ShareUpdate."""
@@ -271,7 +312,8 @@ class ShareStateShard:
             start = stored.start_offset if start_offset == -1 else start_offset
             now = self.time_ms()
             value = ShareGroupOffset(
-                snapshot_epoch=stored.snapshot_epoch + 1, state_epoch=stored.state_epoch,
+                snapshot_epoch=stored.snapshot_epoch + 1,
+                state_epoch=stored.state_epoch if state_epoch == -1 else state_epoch,
                 leader_epoch=stored.leader_epoch if leader_epoch == -1 else leader_epoch,
                 start_offset=start, batches=tuple(combine(stored.batches, batches, start)),
                 delivery_complete_count=delivery_complete_count,

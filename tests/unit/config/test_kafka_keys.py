@@ -64,6 +64,20 @@ KAFKA_42_KEYS = {
     "group.share.max.share.sessions": ("INT", "2000", False),
     "share.fetch.purgatory.purge.interval.requests": ("INT", "1000", False),
     "errors.deadletterqueue.topic.name.prefix": ("STRING", "dlq.", False),
+    # ShareCoordinatorConfig
+    "share.coordinator.state.topic.num.partitions": ("INT", "50", False),
+    "share.coordinator.state.topic.replication.factor": ("SHORT", "3", False),
+    "share.coordinator.state.topic.min.isr": ("SHORT", "2", False),
+    "share.coordinator.state.topic.segment.bytes": ("INT", "104857600", False),
+    "share.coordinator.state.topic.compression.codec": ("INT", "0", False),
+    "share.coordinator.threads": ("INT", "1", False),
+    "share.coordinator.snapshot.update.records.per.snapshot": ("INT", "500", False),
+    "share.coordinator.load.buffer.size": ("INT", "5242880", False),
+    "share.coordinator.append.linger.ms": ("INT", "-1", False),
+    "share.coordinator.write.timeout.ms": ("INT", "5000", False),
+    "share.coordinator.cached.buffer.max.bytes": ("INT", "1048588", False),
+    "share.coordinator.state.topic.prune.interval.ms": ("INT", "300000", True),
+    "share.coordinator.cold.partition.snapshot.interval.ms": ("INT", "300000", True),
 }
 
 

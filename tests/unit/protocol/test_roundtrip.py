@@ -75,6 +75,11 @@ EXPECTED_RANGES = {
     67: (0, 0),   # AllocateProducerIds
     68: (0, 1),   # ConsumerGroupHeartbeat (Kafka 4.x)
     69: (0, 1),   # ConsumerGroupDescribe (Kafka 4.x)
+    83: (0, 0),   # InitializeShareGroupState (Kafka 4.x)
+    84: (0, 0),   # ReadShareGroupState (Kafka 4.x)
+    85: (0, 1),   # WriteShareGroupState (Kafka 4.x)
+    86: (0, 0),   # DeleteShareGroupState (Kafka 4.x)
+    87: (0, 1),   # ReadShareGroupStateSummary (Kafka 4.x)
 }
 
 

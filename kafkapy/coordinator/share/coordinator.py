@@ -1,0 +1,231 @@
+"""The share coordinator (Kafka's ShareCoordinatorService over its shards): the keys of
+every ``__share_group_state`` partition this broker leads and has loaded.
+
+A key ``ShareKey(group, topic id, partition)`` lives in partition
+``Utils.abs("<group>:<topic id>:<partition>".hashCode()) % num_partitions``
+(``partition_for``; the topic id as Kafka's Uuid text).  Each served partition is a
+``ShareStateShard`` (``state.py``), or loading (``begin_loading`` .. ``finish_loading``).
+
+One operation: the partition not served here answers NOT_COORDINATOR, a loading one
+COORDINATOR_LOAD_IN_PROGRESS; else the shard decides; its records are appended as one
+batch through ``store.append`` (acks=-1: the min ISR check, the append, the wait for the
+high watermark, ``share.coordinator.write.timeout.ms``), replayed into the shard as
+soon as the local append succeeded (as Kafka's runtime replays at append), and the
+answer is given once the batch is replicated.  An operation that writes nothing answers
+once the partition's last write is replicated (Kafka's write operations complete at
+the committed offset).  Append errors are answered as Kafka's
+CoordinatorOperationExceptionHelper maps them: NOT_LEADER_OR_FOLLOWER and
+KAFKA_STORAGE_ERROR as NOT_COORDINATOR; UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS
+(also after append) and REQUEST_TIMED_OUT as COORDINATOR_NOT_AVAILABLE; too-large
+writes as UNKNOWN_SERVER_ERROR.
+
+Single owner: the event loop; no locks.  Decisions and replays are synchronous, so the
+shard always equals the replay of this broker's log of the partition.
+"""
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kafkapy.coordinator.share import records
+from kafkapy.coordinator.share.persister import (
+    UNKNOWN_DELIVERY_COMPLETE_COUNT,
+    ShareState,
+    StateBatch,
+)
+from kafkapy.coordinator.share.state import Decision, ShareKey, ShareStateShard
+from kafkapy.jvm import string_hash, utils_abs
+from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.protocol.errors import error_name
+from kafkapy.replication.acks import is_pending
+
+UNKNOWN_SERVER_ERROR = -1
+_TO_NOT_COORDINATOR = {E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR}
+_TO_NOT_AVAILABLE = {E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
+                     E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT}
+_TO_UNKNOWN = {E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE}
+
+#: (error code, message): what initialize, write and delete answer.
+Answer = tuple[int, str | None]
+
+
+class StateStore(Protocol):
+    """Appends to this broker's ``__share_group_state`` partitions."""
+
+    def append(self, index: int, entries: list[tuple[bytes, bytes | None]]) -> tuple[bool, Any]:
+        """One batch of (key, value) with acks=-1: (whether it was appended to the local
+        log, its final error code or a future of it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSettings:
+    """The ``share.coordinator.*`` settings the coordinator reads."""
+
+    num_partitions: int = 50
+    replication_factor: int = 3
+    min_isr: int = 2
+    segment_bytes: int = 100 * 1024 * 1024
+    updates_per_snapshot: int = 500
+    write_timeout_ms: int = 5000
+    compression: int = 0        # codec id (0 none)
+
+    @classmethod
+    def from_config(cls, config) -> ShareSettings:
+        p = "share.coordinator."
+        return cls(num_partitions=config[p + "state.topic.num.partitions"],
+                   replication_factor=config[p + "state.topic.replication.factor"],
+                   min_isr=config[p + "state.topic.min.isr"],
+                   segment_bytes=config[p + "state.topic.segment.bytes"],
+                   updates_per_snapshot=config[p + "snapshot.update.records.per.snapshot"],
+                   write_timeout_ms=config[p + "write.timeout.ms"],
+                   compression=config[p + "state.topic.compression.codec"])
+
+
+def partition_for(key: ShareKey, num_partitions: int) -> int:
+    """The ``__share_group_state`` partition of ``key`` (Kafka's partitionFor: the
+    coordinator key's Java String.hashCode, Utils.abs, modulo the partition count)."""
+    return utils_abs(string_hash(key.coordinator_key())) % num_partitions
+
+
+def client_error(code: int) -> int:
+    """An append's error as the coordinator answers it."""
+    if code in _TO_NOT_COORDINATOR:
+        return E.NOT_COORDINATOR
+    if code in _TO_NOT_AVAILABLE:
+        return E.COORDINATOR_NOT_AVAILABLE
+    if code in _TO_UNKNOWN:
+        return UNKNOWN_SERVER_ERROR
+    return code
+
+
+class _Served:
+    """One partition served here: its shard once loaded, the last write's pending wait."""
+
+    def __init__(self) -> None:
+        self.shard: ShareStateShard | None = None
+        self.last_write: asyncio.Future | None = None
+
+
+class ShareCoordinator:
+    """See the module docstring.  ``partition_exists(topic id, partition)``: the metadata
+    cache's view, which every operation checks (UNKNOWN_TOPIC_OR_PARTITION)."""
+
+    def __init__(self, settings: ShareSettings, clock, store: StateStore,
+                 partition_exists: Callable[[uuid.UUID, int], bool]) -> None:
+        self.settings = settings
+        self._clock = clock
+        self._store = store
+        self._partition_exists = partition_exists
+        self._served: dict[int, _Served] = {}
+
+    # -- partitions --------------------------------------------------------------------
+    def partition_for(self, key: ShareKey) -> int:
+        return partition_for(key, self.settings.num_partitions)
+
+    def new_shard(self) -> ShareStateShard:
+        """An empty shard with this coordinator's settings (what a load replays into)."""
+        return ShareStateShard(updates_per_snapshot=self.settings.updates_per_snapshot,
+                               time_ms=self._clock.time_ms,
+                               partition_exists=self._partition_exists)
+
+    def serves(self, index: int) -> bool:
+        """Loaded or loading here."""
+        return index in self._served
+
+    def loaded(self, index: int) -> bool:
+        served = self._served.get(index)
+        return served is not None and served.shard is not None
+
+    def begin_loading(self, index: int) -> None:
+        self._served[index] = _Served()
+
+    def finish_loading(self, index: int, shard: ShareStateShard) -> None:
+        served = self._served.get(index)
+        if served is not None:
+            served.shard = shard
+
+    def unload(self, index: int) -> None:
+        self._served.pop(index, None)
+
+    def unload_all(self) -> None:
+        self._served.clear()
+
+    def shard(self, index: int) -> ShareStateShard | None:
+        served = self._served.get(index)
+        return None if served is None else served.shard
+
+    # -- operations --------------------------------------------------------------------
+    async def initialize(self, key: ShareKey, *, state_epoch: int, start_offset: int) -> Answer:
+        return await self._run(key, lambda shard: shard.initialize(
+            key, state_epoch=state_epoch, start_offset=start_offset))
+
+    async def write(self, key: ShareKey, *, state_epoch: int, leader_epoch: int,
+                    start_offset: int, batches: Sequence[StateBatch],
+                    delivery_complete_count: int = UNKNOWN_DELIVERY_COMPLETE_COUNT) -> Answer:
+        return await self._run(key, lambda shard: shard.write(
+            key, state_epoch=state_epoch, leader_epoch=leader_epoch,
+            start_offset=start_offset, batches=batches,
+            delivery_complete_count=delivery_complete_count))
+
+    async def delete(self, key: ShareKey) -> Answer:
+        return await self._run(key, lambda shard: shard.delete(key))
+
+    async def read(self, key: ShareKey, *, leader_epoch: int) -> ShareState:
+        answer = await self._run(key, lambda shard: shard.read(key, leader_epoch=leader_epoch))
+        return answer if isinstance(answer, ShareState) else ShareState(*answer)
+
+    async def read_summary(self, key: ShareKey) -> ShareState:
+        answer = await self._run(key, lambda shard: Decision(shard.read_summary(key)))
+        return answer if isinstance(answer, ShareState) else ShareState(*answer)
+
+    async def _run(self, key: ShareKey, decide: Callable[[ShareStateShard], Decision]):
+        index = self.partition_for(key)
+        served = self._served.get(index)
+        if served is None:
+            return E.NOT_COORDINATOR, None
+        if served.shard is None:
+            return E.COORDINATOR_LOAD_IN_PROGRESS, None
+        decision = decide(served.shard)
+        error = _error_of(decision.answer)
+        if error or not decision.records:
+            if not error and served.last_write is not None:
+                await asyncio.shield(served.last_write)
+            return _answer(decision)
+        code = await self._append(index, served, decision)
+        if code:
+            return client_error(code), f"Unable to write share group state: {error_name(code)}"
+        return _answer(decision)
+
+    async def _append(self, index: int, served: _Served, decision: Decision) -> int:
+        entries = [records.encode(record) for record in decision.records]
+        appended, result = self._store.append(index, entries)
+        if appended:    # the shard follows the local log at once
+            self._replay(served, decision)
+        if not is_pending(result):
+            return result
+        served.last_write = result
+        try:
+            return await asyncio.shield(result)
+        finally:
+            if served.last_write is result:
+                served.last_write = None
+
+    @staticmethod
+    def _replay(served: _Served, decision: Decision) -> None:
+        if served.shard is not None:
+            for record in decision.records:
+                served.shard.replay(record)
+
+
+def _error_of(answer) -> int:
+    return answer.error if isinstance(answer, ShareState) else answer
+
+
+def _answer(decision: Decision):
+    answer = decision.answer
+    if isinstance(answer, ShareState):
+        return answer
+    return answer, decision.message

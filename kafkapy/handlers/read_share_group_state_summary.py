@@ -1,0 +1,45 @@
+"""ReadShareGroupStateSummary (key 87, v0-1): the group coordinator reads share
+partitions' start offsets (DescribeShareGroupOffsets); v1 adds the delivery complete
+count (KIP-1226).
+
+Checks and order as ``_share_state``; each partition is the share coordinator's
+``read_summary`` (a partition never initialized: start offset -1, state epoch 0,
+leader epoch -1, no error).
+"""
+from __future__ import annotations
+
+from kafkapy.handlers import _share_state
+from kafkapy.protocol.share_group_apis import ReadShareGroupStateSummaryResponse
+
+API_KEY = 87
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+_Topic = ReadShareGroupStateSummaryResponse.ReadStateSummaryResult
+_Partition = _Topic.PartitionResult
+
+
+def _error(partition: int, error: int, message: str | None):
+    return _Partition(partition=partition, error_code=error, error_message=message,
+                      state_epoch=0, leader_epoch=-1, start_offset=-1,
+                      delivery_complete_count=-1)
+
+
+def _result(p, state):
+    if state.error:
+        return _error(p.partition, state.error, state.message)
+    return _Partition(partition=p.partition, error_code=0, error_message=None,
+                      state_epoch=state.state_epoch, leader_epoch=state.leader_epoch,
+                      start_offset=state.start_offset,
+                      delivery_complete_count=state.delivery_complete_count)
+
+
+async def handle(ctx, request):
+    refused = _share_state.refused(ctx, request, _Topic, _error)
+    if refused is not None:
+        return refused
+    if _share_state.empty(request):
+        return ctx.response(results=[])
+    coordinator = ctx.services.share_coordinator.coordinator
+    return await _share_state.per_partition(
+        ctx, request, _Topic, lambda key, _p: coordinator.read_summary(key), _result)
