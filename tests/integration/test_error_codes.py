@@ -405,9 +405,10 @@ def test_find_coordinator_messages(wire):
     assert wire.request(10, 3, key="msg-group", key_type=0).error_message == "NONE"
     batched = wire.request(10, 4, key_type=0, coordinator_keys=["msg-group"])
     assert (batched.coordinators[0].error_code, batched.coordinators[0].error_message) == (0, "")
-    # Share groups (type 2) are known to v6 but not served; type 3 is not a type at all.
+    # Share keys (type 2) from v6, "<group>:<topic id>:<partition>" (another key is
+    # malformed); type 3 is not a type at all.
     share = wire.request(10, 6, key_type=2, coordinator_keys=["s"]).coordinators[0]
-    assert (share.error_code, share.error_message) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, "")
+    assert (share.error_code, share.error_message) == (ErrorCode.INVALID_REQUEST, "")
     share = wire.request(10, 5, key_type=2, coordinator_keys=["s"]).coordinators[0]
     assert (share.error_code, share.error_message) == (ErrorCode.INVALID_REQUEST, "")
     bogus = wire.request(10, 4, key_type=3, coordinator_keys=["a", "b"]).coordinators
