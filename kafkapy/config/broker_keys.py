@@ -288,6 +288,23 @@ def _share_fetch() -> None:
              "Prefix every share group dead-letter topic name must start with.")
 
 
+def _share_partitions() -> None:
+    """The share partitions' keys (Kafka 4.2's ShareGroupConfig), read by
+    ``kafkapy.share.manager`` for each ``kafkapy.share.partition.SharePartition``; the
+    group configs ``share.record.lock.duration.ms`` and ``share.delivery.count.limit``
+    override the first two per group, within the min/max lock durations."""
+    D.define("group.share.record.lock.duration.ms", T.INT, 30000, between(1000, 3600000), M,
+             "How long a share group member holds the records it acquired before they are released.")
+    D.define("group.share.min.record.lock.duration.ms", T.INT, 15000, between(1000, 30000), M,
+             "Smallest share.record.lock.duration.ms a group may set.")
+    D.define("group.share.max.record.lock.duration.ms", T.INT, 60000, between(30000, 3600000), M,
+             "Largest share.record.lock.duration.ms a group may set.")
+    D.define("group.share.delivery.count.limit", T.INT, 5, between(2, 10), M,
+             "Deliveries of a record to a share group before it is archived.")
+    D.define("group.share.partition.max.record.locks", T.INT, 2000, between(100, 10000), M,
+             "Most in-flight records of one share partition (from its start offset to its end offset).")
+
+
 def _transactions() -> None:
     D.define("transactional.id.expiration.ms", T.INT, 604800000, at_least(1), H, "Idle time before a transactional id expires.")
     D.define("transaction.max.timeout.ms", T.INT, 900000, at_least(1), H, "Largest transaction timeout a client may ask for.")
@@ -375,7 +392,8 @@ def _dynamic_only() -> None:
 
 
 for _section in (_zookeeper, _general, _kraft, _socket, _log_basics, _log_messages, _cleaner,
-                 _replication, _groups_and_offsets, _consumer_groups, _share_fetch, _transactions,
+                 _replication, _groups_and_offsets, _consumer_groups, _share_fetch, _share_partitions,
+                 _transactions,
                  _share_coordinator, _fetch_metrics_security, _kafkapy,
                  _dynamic_only):
     _section()

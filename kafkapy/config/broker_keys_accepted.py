@@ -173,12 +173,7 @@ _NEW_GROUPS = ('share groups and the new group coordinator\'s tuning; accepted a
     ('group.share.max.heartbeat.interval.ms', T.INT, 15000, at_least(1), M, False),
     ('group.share.max.size', T.SHORT, 200, between(10, 1000), M, False),
     ('group.share.enable', T.BOOLEAN, False, None, M, False, True),
-    ('group.share.delivery.count.limit', T.INT, 5, between(2, 10), M, False),
-    ('group.share.record.lock.duration.ms', T.INT, 30000, between(1000, 60000), M, False),
-    ('group.share.min.record.lock.duration.ms', T.INT, 15000, between(1000, 30000), M, False),
-    ('group.share.max.record.lock.duration.ms', T.INT, 60000, between(30000, 3600000), M, False),
     ('group.share.max.groups', T.SHORT, 10, between(1, 100), M, False),
-    ('group.share.partition.max.record.locks', T.INT, 200, between(100, 10000), M, False),
 ))
 
 _METRICS = ('JMX/Yammer metrics; accepted and described, unused (kafkapy exports its own metrics, see kafkapy.metrics.port)', (

@@ -64,6 +64,8 @@ KAFKA_42_KEYS = {
     "group.share.max.share.sessions": ("INT", "2000", False),
     "share.fetch.purgatory.purge.interval.requests": ("INT", "1000", False),
     "errors.deadletterqueue.topic.name.prefix": ("STRING", "dlq.", False),
+    # ShareGroupConfig: Kafka 4.2 raised the in-flight record limit from 3.9's 200
+    "group.share.partition.max.record.locks": ("INT", "2000", False),
     # ShareCoordinatorConfig
     "share.coordinator.state.topic.num.partitions": ("INT", "50", False),
     "share.coordinator.state.topic.replication.factor": ("SHORT", "3", False),
