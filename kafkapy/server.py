@@ -336,7 +336,7 @@ class Broker:
     def _start_share_coordinator(self) -> None:
         self.share_coordinator = ShareService(
             config=self.config, clock=self.clock, node_id=self.node_id, cache=self.cache,
-            admin=self.admin, replica_manager=self.replica_manager)
+            admin=self.admin, replica_manager=self.replica_manager, timer=self.timer)
         self.share_coordinator.start()
         self.share_persister = BrokerPersister(
             self.share_coordinator, node_id=self.node_id,

@@ -55,9 +55,9 @@ Answer = tuple[int, str | None]
 class StateStore(Protocol):
     """Appends to this broker's ``__share_group_state`` partitions."""
 
-    def append(self, index: int, entries: list[tuple[bytes, bytes | None]]) -> tuple[bool, Any]:
-        """One batch of (key, value) with acks=-1: (whether it was appended to the local
-        log, its final error code or a future of it)."""
+    def append(self, index: int, entries: list[tuple[bytes, bytes | None]]) -> tuple[int, Any]:
+        """One batch of (key, value) with acks=-1: (its base offset in the local log, -1
+        when it was not appended; its final error code or a future of it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,8 @@ class ShareSettings:
     updates_per_snapshot: int = 500
     write_timeout_ms: int = 5000
     compression: int = 0        # codec id (0 none)
+    prune_interval_ms: int = 300000
+    cold_snapshot_interval_ms: int = 300000
 
     @classmethod
     def from_config(cls, config) -> ShareSettings:
@@ -81,7 +83,9 @@ class ShareSettings:
                    segment_bytes=config[p + "state.topic.segment.bytes"],
                    updates_per_snapshot=config[p + "snapshot.update.records.per.snapshot"],
                    write_timeout_ms=config[p + "write.timeout.ms"],
-                   compression=config[p + "state.topic.compression.codec"])
+                   compression=config[p + "state.topic.compression.codec"],
+                   prune_interval_ms=config[p + "state.topic.prune.interval.ms"],
+                   cold_snapshot_interval_ms=config[p + "cold.partition.snapshot.interval.ms"])
 
 
 def partition_for(key: ShareKey, num_partitions: int) -> int:
@@ -200,10 +204,15 @@ class ShareCoordinator:
         return _answer(decision)
 
     async def _append(self, index: int, served: _Served, decision: Decision) -> int:
-        entries = [records.encode(record) for record in decision.records]
-        appended, result = self._store.append(index, entries)
-        if appended:    # the shard follows the local log at once
-            self._replay(served, decision)
+        return await self._append_records(index, served, decision.records)
+
+    async def _append_records(self, index: int, served: _Served, to_write) -> int:
+        entries = [records.encode(record) for record in to_write]
+        base_offset, result = self._store.append(index, entries)
+        if base_offset >= 0 and served.shard is not None:
+            # Appended locally: the shard follows the local log at once.
+            for delta, record in enumerate(to_write):
+                served.shard.replay(record, base_offset + delta)
         if not is_pending(result):
             return result
         served.last_write = result
@@ -213,11 +222,34 @@ class ShareCoordinator:
             if served.last_write is result:
                 served.last_write = None
 
-    @staticmethod
-    def _replay(served: _Served, decision: Decision) -> None:
-        if served.shard is not None:
-            for record in decision.records:
-                served.shard.replay(record)
+    # -- background work (Kafka's ShareCoordinatorService timers) -----------------------
+    async def snapshot_cold_partitions(self, interval_ms: int) -> int:
+        """A new snapshot of the idle keys of every loaded partition (``cold_snapshots``);
+        the number of records written."""
+        return await self._each_shard(lambda shard: shard.cold_snapshots(interval_ms))
+
+    async def cleanup_deleted_topics(self, topic_ids: set[uuid.UUID]) -> int:
+        """Tombstones for every key of the deleted topics; the number written."""
+        if not topic_ids:
+            return 0
+        return await self._each_shard(lambda shard: shard.deleted_topic_tombstones(topic_ids))
+
+    def redundant_offsets(self) -> dict[int, int]:
+        """Each loaded partition's last redundant offset, where it has one."""
+        out = {}
+        for index, served in self._served.items():
+            offset = served.shard.last_redundant_offset() if served.shard else None
+            if offset is not None:
+                out[index] = offset
+        return out
+
+    async def _each_shard(self, make) -> int:
+        written = 0
+        for index, served in list(self._served.items()):
+            to_write = make(served.shard) if served.shard is not None else []
+            if to_write and await self._append_records(index, served, to_write) == 0:
+                written += len(to_write)
+        return written
 
 
 def _error_of(answer) -> int:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
                                                 ensure_internal_topic, replicated,
                                                 scan_batches)
@@ -43,6 +44,7 @@ if TYPE_CHECKING:   # annotations only
     from kafkapy.clock import Clock
     from kafkapy.config.broker import BrokerConfig
     from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache
+    from kafkapy.purgatory import Timer
     from kafkapy.replication.replica_manager import ReplicaManager
 
 _log = structlog.get_logger("kafkapy.coordinator.share")
@@ -70,8 +72,9 @@ class _Store:
             result = partition.append_internal(batch)
             if result.error_code == 0:
                 self._replicas.appended(key)
-        return result.error_code == 0, replicated(self._replicas, key, result,
-                                                  self._settings.write_timeout_ms)
+        base_offset = result.base_offset if result.error_code == 0 else -1
+        return base_offset, replicated(self._replicas, key, result,
+                                       self._settings.write_timeout_ms)
 
 
 def load_partition(log, shard: ShareStateShard) -> ShareStateShard:
@@ -85,17 +88,18 @@ def load_partition(log, shard: ShareStateShard) -> ShareStateShard:
                 continue
             decoded = records.decode(record.key, record.value)
             if decoded is not None:
-                shard.replay(decoded)
+                shard.replay(decoded, record.offset)
     return shard
 
 
 class ShareService:
     def __init__(self, *, config: BrokerConfig, clock: Clock, node_id: int,
                  cache: MetadataCache, admin: AdminManager,
-                 replica_manager: ReplicaManager) -> None:
+                 replica_manager: ReplicaManager, timer: Timer | None = None) -> None:
         """``admin`` creates ``__share_group_state``; ``replica_manager`` hosts its
         partitions and waits for their high watermark; ``cache`` names their leaders
-        and knows the topics whose share state is kept."""
+        and knows the topics whose share state is kept; ``timer``: the broker's timing
+        wheel, which runs the background work (none without one)."""
         self._node_id = node_id
         self._cache = cache
         self._admin = admin
@@ -104,17 +108,72 @@ class ShareService:
         self.coordinator = ShareCoordinator(self.settings, clock,
                                             _Store(replica_manager, clock, self.settings),
                                             self._partition_exists)
-        self._loads = PartitionLoads(asyncio.get_running_loop(), SHARE_GROUP_STATE_TOPIC)
+        self._loop = asyncio.get_running_loop()
+        self._loads = PartitionLoads(self._loop, SHARE_GROUP_STATE_TOPIC)
+        self._deadlines = Deadlines(timer) if timer is not None else None
+        self._timers: list = []
+        self._jobs: set[asyncio.Task] = set()
+        self._topic_ids: dict[str, uuid.UUID] = {}
 
     def start(self) -> None:
+        self._topic_ids = {name: t.topic_id for name, t in self._cache.topics.items()}
         self._cache.add_listener(self._on_topic_change)
         topic = self._cache.topic(SHARE_GROUP_STATE_TOPIC)
         if topic is not None:
             self._on_topic_change(SHARE_GROUP_STATE_TOPIC, topic)
+        s = self.settings
+        self._every(s.prune_interval_ms, self._prune)
+        self._every(s.cold_snapshot_interval_ms, lambda: self.coordinator.snapshot_cold_partitions(
+            s.cold_snapshot_interval_ms))
 
     def shutdown(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        for job in self._jobs:
+            job.cancel()
         self._loads.cancel()
         self.coordinator.unload_all()
+
+    # -- background work -----------------------------------------------------------------
+    def _every(self, interval_ms: int, job) -> None:
+        """Run ``job()`` (a coroutine) ``interval_ms`` after start, then that long after
+        each run ends (Kafka's timer tasks)."""
+        if self._deadlines is None:
+            return
+
+        def fire() -> None:
+            self._timers.remove(handle)
+            self._spawn(job(), lambda: self._every(interval_ms, job))
+
+        handle = self._deadlines.schedule(interval_ms, fire)
+        self._timers.append(handle)
+
+    def _spawn(self, coroutine, then=None) -> None:
+        task = self._loop.create_task(coroutine)
+        self._jobs.add(task)
+
+        def done(finished: asyncio.Task) -> None:
+            self._jobs.discard(finished)
+            if finished.cancelled():
+                return
+            if finished.exception() is not None:
+                _log.error("share coordinator job failed", exc_info=finished.exception())
+            if then is not None:
+                then()
+
+        task.add_done_callback(done)
+
+    async def _prune(self) -> None:
+        """Kafka's performRecordPruning: each loaded partition's log start moves up to its
+        last redundant offset (not past the high watermark)."""
+        for index, offset in self.coordinator.redundant_offsets().items():
+            partition = self._replicas.partitions.get((SHARE_GROUP_STATE_TOPIC, index))
+            if partition is None or not partition.is_leader:
+                continue
+            log = partition.log
+            target = min(offset, log.high_watermark)
+            if target > log.log_start_offset:
+                log.maybe_increment_log_start_offset(target)
 
     # -- the internal topic --------------------------------------------------------------
     def ensure_topic(self) -> None:
@@ -145,6 +204,7 @@ class ShareService:
     # -- following leadership ----------------------------------------------------------
     def _on_topic_change(self, name: str, topic) -> None:
         if name != SHARE_GROUP_STATE_TOPIC:
+            self._topic_changed(name, topic)
             return
         coordinator = self.coordinator
         led = set()
@@ -160,6 +220,15 @@ class ShareService:
                 self._load(index)
             elif index not in led and known:
                 coordinator.unload(index)
+
+    def _topic_changed(self, name: str, topic) -> None:
+        """A deleted topic's keys get tombstones (Kafka's onTopicsDeleted)."""
+        if topic is not None:
+            self._topic_ids[name] = topic.topic_id
+            return
+        topic_id = self._topic_ids.pop(name, None)
+        if topic_id is not None:
+            self._spawn(self.coordinator.cleanup_deleted_topics({topic_id}))
 
     def _load(self, index: int) -> None:
         partition = self._replicas.partitions.get((SHARE_GROUP_STATE_TOPIC, index))

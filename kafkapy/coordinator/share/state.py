@@ -14,14 +14,19 @@ is always what the log replays to.  The records:
 
 - ShareSnapshot (``SNAPSHOT``): the key's whole state.  Written by ``initialize`` (the
   next snapshot epoch, the request's state epoch and start offset, leader epoch -1, no
-  batches), by the first write of a key, and by
-  a write once ``updates_per_snapshot`` ShareUpdates followed the last snapshot (the
-  stored batches combined with the written ones, snapshot epoch + 1).
+  batches), by a write once the key's update count (Kafka's snapshotUpdateCount: none
+  until the first ShareUpdate, which counts 0; back to 0 at the snapshot it causes)
+  reaches ``updates_per_snapshot`` (the stored batches combined with the written ones,
+  snapshot epoch + 1), and by ``cold_snapshots`` (the same state again).
 - ShareUpdate (``UPDATE``): the written batches only (combined among themselves and
   cut at the request's start offset), the snapshot epoch of the last snapshot, the
   request's leader epoch and start offset; replay combines them into the stored ones.
-- tombstone (``TOMBSTONE``: the ShareSnapshot key, no value): ``delete``; replay forgets
-  the key.
+- tombstone (``TOMBSTONE``: the ShareSnapshot key, no value): ``delete`` and
+  ``deleted_topic_tombstones``; replay forgets the key.
+
+Pruning (Kafka's ShareCoordinatorOffsetsManager): replay given the record's offset keeps
+each key's latest snapshot (or tombstone) offset; ``last_redundant_offset`` is the
+smallest of them, below which no record is needed to rebuild the state.
 
 Checks, in Kafka's order (the first that fails answers):
 - initialize: negative partition INVALID_REQUEST; a stored state epoch above the
@@ -58,6 +63,7 @@ from kafkapy.coordinator.share.persister import (
 from kafkapy.metadata.topics import parse_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode
 
+_NO_OFFSET = 2**63 - 1
 _NEGATIVE_PARTITION = "The partition id cannot be a negative number."
 _READ_UNINITIALIZED = "Read on uninitialized share partition."
 _WRITE_UNINITIALIZED = "Write on uninitialized share partition."
@@ -161,7 +167,9 @@ class _Entry:
     offset: ShareGroupOffset
     leader_epoch: int          # the fence: the highest leader epoch seen
     state_epoch: int           # the fence: the highest state epoch seen
-    updates: int = 0           # ShareUpdates since the last ShareSnapshot
+    # ShareUpdates since the last snapshot taken for their number (Kafka's
+    # snapshotUpdateCount: absent until the first update, which counts 0)
+    updates: int | None = None
 
 
 @dataclass(slots=True)
@@ -172,14 +180,19 @@ class ShareStateShard:
     time_ms: Callable[[], int]
     partition_exists: Callable[[uuid.UUID, int], bool] = lambda _t, _p: True
     _entries: dict[ShareKey, _Entry] = field(default_factory=dict)
+    _snapshot_offsets: dict[ShareKey, int] = field(default_factory=dict)
+    _redundant: int = _NO_OFFSET
 
     # -- what the log says ---------------------------------------------------------------
-    def replay(self, record: StateRecord) -> None:
-        """Apply one record read from (or appended to) the log."""
+    def replay(self, record: StateRecord, offset: int = -1) -> None:
+        """Apply one record read from (or appended to) the log at ``offset`` (-1:
+        unknown, then not counted for pruning)."""
         if record.kind is RecordKind.TOMBSTONE or record.value is None:
             self._entries.pop(record.key, None)
+            self._track_snapshot(record.key, offset, deleted=True)
         elif record.kind is RecordKind.SNAPSHOT:
             self._replay_snapshot(record.key, record.value)
+            self._track_snapshot(record.key, offset, deleted=False)
         else:
             self._replay_update(record.key, record.value)
 
@@ -191,17 +204,36 @@ class ShareStateShard:
         entry.offset = value
         entry.leader_epoch = max(entry.leader_epoch, value.leader_epoch)
         entry.state_epoch = max(entry.state_epoch, value.state_epoch)
-        if entry.updates >= self.updates_per_snapshot:
+        if entry.updates is not None and entry.updates >= self.updates_per_snapshot:
             entry.updates = 0
 
     def _replay_update(self, key: ShareKey, value: ShareGroupOffset) -> None:
         entry = self._entries.get(key)
         if entry is None:
-            self._entries[key] = _Entry(value, value.leader_epoch, value.state_epoch)
+            entry = self._entries[key] = _Entry(value, value.leader_epoch, value.state_epoch)
+        else:
+            entry.offset = _merge_update(entry.offset, value)
+            entry.leader_epoch = max(entry.leader_epoch, value.leader_epoch)
+        entry.updates = 0 if entry.updates is None else entry.updates + 1
+
+    def _track_snapshot(self, key: ShareKey, offset: int, *, deleted: bool) -> None:
+        """Kafka's ShareCoordinatorOffsetsManager.updateState: the offset of each key's
+        latest snapshot (or tombstone); the smallest of them is the first offset still
+        needed, everything below it is redundant."""
+        if offset < 0:
             return
-        entry.offset = _merge_update(entry.offset, value)
-        entry.leader_epoch = max(entry.leader_epoch, value.leader_epoch)
-        entry.updates += 1
+        self._redundant = min(self._redundant, offset)
+        self._snapshot_offsets[key] = offset
+        lowest = min(self._snapshot_offsets.values())
+        self._redundant = lowest
+        if deleted:
+            del self._snapshot_offsets[key]
+
+    def last_redundant_offset(self) -> int | None:
+        """The offset below which every record of the partition is superseded (Kafka's
+        lastRedundantOffset), or None when nothing can be pruned yet."""
+        value = self._redundant
+        return None if value <= 0 or value == _NO_OFFSET else value
 
     def state(self, key: ShareKey) -> ShareGroupOffset | None:
         """The stored state of ``key``, or None."""
@@ -293,6 +325,26 @@ class ShareStateShard:
             return Decision(0)
         return Decision(0, (StateRecord(RecordKind.TOMBSTONE, key),))
 
+    def cold_snapshots(self, interval_ms: int) -> list[StateRecord]:
+        """Kafka's snapshotColdPartitions: when some key has never been snapshotted again
+        since its creation (create timestamp = write timestamp), a new snapshot (snapshot
+        epoch + 1, the same state, write timestamp now) of every key whose last snapshot
+        is at least ``interval_ms`` old, so idle keys stop holding back pruning."""
+        if all(e.offset.create_timestamp != e.offset.write_timestamp
+               for e in self._entries.values()):
+            return []
+        now = self.time_ms()
+        return [StateRecord(RecordKind.SNAPSHOT, key, replace(
+                    entry.offset, snapshot_epoch=entry.offset.snapshot_epoch + 1,
+                    write_timestamp=now))
+                for key, entry in self._entries.items()
+                if now - entry.offset.write_timestamp >= interval_ms]
+
+    def deleted_topic_tombstones(self, topic_ids: set[uuid.UUID]) -> list[StateRecord]:
+        """Kafka's maybeCleanupShareState: a tombstone for every key of a deleted topic."""
+        return [StateRecord(RecordKind.TOMBSTONE, key) for key in self._entries
+                if key.topic_id in topic_ids]
+
     # -- helpers -------------------------------------------------------------------------
     @staticmethod
     def _fenced(entry: _Entry, *, leader_epoch: int, state_epoch: int) -> int:
@@ -308,7 +360,7 @@ class ShareStateShard:
         """A write's record (Kafka's generateShareStateRecord): a ShareSnapshot once
         enough updates followed the last one, else a ShareUpdate."""
         stored = entry.offset
-        if entry.updates >= self.updates_per_snapshot:
+        if (entry.updates or 0) >= self.updates_per_snapshot:
             start = stored.start_offset if start_offset == -1 else start_offset
             now = self.time_ms()
             value = ShareGroupOffset(
