@@ -8,13 +8,18 @@ records at once, so its answers are the coordinator's.  ``calls`` records every 
 code)`` makes the next call of that name answer ``code`` without touching the state;
 ``known_partitions`` (a set of (topic id, partition)), when given, is the metadata the
 coordinator checks (others answer UNKNOWN_TOPIC_OR_PARTITION).
+
+``MemoryStore``: the share coordinator's store (``coordinator.StateStore``) as logs in
+memory, for tests of ``ShareCoordinator`` and of the handlers over it.
 """
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from kafkapy.coordinator.share import records
 from kafkapy.coordinator.share.persister import ShareState, StateBatch
 from kafkapy.coordinator.share.state import (
     Decision,
@@ -102,3 +107,40 @@ class InMemoryPersister:
         for record in decision.records:
             self._shard.replay(record)
         return decision.answer
+
+
+class MemoryStore:
+    """Each partition's log as a list of (key, value); ``hold`` keeps the next appends
+    unreplicated until ``release``; ``refuse`` fails the next append with a code (nothing
+    appended); ``fail_after_append`` appends the next one and answers it with a code."""
+
+    def __init__(self) -> None:
+        self.logs: dict[int, list] = {}
+        self.refuse: int = 0
+        self.fail_after_append: int = 0
+        self.hold = False
+        self.pending: list[asyncio.Future] = []
+
+    def append(self, index, entries):
+        if self.refuse:
+            code, self.refuse = self.refuse, 0
+            return -1, code
+        log = self.logs.setdefault(index, [])
+        base = len(log)
+        log.extend(entries)
+        if self.fail_after_append:
+            code, self.fail_after_append = self.fail_after_append, 0
+            return base, code
+        if not self.hold:
+            return base, 0
+        future = asyncio.get_running_loop().create_future()
+        self.pending.append(future)
+        return base, future
+
+    def release(self, code: int = 0) -> None:
+        for future in self.pending:
+            future.set_result(code)
+        self.pending.clear()
+
+    def decoded(self, index):
+        return [records.decode(k, v) for k, v in self.logs.get(index, [])]
