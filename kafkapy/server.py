@@ -82,6 +82,8 @@ from kafkapy.replication.replica_manager import ReplicaManager
 from kafkapy.security.authorizer import AclAuthorizer
 from kafkapy.security.listener_setup import inter_broker_security, listener_ssl_context
 from kafkapy.security.sasl.credentials import CredentialCache
+from kafkapy.share.dead_letters import DeadLetterWriter
+from kafkapy.share.manager import SharePartitionManager
 
 _log = structlog.get_logger("kafkapy.server")
 
@@ -189,6 +191,7 @@ class Broker:
         self.groups: GroupService | None = None
         self.share_coordinator: ShareService | None = None
         self.share_persister: BrokerPersister | None = None
+        self.share_partitions: SharePartitionManager | None = None   # share-partition leader
         self.loop: asyncio.AbstractEventLoop | None = None
         self.timer: Timer | None = None
         self.fetch_purgatory: Purgatory | None = None
@@ -331,6 +334,7 @@ class Broker:
                                    replica_manager=self.replica_manager, timer=self.timer,
                                    timeouts=self.group_configs)
         self.groups.start()
+        self._start_share_partitions()
         self._start_transactions()
 
     def _start_share_coordinator(self) -> None:
@@ -342,6 +346,23 @@ class Broker:
             self.share_coordinator, node_id=self.node_id,
             request_timeout_ms=self.config["request.timeout.ms"],
             connect_timeout_ms=self.config["socket.connection.setup.timeout.ms"])
+
+    def _start_share_partitions(self) -> None:
+        """The share-partition leader (ShareFetch, ShareAcknowledge) and its dead letters."""
+        dead_letters = DeadLetterWriter(
+            replica_manager=self.replica_manager, cache=self.cache, config=self.config,
+            topic_config_of=lambda name: (self.topic_config(name)
+                                          if self.cache.topic(name) is not None else None),
+            clock=self.clock, endpoint_of=self._inter_broker_endpoint,
+            timeout_ms=self.config["request.timeout.ms"])
+        self.share_partitions = SharePartitionManager(
+            config=self.config, clock=self.clock, replica_manager=self.replica_manager,
+            cache=self.cache, persister=self.share_persister, group_configs=self.group_configs,
+            timer=self.timer, dead_letters=dead_letters)
+
+    def _inter_broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        node = self.cache.brokers_for(self.inter_broker_listener).get(broker_id)
+        return (node.host, node.port) if node is not None else None
 
     @property
     def inter_broker_listener(self) -> str:
@@ -574,7 +595,8 @@ class Broker:
             controller_fence=self.controller_fence, admin=self.admin,
             producer_ids=self.producer_ids, groups=self.groups,
             txn_coordinator=self.txn_coordinator,
-            share_coordinator=self.share_coordinator, persister=self.share_persister)
+            share_coordinator=self.share_coordinator, persister=self.share_persister,
+            share_partitions=self.share_partitions)
 
     def topic_config(self, name: str) -> dict:
         """The topic's effective config: broker defaults and its stored overrides."""
@@ -637,6 +659,8 @@ class Broker:
             self.groups.shutdown()
         if self.txn_coordinator is not None:
             self.txn_coordinator.shutdown()
+        if self.share_partitions is not None:
+            self.share_partitions.shutdown()
         if self.share_persister is not None:
             self.share_persister.close()
         if self.share_coordinator is not None:

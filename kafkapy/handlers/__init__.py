@@ -54,6 +54,9 @@ HANDLER_MODULES = (
     "describe_producers",
     "describe_transactions",
     "list_transactions",
+    # share groups (KIP-932): records fetched and acknowledged at the share-partition leader
+    "share_fetch",
+    "share_acknowledge",
     # share groups' persisted state (KIP-932): to the share coordinator
     "initialize_share_group_state",
     "read_share_group_state",

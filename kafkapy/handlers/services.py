@@ -37,6 +37,7 @@ if TYPE_CHECKING:   # annotations only: the components' modules are imported by 
     from kafkapy.replication.replica_manager import ReplicaManager
     from kafkapy.security.authorizer import AclAuthorizer
     from kafkapy.security.sasl.credentials import CredentialCache
+    from kafkapy.share.manager import SharePartitionManager
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,3 +66,4 @@ class Services:
     txn_coordinator: TransactionService | None
     share_coordinator: ShareService         # __share_group_state and its coordinator
     persister: Persister                    # share partitions' state, routed to its coordinator
+    share_partitions: SharePartitionManager | None  # ShareFetch/ShareAcknowledge; None: off
