@@ -45,6 +45,10 @@ HANDLER_MODULES = (
     # the consumer group protocol (KIP-848)
     "consumer_group_heartbeat",
     "consumer_group_describe",
+    # share groups' start offsets (KIP-932): the admin APIs, at the group coordinator
+    "describe_share_group_offsets",
+    "alter_share_group_offsets",
+    "delete_share_group_offsets",
     # transactions
     "add_partitions_to_txn",
     "add_offsets_to_txn",

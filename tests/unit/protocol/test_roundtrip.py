@@ -82,6 +82,9 @@ EXPECTED_RANGES = {
     85: (0, 1),   # WriteShareGroupState (Kafka 4.x)
     86: (0, 0),   # DeleteShareGroupState (Kafka 4.x)
     87: (0, 1),   # ReadShareGroupStateSummary (Kafka 4.x)
+    90: (0, 1),   # DescribeShareGroupOffsets (Kafka 4.x)
+    91: (0, 0),   # AlterShareGroupOffsets (Kafka 4.x)
+    92: (0, 0),   # DeleteShareGroupOffsets (Kafka 4.x)
 }
 
 
