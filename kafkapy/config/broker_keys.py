@@ -4,10 +4,14 @@ types, defaults, validators and importance; ``kafkapy.*`` keys are our own.
 Invariant: defaults equal Kafka 3.9's (KafkaConfig / ServerLogConfigs /
 ReplicationConfigs / GroupCoordinatorConfig / TransactionLogConfigs ...), except the
 consumer group protocol's (KIP-848, ``_consumer_groups``), which kafkapy serves as Kafka
-4.0 does and so defines with Kafka 4.0's defaults: ``group.coordinator.rebalance.protocols``
-= classic,consumer, ``group.consumer.assignors`` = uniform,range (Kafka's short names;
-the assignors' class names are accepted too) and ``group.consumer.migration.policy`` =
-bidirectional (no longer internal).
+4.0 does and so defines with Kafka 4.0's defaults: ``group.consumer.assignors`` =
+uniform,range (Kafka's short names; the assignors' class names are accepted too) and
+``group.consumer.migration.policy`` = bidirectional (no longer internal); and the share
+groups' (KIP-932, ``_share_groups``, ``_share_fetch``, ``_share_coordinator``), with Kafka
+4.2's.  ``group.coordinator.rebalance.protocols`` = classic,consumer,share: Kafka 4.2 lists
+classic,consumer,streams and serves share groups while its ``share.version`` feature is at
+level 1; kafkapy, which has no KRaft features to finalize, serves them while this list
+names share (streams groups are not served).
 ``dynamic=True`` marks keys Kafka can update at runtime (DynamicBrokerConfig
 .AllDynamicConfigs); DescribeConfigs reports every other broker key read-only.
 Documentation strings are our own short summaries.
@@ -218,6 +222,8 @@ def _groups_and_offsets() -> None:
 
 MIGRATION_POLICIES = ("DISABLED", "DOWNGRADE", "UPGRADE", "BIDIRECTIONAL")
 GROUP_TYPES = ("consumer", "classic", "share", "unknown")
+#: The share group assignor kafkapy has, by Kafka's short name and class name.
+SHARE_ASSIGNORS = ("simple", "org.apache.kafka.coordinator.group.assignor.SimpleAssignor")
 #: The server-side assignors kafkapy has, by Kafka's short name and by Kafka's class name.
 ASSIGNORS = {"uniform": "uniform", "range": "range",
              "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
@@ -252,10 +258,11 @@ def _assignors(key: str, value: object) -> None:
 def _consumer_groups() -> None:
     """The consumer group protocol (KIP-848), read by the group coordinator; the group-level
     overrides of the session timeout and heartbeat interval are ``kafkapy.config.group_configs``."""
-    D.define("group.coordinator.rebalance.protocols", T.LIST, ["classic", "consumer"],
+    D.define("group.coordinator.rebalance.protocols", T.LIST, ["classic", "consumer", "share"],
              _rebalance_protocols, M,
              "Rebalance protocols served; without consumer, ConsumerGroupHeartbeat and "
-             "ConsumerGroupDescribe answer UNSUPPORTED_VERSION (classic cannot be disabled).")
+             "ConsumerGroupDescribe answer UNSUPPORTED_VERSION, without share the share group "
+             "APIs do (classic cannot be disabled).")
     D.define("group.consumer.session.timeout.ms", T.INT, 45000, at_least(1), M,
              "Session timeout of consumer group members (group config: consumer.session.timeout.ms).")
     D.define("group.consumer.min.session.timeout.ms", T.INT, 45000, at_least(1), M,
@@ -275,6 +282,41 @@ def _consumer_groups() -> None:
              in_set_ignoring_case(*MIGRATION_POLICIES), M,
              "Conversions of non-empty groups between the classic and consumer protocols: "
              "bidirectional, upgrade, downgrade or disabled.")
+
+
+def _share_assignors(key: str, value: object) -> None:
+    """Kafka 4.2: exactly one assignor; kafkapy has only the built-in ``simple``."""
+    if not isinstance(value, list) or len(value) != 1:
+        raise ConfigError(f"{key} must contain exactly one assignor, but found "
+                          f"{len(value) if isinstance(value, list) else 0}", key=key, value=value)
+    if value[0].strip() not in SHARE_ASSIGNORS:
+        raise ConfigError.invalid(key, value[0], "kafkapy serves only Kafka's built-in share "
+                                  "group assignor: simple (or its class name)")
+
+
+def _share_groups() -> None:
+    """The share group protocol's membership (KIP-932, Kafka 4.2's GroupCoordinatorConfig),
+    read by the group coordinator; the group-level overrides are
+    ``kafkapy.config.group_configs``."""
+    D.define("group.share.session.timeout.ms", T.INT, 45000, at_least(1), M,
+             "Session timeout of share group members (group config: share.session.timeout.ms).")
+    D.define("group.share.min.session.timeout.ms", T.INT, 45000, at_least(1), M,
+             "Smallest share.session.timeout.ms a group may set.")
+    D.define("group.share.max.session.timeout.ms", T.INT, 60000, at_least(1), M,
+             "Largest share.session.timeout.ms a group may set.")
+    D.define("group.share.heartbeat.interval.ms", T.INT, 5000, at_least(1), M,
+             "Heartbeat interval given to share group members (group config: share.heartbeat.interval.ms).")
+    D.define("group.share.min.heartbeat.interval.ms", T.INT, 5000, at_least(1), M,
+             "Smallest share.heartbeat.interval.ms a group may set.")
+    D.define("group.share.max.heartbeat.interval.ms", T.INT, 15000, at_least(1), M,
+             "Largest share.heartbeat.interval.ms a group may set.")
+    D.define("group.share.max.size", T.INT, 200, between(1, 1000), M,
+             "Most members in one share group (GROUP_MAX_SIZE_REACHED beyond).")
+    D.define("group.share.assignors", T.LIST, ["simple"], _share_assignors, M,
+             "The share groups' server-side assignor: simple (or its class name), exactly one.")
+    D.define("group.share.initialize.retry.interval.ms", T.INT, 30000, at_least(1), L,
+             "How long a share partition may stay initializing before a heartbeat asks the share "
+             "coordinator again (at least offsets.commit.timeout.ms).", internal=True)
 
 
 def _share_fetch() -> None:
@@ -392,7 +434,7 @@ def _dynamic_only() -> None:
 
 
 for _section in (_zookeeper, _general, _kraft, _socket, _log_basics, _log_messages, _cleaner,
-                 _replication, _groups_and_offsets, _consumer_groups, _share_fetch, _share_partitions,
+                 _replication, _groups_and_offsets, _consumer_groups, _share_groups, _share_fetch, _share_partitions,
                  _transactions,
                  _share_coordinator, _fetch_metrics_security, _kafkapy,
                  _dynamic_only):

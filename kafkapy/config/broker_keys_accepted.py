@@ -161,17 +161,10 @@ _SECURITY = ('TLS/SASL/token security (Java providers, Kerberos, OAUTHBEARER, de
     ('password.encoder.iterations', T.INT, 4096, at_least(1024), L, False),
 ))
 
-_NEW_GROUPS = ('share groups and the new group coordinator\'s tuning; accepted and described, unused (kafkapy serves classic and consumer groups, not share groups)', (
+_NEW_GROUPS = ('share groups and the new group coordinator\'s tuning; accepted and described, unused', (
     ('group.coordinator.threads', T.INT, 1, at_least(1), M, False),
     ('group.coordinator.append.linger.ms', T.INT, 10, at_least(0), M, False),
     ('group.coordinator.new.enable', T.BOOLEAN, False, None, M, False, True),
-    ('group.share.session.timeout.ms', T.INT, 45000, at_least(1), M, False),
-    ('group.share.min.session.timeout.ms', T.INT, 45000, at_least(1), M, False),
-    ('group.share.max.session.timeout.ms', T.INT, 60000, at_least(1), M, False),
-    ('group.share.heartbeat.interval.ms', T.INT, 5000, at_least(1), M, False),
-    ('group.share.min.heartbeat.interval.ms', T.INT, 5000, at_least(1), M, False),
-    ('group.share.max.heartbeat.interval.ms', T.INT, 15000, at_least(1), M, False),
-    ('group.share.max.size', T.SHORT, 200, between(10, 1000), M, False),
     ('group.share.enable', T.BOOLEAN, False, None, M, False, True),
     ('group.share.max.groups', T.SHORT, 10, between(1, 100), M, False),
 ))

@@ -45,6 +45,9 @@ HANDLER_MODULES = (
     # the consumer group protocol (KIP-848)
     "consumer_group_heartbeat",
     "consumer_group_describe",
+    # share groups (KIP-932): membership and description, at the group coordinator
+    "share_group_heartbeat",
+    "share_group_describe",
     # share groups' start offsets (KIP-932): the admin APIs, at the group coordinator
     "describe_share_group_offsets",
     "alter_share_group_offsets",

@@ -25,7 +25,10 @@ consumer group protocol (KIP-848) in ``ConsumerOps``.  Consumer groups share the
 id space and the offsets: classic requests to a non-empty consumer group are served by it
 (``ClassicMembers``: its members that speak the classic protocol), an empty group of one
 kind gives way to a new group of the other, and a non-empty group changes kind online
-when ``group.consumer.migration.policy`` allows (``MigrationOps``).
+when ``group.consumer.migration.policy`` allows (``MigrationOps``).  Share groups (KIP-932)
+are ``ShareOps``'; they share the group id space but never change kind: a classic
+JoinGroup to a share group's id answers INCONSISTENT_GROUP_PROTOCOL, its SyncGroup,
+Heartbeat and LeaveGroup UNKNOWN_MEMBER_ID, as Kafka 4.x's.
 """
 from __future__ import annotations
 
@@ -50,6 +53,10 @@ from kafkapy.coordinator.group.migration_ops import MigrationOps
 from kafkapy.coordinator.group.offset_ops import OffsetOps
 from kafkapy.coordinator.group.persistence import Loaded
 from kafkapy.coordinator.group.results import JoinResult, SyncResult
+from kafkapy.coordinator.group.share.group import ShareGroup
+from kafkapy.coordinator.group.share.settings import ShareSettings
+from kafkapy.coordinator.group.share_admin_ops import ShareAdminOps
+from kafkapy.coordinator.group.share_ops import BrokerShareTimeouts, ShareOps, ShareTimeouts
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.group.txn_offsets import TxnOffsetOps
 from kafkapy.protocol.errors import ErrorCode as E
@@ -107,19 +114,28 @@ class _BrokerTimeouts:
         return self._consumer.heartbeat_interval_ms
 
 
-class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps, ClassicMembers,
-                       MigrationOps):
+class GroupCoordinator(ShareOps, ShareAdminOps, OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps,
+                       ClassicMembers, MigrationOps):
     def __init__(self, settings: GroupSettings, clock, deadlines: Deadlines, store, *,
                  consumer: ConsumerSettings = ConsumerSettings(),
                  topics: TopicView | None = None,
-                 timeouts: GroupTimeouts | None = None) -> None:
+                 timeouts: GroupTimeouts | None = None,
+                 share: ShareSettings = ShareSettings(),
+                 share_timeouts: ShareTimeouts | None = None,
+                 persister=None) -> None:
         """``consumer``: the consumer group protocol's settings; ``topics``: the metadata
         its assignors read; ``timeouts``: each group's session timeout and heartbeat
-        interval (its group configs, else the broker's)."""
+        interval (its group configs, else the broker's); ``share``, ``share_timeouts``:
+        the same for share groups; ``persister``: the share coordinator's
+        (``coordinator.share.persister.Persister``), which keeps share partitions' state."""
         self.settings = settings
         self.consumer = consumer
         self.topics = topics or _NoTopics()
         self.timeouts = timeouts or _BrokerTimeouts(consumer)
+        self.share = share
+        self.share_timeouts = share_timeouts or BrokerShareTimeouts(share)
+        self.persister = persister
+        self._share_tasks: set = set()   # share partitions being initialized
         self._clock = clock
         self._deadlines = deadlines
         self._store = store
@@ -146,8 +162,11 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps, ClassicMe
         for group_id in loaded.group_ids():
             offsets = loaded.offsets.get(group_id, {})
             stored = loaded.consumer_groups.get(group_id)
+            share = loaded.share_groups.get(group_id)
             if stored is not None:
                 self._install_consumer(group_id, stored, offsets)
+            elif share is not None:
+                self._install_share(share)
             else:
                 self._install(group_id, loaded.groups.get(group_id), offsets)
         self.install_pending_txn_offsets(loaded.pending_txn)  # open transactions' offsets
@@ -176,6 +195,8 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps, ClassicMe
         for group in self._groups.values():
             self._drop_group(group, E.NOT_COORDINATOR)
         self._groups.clear()
+        for task in list(self._share_tasks):
+            task.cancel()
         if self._cleanup_task is not None:
             self._cleanup_task.cancel()
 
@@ -214,6 +235,9 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps, ClassicMe
         if isinstance(group, ConsumerGroup):
             self._drop_consumer_group(group)
             return
+        if isinstance(group, ShareGroup):
+            self._drop_share_group(group)
+            return
         for member in group.members.values():
             member.answer_join(JoinResult(error, member.member_id))
             member.answer_sync(SyncResult(error))
@@ -251,6 +275,9 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps, ClassicMe
         if not error and not s.min_session_timeout_ms <= session_timeout_ms <= s.max_session_timeout_ms:
             error = E.INVALID_SESSION_TIMEOUT
         group = self._groups.get(group_id)
+        if not error and isinstance(group, ShareGroup) and not group.dead:
+            respond(JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, ""))
+            return
         if not error and isinstance(group, ConsumerGroup):
             if group.members and not group.dead:     # served as a consumer group member
                 self._classic_join(group, member_id, instance_id, protocol_type, protocols,
@@ -567,6 +594,9 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps, ClassicMe
              assignments: dict[str, bytes], respond: Respond) -> None:
         group = self._groups.get(group_id)
         error = self._group_error(group_id)
+        if not error and isinstance(group, ShareGroup):
+            respond(SyncResult(E.UNKNOWN_MEMBER_ID))
+            return
         if not error and isinstance(group, ConsumerGroup):
             self._classic_sync(group, generation, member_id, instance_id, protocol_type,
                                protocol_name, respond)
@@ -636,6 +666,8 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps, ClassicMe
                   generation: int) -> int:
         group = self._groups.get(group_id)
         error = self._group_error(group_id)
+        if not error and isinstance(group, ShareGroup):
+            return E.UNKNOWN_MEMBER_ID
         if not error and isinstance(group, ConsumerGroup):
             return self._classic_heartbeat(group, member_id, instance_id, generation)
         error = error or self._member_error(group, member_id, instance_id, generation)
@@ -655,7 +687,7 @@ class GroupCoordinator(OffsetOps, AdminOps, TxnOffsetOps, ConsumerOps, ClassicMe
         group = self._groups.get(group_id)
         if isinstance(group, ConsumerGroup):
             return 0, self._classic_leave(group, members)
-        if group is None:
+        if group is None or isinstance(group, ShareGroup):
             return 0, [E.UNKNOWN_MEMBER_ID] * len(members)
         if group.is_(_S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE, [E.COORDINATOR_NOT_AVAILABLE] * len(members)

@@ -23,7 +23,11 @@ is dropped: Kafka writes the classic tombstone first when it converts one, and r
 a log where it did not); a consumer group tombstone for an id that is no consumer group
 is ignored, and a ConsumerGroupMetadata tombstone removes the whole consumer group.
 Kafka's checks that a group or a member is emptied before its last tombstone are not
-made: the tombstone wins.  Record types this broker does not know (share groups) are
+made: the tombstone wins.  Share group records (types 10-15, ``share/records.py``) rebuild
+``Loaded.share_groups`` the same way: a record with a value makes the id a share group
+(a classic group is dropped; a record for a consumer group's id is skipped, as Kafka
+refuses such a log), its ShareGroupMetadata tombstone removes the group, and every other
+record is applied to the group in log order.  Record types this broker does not know are
 skipped, as Kafka's loader skips them.
 """
 from __future__ import annotations
@@ -32,6 +36,8 @@ from dataclasses import dataclass, field
 
 from kafkapy.coordinator.group import records as R
 from kafkapy.coordinator.group.consumer import records as C
+from kafkapy.coordinator.group.share import records as S
+from kafkapy.coordinator.group.share.group import GroupEpochDeleted, ShareGroup, is_tombstone
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
 from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode
@@ -140,20 +146,22 @@ def read_entries(log, pending_txn: dict | None = None) -> list[Entry]:
 
 @dataclass
 class Loaded:
-    """What one partition holds: classic groups, consumer groups and offsets per group id
-    (no id is both a classic and a consumer group)."""
+    """What one partition holds: classic groups, consumer groups, share groups and offsets
+    per group id (no id is two kinds of group)."""
     groups: dict[str, R.StoredGroup] = field(default_factory=dict)
     consumer_groups: dict[str, C.StoredConsumerGroup] = field(default_factory=dict)
+    share_groups: dict[str, ShareGroup] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
     # entries of transactions still open, by producer id
     pending_txn: dict[int, list[Entry]] = field(default_factory=dict)
 
     def group_ids(self) -> set[str]:
-        return (set(self.groups) | set(self.consumer_groups)
+        return (set(self.groups) | set(self.consumer_groups) | set(self.share_groups)
                 | {g for g, o in self.offsets.items() if o})
 
 
-def replay(entries: list[Entry]) -> Loaded:
+def replay(entries: list[Entry], now_ms: int = 0) -> Loaded:
+    """``now_ms``: the load's time, which share groups' state partition entries take."""
     loaded = Loaded()
     for key_bytes, value in entries:
         key = R.decode_key(key_bytes)
@@ -166,6 +174,7 @@ def replay(entries: list[Entry]) -> Loaded:
                 offsets[tp] = R.decode_offset_value(value)
         elif isinstance(key, R.GroupKey):
             loaded.consumer_groups.pop(key.group, None)
+            loaded.share_groups.pop(key.group, None)
             if value is None:
                 loaded.groups.pop(key.group, None)
             else:
@@ -174,6 +183,10 @@ def replay(entries: list[Entry]) -> Loaded:
             record = C.decode(key_bytes, value)
             if record is not None:
                 _replay_consumer_group(loaded, record)
+            else:
+                share = S.decode(key_bytes, value, now_ms)
+                if share is not None:
+                    _replay_share_group(loaded, *share)
     return loaded
 
 
@@ -192,8 +205,21 @@ def _replay_consumer_group(loaded: Loaded, record: C.ConsumerGroupRecord) -> Non
     group.replay(record)
 
 
-def load_partition(log) -> Loaded:
+def _replay_share_group(loaded: Loaded, group_id: str, change) -> None:
+    group = loaded.share_groups.get(group_id)
+    if group is None:
+        if is_tombstone(change) or group_id in loaded.consumer_groups:
+            return
+        loaded.groups.pop(group_id, None)
+        group = loaded.share_groups[group_id] = ShareGroup(group_id)
+    if isinstance(change, GroupEpochDeleted):
+        del loaded.share_groups[group_id]
+        return
+    group.apply(change)
+
+
+def load_partition(log, now_ms: int = 0) -> Loaded:
     pending: dict[int, list[Entry]] = {}
-    loaded = replay(read_entries(log, pending))
+    loaded = replay(read_entries(log, pending), now_ms)
     loaded.pending_txn = pending
     return loaded

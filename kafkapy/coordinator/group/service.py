@@ -7,8 +7,8 @@ capped by the live brokers, segment.bytes = offsets.topic.segment.bytes),
 follows that topic through the metadata cache's listeners (loading a partition
 when the cache names this broker its leader and the replica manager hosts it as
 leader, unloading when either stops: LeaderAndIsr making it a follower, StopReplica,
-UpdateMetadata), drops the offsets of deleted topics, and answers which broker
-coordinates a group.  Loading reads the log off the event loop, then installs
+UpdateMetadata), drops the offsets of deleted topics (and their share groups' share
+partitions), and answers which broker coordinates a group.  Loading reads the log off the event loop, then installs
 the result on the loop; an empty partition is installed at once.
 """
 from __future__ import annotations
@@ -23,6 +23,8 @@ from kafkapy.coordinator.group.consumer.types import TopicMetadata as ConsumerTo
 from kafkapy.coordinator.group.consumer_ops import GroupTimeouts
 from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSettings
 from kafkapy.coordinator.group.persistence import GroupStore, Loaded, load_partition
+from kafkapy.coordinator.group.share.settings import ShareSettings
+from kafkapy.coordinator.group.share_ops import ShareTimeouts
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node,
                                                 ensure_internal_topic, replicated)
@@ -33,6 +35,7 @@ if TYPE_CHECKING:   # annotations only
     from kafkapy.admin.manager import AdminManager
     from kafkapy.clock import Clock
     from kafkapy.config.broker import BrokerConfig
+    from kafkapy.coordinator.share.persister import Persister
     from kafkapy.metadata.cache import MetadataCache
     from kafkapy.purgatory import Timer
     from kafkapy.replication.replica_manager import ReplicaManager
@@ -67,17 +70,22 @@ class CacheTopics:
 class GroupService:
     def __init__(self, *, config: BrokerConfig, clock: Clock, node_id: int,
                  cache: MetadataCache, admin: AdminManager, replica_manager: ReplicaManager,
-                 timer: Timer, timeouts: GroupTimeouts | None = None) -> None:
+                 timer: Timer, timeouts: GroupTimeouts | None = None,
+                 share_timeouts: ShareTimeouts | None = None,
+                 persister: Persister | None = None) -> None:
         """``timer``: the broker's one timing wheel (session and rebalance deadlines);
         ``admin`` creates ``__consumer_offsets``; ``replica_manager`` hosts its
-        partitions and waits for their high watermark; ``timeouts``: each consumer
-        group's session timeout and heartbeat interval (its group configs)."""
+        partitions and waits for their high watermark; ``timeouts``, ``share_timeouts``:
+        each consumer and share group's session timeout and heartbeat interval (its group
+        configs); ``persister``: the share coordinator's, which keeps share partitions'
+        state."""
         self._config = config
         self._node_id = node_id
         self._cache = cache
         self._admin = admin
         self._replicas = replica_manager
         self._loop = asyncio.get_running_loop()
+        self._clock = clock
         self.settings = GroupSettings.from_config(config)
         timeout_ms = config["offsets.commit.timeout.ms"]
         # offsets.commit.required.acks (deprecated, default -1): other values skip the
@@ -89,7 +97,8 @@ class GroupService:
         self.coordinator = GroupCoordinator(
             self.settings, clock, Deadlines(timer), store,
             consumer=ConsumerSettings.from_config(config), topics=CacheTopics(cache),
-            timeouts=timeouts)
+            timeouts=timeouts, share=ShareSettings.from_config(config),
+            share_timeouts=share_timeouts, persister=persister)
         self._loads = PartitionLoads(self._loop, OFFSETS_TOPIC)
 
     def start(self) -> None:
@@ -128,7 +137,9 @@ class GroupService:
         if name != OFFSETS_TOPIC:
             if topic is None:  # deleted: its offsets go, as Kafka's handleDeletedPartitions
                 self.coordinator.handle_deleted_topic(name)
+                self.coordinator.share_topic_deleted(name)
             self.coordinator.consumer_topics_changed({name})
+            self.coordinator.share_topics_changed({name})
             return
         coordinator = self.coordinator
         led = set()
@@ -154,4 +165,6 @@ class GroupService:
             if self.coordinator.serves(index):
                 self.coordinator.finish_loading(index, loaded)
 
-        self._loads.start(index, partition.log, load_partition, finish, Loaded())
+        now = self._clock.time_ms()
+        self._loads.start(index, partition.log, lambda log: load_partition(log, now), finish,
+                          Loaded())

@@ -17,7 +17,7 @@ BROKER = BrokerConfig.from_properties({"broker.id": "0"})
 
 # -- broker keys ---------------------------------------------------------------------------------
 def test_kafka_4_defaults_and_keys_no_longer_internal():
-    assert BROKER["group.coordinator.rebalance.protocols"] == ["classic", "consumer"]
+    assert BROKER["group.coordinator.rebalance.protocols"] == ["classic", "consumer", "share"]
     assert BROKER["group.consumer.assignors"] == ["uniform", "range"]
     assert BROKER["group.consumer.migration.policy"] == "bidirectional"
     assert (BROKER["group.consumer.session.timeout.ms"],
@@ -83,7 +83,7 @@ def test_broker_settings_checked_as_kafka_4_checks_them_at_start(props, message)
 
 # -- validation ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("configs,message", [
-    ({"share.session.timeout.ms": "50000"}, "Unknown group config name: share.session.timeout.ms"),
+    ({"share.session.timeout": "50000"}, "Unknown group config name: share.session.timeout"),
     ({G.SESSION_TIMEOUT_MS: "soon"},
      "Invalid value soon for configuration consumer.session.timeout.ms: Not a number of type INT"),
     ({G.HEARTBEAT_INTERVAL_MS: "0"},
@@ -177,9 +177,93 @@ def test_unreadable_overrides_fall_back_to_the_brokers_values(store):
 
 def test_describe_lists_every_key_with_its_source():
     entries = G.describe(BROKER, {G.HEARTBEAT_INTERVAL_MS: "6000"}, None, True, True)
+    assert [e.name for e in entries] == sorted(k.name for k in G.GROUP_CONFIGS)
+    entries = [e for e in entries if e.name.startswith("consumer.")]
     assert [(e.name, e.value, e.source, e.synonyms, e.read_only, e.config_type) for e in entries] == [
         (G.HEARTBEAT_INTERVAL_MS, "6000", 8, [(G.HEARTBEAT_INTERVAL_MS, "6000", 8)], False, 3),
         (G.SESSION_TIMEOUT_MS, "45000", 5, [(G.SESSION_TIMEOUT_MS, "45000", 5)], False, 3)]
     assert all(e.documentation for e in entries)
     [only] = G.describe(BROKER, {}, [G.SESSION_TIMEOUT_MS])
     assert (only.name, only.synonyms, only.documentation) == (G.SESSION_TIMEOUT_MS, [], None)
+
+
+# -- share groups ------------------------------------------------------------------------------
+def test_share_group_broker_keys_with_kafka_42s_defaults():
+    assert [BROKER[f"group.share.{k}"] for k in (
+        "session.timeout.ms", "min.session.timeout.ms", "max.session.timeout.ms",
+        "heartbeat.interval.ms", "min.heartbeat.interval.ms", "max.heartbeat.interval.ms",
+        "max.size", "assignors")] == [45000, 45000, 60000, 5000, 5000, 15000, 200, ["simple"]]
+    assert BROKER_CONFIGS["group.share.initialize.retry.interval.ms"].internal
+    with pytest.raises(ConfigError, match="^group.share.assignors must contain exactly one "
+                                          "assignor, but found 2$"):
+        BrokerConfig.from_properties({"group.share.assignors": "simple,simple"})
+    with pytest.raises(ConfigError, match="group.share.max.size"):
+        BrokerConfig.from_properties({"group.share.max.size": "1001"})
+
+
+def test_share_broker_settings_checked_at_start_as_kafka_checks_them():
+    G.check_broker_settings(BROKER)
+    bad = BrokerConfig.from_properties({"group.share.heartbeat.interval.ms": "15000",
+                                        "group.share.max.heartbeat.interval.ms": "60000",
+                                        "group.share.session.timeout.ms": "45000",
+                                        "group.share.min.session.timeout.ms": "1000"})
+    G.check_broker_settings(bad)
+    worse = BrokerConfig.from_properties({"group.share.heartbeat.interval.ms": "50000",
+                                          "group.share.max.heartbeat.interval.ms": "60000"})
+    with pytest.raises(ConfigError, match="^group.share.heartbeat.interval.ms must be less than "
+                                          "group.share.session.timeout.ms$"):
+        G.check_broker_settings(worse)
+
+
+@pytest.mark.parametrize("configs,message", [
+    ({G.SHARE_SESSION_TIMEOUT_MS: "44999"},
+     "share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms"),
+    ({G.SHARE_HEARTBEAT_INTERVAL_MS: "15001"},
+     "share.heartbeat.interval.ms must be less than or equal to "
+     "group.share.max.heartbeat.interval.ms"),
+    ({G.SHARE_RECORD_LOCK_DURATION_MS: "14000"},
+     "share.record.lock.duration.ms must be greater than or equal to "
+     "group.share.min.record.lock.duration.ms"),
+    ({G.SHARE_RECORD_LOCK_DURATION_MS: "999"},
+     "Invalid value 999 for configuration share.record.lock.duration.ms: "
+     "Value must be at least 1000"),
+    ({G.SHARE_AUTO_OFFSET_RESET: "by_duration:-PT1S"},
+     "Invalid value by_duration:-PT1S for configuration share.auto.offset.reset: "
+     "[latest, earliest, by_duration:PnDTnHnMn.nS]"),
+    ({G.SHARE_ISOLATION_LEVEL: "serializable"},
+     "Invalid value serializable for configuration share.isolation.level: "
+     "String must be one of: read_committed, read_uncommitted"),
+    ({G.DEAD_LETTER_TOPIC: "__dlq"},
+     "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'"),
+])
+def test_share_refusals(configs, message):
+    with pytest.raises(ConfigError) as err:
+        G.validate(configs, BROKER)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("text,millis", [
+    ("PT1H", 3_600_000), ("P1DT2H3M4.5S", 93_784_500), ("pt0.25s", 250), ("PT-1S", -1000),
+    ("P", None), ("PT", None), ("1H", None), ("PT1.5M", None)])
+def test_iso_8601_durations_as_java_reads_them(text, millis):
+    assert G.duration_ms(text) == millis
+
+
+def test_share_settings_effective_values(store):
+    configs = G.GroupConfigs(store, BROKER, MockClock())
+    default = configs.share("s")
+    assert default == G.ShareGroupConfig(
+        session_timeout_ms=45000, heartbeat_interval_ms=5000, record_lock_duration_ms=30000,
+        delivery_count_limit=5, partition_max_record_locks=2000, auto_offset_reset="latest",
+        isolation_level="read_uncommitted", dead_letter_topic=None, backoff_ms=0,
+        backoff_max_ms=60000)
+    assert default.auto_offset_reset_duration_ms is None
+    G.write(store, "t", {G.SHARE_AUTO_OFFSET_RESET: "BY_DURATION:PT1M",
+                         G.SHARE_RECORD_LOCK_DURATION_MS: "20000",
+                         G.DEAD_LETTER_TOPIC: "dlq.t", G.REDELIVERY_BACKOFF_MS: "100",
+                         G.SHARE_SESSION_TIMEOUT_MS: "50000"})
+    t = configs.share("t")
+    assert (t.auto_offset_reset, t.auto_offset_reset_duration_ms, t.record_lock_duration_ms,
+            t.dead_letter_topic, t.backoff_ms) == ("by_duration:PT1M", 60000, 20000, "dlq.t", 100)
+    assert (configs.share_session_timeout_ms("t"), configs.share_heartbeat_interval_ms("t"),
+            configs.session_timeout_ms("t")) == (50000, 5000, 45000)

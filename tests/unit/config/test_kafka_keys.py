@@ -52,7 +52,7 @@ def kafka_keys(tmp_path) -> dict[str, tuple[str, str, bool]]:
 # The consumer group protocol (KIP-848) is served as Kafka 4.0 serves it, with Kafka 4.0's
 # defaults (its GroupCoordinatorConfig): name -> (default, internal) where they differ from 3.9.
 KAFKA_40_KEYS = {
-    "group.coordinator.rebalance.protocols": ("classic,consumer", False),
+    "group.coordinator.rebalance.protocols": ("classic,consumer,share", False),
     "group.consumer.assignors": ("uniform,range", False),
     "group.consumer.migration.policy": ("bidirectional", False),
 }
@@ -62,6 +62,9 @@ KAFKA_40_KEYS = {
 # KIP-1191's dead-letter prefix): name -> (type, default, internal).
 KAFKA_42_KEYS = {
     "group.share.max.share.sessions": ("INT", "2000", False),
+    "group.share.max.size": ("INT", "200", False),
+    "group.share.assignors": ("LIST", "simple", False),
+    "group.share.initialize.retry.interval.ms": ("INT", "30000", True),
     "share.fetch.purgatory.purge.interval.requests": ("INT", "1000", False),
     "errors.deadletterqueue.topic.name.prefix": ("STRING", "dlq.", False),
     # ShareGroupConfig: Kafka 4.2 raised the in-flight record limit from 3.9's 200
@@ -117,12 +120,12 @@ def test_node_id_and_broker_id_stand_in_for_each_other():
 
 
 def test_kafka_only_keys_are_accepted_validated_and_sensitive_when_secret():
-    cfg = BrokerConfig.from_properties({"sasl.jaas.config": "x required;", "group.share.max.size": "20"})
+    cfg = BrokerConfig.from_properties({"sasl.jaas.config": "x required;", "group.share.max.groups": "20"})
     [jaas] = describe_broker(cfg, ["sasl.jaas.config"])
     assert jaas.is_sensitive and jaas.value is None and not jaas.read_only
-    with pytest.raises(ConfigError, match="Invalid value 5 for configuration group.share.max.size: "
-                                          "Value must be at least 10"):
-        BrokerConfig.from_properties({"group.share.max.size": "5"})
+    with pytest.raises(ConfigError, match="Invalid value 101 for configuration group.share.max.groups: "
+                                          "Value must be no more than 100"):
+        BrokerConfig.from_properties({"group.share.max.groups": "101"})
 
 
 def test_zero_connections_per_ip_needs_overrides_like_kafka():

@@ -75,6 +75,8 @@ EXPECTED_RANGES = {
     67: (0, 0),   # AllocateProducerIds
     68: (0, 1),   # ConsumerGroupHeartbeat (Kafka 4.x)
     69: (0, 1),   # ConsumerGroupDescribe (Kafka 4.x)
+    76: (1, 1),   # ShareGroupHeartbeat (Kafka 4.x)
+    77: (1, 1),   # ShareGroupDescribe (Kafka 4.x)
     78: (1, 2),   # ShareFetch (Kafka 4.x)
     79: (1, 2),   # ShareAcknowledge (Kafka 4.x)
     83: (0, 0),   # InitializeShareGroupState (Kafka 4.x)

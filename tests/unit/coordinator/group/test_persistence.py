@@ -163,7 +163,7 @@ def test_offsets_stay_apart_and_other_record_types_are_skipped():
     offset = OffsetAndMetadata(5, -1, "", 1000)
     entries = ([(R.offset_key("g", "t", 0), R.offset_value(offset))]
                + _join("g", "m1", 1, A1)
-               + [(b"\x00\x0b\x00\x01s", b"\x00\x00\x00\x00\x00\x01\x00"),  # a share group's
+               + [(b"\x00\x09\x00\x01s", b"\x00\x00\x00\x00\x00\x01\x00"),  # Kafka 4.0's type 9
                   (R.offset_key("only-offsets", "t", 0), R.offset_value(offset))])
     loaded = replay(entries)
     assert loaded.offsets["g"] == {("t", 0): offset}

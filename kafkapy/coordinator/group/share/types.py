@@ -1,0 +1,134 @@
+"""The share group protocol's values (KIP-932): what a member asked for and holds, what
+a heartbeat brings and answers, how ShareGroupDescribe shows a group, and which share
+partitions have their state initialized in the share coordinator.
+
+Every value is immutable; the group replaces a member, it never changes one.  An
+``Assignment`` (topic id -> partitions) is the consumer group protocol's
+(``consumer.types``): empty topics are never kept.  Unlike a consumer group, a share
+group may assign one partition to several members at once.
+"""
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from kafkapy.coordinator.group.consumer.types import Assignment, MemberState
+
+__all__ = ["Assignment", "MemberState", "ShareGroupState", "ShareSubscription", "ShareMember",
+           "InitTopic", "StatePartitions", "ShareHeartbeatRequest", "ShareHeartbeatResult",
+           "DescribedShareMember", "DescribedShareGroup", "JOIN_EPOCH", "LEAVE_EPOCH",
+           "NO_SUBSCRIPTION"]
+
+#: Member epochs a heartbeat carries with a meaning of their own.
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+
+
+class ShareGroupState(enum.Enum):
+    """Kafka's ShareGroup.ShareGroupState, with the names ListGroups and
+    ShareGroupDescribe answer: Empty without members, else Stable."""
+    EMPTY = "Empty"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSubscription:
+    """What a member asked for (ShareGroupMemberMetadataValue's fields)."""
+    client_id: str = ""
+    client_host: str = ""
+    rack_id: str | None = None
+    topic_names: frozenset[str] = frozenset()
+
+
+#: Kafka's ShareGroupMember.Builder defaults: a member known only from its current
+#: assignment record.
+NO_SUBSCRIPTION = ShareSubscription()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMember:
+    """Kafka's ShareGroupMember: its subscription, its epochs and the partitions it is
+    assigned (ShareGroupCurrentMemberAssignmentValue's fields)."""
+    member_id: str
+    subscription: ShareSubscription = NO_SUBSCRIPTION
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: MemberState = MemberState.STABLE
+    assigned: Assignment = field(default_factory=dict)
+
+    def with_(self, **changes) -> "ShareMember":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class InitTopic:
+    """One topic's share partitions in ShareGroupStatePartitionMetadata (Kafka's
+    InitMapValue): its name, partitions, and when they were added (the coordinator's
+    clock; a load replays every entry at the loading time, as Kafka does)."""
+    name: str
+    partitions: frozenset[int]
+    timestamp: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class StatePartitions:
+    """Which share partitions of the group have state in the share coordinator
+    (ShareGroupStatePartitionMetadataValue): being initialized, initialized (only these
+    are assigned), or being deleted (topic id -> name)."""
+    initializing: Mapping[uuid.UUID, InitTopic] = field(default_factory=dict)
+    initialized: Mapping[uuid.UUID, InitTopic] = field(default_factory=dict)
+    deleting: Mapping[uuid.UUID, str] = field(default_factory=dict)
+
+
+# -- what the handlers hand the coordinator, and what they get back --------------------------
+@dataclass(frozen=True, slots=True)
+class ShareHeartbeatRequest:
+    """A ShareGroupHeartbeat, decoded: ``None`` fields were not sent (null: unchanged
+    since the last heartbeat)."""
+    group_id: str
+    member_id: str
+    member_epoch: int
+    client_id: str
+    client_host: str
+    rack_id: str | None = None
+    subscribed_topic_names: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareHeartbeatResult:
+    """The ShareGroupHeartbeat answer; ``assignment`` None: not sent (unchanged)."""
+    error: int = 0
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedShareMember:
+    """One member as ShareGroupDescribe shows it (topic names in Kafka's HashSet order)."""
+    member_id: str
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    assigned: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedShareGroup:
+    """One group as ShareGroupDescribe shows it; ``error`` non-zero: nothing else set
+    (GROUP_ID_NOT_FOUND for a group that is not a share group, NOT_COORDINATOR, ...)."""
+    group_id: str
+    error: int = 0
+    message: str | None = None
+    state: str = "Dead"
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedShareMember, ...] = ()
