@@ -332,7 +332,8 @@ class Broker:
         self.groups = GroupService(config=self.config, clock=self.clock, node_id=self.node_id,
                                    cache=self.cache, admin=self.admin,
                                    replica_manager=self.replica_manager, timer=self.timer,
-                                   timeouts=self.group_configs)
+                                   timeouts=self.group_configs, share_timeouts=self.group_configs,
+                                   persister=self.share_persister)
         self.groups.start()
         self._start_share_partitions()
         self._start_transactions()
