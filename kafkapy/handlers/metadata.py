@@ -19,7 +19,8 @@ Behaviour (Kafka 3.9, ZooKeeper mode):
   when named (listed last); a missing topic to be auto-created needs CREATE on CLUSTER or
   on the topic, else TOPIC_AUTHORIZATION_FAILED (listed before those); authorized
   operations are the principal's.
-- Internal topics (``__consumer_offsets``, ``__transaction_state``) carry the
+- Internal topics (``__consumer_offsets``, ``__transaction_state``,
+  ``__share_group_state``) carry the
   internal flag, in error answers too; auto-creation creates them with their
   coordinator's settings, as Kafka's AutoTopicCreationManager does.
 - Order (Kafka's): existing topics, then missing ones; with auto-creation the
@@ -51,7 +52,8 @@ import weakref
 
 from kafkapy.handlers.common import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from kafkapy.handlers.spliced import Spliced, cut_array
-from kafkapy.metadata.topics import (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, invalid_topic_reason,
+from kafkapy.metadata.topics import (OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC,
+                                     TRANSACTION_STATE_TOPIC, invalid_topic_reason,
                                      is_internal)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -193,6 +195,8 @@ def _auto_create(ctx, name: str):
             services.groups.ensure_topic()
         elif name == TRANSACTION_STATE_TOPIC and services.txn_coordinator is not None:
             services.txn_coordinator.ensure_topic()
+        elif name == SHARE_GROUP_STATE_TOPIC:
+            services.share_coordinator.ensure_topic()
         elif is_internal(name):
             return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
         else:
