@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import struct
 import uuid
 from collections.abc import Sequence
@@ -64,6 +63,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from kafkapy.config.group_configs import ShareGroupConfig
 from kafkapy.coordinator.share.persister import Persister, ShareState
 from kafkapy.log.segment import FetchSlice
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -89,24 +89,12 @@ _RETRY_S = 0.5
 # Persister answers after which the share partition is dropped (Kafka's fenced handler).
 _FENCING = frozenset({ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH,
                       ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
-_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
-
-
-class ShareGroupSettings(Protocol):
-    """What the share-partition leader reads of a share group's configs (the group
-    configs' ``ShareGroupConfig``)."""
-
-    record_lock_duration_ms: int
-    auto_offset_reset: str
-    isolation_level: str
-    delivery_count_limit: int
-    dead_letter_topic: str | None
-    backoff_ms: int
-    backoff_max_ms: int
 
 
 class ShareGroupConfigs(Protocol):
-    def share(self, group_id: str) -> ShareGroupSettings: ...
+    """Where a share group's effective configs come from (``GroupConfigs``)."""
+
+    def share(self, group_id: str) -> ShareGroupConfig: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +309,7 @@ class SharePartitionManager:
         settings = self._settings(group_id)
         share = SharePartition(
             group_id, tip.topic_id, tip.topic, tip.partition, clock=self._clock,
-            max_in_flight_records=self._config.get("group.share.partition.max.record.locks", 2000),
+            max_in_flight_records=settings.partition_max_record_locks,
             delivery_count_limit=settings.delivery_count_limit,
             lock_duration_ms=settings.record_lock_duration_ms,
             leader_epoch=partition.leader_epoch)
@@ -370,11 +358,11 @@ class SharePartitionManager:
     def _reset_offset(self, entry: _Entry) -> int:
         """Kafka's startOffsetDuringInitialization for share.auto.offset.reset."""
         partition = self._replicas.partitions[entry.topic_partition]
-        reset = str(self._settings(entry.group_id).auto_offset_reset).strip().lower()
-        if reset == "earliest":
+        settings = self._settings(entry.group_id)
+        if settings.auto_offset_reset == "earliest":
             return partition.log.log_start_offset
-        if reset.startswith("by_duration:"):
-            duration = _duration_ms(reset.split(":", 1)[1].upper())
+        duration = settings.auto_offset_reset_duration_ms
+        if duration is not None:
             found = partition.log.offset_for_timestamp(self._clock.time_ms() - duration)
             if found is not None and found[0] < partition.high_watermark:
                 return found[0]
@@ -388,15 +376,14 @@ class SharePartitionManager:
         share.delivery_count_limit = settings.delivery_count_limit
         share.backoff_ms = settings.backoff_ms
         share.backoff_max_ms = settings.backoff_max_ms
-        share.max_in_flight_records = self._config.get(
-            "group.share.partition.max.record.locks", share.max_in_flight_records)
+        share.max_in_flight_records = settings.partition_max_record_locks
         target = None
         if self._dead_letters is not None:
             target = self._dead_letters.target(settings.dead_letter_topic)
         entry.dead_letter_target = target
         share.dead_letters = target is not None
 
-    def _settings(self, group_id: str) -> ShareGroupSettings:
+    def _settings(self, group_id: str) -> ShareGroupConfig:
         return self._group_configs.share(group_id)
 
     def _alive(self, entry: _Entry) -> bool:
@@ -535,8 +522,7 @@ class SharePartitionManager:
         return partition.high_watermark
 
     def _read_committed(self, group_id: str) -> bool:
-        return str(self._settings(group_id).isolation_level).strip().lower() in (
-            "read_committed", "1")
+        return self._settings(group_id).isolation_level == "read_committed"
 
     def _has_data(self, entry: _Entry) -> bool:
         """Ready, able to acquire, and records are there from its next fetch offset."""
@@ -738,16 +724,6 @@ def _rotated(partitions: list, epoch: int) -> list:
         return partitions
     shift = epoch % len(partitions)
     return partitions[shift:] + partitions[:shift]
-
-
-def _duration_ms(text: str) -> int:
-    """An ISO-8601 duration as Java's Duration.parse reads the common forms (PnDTnHnMn.nS)."""
-    match = _DURATION.match(text.strip())
-    if match is None:
-        raise ValueError(f"not an ISO-8601 duration: {text}")
-    days, hours, minutes, seconds = match.groups()
-    total = (int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes or 0) * 60) * 1000
-    return total + int(float(seconds or 0) * 1000)
 
 
 def _batch_headers(found: list[FetchSlice]) -> list[tuple[FetchSlice, BatchHeader]]:

@@ -6,14 +6,17 @@ state loaded afresh after leadership moves, fencing by the persisted state, sess
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
+from kafkapy.config.group_configs import ShareGroupConfig
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import CONTROL_ABORT, build_batch, build_control_batch, decode_records
 from kafkapy.replication.fetch_session import TopicIdPartition
+from kafkapy.coordinator.share.persister import StateBatch
+from kafkapy.share.dead_letters import DeadLetterSource, DeadLetterWriter, dead_letter_headers
 from kafkapy.share.manager import PartitionFetch, ShareFetchParams, SharePartitionManager
 from kafkapy.share.partition import AcknowledgementBatch, AcknowledgeType
 from kafkapy.testing import MockClock, broker
@@ -25,22 +28,21 @@ LOCK_MS = 30_000
 ACCEPT, RELEASE, REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
 
 
-@dataclass
-class Settings:
-    record_lock_duration_ms: int = LOCK_MS
-    auto_offset_reset: str = "earliest"
-    isolation_level: str = "read_uncommitted"
-    delivery_count_limit: int = 5
-    dead_letter_topic: str | None = None
-    backoff_ms: int = 0
-    backoff_max_ms: int = 0
-
-
 class GroupConfigs:
-    def __init__(self) -> None:
-        self.settings = Settings()
+    """One share group's settings, changed by the tests."""
 
-    def share(self, group_id: str) -> Settings:
+    def __init__(self) -> None:
+        self.settings = ShareGroupConfig(
+            session_timeout_ms=45_000, heartbeat_interval_ms=5_000,
+            record_lock_duration_ms=LOCK_MS, delivery_count_limit=5,
+            partition_max_record_locks=2000, auto_offset_reset="earliest",
+            isolation_level="read_uncommitted", dead_letter_topic=None, backoff_ms=0,
+            backoff_max_ms=0)
+
+    def set(self, **changes) -> None:
+        self.settings = replace(self.settings, **changes)
+
+    def share(self, group_id: str) -> ShareGroupConfig:
         return self.settings
 
 
@@ -140,7 +142,7 @@ async def test_first_use_reads_the_state_with_the_leader_epoch_and_persists_the_
 
 
 async def test_latest_reset_skips_what_was_there(leader):
-    leader.configs.settings.auto_offset_reset = "latest"
+    leader.configs.set(auto_offset_reset="latest")
     leader.produce(b"old", b"older")
     assert (await leader.loaded_fetch()).acquired == []
     leader.produce(b"new")
@@ -150,7 +152,7 @@ async def test_latest_reset_skips_what_was_there(leader):
 
 
 async def test_by_duration_reset_uses_the_time_index(leader):
-    leader.configs.settings.auto_offset_reset = "by_duration:PT1H"
+    leader.configs.set(auto_offset_reset="by_duration:PT1H")
     now = leader.server.clock.time_ms()
     leader.append(build_batch([(None, b"old", (), now - 7_200_000)]))
     leader.append(build_batch([(None, b"recent", (), now - 60_000)]))
@@ -249,7 +251,7 @@ async def test_max_records_is_shared_and_soft_at_batch_ends(leader):
 
 
 async def test_read_committed_leaves_aborted_records_out(leader):
-    leader.configs.settings.isolation_level = "read_committed"
+    leader.configs.set(isolation_level="read_committed")
     leader.produce(b"committed")
     now = leader.server.clock.time_ms()
     leader.append(build_batch([(None, b"aborted", (), now)], producer_id=7, producer_epoch=0,
@@ -306,3 +308,93 @@ async def test_closing_a_session_releases_the_members_records(leader):
     await _settle()
     answer = await leader.fetch("m2")
     assert [tuple(a) for a in answer.acquired] == [(0, 0, 1)]
+
+
+# -- dead letters --------------------------------------------------------------------------
+DLQ = "dlq.events"
+
+
+async def dead_letter_leader(leader, **dlq_configs) -> Leader:
+    """``leader``'s broker with a dead-letter topic and a manager that writes to it."""
+    server = leader.server
+    await leader.b.create_topic(DLQ, 1, **dlq_configs)
+    leader.configs.set(dead_letter_topic=DLQ, delivery_count_limit=2)
+    leader.manager.shutdown()
+    node = Leader(leader.b, leader.persister, leader.configs)
+    node.manager = SharePartitionManager(
+        config=server.config, clock=server.clock, replica_manager=server.replica_manager,
+        cache=server.cache, persister=leader.persister, group_configs=leader.configs,
+        timer=server.timer, dead_letters=DeadLetterWriter(
+            replica_manager=server.replica_manager, cache=server.cache, config=server.config,
+            topic_config_of=lambda n: server.topic_config(n) if server.cache.topic(n) else None,
+            clock=server.clock, endpoint_of=lambda broker: None))
+    return node
+
+
+async def dead_letters(node) -> list:
+    for _ in range(50):
+        await _settle()
+    return await node.b.records(DLQ)
+
+
+def headers(record) -> dict[str, bytes]:
+    return {k: v for k, v in record.headers if k.startswith("__dlq.")}
+
+
+async def test_a_rejected_record_is_copied_to_the_dead_letter_topic_then_archived(leader):
+    node = await dead_letter_leader(leader, **{"errors.deadletterqueue.group.enable": "true"})
+    node.produce(b"a", b"b")
+    await node.loaded_fetch()
+    assert await node.ack(0, 0, REJECT) == 0
+    assert await node.ack(1, 1, ACCEPT) == 0
+    [record] = await dead_letters(node)
+    assert (record.key, record.value) == (b"k", b"a")
+    assert ("h", b"v") in record.headers
+    assert headers(record) == {
+        "__dlq.errors.topic": TOPIC.encode(), "__dlq.errors.partition": b"0",
+        "__dlq.errors.offset": b"0", "__dlq.errors.group": GROUP.encode(),
+        "__dlq.errors.delivery.count": b"1", "__dlq.errors.reason": b"rejected"}
+    assert node.stored().start_offset == 2
+    node.manager.shutdown()
+
+
+async def test_the_delivery_count_limit_dead_letters_with_its_reason(leader):
+    node = await dead_letter_leader(leader, **{"errors.deadletterqueue.group.enable": "true"})
+    node.produce(b"poison")
+    await node.loaded_fetch()
+    assert await node.ack(0, 0, RELEASE) == 0
+    await node.fetch()
+    assert await node.ack(0, 0, RELEASE) == 0           # second delivery: the limit
+    [record] = await dead_letters(node)
+    assert headers(record)["__dlq.errors.reason"] == b"delivery_count_limit"
+    assert headers(record)["__dlq.errors.delivery.count"] == b"2"
+    assert (await node.fetch("m2")).acquired == []
+    node.manager.shutdown()
+
+
+async def test_a_topic_not_enabled_for_dead_letters_is_not_written(leader):
+    node = await dead_letter_leader(leader)
+    node.produce(b"a")
+    await node.loaded_fetch()
+    assert await node.ack(0, 0, REJECT) == 0
+    assert await dead_letters(node) == []
+    assert node.stored().start_offset == 1
+    node.manager.shutdown()
+
+
+async def test_a_failover_after_the_append_does_not_append_again(leader):
+    node = await dead_letter_leader(leader, **{"errors.deadletterqueue.group.enable": "true"})
+    node.produce(b"a", b"b")
+    # The last leader persisted offsets 0-1 pending (AVAILABLE at the limit) and appended
+    # offset 0 before it died; offset 1 was not appended.
+    source = DeadLetterSource(GROUP, TOPIC, 0)
+    now = node.server.clock.time_ms()
+    node.append(build_batch([(b"k", b"a", dead_letter_headers(source, 0, 2, "rejected"), now)]),
+                topic=DLQ)
+    await node.persister.write(GROUP, node.topic_id, 0, state_epoch=0, leader_epoch=0,
+                               start_offset=0, batches=[StateBatch(0, 1, 0, 2)])
+    await node.loaded_fetch()
+    records = await dead_letters(node)
+    assert [headers(r)["__dlq.errors.offset"] for r in records] == [b"0", b"1"]
+    assert node.stored().start_offset == 2
+    node.manager.shutdown()
