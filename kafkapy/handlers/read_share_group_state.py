@@ -20,8 +20,9 @@ _Batch = _Partition.StateBatch
 
 
 def _error(partition: int, error: int, message: str | None):
+    # the other fields at their schema defaults, as Kafka's toErrorResponseData leaves them
     return _Partition(partition=partition, error_code=error, error_message=message,
-                      state_epoch=0, start_offset=-1, state_batches=[])
+                      state_epoch=0, start_offset=0, state_batches=[])
 
 
 def _result(p, state):

@@ -48,6 +48,9 @@ _TO_NOT_AVAILABLE = {E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
                      E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT}
 _TO_UNKNOWN = {E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE}
 
+_NOT_SERVED = "This is not the correct coordinator."
+_LOADING = "The coordinator is loading and hence can't process requests."
+
 #: (error code, message): what initialize, write and delete answer.
 Answer = tuple[int, str | None]
 
@@ -178,20 +181,19 @@ class ShareCoordinator:
         return await self._run(key, lambda shard: shard.delete(key))
 
     async def read(self, key: ShareKey, *, leader_epoch: int) -> ShareState:
-        answer = await self._run(key, lambda shard: shard.read(key, leader_epoch=leader_epoch))
-        return answer if isinstance(answer, ShareState) else ShareState(*answer)
+        return _as_state(await self._run(
+            key, lambda shard: shard.read(key, leader_epoch=leader_epoch)))
 
     async def read_summary(self, key: ShareKey) -> ShareState:
-        answer = await self._run(key, lambda shard: Decision(shard.read_summary(key)))
-        return answer if isinstance(answer, ShareState) else ShareState(*answer)
+        return _as_state(await self._run(key, lambda shard: Decision(shard.read_summary(key))))
 
     async def _run(self, key: ShareKey, decide: Callable[[ShareStateShard], Decision]):
         index = self.partition_for(key)
         served = self._served.get(index)
         if served is None:
-            return E.NOT_COORDINATOR, None
+            return E.NOT_COORDINATOR, _NOT_SERVED
         if served.shard is None:
-            return E.COORDINATOR_LOAD_IN_PROGRESS, None
+            return E.COORDINATOR_LOAD_IN_PROGRESS, _LOADING
         decision = decide(served.shard)
         error = _error_of(decision.answer)
         if error or not decision.records:
@@ -200,7 +202,7 @@ class ShareCoordinator:
             return _answer(decision)
         code = await self._append(index, served, decision)
         if code:
-            return client_error(code), f"Unable to write share group state: {error_name(code)}"
+            return client_error(code), f"Unable to write share group state: {error_name(code)}."
         return _answer(decision)
 
     async def _append(self, index: int, served: _Served, decision: Decision) -> int:
@@ -250,6 +252,13 @@ class ShareCoordinator:
             if to_write and await self._append_records(index, served, to_write) == 0:
                 written += len(to_write)
         return written
+
+
+def _as_state(answer) -> ShareState:
+    if isinstance(answer, ShareState):
+        return answer
+    code, message = answer
+    return ShareState(code, message=message)
 
 
 def _error_of(answer) -> int:

@@ -64,6 +64,14 @@ from kafkapy.metadata.topics import parse_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode
 
 _NO_OFFSET = 2**63 - 1
+#: Kafka's Errors.message() of the errors the checks answer with it.
+KAFKA_MESSAGES = {
+    ErrorCode.FENCED_LEADER_EPOCH:
+        "The leader epoch in the request is older than the epoch on the broker.",
+    ErrorCode.FENCED_STATE_EPOCH: "The share coordinator rejected the request because the "
+                                  "share-group state epoch did not match.",
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+}
 _NEGATIVE_PARTITION = "The partition id cannot be a negative number."
 _READ_UNINITIALIZED = "Read on uninitialized share partition."
 _WRITE_UNINITIALIZED = "Write on uninitialized share partition."
@@ -249,9 +257,9 @@ class ShareStateShard:
             return Decision(ErrorCode.INVALID_REQUEST, message=_NEGATIVE_PARTITION)
         entry = self._entries.get(key)
         if state_epoch != -1 and entry is not None and entry.state_epoch > state_epoch:
-            return Decision(ErrorCode.FENCED_STATE_EPOCH)
+            return _refused(ErrorCode.FENCED_STATE_EPOCH)
         if not self.partition_exists(key.topic_id, key.partition):
-            return Decision(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return _refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         now = self.time_ms()
         value = ShareGroupOffset(
             snapshot_epoch=0 if entry is None else entry.offset.snapshot_epoch + 1,
@@ -271,9 +279,9 @@ class ShareStateShard:
             return Decision(ErrorCode.INVALID_REQUEST, message=_WRITE_UNINITIALIZED)
         fenced = self._fenced(entry, leader_epoch=leader_epoch, state_epoch=state_epoch)
         if fenced:
-            return Decision(fenced)
+            return _refused(fenced)
         if not self.partition_exists(key.topic_id, key.partition):
-            return Decision(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return _refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         record = self._progress_record(key, entry, state_epoch=state_epoch,
                                        leader_epoch=leader_epoch, start_offset=start_offset,
                                        batches=batches,
@@ -287,9 +295,9 @@ class ShareStateShard:
         if entry is None:
             return Decision(ShareState(ErrorCode.INVALID_REQUEST, message=_READ_UNINITIALIZED))
         if self._fenced(entry, leader_epoch=leader_epoch, state_epoch=-1):
-            return Decision(ShareState(ErrorCode.FENCED_LEADER_EPOCH))
+            return Decision(_failed(ErrorCode.FENCED_LEADER_EPOCH))
         if not self.partition_exists(key.topic_id, key.partition):
-            return Decision(ShareState(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            return Decision(_failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         stored = entry.offset
         answer = ShareState(0, state_epoch=stored.state_epoch, start_offset=stored.start_offset,
                             leader_epoch=stored.leader_epoch, batches=stored.batches,
@@ -306,7 +314,7 @@ class ShareStateShard:
         if key.partition < 0:
             return ShareState(ErrorCode.INVALID_REQUEST, message=_NEGATIVE_PARTITION)
         if not self.partition_exists(key.topic_id, key.partition):
-            return ShareState(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return _failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         entry = self._entries.get(key)
         if entry is None:
             return ShareState(0, state_epoch=DEFAULT_STATE_EPOCH,
@@ -320,7 +328,7 @@ class ShareStateShard:
         if key.partition < 0:
             return Decision(ErrorCode.INVALID_REQUEST, message=_NEGATIVE_PARTITION)
         if not self.partition_exists(key.topic_id, key.partition):
-            return Decision(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return _refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if key not in self._entries:
             return Decision(0)
         return Decision(0, (StateRecord(RecordKind.TOMBSTONE, key),))
@@ -377,6 +385,14 @@ class ShareStateShard:
             batches=tuple(combine((), batches, start_offset)),
             delivery_complete_count=delivery_complete_count)
         return StateRecord(RecordKind.UPDATE, key, value)
+
+
+def _refused(code: int) -> Decision:
+    return Decision(code, message=KAFKA_MESSAGES.get(code))
+
+
+def _failed(code: int) -> ShareState:
+    return ShareState(code, message=KAFKA_MESSAGES.get(code))
 
 
 def _merge_update(stored: ShareGroupOffset, update: ShareGroupOffset) -> ShareGroupOffset:

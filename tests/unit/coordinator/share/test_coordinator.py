@@ -45,9 +45,11 @@ def test_a_key_lives_where_kafka_hashes_its_coordinator_key():
 
 async def test_a_partition_not_served_here_is_not_coordinator(store):
     c = ShareCoordinator(SETTINGS, MockClock(1000), store, lambda t, p: True)
-    assert await c.initialize(KEY, state_epoch=0, start_offset=0) == (E.NOT_COORDINATOR, None)
+    assert (await c.initialize(KEY, state_epoch=0, start_offset=0))[0] == E.NOT_COORDINATOR
     c.begin_loading(c.partition_for(KEY))
-    assert (await c.read(KEY, leader_epoch=0)).error == E.COORDINATOR_LOAD_IN_PROGRESS
+    loading = await c.read(KEY, leader_epoch=0)
+    assert (loading.error, loading.state_epoch) == (E.COORDINATOR_LOAD_IN_PROGRESS, 0)
+    assert loading.message
     c.finish_loading(c.partition_for(KEY), c.new_shard())
     assert await c.initialize(KEY, state_epoch=0, start_offset=0) == (0, None)
     c.unload(c.partition_for(KEY))

@@ -143,6 +143,9 @@ def test_write_with_an_older_state_epoch_is_fenced():
     s = initialized(shard(), state_epoch=1)
     decision = s.write(KEY, state_epoch=0, leader_epoch=5, start_offset=0, batches=[])
     assert (decision.answer, decision.records) == (E.FENCED_STATE_EPOCH, ())
+    # Kafka's Errors.FENCED_STATE_EPOCH.message(), as kafka-clients 4.3 has it
+    assert decision.message == ("The share coordinator rejected the request because the "
+                                "share-group state epoch did not match.")
 
 
 def test_the_leader_epoch_is_checked_before_the_state_epoch():
