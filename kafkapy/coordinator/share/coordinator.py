@@ -19,6 +19,10 @@ KAFKA_STORAGE_ERROR as NOT_COORDINATOR; UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_R
 (also after append) and REQUEST_TIMED_OUT as COORDINATOR_NOT_AVAILABLE; too-large
 writes as UNKNOWN_SERVER_ERROR.
 
+Background work (``service.py`` runs it on the broker's timer), appended the same way:
+``snapshot_cold_partitions`` and ``cleanup_deleted_topics``; ``redundant_offsets`` says how
+far each partition's log may be pruned.
+
 Single owner: the event loop; no locks.  Decisions and replays are synchronous, so the
 shard always equals the replay of this broker's log of the partition.
 """
