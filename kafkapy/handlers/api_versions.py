@@ -7,14 +7,19 @@ connection before decoding).  v3+ requests carry the client's software name and
 version; malformed ones get INVALID_REQUEST and, as in Kafka, no API list.
 
 Features: a ZooKeeper-mode Kafka 3.9 broker supports and finalizes none.  kafkapy serves
-the consumer group protocol (KIP-848), which a Kafka 4.x broker serves only while its
-``group.version`` feature is at level 1 or above (KafkaApis' isConsumerGroupProtocolEnabled),
-so kafkapy answers as such a broker would (``SERVED_FEATURES``): ``group.version``
-supported at levels 0-1 (listed from v4 only: below v4 Kafka leaves out a feature whose
-minimum level is 0, which older clients cannot read) and finalized at level 1.  These are
-added to what ``/feature`` finalizes (the ``FinalizedFeatureCache``'s features and epoch,
-kept as they are), so the answer stays right if ``/feature`` finalizes other features; a
-finalized level of 0 is not listed, as Kafka leaves it out.
+the consumer group protocol (KIP-848) and share groups (KIP-932), which a Kafka 4.x broker
+serves only while its ``group.version`` / ``share.version`` feature is at level 1 or above
+(KafkaApis' isConsumerGroupProtocolEnabled / isShareGroupProtocolEnabled), so kafkapy
+answers as such a broker would (``SERVED_FEATURES``): each supported at levels 0-1 (listed
+from v4 only: below v4 Kafka leaves out a feature whose minimum level is 0, which older
+clients cannot read) and finalized at level 1 -- ``share.version`` only while share groups
+are served (``group.coordinator.rebalance.protocols`` lists ``share``), else it is at level
+0, which is not listed.  These are added to what ``/feature`` finalizes (the
+``FinalizedFeatureCache``'s features and epoch, kept as they are), so the answer stays
+right if ``/feature`` finalizes other features; a finalized level of 0 is not listed, as
+Kafka leaves it out.  While share groups are not served the share group APIs a client
+speaks (ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge: 76-79) are
+left out of the list, as a Kafka 4.2 broker without ``share.version`` leaves them out.
 
 Every connection's first request is this one, so the answer is encoded once per
 (registry, version, finalized features) and kept: a request then costs a header splice
@@ -27,6 +32,7 @@ from __future__ import annotations
 import re
 import struct
 
+from kafkapy.handlers.share_group_heartbeat import share_protocol_enabled
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -36,16 +42,21 @@ MAX_VERSION = 4
 
 #: The features kafkapy serves whatever ``/feature`` holds: name -> (min, max level); each
 #: is finalized at its max level.
-SERVED_FEATURES = {"group.version": (0, 1)}
+SERVED_FEATURES = {"group.version": (0, 1), "share.version": (0, 1)}
+#: What is served only with share groups on: the feature, and the APIs a client speaks.
+SHARE_FEATURE = "share.version"
+SHARE_APIS = frozenset({76, 77, 78, 79})
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 _Response = RESPONSES[API_KEY]
 
 
-def api_ranges(apis: dict) -> list:
+def api_ranges(apis: dict, share_groups: bool = True) -> list:
+    """The ranges of ``apis``; without the share group APIs unless ``share_groups``."""
     return [_Response.ApiVersion(api_key=spec.key, min_version=spec.min_version,
                                  max_version=spec.max_version)
-            for spec in sorted(apis.values(), key=lambda s: s.key)]
+            for spec in sorted(apis.values(), key=lambda s: s.key)
+            if share_groups or spec.key not in SHARE_APIS]
 
 
 _FRAME_HEAD = struct.Struct(">ii")   # frame size, correlation id (response header v0)
@@ -98,11 +109,13 @@ def handle(ctx, request):
     services = ctx.services
     cache = services.features
     features = () if cache is None else tuple(cache.features.items())
-    key = (ctx.api_version, -2 if cache is None else cache.epoch, features)
+    share_groups = share_protocol_enabled(services.config)
+    key = (ctx.api_version, -2 if cache is None else cache.epoch, features, share_groups)
 
     def build():
-        epoch, finalized = _finalized_features(services)
-        return ctx.response(error_code=ErrorCode.NO_ERROR, api_keys=api_ranges(services.apis),
+        epoch, finalized = _finalized_features(services, share_groups)
+        return ctx.response(error_code=ErrorCode.NO_ERROR,
+                            api_keys=api_ranges(services.apis, share_groups),
                             throttle_time_ms=0, supported_features=_supported_features(
                                 ctx.api_version),
                             finalized_features_epoch=epoch, finalized_features=finalized)
@@ -116,15 +129,17 @@ def _supported_features(version: int) -> list:
             for name, (low, high) in SERVED_FEATURES.items() if version >= 4 or low > 0]
 
 
-def _finalized_features(services) -> tuple[int, list]:
+def _finalized_features(services, share_groups: bool) -> tuple[int, list]:
     """The ``/feature`` znode's version while it is Enabled (0 once a controller created
     it), else -1 (``metadata.features``), and its finalized features with
-    ``SERVED_FEATURES`` at their max levels; a level of 0 is not listed (Kafka's
-    createFinalizedFeatureKeys)."""
+    ``SERVED_FEATURES`` at their max levels (``share.version`` at 0 without share groups);
+    a level of 0 is not listed (Kafka's createFinalizedFeatureKeys)."""
     cache = services.features
     # not started yet (no store's view): as created
     epoch, stored = (0, {}) if cache is None else (cache.epoch, cache.features)
     levels = {**stored, **{name: high for name, (_, high) in SERVED_FEATURES.items()}}
+    if not share_groups:
+        levels[SHARE_FEATURE] = 0
     return epoch, [_Response.FinalizedFeatureKey(name=name, max_version_level=level,
                                                  min_version_level=level)
                    for name, level in levels.items() if level > 0]

@@ -5,7 +5,11 @@ DELETE, DESCRIBE; all three without an authorizer); v4+ answer group.instance.id
 A group the principal may not DESCRIBE is answered GROUP_AUTHORIZATION_FAILED.  A group
 the coordinator does not have is described as Dead without error up to v5, as Kafka does;
 v6 (KIP-1043) answers it GROUP_ID_NOT_FOUND, state Dead, with Kafka's message ("Group g
-not found.").  Authorized operations are answered only for a group without error.
+not found.").  A share group is not a classic group (the coordinator answers it
+GROUP_ID_NOT_FOUND): up to v5 it is described as Dead without error, from v6 it is
+GROUP_ID_NOT_FOUND with Kafka 4.2's message ("Group g is not a classic group."), as
+GroupMetadataManager.describeGroups answers any group that is not classic.  Authorized
+operations are answered only for a group without error.
 """
 from __future__ import annotations
 
@@ -46,8 +50,14 @@ def handle(ctx, request):
     return ctx.response(throttle_time_ms=0, groups=groups)
 
 
-def _not_found(ctx, summary) -> tuple[int, str] | None:
-    """v6: a group described as Dead without error is GROUP_ID_NOT_FOUND, with a message."""
+def _not_found(ctx, summary) -> tuple[int, str | None] | None:
+    """v6: a group described as Dead without error is GROUP_ID_NOT_FOUND, with a message;
+    a group of another kind (the coordinator's GROUP_ID_NOT_FOUND) is that from v6, Dead
+    without error before."""
+    if summary.error == ErrorCode.GROUP_ID_NOT_FOUND:
+        if ctx.api_version < 6:
+            return 0, None
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {summary.group_id} is not a classic group."
     if ctx.api_version < 6 or summary.error or summary.state != "Dead":
         return None
     return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {summary.group_id} not found."

@@ -1,8 +1,9 @@
 """ListGroups (key 16): the groups this broker coordinates.
 
 Versions 0-5; v4+ filter by state (case-insensitive) and answer it; v5+
-filter by type ("classic", "consumer"; case-insensitive) and answer it.  Every version
-lists both kinds of group: a consumer group (KIP-848) with protocol type "consumer".
+filter by type ("classic", "consumer", "share"; case-insensitive) and answer it.  Every
+version lists every kind of group: a consumer group (KIP-848) with protocol type
+"consumer", a share group (KIP-932) with protocol type "share" (state Empty or Stable).
 """
 from __future__ import annotations
 

@@ -362,8 +362,9 @@ def test_describe_transactions_of_an_unknown_id_leaves_zeros(wire):
 def test_api_versions_finalized_features_epoch_is_zero(wire):
     r = wire.request(18, 3, client_software_name="error-codes", client_software_version="1")
     assert (r.error_code, r.finalized_features_epoch) == (0, 0)
-    # kafkapy's own feature (the consumer group protocol); /feature finalizes none
-    assert [(f.name, f.max_version_level) for f in r.finalized_features] == [("group.version", 1)]
+    # kafkapy's own features (the consumer group protocol, share groups); /feature finalizes none
+    assert [(f.name, f.max_version_level) for f in r.finalized_features] == [
+        ("group.version", 1), ("share.version", 1)]
 
 
 # -- further shapes met on the way ------------------------------------------------------

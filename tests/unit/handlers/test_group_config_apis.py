@@ -63,7 +63,9 @@ def _describe(store, name, keys=None, authorizer=None, version=4):
 
 
 def _values(result) -> dict:
-    return {c.name: (c.value, c.config_source) for c in result.configs}
+    """The consumer group keys' values and sources (the share group keys are described too)."""
+    return {c.name: (c.value, c.config_source) for c in result.configs
+            if c.name.startswith("consumer.")}
 
 
 def test_incremental_set_then_delete(store):

@@ -161,7 +161,8 @@ def test_api_versions_answers_the_epoch():
     cache.epoch = 2
     answer = _api_versions(cache)
     assert answer["finalized_features_epoch"] == 2
-    # group.version is kafkapy's own (the consumer group protocol), whatever /feature holds
+    # group.version and share.version are kafkapy's own (the consumer group protocol and
+    # share groups), whatever /feature holds
     assert [(f.name, f.max_version_level) for f in answer["finalized_features"]] == [
-        ("group.version", 1)]
+        ("group.version", 1), ("share.version", 1)]
     assert _api_versions(None)["finalized_features_epoch"] == 0
