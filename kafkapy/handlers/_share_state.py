@@ -13,6 +13,7 @@ As Kafka's KafkaApis and ShareCoordinatorService:
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,6 +22,9 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.security import authz
 
 CLUSTER_AUTHORIZATION_FAILED_MESSAGE = "Cluster authorization failed."
+#: Kafka's Uuid.ZERO_UUID, which kafka-python decodes as None: a topic id like any other
+#: here (no topic has it, so it is answered as an unknown partition would be).
+ZERO_UUID = uuid.UUID(int=0)
 
 
 def refused(ctx, request, topic_cls, partition_result: Callable[..., Any]):
@@ -49,7 +53,8 @@ async def per_partition(ctx, request, topic_cls,
     ``result(partition data, answer)`` per partition, in the request's order."""
     keys = [(topic, p) for topic in request.topics for p in topic.partitions]
     answers = await asyncio.gather(*(
-        call(ShareKey(request.group_id, topic.topic_id, p.partition), p) for topic, p in keys))
+        call(ShareKey(request.group_id, topic.topic_id or ZERO_UUID, p.partition), p)
+        for topic, p in keys))
     by_partition = iter(answers)
     return ctx.response(results=[
         topic_cls(topic_id=topic.topic_id,

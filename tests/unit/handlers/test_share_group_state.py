@@ -180,3 +180,13 @@ async def test_empty_requests_get_no_results():
     for request in (init_request(group=""), init_request(topics=()),
                     init_request(topics=((T1, ()),))):
         assert (await initialize_share_group_state.handle(c, request)).results == []
+
+
+async def test_the_zero_topic_id_is_an_unknown_topic():
+    share = coordinator()
+    request = init_request(topics=((None, (0,)),))
+    response = await initialize_share_group_state.handle(
+        ctx(initialize_share_group_state, 0, share), request)
+    assert [p.error_code for t in response.results for p in t.partitions] == [
+        E.UNKNOWN_TOPIC_OR_PARTITION]
+    response.encode()
