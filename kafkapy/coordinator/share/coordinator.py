@@ -150,13 +150,19 @@ class ShareCoordinator:
         served = self._served.get(index)
         return served is not None and served.shard is not None
 
-    def begin_loading(self, index: int) -> None:
-        self._served[index] = _Served()
+    def begin_loading(self, index: int) -> object:
+        """The partition is loading from now on; the token ``finish_loading`` needs."""
+        served = self._served[index] = _Served()
+        return served
 
-    def finish_loading(self, index: int, shard: ShareStateShard) -> None:
+    def finish_loading(self, index: int, shard: ShareStateShard, token: object = None) -> bool:
+        """Install a loaded shard, unless the partition was unloaded (or unloaded and
+        loaded again: ``token`` names the load) meanwhile; whether it was installed."""
         served = self._served.get(index)
-        if served is not None:
-            served.shard = shard
+        if served is None or served.shard is not None or token not in (None, served):
+            return False
+        served.shard = shard
+        return True
 
     def unload(self, index: int) -> None:
         self._served.pop(index, None)

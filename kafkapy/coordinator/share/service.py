@@ -235,12 +235,11 @@ class ShareService:
         if partition is None or partition.log.offline:   # its dir was offline at start-up
             return
         coordinator = self.coordinator
-        coordinator.begin_loading(index)
+        token = coordinator.begin_loading(index)
         shard = coordinator.new_shard()
 
         def finish(loaded: ShareStateShard) -> None:
-            if coordinator.serves(index) and not coordinator.loaded(index):
-                coordinator.finish_loading(index, loaded)
+            if coordinator.finish_loading(index, loaded, token):
                 _log.info("loaded share state", partition=index, keys=len(loaded.keys()))
 
         self._loads.start(index, partition.log, lambda log: load_partition(log, shard),

@@ -56,6 +56,18 @@ async def test_a_partition_not_served_here_is_not_coordinator(store):
     assert (await c.read_summary(KEY)).error == E.NOT_COORDINATOR
 
 
+def test_a_load_overtaken_by_an_unload_and_a_new_load_is_not_installed(store):
+    c = ShareCoordinator(SETTINGS, MockClock(1000), store, lambda t, p: True)
+    old = c.begin_loading(0)
+    c.unload(0)
+    new = c.begin_loading(0)
+    assert not c.finish_loading(0, c.new_shard(), old)
+    assert not c.loaded(0)
+    assert c.finish_loading(0, c.new_shard(), new) and c.loaded(0)
+    c.unload(0)
+    assert not c.finish_loading(0, c.new_shard(), new)
+
+
 async def test_operations_append_their_records_to_the_keys_partition(coordinator, store):
     index = coordinator.partition_for(KEY)
     assert await coordinator.initialize(KEY, state_epoch=1, start_offset=-1) == (0, None)
