@@ -12,16 +12,21 @@ DelayedShareFetchGroupKey and DelayedShareFetchPartitionKey):
 
 The operation knows nothing of logs or share partitions: ``try_read()`` answers what to
 complete with (the reads made) or None to keep waiting, and ``complete(reads)`` answers
-the fetch (``reads`` None: at the deadline, read again).  A complete that raises fails
-nothing else: the caller's ``complete`` answers every partition itself.
+the fetch (``reads`` None: at the deadline, read again).  A ``try_read`` that raises
+completes the operation (its ``complete`` then reads again and answers every partition,
+an error if it fails again), so an append listener never sees the exception.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import structlog
+
 from kafkapy.purgatory.delayed_operation import DelayedOperation
 from kafkapy.purgatory.timer import TimerTask
+
+_log = structlog.get_logger("kafkapy.share.delayed")
 
 
 def partition_key(topic: str, index: int) -> tuple[str, int]:
@@ -47,9 +52,14 @@ class DelayedShareFetch(DelayedOperation):
         self._reads: Any | None = None
 
     def try_complete(self) -> bool:
-        reads = self._try_read()
-        if reads is None:
-            return False
+        try:
+            reads = self._try_read()
+        except Exception:   # never into the caller (an append listener): answer instead
+            _log.exception("share fetch check failed")
+            reads = None
+        else:
+            if reads is None:
+                return False
         self._reads = reads
         return self.force_complete()
 

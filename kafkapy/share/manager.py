@@ -535,11 +535,14 @@ class SharePartitionManager:
         return entry.partition.next_fetch_offset() < upper
 
     def _follow_log_start(self, entry: _Entry) -> None:
+        """Offsets below the log's start offset (retention, DeleteRecords) are dropped and
+        the new start persisted; nothing is woken (a fetch is reading it right now)."""
         partition = self._replicas.partitions.get(entry.topic_partition)
         if partition is not None:
             moved = entry.partition.update_log_start_offset(partition.log.log_start_offset)
             if moved.changed:
-                self._after(entry, moved)
+                self._spawn(self._persist(entry))
+                self._arm(entry)
 
     def _read(self, group_id: str, entries: list[_Entry], max_bytes: int) -> list[LogReadResult]:
         """One read of the entries' partitions through the replica manager."""
