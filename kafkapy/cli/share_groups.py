@@ -205,6 +205,8 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UsageError("Option [delete-offsets] takes the following options: [group], [topic]")
     if args.reset_offsets:
         _check_reset(args)
+    if args.list and args.state:
+        _states(args.state)
     if args.group and args.all_groups:
         raise UsageError('Option "[group]" can\'t be used with option "[all-groups]"')
     if args.group and args.list:
