@@ -6,11 +6,10 @@ state loaded afresh after leadership moves, fencing by the persisted state, sess
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pytest
 
-from kafkapy.config.group_configs import ShareGroupConfig
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import CONTROL_ABORT, build_batch, build_control_batch, decode_records
@@ -21,29 +20,11 @@ from kafkapy.share.manager import PartitionFetch, ShareFetchParams, SharePartiti
 from kafkapy.share.partition import AcknowledgementBatch, AcknowledgeType
 from kafkapy.testing import MockClock, broker
 from tests.support.share import InMemoryPersister
+from tests.support.share_configs import LOCK_MS, StaticGroupConfigs
 
 GROUP = "g"
 TOPIC = "events"
-LOCK_MS = 30_000
 ACCEPT, RELEASE, REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
-
-
-class GroupConfigs:
-    """One share group's settings, changed by the tests."""
-
-    def __init__(self) -> None:
-        self.settings = ShareGroupConfig(
-            session_timeout_ms=45_000, heartbeat_interval_ms=5_000,
-            record_lock_duration_ms=LOCK_MS, delivery_count_limit=5,
-            partition_max_record_locks=2000, auto_offset_reset="earliest",
-            isolation_level="read_uncommitted", dead_letter_topic=None, backoff_ms=0,
-            backoff_max_ms=0)
-
-    def set(self, **changes) -> None:
-        self.settings = replace(self.settings, **changes)
-
-    def share(self, group_id: str) -> ShareGroupConfig:
-        return self.settings
 
 
 @dataclass
@@ -55,7 +36,7 @@ class _Data:
 class Leader:
     """A broker, its topic, and a SharePartitionManager over its parts."""
 
-    def __init__(self, b, persister: InMemoryPersister, configs: GroupConfigs) -> None:
+    def __init__(self, b, persister: InMemoryPersister, configs: StaticGroupConfigs) -> None:
         self.b = b
         server = b.server
         self.server = server
@@ -116,7 +97,7 @@ async def leader():
     async with broker(clock=MockClock()) as b:
         await b.create_topic(TOPIC, 1)
         persister = InMemoryPersister()
-        node = Leader(b, persister, GroupConfigs())
+        node = Leader(b, persister, StaticGroupConfigs())
         await persister.initialize(GROUP, node.topic_id, 0, state_epoch=0, start_offset=-1)
         yield node
         node.manager.shutdown()
