@@ -204,7 +204,9 @@ class SharePartitionManager:
 
     def release_session(self, group_id: str, member_id: str) -> bool:
         """Close the member's session and release its acquired records in the session's
-        partitions (persisted in the background); False when it had no session."""
+        partitions (persisted in the background); the group's last session here closing
+        drops its share partitions (Kafka's onGroupEmpty: they are loaded afresh when a
+        member comes back).  False when the member had no session."""
         session = self.sessions.remove(sessions.ShareSessionKey(group_id, member_id))
         if session is None:
             return False
@@ -212,6 +214,9 @@ class SharePartitionManager:
             entry = self._entries.get((group_id, tip.topic_id, tip.partition))
             if entry is not None and entry.ready:
                 self._after(entry, entry.partition.release_acquired(member_id))
+        if not self.sessions.members(group_id):
+            for entry in [e for e in self._entries.values() if e.group_id == group_id]:
+                self._drop(entry, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return True
 
     def release_member(self, group_id: str, member_id: str) -> None:

@@ -129,6 +129,7 @@ class ShareSessionCache:
         self.max_entries = max_entries
         self.idle_ms = idle_ms
         self._sessions: OrderedDict[ShareSessionKey, ShareSession] = OrderedDict()
+        self._members: dict[str, int] = {}      # group id -> its sessions here
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -137,7 +138,14 @@ class ShareSessionCache:
         return self._sessions.get(key)
 
     def remove(self, key: ShareSessionKey) -> ShareSession | None:
-        return self._sessions.pop(key, None)
+        session = self._sessions.pop(key, None)
+        if session is not None:
+            self._forget_member(key.group_id)
+        return session
+
+    def members(self, group_id: str) -> int:
+        """How many sessions the group has here (Kafka's numMembersPerGroup)."""
+        return self._members.get(group_id, 0)
 
     def sessions(self) -> list[ShareSession]:
         return list(self._sessions.values())
@@ -159,14 +167,22 @@ class ShareSessionCache:
         for tip in partitions:
             session.partitions.setdefault(partition_key(tip), _CachedPartition(tip, False))
         self._sessions[key] = session
+        self._members[key.group_id] = self._members.get(key.group_id, 0) + 1
         return session
 
     def _evict_idle(self, now_ms: int) -> bool:
         oldest = next(iter(self._sessions.values()), None)
         if oldest is None or now_ms - oldest.last_used_ms < self.idle_ms:
             return False
-        del self._sessions[oldest.key]
+        self.remove(oldest.key)
         return True
+
+    def _forget_member(self, group_id: str) -> None:
+        left = self._members.get(group_id, 0) - 1
+        if left > 0:
+            self._members[group_id] = left
+        else:
+            self._members.pop(group_id, None)
 
 
 class ShareFetchContext:

@@ -188,7 +188,7 @@ async def test_the_final_epoch_closes_the_session_and_releases(node):
     assert closed.error_code == 0
     gone = await node.send(share_fetch(node.topic_id, (), epoch=2))
     assert gone.error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
-    other = await node.send(share_fetch(node.topic_id, member="m2"))
+    other = await node.send(share_fetch(node.topic_id, member="m2", max_wait_ms=5000))
     assert acquired(partitions(other)[0]) == [(0, 0, 1)]
 
 
@@ -199,7 +199,7 @@ async def test_share_acknowledge_final_epoch_acknowledges_then_closes(node):
     assert partitions(done)[0].error_code == 0
     again = await node.send(share_ack(node.topic_id, {0: [(1, 1, [1])]}, epoch=-1))
     assert again.error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
-    other = await node.send(share_fetch(node.topic_id, member="m2"))
+    other = await node.send(share_fetch(node.topic_id, member="m2", max_wait_ms=5000))
     assert acquired(partitions(other)[0]) == [(1, 1, 1)]
 
 

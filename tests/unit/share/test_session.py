@@ -157,3 +157,16 @@ def test_share_acknowledge_epochs():
         == ErrorCode.INVALID_SHARE_SESSION_EPOCH
     acknowledge_session_update(cache, "g", "m1", FINAL_EPOCH, 0)
     assert cache.get(ShareSessionKey("g", "m1")).epoch == 2
+
+
+def test_members_per_group_follow_opens_closes_and_evictions():
+    cache = ShareSessionCache(2, idle_ms=1000)
+    _open(cache, member="m1", now=0)
+    _open(cache, member="m1", now=0)          # replaced: still one
+    _open(cache, member="m2", now=0)
+    assert cache.members("g") == 2
+    cache.remove(ShareSessionKey("g", "m1"))
+    assert cache.members("g") == 1
+    new_context(cache, "h", "x", INITIAL_EPOCH, [A0], [], False, 10)
+    new_context(cache, "h", "y", INITIAL_EPOCH, [A0], [], False, 5000)   # full: evicts m2
+    assert (cache.members("g"), cache.members("h")) == (0, 2)
