@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from kafkapy.coordinator.share.persister import StateBatch
 from kafkapy.records.record import Record, build_batch
 from kafkapy.replication.fetch_session import TopicIdPartition
-from kafkapy.share.dead_letters import (DeadLetter, DeadLetterSource, DeadLetterWriter,
+from kafkapy.share.dead_letters import (DeadLetterSource, DeadLetterWriter,
                                         dead_letter_headers, named_source_offset,
                                         target_refusal)
 from kafkapy.share.manager import ShareFetchParams, SharePartitionManager

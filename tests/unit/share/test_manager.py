@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import pytest
 
+from kafkapy.coordinator.share.persister import StateBatch
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import CONTROL_ABORT, build_batch, build_control_batch, decode_records
 from kafkapy.replication.fetch_session import TopicIdPartition
-from kafkapy.coordinator.share.persister import StateBatch
 from kafkapy.share.dead_letters import DeadLetterSource, DeadLetterWriter, dead_letter_headers
 from kafkapy.share.manager import PartitionFetch, ShareFetchParams, SharePartitionManager
 from kafkapy.share.partition import AcknowledgementBatch, AcknowledgeType
