@@ -107,7 +107,7 @@ class _Errors:
 
 
 @dataclass(frozen=True)
-class ShareMember:
+class _Member:
     member_id: str
     client_id: str
     host: str
@@ -116,25 +116,25 @@ class ShareMember:
 
 
 @dataclass(frozen=True)
-class ShareGroup:
+class _Described:
     """Kafka's ``ShareGroupDescription``."""
     group_id: str
     state: str
     coordinator: Coordinator
     group_epoch: int
     assignment_epoch: int
-    members: tuple[ShareMember, ...]
+    members: tuple[_Member, ...]
 
 
 @dataclass(frozen=True)
-class StartOffset:
+class _StartOffset:
     """Kafka's ``SharePartitionOffsetInfo``: None for a value the coordinator lacks."""
     offset: int
     leader_epoch: int | None
     lag: int | None
 
 
-class GroupFailure(CommandError):
+class _GroupFailure(CommandError):
     """A group the admin client could not act on: its error code and message."""
 
     def __init__(self, code: int, message: str | None) -> None:
@@ -314,7 +314,7 @@ def _coordinators(admin, groups: list[str], deadline: float) -> dict[str, Coordi
             if c.error_code in _RETRIABLE:
                 missing.append(c.key)
             elif c.error_code:
-                raise GroupFailure(c.error_code, c.error_message)
+                raise _GroupFailure(c.error_code, c.error_message)
             else:
                 found[c.key] = Coordinator(c.node_id, c.host, c.port)
         wanted = missing
@@ -332,20 +332,21 @@ def _wait(deadline: float, call: str) -> None:
 
 def _at_coordinator(admin, group: str, deadline: float, call: str, ask):
     """``ask(coordinator)`` -> (error code, message, result), repeated on the errors Kafka's
-    admin client retries; the result, or GroupFailure."""
+    admin client retries; the result, or _GroupFailure."""
     while True:
         coordinator = _coordinators(admin, [group], deadline)[group]
         code, message, result = ask(coordinator)
         if code not in _RETRIABLE:
             if code:
-                raise GroupFailure(code, message)
+                raise _GroupFailure(code, message)
             return result
         _wait(deadline, call)
 
 
 # -- ShareGroupDescribe ---------------------------------------------------------------------
 
-def describe_share_groups(admin, groups: list[str], deadline: float) -> dict[str, ShareGroup | GroupFailure]:
+def _describe_share_groups(admin, groups: list[str],
+                           deadline: float) -> dict[str, _Described | _GroupFailure]:
     """Each group's description, or the failure Kafka's admin client completes it with."""
     pending, found = list(dict.fromkeys(groups)), {}
     while pending:
@@ -360,7 +361,7 @@ def describe_share_groups(admin, groups: list[str], deadline: float) -> dict[str
                 if g.error_code in _RETRIABLE:
                     retry.append(g.group_id)
                 elif g.error_code:
-                    found[g.group_id] = GroupFailure(g.error_code, g.error_message)
+                    found[g.group_id] = _GroupFailure(g.error_code, g.error_message)
                 else:
                     found[g.group_id] = _share_group(g, coordinator)
         pending = retry
@@ -369,12 +370,12 @@ def describe_share_groups(admin, groups: list[str], deadline: float) -> dict[str
     return found
 
 
-def _share_group(g, coordinator: Coordinator) -> ShareGroup:
-    members = tuple(ShareMember(
+def _share_group(g, coordinator: Coordinator) -> _Described:
+    members = tuple(_Member(
         m.member_id, m.client_id, m.client_host, m.member_epoch,
         tuple(TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions
               for p in t.partitions)) for m in g.members)
-    return ShareGroup(g.group_id, _state(g.group_state), coordinator, g.group_epoch,
+    return _Described(g.group_id, _state(g.group_state), coordinator, g.group_epoch,
                       g.assignment_epoch, members)
 
 
@@ -385,19 +386,20 @@ def _state(name: str) -> str:
     return next((s for s in known if s.lower() == (name or "").lower()), "Unknown")
 
 
-def _described(admin, groups: list[str], deadline: float) -> dict[str, ShareGroup]:
+def _described(admin, groups: list[str], deadline: float) -> dict[str, _Described]:
     """Every group described, or the first failure (in the order Kafka's tool meets them)."""
-    described = describe_share_groups(admin, groups, deadline)
+    described = _describe_share_groups(admin, groups, deadline)
     for group in java_hash_order(described, string_hash):
         failure = described[group]
-        if isinstance(failure, GroupFailure):
+        if isinstance(failure, _GroupFailure):
             raise CommandError(failure.java())
     return described
 
 
 # -- DescribeShareGroupOffsets ----------------------------------------------------------------
 
-def share_group_offsets(admin, group: str, deadline: float) -> dict[TopicPartition, StartOffset | None]:
+def _share_group_offsets(admin, group: str,
+                         deadline: float) -> dict[TopicPartition, _StartOffset | None]:
     """Every partition the group has share state for (Kafka's listShareGroupOffsets): its
     start offset, None when the coordinator has none; partitions answered with an error
     are left out, as Kafka's admin client leaves them out."""
@@ -416,11 +418,11 @@ def share_group_offsets(admin, group: str, deadline: float) -> dict[TopicPartiti
     return offsets
 
 
-def _start_offset(p) -> StartOffset | None:
+def _start_offset(p) -> _StartOffset | None:
     if p.start_offset < 0:
         return None
     lag = getattr(p, "lag", -1)
-    return StartOffset(p.start_offset, p.leader_epoch if p.leader_epoch >= 0 else None,
+    return _StartOffset(p.start_offset, p.leader_epoch if p.leader_epoch >= 0 else None,
                        lag if lag >= 0 else None)
 
 
@@ -438,13 +440,13 @@ def _describe(admin, args: argparse.Namespace, deadline: float) -> None:
         for group in sorted(described):
             _print_state(described[group], args.verbose)
     else:
-        offsets = {g: share_group_offsets(admin, g, deadline)
+        offsets = {g: _share_group_offsets(admin, g, deadline)
                    for g in java_hash_order(described, string_hash)}
         for group in sorted(described):
             _print_offsets(group, offsets[group], args.verbose)
 
 
-def _worth_printing(group: ShareGroup, rows: int) -> bool:
+def _worth_printing(group: _Described, rows: int) -> bool:
     """Kafka's maybePrintEmptyGroupState."""
     if group.state == "Dead":
         _print_error(f"Share group '{group.group_id}' does not exist.")
@@ -482,7 +484,7 @@ def _text(value) -> str:
     return MISSING if value is None else str(value)
 
 
-def _print_members(group: ShareGroup, verbose: bool) -> None:
+def _print_members(group: _Described, verbose: bool) -> None:
     members = sorted(group.members, key=lambda m: m.member_id)
     if not _worth_printing(group, len(members)):
         return
@@ -492,12 +494,12 @@ def _print_members(group: ShareGroup, verbose: bool) -> None:
     header = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"] \
         + (["MEMBER-EPOCH"] if verbose else []) + ["ASSIGNMENT"]
     rows = [[group.group_id, m.member_id, m.host, m.client_id, str(len(set(m.assignment))),
-             *([str(m.member_epoch)] if verbose else []), assignment_text(m.assignment)]
+             *([str(m.member_epoch)] if verbose else []), _assignment_text(m.assignment)]
             for m in members]
     _table(widths, header, *rows)
 
 
-def assignment_text(partitions) -> str:
+def _assignment_text(partitions) -> str:
     """Kafka's getAssignmentString: ``topic:0,1,2;other:3``, partitions ascending, the
     per-topic texts sorted."""
     by_topic: dict[str, set[int]] = {}
@@ -507,7 +509,7 @@ def assignment_text(partitions) -> str:
                            for topic, parts in by_topic.items()))
 
 
-def _print_state(group: ShareGroup, verbose: bool) -> None:
+def _print_state(group: _Described, verbose: bool) -> None:
     _worth_printing(group, 1)     # Kafka prints the table whatever the state
     c = group.coordinator
     coordinator = f"{c.host}:{c.port}  ({c.node_id})"
@@ -585,10 +587,10 @@ def _delete_groups(admin, groups: list[str], deadline: float) -> dict[str, int]:
 
 def _reset_offsets(admin, args: argparse.Namespace, deadline: float) -> None:
     group = args.group[0]
-    described = describe_share_groups(admin, [group], deadline).get(group)
-    if isinstance(described, GroupFailure) and described.code != _GROUP_ID_NOT_FOUND:
+    described = _describe_share_groups(admin, [group], deadline).get(group)
+    if isinstance(described, _GroupFailure) and described.code != _GROUP_ID_NOT_FOUND:
         raise CommandError(described.message)
-    if isinstance(described, ShareGroup) and described.state not in ("Empty", "Dead"):
+    if isinstance(described, _Described) and described.state not in ("Empty", "Dead"):
         raise UsageError(f"Share group '{group}' is not empty.")
     partitions = _partitions_to_reset(admin, group, args, deadline)
     _check_partitions(admin, partitions)
@@ -600,7 +602,7 @@ def _reset_offsets(admin, args: argparse.Namespace, deadline: float) -> None:
 
 def _partitions_to_reset(admin, group: str, args: argparse.Namespace, deadline: float) -> list:
     if not args.topic:
-        return java_hash_order(share_group_offsets(admin, group, deadline), topic_partition_hash)
+        return java_hash_order(_share_group_offsets(admin, group, deadline), topic_partition_hash)
     named, whole = [], []
     for arg in args.topic:
         if ":" in arg:
@@ -723,7 +725,7 @@ def _alter_offsets(admin, group: str, offsets: dict, deadline: float) -> None:
         answered = _at_coordinator(admin, group, deadline, "alterShareGroupOffsets", ask)
         errors = {TopicPartition(t.topic_name, p.partition_index): p.error_code
                   for t in answered for p in t.partitions}
-    except GroupFailure as failure:
+    except _GroupFailure as failure:
         errors = {tp: failure.code for tp in offsets}
     failed = [tp for tp in java_hash_order(errors, topic_partition_hash) if errors[tp]]
     if failed:
@@ -747,11 +749,11 @@ def _delete_offsets(admin, args: argparse.Namespace, deadline: float) -> None:
     group = args.group[0]
     topics = java_hash_order(args.topic, string_hash)
     try:
-        answered = delete_share_group_offsets(admin, group, topics, deadline)
+        answered = _delete_share_group_offsets(admin, group, topics, deadline)
         results = {t: answered.get(t, (-1, f'Offset deletion result for topic "{t}" was not '
                                            "included in the response")) for t in topics}
         group_failure = None
-    except GroupFailure as failure:
+    except _GroupFailure as failure:
         results = {t: (failure.code, failure.message) for t in topics}
         group_failure = failure
     _report_group_failure(group_failure, results, topics)
@@ -761,7 +763,7 @@ def _delete_offsets(admin, args: argparse.Namespace, deadline: float) -> None:
     _table([width, 0], ["TOPIC", "STATUS"], *rows)
 
 
-def _report_group_failure(failure: GroupFailure | None, results: dict, topics: list) -> None:
+def _report_group_failure(failure: _GroupFailure | None, results: dict, topics: list) -> None:
     """Kafka's switch on the first error of ``all()``: group errors by their message,
     topic errors only in the table, others as "Encounter some unknown error"."""
     if failure is None:
@@ -782,9 +784,9 @@ def _report_group_failure(failure: GroupFailure | None, results: dict, topics: l
         _print_error(f"Encounter some unknown error: {failure.java()}")
 
 
-def delete_share_group_offsets(admin, group: str, topics: list[str],
+def _delete_share_group_offsets(admin, group: str, topics: list[str],
                                deadline: float) -> dict[str, tuple[int, str | None]]:
-    """DeleteShareGroupOffsets: (error code, message) by topic, or GroupFailure."""
+    """DeleteShareGroupOffsets: (error code, message) by topic, or _GroupFailure."""
     request = DeleteShareGroupOffsetsRequest(group_id=group, topics=[
         DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name=t)
         for t in topics])

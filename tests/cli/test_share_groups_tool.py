@@ -208,7 +208,8 @@ def test_reset_offsets_sets_what_kafkas_admin_sets(broker, oracle, stable):
 def test_reset_offsets_of_a_group_with_members_is_refused(broker, oracle, stable):
     result = ours(broker, "--reset-offsets", "--group", STABLE, "--all-topics", "--to-latest",
                   "--execute")
-    assert (result.returncode, result.stderr.strip()) == (1, f"Share group '{STABLE}' is not empty.")
+    assert (result.returncode, result.stderr.strip()) == (
+        1, f"Share group '{STABLE}' is not empty.")
     [answer] = oracle(["alter", STABLE, f"{ORDERS}:0=1"])
     assert answer.splitlines()[0] == (f"{ORDERS}-0 org.apache.kafka.common.errors."
                                       "GroupNotEmptyException: The group is not empty.")

@@ -239,8 +239,9 @@ class ShareAdminOps:
 
     async def _summaries(self, group_id: str, topic_id: uuid.UUID, name: str,
                          partitions: list[int]) -> tuple[TopicStartOffsets, list[ShareState]]:
+        persister = self._state_persister()
         summaries = await asyncio.gather(*(
-            self._state_persister().read_summary(group_id, topic_id, p, leader_epoch=DEFAULT_LEADER_EPOCH)
+            persister.read_summary(group_id, topic_id, p, leader_epoch=DEFAULT_LEADER_EPOCH)
             for p in partitions))
         described = TopicStartOffsets(name, topic_id, tuple(
             _summary_row(p, s) for p, s in zip(partitions, summaries)))
@@ -309,9 +310,10 @@ class ShareAdminOps:
         """Persister.initialize of each (topic id, partition) at its start offset, state
         epoch = the group epoch: the error code of each."""
         keys = sorted(offsets)
+        persister = self._state_persister()
         codes = await asyncio.gather(*(
-            self._state_persister().initialize(group.group_id, topic_id, p, state_epoch=group.group_epoch,
-                                      start_offset=offsets[(topic_id, p)])
+            persister.initialize(group.group_id, topic_id, p, state_epoch=group.group_epoch,
+                                 start_offset=offsets[(topic_id, p)])
             for topic_id, p in keys))
         if any(codes):
             _log.warning("share group offsets not altered everywhere", group_id=group.group_id,
@@ -319,7 +321,8 @@ class ShareAdminOps:
         return dict(zip(keys, codes))
 
     # -- DeleteShareGroupOffsets ----------------------------------------------------------------
-    async def delete_share_group_offsets(self, group_id: str, topics: Sequence[str]) -> DeleteResult:
+    async def delete_share_group_offsets(self, group_id: str,
+                                         topics: Sequence[str]) -> DeleteResult:
         refused = self._admin_group_error(group_id)
         if refused:
             return DeleteResult(refused, error_message(refused))

@@ -18,6 +18,7 @@ from tests.support.services import context, services
 from tests.support.wire_oracle import decoded, kafka_uuid
 
 FOO, SECRET = uuid.UUID(int=0xF00), uuid.UUID(int=0x5EC)
+UNKNOWN = "This server does not host this topic-partition."
 _Topic = AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
 _Partition = _Topic.AlterShareGroupOffsetsRequestPartition
 
@@ -85,7 +86,7 @@ def test_refused_topics_come_first_then_the_coordinators_answer():
         ("secret", kafka_uuid(SECRET), [(1, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                          "Topic authorization failed.")]),
         ("nosuch", kafka_uuid(uuid.UUID(int=0)), [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                                   "This server does not host this topic-partition.")]),
+                                                   UNKNOWN)]),
         ("foo", kafka_uuid(FOO), [(0, 0, None)])]
 
 

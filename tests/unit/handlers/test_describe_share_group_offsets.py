@@ -8,17 +8,18 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-import pytest
+from kafka.protocol.consumer import ListOffsetsResponse
 
 from kafkapy.config import BrokerConfig
 from kafkapy.coordinator.group.share_admin_ops import (GroupStartOffsets, PartitionStartOffset,
                                                        TopicStartOffsets)
 from kafkapy.handlers import describe_share_group_offsets as handler
-from kafkapy.metadata.cache import MetadataCache, PartitionState, TopicMetadata
+from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.share_group_apis import DescribeShareGroupOffsetsRequest
 from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.security import acls as A
+from tests.support.fake_broker_server import FakeBrokerServer
 from tests.support.services import context, services
 from tests.support.wire_oracle import decoded, kafka_uuid
 
@@ -163,3 +164,30 @@ def test_end_offsets_of_partitions_led_here_are_their_high_watermarks():
                      TopicPartition("foo", 1): (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1),
                      TopicPartition("foo", 2): (ErrorCode.LEADER_NOT_AVAILABLE, -1),
                      TopicPartition("gone", 0): (ErrorCode.LEADER_NOT_AVAILABLE, -1)}
+
+
+async def test_end_offsets_of_partitions_led_elsewhere_come_from_their_leader():
+    def respond(request):
+        cls = ListOffsetsResponse[request.API_VERSION]
+        topic = cls.ListOffsetsTopicResponse
+        return cls(throttle_time_ms=0, topics=[topic(name=t.name, partitions=[
+            topic.ListOffsetsPartitionResponse(
+                partition_index=p.partition_index, error_code=0, timestamp=-1,
+                offset=70 + p.partition_index, leader_epoch=2)
+            for p in t.partitions if p.partition_index != 2]) for t in request.topics])
+    leader = await FakeBrokerServer(respond=respond).start()
+    try:
+        cache = MetadataCache("cluster", 0, "PLAINTEXT")
+        cache.put_broker(BrokerEndpoint(1, "127.0.0.1", leader.port), {})
+        cache.put_topic(TopicMetadata("foo", FOO, {
+            p: PartitionState(p, [1], 1, 1, [1]) for p in range(3)}))
+        ends = handler.LeaderEndOffsets(context(services(cache=cache), 90, 1))
+        found = await ends.latest_offsets([TopicPartition("foo", p) for p in range(3)])
+    finally:
+        await leader.stop()
+    assert found == {TopicPartition("foo", 0): (0, 70), TopicPartition("foo", 1): (0, 71),
+                     TopicPartition("foo", 2): (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)}
+    [request] = leader.requests
+    assert (request.API_VERSION, request.replica_id, request.isolation_level) == (4, -1, 0)
+    assert [(p.partition_index, p.timestamp) for t in request.topics for p in t.partitions] == [
+        (0, -1), (1, -1), (2, -1)]
