@@ -65,8 +65,7 @@ PROGRAM = Path(__file__).resolve().parent / "ShareBench.java"
 JVM_OPTS = ["-Xms128m", "-Xmx512m", "-Dlog4j2.level=ERROR", "-Dlog4j2.StatusLogger.level=OFF"]
 CONSUMERS = 5
 #: share groups on (kafkapy serves them when the rebalance protocols list ``share``).
-KAFKAPY_SHARE = {"group.coordinator.rebalance.protocols": "classic,consumer,share",
-                 "group.share.enable": "true"}
+KAFKAPY_SHARE = {"group.coordinator.rebalance.protocols": "classic,consumer,share"}
 
 
 def log(msg: str) -> None:

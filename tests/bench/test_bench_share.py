@@ -73,7 +73,9 @@ def test_one_small_share_run_acknowledges_every_record(tmp_path):
     client_jars((bs.JAVA_CLIENT,))
     java = bs.JavaBench(tmp_path)
     java.prepare()
-    broker = BrokerProcess(tmp_path / "logs", overrides=bs.KAFKAPY_SHARE).start()
+    broker = BrokerProcess(tmp_path / "logs", overrides={
+        **bs.KAFKAPY_SHARE, "group.share.heartbeat.interval.ms": "1000",
+        "group.share.min.heartbeat.interval.ms": "500"}).start()
     broker.pid = broker.proc.pid
     broker.output_tail = lambda n=3000: broker.output()[-n:]
     try:

@@ -62,7 +62,8 @@ def test_five_consumers_share_one_partition(share_broker, share_group, explicit)
         return len(members) == 5 and all(n == 1 for n in members.values())
 
     wait_for(all_assigned, "5 members, each assigned the partition", WAIT, *why)
-    produce(share_broker.bootstrap, name, (f"v{i}" for i in range(10_000)))
+    produce(share_broker.bootstrap, name, (f"v{i}" for i in range(10_000)),
+            batch_records=100)          # 100 batches: every consumer's fetches find some
     wait_for(lambda: len(Deliveries(c.deliveries()).offsets()) >= 10_000,
              "10,000 offsets delivered", WAIT, *why)
     time.sleep(1.0)                       # room for a wrong second delivery to show

@@ -65,7 +65,7 @@ def _diagnose(broker, *processes):
 def test_five_consumers_share_one_partition(share_broker, consumers):
     topic = group = "share-java-five"
     create_topic(share_broker.bootstrap, topic)
-    c = consumers(topic, group, 5, EARLIEST, "watch")
+    c = consumers(topic, group, 5, EARLIEST, "watch", "client:max.poll.records=100")
     why = _diagnose(share_broker, c)
 
     def all_assigned():
@@ -74,7 +74,8 @@ def test_five_consumers_share_one_partition(share_broker, consumers):
         return len(members) == 5
 
     wait_for(all_assigned, "5 members, each assigned the partition", WAIT, *why)
-    produce(share_broker.bootstrap, topic, (f"v{i}" for i in range(10_000)))
+    produce(share_broker.bootstrap, topic, (f"v{i}" for i in range(10_000)),
+            batch_records=100)          # 100 batches: every consumer's fetches find some
     wait_for(lambda: len(Deliveries(c.deliveries()).offsets()) >= 10_000,
              "10,000 offsets delivered", WAIT, *why)
     time.sleep(1.0)                       # room for a wrong second delivery to show

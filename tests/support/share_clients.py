@@ -44,7 +44,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARE_PROGRAM = ROOT / "tests" / "java" / "kafka4" / "ShareConsumers.java"
 SHARE_OVERRIDES = {
     "group.coordinator.rebalance.protocols": "classic,consumer,share",
-    "group.share.enable": "true",
     "group.share.heartbeat.interval.ms": "1000",
     "group.share.min.heartbeat.interval.ms": "500",
     "group.share.min.record.lock.duration.ms": "1000",
@@ -122,11 +121,15 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1,
 
 
 def produce(bootstrap: str, topic: str, values: Iterable[str], *, key_prefix: str = "k",
-            headers: list[tuple[str, bytes]] | None = None, partition: int = 0) -> int:
-    """``values`` appended to ``topic``'s ``partition`` in order (acks=all, linger 5 ms, keys
-    ``<key_prefix><index>``); returns how many."""
+            headers: list[tuple[str, bytes]] | None = None, partition: int = 0,
+            batch_records: int = 10_000) -> int:
+    """``values`` appended to ``topic``'s ``partition`` in order (acks=all, linger 5 ms, at
+    most ``batch_records`` records a batch, keys ``<key_prefix><index>``); returns how many.
+    A share-partition leader acquires whole batches, so a test that wants records spread over
+    several consumers keeps batches small."""
     from confluent_kafka import Producer
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
+                         "batch.num.messages": batch_records})
     errors: list = []
     n = 0
     for n, value in enumerate(values, 1):
@@ -341,6 +344,7 @@ class JavaShareConsumers:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(30)
+        self._err.close()
 
 
 # -- confluent-kafka share consumers ----------------------------------------------------------

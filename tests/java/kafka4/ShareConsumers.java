@@ -229,7 +229,7 @@ public class ShareConsumers {
                         AcknowledgeType action = explicit ? action(r) : null;
                         emit(String.format("REC %s %d %d %d %s %.3f", name, r.partition(), r.offset(),
                             r.deliveryCount().map(Short::intValue).orElse(-1),
-                            hold ? "HOLD" : action == null ? "IMPLICIT" : action.toString(), at));
+                            hold ? "HOLD" : action == null ? "IMPLICIT" : action.name(), at));
                         if (action != null && !hold) consumer.acknowledge(r, action);
                     }
                     if (hold) {
