@@ -44,9 +44,11 @@ async def handle(ctx, request):
         refused = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if topic.topic_name not in allowed
                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                    if cache.topic(topic.topic_name) is None else 0)
-        if refused:
-            _add(answer, topic.topic_name, _topic_id(cache, topic.topic_name),
-                 [(p.partition_index, refused, error_message(refused)) for p in topic.partitions])
+        if refused:     # per partition: a topic refused without partitions is not listed
+            if topic.partitions:
+                _add(answer, topic.topic_name, _topic_id(cache, topic.topic_name),
+                     [(p.partition_index, refused, error_message(refused))
+                      for p in topic.partitions])
         else:
             asked.append((topic.topic_name,
                           [(p.partition_index, p.start_offset) for p in topic.partitions]))

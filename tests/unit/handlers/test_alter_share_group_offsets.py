@@ -90,6 +90,12 @@ def test_refused_topics_come_first_then_the_coordinators_answer():
         ("foo", kafka_uuid(FOO), [(0, 0, None)])]
 
 
+def test_a_refused_topic_without_partitions_is_not_listed():
+    fake, response = _call([("nosuch", []), ("foo", [])])
+    assert fake.asked == [("g", [("foo", [])])]
+    assert [(t.topic_name, t.partitions) for t in response.responses] == [("foo", [])]
+
+
 def test_a_topic_refused_and_answered_is_listed_once():
     fake, response = _call([("nosuch", [(0, 1)])], result=AlterResult(topics=(
         AlteredTopic("nosuch", None, (PartitionResult(1),)),)))
