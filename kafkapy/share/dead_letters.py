@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 import structlog
 
 from kafkapy.network.client import BrokerConnection
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import Record, build_batch, decode_records
@@ -326,9 +326,7 @@ class DeadLetterWriter:
 
 def _raise_for(code: int, target: str, index: int) -> None:
     if code:
-        raise DeadLetterError(f"append to {target}-{index} answered {ErrorCode(code).name}"
-                              if code in ErrorCode._value2member_map_ else
-                              f"append to {target}-{index} answered {code}",
+        raise DeadLetterError(f"append to {target}-{index} answered {error_name(code)}",
                               uncertain=code not in _SURE_REFUSALS)
 
 

@@ -66,7 +66,7 @@ import structlog
 from kafkapy.config.group_configs import ShareGroupConfig
 from kafkapy.coordinator.share.persister import Persister, ShareState
 from kafkapy.log.segment import FetchSlice
-from kafkapy.protocol.errors import ErrorCode, KafkaError
+from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.purgatory.purgatory import Purgatory
 from kafkapy.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, read_header
 from kafkapy.records.record import CONTROL_ABORT, decode_records
@@ -348,7 +348,7 @@ class SharePartitionManager:
             error = await self._persist(entry)
         if error:
             _log.info("share partition not loaded", group=entry.group_id,
-                      partition=entry.topic_partition, error=ErrorCode(error).name)
+                      partition=entry.topic_partition, error=error_name(error))
             self._drop(entry, error)
             return
         if not self._alive(entry):
@@ -450,7 +450,7 @@ class SharePartitionManager:
         code = await entry.writer.persist()
         if code in _FENCING and self._entries.get(entry.key) is entry:
             _log.info("share partition fenced by its persisted state", group=entry.group_id,
-                      partition=entry.topic_partition, error=ErrorCode(code).name)
+                      partition=entry.topic_partition, error=error_name(code))
             self._drop(entry, persister_error(code))
         return persister_error(code) if code else 0
 
