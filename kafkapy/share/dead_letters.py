@@ -7,8 +7,8 @@ broker's ``errors.deadletterqueue.topic.name.prefix`` (default ``dlq.``), exists
 has the topic config ``errors.deadletterqueue.group.enable=true``; otherwise the records
 are archived as Kafka archives them (``DeadLetterWriter.target`` answers None).
 
-A dead-letter record is the source record's key, value, headers and timestamp, plus
-these headers (UTF-8 strings): ``__dlq.errors.topic``, ``__dlq.errors.partition``,
+A dead-letter record is the source record's key, value and headers, timestamped when it
+is written (so the dead-letter topic's retention counts from then), plus these headers (UTF-8 strings): ``__dlq.errors.topic``, ``__dlq.errors.partition``,
 ``__dlq.errors.offset``, ``__dlq.errors.group``, ``__dlq.errors.delivery.count`` and
 ``__dlq.errors.reason`` (``rejected`` | ``delivery_count_limit``).  It goes to T's
 partition ``source partition mod T's partition count`` (so each source partition's dead
@@ -211,11 +211,12 @@ class DeadLetterWriter:
         config = self._topic_config_of(target) or {}
         limit = max(1024, int(config.get("max.message.bytes", 1048588)) - 1024)
         batches, current, size = [], [], 0
+        now = self._clock.time_ms()
         for record, letter in records:
             entry = (record.key, record.value,
                      list(record.headers) + dead_letter_headers(
                          source, record.offset, letter.delivery_count, letter.reason),
-                     record.timestamp)
+                     now)
             weight = (len(record.key or b"") + len(record.value or b"") + _RECORD_OVERHEAD
                       + sum(len(k) + len(v or b"") for k, v in record.headers))
             if current and size + weight > limit:
