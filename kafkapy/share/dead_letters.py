@@ -8,7 +8,8 @@ has the topic config ``errors.deadletterqueue.group.enable=true``; otherwise the
 are archived as Kafka archives them (``DeadLetterWriter.target`` answers None).
 
 A dead-letter record is the source record's key, value and headers, timestamped when it
-is written (so the dead-letter topic's retention counts from then), plus these headers (UTF-8 strings): ``__dlq.errors.topic``, ``__dlq.errors.partition``,
+is written (so the dead-letter topic's retention counts from then), plus these headers
+(UTF-8 strings): ``__dlq.errors.topic``, ``__dlq.errors.partition``,
 ``__dlq.errors.offset``, ``__dlq.errors.group``, ``__dlq.errors.delivery.count`` and
 ``__dlq.errors.reason`` (``rejected`` | ``delivery_count_limit``).  It goes to T's
 partition ``source partition mod T's partition count`` (so each source partition's dead
