@@ -63,7 +63,8 @@ def _response(ctx, request, results: list[tuple[TopicIdPartition, int]]):
     for tip, code in results:
         leader = _Leader(leader_id=0, leader_epoch=0)
         if code in _LEADER_HINT_ERRORS:
-            leader = leader_hint(ctx, tip, endpoints, _Leader, ShareAcknowledgeResponse.NodeEndpoint)
+            leader = leader_hint(ctx, tip, endpoints, _Leader,
+                                 ShareAcknowledgeResponse.NodeEndpoint)
         data = _Partition(partition_index=tip.partition, error_code=code, error_message=None,
                           current_leader=leader)
         if topics and topics[-1].topic_id == tip.topic_id:

@@ -157,7 +157,8 @@ class DeadLetterWriter:
     ``endpoint_of(broker id)``: the broker's (host, port) on the inter-broker listener.
     ``connect(host, port)``: a connected ``BrokerConnection`` (tests may stand in)."""
 
-    def __init__(self, *, replica_manager, cache, config, topic_config_of: Callable[[str], dict | None],
+    def __init__(self, *, replica_manager, cache, config,
+                 topic_config_of: Callable[[str], dict | None],
                  clock, endpoint_of: Callable[[int], tuple[str, int] | None],
                  connect: Callable[[str, int], Any] | None = None,
                  timeout_ms: int = 30000) -> None:

@@ -73,7 +73,8 @@ from kafkapy.records.record import CONTROL_ABORT, decode_records
 from kafkapy.replication.fetch_session import PartitionRequest, TopicIdPartition
 from kafkapy.replication.replica_manager import READ_COMMITTED, FetchParams, LogReadResult
 from kafkapy.share import session as sessions
-from kafkapy.share.dead_letters import DeadLetter, DeadLetterError, DeadLetterSource, DeadLetterWriter
+from kafkapy.share.dead_letters import (DeadLetter, DeadLetterError, DeadLetterSource,
+                                        DeadLetterWriter)
 from kafkapy.share.delayed import CallbackTask, DelayedShareFetch, group_key, partition_key
 from kafkapy.share.partition import (AcknowledgementBatch, AcquiredRecords, AcquireMode,
                                      FetchedBatch, SharePartition, SharePartitionState,

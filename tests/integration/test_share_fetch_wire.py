@@ -107,13 +107,13 @@ def share_fetch(client: WireClient, tid, epoch: int, member: str, *, partitions=
 
 
 def share_ack(client: WireClient, tid, epoch: int, member: str, acks):
+    partition = Ack.AcknowledgeTopic.AcknowledgePartition
     return client.request(79, 1, group_id=GROUP, member_id=member, share_session_epoch=epoch,
-                          topics=[Ack.AcknowledgeTopic(topic_id=tid, partitions=[
-                              Ack.AcknowledgeTopic.AcknowledgePartition(
-                                  partition_index=0, acknowledgement_batches=[
-                                      Ack.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch(
-                                          first_offset=a, last_offset=b,
-                                          acknowledge_types=list(t)) for a, b, t in acks])])])
+                          topics=[Ack.AcknowledgeTopic(topic_id=tid, partitions=[partition(
+                              partition_index=0, acknowledgement_batches=[
+                                  partition.AcknowledgementBatch(
+                                      first_offset=a, last_offset=b, acknowledge_types=list(t))
+                                  for a, b, t in acks])])])
 
 
 def answer(response):

@@ -89,7 +89,8 @@ class Node:
         """The share partitions load on first use: ask again until they answer records."""
         for _ in range(100):
             response = await self.send(request)
-            if response.error_code or any(p.acquired_records for p in partitions(response).values()):
+            answered = partitions(response).values()
+            if response.error_code or any(p.acquired_records for p in answered):
                 return response
             await asyncio.sleep(0.01)
             request.share_session_epoch = 0

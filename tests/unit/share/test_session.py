@@ -13,7 +13,8 @@ from kafkapy.share.session import (FINAL_EPOCH, INITIAL_EPOCH, SHARE_SESSION_LIM
                                    acknowledge_session_update, new_context, next_epoch)
 
 T1, T2 = uuid.uuid4(), uuid.uuid4()
-A0, A1, B0 = TopicIdPartition(T1, "a", 0), TopicIdPartition(T1, "a", 1), TopicIdPartition(T2, "b", 0)
+A0, A1 = TopicIdPartition(T1, "a", 0), TopicIdPartition(T1, "a", 1)
+B0 = TopicIdPartition(T2, "b", 0)
 EMPTY = PartitionAnswer(0, 0)
 DATA = PartitionAnswer(0, 100)
 
