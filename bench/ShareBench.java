@@ -3,7 +3,8 @@
  * client jars): CONSUMERS threads in one JVM, each its own consumer of GROUP on TOPIC, until
  * RECORDS records were acknowledged in all (or SECONDS passed).
  *
- * Usage: java ShareBench <bootstrap> <topic> <group> <mode> <consumers> <records> <seconds>
+ * Usage: java ShareBench <bootstrap> <topic> <group> <mode> <consumers> <records> <seconds> [k=v ...]
+ *   k=v  a consumer config added to every consumer's (e.g. fetch.max.wait.ms=100)
  *   mode share-explicit  KafkaShareConsumer, share.acknowledgement.mode=explicit: every record
  *                        of a poll acknowledged ACCEPT, then commitSync(); a record's
  *                        fetch-to-ack latency is from the poll's return to commitSync's return
@@ -18,9 +19,10 @@
  *   on the GROUP resource) first; classic uses auto.offset.reset=earliest.
  *
  * stdout, at the end, one line:
- *   RESULT acked=<n> first_ns=<t> all_flowing_ns=<t> last_ns=<t> redelivered=<n> errors=<n> p50_us=<x> p99_us=<x> max_us=<x> per_member=<a,b,...>
+ *   RESULT acked=<n> first_ns=<t> all_flowing_ns=<t> last_ns=<t> acked_all_flowing=<n> redelivered=<n> errors=<n> p50_us=<x> p99_us=<x> max_us=<x> per_member=<a,b,...>
  * where first_ns is the first poll that returned records, all_flowing_ns the moment the last
- * consumer's first non-empty poll returned, last_ns the last acknowledgement answered;
+ * consumer's first non-empty poll returned (-1: some consumer never got a record), last_ns the
+ * last acknowledgement answered, acked_all_flowing the records acknowledged from all_flowing_ns on;
  * ERROR <text> lines before it.  Times are System.nanoTime().
  * Invariant: a record counts once, when its acknowledgement is answered without error.
  */
@@ -57,6 +59,7 @@ public class ShareBench {
     static final AtomicLong ERRORS = new AtomicLong();
     static final AtomicLong FIRST = new AtomicLong(Long.MAX_VALUE);
     static final AtomicLong LAST = new AtomicLong(Long.MIN_VALUE);
+    static final Properties EXTRA = new Properties();
     static long target;
     static long deadline;
 
@@ -78,6 +81,7 @@ public class ShareBench {
         long firstNs = Long.MAX_VALUE;
         long acked = 0;
         long[] latencies = new long[1 << 14];
+        long[] ackTimes = new long[1 << 14];       // when each latency's acknowledgement was answered
         int n = 0;
 
         Member(String name) {
@@ -91,7 +95,11 @@ public class ShareBench {
 
         void acked(long polledNs, long ackNs, int count) {
             for (int i = 0; i < count; i++) {
-                if (n == latencies.length) latencies = Arrays.copyOf(latencies, n * 2);
+                if (n == latencies.length) {
+                    latencies = Arrays.copyOf(latencies, n * 2);
+                    ackTimes = Arrays.copyOf(ackTimes, n * 2);
+                }
+                ackTimes[n] = ackNs;
                 latencies[n++] = ackNs - polledNs;
             }
             acked += count;
@@ -105,6 +113,10 @@ public class ShareBench {
         int consumers = Integer.parseInt(args[4]);
         target = Long.parseLong(args[5]);
         deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Long.parseLong(args[6]));
+        for (int i = 7; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            EXTRA.put(kv[0], kv[1]);
+        }
         if (mode.startsWith("share")) earliest(bootstrap, group);
         List<Member> members = new ArrayList<>();
         List<Thread> threads = new ArrayList<>();
@@ -137,6 +149,7 @@ public class ShareBench {
         props.put("bootstrap.servers", bootstrap);
         props.put("group.id", group);
         props.put("client.id", m.name);
+        props.putAll(EXTRA);
         return props;
     }
 
@@ -213,6 +226,11 @@ public class ShareBench {
 
     static void report(List<Member> members) {
         long allFlowing = members.stream().mapToLong(m -> m.firstNs).max().orElse(Long.MAX_VALUE);
+        if (allFlowing == Long.MAX_VALUE) allFlowing = -1;    // some consumer never got a record
+        long ackedAfter = 0;
+        for (Member m : members) {
+            for (int i = 0; i < m.n; i++) if (allFlowing >= 0 && m.ackTimes[i] >= allFlowing) ackedAfter++;
+        }
         int total = members.stream().mapToInt(m -> m.n).sum();
         long[] all = new long[total];
         int at = 0;
@@ -223,9 +241,9 @@ public class ShareBench {
         Arrays.sort(all);
         StringBuilder per = new StringBuilder();
         for (Member m : members) per.append(per.length() == 0 ? "" : ",").append(m.acked);
-        System.out.printf("RESULT acked=%d first_ns=%d all_flowing_ns=%d last_ns=%d redelivered=%d errors=%d "
-                + "p50_us=%.1f p99_us=%.1f max_us=%.1f per_member=%s%n",
-            ACKED.get(), FIRST.get(), allFlowing, LAST.get(), REDELIVERED.get(), ERRORS.get(),
+        System.out.printf("RESULT acked=%d first_ns=%d all_flowing_ns=%d last_ns=%d acked_all_flowing=%d "
+                + "redelivered=%d errors=%d p50_us=%.1f p99_us=%.1f max_us=%.1f per_member=%s%n",
+            ACKED.get(), FIRST.get(), allFlowing, LAST.get(), ackedAfter, REDELIVERED.get(), ERRORS.get(),
             pct(all, 0.50), pct(all, 0.99), total == 0 ? 0.0 : all[total - 1] / 1e3, per);
         System.out.flush();
     }

@@ -14,14 +14,14 @@ from tests.support.java_clients import client_jars
 bs = load_bench_script("bench_share.py", "bench_share")
 
 LINE = ("RESULT acked=1000 first_ns=1000000000 all_flowing_ns=1250000000 last_ns=3000000000 "
-        "redelivered=2 errors=0 p50_us=1500.0 p99_us=9000.5 max_us=12000.0 "
+        "acked_all_flowing=875 redelivered=2 errors=0 p50_us=1500.0 p99_us=9000.5 max_us=12000.0 "
         "per_member=200,200,200,200,200")
 
 
 def test_the_result_line_parses_and_other_lines_do_not():
     r = bs.parse_result(LINE)
     assert r == {"acked": 1000, "first_ns": 1_000_000_000, "all_flowing_ns": 1_250_000_000,
-                 "last_ns": 3_000_000_000, "redelivered": 2, "errors": 0, "p50_us": 1500.0,
+                 "last_ns": 3_000_000_000, "acked_all_flowing": 875, "redelivered": 2, "errors": 0, "p50_us": 1500.0,
                  "p99_us": 9000.5, "max_us": 12000.0, "per_member": [200] * 5}
     assert bs.parse_result("ERROR m0 something") is None
 
@@ -29,8 +29,12 @@ def test_the_result_line_parses_and_other_lines_do_not():
 def test_figures_are_records_over_the_span_from_first_poll_to_last_ack():
     f = bs.figures(bs.parse_result(LINE), records=1000)
     assert f["ok"] and f["records_per_s"] == 500.0 and f["span_s"] == 2.0
+    assert f["all_flowing_records_per_s"] == 500.0          # 875 records in 1.75 s
     assert (f["p50_ms"], f["p99_ms"], f["all_flowing_s"]) == (1.5, 9.001, 0.25)
     assert not bs.figures(bs.parse_result(LINE), records=1001)["ok"]
+    never = bs.parse_result(LINE.replace("all_flowing_ns=1250000000", "all_flowing_ns=-1"))
+    assert bs.figures(never, records=1000)["all_flowing_s"] is None
+    assert bs.figures(never, records=1000)["all_flowing_records_per_s"] is None
 
 
 def test_medians_count_only_runs_that_acknowledged_everything():
@@ -56,7 +60,7 @@ def test_the_report_has_a_row_per_case_and_names_failed_runs():
            "host": {"cpus": 2, "mem_gib": 1, "platform": "p", "python": "3", "java": "j",
                     "confluent_kafka": "2"}, "rows": rows}
     text = bs.render(doc)
-    assert "| a share row | 1 | 1 of 1 | **1,234** |" in text
+    assert "| a share row | 1 | 1 of 1 | **1,234** | 1,234–1,234 | – | 1.0 | **2.0** |" in text
     assert "unavailable: no kafka" in text
     assert "- a share row: boom" in text
 
