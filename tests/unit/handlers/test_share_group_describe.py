@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 from kafkapy.config import BrokerConfig
 from kafkapy.coordinator.group.share.types import DescribedShareGroup, DescribedShareMember
+from kafkapy.handlers import describe_groups
 from kafkapy.handlers import share_group_describe as handler
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS
@@ -108,3 +109,18 @@ async def test_a_real_coordinators_group(tmp_path):
     [g] = response.groups
     assert (g.error_code, g.group_state, g.group_epoch, [m.member_id for m in g.members]) == (
         0, "Stable", result.member_epoch, ["m1"])
+
+
+async def test_describe_groups_of_a_share_group_is_not_a_classic_group(tmp_path):
+    h = ShareHarness(tmp_path)
+    h.topics.create("foo", 1)
+    await h.heartbeat("m1", 0, ["foo"])
+    parts = services(groups=SimpleNamespace(coordinator=h.coordinator))
+    answers = {}
+    for version in (5, 6):
+        request = SimpleNamespace(groups=["g"], include_authorized_operations=False)
+        [g] = describe_groups.handle(context(parts, 15, version), request).groups
+        answers[version] = (g.error_code, g.error_message, g.group_state, g.members)
+    assert answers == {5: (0, None, "Dead", []),
+                       6: (ErrorCode.GROUP_ID_NOT_FOUND, "Group g is not a classic group.",
+                           "Dead", [])}

@@ -5,11 +5,13 @@ read back by Kafka 4.3's own classes (``tests/support/wire_oracle``)."""
 from __future__ import annotations
 
 import uuid
+from types import SimpleNamespace
 
 import pytest
 
 from kafkapy.config import BrokerConfig
 from kafkapy.coordinator.group.share.types import ShareHeartbeatRequest, ShareHeartbeatResult
+from kafkapy.handlers import api_versions, build_registry
 from kafkapy.handlers import share_group_heartbeat as handler
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS
@@ -135,3 +137,28 @@ async def test_every_subscribed_topic_must_be_describable(names, error):
                                  authorizer=authorizer)
     assert response.error_code == error
     assert len(fake.asked) == (0 if error else 1)
+
+
+# -- ApiVersions: the share group APIs and share.version only with share groups on ---------------
+def _api_versions(protocols: str):
+    parts = services(apis=build_registry(), features=None, config=BrokerConfig.from_properties(
+        {"broker.id": "0", "group.coordinator.rebalance.protocols": protocols}))
+    answer = api_versions.handle(context(parts, 18, 4), SimpleNamespace(
+        client_software_name="t", client_software_version="1"))
+    answer.with_header(correlation_id=1)
+    [seen] = decoded([("ApiVersionsResponse", 4, answer.encode()[8:])])
+    return seen
+
+
+def test_api_versions_follow_the_share_protocol():
+    on, off = _api_versions("classic,consumer,share"), _api_versions("classic,consumer")
+    share_apis = {76, 77, 78, 79}
+    assert share_apis <= {a["apiKey"] for a in on["apiKeys"]}
+    assert not share_apis & {a["apiKey"] for a in off["apiKeys"]}
+    assert {"apiKey": 76, "minVersion": 1, "maxVersion": 1} in on["apiKeys"]
+    assert {"name": "share.version", "maxVersionLevel": 1, "minVersionLevel": 1} in \
+        on["finalizedFeatures"]
+    assert [f["name"] for f in off["finalizedFeatures"]] == ["group.version"]
+    for answer in (on, off):       # supported either way, as by a Kafka 4.2 broker
+        assert {"name": "share.version", "minVersion": 0, "maxVersion": 1} in \
+            answer["supportedFeatures"]
