@@ -60,7 +60,8 @@ def _refused(ctx, request) -> int:
     if not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
     names = request.subscribed_topic_names
-    if names and len(authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, names)) < len(set(names)):
+    if names and len(authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, names)) < len(
+            set(names)):
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     return 0
 

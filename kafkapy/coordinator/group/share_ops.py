@@ -40,6 +40,7 @@ base; JoinGroup, SyncGroup, Heartbeat and LeaveGroup check in ``coordinator``.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
 
 import structlog
@@ -67,17 +68,15 @@ from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.replication import acks
 
 if TYPE_CHECKING:   # annotations only
-    import uuid
-
     from kafkapy.coordinator.share.persister import Persister
 
 _log = structlog.get_logger("kafkapy.coordinator.group")
 
-ADMIN_ASSIGNOR = SimpleAssignor.name
 #: The heartbeat's first (join) checks, Kafka's messages.
 _SUBSCRIPTION_REQUIRED = "SubscribedTopicNames must be set in first request."
 
-TopicPartitions = dict["uuid.UUID", InitTopic]
+#: Share partitions by topic id, with the topic's name (``InitTopic``).
+TopicPartitions = dict[uuid.UUID, InitTopic]
 
 
 class ShareTimeouts(Protocol):
@@ -418,7 +417,8 @@ class ShareOps:
             return DescribedShareGroup(group_id, error)
         group = self._groups.get(group_id)
         if not isinstance(group, ShareGroup) or group.dead:
-            message = (f"Group {group_id} not found." if group is None or group.is_(ClassicState.DEAD)
+            gone = group is None or group.is_(ClassicState.DEAD)
+            message = (f"Group {group_id} not found." if gone
                        else f"Group {group_id} is not a share group.")
             return DescribedShareGroup(group_id, E.GROUP_ID_NOT_FOUND, message)
         members = tuple(_described(m) for m in group.members.values())
@@ -461,7 +461,7 @@ class ShareOps:
         return super().describe_group(group_id)
 
     def _cleanup(self, group, partitions: list, drop_pending: bool = False) -> int:
-        if isinstance(group, ShareGroup):   # no offsets, and it never expires (Kafka's shouldExpire)
+        if isinstance(group, ShareGroup):   # no offsets; it never expires (Kafka's shouldExpire)
             return 0
         return super()._cleanup(group, partitions, drop_pending)
 

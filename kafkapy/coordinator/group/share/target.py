@@ -37,9 +37,9 @@ def target_changes(group: ShareGroup, epoch: int, assignor: SimpleAssignor,
                    topics: Mapping[str, TopicMetadata]) -> list[Change]:
     """The changes that put the group's target at ``epoch``; ``topics``: the subscribed
     topics that exist, by name."""
-    specs = {member_id: MemberSpec(m.subscription.rack_id,
-                                   subscribed_ids(m, topics), group.target(member_id))
-             for member_id, member in group.members.items() for m in (member,)}
+    specs = {member_id: MemberSpec(member.subscription.rack_id,
+                                   subscribed_ids(member, topics), group.target(member_id))
+             for member_id, member in group.members.items()}
     by_id = {t.topic_id: t for t in topics.values()}
     # Kafka's subscription type: homogeneous when every member names the same topics
     homogeneous = len({m.subscription.topic_names for m in group.members.values()}) <= 1
@@ -54,7 +54,8 @@ def target_changes(group: ShareGroup, epoch: int, assignor: SimpleAssignor,
     return changes
 
 
-def subscribed_ids(member: ShareMember, topics: Mapping[str, TopicMetadata]) -> frozenset[uuid.UUID]:
+def subscribed_ids(member: ShareMember,
+                   topics: Mapping[str, TopicMetadata]) -> frozenset[uuid.UUID]:
     """The ids of the member's subscribed topics that exist."""
     return frozenset(topics[n].topic_id for n in member.subscription.topic_names if n in topics)
 
