@@ -220,7 +220,7 @@ def render(doc: dict) -> str:
         "", "Notes:", "",
         *([f"- The machine was up to {max(busy):.0f}% busy before the runs (other work "
            "sharing it): every figure here is disturbed by it."] if busy else []),
-        "- The share rows' p99 tracks the client's `fetch.max.wait.ms` (500 ms by default; "
+        "- A share row's p99 can reach the client's `fetch.max.wait.ms` (500 ms by default; "
         "with 100 ms, a 50,000-record probe gave p99 70–115 ms): an acknowledgement is "
         "answered only after that consumer's ShareFetch, parked at the broker while no record "
         "can be acquired, comes back (implicit mode: the acknowledgements ride on that very "
