@@ -1,12 +1,14 @@
 """Differences kept on purpose, each with its reason.
 
-Three kinds, each as narrow as the difference:
+Four kinds, each as narrow as the difference:
 
 - ``KNOWN_DIFFERENCES`` (case id -> reason): cases marked xfail(strict=True), only for
   answers where matching Kafka would be wrong or meaningless (for example where Kafka itself
   answers UNKNOWN_SERVER_ERROR for a request it cannot handle).
 - ``KAFKA_4``: where kafkapy answers as Kafka 4.x does and Kafka 3.9 (the reference) does
-  not: kafkapy serves the consumer group protocol (KIP-848) as Kafka 4.x serves it.  Each
+  not: kafkapy serves the consumer group protocol (KIP-848) as Kafka 4.x serves it, and share
+  groups (KIP-932) as Kafka 4.2 serves them, with the dead-letter keys of KIP-1191 (not yet
+  in a Kafka release; kafkapy has dead-letter topics ahead of Kafka).  Each
   entry names the API, versions and fields it touches, and turns Kafka 3.9's normalised
   answer into what Kafka 4.x answers there (``expected``); every other field is still
   compared with Kafka 3.9's.  Kafka 4.x's source is cited from the Kafka source mirror of the
@@ -16,6 +18,9 @@ Three kinds, each as narrow as the difference:
 - ``STAND_IN_VERSIONS``: versions Kafka 3.9 does not serve at all; the case's request goes to
   Kafka at the stand-in version (fields that version lacks dropped), and ``KAFKA_4`` adds
   what the newer version changes.
+- ``KAFKA_4_ONLY_APIS``: APIs that no Kafka 3.9 serves in either mode at a version kafkapy
+  serves, so nothing answers them to compare with; they have no cases here (each entry
+  says where their answers are checked instead), and ``KAFKA_4`` lists them in ApiVersions.
 
 Any other difference must be fixed in kafkapy, not listed here.  Keys are exact case ids.
 """
@@ -25,7 +30,9 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kafkapy.java_properties import loads
 from tests.conformance.compare import Keyed
+from tests.support.broker_process import SERVER_PROPERTIES
 
 KNOWN_DIFFERENCES: dict[str, str] = {
     "Produce-v9-null-records": "Kafka 3.9 hits a NullPointerException on null records of a "
@@ -102,6 +109,31 @@ STAND_IN_VERSIONS: dict[tuple[int, int], tuple[int, str]] = {
 }
 
 
+# APIs kafkapy serves that no Kafka 3.9 answers meaningfully, in neither mode: its ZooKeeper
+# mode closes the connection on them (their schemas name no zkBroker listener); its KRaft mode
+# has 76-79 only as KIP-932's unstable v0 preview (behind unstable.api.versions.enable; Kafka
+# 4.1 removed v0 and serves v1), answers 83-87 v0 UNSUPPORTED_VERSION whatever is asked
+# (KafkaApis.handleInitializeShareGroupStateRequest & co. are placeholders) and has no 90-92.
+_SHARE_TESTS = ("tests/integration (the handlers over a real broker's socket), "
+                "tests/clients (Kafka 4.3's KafkaShareConsumer and confluent-kafka's "
+                "ShareConsumer), tests/fuzz")
+KAFKA_4_ONLY_APIS: dict[int, str] = {
+    76: "ShareGroupHeartbeat v1: " + _SHARE_TESTS,
+    77: "ShareGroupDescribe v1: " + _SHARE_TESTS,
+    78: "ShareFetch v1-2: " + _SHARE_TESTS,
+    79: "ShareAcknowledge v1-2: " + _SHARE_TESTS,
+    83: "InitializeShareGroupState (broker to share coordinator): " + _SHARE_TESTS,
+    84: "ReadShareGroupState (broker to share coordinator): " + _SHARE_TESTS,
+    85: "WriteShareGroupState v0-1 (broker to share coordinator): " + _SHARE_TESTS,
+    86: "DeleteShareGroupState (broker to share coordinator): " + _SHARE_TESTS,
+    87: "ReadShareGroupStateSummary v0-1 (broker to share coordinator): "
+        + _SHARE_TESTS,
+    90: "DescribeShareGroupOffsets v0-1: " + _SHARE_TESTS,
+    91: "AlterShareGroupOffsets: " + _SHARE_TESTS,
+    92: "DeleteShareGroupOffsets: " + _SHARE_TESTS,
+}
+
+
 def stand_in_version(api_key: int, version: int) -> int:
     """The version Kafka 3.9 is asked for a case of ``(api_key, version)``."""
     return STAND_IN_VERSIONS.get((api_key, version), (version, ""))[0]
@@ -156,6 +188,40 @@ def _group_version_feature(tree, case):
     if case.version >= 4 and isinstance(tree.get("supported_features"), list):
         out["supported_features"] = _with_feature(tree["supported_features"], {
             "name": "group.version", "min_version": 0, "max_version": 1})
+    return out
+
+
+# Kafka 4.2's ranges of the share group APIs (the schemas in protocol/*.json), as kafkapy
+# serves them; ApiVersions lists 76-79 while group.coordinator.rebalance.protocols names share,
+# which its default does.
+SHARE_GROUP_APIS = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 83: (0, 0), 84: (0, 0),
+                    85: (0, 1), 86: (0, 0), 87: (0, 1), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
+
+
+def _share_api_ranges(tree, case):
+    """The share group APIs added to the list, in order of key (the list is not keyed); a
+    refusal lists ApiVersions alone."""
+    entries = list(tree.get("api_keys") or [])
+    if tree.get("error_code") or not entries:
+        return tree
+    listed = {e.get("api_key") for e in entries}
+    entries += [{"api_key": key, "min_version": lo, "max_version": hi}
+                for key, (lo, hi) in SHARE_GROUP_APIS.items() if key not in listed]
+    entries.sort(key=lambda e: e.get("api_key"))
+    return {**tree, "api_keys": _keyed_like(tree["api_keys"], entries)}
+
+
+def _share_version_feature(tree, case):
+    """share.version: supported 0-1 (from v4), finalized at 1 (from v3); not on a refusal."""
+    if tree.get("error_code"):
+        return tree
+    out = dict(tree)
+    if case.version >= 3 and isinstance(tree.get("finalized_features"), list):
+        out["finalized_features"] = _with_feature(tree["finalized_features"], {
+            "name": "share.version", "max_version_level": 1, "min_version_level": 1})
+    if case.version >= 4 and isinstance(tree.get("supported_features"), list):
+        out["supported_features"] = _with_feature(tree["supported_features"], {
+            "name": "share.version", "min_version": 0, "max_version": 1})
     return out
 
 
@@ -237,6 +303,116 @@ def _renamed(entry: dict, name: str, value: str) -> dict:
     return entry
 
 
+# -- DescribeConfigs / CreateTopics: share groups' keys ---------------------------------------
+
+TOPIC = 2
+INT_TYPE, SHORT_TYPE, LIST_TYPE = 3, 4, 7
+# Kafka 3.9's values that Kafka 4.2 changed: key -> (3.9's value, 4.2's value)
+SHARE_BROKER_DEFAULTS = {
+    "group.coordinator.rebalance.protocols": ("classic,consumer", "classic,consumer,share"),
+    "group.share.partition.max.record.locks": ("200", "2000"),
+}
+# Keys Kafka 3.9 does not define, at Kafka 4.2's default: key -> (value, type, read-only)
+SHARE_BROKER_KEYS = {
+    "group.share.assignors": ("simple", LIST_TYPE, True),
+    "group.share.max.share.sessions": ("2000", INT_TYPE, True),
+    "share.fetch.purgatory.purge.interval.requests": ("1000", INT_TYPE, True),
+    "share.coordinator.append.linger.ms": ("-1", INT_TYPE, True),
+    "share.coordinator.cached.buffer.max.bytes": ("1048588", INT_TYPE, False),
+    "share.coordinator.load.buffer.size": ("5242880", INT_TYPE, True),
+    "share.coordinator.snapshot.update.records.per.snapshot": ("500", INT_TYPE, True),
+    "share.coordinator.state.topic.compression.codec": ("0", INT_TYPE, True),
+    "share.coordinator.state.topic.num.partitions": ("50", INT_TYPE, True),
+    "share.coordinator.state.topic.segment.bytes": ("104857600", INT_TYPE, True),
+    "share.coordinator.threads": ("1", INT_TYPE, True),
+    "share.coordinator.write.timeout.ms": ("5000", INT_TYPE, True),
+    "errors.deadletterqueue.topic.name.prefix": ("dlq.", STRING_TYPE, True),      # KIP-1191
+}
+# Keys config/server.properties sets that Kafka 3.9 does not define (so it describes them as
+# unknown: sensitive, no value, type UNKNOWN) and Kafka 4.2 defines as SHORT.
+SHARE_STATE_TOPIC_KEYS = ("share.coordinator.state.topic.replication.factor",
+                          "share.coordinator.state.topic.min.isr")
+DEAD_LETTER_TOPIC_KEY = "errors.deadletterqueue.group.enable"      # KIP-1191, BOOLEAN false
+# The entries of Kafka 3.9 the new ones are modelled on (a read-only broker key at its default;
+# a topic key of the same kind: BOOLEAN, default false, no broker synonym); a listing without
+# them (some keys only) gets nothing added.
+_BROKER_TEMPLATE = "group.consumer.assignors"
+_TOPIC_TEMPLATE = "remote.log.copy.disable"
+
+
+def _share_broker_keys(tree, case):
+    results = []
+    for result in tree.get("results") or []:
+        configs = result.get("configs")
+        if result.get("resource_type") == BROKER and isinstance(configs, list):
+            result = dict(result, configs=_share_broker_configs(configs))
+        results.append(result)
+    return {**tree, "results": _keyed_like(tree.get("results"), results)}
+
+
+def _share_broker_configs(configs):
+    file_values = _server_properties()
+    out = []
+    for entry in configs:
+        old_new = SHARE_BROKER_DEFAULTS.get(entry.get("name"))
+        if old_new and entry.get("value") == old_new[0]:
+            entry = _renamed(entry, entry["name"], old_new[1])
+        if entry.get("name") == "group.share.max.size" and entry.get("config_type") == SHORT_TYPE:
+            entry = dict(entry, config_type=INT_TYPE)
+        if entry.get("name") in SHARE_STATE_TOPIC_KEYS and entry.get("is_sensitive"):
+            entry = _defined(entry, file_values.get(entry["name"]), SHORT_TYPE)
+        out.append(entry)
+    template = next((e for e in configs if e.get("name") == _BROKER_TEMPLATE), None)
+    if template is not None:
+        names = {e.get("name") for e in out}
+        for name, (value, config_type, read_only) in SHARE_BROKER_KEYS.items():
+            if name not in names:
+                out.append(_like(template, name, value, config_type, read_only))
+    return _keyed_like(configs, sorted(out, key=lambda e: e.get("name")))
+
+
+def _server_properties() -> dict[str, str]:
+    return loads(SERVER_PROPERTIES.read_text())
+
+
+def _defined(entry: dict, value, config_type: int) -> dict:
+    """An unknown key as a defined, non-sensitive one: its value shown, its type known."""
+    entry = _renamed(entry, entry["name"], value)
+    entry["is_sensitive"] = False
+    if "config_type" in entry:
+        entry["config_type"] = config_type
+    return entry
+
+
+def _like(template: dict, name: str, value: str, config_type: int, read_only: bool) -> dict:
+    entry = _renamed(template, name, value)
+    entry["read_only"] = read_only
+    if "config_type" in entry:
+        entry["config_type"] = config_type
+    return entry
+
+
+def _dead_letter_topic_key(tree, case):
+    """errors.deadletterqueue.group.enable among a topic's configs: DescribeConfigs' TOPIC
+    results, CreateTopics' topics (v5+)."""
+    key = "results" if case.api_key == 32 else "topics"
+    items = []
+    for item in tree.get(key) or []:
+        configs = item.get("configs")
+        if (case.api_key != 32 or item.get("resource_type") == TOPIC) and isinstance(configs, list):
+            item = dict(item, configs=_with_topic_key(configs))
+        items.append(item)
+    return {**tree, key: _keyed_like(tree.get(key), items)}
+
+
+def _with_topic_key(configs):
+    template = next((e for e in configs if e.get("name") == _TOPIC_TEMPLATE), None)
+    if template is None or any(e.get("name") == DEAD_LETTER_TOPIC_KEY for e in configs):
+        return configs
+    added = _renamed(template, DEAD_LETTER_TOPIC_KEY, "false")
+    return _keyed_like(configs, sorted([*configs, added], key=lambda e: e.get("name")))
+
+
 # -- ConsumerGroupHeartbeat / ConsumerGroupDescribe (against Kafka 3.9 in KRaft mode) ---------
 
 INVALID_REQUEST = 42
@@ -312,6 +488,21 @@ KAFKA_4: tuple[Kafka4, ...] = (
            "server-common/.../GroupVersion.java: GV_1), so kafkapy lists group.version "
            "supported 0-1 and finalized at 1 (ApiVersionsResponse leaves a feature with "
            "minimum level 0 out below v4); Kafka 3.9 in ZooKeeper mode has no features."),
+    Kafka4("ApiVersions: the share group APIs", _api(18), _share_api_ranges,
+           "kafkapy serves share groups (KIP-932) as Kafka 4.2 does and lists their APIs at "
+           "Kafka 4.2's ranges (the schemas in protocol/*.json, Kafka 4.2's): "
+           "ShareGroupHeartbeat 76 v1, ShareGroupDescribe 77 v1, ShareFetch 78 v1-2, "
+           "ShareAcknowledge 79 v1-2, the share coordinator's InitializeShareGroupState 83 v0, "
+           "ReadShareGroupState 84 v0, WriteShareGroupState 85 v0-1, DeleteShareGroupState 86 "
+           "v0, ReadShareGroupStateSummary 87 v0-1, and DescribeShareGroupOffsets 90 v0-1, "
+           "AlterShareGroupOffsets 91 v0, DeleteShareGroupOffsets 92 v0; Kafka 3.9 in "
+           "ZooKeeper mode lists none of them (KAFKA_4_ONLY_APIS)."),
+    Kafka4("ApiVersions: share.version", _api(18), _share_version_feature,
+           "Kafka 4.2 serves share groups while its share.version feature is at level 1 "
+           "(server-common/.../ShareVersion.java: SV_1, bootstrapped from metadata version "
+           "IBP_4_2_IV0, so a new 4.2 cluster finalizes it at 1), so kafkapy lists share.version "
+           "supported 0-1 and finalized at 1 (left out below v4 like group.version); Kafka "
+           "3.9 in ZooKeeper mode has no features."),
     Kafka4("DescribeGroups v6", _api(15, versions={6}), _describe_groups_v6,
            "DescribeGroups v6 (KIP-1043, Kafka 4.0): ErrorMessage per group, and a group that "
            "does not exist is GROUP_ID_NOT_FOUND with GroupMetadataManager's 'Group <id> not "
@@ -327,6 +518,33 @@ KAFKA_4: tuple[Kafka4, ...] = (
            "group.consumer.migration.policy=bidirectional listed like any other key (Kafka "
            "4.0's default; 3.9 and the snapshot define the key internal, so their "
            "DescribeConfigs leaves it out).  Only the BROKER results listing these keys change."),
+    Kafka4("DescribeConfigs: share groups' broker keys", _api(32), _share_broker_keys,
+           "Kafka 4.2's broker keys of share groups, which kafkapy has (kafkapy/config/"
+           "broker_keys.py): group.coordinator.rebalance.protocols lists share (kafkapy serves "
+           "share groups only while it does; Kafka 4.2 lists classic,consumer,streams and turns "
+           "share groups on with share.version, and kafkapy has no streams groups); "
+           "group.share.partition.max.record.locks 2000 (Kafka 4.2's ShareGroupConfig; 3.9: "
+           "200); group.share.max.size an INT (Kafka 4.2's GroupCoordinatorConfig; 3.9: "
+           "SHORT); share.coordinator.state.topic.replication.factor and .min.isr, which "
+           "config/server.properties sets as Kafka 4.x's sample does, defined as SHORT with "
+           "their values shown (Kafka 3.9 does not define them, so it describes them as unknown "
+           "keys: sensitive, no value, type UNKNOWN); and the keys Kafka 3.9 lacks, at Kafka "
+           "4.2's defaults: group.share.assignors=simple, group.share.max.share.sessions=2000, "
+           "share.fetch.purgatory.purge.interval.requests=1000 (ShareGroupConfig, "
+           "GroupCoordinatorConfig) and the share coordinator's share.coordinator.* "
+           "(ShareCoordinatorConfig; cached.buffer.max.bytes is its one dynamic key); plus "
+           "KIP-1191's errors.deadletterqueue.topic.name.prefix=dlq. (a read-only STRING), the "
+           "prefix of share groups' dead-letter topics, which kafkapy serves ahead of Kafka.  "
+           "Only the BROKER results listing every key change."),
+    Kafka4("DescribeConfigs/CreateTopics: errors.deadletterqueue.group.enable",
+           lambda case: (case.api_key == 32 or (case.api_key == 19 and case.version >= 5)),
+           _dead_letter_topic_key,
+           "KIP-1191's topic key errors.deadletterqueue.group.enable (BOOLEAN, default false, "
+           "no broker synonym): a topic may be a share group's dead-letter topic only while it "
+           "is true.  kafkapy serves share groups' dead-letter topics ahead of Kafka (no Kafka "
+           "release has the key yet), so every listing of a topic's configs has it: "
+           "DescribeConfigs' TOPIC results and CreateTopics' configs (v5+), listed like Kafka "
+           "3.9's remote.log.copy.disable, a key of the same kind."),
     Kafka4("ConsumerGroupHeartbeat: no subscription", _api(68), _no_subscription_message,
            "Kafka 4.x subscribes by names or by a regular expression (v1's "
            "SubscribedTopicRegex), and its first-heartbeat check says so: 'SubscribedTopicNames "

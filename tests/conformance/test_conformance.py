@@ -7,7 +7,8 @@ value, ours): ``runner.run_case``.  A connection dropped by one side only is a d
 path ``<connection>``.  Cases come from ``cases/`` for each (api, version) that kafkapy's
 handler registry advertises - the same ranges its ApiVersions answers, which
 ``test_advertised_ranges_are_what_apiversions_answers`` checks against the live broker; the
-cases of APIs Kafka 3.9 serves only in KRaft mode run in ``test_consumer_protocol``.
+cases of APIs Kafka 3.9 serves only in KRaft mode run in ``test_consumer_protocol``; APIs no
+Kafka 3.9 serves (``known.KAFKA_4_ONLY_APIS``) have no cases.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from tests.conformance import report
 from tests.conformance.cases import GENERATORS, Case
 from tests.conformance.catalogue import ADVERTISED, CASES
-from tests.conformance.known import KNOWN_DIFFERENCES
+from tests.conformance.known import KAFKA_4_ONLY_APIS, KNOWN_DIFFERENCES
 from tests.conformance.runner import run_case
 
 
@@ -35,8 +36,13 @@ def test_conformance(case, conformance_brokers):
 
 
 def test_every_advertised_api_has_cases():
-    missing = sorted(k for k in ADVERTISED if k not in GENERATORS)
+    missing = sorted(k for k in ADVERTISED if k not in GENERATORS and k not in KAFKA_4_ONLY_APIS)
     assert not missing, f"advertised APIs without conformance cases: {missing}"
+
+
+def test_apis_without_a_reference_are_advertised_and_have_no_cases():
+    assert set(KAFKA_4_ONLY_APIS) <= set(ADVERTISED)
+    assert not set(KAFKA_4_ONLY_APIS) & set(GENERATORS)
 
 
 def test_advertised_ranges_are_what_apiversions_answers(conformance_brokers):

@@ -11,7 +11,7 @@ from tests.conformance.catalogue import CASES, KRAFT_CASES
 from tests.conformance.compare import Keyed, diff
 from tests.conformance.consumer_shape import shaped
 from tests.conformance.known import (
-    KAFKA_4, KNOWN_DIFFERENCES, STAND_IN_VERSIONS, expected)
+    KAFKA_4, KNOWN_DIFFERENCES, SHARE_BROKER_KEYS, SHARE_GROUP_APIS, STAND_IN_VERSIONS, expected)
 
 ALL = CASES + KRAFT_CASES
 
@@ -35,18 +35,23 @@ def test_every_kafka_4_rule_applies_to_some_case():
     assert not unused
 
 
-def test_api_versions_rule_touches_only_the_consumer_group_apis():
+def test_api_versions_rules_touch_only_the_group_apis():
     entries = [{"api_key": k, "min_version": 0, "max_version": m}
-               for k, m in ((3, 12), (15, 5), (68, 0), (69, 0))]
+               for k, m in ((3, 12), (15, 5), (68, 0), (69, 0), (75, 0))]
     kafka = {"error_code": 0, "api_keys": entries, "finalized_features": Keyed([], ["name"]),
              "supported_features": Keyed([], ["name"])}
     ours = expected(_case(18, 4), copy.deepcopy(kafka))
-    assert _paths(kafka, ours) == {
-        "api_keys[1].max_version", "api_keys[2].max_version", "api_keys[3].max_version",
-        "finalized_features[name='group.version']",
-        "supported_features[name='group.version']"}
+    ranges = {e["api_key"]: (e["min_version"], e["max_version"]) for e in ours["api_keys"]}
+    assert ranges == {3: (0, 12), 15: (0, 6), 68: (0, 1), 69: (0, 1), 75: (0, 0),
+                      **SHARE_GROUP_APIS}
+    assert [e["api_key"] for e in ours["api_keys"]] == sorted(ranges)      # the list's order
+    assert [f["name"] for f in ours["finalized_features"]] == ["group.version", "share.version"]
+    assert [(f["name"], f["min_version"], f["max_version"])
+            for f in ours["supported_features"]] == [("group.version", 0, 1),
+                                                     ("share.version", 0, 1)]
     v3 = expected(_case(18, 3), copy.deepcopy(kafka))
-    assert "supported_features[name='group.version']" not in _paths(kafka, v3)     # minimum 0: left out below v4
+    assert not v3["supported_features"]            # minimum 0: left out below v4
+    assert [f["name"] for f in v3["finalized_features"]] == ["group.version", "share.version"]
     refused = dict(kafka, error_code=35)
     assert _paths(refused, expected(_case(18, 4), copy.deepcopy(refused))) <= {
         "api_keys[1].max_version", "api_keys[2].max_version", "api_keys[3].max_version"}
@@ -65,26 +70,78 @@ def test_describe_groups_v6_turns_only_a_missing_group_into_group_id_not_found()
     assert expected(_case(15, 5), copy.deepcopy(kafka)) == kafka
 
 
-def test_describe_configs_rule_changes_the_three_group_keys_only():
-    def entry(name, value):
-        return {"name": name, "value": value, "read_only": True, "config_source": 5,
-                "config_type": 7, "synonyms": []}
-    configs = Keyed([entry("group.consumer.assignors",
-                           "org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
-                           "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
-                     entry("group.coordinator.rebalance.protocols", "classic"),
-                     entry("num.partitions", "1")], ["name"])
+def _config(name, value, config_type=7, **fields):
+    return {"name": name, "value": value, "read_only": True, "config_source": 5,
+            "is_sensitive": False, "config_type": config_type, "synonyms": [], **fields}
+
+
+def test_describe_configs_rules_change_the_group_keys_and_add_the_share_keys_only():
+    configs = Keyed([_config("group.consumer.assignors",
+                             "org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
+                             "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
+                     _config("group.coordinator.rebalance.protocols", "classic"),
+                     _config("num.partitions", "1", 3)], ["name"])
     kafka = {"results": [{"resource_type": 4, "configs": configs}]}
     ours = expected(_case(32, 4), copy.deepcopy(kafka))
     assert _paths(kafka, ours) == {
         "results[0].configs[name='group.consumer.assignors'].value",
         "results[0].configs[name='group.coordinator.rebalance.protocols'].value",
-        "results[0].configs[name='group.consumer.migration.policy']"}
-    policy = next(c for c in ours["results"][0]["configs"]
-                  if c["name"] == "group.consumer.migration.policy")
-    assert (policy["value"], policy["config_type"]) == ("bidirectional", 2)
+        "results[0].configs[name='group.consumer.migration.policy']",
+        *(f"results[0].configs[name='{k}']" for k in SHARE_BROKER_KEYS)}
+    by_name = {c["name"]: c for c in ours["results"][0]["configs"]}
+    assert (by_name["group.consumer.migration.policy"]["value"],
+            by_name["group.consumer.migration.policy"]["config_type"]) == ("bidirectional", 2)
+    assert by_name["group.coordinator.rebalance.protocols"]["value"] == "classic,consumer,share"
+    assert [c["name"] for c in ours["results"][0]["configs"]] == sorted(by_name)
+    cached = by_name["share.coordinator.cached.buffer.max.bytes"]
+    assert (cached["value"], cached["read_only"], cached["config_type"]) == ("1048588", False, 3)
+    prefix = by_name["errors.deadletterqueue.topic.name.prefix"]
+    assert (prefix["value"], prefix["read_only"], prefix["config_type"]) == ("dlq.", True, 2)
     topic = {"results": [{"resource_type": 2, "configs": configs}]}
     assert expected(_case(32, 4), copy.deepcopy(topic)) == topic
+    some_keys = {"results": [{"resource_type": 4, "configs": Keyed(
+        [_config("num.partitions", "1", 3)], ["name"])}]}
+    assert expected(_case(32, 4), copy.deepcopy(some_keys)) == some_keys
+
+
+def test_describe_configs_share_rule_turns_kafka_39_share_values_into_kafka_42s():
+    unknown = {"is_sensitive": True, "config_type": 0, "config_source": 4}
+    configs = Keyed([_config("group.share.partition.max.record.locks", "200", 3),
+                     _config("group.share.max.size", "200", 4),
+                     _config("share.coordinator.state.topic.min.isr", None, **unknown),
+                     _config("share.coordinator.state.topic.replication.factor", None,
+                             **unknown)], ["name"])
+    kafka = {"results": [{"resource_type": 4, "configs": configs}]}
+    ours = {c["name"]: c for c in expected(_case(32, 4), copy.deepcopy(kafka))["results"][0][
+        "configs"]}
+    assert ours["group.share.partition.max.record.locks"]["value"] == "2000"
+    assert ours["group.share.max.size"]["config_type"] == 3
+    for name in ("share.coordinator.state.topic.min.isr",
+                 "share.coordinator.state.topic.replication.factor"):
+        entry = ours[name]
+        assert (entry["value"], entry["is_sensitive"], entry["config_type"],
+                entry["config_source"]) == ("1", False, 4, 4)      # config/server.properties
+
+
+def test_dead_letter_topic_key_joins_topic_listings_only():
+    template = _config("remote.log.copy.disable", "false", 1, read_only=False)
+    topic_configs = Keyed([_config("cleanup.policy", "delete", 7), template], ["name"])
+    described = {"results": [{"resource_type": 2, "configs": topic_configs},
+                             {"resource_type": 4, "configs": Keyed([], ["name"])}]}
+    ours = expected(_case(32, 4), copy.deepcopy(described))
+    assert _paths(described, ours) == {
+        "results[0].configs[name='errors.deadletterqueue.group.enable']"}
+    added = next(c for c in ours["results"][0]["configs"]
+                 if c["name"] == "errors.deadletterqueue.group.enable")
+    assert added == dict(template, name="errors.deadletterqueue.group.enable")
+    created = {"topics": Keyed([{"name": "t", "configs": copy.deepcopy(topic_configs)}],
+                               ["name"])}
+    assert _paths(created, expected(_case(19, 5), copy.deepcopy(created))) == {
+        "topics[name='t'].configs[name='errors.deadletterqueue.group.enable']"}
+    assert expected(_case(19, 4), copy.deepcopy(created)) == created
+    keys_only = {"results": [{"resource_type": 2, "configs": Keyed(
+        [_config("cleanup.policy", "delete", 7)], ["name"])}]}
+    assert expected(_case(32, 4), copy.deepcopy(keys_only)) == keys_only
 
 
 class _Side:

@@ -35,6 +35,7 @@ from tests.support.mixed import KAFKA_BIN, SINGLE_BROKER_SETTINGS, _require_kafk
 
 ORACLE = Path(__file__).with_name("ZnodeOracle.java")
 TIMEOUT = 90
+KAFKAPY_FEATURES = ("group.version", "share.version")
 
 
 # --------------------------------------------------------------------------- 1. oracle
@@ -186,9 +187,10 @@ def _create_topics(m) -> None:
 
 def _finalized_epoch(m, node_id: int) -> int:
     r = request(m, node_id, 18, 3, client_software_name="test", client_software_version="1")
-    # /feature finalizes nothing; a kafkapy broker adds its own group.version (KIP-848)
+    # /feature finalizes nothing; a kafkapy broker adds its own group.version (KIP-848) and
+    # share.version (KIP-932)
     assert r.error_code == 0 and [f for f in r.finalized_features
-                                  if f.name != "group.version"] == []
+                                  if f.name not in KAFKAPY_FEATURES] == []
     return r.finalized_features_epoch
 
 

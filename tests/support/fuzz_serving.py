@@ -1,5 +1,5 @@
 """Serving checks of the frame fuzzer, shared with bench/fuzz_frames.py: a topic, a batch sent,
-the broker still serving."""
+the broker still serving, a frame answered."""
 from __future__ import annotations
 
 import random
@@ -26,6 +26,24 @@ def send_one(bootstrap: str, frame: bytes) -> None:
                 pass
         except OSError:
             pass
+
+
+def answered(bootstrap: str, frame: bytes, timeout: float = 3.0) -> bool:
+    """Whether the broker answers ``frame`` (a whole response frame comes back) on a
+    connection of its own within ``timeout`` seconds, rather than closing it or staying
+    silent."""
+    with socket.create_connection(_address(bootstrap), timeout=timeout) as sock:
+        sock.sendall(frame)
+        received = b""
+        try:
+            while len(received) < 4 or len(received) < 4 + int.from_bytes(received[:4], "big"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return False
+                received += chunk
+        except OSError:
+            return False
+        return True
 
 
 def _topic():
