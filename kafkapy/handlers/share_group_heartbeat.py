@@ -22,7 +22,7 @@ topic id order) with its partitions ascending.
 """
 from __future__ import annotations
 
-from kafkapy.coordinator.group.share.types import ShareHeartbeatRequest, ShareHeartbeatResult
+from kafkapy.coordinator.group.share.types import HeartbeatResult, ShareHeartbeatRequest
 from kafkapy.handlers._groups import client_host, coordinator
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.share_group_apis import ShareGroupHeartbeatResponse
@@ -41,7 +41,7 @@ _TopicPartitions = _Assignment.TopicPartitions
 async def handle(ctx, request):
     refused = _refused(ctx, request)
     if refused:
-        return _encoded(ctx, ShareHeartbeatResult(error=refused))
+        return _encoded(ctx, HeartbeatResult(error=refused))
     result = await coordinator(ctx).share_heartbeat(_decoded(ctx, request))
     return _encoded(ctx, result)
 
@@ -75,7 +75,7 @@ def _decoded(ctx, request) -> ShareHeartbeatRequest:
         subscribed_topic_names=None if names is None else tuple(names))
 
 
-def _encoded(ctx, result: ShareHeartbeatResult):
+def _encoded(ctx, result: HeartbeatResult):
     given = result.assignment
     return ctx.response(
         throttle_time_ms=0, error_code=result.error, error_message=result.message,

@@ -10,7 +10,7 @@ from kafkapy.clock import MockClock
 from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSettings
 from kafkapy.coordinator.group.persistence import GroupStore, Loaded, load_partition
 from kafkapy.coordinator.group.share.settings import ShareSettings
-from kafkapy.coordinator.group.share.types import ShareHeartbeatRequest, ShareHeartbeatResult
+from kafkapy.coordinator.group.share.types import HeartbeatResult, ShareHeartbeatRequest
 from kafkapy.coordinator.group.timers import Deadlines
 from kafkapy.log.log import Log
 from kafkapy.metadata.cache import PartitionState
@@ -66,7 +66,7 @@ class ShareHarness:
             pass
 
     async def heartbeat(self, member_id: str, epoch: int = 0, topics=None, group: str = "g",
-                        rack_id: str | None = None) -> ShareHeartbeatResult:
+                        rack_id: str | None = None) -> HeartbeatResult:
         """One ShareGroupHeartbeat; then the share partitions it asked for are initialized
         (``settle``)."""
         request = ShareHeartbeatRequest(
@@ -82,7 +82,7 @@ class ShareHarness:
         while self.coordinator._share_tasks:
             await asyncio.gather(*self.coordinator._share_tasks, return_exceptions=True)
 
-    async def joined(self, member_id: str, topics, group: str = "g") -> ShareHeartbeatResult:
+    async def joined(self, member_id: str, topics, group: str = "g") -> HeartbeatResult:
         """A member joins, then heartbeats once more to be assigned the partitions its join
         had initialized (as a share consumer's second heartbeat is)."""
         first = await self.heartbeat(member_id, 0, topics, group)

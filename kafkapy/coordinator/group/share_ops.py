@@ -61,8 +61,8 @@ from kafkapy.coordinator.group.share.settings import ShareSettings
 from kafkapy.coordinator.group.share.target import metadata_hash, reconcile, target_changes
 from kafkapy.coordinator.group.share.types import (JOIN_EPOCH, LEAVE_EPOCH,
                                                   DescribedShareGroup, DescribedShareMember,
-                                                  InitTopic, ShareHeartbeatRequest,
-                                                  ShareHeartbeatResult, ShareMember,
+                                                  HeartbeatResult, InitTopic,
+                                                  ShareHeartbeatRequest, ShareMember,
                                                   ShareSubscription, StatePartitions)
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.replication import acks
@@ -106,23 +106,23 @@ class ShareOps:
     persister: Persister | None
 
     # -- ShareGroupHeartbeat ------------------------------------------------------------------
-    async def share_heartbeat(self, request: ShareHeartbeatRequest) -> ShareHeartbeatResult:
+    async def share_heartbeat(self, request: ShareHeartbeatRequest) -> HeartbeatResult:
         if not self._active:
-            return ShareHeartbeatResult(E.COORDINATOR_NOT_AVAILABLE)
+            return HeartbeatResult(E.COORDINATOR_NOT_AVAILABLE)
         try:
             _validate(request)     # before routing, as Kafka's GroupCoordinatorService
         except Refused as refused:
-            return ShareHeartbeatResult(refused.code, refused.message)
+            return HeartbeatResult(refused.code, refused.message)
         error = self._group_error(request.group_id)
         if error:
-            return ShareHeartbeatResult(error)
+            return HeartbeatResult(error)
         try:
             group, result, changes, new_partitions = self._share_heartbeat(request)
         except Refused as refused:
-            return ShareHeartbeatResult(refused.code, refused.message)
+            return HeartbeatResult(refused.code, refused.message)
         code = await _settled(self._write_share_changes(group, changes))
         if code:
-            return ShareHeartbeatResult(code)
+            return HeartbeatResult(code)
         if new_partitions:
             self._initialize_later(group.group_id, group.group_epoch, new_partitions)
         return result
@@ -158,7 +158,7 @@ class ShareOps:
         self._schedule_share_session(group, member.member_id)
         sent = (after.assigned if joining or r.subscribed_topic_names is not None
                 or after.assigned != member.assigned else None)
-        result = ShareHeartbeatResult(
+        result = HeartbeatResult(
             0, None, member.member_id, after.member_epoch,
             self.share_timeouts.share_heartbeat_interval_ms(group.group_id), sent)
         new_partitions = self._initializing(group, emit)
@@ -221,7 +221,7 @@ class ShareOps:
                   member_id=member.member_id)
         changes: list[Change] = []
         self._fence_share_member(group, member.member_id, changes)
-        return group, ShareHeartbeatResult(0, None, r.member_id, r.member_epoch), changes
+        return group, HeartbeatResult(0, None, r.member_id, r.member_epoch), changes
 
     def _fence_share_member(self, group: ShareGroup, member_id: str, changes: list) -> None:
         """Kafka's shareGroupFenceMember: the member's records go, the epoch moves."""

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from kafkapy.config import BrokerConfig
-from kafkapy.coordinator.group.share.types import ShareHeartbeatRequest, ShareHeartbeatResult
+from kafkapy.coordinator.group.share.types import HeartbeatResult, ShareHeartbeatRequest
 from kafkapy.handlers import api_versions, build_registry
 from kafkapy.handlers import share_group_heartbeat as handler
 from kafkapy.protocol.errors import ErrorCode
@@ -22,11 +22,11 @@ from tests.support.wire_oracle import decoded, kafka_uuid
 
 
 class FakeCoordinator:
-    def __init__(self, result: ShareHeartbeatResult = ShareHeartbeatResult()) -> None:
+    def __init__(self, result: HeartbeatResult = HeartbeatResult()) -> None:
         self.result = result
         self.asked: list[ShareHeartbeatRequest] = []
 
-    async def share_heartbeat(self, request: ShareHeartbeatRequest) -> ShareHeartbeatResult:
+    async def share_heartbeat(self, request: ShareHeartbeatRequest) -> HeartbeatResult:
         self.asked.append(request)
         return self.result
 
@@ -100,11 +100,11 @@ async def test_a_real_coordinators_answers_read_back_in_kafkas_classes(tmp_path)
 
 
 async def test_an_unchanged_assignment_is_null():
-    result = ShareHeartbeatResult(member_id="m1", member_epoch=3, heartbeat_interval_ms=5000)
+    result = HeartbeatResult(member_id="m1", member_epoch=3, heartbeat_interval_ms=5000)
     _, response = await _call(_request(member_epoch=3), FakeCoordinator(result))
     assert response.assignment is None
     many = {uuid.UUID(int=2): frozenset({3, 1}), uuid.UUID(int=1): frozenset({0})}
-    _, response = await _call(_request(), FakeCoordinator(ShareHeartbeatResult(assignment=many)))
+    _, response = await _call(_request(), FakeCoordinator(HeartbeatResult(assignment=many)))
     assert [(t.topic_id, t.partitions) for t in response.assignment.topic_partitions] == [
         (uuid.UUID(int=1), [0]), (uuid.UUID(int=2), [1, 3])]
 

@@ -1,11 +1,13 @@
 """The share group protocol's values (KIP-932): what a member asked for and holds, what
-a heartbeat brings and answers, how ShareGroupDescribe shows a group, and which share
-partitions have their state initialized in the share coordinator.
+a heartbeat brings, how ShareGroupDescribe shows a group, and which share partitions
+have their state initialized in the share coordinator.
 
-Every value is immutable; the group replaces a member, it never changes one.  An
-``Assignment`` (topic id -> partitions) is the consumer group protocol's
-(``consumer.types``): empty topics are never kept.  Unlike a consumer group, a share
-group may assign one partition to several members at once.
+Every value is immutable; the group replaces a member, it never changes one.  What the
+consumer group protocol has the same is its own (``consumer.types``), named here too: an
+``Assignment`` (topic id -> partitions; empty topics are never kept), ``MemberState``,
+the epochs a heartbeat carries with a meaning of their own, and the heartbeat's answer
+(``HeartbeatResult``).  Unlike a consumer group, a share group may assign one partition
+to several members at once.
 """
 from __future__ import annotations
 
@@ -14,16 +16,13 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from kafkapy.coordinator.group.consumer.types import Assignment, MemberState
+from kafkapy.coordinator.group.consumer.types import (JOIN_EPOCH, LEAVE_EPOCH, Assignment,
+                                                     HeartbeatResult, MemberState)
 
 __all__ = ["Assignment", "MemberState", "ShareGroupState", "ShareSubscription", "ShareMember",
-           "InitTopic", "StatePartitions", "ShareHeartbeatRequest", "ShareHeartbeatResult",
+           "InitTopic", "StatePartitions", "ShareHeartbeatRequest", "HeartbeatResult",
            "DescribedShareMember", "DescribedShareGroup", "JOIN_EPOCH", "LEAVE_EPOCH",
            "NO_SUBSCRIPTION"]
-
-#: Member epochs a heartbeat carries with a meaning of their own.
-JOIN_EPOCH = 0
-LEAVE_EPOCH = -1
 
 
 class ShareGroupState(enum.Enum):
@@ -83,7 +82,7 @@ class StatePartitions:
     deleting: Mapping[uuid.UUID, str] = field(default_factory=dict)
 
 
-# -- what the handlers hand the coordinator, and what they get back --------------------------
+# -- what the handlers hand the coordinator, and what ShareGroupDescribe gets back ------------
 @dataclass(frozen=True, slots=True)
 class ShareHeartbeatRequest:
     """A ShareGroupHeartbeat, decoded: ``None`` fields were not sent (null: unchanged
@@ -95,17 +94,6 @@ class ShareHeartbeatRequest:
     client_host: str
     rack_id: str | None = None
     subscribed_topic_names: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ShareHeartbeatResult:
-    """The ShareGroupHeartbeat answer; ``assignment`` None: not sent (unchanged)."""
-    error: int = 0
-    message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Assignment | None = None
 
 
 @dataclass(frozen=True, slots=True)
