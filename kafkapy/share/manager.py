@@ -571,11 +571,12 @@ class SharePartitionManager:
             if read.error_code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
                 self._alive(entry)
             return PartitionFetch(error_code=read.error_code)
-        headers = _batch_headers(read.found)
+        share = entry.partition
+        headers = _batch_headers(read.found, share.next_new_offset, max_records)
         if not headers:
             return PartitionFetch()
         fetched = [_fetched_batch(fd, h, read.aborted is not None) for fd, h in headers]
-        acquired = entry.partition.acquire(
+        acquired = share.acquire(
             member_id, fetched, max_records=max_records, batch_size=params.batch_size or None,
             mode=AcquireMode(params.acquire_mode),
             aborted_transactions=[(t.producer_id, t.first_offset) for t in read.aborted or ()]
@@ -735,11 +736,21 @@ def _rotated(partitions: list, epoch: int) -> list:
     return partitions[shift:] + partitions[:shift]
 
 
-def _batch_headers(found: list[FetchSlice]) -> list[tuple[FetchSlice, BatchHeader]]:
+def _batch_headers(found: list[FetchSlice], new_from: int = 0, max_records: int = 0
+                   ) -> list[tuple[FetchSlice, BatchHeader]]:
     """The whole batches in the slices read (headers with their file positions); a
-    batch cut short at the end of the read is left out."""
+    batch cut short at the end of the read is left out.
+
+    The walk stops once the batches cover every in-flight offset (below ``new_from``,
+    the share partition's first new offset) and ``max_records`` (> 0) offsets from
+    ``new_from`` on: acquisition never goes further (``max_records`` bounds it; the
+    rest of the last log batch is all BATCH_OPTIMIZED may add), so a read of the
+    whole ``max_bytes`` costs headers in proportion to what is acquired, not read."""
     out = []
+    new = 0
     for piece in found:
+        if max_records > 0 and new >= max_records:
+            break
         pos, end = piece.position, piece.position + piece.size
         buf, buf_start, last_size = b"", pos, 0
         while pos + HEADER_SIZE <= end:
@@ -757,6 +768,11 @@ def _batch_headers(found: list[FetchSlice]) -> list[tuple[FetchSlice, BatchHeade
             out.append((piece, header))
             last_size = header.size
             pos += last_size
+            last = header.last_offset
+            if last >= new_from:
+                new += last - max(header.base_offset, new_from) + 1
+                if max_records > 0 and new >= max_records:
+                    break
     return out
 
 

@@ -292,6 +292,12 @@ class SharePartition:
         return self._runs.end
 
     @property
+    def next_new_offset(self) -> int:
+        """The first offset past the in-flight ones (SPSO when nothing is in flight):
+        where new offsets are acquired from."""
+        return self._runs.next_new_offset
+
+    @property
     def state_epoch(self) -> int:
         """The persisted state epoch (write with it)."""
         return self._state_epoch

@@ -6,17 +6,20 @@ state loaded afresh after leadership moves, fencing by the persisted state, sess
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 
 import pytest
 
 from kafkapy.coordinator.share.persister import StateBatch
+from kafkapy.log.segment import FetchSlice
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import CONTROL_ABORT, build_batch, build_control_batch, decode_records
 from kafkapy.replication.fetch_session import TopicIdPartition
 from kafkapy.share.dead_letters import DeadLetterSource, DeadLetterWriter, dead_letter_headers
-from kafkapy.share.manager import PartitionFetch, ShareFetchParams, SharePartitionManager
+from kafkapy.share.manager import (PartitionFetch, ShareFetchParams, SharePartitionManager,
+                                   _batch_headers)
 from kafkapy.share.partition import AcknowledgementBatch, AcknowledgeType
 from kafkapy.testing import MockClock, broker
 from tests.support.share import InMemoryPersister
@@ -230,6 +233,22 @@ async def test_max_records_is_shared_and_soft_at_batch_ends(leader):
     assert [tuple(a) for a in answer.acquired] == [(0, 2, 1)]
     assert offsets(answer) == [0, 1, 2]
 
+
+
+def test_the_header_walk_stops_once_the_in_flight_and_max_records_offsets_are_covered(tmp_path):
+    path = tmp_path / "batches.log"
+    path.write_bytes(b"".join(build_batch([(None, b"v", (), 0)] * 4, base_offset=base)
+                              for base in range(0, 400, 4)))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        found = [FetchSlice(fd, 0, path.stat().st_size, 0)]
+        assert len(_batch_headers(found)) == 100
+        # offsets 0-9 in flight, 6 new ones wanted: batches 0-3, 4-7, 8-11 (2 new), 12-15
+        walked = _batch_headers(found, 10, 6)
+        assert [h.base_offset for _, h in walked] == [0, 4, 8, 12]
+        assert [h.base_offset for _, h in _batch_headers(found, 0, 1)] == [0]
+    finally:
+        os.close(fd)
 
 async def test_read_committed_leaves_aborted_records_out(leader):
     leader.configs.set(isolation_level="read_committed")

@@ -106,7 +106,7 @@ def test_new_batches_are_acquired_whole_with_delivery_count_one():
     acquired = partition.acquire("m1", [(0, 4), (5, 9)], max_records=100)
     assert acquired == [AcquiredRecords(0, 9, 1)]
     assert (partition.start_offset, partition.end_offset) == (0, 9)
-    assert partition.next_fetch_offset() == 10
+    assert partition.next_fetch_offset() == 10 and partition.next_new_offset == 10
     assert partition.acquired_count == 10 and partition.in_flight_count == 10
     assert partition.in_flight() == [InFlightRange(0, 9, ACQUIRED, 1, "m1", None)]
     assert partition.next_deadline() == clock.monotonic_ms() + LOCK_MS
