@@ -26,10 +26,9 @@ topic id (in topic id order) with its partitions ascending.
 from __future__ import annotations
 
 from kafkapy.coordinator.group.consumer.types import HeartbeatRequest, HeartbeatResult
-from kafkapy.handlers._groups import client_host, coordinator
+from kafkapy.handlers._groups import (client_host, coordinator, heartbeat_refused,
+                                      heartbeat_response, protocol_enabled)
 from kafkapy.protocol.consumer_group_apis import ConsumerGroupHeartbeatResponse
-from kafkapy.protocol.errors import ErrorCode
-from kafkapy.security import authz
 
 API_KEY = 68
 MIN_VERSION = 0
@@ -37,34 +36,20 @@ MAX_VERSION = 1
 
 CONSUMER_PROTOCOL = "consumer"
 
-_Assignment = ConsumerGroupHeartbeatResponse.Assignment
-_TopicPartitions = _Assignment.TopicPartitions
+_ASSIGNMENT = ConsumerGroupHeartbeatResponse.Assignment
 
 
 async def handle(ctx, request):
-    refused = _refused(ctx, request)
+    refused = heartbeat_refused(ctx, request, consumer_protocol_enabled(ctx.services.config))
     if refused:
-        return _encoded(ctx, HeartbeatResult(error=refused))
+        return heartbeat_response(ctx, HeartbeatResult(error=refused), _ASSIGNMENT)
     result = await coordinator(ctx).consumer_heartbeat(_decoded(ctx, request))
-    return _encoded(ctx, result)
+    return heartbeat_response(ctx, result, _ASSIGNMENT)
 
 
 def consumer_protocol_enabled(config) -> bool:
     """Kafka's isConsumerGroupProtocolEnabled: ``consumer`` among the rebalance protocols."""
-    return any(p.strip().lower() == CONSUMER_PROTOCOL
-               for p in config["group.coordinator.rebalance.protocols"])
-
-
-def _refused(ctx, request) -> int:
-    """KafkaApis' checks, in its order: the error code, or 0."""
-    if not consumer_protocol_enabled(ctx.services.config):
-        return ErrorCode.UNSUPPORTED_VERSION
-    if not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
-        return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    names = request.subscribed_topic_names
-    if names and len(authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, names)) < len(set(names)):
-        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    return 0
+    return protocol_enabled(config, CONSUMER_PROTOCOL)
 
 
 def _decoded(ctx, request) -> HeartbeatRequest:
@@ -80,17 +65,6 @@ def _decoded(ctx, request) -> HeartbeatRequest:
         subscribed_topic_regex=request.subscribed_topic_regex if ctx.api_version >= 1 else None,
         server_assignor=request.server_assignor,
         owned=None if owned is None else _owned(owned))
-
-
-def _encoded(ctx, result: HeartbeatResult):
-    given = result.assignment
-    return ctx.response(
-        throttle_time_ms=0, error_code=result.error, error_message=result.message,
-        member_id=result.member_id, member_epoch=result.member_epoch,
-        heartbeat_interval_ms=result.heartbeat_interval_ms,
-        assignment=None if given is None else _Assignment(topic_partitions=[
-            _TopicPartitions(topic_id=topic_id, partitions=sorted(given[topic_id]))
-            for topic_id in sorted(given)]))
 
 
 def _owned(topic_partitions) -> dict:

@@ -23,10 +23,9 @@ topic id order) with its partitions ascending.
 from __future__ import annotations
 
 from kafkapy.coordinator.group.share.types import HeartbeatResult, ShareHeartbeatRequest
-from kafkapy.handlers._groups import client_host, coordinator
-from kafkapy.protocol.errors import ErrorCode
+from kafkapy.handlers._groups import (client_host, coordinator, heartbeat_refused,
+                                      heartbeat_response, protocol_enabled)
 from kafkapy.protocol.share_group_apis import ShareGroupHeartbeatResponse
-from kafkapy.security import authz
 
 API_KEY = 76
 MIN_VERSION = 1
@@ -34,36 +33,21 @@ MAX_VERSION = 1
 
 SHARE_PROTOCOL = "share"
 
-_Assignment = ShareGroupHeartbeatResponse.Assignment
-_TopicPartitions = _Assignment.TopicPartitions
+_ASSIGNMENT = ShareGroupHeartbeatResponse.Assignment
 
 
 async def handle(ctx, request):
-    refused = _refused(ctx, request)
+    refused = heartbeat_refused(ctx, request, share_protocol_enabled(ctx.services.config))
     if refused:
-        return _encoded(ctx, HeartbeatResult(error=refused))
+        return heartbeat_response(ctx, HeartbeatResult(error=refused), _ASSIGNMENT)
     result = await coordinator(ctx).share_heartbeat(_decoded(ctx, request))
-    return _encoded(ctx, result)
+    return heartbeat_response(ctx, result, _ASSIGNMENT)
 
 
 def share_protocol_enabled(config) -> bool:
     """Kafka's isShareGroupProtocolEnabled, kafkapy's way: ``share`` among the rebalance
     protocols."""
-    return any(p.strip().lower() == SHARE_PROTOCOL
-               for p in config["group.coordinator.rebalance.protocols"])
-
-
-def _refused(ctx, request) -> int:
-    """KafkaApis' checks, in its order: the error code, or 0."""
-    if not share_protocol_enabled(ctx.services.config):
-        return ErrorCode.UNSUPPORTED_VERSION
-    if not authz.allowed(ctx, authz.READ, authz.GROUP, request.group_id):
-        return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    names = request.subscribed_topic_names
-    if names and len(authz.filter_allowed(ctx, authz.DESCRIBE, authz.TOPIC, names)) < len(
-            set(names)):
-        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    return 0
+    return protocol_enabled(config, SHARE_PROTOCOL)
 
 
 def _decoded(ctx, request) -> ShareHeartbeatRequest:
@@ -73,14 +57,3 @@ def _decoded(ctx, request) -> ShareHeartbeatRequest:
         member_epoch=request.member_epoch, client_id=ctx.client_id or "",
         client_host=client_host(ctx), rack_id=request.rack_id,
         subscribed_topic_names=None if names is None else tuple(names))
-
-
-def _encoded(ctx, result: HeartbeatResult):
-    given = result.assignment
-    return ctx.response(
-        throttle_time_ms=0, error_code=result.error, error_message=result.message,
-        member_id=result.member_id, member_epoch=result.member_epoch,
-        heartbeat_interval_ms=result.heartbeat_interval_ms,
-        assignment=None if given is None else _Assignment(topic_partitions=[
-            _TopicPartitions(topic_id=topic_id, partitions=sorted(given[topic_id]))
-            for topic_id in sorted(given)]))
