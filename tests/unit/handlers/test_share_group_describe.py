@@ -97,7 +97,8 @@ def test_describe_on_each_group_and_on_the_assigned_topics():
     assert fake.asked == [["g", "h"]]
     assert [(g.group_id, g.error_code, g.error_message) for g in response.groups] == [
         ("k", ErrorCode.GROUP_AUTHORIZATION_FAILED, None),
-        ("g", ErrorCode.TOPIC_AUTHORIZATION_FAILED, handler.UNAUTHORIZED_TOPICS),
+        ("g", ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+         "The group has described topic(s) that the client is not authorized to describe."),
         ("h", 0, None)]
 
 
