@@ -4,10 +4,25 @@ The listener (``kafkapy.network.connection``) makes one ``RequestContext`` per r
 dispatches and calls the API's handler with it; a handler answers through
 ``ctx.response(...)``, or raises ``CloseConnection`` to close the connection without an
 answer.  Neither side knows the other: both know only this module.
+
+A handler whose state lives as long as the client's connection (a share session) learns of
+its end with ``ctx.on_close(callback)``: the listener runs each callback registered on a
+connection once, on the event loop, when that connection is lost or closed (soon after
+the call if it already was); the function ``on_close`` answers cancels it.  A context
+made without a connection (requests built in-process, tests) never closes.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol
+
 from kafkapy.api.principal import PLAINTEXT_SESSION, Session
+
+
+class Connection(Protocol):
+    """What a context needs of the connection its request came on (the listener's)."""
+
+    def on_close(self, callback: Callable[[], object]) -> Callable[[], None]: ...
 
 
 class RequestContext:
@@ -23,12 +38,13 @@ class RequestContext:
 
     __slots__ = ("services", "api_key", "api_version", "correlation_id", "client_id",
                  "peer", "response_cls", "zero_copy", "listener", "session",
-                 "connection_auth")
+                 "connection_auth", "_connection")
 
     def __init__(self, services, api_key: int, api_version: int, correlation_id: int,
                  client_id: str | None, peer: str, response_cls: type,
                  zero_copy: bool = False, listener: str | None = None,
-                 session: Session = PLAINTEXT_SESSION, connection_auth=None) -> None:
+                 session: Session = PLAINTEXT_SESSION, connection_auth=None,
+                 connection: Connection | None = None) -> None:
         self.services = services
         self.api_key = api_key
         self.api_version = api_version
@@ -40,10 +56,22 @@ class RequestContext:
         self.listener = listener    # the listener name the request arrived on
         self.session = session
         self.connection_auth = connection_auth
+        self._connection = connection
 
     def response(self, **fields):
         """A response of this request's API at its version."""
         return self.response_cls(version=self.api_version, **fields)
+
+    def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Run ``callback()`` once when this request's connection is lost or closed (see
+        the module docstring); answers the function that cancels it."""
+        if self._connection is None:
+            return _nothing
+        return self._connection.on_close(callback)
+
+
+def _nothing() -> None:
+    """The cancel of a callback that never runs."""
 
 
 class CloseConnection(Exception):

@@ -27,7 +27,9 @@ Kafka 4.2's KafkaApis.handleShareFetchRequest:
   with its endpoint in NodeEndpoints); other partitions carry leader 0 epoch 0 (Kafka's
   defaults).  AcquisitionLockTimeoutMs is the group's record lock duration.
 - Epoch -1 closes the session after answering: the member's acquired records of its
-  session partitions are released.
+  session partitions are released.  So does the end of the connection that opened the
+  session (epoch 0), as in Kafka 4.2: the session is tied to it (``ctx.on_close``), and
+  moves to the connection that opens it again.
 Record bytes go from the segment files with sendfile on plain connections (the marker
 mechanism of ``kafkapy.network.zero_copy``), else they are copied into the response.
 """
@@ -41,7 +43,8 @@ from kafkapy.replication.fetch_session import TopicIdPartition
 from kafkapy.security import authz
 from kafkapy.share.manager import PartitionFetch, ShareFetchParams
 from kafkapy.share.partition import AcknowledgementBatch, AcquireMode
-from kafkapy.share.session import FINAL_EPOCH, SHARE_SESSION_LIMIT_REACHED, PartitionAnswer
+from kafkapy.share.session import (FINAL_EPOCH, INITIAL_EPOCH, SHARE_SESSION_LIMIT_REACHED,
+                                   PartitionAnswer, ShareSessionKey)
 
 API_KEY = 78
 MIN_VERSION = 1
@@ -92,6 +95,8 @@ async def handle(ctx, request):
         if err.code == SHARE_SESSION_LIMIT_REACHED:
             await manager.idle_wait(request.max_wait_ms)
         return _error_response(ctx, err.code)
+    if request.share_session_epoch == INITIAL_EPOCH:
+        _close_with_connection(ctx, manager, request.group_id, request.member_id)
     session_partitions = context.partitions()
     allowed = authz.filter_allowed(ctx, authz.READ, authz.TOPIC, {
         tip.topic for tip in session_partitions + partitions if tip.topic is not None})
@@ -104,6 +109,15 @@ async def handle(ctx, request):
     if request.share_session_epoch == FINAL_EPOCH:
         manager.release_session(request.group_id, request.member_id)
     return response
+
+
+def _close_with_connection(ctx, manager, group_id: str, member_id: str) -> None:
+    """Tie the session just opened to this request's connection: its end closes the
+    session and releases the member's acquired records (Kafka's connection disconnect
+    listener of the ShareSessionCache)."""
+    def release() -> None:
+        manager.release_session(group_id, member_id)
+    manager.sessions.bind(ShareSessionKey(group_id, member_id), ctx.on_close(release))
 
 
 async def acknowledge(ctx, group_id: str, member_id: str, acknowledgements: list,

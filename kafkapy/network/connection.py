@@ -35,6 +35,13 @@ bytes.  Invariants:
   empty (a deque only while something waits), and its read buffer is emptied after each
   frame; the listener (``kafkapy.network.server``) counts it against the connection quotas
   from accept to ``connection_lost`` (``address`` is set while it holds its slot);
+- close callbacks (``RequestContext.on_close``): each runs once, from ``connection_lost``
+  (the event loop's own call, whoever closed the connection), or soon after it is registered
+  if the connection is already lost; one that raises is logged in one line and the others
+  still run.  A connection without any holds the shared empty tuple, so ``connection_lost``
+  pays one test for them.  The listener shutting down drops them (``drop_close_callbacks``)
+  before it closes its connections: the broker is stopping, and the components they
+  would call stop right after;
 - metrics: a request's time runs from its dispatch to its answer handed to the transport
   and is observed once, with its count by version, on its API's cached ``ApiStats``
   (``kafkapy.metrics.counters``: Kafka's RequestsPerSec and TotalTimeMs).
@@ -46,6 +53,7 @@ import collections
 import inspect
 import os
 import struct
+from collections.abc import Callable
 
 import structlog
 
@@ -67,6 +75,7 @@ _NO_RESPONSE = b""
 # (librdkafka keeps up to 5 requests in flight) is not slowed by extra turns.
 _FRAMES_PER_TURN = 4
 _EMPTY = ()
+_DROPPED = ("dropped",)     # close callbacks: none will run any more
 _ANSWERED_POLL_S = 0.05     # how often a failed authentication checks its answers left
 
 
@@ -86,7 +95,7 @@ class KafkaConnection(asyncio.Protocol):
     __slots__ = ("_server", "_services", "_max_frame", "_max_inflight", "_buf", "_slots",
                  "_transport", "_reading_paused", "_writing_paused", "_turn_scheduled",
                  "_closed", "_zero_copy", "_file_parts", "_sock_fd", "peer", "address",
-                 "last_active", "session", "_gate")
+                 "last_active", "session", "_gate", "_close_callbacks")
 
     def __init__(self, server, address: str | None = None, peer: str = "?") -> None:
         self._server = server
@@ -113,6 +122,9 @@ class KafkaConnection(asyncio.Protocol):
         self.last_active = 0.0
         self.session = PLAINTEXT_SESSION
         self._gate: sasl_gate.SaslGate | None = None
+        # token -> callback while some are registered; None once they have run, _DROPPED
+        # once they never will.
+        self._close_callbacks: dict | tuple | None = _EMPTY
 
     # -- asyncio.Protocol ---------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -156,6 +168,11 @@ class KafkaConnection(asyncio.Protocol):
         self._closed = True
         self._drop_file_parts()
         self._server.connection_closed(self)
+        callbacks = self._close_callbacks
+        if callbacks is not _DROPPED:
+            self._close_callbacks = None
+            if callbacks:
+                self._run_close_callbacks(callbacks)
 
     def data_received(self, data: bytes) -> None:
         self.last_active = self._server.now()
@@ -273,7 +290,7 @@ class KafkaConnection(asyncio.Protocol):
             stats = metrics.fetch_stats(request, version)
         ctx = RequestContext(self._services, api_key, version, correlation_id,
                              header.client_id, self.peer, spec.response_cls, self._zero_copy,
-                             self._server.listener, self.session, auth)
+                             self._server.listener, self.session, auth, self)
         if gate is not None and api_key == API_VERSIONS_KEY:
             gate.versions_answered()
         slot = _Slot()
@@ -484,6 +501,41 @@ class KafkaConnection(asyncio.Protocol):
             self._sock_fd = -1
 
     # -- closing ---------------------------------------------------------------
+    def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Run ``callback()`` once when the connection is lost (soon, if it already is);
+        answers the function that cancels it."""
+        callbacks = self._close_callbacks
+        if callbacks is _DROPPED:
+            return _never
+        if callbacks is None:
+            handle = asyncio.get_running_loop().call_soon(
+                self._run_close_callbacks, {None: callback})
+            return handle.cancel
+        if callbacks is _EMPTY:
+            callbacks = self._close_callbacks = {}
+        token = object()
+        callbacks[token] = callback
+
+        def cancel() -> None:
+            callbacks.pop(token, None)
+        return cancel
+
+    def drop_close_callbacks(self) -> None:
+        """None of the close callbacks will run, nor any registered from now on."""
+        self._close_callbacks = _DROPPED
+
+    def _run_close_callbacks(self, callbacks: dict) -> None:
+        """Each in the order registered; one cancelled by an earlier one does not run."""
+        for token in list(callbacks):
+            callback = callbacks.pop(token, None)
+            if callback is None:
+                continue
+            try:
+                callback()
+            except Exception as exc:
+                _log.warning("connection close callback failed", peer=self.peer,
+                             error=repr(exc))
+
     def _bad_request(self, reason: str, **details) -> None:
         _log.warning("closing connection: " + reason, peer=self.peer, **details)
         self.close()
@@ -511,6 +563,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def has_inflight(self) -> bool:
         return bool(self._slots) or bool(self._file_parts)
+
+
+def _never() -> None:
+    """The cancel of a close callback that will never run."""
 
 
 def _peer_text(peer) -> str:

@@ -24,7 +24,8 @@ Idle connections: a connection with nothing in flight and no bytes read for
 0.1 s and 30 s).
 
 Graceful shutdown: stop accepting, let every connection finish the requests it has in
-flight (bounded wait), then close the transports.
+flight (bounded wait), then close the transports without running their close callbacks
+(``RequestContext.on_close``: the components they would call are shutting down next).
 
 A listener whose security protocol is SSL or SASL_SSL gets an ``ssl.SSLContext``
 (``kafkapy.security.ssl``); the TLS handshake completes before the connection is made, so a
@@ -277,6 +278,7 @@ class SocketServer:
         while any(c.has_inflight() for c in self._connections) and self.now() < deadline:
             await asyncio.sleep(0.01)
         for conn in list(self._connections):
+            conn.drop_close_callbacks()     # what they would clean up stops with the broker
             conn.close()
 
 

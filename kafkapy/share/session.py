@@ -26,11 +26,13 @@ What a response carries (Kafka's ShareSessionContext): the answer to a request o
 only when it has records, an error, or was just added, or had an error the last time
 (so that the client learns the error is gone).
 
-Beyond Kafka: Kafka 4.2 also removes a session when the client's connection closes; the
-listener tells nobody of closed connections here, so when the cache is full a session
-left idle for ``idle_ms`` (the manager passes ``group.share.session.timeout.ms``: a
-member that quiet has left its group) is evicted, least recently used first, to make
-room.  Its member, if it comes back, gets SHARE_SESSION_NOT_FOUND and opens a new one.
+A session ends with the client connection that opened it, as in Kafka 4.2 (its
+ShareSessionCache maps connection ids to session keys): the ShareFetch handler ties each
+session it opens to its connection (``ShareSessionCache.bind``, with the cancel of the
+connection's close callback, which closes the session and releases the member's records);
+the tie goes with the session, whichever way it is removed, so a session opened again
+from another connection is closed only by that one.  Nothing else evicts a session: the
+cache refuses new ones while full, as Kafka's does.
 
 Everything here runs on the event loop; nothing awaits.
 """
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -99,7 +101,8 @@ class _CachedPartition:
 
 @dataclass(slots=True)
 class ShareSession:
-    """One member's session: its partitions in insertion order, its next epoch."""
+    """One member's session: its partitions in insertion order, its next epoch, when it
+    last served a request (monotonic ms)."""
 
     key: ShareSessionKey
     partitions: OrderedDict = field(default_factory=OrderedDict)   # key -> _CachedPartition
@@ -122,14 +125,17 @@ class ShareSession:
 
 
 class ShareSessionCache:
-    """Kafka's ShareSessionCache: at most ``max_entries`` sessions; see the module
-    docstring for the idle eviction that stands in for removal on disconnect."""
+    """Kafka's ShareSessionCache: at most ``max_entries`` sessions, each tied to the
+    connection that opened it (see the module docstring).
 
-    def __init__(self, max_entries: int, idle_ms: int) -> None:
+    ``idle_ms`` is accepted and unused: nothing evicts an idle session."""
+
+    def __init__(self, max_entries: int, idle_ms: int | None = None) -> None:
         self.max_entries = max_entries
-        self.idle_ms = idle_ms
-        self._sessions: OrderedDict[ShareSessionKey, ShareSession] = OrderedDict()
+        self._sessions: dict[ShareSessionKey, ShareSession] = {}
         self._members: dict[str, int] = {}      # group id -> its sessions here
+        # session key -> the cancel of its connection's close callback
+        self._unbind: dict[ShareSessionKey, Callable[[], None]] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -138,10 +144,26 @@ class ShareSessionCache:
         return self._sessions.get(key)
 
     def remove(self, key: ShareSessionKey) -> ShareSession | None:
+        """Remove the session and its tie to its connection."""
         session = self._sessions.pop(key, None)
         if session is not None:
             self._forget_member(key.group_id)
+        unbind = self._unbind.pop(key, None)
+        if unbind is not None:
+            unbind()
         return session
+
+    def bind(self, key: ShareSessionKey, unbind: Callable[[], None]) -> None:
+        """Tie the session to a connection: ``unbind`` cancels that connection's close
+        callback, and is called when the session is removed or bound anew (at once when
+        there is no such session)."""
+        previous = self._unbind.pop(key, None)
+        if previous is not None:
+            previous()
+        if key in self._sessions:
+            self._unbind[key] = unbind
+        else:
+            unbind()
 
     def members(self, group_id: str) -> int:
         """How many sessions the group has here (Kafka's numMembersPerGroup)."""
@@ -155,13 +177,11 @@ class ShareSessionCache:
 
     def touch(self, session: ShareSession, now_ms: int) -> None:
         session.last_used_ms = now_ms
-        self._sessions.move_to_end(session.key)
 
     def maybe_create(self, key: ShareSessionKey, partitions: Sequence[TopicIdPartition],
                      now_ms: int) -> ShareSession | None:
-        """A new session (epoch 1) with ``partitions``; None when the cache is full and no
-        session has been idle for ``idle_ms``."""
-        if len(self._sessions) >= self.max_entries and not self._evict_idle(now_ms):
+        """A new session (epoch 1) with ``partitions``; None when the cache is full."""
+        if len(self._sessions) >= self.max_entries:
             return None
         session = ShareSession(key, last_used_ms=now_ms)
         for tip in partitions:
@@ -169,13 +189,6 @@ class ShareSessionCache:
         self._sessions[key] = session
         self._members[key.group_id] = self._members.get(key.group_id, 0) + 1
         return session
-
-    def _evict_idle(self, now_ms: int) -> bool:
-        oldest = next(iter(self._sessions.values()), None)
-        if oldest is None or now_ms - oldest.last_used_ms < self.idle_ms:
-            return False
-        self.remove(oldest.key)
-        return True
 
     def _forget_member(self, group_id: str) -> None:
         left = self._members.get(group_id, 0) - 1

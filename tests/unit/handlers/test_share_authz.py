@@ -31,15 +31,15 @@ class _Manager:
     """The share-partition leader's session side; nothing may be read or acknowledged."""
 
     def __init__(self) -> None:
-        self.cache = sessions.ShareSessionCache(10, idle_ms=1000)
+        self.sessions = sessions.ShareSessionCache(10)
         self.touched: list = []
 
     def new_context(self, group, member, epoch, partitions, forgotten, acks):
-        return sessions.new_context(self.cache, group, member, epoch, partitions, forgotten,
+        return sessions.new_context(self.sessions, group, member, epoch, partitions, forgotten,
                                     acks, 0)
 
     def acknowledge_session_update(self, group, member, epoch):
-        sessions.acknowledge_session_update(self.cache, group, member, epoch, 0)
+        sessions.acknowledge_session_update(self.sessions, group, member, epoch, 0)
 
     def fetch_messages(self, *args):
         self.touched.append(("fetch", args))
@@ -50,7 +50,7 @@ class _Manager:
         raise AssertionError("a refused partition was acknowledged")
 
     def release_session(self, group, member):
-        return self.cache.remove(sessions.ShareSessionKey(group, member)) is not None
+        return self.sessions.remove(sessions.ShareSessionKey(group, member)) is not None
 
     def record_lock_duration_ms(self, group):
         return 30000
@@ -87,7 +87,7 @@ async def test_without_read_on_the_group_nothing_else_is_looked_at():
     ctx, manager = _ctx(78, 1, (A.READ, A.TOPIC, "t"))
     response = await share_fetch.handle(ctx, _fetch())
     assert (response.error_code, response.responses) == (ErrorCode.GROUP_AUTHORIZATION_FAILED, [])
-    assert len(manager.cache) == 0
+    assert len(manager.sessions) == 0
     ctx, _ = _ctx(79, 1, (A.READ, A.TOPIC, "t"))
     response = await share_acknowledge.handle(ctx, _ack(1))
     assert response.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED

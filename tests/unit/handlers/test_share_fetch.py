@@ -1,7 +1,7 @@
 """ShareFetch (78) and ShareAcknowledge (79) over a real in-process broker's socket: the
 request-level refusals, session errors and epochs, what a running session answers, the
 acknowledgement checks (RENEW only from v2), IsRenewAck, the session limit's wait, leader
-hints, and the answer's AcquisitionLockTimeoutMs."""
+hints, the answer's AcquisitionLockTimeoutMs, and the session's end with its connection."""
 from __future__ import annotations
 
 import asyncio
@@ -15,7 +15,7 @@ from kafkapy.protocol.messages import REQUESTS
 from kafkapy.protocol.share_group_apis import ShareAcknowledgeRequest, ShareFetchRequest
 from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import build_batch, decode_records
-from kafkapy.share.session import SHARE_SESSION_LIMIT_REACHED
+from kafkapy.share.session import SHARE_SESSION_LIMIT_REACHED, ShareSessionKey
 from kafkapy.testing import MockClock, broker
 
 GROUP = "g"
@@ -202,6 +202,53 @@ async def test_share_acknowledge_final_epoch_acknowledges_then_closes(node):
     assert again.error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
     other = await node.send(share_fetch(node.topic_id, member="m2", max_wait_ms=5000))
     assert acquired(partitions(other)[0]) == [(1, 1, 1)]
+
+
+async def _connection(b) -> BrokerConnection:
+    conn = BrokerConnection(client_id="share-test-2")
+    await conn.connect(b.host, b.port)
+    return conn
+
+
+async def _until_no_session(node, member: str) -> None:
+    sessions = node.b.server.share_partitions.sessions
+    for _ in range(500):
+        if sessions.get(ShareSessionKey(GROUP, member)) is None:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the session outlived its connection")
+
+
+async def test_closing_the_connection_closes_the_session_and_releases_at_once(node):
+    """The clock never moves: the records come back without their lock running out,
+    and the other member gets them at delivery count 1 (the delivery taken back)."""
+    await node.produce(b"a", b"b", b"c")
+    first = await node.fetch_until_loaded(share_fetch(node.topic_id))
+    assert acquired(partitions(first)[0]) == [(0, 2, 1)]
+    node.conn.close()
+    await _until_no_session(node, "m1")
+    other = await _connection(node.b)
+    try:
+        taken = await other.send(share_fetch(node.topic_id, member="m2", max_wait_ms=5000))
+        assert acquired(partitions(taken)[0]) == [(0, 2, 1)]
+        assert offsets(partitions(taken)[0]) == [0, 1, 2]
+    finally:
+        other.close()
+
+
+async def test_a_session_opened_again_elsewhere_ends_with_its_new_connection(node):
+    await node.produce(b"a")
+    await node.fetch_until_loaded(share_fetch(node.topic_id))
+    moved = await _connection(node.b)
+    try:
+        reopened = await moved.send(share_fetch(node.topic_id, (), max_wait_ms=0))
+        assert reopened.error_code == 0
+        node.conn.close()                       # the first connection: no longer the session's
+        await asyncio.sleep(0.2)
+        assert (await moved.send(share_fetch(node.topic_id, (), epoch=1))).error_code == 0
+    finally:
+        moved.close()
+    await _until_no_session(node, "m1")
 
 
 async def test_the_session_limit_answers_after_max_wait(node):

@@ -1,5 +1,5 @@
 """Share sessions: epochs, partitions kept between requests, what a response carries,
-the session limit and the idle eviction."""
+the session limit, and the tie of each session to its connection."""
 from __future__ import annotations
 
 import uuid
@@ -37,7 +37,7 @@ def test_next_epoch_wraps_to_one_and_keeps_final():
 
 
 def test_initial_epoch_opens_a_session_at_epoch_one_with_the_listed_partitions():
-    cache = ShareSessionCache(10, idle_ms=1000)
+    cache = ShareSessionCache(10)
     context = _open(cache)
     assert not context.is_subsequent
     assert context.partitions() == [A0, A1]
@@ -47,20 +47,20 @@ def test_initial_epoch_opens_a_session_at_epoch_one_with_the_listed_partitions()
 
 
 def test_a_full_context_answers_every_partition():
-    cache = ShareSessionCache(10, idle_ms=1000)
+    cache = ShareSessionCache(10)
     context = _open(cache)
     assert context.answered([(A0, EMPTY), (A1, EMPTY)]) == [0, 1]
 
 
 def test_initial_epoch_with_acknowledgements_is_an_invalid_request():
-    cache = ShareSessionCache(10, idle_ms=1000)
+    cache = ShareSessionCache(10)
     assert _code(lambda: new_context(cache, "g", "m1", 0, [A0], [], True, 0)) \
         == ErrorCode.INVALID_REQUEST
     assert len(cache) == 0
 
 
 def test_initial_epoch_replaces_the_members_session():
-    cache = ShareSessionCache(10, idle_ms=1000)
+    cache = ShareSessionCache(10)
     _open(cache)
     new_context(cache, "g", "m1", 1, [], [], False, 0)
     _open(cache, [B0])
@@ -70,7 +70,7 @@ def test_initial_epoch_replaces_the_members_session():
 
 
 def test_subsequent_epochs_add_and_forget_partitions_and_move_the_epoch():
-    cache = ShareSessionCache(10, idle_ms=1000)
+    cache = ShareSessionCache(10)
     _open(cache)
     context = new_context(cache, "g", "m1", 1, [B0], [A0], False, 5)
     assert context.is_subsequent
@@ -81,7 +81,7 @@ def test_subsequent_epochs_add_and_forget_partitions_and_move_the_epoch():
 
 
 def test_wrong_epoch_and_missing_session():
-    cache = ShareSessionCache(10, idle_ms=1000)
+    cache = ShareSessionCache(10)
     assert _code(lambda: new_context(cache, "g", "m1", 1, [], [], False, 0)) \
         == ErrorCode.SHARE_SESSION_NOT_FOUND
     _open(cache)
@@ -91,7 +91,7 @@ def test_wrong_epoch_and_missing_session():
 
 
 def test_final_epoch_needs_a_session_and_reads_nothing():
-    cache = ShareSessionCache(10, idle_ms=1000)
+    cache = ShareSessionCache(10)
     assert _code(lambda: new_context(cache, "g", "m1", FINAL_EPOCH, [], [], True, 0)) \
         == ErrorCode.SHARE_SESSION_NOT_FOUND
     _open(cache)
@@ -101,7 +101,7 @@ def test_final_epoch_needs_a_session_and_reads_nothing():
 
 
 def test_a_running_session_answers_data_errors_and_new_partitions_only():
-    cache = ShareSessionCache(10, idle_ms=1000)
+    cache = ShareSessionCache(10)
     _open(cache)
     context = new_context(cache, "g", "m1", 1, [B0], [], False, 0)
     answers = [(A0, EMPTY), (A1, DATA), (B0, EMPTY)]
@@ -111,7 +111,7 @@ def test_a_running_session_answers_data_errors_and_new_partitions_only():
 
 
 def test_an_errored_partition_is_answered_once_more_after_the_error_is_gone():
-    cache = ShareSessionCache(10, idle_ms=1000)
+    cache = ShareSessionCache(10)
     _open(cache)
     context = new_context(cache, "g", "m1", 1, [], [], False, 0)
     assert context.answered([(A0, PartitionAnswer(ErrorCode.NOT_LEADER_OR_FOLLOWER, 0)),
@@ -123,28 +123,78 @@ def test_an_errored_partition_is_answered_once_more_after_the_error_is_gone():
 
 
 def test_partitions_that_answered_records_move_to_the_end():
-    cache = ShareSessionCache(10, idle_ms=1000)
+    cache = ShareSessionCache(10)
     _open(cache)
     context = new_context(cache, "g", "m1", 1, [], [], False, 0)
     context.answered([(A0, DATA), (A1, EMPTY)])
     assert cache.get(ShareSessionKey("g", "m1")).topic_id_partitions() == [A1, A0]
 
 
-def test_the_session_limit_is_reached_unless_a_session_is_idle():
-    cache = ShareSessionCache(2, idle_ms=1000)
+def test_the_session_limit_refuses_new_sessions_until_one_is_removed():
+    cache = ShareSessionCache(2)
     _open(cache, member="m1", now=0)
     _open(cache, member="m2", now=500)
-    code = _code(lambda: _open(cache, member="m3", now=900))
+    code = _code(lambda: _open(cache, member="m3", now=10**9))      # idle or not: refused
     assert code == SHARE_SESSION_LIMIT_REACHED
-    new_context(cache, "g", "m1", 1, [], [], False, 950)     # m1 used again: m2 is older
-    _open(cache, member="m3", now=1600)                        # m2 idle 1100 ms: evicted
-    assert cache.get(ShareSessionKey("g", "m2")) is None
-    assert cache.get(ShareSessionKey("g", "m1")) is not None
     assert len(cache) == 2
+    _open(cache, member="m1", now=10**9)                              # a member's own: replaced
+    cache.remove(ShareSessionKey("g", "m2"))
+    _open(cache, member="m3", now=10**9)
+    assert {s.key.member_id for s in cache.sessions()} == {"m1", "m3"}
+
+
+class _Tie:
+    """A connection's close callback, as the cache sees it: its cancel, counted."""
+
+    def __init__(self) -> None:
+        self.cancelled = 0
+
+    def __call__(self) -> None:
+        self.cancelled += 1
+
+
+def test_a_session_removed_cancels_its_tie_to_its_connection():
+    cache = ShareSessionCache(10)
+    _open(cache)
+    tie = _Tie()
+    cache.bind(ShareSessionKey("g", "m1"), tie)
+    assert tie.cancelled == 0
+    cache.remove(ShareSessionKey("g", "m1"))
+    assert tie.cancelled == 1
+    cache.remove(ShareSessionKey("g", "m1"))
+    assert tie.cancelled == 1
+
+
+def test_a_session_opened_again_cancels_the_old_tie_and_takes_the_new_one():
+    cache = ShareSessionCache(10)
+    key = ShareSessionKey("g", "m1")
+    _open(cache)
+    old, new = _Tie(), _Tie()
+    cache.bind(key, old)
+    _open(cache)                        # epoch 0 again (another connection, say)
+    assert old.cancelled == 1
+    cache.bind(key, new)
+    assert new.cancelled == 0
+    new_context(cache, "g", "m1", FINAL_EPOCH, [], [], False, 0)
+    cache.remove(key)                   # what the caller does after the final epoch
+    assert (old.cancelled, new.cancelled) == (1, 1)
+
+
+def test_binding_anew_cancels_the_previous_tie_and_no_session_binds_nothing():
+    cache = ShareSessionCache(10)
+    key = ShareSessionKey("g", "m1")
+    _open(cache)
+    first, second = _Tie(), _Tie()
+    cache.bind(key, first)
+    cache.bind(key, second)
+    assert (first.cancelled, second.cancelled) == (1, 0)
+    stray = _Tie()
+    cache.bind(ShareSessionKey("g", "nobody"), stray)
+    assert stray.cancelled == 1
 
 
 def test_share_acknowledge_epochs():
-    cache = ShareSessionCache(10, idle_ms=1000)
+    cache = ShareSessionCache(10)
     assert _code(lambda: acknowledge_session_update(cache, "g", "m1", INITIAL_EPOCH, 0)) \
         == ErrorCode.INVALID_SHARE_SESSION_EPOCH
     assert _code(lambda: acknowledge_session_update(cache, "g", "m1", 1, 0)) \
@@ -160,8 +210,8 @@ def test_share_acknowledge_epochs():
     assert cache.get(ShareSessionKey("g", "m1")).epoch == 2
 
 
-def test_members_per_group_follow_opens_closes_and_evictions():
-    cache = ShareSessionCache(2, idle_ms=1000)
+def test_members_per_group_follow_opens_and_closes():
+    cache = ShareSessionCache(3)
     _open(cache, member="m1", now=0)
     _open(cache, member="m1", now=0)          # replaced: still one
     _open(cache, member="m2", now=0)
@@ -169,5 +219,6 @@ def test_members_per_group_follow_opens_closes_and_evictions():
     cache.remove(ShareSessionKey("g", "m1"))
     assert cache.members("g") == 1
     new_context(cache, "h", "x", INITIAL_EPOCH, [A0], [], False, 10)
-    new_context(cache, "h", "y", INITIAL_EPOCH, [A0], [], False, 5000)   # full: evicts m2
+    cache.remove(ShareSessionKey("g", "m2"))
+    new_context(cache, "h", "y", INITIAL_EPOCH, [A0], [], False, 5000)
     assert (cache.members("g"), cache.members("h")) == (0, 2)
