@@ -13,6 +13,7 @@ same group from the same records.  Invariants, as Kafka keeps them:
   towards a partition still owned by another waits (UNRELEASED_PARTITIONS);
 - the state is derived: Empty (no member), Assigning (group epoch ahead of the target),
   Reconciling (a member not yet at the target epoch, or not stable), Stable.
+What it has alike with a share group is ``modern.ModernGroup``'s.
 """
 from __future__ import annotations
 
@@ -23,11 +24,9 @@ from typing import Mapping, Union
 import structlog
 
 from kafkapy.coordinator.group.consumer.types import (Assignment, GroupState, Member,
-                                                     MemberState, Subscription,
-                                                     TopicMetadata)
-from kafkapy.coordinator.group.offsets import OffsetAndMetadata
+                                                     Subscription, TopicMetadata)
+from kafkapy.coordinator.group.modern import ModernGroup, is_reconciled
 from kafkapy.protocol.errors import ErrorCode as E
-from kafkapy.protocol.topic_partition import TopicPartition
 
 _log = structlog.get_logger("kafkapy.coordinator.group")
 
@@ -99,7 +98,7 @@ Change = Union[GroupEpoch, SubscriptionMetadata, MemberSubscribed, MemberRemoved
                ConvertedToClassic]
 
 
-class ConsumerGroup:
+class ConsumerGroup(ModernGroup[Member]):
     """One consumer group's state.  ``offsets`` and ``pending_offset_commits`` are the
     group's committed offsets, kept as for a classic group (the offset operations serve
     both kinds)."""
@@ -108,27 +107,15 @@ class ConsumerGroup:
     group_type = "consumer"
 
     def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.assignment_epoch = 0
-        self.members: dict[str, Member] = {}
-        self.targets: dict[str, Assignment] = {}
+        super().__init__(group_id)
         self.topics: dict[str, TopicMetadata] = {}
         self.static_members: dict[str, str] = {}          # instance id -> member id
         self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
-        self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-        self.pending_offset_commits: dict[TopicPartition, int] = {}
-        self.dead = False
         # Replaced by a classic group (online downgrade): no longer the group of its id.
         self.converted = False
-        # When membership last changed (offsets of an Empty group expire from then).
-        self.state_timestamp = 0
-        # The subscribed topics must be looked at again (a topic was created, deleted or
-        # grew): the next heartbeat recomputes the subscription metadata.
-        self.metadata_stale = False
-        # Per member: the session and rebalance deadlines (the coordinator's), and for the
-        # members that speak the classic protocol the join and sync deadlines.
-        self.session_tasks: dict[str, object] = {}
+        # Per member, besides the session deadline: the rebalance deadline (the
+        # coordinator's), and for the members that speak the classic protocol the join and
+        # sync deadlines.
         self.rebalance_tasks: dict[str, object] = {}
         self.join_tasks: dict[str, object] = {}
         self.sync_tasks: dict[str, object] = {}
@@ -143,37 +130,12 @@ class ConsumerGroup:
         if self.group_epoch > self.assignment_epoch:
             return GroupState.ASSIGNING
         epoch = self.assignment_epoch
-        if any(not _reconciled(m, epoch) for m in self.members.values()):
+        if any(not is_reconciled(m, epoch) for m in self.members.values()):
             return GroupState.RECONCILING
         return GroupState.STABLE
 
-    def is_(self, classic_state) -> bool:
-        """For the operations both kinds of group share: Dead, Empty and Stable mean the
-        same; a consumer group is never in a classic rebalance state."""
-        name = classic_state.name
-        if name == "DEAD":
-            return self.dead
-        if name == "EMPTY":
-            return not self.dead and not self.members
-        if name == "STABLE":
-            return self.state is GroupState.STABLE
-        return False
-
     def member(self, member_id: str) -> Member | None:
         return self.members.get(member_id)
-
-    def has(self, member_id: str) -> bool:
-        return member_id in self.members
-
-    @property
-    def generation(self) -> int:
-        return self.group_epoch
-
-    def transition_to(self, classic_state, now_ms: int) -> None:
-        """Only to Dead (the offset operations remove an Empty group this way)."""
-        if classic_state.name == "DEAD":
-            self.dead = True
-        self.state_timestamp = now_ms
 
     def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
         owner = self.static_members.get(instance_id) if instance_id else None
@@ -213,9 +175,6 @@ class ConsumerGroup:
     def partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         """The epoch of the member owning the partition, -1 when no member owns it."""
         return self.partition_epochs.get((topic_id, partition), -1)
-
-    def target(self, member_id: str) -> Assignment:
-        return self.targets.get(member_id, {})
 
     def subscribed_names(self, regex_topics) -> set[str]:
         """Every topic name some member subscribes to (``regex_topics(pattern)``: the
@@ -307,10 +266,6 @@ def _epoch_error(epoch: int, member: Member) -> tuple[int, str | None]:
                                       f"the expected member epoch {member.member_epoch}.")
     return E.STALE_MEMBER_EPOCH, (f"The received member epoch {epoch} does not match the "
                                   f"expected member epoch {member.member_epoch}.")
-
-
-def _reconciled(member: Member, epoch: int) -> bool:
-    return member.state is MemberState.STABLE and member.member_epoch == epoch
 
 
 def subscribed_names(subscription: Subscription, regex_topics) -> set[str]:

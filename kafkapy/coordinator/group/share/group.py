@@ -17,7 +17,8 @@ records in order.  Invariants, as Kafka keeps them:
 A share group keeps no offsets (its progress is the share coordinator's state), so
 ``offsets`` stays empty; the attributes the coordinator's other operations read of any
 group (``group_type``, ``protocol_type``, ``is_``, ``state_timestamp`` ...) are here so
-that they treat it as the kind of group it is.
+that they treat it as the kind of group it is.  What it has alike with a consumer group is
+``modern.ModernGroup``'s.
 """
 from __future__ import annotations
 
@@ -25,11 +26,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Union
 
-from kafkapy.coordinator.group.consumer.types import Assignment, MemberState
-from kafkapy.coordinator.group.offsets import OffsetAndMetadata
+from kafkapy.coordinator.group.consumer.types import Assignment
+from kafkapy.coordinator.group.modern import ModernGroup
 from kafkapy.coordinator.group.share.types import (LEAVE_EPOCH, ShareGroupState, ShareMember,
                                                   ShareSubscription, StatePartitions)
-from kafkapy.protocol.topic_partition import TopicPartition
 
 PROTOCOL_TYPE = "share"
 
@@ -134,30 +134,16 @@ def group_deleted(member_ids: Iterable[str]) -> list[Change]:
             + [StatePartitionsDeleted(), GroupEpochDeleted()])
 
 
-class ShareGroup:
+class ShareGroup(ModernGroup[ShareMember]):
     """One share group's state (see the module docstring)."""
 
     protocol_type = PROTOCOL_TYPE
     group_type = "share"
 
     def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.group_epoch = 0
+        super().__init__(group_id)
         self.metadata_hash = 0
-        self.assignment_epoch = 0
-        self.members: dict[str, ShareMember] = {}
-        self.targets: dict[str, Assignment] = {}
         self.state_partitions: StatePartitions | None = None
-        self.dead = False
-        self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-        self.pending_offset_commits: dict[TopicPartition, int] = {}
-        # When membership last changed.
-        self.state_timestamp = 0
-        # The subscribed topics must be looked at again (after a load, or a topic was
-        # created, deleted or grew): the next heartbeat recomputes the metadata hash.
-        self.metadata_stale = False
-        # Per member: its session deadline (the coordinator's).
-        self.session_tasks: dict[str, object] = {}
 
     # -- derived state ----------------------------------------------------------------
     @property
@@ -165,34 +151,6 @@ class ShareGroup:
         if self.dead:
             return ShareGroupState.DEAD
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
-
-    def is_(self, classic_state) -> bool:
-        """For the operations every kind of group shares: Dead, Empty and Stable mean the
-        same; a share group is never in a classic rebalance state."""
-        name = classic_state.name
-        if name == "DEAD":
-            return self.dead
-        if name == "EMPTY":
-            return not self.dead and not self.members
-        if name == "STABLE":
-            return not self.dead and bool(self.members)
-        return False
-
-    @property
-    def generation(self) -> int:
-        return self.group_epoch
-
-    def has(self, member_id: str) -> bool:
-        return member_id in self.members
-
-    def transition_to(self, classic_state, now_ms: int) -> None:
-        """Only to Dead (a deleted group)."""
-        if classic_state.name == "DEAD":
-            self.dead = True
-        self.state_timestamp = now_ms
-
-    def target(self, member_id: str) -> Assignment:
-        return self.targets.get(member_id, {})
 
     def subscribed_topic_names(self) -> dict[str, int]:
         """Every topic name some member subscribes to, with how many do (Kafka's
@@ -246,7 +204,3 @@ class ShareGroup:
         old = self.members.get(member.member_id)
         subscription = old.subscription if old is not None else member.subscription
         self.members[member.member_id] = member.with_(subscription=subscription)
-
-
-def is_reconciled(member: ShareMember, epoch: int) -> bool:
-    return member.state is MemberState.STABLE and member.member_epoch == epoch

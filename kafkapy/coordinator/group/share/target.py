@@ -27,9 +27,10 @@ from typing import Iterable, Mapping
 
 from kafkapy.coordinator.group.consumer.types import (Assignment, MemberSpec, MemberState,
                                                      TopicMetadata)
+from kafkapy.coordinator.group.modern import is_reconciled
 from kafkapy.coordinator.group.share.assignor import SimpleAssignor
 from kafkapy.coordinator.group.share.group import (Change, ShareGroup, TargetAssigned,
-                                                  TargetEpoch, is_reconciled)
+                                                  TargetEpoch)
 from kafkapy.coordinator.group.share.types import ShareMember
 
 
