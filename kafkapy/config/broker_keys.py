@@ -372,14 +372,14 @@ def _share_coordinator() -> None:
     D.define(p + "state.topic.min.isr", T.SHORT, 2, at_least(1), H, "min.insync.replicas of __share_group_state.")
     D.define(p + "state.topic.segment.bytes", T.INT, 104857600, at_least(1), H, "Segment size of __share_group_state.")
     D.define(p + "state.topic.compression.codec", T.INT, 0, None, H, "Codec id of share state records (0 = none).")
-    D.define(p + "threads", T.INT, 1, at_least(1), M, "Threads of the share coordinator (kafkapy runs it on the event loop).")
+    D.define(p + "threads", T.INT, 1, at_least(1), M, "Threads of the share coordinator; accepted and described, unused (kafkapy runs it on the event loop).")
     D.define(p + "snapshot.update.records.per.snapshot", T.INT, 500, between(0, 500), M,
              "Update records of a share partition between two snapshot records.")
-    D.define(p + "load.buffer.size", T.INT, 5242880, at_least(1), H, "Read batch size when loading share state.")
-    D.define(p + "append.linger.ms", T.INT, -1, at_least(-1), M, "Wait for share state writes to accumulate (-1 adaptive).")
+    D.define(p + "load.buffer.size", T.INT, 5242880, at_least(1), H, "Read batch size when loading share state; accepted and described, unused.")
+    D.define(p + "append.linger.ms", T.INT, -1, at_least(-1), M, "Wait for share state writes to accumulate (-1 adaptive); accepted and described, unused (each write is appended at once).")
     D.define(p + "write.timeout.ms", T.INT, 5000, at_least(1), H, "Longest wait for a share state write to replicate.")
     D.define(p + "cached.buffer.max.bytes", T.INT, 1048588, at_least(524288), M,
-             "Largest write buffer the share coordinator keeps for reuse.", dynamic=True)
+             "Largest write buffer the share coordinator keeps for reuse; accepted and described, unused.", dynamic=True)
     D.define(p + "state.topic.prune.interval.ms", T.INT, 300000, at_least(1), L,
              "How often superseded share state records are deleted.", internal=True)
     D.define(p + "cold.partition.snapshot.interval.ms", T.INT, 300000, at_least(1), L,

@@ -161,7 +161,7 @@ _SECURITY = ('TLS/SASL/token security (Java providers, Kerberos, OAUTHBEARER, de
     ('password.encoder.iterations', T.INT, 4096, at_least(1024), L, False),
 ))
 
-_NEW_GROUPS = ('share groups and the new group coordinator\'s tuning; accepted and described, unused', (
+_NEW_GROUPS = ('Kafka 3.9\'s early-access share group switches (kafkapy turns share groups on and off by group.coordinator.rebalance.protocols) and the new group coordinator\'s tuning; accepted and described, unused', (
     ('group.coordinator.threads', T.INT, 1, at_least(1), M, False),
     ('group.coordinator.append.linger.ms', T.INT, 10, at_least(0), M, False),
     ('group.coordinator.new.enable', T.BOOLEAN, False, None, M, False, True),
