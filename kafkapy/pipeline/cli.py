@@ -2,10 +2,12 @@
 
 Sub-commands:
 - ``stream``   the structured-streaming job (Kafka source -> windowed
-  aggregates -> Kafka sink + Parquet, checkpointed); runs until stopped, or
-  with ``--available-now`` processes what is in the topics and exits.
+  aggregates -> Kafka sink + Parquet, and the events that fail to parse -> the
+  dead-letter topic, checkpointed); runs until stopped, or with
+  ``--available-now`` processes what is in the topics and exits.
 - ``backfill`` the batch job: aggregates of a time range, to Parquet
-  (``--out``) and optionally to the output topic.
+  (``--out``) and optionally to the output topic; the range's events that fail
+  to parse to the dead-letter topic (unless ``--no-dead-letters``).
 - ``send``     produce sample JSON events to the input topic (kafka-python).
 - ``show``     print the aggregates from the Parquet output, or from the
   output topic with ``--from-topic``.
@@ -69,6 +71,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     src.add_argument("--topic-pattern", help="input topic regex: subscribePattern")
     src.add_argument("--assign", help="input partitions: assign, 'topic:0,1;other:0' or JSON")
     g.add_argument("--output-topic", help="aggregates topic (KAFKAPY_PIPELINE_OUTPUT)")
+    g.add_argument("--dead-letter-topic",
+                   help="topic of the events that fail to parse (KAFKAPY_PIPELINE_DEAD_LETTERS, "
+                        "default dlq.events)")
     g.add_argument("--starting-offsets", help="earliest | latest | JSON per partition")
     g.add_argument("--starting-timestamp", help="start at this record time (ms or ISO-8601)")
     g.add_argument("--max-offsets-per-trigger", type=int, help="rate limit per micro-batch")
@@ -104,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="process the records present now, then exit")
     stream.add_argument("--trigger-seconds", type=float, help="micro-batch interval (default 5)")
     stream.add_argument("--run-seconds", type=float, help="stop after this long")
-    stream.add_argument("--sinks", default="kafka,parquet", help="kafka,parquet (default both)")
+    stream.add_argument("--sinks", default="kafka,parquet,dead-letters",
+                        help="kafka,parquet,dead-letters (default all three)")
     back = sub.add_parser("backfill", help="aggregate a time range (batch job)")
     _common(back)
     back.add_argument("--from", dest="start", help="range start, inclusive (ms or ISO-8601)")
@@ -114,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "filters by event time, the read still ends here")
     back.add_argument("--out", required=True, help="Parquet output dir (overwritten)")
     back.add_argument("--to-topic", action="store_true", help="also write to the output topic")
+    back.add_argument("--no-dead-letters", action="store_true",
+                      help="do not write the range's events that fail to parse to the "
+                           "dead-letter topic")
     send = sub.add_parser("send", help="produce sample events")
     send.add_argument("--bootstrap", help="bootstrap servers (KAFKAPY_BOOTSTRAP)")
     send.add_argument("--topic", help="topic (default: the first input topic, else events)")
@@ -151,6 +160,7 @@ def settings_from_args(args: argparse.Namespace,
     if getattr(args, "assign", None):
         changes.update(subscribe=None, subscribe_pattern=None, assign=args.assign)
     take("output_topic")
+    take("dead_letter_topic")
     take("starting_offsets")
     take("starting_timestamp", conv=_time_ms)
     take("ending_offsets")
@@ -192,15 +202,18 @@ def _cmd_stream(args, s: PipelineSettings) -> int:
     from kafkapy.pipeline import jobs   # imports pyspark, optional (the spark extra)
     s = connector(s)
     topics.ensure_input_topics(s)  # before the JVM: a missing topic is reported in one line
+    sinks = [x.strip() for x in args.sinks.split(",")]
     spark = jobs.build_session(s)
     try:
-        queries = jobs.start_streaming(spark, s, sinks=[x.strip() for x in args.sinks.split(",")],
-                                       available_now=args.available_now)
+        queries = jobs.start_streaming(spark, s, sinks=sinks, available_now=args.available_now)
     except BaseException:
         spark.stop()
         raise
+    where = {"kafka": f"aggregates -> topic {s.output_topic}",
+             "parquet": f"aggregates -> {s.parquet_dir}",
+             "dead-letters": f"events that fail to parse -> topic {s.dead_letter_topic}"}
     print(f"kafkapy-pipeline: reading {s.subscribe or s.subscribe_pattern or s.assign} from "
-          f"{s.bootstrap}; aggregates -> topic {s.output_topic} and {s.parquet_dir}; "
+          f"{s.bootstrap}; {'; '.join(where[x] for x in sinks)}; "
           f"checkpoints in {s.checkpoint_dir}", flush=True)
     deadline = time.monotonic() + args.run_seconds if args.run_seconds else None
     try:
@@ -230,11 +243,14 @@ def _cmd_backfill(args, s: PipelineSettings) -> int:
     s = connector(s)
     spark = jobs.build_session(s, "kafkapy-pipeline-backfill")
     try:
-        rows = jobs.run_backfill(spark, s, start, end, args.out, to_topic=args.to_topic)
+        done = jobs.run_backfill(spark, s, start, end, args.out, to_topic=args.to_topic,
+                                 dead_letters=not args.no_dead_letters)
     finally:
         spark.stop()
-    print(f"kafkapy-pipeline: backfill wrote {rows} aggregate rows to {args.out}"
-          + (f" and topic {s.output_topic}" if args.to_topic else ""))
+    print(f"kafkapy-pipeline: backfill wrote {done.aggregates} aggregate rows to {args.out}"
+          + (f" and topic {s.output_topic}" if args.to_topic else "")
+          + (f"; {done.dead_letters} events that fail to parse to topic "
+             f"{s.dead_letter_topic}" if not args.no_dead_letters else ""))
     return 0
 
 

@@ -10,10 +10,13 @@
   with Spark's Kafka source, runs
   ``transform.pipeline`` and starts one query per sink: the Kafka sink (topic
   ``output_topic``) and the Parquet sink (``parquet_dir``), both in append
-  mode (a window is written once, when the watermark closes it), each with its
+  mode (a window is written once, when the watermark closes it), and the
+  dead letters (``transform.to_dead_letter_records``: every record that fails
+  to parse, to ``dead_letter_topic`` with Spark's Kafka sink, group header the
+  Spark application's name), each with its
   own checkpoint under ``checkpoint_dir`` so that a restarted query resumes at
   the offsets its last committed micro-batch ended at. The Parquet sink is
-  exactly-once; the Kafka sink at-least-once (a batch replayed after a crash
+  exactly-once; the Kafka sinks at-least-once (a batch replayed after a crash
   may be written twice), as with Apache Kafka.
 - ``run_backfill``: a batch read (``spark.read.format("kafka")``) of a time
   range, bounded by offsets per partition: from the first offset whose
@@ -25,22 +28,31 @@
   The start can, as long as an event's record timestamp is not before its
   event time (it is the event time, or when it was sent). Aggregated without
   a watermark and written to Parquet (overwrite) and optionally to the topic.
+  The records of the read that fail to parse and whose record timestamp is in
+  the range (they have no event time) go to the dead-letter topic, unless
+  ``dead_letters=False``.
 
 ``raw`` arguments let tests and callers substitute any DataFrame with the
 Kafka source's columns for the Kafka read.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from kafkapy.pipeline import topics, transform
 from kafkapy.pipeline.settings import (PipelineSettings, SettingsError, connector,
-                                       sink_options, source_options, spark_conf)
+                                       dead_letter_sink_options, sink_options, source_options,
+                                       spark_conf)
 
-SINKS = ("kafka", "parquet")
+SINKS = ("kafka", "parquet", "dead-letters")
+
+
+class Backfilled(NamedTuple):
+    aggregates: int     # aggregate rows written
+    dead_letters: int   # records that failed to parse, written to the dead-letter topic
 
 
 def build_session(s: PipelineSettings, app_name: str = "kafkapy-pipeline") -> SparkSession:
@@ -63,6 +75,12 @@ def read_kafka_batch(spark: SparkSession, s: PipelineSettings) -> DataFrame:
     for key, value in source_options(s, streaming=False).items():
         reader = reader.option(key, value)
     return reader.load()
+
+
+def _with_options(writer, options: dict[str, str]):
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    return writer
 
 
 def start_streaming(spark: SparkSession, s: PipelineSettings, *,
@@ -89,15 +107,20 @@ def start_streaming(spark: SparkSession, s: PipelineSettings, *,
         writer = (transform.to_kafka_records(aggregates).writeStream.format("kafka")
                   .outputMode("append").queryName(f"{query_prefix}-kafka")
                   .option("checkpointLocation", s.kafka_checkpoint))
-        for key, value in sink_options(s).items():
-            writer = writer.option(key, value)
-        queries.append(trigger(writer).start())
+        queries.append(trigger(_with_options(writer, sink_options(s))).start())
     if "parquet" in sinks:
         writer = (transform.to_parquet_rows(aggregates).writeStream.format("parquet")
                   .outputMode("append").queryName(f"{query_prefix}-parquet")
                   .option("checkpointLocation", s.parquet_checkpoint)
                   .option("path", s.parquet_dir))
         queries.append(trigger(writer).start())
+    if "dead-letters" in sinks:
+        rows = transform.to_dead_letter_records(transform.rejected_events(raw),
+                                                spark.sparkContext.appName)
+        writer = (rows.writeStream.format("kafka").outputMode("append")
+                  .queryName(f"{query_prefix}-dead-letters")
+                  .option("checkpointLocation", s.dead_letter_checkpoint))
+        queries.append(trigger(_with_options(writer, dead_letter_sink_options(s))).start())
     return queries
 
 
@@ -111,23 +134,45 @@ def backfill_aggregates(spark: SparkSession, s: PipelineSettings, start_ms: int 
     see the module docstring. The event-time filter then keeps exactly the range.
     """
     if raw is None:
-        raw = read_kafka_batch(spark, s.with_(starting_timestamp=start_ms,
-                                              ending_timestamp=None))
+        raw = _backfill_read(spark, s, start_ms)
     return transform.pipeline(raw, s.window, None, s.slide, start_ms, end_ms)
+
+
+def _backfill_read(spark: SparkSession, s: PipelineSettings, start_ms: int | None) -> DataFrame:
+    return read_kafka_batch(spark, s.with_(starting_timestamp=start_ms, ending_timestamp=None))
+
+
+def _write_dead_letters(spark: SparkSession, s: PipelineSettings, raw: DataFrame,
+                        start_ms: int | None, end_ms: int | None) -> int:
+    """The read's rejected records with a record timestamp in the range, to the
+    dead-letter topic; how many."""
+    rejected = transform.in_time_range(transform.rejected_events(raw), start_ms, end_ms,
+                                       column="kafka_timestamp")
+    rows = transform.to_dead_letter_records(rejected, spark.sparkContext.appName).cache()
+    try:
+        count = rows.count()
+        if count:
+            _with_options(rows.write.format("kafka"), dead_letter_sink_options(s)).save()
+        return count
+    finally:
+        rows.unpersist()
 
 
 def run_backfill(spark: SparkSession, s: PipelineSettings, start_ms: int | None,
                  end_ms: int | None, out_path: str, *, to_topic: bool = False,
-                 raw: DataFrame | None = None) -> int:
-    """Write the backfilled aggregates to Parquet at ``out_path`` (and the topic); rows written."""
+                 dead_letters: bool = True, raw: DataFrame | None = None) -> Backfilled:
+    """Write the backfilled aggregates to Parquet at ``out_path`` (and the topic), and the
+    range's records that fail to parse to the dead-letter topic; what was written."""
+    if raw is None:
+        raw = _backfill_read(spark, s, start_ms)
     aggregates = backfill_aggregates(spark, s, start_ms, end_ms, raw).cache()
     try:
         transform.to_parquet_rows(aggregates).write.mode("overwrite").parquet(out_path)
         if to_topic:
-            writer = transform.to_kafka_records(aggregates).write.format("kafka")
-            for key, value in sink_options(s).items():
-                writer = writer.option(key, value)
-            writer.save()
-        return aggregates.count()
+            _with_options(transform.to_kafka_records(aggregates).write.format("kafka"),
+                          sink_options(s)).save()
+        written = aggregates.count()
     finally:
         aggregates.unpersist()
+    rejected = _write_dead_letters(spark, s, raw, start_ms, end_ms) if dead_letters else 0
+    return Backfilled(written, rejected)

@@ -11,6 +11,7 @@ Environment (a flag of the same meaning wins):
 | ``KAFKAPY_BOOTSTRAP`` | ``127.0.0.1:9092`` | bootstrap servers (``kafka.bootstrap.servers``) |
 | ``KAFKAPY_PIPELINE_INPUT`` | ``events`` | input topics, comma-separated (``subscribe``) |
 | ``KAFKAPY_PIPELINE_OUTPUT`` | ``event-aggregates`` | topic the aggregates are written to |
+| ``KAFKAPY_PIPELINE_DEAD_LETTERS`` | ``dlq.events`` | topic of the events that fail to parse |
 | ``KAFKAPY_PIPELINE_CHECKPOINT`` | ``data/pipeline/checkpoint`` | checkpoint root (one sub-dir per sink) |
 | ``KAFKAPY_PIPELINE_PARQUET`` | ``data/pipeline/aggregates`` | Parquet output of the streaming job |
 | ``KAFKAPY_SPARK_JARS`` | see below | comma-separated local jars or directories of jars -> ``spark.jars`` |
@@ -23,6 +24,10 @@ as a timestamp (``startingTimestamp``, ms) takes precedence over
 ``startingOffsets`` in Spark, so only one of them is emitted; ``endingOffsets``
 and ``endingTimestamp`` exist for batch reads only, ``maxOffsetsPerTrigger``
 for streaming only.
+
+The dead-letter topic's default, ``dlq.events``, has the prefix the broker
+gives dead-letter topics by default (``errors.deadletterqueue.topic.name.prefix``,
+``dlq.``), so the pipeline's dead letters sit beside a share group's.
 
 The connector (``connector``): ``--jars``/``KAFKAPY_SPARK_JARS`` or
 ``--packages``/``KAFKAPY_SPARK_PACKAGES`` when given; otherwise, in a source
@@ -61,6 +66,7 @@ class PipelineSettings:
     subscribe_pattern: str | None = None
     assign: str | None = None
     output_topic: str = "event-aggregates"
+    dead_letter_topic: str = "dlq.events"
     checkpoint_dir: str = "data/pipeline/checkpoint"
     parquet_dir: str = "data/pipeline/aggregates"
     starting_offsets: str = "earliest"
@@ -102,6 +108,8 @@ class PipelineSettings:
             raise SettingsError("bootstrap servers are empty")
         if not self.output_topic:
             raise SettingsError("output topic is empty")
+        if not self.dead_letter_topic:
+            raise SettingsError("dead-letter topic is empty")
         if self.shuffle_partitions <= 0:
             raise SettingsError("shuffle_partitions must be positive")
         return self
@@ -113,6 +121,10 @@ class PipelineSettings:
     @property
     def parquet_checkpoint(self) -> str:
         return os.path.join(self.checkpoint_dir, "parquet-sink")
+
+    @property
+    def dead_letter_checkpoint(self) -> str:
+        return os.path.join(self.checkpoint_dir, "dead-letters")
 
 
 def assign_json(spec: str) -> str:
@@ -189,6 +201,12 @@ def sink_options(s: PipelineSettings) -> dict[str, str]:
     return {"kafka.bootstrap.servers": s.bootstrap, "topic": s.output_topic}
 
 
+def dead_letter_sink_options(s: PipelineSettings) -> dict[str, str]:
+    """Options for the Kafka sink of the events that fail to parse."""
+    s.validate()
+    return {"kafka.bootstrap.servers": s.bootstrap, "topic": s.dead_letter_topic}
+
+
 def spark_conf(s: PipelineSettings) -> dict[str, str]:
     """Spark session settings: connector jars/packages, small local defaults."""
     conf = {
@@ -227,6 +245,8 @@ def from_env(env: Mapping[str, str] | None = None,
         changes["subscribe"] = env["KAFKAPY_PIPELINE_INPUT"]
     if env.get("KAFKAPY_PIPELINE_OUTPUT"):
         changes["output_topic"] = env["KAFKAPY_PIPELINE_OUTPUT"]
+    if env.get("KAFKAPY_PIPELINE_DEAD_LETTERS"):
+        changes["dead_letter_topic"] = env["KAFKAPY_PIPELINE_DEAD_LETTERS"]
     if env.get("KAFKAPY_PIPELINE_CHECKPOINT"):
         changes["checkpoint_dir"] = env["KAFKAPY_PIPELINE_CHECKPOINT"]
     if env.get("KAFKAPY_PIPELINE_PARQUET"):

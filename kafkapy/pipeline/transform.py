@@ -11,8 +11,23 @@ An event is a JSON object in the record value::
      "event_time": "2026-01-01T12:00:03Z"}
 
 ``event_id`` and ``kind`` are required; ``event_time`` defaults to the Kafka
-record timestamp; ``amount`` to 0. Anything else is rejected
-(``rejected_events``), never silently counted.
+record timestamp; ``amount`` to 0 (a present ``amount`` must be a number).
+Anything else is rejected (``rejected_events``), never silently counted, with
+the first reason that applies, in this order: ``no value`` (a tombstone),
+``invalid JSON``, ``not a JSON object``, ``missing event_id``/``missing
+kind``/``missing event_id and kind``, ``amount is not a number``, ``invalid
+event_time``.
+
+Dead letters (``to_dead_letter_records``): each rejected record as a row for Spark's
+Kafka sink, ``key`` and ``value`` the original bytes and these headers, every
+value a UTF-8 string (the names a kafkapy share group's dead letters carry)::
+
+    __dlq.errors.topic           the source topic
+    __dlq.errors.partition       its partition, decimal
+    __dlq.errors.offset          its offset, decimal
+    __dlq.errors.group           who rejected it: the Spark application's name
+    __dlq.errors.delivery.count  "1": a parse failure is final, never retried
+    __dlq.errors.reason          "parse_failed: <reason>" (the reasons above)
 
 The functions work unchanged on streaming and batch DataFrames (a watermark
 on a batch DataFrame is a no-op), so the unit tests run them on local
@@ -33,10 +48,19 @@ EVENT_SCHEMA = StructType([
     StructField("event_time", StringType()),
 ])
 
+# from_json writes the text of a value it could not read whole here; a JSON
+# object lands here only when a field has the wrong type (amount: all other
+# fields are strings, which take any JSON value).
+_CORRUPT = "_corrupt_record"
+_PARSE_SCHEMA = StructType(EVENT_SCHEMA.fields + [StructField(_CORRUPT, StringType())])
+
 KAFKA_COLUMNS = ("topic", "partition", "offset")
 AGGREGATE_COLUMNS = ("window_start", "window_end", "kind", "events", "amount", "max_amount",
                      "first_event_time", "last_event_time")
 SOURCE_HEADER = "source"
+DEAD_LETTER_HEADERS = ("__dlq.errors.topic", "__dlq.errors.partition", "__dlq.errors.offset",
+                       "__dlq.errors.group", "__dlq.errors.delivery.count",
+                       "__dlq.errors.reason")
 
 
 def header_value(headers: Column, name: str) -> Column:
@@ -45,19 +69,37 @@ def header_value(headers: Column, name: str) -> Column:
     return F.try_element_at(matching, F.lit(1))["value"].cast("string")
 
 
+def _reject_reason(value: Column, text: Column, e: Column) -> Column:
+    """Why a record is not a valid event (null when it is one): the first that applies."""
+    unread = e.isNull() | e[_CORRUPT].isNotNull()   # from_json could not read it whole
+    no_id, no_kind = e["event_id"].isNull(), e["kind"].isNull()
+    return (F.when(value.isNull(), F.lit("no value"))
+            .when(unread & F.try_parse_json(text).isNull(), F.lit("invalid JSON"))
+            .when(unread & F.json_object_keys(text).isNull(), F.lit("not a JSON object"))
+            .when(no_id & no_kind, F.lit("missing event_id and kind"))
+            .when(no_id, F.lit("missing event_id"))
+            .when(no_kind, F.lit("missing kind"))
+            # An object from_json could not read whole: a field of the wrong type, and
+            # amount is the one field that is not a string.
+            .when(unread, F.lit("amount is not a number"))
+            .when(e["event_time"].isNotNull()
+                  & F.try_to_timestamp(e["event_time"]).isNull(), F.lit("invalid event_time")))
+
+
 def _parsed(raw: DataFrame) -> DataFrame:
     has_headers = "headers" in raw.columns
     text = F.col("value").cast("string")
-    event = F.from_json(text, EVENT_SCHEMA)
+    event = F.from_json(text, _PARSE_SCHEMA, {"columnNameOfCorruptRecord": _CORRUPT})
     return raw.select(
-        *[F.col(c) for c in KAFKA_COLUMNS],
+        "key", "value", *[F.col(c) for c in KAFKA_COLUMNS],
         F.col("timestamp").alias("kafka_timestamp"),
         text.alias("raw_value"),
         event.alias("e"),
         (header_value(F.col("headers"), SOURCE_HEADER) if has_headers
          else F.lit(None).cast("string")).alias("source"),
     ).select(
-        *[F.col(c) for c in KAFKA_COLUMNS], "kafka_timestamp", "raw_value", "source",
+        "key", "value", *[F.col(c) for c in KAFKA_COLUMNS], "kafka_timestamp", "raw_value",
+        "source",
         F.col("e.event_id").alias("event_id"),
         F.col("e.user").alias("user"),
         F.col("e.kind").alias("kind"),
@@ -65,32 +107,46 @@ def _parsed(raw: DataFrame) -> DataFrame:
         F.col("e.event_time").alias("event_time_text"),
         F.coalesce(F.try_to_timestamp(F.col("e.event_time")),
                    F.col("kafka_timestamp")).alias("event_time"),
-        (F.col("e").isNotNull() & F.col("e.event_id").isNotNull() & F.col("e.kind").isNotNull()
-         & (F.col("e.event_time").isNull() | F.try_to_timestamp(F.col("e.event_time")).isNotNull())
-         ).alias("_valid"),
+        _reject_reason(F.col("value"), F.col("raw_value"), F.col("e")).alias("reason"),
     )
 
 
 def parse_events(raw: DataFrame) -> DataFrame:
     """Valid events: topic, partition, offset, kafka_timestamp, source, event_id, user,
     kind, amount, event_time (timestamp)."""
-    return (_parsed(raw).where(F.col("_valid"))
-            .drop("_valid", "raw_value", "event_time_text"))
+    return (_parsed(raw).where(F.col("reason").isNull())
+            .drop("key", "value", "reason", "raw_value", "event_time_text"))
 
 
 def rejected_events(raw: DataFrame) -> DataFrame:
-    """Records that are not valid events, with where they came from and their text."""
-    return (_parsed(raw).where(~F.col("_valid"))
-            .select(*KAFKA_COLUMNS, "kafka_timestamp", "raw_value"))
+    """Records that are not valid events: where they came from, their key and value
+    (bytes), their value as text and why they were rejected."""
+    return (_parsed(raw).where(F.col("reason").isNotNull())
+            .select("key", "value", *KAFKA_COLUMNS, "kafka_timestamp", "raw_value", "reason"))
 
 
-def in_time_range(events: DataFrame, start_ms: int | None, end_ms: int | None) -> DataFrame:
-    """Events with ``start_ms <= event_time < end_ms`` (either bound optional)."""
+def _header(name: str, value: Column) -> Column:
+    return F.struct(F.lit(name).alias("key"), value.cast("string").cast("binary").alias("value"))
+
+
+def to_dead_letter_records(rejected: DataFrame, group: str) -> DataFrame:
+    """Rejected records (``rejected_events``) as rows for Spark's Kafka sink: the
+    original ``key`` and ``value`` and the ``__dlq.errors.*`` headers (module
+    docstring); ``group`` names the job that rejected them."""
+    values = (F.col("topic"), F.col("partition"), F.col("offset"), F.lit(group), F.lit("1"),
+              F.concat(F.lit("parse_failed: "), F.col("reason")))
+    headers = F.array(*[_header(name, v) for name, v in zip(DEAD_LETTER_HEADERS, values)])
+    return rejected.select("key", "value", headers.alias("headers"))
+
+
+def in_time_range(events: DataFrame, start_ms: int | None, end_ms: int | None,
+                  column: str = "event_time") -> DataFrame:
+    """Rows with ``start_ms <= column < end_ms`` (either bound optional)."""
     cond = F.lit(True)
     if start_ms is not None:
-        cond = cond & (F.col("event_time") >= F.timestamp_millis(F.lit(int(start_ms))))
+        cond = cond & (F.col(column) >= F.timestamp_millis(F.lit(int(start_ms))))
     if end_ms is not None:
-        cond = cond & (F.col("event_time") < F.timestamp_millis(F.lit(int(end_ms))))
+        cond = cond & (F.col(column) < F.timestamp_millis(F.lit(int(end_ms))))
     return events.where(cond)
 
 

@@ -58,12 +58,13 @@ def event(i: int, kind: str, seconds: float, amount: float | None = 1.0, **extra
 
 
 def kafka_rows(values: list, topic: str = "events", partition: int = 0,
-               kafka_time: datetime = T0, headers=None) -> list:
+               kafka_time: datetime = T0, headers=None, keys=None) -> list:
     rows = []
     for offset, v in enumerate(values):
         value = v if isinstance(v, (bytes, type(None))) else json.dumps(v).encode()
-        rows.append(Row(key=None, value=value, topic=topic, partition=partition,
-                        offset=offset, timestamp=kafka_time.replace(tzinfo=None), timestampType=0,
+        rows.append(Row(key=keys[offset] if keys else None, value=value, topic=topic,
+                        partition=partition, offset=offset,
+                        timestamp=kafka_time.replace(tzinfo=None), timestampType=0,
                         headers=headers if headers is not None else []))
     return rows
 
@@ -94,6 +95,55 @@ def test_parse_events_valid_and_rejected(spark):
     assert (got["e1"].topic, got["e1"].partition, got["e1"].offset) == ("events", 0, 0)
     rejected = sorted(r.offset for r in transform.rejected_events(raw).collect())
     assert rejected == [3, 4, 5, 6, 7]
+
+
+MALFORMED = [                                          # (value, reason)
+    (b"not json", "invalid JSON"),
+    (b'{"event_id": "m1", "kind": "click",}', "invalid JSON"),
+    (b"", "invalid JSON"),
+    (b"[1, 2]", "not a JSON object"),
+    (b"null", "not a JSON object"),
+    (b"{}", "missing event_id and kind"),
+    (b'{"kind": "click"}', "missing event_id"),
+    (b'{"event_id": "m2", "kind": null}', "missing kind"),
+    (b'{"event_id": "m3", "kind": "click", "amount": "1.5"}', "amount is not a number"),
+    (b'{"event_id": "m4", "kind": "view", "event_time": "yesterday"}', "invalid event_time"),
+    (None, "no value"),
+]
+
+
+def test_dead_letter_records_of_malformed_input(spark):
+    good = [event(1, "click", 1, 2.5), event(2, "view", 2)]
+    values = good[:1] + [v for v, _ in MALFORMED] + good[1:]
+    keys = [None if offset % 2 else f"k{offset}".encode() for offset in range(len(values))]
+    raw = raw_df(spark, values, topic="raw-events", partition=3, keys=keys)
+    letters = transform.to_dead_letter_records(transform.rejected_events(raw), "my-app")
+    assert letters.columns == ["key", "value", "headers"]      # what Spark's Kafka sink takes
+    got = [(None if r.key is None else bytes(r.key), None if r.value is None else bytes(r.value),
+            [(h.key, bytes(h.value)) for h in r.headers]) for r in letters.collect()]
+    want = []
+    for offset, (value, reason) in enumerate(MALFORMED, start=1):
+        want.append((keys[offset], value, [
+            ("__dlq.errors.topic", b"raw-events"), ("__dlq.errors.partition", b"3"),
+            ("__dlq.errors.offset", str(offset).encode()), ("__dlq.errors.group", b"my-app"),
+            ("__dlq.errors.delivery.count", b"1"),
+            ("__dlq.errors.reason", f"parse_failed: {reason}".encode())]))
+    assert sorted(got, key=lambda r: r[2][2]) == sorted(want, key=lambda r: r[2][2])
+    assert transform.DEAD_LETTER_HEADERS == tuple(h for h, _ in want[0][2])
+
+
+def test_malformed_input_leaves_the_aggregates_unchanged(spark):
+    good = [event(i, kind, sec, amt) for i, (kind, sec, amt) in enumerate([
+        ("click", 0, 1.0), ("view", 30, 5.0), ("click", 61, 6.0), ("view", 150, 1.5)])]
+    mixed = [good[0], *[v for v, _ in MALFORMED[:6]], *good[1:3], *[v for v, _ in MALFORMED[6:]],
+             good[3]]
+
+    def aggregates(values):
+        aggs = transform.pipeline(raw_df(spark, values), window="1 minute", watermark=None)
+        return sorted(tuple(r) for r in aggs.collect())
+
+    assert aggregates(mixed) == aggregates(good)
+    assert len(aggregates(good)) == 4
 
 
 def test_parse_events_without_headers_column(spark):

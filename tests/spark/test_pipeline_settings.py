@@ -8,8 +8,8 @@ import pytest
 from kafkapy.pipeline import cli, topics
 from kafkapy.pipeline import settings as settings_module
 from kafkapy.pipeline.settings import (PipelineSettings, SettingsError, assign_json, connector,
-                                       default_packages, from_env, sink_options,
-                                       source_options, spark_conf)
+                                       dead_letter_sink_options, default_packages, from_env,
+                                       sink_options, source_options, spark_conf)
 
 
 def test_streaming_subscribe_defaults():
@@ -102,6 +102,20 @@ def test_packages_and_sink():
     assert default_packages("4.0.5") == ("org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.5",)
     assert sink_options(PipelineSettings(bootstrap="h:1", output_topic="o")) == {
         "kafka.bootstrap.servers": "h:1", "topic": "o"}
+
+
+def test_dead_letter_topic_default_env_flag_and_sink():
+    assert PipelineSettings().dead_letter_topic == "dlq.events"
+    s = from_env({"KAFKAPY_PIPELINE_DEAD_LETTERS": "dlq.from-env", "KAFKAPY_BOOTSTRAP": "h:1"})
+    assert dead_letter_sink_options(s) == {"kafka.bootstrap.servers": "h:1",
+                                           "topic": "dlq.from-env"}
+    args = cli.build_parser().parse_args(["stream", "--dead-letter-topic", "dlq.flag"])
+    assert cli.settings_from_args(args, env={}).dead_letter_topic == "dlq.flag"
+    args = cli.build_parser().parse_args(["backfill", "--out", "o"])
+    assert cli.settings_from_args(args, env={}).dead_letter_topic == "dlq.events"
+    assert len({s.kafka_checkpoint, s.parquet_checkpoint, s.dead_letter_checkpoint}) == 3
+    with pytest.raises(SettingsError):
+        PipelineSettings(dead_letter_topic="").validate()
 
 
 def test_cli_reports_bad_settings(capsys):
