@@ -1,9 +1,9 @@
-"""``kafkapy-configs``: Kafka's ``bin/kafka-configs.sh`` (ConfigCommand) for topics, brokers
-and users' SCRAM credentials.
+"""``kafkapy-configs``: Kafka's ``bin/kafka-configs.sh`` (ConfigCommand) for topics, brokers,
+groups and users' SCRAM credentials.
 
-Entities: ``--entity-type topics|brokers`` with ``--entity-name X`` (or ``--entity-default``
-for the cluster-wide broker defaults), or the shortcuts ``--topic X``, ``--broker N``,
-``--broker-defaults``.
+Entities: ``--entity-type topics|brokers|groups`` with ``--entity-name X`` (or
+``--entity-default`` for the cluster-wide broker defaults), or the shortcuts ``--topic X``,
+``--broker N``, ``--broker-defaults``, ``--group G``.
 
 - ``--describe``: "Dynamic configs for topic X are:" (``All configs`` with ``--all``;
   "Default configs for brokers in the cluster are:" for the defaults), then per config,
@@ -23,6 +23,25 @@ for the cluster-wide broker defaults), or the shortcuts ``--topic X``, ``--broke
   Set(k)". Success: "Completed updating config for topic X." / "... for broker N." (or
   "Completed updating default config for brokers in the cluster.").
 
+Groups (``--entity-type groups --entity-name G`` or ``--group G``), as Kafka 4.x's
+ConfigCommand: the GROUP config resource (type 32; a consumer group's ``consumer.*``, a share
+group's ``share.*``, its dead-letter topic and redelivery backoff, see
+``kafkapy.config.group_configs``).  A group need not exist to have settings.
+- ``--describe``: DescribeConfigs, "Dynamic configs for group G are:", then the group's own
+  settings (source DYNAMIC_GROUP_CONFIG) in the line format above (``--all``: every group
+  config, the effective defaults as DEFAULT_CONFIG).  "The group 'G' doesn't exist and
+  doesn't have dynamic config." only when neither ListGroups (any type, every broker) nor
+  ListConfigResources (GROUP, Kafka 4.1+) names G; a broker that does not serve
+  ListConfigResources (kafkapy, Kafka 3.9) or refuses it gets any name described, as from
+  Kafka's tool.  Without a name: every group either list names, in the order of the Java
+  HashSets Kafka's tool gathers them in.
+- ``--alter``: as for a topic (IncrementalAlterConfigs, deletions first, each checked against
+  the dynamic settings); the broker's refusal (an unknown key, a value out of bounds) is
+  reported as an unexpected failure, with the broker's message; "Completed updating config
+  for group G.".
+- ``--entity-default``: "--entity-default must not be specified with --describe of groups",
+  "An entity name must be specified with --alter of groups".
+
 Users (``--entity-type users --entity-name U``, SCRAM credentials only, as ConfigCommand
 with ``--bootstrap-server``): ``--add-config 'SCRAM-SHA-256=[iterations=8192,password=p]'``
 (iterations default 4096) salts and hashes the password here and sends
@@ -35,8 +54,8 @@ Usage errors and refused changes print their reason to stderr and exit 1; an une
 failure prints "Error while executing config command with args '...'" and the reason.
 
 Differences from Kafka:
-- Only topics, brokers and users' SCRAM credentials: user quotas, clients, ips,
-  broker-loggers, client-metrics and groups are not offered, nor ``--bootstrap-controller``.
+- Only topics, brokers, groups and users' SCRAM credentials: user quotas, clients, ips,
+  broker-loggers and client-metrics are not offered, nor ``--bootstrap-controller``.
 - Requests go through kafka-python's connection manager (``KafkaAdminClient._manager``)
   rather than ``describe_configs``/``alter_configs``: kafka-python drops per-resource
   errors and cannot address the broker-defaults entity (an empty broker name).
@@ -49,21 +68,25 @@ import re
 import sys
 import time
 
+from kafka.errors import ClusterAuthorizationFailedError, UnsupportedVersionError
 from kafka.protocol.admin import (AlterConfigsRequest, AlterUserScramCredentialsRequest,
                                   DescribeConfigsRequest, DescribeUserScramCredentialsRequest,
                                   IncrementalAlterConfigsRequest)
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import UsageError
+from kafkapy.jvm import hash_set_capacity, java_hash_order, string_hash
 from kafkapy.security.sasl import credentials
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 USER = "users"          # not a ConfigResource type: SCRAM credentials have their own APIs
-_TYPES = {"topics": TOPIC, "brokers": BROKER, "users": USER}
+_TYPES = {"topics": TOPIC, "brokers": BROKER, "users": USER, "groups": GROUP}
+_PLURAL = {kind: name for name, kind in _TYPES.items()}
 _SCRAM = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 _NOT_CONTROLLER = 41
-_KAFKA_ONLY_TYPES = ("clients", "ips", "broker-loggers", "client-metrics", "groups")
-_DYNAMIC_SOURCE = {TOPIC: 1, BROKER: 2}        # DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG
+_KAFKA_ONLY_TYPES = ("clients", "ips", "broker-loggers", "client-metrics")
+# DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_GROUP_CONFIG
+_DYNAMIC_SOURCE = {TOPIC: 1, BROKER: 2, GROUP: 8}
 _DYNAMIC_DEFAULT_BROKER = 3                    # DYNAMIC_DEFAULT_BROKER_CONFIG
 _SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
             3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
@@ -87,18 +110,21 @@ def _report(argv: list[str], message: str) -> None:
 
 def _parser() -> common.ToolParser:
     parser = common.ToolParser("kafkapy-configs",
-                               "Change or describe the configs of topics and brokers.")
+                               "Change or describe the configs of topics, brokers and groups.")
     parser.add_argument("--describe", action="store_true", help="list configs")
     parser.add_argument("--alter", action="store_true", help="change configs")
     parser.add_argument("--all", action="store_true", help="describe all configs, not only dynamic")
-    parser.add_argument("--entity-type", help="topics or brokers")
-    parser.add_argument("--entity-name", help="topic name or broker id")
+    parser.add_argument("--entity-type",
+                        help="topics, brokers, groups (a consumer or share group's settings, "
+                             "e.g. share.auto.offset.reset) or users (SCRAM credentials)")
+    parser.add_argument("--entity-name", help="topic name, broker id, group id or user")
     parser.add_argument("--entity-default", action="store_true",
                         help="the cluster-wide broker defaults")
     parser.add_argument("--topic", help="same as --entity-type topics --entity-name TOPIC")
     parser.add_argument("--broker", help="same as --entity-type brokers --entity-name ID")
     parser.add_argument("--broker-defaults", action="store_true",
                         help="same as --entity-type brokers --entity-default")
+    parser.add_argument("--group", help="same as --entity-type groups --entity-name GROUP")
     parser.add_argument("--add-config", metavar="k1=v1,k2=[v1,v2]",
                         help="configs to add or update; a list value in square brackets")
     parser.add_argument("--add-config-file", metavar="FILE",
@@ -131,14 +157,16 @@ def _entity(args: argparse.Namespace) -> tuple[int | None, str | None]:
         return BROKER, args.broker
     if args.broker_defaults:
         return BROKER, ""
+    if args.group is not None:
+        return GROUP, args.group
     if args.entity_type is None:
         return None, None
     if args.entity_type in _KAFKA_ONLY_TYPES:
         raise UsageError(f"kafkapy-configs does not support --entity-type {args.entity_type}; "
-                         f"it handles topics and brokers")
+                         f"it handles topics, brokers, groups and users")
     if args.entity_type not in _TYPES:
         raise UsageError(f"Invalid entity type {args.entity_type}, the entity type must be one "
-                         "of topics, brokers, users")
+                         "of topics, brokers, users, groups")
     return _TYPES[args.entity_type], "" if args.entity_default else args.entity_name
 
 
@@ -150,14 +178,21 @@ def _check_args(args: argparse.Namespace, kind: int | None, name: str | None) ->
         raise UsageError("At least one entity type must be specified")
     if kind == TOPIC and name == "":
         raise UsageError("--entity-default is not supported for topics")
+    if kind == GROUP and name == "":
+        raise UsageError("--entity-default must not be specified with --describe of groups"
+                         if args.describe else
+                         "An entity name must be specified with --alter of groups")
     if kind == USER and name == "" and args.alter:
         raise UsageError("The use of --entity-default or --user-defaults is not allowed with "
                          "User SCRAM Credentials using --bootstrap-server.")
     if kind == BROKER and name:
         _check_broker_id(name)
     if args.alter:
+        if name is None and kind in (TOPIC, GROUP):
+            raise UsageError(f"An entity name must be specified with --alter of {_PLURAL[kind]}")
         if name is None:
-            raise UsageError("An entity name must be specified with --alter")
+            raise UsageError("An entity-name or default entity must be specified with --alter "
+                             "of users, clients, brokers or ips")
         if not (args.add_config or args.add_config_file or args.delete_config):
             raise UsageError("At least one of --add-config, --add-config-file, or "
                              "--delete-config must be specified with --alter")
@@ -186,8 +221,7 @@ def _check_topic_name(name: str) -> None:
 
 def _describe(admin, kind: int, name: str | None, describe_all: bool) -> None:
     if name and not describe_all and not _exists(admin, kind, name):
-        singular = "topic" if kind == TOPIC else "broker"
-        print(f"The {singular} '{name}' doesn't exist and doesn't have dynamic config.")
+        print(f"The {_singular(kind)} '{name}' doesn't exist and doesn't have dynamic config.")
         return
     for entity in [name] if name is not None else _all_entities(admin, kind):
         _print_entity(admin, kind, entity, describe_all)
@@ -197,6 +231,11 @@ def _exists(admin, kind: int, name: str) -> bool:
     if kind == TOPIC:
         _check_topic_name(name)
         return name in admin.list_topics()
+    if kind == GROUP:
+        # Kafka's rule: unknown only when neither list names it, a missing list naming all.
+        resources = _group_config_resources(admin)
+        return (name in _listed_group_ids(admin)
+                or resources is None or name in resources)
     return int(name) in _broker_ids(admin)
 
 
@@ -207,15 +246,44 @@ def _broker_ids(admin) -> list[int]:
 def _all_entities(admin, kind: int) -> list[str]:
     if kind == TOPIC:
         return sorted(admin.list_topics())
+    if kind == GROUP:
+        return _group_ids(admin)
     return [str(b) for b in sorted(_broker_ids(admin))] + [""]
+
+
+def _group_ids(admin) -> list[str]:
+    """Every group ListGroups names (any type, every broker) and every GROUP config resource,
+    in Kafka's tool's order: each list gathered into a HashSet, the groups' copied into a new
+    HashSet, the resources added, that set iterated."""
+    listed = _listed_group_ids(admin)
+    resources = java_hash_order(_group_config_resources(admin) or [], string_hash)
+    return java_hash_order(listed + [r for r in resources if r not in listed], string_hash,
+                           hash_set_capacity(len(listed)))
+
+
+def _listed_group_ids(admin) -> list[str]:
+    return java_hash_order([g["group_id"] for g in admin.list_groups()], string_hash)
+
+
+def _group_config_resources(admin) -> list[str] | None:
+    """The groups with settings (ListConfigResources, Kafka 4.1+); None when the broker does
+    not serve it (kafkapy, older Kafka) or refuses it, as Kafka's tool treats both."""
+    try:
+        listed = admin.list_config_resources(["GROUP"])
+    except (UnsupportedVersionError, ClusterAuthorizationFailedError):
+        return None
+    return listed.get("group", [])
+
+
+def _singular(kind: int) -> str:
+    return _PLURAL[kind][:-1]
 
 
 def _print_entity(admin, kind: int, name: str, describe_all: bool) -> None:
     if kind == BROKER and name == "":
         print("Default configs for brokers in the cluster are:")
     else:
-        singular = "topic" if kind == TOPIC else "broker"
-        print(f"{'All' if describe_all else 'Dynamic'} configs for {singular} {name} are:")
+        print(f"{'All' if describe_all else 'Dynamic'} configs for {_singular(kind)} {name} are:")
     for entry in _entries(admin, kind, name, describe_all, synonyms=True):
         synonyms = ", ".join(f"{_SOURCES.get(s.source, s.source)}:{s.name}="
                              f"{common.java_text(s.value)}" for s in entry.synonyms)
@@ -268,7 +336,7 @@ def _alter(admin, kind: int, name: str, args: argparse.Namespace) -> None:
     result = _send(admin, request, kind, name).responses[0]
     common.check_error(result.error_code, result.error_message)
     if name:
-        print(f"Completed updating config for {'topic' if kind == TOPIC else 'broker'} {name}.")
+        print(f"Completed updating config for {_singular(kind)} {name}.")
     else:
         print("Completed updating default config for brokers in the cluster.")
 

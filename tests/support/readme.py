@@ -1,5 +1,6 @@
-"""Reading README.md as the README tests do: its sections, shell blocks and logical lines, and
-the replica-moving commands of its walkthrough."""
+"""Reading README.md as the README tests do: its sections, fenced blocks (``sh``, ``python``) and
+logical lines, the README's ports replaced by a test's own, and the replica-moving commands of its
+walkthrough."""
 from __future__ import annotations
 
 import re
@@ -20,7 +21,21 @@ def section(heading: str) -> str:
 
 
 def sh_blocks(heading: str) -> list[str]:
-    return re.findall(r"^```sh\n(.*?)^```", section(heading), re.S | re.M)
+    return fenced_blocks(heading, "sh")
+
+
+def fenced_blocks(heading: str, language: str) -> list[str]:
+    """The section's blocks fenced as ```` ```<language> ````, in order."""
+    return re.findall(rf"^```{re.escape(language)}\n(.*?)^```", section(heading), re.S | re.M)
+
+
+def localize(text: str, ports: dict[str, int]) -> str:
+    """``text`` with each README port (a key of ``ports``, e.g. "9092") replaced by its value
+    where it follows a colon, as in ``127.0.0.1:9092`` (not in names such as
+    ``data/broker-9093``)."""
+    for readme_port, port in ports.items():
+        text = re.sub(rf"(?<=:){readme_port}\b", str(port), text)
+    return text
 
 
 def logical_lines(block: str) -> list[str]:
