@@ -60,7 +60,7 @@ from kafkapy.coordinator.group.share.records import entries
 from kafkapy.coordinator.group.share.settings import ShareSettings
 from kafkapy.coordinator.group.share.target import metadata_hash, reconcile, target_changes
 from kafkapy.coordinator.group.share.types import (JOIN_EPOCH, LEAVE_EPOCH,
-                                                  DescribedShareGroup, DescribedShareMember,
+                                                  DescribedGroup, DescribedShareMember,
                                                   HeartbeatResult, InitTopic,
                                                   ShareHeartbeatRequest, ShareMember,
                                                   ShareSubscription, StatePartitions)
@@ -408,22 +408,22 @@ class ShareOps:
         return doomed
 
     # -- ShareGroupDescribe ---------------------------------------------------------------------
-    def describe_share_groups(self, group_ids: list[str]) -> list[DescribedShareGroup]:
+    def describe_share_groups(self, group_ids: list[str]) -> list[DescribedGroup]:
         return [self._describe_share(g) for g in group_ids]
 
-    def _describe_share(self, group_id: str) -> DescribedShareGroup:
+    def _describe_share(self, group_id: str) -> DescribedGroup:
         error = self._group_error(group_id)
         if error:
-            return DescribedShareGroup(group_id, error)
+            return DescribedGroup(group_id, error)
         group = self._groups.get(group_id)
         if not isinstance(group, ShareGroup) or group.dead:
             gone = group is None or group.is_(ClassicState.DEAD)
             message = (f"Group {group_id} not found." if gone
                        else f"Group {group_id} is not a share group.")
-            return DescribedShareGroup(group_id, E.GROUP_ID_NOT_FOUND, message)
+            return DescribedGroup(group_id, E.GROUP_ID_NOT_FOUND, message)
         members = tuple(_described(m) for m in group.members.values())
-        return DescribedShareGroup(group_id, 0, None, group.state.value, group.group_epoch,
-                                   group.assignment_epoch, self._share_assignor().name, members)
+        return DescribedGroup(group_id, 0, None, group.state.value, group.group_epoch,
+                              group.assignment_epoch, self._share_assignor().name, members)
 
     # -- what the other kinds of request find of a share group --------------------------------
     def _consumer_group(self, group_id: str, create: bool):

@@ -8,7 +8,7 @@ import uuid
 from types import SimpleNamespace
 
 from kafkapy.config import BrokerConfig
-from kafkapy.coordinator.group.share.types import DescribedShareGroup, DescribedShareMember
+from kafkapy.coordinator.group.share.types import DescribedGroup, DescribedShareMember
 from kafkapy.handlers import describe_groups
 from kafkapy.handlers import share_group_describe as handler
 from kafkapy.protocol.errors import ErrorCode
@@ -21,18 +21,18 @@ from tests.support.wire_oracle import decoded, kafka_uuid
 FOO, GONE = uuid.UUID(int=0xF00), uuid.UUID(int=0x60)
 MEMBER = DescribedShareMember("m1", "rack", 4, "client", "/h", ("foo", "bar"),
                               {FOO: frozenset({2, 0}), GONE: frozenset({1})})
-GROUP = DescribedShareGroup("g", 0, None, "Stable", 4, 4, "simple", (MEMBER,))
+GROUP = DescribedGroup("g", 0, None, "Stable", 4, 4, "simple", (MEMBER,))
 
 
 class FakeCoordinator:
-    def __init__(self, *groups: DescribedShareGroup) -> None:
+    def __init__(self, *groups: DescribedGroup) -> None:
         self.groups = {g.group_id: g for g in groups}
         self.asked: list[list[str]] = []
 
     def describe_share_groups(self, group_ids):
         self.asked.append(list(group_ids))
-        return [self.groups.get(g, DescribedShareGroup(g, ErrorCode.GROUP_ID_NOT_FOUND,
-                                                        f"Group {g} not found."))
+        return [self.groups.get(g, DescribedGroup(g, ErrorCode.GROUP_ID_NOT_FOUND,
+                                                   f"Group {g} not found."))
                 for g in group_ids]
 
 
@@ -91,7 +91,7 @@ def test_without_share_groups_every_group_is_unsupported():
 
 
 def test_describe_on_each_group_and_on_the_assigned_topics():
-    fake = FakeCoordinator(GROUP, DescribedShareGroup("h", 0, None, "Empty", 1, 1, "simple"))
+    fake = FakeCoordinator(GROUP, DescribedGroup("h", 0, None, "Empty", 1, 1, "simple"))
     response = _call(_request("g", "h", "k"), fake, authorizer=Authorizer(
         (A.DESCRIBE, A.GROUP, "g"), (A.DESCRIBE, A.GROUP, "h")))
     assert fake.asked == [["g", "h"]]

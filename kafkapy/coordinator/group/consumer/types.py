@@ -170,8 +170,10 @@ class DescribedMember:
 
 @dataclass(frozen=True, slots=True)
 class DescribedGroup:
-    """One group as ConsumerGroupDescribe shows it; ``error`` non-zero: nothing else set
-    (GROUP_ID_NOT_FOUND for a group that is not a consumer group, NOT_COORDINATOR, ...)."""
+    """One group as ConsumerGroupDescribe or ShareGroupDescribe shows it (``members``:
+    ``DescribedMember`` values, or a share group's ``share.types.DescribedShareMember``);
+    ``error`` non-zero: nothing else set (GROUP_ID_NOT_FOUND for a group that is not of
+    the kind asked for, NOT_COORDINATOR, ...)."""
     group_id: str
     error: int = 0
     message: str | None = None
@@ -179,4 +181,4 @@ class DescribedGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     assignor_name: str = ""
-    members: tuple[DescribedMember, ...] = ()
+    members: tuple = ()

@@ -5,8 +5,9 @@ have their state initialized in the share coordinator.
 Every value is immutable; the group replaces a member, it never changes one.  What the
 consumer group protocol has the same is its own (``consumer.types``), named here too: an
 ``Assignment`` (topic id -> partitions; empty topics are never kept), ``MemberState``,
-the epochs a heartbeat carries with a meaning of their own, and the heartbeat's answer
-(``HeartbeatResult``).  Unlike a consumer group, a share group may assign one partition
+the epochs a heartbeat carries with a meaning of their own, the heartbeat's answer
+(``HeartbeatResult``) and a described group (``DescribedGroup``, its members here
+``DescribedShareMember``).  Unlike a consumer group, a share group may assign one partition
 to several members at once.
 """
 from __future__ import annotations
@@ -17,11 +18,12 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from kafkapy.coordinator.group.consumer.types import (JOIN_EPOCH, LEAVE_EPOCH, Assignment,
-                                                     HeartbeatResult, MemberState)
+                                                     DescribedGroup, HeartbeatResult,
+                                                     MemberState)
 
 __all__ = ["Assignment", "MemberState", "ShareGroupState", "ShareSubscription", "ShareMember",
            "InitTopic", "StatePartitions", "ShareHeartbeatRequest", "HeartbeatResult",
-           "DescribedShareMember", "DescribedShareGroup", "JOIN_EPOCH", "LEAVE_EPOCH",
+           "DescribedShareMember", "DescribedGroup", "JOIN_EPOCH", "LEAVE_EPOCH",
            "NO_SUBSCRIPTION"]
 
 
@@ -106,17 +108,3 @@ class DescribedShareMember:
     client_host: str
     subscribed_topic_names: tuple[str, ...]
     assigned: Assignment
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedShareGroup:
-    """One group as ShareGroupDescribe shows it; ``error`` non-zero: nothing else set
-    (GROUP_ID_NOT_FOUND for a group that is not a share group, NOT_COORDINATOR, ...)."""
-    group_id: str
-    error: int = 0
-    message: str | None = None
-    state: str = "Dead"
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: tuple[DescribedShareMember, ...] = ()
