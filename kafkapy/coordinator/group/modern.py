@@ -11,7 +11,7 @@ server-side assignment is never in a classic rebalance state.
 """
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Generic, Iterable, Iterator, Mapping, TypeVar
 
 from kafkapy.coordinator.group.consumer.types import Assignment, MemberState
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
@@ -69,6 +69,16 @@ class ModernGroup(Generic[MemberT]):
 
     def target(self, member_id: str) -> Assignment:
         return self.targets.get(member_id, {})
+
+    def changed_targets(self, member_ids: Iterable[str], new: Mapping[str, Assignment]
+                        ) -> Iterator[tuple[str, Assignment]]:
+        """Each of ``member_ids`` whose target ``new`` (an assignor's result: member id ->
+        target, a member left out having none) changes, with its new target; a member
+        without a target yet is always listed."""
+        for member_id in member_ids:
+            target = new.get(member_id, {})
+            if member_id not in self.targets or dict(target) != dict(self.targets[member_id]):
+                yield member_id, target
 
 
 def is_reconciled(member, epoch: int) -> bool:

@@ -30,13 +30,9 @@ def target_changes(group: ConsumerGroup, epoch: int, assignor: PartitionAssignor
     named = {frozenset(subscribed_names(m.subscription, regex_topics))
              for m in group.members.values()}
     result = assignor.assign(specs, by_id, homogeneous=len(named) <= 1)
-    changes: list[Change] = []
-    for member_id in specs:
-        new = result.get(member_id, {})
-        if member_id not in group.targets or dict(new) != dict(group.targets[member_id]):
-            changes.append(TargetAssigned(member_id, new))
-    changes.append(TargetEpoch(epoch))
-    return changes
+    changes: list[Change] = [TargetAssigned(member_id, new)
+                             for member_id, new in group.changed_targets(specs, result)]
+    return changes + [TargetEpoch(epoch)]
 
 
 def _spec(member: Member, topics: Mapping[str, TopicMetadata],

@@ -46,13 +46,9 @@ def target_changes(group: ShareGroup, epoch: int, assignor: SimpleAssignor,
     homogeneous = len({m.subscription.topic_names for m in group.members.values()}) <= 1
     result = assignor.assign(specs, by_id, homogeneous=homogeneous,
                              assignable=group.initialized())
-    changes: list[Change] = []
-    for member_id in specs:
-        new = result.get(member_id, {})
-        if member_id not in group.targets or dict(new) != dict(group.targets[member_id]):
-            changes.append(TargetAssigned(member_id, new))
-    changes.append(TargetEpoch(epoch))
-    return changes
+    changes: list[Change] = [TargetAssigned(member_id, new)
+                             for member_id, new in group.changed_targets(specs, result)]
+    return changes + [TargetEpoch(epoch)]
 
 
 def subscribed_ids(member: ShareMember,
