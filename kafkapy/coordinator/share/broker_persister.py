@@ -86,24 +86,25 @@ class BrokerPersister:
     async def initialize(self, group_id: str, topic_id: uuid.UUID, partition: int, *,
                          state_epoch: int, start_offset: int) -> int:
         key = ShareKey(group_id, topic_id, partition)
-        request = _Init(group_id=group_id, topics=[_Init.InitializeStateData(
-            topic_id=topic_id, partitions=[_Init.InitializeStateData.PartitionData(
-                partition=partition, state_epoch=state_epoch, start_offset=start_offset)])])
         answer = await self._call(
             key, lambda: self._coordinator.initialize(
                 key, state_epoch=state_epoch, start_offset=start_offset),
-            request, _result_answer)
+            lambda: _Init(group_id=group_id, topics=[_Init.InitializeStateData(
+                topic_id=topic_id, partitions=[_Init.InitializeStateData.PartitionData(
+                    partition=partition, state_epoch=state_epoch,
+                    start_offset=start_offset)])]),
+            _result_answer)
         return answer[0]
 
     async def read(self, group_id: str, topic_id: uuid.UUID, partition: int, *,
                    leader_epoch: int) -> ShareState:
         key = ShareKey(group_id, topic_id, partition)
-        request = _Read(group_id=group_id, topics=[_Read.ReadStateData(
-            topic_id=topic_id, partitions=[_Read.ReadStateData.PartitionData(
-                partition=partition, leader_epoch=leader_epoch)])])
         return await self._call(
             key, lambda: self._coordinator.read(key, leader_epoch=leader_epoch),
-            request, _read_answer)
+            lambda: _Read(group_id=group_id, topics=[_Read.ReadStateData(
+                topic_id=topic_id, partitions=[_Read.ReadStateData.PartitionData(
+                    partition=partition, leader_epoch=leader_epoch)])]),
+            _read_answer)
 
     async def write(self, group_id: str, topic_id: uuid.UUID, partition: int, *,
                     state_epoch: int, leader_epoch: int, start_offset: int,
@@ -111,41 +112,36 @@ class BrokerPersister:
                     delivery_complete_count: int = UNKNOWN_DELIVERY_COMPLETE_COUNT) -> int:
         key = ShareKey(group_id, topic_id, partition)
         batches = tuple(batches)
-        data = _Write.WriteStateData
-        request = _Write(group_id=group_id, topics=[data(
-            topic_id=topic_id, partitions=[data.PartitionData(
-                partition=partition, state_epoch=state_epoch, leader_epoch=leader_epoch,
-                start_offset=start_offset, delivery_complete_count=delivery_complete_count,
-                state_batches=[data.PartitionData.StateBatch(
-                    first_offset=b.first_offset, last_offset=b.last_offset,
-                    delivery_state=b.delivery_state, delivery_count=b.delivery_count)
-                    for b in batches])])])
         answer = await self._call(
             key, lambda: self._coordinator.write(
                 key, state_epoch=state_epoch, leader_epoch=leader_epoch,
                 start_offset=start_offset, batches=batches,
                 delivery_complete_count=delivery_complete_count),
-            request, _result_answer)
+            lambda: _write_request(key, state_epoch, leader_epoch, start_offset, batches,
+                                   delivery_complete_count),
+            _result_answer)
         return answer[0]
 
     async def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
         key = ShareKey(group_id, topic_id, partition)
-        request = _Delete(group_id=group_id, topics=[_Delete.DeleteStateData(
-            topic_id=topic_id, partitions=[_Delete.DeleteStateData.PartitionData(
-                partition=partition)])])
-        answer = await self._call(key, lambda: self._coordinator.delete(key), request,
-                                  _result_answer)
+        answer = await self._call(
+            key, lambda: self._coordinator.delete(key),
+            lambda: _Delete(group_id=group_id, topics=[_Delete.DeleteStateData(
+                topic_id=topic_id, partitions=[_Delete.DeleteStateData.PartitionData(
+                    partition=partition)])]),
+            _result_answer)
         return answer[0]
 
     async def read_summary(self, group_id: str, topic_id: uuid.UUID, partition: int, *,
                            leader_epoch: int) -> ShareState:
         key = ShareKey(group_id, topic_id, partition)
         data = _Summary.ReadStateSummaryData
-        request = _Summary(group_id=group_id, topics=[data(
-            topic_id=topic_id, partitions=[data.PartitionData(
-                partition=partition, leader_epoch=leader_epoch)])])
-        return await self._call(key, lambda: self._coordinator.read_summary(key), request,
-                                _summary_answer)
+        return await self._call(
+            key, lambda: self._coordinator.read_summary(key),
+            lambda: _Summary(group_id=group_id, topics=[data(
+                topic_id=topic_id, partitions=[data.PartitionData(
+                    partition=partition, leader_epoch=leader_epoch)])]),
+            _summary_answer)
 
     def close(self) -> None:
         """Close every connection to other brokers."""
@@ -157,8 +153,11 @@ class BrokerPersister:
         self._connections.clear()
 
     # -- routing --------------------------------------------------------------------------
-    async def _call(self, key: ShareKey, local: Callable[[], Awaitable[Any]], request,
-                    parse: Callable[[Any], Any]):
+    async def _call(self, key: ShareKey, local: Callable[[], Awaitable[Any]],
+                    request: Callable[[], Any], parse: Callable[[Any], Any]):
+        """``local()`` while this broker is the key's coordinator, else ``request()``
+        sent to it: the request is built only then (a write's request of many batches
+        costs more to build than the local write does)."""
         delay_ms = self._backoff_ms
         answer: Any = None
         for attempt in range(self._attempts):
@@ -172,7 +171,7 @@ class BrokerPersister:
             if node.node_id == self._node_id:
                 answer = await local()
             else:
-                answer = await self._remote(node, request, parse)
+                answer = await self._remote(node, request(), parse)
             if _code(answer) not in _RETRIED:
                 return answer
         return answer
@@ -221,6 +220,19 @@ class BrokerPersister:
             pending.result().close()
         elif not pending.done():
             pending.cancel()
+
+
+def _write_request(key: ShareKey, state_epoch: int, leader_epoch: int, start_offset: int,
+                   batches: Sequence[StateBatch], delivery_complete_count: int):
+    data = _Write.WriteStateData
+    return _Write(group_id=key.group_id, topics=[data(
+        topic_id=key.topic_id, partitions=[data.PartitionData(
+            partition=key.partition, state_epoch=state_epoch, leader_epoch=leader_epoch,
+            start_offset=start_offset, delivery_complete_count=delivery_complete_count,
+            state_batches=[data.PartitionData.StateBatch(
+                first_offset=b.first_offset, last_offset=b.last_offset,
+                delivery_state=b.delivery_state, delivery_count=b.delivery_count)
+                for b in batches])])])
 
 
 def _code(answer) -> int:
