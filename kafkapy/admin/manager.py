@@ -211,6 +211,10 @@ class AdminManager:
             data, _ = self._store.get(paths.topic_path(name))
         except NoNodeError:
             return None
+        except ValueError:
+            # a name no znode path can hold (a NUL, "..", ...): ZooKeeper's client refuses the
+            # path and Kafka answers the IllegalArgumentException as UNKNOWN_SERVER_ERROR
+            raise KafkaError(ErrorCode.UNKNOWN) from None
         return paths.decode_topic_assignment(data, name)
 
     # -- configs and deletion --------------------------------------------------------------

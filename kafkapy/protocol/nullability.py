@@ -8,8 +8,9 @@ of a handler tripping over ``None``.
 
 The check plan for an (API, version) is compiled once from the message's schema: only
 strings, bytes, arrays and structs can be null, and only non-nullable, non-tagged ones are
-checked, so the walk costs a few attribute reads per topic and partition, nothing per
-record.
+checked, also inside a nullable struct (array) that is not null (Kafka reads its elements
+with the same checks), so the walk costs a few attribute reads per topic and partition,
+nothing per record.
 """
 from __future__ import annotations
 
@@ -27,10 +28,12 @@ def null_field(request, version: int) -> str | None:
 
 
 def _walk(obj, plan, prefix: str) -> str | None:
-    for name, children, is_list in plan:
+    for name, children, is_list, nullable in plan:
         value = getattr(obj, name, None)
         path = f"{prefix}{name}"
         if value is None:
+            if nullable:
+                continue
             return path
         if not children:
             continue
@@ -44,16 +47,20 @@ def _walk(obj, plan, prefix: str) -> str | None:
 
 
 def _plan(struct, version: int) -> tuple:
-    """(attribute, child plan, is a list of structs) for each field that must not be null."""
+    """(attribute, child plan, is a list of structs, may be null) for each field that must
+    not be null or holds one that must not."""
     out = []
     for field in struct._fields:
         if not field.for_version_q(version) or field.tagged_field_q(version):
             continue
         can_be_null = field.is_array() or field.is_struct() or field.type_str in _NULLABLE_KINDS
-        if not can_be_null or field.nullable_for_version_q(version):
+        if not can_be_null:
             continue
+        nullable = field.nullable_for_version_q(version)
         children = ()
         if field.is_struct_array() or field.is_struct():
             children = _plan(field, version)
-        out.append((field.name, children, field.is_struct_array()))
+        if nullable and not children:
+            continue
+        out.append((field.name, children, field.is_struct_array(), nullable))
     return tuple(out)

@@ -43,7 +43,25 @@ def _find_coordinator():
     return 10, 2, dict(key=None, key_type=0), "key"
 
 
-@pytest.mark.parametrize("case", [_create_topics, _produce, _join_group, _find_coordinator],
+def _metadata():
+    # Topics may be null (all topics) from v1, but a topic's Name may not before v10
+    c = REQUESTS[3]
+    return 3, 4, dict(topics=[c.MetadataRequestTopic(version=4, name=None)],
+                      allow_auto_topic_creation=False), "topics[0].name"
+
+
+def _describe_share_group_offsets():
+    # Topics may be null (every topic of the group); a topic's Partitions may not
+    c = REQUESTS[90]
+    group = c.DescribeShareGroupOffsetsRequestGroup
+    topic = group.DescribeShareGroupOffsetsRequestTopic(version=0, topic_name="t",
+                                                         partitions=None)
+    return 90, 0, dict(groups=[group(version=0, group_id="g", topics=[topic])]), \
+        "groups[0].topics[0].partitions"
+
+
+@pytest.mark.parametrize("case", [_create_topics, _produce, _join_group, _find_coordinator,
+                                  _metadata, _describe_share_group_offsets],
                          ids=lambda c: c.__name__.strip("_"))
 def test_null_in_non_nullable_field_closes_quietly(broker, case):
     api_key, version, fields, path = case()

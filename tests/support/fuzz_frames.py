@@ -36,13 +36,13 @@ def _record_batch() -> bytes:
 _BATCH = _record_batch()
 
 
-def _value(field, version: int):
+def _value(field, version: int, owner=None):
     kind = field.type_str
     if field.is_struct_array():
-        item = _struct_value(field, version)
+        item = _struct_value(field, version, owner)
         return [] if item is None else [item]
     if field.is_struct():
-        return _struct_value(field, version)
+        return _struct_value(field, version, owner)
     if field.is_array():
         return [_scalar(kind, field.name)]
     return _scalar(kind, field.name)
@@ -64,11 +64,19 @@ def _scalar(kind: str, name: str):
     return 0
 
 
-def _struct_value(field, version: int):
-    if field.data_class is None:
+def _struct_value(field, version: int, owner=None):
+    """One element of a struct (array) field; a nested struct's class hangs off the class of
+    the struct holding it (``FetchTopic.FetchPartition``), as kafka-python builds them."""
+    data_class = field.data_class or getattr(owner, _struct_name(field), None)
+    if data_class is None:
         return None
-    values = {f.name: _value(f, version) for f in field._fields if f.for_version_q(version)}
-    return field.data_class(version=version, **{k: v for k, v in values.items() if v is not None})
+    values = {f.name: _value(f, version, data_class)
+              for f in field._fields if f.for_version_q(version)}
+    return data_class(version=version, **{k: v for k, v in values.items() if v is not None})
+
+
+def _struct_name(field) -> str:
+    return (field._json or {}).get("type", "").removeprefix("[]")
 
 
 def seed_request(api_key: int, version: int):

@@ -163,6 +163,15 @@ def test_create_partitions_unknown_topic_and_reassignment(broker):
         E.REASSIGNMENT_IN_PROGRESS, "A partition reassignment is in progress for the topic 'r'.")
 
 
+@pytest.mark.parametrize("name", ["fuz\x00", ".."])
+def test_create_partitions_of_a_name_no_znode_can_hold(broker, name):
+    # ZooKeeper's client refuses the path (IllegalArgumentException): Kafka's
+    # UNKNOWN_SERVER_ERROR without a message, not a failed handler
+    with pytest.raises(KafkaError) as e:
+        broker.admin.create_partitions(name, 2)
+    assert (e.value.code, e.value.message) == (E.UNKNOWN, None)     # UNKNOWN_SERVER_ERROR
+
+
 # -- deletion and configs ------------------------------------------------------------------
 def test_delete_topic_marks_it_once(broker):
     broker.admin.create_topic("t", 1, 1)
