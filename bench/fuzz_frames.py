@@ -62,7 +62,7 @@ def _run(broker: BrokerProcess, args) -> str:
             break
         slowest = max(slowest, time.monotonic() - check)
     elapsed = time.monotonic() - started
-    tracebacks = broker.output().count("Traceback")
+    tracebacks = broker.output_path.read_text(errors="replace").count("Traceback")   # whole log
     alive = broker.proc.poll() is None
     verdict = "ok" if alive and not tracebacks and not failure else "FAILED"
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
