@@ -6,7 +6,9 @@ and its answer, and a describe (ConsumerGroupDescribe, ShareGroupDescribe).
 from __future__ import annotations
 
 import asyncio
+from typing import Awaitable, Callable
 
+from kafkapy.coordinator.group.consumer.types import HeartbeatResult
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.security import authz
 
@@ -43,7 +45,17 @@ def protocol_enabled(config, protocol: str) -> bool:
                for p in config["group.coordinator.rebalance.protocols"])
 
 
-def heartbeat_refused(ctx, request, enabled: bool) -> int:
+async def heartbeat(ctx, request, *, enabled: bool, assignment_cls,
+                    beat: Callable[[], Awaitable[HeartbeatResult]]):
+    """A ConsumerGroupHeartbeat or ShareGroupHeartbeat answer: KafkaApis' checks, each
+    answered with the error code alone, then the coordinator's ``beat()``; encoded with
+    the response's ``assignment_cls``."""
+    refused = _heartbeat_refused(ctx, request, enabled)
+    result = HeartbeatResult(error=refused) if refused else await beat()
+    return _heartbeat_response(ctx, result, assignment_cls)
+
+
+def _heartbeat_refused(ctx, request, enabled: bool) -> int:
     """KafkaApis' checks of a heartbeat, in its order (the protocol served, READ on the
     group, DESCRIBE on every subscribed topic name when a non-empty list is sent): the
     error code, or 0."""
@@ -58,7 +70,7 @@ def heartbeat_refused(ctx, request, enabled: bool) -> int:
     return 0
 
 
-def heartbeat_response(ctx, result, assignment_cls):
+def _heartbeat_response(ctx, result: HeartbeatResult, assignment_cls):
     """The heartbeat's answer from a ``HeartbeatResult``: the assignment null when the result
     has none (unchanged), else one ``assignment_cls`` entry per topic id (in topic id order)
     with its partitions ascending."""

@@ -25,9 +25,8 @@ topic id (in topic id order) with its partitions ascending.
 """
 from __future__ import annotations
 
-from kafkapy.coordinator.group.consumer.types import HeartbeatRequest, HeartbeatResult
-from kafkapy.handlers._groups import (client_host, coordinator, heartbeat_refused,
-                                      heartbeat_response, protocol_enabled)
+from kafkapy.coordinator.group.consumer.types import HeartbeatRequest
+from kafkapy.handlers._groups import client_host, coordinator, heartbeat, protocol_enabled
 from kafkapy.protocol.consumer_group_apis import ConsumerGroupHeartbeatResponse
 
 API_KEY = 68
@@ -40,11 +39,10 @@ _ASSIGNMENT = ConsumerGroupHeartbeatResponse.Assignment
 
 
 async def handle(ctx, request):
-    refused = heartbeat_refused(ctx, request, consumer_protocol_enabled(ctx.services.config))
-    if refused:
-        return heartbeat_response(ctx, HeartbeatResult(error=refused), _ASSIGNMENT)
-    result = await coordinator(ctx).consumer_heartbeat(_decoded(ctx, request))
-    return heartbeat_response(ctx, result, _ASSIGNMENT)
+    return await heartbeat(
+        ctx, request, enabled=consumer_protocol_enabled(ctx.services.config),
+        assignment_cls=_ASSIGNMENT,
+        beat=lambda: coordinator(ctx).consumer_heartbeat(_decoded(ctx, request)))
 
 
 def consumer_protocol_enabled(config) -> bool:

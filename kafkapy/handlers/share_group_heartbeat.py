@@ -22,9 +22,8 @@ topic id order) with its partitions ascending.
 """
 from __future__ import annotations
 
-from kafkapy.coordinator.group.share.types import HeartbeatResult, ShareHeartbeatRequest
-from kafkapy.handlers._groups import (client_host, coordinator, heartbeat_refused,
-                                      heartbeat_response, protocol_enabled)
+from kafkapy.coordinator.group.share.types import ShareHeartbeatRequest
+from kafkapy.handlers._groups import client_host, coordinator, heartbeat, protocol_enabled
 from kafkapy.protocol.share_group_apis import ShareGroupHeartbeatResponse
 
 API_KEY = 76
@@ -37,11 +36,10 @@ _ASSIGNMENT = ShareGroupHeartbeatResponse.Assignment
 
 
 async def handle(ctx, request):
-    refused = heartbeat_refused(ctx, request, share_protocol_enabled(ctx.services.config))
-    if refused:
-        return heartbeat_response(ctx, HeartbeatResult(error=refused), _ASSIGNMENT)
-    result = await coordinator(ctx).share_heartbeat(_decoded(ctx, request))
-    return heartbeat_response(ctx, result, _ASSIGNMENT)
+    return await heartbeat(
+        ctx, request, enabled=share_protocol_enabled(ctx.services.config),
+        assignment_cls=_ASSIGNMENT,
+        beat=lambda: coordinator(ctx).share_heartbeat(_decoded(ctx, request)))
 
 
 def share_protocol_enabled(config) -> bool:
