@@ -10,12 +10,18 @@ Value: int16 version 0, then the value struct (flexible):
   only when not -1);
 - ShareUpdateValue: int32 snapshot epoch, int32 leader epoch, int64 start offset, the
   batches, tagged fields (tag 0 as above).
-A tombstone is the ShareSnapshot key with no value.  The classes are
-``kafkapy.protocol.share_records``'; this module maps them to ``state.StateRecord``.
+A tombstone is the ShareSnapshot key with no value.  Records are written with ``struct``
+straight from the layout above (one per acknowledgement written: the generic message
+classes cost several times more); they are read back through the classes of
+``kafkapy.protocol.share_records`` (loading only), and this module maps both to
+``state.StateRecord``.
 """
 from __future__ import annotations
 
-from kafkapy.coordinator.share.persister import StateBatch
+import struct
+import uuid
+
+from kafkapy.coordinator.share.persister import UNKNOWN_DELIVERY_COMPLETE_COUNT, StateBatch
 from kafkapy.coordinator.share.state import RecordKind, ShareGroupOffset, ShareKey, StateRecord
 from kafkapy.protocol.share_records import (
     VALUE_VERSION,
@@ -28,21 +34,60 @@ from kafkapy.protocol.share_records import (
 
 _KEYS = {ShareRecordType.SHARE_SNAPSHOT: ShareSnapshotKey,
          ShareRecordType.SHARE_UPDATE: ShareUpdateKey}
+_KEY_HEAD = struct.Struct(">hh")                 # record type, group id length
+_KEY_TAIL = struct.Struct(">16si")               # topic id, partition
+_SNAPSHOT_HEAD = struct.Struct(">hiiiqqq")       # version, epochs, start, timestamps
+_UPDATE_HEAD = struct.Struct(">hiiq")            # version, snapshot and leader epochs, start
+_BATCH = struct.Struct(">qqbhx")                 # first, last, state, count, no tagged fields
+_COUNT_TAG = struct.Struct(">BBBi")              # 1 tagged field: tag 0, size 4, the count
+_ZERO_UUID = uuid.UUID(int=0)
 
 
 def encode(record: StateRecord) -> tuple[bytes, bytes | None]:
     """(key, value) of ``record``; value None for a tombstone."""
-    key = record.key
     record_type = (ShareRecordType.SHARE_UPDATE if record.kind is RecordKind.UPDATE
                    else ShareRecordType.SHARE_SNAPSHOT)
-    key_bytes = _KEYS[record_type](version=record_type, group_id=key.group_id,
-                                   topic_id=key.topic_id, partition=key.partition).encode()
+    key_bytes = _key_bytes(record_type, record.key)
     value = record.value
     if record.kind is RecordKind.TOMBSTONE or value is None:
         return key_bytes, None
     if record.kind is RecordKind.SNAPSHOT:
-        return key_bytes, _snapshot_value(value).encode()
-    return key_bytes, _update_value(value).encode()
+        head = _SNAPSHOT_HEAD.pack(VALUE_VERSION, value.snapshot_epoch, value.state_epoch,
+                                   value.leader_epoch, value.start_offset,
+                                   value.create_timestamp, value.write_timestamp)
+    else:
+        head = _UPDATE_HEAD.pack(VALUE_VERSION, value.snapshot_epoch, value.leader_epoch,
+                                 value.start_offset)
+    return key_bytes, head + _batches_and_tags(value)
+
+
+def _key_bytes(record_type: int, key: ShareKey) -> bytes:
+    group = key.group_id.encode()
+    topic_id = key.topic_id or _ZERO_UUID
+    return (_KEY_HEAD.pack(record_type, len(group)) + group
+            + _KEY_TAIL.pack(topic_id.bytes, key.partition))
+
+
+def _batches_and_tags(value: ShareGroupOffset) -> bytes:
+    """The compact array of state batches, then the value's tagged fields."""
+    pack = _BATCH.pack
+    parts = [_uvarint(len(value.batches) + 1)]
+    parts += [pack(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+              for b in value.batches]
+    if value.delivery_complete_count == UNKNOWN_DELIVERY_COMPLETE_COUNT:
+        parts.append(b"\x00")
+    else:
+        parts.append(_COUNT_TAG.pack(1, 0, 4, value.delivery_complete_count))
+    return b"".join(parts)
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def decode(key: bytes, value: bytes | None) -> StateRecord | None:
@@ -62,30 +107,6 @@ def decode(key: bytes, value: bytes | None) -> StateRecord | None:
     if record_type == ShareRecordType.SHARE_SNAPSHOT:
         return StateRecord(RecordKind.SNAPSHOT, share_key, _from_snapshot(value))
     return StateRecord(RecordKind.UPDATE, share_key, _from_update(value))
-
-
-def _batches(cls, batches) -> list:
-    return [cls.StateBatch(version=VALUE_VERSION, first_offset=b.first_offset,
-                           last_offset=b.last_offset, delivery_state=b.delivery_state,
-                           delivery_count=b.delivery_count) for b in batches]
-
-
-def _snapshot_value(value: ShareGroupOffset) -> ShareSnapshotValue:
-    return ShareSnapshotValue(
-        version=VALUE_VERSION, snapshot_epoch=value.snapshot_epoch,
-        state_epoch=value.state_epoch, leader_epoch=value.leader_epoch,
-        start_offset=value.start_offset,
-        delivery_complete_count=value.delivery_complete_count,
-        create_timestamp=value.create_timestamp, write_timestamp=value.write_timestamp,
-        state_batches=_batches(ShareSnapshotValue, value.batches))
-
-
-def _update_value(value: ShareGroupOffset) -> ShareUpdateValue:
-    return ShareUpdateValue(
-        version=VALUE_VERSION, snapshot_epoch=value.snapshot_epoch,
-        leader_epoch=value.leader_epoch, start_offset=value.start_offset,
-        delivery_complete_count=value.delivery_complete_count,
-        state_batches=_batches(ShareUpdateValue, value.batches))
 
 
 def _state_batches(batches) -> tuple[StateBatch, ...]:

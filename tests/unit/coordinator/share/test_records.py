@@ -54,6 +54,16 @@ def test_an_update_in_kafkas_bytes():
     assert records.decode(key, raw) == StateRecord(RecordKind.UPDATE, KEY, value)
 
 
+
+def test_a_long_batch_array_has_a_varint_length():
+    batches = tuple(StateBatch(i, i, 2, 1) for i in range(200))
+    value = ShareGroupOffset(1, -1, 2, 0, batches, delivery_complete_count=-1)
+    key, raw = records.encode(StateRecord(RecordKind.UPDATE, KEY, value))
+    head = struct.pack(">hiiq", 0, 1, 2, 0)
+    assert raw[:len(head) + 2] == head + b"\xc9\x01"       # 201 as an unsigned varint
+    assert len(raw) == len(head) + 2 + 200 * len(batch_bytes(0, 0, 2, 1)) + 1
+    assert records.decode(key, raw) == StateRecord(RecordKind.UPDATE, KEY, value)
+
 def test_a_tombstone_is_the_snapshot_key_without_a_value():
     assert records.encode(StateRecord(RecordKind.TOMBSTONE, KEY)) == (key_bytes(0), None)
     assert records.decode(key_bytes(0), None) == StateRecord(RecordKind.TOMBSTONE, KEY)
