@@ -30,7 +30,7 @@ def combine(so_far: Iterable[StateBatch], new: Iterable[StateBatch],
             start_offset: int) -> list[StateBatch]:
     """The non-overlapping union of ``so_far`` and ``new`` from ``start_offset``."""
     pool = _prune([*so_far, *new], start_offset)
-    if len(pool) < 2:
+    if len(pool) < 2 or _settled(pool):
         return pool
     return _merge(pool)
 
@@ -80,6 +80,15 @@ class _SortedSet:
         del self.items[:count]
         del self._keys[:count]
         return taken
+
+
+def _settled(pool: list[StateBatch]) -> bool:
+    """Already what the merge would answer: in strictly increasing ``_order`` with no
+    two neighbours mergeable (a share partition's own whole state usually is)."""
+    for prev, candidate in zip(pool, pool[1:]):
+        if _order(prev) >= _order(candidate) or _mergeable(prev, candidate):
+            return False
+    return True
 
 
 def _mergeable(prev: StateBatch, candidate: StateBatch) -> bool:

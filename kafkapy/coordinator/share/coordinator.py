@@ -29,6 +29,7 @@ shard always equals the replay of this broker's log of the partition.
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -95,9 +96,12 @@ class ShareSettings:
                    cold_snapshot_interval_ms=config[p + "cold.partition.snapshot.interval.ms"])
 
 
+@functools.lru_cache(maxsize=16384)
 def partition_for(key: ShareKey, num_partitions: int) -> int:
     """The ``__share_group_state`` partition of ``key`` (Kafka's partitionFor: the
-    coordinator key's Java String.hashCode, Utils.abs, modulo the partition count)."""
+    coordinator key's Java String.hashCode, Utils.abs, modulo the partition count).
+    Remembered for the keys used most recently: every write routes its key twice, and
+    the hash walks the key's characters in Python."""
     return utils_abs(string_hash(key.coordinator_key())) % num_partitions
 
 
