@@ -3,7 +3,9 @@ ModernGroup): the consumer group (KIP-848, ``consumer.group.ConsumerGroup``) and
 group (KIP-932, ``share.group.ShareGroup``).
 
 Both keep a group epoch, an assignment epoch, their members by id and each member's
-target assignment, and both change only by applying their own ``Change`` values.  The
+target assignment, and both change only by applying their own ``Change`` values, four of
+which they make alike (``MemberSubscribed``, ``TargetAssigned``, ``TargetEpoch``,
+``CurrentAssigned``: here; each kind writes them as its own records).  The
 coordinator's operations for every kind of group (offsets, ListGroups, DeleteGroups,
 expiry) read them in the classic group's words (``is_``, ``generation``, ``has``,
 ``transition_to``): Dead, Empty and Stable mean the same for every kind, and a group with
@@ -11,6 +13,7 @@ server-side assignment is never in a classic rebalance state.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Generic, Iterable, Iterator, Mapping, TypeVar
 
 from kafkapy.coordinator.group.consumer.types import Assignment, MemberState
@@ -18,6 +21,37 @@ from kafkapy.coordinator.group.offsets import OffsetAndMetadata
 from kafkapy.protocol.topic_partition import TopicPartition
 
 MemberT = TypeVar("MemberT")
+SubscriptionT = TypeVar("SubscriptionT")
+
+
+# -- the changes both kinds make alike ------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class MemberSubscribed(Generic[SubscriptionT]):
+    """A member's subscription (ConsumerGroupMemberMetadata, ShareGroupMemberMetadata)."""
+    member_id: str
+    subscription: SubscriptionT
+
+
+@dataclass(frozen=True, slots=True)
+class TargetAssigned:
+    """A member's target assignment (ConsumerGroupTargetAssignmentMember,
+    ShareGroupTargetAssignmentMember)."""
+    member_id: str
+    assignment: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class TargetEpoch:
+    """The target assignment's epoch (ConsumerGroupTargetAssignmentMetadata,
+    ShareGroupTargetAssignmentMetadata)."""
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentAssigned(Generic[MemberT]):
+    """A member's epochs, state and partitions (ConsumerGroupCurrentMemberAssignment,
+    ShareGroupCurrentMemberAssignment); its subscription is left as it is."""
+    member: MemberT
 
 
 class ModernGroup(Generic[MemberT]):

@@ -23,9 +23,10 @@ from typing import Mapping, Union
 
 import structlog
 
-from kafkapy.coordinator.group.consumer.types import (Assignment, GroupState, Member,
-                                                     Subscription, TopicMetadata)
-from kafkapy.coordinator.group.modern import ModernGroup, is_reconciled
+from kafkapy.coordinator.group.consumer.types import (GroupState, Member, Subscription,
+                                                     TopicMetadata)
+from kafkapy.coordinator.group.modern import (CurrentAssigned, MemberSubscribed, ModernGroup,
+                                              TargetAssigned, TargetEpoch, is_reconciled)
 from kafkapy.protocol.errors import ErrorCode as E
 
 _log = structlog.get_logger("kafkapy.coordinator.group")
@@ -34,6 +35,7 @@ PROTOCOL_TYPE = "consumer"
 
 
 # -- the changes (one per record kind) ---------------------------------------------------
+# MemberSubscribed, TargetAssigned, TargetEpoch and CurrentAssigned are ``modern``'s.
 @dataclass(frozen=True, slots=True)
 class GroupEpoch:
     epoch: int
@@ -46,31 +48,9 @@ class SubscriptionMetadata:
 
 
 @dataclass(frozen=True, slots=True)
-class MemberSubscribed:
-    member_id: str
-    subscription: Subscription
-
-
-@dataclass(frozen=True, slots=True)
 class MemberRemoved:
     """The member's subscription, target and current assignment tombstones."""
     member_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class TargetAssigned:
-    member_id: str
-    assignment: Assignment
-
-
-@dataclass(frozen=True, slots=True)
-class TargetEpoch:
-    epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class CurrentAssigned:
-    member: Member
 
 
 @dataclass(frozen=True, slots=True)

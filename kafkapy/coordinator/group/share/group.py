@@ -26,15 +26,16 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Union
 
-from kafkapy.coordinator.group.consumer.types import Assignment
-from kafkapy.coordinator.group.modern import ModernGroup
+from kafkapy.coordinator.group.modern import (CurrentAssigned, MemberSubscribed, ModernGroup,
+                                              TargetAssigned, TargetEpoch)
 from kafkapy.coordinator.group.share.types import (LEAVE_EPOCH, ShareGroupState, ShareMember,
-                                                  ShareSubscription, StatePartitions)
+                                                  StatePartitions)
 
 PROTOCOL_TYPE = "share"
 
 
 # -- the changes (one per record: a value or its tombstone) ------------------------------------
+# MemberSubscribed, TargetAssigned, TargetEpoch and CurrentAssigned are ``modern``'s.
 @dataclass(frozen=True, slots=True)
 class GroupEpoch:
     """ShareGroupMetadata: the group epoch and the hash of the subscribed topics' metadata."""
@@ -48,21 +49,8 @@ class GroupEpochDeleted:
 
 
 @dataclass(frozen=True, slots=True)
-class MemberSubscribed:
-    """ShareGroupMemberMetadata."""
-    member_id: str
-    subscription: ShareSubscription
-
-
-@dataclass(frozen=True, slots=True)
 class MemberSubscriptionDeleted:
     member_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class TargetEpoch:
-    """ShareGroupTargetAssignmentMetadata."""
-    epoch: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,22 +59,8 @@ class TargetEpochDeleted:
 
 
 @dataclass(frozen=True, slots=True)
-class TargetAssigned:
-    """ShareGroupTargetAssignmentMember."""
-    member_id: str
-    assignment: Assignment
-
-
-@dataclass(frozen=True, slots=True)
 class TargetDeleted:
     member_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class CurrentAssigned:
-    """ShareGroupCurrentMemberAssignment: the member's epochs, state and partitions (its
-    subscription is left as it is)."""
-    member: ShareMember
 
 
 @dataclass(frozen=True, slots=True)
