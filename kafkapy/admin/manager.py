@@ -281,10 +281,16 @@ class AdminManager:
             f"{entity_type}/{name}"), sequence=True, makepath=True)
 
     def _put(self, path: str, payload: bytes) -> None:
+        """Set or create ``path``, as Kafka's setOrCreateEntityConfigs: a creation that
+        loses a race with another broker's (two brokers auto-creating an internal topic for
+        their first FindCoordinator) sets the znode after all."""
         if self._store.exists(path):
             self._store.set(path, payload)
-        else:
+            return
+        try:
             self._store.create(path, payload, makepath=True)
+        except NodeExistsError:
+            self._store.set(path, payload)
 
     # -- waiting for the cache (DelayedCreatePartitions / DelayedDeleteTopics) ----------------
     async def wait_for_topics(self, topics: Mapping[str, int] | Iterable[str],

@@ -270,3 +270,29 @@ def test_internal_topic_refused_while_too_few_brokers_are_alive(tmp_path):
     assert len(stored_assignment(b, "__consumer_offsets").partitions) == 50
     ensure_internal_topic(b.cache, b.admin, "__consumer_offsets", 50, 1, {})   # written already
     b.store.close()
+
+
+def test_creation_racing_another_brokers_answers_topic_already_exists(broker, monkeypatch):
+    """Two brokers auto-creating ``__consumer_offsets`` at once (each for its first
+    FindCoordinator) both find no znode; the one that writes second gets
+    TOPIC_ALREADY_EXISTS, which ensure_internal_topic takes as done, not a failed handler."""
+    from kafkapy.coordinator.internal_topic import ensure_internal_topic
+    store_exists = broker.store.exists
+    other = {"done": False}
+
+    def exists(path, *args, **kw):
+        if path == paths.topic_config_path("__consumer_offsets") and not other["done"]:
+            other["done"] = True            # the other broker writes both znodes now
+            broker.store.create(path, paths.encode_entity_config({}), makepath=True)
+            broker.store.create(paths.topic_path("__consumer_offsets"),
+                                paths.encode_topic_assignment({0: [1]}, "AAAAAAAAAAAAAAAAAAAAAA"),
+                                makepath=True)
+            return False
+        return store_exists(path, *args, **kw)
+    monkeypatch.setattr(broker.store, "exists", exists)
+    with pytest.raises(KafkaError) as e:
+        broker.admin.create_topic("__consumer_offsets", 1, 1, configs={"cleanup.policy": "compact"})
+    assert e.value.code == E.TOPIC_ALREADY_EXISTS
+    data, _ = broker.store.get(paths.topic_config_path("__consumer_offsets"))
+    assert paths.decode_entity_config(data) == {"cleanup.policy": "compact"}
+    ensure_internal_topic(broker.cache, broker.admin, "__consumer_offsets", 1, 1, {})
