@@ -2,13 +2,13 @@
 a heartbeat brings, how ShareGroupDescribe shows a group, and which share partitions
 have their state initialized in the share coordinator.
 
-Every value is immutable; the group replaces a member, it never changes one.  What the
-consumer group protocol has the same is its own (``consumer.types``), named here too: an
-``Assignment`` (topic id -> partitions; empty topics are never kept), ``MemberState``,
+Every value is immutable; the group replaces a member, it never changes one.  The values
+the consumer group protocol has too are its own (``consumer.types``), named here as well:
+an ``Assignment`` (topic id -> partitions; empty topics are never kept), ``MemberState``,
 the epochs a heartbeat carries with a meaning of their own, the heartbeat's answer
 (``HeartbeatResult``) and a described group (``DescribedGroup``, its members here
-``DescribedShareMember``).  Unlike a consumer group, a share group may assign one partition
-to several members at once.
+``DescribedShareMember``).  Unlike a consumer group, a share group may assign one
+partition to several members at once.
 """
 from __future__ import annotations
 
