@@ -101,8 +101,13 @@ def _commit_to_store(ctx, request):
 def _store(services, group_id: str, tp, offset: int) -> int:
     try:
         store_offset(services.store, group_id, *tp, offset)
+    except ValueError as err:
+        # an illegal znode path (an empty group id, a NUL in a name), refused as ZooKeeper
+        # refuses it: a client's mistake, no traceback
+        _log.warning("v0 offset commit failed", group_id=group_id, topic=tp[0],
+                     partition=tp[1], error=str(err))
+        return ErrorCode.UNKNOWN
     except Exception:  # noqa: BLE001 - Kafka answers any failure here UNKNOWN_SERVER_ERROR
-        # e.g. an empty group id makes an illegal znode path, as in ZooKeeper.
         _log.warning("v0 offset commit failed", group_id=group_id, topic=tp[0],
                      partition=tp[1], exc_info=True)
         return ErrorCode.UNKNOWN

@@ -9,8 +9,9 @@ of a handler tripping over ``None``.
 The check plan for an (API, version) is compiled once from the message's schema: only
 strings, bytes, arrays and structs can be null, and only non-nullable, non-tagged ones are
 checked, also inside a nullable struct (array) that is not null (Kafka reads its elements
-with the same checks), so the walk costs a few attribute reads per topic and partition,
-nothing per record.
+with the same checks), and so are the elements of string and bytes arrays (which Kafka never
+lets be null), so the walk costs a few attribute reads per topic and partition, nothing per
+record.
 """
 from __future__ import annotations
 
@@ -28,13 +29,17 @@ def null_field(request, version: int) -> str | None:
 
 
 def _walk(obj, plan, prefix: str) -> str | None:
-    for name, children, is_list, nullable in plan:
+    for name, children, is_list, nullable, scalar_items in plan:
         value = getattr(obj, name, None)
         path = f"{prefix}{name}"
         if value is None:
             if nullable:
                 continue
             return path
+        if scalar_items:
+            missing = next((i for i, item in enumerate(value) if item is None), None)
+            if missing is not None:
+                return f"{path}[{missing}]"
         if not children:
             continue
         for i, item in enumerate(value if is_list else (value,)):
@@ -47,8 +52,8 @@ def _walk(obj, plan, prefix: str) -> str | None:
 
 
 def _plan(struct, version: int) -> tuple:
-    """(attribute, child plan, is a list of structs, may be null) for each field that must
-    not be null or holds one that must not."""
+    """(attribute, child plan, is a list of structs, may be null, its items are strings or
+    bytes) for each field that must not be null or holds one that must not."""
     out = []
     for field in struct._fields:
         if not field.for_version_q(version) or field.tagged_field_q(version):
@@ -60,7 +65,9 @@ def _plan(struct, version: int) -> tuple:
         children = ()
         if field.is_struct_array() or field.is_struct():
             children = _plan(field, version)
-        if nullable and not children:
+        scalar_items = (field.is_array() and not field.is_struct_array()
+                        and field.array_of.type_str in _NULLABLE_KINDS)
+        if nullable and not children and not scalar_items:
             continue
-        out.append((field.name, children, field.is_struct_array(), nullable))
+        out.append((field.name, children, field.is_struct_array(), nullable, scalar_items))
     return tuple(out)

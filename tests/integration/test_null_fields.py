@@ -60,8 +60,13 @@ def _describe_share_group_offsets():
         "groups[0].topics[0].partitions"
 
 
+def _list_groups():
+    # an array of strings: Kafka reads no item as null
+    return 16, 5, dict(states_filter=[], types_filter=["share", None]), "types_filter[1]"
+
+
 @pytest.mark.parametrize("case", [_create_topics, _produce, _join_group, _find_coordinator,
-                                  _metadata, _describe_share_group_offsets],
+                                  _metadata, _describe_share_group_offsets, _list_groups],
                          ids=lambda c: c.__name__.strip("_"))
 def test_null_in_non_nullable_field_closes_quietly(broker, case):
     api_key, version, fields, path = case()

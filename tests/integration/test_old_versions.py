@@ -116,10 +116,14 @@ def test_offset_commit_v0_answers_refused_partitions_first(wire):
         (TOPIC, 0, ErrorCode.OFFSET_METADATA_TOO_LARGE)]
 
 
-def test_offset_commit_and_fetch_v0_with_an_empty_group_id(wire):
+def test_offset_commit_and_fetch_v0_with_an_empty_group_id(wire, broker):
     # Kafka's ZooKeeper path /consumers//offsets/... is illegal: UNKNOWN_SERVER_ERROR.
     assert _commit(wire, 0, "", [(TOPIC, 0, 1, None)]) == [(TOPIC, 0, ErrorCode.UNKNOWN)]
     assert _fetch(wire, 0, "", [0]) == [(0, -1, "", ErrorCode.UNKNOWN)]
+    # a client's mistake: one warning line, no traceback
+    lines = broker.output_path.read_text(errors="replace").splitlines()
+    at = max(i for i, line in enumerate(lines) if "v0 offset commit failed" in line)
+    assert not lines[at + 1:] or not lines[at + 1].startswith("Traceback"), lines[at:at + 3]
 
 
 def test_create_topics_v0_v1_and_delete_topics_v0(wire):

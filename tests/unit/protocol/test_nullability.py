@@ -1,5 +1,5 @@
 """kafkapy.protocol.nullability: the first null where Kafka's schema forbids one, also
-inside a nullable struct array that is not null."""
+inside a nullable struct array that is not null and among a string array's items."""
 from __future__ import annotations
 
 from kafkapy.handlers import build_registry
@@ -40,3 +40,10 @@ def test_nullability_follows_the_version():
     v10 = cls(version=10, topics=[cls.MetadataRequestTopic(version=10, name=None, topic_id=None)],
               allow_auto_topic_creation=False, include_topic_authorized_operations=False)
     assert null_field(v10, 10) is None
+
+
+def test_string_array_items_may_not_be_null():
+    cls = REQUESTS[16]
+    request = cls(version=5, states_filter=["Stable", None], types_filter=[])
+    assert null_field(request, 5) == "states_filter[1]"
+    assert null_field(cls(version=5, states_filter=["Stable"], types_filter=["share"]), 5) is None
