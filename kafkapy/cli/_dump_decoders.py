@@ -11,15 +11,26 @@ strings the tool prints, None for a part not printed:
   ``{"version":"<value version>","data":{...}}``, the JSON of Kafka's generated
   JsonConverters (fields of the version in schema order, Jackson's compact layout, bytes in
   base64), members' subscription and assignment of ``consumer`` groups decoded in place;
-  the consumer group protocol's records (types 3-8) too, as Kafka 3.9 prints them;
+  the consumer group protocol's records (types 3-8) too, as Kafka 3.9 prints them, and
+  share groups' (types 10-15) as Kafka 4.x prints them;
+- ``ShareGroupStateParser``: ``--share-group-state-decoder`` (Kafka 4.x's option),
+  ``__share_group_state`` records (ShareSnapshot, type 0; ShareUpdate, type 1) as Kafka's
+  ShareGroupStateMessageParser prints them, in the same ``{"type":..,"data":..}`` /
+  ``{"version":..,"data":..}`` shape;
 - ``TransactionLogParser``: ``--transaction-log-decoder``, Kafka's
   TransactionLog.formatRecordKeyAndValue text, partitions in the iteration order of the
   Scala ``mutable.HashSet`` Kafka collects them in.
 
+Both coordinator parsers follow Kafka's CoordinatorRecordMessageParser: a record without a
+key stops the tool; a key of a type the topic's serde does not know prints "Unknown record
+type N at offset O, skipping."; a record that does not read prints "Error at offset O,
+skipping. <why>"; a tombstone's payload is ``<DELETE>``.  Uuids print as Kafka's
+``Uuid.toString`` (URL-safe base64, no padding; the zero uuid too).
+
 The bytes are decoded by the classes kafkapy's coordinators use (``coordinator/group/records``,
-``coordinator/group/consumer/records``, ``coordinator/transaction/records``) and
-kafka-python's consumer-protocol schemas; this module only writes what they decode the way
-Kafka prints it.
+``coordinator/group/consumer/records``, ``coordinator/transaction/records``,
+``protocol/share_records``) and kafka-python's consumer-protocol schemas; this module only
+writes what they decode the way Kafka prints it.
 """
 from __future__ import annotations
 
@@ -36,6 +47,7 @@ from kafkapy.coordinator.group.consumer import records as consumer_records
 from kafkapy.coordinator.transaction import records as txn_records
 from kafkapy.coordinator.transaction.state import TxnState
 from kafkapy.jvm import scala_mutable_hash_order, topic_partition_hash
+from kafkapy.protocol import share_records
 
 _STRING = "org.apache.kafka.tools.api.StringDecoder"
 _DECODERS = {
@@ -168,6 +180,8 @@ def to_json(obj, fields: list[dict], version: int) -> dict:
 
 def _json_value(value, field: dict, version: int):
     kind = field["type"]
+    if kind == "uuid":      # never null in Kafka; kafka-python reads the zero uuid as None
+        return _uuid_text(value)
     if value is None:
         return None
     if kind == "bytes":
@@ -180,9 +194,13 @@ def _json_value(value, field: dict, version: int):
         return [_json_value(item, sub, version) for item in value]
     if "fields" in field:
         return to_json(value, field["fields"], version)
-    if kind == "uuid":
-        return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
     return value
+
+
+def _uuid_text(value) -> str:
+    """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, no padding."""
+    raw = bytes(16) if value is None else value.bytes
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def jackson(node) -> str:
@@ -226,12 +244,22 @@ class UnknownRecordType(Exception):
         self.version = version
 
 
+_SHARE_STATE_TYPES = (share_records.ShareRecordType.SHARE_SNAPSHOT,
+                      share_records.ShareRecordType.SHARE_UPDATE)
+# __consumer_offsets: the classic group's types, the consumer group's, the share group's
 _KEY_CLASSES = {0: group_records.OffsetCommitKey, 1: group_records.OffsetCommitKey,
                 2: group_records.GroupMetadataKey,
-                **{int(t): cls for t, cls in consumer_records.KEY_CLASSES.items()}}
+                **{int(t): cls for t, cls in consumer_records.KEY_CLASSES.items()},
+                **{int(t): cls for t, cls in share_records.KEY_CLASSES.items()
+                   if t not in _SHARE_STATE_TYPES}}
 _VALUE_CLASSES = {0: group_records.OffsetCommitValue, 1: group_records.OffsetCommitValue,
                   2: group_records.GroupMetadataValue,
-                  **{int(t): cls for t, cls in consumer_records.VALUE_CLASSES.items()}}
+                  **{int(t): cls for t, cls in consumer_records.VALUE_CLASSES.items()},
+                  **{int(t): cls for t, cls in share_records.VALUE_CLASSES.items()
+                     if t not in _SHARE_STATE_TYPES}}
+# __share_group_state
+_STATE_KEY_CLASSES = {int(t): share_records.KEY_CLASSES[t] for t in _SHARE_STATE_TYPES}
+_STATE_VALUE_CLASSES = {int(t): share_records.VALUE_CLASSES[t] for t in _SHARE_STATE_TYPES}
 _MEMBER_VALUE = consumer_records.ConsumerGroupMemberMetadataValue
 
 
@@ -242,6 +270,9 @@ def _read_version(data: bytes, name: str) -> int:
 
 
 def _read_message(cls, data: bytes, version: int, name: str):
+    if not cls.min_version <= version <= cls.max_version:   # the generated reader's check
+        raise ValueError(f"Could not read record with version {version} from {name}'s "
+                         f"buffer due to: Can't read version {version} of {cls.__name__}.")
     try:
         if cls is _MEMBER_VALUE:  # its tagged field as Kafka reads it
             return consumer_records.decode_value(consumer_records.RecordType.MEMBER_METADATA,
@@ -254,37 +285,64 @@ def _read_message(cls, data: bytes, version: int, name: str):
                          f"buffer due to: null.") from e
 
 
-class OffsetsParser:
-    """Kafka's OffsetsMessageParser (CoordinatorRecordSerde + the JSON converters)."""
+class _CoordinatorParser:
+    """Kafka's CoordinatorRecordMessageParser over one topic's record classes by type."""
+
+    _KEYS: dict[int, type] = {}
+    _VALUES: dict[int, type] = {}
+    _DECODER = ""       # how Kafka's message for a record without a key names the decoder
 
     def parse(self, offset: int, key: bytes | None, value: bytes | None):
         if key is None:
             raise ParseError(f"java.lang.RuntimeException: Failed to decode message at offset "
-                             f"{offset} using offset topic decoder (message had a missing key)")
+                             f"{offset} using {self._DECODER} (message had a missing key)")
         try:
             key_version = _read_version(key, "key")
-            if key_version not in _KEY_CLASSES:
+            if key_version not in self._KEYS:
                 raise UnknownRecordType(key_version)
-            key_cls = _KEY_CLASSES[key_version]
+            key_cls = self._KEYS[key_version]
             key_msg = _read_message(key_cls, key, key_version, "key")
             key_text = jackson({"type": str(key_version),
                                 "data": to_json(key_msg, _with_common_structs(key_cls),
                                                 key_version)})
             if value is None:
                 return key_text, "<DELETE>"
-            value_cls = _VALUE_CLASSES[key_version]
+            value_cls = self._VALUES[key_version]
             value_version = _read_version(value, "value")
             value_msg = _read_message(value_cls, value, value_version, "value")
             data = to_json(value_msg, _with_common_structs(value_cls), value_version)
-            if value_cls is group_records.GroupMetadataValue:
-                _decode_consumer_members(data)
-            elif value_cls is _MEMBER_VALUE:
-                _classic_member_metadata(data, value_msg)
+            self._adjust(value_cls, data, value_msg)
             return key_text, jackson({"version": str(value_version), "data": data})
         except UnknownRecordType as e:
             return f"Unknown record type {e.version} at offset {offset}, skipping.", None
         except Exception as e:
             return f"Error at offset {offset}, skipping. {e}", None
+
+    def _adjust(self, value_cls, data: dict, message) -> None:
+        """What the parser changes in a value's JSON (nothing by default)."""
+
+
+class OffsetsParser(_CoordinatorParser):
+    """Kafka's OffsetsMessageParser (GroupCoordinatorRecordSerde + the JSON converters)."""
+
+    _KEYS = _KEY_CLASSES
+    _VALUES = _VALUE_CLASSES
+    _DECODER = "offset topic decoder"
+
+    def _adjust(self, value_cls, data: dict, message) -> None:
+        if value_cls is group_records.GroupMetadataValue:
+            _decode_consumer_members(data)
+        elif value_cls is _MEMBER_VALUE:
+            _classic_member_metadata(data, message)
+
+
+class ShareGroupStateParser(_CoordinatorParser):
+    """Kafka 4.x's ShareGroupStateMessageParser (ShareCoordinatorRecordSerde + the JSON
+    converters of ShareSnapshot and ShareUpdate)."""
+
+    _KEYS = _STATE_KEY_CLASSES
+    _VALUES = _STATE_VALUE_CLASSES
+    _DECODER = "the specified decoder"
 
 
 def _decode_consumer_members(data: dict) -> None:

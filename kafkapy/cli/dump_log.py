@@ -8,7 +8,8 @@ by ``Dumping <path>`` and chosen by its suffix:
   and with ``--deep-iteration`` (implied by ``--print-data-log`` and any decoder option) one
   ``| offset: ...`` line per record (control records: the end-transaction marker), keys and
   values decoded by ``--key/value-decoder-class``, ``--offsets-decoder``
-  (``__consumer_offsets``) or ``--transaction-log-decoder`` (``__transaction_state``);
+  (``__consumer_offsets``), ``--transaction-log-decoder`` (``__transaction_state``) or
+  Kafka 4.x's ``--share-group-state-decoder`` (``__share_group_state``);
   ``--max-bytes`` stops after that many bytes; trailing bytes that form no whole batch are
   reported ("Found N invalid bytes at the end of ..."), non-consecutive offsets on stderr;
 - ``.index`` / ``.timeindex``: their entries, each checked against the segment's ``.log``
@@ -46,7 +47,7 @@ import struct
 import sys
 
 from kafkapy.cli._dump_decoders import (DecoderParser, OffsetsParser, ParseError,
-                                        TransactionLogParser)
+                                        ShareGroupStateParser, TransactionLogParser)
 from kafkapy.jvm import scala_mutable_hash_order, string_hash
 from kafkapy.log.producer_state import ProducerStateManager
 from kafkapy.log.transaction_index import TransactionIndex
@@ -124,6 +125,9 @@ def _parser() -> _Parser:
     p.add_argument("--remote-log-metadata-decoder", action="store_true",
                    help="If set, log data will be parsed as TopicBasedRemoteLogMetadataManager "
                         "(RLMM) metadata records (not supported by kafkapy).")
+    p.add_argument("--share-group-state-decoder", action="store_true",
+                   help="If set, log data will be parsed as share group state data from the "
+                        "__share_group_state topic.")
     p.add_argument("--skip-record-metadata", action="store_true",
                    help="Whether to skip printing metadata for each record.")
     p.add_argument("--version", action="store_true", help="Display Kafka version.")
@@ -271,6 +275,7 @@ class _Dump:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         decoders = (args.offsets_decoder or args.transaction_log_decoder
+                    or args.share_group_state_decoder
                     or args.value_decoder_class is not None or args.key_decoder_class is not None)
         self.print_data = args.print_data_log or decoders
         self.deep = args.deep_iteration or self.print_data
@@ -320,6 +325,8 @@ class _Dump:
             return OffsetsParser()
         if a.transaction_log_decoder:
             return TransactionLogParser()
+        if a.share_group_state_decoder:
+            return ShareGroupStateParser()
         try:
             return DecoderParser(a.key_decoder_class or None, a.value_decoder_class or None)
         except ParseError as e:
