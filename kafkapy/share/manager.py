@@ -12,8 +12,10 @@ has been asked about, and serves the handlers:
   the group's ``share.isolation.level`` is read_committed) through the replica
   manager's one door for reads (``ReplicaManager.fetch_messages``, never waiting
   there); walk the batch headers of what was read (one pread per header chunk, no
-  record is decoded except a control batch's marker under read_committed) and hand
-  their boundaries to ``SharePartition.acquire``; answer the whole batches spanning the
+  record is decoded except a control batch's marker under read_committed), only as far
+  as acquisition can go (the in-flight offsets, then ``max_records`` new ones: a read
+  of ``max_bytes`` may hold far more), and hand their boundaries to
+  ``SharePartition.acquire``; answer the whole batches spanning the
   acquired records as file slices (sent with sendfile where the listener can) and the
   AcquiredRecords.  ``max_bytes`` is shared evenly by the partitions read (Kafka's
   uniform strategy), ``max_records`` by all of them in turn, starting each request at a
