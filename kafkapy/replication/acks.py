@@ -121,6 +121,11 @@ def is_pending(value) -> bool:
     return isinstance(value, asyncio.Future)
 
 
+async def settled(value):
+    """``value``, once resolved when it is a future."""
+    return await value if is_pending(value) else value
+
+
 def then(value, fn: Callable[[Any], Any]):
     """``fn(value)`` now, or once the future ``value`` resolves (a future of fn's result;
     fn may itself return a future, which is followed)."""

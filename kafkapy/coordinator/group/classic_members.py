@@ -37,6 +37,7 @@ from kafkapy.coordinator.group.consumer.types import Member, MemberState, Subscr
 from kafkapy.coordinator.group.consumer_ops import Refused, new_member_id
 from kafkapy.coordinator.group.member import Protocols
 from kafkapy.coordinator.group.results import JoinResult, SyncResult
+from kafkapy.coordinator.group.timers import cancel
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.replication import acks
 
@@ -71,7 +72,7 @@ class ClassicMembers:
             if code:
                 respond(JoinResult(code, ""))
                 return
-            _cancel(group.join_tasks.pop(member.member_id, None))
+            cancel(group.join_tasks.pop(member.member_id, None))
             if not downgrade and self._groups.get(group.group_id) is group:
                 self._schedule_session(group, member.member_id, session_timeout_ms)
                 self._schedule_sync(group, member.member_id, rebalance_timeout_ms)
@@ -165,7 +166,7 @@ class ClassicMembers:
         except Refused as refused:
             respond(SyncResult(refused.code))
             return
-        _cancel(group.sync_tasks.pop(member_id, None))
+        cancel(group.sync_tasks.pop(member_id, None))
         self._schedule_session(group, member_id, member.subscription.classic.session_timeout_ms)
         respond(SyncResult(0, data, protocol_type, protocol_name))
 
@@ -274,7 +275,7 @@ class ClassicMembers:
             member.subscription.rebalance_timeout_ms, expired)
 
     def _schedule_sync(self, group: ConsumerGroup, member_id: str, timeout_ms: int) -> None:
-        _cancel(group.sync_tasks.pop(member_id, None))
+        cancel(group.sync_tasks.pop(member_id, None))
 
         def expired() -> None:
             group.sync_tasks.pop(member_id, None)
@@ -296,8 +297,3 @@ def _check_protocol(member: Member, protocol_type: str | None,
                       f"The protocol name {protocol_name} from member {member.member_id} "
                       f"request is not equal to the protocol name {name} returned in the "
                       "join response.")
-
-
-def _cancel(task) -> None:
-    if task is not None:
-        task.cancel()

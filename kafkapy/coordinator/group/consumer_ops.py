@@ -46,6 +46,7 @@ from kafkapy.coordinator.group.consumer.types import (JOIN_EPOCH, LEAVE_EPOCH,
                                                      HeartbeatRequest, HeartbeatResult,
                                                      Member, MemberState, Subscription,
                                                      TopicMetadata)
+from kafkapy.coordinator.group.timers import cancel
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.replication import acks
@@ -106,7 +107,7 @@ class ConsumerOps:
             group, result, changes = self._heartbeat(request)
         except Refused as refused:
             return HeartbeatResult(refused.code, refused.message)
-        code = await _settled(self._write_changes(group, changes))
+        code = await acks.settled(self._write_changes(group, changes))
         return HeartbeatResult(code) if code else result
 
     def _validate(self, r: HeartbeatRequest) -> None:
@@ -350,14 +351,14 @@ class ConsumerOps:
                           timeout_ms: int | None = None) -> None:
         """The member's session deadline: ``timeout_ms`` (a classic member's own), else the
         group's session timeout."""
-        _cancel(group.session_tasks.pop(member_id, None))
+        cancel(group.session_tasks.pop(member_id, None))
         group.session_tasks[member_id] = self._deadlines.schedule(
             self.timeouts.session_timeout_ms(group.group_id) if timeout_ms is None
             else timeout_ms,
             lambda: self._fence_later(group.group_id, member_id, "its session expired"))
 
     def _schedule_rebalance(self, group: ConsumerGroup, member: Member) -> None:
-        _cancel(group.rebalance_tasks.pop(member.member_id, None))
+        cancel(group.rebalance_tasks.pop(member.member_id, None))
         timeout = member.subscription.rebalance_timeout_ms
         epoch = member.member_epoch
         group.rebalance_tasks[member.member_id] = self._deadlines.schedule(
@@ -366,12 +367,12 @@ class ConsumerOps:
                 f"it failed to transition from epoch {epoch} within {timeout}ms", epoch))
 
     def _cancel_rebalance(self, group: ConsumerGroup, member_id: str) -> None:
-        _cancel(group.rebalance_tasks.pop(member_id, None))
+        cancel(group.rebalance_tasks.pop(member_id, None))
 
     def _cancel_timers(self, group: ConsumerGroup, member_id: str) -> None:
         for tasks in (group.session_tasks, group.rebalance_tasks, group.join_tasks,
                       group.sync_tasks):
-            _cancel(tasks.pop(member_id, None))
+            cancel(tasks.pop(member_id, None))
 
     def _drop_consumer_group(self, group: ConsumerGroup) -> None:
         for tasks in (group.session_tasks, group.rebalance_tasks, group.join_tasks,
@@ -559,13 +560,3 @@ def _compiled(pattern: str) -> re.Pattern:
 @functools.lru_cache(maxsize=1024)
 def _compile(pattern: str) -> re.Pattern:
     return re.compile(pattern)
-
-
-async def _settled(written) -> int:
-    code = await written if acks.is_pending(written) else written
-    return code
-
-
-def _cancel(task) -> None:
-    if task is not None:
-        task.cancel()

@@ -57,7 +57,7 @@ from kafkapy.coordinator.group.share.group import ShareGroup
 from kafkapy.coordinator.group.share.settings import ShareSettings
 from kafkapy.coordinator.group.share_admin_ops import ShareAdminOps
 from kafkapy.coordinator.group.share_ops import BrokerShareTimeouts, ShareOps, ShareTimeouts
-from kafkapy.coordinator.group.timers import Deadlines
+from kafkapy.coordinator.group.timers import Deadlines, cancel
 from kafkapy.coordinator.group.txn_offsets import TxnOffsetOps
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.replication import acks
@@ -241,11 +241,11 @@ class GroupCoordinator(ShareOps, ShareAdminOps, OffsetOps, AdminOps, TxnOffsetOp
         for member in group.members.values():
             member.answer_join(JoinResult(error, member.member_id))
             member.answer_sync(SyncResult(error))
-            _cancel(member.heartbeat_task)
+            cancel(member.heartbeat_task)
         for task in group.pending_tasks.values():
             task.cancel()
-        _cancel(group.join_task)
-        _cancel(group.sync_task)
+        cancel(group.join_task)
+        cancel(group.sync_task)
 
     # -- validation -----------------------------------------------------------------
     def _group_error(self, group_id: str | None, allow_empty: bool = False) -> int:
@@ -403,7 +403,7 @@ class GroupCoordinator(ShareOps, ShareAdminOps, OffsetOps, AdminOps, TxnOffsetOp
         member.is_new = True
         if group.is_(_S.PREPARING_REBALANCE) and group.generation == 0:
             group.new_member_added = True
-        _cancel(group.pending_tasks.pop(member_id, None))
+        cancel(group.pending_tasks.pop(member_id, None))
         group.add(member, respond)
         self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
@@ -464,9 +464,9 @@ class GroupCoordinator(ShareOps, ShareAdminOps, OffsetOps, AdminOps, TxnOffsetOp
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.is_(_S.COMPLETING_REBALANCE):
             self._reset_and_propagate_error(group, E.REBALANCE_IN_PROGRESS)
-        _cancel(group.sync_task)
+        cancel(group.sync_task)
         group.sync_task = None
-        _cancel(group.join_task)
+        cancel(group.join_task)
         if group.is_(_S.EMPTY):
             delay = self.settings.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms - delay, 0)
@@ -498,12 +498,12 @@ class GroupCoordinator(ShareOps, ShareAdminOps, OffsetOps, AdminOps, TxnOffsetOp
             self._complete_join(group)
 
     def _complete_join(self, group: GroupMetadata) -> None:
-        _cancel(group.join_task)
+        cancel(group.join_task)
         group.join_task = None
         if not group.is_(_S.PREPARING_REBALANCE):
             return
         for member in group.not_yet_rejoined():
-            _cancel(member.heartbeat_task)
+            cancel(member.heartbeat_task)
             group.remove(member.member_id)
         if group.members and not group.maybe_elect_new_joined_leader():
             group.join_initial = False
@@ -533,7 +533,7 @@ class GroupCoordinator(ShareOps, ShareAdminOps, OffsetOps, AdminOps, TxnOffsetOp
         for member_id in list(group.pending_sync):
             member = group.members.get(member_id)
             if member is not None:
-                _cancel(member.heartbeat_task)
+                cancel(member.heartbeat_task)
                 group.remove(member_id)
         self._maybe_prepare_rebalance(group, "members did not sync in time")
 
@@ -564,7 +564,7 @@ class GroupCoordinator(ShareOps, ShareAdminOps, OffsetOps, AdminOps, TxnOffsetOp
     # -- heartbeats and session expiry -------------------------------------------------
     def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata,
                             timeout_ms: int | None = None) -> None:
-        _cancel(member.heartbeat_task)
+        cancel(member.heartbeat_task)
         member_id = member.member_id
         member.heartbeat_task = self._deadlines.schedule(
             member.session_timeout_ms if timeout_ms is None else timeout_ms,
@@ -581,7 +581,7 @@ class GroupCoordinator(ShareOps, ShareAdminOps, OffsetOps, AdminOps, TxnOffsetOp
 
     def _remove_member_and_update(self, group: GroupMetadata, member: MemberMetadata) -> None:
         member.answer_join(JoinResult(E.UNKNOWN_MEMBER_ID, member.member_id))
-        _cancel(member.heartbeat_task)
+        cancel(member.heartbeat_task)
         group.remove(member.member_id)
         if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(group, f"removing member {member.member_id}")
@@ -701,7 +701,7 @@ class GroupCoordinator(ShareOps, ShareAdminOps, OffsetOps, AdminOps, TxnOffsetOp
         if group.is_static_member_fenced(instance_id, member_id):
             return E.FENCED_INSTANCE_ID
         if member_id in group.pending_members:
-            _cancel(group.pending_tasks.pop(member_id, None))
+            cancel(group.pending_tasks.pop(member_id, None))
             self._expire_pending(group, member_id)
             return 0
         if not group.has(member_id):
@@ -709,8 +709,3 @@ class GroupCoordinator(ShareOps, ShareAdminOps, OffsetOps, AdminOps, TxnOffsetOp
         _log.info("member left", group=group.group_id, member=member_id)
         self._remove_member_and_update(group, group.get(member_id))
         return 0
-
-
-def _cancel(task) -> None:
-    if task is not None:
-        task.cancel()

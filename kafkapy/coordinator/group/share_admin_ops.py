@@ -262,7 +262,7 @@ class ShareAdminOps:
         answered, wanted = self._alterable(topics)
         offsets = {(tid, p): o for tid, (_, parts) in wanted.items() for p, o in parts.items()}
         if offsets:
-            code = await _settled(self._record_initializing(group, wanted))
+            code = await acks.settled(self._record_initializing(group, wanted))
             if code:
                 return AlterResult(code, error_message(code))
             errors = await self._initialize_state(group, offsets)
@@ -334,12 +334,12 @@ class ShareAdminOps:
         if current is None:
             return DeleteResult()
         refusals, doomed, state = self._deletable(topics, current)
-        code = await _settled(self._write_state_partitions(group, state))
+        code = await acks.settled(self._write_state_partitions(group, state))
         if code:
             return DeleteResult(code, error_message(code))
         failures, deleted = await self._delete_state(group_id, doomed)
         if deleted:
-            code = await _settled(self._write_state_partitions(group, StatePartitions(
+            code = await acks.settled(self._write_state_partitions(group, StatePartitions(
                 initializing=group.state_partitions.initializing,
                 initialized=group.state_partitions.initialized,
                 deleting={t: n for t, n in group.state_partitions.deleting.items()
@@ -469,7 +469,3 @@ def _with_errors(answered: list[AlteredTopic], errors: dict) -> list[AlteredTopi
                      else r for r in topic.partitions)
         out.append(AlteredTopic(topic.name, topic.topic_id, rows))
     return out
-
-
-async def _settled(written) -> int:
-    return await written if acks.is_pending(written) else written

@@ -64,6 +64,7 @@ from kafkapy.coordinator.group.share.types import (JOIN_EPOCH, LEAVE_EPOCH,
                                                   HeartbeatResult, InitTopic,
                                                   ShareHeartbeatRequest, ShareMember,
                                                   ShareSubscription, StatePartitions)
+from kafkapy.coordinator.group.timers import cancel
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.replication import acks
 
@@ -120,7 +121,7 @@ class ShareOps:
             group, result, changes, new_partitions = self._share_heartbeat(request)
         except Refused as refused:
             return HeartbeatResult(refused.code, refused.message)
-        code = await _settled(self._write_share_changes(group, changes))
+        code = await acks.settled(self._write_share_changes(group, changes))
         if code:
             return HeartbeatResult(code)
         if new_partitions:
@@ -226,7 +227,7 @@ class ShareOps:
     def _fence_share_member(self, group: ShareGroup, member_id: str, changes: list) -> None:
         """Kafka's shareGroupFenceMember: the member's records go, the epoch moves."""
         emit = self._share_emitter(group, changes)
-        _cancel(group.session_tasks.pop(member_id, None))
+        cancel(group.session_tasks.pop(member_id, None))
         for change in member_removed(member_id):
             emit(change)
         emit(GroupEpoch(group.group_epoch + 1,
@@ -245,7 +246,7 @@ class ShareOps:
         self._write_share_changes(group, changes)
 
     def _schedule_share_session(self, group: ShareGroup, member_id: str) -> None:
-        _cancel(group.session_tasks.pop(member_id, None))
+        cancel(group.session_tasks.pop(member_id, None))
         group.session_tasks[member_id] = self._deadlines.schedule(
             self.share_timeouts.share_session_timeout_ms(group.group_id),
             lambda: self._share_session_expired(group.group_id, member_id))
@@ -260,7 +261,7 @@ class ShareOps:
 
     def _drop_share_group(self, group: ShareGroup) -> None:
         for member_id in list(group.session_tasks):
-            _cancel(group.session_tasks.pop(member_id))
+            cancel(group.session_tasks.pop(member_id))
 
     # -- share partitions' state -------------------------------------------------------------
     def _initializing(self, group: ShareGroup, emit) -> TopicPartitions:
@@ -387,7 +388,7 @@ class ShareOps:
         changes: list[Change] = []
         self._share_emitter(group, changes)(StatePartitionsSet(StatePartitions(
             deleting={t: v.name for t, v in doomed.items()})))
-        code = await _settled(self._write_share_changes(group, changes))
+        code = await acks.settled(self._write_share_changes(group, changes))
         if code or self.persister is None:
             return code
         codes = await asyncio.gather(*(self.persister.delete(group.group_id, t, p)
@@ -600,12 +601,3 @@ def _without(topics: Mapping, removed: Mapping) -> dict:
         if left:
             out[topic_id] = InitTopic(init.name, left, init.timestamp)
     return out
-
-
-async def _settled(written) -> int:
-    return await written if acks.is_pending(written) else written
-
-
-def _cancel(task) -> None:
-    if task is not None:
-        task.cancel()

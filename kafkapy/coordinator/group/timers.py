@@ -44,3 +44,9 @@ class Deadlines:
     def advance(self, now_ms: int | None = None) -> int:
         """Run what is due (tests on a MockClock call this after moving the clock)."""
         return self.timer.advance_clock(now_ms)
+
+
+def cancel(task) -> None:
+    """Cancel a deadline (None: there is none)."""
+    if task is not None:
+        task.cancel()
