@@ -3,7 +3,9 @@
 ``SparkStandalone(base, workers=2, cores=1, memory="1g").start()`` runs a master
 (``org.apache.spark.deploy.master.Master``) and workers
 (``org.apache.spark.deploy.worker.Worker``) from pyspark's own ``bin/spark-class``, so the
-Spark that runs the jobs is the installed pyspark. Layout under ``base``: ``conf/`` (an empty
+Spark that runs the jobs is the installed pyspark. ``start`` is ``launch`` (the master),
+``launch_workers`` (once the master is ALIVE) and ``wait_workers``: a test may do other
+things between them while the JVMs start. Layout under ``base``: ``conf/`` (an empty
 ``SPARK_CONF_DIR``: no ``spark-defaults.conf`` from elsewhere), ``master.log``,
 ``worker-<i>.log`` and ``worker-<i>/``, the worker's work dir, which holds one
 ``<app id>/<executor id>/stderr`` per executor the worker ran (``executor_logs``), and
@@ -14,6 +16,12 @@ executors, running and finished).
 
 ``start_group``/``stop_group`` run a command in a process group of its own and end the whole
 group; the daemons use them, and so can a test for the driver it starts.
+
+``spark_defaults(conf_dir, settings)`` writes a ``spark-defaults.conf`` (a driver started with
+``SPARK_CONF_DIR=conf_dir`` reads it, as ``spark-submit`` does); ``TEST_JVM_OPTIONS`` are the
+JVM flags that make the short-lived test JVMs (daemons, and a driver's and its executors'
+through those defaults) start faster on a small machine: the client JIT only and the serial
+collector; they change no Spark behaviour.
 
 Invariants: everything binds to 127.0.0.1 (``SPARK_LOCAL_IP``, and ``SPARK_LOCAL_HOSTNAME``
 so no name resolves elsewhere) on ports from ``free_port``; each daemon is the leader of a
@@ -40,6 +48,7 @@ from tests.support.zookeeper_server import _die_with_parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 DAEMON_HEAP = "256m"      # SPARK_DAEMON_MEMORY: the master and the workers only schedule
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def spark_home() -> Path:
@@ -51,6 +60,14 @@ def local_env(**extra: str) -> dict[str, str]:
     """This environment with Spark bound to 127.0.0.1 (driver, daemons and executors)."""
     return dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_LOCAL_HOSTNAME="127.0.0.1",
                 **extra)
+
+
+def spark_defaults(conf_dir: Path, settings: dict[str, str]) -> Path:
+    """``conf_dir/spark-defaults.conf`` holding ``settings``; ``conf_dir``."""
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    (conf_dir / "spark-defaults.conf").write_text(
+        "".join(f"{key} {value}\n" for key, value in settings.items()))
+    return conf_dir
 
 
 # --------------------------------------------------------------------------- process groups
@@ -140,7 +157,7 @@ class SparkStandalone:
     def _env(self) -> dict[str, str]:
         return local_env(SPARK_HOME=str(spark_home()), SPARK_CONF_DIR=str(self.base / "conf"),
                          SPARK_LOCAL_DIRS=str(self.base / "local"),
-                         SPARK_DAEMON_MEMORY=DAEMON_HEAP)
+                         SPARK_DAEMON_MEMORY=DAEMON_HEAP, SPARK_DAEMON_JAVA_OPTS=TEST_JVM_OPTIONS)
 
     def _spark_class(self, *args: str) -> list[str]:
         return [str(spark_home() / "bin" / "spark-class"), *args]
@@ -161,8 +178,13 @@ class SparkStandalone:
             "--webui-port", str(self.master_ui)), self.base / "master.log", self._env())
 
     def wait_ready(self, timeout: float = 90.0) -> "SparkStandalone":
+        """``launch_workers`` and ``wait_workers``."""
+        self.launch_workers(timeout)
+        return self.wait_workers(timeout)
+
+    def launch_workers(self, timeout: float = 90.0) -> None:
         """Once the master is ALIVE, the workers (a worker that finds no master retries
-        only after seconds), until every worker is ALIVE on it."""
+        only after seconds); not waited for."""
         self._wait(lambda: self.state()["status"] == "ALIVE", timeout,
                    "the Spark master to be ALIVE")
         for index, (port, ui) in enumerate(self.worker_ports):
@@ -172,6 +194,9 @@ class SparkStandalone:
                 "--webui-port", str(ui), "--cores", str(self.cores), "--memory", self.memory,
                 "--work-dir", str(self.work_dir(index))),
                 self.base / f"worker-{index}.log", self._env()))
+
+    def wait_workers(self, timeout: float = 90.0) -> "SparkStandalone":
+        """Until every worker ``launch_workers`` started is ALIVE on the master."""
         self._wait(lambda: self.state()["aliveworkers"] == len(self.workers), timeout,
                    f"{len(self.workers)} ALIVE Spark workers")
         return self
