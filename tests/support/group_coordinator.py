@@ -1,5 +1,8 @@
-"""The group coordinator's harness: a GroupCoordinator over a real Partition and Log, a mock
-clock and timer, and (for the consumer group protocol) topics the test creates and grows."""
+"""The group coordinator's harnesses: a GroupCoordinator over a real Partition and Log of
+``__consumer_offsets``, a mock clock and timer, and topics the test creates and grows
+(``CoordinatorHarness``, whose ``restart()`` replays the log into a new coordinator);
+``Harness`` drives classic and consumer groups (the share groups' is
+``tests.support.share_group.ShareHarness``)."""
 from __future__ import annotations
 
 import asyncio
@@ -62,46 +65,60 @@ class Topics:
         return self.by_name.keys()
 
 
-class Harness:
-    def __init__(self, tmp_path, consumer: ConsumerSettings = ConsumerSettings(),
-                 **settings) -> None:
+class CoordinatorHarness:
+    """The coordinator, its partition and clock (see the module docstring)."""
+
+    def __init__(self, tmp_path, settings: GroupSettings) -> None:
         self.clock = MockClock()
         self.timer = Timer(None, self.clock)
         self.topics = Topics()
-        self.consumer = consumer
-        log = Log.load(str(tmp_path / f"{OFFSETS_TOPIC}-0"), {"cleanup.policy": "compact"},
-                       self.clock)
-        self.log = log
-        self.partition = Partition(OFFSETS_TOPIC, 0, log, PartitionState(0, [0], 0, 0, [0]), 0)
+        self.log = Log.load(str(tmp_path / f"{OFFSETS_TOPIC}-0"), {"cleanup.policy": "compact"},
+                            self.clock)
+        self.partition = Partition(OFFSETS_TOPIC, 0, self.log,
+                                   PartitionState(0, [0], 0, 0, [0]), 0)
         self.replicas = _Replicas(self.partition)
-        base = dict(num_partitions=1, initial_rebalance_delay_ms=0, min_session_timeout_ms=1000,
-                    max_session_timeout_ms=60_000)
-        base.update(settings)
-        self.coordinator = self._new_coordinator(GroupSettings(**base))
+        self.coordinator = self._new_coordinator(settings)
 
     def _new_coordinator(self, settings: GroupSettings) -> GroupCoordinator:
+        return self._coordinator(settings, Loaded())
+
+    def _coordinator(self, settings: GroupSettings, loaded: Loaded) -> GroupCoordinator:
         c = GroupCoordinator(settings, self.clock, Deadlines(self.timer),
-                             GroupStore(self.replicas, self.clock), consumer=self.consumer,
-                             topics=self.topics)
+                             GroupStore(self.replicas, self.clock), topics=self.topics,
+                             **self._kinds())
         c.begin_loading(0)
-        c.finish_loading(0, Loaded())
+        c.finish_loading(0, loaded)
         return c
 
+    def _kinds(self) -> dict:
+        """The coordinator's arguments for the kinds of group the harness drives."""
+        return {}
+
     def restart(self) -> GroupCoordinator:
-        """A new coordinator that replays the partition (as after a broker restart)."""
+        """A new coordinator that replays the partition (a broker restart, a coordinator
+        failover)."""
         self.coordinator.shutdown()
-        c = GroupCoordinator(self.coordinator.settings, self.clock, Deadlines(self.timer),
-                             GroupStore(self.replicas, self.clock), consumer=self.consumer,
-                             topics=self.topics)
-        c.begin_loading(0)
-        c.finish_loading(0, load_partition(self.log))
-        self.coordinator = c
-        return c
+        self.coordinator = self._coordinator(self.coordinator.settings,
+                                             load_partition(self.log, self.clock.time_ms()))
+        return self.coordinator
 
     def advance(self, ms: int) -> None:
         self.clock.advance(ms)
         while self.timer.advance_clock():      # tasks re-added with no delay run next step
             pass
+
+
+class Harness(CoordinatorHarness):
+    def __init__(self, tmp_path, consumer: ConsumerSettings = ConsumerSettings(),
+                 **settings) -> None:
+        self.consumer = consumer
+        base = dict(num_partitions=1, initial_rebalance_delay_ms=0, min_session_timeout_ms=1000,
+                    max_session_timeout_ms=60_000)
+        base.update(settings)
+        super().__init__(tmp_path, GroupSettings(**base))
+
+    def _kinds(self) -> dict:
+        return {"consumer": self.consumer}
 
     def join(self, group="g", member_id="", instance_id=None, protocols=PROTOCOLS,
              session=SESSION, rebalance=REBALANCE, require_known=True, protocol_type="consumer"):

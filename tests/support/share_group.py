@@ -1,69 +1,27 @@
-"""The share group harness: a GroupCoordinator over a real Partition and Log of
-``__consumer_offsets``, a mock clock and timer, topics the test creates (the group
-coordinator harness's ``Topics``) and ``tests.support.share.InMemoryPersister`` as the
-share coordinator; ``restart()`` replays the log into a new coordinator (a failover)."""
+"""The share group harness: the group coordinator's ``CoordinatorHarness`` (a real
+``__consumer_offsets`` partition, a mock clock and timer, topics the test creates,
+``restart()`` a failover) with ``tests.support.share.InMemoryPersister`` as the share
+coordinator."""
 from __future__ import annotations
 
 import asyncio
 
-from kafkapy.clock import MockClock
-from kafkapy.coordinator.group.coordinator import GroupCoordinator, GroupSettings
-from kafkapy.coordinator.group.persistence import GroupStore, Loaded, load_partition
+from kafkapy.coordinator.group.coordinator import GroupSettings
 from kafkapy.coordinator.group.share.settings import ShareSettings
 from kafkapy.coordinator.group.share.types import HeartbeatResult, ShareHeartbeatRequest
-from kafkapy.coordinator.group.timers import Deadlines
-from kafkapy.log.log import Log
-from kafkapy.metadata.cache import PartitionState
-from kafkapy.metadata.topics import OFFSETS_TOPIC
-from kafkapy.purgatory.timer import Timer
-from kafkapy.replication.partition import Partition
-from tests.support.group_coordinator import Topics
+from tests.support.group_coordinator import CoordinatorHarness
 from tests.support.share import InMemoryPersister
 
 
-class _Replicas:
-    """What GroupStore needs of a ReplicaManager."""
-
-    def __init__(self, partition: Partition) -> None:
-        self.partitions = {(OFFSETS_TOPIC, 0): partition}
-
-    def appended(self, key) -> None:
-        pass
-
-
-class ShareHarness:
+class ShareHarness(CoordinatorHarness):
     def __init__(self, tmp_path, share: ShareSettings = ShareSettings(),
                  persister: InMemoryPersister | None = None, with_persister: bool = True) -> None:
-        self.clock = MockClock()
-        self.timer = Timer(None, self.clock)
-        self.topics = Topics()
         self.share = share
         self.persister = (persister or InMemoryPersister()) if with_persister else None
-        self.log = Log.load(str(tmp_path / f"{OFFSETS_TOPIC}-0"), {"cleanup.policy": "compact"},
-                            self.clock)
-        self.partition = Partition(OFFSETS_TOPIC, 0, self.log, PartitionState(0, [0], 0, 0, [0]), 0)
-        self.replicas = _Replicas(self.partition)
-        self.settings = GroupSettings(num_partitions=1, initial_rebalance_delay_ms=0)
-        self.coordinator = self._coordinator(Loaded())
+        super().__init__(tmp_path, GroupSettings(num_partitions=1, initial_rebalance_delay_ms=0))
 
-    def _coordinator(self, loaded: Loaded) -> GroupCoordinator:
-        c = GroupCoordinator(self.settings, self.clock, Deadlines(self.timer),
-                             GroupStore(self.replicas, self.clock), topics=self.topics,
-                             share=self.share, persister=self.persister)
-        c.begin_loading(0)
-        c.finish_loading(0, loaded)
-        return c
-
-    def restart(self) -> GroupCoordinator:
-        """A new coordinator that replays the partition (a coordinator failover)."""
-        self.coordinator.shutdown()
-        self.coordinator = self._coordinator(load_partition(self.log, self.clock.time_ms()))
-        return self.coordinator
-
-    def advance(self, ms: int) -> None:
-        self.clock.advance(ms)
-        while self.timer.advance_clock():
-            pass
+    def _kinds(self) -> dict:
+        return {"share": self.share, "persister": self.persister}
 
     async def heartbeat(self, member_id: str, epoch: int = 0, topics=None, group: str = "g",
                         rack_id: str | None = None) -> HeartbeatResult:
