@@ -43,10 +43,12 @@ import sys
 import time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
 from tests.support.spark import CONNECTOR_JARS, ROOT, require_connector
+from tests.support.spark_cluster import TEST_JVM_OPTIONS, spark_defaults
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -161,9 +163,11 @@ def _expected(events: list[dict], before: datetime) -> Counter:
     return counts
 
 
-def _run(*args: str, timeout: float = 600) -> str:
+def _run(conf: Path, *args: str, timeout: float = 600) -> str:
+    """``kafkapy-pipeline args``, its Spark configured by ``conf/spark-defaults.conf``."""
     env = dict(os.environ, KAFKAPY_SPARK_JARS=",".join(CONNECTOR_JARS),
-               KAFKAPY_SPARK_MASTER="local[1]", SPARK_LOCAL_IP="127.0.0.1")
+               KAFKAPY_SPARK_MASTER="local[1]", SPARK_LOCAL_IP="127.0.0.1",
+               SPARK_CONF_DIR=str(conf))
     proc = subprocess.run([sys.executable, "-m", "kafkapy.pipeline", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, (f"kafkapy-pipeline {' '.join(args)} exited {proc.returncode}\n"
@@ -224,6 +228,9 @@ def test_stream_restart_and_backfill(broker, spark, tmp_path):
               "--isolation-level", "read_committed", "--window", "1 minute",
               "--watermark", "10 seconds", "--shuffle-partitions", "1"]
     stream = [*common, "--dead-letter-topic", DLQ]
+    # Each run a short-lived JVM: the client JIT and the serial collector start it faster
+    # and change nothing the job does.
+    conf = spark_defaults(tmp_path / "conf", {"spark.driver.extraJavaOptions": TEST_JVM_OPTIONS})
 
     # Run 1: minutes 0 and 1, an aborted transaction inside minute 1, and an
     # event at 2:15 that moves the watermark past minute 1.
@@ -233,7 +240,7 @@ def test_stream_restart_and_backfill(broker, spark, tmp_path):
                                         for i in range(10)])
     tick = [_event(999, "view", T0 + timedelta(minutes=2, seconds=15))]
     _produce(broker.bootstrap, tick)
-    _run("stream", *stream, "--topics", INPUT, "--available-now",
+    _run(conf, "stream", *stream, "--topics", INPUT, "--available-now",
          "--max-offsets-per-trigger", "25")
     want = _expected(first + tick, T0 + timedelta(minutes=2))
     assert _parquet_counts(spark, str(tmp_path / "out")) == want
@@ -245,7 +252,7 @@ def test_stream_restart_and_backfill(broker, spark, tmp_path):
     bad += _produce(broker.bootstrap, second + [_event(1999, "view", T0 + timedelta(minutes=5))],
                     MALFORMED[6:])
     assert len(bad) == len(MALFORMED)
-    _run("stream", *stream, "--topics", INPUT, "--available-now",
+    _run(conf, "stream", *stream, "--topics", INPUT, "--available-now",
          "--max-offsets-per-trigger", "40")
     want = _expected(first + tick + second, T0 + timedelta(minutes=4))
     assert _parquet_counts(spark, str(tmp_path / "out")) == want
@@ -263,7 +270,7 @@ def test_stream_restart_and_backfill(broker, spark, tmp_path):
     for how, dlq in ((["--assign", f"{INPUT}:0,1"], DLQ_ASSIGN),
                      (["--topic-pattern", "e2e-pipeline-ev.*"], DLQ_PATTERN)):
         out = tmp_path / f"backfill-{how[0][2:]}"
-        said = _run("backfill", *common, *how, *range_args, "--dead-letter-topic", dlq,
+        said = _run(conf, "backfill", *common, *how, *range_args, "--dead-letter-topic", dlq,
                     "--out", str(out))
         assert _parquet_counts(spark, str(out)) == want_range
         assert f"; {len(in_range)} events that fail to parse to topic {dlq}" in said, said
