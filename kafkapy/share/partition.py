@@ -48,12 +48,15 @@ Beyond Kafka:
   acquired again, not complete (SPSO stops at it), reported once in
   ``Transition.dead_letters`` and listed by ``pending_dead_letters()`` until the caller
   appends it to the dead-letter topic and calls ``confirm_dead_lettered``.  It is
-  persisted as AVAILABLE with delivery count max(its count, the limit), so a new leader
-  loading it (with ``dead_letters`` on) finds it at the limit and makes it pending
-  again (reason ``delivery_count_limit``) rather than delivering it: a record reaches
-  the dead-letter topic at least once and is never delivered again; twice only if the
-  leader changes between the append and the persisted confirmation.  With
-  ``dead_letters`` off (Kafka) such records are archived at once.
+  persisted as AVAILABLE with a delivery count at or above the limit, so a new leader
+  loading it (with ``dead_letters`` on) makes it pending again rather than delivering
+  it (and Kafka, reading the same state, archives it): max(its count, the limit) for
+  the limit reached, ``REJECTED_MARK`` + its count for a REJECT, so the new leader's
+  dead letter names the same reason and delivery count.  A record reaches the
+  dead-letter topic at least once and is never delivered again; the dead-letter
+  writer's look into the dead-letter partition keeps a leader change between the
+  append and the persisted confirmation from writing it twice.  With ``dead_letters``
+  off (Kafka) such records are archived at once.
 """
 from __future__ import annotations
 
@@ -158,6 +161,9 @@ class InFlightRange(NamedTuple):
 
 REASON_REJECTED = "rejected"
 REASON_DELIVERY_COUNT_LIMIT = "delivery_count_limit"
+#: Added to the delivery count a REJECTed record pending its dead letter is persisted
+#: with: above any delivery count limit (at most 10), within the field's int16.
+REJECTED_MARK = 1000
 
 
 @dataclass(slots=True)
@@ -681,6 +687,8 @@ class SharePartition:
         return batches
 
     def _persisted(self, run: Run) -> tuple[int, int]:
+        if run.dead_letter == REASON_REJECTED:
+            return int(RecordState.AVAILABLE), REJECTED_MARK + run.delivery_count
         if run.dead_letter is not None:
             return int(RecordState.AVAILABLE), max(run.delivery_count, self.delivery_count_limit)
         if run.state == RecordState.ACQUIRED:
@@ -707,6 +715,9 @@ class SharePartition:
                 and batch.delivery_count >= self.delivery_count_limit):
             run.state = RecordState.ARCHIVED
             run.dead_letter = REASON_DELIVERY_COUNT_LIMIT
+            if batch.delivery_count >= REJECTED_MARK:
+                run.dead_letter = REASON_REJECTED
+                run.delivery_count = batch.delivery_count - REJECTED_MARK
         return run
 
     # -- helpers -------------------------------------------------------------------

@@ -20,10 +20,9 @@ poll's records acknowledged by their value, then ``commitSync``, whose result it
      past it;
    - the dead-letter topic holds each REJECTed record and each record archived at the limit
      exactly once, with its key and value and the ``__dlq.errors.*`` headers (topic,
-     partition, offset, group, delivery count, reason), and nothing else.  One exception,
-     kafkapy's persisted form of a pending dead letter (``_pending_at_kill``): a REJECT whose
+     partition, offset, group, delivery count, reason), and nothing else: a REJECT whose
      dead letter the killed leader had not yet appended is written by the new leader with
-     reason ``delivery_count_limit`` and the limit as its delivery count.
+     the same reason and delivery count.
 2. Every broker killed (kill -9 all three) while some records are acknowledged and others
    acquired or not yet delivered, then all restarted on their log dirs; the same consumer
    process goes on.  No record whose ACCEPT was committed before the kill is delivered
@@ -221,32 +220,14 @@ def test_share_partition_leader_killed_mid_run(share_cluster, consumers, unique)
                 h["__dlq.errors.group"]) == (topic, "0", group), letter
         if offset in poison:
             expected = ("delivery_count_limit", str(DELIVERY_COUNT_LIMIT))
-        elif _pending_at_kill(got, offset, killed_line, h):
-            expected = ("delivery_count_limit", str(DELIVERY_COUNT_LIMIT))
         else:
             rejected_at = [o.delivery.count for o in got.by_offset[offset]
                            if o.delivery.action == "REJECT"]
             expected = ("rejected", str(rejected_at[-1]))
         assert (h["__dlq.errors.reason"], h["__dlq.errors.delivery.count"]) == expected, (
             letter, [o.delivery for o in got.by_offset[offset]])
-    lost = sum(1 for o, [letter] in by_offset.items()
-               if o in rejects and letter.headers["__dlq.errors.reason"] != "rejected")
     print(f"broker {victim} killed after {len(got.accepted_committed(kill_line))} committed "
-          f"ACCEPTs; {detail}; {len(letters)} dead letters, {lost} REJECTs pending at the kill "
-          "written by the new leader at the limit")
-
-
-def _pending_at_kill(got: ShareOutcomes, offset: int, killed_line: int,
-                     headers: dict[str, str]) -> bool:
-    """A REJECTed record whose dead letter the killed leader had persisted as pending but not
-    yet appended: kafkapy/share/partition.py persists a pending dead letter as AVAILABLE at the
-    delivery count limit, so the new leader finds it at the limit and writes it with reason
-    ``delivery_count_limit`` and the limit as its delivery count (the REJECT and its count are
-    not in the persisted state).  Only a REJECT acknowledged before the kill can be in that
-    state."""
-    return (headers["__dlq.errors.reason"] == "delivery_count_limit"
-            and any(o.delivery.action == "REJECT" and o.line < killed_line
-                    for o in got.by_offset[offset]))
+          f"ACCEPTs; {detail}; {len(letters)} dead letters")
 
 
 def test_every_broker_killed_and_restarted(share_cluster, consumers, unique):

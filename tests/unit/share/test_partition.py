@@ -12,6 +12,7 @@ from kafkapy.share.partition import (
     AcquiredRecords,
     AcquireMode,
     ArchivedRecords,
+    REJECTED_MARK,
     FetchedBatch,
     InFlightRange,
     RecordState,
@@ -374,7 +375,8 @@ def test_dead_letter_candidates_stay_pending_until_confirmed():
                                                 ArchivedRecords(2, 4, 2, "delivery_count_limit")]
     assert partition.next_fetch_offset() == 10
     assert partition.acquire("m", [(0, 9)], max_records=100, fetch_offset=0) == []
-    assert partition.state_batches() == [StateBatch(0, 4, 0, 2), StateBatch(5, 9, 2, 2)]
+    assert partition.state_batches() == [StateBatch(0, 1, 0, REJECTED_MARK + 2),
+                                         StateBatch(2, 4, 0, 2), StateBatch(5, 9, 2, 2)]
     assert partition.confirm_dead_lettered(0, 1).changed
     assert partition.start_offset == 2
     assert partition.confirm_dead_lettered(2, 4).changed
@@ -542,3 +544,19 @@ def test_loading_makes_records_at_the_limit_pending_dead_letters():
     without = make(limit=5, batches=batches)
     assert without.pending_dead_letters() == []
     assert without.next_fetch_offset() == 0
+
+
+def test_a_pending_reject_keeps_its_reason_and_count_through_a_new_leader():
+    clock = MockClock()
+    partition = make(clock, limit=5, dead_letters=True)
+    partition.acquire("m", [(0, 3)], max_records=100)
+    partition.acknowledge("m", [ack(0, 1, REJECT)])
+    partition.acknowledge("m", [ack(2, 3, RELEASE)])
+    partition.acquire("m", [(0, 3)], max_records=100)
+    partition.acknowledge("m", [ack(2, 3, RELEASE)])
+    batches = partition.state_batches()
+    assert all(b.delivery_count >= 5 for b in batches if b.first_offset == 0)   # Kafka archives it
+
+    leader = make(clock, limit=5, dead_letters=True, batches=batches)
+    assert leader.pending_dead_letters() == [ArchivedRecords(0, 1, 1, "rejected")]
+    assert leader.acquire("m2", [(0, 3)], max_records=100) == [AcquiredRecords(2, 3, 3)]
