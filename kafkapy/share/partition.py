@@ -655,6 +655,10 @@ class SharePartition:
                    if run.dead_letter is not None]
         for first, last in pending:
             for part in self._runs.carve(first, last):
+                # Archived at the count it was persisted with while pending: the share
+                # coordinator keeps, of two states of one offset, the one with the higher
+                # delivery count (then state), so a lower count would lose to the pending one.
+                part.delivery_count = self._persisted(part)[1]
                 part.dead_letter = None
             transition.changed = True
         self._settle()

@@ -7,6 +7,7 @@ import pytest
 from kafkapy.clock import MockClock
 from kafkapy.coordinator.share.persister import ShareState, StateBatch
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.coordinator.share.batches import combine
 from kafkapy.share.partition import (
     AcknowledgementBatch,
     AcquiredRecords,
@@ -560,3 +561,15 @@ def test_a_pending_reject_keeps_its_reason_and_count_through_a_new_leader():
     leader = make(clock, limit=5, dead_letters=True, batches=batches)
     assert leader.pending_dead_letters() == [ArchivedRecords(0, 1, 1, "rejected")]
     assert leader.acquire("m2", [(0, 3)], max_records=100) == [AcquiredRecords(2, 3, 3)]
+
+
+def test_a_confirmed_dead_letter_outranks_its_pending_state_in_the_share_coordinator():
+    partition = make(MockClock(), limit=5, dead_letters=True)
+    partition.acquire("m", [(0, 4)], max_records=100)
+    partition.acknowledge("m", [ack(1, 2, REJECT), ack(3, 4, ACCEPT)])    # 0 still acquired
+    pending = partition.state_batches()
+    partition.confirm_dead_lettered(1, 2)
+    confirmed = partition.state_batches()
+    combined = combine(pending, confirmed, partition.start_offset)
+    assert [(b.first_offset, b.last_offset, b.delivery_state) for b in combined] == \
+        [(0, 0, int(AVAILABLE)), (1, 2, int(ARCHIVED)), (3, 4, int(ACKNOWLEDGED))]
