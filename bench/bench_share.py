@@ -232,8 +232,9 @@ def render(doc: dict) -> str:
         "kafkapy's alone; the comparison is the same load through a classic group, which "
         "needs one partition per consumer to spread it (a share group spreads one partition's "
         "records over every member).",
-        "- A share group's records are acquired per record by the partition's leader (in-flight "
-        "state, acquisition locks, delivery counts) and each acknowledgement is written to "
+        "- A share group's records are acquired by the partition's leader in ranges of whole "
+        "batches, each with its state, lock and delivery count (split only where "
+        "acknowledgements differ), and each acknowledgement is written to "
         "`__share_group_state` before it is answered; a classic group's commit is one offset "
         "per partition.",
         "- 2 cores shared by the broker, the consumers' JVM and the producer (the producer "
