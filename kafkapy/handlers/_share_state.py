@@ -27,7 +27,7 @@ CLUSTER_AUTHORIZATION_FAILED_MESSAGE = "Cluster authorization failed."
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def refused(ctx, request, topic_cls, partition_result: Callable[..., Any]):
+def _refused(ctx, request, topic_cls, partition_result: Callable[..., Any]):
     """The response when the principal may not CLUSTER_ACTION, else None.
     ``topic_cls``: the response's per-topic result class; ``partition_result(partition,
     error_code, error_message)`` builds one partition's entry."""
@@ -40,13 +40,28 @@ def refused(ctx, request, topic_cls, partition_result: Callable[..., Any]):
         for topic in request.topics])
 
 
-def empty(request) -> bool:
+def _empty(request) -> bool:
     """Kafka's ShareCoordinatorService answers these with no results."""
     return (not request.topics or any(not t.partitions for t in request.topics)
             or not request.group_id)
 
 
-async def per_partition(ctx, request, topic_cls,
+async def answered(ctx, request, topic_cls, error_result: Callable[..., Any],
+                   call: Callable[[Any, ShareKey, Any], Awaitable[Any]],
+                   result: Callable[[Any, Any], Any]):
+    """A share-state request answered: ``_refused``, then ``_empty``, then
+    ``call(coordinator, key, partition data)`` per partition (``_per_partition``)."""
+    refusal = _refused(ctx, request, topic_cls, error_result)
+    if refusal is not None:
+        return refusal
+    if _empty(request):
+        return ctx.response(results=[])
+    coordinator = ctx.services.share_coordinator.coordinator
+    return await _per_partition(ctx, request, topic_cls,
+                               lambda key, p: call(coordinator, key, p), result)
+
+
+async def _per_partition(ctx, request, topic_cls,
                         call: Callable[[ShareKey, Any], Awaitable[Any]],
                         result: Callable[[Any, Any], Any]):
     """``call(key, partition data)`` for every partition, concurrently; the response of

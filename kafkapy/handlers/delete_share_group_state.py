@@ -22,12 +22,7 @@ def _partition(partition: int, error: int, message: str | None):
 
 
 async def handle(ctx, request):
-    refused = _share_state.refused(ctx, request, _Topic, _partition)
-    if refused is not None:
-        return refused
-    if _share_state.empty(request):
-        return ctx.response(results=[])
-    coordinator = ctx.services.share_coordinator.coordinator
-    return await _share_state.per_partition(
-        ctx, request, _Topic, lambda key, _p: coordinator.delete(key),
+    return await _share_state.answered(
+        ctx, request, _Topic, _partition,
+        lambda coordinator, key, _p: coordinator.delete(key),
         lambda p, answer: _partition(p.partition, *answer))

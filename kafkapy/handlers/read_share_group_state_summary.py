@@ -36,11 +36,6 @@ def _result(p, state):
 
 
 async def handle(ctx, request):
-    refused = _share_state.refused(ctx, request, _Topic, _error)
-    if refused is not None:
-        return refused
-    if _share_state.empty(request):
-        return ctx.response(results=[])
-    coordinator = ctx.services.share_coordinator.coordinator
-    return await _share_state.per_partition(
-        ctx, request, _Topic, lambda key, _p: coordinator.read_summary(key), _result)
+    return await _share_state.answered(
+        ctx, request, _Topic, _error,
+        lambda coordinator, key, _p: coordinator.read_summary(key), _result)

@@ -24,8 +24,8 @@ def _partition(partition: int, error: int, message: str | None):
     return _Partition(partition=partition, error_code=error, error_message=message)
 
 
-def _write(coordinator, version: int):
-    def call(key, p):
+def _write(version: int):
+    def call(coordinator, key, p):
         return coordinator.write(
             key, state_epoch=p.state_epoch, leader_epoch=p.leader_epoch,
             start_offset=p.start_offset,
@@ -36,12 +36,6 @@ def _write(coordinator, version: int):
 
 
 async def handle(ctx, request):
-    refused = _share_state.refused(ctx, request, _Topic, _partition)
-    if refused is not None:
-        return refused
-    if _share_state.empty(request):
-        return ctx.response(results=[])
-    coordinator = ctx.services.share_coordinator.coordinator
-    return await _share_state.per_partition(
-        ctx, request, _Topic, _write(coordinator, ctx.api_version),
+    return await _share_state.answered(
+        ctx, request, _Topic, _partition, _write(ctx.api_version),
         lambda p, answer: _partition(p.partition, *answer))
