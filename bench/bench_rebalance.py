@@ -81,7 +81,7 @@ from typing import NamedTuple
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from brokers import ROOT, KafkapyBroker, _git_commit, snapshot_source  # noqa: E402
-from peers import KafkaBroker, PeerUnavailable  # noqa: E402
+from peers import JavaProgram, KafkaBroker, PeerUnavailable  # noqa: E402
 from procstats import system_cpu_seconds, wait_until_quiet  # noqa: E402
 
 PY = sys.executable
@@ -399,34 +399,14 @@ def render(doc: dict) -> str:
 # -- processes: members, producer, brokers ------------------------------------------------------
 
 
-class JavaMembers:
+class JavaMembers(JavaProgram):
     """RebalanceMember compiled against the Java client jars; ``command`` for one member."""
 
     def __init__(self, work: Path) -> None:
-        self.jars = ROOT / ".cache" / "java-clients" / JAVA_CLIENT
-        self.classes = work / "member-classes"
-        self.java = shutil.which("java")
-
-    def prepare(self) -> None:
-        if self.java is None or shutil.which("javac") is None:
-            raise PeerUnavailable("java/javac not on PATH (the members are Java clients)")
-        if not (self.jars / ".complete").is_file():
-            env = dict(os.environ, PIP=str(ROOT / ".venv" / "bin" / "pip"))
-            proc = subprocess.run(["bash", str(ROOT / "scripts" / "fetch_java_clients.sh"),
-                                   str(self.jars.parent)], cwd=ROOT, env=env,
-                                  capture_output=True, text=True, timeout=900)
-            if proc.returncode != 0:
-                raise PeerUnavailable(f"fetch_java_clients.sh failed: {proc.stderr[-1000:]}")
-        self.classes.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["javac", "-Xlint:none", "-d", str(self.classes), "-cp",
-                               str(self.jars / "*"), str(MEMBER_SOURCE)],
-                              capture_output=True, text=True, timeout=300)
-        if proc.returncode != 0:
-            raise RuntimeError(f"javac RebalanceMember.java failed:\n{proc.stderr[-2000:]}")
+        super().__init__(work, MEMBER_SOURCE, JAVA_CLIENT, "member-classes", "the members")
 
     def command(self, bootstrap: str, group: str, settings: dict, wait_go: bool) -> list[str]:
-        cp = os.pathsep.join([str(self.classes), str(self.jars / "*")])
-        return ([self.java, *JVM_OPTS, "-cp", cp, "RebalanceMember", bootstrap, group, TOPIC]
+        return ([*self.base_command(JVM_OPTS), bootstrap, group, TOPIC]
                 + (["--wait-go"] if wait_go else [])
                 + [f"{k}={v}" for k, v in settings.items()])
 

@@ -57,7 +57,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from brokers import ROOT, KafkapyBroker, _git_commit, snapshot_source  # noqa: E402
-from peers import KafkaBroker, PeerUnavailable  # noqa: E402
+from peers import JavaProgram, KafkaBroker, PeerUnavailable  # noqa: E402
 from procstats import cpu_seconds, wait_until_quiet  # noqa: E402
 
 JAVA_CLIENT = "4.3.0"
@@ -249,35 +249,15 @@ def render(doc: dict) -> str:
 
 # -- processes ----------------------------------------------------------------------------------
 
-class JavaBench:
+class JavaBench(JavaProgram):
     """ShareBench compiled against the Java client jars."""
 
     def __init__(self, work: Path) -> None:
-        self.jars = ROOT / ".cache" / "java-clients" / JAVA_CLIENT
-        self.classes = work / "share-bench-classes"
-        self.java = shutil.which("java")
-
-    def prepare(self) -> None:
-        if self.java is None or shutil.which("javac") is None:
-            raise PeerUnavailable("java/javac not on PATH (the consumers are Java clients)")
-        if not (self.jars / ".complete").is_file():
-            env = dict(os.environ, PIP=str(ROOT / ".venv" / "bin" / "pip"))
-            proc = subprocess.run(["bash", str(ROOT / "scripts" / "fetch_java_clients.sh"),
-                                   str(self.jars.parent)], cwd=ROOT, env=env,
-                                  capture_output=True, text=True, timeout=900)
-            if proc.returncode != 0:
-                raise PeerUnavailable(f"fetch_java_clients.sh failed: {proc.stderr[-1000:]}")
-        self.classes.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["javac", "-Xlint:none", "-d", str(self.classes), "-cp",
-                               str(self.jars / "*"), str(PROGRAM)],
-                              capture_output=True, text=True, timeout=300)
-        if proc.returncode != 0:
-            raise RuntimeError(f"javac ShareBench.java failed:\n{proc.stderr[-2000:]}")
+        super().__init__(work, PROGRAM, JAVA_CLIENT, "share-bench-classes", "the consumers")
 
     def command(self, bootstrap: str, topic: str, group: str, mode: str, records: int,
                 seconds: int) -> list[str]:
-        cp = os.pathsep.join([str(self.classes), str(self.jars / "*")])
-        return [self.java, *JVM_OPTS, "-cp", cp, "ShareBench", bootstrap, topic, group, mode,
+        return [*self.base_command(JVM_OPTS), bootstrap, topic, group, mode,
                 str(CONSUMERS), str(records), str(seconds)]
 
 

@@ -348,3 +348,38 @@ class KafkaBroker(_ChildBroker):
                  settings=self.settings(), data_dir=str(self.data_dir),
                  source=f"{self.home} (bin/kafka-server-start.sh)")
         return d
+
+
+class JavaProgram:
+    """One Java source of ``bench/`` compiled against the Java client jars of ``client``
+    (fetched by scripts/fetch_java_clients.sh when missing) into ``work/<classes>``;
+    ``base_command`` starts its main class.  ``who`` names what the program is for in the
+    refusal when no JDK is on PATH."""
+
+    def __init__(self, work: Path, source: Path, client: str, classes: str, who: str) -> None:
+        self.source = source
+        self.jars = ROOT / ".cache" / "java-clients" / client
+        self.classes = work / classes
+        self.java = shutil.which("java")
+        self._who = who
+
+    def prepare(self) -> None:
+        if self.java is None or shutil.which("javac") is None:
+            raise PeerUnavailable(f"java/javac not on PATH ({self._who} are Java clients)")
+        if not (self.jars / ".complete").is_file():
+            env = dict(os.environ, PIP=str(ROOT / ".venv" / "bin" / "pip"))
+            proc = subprocess.run(["bash", str(ROOT / "scripts" / "fetch_java_clients.sh"),
+                                   str(self.jars.parent)], cwd=ROOT, env=env,
+                                  capture_output=True, text=True, timeout=900)
+            if proc.returncode != 0:
+                raise PeerUnavailable(f"fetch_java_clients.sh failed: {proc.stderr[-1000:]}")
+        self.classes.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(["javac", "-Xlint:none", "-d", str(self.classes), "-cp",
+                               str(self.jars / "*"), str(self.source)],
+                              capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            raise RuntimeError(f"javac {self.source.name} failed:\n{proc.stderr[-2000:]}")
+
+    def base_command(self, jvm_opts: list[str]) -> list[str]:
+        cp = os.pathsep.join([str(self.classes), str(self.jars / "*")])
+        return [self.java, *jvm_opts, "-cp", cp, self.source.stem]
