@@ -2,15 +2,18 @@
 (tests/unit/coordinator/group/consumer/) compiled against Kafka 3.9's jars (KAFKA_HOME,
 ``libs/``), and run over many cases in one JVM.
 
-Two builds, session fixtures of the folder that uses them:
+Two sources of Kafka's answers:
 
-- ``kafka39_assignors``: the assignors of Kafka 3.9's ``kafka-group-coordinator`` jar;
-  skips without a JDK or Kafka 3.9.
-- ``kafka40_assignors``: the same program with Kafka 4.0's assignor sources (the
-  ``group/assignor`` package, whose interfaces 3.9's jars already have) compiled ahead of
-  the jar, read from a Kafka source tree: ``KAFKA_SOURCE``, a checkout or a bare git
-  directory (its ``HEAD``), by default ``../.mirror/apache+kafka/repo`` beside the
-  repository; skips without one.
+- ``kafka39_assignors`` (a session fixture of the folder that uses it): the assignors of
+  Kafka 3.9's ``kafka-group-coordinator`` jar, run live; skips without a JDK or Kafka 3.9.
+- Kafka 4.0's answers, recorded (``recorded_mismatches``): the same program with Kafka 4.0's
+  assignor sources (the ``group/assignor`` package, whose interfaces 3.9's jars already have)
+  compiled ahead of the jar, run once over the cases of ``RECORDINGS``, each input line and
+  Kafka's answer kept in ``tests/unit/coordinator/group/consumer/kafka40/<name>.jsonl.gz``.
+  No Kafka 4.0 broker or jar is published where the tests install from, so the answers travel
+  with the tests; ``python -m tests.support.assignors`` records them again from a Kafka source
+  tree: ``KAFKA_SOURCE``, a checkout or a bare git directory (its ``HEAD``), by default
+  ``../.mirror/apache+kafka/repo`` beside the repository.
 
 A case (``Case``: topics, members with their subscribed names and current targets) becomes
 the program's input line (``Case.oracle_input``); the answer, ``{member id: {topic id:
@@ -20,6 +23,7 @@ the program's input line (``Case.oracle_input``); the answer, ``{member id: {top
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -33,6 +37,7 @@ from typing import Iterable, Mapping
 import pytest
 from hypothesis import strategies as st
 
+from kafkapy.coordinator.group.consumer.assignor import ASSIGNORS
 from kafkapy.coordinator.group.consumer.types import MemberSpec, TopicMetadata
 from kafkapy.metadata.topics import parse_topic_id, topic_id_text
 
@@ -40,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 KAFKA_HOME = Path(os.environ.get("KAFKA_HOME", ROOT.parent / "shared" / "kafka_2.13-3.9.0"))
 KAFKA_SOURCE = Path(os.environ.get("KAFKA_SOURCE", ROOT.parent / ".mirror" / "apache+kafka" / "repo"))
 ORACLE_SOURCE = ROOT / "tests" / "unit" / "coordinator" / "group" / "consumer" / "AssignorOracle.java"
+RECORDED = ORACLE_SOURCE.parent / "kafka40"
 _ASSIGNOR_PACKAGE = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/assignor"
 _KAFKA40_SOURCES = ("AssignorHelpers", "RangeAssignor", "RangeSet", "UniformAssignor",
                     "UniformHeterogeneousAssignmentBuilder", "UniformHomogeneousAssignmentBuilder")
@@ -102,17 +108,20 @@ def kafka39_assignors(assignor_oracle_classes) -> AssignorOracle:
     return AssignorOracle(os.pathsep.join([str(assignor_oracle_classes), str(KAFKA_HOME / "libs" / "*")]))
 
 
-@pytest.fixture(scope="session")
-def kafka40_assignors(assignor_oracle_classes, tmp_path_factory) -> AssignorOracle:
+def _kafka40_oracle(classes: Path, work: Path) -> AssignorOracle:
+    """The oracle with Kafka 4.0's assignor sources compiled ahead of 3.9's jar."""
     sources = {name: _kafka40_source(name) for name in _KAFKA40_SOURCES}
-    if any(text is None for text in sources.values()):
-        pytest.skip(f"no Kafka 4.0 assignor sources at {KAFKA_SOURCE} (set KAFKA_SOURCE)")
-    folder = tmp_path_factory.mktemp("kafka40-assignor-sources")
+    missing = [name for name, text in sources.items() if text is None]
+    if missing:
+        raise SystemExit(f"no Kafka 4.0 assignor sources ({', '.join(missing)}) at "
+                         f"{KAFKA_SOURCE} (set KAFKA_SOURCE)")
+    folder = work / "kafka40-assignor-sources"
+    folder.mkdir(parents=True, exist_ok=True)
     for name, text in sources.items():
         (folder / f"{name}.java").write_text(text)
-    classes = tmp_path_factory.mktemp("kafka40-assignor-classes")
-    _javac(sorted(folder.glob("*.java")), classes, str(KAFKA_HOME / "libs" / "*"))
-    return AssignorOracle(os.pathsep.join([str(classes), str(assignor_oracle_classes),
+    compiled = work / "kafka40-assignor-classes"
+    _javac(sorted(folder.glob("*.java")), compiled, str(KAFKA_HOME / "libs" / "*"))
+    return AssignorOracle(os.pathsep.join([str(compiled), str(classes),
                                            str(KAFKA_HOME / "libs" / "*")]))
 
 
@@ -313,3 +322,92 @@ def mismatches(oracle, cases: list, assignor) -> list[tuple]:
         if ours != kafkas:
             differ.append((case, ours, kafkas))
     return differ[:2]
+
+
+# -- case sets -------------------------------------------------------------------------------
+def uniform_cases(seed: int, *, homogeneous: bool, count: int = 300) -> list[Case]:
+    """Random groups for the uniform assignor, each followed by its next step from
+    kafkapy's answer; only the homogeneous or only the heterogeneous ones."""
+    uniform = ASSIGNORS["uniform"]
+    rng = random.Random(seed)
+    cases: list[Case] = []
+    while len(cases) < count:
+        case = random_case(rng, homogeneous=homogeneous, prior=rng.random() < 0.5)
+        cases += [case, evolve(rng, case, uniform.assign(case.specs(), case.topic_map),
+                               homogeneous=homogeneous)]
+    return [c for c in cases if c.homogeneous == homogeneous]
+
+
+def range_cases(seed: int, count: int = 300) -> list[Case]:
+    """Random groups for the range assignor, homogeneous or not, with static members,
+    each followed by its next step from kafkapy's answer."""
+    range_ = ASSIGNORS["range"]
+    rng = random.Random(seed)
+    cases: list[Case] = []
+    while len(cases) < count:
+        homogeneous = rng.random() < 0.5
+        case = random_case(rng, homogeneous=homogeneous, prior=rng.random() < 0.3, static=True)
+        cases += [case, evolve(rng, case, range_.assign(case.specs(), case.topic_map),
+                               homogeneous=homogeneous)]
+    return cases
+
+
+# name -> (assignor, the cases recorded)
+RECORDINGS = {
+    "uniform-homogeneous": ("uniform", lambda: uniform_cases(2, homogeneous=True)),
+    "uniform-heterogeneous": ("uniform", lambda: uniform_cases(3, homogeneous=False)),
+    "range": ("range", lambda: range_cases(12)),
+}
+
+
+def case_from_input(line: dict) -> Case:
+    """The case an oracle input line (``Case.oracle_input``) was made from."""
+    topics = tuple(TopicMetadata(parse_topic_id(t["id"]), t["name"], t["partitions"])
+                   for t in line["topics"])
+    members = tuple(CaseMember(m["id"], tuple(m["topics"]),
+                               {parse_topic_id(t): tuple(ps) for t, ps in m["assigned"]},
+                               instance_id=m["instance"], rack_id=m["rack"])
+                    for m in line["members"])
+    return Case(topics, members)
+
+
+def recorded(name: str) -> list[tuple[Case, dict]]:
+    """The recorded cases of ``name`` with Kafka 4.0's answer to each."""
+    with gzip.open(RECORDED / f"{name}.jsonl.gz", "rt", encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f]
+    return [(case_from_input(line["input"]), line["answer"]) for line in lines]
+
+
+def recorded_mismatches(name: str, assignor) -> list[tuple]:
+    """``mismatches`` against Kafka 4.0's recorded answers to the cases of ``name``."""
+    differ = []
+    for case, answer in recorded(name):
+        ours, kafkas = assignor.assign(case.specs(), case.topic_map), from_oracle(answer)
+        if ours != kafkas:
+            differ.append((case, ours, kafkas))
+    return differ[:2]
+
+
+def record_kafka40(work: Path) -> None:
+    """Run Kafka 4.0's assignors over every recording's cases and write the answers."""
+    libs = _require_jdk_and_kafka()
+    classes = work / "assignor-oracle"
+    _javac([ORACLE_SOURCE], classes, str(libs / "*"))
+    oracle = _kafka40_oracle(classes, work)
+    RECORDED.mkdir(exist_ok=True)
+    for name, (assignor, cases) in RECORDINGS.items():
+        inputs = [c.oracle_input(assignor) for c in cases()]
+        answers = oracle.run(inputs)
+        # mtime=0: the same answers give the same file bytes.
+        with open(RECORDED / f"{name}.jsonl.gz", "wb") as raw, \
+                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+            for line, answer in zip(inputs, answers):
+                f.write((json.dumps({"input": line, "answer": answer}, sort_keys=True,
+                                    separators=(",", ":")) + "\n").encode())
+        print(f"{name}: {len(inputs)} cases")
+
+
+if __name__ == "__main__":
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        record_kafka40(Path(tmp))

@@ -5,7 +5,8 @@
    partitions, random current targets with partitions held by unsubscribed members or
    nobody, and next steps of each group with members joining, leaving and changing
    subscriptions):
-   - Kafka 4.0's source (when a Kafka source tree is at hand): every case.
+   - Kafka 4.0's source: every case, against its recorded answers
+     (``tests/support/assignors.py`` records them again from a Kafka source tree).
    - Kafka 3.9's jar: its homogeneous builder is 4.0's, so every homogeneous case; its
      heterogeneous builder is the one 4.0 replaced, which answers differently in most
      groups, so only the cases both agree on by construction: every topic has at most one
@@ -31,7 +32,7 @@ from hypothesis import strategies as st
 from kafkapy.coordinator.group.consumer.assignor import ASSIGNORS
 from kafkapy.coordinator.group.consumer.types import MemberSpec, TopicMetadata
 from tests.support.assignors import (Case, check_assigned_once, evolve, groups, mismatches,
-                                     random_case)
+                                     random_case, recorded, recorded_mismatches, uniform_cases)
 
 UNIFORM = ASSIGNORS["uniform"]
 ORACLE_CASES = 300
@@ -41,31 +42,23 @@ def _assign(case: Case):
     return UNIFORM.assign(case.specs(), case.topic_map)
 
 
-def _cases(seed: int, *, homogeneous: bool, count: int = ORACLE_CASES) -> list[Case]:
-    """Random groups, each followed by its next step from kafkapy's answer."""
-    rng = random.Random(seed)
-    cases: list[Case] = []
-    while len(cases) < count:
-        case = random_case(rng, homogeneous=homogeneous, prior=rng.random() < 0.5)
-        cases += [case, evolve(rng, case, _assign(case), homogeneous=homogeneous)]
-    return [c for c in cases if c.homogeneous == homogeneous]
-
-
 # -- 1. Kafka's answers ----------------------------------------------------------------------
 def test_homogeneous_groups_match_kafka_39(kafka39_assignors):
-    cases = _cases(1, homogeneous=True)
+    cases = uniform_cases(1, homogeneous=True)
     assert len(cases) >= ORACLE_CASES
     assert mismatches(kafka39_assignors, cases, UNIFORM) == []
 
 
-def test_homogeneous_groups_match_kafka_40(kafka40_assignors):
-    assert mismatches(kafka40_assignors, _cases(2, homogeneous=True), UNIFORM) == []
+def test_homogeneous_groups_match_kafka_40():
+    assert len(recorded("uniform-homogeneous")) >= ORACLE_CASES
+    assert recorded_mismatches("uniform-homogeneous", UNIFORM) == []
 
 
-def test_heterogeneous_groups_match_kafka_40(kafka40_assignors):
-    cases = _cases(3, homogeneous=False)
+def test_heterogeneous_groups_match_kafka_40():
+    cases = recorded("uniform-heterogeneous")
     assert len(cases) >= ORACLE_CASES * 9 // 10
-    assert mismatches(kafka40_assignors, cases, UNIFORM) == []
+    assert not any(case.homogeneous for case, _ in cases)
+    assert recorded_mismatches("uniform-heterogeneous", UNIFORM) == []
 
 
 def _single_subscriber_case(rng: random.Random) -> Case:
