@@ -152,6 +152,7 @@ def _check_isr_round_trip(m: Mixed, topic: str, partition: int, paused: int) -> 
     leader = m.partition_state(topic, partition)["leader"]
     epoch = m.broker_epoch(paused)
     m.pause(paused)
+    paused_at = time.monotonic()
     try:
         produce_confluent(m.bootstrap(leader), topic, {partition: [b"while-paused"] * 5},
                           acks="1")
@@ -161,9 +162,12 @@ def _check_isr_round_trip(m: Mixed, topic: str, partition: int, paused: int) -> 
         assert m.broker_epoch(paused) == epoch, "the paused broker's session expired"
     finally:
         m.resume(paused)
+    held = time.monotonic() - paused_at
     wait_for(lambda: paused in _isr(m, topic, partition), 30,
              lambda: f"{topic}-{partition}: broker {paused} back in the ISR "
                      f"(now {_isr(m, topic, partition)})\n" + m.summary())
+    assert m.broker_epoch(paused) == epoch, \
+        f"broker {paused}'s session expired after its {held:.1f} s pause"
 
 
 # --------------------------------------------------------------------------- shared checks
