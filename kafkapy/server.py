@@ -49,7 +49,7 @@ from kafkapy.controller.controller import KafkaController
 from kafkapy.coordinator.group.service import GroupService
 from kafkapy.coordinator.share.broker_persister import BrokerPersister
 from kafkapy.coordinator.share.service import ShareService
-from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator
+from kafkapy.coordinator.transaction.partition_adder import PartitionAdder
 from kafkapy.coordinator.transaction.service import TransactionService
 from kafkapy.handlers import build_registry, controller_delivery
 from kafkapy.handlers.services import Services
@@ -417,11 +417,11 @@ class Broker:
             producer_ids=self.producer_ids, groups=self.groups)
         self.txn_coordinator.start()
 
-    def _txn_verifier(self) -> TransactionCoordinator | None:
-        """The TransactionCoordinator the replica manager asks to verify transactional
-        produces: made after the replica manager, so it asks through this."""
+    def _txn_verifier(self) -> PartitionAdder | None:
+        """What the replica manager asks to verify transactional produces and to add a
+        v2 client's partitions: made after the replica manager, so it asks through this."""
         service = self.txn_coordinator
-        return service.coordinator if service is not None else None
+        return service.adder if service is not None else None
 
     def _log_manager(self) -> LogManager:
         c = self.config

@@ -11,6 +11,10 @@ served to a principal holding CLUSTER_ACTION (every client without an authorizer
 else answered CLUSTER_AUTHORIZATION_FAILED; with an authorizer, adding (not
 ``verify_only``) needs WRITE on the transactional id and on each topic.
 
+A v4-5 transaction that is not ``verify_only`` is a partition leader adding the
+partition a transactions v2 client wrote to (Produce v12, TxnOffsetCommit v5;
+``coordinator.transaction.partition_adder``): added with transaction version 2.
+
 Per transaction: partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION
 and every other partition OPERATION_NOT_ATTEMPTED (nothing is added);
 otherwise every partition gets the coordinator's answer (see
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 from kafkapy.security import authz
 from kafkapy.coordinator.transaction.service import fenced_for_version
+from kafkapy.coordinator.transaction.state import TV_2
 from kafkapy.handlers._txn import service
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
@@ -94,7 +99,10 @@ def _transaction(ctx, txn_id, producer_id, epoch, verify_only: bool, topics) -> 
                 else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
     if verify_only:
         return txns.coordinator.verify_partitions(txn_id, producer_id, epoch, wanted)
-    added = txns.coordinator.add_partitions(txn_id, producer_id, epoch, wanted)
+    # v0-3 come from a client speaking transactions v1; v4+ from a leader adding for v2.
+    client_tv = TV_2 if ctx.api_version >= FIRST_BATCHED else 0
+    added = txns.coordinator.add_partitions(txn_id, producer_id, epoch, wanted,
+                                            client_tv=client_tv)
 
     def per_partition(error: int) -> dict:
         error = fenced_for_version(error, ctx.api_version, 2)

@@ -1,6 +1,8 @@
 """Produce (key 0): append record batches to partition leaders.
 
-Versions 0-11, Kafka 3.9's range.  v0-2 carry magic 0/1 message sets (or v2
+Versions 0-12: Kafka 3.9's range and v12, transactions v2 (a client sends it only
+while ``transaction.version`` 2 is finalized): the same request, whose transactional
+batches have their partition added to the transaction by the leader (step 4).  v0-2 carry magic 0/1 message sets (or v2
 batches); the leader up-converts them to one v2 batch (``records.legacy``).
 
 Checks in Kafka's order (KafkaApis.handleProduceRequest, then ReplicaManager):
@@ -19,7 +21,9 @@ then one call to the replica manager (``ReplicaManager.append_records``), which 
 the partitions left does what Kafka's ReplicaManager does:
 4. transactional batches are verified against the transaction coordinator
    (KIP-890 part 1, ``replication.txn_verification``) unless the producer already
-   has an open transaction on the partition;
+   has an open transaction on the partition; from v12 the coordinator adds the
+   partition instead, unless the producer's open transaction there is of the batch's
+   epoch;
 5. per partition: internal topic -> INVALID_TOPIC_EXCEPTION (unless the client id is
    ``__admin_client``); not the leader -> NOT_LEADER_OR_FOLLOWER; then the leader's
    append (``Partition``): header checks, compacted-topic key check (INVALID_RECORD
@@ -52,7 +56,7 @@ from kafkapy.replication.partition import AppendResult
 
 API_KEY = 0
 MIN_VERSION = 0
-MAX_VERSION = 11
+MAX_VERSION = 12
 
 _ATTRIBUTES_AT = 21
 

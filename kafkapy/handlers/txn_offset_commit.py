@@ -1,7 +1,6 @@
 """TxnOffsetCommit (key 28): offsets committed as part of a transaction.
 
-Versions 0-4 (v5 belongs to transactions v2).  Sent to the group coordinator
-after AddOffsetsToTxn; the offsets are written to ``__consumer_offsets`` as a
+Versions 0-5.  Sent to the group coordinator after AddOffsetsToTxn (v0-4); the offsets are written to ``__consumer_offsets`` as a
 transactional batch of the producer and stay pending (invisible to
 OffsetFetch) until the transaction's COMMIT marker makes them the group's
 committed offsets; an ABORT drops them (``kafkapy.coordinator.group.txn_offsets``).
@@ -14,6 +13,12 @@ with the transaction coordinator, as Kafka's replica manager does: an unknown
 producer id answers INVALID_PRODUCER_ID_MAPPING, a stale epoch
 INVALID_PRODUCER_EPOCH, an offsets partition not added to the transaction
 (no AddOffsetsToTxn) INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4).
+
+v5 is transactions v2: the client sends no AddOffsetsToTxn, so before the commit the
+group's offsets partition is added to the transaction by its coordinator (wherever it
+runs, ``coordinator.transaction.partition_adder``), unless the producer has an open
+transaction of that epoch in the partition, as Kafka 4's add-partition operation; its
+errors are answered for every partition as those of the v0-4 check.
 
 One deliberate difference from Kafka 3.9: Kafka skips that check when the producer
 id has an open transaction in the offsets partition, whatever the epoch of the
@@ -41,7 +46,8 @@ from kafkapy.replication import acks
 
 API_KEY = 28
 MIN_VERSION = 0
-MAX_VERSION = 4
+MAX_VERSION = 5
+FIRST_V2 = 5
 
 _R = RESPONSES[API_KEY]
 _Topic = _R.TxnOffsetCommitResponseTopic
@@ -89,10 +95,17 @@ def handle(ctx, request):
             member_id = request.member_id if version >= 3 else ""
             instance_id = request.group_instance_id if version >= 3 else None
             generation = request.generation_id if version >= 3 else -1
-            committed = groups.coordinator.commit_txn_offsets(
-                request.group_id, request.producer_id, request.producer_epoch,
-                member_id or "", instance_id, generation, offsets,
-                verify=lambda: _verify(ctx, request))
+            if version >= FIRST_V2:
+                committed = acks.then(_add_offsets_partition(ctx, request), lambda error: (
+                    {tp: error for tp in offsets} if error else
+                    groups.coordinator.commit_txn_offsets(
+                        request.group_id, request.producer_id, request.producer_epoch,
+                        member_id or "", instance_id, generation, offsets)))
+            else:
+                committed = groups.coordinator.commit_txn_offsets(
+                    request.group_id, request.producer_id, request.producer_epoch,
+                    member_id or "", instance_id, generation, offsets,
+                    verify=lambda: _verify(ctx, request))
 
     def respond(written: dict):
         results.update(written)
@@ -148,6 +161,30 @@ def _verify(ctx, request) -> int:
     elif error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version < 4:
         error = ErrorCode.INVALID_TXN_STATE
     return _OFFSET_COMMIT_ERROR.get(error, error)
+
+
+def _add_offsets_partition(ctx, request):
+    """v5: the group's offsets partition added to the producer's transaction; 0, the
+    error for every partition, or a future of it."""
+    services = ctx.services
+    index = services.groups.coordinator.partition_for(request.group_id)
+    tp = (OFFSETS_TOPIC, index)
+    partition = services.replica_manager.partitions.get(tp)
+    if partition is None or not partition.is_leader:
+        return 0   # the commit answers NOT_COORDINATOR
+    if partition.has_ongoing_transaction(request.producer_id, request.producer_epoch):
+        return 0
+    txns = service(ctx)
+    if txns is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+    def mapped(error: int) -> int:
+        if error == ErrorCode.PRODUCER_FENCED:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH
+        return _OFFSET_COMMIT_ERROR.get(error, error)
+
+    return acks.then(txns.adder.add(request.transactional_id, request.producer_id,
+                                    request.producer_epoch, tp), mapped)
 
 
 def _coordinated_here(services, txns, transactional_id: str) -> bool:

@@ -1,7 +1,8 @@
 """WriteTxnMarkers (key 27): the coordinator asks a partition leader to write markers.
 
-Versions 0-1 (Kafka 3.9; v1 is v0 in the flexible encoding; v2, with
-transaction.version, is Kafka 4's).  Each marker is written to each of its
+Versions 0-2 (v1 is v0 in the flexible encoding; v2 adds each marker's
+TransactionVersion, Kafka 4's: a marker of a v2 transaction must carry an epoch above
+its producer's epoch on the partition, see ``markers``; below v2 it is 0).  Each marker is written to each of its
 partitions through ``kafkapy.coordinator.transaction.markers.write_markers``
 (the path the local coordinator uses too), with a per-partition error code; as Kafka
 appends them with acks=-1, the answer waits (up to request.timeout.ms) until
@@ -18,7 +19,8 @@ from kafkapy.protocol.messages import RESPONSES
 
 API_KEY = 27
 MIN_VERSION = 0
-MAX_VERSION = 1
+MAX_VERSION = 2
+FIRST_WITH_VERSION = 2
 
 _R = RESPONSES[API_KEY]
 _Result = _R.WritableTxnMarkerResult
@@ -38,10 +40,12 @@ def handle(ctx, request):
             results = {tp: ErrorCode.CLUSTER_AUTHORIZATION_FAILED for tp in wanted}
         else:
             written: dict = {}
+            version = marker.transaction_version \
+                if ctx.api_version >= FIRST_WITH_VERSION else 0
             results = txns.write_markers(marker.producer_id, marker.producer_epoch,
                                          marker.coordinator_epoch,
                                          bool(marker.transaction_result), wanted,
-                                         appended=written)
+                                         appended=written, transaction_version=version)
             appended.update(written)   # a later marker on a partition lies further on
         per_marker.append(results)
     if not appended:

@@ -301,10 +301,12 @@ class Partition:
                 "before_max_ms": int(values.get("message.timestamp.before.max.ms", LONG_MAX)),
                 "after_max_ms": int(values.get("message.timestamp.after.max.ms", LONG_MAX))}
 
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
-        """Whether ``producer_id`` has an open transaction here (Kafka skips verification)."""
+    def has_ongoing_transaction(self, producer_id: int, epoch: int | None = None) -> bool:
+        """Whether ``producer_id`` has an open transaction here (Kafka skips verification);
+        with ``epoch``, one of that epoch (transactions v2 bump it at every transaction)."""
         entry = self.log.producer_state.last_entry(producer_id)
-        return entry is not None and entry.current_txn_first_offset >= 0
+        return (entry is not None and entry.current_txn_first_offset >= 0
+                and (epoch is None or entry.epoch == epoch))
 
     def append_internal(self, records: bytes) -> AppendResult:
         """Append one batch the broker built itself (coordinator records): no client checks,

@@ -43,6 +43,7 @@ answered KAFKA_STORAGE_ERROR and never changed.
 """
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
@@ -420,13 +421,28 @@ class ReplicaManager:
         against their transaction first.  ``origin`` COORDINATOR appends the broker's own
         batches without the client checks.
         """
-        verify = (transactional_id is not None
-                  and bool(self.config.get(_VERIFICATION_KEY, True)))
+        adding = (transactional_id is not None
+                  and produce_version >= txn_verification.FIRST_ADDING_VERSION)
+        verify = adding or (transactional_id is not None
+                            and bool(self.config.get(_VERIFICATION_KEY, True)))
+        if verify:
+            refused = [r if r is not None else self._verify_transaction(
+                transactional_id, topic, data, produce_version, adding)
+                for (topic, data), r in zip(entries, refused)]
+            if any(acks.is_pending(r) for r in refused):
+                # Kafka appends once the coordinator answered (its verification callback).
+                return acks.then(asyncio.ensure_future(_gather(refused)), lambda done: self._append_checked(
+                    entries, done, required_acks, timeout_ms, produce_version,
+                    internal_topics_allowed, respond, origin))
+        return self._append_checked(entries, refused, required_acks, timeout_ms,
+                                    produce_version, internal_topics_allowed, respond, origin)
+
+    def _append_checked(self, entries, refused, required_acks: int, timeout_ms: int,
+                        produce_version: int, internal_topics_allowed: bool, respond,
+                        origin: str):
+        """``append_records`` once every transactional batch is verified."""
         results = []
         for (topic, data), result in zip(entries, refused):
-            if result is None and verify:
-                result = self._verify_transaction(transactional_id, topic, data,
-                                                  produce_version)
             if result is None:
                 result = self._append_to_leader(topic, data.index, data.records,
                                                 required_acks, produce_version,
@@ -468,11 +484,14 @@ class ReplicaManager:
         return result
 
     def _verify_transaction(self, transactional_id: str, topic: str, data,
-                            produce_version: int) -> AppendResult | None:
+                            produce_version: int, adding: bool):
         """Kafka's verification of a transactional batch before it is appended: None
         when the batch may go on (it is not transactional, its producer already has an
         open transaction on the partition, or the coordinator says it is in the
-        transaction, or the coordinator is another broker)."""
+        transaction, or the coordinator is another broker), else the AppendResult that
+        refuses it.  ``adding`` (Produce v12): the coordinator adds the partition unless
+        the producer's open transaction here is of the batch's epoch; a future of the
+        answer while it does."""
         records = data.records
         if len(records) < _BATCH_HEADER_SIZE or records[MAGIC_OFFSET] != 2:
             return None
@@ -483,6 +502,14 @@ class ReplicaManager:
             partition = self.leader_partition(topic, data.index)
         except KafkaError as err:
             return AppendResult(err.code)
+        if adding:
+            if partition.has_ongoing_transaction(header.producer_id, header.producer_epoch):
+                return None
+            verdict = txn_verification.add_verdict(
+                self._txn_coordinator(), transactional_id, header.producer_id,
+                header.producer_epoch, (topic, data.index))
+            return acks.then(verdict, lambda error: None if error is None
+                             else txn_verification.failure(error, produce_version))
         if partition.has_ongoing_transaction(header.producer_id):
             return None
         error = txn_verification.coordinator_verdict(
@@ -753,3 +780,8 @@ def _parse_id(text: str | None) -> uuid.UUID | None:
         return parse_topic_id(text)
     except (ValueError, TypeError):
         return None
+
+
+async def _gather(values: list) -> list:
+    """``values`` with every future among them resolved."""
+    return [await v if acks.is_pending(v) else v for v in values]

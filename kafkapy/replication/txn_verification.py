@@ -9,6 +9,14 @@ handleVerifyPartitionsInTransaction, asked in-process: the coordinator is handed
 the broker, nothing here imports it).  A coordinator on another broker is not asked:
 the batch goes on, as before KIP-890.
 
+Produce v12 (transactions v2): the client sends no AddPartitionsToTxn, so a transactional
+batch whose producer has no open transaction at its epoch on the partition has the
+partition added to its transaction by the coordinator (``Verifier.add``, Kafka's
+add-partition operation; the coordinator may run on another broker), whether or not
+verification is enabled; the answer may come later (a future).  A batch of an older
+epoch than the producer's open transaction here is added too, so the coordinator
+refuses it (PRODUCER_FENCED: a late Produce of a previous transaction).
+
 The coordinator's error becomes the client's answer as Kafka's ReplicaManager maps it
 (``failure``): PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH; a partition outside the
 transaction -> TRANSACTION_ABORTABLE from Produce v11, else INVALID_TXN_STATE with
@@ -21,12 +29,15 @@ from typing import Protocol
 
 from kafkapy.metadata.topics import TRANSACTION_STATE_TOPIC
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.replication import acks
 from kafkapy.replication.partition import AppendResult
 
 _FIRST_ABORTABLE_VERSION = 11  # Produce v11 answers TRANSACTION_ABORTABLE (KIP-890)
+FIRST_ADDING_VERSION = 12      # Produce v12: the leader adds the partition (transactions v2)
 
 _RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
     ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.NETWORK_EXCEPTION,
     ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 
 
@@ -38,6 +49,9 @@ class Verifier(Protocol):
 
     def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                           partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]: ...
+
+    def add(self, transactional_id: str, producer_id: int, epoch: int,
+            tp: tuple[str, int]): ...
 
 
 def coordinator_verdict(coordinator: Verifier | None, cache, node_id: int, transactional_id: str,
@@ -56,6 +70,16 @@ def coordinator_verdict(coordinator: Verifier | None, cache, node_id: int, trans
     if error == ErrorCode.TRANSACTION_ABORTABLE:
         return ErrorCode.INVALID_TXN_STATE  # the partition is not in the transaction
     return error or None
+
+
+def add_verdict(coordinator: Verifier | None, transactional_id: str, producer_id: int,
+                epoch: int, tp: tuple[str, int]):
+    """None when ``tp`` is in the producer's transaction now, else an error code; a
+    future of that while the coordinator adds it."""
+    if coordinator is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return acks.then(coordinator.add(transactional_id, producer_id, epoch, tp),
+                     lambda error: error or None)
 
 
 def failure(error: int, produce_version: int) -> AppendResult:

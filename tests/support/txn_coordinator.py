@@ -31,10 +31,13 @@ class FakeStore:
 class FakeMarkers:
     def __init__(self) -> None:
         self.calls = []
+        self.versions = []      # the transaction version of each call
         self.errors: dict = {}
 
-    def write(self, producer_id, epoch, coordinator_epoch, commit, partitions):
+    def write(self, producer_id, epoch, coordinator_epoch, commit, partitions,
+              transaction_version=0):
         self.calls.append((producer_id, epoch, coordinator_epoch, commit, list(partitions)))
+        self.versions.append(transaction_version)
         return {tp: self.errors.pop(tp, 0) for tp in partitions}
 
 

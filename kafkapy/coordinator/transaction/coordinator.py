@@ -34,6 +34,22 @@ Flow of one transaction:
   installed; Prepare* transactions get their markers (re)sent, Ongoing ones
   their timeout.
 
+Transactions v2 (a client speaking EndTxn v5, Produce v12, TxnOffsetCommit v5;
+``state.TV_2``): partitions are added by the partition leaders on the client's
+first write (``add_partitions`` with ``client_tv``), and ``end_txn_v2`` bumps the
+epoch at every commit or abort: PrepareCommit/PrepareAbort carry epoch + 1, the
+markers are written with it (WriteTxnMarkers v2 says the transaction version, so the
+leader refuses a marker not above its producer's epoch), and the client is answered
+the new epoch; when the epoch is exhausted the coordinator takes a new producer id,
+which Complete* installs at epoch 0 and which is what the client is answered.
+Retries (Kafka 4's table): in Complete* a request at epoch - 1 (or at the previous
+producer id's last epoch after a roll) of the same outcome answers NONE with the
+current producer id and epoch; an abort at the current epoch in Empty/Complete*
+aborts with a bump (nothing to mark); in Prepare* only a retry's epoch is accepted
+(CONCURRENT_TRANSACTIONS), other epochs are PRODUCER_FENCED.  A v2 transaction that
+times out, or that InitProducerId fences, is fenced (epoch + 1) and then aborted with
+the v2 bump, as Kafka does with transaction.version 2 finalized.
+
 Errors: unknown partition owner -> NOT_COORDINATOR, loading ->
 COORDINATOR_LOAD_IN_PROGRESS, unknown id -> INVALID_PRODUCER_ID_MAPPING,
 wrong producer id -> INVALID_PRODUCER_ID_MAPPING, wrong epoch ->
@@ -50,8 +66,10 @@ from typing import Callable, Iterable
 import structlog
 
 from kafkapy.coordinator.transaction import records as R
-from kafkapy.coordinator.transaction.state import (NO_PRODUCER_EPOCH, TransactionMetadata,
-                                                   TxnState, TxnTransit, is_epoch_exhausted)
+from kafkapy.coordinator.transaction.state import (MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
+                                                   TransactionMetadata, TxnState, TxnTransit,
+                                                   TV_2, is_epoch_exhausted,
+                                                   supports_epoch_bump)
 from kafkapy.jvm import string_hash as java_string_hash
 from kafkapy.jvm import utils_abs as java_utils_abs
 from kafkapy.protocol.errors import ErrorCode as E
@@ -156,7 +174,9 @@ class TransactionCoordinator:
                 continue
             owned.txns[txn_id] = TransactionMetadata(
                 txn_id, stored.producer_id, stored.producer_epoch, stored.timeout_ms,
-                TxnState(stored.state), stored.partitions, stored.start_ms, stored.last_update_ms)
+                TxnState(stored.state), stored.partitions, stored.start_ms, stored.last_update_ms,
+                last_producer_id=stored.prev_producer_id,
+                next_producer_id=stored.next_producer_id, client_tv=stored.client_tv)
         owned.loading = False
         for txn in list(owned.txns.values()):
             if txn.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
@@ -221,7 +241,7 @@ class TransactionCoordinator:
             return E.CONCURRENT_TRANSACTIONS, -1, -1
         if txn.state == S.ONGOING:
             transit = txn.prepare_fence_producer_epoch()
-            return then(self._end(txn, owned, transit.producer_epoch, False, from_client=False),
+            return then(self._fence_and_abort(txn, owned, transit.producer_epoch),
                         lambda error: ((error or E.CONCURRENT_TRANSACTIONS), -1, -1))
         if txn.state not in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
             return E.INVALID_TXN_STATE, -1, -1
@@ -246,8 +266,10 @@ class TransactionCoordinator:
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------------
     def add_partitions(self, txn_id: str, producer_id: int, epoch: int,
-                       partitions: Iterable[TopicPartition]):
-        """The error code, or a future of it while the write replicates."""
+                       partitions: Iterable[TopicPartition], client_tv: int | None = None):
+        """The error code, or a future of it while the write replicates.  ``client_tv``:
+        the transaction version of the request (2: a partition leader adding the partition
+        of a v2 client's first write to it); None keeps the transaction's."""
         error, owned = self._lookup(txn_id)
         if error:
             return error
@@ -261,8 +283,8 @@ class TransactionCoordinator:
             return E.CONCURRENT_TRANSACTIONS
         if txn.state == S.ONGOING and partitions <= txn.partitions:
             return 0
-        return self._write(txn, owned, txn.prepare_add_partitions(partitions,
-                                                                  self._clock.time_ms()))
+        return self._write(txn, owned, txn.prepare_add_partitions(
+            partitions, self._clock.time_ms(), client_tv))
 
     def add_offsets(self, txn_id: str, producer_id: int, epoch: int, group_id: str):
         if self._offsets_partition is None:
@@ -305,6 +327,106 @@ class TransactionCoordinator:
         if txn is None or txn.producer_id != producer_id:
             return E.INVALID_PRODUCER_ID_MAPPING
         return self._end(txn, owned, epoch, commit, from_client=True)
+
+    def end_txn_v2(self, txn_id: str, producer_id: int, epoch: int, commit: bool):
+        """EndTxn v5: (error, producer id, epoch) -- the producer id and epoch the client
+        goes on with, -1/-1 with an error -- or a future of it while Prepare* replicates."""
+        error, owned = self._lookup(txn_id)
+        if error:
+            return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        txn = owned.txns.get(txn_id)
+        if txn is None:
+            return E.INVALID_PRODUCER_ID_MAPPING, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        return self._end_v2(txn, owned, producer_id, epoch, commit, from_client=True)
+
+    def _fence_and_abort(self, txn: TransactionMetadata, owned: _Owned, fenced_epoch: int):
+        """Abort an Ongoing transaction whose epoch fence is pending (InitProducerId of a
+        new producer, or its timeout): the error code, or a future of it."""
+        if supports_epoch_bump(txn.client_tv):
+            return then(self._end_v2(txn, owned, txn.producer_id, fenced_epoch, False,
+                                     from_client=False), lambda answer: answer[0])
+        return self._end(txn, owned, fenced_epoch, False, from_client=False)
+
+    def _end_v2(self, txn: TransactionMetadata, owned: _Owned, producer_id: int, epoch: int,
+                commit: bool, from_client: bool):
+        """Kafka 4's endTransaction for transaction version 2 (see the module docstring)."""
+        fence = txn.pending == S.PREPARE_EPOCH_FENCE
+        retry_on_overflow = (not fence and txn.last_producer_id == producer_id
+                             and epoch == MAX_EPOCH - 1 and txn.producer_epoch == 0)
+        retry_on_bump = not fence and txn.producer_epoch == epoch + 1
+        retry = retry_on_bump or retry_on_overflow
+        state = txn.state
+        if fence:
+            valid = (not from_client or epoch == txn.producer_epoch) \
+                and epoch >= txn.producer_epoch
+        elif state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid = retry_on_bump
+        elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            valid = retry or epoch == txn.producer_epoch
+        else:
+            valid = epoch == txn.producer_epoch
+        error = 0
+        if txn.producer_id != producer_id and not retry_on_overflow:
+            error = E.INVALID_PRODUCER_ID_MAPPING
+        elif not valid:
+            error = E.PRODUCER_FENCED
+        elif txn.pending_in_progress and not fence:
+            error = E.CONCURRENT_TRANSACTIONS
+        elif state == S.ONGOING:
+            return self._prepare_end_v2(txn, owned, commit, fence, epoch, False)
+        elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            same = commit == (state == S.COMPLETE_COMMIT)
+            if retry:
+                error = 0 if same else E.INVALID_TXN_STATE
+            elif commit:
+                error = E.INVALID_TXN_STATE
+            else:
+                return self._prepare_end_v2(txn, owned, False, fence, epoch, True)
+        elif state == S.EMPTY and not commit:
+            return self._prepare_end_v2(txn, owned, False, fence, epoch, True)
+        elif state == S.PREPARE_COMMIT:
+            error = E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE
+        elif state == S.PREPARE_ABORT:
+            error = E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE
+        else:
+            error = E.INVALID_TXN_STATE
+        if fence:
+            txn.abort_pending()
+        if error:
+            return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        return 0, txn.producer_id, txn.producer_epoch   # a retry of a completed EndTxn
+
+    def _prepare_end_v2(self, txn: TransactionMetadata, owned: _Owned, commit: bool,
+                        fence: bool, epoch: int, nothing_added: bool):
+        """Write Prepare{Commit,Abort} with the bumped epoch (and a next producer id when
+        the epoch is exhausted); once durable, answer and start the markers."""
+        next_producer_id = NO_PRODUCER_ID
+        if not fence and txn.producer_epoch >= 0 and is_epoch_exhausted(txn.producer_epoch):
+            next_producer_id = self._next_producer_id()
+        if fence:
+            txn.pending = None
+            txn.producer_epoch = epoch
+            txn.last_producer_epoch = NO_PRODUCER_EPOCH
+        transit = txn.prepare_abort_or_commit(
+            S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, self._clock.time_ms(),
+            client_tv=TV_2,
+            next_producer_id=next_producer_id, no_partition_added=nothing_added)
+
+        def prepared(error: int):
+            if error:
+                if fence:
+                    txn.failed_epoch_fence = True
+                return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+            _cancel(self._timeouts.pop(txn.transactional_id, None))
+            if txn.next_producer_id != NO_PRODUCER_ID:
+                answer = (0, txn.next_producer_id, 0)
+            else:
+                answer = (0, txn.producer_id, txn.producer_epoch)
+            complete = txn.prepare_complete(self._clock.time_ms())
+            self._start_markers(txn, owned.coordinator_epoch, commit, complete)
+            return answer
+
+        return then(self._write(txn, owned, transit), prepared)
 
     def _end(self, txn: TransactionMetadata, owned: _Owned, epoch: int, commit: bool,
              from_client: bool):
@@ -369,7 +491,8 @@ class TransactionCoordinator:
         if job.remaining:
             results = self._markers.write(txn.producer_id, txn.producer_epoch,
                                           job.coordinator_epoch, job.commit,
-                                          sorted(job.remaining))
+                                          sorted(job.remaining),
+                                          transaction_version=txn.client_tv)
             for tp, code in results.items():
                 if code == 0 or code in (E.UNKNOWN_TOPIC_OR_PARTITION, E.INVALID_PRODUCER_EPOCH,
                                          E.TRANSACTION_COORDINATOR_FENCED):
@@ -411,7 +534,8 @@ class TransactionCoordinator:
         meanwhile the transition stays pending (CONCURRENT_TRANSACTIONS for others)."""
         stored = R.StoredTxn(transit.producer_id, transit.producer_epoch, transit.timeout_ms,
                              int(transit.state), transit.partitions, transit.last_update_ms,
-                             transit.start_ms)
+                             transit.start_ms, transit.last_producer_id,
+                             transit.next_producer_id, transit.client_tv)
         index = self.partition_for(txn.transactional_id)
         try:
             written = self._store.write(index, R.encode_key(txn.transactional_id),
@@ -483,7 +607,7 @@ class TransactionCoordinator:
                 self._timeouts[txn_id] = self._deadlines.schedule(
                     MARKER_RETRY_BACKOFF_MS, lambda: self._abort_if_timed_out(txn))
 
-        then(self._end(txn, owned, transit.producer_epoch, False, from_client=False), ended)
+        then(self._fence_and_abort(txn, owned, transit.producer_epoch), ended)
 
     def _expire_if_idle(self, txn: TransactionMetadata) -> None:
         txn_id = txn.transactional_id

@@ -22,7 +22,9 @@ TRANSACTION_COORDINATOR_FENCED.  Each partition is routed by this broker's metad
   UNSUPPORTED_FOR_MESSAGE_FORMAT drop the partition, as Kafka does.
 
 Per destination broker: one connection (``BrokerConnection``, reused, replaced after any
-failure), one WriteTxnMarkers v1 request in flight, and the queued markers of every
+failure), one WriteTxnMarkers request in flight (v1; v2, which carries each marker's
+transaction version, when a marker of a v2 transaction is in it: only a cluster whose
+brokers all serve transactions v2 has such transactions), and the queued markers of every
 transaction batched into it (one marker per producer id per request, since the answer is
 matched by producer id).  A failed request (connection, timeout) forgets its partitions'
 in-flight state, so the next call sends them again, and delays that broker's next request
@@ -61,6 +63,7 @@ HighWatermarkOf = Callable[[TopicPartition], int]
 #: coordinator retries (it is not one of its "done" codes).
 IN_FLIGHT = E.REQUEST_TIMED_OUT
 WRITE_TXN_MARKERS_VERSION = 1   # Kafka 3.9 at IBP 3.9 (flexible)
+WRITE_TXN_MARKERS_V2 = 2        # adds TransactionVersion per marker
 
 # Answers that finish a partition (kept and reported); anything else is sent again.
 _DONE = {0, E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED}
@@ -74,9 +77,7 @@ _IDLE_SENDER_S = 60.0
 _BACKOFF_MIN_S = 0.05
 _BACKOFF_MAX_S = 1.0
 
-_Request = REQUESTS[27][WRITE_TXN_MARKERS_VERSION]
-_Marker = _Request.WritableTxnMarker
-_MarkerTopic = _Marker.WritableTxnMarkerTopic
+_Requests = {v: REQUESTS[27][v] for v in (WRITE_TXN_MARKERS_VERSION, WRITE_TXN_MARKERS_V2)}
 
 
 @dataclass
@@ -127,12 +128,14 @@ class MarkerChannel:
         self._request_timeout_s = request_timeout_ms / 1000.0
         self._connect_timeout_s = connect_timeout_ms / 1000.0
         self._keys: dict[MarkerKey, _KeyState] = {}
+        self._versions: dict[MarkerKey, int] = {}   # transaction version 2 keys sent remotely
         self._destinations: dict[int, _Destination] = {}
         self._closed = False
 
     # -- the coordinator's side -----------------------------------------------------------
     def write(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-              commit: bool, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+              commit: bool, partitions: Iterable[TopicPartition],
+              transaction_version: int = 0) -> dict[TopicPartition, int]:
         key: MarkerKey = (producer_id, producer_epoch, coordinator_epoch, bool(commit))
         now = self._clock.monotonic_ms()
         self._sweep(now)
@@ -158,7 +161,8 @@ class MarkerChannel:
         if local:
             appended: dict = {}
             codes = self._local_write(producer_id, producer_epoch, coordinator_epoch,
-                                      bool(commit), local, appended=appended)
+                                      bool(commit), local, appended=appended,
+                                      transaction_version=transaction_version)
             results.update(codes)
             if appended:
                 state = self._keys.setdefault(key, _KeyState(now))
@@ -168,6 +172,8 @@ class MarkerChannel:
                         results[tp] = self._replicated(state, tp)
         if remote and not self._closed:
             state = self._keys.setdefault(key, _KeyState(now))
+            if transaction_version >= 2:
+                self._versions[key] = transaction_version
             for node_id, tps in remote.items():
                 self._enqueue(node_id, key, tps)
                 state.in_flight.update(tps)
@@ -178,6 +184,7 @@ class MarkerChannel:
             state.touched_ms = now
             if state.empty:
                 self._keys.pop(key, None)
+                self._versions.pop(key, None)
         return results
 
     def close(self) -> None:
@@ -189,6 +196,7 @@ class MarkerChannel:
                 dest.task.cancel()
         self._destinations.clear()
         self._keys.clear()
+        self._versions.clear()
 
     # -- introspection (tests, metrics) ----------------------------------------------------
     def pending_keys(self) -> int:
@@ -239,6 +247,7 @@ class MarkerChannel:
                  if s.empty or (not s.in_flight and now - s.touched_ms > _IDLE_KEY_MS)]
         for k in stale:
             del self._keys[k]
+            self._versions.pop(k, None)
 
     # -- one destination ------------------------------------------------------------------
     async def _run(self, dest: _Destination) -> None:
@@ -267,7 +276,7 @@ class MarkerChannel:
         if endpoint is None:   # the broker left: the next write routes the partitions again
             self._forget(batch)
             return
-        request = _build_request(batch)
+        request = _build_request(batch, self._versions)
         try:
             conn = await self._connection(dest, endpoint)
             response = await conn.send(request, self._client_id, self._request_timeout_s)
@@ -359,14 +368,22 @@ def _take_batch(queue: dict[MarkerKey, set[TopicPartition]]
     return batch
 
 
-def _build_request(batch: dict[MarkerKey, set[TopicPartition]]):
+def _build_request(batch: dict[MarkerKey, set[TopicPartition]], versions: dict[MarkerKey, int]):
+    """WriteTxnMarkers v1, or v2 (each marker's transaction version) when a key of the
+    batch is of a v2 transaction."""
+    v2 = any(key in versions for key in batch)
+    request = _Requests[WRITE_TXN_MARKERS_V2 if v2 else WRITE_TXN_MARKERS_VERSION]
+    marker_cls = request.WritableTxnMarker
     markers = []
-    for (producer_id, producer_epoch, coordinator_epoch, commit), tps in batch.items():
+    for key, tps in batch.items():
+        producer_id, producer_epoch, coordinator_epoch, commit = key
         topics: dict[str, list[int]] = {}
         for topic, partition in sorted(tps):
             topics.setdefault(topic, []).append(partition)
-        markers.append(_Marker(
+        extra = {"transaction_version": versions.get(key, 0)} if v2 else {}
+        markers.append(marker_cls(
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
             coordinator_epoch=coordinator_epoch,
-            topics=[_MarkerTopic(name=t, partition_indexes=ps) for t, ps in topics.items()]))
-    return _Request(markers=markers)
+            topics=[marker_cls.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
+                    for t, ps in topics.items()], **extra))
+    return request(markers=markers)

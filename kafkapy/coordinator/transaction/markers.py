@@ -5,7 +5,10 @@ type, value = version 0 + coordinator epoch; producer id/epoch of the
 transaction, sequence -1, transactional + control attributes) to each named
 partition this broker leads, exactly like Kafka's coordinator-origin append:
 - a marker whose producer epoch is below the partition's current epoch for
-  that producer -> INVALID_PRODUCER_EPOCH;
+  that producer -> INVALID_PRODUCER_EPOCH; a marker of a v2 transaction
+  (``transaction_version`` 2: its coordinator bumped the epoch for it) must be above
+  that epoch, except a marker at that epoch once the producer's transaction there is
+  over (a retry of a marker already written, written again), as Kafka 4's leader;
 - a coordinator epoch below the one last seen for the producer ->
   TRANSACTION_COORDINATOR_FENCED;
 - an ISR below the topic's min.insync.replicas -> NOT_ENOUGH_REPLICAS (acks=-1);
@@ -39,7 +42,8 @@ def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
                   coordinator_epoch: int, commit: bool,
                   partitions: Iterable[TopicPartition],
                   offsets_listeners: list[OffsetsListener] = (),
-                  appended: dict | None = None, replicate=None) -> dict[TopicPartition, int]:
+                  appended: dict | None = None, replicate=None,
+                  transaction_version: int = 0) -> dict[TopicPartition, int]:
     """{partition: error code}; ``appended`` (when given) receives the AppendResult of
     each written marker (its ``last_offset`` is what replication must reach).
 
@@ -51,7 +55,7 @@ def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
     offsets_done: list[tuple[TopicPartition, object]] = []
     for key in partitions:
         code, result = _write_one(replica_manager, clock, producer_id, producer_epoch,
-                                  coordinator_epoch, commit, key)
+                                  coordinator_epoch, commit, key, transaction_version)
         results[key] = code
         if code == 0 and appended is not None:
             appended[key] = result
@@ -70,7 +74,8 @@ def write_markers(replica_manager, clock, producer_id: int, producer_epoch: int,
 
 
 def _write_one(replica_manager, clock, producer_id: int, producer_epoch: int,
-               coordinator_epoch: int, commit: bool, key: TopicPartition) -> tuple[int, object]:
+               coordinator_epoch: int, commit: bool, key: TopicPartition,
+               transaction_version: int) -> tuple[int, object]:
     partition = replica_manager.partitions.get(key)
     if partition is None:
         # Known to the cache but not hosted (yet): a leader change in flight; the
@@ -89,6 +94,9 @@ def _write_one(replica_manager, clock, producer_id: int, producer_epoch: int,
     entry = partition.log.producer_state.last_entry(producer_id)
     if entry is not None and entry.coordinator_epoch > coordinator_epoch:
         return E.TRANSACTION_COORDINATOR_FENCED, None
+    if (transaction_version >= 2 and entry is not None and producer_epoch <= entry.epoch
+            and not (producer_epoch == entry.epoch and entry.current_txn_first_offset < 0)):
+        return E.INVALID_PRODUCER_EPOCH, None
     batch = build_control_batch(CONTROL_COMMIT if commit else CONTROL_ABORT, coordinator_epoch,
                                 producer_id, producer_epoch, clock.time_ms())
     result = partition.append_internal(batch)

@@ -1,16 +1,19 @@
-"""Keys and values of ``__transaction_state`` records, as Kafka 3.9 writes them.
+"""Keys and values of ``__transaction_state`` records, as Kafka 3.9 and 4.x write them.
 
 Schemas: ``protocol/TransactionLogKey.json`` / ``TransactionLogValue.json``,
 copied unmodified from Kafka.  Each key/value is an int16 version followed by
 the struct:
 
 - key: version 0, TransactionalId (string);
-- value: version 0 (Kafka writes 0 until transaction.version 2 is finalized):
-  ProducerId int64, ProducerEpoch int16, TransactionTimeoutMs int32,
+- value: version 0: ProducerId int64, ProducerEpoch int16, TransactionTimeoutMs int32,
   TransactionStatus int8 (``TxnState`` ids), TransactionPartitions
   ([topic, [partition]], null when the state is Empty),
   TransactionLastUpdateTimestampMs int64, TransactionStartTimestampMs int64;
-  version 1 (flexible) adds tagged fields, decoded but not written.
+  version 1 (flexible) adds the tagged fields PreviousProducerId (tag 0),
+  NextProducerId (tag 1) and ClientTransactionVersion (tag 2), each left out at its
+  default (-1, -1, 0).  A transaction of a v2 client (``client_tv`` 2) is written as
+  version 1, any other as version 0, so v1 transactions stay byte-identical to what
+  Kafka 3.9 writes; both versions are read (Kafka 3.9 reads version 1 too).
 - a null value (tombstone) removes an expired transactional id.
 
 kafka-python's loader wants a ``versions`` key on every field; the tagged-only
@@ -29,6 +32,7 @@ from kafkapy.protocol.schema_package import ensure_schema_package
 
 KEY_VERSION = 0
 VALUE_VERSION = 0
+FLEXIBLE_VALUE_VERSION = 1
 
 
 def _tagged_versions_as_versions(metacls, json):
@@ -61,6 +65,9 @@ class StoredTxn:
     partitions: frozenset  # of (topic, partition)
     last_update_ms: int
     start_ms: int
+    prev_producer_id: int = -1
+    next_producer_id: int = -1
+    client_tv: int = 0
 
 
 def encode_key(transactional_id: str) -> bytes:
@@ -69,20 +76,26 @@ def encode_key(transactional_id: str) -> bytes:
 
 
 def encode_value(txn: StoredTxn) -> bytes:
+    version = FLEXIBLE_VALUE_VERSION if txn.client_tv >= 2 else VALUE_VERSION
     if txn.state == TxnState.EMPTY:
         partitions = None
     else:
         by_topic: dict[str, list[int]] = {}
         for topic, index in sorted(txn.partitions):
             by_topic.setdefault(topic, []).append(index)
-        partitions = [_Partitions(version=VALUE_VERSION, topic=t, partition_ids=p)
+        partitions = [_Partitions(version=version, topic=t, partition_ids=p)
                       for t, p in by_topic.items()]
+    tagged = {}
+    if version >= FLEXIBLE_VALUE_VERSION:
+        tagged = dict(previous_producer_id=txn.prev_producer_id,
+                      next_producer_id=txn.next_producer_id,
+                      client_transaction_version=txn.client_tv)
     value = TransactionLogValue(
-        version=VALUE_VERSION, producer_id=txn.producer_id, producer_epoch=txn.producer_epoch,
+        version=version, producer_id=txn.producer_id, producer_epoch=txn.producer_epoch,
         transaction_timeout_ms=txn.timeout_ms, transaction_status=int(txn.state),
         transaction_partitions=partitions,
         transaction_last_update_timestamp_ms=txn.last_update_ms,
-        transaction_start_timestamp_ms=txn.start_ms)
+        transaction_start_timestamp_ms=txn.start_ms, **tagged)
     return bytes(value.encode())
 
 
@@ -103,6 +116,10 @@ def decode_value(data: bytes | None) -> StoredTxn | None:
     v = TransactionLogValue.decode(bytes(data))
     partitions = frozenset((p.topic, i) for p in (v.transaction_partitions or [])
                            for i in p.partition_ids)
+    flexible = version >= FLEXIBLE_VALUE_VERSION
     return StoredTxn(v.producer_id, v.producer_epoch, v.transaction_timeout_ms,
                      v.transaction_status, partitions, v.transaction_last_update_timestamp_ms,
-                     v.transaction_start_timestamp_ms)
+                     v.transaction_start_timestamp_ms,
+                     v.previous_producer_id if flexible else -1,
+                     v.next_producer_id if flexible else -1,
+                     v.client_transaction_version if flexible else 0)

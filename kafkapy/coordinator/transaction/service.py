@@ -14,7 +14,10 @@ Records are appended through ``Partition.append_internal`` (one batch per
 state change, CreateTime = now); markers go through ``marker_channel.MarkerChannel``:
 written here (``markers.write_markers``) to the partitions this broker leads,
 sent as WriteTxnMarkers to the leader of every other partition (whose handler
-calls ``write_markers`` on that broker).
+calls ``write_markers`` on that broker).  ``adder`` (``partition_adder.PartitionAdder``)
+is what the replica manager asks before a transactional append: it verifies with this
+broker's coordinator and adds a v2 client's partition through the coordinator wherever
+it runs.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from kafkapy.coordinator.internal_topic import (PartitionLoads, coordinator_node
 from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator, TxnSettings
 from kafkapy.coordinator.transaction.marker_channel import MarkerChannel
 from kafkapy.coordinator.transaction.markers import write_markers
+from kafkapy.coordinator.transaction.partition_adder import PartitionAdder
 from kafkapy.metadata.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.record import build_batch, decode_records
@@ -144,6 +148,12 @@ class TransactionService:
             self.markers, producer_ids.next_id,
             self._loop.call_soon, self._offsets_partition)
         self._loads = PartitionLoads(self._loop, TRANSACTION_STATE_TOPIC)
+        # What the replica manager asks before a transactional append (verification, and
+        # the partition a v2 client writes added to its transaction).
+        self.adder = PartitionAdder(
+            node_id, cache, self.coordinator,
+            request_timeout_ms=config["request.timeout.ms"],
+            connect_timeout_ms=config["socket.connection.setup.timeout.ms"])
 
     def start(self) -> None:
         self._cache.add_listener(self._on_topic_change)
@@ -155,9 +165,10 @@ class TransactionService:
         self._loads.cancel()
         self.coordinator.shutdown()
         self.markers.close()
+        self.adder.close()
 
     def write_markers(self, producer_id, epoch, coordinator_epoch, commit, partitions,
-                      appended: dict | None = None) -> dict:
+                      appended: dict | None = None, transaction_version: int = 0) -> dict:
         """Markers to partitions hosted here (the WriteTxnMarkers handler, and the local
         part of this coordinator's own markers)."""
         replicas = self._replicas
@@ -165,7 +176,8 @@ class TransactionService:
         return write_markers(replicas, self._clock, producer_id, epoch, coordinator_epoch,
                              commit, partitions, self.offsets_listeners, appended,
                              replicate=lambda key, result: replicated(replicas, key, result,
-                                                                      timeout_ms))
+                                                                      timeout_ms),
+                             transaction_version=transaction_version)
 
     def init_producer_id(self, ctx, request):
         """InitProducerId with a transactional id (routed here by its handler).

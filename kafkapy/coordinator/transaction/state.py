@@ -14,6 +14,14 @@ log); once the write succeeded ``complete(transit)`` installs it, else
 start (callers answer CONCURRENT_TRANSACTIONS).  PrepareEpochFence is never
 written: it is only ever a pending state, immediately followed by a
 PrepareAbort carrying the bumped epoch.
+
+Transactions v2 (``client_tv`` 2, the transaction version the client's EndTxn v5 /
+Produce v12 / TxnOffsetCommit v5 speak): PrepareCommit/PrepareAbort carry the epoch + 1
+(the markers are written with it and the client is answered it), and when the current
+epoch is exhausted a ``next_producer_id``, which Complete* installs at epoch 0;
+PrepareAbort may also follow Empty/Complete* (an abort with nothing added).  v1
+transitions keep the epoch.  Every completed transition overwrites the whole state
+(producer ids, epochs, version), as Kafka 4's completeTransitionTo.
 Single owner: only the coordinator, on the event loop, touches these objects.
 """
 from __future__ import annotations
@@ -27,6 +35,9 @@ from kafkapy.protocol.topic_partition import TopicPartition
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
+NO_PRODUCER_ID = -1
+TV_1 = 1        # transaction versions below 2 behave alike (Kafka's TV_0 / TV_1)
+TV_2 = 2
 
 
 class TxnState(enum.IntEnum):
@@ -59,7 +70,9 @@ VALID_PREVIOUS = {
     S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.PREPARE_COMMIT: {S.ONGOING},
-    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE},
+    # Empty / Complete* -> PrepareAbort: a v2 abort of a transaction that added nothing.
+    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
+                      S.COMPLETE_ABORT},
     S.COMPLETE_COMMIT: {S.PREPARE_COMMIT},
     S.COMPLETE_ABORT: {S.PREPARE_ABORT},
     S.DEAD: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
@@ -88,6 +101,12 @@ class TxnTransit:
     partitions: frozenset
     start_ms: int
     last_update_ms: int
+    next_producer_id: int = NO_PRODUCER_ID
+    client_tv: int = 0
+
+
+def supports_epoch_bump(client_tv: int) -> bool:
+    return client_tv >= TV_2
 
 
 class TransactionMetadata:
@@ -95,7 +114,8 @@ class TransactionMetadata:
                  timeout_ms: int, state: TxnState = TxnState.EMPTY,
                  partitions=(), start_ms: int = -1, last_update_ms: int = -1,
                  last_producer_id: int = NO_PRODUCER_ID,
-                 last_producer_epoch: int = NO_PRODUCER_EPOCH) -> None:
+                 last_producer_epoch: int = NO_PRODUCER_EPOCH,
+                 next_producer_id: int = NO_PRODUCER_ID, client_tv: int = 0) -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.last_producer_id = last_producer_id
@@ -106,12 +126,14 @@ class TransactionMetadata:
         self.partitions: set[TopicPartition] = set(partitions)
         self.start_ms = start_ms
         self.last_update_ms = last_update_ms
+        self.next_producer_id = next_producer_id
+        self.client_tv = client_tv
         self.pending: TxnState | None = None
         self.failed_epoch_fence = False
 
     def __repr__(self) -> str:
         return (f"Txn({self.transactional_id!r}, pid={self.producer_id}, "
-                f"epoch={self.producer_epoch}, {self.state.display_name}, "
+                f"epoch={self.producer_epoch}, tv={self.client_tv}, {self.state.display_name}, "
                 f"pending={self.pending and self.pending.display_name}, "
                 f"partitions={sorted(self.partitions)})")
 
@@ -130,7 +152,7 @@ class TransactionMetadata:
         bumped = self.producer_epoch if self.failed_epoch_fence else self.producer_epoch + 1
         return self._prepare(S.PREPARE_EPOCH_FENCE, self.producer_id, bumped, NO_PRODUCER_EPOCH,
                              self.timeout_ms, frozenset(self.partitions), self.start_ms,
-                             self.last_update_ms)
+                             self.last_update_ms, client_tv=self.client_tv)
 
     def prepare_increment_producer_epoch(self, timeout_ms: int, expected_epoch: int | None,
                                          now_ms: int) -> TxnTransit | int:
@@ -157,33 +179,54 @@ class TransactionMetadata:
                              self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
                              timeout_ms, frozenset(), -1, now_ms)
 
-    def prepare_add_partitions(self, added, now_ms: int) -> TxnTransit:
+    def prepare_add_partitions(self, added, now_ms: int, client_tv: int | None = None
+                               ) -> TxnTransit:
+        """``client_tv``: the version of the request adding them (None: unchanged)."""
         start = now_ms if self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT) \
             else self.start_ms
         return self._prepare(S.ONGOING, self.producer_id, self.producer_epoch,
                              self.last_producer_epoch, self.timeout_ms,
-                             frozenset(self.partitions) | frozenset(added), start, now_ms)
+                             frozenset(self.partitions) | frozenset(added), start, now_ms,
+                             client_tv=self.client_tv if client_tv is None else client_tv)
 
-    def prepare_abort_or_commit(self, new_state: TxnState, now_ms: int) -> TxnTransit:
-        return self._prepare(new_state, self.producer_id, self.producer_epoch,
-                             self.last_producer_epoch, self.timeout_ms,
-                             frozenset(self.partitions), self.start_ms, now_ms)
+    def prepare_abort_or_commit(self, new_state: TxnState, now_ms: int, client_tv: int = 0,
+                                next_producer_id: int = NO_PRODUCER_ID,
+                                no_partition_added: bool = False) -> TxnTransit:
+        """v2 (``client_tv`` 2): the epoch + 1 (kept at Short.MaxValue for an abort of an
+        epoch already there), the current epoch as the last one, ``next_producer_id`` when
+        the epoch is exhausted; an abort with nothing added starts now."""
+        if supports_epoch_bump(client_tv):
+            stuck = self.producer_epoch == MAX_EPOCH and new_state == S.PREPARE_ABORT
+            epochs = (self.producer_epoch if stuck else self.producer_epoch + 1,
+                      self.producer_epoch)
+        else:
+            epochs = (self.producer_epoch, self.last_producer_epoch)
+        return self._prepare(new_state, self.producer_id, epochs[0], epochs[1],
+                             self.timeout_ms, frozenset(self.partitions),
+                             now_ms if no_partition_added else self.start_ms, now_ms,
+                             next_producer_id=next_producer_id, client_tv=client_tv)
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
+        """Complete*; a v2 transaction that rolled its producer id moves to it at epoch 0."""
         new_state = S.COMPLETE_COMMIT if self.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
         self.failed_epoch_fence = False
-        return self._prepare(new_state, self.producer_id, self.producer_epoch,
+        if supports_epoch_bump(self.client_tv) and self.next_producer_id != NO_PRODUCER_ID:
+            producer_id, epoch = self.next_producer_id, 0
+        else:
+            producer_id, epoch = self.producer_id, self.producer_epoch
+        return self._prepare(new_state, producer_id, epoch,
                              self.last_producer_epoch, self.timeout_ms, frozenset(),
-                             self.start_ms, now_ms)
+                             self.start_ms, now_ms, client_tv=self.client_tv)
 
     def prepare_dead(self) -> TxnTransit:
         return self._prepare(S.DEAD, self.producer_id, self.producer_epoch,
                              self.last_producer_epoch, self.timeout_ms, frozenset(),
-                             self.start_ms, self.last_update_ms)
+                             self.start_ms, self.last_update_ms, client_tv=self.client_tv)
 
     def _prepare(self, new_state: TxnState, producer_id: int, epoch: int, last_epoch: int,
                  timeout_ms: int, partitions: frozenset, start_ms: int,
-                 now_ms: int) -> TxnTransit:
+                 now_ms: int, next_producer_id: int = NO_PRODUCER_ID,
+                 client_tv: int | None = None) -> TxnTransit:
         if self.pending is not None:
             raise IllegalTransition(f"{self}: transition to {new_state.display_name} while "
                                     f"{self.pending.display_name} is pending")
@@ -196,7 +239,8 @@ class TransactionMetadata:
                                     f"{self.state.display_name}")
         self.pending = new_state
         return TxnTransit(producer_id, self.producer_id, epoch, last_epoch, timeout_ms,
-                          new_state, partitions, start_ms, now_ms)
+                          new_state, partitions, start_ms, now_ms, next_producer_id,
+                          self.client_tv if client_tv is None else client_tv)
 
     # -- completing ------------------------------------------------------------------------
     def abort_pending(self) -> None:
@@ -222,14 +266,25 @@ class TransactionMetadata:
             self.start_ms = t.start_ms
             self.partitions |= t.partitions
         elif to in (S.PREPARE_ABORT, S.PREPARE_COMMIT):
-            if self.partitions != t.partitions or self.start_ms != t.start_ms:
+            empty_abort = (to == S.PREPARE_ABORT and supports_epoch_bump(t.client_tv)
+                           and self.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT))
+            if self.partitions != t.partitions or (self.start_ms != t.start_ms
+                                                   and not empty_abort):
                 raise IllegalTransition(f"{self}: bad {to.display_name} transit {t}")
+            self.start_ms = t.start_ms
         elif to in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
             self.start_ms = t.start_ms
             self.partitions.clear()
         else:
             raise IllegalTransition(f"{self}: cannot complete a transition to "
                                     f"{to.display_name}")
+        if to != S.EMPTY:
+            self.producer_id = t.producer_id
+            self.producer_epoch = t.producer_epoch
+            self.last_producer_epoch = t.last_producer_epoch
+            self.last_producer_id = t.last_producer_id
+        self.next_producer_id = t.next_producer_id
+        self.client_tv = t.client_tv
         self.last_update_ms = t.last_update_ms
         self.pending = None
         self.state = to

@@ -66,7 +66,8 @@ class Harness:
                                      high_watermark_of=lambda tp: self.hw.get(tp, 1 << 40))
         self.fakes: dict[int, FakeBroker] = {}
 
-    def _local_write(self, pid, epoch, coordinator_epoch, commit, partitions, appended):
+    def _local_write(self, pid, epoch, coordinator_epoch, commit, partitions, appended,
+                     transaction_version=0):
         self.local.append((pid, epoch, coordinator_epoch, commit, sorted(partitions)))
         codes = {tp: self.local_codes.get(tp, 0) for tp in partitions}
         for tp, code in codes.items():

@@ -1,0 +1,154 @@
+"""A partition leader adding a partition to a producer's transaction (transactions v2).
+
+Kafka's AddPartitionsToTxnManager with the add-partition operation: a v2 client
+(Produce v12, TxnOffsetCommit v5) sends no AddPartitionsToTxn; the leader of the
+partition it writes asks the transaction coordinator to add the partition before the
+append.  ``PartitionAdder.add(transactional_id, producer_id, epoch, tp)`` answers the
+coordinator's error code for the partition (0: in the transaction now), at once or as a
+future of it:
+- the id's ``__transaction_state`` partition led here: the in-process coordinator's
+  ``add_partitions`` with transaction version 2 (a future while the Ongoing state
+  replicates);
+- led by another broker: AddPartitionsToTxn v5 (the inter-broker batch form, one
+  transaction, VerifyOnly false) to that broker, whose handler does the same; a failed
+  connection or request, or a request timeout, answers NETWORK_EXCEPTION and the
+  connection is replaced on the next call;
+- no leader known: COORDINATOR_NOT_AVAILABLE.
+The caller maps the code for its client (``replication.txn_verification.failure``).
+
+Also the replica manager's ``Verifier``: ``partition_for`` and ``verify_partitions`` are
+the coordinator's (transaction verification of v3-11 produces asks only a coordinator
+led here).  One connection per coordinator broker, requests pipelined on it; everything
+runs on the event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Iterable
+
+import structlog
+
+from kafkapy.coordinator.transaction.state import TV_2
+from kafkapy.metadata.topics import TRANSACTION_STATE_TOPIC
+from kafkapy.network.client import BrokerConnection
+from kafkapy.protocol.errors import ErrorCode as E
+from kafkapy.protocol.messages import REQUESTS
+from kafkapy.protocol.topic_partition import TopicPartition
+
+if TYPE_CHECKING:   # annotations only
+    from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator
+    from kafkapy.metadata.cache import MetadataCache
+
+_log = structlog.get_logger("kafkapy.coordinator.transaction.partition_adder")
+
+ADD_PARTITIONS_VERSION = 5
+_Request = REQUESTS[24][ADD_PARTITIONS_VERSION]
+_Txn = _Request.AddPartitionsToTxnTransaction
+_Topic = _Request.AddPartitionsToTxnTopic
+
+
+class PartitionAdder:
+    """See the module docstring."""
+
+    def __init__(self, node_id: int, cache: MetadataCache, coordinator: TransactionCoordinator,
+                 *, request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000) -> None:
+        self._node_id = node_id
+        self._cache = cache
+        self._coordinator = coordinator
+        self._client_id = f"broker-{node_id}-add-partitions"
+        self._request_timeout_s = request_timeout_ms / 1000.0
+        self._connect_timeout_s = connect_timeout_ms / 1000.0
+        self._connections: dict[int, asyncio.Future] = {}
+        self._closed = False
+
+    # -- the replica manager's Verifier ---------------------------------------------------
+    def partition_for(self, transactional_id: str) -> int:
+        return self._coordinator.partition_for(transactional_id)
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._coordinator.verify_partitions(transactional_id, producer_id, epoch,
+                                                   partitions)
+
+    def add(self, transactional_id: str, producer_id: int, epoch: int, tp: TopicPartition):
+        """The coordinator's error code for adding ``tp`` (0: added), or a future of it."""
+        state = self._cache.partition(TRANSACTION_STATE_TOPIC,
+                                      self._coordinator.partition_for(transactional_id or ""))
+        if state is None or state.leader < 0:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if state.leader == self._node_id:
+            return self._coordinator.add_partitions(transactional_id, producer_id, epoch,
+                                                    [tp], client_tv=TV_2)
+        if state.leader not in self._cache.brokers or self._closed:
+            return E.COORDINATOR_NOT_AVAILABLE
+        return asyncio.ensure_future(self._remote(state.leader, transactional_id, producer_id,
+                                                  epoch, tp))
+
+    def close(self) -> None:
+        self._closed = True
+        for pending in self._connections.values():
+            if pending.done() and not pending.cancelled() and pending.exception() is None:
+                pending.result().close()
+            else:
+                pending.cancel()
+        self._connections.clear()
+
+    # -- another broker's coordinator -------------------------------------------------------
+    async def _remote(self, node_id: int, transactional_id: str, producer_id: int, epoch: int,
+                      tp: TopicPartition) -> int:
+        request = _Request(transactions=[_Txn(
+            transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
+            verify_only=False, topics=[_Topic(name=tp[0], partitions=[tp[1]])])])
+        try:
+            conn = await self._connection(node_id)
+            response = await conn.send(request, self._client_id, self._request_timeout_s)
+        except (ConnectionError, asyncio.TimeoutError, OSError) as exc:
+            self._drop(node_id)
+            _log.info("adding a partition to a transaction failed", coordinator=node_id,
+                      transactional_id=transactional_id, partition=tp, error=repr(exc))
+            return E.NETWORK_EXCEPTION
+        return _partition_error(response, transactional_id, tp)
+
+    async def _connection(self, node_id: int) -> BrokerConnection:
+        pending = self._connections.get(node_id)
+        if pending is not None and pending.done() and (
+                pending.cancelled() or pending.exception() is not None
+                or not pending.result().connected):
+            self._drop(node_id)
+            pending = None
+        if pending is None:
+            pending = asyncio.ensure_future(self._connect(node_id))
+            self._connections[node_id] = pending
+        return await asyncio.shield(pending)
+
+    async def _connect(self, node_id: int) -> BrokerConnection:
+        endpoint = self._cache.brokers.get(node_id)
+        if endpoint is None:
+            raise ConnectionError(f"broker {node_id} is not alive")
+        conn = BrokerConnection(client_id=self._client_id,
+                                request_timeout_s=self._request_timeout_s)
+        await conn.connect(endpoint.host, endpoint.port, self._connect_timeout_s)
+        return conn
+
+    def _drop(self, node_id: int) -> None:
+        pending = self._connections.pop(node_id, None)
+        if pending is None:
+            return
+        if pending.done() and not pending.cancelled() and pending.exception() is None:
+            pending.result().close()
+        elif not pending.done():
+            pending.cancel()
+
+
+def _partition_error(response, transactional_id: str, tp: TopicPartition) -> int:
+    """The answer's code for ``tp`` (the top-level error when there is one)."""
+    if response.error_code:
+        return response.error_code
+    for txn in response.results_by_transaction:
+        if txn.transactional_id != transactional_id:
+            continue
+        for topic in txn.topic_results:
+            for p in topic.results_by_partition:
+                if (topic.name, p.partition_index) == tuple(tp):
+                    return p.partition_error_code
+    return E.UNKNOWN
