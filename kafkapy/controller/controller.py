@@ -18,6 +18,7 @@ AlterPartition                              ``alter_partition``
 ElectLeaders, the preferred election znode  ``elect_leaders``
 auto leader rebalance                       ``leader_rebalance`` (the timer is here)
 ControlledShutdown                          ``controlled_shutdown``
+UpdateFeatures (``/feature``)               ``feature_updates``
 AllocateProducerIds                         ``producer_id_blocks``
 partition reassignment                      ``reassignment``
 topic deletion                              ``topic_deletion``
@@ -59,6 +60,7 @@ from kafkapy.controller import (
     leader_rebalance, notifications, topic_changes)
 from kafkapy.controller.context import ControllerContext, PartitionStateName
 from kafkapy.controller.controlled_shutdown import process_controlled_shutdown
+from kafkapy.controller.feature_updates import FeatureUpdate, process_feature_updates
 from kafkapy.controller.feature_versioning import setup_feature_versioning
 from kafkapy.controller.machinery import ControllerMachinery, build_machinery
 from kafkapy.controller.producer_id_blocks import allocate_producer_ids
@@ -66,7 +68,7 @@ from kafkapy.controller.request_batch import BatchStateError
 from kafkapy.controller.watches import ControllerWatches
 from kafkapy.controller.zk_writes import ControllerMovedError
 from kafkapy.metadata import paths
-from kafkapy.metadata.features import FinalizedFeatureCache
+from kafkapy.metadata.features import SUPPORTED_FEATURES, FinalizedFeatureCache
 from kafkapy.metadata.store import STORE_UNAVAILABLE, MetadataStore
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.topic_partition import TopicPartition
@@ -236,6 +238,15 @@ class KafkaController:
         return await self._submit(ev.AllocateProducerIds(broker_id=broker_id,
                                                          broker_epoch=broker_epoch))
 
+    async def update_features(self, updates: list[FeatureUpdate], validate_only: bool,
+                              served: dict[str, int]):
+        """UpdateFeatures, answered on the event queue (``feature_updates``):
+        ``{feature: (error_code, message)}``, or ``(NOT_CONTROLLER, message)``."""
+        if self._queue is None or self._stopped:
+            return ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
+        return await self._submit(ev.UpdateFeatures(
+            updates=list(updates), validate_only=validate_only, served=dict(served)))
+
     def enable_topic_unclean_leader_election(self, topic: str) -> None:
         """``unclean.leader.election.enable`` became true for ``topic``."""
         self._enqueue(ev.TopicUncleanLeaderElectionEnable(topic=topic))
@@ -353,6 +364,8 @@ class KafkaController:
                 return m.reassign.process_api(reassignments)
             case ev.ListPartitionReassignments(partitions=partitions):
                 return m.reassign.list(partitions)
+            case ev.UpdateFeatures():
+                return self._update_features(event)
             case ev.ZkPartitionReassignment(created=created):
                 # Kafka acts on the legacy znode's creation only; other watch events
                 # just re-arm the exists watch.
@@ -380,6 +393,8 @@ class KafkaController:
                 event.complete(alter_partition.error_response(version, ErrorCode.UNKNOWN))
             case ev.ApiPartitionReassignment() | ev.ListPartitionReassignments():
                 event.complete((ErrorCode.UNKNOWN, None))
+            case ev.UpdateFeatures():
+                event.complete((ErrorCode.UNKNOWN, str(exc)))
             case ev.AllocateProducerIds():
                 # Kafka's Errors.forException of a failed getNewProducerIdBlock
                 event.complete((ErrorCode.UNKNOWN, None))
@@ -562,6 +577,17 @@ class KafkaController:
                   live_brokers=sorted(self.ctx.live_broker_ids()),
                   topics=len(self.ctx.assignments), partitions=self.ctx.partition_count())
 
+    def _update_features(self, event: ev.UpdateFeatures):
+        """Kafka's processFeatureUpdatesWithActiveController over this broker's cache."""
+        if self._features is None:
+            return ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
+        return process_feature_updates(
+            self.store, self._features, updates=event.updates,
+            validate_only=event.validate_only, supported=SUPPORTED_FEATURES,
+            brokers=[b.features for b in self.ctx.live_brokers.values()],
+            served=event.served,
+            inter_broker_protocol=str(self._config["inter.broker.protocol.version"]))
+
     # -- auto leader rebalance (the timer; the check is leader_rebalance's) -------------
     def _schedule_auto_leader_rebalance(self, delay_s: float) -> None:
         if self._rebalance_timer is not None:
@@ -591,7 +617,8 @@ def _not_controller_answer(event: ev.ControllerEvent):
             return {tp: (ErrorCode.NOT_CONTROLLER, None) for tp in partitions or ()}
         case ev.AlterPartitionReceived(version=version):
             return alter_partition.error_response(version, ErrorCode.NOT_CONTROLLER)
-        case ev.ApiPartitionReassignment() | ev.ListPartitionReassignments():
+        case ev.ApiPartitionReassignment() | ev.ListPartitionReassignments() | \
+                ev.UpdateFeatures():
             return ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
         case ev.AllocateProducerIds():
             # Kafka's preempt leaves it unanswered until the broker's request times out;

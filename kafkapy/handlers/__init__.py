@@ -89,6 +89,8 @@ HANDLER_MODULES = (
     "alter_partition",
     # from a broker to the controller: producer id blocks
     "allocate_producer_ids",
+    # finalized features (/feature), at the controller
+    "update_features",
     # ACLs: SECURITY_DISABLED without an authorizer (Kafka's default), else the
     # AclAuthorizer's (kafkapy.security.authorizer), which the handlers consult through
     # kafkapy.security.authz

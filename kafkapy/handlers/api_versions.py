@@ -6,20 +6,20 @@ ranges, so the client can retry at a version we support (done by the
 connection before decoding).  v3+ requests carry the client's software name and
 version; malformed ones get INVALID_REQUEST and, as in Kafka, no API list.
 
-Features: a ZooKeeper-mode Kafka 3.9 broker supports and finalizes none.  kafkapy serves
-the consumer group protocol (KIP-848) and share groups (KIP-932), which a Kafka 4.x broker
-serves only while its ``group.version`` / ``share.version`` feature is at level 1 or above
-(KafkaApis' isConsumerGroupProtocolEnabled / isShareGroupProtocolEnabled), so kafkapy
-answers as such a broker would (``SERVED_FEATURES``): each supported at levels 0-1 (listed
-from v4 only: below v4 Kafka leaves out a feature whose minimum level is 0, which older
-clients cannot read) and finalized at level 1 -- ``share.version`` only while share groups
-are served (``group.coordinator.rebalance.protocols`` lists ``share``), else it is at level
-0, which is not listed.  These are added to what ``/feature`` finalizes (the
-``FinalizedFeatureCache``'s features and epoch, kept as they are), so the answer stays
-right if ``/feature`` finalizes other features; a finalized level of 0 is not listed, as
-Kafka leaves it out.  While share groups are not served the share group APIs a client
-speaks (ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge: 76-79) are
-left out of the list, as a Kafka 4.2 broker without ``share.version`` leaves them out.
+Features: a ZooKeeper-mode Kafka 3.9 broker supports and finalizes none.  A kafkapy
+broker supports ``metadata.features.SUPPORTED_FEATURES`` (``transaction.version`` 0-2,
+``group.version`` 0-1, ``share.version`` 0-1; listed from v4 only: below v4 Kafka leaves out
+a feature whose minimum level is 0, which older clients cannot read).  Finalized: the
+levels ``metadata.features.finalized_levels`` gives -- what ``/feature`` holds (the
+``FinalizedFeatureCache``; UpdateFeatures changes it), with ``group.version`` at 1 and
+``share.version`` at 1 while share groups are served (``group.coordinator.rebalance.protocols``
+lists ``share``), as a Kafka 4.x broker serves the consumer group protocol and share groups
+only at those levels (KafkaApis' isConsumerGroupProtocolEnabled / isShareGroupProtocolEnabled);
+``transaction.version`` is 0 until an operator upgrades it.  A level of 0 is not listed, as
+Kafka leaves it out; the epoch is the cache's (the znode's version).  While share groups are
+not served the share group APIs a client speaks (ShareGroupHeartbeat, ShareGroupDescribe,
+ShareFetch, ShareAcknowledge: 76-79) are left out of the list, as a Kafka 4.2 broker
+without ``share.version`` leaves them out.
 
 Every connection's first request is this one, so the answer is encoded once per
 (registry, version, finalized features) and kept: a request then costs a header splice
@@ -33,6 +33,7 @@ import re
 import struct
 
 from kafkapy.handlers.share_group_heartbeat import share_protocol_enabled
+from kafkapy.metadata.features import SUPPORTED_FEATURES, finalized_levels
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -40,11 +41,7 @@ API_KEY = 18
 MIN_VERSION = 0
 MAX_VERSION = 4
 
-#: The features kafkapy serves whatever ``/feature`` holds: name -> (min, max level); each
-#: is finalized at its max level.
-SERVED_FEATURES = {"group.version": (0, 1), "share.version": (0, 1)}
-#: What is served only with share groups on: the feature, and the APIs a client speaks.
-SHARE_FEATURE = "share.version"
+#: The share group APIs a client speaks, listed only with share groups on.
 SHARE_APIS = frozenset({76, 77, 78, 79})
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
@@ -123,26 +120,24 @@ def handle(ctx, request):
 
 
 def _supported_features(version: int) -> list:
-    """``SERVED_FEATURES``; below v4 without those whose minimum level is 0 (Kafka's
+    """``SUPPORTED_FEATURES``; below v4 without those whose minimum level is 0 (Kafka's
     maybeFilterSupportedFeatureKeys)."""
     return [_Response.SupportedFeatureKey(name=name, min_version=low, max_version=high)
-            for name, (low, high) in SERVED_FEATURES.items() if version >= 4 or low > 0]
+            for name, (low, high) in sorted(SUPPORTED_FEATURES.items())
+            if version >= 4 or low > 0]
 
 
 def _finalized_features(services, share_groups: bool) -> tuple[int, list]:
     """The ``/feature`` znode's version while it is Enabled (0 once a controller created
-    it), else -1 (``metadata.features``), and its finalized features with
-    ``SERVED_FEATURES`` at their max levels (``share.version`` at 0 without share groups);
-    a level of 0 is not listed (Kafka's createFinalizedFeatureKeys)."""
+    it), else -1 (``metadata.features``), and the effective finalized levels; a level of
+    0 is not listed (Kafka's createFinalizedFeatureKeys)."""
     cache = services.features
     # not started yet (no store's view): as created
     epoch, stored = (0, {}) if cache is None else (cache.epoch, cache.features)
-    levels = {**stored, **{name: high for name, (_, high) in SERVED_FEATURES.items()}}
-    if not share_groups:
-        levels[SHARE_FEATURE] = 0
+    levels = finalized_levels(stored, share_groups)
     return epoch, [_Response.FinalizedFeatureKey(name=name, max_version_level=level,
                                                  min_version_level=level)
-                   for name, level in levels.items() if level > 0]
+                   for name, level in sorted(levels.items()) if level > 0]
 
 
 def unsupported_version_response(apis: dict, correlation_id: int) -> bytes:

@@ -7,10 +7,18 @@ for ApiVersions (``FinalizedFeatures`` / ``FinalizedFeaturesEpoch``):
    epoch -1 (Kafka's ``clearFeatures``; ApiVersions then leaves the epoch tag out);
  - Enabled: its features and epoch = the znode's zk version (0 right after the
    controller created it, as Kafka's ``enableFeatureVersioning`` does on failover).
-A ZooKeeper-mode broker supports no features (Kafka's ``BrokerFeatures.createEmpty``),
-so finalized features that are not empty are incompatible: Kafka's cache refuses them
-(and its listener thread exits the broker); kafkapy logs an error and keeps the previous
-view instead of stopping.
+A Kafka 3.9 ZooKeeper-mode broker supports no features (``BrokerFeatures.createEmpty``);
+a kafkapy broker supports ``SUPPORTED_FEATURES`` (registered in ``/brokers/ids/<id>`` and
+listed by ApiVersions).  Finalized features outside them are incompatible (Kafka's
+``BrokerFeatures.incompatibleFeatures``: an unknown feature, or a level outside its
+range): Kafka's cache refuses them (and its listener thread exits the broker); kafkapy
+logs an error and keeps the previous view instead of stopping.
+
+Effective levels (``finalized_levels``): what ``/feature`` holds; a feature absent from
+it is at its served default (``served_levels``): ``group.version`` 1 (kafkapy serves the
+consumer group protocol), ``share.version`` 1 while share groups are served (else 0),
+``transaction.version`` 0.  ``group.version`` and ``share.version`` follow broker config
+(``group.coordinator.rebalance.protocols``), so they never go to ``/feature``.
 
 Invariants: the data watch is re-armed on every read (watches are one-shot) and after a
 new store session; callbacks run on the event loop (the store delivers them there), so
@@ -30,12 +38,50 @@ _log = structlog.get_logger("kafkapy.metadata.features")
 
 UNKNOWN_EPOCH = -1
 
+GROUP_VERSION = "group.version"
+SHARE_VERSION = "share.version"
+TRANSACTION_VERSION = "transaction.version"
+
+#: What a kafkapy broker supports: name -> (min level, max level).
+SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
+    GROUP_VERSION: (0, 1), SHARE_VERSION: (0, 1), TRANSACTION_VERSION: (0, 2)}
+#: Features whose level follows broker config rather than ``/feature``.
+CONFIG_FEATURES = frozenset({GROUP_VERSION, SHARE_VERSION})
+
+
+def served_levels(share_groups: bool) -> dict[str, int]:
+    """The levels of the features that follow broker config."""
+    return {GROUP_VERSION: 1, SHARE_VERSION: 1 if share_groups else 0}
+
+
+def finalized_levels(stored: Mapping[str, int], share_groups: bool) -> dict[str, int]:
+    """Every supported feature's effective level: ``stored`` (``/feature``) with the
+    config features at their served levels and the rest defaulting to 0."""
+    levels = {name: 0 for name in SUPPORTED_FEATURES}
+    levels.update(stored)
+    levels.update(served_levels(share_groups))
+    return levels
+
+
+def incompatible(supported: Mapping[str, tuple[int, int]],
+                 finalized: Mapping[str, int]) -> dict[str, int]:
+    """The finalized features ``supported`` cannot run: unknown, or a level outside the
+    supported range (Kafka's BrokerFeatures.incompatibleFeatures)."""
+    out = {}
+    for name, level in finalized.items():
+        low, high = supported.get(name, (1, 0))
+        if not low <= level <= high:
+            out[name] = level
+    return out
+
 
 class FinalizedFeatureCache:
     """``features`` (name -> level) and ``epoch`` of the cluster's ``/feature`` znode."""
 
-    def __init__(self, store) -> None:
+    def __init__(self, store,
+                 supported: Mapping[str, tuple[int, int]] = SUPPORTED_FEATURES) -> None:
         self._store = store
+        self._supported = supported
         self.features: Mapping[str, int] = {}
         self.epoch = UNKNOWN_EPOCH
         self._stopped = False
@@ -64,10 +110,11 @@ class FinalizedFeatureCache:
             return self._clear("unreadable")
         if node.status != paths.FEATURE_ENABLED:
             return self._clear("disabled")
-        if node.features:
-            # nothing is supported in ZooKeeper mode (Kafka: FeatureCacheUpdateException)
-            _log.error("finalized features incompatible with this broker (it supports "
-                       "none); keeping the previous view", finalized=dict(node.features),
+        refused = incompatible(self._supported, node.features)
+        if refused:
+            # Kafka: FeatureCacheUpdateException (and its broker exits)
+            _log.error("finalized features incompatible with this broker; keeping the "
+                       "previous view", incompatible=refused, supported=dict(self._supported),
                        epoch=node.epoch)
             return
         if node.epoch < self.epoch:

@@ -9,7 +9,9 @@ id stored in the log dirs' ``meta.properties`` is reused; with none stored and
 range users configure.
 
 Registration: the ephemeral ``/brokers/ids/<id>`` with Kafka 3.9's JSON (version 5:
-endpoints, listener map, rack, features), byte for byte as a Kafka 3.9 broker writes it: Kafka
+endpoints, listener map, rack, features), byte for byte as a Kafka 3.9 broker writes it
+(except ``features``: a Kafka 3.9 ZooKeeper-mode broker registers none, a kafkapy broker its
+``SUPPORTED_FEATURES``, as Kafka's BrokerFeatures would write them): Kafka
 builds it in a Scala ``collection.mutable.Map`` (a 16-bucket hash table for these <= 9 keys)
 and Jackson writes that map in its iteration order, so the keys come in that order
 (``paths.mutable_map_order``), not in the order they are added.  (The listener map, a Scala
@@ -27,6 +29,7 @@ import socket
 from kafkapy.log.meta_properties import read_meta_properties
 from kafkapy.metadata import paths
 from kafkapy.metadata.ephemeral import claim
+from kafkapy.metadata.features import SUPPORTED_FEATURES
 from kafkapy.metadata.store import MetadataStoreError, NodeExistsError, NoNodeError
 
 
@@ -74,7 +77,8 @@ async def register_broker(store, config, node_id: int, timestamp_ms: int,
                           wait_ms: int) -> int:
     """Create ``/brokers/ids/<id>`` for this session; returns the broker epoch (czxid)."""
     payload = kafka_ordered_registration(paths.encode_broker_registration(
-        advertised_endpoints(config), timestamp_ms, rack=config["broker.rack"]))
+        advertised_endpoints(config), timestamp_ms, rack=config["broker.rack"],
+        features=SUPPORTED_FEATURES))
     stat = await claim(store, paths.broker_path(node_id), payload, wait_ms,
                        lambda _data: f" (broker {node_id} is registered by another session)")
     return stat.czxid

@@ -37,7 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from kafkapy.jvm import champ_improve, hashmap_spread, scala_mutable_hash_order, string_hash
+from kafkapy.jvm import (
+    champ_improve, hashmap_spread, java_hash_order, scala_mutable_hash_order, string_hash)
 from kafkapy.metadata.leader_and_isr import LEADER_RECOVERED, LEADER_RECOVERING, LeaderAndIsr
 from kafkapy.metadata.store import MetadataStore, NodeExistsError, NoNodeError, Stat
 from kafkapy.protocol.topic_partition import TopicPartition
@@ -439,9 +440,16 @@ def encode_broker_registration(endpoints: Sequence[EndPoint], timestamp_ms: int,
     if rack is not None and version >= 3:
         obj["rack"] = rack
     if version >= 5:
-        obj["features"] = {name: {"min_version": int(lo), "max_version": int(hi)}
-                           for name, (lo, hi) in (features or {}).items()}
+        # Kafka: Features.toMap, java.util.HashMaps (of the features, of each range)
+        features = features or {}
+        obj["features"] = {name: _ordered({"min_version": int(features[name][0]),
+                                           "max_version": int(features[name][1])},
+                                          _RANGE_KEY_ORDER)
+                           for name in java_hash_order(features, string_hash)}
     return _dumps(obj)
+
+
+_RANGE_KEY_ORDER = java_hash_order(["min_version", "max_version"], string_hash)
 
 
 def parse_endpoint(s: str, protocol_map: Mapping[str, str] | None = None) -> EndPoint:

@@ -18,14 +18,15 @@ _Response = RESPONSES[api_versions.API_KEY]
 
 
 def _reference(apis, version: int, correlation_id: int, features) -> bytes:
-    # group.version and share.version: supported 0-1 (listed from v4) and finalized at 1,
-    # after /feature's own
+    # group.version and share.version: supported 0-1 and finalized at 1; transaction.version
+    # supported 0-2 (supported features listed from v4); finalized by name with /feature's
     epoch, stored = (0, {}) if features is None else (features.epoch, features.features)
-    ours = ("group.version", "share.version")
+    ours = {"group.version": 1, "share.version": 1, "transaction.version": 2}
     finalized = [_Response.FinalizedFeatureKey(name=n, max_version_level=lvl, min_version_level=lvl)
-                 for n, lvl in {**stored, **{name: 1 for name in ours}}.items()]
-    supported = [_Response.SupportedFeatureKey(name=name, min_version=0, max_version=1)
-                 for name in ours] if version >= 4 else []
+                 for n, lvl in sorted({**stored, "group.version": 1,
+                                       "share.version": 1}.items())]
+    supported = [_Response.SupportedFeatureKey(name=name, min_version=0, max_version=high)
+                 for name, high in ours.items()] if version >= 4 else []
     response = _Response(version=version, error_code=ErrorCode.NO_ERROR,
                          api_keys=api_versions.api_ranges(apis), throttle_time_ms=0,
                          supported_features=supported,
