@@ -31,7 +31,8 @@ from kafkapy.metadata import paths
 from kafkapy.metadata.membership import kafka_ordered_registration
 from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from tests.support.cluster_clients import create_topic, request
-from tests.support.mixed import KAFKA_BIN, SINGLE_BROKER_SETTINGS, _require_kafka, wait_for
+from tests.support.mixed import (KAFKA_BIN, SINGLE_BROKER_SETTINGS, _require_kafka, kafka_tool,
+                                 wait_for)
 
 ORACLE = Path(__file__).with_name("ZnodeOracle.java")
 TIMEOUT = 90
@@ -208,6 +209,34 @@ def test_kafkapy_controller_writes_kafkas_znodes(mixed_factory):
 
 # --------------------------------------------------------------------------- 3. across kinds
 
+# What kafka-features.sh prints when the controller refuses transaction.version=2: kafkapy's
+# controller because the Kafka broker registered no features (Kafka's ZooKeeper-mode
+# BrokerFeatures.createEmpty), Kafka's because it supports none itself.
+REFUSED_UPGRADE = {
+    "kafkapy": "Could not apply finalized feature update because brokers were found to have "
+               "incompatible versions for the feature.",
+    "kafka": "Could not apply finalized feature update because the provided feature is not "
+             "supported.",
+}
+
+
+def _upgrade_refused(m, controller_kind: str) -> None:
+    """Kafka's kafka-features.sh cannot finalize transaction.version with a Kafka broker in
+    the cluster; /feature stays as created."""
+    registered = {kind: json.loads(m.zk.get(paths.broker_path(i))[0])["features"]
+                  for i, kind in m.kinds.items()}
+    assert registered["kafka"] == {}
+    assert sorted(registered["kafkapy"]) == ["group.version", "share.version",
+                                             "transaction.version"]
+    done = kafka_tool("kafka-features.sh", "--bootstrap-server", m.bootstrap(1), "upgrade",
+                      "--feature", "transaction.version=2")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout == ("Could not upgrade transaction.version to 2. "
+                           f"{REFUSED_UPGRADE[controller_kind]}\n")
+    data, stat = m.zk.get(paths.FEATURE)
+    assert (data, stat.version) == (b'{"features":{},"version":2,"status":1}', 0)
+
+
 @pytest.mark.parametrize("first", ["kafkapy", "kafka"])
 def test_feature_znode_across_kinds(mixed_factory, first):
     """``first`` creates /feature as controller; the other kind joins and reads it; then
@@ -221,6 +250,7 @@ def test_feature_znode_across_kinds(mixed_factory, first):
     m.wait_ready([1, 2], timeout=120)
     assert m.controller_id() == 1
     assert [_finalized_epoch(m, i) for i in (1, 2)] == [0, 0]
+    _upgrade_refused(m, controller_kind=first)
     m.kill(1)
     wait_for(lambda: m.controller_id() == 2, TIMEOUT, lambda: "broker 2 controller\n" + m.summary())
     m.wait_ready([2], timeout=120)
