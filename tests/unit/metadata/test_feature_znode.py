@@ -7,7 +7,10 @@
   write); IBP below 2.7 -> Disabled; the znode version follows the IBP (v2 from 3.3);
 - the broker's ``FinalizedFeatureCache`` (Kafka's FinalizedFeatureChangeListener):
   epoch = zk version while Enabled, -1 when absent or Disabled, follows changes through
-  its watch, refuses features the broker does not support;
+  its watch, refuses features the broker does not support (an unknown feature, a level
+  outside ``SUPPORTED_FEATURES``);
+- the registration's ``features``: the supported ranges as Kafka's ``Features.toMap``
+  writes them (Java HashMap order);
 - ApiVersions answers that epoch (Kafka's tag 1 left out when -1).
 Real embedded store (``EmbeddedStore``); the controller's brokers are stand-ins.
 """
@@ -20,7 +23,7 @@ import pytest
 from kafkapy.handlers import api_versions
 from kafkapy.metadata import paths
 from kafkapy.metadata.embedded import EmbeddedStore
-from kafkapy.metadata.features import FinalizedFeatureCache
+from kafkapy.metadata.features import SUPPORTED_FEATURES, FinalizedFeatureCache
 from kafkapy.protocol.messages import RESPONSES
 from tests.support.controller import broker_config, embedded_broker, running_controller
 from tests.support.services import context, services
@@ -54,6 +57,17 @@ def test_decode():
                 b'not json'):
         with pytest.raises(paths.ZNodeDataError):
             paths.decode_feature_znode(bad)
+
+
+def test_registration_lists_the_supported_features():
+    payload = paths.encode_broker_registration(
+        [paths.EndPoint("PLAINTEXT", "h", 9092, "PLAINTEXT")], 0, features=SUPPORTED_FEATURES)
+    assert payload.endswith(
+        b'"features":{"group.version":{"min_version":0,"max_version":1},'
+        b'"share.version":{"min_version":0,"max_version":1},'
+        b'"transaction.version":{"min_version":0,"max_version":2}}}')
+    decoded = paths.decode_broker_registration(1, payload)
+    assert dict(decoded.features) == dict(SUPPORTED_FEATURES)
 
 
 # -- controller failover ------------------------------------------------------------
@@ -141,6 +155,23 @@ def test_cache_follows_the_znode(tmp_path):
         cache.stop()
         store.set(paths.FEATURE, ENABLED_V2)
         assert cache.epoch == 0                                     # stopped: no updates
+    finally:
+        store.close()
+
+
+def test_cache_takes_supported_levels_only(tmp_path):
+    store = EmbeddedStore(tmp_path / "meta.json")
+    try:
+        store.create(paths.FEATURE, ENABLED_V2)
+        cache = FinalizedFeatureCache(store)
+        cache.start()
+        store.set(paths.FEATURE, paths.encode_feature_znode(2, 1, {"transaction.version": 2}))
+        assert (cache.epoch, dict(cache.features)) == (1, {"transaction.version": 2})
+        # above the supported range (0-2): Kafka's incompatibility, the view is kept
+        store.set(paths.FEATURE, paths.encode_feature_znode(2, 1, {"transaction.version": 3}))
+        assert (cache.epoch, dict(cache.features)) == (1, {"transaction.version": 2})
+        store.set(paths.FEATURE, ENABLED_V2)
+        assert (cache.epoch, dict(cache.features)) == (3, {})
     finally:
         store.close()
 
