@@ -1,0 +1,220 @@
+"""A Produce of transaction N delayed in the network until N has committed and N+1 has
+begun: what the partition leader does with it (KIP-890), on three kafkapy brokers.
+
+The producer is made of raw requests (``tests/support/raw_txn.py``) so the order of events
+is exact: transaction N writes one record to partition ``other`` and sends one record to
+partition ``target`` through a proxy that holds it (``tests/support/holding_proxy.py``);
+N commits and its markers are written (DescribeTransactions: CompleteCommit); N+1 writes a
+record to ``other``; only then does the proxy release N's Produce to ``target``'s leader.
+``target`` is led by the transaction coordinator's broker or by another broker (the
+leader then asks the coordinator over the network).
+
+- transaction.version 1, ``transaction.partition.verification.enable=true`` (KIP-890
+  part 1): ``target`` is not in transaction N+1, so the leader refuses the record
+  (TRANSACTION_ABORTABLE to Produce v11) and it is never written;
+- transaction.version 1, verification off: the record is appended after N's COMMIT
+  marker, in the open transaction N+1 (read_committed does not see it while N+1 is open);
+  N+1 adds ``target`` and commits, and read_committed then shows N's late record as
+  part of N+1, before N+1's own record to ``target``;
+- transaction.version 2 (Produce v12, EndTxn v5): N's commit bumped the producer epoch,
+  so the late record, at N's epoch, is refused as from a fenced epoch and never written.
+
+The verification switch is a dynamic cluster-wide broker config (IncrementalAlterConfigs)
+and transaction.version is finalized with kafka-features.sh on the same cluster, after the
+version 1 cases.
+"""
+from __future__ import annotations
+
+import pytest
+
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.records.batch import iter_headers
+from kafkapy.records.record import decode_records
+from tests.support import cluster_clients as clients
+from tests.support.cluster import REFERENCE, running_cluster, wait_for
+from tests.support.holding_proxy import HoldingProxy
+from tests.support.raw_txn import V1, V2, RawTxnProducer, set_cluster_config
+from tests.support.transactions_e2e import finalize_transaction_version
+from tests.support.wire import WireClient, stored_records
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
+
+VERIFICATION = "transaction.partition.verification.enable"
+# Partition p is led by broker p + 1.
+ASSIGNMENT = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
+PLACEMENTS = ("leader-on-coordinator", "leader-elsewhere")
+
+
+@pytest.fixture(scope="module")
+def late_cluster(tmp_path_factory, zookeeper_server):  # noqa: F811
+    yield from running_cluster(tmp_path_factory.mktemp("late-produce"), zookeeper_server)
+
+
+@pytest.fixture
+def topic(late_cluster, unique):
+    """A topic of the test's own (a record accepted outside any transaction its
+    coordinator knows would keep a shared topic's last stable offset back for good)."""
+    c, name = late_cluster, unique("late")
+    clients.create_topic(c.bootstrap(1), name, assignment=ASSIGNMENT)
+    want = {p: r[0] for p, r in ASSIGNMENT.items()}
+    wait_for(lambda: all(c.leaders(name, i) == want for i in c.running_ids()), 30,
+             f"{name}'s leaders {want} on every broker")
+    return name
+
+
+def _log(c, topic: str, leader: int, index: int, isolation: int = 0) -> list[tuple[int, str]]:
+    """(offset, value or "COMMIT"/"ABORT") of every record of topic-index from offset 0:
+    all of them (isolation 0), or those below the last stable offset (1)."""
+    client = WireClient(c.bootstrap(leader))
+    try:
+        if isolation:
+            data = _committed_bytes(client, topic, index)
+        else:
+            data = stored_records(client, topic, index)
+    finally:
+        client.close()
+    entries = []
+    for h in iter_headers(data):
+        for r in decode_records(data, h.position):
+            if h.is_control:
+                kind = int.from_bytes(r.key[2:4], "big")
+                entries.append((r.offset, "COMMIT" if kind == 1 else "ABORT"))
+            else:
+                entries.append((r.offset, r.value.decode()))
+    return entries
+
+
+def _committed_bytes(client: WireClient, topic: str, index: int) -> bytes:
+    from kafkapy.protocol.messages import REQUESTS
+    fetch = REQUESTS[1]
+    r = client.request(1, 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                       isolation_level=1, session_id=0, session_epoch=-1, topics=[
+                           fetch.FetchTopic(topic=topic, partitions=[
+                               fetch.FetchTopic.FetchPartition(
+                                   partition=index, current_leader_epoch=-1, fetch_offset=0,
+                                   last_fetched_epoch=-1, log_start_offset=-1,
+                                   partition_max_bytes=1 << 20)])],
+                       forgotten_topics_data=[], rack_id="")
+    answer = r.responses[0].partitions[0]
+    assert answer.error_code == 0, answer
+    assert not answer.aborted_transactions, answer.aborted_transactions
+    return bytes(answer.records or b"")
+
+
+def _values(entries) -> list[str]:
+    return [v for _, v in entries if v not in ("COMMIT", "ABORT")]
+
+
+def _late_produce(c, topic: str, txn_id: str, protocol, placement: str):
+    """Runs the scenario up to the release of N's held Produce: (producer, target, other,
+    the held Produce's error code)."""
+    producer = RawTxnProducer(c, txn_id, protocol)
+    producer.init()
+    coordinator = producer.coordinator
+    leaders = c.leaders(topic, coordinator)
+    if placement == "leader-on-coordinator":
+        target = next(p for p, leader in leaders.items() if leader == coordinator)
+    else:
+        target = next(p for p, leader in leaders.items() if leader != coordinator)
+    other = next(p for p in leaders if p != target)
+
+    # Transaction N: a record to `other`, and one to `target` that the network holds.
+    if protocol.explicit_add:
+        assert producer.add_partitions([(topic, target), (topic, other)]) == 0
+    assert producer.produce(leaders[other], topic, other, b"N-other") == 0
+    proxy = HoldingProxy(c.nodes[leaders[target]].port).start()
+    late = WireClient(f"127.0.0.1:{proxy.port}")
+    try:
+        proxy.hold()
+        correlation, frame = producer.produce_frame(late, topic, target, b"N-late")
+        late.send_raw(frame)
+        wait_for(lambda: proxy.held > 0, 10, "N's Produce held in the proxy")
+
+        assert producer.end(commit=True) == 0
+        assert producer.wait_complete() == "CompleteCommit"
+        # Transaction N+1 begins.
+        if protocol.explicit_add:
+            assert producer.add_partitions([(topic, other)]) == 0
+        assert producer.produce(leaders[other], topic, other, b"N1-other") == 0
+
+        proxy.release()
+        error = producer.produce_answer(late, correlation)
+    finally:
+        late.close()
+        proxy.stop()
+    return producer, leaders, target, other, error
+
+
+def _check_refused(c, topic, producer, leaders, target, other, error, expected) -> None:
+    assert error == expected, f"late Produce answered {ErrorCode(error).name}"
+    assert producer.end(commit=True) == 0
+    producer.wait_complete()
+    assert "N-late" not in _values(_log(c, topic, leaders[target], target))
+    assert _values(_log(c, topic, leaders[other], other, isolation=1)) == ["N-other", "N1-other"]
+
+
+@pytest.fixture
+def verification(late_cluster):
+    def switch(on: bool) -> None:
+        set_cluster_config(late_cluster, VERIFICATION, "true" if on else "false")
+    return switch
+
+
+_NOT_ASKED_ELSEWHERE = pytest.mark.xfail(
+    REFERENCE != "kafka", strict=True,
+    reason="kafkapy verifies a transactional batch only when the partition's leader is "
+           "also the transaction coordinator (replication/txn_verification.py: another "
+           "broker's coordinator is not asked)")
+
+
+@pytest.mark.parametrize("placement", [
+    pytest.param(PLACEMENTS[0], id=PLACEMENTS[0]),
+    pytest.param(PLACEMENTS[1], id=PLACEMENTS[1], marks=_NOT_ASKED_ELSEWHERE)])
+def test_v1_verification_refuses_the_late_record(late_cluster, topic, verification, placement):
+    verification(True)
+    producer, leaders, target, other, error = _late_produce(
+        late_cluster, topic, f"v1-on-{placement}", V1, placement)
+    try:
+        # Produce v11 gets TRANSACTION_ABORTABLE (INVALID_TXN_STATE before v11).
+        _check_refused(late_cluster, topic, producer, leaders, target, other, error,
+                       ErrorCode.TRANSACTION_ABORTABLE)
+    finally:
+        producer.close()
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_v1_without_verification_the_late_record_joins_the_next_transaction(
+        late_cluster, topic, verification, placement):
+    c = late_cluster
+    verification(False)
+    producer, leaders, target, other, error = _late_produce(
+        c, topic, f"v1-off-{placement}", V1, placement)
+    try:
+        assert error == 0, f"late Produce answered {ErrorCode(error).name}"
+        # After N's COMMIT marker.
+        assert _log(c, topic, leaders[target], target) == [(0, "COMMIT"), (1, "N-late")]
+        # Transaction N+1 holds it now: read_committed stops before it while N+1 is open.
+        assert "N-late" not in _values(_log(c, topic, leaders[target], target, isolation=1))
+
+        assert producer.add_partitions([(topic, target)]) == 0
+        assert producer.produce(leaders[target], topic, target, b"N1-target") == 0
+        assert producer.end(commit=True) == 0
+        producer.wait_complete()
+        entries = _log(c, topic, leaders[target], target, isolation=1)
+        assert entries == [(0, "COMMIT"), (1, "N-late"), (2, "N1-target"), (3, "COMMIT")]
+    finally:
+        producer.close()
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_v2_epoch_bump_refuses_the_late_record(late_cluster, topic, verification, placement):
+    c = late_cluster
+    finalize_transaction_version(c, 2)
+    verification(True)
+    producer, leaders, target, other, error = _late_produce(
+        c, topic, f"v2-{placement}", V2, placement)
+    try:
+        assert producer.epoch > 0
+        _check_refused(c, topic, producer, leaders, target, other, error,
+                       ErrorCode.INVALID_PRODUCER_EPOCH)
+    finally:
+        producer.close()
