@@ -76,7 +76,8 @@ class FakeBroker:
             return SimpleNamespace(error_code=0, partition_errors=errors)
         return SimpleNamespace(error_code=0)
 
-    def start_controller(self) -> KafkaController:
+    def start_controller(self, features=None) -> KafkaController:
+        """The broker's controller; ``features`` its FinalizedFeatureCache (None: none)."""
         def channel(loop, node_id, deliver, client_id, timeout) -> FakeChannel:
             self.channels.append(FakeChannel(loop, node_id, deliver, self.network))
             return self.channels[-1]
@@ -84,7 +85,7 @@ class FakeBroker:
         self.controller = KafkaController(
             config=self.config, node_id=self.node_id, clock=SYSTEM_CLOCK, store=self.store,
             topic_config=_clean_elections_only, local_deliver=self.apply,
-            channel_factory=channel)
+            features=features, channel_factory=channel)
         return self.controller
 
     # what the requests said -------------------------------------------------
