@@ -52,11 +52,11 @@ KNOWN_DIFFERENCES: dict[str, str] = {
        "a negative batch size (IllegalArgumentException) and fails the whole request with "
        "UNKNOWN_SERVER_ERROR; kafkapy reads the entry as longer than the bytes sent, as any "
        "partial entry: INVALID_RECORD from v3, nothing appended before."
-       for v in range(12)},
+       for v in range(13)},
     **{f"Produce-v{v}-short-v2-batch":
        "Kafka 3.9 reads the producer id past the end of a v2 batch shorter than its header "
        "(IndexOutOfBoundsException) and fails the whole request with UNKNOWN_SERVER_ERROR; "
-       "kafkapy refuses that partition with CORRUPT_MESSAGE." for v in range(12)},
+       "kafkapy refuses that partition with CORRUPT_MESSAGE." for v in range(13)},
     **{f"IncrementalAlterConfigs-v{v}-logger-other-broker":
        "Kafka 3.9's BROKER_LOGGER check quotes its own node id as the one received "
        "('Expected 1, but received 1'); kafkapy uses the same words with the id it received."
@@ -106,6 +106,13 @@ STAND_IN_VERSIONS: dict[tuple[int, int], tuple[int, str]] = {
                  "client generates) has v0's answer; Kafka 3.9's preview serves v0 only"),
     (69, 1): (0, "ConsumerGroupDescribe v1 (Kafka 4.x) is v0 plus the members' MemberType; "
                  "Kafka 3.9's preview serves v0 only"),
+    (0, 12): (11, "Produce v12 (transactions v2, Kafka 4.0) is v11 on the wire; only a "
+                  "transactional batch's partition is added to its transaction by the leader"),
+    (26, 5): (4, "EndTxn v5 (transactions v2, Kafka 4.0) is v4 plus the ProducerId and "
+                 "ProducerEpoch the client goes on with"),
+    (27, 2): (1, "WriteTxnMarkers v2 (Kafka 4.x) is v1 plus each marker's TransactionVersion"),
+    (28, 5): (4, "TxnOffsetCommit v5 (transactions v2, Kafka 4.0) is v4 on the wire; the "
+                 "group's offsets partition is added to the transaction by the coordinator"),
 }
 
 
@@ -162,6 +169,9 @@ def _keyed_like(old, items):
 # -- ApiVersions --------------------------------------------------------------------------
 
 CONSUMER_GROUP_APIS = {68: (0, 1), 69: (0, 1)}     # Kafka 4.x's ranges, as kafkapy serves them
+# Kafka 4.x's highest versions of the APIs transactions v2 changed (Produce, EndTxn,
+# WriteTxnMarkers, TxnOffsetCommit; Produce v13's topic ids are not served).
+TRANSACTIONS_V2_MAX = {0: 12, 26: 5, 27: 2, 28: 5}
 
 
 def _api_ranges(tree, case):
@@ -471,7 +481,85 @@ def _member_type(tree, case):
     return {**tree, "groups": _keyed_like(tree.get("groups"), groups)}
 
 
+# -- transactions v2 --------------------------------------------------------------------------
+
+NO_ERROR, INVALID_TXN_STATE = 0, 48
+
+
+def _end_txn_v5(tree, case):
+    """EndTxn v5 answers the producer id and epoch the client goes on with: the bumped
+    epoch after a commit or abort (every case's producer is new, at epoch 0), -1/-1 with an
+    error; an abort in Empty aborts with a bump (no partition added)."""
+    if case.name == "abort-empty" and tree.get("error_code") == INVALID_TXN_STATE:
+        tree = dict(tree, error_code=NO_ERROR)
+    if tree.get("error_code") == NO_ERROR:
+        return dict(tree, producer_id="<producer id>", producer_epoch=1)
+    return dict(tree, producer_id=-1, producer_epoch=-1)
+
+
+def _txn_v2_ranges(tree, case):
+    entries = [dict(e) for e in tree.get("api_keys") or []]
+    if not entries:
+        return tree
+    for entry in entries:
+        if entry.get("api_key") in TRANSACTIONS_V2_MAX:
+            entry["max_version"] = TRANSACTIONS_V2_MAX[entry["api_key"]]
+    return {**tree, "api_keys": _keyed_like(tree["api_keys"], entries)}
+
+
+END_TXN_V5_PARTITION = 15      # (12, 13, 15)[5 % 3] in cases/transactions.py
+
+
+def _bumped_by_v2_markers(tree, case):
+    topics = []
+    for topic in tree.get("topics") or []:
+        parts = []
+        for part in topic.get("partitions") or []:
+            producers = part.get("active_producers")
+            if part.get("partition_index") == END_TXN_V5_PARTITION and \
+                    isinstance(producers, list) and len(producers) >= 2:
+                bumped = [dict(p, producer_epoch=1, last_sequence=-1) for p in producers[-2:]]
+                part = dict(part, active_producers=_keyed_like(
+                    producers, list(producers[:-2]) + bumped))
+            parts.append(part)
+        topics.append(dict(topic, partitions=_keyed_like(topic.get("partitions"), parts)))
+    return {**tree, "topics": _keyed_like(tree.get("topics"), topics)}
+
+
+def _partitions_added(tree, case):
+    """TxnOffsetCommit v5 adds the offsets partition, so nothing answers that it is not in
+    the transaction."""
+    topics = []
+    for topic in tree.get("topics") or []:
+        parts = [dict(p, error_code=NO_ERROR) for p in topic.get("partitions") or []]
+        topics.append(dict(topic, partitions=_keyed_like(topic.get("partitions"), parts)))
+    return {**tree, "topics": _keyed_like(tree.get("topics"), topics)}
+
+
 KAFKA_4: tuple[Kafka4, ...] = (
+    Kafka4("ApiVersions: the transactions v2 versions", _api(18), _txn_v2_ranges,
+           "Kafka 4.x serves Produce v12, EndTxn v5, WriteTxnMarkers v2 and TxnOffsetCommit v5 "
+           "whatever transaction.version is finalized (the 4.3 client uses them only while "
+           "it is 2: its Produce, EndTxn and TxnOffsetCommit builders cap at v11/v4/v4 "
+           "otherwise), so ApiVersions lists them (TRANSACTIONS_V2_MAX)."),
+    Kafka4("DescribeProducers: producers of EndTxn v5's transactions",
+           _api(61, names={"ended-transactions"}), _bumped_by_v2_markers,
+           "The markers of a transactions v2 commit or abort carry the bumped epoch, and a "
+           "marker of a new epoch resets the producer's sequence on the partition (Kafka's "
+           "ProducerStateEntry.maybeUpdateProducerEpoch): the producers of the EndTxn v5 "
+           "'commit' and 'abort' cases, the two newest on their partition, show epoch 1 and "
+           "last sequence -1 where Kafka 3.9's v4 markers leave epoch 0 and sequence 0."),
+    Kafka4("EndTxn v5: producer id and epoch", _api(26, versions={5}), _end_txn_v5,
+           "EndTxn v5 (EndTxnResponse.json, Kafka 4.3 client: 'Version 5 enables bumping "
+           "epoch on every transaction ... producer ID and epoch are included in the "
+           "response'); TransactionCoordinator.endTransaction's table for transaction "
+           "version 2: Empty + abort at the current epoch bumps (EB), Empty + commit is "
+           "INVALID_TXN_STATE; errors answer -1/-1."),
+    Kafka4("TxnOffsetCommit v5: the offsets partition added", 
+           _api(28, versions={5}, names={"without-add-offsets"}), _partitions_added,
+           "TxnOffsetCommit v5 'will also include the function for a AddOffsetsToTxn call' "
+           "(TxnOffsetCommitRequest.json of the Kafka 4.3 client): the offsets partition is "
+           "added to the transaction instead of answering TRANSACTION_ABORTABLE."),
     Kafka4("ApiVersions: DescribeGroups v6, ConsumerGroupHeartbeat and ConsumerGroupDescribe "
            "v1", _api(18), _api_ranges,
            "kafkapy serves DescribeGroups up to v6 (KIP-1043, Kafka 4.0's "
