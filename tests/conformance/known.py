@@ -35,6 +35,17 @@ from tests.conformance.compare import Keyed
 from tests.support.broker_process import SERVER_PROPERTIES
 
 KNOWN_DIFFERENCES: dict[str, str] = {
+    **{f"UpdateFeatures-v{v}-group-version-disable":
+       "kafkapy finalizes group.version at 1 from broker config (the consumer group protocol "
+       "is served while group.coordinator.rebalance.protocols lists consumer) and refuses to "
+       "take it to 0 with INVALID_UPDATE_VERSION naming that config; Kafka 3.9 in ZooKeeper "
+       "mode finalizes nothing and answers 'Can not delete non-existing finalized feature.'"
+       for v in (0, 1)},
+    "UpdateFeatures-v1-transaction-version-validate-only":
+        "kafkapy supports transaction.version 0-2 (transactions v2), so the validated upgrade "
+        "succeeds (and, ValidateOnly, writes nothing); Kafka 3.9 in ZooKeeper mode supports "
+        "no feature and answers 'the provided feature is not supported' (it also ignores "
+        "ValidateOnly: its controller would write a level it could grant).",
     "Produce-v9-null-records": "Kafka 3.9 hits a NullPointerException on null records of a "
                                "partition it would append to and never answers (the "
                                "connection stalls); kafkapy closes the connection.",
@@ -85,7 +96,6 @@ NOT_YET_SERVED: dict[int, str] = {
     40: "ExpireDelegationToken: delegation tokens",
     41: "DescribeDelegationToken: delegation tokens",
     49: "AlterClientQuotas: client quotas",
-    57: "UpdateFeatures: feature changes through the controller",
     58: "Envelope: forwarding to a controller",
 }
 
@@ -233,6 +243,15 @@ def _share_version_feature(tree, case):
         out["supported_features"] = _with_feature(tree["supported_features"], {
             "name": "share.version", "min_version": 0, "max_version": 1})
     return out
+
+
+def _transaction_version_feature(tree, case):
+    """transaction.version: supported 0-2 (from v4); finalized at 0 (not listed)."""
+    if tree.get("error_code") or case.version < 4 or not isinstance(
+            tree.get("supported_features"), list):
+        return tree
+    return {**tree, "supported_features": _with_feature(tree["supported_features"], {
+        "name": "transaction.version", "min_version": 0, "max_version": 2})}
 
 
 def _with_feature(features, feature: dict):
@@ -585,6 +604,12 @@ KAFKA_4: tuple[Kafka4, ...] = (
            "v0, ReadShareGroupStateSummary 87 v0-1, and DescribeShareGroupOffsets 90 v0-1, "
            "AlterShareGroupOffsets 91 v0, DeleteShareGroupOffsets 92 v0; Kafka 3.9 in "
            "ZooKeeper mode lists none of them (KAFKA_4_ONLY_APIS)."),
+    Kafka4("ApiVersions: transaction.version", _api(18), _transaction_version_feature,
+           "kafkapy supports transactions v2 (KIP-890) as Kafka 4.x does and lists "
+           "transaction.version supported 0-2 (server-common/.../TransactionVersion.java: "
+           "TV_2, the epoch bump per transaction; left out below v4 as its minimum is 0); it is "
+           "finalized at 0, which is not listed, until an operator upgrades it with "
+           "UpdateFeatures; Kafka 3.9 in ZooKeeper mode has no features."),
     Kafka4("ApiVersions: share.version", _api(18), _share_version_feature,
            "Kafka 4.2 serves share groups while its share.version feature is at level 1 "
            "(server-common/.../ShareVersion.java: SV_1, bootstrapped from metadata version "

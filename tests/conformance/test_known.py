@@ -48,7 +48,8 @@ def test_api_versions_rules_touch_only_the_group_apis():
     assert [f["name"] for f in ours["finalized_features"]] == ["group.version", "share.version"]
     assert [(f["name"], f["min_version"], f["max_version"])
             for f in ours["supported_features"]] == [("group.version", 0, 1),
-                                                     ("share.version", 0, 1)]
+                                                     ("share.version", 0, 1),
+                                                     ("transaction.version", 0, 2)]
     v3 = expected(_case(18, 3), copy.deepcopy(kafka))
     assert not v3["supported_features"]            # minimum 0: left out below v4
     assert [f["name"] for f in v3["finalized_features"]] == ["group.version", "share.version"]
