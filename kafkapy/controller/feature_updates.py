@@ -152,8 +152,10 @@ def _config_feature_refusal(name: str, level: int, supported: Mapping[str, tuple
     if level == served.get(name, 0) or not low <= max(level, 0) <= high:
         return None
     protocol, what = _CONFIG_LINES[name]
-    action = f"remove {protocol} from it to switch {what} off" if max(level, 0) < served.get(
-        name, 0) else f"add {protocol} to it to switch {what} on"
+    if max(level, 0) < served.get(name, 0):
+        action = f"remove {protocol} from it to switch {what} off"
+    else:
+        action = f"add {protocol} to it to switch {what} on"
     return (ErrorCode.INVALID_UPDATE_VERSION,
             f"{name} follows the broker config group.coordinator.rebalance.protocols: "
             f"{action}.")

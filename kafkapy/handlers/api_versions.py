@@ -11,9 +11,9 @@ broker supports ``metadata.features.SUPPORTED_FEATURES`` (``transaction.version`
 ``group.version`` 0-1, ``share.version`` 0-1; listed from v4 only: below v4 Kafka leaves out
 a feature whose minimum level is 0, which older clients cannot read).  Finalized: the
 levels ``metadata.features.finalized_levels`` gives -- what ``/feature`` holds (the
-``FinalizedFeatureCache``; UpdateFeatures changes it), with ``group.version`` at 1 and
-``share.version`` at 1 while share groups are served (``group.coordinator.rebalance.protocols``
-lists ``share``), as a Kafka 4.x broker serves the consumer group protocol and share groups
+``FinalizedFeatureCache``; UpdateFeatures changes it), with ``group.version`` at 1 while the
+consumer group protocol is served and ``share.version`` at 1 while share groups are
+(``group.coordinator.rebalance.protocols`` lists ``consumer`` / ``share``), as a Kafka 4.x broker serves the consumer group protocol and share groups
 only at those levels (KafkaApis' isConsumerGroupProtocolEnabled / isShareGroupProtocolEnabled);
 ``transaction.version`` is 0 until an operator upgrades it.  A level of 0 is not listed, as
 Kafka leaves it out; the epoch is the cache's (the znode's version).  While share groups are
@@ -33,7 +33,7 @@ import re
 import struct
 
 from kafkapy.handlers.share_group_heartbeat import share_protocol_enabled
-from kafkapy.metadata.features import SUPPORTED_FEATURES, finalized_levels
+from kafkapy.metadata.features import SUPPORTED_FEATURES, finalized_levels, served_levels
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -107,10 +107,12 @@ def handle(ctx, request):
     cache = services.features
     features = () if cache is None else tuple(cache.features.items())
     share_groups = share_protocol_enabled(services.config)
-    key = (ctx.api_version, -2 if cache is None else cache.epoch, features, share_groups)
+    served = served_levels(services.config["group.coordinator.rebalance.protocols"])
+    key = (ctx.api_version, -2 if cache is None else cache.epoch, features, share_groups,
+           tuple(served.items()))
 
     def build():
-        epoch, finalized = _finalized_features(services, share_groups)
+        epoch, finalized = _finalized_features(services, served)
         return ctx.response(error_code=ErrorCode.NO_ERROR,
                             api_keys=api_ranges(services.apis, share_groups),
                             throttle_time_ms=0, supported_features=_supported_features(
@@ -127,14 +129,14 @@ def _supported_features(version: int) -> list:
             if version >= 4 or low > 0]
 
 
-def _finalized_features(services, share_groups: bool) -> tuple[int, list]:
+def _finalized_features(services, served: dict[str, int]) -> tuple[int, list]:
     """The ``/feature`` znode's version while it is Enabled (0 once a controller created
     it), else -1 (``metadata.features``), and the effective finalized levels; a level of
     0 is not listed (Kafka's createFinalizedFeatureKeys)."""
     cache = services.features
     # not started yet (no store's view): as created
     epoch, stored = (0, {}) if cache is None else (cache.epoch, cache.features)
-    levels = finalized_levels(stored, share_groups)
+    levels = finalized_levels(stored, served)
     return epoch, [_Response.FinalizedFeatureKey(name=name, max_version_level=level,
                                                  min_version_level=level)
                    for name, level in sorted(levels.items()) if level > 0]

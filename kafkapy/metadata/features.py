@@ -15,8 +15,8 @@ range): Kafka's cache refuses them (and its listener thread exits the broker); k
 logs an error and keeps the previous view instead of stopping.
 
 Effective levels (``finalized_levels``): what ``/feature`` holds; a feature absent from
-it is at its served default (``served_levels``): ``group.version`` 1 (kafkapy serves the
-consumer group protocol), ``share.version`` 1 while share groups are served (else 0),
+it is at its served default (``served_levels``): ``group.version`` 1 while the consumer
+group protocol is served, ``share.version`` 1 while share groups are served (else 0),
 ``transaction.version`` 0.  ``group.version`` and ``share.version`` follow broker config
 (``group.coordinator.rebalance.protocols``), so they never go to ``/feature``.
 
@@ -27,7 +27,7 @@ after writing the znode (Kafka's ``waitUntilFeatureEpochOrThrow`` on its own cac
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import structlog
 
@@ -49,17 +49,20 @@ SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
 CONFIG_FEATURES = frozenset({GROUP_VERSION, SHARE_VERSION})
 
 
-def served_levels(share_groups: bool) -> dict[str, int]:
-    """The levels of the features that follow broker config."""
-    return {GROUP_VERSION: 1, SHARE_VERSION: 1 if share_groups else 0}
+def served_levels(protocols: Iterable[str]) -> dict[str, int]:
+    """The levels of the config features for ``group.coordinator.rebalance.protocols``
+    (``protocols``): ``group.version`` 1 while it lists ``consumer``, ``share.version`` 1
+    while it lists ``share``, else 0."""
+    listed = {p.strip().lower() for p in protocols}
+    return {GROUP_VERSION: int("consumer" in listed), SHARE_VERSION: int("share" in listed)}
 
 
-def finalized_levels(stored: Mapping[str, int], share_groups: bool) -> dict[str, int]:
+def finalized_levels(stored: Mapping[str, int], served: Mapping[str, int]) -> dict[str, int]:
     """Every supported feature's effective level: ``stored`` (``/feature``) with the
-    config features at their served levels and the rest defaulting to 0."""
+    config features at their ``served`` levels and the rest defaulting to 0."""
     levels = {name: 0 for name in SUPPORTED_FEATURES}
     levels.update(stored)
-    levels.update(served_levels(share_groups))
+    levels.update(served)
     return levels
 
 

@@ -45,7 +45,8 @@ def _update(store, cache, *updates, validate_only=False, brokers=None, share_gro
         store, cache, updates=[FeatureUpdate(*u) for u in updates],
         validate_only=validate_only, supported=SUPPORTED_FEATURES,
         brokers=[SUPPORTED_FEATURES] * 3 if brokers is None else brokers,
-        served=served_levels(share_groups), inter_broker_protocol=ibp)
+        served=served_levels(["classic", "consumer"] + (["share"] if share_groups else [])),
+        inter_broker_protocol=ibp)
 
 
 def _znode(store) -> tuple[bytes, int]:
@@ -111,6 +112,21 @@ def test_refusals_leave_the_znode_alone(store, update, before, error):
     znode = _znode(store)
     assert _update(store, cache, update) == {update[0]: error}
     assert _znode(store) == znode
+
+
+def test_group_version_cannot_be_switched_on_while_the_protocol_is_off(store):
+    cache = _cache(store)
+    served = served_levels(["classic"])
+    assert served == {"group.version": 0, "share.version": 0}
+    assert process_feature_updates(
+        store, cache, updates=[FeatureUpdate("group.version", 1, UPGRADE)],
+        validate_only=False, supported=SUPPORTED_FEATURES, brokers=[SUPPORTED_FEATURES],
+        served=served, inter_broker_protocol="3.9") == {
+        "group.version": (ErrorCode.INVALID_UPDATE_VERSION,
+                          "group.version follows the broker config "
+                          "group.coordinator.rebalance.protocols: add consumer to it to switch "
+                          "the consumer group protocol on.")}
+    assert _znode(store)[1] == 0
 
 
 def test_share_version_cannot_be_switched_on_while_share_groups_are_off(store):

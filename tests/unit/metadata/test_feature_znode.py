@@ -197,3 +197,21 @@ def test_api_versions_answers_the_epoch():
     assert [(f.name, f.max_version_level) for f in answer["finalized_features"]] == [
         ("group.version", 1), ("share.version", 1)]
     assert _api_versions(None)["finalized_features_epoch"] == 0
+
+
+def test_api_versions_finalizes_what_the_znode_and_the_config_say():
+    def finalized(stored: dict, protocols: str) -> list:
+        seen = {}
+        config = broker_config(0, {"group.coordinator.rebalance.protocols": protocols})
+        parts = services(apis={}, features=SimpleNamespace(epoch=7, features=stored),
+                         config=config)
+        ctx = context(parts, 18, 4,
+                      response_cls=lambda **kw: seen.update(kw) or RESPONSES[18](**kw))
+        api_versions.handle(ctx, SimpleNamespace(client_software_name="t",
+                                                 client_software_version="1"))
+        return [(f.name, f.max_version_level) for f in seen["finalized_features"]]
+    assert finalized({"transaction.version": 2}, "classic,consumer,share") == [
+        ("group.version", 1), ("share.version", 1), ("transaction.version", 2)]
+    # the protocols switched off: their features at 0, not listed
+    assert finalized({"transaction.version": 1}, "classic") == [("transaction.version", 1)]
+    assert finalized({}, "classic,consumer") == [("group.version", 1)]
