@@ -488,10 +488,10 @@ class ReplicaManager:
         """Kafka's verification of a transactional batch before it is appended: None
         when the batch may go on (it is not transactional, its producer already has an
         open transaction on the partition, or the coordinator says it is in the
-        transaction, or the coordinator is another broker), else the AppendResult that
-        refuses it.  ``adding`` (Produce v12): the coordinator adds the partition unless
-        the producer's open transaction here is of the batch's epoch; a future of the
-        answer while it does."""
+        transaction), else the AppendResult that refuses it (a future of the answer
+        while another broker's coordinator is asked).  ``adding`` (Produce v12): the
+        coordinator adds the partition unless the producer's open transaction here is of
+        the batch's epoch; a future of the answer while it does."""
         records = data.records
         if len(records) < _BATCH_HEADER_SIZE or records[MAGIC_OFFSET] != 2:
             return None
@@ -512,10 +512,11 @@ class ReplicaManager:
                              else txn_verification.failure(error, produce_version))
         if partition.has_ongoing_transaction(header.producer_id):
             return None
-        error = txn_verification.coordinator_verdict(
-            self._txn_coordinator(), self.cache, self._node_id, transactional_id,
-            header.producer_id, header.producer_epoch, (topic, data.index))
-        return None if error is None else txn_verification.failure(error, produce_version)
+        verdict = txn_verification.coordinator_verdict(
+            self._txn_coordinator(), transactional_id, header.producer_id,
+            header.producer_epoch, (topic, data.index))
+        return acks.then(verdict, lambda error: None if error is None
+                         else txn_verification.failure(error, produce_version))
 
     # -- Fetch (Kafka's fetchMessages) -------------------------------------------------
     def fetch_messages(self, params: FetchParams, partitions: list,

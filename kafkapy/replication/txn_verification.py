@@ -4,10 +4,10 @@ With ``transaction.partition.verification.enable`` (read per request), the repli
 manager asks before appending a transactional batch whether its producer's
 transaction holds the partition: not when the producer already has an open
 transaction on the partition (the leader knows it from its producer state), else the
-transaction coordinator's answer (``TransactionCoordinator.verify_partitions``, Kafka's
-handleVerifyPartitionsInTransaction, asked in-process: the coordinator is handed in by
-the broker, nothing here imports it).  A coordinator on another broker is not asked:
-the batch goes on, as before KIP-890.
+transaction coordinator's answer (``Verifier.verify``, Kafka's
+handleVerifyPartitionsInTransaction: asked in-process when the coordinator runs here,
+else with AddPartitionsToTxn VerifyOnly on another broker; the verifier is handed in by
+the broker, nothing here imports it); the answer may come later (a future).
 
 Produce v12 (transactions v2): the client sends no AddPartitionsToTxn, so a transactional
 batch whose producer has no open transaction at its epoch on the partition has the
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kafkapy.metadata.topics import TRANSACTION_STATE_TOPIC
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.replication import acks
 from kafkapy.replication.partition import AppendResult
@@ -43,30 +42,26 @@ _RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
 
 class Verifier(Protocol):
     """What verification asks of the transaction coordinator (a higher layer's
-    ``TransactionCoordinator``, handed in as this)."""
+    ``PartitionAdder``, handed in as this)."""
 
-    def partition_for(self, transactional_id: str) -> int: ...
-
-    def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                          partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]: ...
+    def verify(self, transactional_id: str, producer_id: int, epoch: int,
+               tp: tuple[str, int]): ...
 
     def add(self, transactional_id: str, producer_id: int, epoch: int,
             tp: tuple[str, int]): ...
 
 
-def coordinator_verdict(coordinator: Verifier | None, cache, node_id: int, transactional_id: str,
-                        producer_id: int, epoch: int, tp: tuple[str, int]) -> int | None:
-    """An error code, or None when the partition is in the producer's transaction (or the
-    coordinator is another broker's).  ``coordinator`` is this broker's
-    TransactionCoordinator (None: none runs here)."""
+def coordinator_verdict(coordinator: Verifier | None, transactional_id: str,
+                        producer_id: int, epoch: int, tp: tuple[str, int]):
+    """None when the partition is in the producer's transaction, else an error code; a
+    future of that while another broker's coordinator answers.  ``coordinator`` is this
+    broker's verifier (None: transactions are not served here)."""
     if coordinator is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    state = cache.partition(TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id))
-    if state is None or state.leader < 0:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if state.leader != node_id:
-        return None  # kafkapy does not ask another broker's coordinator
-    error = coordinator.verify_partitions(transactional_id, producer_id, epoch, [tp])[tp]
+    return acks.then(coordinator.verify(transactional_id, producer_id, epoch, tp), _verdict)
+
+
+def _verdict(error: int) -> int | None:
     if error == ErrorCode.TRANSACTION_ABORTABLE:
         return ErrorCode.INVALID_TXN_STATE  # the partition is not in the transaction
     return error or None

@@ -31,7 +31,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import decode_records
 from tests.support import cluster_clients as clients
-from tests.support.cluster import REFERENCE, running_cluster, wait_for
+from tests.support.cluster import running_cluster, wait_for
 from tests.support.holding_proxy import HoldingProxy
 from tests.support.raw_txn import V1, V2, RawTxnProducer, set_cluster_config
 from tests.support.transactions_e2e import finalize_transaction_version
@@ -159,16 +159,7 @@ def verification(late_cluster):
     return switch
 
 
-_NOT_ASKED_ELSEWHERE = pytest.mark.xfail(
-    REFERENCE != "kafka", strict=True,
-    reason="kafkapy verifies a transactional batch only when the partition's leader is "
-           "also the transaction coordinator (replication/txn_verification.py: another "
-           "broker's coordinator is not asked)")
-
-
-@pytest.mark.parametrize("placement", [
-    pytest.param(PLACEMENTS[0], id=PLACEMENTS[0]),
-    pytest.param(PLACEMENTS[1], id=PLACEMENTS[1], marks=_NOT_ASKED_ELSEWHERE)])
+@pytest.mark.parametrize("placement", PLACEMENTS)
 def test_v1_verification_refuses_the_late_record(late_cluster, topic, verification, placement):
     verification(True)
     producer, leaders, target, other, error = _late_produce(

@@ -16,15 +16,17 @@ future of it:
 - no leader known: COORDINATOR_NOT_AVAILABLE.
 The caller maps the code for its client (``replication.txn_verification.failure``).
 
-Also the replica manager's ``Verifier``: ``partition_for`` and ``verify_partitions`` are
-the coordinator's (transaction verification of v3-11 produces asks only a coordinator
-led here).  One connection per coordinator broker, requests pipelined on it; everything
-runs on the event loop.
+Also the replica manager's ``Verifier``: ``verify(transactional_id, producer_id, epoch,
+tp)`` answers whether ``tp`` is in the producer's transaction without adding it
+(transaction verification of v3-11 produces, KIP-890 part 1): the in-process
+coordinator's ``verify_partitions``, or AddPartitionsToTxn v5 with VerifyOnly true to
+another broker's (as Kafka's AddPartitionsToTxnManager).  One connection per coordinator
+broker, requests pipelined on it; everything runs on the event loop.
 """
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -62,27 +64,40 @@ class PartitionAdder:
         self._closed = False
 
     # -- the replica manager's Verifier ---------------------------------------------------
-    def partition_for(self, transactional_id: str) -> int:
-        return self._coordinator.partition_for(transactional_id)
-
-    def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._coordinator.verify_partitions(transactional_id, producer_id, epoch,
-                                                   partitions)
-
     def add(self, transactional_id: str, producer_id: int, epoch: int, tp: TopicPartition):
         """The coordinator's error code for adding ``tp`` (0: added), or a future of it."""
+        leader = self._coordinator_node(transactional_id)
+        if leader < 0:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if leader == self._node_id:
+            return self._coordinator.add_partitions(transactional_id, producer_id, epoch,
+                                                    [tp], client_tv=TV_2)
+        return asyncio.ensure_future(self._remote(leader, transactional_id, producer_id,
+                                                  epoch, tp, verify_only=False))
+
+    def verify(self, transactional_id: str, producer_id: int, epoch: int, tp: TopicPartition):
+        """The coordinator's error code for ``tp`` in the producer's transaction (0: it is,
+        TRANSACTION_ABORTABLE: it is not), or a future of it; nothing is added."""
+        leader = self._coordinator_node(transactional_id)
+        if leader < 0:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if leader == self._node_id:
+            return self._coordinator.verify_partitions(transactional_id, producer_id, epoch,
+                                                       [tp])[tp]
+        return asyncio.ensure_future(self._remote(leader, transactional_id, producer_id,
+                                                  epoch, tp, verify_only=True))
+
+    def _coordinator_node(self, transactional_id: str) -> int:
+        """The broker leading the id's ``__transaction_state`` partition; -1 when none is
+        known alive (or the adder is closed)."""
         state = self._cache.partition(TRANSACTION_STATE_TOPIC,
                                       self._coordinator.partition_for(transactional_id or ""))
         if state is None or state.leader < 0:
-            return E.COORDINATOR_NOT_AVAILABLE
-        if state.leader == self._node_id:
-            return self._coordinator.add_partitions(transactional_id, producer_id, epoch,
-                                                    [tp], client_tv=TV_2)
-        if state.leader not in self._cache.brokers or self._closed:
-            return E.COORDINATOR_NOT_AVAILABLE
-        return asyncio.ensure_future(self._remote(state.leader, transactional_id, producer_id,
-                                                  epoch, tp))
+            return -1
+        if state.leader != self._node_id and (state.leader not in self._cache.brokers
+                                              or self._closed):
+            return -1
+        return state.leader
 
     def close(self) -> None:
         self._closed = True
@@ -95,10 +110,10 @@ class PartitionAdder:
 
     # -- another broker's coordinator -------------------------------------------------------
     async def _remote(self, node_id: int, transactional_id: str, producer_id: int, epoch: int,
-                      tp: TopicPartition) -> int:
+                      tp: TopicPartition, verify_only: bool) -> int:
         request = _Request(transactions=[_Txn(
             transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
-            verify_only=False, topics=[_Topic(name=tp[0], partitions=[tp[1]])])])
+            verify_only=verify_only, topics=[_Topic(name=tp[0], partitions=[tp[1]])])])
         try:
             conn = await self._connection(node_id)
             response = await conn.send(request, self._client_id, self._request_timeout_s)

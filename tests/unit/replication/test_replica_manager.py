@@ -36,7 +36,7 @@ PRODUCE_VERSION = 9
 class Node:
     """One broker's replica manager over a real log dir."""
 
-    def __init__(self, tmp_path, topic_configs: dict | None = None) -> None:
+    def __init__(self, tmp_path, topic_configs: dict | None = None, verifier=None) -> None:
         self.clock = MockClock(TS)
         self.logs = LogManager([str(tmp_path / "logs")], self.clock, {})
         self.logs.load("cluster", NODE)
@@ -47,7 +47,8 @@ class Node:
         self.config = {"transaction.partition.verification.enable": False}
         configs = topic_configs or {}
         self.rm = ReplicaManager(self.logs, NODE, lambda name: dict(configs.get(name, {})),
-                                 cache=self.cache, config=self.config)
+                                 cache=self.cache, config=self.config,
+                                 txn_coordinator=lambda: verifier)
         self.timer = Timer(None, self.clock)
         self.loop = asyncio.new_event_loop()
         self.rm.attach_purgatories(Purgatory("Fetch", self.timer), Purgatory("Produce", self.timer),
@@ -234,6 +235,67 @@ def test_transactional_batches_are_verified_when_enabled(node):
     assert only(node.produce({(TOPIC, 0): more}, transactional_id="tx")).error_code == 0
     # A batch that is not transactional is never verified.
     assert only(node.produce({(TOPIC, 0): batch(1)}, transactional_id="tx")).error_code == 0
+
+
+class RemoteVerifier:
+    """A transaction coordinator on another broker: each question is answered by the test
+    (the future ``verify`` returns)."""
+
+    def __init__(self, loop) -> None:
+        self.loop = loop
+        self.asked: list[tuple] = []
+
+    def verify(self, transactional_id, producer_id, epoch, tp):
+        answer = self.loop.create_future()
+        self.asked.append((transactional_id, producer_id, epoch, tp, answer))
+        return answer
+
+    def add(self, transactional_id, producer_id, epoch, tp):
+        raise AssertionError("a v3-11 produce is verified, never added")
+
+
+def test_verification_waits_for_a_coordinator_on_another_broker(tmp_path):
+    """The append waits for the remote coordinator's answer: a partition outside the
+    transaction is refused and nothing is written; one inside is appended."""
+    loop = asyncio.new_event_loop()
+    verifier = RemoteVerifier(loop)
+    node = Node(tmp_path, verifier=verifier)
+    try:
+        node.lead()
+        node.config["transaction.partition.verification.enable"] = True
+
+        def produce_answered(seq: int, version: int, answer: int):
+            records = batch(2, producer_id=7, producer_epoch=3, base_sequence=seq,
+                            is_transactional=True)
+
+            async def run():
+                pending = node.produce({(TOPIC, 0): records}, transactional_id="tx",
+                                       version=version)
+                assert asyncio.isfuture(pending) and not pending.done()
+                assert node.log().log_end_offset == (0 if seq == 0 else 2)
+                *question, future = verifier.asked.pop()
+                assert question == ["tx", 7, 3, (TOPIC, 0)]
+                future.set_result(answer)
+                return only(await pending)
+            return loop.run_until_complete(run())
+
+        refused = produce_answered(0, 11, E.TRANSACTION_ABORTABLE)
+        assert refused.error_code == E.TRANSACTION_ABORTABLE
+        old = produce_answered(0, 10, E.TRANSACTION_ABORTABLE)
+        assert (old.error_code, old.error_message) == \
+            (E.INVALID_TXN_STATE, "Partition was not added to the transaction")
+        fenced = produce_answered(0, 11, E.PRODUCER_FENCED)
+        assert fenced.error_code == E.INVALID_PRODUCER_EPOCH
+        assert node.log().log_end_offset == 0
+        assert produce_answered(0, 11, 0).error_code == 0
+        assert node.log().log_end_offset == 2
+        # Its transaction is open here now: the next batch is not asked about.
+        more = batch(1, producer_id=7, producer_epoch=3, base_sequence=2, is_transactional=True)
+        assert only(node.produce({(TOPIC, 0): more}, transactional_id="tx")).error_code == 0
+        assert verifier.asked == []
+    finally:
+        node.close()
+        loop.close()
 
 
 def test_verification_failures_as_kafka_answers_them():
