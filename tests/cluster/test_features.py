@@ -9,22 +9,30 @@
   ApiVersions then shows transaction.version finalized at 2 under the new epoch;
   ``downgrade`` to 1 and ``disable`` follow; ``disable`` of group.version is refused with
   INVALID_UPDATE_VERSION's message naming the broker config, and nothing is written;
-- UpdateFeatures sent to a broker that is not the controller answers NOT_CONTROLLER.
+- UpdateFeatures sent to a broker that is not the controller answers NOT_CONTROLLER;
+- Kafka 4.3's Admin (``FeaturesAdmin.java``): describeFeatures, updateFeatures with
+  validateOnly, an upgrade, group.version's refusal (InvalidUpdateVersionException) and a
+  disable, as kafka-features.sh sees them.
 One cluster for the module; each test ends with transaction.version disabled.
 """
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from tests.support.cli_tools import tool
 from tests.support.cluster import running_cluster, wait_for
 from tests.support.cluster import kafka_tool
+from tests.support.java_clients import client_jars
 from kafkapy.protocol.messages import REQUESTS
 from tests.support.wire import WireClient
 
 FEATURE_TIMEOUT = 20
+ADMIN_PROGRAM = Path(__file__).with_name("FeaturesAdmin.java")
 _Key = REQUESTS[57].FeatureUpdateKey
 
 
@@ -147,3 +155,24 @@ def test_describe_upgrade_downgrade_disable(features_cluster, runner):
     wait_for(lambda: _finalized_everywhere(
         c, {"group.version": 1, "share.version": 1}, final_epoch),
         FEATURE_TIMEOUT, "every broker showing transaction.version disabled")
+
+
+def test_kafka_4_3_admin(features_cluster):
+    c = features_cluster
+    jars = client_jars(("4.3.0",)) / "4.3.0"
+    done = subprocess.run([shutil.which("java") or "java", "-cp", str(jars / "*"),
+                           str(ADMIN_PROGRAM), c.bootstrap(c.running_ids()[0])],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    _, epoch = _feature_znode(c)
+    supported = "group.version=0-1:{} share.version=0-1:{} transaction.version=0-2:{}"
+    assert done.stdout.splitlines() == [
+        f"describe epoch={epoch - 2} " + supported.format(1, 1, 0),
+        "update transaction.version=2 ok",
+        "update transaction.version=2 ok",
+        f"describe epoch={epoch - 1} " + supported.format(1, 1, 2),
+        "update group.version=0 InvalidUpdateVersionException: group.version follows the "
+        "broker config group.coordinator.rebalance.protocols: remove consumer from it to "
+        "switch the consumer group protocol off.",
+        "update transaction.version=0 ok",
+        f"describe epoch={epoch} " + supported.format(1, 1, 0)]
