@@ -192,6 +192,11 @@ def test_v1_without_verification_the_late_record_joins_the_next_transaction(
         producer.wait_complete()
         entries = _log(c, topic, leaders[target], target, isolation=1)
         assert entries == [(0, "COMMIT"), (1, "N-late"), (2, "N1-target"), (3, "COMMIT")]
+        # A stock read_committed consumer reads it too.
+        read = clients.read_all(c.bootstrap(1), topic, 3, 4, "read_committed",
+                                f"{topic}-reader")
+        assert read[target] == [b"N-late", b"N1-target"]
+        assert read[other] == [b"N-other", b"N1-other"]
     finally:
         producer.close()
 
