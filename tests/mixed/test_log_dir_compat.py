@@ -17,7 +17,7 @@ broker id and dir; Kafka's own ``kafka-dump-log.sh`` reads kafkapy's segments (d
 iteration, CRCs valid) and ``kafka-console-consumer.sh`` reads the records.
 
 Registration: ``/brokers/ids/1`` as kafkapy writes it is Kafka 3.9's JSON byte for byte,
-the port and timestamp aside.
+the port, the timestamp and the supported features aside (Kafka 3.9 registers none).
 """
 from __future__ import annotations
 
@@ -207,10 +207,18 @@ def _registration(m, node_id: int) -> bytes:
 
 
 def _normalized_registration(data: bytes, port: int) -> str:
-    """The JSON with the port and timestamp (which differ between any two starts) masked."""
+    """The JSON with the port and timestamp (which differ between any two starts) masked,
+    and the supported features (a Kafka 3.9 ZooKeeper-mode broker registers none, kafkapy
+    its own: kafkapy.metadata.features.SUPPORTED_FEATURES, checked on their own)."""
     text = data.decode()
     text = text.replace(f":{port}\"", ":PORT\"").replace(f"\"port\":{port}", "\"port\":PORT")
+    text = text.replace(_KAFKAPY_FEATURES, '"features":{}')
     return re.sub(r"\"timestamp\":\"\d+\"", "\"timestamp\":\"TS\"", text)
+
+
+_KAFKAPY_FEATURES = ('"features":{"group.version":{"min_version":0,"max_version":1},'
+                     '"share.version":{"min_version":0,"max_version":1},'
+                     '"transaction.version":{"min_version":0,"max_version":2}}')
 
 
 def _start(m, node_id: int, timeout: float = TIMEOUT) -> str:
@@ -262,6 +270,8 @@ def test_kafka_log_dir_read_by_kafkapy(mixed_factory, stop):
     assert got["offsets"] == served["offsets"]
     assert got["committed"] == served["committed"]
     assert got["uncommitted"] == served["uncommitted"]
+    assert b'"features":{}' in kafka_registration
+    assert _KAFKAPY_FEATURES.encode() in registration
     assert _normalized_registration(registration, m.nodes[1].port) == \
         _normalized_registration(kafka_registration, kafka_port)
     assert m.terminate(1) == 0, m.log_text(1)[-3000:]
