@@ -35,7 +35,7 @@ import structlog
 from kafkapy.controller.feature_versioning import ibp_at_least
 from kafkapy.metadata import paths
 from kafkapy.metadata.features import (
-    CONFIG_FEATURES, GROUP_VERSION, FinalizedFeatureCache, incompatible)
+    CONFIG_FEATURES, GROUP_VERSION, SHARE_VERSION, FinalizedFeatureCache, incompatible)
 from kafkapy.metadata.store import MetadataStore
 from kafkapy.protocol.errors import ErrorCode
 
@@ -49,7 +49,7 @@ SUCCESS = (ErrorCode.NO_ERROR, "NONE")
 FAILED_MESSAGE = "Unable to update finalized features due to an unexpected server error."
 #: the config a config feature follows, the protocol named in it, what it switches
 _CONFIG_LINES = {GROUP_VERSION: ("consumer", "the consumer group protocol"),
-                 "share.version": ("share", "share groups")}
+                 SHARE_VERSION: ("share", "share groups")}
 
 
 @dataclass(frozen=True, slots=True)

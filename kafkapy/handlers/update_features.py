@@ -44,7 +44,7 @@ async def handle(ctx, request):
     outcome = await controller.update_features(
         _updates(ctx.api_version, request.feature_updates), validate_only,
         served_levels(services.config["group.coordinator.rebalance.protocols"]))
-    if isinstance(outcome, tuple):              # (NOT_CONTROLLER, message): it moved
+    if isinstance(outcome, tuple):      # (code, message): no longer the controller, or failed
         return _top_level(ctx, *outcome)
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NO_ERROR, error_message=None,
                         results=[_Result(feature=name, error_code=int(code),
