@@ -43,7 +43,7 @@ async def txns(node, groups):
     service = TransactionService(**node.collaborators(), producer_ids=node.producer_ids,
                                  groups=groups)
     service.start()
-    node.txn_coordinator = service.coordinator
+    node.txn_coordinator = service.adder    # what server.py hands the replica manager
     yield service
     service.shutdown()
 
