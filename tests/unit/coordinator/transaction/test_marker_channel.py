@@ -31,14 +31,15 @@ _PartitionResult = _TopicResult.WritableTxnMarkerPartitionResult
 
 
 class FakeBroker(FakeBrokerServer):
-    """Answers WriteTxnMarkers v1 per partition with the code ``codes`` gives (default 0)."""
+    """Answers WriteTxnMarkers v1 (v2 for markers of v2 transactions) per partition with the
+    code ``codes`` gives (default 0)."""
 
     def __init__(self) -> None:
         super().__init__(respond=self._answer)
         self.codes: dict[tuple[str, int], int] = {}
 
     def _answer(self, request):
-        assert (request.API_KEY, request.API_VERSION) == (27, 1)
+        assert (request.API_KEY, request.API_VERSION) in ((27, 1), (27, 2))
         return _Resp(markers=[_Result(producer_id=m.producer_id, topics=[
             _TopicResult(name=t.name, partitions=[
                 _PartitionResult(partition_index=p, error_code=self.codes.get((t.name, p), 0))
@@ -133,6 +134,19 @@ async def test_local_partitions_written_at_once_remote_ones_sent_to_their_leader
     assert len(two.requests) == 1 and len(three.requests) == 1   # answered once, not resent
     assert h.local == [(7, 3, 5, True, [("t", 0)])]
     assert h.channel.pending_keys() == 0                          # nothing kept once reported
+
+
+async def test_markers_of_a_v2_transaction_go_as_write_txn_markers_v2(h):
+    two = await h.add_broker(2)
+    h.lead("t", {0: 2, 1: 2})
+    h.channel.write(1, 4, 0, True, [("t", 0)], transaction_version=2)
+    await two.wait_received(1)
+    h.channel.write(2, 0, 0, True, [("t", 1)])
+    await two.wait_received(2)
+    v2, v1 = two.requests
+    assert (v2.API_VERSION, [m.transaction_version for m in v2.markers]) == (2, [2])
+    assert v1.API_VERSION == 1                      # a Kafka 3.9 leader gets what it reads
+    assert await h.until_done((1, 4, 0, True), [("t", 0)]) == {("t", 0): 0}
 
 
 async def test_markers_of_several_transactions_share_one_request(h):
