@@ -131,11 +131,12 @@ def test_exactly_once_copy_through_bounces(txn_cluster, tmp_path, transaction_ve
 
         for copier in copiers:
             copier.wait_done(COPY_TIMEOUT_S)
+        concurrent = reader.stop(RECORDS, 60)
     finally:
         for copier in copiers:
             if copier.running():
                 copier.stop(clean=False)
-    concurrent = reader.stop(RECORDS, 60)
+        reader.halt()
     copied = time.monotonic() - started
 
     final = clients.read_all(bootstrap, sink, OUTPUT_PARTITIONS, RECORDS, "read_committed",

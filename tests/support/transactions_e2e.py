@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from tests.support.cluster import KAFKA_HOME, kafka_tool, wait_for
-from tests.support.java_clients import client_jars, java_clients_dir
+from tests.support.java_clients import client_jars
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import _die_with_parent
 
@@ -188,6 +188,12 @@ class CommittedReader(threading.Thread):
                     self.records.append((msg.partition(), msg.value()))
         finally:
             self._consumer.close()
+
+    def halt(self) -> None:
+        """Stop now (idempotent)."""
+        self._stopped.set()
+        if self.is_alive():
+            self.join(15)
 
     def stop(self, expected: int, timeout: float) -> list[tuple[int, bytes]]:
         """Until ``expected`` records came (bounded), then 1 s more so that any record
