@@ -53,10 +53,13 @@ async def handle(ctx, request):
 
 
 def _updates(version: int, keys) -> list[FeatureUpdate]:
-    """The request's updates; v0's AllowDowngrade as v1's upgrade type (Kafka's
-    UpdateFeaturesRequest.getFeature)."""
-    out = []
+    """The request's updates, one per feature (a name given twice means its first entry,
+    as Kafka's getFeature finds it); v0's AllowDowngrade as v1's upgrade type."""
+    out, seen = [], set()
     for key in keys or ():
+        if key.feature in seen:
+            continue
+        seen.add(key.feature)
         if version == 0:
             kind = SAFE_DOWNGRADE if key.allow_downgrade else UPGRADE
         else:

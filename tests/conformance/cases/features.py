@@ -36,6 +36,8 @@ def update_features(v: int):
     yield case("several", _request([_update(v, "unknown.feature", 2),
                                     _update(v, "", 1),
                                     _update(v, "other.feature", 0, SAFE)]))
+    yield case("same-feature-twice", _request([_update(v, "unknown.feature", 1),
+                                                _update(v, "unknown.feature", 0, SAFE)]))
     yield case("group-version-disable", _request([_update(v, "group.version", 0, SAFE)]))
     if v >= 1:
         yield case("unknown-upgrade-type", _request([_update(v, "transaction.version", 2, 0)]))

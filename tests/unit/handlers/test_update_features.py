@@ -124,3 +124,12 @@ async def test_ibp_below_2_7_has_no_feature_versioning(tmp_path):
                                                     upgrade_type=1))
         assert (r.error_code, r.error_message, r.results) == (
             ErrorCode.INVALID_REQUEST, "Feature versioning system is disabled.", [])
+
+
+async def test_a_feature_named_twice_is_its_first_entry(tmp_path):
+    async with _controller(tmp_path) as (broker, controller):
+        r = await _send(broker, controller, 1,
+                        _Key(feature=TXN, max_version_level=2, upgrade_type=1),
+                        _Key(feature=TXN, max_version_level=0, upgrade_type=2))
+        assert _results(r) == {TXN: (0, "NONE")}
+        assert _levels(broker.store) == ({TXN: 2}, 1)
