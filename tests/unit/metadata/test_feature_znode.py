@@ -98,6 +98,14 @@ async def test_failover_leaves_an_enabled_znode_alone(tmp_path):
             assert _feature(broker.store) == (ENABLED_V2, 1)
 
 
+async def test_failover_keeps_finalized_features(tmp_path):
+    async with embedded_broker(tmp_path) as broker:
+        finalized = paths.encode_feature_znode(2, 1, {"transaction.version": 2})
+        broker.store.create(paths.FEATURE, finalized)
+        async with running_controller(broker):
+            assert _feature(broker.store) == (finalized, 0)
+
+
 async def test_failover_rewrites_v1_znode_as_v2(tmp_path):
     async with embedded_broker(tmp_path) as broker:
         broker.store.create(paths.FEATURE, b'{"features":{},"version":1,"status":1}')
