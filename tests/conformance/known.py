@@ -545,6 +545,56 @@ def _bumped_by_v2_markers(tree, case):
     return {**tree, "topics": _keyed_like(tree.get("topics"), topics)}
 
 
+# The TxnOffsetCommit v5 case whose offsets partition is added (not refused): its
+# transaction stays Ongoing (for its 10-minute timeout, longer than the suite runs).
+V5_OPEN_TXN = "conf-toc-v5-na"
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
+class AtLeast:
+    """An expected size that kafkapy may exceed (``==`` any int from ``size`` up)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, int) and other >= self.size
+
+    def __ne__(self, other) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self.size)
+
+    def __repr__(self) -> str:
+        return f">={self.size}"
+
+
+def _v5_transaction_listed(tree, case):
+    states = tree.get("transaction_states")
+    if tree.get("error_code") or not isinstance(states, list) or any(
+            s.get("transactional_id") == V5_OPEN_TXN for s in states):
+        return tree
+    added = {"transactional_id": V5_OPEN_TXN, "producer_id": "<producer id>",
+             "transaction_state": "Ongoing"}
+    return {**tree, "transaction_states": _keyed_like(states, list(states) + [added])}
+
+
+def _internal_sizes_grow(tree, case):
+    results = []
+    for result in tree.get("results") or []:
+        topics = []
+        for topic in result.get("topics") or []:
+            if topic.get("name") in INTERNAL_TOPICS:
+                parts = [dict(p, partition_size=AtLeast(p["partition_size"]))
+                         if isinstance(p.get("partition_size"), int) else p
+                         for p in topic.get("partitions") or []]
+                topic = dict(topic, partitions=_keyed_like(topic.get("partitions"), parts))
+            topics.append(topic)
+        results.append(dict(result, topics=_keyed_like(result.get("topics"), topics)))
+    return {**tree, "results": _keyed_like(tree.get("results"), results)}
+
+
 def _partitions_added(tree, case):
     """TxnOffsetCommit v5 adds the offsets partition, so nothing answers that it is not in
     the transaction."""
@@ -574,6 +624,18 @@ KAFKA_4: tuple[Kafka4, ...] = (
            "response'); TransactionCoordinator.endTransaction's table for transaction "
            "version 2: Empty + abort at the current epoch bumps (EB), Empty + commit is "
            "INVALID_TXN_STATE; errors answer -1/-1."),
+    Kafka4("ListTransactions: the transaction TxnOffsetCommit v5 opened",
+           _api(66, names={"ongoing"}), _v5_transaction_listed,
+           "The TxnOffsetCommit v5 case without AddOffsetsToTxn adds the offsets partition to "
+           "its transaction (see the TxnOffsetCommit v5 rule), which is Ongoing from then on; "
+           "Kafka 3.9, asked at v4, refused it and has no such transaction."),
+    Kafka4("DescribeLogDirs: internal topics hold transactions v2's records",
+           _api(35, names={"all"}), _internal_sizes_grow,
+           "The transactions v2 cases write Kafka 4's records: __transaction_state values of "
+           "version 1 (tagged fields), PrepareAbort/CompleteAbort of aborts with nothing "
+           "added, the bumped epochs' markers, and the offsets TxnOffsetCommit v5 commits "
+           "where Kafka 3.9 at v4 refuses them; so the internal topics' partitions are at "
+           "least as large as Kafka 3.9's (AtLeast), every other size compared exactly."),
     Kafka4("TxnOffsetCommit v5: the offsets partition added", 
            _api(28, versions={5}, names={"without-add-offsets"}), _partitions_added,
            "TxnOffsetCommit v5 'will also include the function for a AddOffsetsToTxn call' "
