@@ -38,7 +38,7 @@ from kafkapy.security import authz
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
 from kafkapy.coordinator.transaction.service import fenced_for_version
 from kafkapy.handlers._txn import service
-from kafkapy.metadata.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.protocol.topic_partition import TopicPartition
@@ -132,8 +132,9 @@ _OFFSET_COMMIT_ERROR = {
 }
 
 
-def _verify(ctx, request) -> int:
-    """The transaction check Kafka makes before a transactional offset commit."""
+def _verify(ctx, request):
+    """The transaction check Kafka makes before a transactional offset commit: 0, an
+    error code, or a future of it while the transaction coordinator answers."""
     services = ctx.services
     if not services.config["transaction.partition.verification.enable"]:
         return 0
@@ -152,13 +153,17 @@ def _verify(ctx, request) -> int:
     txns = service(ctx)
     if txns is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if not _coordinated_here(services, txns, request.transactional_id):
-        return 0  # as Produce: kafkapy does not ask another broker's coordinator (yet)
-    error = txns.coordinator.verify_partitions(request.transactional_id, request.producer_id,
-                                               request.producer_epoch, [tp])[tp]
+    # The coordinator wherever it runs (AddPartitionsToTxn VerifyOnly to another broker).
+    answer = txns.adder.verify(request.transactional_id, request.producer_id,
+                               request.producer_epoch, tp)
+    return acks.then(answer, lambda error: _verification_error(error, ctx.api_version))
+
+
+def _verification_error(error: int, version: int) -> int:
+    """The commit's answer for the transaction coordinator's ``error``."""
     if error == ErrorCode.PRODUCER_FENCED:
         error = ErrorCode.INVALID_PRODUCER_EPOCH
-    elif error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version < 4:
+    elif error == ErrorCode.TRANSACTION_ABORTABLE and version < 4:
         error = ErrorCode.INVALID_TXN_STATE
     return _OFFSET_COMMIT_ERROR.get(error, error)
 
@@ -185,11 +190,3 @@ def _add_offsets_partition(ctx, request):
 
     return acks.then(txns.adder.add(request.transactional_id, request.producer_id,
                                     request.producer_epoch, tp), mapped)
-
-
-def _coordinated_here(services, txns, transactional_id: str) -> bool:
-    """Whether this broker leads the transactional id's ``__transaction_state`` partition
-    (Kafka verifies with the coordinator wherever it is, through AddPartitionsToTxn)."""
-    index = txns.coordinator.partition_for(transactional_id or "")
-    state = services.cache.partition(TRANSACTION_STATE_TOPIC, index)
-    return state is None or state.leader == services.node_id

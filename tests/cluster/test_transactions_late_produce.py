@@ -33,7 +33,8 @@ from kafkapy.records.record import decode_records
 from tests.support import cluster_clients as clients
 from tests.support.cluster import running_cluster, wait_for
 from tests.support.holding_proxy import HoldingProxy
-from tests.support.raw_txn import V1, V2, RawTxnProducer, set_cluster_config
+from tests.support.raw_txn import (V1, V2, RawTxnProducer, committed_offset,
+                                   set_cluster_config)
 from tests.support.transactions_e2e import finalize_transaction_version
 from tests.support.wire import WireClient, stored_records
 from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
@@ -212,5 +213,90 @@ def test_v2_epoch_bump_refuses_the_late_record(late_cluster, topic, verification
         assert producer.epoch > 0
         _check_refused(c, topic, producer, leaders, target, other, error,
                        ErrorCode.INVALID_PRODUCER_EPOCH)
+    finally:
+        producer.close()
+
+
+# -- the same for a TxnOffsetCommit ----------------------------------------------------------
+
+def _group_placed(c, txn_coordinator: int, placement: str, prefix: str) -> tuple[str, int]:
+    """A group id whose coordinator is (or is not) the transaction coordinator's broker:
+    (group, its coordinator)."""
+    for i in range(60):
+        group = f"{prefix}-{i}"
+        node = wait_for(lambda: _coordinator_of(c, group), 30, f"{group}'s coordinator")
+        if (node == txn_coordinator) == (placement == "leader-on-coordinator"):
+            return group, node
+    raise AssertionError(f"no group id placed {placement}")
+
+
+def _coordinator_of(c, group: str) -> int | None:
+    error, node = clients.find_coordinator(c, 1, group, 0)
+    return node if error == 0 else None
+
+
+def _late_offset_commit(c, topic: str, txn_id: str, protocol, placement: str):
+    """Transaction N's TxnOffsetCommit held until N has committed and N+1 has begun:
+    (producer, group, group coordinator, the held commit's error code)."""
+    producer = RawTxnProducer(c, txn_id, protocol)
+    producer.init()
+    group, group_node = _group_placed(c, producer.coordinator, placement, f"{txn_id}-group")
+    leaders = c.leaders(topic, producer.coordinator)
+    if protocol.explicit_add:
+        assert producer.add_partitions([(topic, 0)]) == 0
+        assert producer.add_offsets(group) == 0
+    assert producer.produce(leaders[0], topic, 0, b"N") == 0
+    proxy = HoldingProxy(c.nodes[group_node].port).start()
+    late = WireClient(f"127.0.0.1:{proxy.port}")
+    try:
+        proxy.hold()
+        correlation, frame = producer.offset_commit_frame(late, group, topic, 0, 5)
+        late.send_raw(frame)
+        wait_for(lambda: proxy.held > 0, 10, "N's TxnOffsetCommit held in the proxy")
+        assert producer.end(commit=True) == 0
+        assert producer.wait_complete() == "CompleteCommit"
+        if protocol.explicit_add:
+            assert producer.add_partitions([(topic, 0)]) == 0
+        assert producer.produce(leaders[0], topic, 0, b"N1") == 0
+        proxy.release()
+        error = producer.offset_commit_answer(late, correlation)
+    finally:
+        late.close()
+        proxy.stop()
+    return producer, group, group_node, error
+
+
+def _check_offsets_refused(c, topic, producer, group, group_node, error, expected) -> None:
+    assert error == expected, f"late TxnOffsetCommit answered {ErrorCode(error).name}"
+    assert producer.end(commit=True) == 0
+    producer.wait_complete()
+    # Nothing pending, nothing committed: the late offsets were never written.
+    assert committed_offset(c, group_node, group, topic, 0) == (0, -1)
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_v1_verification_refuses_the_late_offset_commit(late_cluster, topic, verification,
+                                                        placement):
+    verification(True)
+    producer, group, group_node, error = _late_offset_commit(
+        late_cluster, topic, f"v1-offsets-{placement}", V1, placement)
+    try:
+        # TxnOffsetCommit v4 gets TRANSACTION_ABORTABLE (INVALID_TXN_STATE before v4).
+        _check_offsets_refused(late_cluster, topic, producer, group, group_node, error,
+                               ErrorCode.TRANSACTION_ABORTABLE)
+    finally:
+        producer.close()
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_v2_epoch_bump_refuses_the_late_offset_commit(late_cluster, topic, verification,
+                                                      placement):
+    finalize_transaction_version(late_cluster, 2)
+    verification(True)
+    producer, group, group_node, error = _late_offset_commit(
+        late_cluster, topic, f"v2-offsets-{placement}", V2, placement)
+    try:
+        _check_offsets_refused(late_cluster, topic, producer, group, group_node, error,
+                               ErrorCode.INVALID_PRODUCER_EPOCH)
     finally:
         producer.close()

@@ -2,11 +2,13 @@
 controls every step: which request goes where and when, with which epoch and sequence.
 
 ``RawTxnProducer(cluster, transactional_id, protocol)`` speaks one of two protocols:
-- ``V1``: AddPartitionsToTxn v3 before the first record to a partition, Produce v11,
-  EndTxn v4 (the producer epoch stays as InitProducerId gave it);
-- ``V2``: Produce v12 (the partition leader adds the partition to the transaction), EndTxn
-  v5, whose answer carries the producer epoch for the next transaction (sequences start
-  again at 0 with a new epoch).
+- ``V1``: AddPartitionsToTxn v3 before the first record to a partition (AddOffsetsToTxn
+  v3 before the group's offsets), Produce v11, TxnOffsetCommit v4, EndTxn v4 (the
+  producer epoch stays as InitProducerId gave it);
+- ``V2``: Produce v12 and TxnOffsetCommit v5 (the partition's leader, the group's
+  coordinator, adds its partition to the transaction), EndTxn v5, whose answer carries
+  the producer epoch for the next transaction (sequences start again at 0 with a new
+  epoch).
 Each batch holds one record; sequences are counted per partition.  Coordinator calls are
 retried while the coordinator answers a retriable error (a transaction still completing,
 a coordinator loading), bounded in time.
@@ -32,11 +34,14 @@ TXN_TIMEOUT_MS = 60_000
 class Protocol:
     produce_version: int
     end_txn_version: int
-    explicit_add: bool          # AddPartitionsToTxn before the first record to a partition
+    txn_offset_commit_version: int
+    explicit_add: bool          # AddPartitionsToTxn / AddOffsetsToTxn before the first write
 
 
-V1 = Protocol(produce_version=11, end_txn_version=4, explicit_add=True)
-V2 = Protocol(produce_version=12, end_txn_version=5, explicit_add=False)
+V1 = Protocol(produce_version=11, end_txn_version=4, txn_offset_commit_version=4,
+              explicit_add=True)
+V2 = Protocol(produce_version=12, end_txn_version=5, txn_offset_commit_version=5,
+              explicit_add=False)
 
 
 class RawTxnProducer:
@@ -103,6 +108,30 @@ class RawTxnProducer:
             v3_and_below_producer_epoch=self.epoch,
             v3_and_below_topics=[{"name": t, "partitions": ps} for t, ps in topics.items()]))
         return error
+
+    def add_offsets(self, group: str) -> int:
+        """AddOffsetsToTxn v3 (protocol V1): the error code, retried while the previous
+        transaction completes."""
+        error, _ = self._retry(self.coordinator, 25, 3, lambda r: r.error_code,
+                               transactional_id=self.transactional_id,
+                               producer_id=self.producer_id, producer_epoch=self.epoch,
+                               group_id=group)
+        return error
+
+    def offset_commit_frame(self, client: WireClient, group: str, topic: str, index: int,
+                            offset: int) -> tuple[int, bytes]:
+        """TxnOffsetCommit of ``offset`` for (topic, index) in ``group`` (a group no member
+        joined: generation -1), encoded for ``client``."""
+        return client.encode(28, self.protocol.txn_offset_commit_version, **fields(
+            28, transactional_id=self.transactional_id, group_id=group,
+            producer_id=self.producer_id, producer_epoch=self.epoch, generation_id=-1,
+            member_id="", group_instance_id=None, topics=[{"name": topic, "partitions": [
+                {"partition_index": index, "committed_offset": offset,
+                 "committed_leader_epoch": -1, "committed_metadata": ""}]}]))
+
+    def offset_commit_answer(self, client: WireClient, correlation: int) -> int:
+        r = client.read_response(28, self.protocol.txn_offset_commit_version, correlation)
+        return r.topics[0].partitions[0].error_code
 
     def produce_frame(self, client: WireClient, topic: str, index: int,
                       value: bytes) -> tuple[int, bytes]:
@@ -182,3 +211,20 @@ def _broker_config(cluster, node: int, name: str) -> str | None:
     finally:
         client.close()
     return next((c.value for c in r.results[0].configs if c.name == name), None)
+
+
+def committed_offset(cluster, node: int, group: str, topic: str, index: int) -> tuple[int, int]:
+    """OffsetFetch v8 with require_stable at broker ``node`` (the group's coordinator):
+    (error code, committed offset); UNSTABLE_OFFSET_COMMIT while a transaction's offsets
+    for the partition are pending."""
+    client = WireClient(cluster.bootstrap(node))
+    try:
+        r = client.request(9, 8, **fields(9, groups=[{"group_id": group, "topics": [
+            {"name": topic, "partition_indexes": [index]}]}], require_stable=True))
+    finally:
+        client.close()
+    group_answer = r.groups[0]
+    if group_answer.error_code:
+        return group_answer.error_code, -1
+    p = group_answer.topics[0].partitions[0]
+    return p.error_code, p.committed_offset

@@ -444,8 +444,8 @@ class ShareOps:
                            member_id: str, instance_id: str | None, generation: int,
                            offsets: dict, verify=None):
         if self._is_share_group(group_id):
-            error = (verify() if verify is not None else 0) or E.GROUP_ID_NOT_FOUND
-            return {tp: error for tp in offsets}
+            return acks.then(verify() if verify is not None else 0, lambda error: {
+                tp: error or E.GROUP_ID_NOT_FOUND for tp in offsets})
         return super().commit_txn_offsets(group_id, producer_id, producer_epoch, member_id,
                                           instance_id, generation, offsets, verify)
 

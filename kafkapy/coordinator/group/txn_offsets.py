@@ -50,14 +50,20 @@ class TxnOffsetOps:
                            offsets: dict[TopicPartition, OffsetAndMetadata],
                            verify=None) -> dict[TopicPartition, int]:
         """``verify``, when given, is called once the group is known and may answer an
-        error for every partition (Kafka verifies the transaction with its coordinator
-        at that point, before the member checks)."""
+        error for every partition, or a future of it (Kafka verifies the transaction with
+        its coordinator at that point, before the member checks, and goes on once it
+        answered: the group is looked at again then)."""
         error = self._group_error(group_id)
         group = self._groups.get(group_id) if not error else None
         if not error and group is None:
             group = self._new_group(group_id)
         if not error and verify is not None:
             error = verify()
+            if acks.is_pending(error):
+                return acks.then(error, lambda verified: (
+                    {tp: verified for tp in offsets} if verified else
+                    self.commit_txn_offsets(group_id, producer_id, producer_epoch, member_id,
+                                            instance_id, generation, offsets)))
         if not error:
             if group.is_(GroupState.DEAD):
                 error = E.COORDINATOR_NOT_AVAILABLE
