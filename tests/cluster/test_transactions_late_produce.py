@@ -19,6 +19,12 @@ leader then asks the coordinator over the network).
 - transaction.version 2 (Produce v12, EndTxn v5): N's commit bumped the producer epoch,
   so the late record, at N's epoch, is refused as from a fenced epoch and never written.
 
+The same for N's TxnOffsetCommit held on its way to the group coordinator (on the
+transaction coordinator's broker or another): refused at version 1 with verification
+(TRANSACTION_ABORTABLE to TxnOffsetCommit v4: the group's offsets partition is not in
+N+1) and at version 2 (TxnOffsetCommit v5, N's epoch is fenced); the group then has no
+committed offset and none pending (OffsetFetch with require_stable answers at once).
+
 The verification switch is a dynamic cluster-wide broker config (IncrementalAlterConfigs)
 and transaction.version is finalized with kafka-features.sh on the same cluster, after the
 version 1 cases.
@@ -202,21 +208,6 @@ def test_v1_without_verification_the_late_record_joins_the_next_transaction(
         producer.close()
 
 
-@pytest.mark.parametrize("placement", PLACEMENTS)
-def test_v2_epoch_bump_refuses_the_late_record(late_cluster, topic, verification, placement):
-    c = late_cluster
-    finalize_transaction_version(c, 2)
-    verification(True)
-    producer, leaders, target, other, error = _late_produce(
-        c, topic, f"v2-{placement}", V2, placement)
-    try:
-        assert producer.epoch > 0
-        _check_refused(c, topic, producer, leaders, target, other, error,
-                       ErrorCode.INVALID_PRODUCER_EPOCH)
-    finally:
-        producer.close()
-
-
 # -- the same for a TxnOffsetCommit ----------------------------------------------------------
 
 def _group_placed(c, txn_coordinator: int, placement: str, prefix: str) -> tuple[str, int]:
@@ -284,6 +275,21 @@ def test_v1_verification_refuses_the_late_offset_commit(late_cluster, topic, ver
         # TxnOffsetCommit v4 gets TRANSACTION_ABORTABLE (INVALID_TXN_STATE before v4).
         _check_offsets_refused(late_cluster, topic, producer, group, group_node, error,
                                ErrorCode.TRANSACTION_ABORTABLE)
+    finally:
+        producer.close()
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_v2_epoch_bump_refuses_the_late_record(late_cluster, topic, verification, placement):
+    c = late_cluster
+    finalize_transaction_version(c, 2)
+    verification(True)
+    producer, leaders, target, other, error = _late_produce(
+        c, topic, f"v2-{placement}", V2, placement)
+    try:
+        assert producer.epoch > 0
+        _check_refused(c, topic, producer, leaders, target, other, error,
+                       ErrorCode.INVALID_PRODUCER_EPOCH)
     finally:
         producer.close()
 
