@@ -414,7 +414,7 @@ class Broker:
         self.txn_coordinator = TransactionService(
             config=self.config, clock=self.clock, node_id=self.node_id, cache=self.cache,
             admin=self.admin, replica_manager=self.replica_manager, timer=self.timer,
-            producer_ids=self.producer_ids, groups=self.groups)
+            producer_ids=self.producer_ids, groups=self.groups, features=self.features)
         self.txn_coordinator.start()
 
     def _txn_verifier(self) -> PartitionAdder | None:

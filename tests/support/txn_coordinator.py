@@ -50,10 +50,11 @@ class Harness:
         self.markers = FakeMarkers()
         self.deferred = []
         self.next_pid = iter(range(1000, 2000))
+        self.finalized_tv = 0       # the cluster's transaction.version
         self.coord = TransactionCoordinator(
             settings, self.clock, Deadlines(self.timer), self.store, self.markers,
             lambda: next(self.next_pid), self.deferred.append,
-            lambda group: OFFSETS_TP)
+            lambda group: OFFSETS_TP, finalized_tv=lambda: self.finalized_tv)
         for index in range(settings.num_partitions):
             self.coord.begin_loading(index, coordinator_epoch=3)
             self.coord.finish_loading(index, [])

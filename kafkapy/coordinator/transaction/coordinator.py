@@ -48,7 +48,9 @@ current producer id and epoch; an abort at the current epoch in Empty/Complete*
 aborts with a bump (nothing to mark); in Prepare* only a retry's epoch is accepted
 (CONCURRENT_TRANSACTIONS), other epochs are PRODUCER_FENCED.  A v2 transaction that
 times out, or that InitProducerId fences, is fenced (epoch + 1) and then aborted with
-the v2 bump, as Kafka does with transaction.version 2 finalized.
+the v2 bump when transaction.version 2 is finalized, as Kafka does (the cluster's level,
+not the client's, decides the aborts the coordinator starts, and the log format:
+``__transaction_state`` values are version 1 from level 1 on).
 
 Errors: unknown partition owner -> NOT_COORDINATOR, loading ->
 COORDINATOR_LOAD_IN_PROGRESS, unknown id -> INVALID_PRODUCER_ID_MAPPING,
@@ -129,12 +131,13 @@ class TransactionCoordinator:
     commit, partitions) -> {partition: error code}`` writes COMMIT/ABORT markers;
     ``next_producer_id()`` hands out persisted producer ids; ``defer(fn)`` runs fn on
     a later loop turn; ``offsets_partition(group_id)`` is the __consumer_offsets
-    partition of a group.
+    partition of a group; ``finalized_tv()`` the cluster's finalized transaction.version.
     """
 
     def __init__(self, settings: TxnSettings, clock, deadlines, store, markers,
                  next_producer_id: Callable[[], int], defer: Callable[[Callable], None],
-                 offsets_partition: Callable[[str], TopicPartition] | None = None) -> None:
+                 offsets_partition: Callable[[str], TopicPartition] | None = None,
+                 finalized_tv: Callable[[], int] = lambda: 0) -> None:
         self.settings = settings
         self._clock = clock
         self._deadlines = deadlines
@@ -143,6 +146,7 @@ class TransactionCoordinator:
         self._next_producer_id = next_producer_id
         self._defer = defer
         self._offsets_partition = offsets_partition
+        self._finalized_tv = finalized_tv
         self._owned: dict[int, _Owned] = {}
         self._timeouts: dict[str, object] = {}
         self._expiries: dict[str, object] = {}
@@ -287,10 +291,11 @@ class TransactionCoordinator:
             partitions, self._clock.time_ms(), client_tv))
 
     def add_offsets(self, txn_id: str, producer_id: int, epoch: int, group_id: str):
+        """AddOffsetsToTxn: a client of transactions v1 (Kafka passes TV_0)."""
         if self._offsets_partition is None:
             return E.COORDINATOR_NOT_AVAILABLE
         return self.add_partitions(txn_id, producer_id, epoch,
-                                   [self._offsets_partition(group_id)])
+                                   [self._offsets_partition(group_id)], client_tv=0)
 
     def verify_partitions(self, txn_id: str, producer_id: int, epoch: int,
                           partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -341,8 +346,10 @@ class TransactionCoordinator:
 
     def _fence_and_abort(self, txn: TransactionMetadata, owned: _Owned, fenced_epoch: int):
         """Abort an Ongoing transaction whose epoch fence is pending (InitProducerId of a
-        new producer, or its timeout): the error code, or a future of it."""
-        if supports_epoch_bump(txn.client_tv):
+        new producer, or its timeout), at the cluster's finalized transaction version as
+        Kafka does (not the client's: nothing here comes from the client): the error code,
+        or a future of it."""
+        if supports_epoch_bump(self._finalized_tv()):
             return then(self._end_v2(txn, owned, txn.producer_id, fenced_epoch, False,
                                      from_client=False), lambda answer: answer[0])
         return self._end(txn, owned, fenced_epoch, False, from_client=False)
@@ -536,10 +543,12 @@ class TransactionCoordinator:
                              int(transit.state), transit.partitions, transit.last_update_ms,
                              transit.start_ms, transit.last_producer_id,
                              transit.next_producer_id, transit.client_tv)
+        flexible = self._finalized_tv() >= R.FLEXIBLE_VALUE_VERSION
         index = self.partition_for(txn.transactional_id)
         try:
             written = self._store.write(index, R.encode_key(txn.transactional_id),
-                                        R.encode_value(stored), timeout_ms=transit.timeout_ms)
+                                        R.encode_value(stored, flexible),
+                                        timeout_ms=transit.timeout_ms)
         except Exception:
             _log.exception("writing transaction state failed",
                            transactional_id=txn.transactional_id)

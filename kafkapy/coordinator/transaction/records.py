@@ -11,9 +11,11 @@ the struct:
   TransactionLastUpdateTimestampMs int64, TransactionStartTimestampMs int64;
   version 1 (flexible) adds the tagged fields PreviousProducerId (tag 0),
   NextProducerId (tag 1) and ClientTransactionVersion (tag 2), each left out at its
-  default (-1, -1, 0).  A transaction of a v2 client (``client_tv`` 2) is written as
-  version 1, any other as version 0, so v1 transactions stay byte-identical to what
-  Kafka 3.9 writes; both versions are read (Kafka 3.9 reads version 1 too).
+  default (-1, -1, 0).  Which one is written is the cluster's finalized
+  transaction.version (Kafka 4's TransactionLog.valueToBytes): version 1 from level 1
+  (TV_1, flexible records), else version 0, byte-identical to what Kafka 3.9 writes (a
+  cluster with a Kafka 3.9 broker finalizes nothing); both are read (Kafka 3.9 reads
+  version 1 too).
 - a null value (tombstone) removes an expired transactional id.
 
 kafka-python's loader wants a ``versions`` key on every field; the tagged-only
@@ -75,8 +77,9 @@ def encode_key(transactional_id: str) -> bytes:
                  .encode())
 
 
-def encode_value(txn: StoredTxn) -> bytes:
-    version = FLEXIBLE_VALUE_VERSION if txn.client_tv >= 2 else VALUE_VERSION
+def encode_value(txn: StoredTxn, flexible: bool = False) -> bytes:
+    """Version 1 (``flexible``: transaction.version 1 or above finalized) or 0."""
+    version = FLEXIBLE_VALUE_VERSION if flexible else VALUE_VERSION
     if txn.state == TxnState.EMPTY:
         partitions = None
     else:

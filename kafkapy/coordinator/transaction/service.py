@@ -35,6 +35,7 @@ from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator, 
 from kafkapy.coordinator.transaction.marker_channel import MarkerChannel
 from kafkapy.coordinator.transaction.markers import write_markers
 from kafkapy.coordinator.transaction.partition_adder import PartitionAdder
+from kafkapy.metadata.features import TRANSACTION_VERSION
 from kafkapy.metadata.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.record import build_batch, decode_records
@@ -46,6 +47,7 @@ if TYPE_CHECKING:   # annotations only
     from kafkapy.config.broker import BrokerConfig
     from kafkapy.coordinator.group.service import GroupService
     from kafkapy.metadata.cache import MetadataCache
+    from kafkapy.metadata.features import FinalizedFeatureCache
     from kafkapy.metadata.producer_ids import ProducerIdManager
     from kafkapy.protocol.topic_partition import TopicPartition
     from kafkapy.purgatory import Timer
@@ -117,12 +119,15 @@ class TransactionService:
     def __init__(self, *, config: BrokerConfig, clock: Clock, node_id: int,
                  cache: MetadataCache, admin: AdminManager, replica_manager: ReplicaManager,
                  timer: Timer, producer_ids: ProducerIdManager,
-                 groups: GroupService | None) -> None:
+                 groups: GroupService | None,
+                 features: FinalizedFeatureCache | None = None) -> None:
         """``groups``: this broker's group coordinator (transactional offsets complete
         when their markers land; a group's offsets partition); None: none runs here.
         ``timer``: the broker's one timing wheel (transaction timeouts); ``admin`` creates
         ``__transaction_state``; ``replica_manager`` hosts its partitions and those the
-        markers go to; ``producer_ids`` hands out the producer ids."""
+        markers go to; ``producer_ids`` hands out the producer ids; ``features`` holds the
+        cluster's finalized transaction.version (the log format, and the version of the
+        aborts the coordinator starts itself); None: level 0."""
         self._config = config
         self._clock = clock
         self._node_id = node_id
@@ -146,7 +151,9 @@ class TransactionService:
             self.settings, clock, Deadlines(timer),
             _Store(replica_manager, clock, config),
             self.markers, producer_ids.next_id,
-            self._loop.call_soon, self._offsets_partition)
+            self._loop.call_soon, self._offsets_partition,
+            finalized_tv=lambda: 0 if features is None
+            else features.features.get(TRANSACTION_VERSION, 0))
         self._loads = PartitionLoads(self._loop, TRANSACTION_STATE_TOPIC)
         # What the replica manager asks before a transactional append (verification, and
         # the partition a v2 client writes added to its transaction).

@@ -2,7 +2,8 @@
 
 The store and the marker writer are the in-memory fakes of tests/support/txn_coordinator.py:
 what was written to ``__transaction_state`` is decoded back, and every marker call is kept
-with its transaction version.
+with its transaction version.  The cluster has transaction.version 2 finalized unless a
+test says otherwise.
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ TP0, TP1 = ("t", 0), ("t", 1)
 
 @pytest.fixture
 def h():
-    return Harness()
+    harness = Harness()
+    harness.finalized_tv = TV_2
+    return harness
 
 
 def _begin(h, txn_id="a", partitions=(TP0,)):
@@ -49,15 +52,19 @@ def test_commit_bumps_the_epoch_for_the_markers_and_the_answer(h):
     assert h.coord.end_txn_v2("a", pid, epoch + 1, False) == (0, pid, epoch + 2)
 
 
-def test_a_v1_end_keeps_the_epoch(h):
+@pytest.mark.parametrize("level", [0, 1, 2], ids=["tv0", "tv1", "tv2"])
+def test_a_v1_end_keeps_the_epoch_and_the_level_picks_the_log_format(h, level):
+    h.finalized_tv = level
     _, pid, epoch = h.coord.init_producer_id("v1", 10000)
     assert h.coord.add_partitions("v1", pid, epoch, [TP0], client_tv=0) == 0
     assert h.coord.end_txn("v1", pid, epoch, True) == 0
     h.run_deferred()
     assert h.markers.calls == [(pid, epoch, 3, True, [TP0])] and h.markers.versions == [0]
     assert h.txn("v1").producer_epoch == epoch
-    # Records of a v1 transaction stay version 0 (Kafka 3.9's).
-    assert all(v[:2] == b"\x00\x00" for _, _, v in h.store.records)
+    # Value version 0 (Kafka 3.9's bytes) below level 1, version 1 from it (Kafka 4).
+    version = b"\x00\x01" if level >= 1 else b"\x00\x00"
+    assert all(v[:2] == version for _, _, v in h.store.records)
+    assert {R.decode_value(v).client_tv for _, _, v in h.store.records} == {0}
 
 
 def test_retries_of_a_completed_end_answer_the_current_epoch(h):
@@ -109,16 +116,22 @@ def test_an_exhausted_epoch_rolls_to_a_new_producer_id(h):
     assert h.coord.add_partitions("a", new_pid, 0, [TP1], client_tv=TV_2) == 0
 
 
-def test_a_timed_out_v2_transaction_is_fenced_then_aborted_with_a_bump(h):
+@pytest.mark.parametrize("level", [1, 2], ids=["tv1", "tv2"])
+def test_a_timed_out_transaction_is_aborted_at_the_clusters_level(h, level):
+    h.finalized_tv = level
     pid, epoch = _begin(h)
     h.advance(10001)
     txn = h.txn("a")
     assert txn.state == S.COMPLETE_ABORT
-    # Fenced (+1), then the v2 abort's own bump (+1).
-    assert txn.producer_epoch == epoch + 2
-    assert h.markers.calls == [(pid, epoch + 2, 3, False, [TP0])]
-    assert h.markers.versions == [TV_2]
-    assert h.coord.end_txn_v2("a", pid, epoch, True)[0] == E.PRODUCER_FENCED
+    # Fenced (+1); at level 2 the abort bumps once more, as an EndTxn v5 would.
+    bumped = epoch + 2 if level == TV_2 else epoch + 1
+    assert txn.producer_epoch == bumped
+    assert h.markers.calls == [(pid, bumped, 3, False, [TP0])]
+    assert h.markers.versions == [TV_2 if level == TV_2 else 0]
+    # The client's commit: two epochs behind is fenced; one behind looks like the retry of
+    # an EndTxn that ended in an abort (Kafka's table), so a commit is INVALID_TXN_STATE.
+    late = E.PRODUCER_FENCED if level == TV_2 else E.INVALID_TXN_STATE
+    assert h.coord.end_txn_v2("a", pid, epoch, True)[0] == late
 
 
 def test_init_producer_id_fences_an_ongoing_v2_transaction(h):
@@ -156,9 +169,9 @@ def test_value_versions_and_tagged_fields():
     v1 = R.StoredTxn(5, 3, 100, int(S.ONGOING), frozenset({TP0}), 7, 8)
     v2 = R.StoredTxn(5, 3, 100, int(S.ONGOING), frozenset({TP0}), 7, 8, 4, 9, TV_2)
     assert R.encode_value(v1)[:2] == b"\x00\x00" and R.decode_value(R.encode_value(v1)) == v1
-    encoded = R.encode_value(v2)
+    encoded = R.encode_value(v2, flexible=True)
     assert encoded[:2] == b"\x00\x01" and R.decode_value(encoded) == v2
     # Defaults are left out of the tagged fields: only ClientTransactionVersion is there.
     bare = R.encode_value(R.StoredTxn(5, 3, 100, int(S.EMPTY), frozenset(), 7, -1,
-                                      client_tv=TV_2))
+                                      client_tv=TV_2), flexible=True)
     assert bare.endswith(bytes([1, 2, 2, 0, 2]))
