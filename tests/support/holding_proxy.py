@@ -39,10 +39,16 @@ class HoldingProxy:
         self.port = self._server.sockets[0].getsockname()[1]
 
     def hold(self) -> None:
-        self._loop.call_soon_threadsafe(self._open.clear)
+        """From its return on, nothing a client sends goes on to the target."""
+        self._on_loop(self._open.clear)
 
     def release(self) -> None:
-        self._loop.call_soon_threadsafe(self._open.set)
+        self._on_loop(self._open.set)
+
+    def _on_loop(self, fn) -> None:
+        async def call():
+            fn()
+        asyncio.run_coroutine_threadsafe(call(), self._loop).result(10)
 
     def stop(self) -> None:
         async def close():
