@@ -19,7 +19,9 @@ the whole time.  Then:
   transaction is always copied again by a committed one, so an aborted record read would
   be a duplicate;
 - read_uncommitted holds more records than the input: transactions were aborted, so the
-  read_committed checks above had aborted records to leave out.
+  read_committed checks above had aborted records to leave out;
+- every output partition's last stable offset is its high watermark: no transaction was
+  left open.
 
 transaction.version 1: kafka-clients 3.9.0 (EndTxn v4, AddPartitionsToTxn before each
 new partition).  transaction.version 2 (finalized with Kafka 3.9's kafka-features.sh on
@@ -37,9 +39,9 @@ import pytest
 from tests.support import cluster_clients as clients
 from tests.support.cluster import running_cluster, wait_for
 from tests.support.transactions_e2e import (CommittedReader, Copier, copier_classpath,
-                                            describe_transaction, finalize_transaction_version,
-                                            finalized_features, wait_fully_replicated,
-                                            wait_progress)
+                                            describe_transaction, end_offsets,
+                                            finalize_transaction_version, finalized_features,
+                                            wait_fully_replicated, wait_progress)
 from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 RECORDS = 20_000
@@ -164,6 +166,9 @@ def test_exactly_once_copy_through_bounces(txn_cluster, tmp_path, transaction_ve
 
     aborted = sum(map(len, everything.values())) - RECORDS
     assert aborted > 0, "no aborted records in the output topic"
+    # No transaction left open (hanging) in the output: its last stable offsets are its ends.
+    assert end_offsets(c, sink, OUTPUT_PARTITIONS, 1) == end_offsets(c, sink,
+                                                                     OUTPUT_PARTITIONS, 0)
 
     # The producer epoch: at transaction.version 2 it goes up at every commit and abort,
     # at 1 only when a copier starts (InitProducerId) or is fenced.

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from tests.support.cluster import KAFKA_HOME, kafka_tool, wait_for
 from tests.support.java_clients import client_jars
+from tests.support.request_fields import fields
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import _die_with_parent
 
@@ -266,3 +267,24 @@ def describe_transaction(bootstrap: str, transactional_id: str):
         client.close()
     s = r.transaction_states[0]
     return s.error_code, s.transaction_state, s.producer_id, s.producer_epoch
+
+
+def end_offsets(cluster, topic: str, partitions: int, isolation: int) -> dict[int, int]:
+    """ListOffsets v5 (latest) at each partition's leader: the high watermark (isolation
+    0) or the last stable offset (1) of every partition."""
+    leaders = cluster.leaders(topic, cluster.running_ids()[0])
+    offsets = {}
+    for p in range(partitions):
+        client = WireClient(cluster.bootstrap(leaders[p]))
+        try:
+            r = client.request(2, 5, **fields(2, replica_id=-1, isolation_level=isolation,
+                                              topics=[{"name": topic, "partitions": [
+                                                  {"partition_index": p,
+                                                   "current_leader_epoch": -1,
+                                                   "timestamp": -1}]}]))
+        finally:
+            client.close()
+        answer = r.topics[0].partitions[0]
+        assert answer.error_code == 0, answer
+        offsets[p] = answer.offset
+    return offsets
