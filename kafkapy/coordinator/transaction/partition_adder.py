@@ -14,6 +14,11 @@ future of it:
   connection or request, or a request timeout, answers NETWORK_EXCEPTION and the
   connection is replaced on the next call;
 - no leader known: COORDINATOR_NOT_AVAILABLE.
+Adds are batched per transaction (coordinator broker, transactional id, producer id,
+epoch) as Kafka's manager batches them per broker: those asked in one loop turn go
+together, and while one batch of a transaction is on its way the next one waits for it,
+so a transaction's own adds (a Produce of several partitions, TxnOffsetCommit beside a
+Produce) do not meet each other's pending write as CONCURRENT_TRANSACTIONS.
 The caller maps the code for its client (``replication.txn_verification.failure``).
 
 Also the replica manager's ``Verifier``: ``verify(transactional_id, producer_id, epoch,
@@ -26,6 +31,7 @@ broker, requests pipelined on it; everything runs on the event loop.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import structlog
@@ -36,6 +42,7 @@ from kafkapy.network.client import BrokerConnection
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.protocol.topic_partition import TopicPartition
+from kafkapy.replication import acks
 
 if TYPE_CHECKING:   # annotations only
     from kafkapy.coordinator.transaction.coordinator import TransactionCoordinator
@@ -47,6 +54,16 @@ ADD_PARTITIONS_VERSION = 5
 _Request = REQUESTS[24][ADD_PARTITIONS_VERSION]
 _Txn = _Request.AddPartitionsToTxnTransaction
 _Topic = _Request.AddPartitionsToTxnTopic
+
+# (coordinator broker, transactional id, producer id, epoch)
+_AddKey = tuple[int, str, int, int]
+
+
+@dataclass
+class _Batch:
+    """Partitions waiting to be added to one transaction, and the future of their codes."""
+    future: asyncio.Future
+    partitions: set = field(default_factory=set)
 
 
 class PartitionAdder:
@@ -61,6 +78,8 @@ class PartitionAdder:
         self._request_timeout_s = request_timeout_ms / 1000.0
         self._connect_timeout_s = connect_timeout_ms / 1000.0
         self._connections: dict[int, asyncio.Future] = {}
+        self._queued: dict[_AddKey, _Batch] = {}
+        self._in_flight: set[_AddKey] = set()
         self._closed = False
 
     # -- the replica manager's Verifier ---------------------------------------------------
@@ -69,11 +88,47 @@ class PartitionAdder:
         leader = self._coordinator_node(transactional_id)
         if leader < 0:
             return E.COORDINATOR_NOT_AVAILABLE
+        key = (leader, transactional_id, producer_id, epoch)
+        batch = self._queued.get(key)
+        if batch is None:
+            loop = asyncio.get_running_loop()
+            batch = self._queued[key] = _Batch(loop.create_future())
+            if key not in self._in_flight:
+                loop.call_soon(self._send, key)
+        batch.partitions.add(tuple(tp))
+        return acks.then(batch.future, lambda codes: codes.get(tuple(tp), E.UNKNOWN))
+
+    def _send(self, key: _AddKey) -> None:
+        """The queued batch of ``key`` to its coordinator; the next one once answered."""
+        batch = self._queued.pop(key, None)
+        if batch is None:
+            return
+        leader, transactional_id, producer_id, epoch = key
+        partitions = sorted(batch.partitions)
+        if self._closed:
+            self._answer(key, batch, {tp: E.COORDINATOR_NOT_AVAILABLE for tp in partitions})
+            return
+        self._in_flight.add(key)
         if leader == self._node_id:
-            return self._coordinator.add_partitions(transactional_id, producer_id, epoch,
-                                                    [tp], client_tv=TV_2)
-        return asyncio.ensure_future(self._remote(leader, transactional_id, producer_id,
-                                                  epoch, tp, verify_only=False))
+            try:
+                added = self._coordinator.add_partitions(transactional_id, producer_id,
+                                                         epoch, partitions, client_tv=TV_2)
+            except Exception:  # noqa: BLE001 - answered, not left waiting
+                _log.exception("adding partitions to a transaction failed",
+                               transactional_id=transactional_id)
+                added = E.UNKNOWN
+            answer = acks.then(added, lambda code: {tp: code for tp in partitions})
+        else:
+            answer = asyncio.ensure_future(self._remote(
+                leader, transactional_id, producer_id, epoch, partitions, verify_only=False))
+        acks.then(answer, lambda codes: self._answer(key, batch, codes))
+
+    def _answer(self, key: _AddKey, batch: _Batch, codes: dict) -> None:
+        self._in_flight.discard(key)
+        if not batch.future.done():
+            batch.future.set_result(codes)
+        if key in self._queued:
+            self._send(key)
 
     def verify(self, transactional_id: str, producer_id: int, epoch: int, tp: TopicPartition):
         """The coordinator's error code for ``tp`` in the producer's transaction (0: it is,
@@ -84,8 +139,9 @@ class PartitionAdder:
         if leader == self._node_id:
             return self._coordinator.verify_partitions(transactional_id, producer_id, epoch,
                                                        [tp])[tp]
-        return asyncio.ensure_future(self._remote(leader, transactional_id, producer_id,
-                                                  epoch, tp, verify_only=True))
+        answer = asyncio.ensure_future(self._remote(leader, transactional_id, producer_id,
+                                                    epoch, [tuple(tp)], verify_only=True))
+        return acks.then(answer, lambda codes: codes[tuple(tp)])
 
     def _coordinator_node(self, transactional_id: str) -> int:
         """The broker leading the id's ``__transaction_state`` partition; -1 when none is
@@ -101,6 +157,11 @@ class PartitionAdder:
 
     def close(self) -> None:
         self._closed = True
+        for batch in self._queued.values():
+            if not batch.future.done():
+                batch.future.set_result({tp: E.COORDINATOR_NOT_AVAILABLE
+                                         for tp in batch.partitions})
+        self._queued.clear()
         for pending in self._connections.values():
             if pending.done() and not pending.cancelled() and pending.exception() is None:
                 pending.result().close()
@@ -110,19 +171,29 @@ class PartitionAdder:
 
     # -- another broker's coordinator -------------------------------------------------------
     async def _remote(self, node_id: int, transactional_id: str, producer_id: int, epoch: int,
-                      tp: TopicPartition, verify_only: bool) -> int:
+                      partitions: list[TopicPartition], verify_only: bool) -> dict:
+        """{partition: code} from AddPartitionsToTxn v5 to ``node_id``."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in partitions:
+            by_topic.setdefault(topic, []).append(index)
         request = _Request(transactions=[_Txn(
             transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
-            verify_only=verify_only, topics=[_Topic(name=tp[0], partitions=[tp[1]])])])
+            verify_only=verify_only,
+            topics=[_Topic(name=t, partitions=ps) for t, ps in by_topic.items()])])
         try:
             conn = await self._connection(node_id)
             response = await conn.send(request, self._client_id, self._request_timeout_s)
+            return {tp: _partition_error(response, transactional_id, tp) for tp in partitions}
         except (ConnectionError, asyncio.TimeoutError, OSError) as exc:
             self._drop(node_id)
-            _log.info("adding a partition to a transaction failed", coordinator=node_id,
-                      transactional_id=transactional_id, partition=tp, error=repr(exc))
-            return E.NETWORK_EXCEPTION
-        return _partition_error(response, transactional_id, tp)
+            _log.info("asking a transaction coordinator failed", coordinator=node_id,
+                      transactional_id=transactional_id, partitions=partitions,
+                      error=repr(exc))
+        except Exception:  # noqa: BLE001 - an answer not understood: a new connection next
+            self._drop(node_id)
+            _log.exception("transaction coordinator's answer not understood",
+                           coordinator=node_id, transactional_id=transactional_id)
+        return {tp: E.NETWORK_EXCEPTION for tp in partitions}
 
     async def _connection(self, node_id: int) -> BrokerConnection:
         pending = self._connections.get(node_id)

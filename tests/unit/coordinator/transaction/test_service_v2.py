@@ -104,3 +104,23 @@ async def test_a_v2_marker_must_be_above_the_producers_epoch(node, txns):
     assert (await _produce(node, _batch(other, other_epoch), version=9,
                            txn_id="tx-v1")).error_code == 0
     assert txns.write_markers(other, other_epoch, 0, False, [TP]) == {TP: 0}
+
+
+async def test_a_produce_of_several_partitions_adds_them_in_one_write(node, txns):
+    """The adds of one request go to the coordinator together, one state change: no
+    partition meets another's pending write (CONCURRENT_TRANSACTIONS, NOT_ENOUGH_REPLICAS
+    to the client, where followers must acknowledge the write)."""
+    node.lead("u", partitions=(0, 1, 2))
+    coordinator = txns.coordinator
+    _, pid, epoch = coordinator.init_producer_id("tx", 10_000)
+    entries = [("u", SimpleNamespace(index=i, records=_batch(pid, epoch))) for i in range(3)]
+    answer = node.replica_manager.append_records(
+        entries, [None] * 3, required_acks=1, timeout_ms=30_000, produce_version=12,
+        internal_topics_allowed=False, transactional_id="tx", respond=list)
+    results = await answer if asyncio.isfuture(answer) else answer
+    assert [r.error_code for _, _, r in results] == [0, 0, 0]
+    assert coordinator.describe("tx")[1].partitions == {("u", i) for i in range(3)}
+    # One record for InitProducerId (Empty), one for the three partitions (Ongoing).
+    state = node.replica_manager.partitions[(TRANSACTION_STATE_TOPIC,
+                                             coordinator.partition_for("tx"))]
+    assert state.log.log_end_offset == 2
