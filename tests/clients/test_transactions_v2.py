@@ -153,7 +153,7 @@ def test_kafka_clients_4_3_bump_the_epoch_at_every_end(v2_cluster, programs, top
     # epoch + 1 after every commit and every abort, on the same producer id, in v2 mode
     assert [(p, e, tv2) for _, _, p, e, tv2 in txns] == [
         (pid, epoch + n, True) for n in range(1, TRANSACTIONS + 1)]
-    assert sent[("EndTxn", 5)] == TRANSACTIONS
+    assert sent[("EndTxn", 5)] >= TRANSACTIONS       # (a retried one counts twice)
     assert not [k for k in sent if k[0] == "EndTxn" and k[1] < 5], sent
     assert sent[("Produce", 12)] > 0 and not [k for k in sent if k[0] == "Produce" and k[1] < 12]
     # (more when a commit met its own transaction's pending add: CONCURRENT_TRANSACTIONS)
@@ -178,7 +178,7 @@ def test_kafka_clients_3_9_keep_transactions_v1(v2_cluster, programs, topic):
     pid, epoch = int(init[1]), int(init[2])
     assert [(p, e, tv2) for _, _, p, e, tv2 in _transactions(lines)] == [
         (pid, epoch, False)] * TRANSACTIONS
-    assert sum(n for (api, v), n in sent.items() if api == "EndTxn" and v < 5) == TRANSACTIONS
+    assert sum(n for (api, v), n in sent.items() if api == "EndTxn" and v < 5) >= TRANSACTIONS
     assert sent[("EndTxn", 5)] == 0 and sent[("Produce", 12)] == 0
     assert sum(n for (api, v), n in sent.items() if api == "AddPartitionsToTxn" and v < 4) > 0
     assert sum(n for (api, _), n in sent.items() if api == "AddOffsetsToTxn") >= TRANSACTIONS
@@ -204,5 +204,5 @@ def test_confluent_kafka_keeps_transactions_v1(v2_cluster, topic):
             p.commit_transaction(30)
     sent = _requests(c) - before
     assert sent[("EndTxn", 5)] == 0 and sent[("Produce", 12)] == 0
-    assert sum(n for (api, v), n in sent.items() if api == "EndTxn") == 3
+    assert sum(n for (api, v), n in sent.items() if api == "EndTxn") >= 3
     assert _read(c.bootstrap(1), topic, "read_committed") == _expected(txn_id, [0, 2])
