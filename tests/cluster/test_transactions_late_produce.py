@@ -34,6 +34,7 @@ from __future__ import annotations
 import pytest
 
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import decode_records
 from tests.support import cluster_clients as clients
@@ -91,7 +92,7 @@ def _log(c, topic: str, leader: int, index: int, isolation: int = 0) -> list[tup
 
 
 def _committed_bytes(client: WireClient, topic: str, index: int) -> bytes:
-    from kafkapy.protocol.messages import REQUESTS
+    """Fetch v12 at read_committed from offset 0 (no transaction of these tests aborts)."""
     fetch = REQUESTS[1]
     r = client.request(1, 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
                        isolation_level=1, session_id=0, session_epoch=-1, topics=[
@@ -112,8 +113,8 @@ def _values(entries) -> list[str]:
 
 
 def _late_produce(c, topic: str, txn_id: str, protocol, placement: str):
-    """Runs the scenario up to the release of N's held Produce: (producer, target, other,
-    the held Produce's error code)."""
+    """Runs the scenario up to the release of N's held Produce: (producer, the topic's
+    leaders, target, other, the held Produce's error code)."""
     producer = RawTxnProducer(c, txn_id, protocol)
     producer.init()
     coordinator = producer.coordinator
