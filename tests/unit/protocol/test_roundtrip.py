@@ -17,10 +17,11 @@ REGISTRY = build_registry()
 
 # Kafka 3.9.0's ranges, as kafka-broker-api-versions.sh reads them from a real 3.9.0 broker
 # (ZooKeeper mode), but for the consumer group protocol (KIP-848): Kafka 4.x's
-# ConsumerGroupHeartbeat and ConsumerGroupDescribe, and DescribeGroups v6; every
-# advertised version is served.
+# ConsumerGroupHeartbeat and ConsumerGroupDescribe, and DescribeGroups v6, and for
+# transactions v2 (Kafka 4.x's Produce v12, EndTxn v5, WriteTxnMarkers v2, TxnOffsetCommit
+# v5); every advertised version is served.
 EXPECTED_RANGES = {
-    0: (0, 11),   # Produce
+    0: (0, 12),   # Produce (v12: transactions v2)
     1: (0, 17),   # Fetch
     2: (0, 9),    # ListOffsets
     3: (0, 12),   # Metadata
@@ -46,9 +47,9 @@ EXPECTED_RANGES = {
     23: (0, 4),   # OffsetForLeaderEpoch
     24: (0, 5),   # AddPartitionsToTxn (v4-5: broker-to-broker batches)
     25: (0, 4),   # AddOffsetsToTxn
-    26: (0, 4),   # EndTxn
-    27: (0, 1),   # WriteTxnMarkers
-    28: (0, 4),   # TxnOffsetCommit
+    26: (0, 5),   # EndTxn (v5: transactions v2)
+    27: (0, 2),   # WriteTxnMarkers (v2: TransactionVersion)
+    28: (0, 5),   # TxnOffsetCommit (v5: transactions v2)
     29: (0, 3),   # DescribeAcls
     30: (0, 3),   # CreateAcls
     31: (0, 3),   # DeleteAcls
