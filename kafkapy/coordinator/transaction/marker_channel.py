@@ -22,9 +22,10 @@ TRANSACTION_COORDINATOR_FENCED.  Each partition is routed by this broker's metad
   UNSUPPORTED_FOR_MESSAGE_FORMAT drop the partition, as Kafka does.
 
 Per destination broker: one connection (``BrokerConnection``, reused, replaced after any
-failure), one WriteTxnMarkers request in flight (v1; v2, which carries each marker's
-transaction version, when a marker of a v2 transaction is in it: only a cluster whose
-brokers all serve transactions v2 has such transactions), and the queued markers of every
+failure), one WriteTxnMarkers request in flight (v2, which carries each marker's
+transaction version, when a marker of a v2 transaction is in it and the broker serves v2,
+which ApiVersions v0 asks once per connection before the first such request, as Kafka's
+NetworkClient picks versions; else v1, which a Kafka 3.9 broker reads), and the queued markers of every
 transaction batched into it (one marker per producer id per request, since the answer is
 matched by producer id).  A failed request (connection, timeout) forgets its partitions'
 in-flight state, so the next call sends them again, and delays that broker's next request
@@ -78,6 +79,7 @@ _BACKOFF_MIN_S = 0.05
 _BACKOFF_MAX_S = 1.0
 
 _Requests = {v: REQUESTS[27][v] for v in (WRITE_TXN_MARKERS_VERSION, WRITE_TXN_MARKERS_V2)}
+_ApiVersions = REQUESTS[18][0]
 
 
 @dataclass
@@ -102,6 +104,7 @@ class _Destination:
         self.queue: dict[MarkerKey, set[TopicPartition]] = {}
         self.wakeup = asyncio.Event()
         self.conn: BrokerConnection | None = None
+        self.max_version: int | None = None    # WriteTxnMarkers served there; None: not asked
         self.task: asyncio.Task | None = None
         self.failures = 0
 
@@ -276,9 +279,12 @@ class MarkerChannel:
         if endpoint is None:   # the broker left: the next write routes the partitions again
             self._forget(batch)
             return
-        request = _build_request(batch, self._versions)
         try:
             conn = await self._connection(dest, endpoint)
+            if dest.max_version is None and any(key in self._versions for key in batch):
+                dest.max_version = await self._write_txn_markers_max(conn)
+            request = _build_request(batch, self._versions,
+                                     dest.max_version or WRITE_TXN_MARKERS_VERSION)
             response = await conn.send(request, self._client_id, self._request_timeout_s)
         except (ConnectionError, asyncio.TimeoutError, OSError) as exc:
             dest.close_connection()
@@ -315,10 +321,20 @@ class MarkerChannel:
         if self._closed:
             conn.close()
             raise ConnectionError("marker channel closed")
+        dest.max_version = None
         dest.conn = conn
         _log.info("connected to broker for transaction markers", broker=dest.node_id,
                   host=endpoint.host, port=endpoint.port)
         return conn
+
+    async def _write_txn_markers_max(self, conn: BrokerConnection) -> int:
+        """The highest WriteTxnMarkers version the broker serves (at most v2); v1 when its
+        ApiVersions answer does not say (the version every broker of the cluster serves)."""
+        response = await conn.send(_ApiVersions(), self._client_id, self._request_timeout_s)
+        for api in response.api_keys if not response.error_code else ():
+            if api.api_key == 27:
+                return max(WRITE_TXN_MARKERS_VERSION, min(api.max_version, WRITE_TXN_MARKERS_V2))
+        return WRITE_TXN_MARKERS_VERSION
 
     # -- answers --------------------------------------------------------------------------
     def _record(self, node_id: int, batch: dict[MarkerKey, set[TopicPartition]],
@@ -368,10 +384,11 @@ def _take_batch(queue: dict[MarkerKey, set[TopicPartition]]
     return batch
 
 
-def _build_request(batch: dict[MarkerKey, set[TopicPartition]], versions: dict[MarkerKey, int]):
+def _build_request(batch: dict[MarkerKey, set[TopicPartition]], versions: dict[MarkerKey, int],
+                   max_version: int = WRITE_TXN_MARKERS_V2):
     """WriteTxnMarkers v1, or v2 (each marker's transaction version) when a key of the
-    batch is of a v2 transaction."""
-    v2 = any(key in versions for key in batch)
+    batch is of a v2 transaction and the broker serves v2 (``max_version``)."""
+    v2 = max_version >= WRITE_TXN_MARKERS_V2 and any(key in versions for key in batch)
     request = _Requests[WRITE_TXN_MARKERS_V2 if v2 else WRITE_TXN_MARKERS_VERSION]
     marker_cls = request.WritableTxnMarker
     markers = []

@@ -25,20 +25,35 @@ LOCAL = 1
 DONE = {0, E.UNKNOWN_TOPIC_OR_PARTITION, E.INVALID_PRODUCER_EPOCH,
         E.TRANSACTION_COORDINATOR_FENCED}
 _Resp = RESPONSES[27][1]
+_Versions = RESPONSES[18][0]
 _Result = _Resp.WritableTxnMarkerResult
 _TopicResult = _Result.WritableTxnMarkerTopicResult
 _PartitionResult = _TopicResult.WritableTxnMarkerPartitionResult
 
 
 class FakeBroker(FakeBrokerServer):
-    """Answers WriteTxnMarkers v1 (v2 for markers of v2 transactions) per partition with the
-    code ``codes`` gives (default 0)."""
+    """Answers ApiVersions (WriteTxnMarkers up to ``max_version``) and WriteTxnMarkers per
+    partition with the code ``codes`` gives (default 0); ``requests`` are the
+    WriteTxnMarkers ones."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_version: int = 2) -> None:
         super().__init__(respond=self._answer)
         self.codes: dict[tuple[str, int], int] = {}
+        self.max_version = max_version
+
+    @property
+    def requests(self) -> list:
+        return [r for r in super().requests if r.API_KEY == 27]
+
+    async def wait_received(self, count: int) -> None:
+        async with self.arrived:
+            await asyncio.wait_for(self.arrived.wait_for(lambda: len(self.requests) >= count),
+                                   WAIT_S)
 
     def _answer(self, request):
+        if request.API_KEY == 18:
+            return _Versions(error_code=0, api_keys=[_Versions.ApiVersion(
+                api_key=27, min_version=0, max_version=self.max_version)])
         assert (request.API_KEY, request.API_VERSION) in ((27, 1), (27, 2))
         return _Resp(markers=[_Result(producer_id=m.producer_id, topics=[
             _TopicResult(name=t.name, partitions=[
@@ -78,8 +93,8 @@ class Harness:
                 appended[tp] = AppendResult(0, base_offset=offset, last_offset=offset)
         return codes
 
-    async def add_broker(self, node_id: int) -> FakeBroker:
-        fake = await FakeBroker().start()
+    async def add_broker(self, node_id: int, max_version: int = 2) -> FakeBroker:
+        fake = await FakeBroker(max_version).start()
         self.fakes[node_id] = fake
         self.cache.put_broker(BrokerEndpoint(node_id, "127.0.0.1", fake.port), {})
         return fake
@@ -146,6 +161,17 @@ async def test_markers_of_a_v2_transaction_go_as_write_txn_markers_v2(h):
     v2, v1 = two.requests
     assert (v2.API_VERSION, [m.transaction_version for m in v2.markers]) == (2, [2])
     assert v1.API_VERSION == 1                      # a Kafka 3.9 leader gets what it reads
+    assert await h.until_done((1, 4, 0, True), [("t", 0)]) == {("t", 0): 0}
+
+
+async def test_a_broker_without_write_txn_markers_v2_gets_v1(h):
+    """A Kafka 3.9 leader (WriteTxnMarkers v0-1 in its ApiVersions) is sent v1 even for a
+    marker of a v2 transaction, as Kafka's NetworkClient picks the version."""
+    old = await h.add_broker(2, max_version=1)
+    h.lead("t", {0: 2})
+    h.channel.write(1, 4, 0, True, [("t", 0)], transaction_version=2)
+    await old.wait_received(1)
+    assert [r.API_VERSION for r in old.requests] == [1]
     assert await h.until_done((1, 4, 0, True), [("t", 0)]) == {("t", 0): 0}
 
 
