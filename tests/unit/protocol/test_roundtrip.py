@@ -69,6 +69,7 @@ EXPECTED_RANGES = {
     50: (0, 0),   # DescribeUserScramCredentials
     51: (0, 0),   # AlterUserScramCredentials
     56: (0, 3),   # AlterPartition
+    57: (0, 1),   # UpdateFeatures
     60: (0, 1),   # DescribeCluster
     61: (0, 0),   # DescribeProducers
     65: (0, 0),   # DescribeTransactions
