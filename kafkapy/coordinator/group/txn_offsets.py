@@ -30,7 +30,6 @@ from kafkapy.coordinator.group import records as R
 from kafkapy.coordinator.group.group import GroupState
 from kafkapy.coordinator.group.kafka_order import commit_order
 from kafkapy.coordinator.group.offsets import OffsetAndMetadata
-from kafkapy.metadata.topics import OFFSETS_TOPIC
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.records.record import build_batch, decode_records
