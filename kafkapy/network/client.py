@@ -269,6 +269,55 @@ class BrokerConnection:
             task.cancel()
 
 
+class SharedConnections:
+    """One connection per broker, opened on first use and shared by every caller meanwhile
+    (concurrent callers await the same connect); a connection that closed, failed to open,
+    or whose broker moved to another address is replaced at the next ``get``."""
+
+    def __init__(self, client_id: str, connect_timeout_s: float,
+                 request_timeout_s: float) -> None:
+        self._client_id = client_id
+        self._connect_timeout_s = connect_timeout_s
+        self._request_timeout_s = request_timeout_s
+        self._by_node: dict[int, asyncio.Future] = {}
+
+    async def get(self, node_id: int, host: str, port: int) -> BrokerConnection:
+        pending = self._by_node.get(node_id)
+        if pending is not None and pending.done():
+            conn = None if pending.cancelled() or pending.exception() else pending.result()
+            if conn is None or not conn.connected or (conn.host, conn.port) != (host, port):
+                self.drop(node_id)
+                pending = None
+        if pending is None:
+            pending = asyncio.ensure_future(self._connect(host, port))
+            self._by_node[node_id] = pending
+        return await asyncio.shield(pending)
+
+    async def _connect(self, host: str, port: int) -> BrokerConnection:
+        conn = BrokerConnection(client_id=self._client_id,
+                                request_timeout_s=self._request_timeout_s)
+        await conn.connect(host, port, self._connect_timeout_s)
+        return conn
+
+    def drop(self, node_id: int) -> None:
+        """Close (or stop opening) the connection to ``node_id``."""
+        pending = self._by_node.pop(node_id, None)
+        if pending is None:
+            return
+        if pending.done() and not pending.cancelled() and pending.exception() is None:
+            pending.result().close()
+        elif not pending.done():
+            pending.cancel()
+
+    def nodes(self) -> set[int]:
+        """The brokers with a connection open or opening."""
+        return set(self._by_node)
+
+    def close(self) -> None:
+        for node_id in list(self._by_node):
+            self.drop(node_id)
+
+
 def _set_exception(future: asyncio.Future, exc: BaseException) -> None:
     future.set_exception(exc)
     # Marked retrieved: an awaiting caller still gets it raised, and a future

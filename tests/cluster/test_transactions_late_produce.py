@@ -34,7 +34,6 @@ from __future__ import annotations
 import pytest
 
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.batch import iter_headers
 from kafkapy.records.record import decode_records
 from tests.support import cluster_clients as clients
@@ -74,10 +73,8 @@ def _log(c, topic: str, leader: int, index: int, isolation: int = 0) -> list[tup
     all of them (isolation 0), or those below the last stable offset (1)."""
     client = WireClient(c.bootstrap(leader))
     try:
-        if isolation:
-            data = _committed_bytes(client, topic, index)
-        else:
-            data = stored_records(client, topic, index)
+        # At read_committed nothing is filtered out: no transaction of these tests aborts.
+        data = stored_records(client, topic, index, isolation_level=isolation)
     finally:
         client.close()
     entries = []
@@ -89,23 +86,6 @@ def _log(c, topic: str, leader: int, index: int, isolation: int = 0) -> list[tup
             else:
                 entries.append((r.offset, r.value.decode()))
     return entries
-
-
-def _committed_bytes(client: WireClient, topic: str, index: int) -> bytes:
-    """Fetch v12 at read_committed from offset 0 (no transaction of these tests aborts)."""
-    fetch = REQUESTS[1]
-    r = client.request(1, 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
-                       isolation_level=1, session_id=0, session_epoch=-1, topics=[
-                           fetch.FetchTopic(topic=topic, partitions=[
-                               fetch.FetchTopic.FetchPartition(
-                                   partition=index, current_leader_epoch=-1, fetch_offset=0,
-                                   last_fetched_epoch=-1, log_start_offset=-1,
-                                   partition_max_bytes=1 << 20)])],
-                       forgotten_topics_data=[], rack_id="")
-    answer = r.responses[0].partitions[0]
-    assert answer.error_code == 0, answer
-    assert not answer.aborted_transactions, answer.aborted_transactions
-    return bytes(answer.records or b"")
 
 
 def _values(entries) -> list[str]:

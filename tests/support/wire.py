@@ -86,11 +86,13 @@ def partition_metadata(bootstrap: str, topic: str) -> dict[int, tuple[int, int, 
             for p in response.topics[0].partitions}
 
 
-def stored_records(client: WireClient, topic: str, partition: int = 0) -> bytes:
-    """The partition's log from offset 0 as a Fetch v12 returns it (up to 1 MiB)."""
+def stored_records(client: WireClient, topic: str, partition: int = 0,
+                   isolation_level: int = 0) -> bytes:
+    """The partition's log from offset 0 as a Fetch v12 returns it (up to 1 MiB; up to the
+    last stable offset at ``isolation_level`` 1, read_committed)."""
     fetch = REQUESTS[1]
     r = client.request(1, 12, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
-                       isolation_level=0, session_id=0, session_epoch=-1, topics=[
+                       isolation_level=isolation_level, session_id=0, session_epoch=-1, topics=[
                            fetch.FetchTopic(topic=topic, partitions=[
                                fetch.FetchTopic.FetchPartition(
                                    partition=partition, current_leader_epoch=-1, fetch_offset=0,

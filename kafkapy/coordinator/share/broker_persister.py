@@ -33,7 +33,7 @@ from kafkapy.coordinator.share.persister import (
     StateBatch,
 )
 from kafkapy.coordinator.share.state import ShareKey
-from kafkapy.network.client import BrokerConnection
+from kafkapy.network.client import SharedConnections
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.errors import KafkaError
 from kafkapy.protocol.share_group_apis import (
@@ -71,12 +71,11 @@ class BrokerPersister:
         self._service = service
         self._node_id = node_id
         self._request_timeout_s = request_timeout_ms / 1000
-        self._connect_timeout_s = connect_timeout_ms / 1000
         self._attempts = attempts
         self._backoff_ms = backoff_ms
         self._backoff_max_ms = backoff_max_ms
-        self._connections: dict[int, asyncio.Future] = {}
-        self._client_id = f"share-persister-{node_id}"
+        self._connections = SharedConnections(f"share-persister-{node_id}",
+                                              connect_timeout_ms / 1000, self._request_timeout_s)
 
     @property
     def _coordinator(self) -> ShareCoordinator:
@@ -145,12 +144,7 @@ class BrokerPersister:
 
     def close(self) -> None:
         """Close every connection to other brokers."""
-        for pending in self._connections.values():
-            if pending.done() and not pending.cancelled() and pending.exception() is None:
-                pending.result().close()
-            else:
-                pending.cancel()
-        self._connections.clear()
+        self._connections.close()
 
     # -- routing --------------------------------------------------------------------------
     async def _call(self, key: ShareKey, local: Callable[[], Awaitable[Any]],
@@ -185,41 +179,13 @@ class BrokerPersister:
 
     async def _remote(self, node: BrokerEndpoint, request, parse):
         try:
-            conn = await self._connection(node)
+            conn = await self._connections.get(node.node_id, node.host, node.port)
             response = await conn.send(request, timeout_s=self._request_timeout_s)
         except _NETWORK as err:
-            self._drop(node.node_id)
+            self._connections.drop(node.node_id)
             _log.debug("share state request failed", broker=node.node_id, error=str(err))
             return _failed(parse, E.COORDINATOR_NOT_AVAILABLE, str(err))
         return parse(response)
-
-    async def _connection(self, node: BrokerEndpoint) -> BrokerConnection:
-        pending = self._connections.get(node.node_id)
-        if pending is not None and pending.done():
-            conn = None if pending.cancelled() or pending.exception() else pending.result()
-            if conn is None or not conn.connected or (conn.host, conn.port) != (node.host,
-                                                                               node.port):
-                self._drop(node.node_id)
-                pending = None
-        if pending is None:
-            pending = asyncio.ensure_future(self._connect(node))
-            self._connections[node.node_id] = pending
-        return await asyncio.shield(pending)
-
-    async def _connect(self, node: BrokerEndpoint) -> BrokerConnection:
-        conn = BrokerConnection(client_id=self._client_id,
-                                request_timeout_s=self._request_timeout_s)
-        await conn.connect(node.host, node.port, self._connect_timeout_s)
-        return conn
-
-    def _drop(self, node_id: int) -> None:
-        pending = self._connections.pop(node_id, None)
-        if pending is None:
-            return
-        if pending.done() and not pending.cancelled() and pending.exception() is None:
-            pending.result().close()
-        elif not pending.done():
-            pending.cancel()
 
 
 def _write_request(key: ShareKey, state_epoch: int, leader_epoch: int, start_offset: int,

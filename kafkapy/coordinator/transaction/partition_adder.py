@@ -38,7 +38,7 @@ import structlog
 
 from kafkapy.coordinator.transaction.state import TV_2
 from kafkapy.metadata.topics import TRANSACTION_STATE_TOPIC
-from kafkapy.network.client import BrokerConnection
+from kafkapy.network.client import BrokerConnection, SharedConnections
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.protocol.topic_partition import TopicPartition
@@ -76,8 +76,8 @@ class PartitionAdder:
         self._coordinator = coordinator
         self._client_id = f"broker-{node_id}-add-partitions"
         self._request_timeout_s = request_timeout_ms / 1000.0
-        self._connect_timeout_s = connect_timeout_ms / 1000.0
-        self._connections: dict[int, asyncio.Future] = {}
+        self._connections = SharedConnections(self._client_id, connect_timeout_ms / 1000.0,
+                                              self._request_timeout_s)
         self._queued: dict[_AddKey, _Batch] = {}
         self._in_flight: set[_AddKey] = set()
         self._closed = False
@@ -162,12 +162,7 @@ class PartitionAdder:
                 batch.future.set_result({tp: E.COORDINATOR_NOT_AVAILABLE
                                          for tp in batch.partitions})
         self._queued.clear()
-        for pending in self._connections.values():
-            if pending.done() and not pending.cancelled() and pending.exception() is None:
-                pending.result().close()
-            else:
-                pending.cancel()
-        self._connections.clear()
+        self._connections.close()
 
     # -- another broker's coordinator -------------------------------------------------------
     async def _remote(self, node_id: int, transactional_id: str, producer_id: int, epoch: int,
@@ -185,45 +180,21 @@ class PartitionAdder:
             response = await conn.send(request, self._client_id, self._request_timeout_s)
             return {tp: _partition_error(response, transactional_id, tp) for tp in partitions}
         except (ConnectionError, asyncio.TimeoutError, OSError) as exc:
-            self._drop(node_id)
+            self._connections.drop(node_id)
             _log.info("asking a transaction coordinator failed", coordinator=node_id,
                       transactional_id=transactional_id, partitions=partitions,
                       error=repr(exc))
         except Exception:  # noqa: BLE001 - an answer not understood: a new connection next
-            self._drop(node_id)
+            self._connections.drop(node_id)
             _log.exception("transaction coordinator's answer not understood",
                            coordinator=node_id, transactional_id=transactional_id)
         return {tp: E.NETWORK_EXCEPTION for tp in partitions}
 
     async def _connection(self, node_id: int) -> BrokerConnection:
-        pending = self._connections.get(node_id)
-        if pending is not None and pending.done() and (
-                pending.cancelled() or pending.exception() is not None
-                or not pending.result().connected):
-            self._drop(node_id)
-            pending = None
-        if pending is None:
-            pending = asyncio.ensure_future(self._connect(node_id))
-            self._connections[node_id] = pending
-        return await asyncio.shield(pending)
-
-    async def _connect(self, node_id: int) -> BrokerConnection:
         endpoint = self._cache.brokers.get(node_id)
         if endpoint is None:
             raise ConnectionError(f"broker {node_id} is not alive")
-        conn = BrokerConnection(client_id=self._client_id,
-                                request_timeout_s=self._request_timeout_s)
-        await conn.connect(endpoint.host, endpoint.port, self._connect_timeout_s)
-        return conn
-
-    def _drop(self, node_id: int) -> None:
-        pending = self._connections.pop(node_id, None)
-        if pending is None:
-            return
-        if pending.done() and not pending.cancelled() and pending.exception() is None:
-            pending.result().close()
-        elif not pending.done():
-            pending.cancel()
+        return await self._connections.get(node_id, endpoint.host, endpoint.port)
 
 
 def _partition_error(response, transactional_id: str, tp: TopicPartition) -> int:

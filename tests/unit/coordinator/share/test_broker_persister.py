@@ -61,7 +61,7 @@ async def test_keys_go_to_the_broker_leading_their_state_partition():
                 if other.broker_id != leaders[key]:
                     assert stored(other, key) is None
         # one connection per other broker, reused by every remote call
-        assert set(persister._connections) == {leaders[k] for k in remote}
+        assert persister._connections.nodes() == {leaders[k] for k in remote}
 
         key = remote[0]
         assert await persister.write(key.group_id, topic_id, key.partition, state_epoch=1,
