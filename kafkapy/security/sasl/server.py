@@ -16,13 +16,17 @@ from kafkapy.security.sasl.scram import ScramServer
 
 
 def server_for(mechanism: str, config, credentials: CredentialCache,
-               listener_name: str | None) -> SaslServer | None:
+               listener_name: str | None, tokens=None) -> SaslServer | None:
     """A new server for one authentication with ``mechanism`` on the listener, or None
-    (``config``: the broker's; ``credentials``: its SCRAM credential cache)."""
+    (``config``: the broker's; ``credentials``: its SCRAM credential cache; ``tokens``: its
+    ``DelegationTokenManager``, for SCRAM's ``tokenauth``)."""
     if mechanism not in enabled_mechanisms(config, listener_name):
         return None
     if mechanism == PLAIN:
         return PlainServer(users_from_jaas(jaas_config(config, listener_name, PLAIN)))
     if mechanism in SCRAM_MECHANISMS:
-        return ScramServer(mechanism, lambda user: credentials.get(mechanism, user))
+        token_lookup = (None if tokens is None
+                        else lambda token_id: tokens.credential(mechanism, token_id))
+        return ScramServer(mechanism, lambda user: credentials.get(mechanism, user),
+                           token_lookup=token_lookup)
     return None
