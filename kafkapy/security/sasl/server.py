@@ -1,8 +1,9 @@
 """The SASL server for one authentication: PLAIN or SCRAM, when the listener enables it.
 
-``server_for(mechanism, config, credentials, listener_name)`` is what SaslHandshake begins
+``server_for(mechanism, config, credentials, listener_name, tokens)`` is what SaslHandshake begins
 an exchange with: a fresh server (``plain.PlainServer`` over the listener's JAAS users,
-``scram.ScramServer`` over the broker's ``CredentialCache``), or None for a mechanism that
+``scram.ScramServer`` over the broker's ``CredentialCache`` and, for ``tokenauth``, its
+``DelegationTokenManager``), or None for a mechanism that
 is not enabled on the listener or that kafkapy lacks (e.g. GSSAPI).  It stands above the
 mechanisms, which know only the package's own names (``kafkapy.security.sasl``).
 """
