@@ -3,7 +3,8 @@
 - the four APIs over the wire: refused on PLAINTEXT and on a token-authenticated
   connection, INVALID_PRINCIPAL_TYPE, OWNER_MISMATCH, renew, describe by owner;
 - SCRAM with ``tokenauth=true`` logs in as the token's owner; an expired token fails the
-  next login; the expiry sweep removes the znode;
+  next login; the expiry sweep removes the znode; a second broker learns a token from the
+  change notifications and the first forgets it when the second expires it;
 - Kafka 3.9's ``kafka-delegation-tokens.sh`` creates, describes, renews and expires, and
   Kafka's console producer and consumer (kafka-clients 3.9.0) produce and consume with the
   token; ``kafkapy-delegation-tokens`` prints what Kafka's tool prints.
@@ -42,16 +43,14 @@ OWNER, OWNER_SECRET = "tk-owner", "tk-owner-secret"
 OTHER, OTHER_SECRET = "tk-other", "tk-other-secret"
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory, zookeeper_server):  # noqa: F811
-    """PLAINTEXT (inter-broker, admin) and SASL_PLAINTEXT listeners, tokens enabled, the
-    expiry sweep every second; two SCRAM users."""
-    connect = new_chroot(zookeeper_server, "tokens")
+def _start(base, connect: str, node_id: int):
+    """A broker with PLAINTEXT (inter-broker, admin) and SASL_PLAINTEXT listeners, tokens
+    enabled, the expiry sweep every second."""
     port, sasl_port = free_port(), free_port()
     listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
     kind = _KafkaBroker if REFERENCE == "kafka" else BrokerProcess
-    broker = kind(tmp_path_factory.mktemp("tokens") / "logs", port=port, overrides={
-        "zookeeper.connect": connect,
+    broker = kind(base / "logs", port=port, overrides={
+        "zookeeper.connect": connect, "broker.id": str(node_id),
         "listeners": listeners, "advertised.listeners": listeners,
         "inter.broker.listener.name": "PLAINTEXT",
         "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
@@ -62,6 +61,15 @@ def broker(tmp_path_factory, zookeeper_server):  # noqa: F811
     })
     broker.start()
     broker.sasl_bootstrap = f"127.0.0.1:{sasl_port}"
+    return broker
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory, zookeeper_server):  # noqa: F811
+    """One broker (see ``_start``) and two SCRAM users."""
+    connect = new_chroot(zookeeper_server, "tokens")
+    broker = _start(tmp_path_factory.mktemp("tokens"), connect, 0)
+    broker.connect = connect
     broker.zk = KazooClient(connect)
     broker.zk.start()
     try:
@@ -282,3 +290,26 @@ def test_kafkapy_tool_prints_what_kafkas_prints(broker, tmp_path, capsys):
     (tmp_path / "plain.properties").write_text("")
     assert delegation_tokens.main([*plain, "--describe"]) == 1
     assert "UnsupportedByAuthenticationException" in capsys.readouterr().err
+
+
+def test_every_broker_learns_tokens_from_the_notifications(broker, tmp_path):
+    second = _start(tmp_path, broker.connect, 1)
+    try:
+        owner = _login(broker, OWNER, OWNER_SECRET)
+        token = _create(owner)
+        owner.close()
+        password = _password(token.hmac)
+        _login(second, token.token_id, password, token=True).close()   # learned it
+        other = _login(second, OWNER, OWNER_SECRET)
+        assert other.request(40, 2, hmac=token.hmac, expiry_time_period_ms=-1).error_code == 0
+        other.close()
+        deadline = time.monotonic() + 30
+        while True:                      # the first broker forgets it on the notification
+            conn, answer = _scram(broker, token.token_id, password, token=True)
+            conn.close()
+            if answer.error_code == 58:
+                break
+            assert time.monotonic() < deadline, "the first broker still accepts the token"
+            time.sleep(0.2)
+    finally:
+        second.stop()
