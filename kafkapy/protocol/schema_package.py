@@ -21,7 +21,7 @@ def ensure_schema_package() -> str:
     if PACKAGE in sys.modules:
         return PACKAGE
     folder = Path(__file__).resolve().parents[2] / "protocol"
-    if not (folder / "__init__.py").exists():
+    if not (folder / "LeaderAndIsrRequest.json").exists():
         # an installed kafkapy: the mapping ships the folder
         importlib.import_module(PACKAGE)
         return PACKAGE
