@@ -40,7 +40,7 @@ from typing import Callable
 import structlog
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from kafkapy.api.principal import USER_TYPE, KafkaPrincipal
+from kafkapy.api.principal import KafkaPrincipal
 from kafkapy.metadata.change_notifications import ChangeNotificationListener
 from kafkapy.metadata.paths import immutable_map_order
 from kafkapy.protocol.errors import ErrorCode
@@ -349,7 +349,3 @@ class DelegationTokenManager:
 def _may_renew(principal: KafkaPrincipal, info: TokenInformation) -> bool:
     """Kafka's allowedToRenew: the owner or a renewer (not the requester)."""
     return principal == info.owner or principal in info.renewers
-
-
-def is_user(principal: KafkaPrincipal) -> bool:
-    return principal.principal_type == USER_TYPE
