@@ -159,7 +159,9 @@ def test_apis_over_the_wire(broker):
     assert {t.token_id for t in _describe(owner, None).tokens} >= {created.token_id,
                                                                    mine.token_id}
 
-    tokened = _login(broker, created.token_id, _password(created.hmac), token=True)
+    tokened, login = _scram(broker, created.token_id, _password(created.hmac), token=True)
+    assert login.error_code == 0      # the session ends when the token (renewed: 1 h) does
+    assert 3_500_000 < login.session_lifetime_ms <= 3_600_000
     assert _create(tokened).error_code == 64           # not over a token's connection
     assert tokened.request(3, 1, topics=[]).brokers    # but served as its owner
     assert owner.request(40, 2, hmac=created.hmac, expiry_time_period_ms=-1).error_code == 0

@@ -171,3 +171,27 @@ def test_scram_tokenauth_logs_in_as_the_owner(env, mechanism):
     manager.expire(ALICE, token.hmac, -1)
     with pytest.raises(SaslAuthenticationError):
         login(token.token_id, password)
+
+
+def test_a_token_session_ends_at_the_tokens_expiry():
+    """Kafka's credential expiration: the session of a token login lasts until the token's
+    expiry (0 left: the next request closes the connection)."""
+    import time as _time
+    from types import SimpleNamespace
+
+    from kafkapy.config.broker import BrokerConfig
+    from kafkapy.security import gate as G
+
+    def login(expiry_ms: int) -> G.SaslGate:
+        seen = []
+        gate = G.SaslGate(BrokerConfig.from_properties({}), "SASL_PLAINTEXT", seen.append)
+        auth = gate.auth_for(1)
+        auth.begin(SimpleNamespace(mechanism="SCRAM-SHA-256"))
+        auth.authenticated("alice", True, expiry_ms)
+        assert seen[0] == ALICE and seen[0].token_authenticated
+        return gate
+    gate = login(int(_time.time() * 1000) + 10_000)
+    assert gate.admit(3, 10, now=_time.monotonic() + 5) == G.SERVE
+    assert gate.admit(3, 10, now=_time.monotonic() + 11) == G.CLOSE
+    expired = login(int(_time.time() * 1000) - 1)
+    assert expired.admit(3, 10, now=_time.monotonic()) == G.CLOSE
