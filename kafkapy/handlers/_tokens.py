@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from kafkapy.api.principal import ANONYMOUS, PLAINTEXT_SESSION
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security.delegation_tokens import ERROR_TIMESTAMP
 
 
 def allowed(ctx) -> bool:
@@ -16,3 +18,13 @@ def allowed(ctx) -> bool:
 
 def principal(ctx):
     return getattr(ctx, "session", PLAINTEXT_SESSION).principal
+
+
+def expiry_answer(ctx, change):
+    """Renew's or Expire's response: ``change(principal)`` gives (error, expiry) when the
+    connection may ask, else DELEGATION_TOKEN_REQUEST_NOT_ALLOWED with expiry -1."""
+    if allowed(ctx):
+        error, expiry = change(principal(ctx))
+    else:
+        error, expiry = int(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED), ERROR_TIMESTAMP
+    return ctx.response(error_code=error, expiry_timestamp_ms=expiry, throttle_time_ms=0)

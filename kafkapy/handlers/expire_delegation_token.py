@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from kafkapy.handlers import _tokens
 from kafkapy.protocol.delegation_token_apis import ExpireDelegationTokenRequest  # noqa: F401
-from kafkapy.protocol.errors import ErrorCode
-from kafkapy.security.delegation_tokens import ERROR_TIMESTAMP
 
 API_KEY = 40
 MIN_VERSION = 0
@@ -20,9 +18,6 @@ MAX_VERSION = 2
 
 
 def handle(ctx, request):
-    if not _tokens.allowed(ctx):
-        error, expiry = int(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED), ERROR_TIMESTAMP
-    else:
-        error, expiry = ctx.services.delegation_tokens.expire(
-            _tokens.principal(ctx), bytes(request.hmac), request.expiry_time_period_ms)
-    return ctx.response(error_code=error, expiry_timestamp_ms=expiry, throttle_time_ms=0)
+    tokens = ctx.services.delegation_tokens
+    return _tokens.expiry_answer(ctx, lambda principal: tokens.expire(
+        principal, bytes(request.hmac), request.expiry_time_period_ms))

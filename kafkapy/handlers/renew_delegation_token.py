@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from kafkapy.handlers import _tokens
 from kafkapy.protocol.delegation_token_apis import RenewDelegationTokenRequest  # noqa: F401
-from kafkapy.protocol.errors import ErrorCode
-from kafkapy.security.delegation_tokens import ERROR_TIMESTAMP
 
 API_KEY = 39
 MIN_VERSION = 0
@@ -21,9 +19,6 @@ MAX_VERSION = 2
 
 
 def handle(ctx, request):
-    if not _tokens.allowed(ctx):
-        error, expiry = int(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED), ERROR_TIMESTAMP
-    else:
-        error, expiry = ctx.services.delegation_tokens.renew(
-            _tokens.principal(ctx), bytes(request.hmac), request.renew_period_ms)
-    return ctx.response(error_code=error, expiry_timestamp_ms=expiry, throttle_time_ms=0)
+    tokens = ctx.services.delegation_tokens
+    return _tokens.expiry_answer(ctx, lambda principal: tokens.renew(
+        principal, bytes(request.hmac), request.renew_period_ms))

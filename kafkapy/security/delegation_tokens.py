@@ -300,41 +300,44 @@ class DelegationTokenManager:
     def renew(self, principal: KafkaPrincipal, token_hmac: bytes,
               renew_period_ms: int) -> tuple[int, int]:
         """(error code, new expiry timestamp or -1)."""
-        if not self.enabled:
-            return int(ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED), ERROR_TIMESTAMP
-        cached = self._by(token_hmac)
-        if cached is None:
-            return int(ErrorCode.DELEGATION_TOKEN_NOT_FOUND), ERROR_TIMESTAMP
-        info, now = cached.info, self._clock.time_ms()
-        if not _may_renew(principal, info):
-            return int(ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH), ERROR_TIMESTAMP
+        error, info, now = self._owned(principal, token_hmac)
+        if error:
+            return error, ERROR_TIMESTAMP
         if info.expired(now):
             return int(ErrorCode.DELEGATION_TOKEN_EXPIRED), ERROR_TIMESTAMP
         period = self.expiry_time_ms if renew_period_ms < 0 else renew_period_ms
-        expiry = min(info.max_timestamp, now + period)
-        self._write(replace(info, expiry_timestamp=expiry))
-        return 0, expiry
+        return 0, self._expire_at(info, min(info.max_timestamp, now + period))
 
     def expire(self, principal: KafkaPrincipal, token_hmac: bytes,
                expiry_period_ms: int) -> tuple[int, int]:
         """(error code, new expiry timestamp or -1); a negative period removes it now."""
-        if not self.enabled:
-            return int(ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED), ERROR_TIMESTAMP
-        cached = self._by(token_hmac)
-        if cached is None:
-            return int(ErrorCode.DELEGATION_TOKEN_NOT_FOUND), ERROR_TIMESTAMP
-        info, now = cached.info, self._clock.time_ms()
-        if not _may_renew(principal, info):
-            return int(ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH), ERROR_TIMESTAMP
+        error, info, now = self._owned(principal, token_hmac)
+        if error:
+            return error, ERROR_TIMESTAMP
         if expiry_period_ms < 0:
             self._remove(info.token_id)
             _log.info("expired a delegation token", token_id=info.token_id)
             return 0, now
         if info.expired(now):
             return int(ErrorCode.DELEGATION_TOKEN_EXPIRED), ERROR_TIMESTAMP
-        expiry = min(info.max_timestamp, now + expiry_period_ms)
+        return 0, self._expire_at(info, min(info.max_timestamp, now + expiry_period_ms))
+
+    def _owned(self, principal: KafkaPrincipal, token_hmac: bytes):
+        """(error code, the token, now) for a renew or expire by ``principal``: tokens on,
+        the token known, and ``principal`` its owner or a renewer."""
+        now = self._clock.time_ms()
+        if not self.enabled:
+            return int(ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED), None, now
+        cached = self._by(token_hmac)
+        if cached is None:
+            return int(ErrorCode.DELEGATION_TOKEN_NOT_FOUND), None, now
+        if not _may_renew(principal, cached.info):
+            return int(ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH), None, now
+        return 0, cached.info, now
+
+    def _expire_at(self, info: TokenInformation, expiry: int) -> int:
         self._write(replace(info, expiry_timestamp=expiry))
-        return 0, expiry
+        return expiry
 
     def expire_tokens(self) -> list[str]:
         """Remove every token past its expiry or max timestamp; their ids."""
