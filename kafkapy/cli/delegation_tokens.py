@@ -56,18 +56,42 @@ _EXCEPTIONS = {61: "DelegationTokenDisabledException", 62: "DelegationTokenNotFo
                66: "DelegationTokenExpiredException", 67: "InvalidPrincipalTypeException"}
 
 
+# Kafka's option descriptions.
+_HELP = {
+    "create": "Create a new delegation token. Use --renewer-principal option to pass renewer "
+              "principals.",
+    "renew": "Renew delegation token. Use --renew-time-period option to set renew time period.",
+    "expire": "Expire delegation token. Use --expiry-time-period option to expire the token.",
+    "describe": "Describe delegation tokens for the given principals. Use --owner-principal "
+                "to pass owner/renewer principals. If --owner-principal option is not "
+                "supplied, all the user-owned tokens and tokens where the user has Describe "
+                "permissions will be returned.",
+    "max-life-time-period": "Max life period for the token in milliseconds. If the value is "
+                            "-1, then token max life time will default to the server side "
+                            "config value of (delegation.token.max.lifetime.ms).",
+    "renew-time-period": "Renew time period in milliseconds. If the value is -1, then the "
+                         "renew time period will default to the server side config value of "
+                         "(delegation.token.expiry.time.ms).",
+    "expiry-time-period": "Expiry time period in milliseconds. If the value is -1, then the "
+                          "token will get invalidated immediately.",
+}
+
+
 def _parser() -> common.ToolParser:
     parser = common.ToolParser(
         "kafkapy-delegation-tokens",
         "This tool helps to create, renew, expire, or describe delegation tokens.")
     for action in _ACTIONS:
-        parser.add_argument(f"--{action}", action="store_true")
-    parser.add_argument("--owner-principal", action="append", default=[])
-    parser.add_argument("--renewer-principal", action="append", default=[])
-    parser.add_argument("--max-life-time-period", type=int)
-    parser.add_argument("--renew-time-period", type=int)
-    parser.add_argument("--expiry-time-period", type=int)
-    parser.add_argument("--hmac")
+        parser.add_argument(f"--{action}", action="store_true", help=_HELP[action])
+    principal = "is a Kafka principal. They should be in principalType:name format."
+    parser.add_argument("--owner-principal", action="append", default=[],
+                        help=f"owner {principal}")
+    parser.add_argument("--renewer-principal", action="append", default=[],
+                        help=f"renewer {principal}")
+    parser.add_argument("--max-life-time-period", type=int, help=_HELP["max-life-time-period"])
+    parser.add_argument("--renew-time-period", type=int, help=_HELP["renew-time-period"])
+    parser.add_argument("--expiry-time-period", type=int, help=_HELP["expiry-time-period"])
+    parser.add_argument("--hmac", help="HMAC of the delegation token")
     return parser
 
 
