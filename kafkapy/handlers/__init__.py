@@ -104,6 +104,7 @@ HANDLER_MODULES = (
     "alter_user_scram_credentials",
     # read-only: kafka-configs.sh --describe --entity-type users asks it first
     "describe_client_quotas",
+    "alter_client_quotas",
 )
 
 

@@ -95,7 +95,6 @@ NOT_YET_SERVED: dict[int, str] = {
     38: "CreateDelegationToken: delegation tokens", 39: "RenewDelegationToken: delegation tokens",
     40: "ExpireDelegationToken: delegation tokens",
     41: "DescribeDelegationToken: delegation tokens",
-    49: "AlterClientQuotas: client quotas",
     58: "Envelope: forwarding to a controller",
 }
 
