@@ -71,6 +71,7 @@ from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.metadata.zk_store import ZooKeeperStore
 from kafkapy.network.client import use_inter_broker_security
 from kafkapy.network.connection_quotas import ConnectionQuotas
+from kafkapy.quota.client import ClientQuotas
 from kafkapy.network.server import SocketServer
 from kafkapy.purgatory import Purgatory, Timer
 from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
@@ -177,6 +178,7 @@ class Broker:
         self.group_configs: GroupConfigs | None = None
         self.authorizer = None      # an AclAuthorizer when authorizer.class.name names it
         self.scram_credentials: CredentialCache | None = None   # once the store is open
+        self.client_quotas: ClientQuotas | None = None          # once the store is open
         # /feature as Kafka's ZooKeeper-mode broker sees it (ApiVersions' finalized features)
         self.features: FinalizedFeatureCache | None = None
         self.dynamic_config: DynamicBrokerConfig | None = None     # once the store is open
@@ -268,9 +270,12 @@ class Broker:
         self.cache = MetadataCache(
             cluster_id, self.node_id, self.inter_broker_listener,
             topic_overrides=lambda name: self.topic_configs.overrides(name))
+        self.client_quotas = ClientQuotas(self.store, self.config, self.clock)
+        self.client_quotas.load()
         self.topic_configs = TopicConfigs(self.store, self.cache, self.clock,
                                           dynamic_config=self.dynamic_config,
-                                          credentials=self.scram_credentials)
+                                          credentials=self.scram_credentials,
+                                          client_quotas=self.client_quotas)
 
     def _start_replication(self, loop) -> None:
         """The replica manager, its three helpers and the purgatories."""
@@ -590,7 +595,8 @@ class Broker:
             node_id=self.node_id, config=self.config, clock=self.clock, apis=self.apis,
             store=self.store, cache=self.cache, features=self.features,
             dynamic_config=self.dynamic_config, authorizer=self.authorizer,
-            scram_credentials=self.scram_credentials, log_manager=self.log_manager,
+            scram_credentials=self.scram_credentials, client_quotas=self.client_quotas,
+            log_manager=self.log_manager,
             replica_manager=self.replica_manager, fetch_manager=self.fetch_manager,
             alter_log_dirs=self.alter_log_dirs, controller=self.controller,
             controller_fence=self.controller_fence, admin=self.admin,

@@ -34,6 +34,7 @@ if TYPE_CHECKING:   # annotations only: the components' modules are imported by 
     from kafkapy.metadata.store import MetadataStore
     from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
     from kafkapy.replication.fetch_session import FetchManager
+    from kafkapy.quota.client import ClientQuotas
     from kafkapy.replication.replica_manager import ReplicaManager
     from kafkapy.security.authorizer import AclAuthorizer
     from kafkapy.security.sasl.credentials import CredentialCache
@@ -54,6 +55,7 @@ class Services:
     dynamic_config: DynamicBrokerConfig
     authorizer: AclAuthorizer | None        # None: no authorizer.class.name, all allowed
     scram_credentials: CredentialCache
+    client_quotas: ClientQuotas             # the produce and fetch byte-rate quotas
     log_manager: LogManager
     replica_manager: ReplicaManager
     fetch_manager: FetchManager
