@@ -1,0 +1,205 @@
+"""Client byte-rate quotas enforced, on kafkapy and on Kafka 3.9 alike (both brokers on one
+ZooKeeper, own chroots, ``quota.window.num=3`` of 1 s so a run of a few seconds passes the
+start-up burst): a producer over its client-id quota and a consumer over the default user's
+quota get throttle_time_ms > 0 and their connection muted, so what they move over a run
+stays within the quota (plus the burst the rate windows allow at the start: ``samples - 1``
+windows' worth); an unthrottled client on the same broker keeps its rate; a quota removed
+reaches a running client within a window of its throttle ending."""
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kazoo.client import KazooClient
+
+from kafkapy.protocol.messages import REQUESTS
+from tests.support.broker_process import BrokerProcess, free_port
+from tests.support.sasl import KAFKA_HOME, _KafkaBroker
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.skipif(
+    not (KAFKA_HOME / "bin" / "kafka-server-start.sh").exists() or not shutil.which("java"),
+    reason="Kafka 3.9 or java missing")
+
+Produce, Fetch = REQUESTS[0], REQUESTS[1]
+QUOTA = 200_000             # bytes per second
+SAMPLES, WINDOW_S = 3, 1
+BURST = QUOTA * (SAMPLES - 1) * WINDOW_S
+RUN_S = 3.0
+VALUE = b"q" * 20_000
+SETTINGS = {"quota.window.num": str(SAMPLES), "quota.window.size.seconds": str(WINDOW_S),
+            "num.partitions": "1", "auto.create.topics.enable": "true"}
+
+
+@pytest.fixture(scope="module")
+def sides(tmp_path_factory, zookeeper_server):  # noqa: F811
+    tmp = tmp_path_factory.mktemp("client-quotas")
+    zk = KazooClient(zookeeper_server.connect_string)
+    zk.start()
+    started = []
+    try:
+        roots = {name: f"/cq-{name}-{uuid.uuid4().hex[:6]}" for name in ("kafka", "kafkapy")}
+        for root in roots.values():
+            zk.ensure_path(root)
+        port = free_port()
+        (tmp / "kafka").mkdir()
+        kafka = _KafkaBroker(tmp / "kafka" / "logs", port=port, overrides={
+            **SETTINGS, "zookeeper.connect": zookeeper_server.connect_string + roots["kafka"],
+            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}"})
+        kafka.start()
+        started.append(kafka)
+        ours = BrokerProcess(tmp / "kafkapy" / "logs", overrides={
+            **SETTINGS, "zookeeper.connect": zookeeper_server.connect_string + roots["kafkapy"]
+        }).start()
+        started.append(ours)
+        yield {"kafka": kafka.bootstrap, "kafkapy": ours.bootstrap}
+    finally:
+        for broker in started:
+            broker.stop()
+        zk.stop()
+
+
+def _alter(bootstrap: str, entity: list, key: str, value: float | None) -> None:
+    client = WireClient(bootstrap)
+    try:
+        response = client.request(49, 1, entries=[(entity, [(key, value or 0.0, value is None)])],
+                                  validate_only=False)
+        assert [e[0] for e in response.entries] == [0]
+    finally:
+        client.close()
+
+
+def _batch() -> bytes:
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 21)
+    builder.append(0, int(time.time() * 1000), None, VALUE, [])
+    return bytes(builder.build())
+
+
+def _produce(client: WireClient, topic: str, batch: bytes):
+    response = client.request(0, 9, transactional_id=None, acks=1, timeout_ms=10_000, topic_data=[
+        Produce.TopicProduceData(name=topic, partition_data=[
+            Produce.TopicProduceData.PartitionProduceData(index=0, records=batch)])])
+    assert response.responses[0].partition_responses[0].error_code == 0
+    return response.throttle_time_ms
+
+
+def _make_topic(bootstrap: str, topic: str) -> None:
+    client = WireClient(bootstrap, client_id="setup")
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            response = client.request(3, 4, topics=[REQUESTS[3].MetadataRequestTopic(name=topic)],
+                                      allow_auto_topic_creation=True)
+            topic_md = response.topics[0]
+            if topic_md.error_code == 0 and topic_md.partitions and topic_md.partitions[0].leader_id >= 0:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"topic {topic} never got a leader")
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("side", ["kafkapy", "kafka"])
+def test_producer_over_its_client_id_quota(sides, side):
+    bootstrap = sides[side]
+    topic = f"produce-{side}"
+    _make_topic(bootstrap, topic)
+    _alter(bootstrap, [("client-id", "throttled-producer")], "producer_byte_rate", QUOTA)
+    time.sleep(0.5)                 # the change notification reaches the broker
+    batch = _batch()
+    client = WireClient(bootstrap, client_id="throttled-producer", timeout=30)
+    try:
+        sent, throttles = 0, []
+        started = time.monotonic()
+        while time.monotonic() - started < RUN_S:
+            throttles.append(_produce(client, topic, batch))
+            sent += len(batch)
+        elapsed = time.monotonic() - started
+        assert max(throttles) > 0
+        # the broker admits one request past the bound before it throttles
+        assert sent <= (QUOTA * elapsed + BURST) * 1.05 + len(batch)
+        assert sent / elapsed <= QUOTA * 2
+        assert sent >= QUOTA * elapsed * 0.5            # throttled, not stopped
+
+        free = WireClient(bootstrap, client_id="free-producer", timeout=30)
+        try:
+            begun = time.monotonic()
+            free_throttles = [_produce(free, topic, batch) for _ in range(40)]
+            free_rate = 40 * len(batch) / (time.monotonic() - begun)
+        finally:
+            free.close()
+        assert free_throttles == [0] * 40 and free_rate > QUOTA * 2
+
+        removed = time.monotonic()
+        _alter(bootstrap, [("client-id", "throttled-producer")], "producer_byte_rate", None)
+        last_throttle_s = throttles[-1] / 1000
+        while _produce(client, topic, batch) > 0:
+            assert time.monotonic() - removed < last_throttle_s + 2 * WINDOW_S + 1
+        assert time.monotonic() - removed < last_throttle_s + 2 * WINDOW_S + 1
+    finally:
+        client.close()
+
+
+def _fetch(client: WireClient, topic: str, offset: int):
+    response = client.request(1, 11, replica_id=-1, max_wait_ms=100, min_bytes=1,
+                              max_bytes=4 << 20, isolation_level=0, session_id=0,
+                              session_epoch=-1, topics=[Fetch.FetchTopic(
+                                  topic=topic, partitions=[Fetch.FetchTopic.FetchPartition(
+                                      partition=0, current_leader_epoch=-1, fetch_offset=offset,
+                                      log_start_offset=-1, partition_max_bytes=4 << 20)])],
+                              forgotten_topics_data=[], rack_id="")
+    if not response.responses:
+        return response.throttle_time_ms, b"", offset
+    part = response.responses[0].partitions[0]
+    assert part.error_code == 0
+    records = part.records or b""
+    return response.throttle_time_ms, records, offset + _count(records)
+
+
+def _count(records: bytes) -> int:
+    """Records in a run of v2 batches (whole batches only)."""
+    count, pos = 0, 0
+    while pos + 61 <= len(records):
+        length = int.from_bytes(records[pos + 8:pos + 12], "big")
+        if pos + 12 + length > len(records):
+            break
+        count += int.from_bytes(records[pos + 57:pos + 61], "big")
+        pos += 12 + length
+    return count
+
+
+@pytest.mark.parametrize("side", ["kafkapy", "kafka"])
+def test_consumer_over_the_default_user_quota(sides, side):
+    bootstrap = sides[side]
+    topic = f"fetch-{side}"
+    _make_topic(bootstrap, topic)
+    filler = WireClient(bootstrap, client_id="filler", timeout=30)
+    try:
+        batch = _batch()
+        for _ in range(int((QUOTA * RUN_S + BURST) * 1.5) // len(batch)):
+            _produce(filler, topic, batch)
+    finally:
+        filler.close()
+    _alter(bootstrap, [("user", None)], "consumer_byte_rate", QUOTA)
+    time.sleep(0.5)
+    client = WireClient(bootstrap, client_id="throttled-consumer", timeout=30)
+    try:
+        received, throttles, offset = 0, [], 0
+        started = time.monotonic()
+        while time.monotonic() - started < RUN_S:
+            throttle, records, offset = _fetch(client, topic, offset)
+            throttles.append(throttle)
+            received += len(records)
+        elapsed = time.monotonic() - started
+        assert max(throttles) > 0
+        assert received <= (QUOTA * elapsed + BURST) * 1.05
+        assert received / elapsed <= QUOTA * 2
+        assert received >= QUOTA * elapsed * 0.5
+    finally:
+        client.close()
+        _alter(bootstrap, [("user", None)], "consumer_byte_rate", None)
