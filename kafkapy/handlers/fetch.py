@@ -51,6 +51,13 @@ reads, and waits when it must) and encodes what it answers (``_Answer``).
   follower not in the ISR, a partition throttled on this broker answers no records
   while the leader quota is exceeded, and its bytes do not complete a delayed fetch;
   the record bytes answered to followers for throttled partitions are recorded.
+- Client quota (a consumer only; ``kafkapy.quota.client``, Kafka's fetch
+  ClientQuotaManager): ``max_bytes`` is capped to what the consumer_byte_rate allows in
+  ``quota.window.num - 1`` windows, so a throttled consumer still progresses; the answer's
+  size (records plus a fixed per-partition part) is recorded when it is made, and when that
+  puts the client over its quota the size is taken back and the answer has no partitions,
+  the throttle time, and a connection that reads nothing more for that long.  An
+  incremental session keeps its state (its epoch is checked as for any answer).
 - Record bytes of v4+ are never read into Python on plain connections: each
   partition's ``records`` is a marker that the connection replaces with the log's
   file ranges the read found, sent with os.sendfile (``kafkapy.network.zero_copy``).

@@ -43,6 +43,11 @@ watermark passes the appended offsets (at once with a single replica):
 NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min ISR,
 REQUEST_TIMED_OUT at timeout_ms, one answer per partition named; a request with no
 partitions is answered at once.
+Client quota (``kafkapy.quota.client``, Kafka's produce ClientQuotaManager): once the
+append is done, the request's size is recorded against the client's producer_byte_rate;
+over it, the answer carries the throttle time and the connection reads nothing more for
+that long (acks=0 too, without an answer).  With no producer quota configured this is one
+attribute test.
 """
 from __future__ import annotations
 
