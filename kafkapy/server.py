@@ -413,7 +413,7 @@ class Broker:
             controller=self.controller,
             purgatories=(self.produce_purgatory, self.fetch_purgatory),
             # the group coordinator has no public view of its groups
-            groups=lambda: self.groups.coordinator.groups)
+            groups=lambda: self.groups.coordinator.groups, client_quotas=self.client_quotas)
 
     def _start_transactions(self) -> None:
         self.txn_coordinator = TransactionService(

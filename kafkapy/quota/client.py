@@ -160,6 +160,9 @@ class ClientQuotaManager:
         window = sensor.rate.window_size_ms(now)
         return int(round((measured - sensor.bound) / sensor.bound * window))
 
+    def clock_ms(self) -> int:
+        return self._clock.time_ms()
+
     def unrecord(self, user: str, client_id: str, value: float) -> None:
         if self._types:
             self.sensor(user, client_id).rate.record(-value, self._clock.time_ms())
@@ -189,6 +192,15 @@ class ClientQuotas:
         self.produce = ClientQuotaManager(entities.PRODUCER_BYTE_RATE, samples, window, clock)
         self.fetch = ClientQuotaManager(entities.CONSUMER_BYTE_RATE, samples, window, clock)
         self._managers = (self.produce, self.fetch)
+
+    def sensor_values(self):
+        """(resource, user, client id, byte rate, average throttle ms) per sensor, for the
+        metrics (Kafka's per-client quota MBeans)."""
+        for resource, manager in (("Produce", self.produce), ("Fetch", self.fetch)):
+            now = manager.clock_ms()
+            for (user, client_id), sensor in list(manager.sensors.items()):
+                average = sensor.throttle_ms_total / sensor.throttled if sensor.throttled else 0.0
+                yield resource, user, client_id, sensor.rate.measure(now), average
 
     def load(self) -> None:
         """Read every user, (user, client-id) and client-id entity."""

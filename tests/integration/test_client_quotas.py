@@ -7,8 +7,10 @@ windows' worth); an unthrottled client on the same broker keeps its rate; a quot
 reaches a running client within a window of its throttle ending."""
 from __future__ import annotations
 
+import re
 import shutil
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -53,11 +55,14 @@ def sides(tmp_path_factory, zookeeper_server):  # noqa: F811
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}"})
         kafka.start()
         started.append(kafka)
+        metrics_port = free_port()
         ours = BrokerProcess(tmp / "kafkapy" / "logs", overrides={
-            **SETTINGS, "zookeeper.connect": zookeeper_server.connect_string + roots["kafkapy"]
+            **SETTINGS, "zookeeper.connect": zookeeper_server.connect_string + roots["kafkapy"],
+            "kafkapy.metrics.port": str(metrics_port), "kafkapy.metrics.host": "127.0.0.1"
         }).start()
         started.append(ours)
-        yield {"kafka": kafka.bootstrap, "kafkapy": ours.bootstrap}
+        yield {"kafka": kafka.bootstrap, "kafkapy": ours.bootstrap,
+               "kafkapy-metrics": f"http://127.0.0.1:{metrics_port}/metrics"}
     finally:
         for broker in started:
             broker.stop()
@@ -203,3 +208,36 @@ def test_consumer_over_the_default_user_quota(sides, side):
     finally:
         client.close()
         _alter(bootstrap, [("user", None)], "consumer_byte_rate", None)
+
+
+def test_quota_metrics_on_kafkapy(sides):
+    """After the throttled producer and consumer, and three batches of a client under a
+    quota just now: Kafka's per-client quota MBeans' values under the exporter's names."""
+    bootstrap = sides["kafkapy"]
+    _alter(bootstrap, [("client-id", "metered")], "producer_byte_rate", QUOTA * 100)
+    time.sleep(0.5)
+    client = WireClient(bootstrap, client_id="metered")
+    try:
+        batch = _batch()
+        for _ in range(3):
+            assert _produce(client, "produce-kafkapy", batch) == 0
+    finally:
+        client.close()
+    with urllib.request.urlopen(sides["kafkapy-metrics"], timeout=10) as answer:
+        text = answer.read().decode()
+    values = {}
+    for line in text.splitlines():
+        match = re.fullmatch(r'(kafka_server_quota_\w+)\{(.*)\} (\S+)', line)
+        if match:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2)))
+            values[(match.group(1), labels["resource"], labels["user"], labels["clientId"])] = \
+                float(match.group(3))
+    produce = ("Produce", "", "throttled-producer")
+    fetch = ("Fetch", "ANONYMOUS", "")
+    assert values[("kafka_server_quota_throttle_time", *produce)] > 0, values
+    metered = values[("kafka_server_quota_byte_rate", "Produce", "", "metered")]
+    # three requests (a batch and its request's header) over the rate's span: (samples - 1)
+    # windows plus the time since the first
+    span = (SAMPLES - 1) * WINDOW_S
+    assert 3 * len(batch) / (span + 1) <= metered <= 3 * (len(batch) + 200) / span, values
+    assert values[("kafka_server_quota_throttle_time", *fetch)] > 0, values
