@@ -163,3 +163,44 @@ def test_kafka_configs_tool_on_both(brokers):
     trees = {name: _tree(zk, root) for name, (_, root) in sides.items()}
     assert trees["kafkapy"] == trees["kafka"]
     assert "/config/clients/tool-app" in trees["kafkapy"]
+
+
+OUR_COMMANDS = [
+    ["--alter", "--entity-type", "clients", "--entity-name", "ours-app",
+     "--add-config", "producer_byte_rate=400000,consumer_byte_rate=500000"],
+    ["--alter", "--entity-type", "clients", "--entity-default",
+     "--add-config", "request_percentage=12.5"],
+    ["--alter", "--entity-type", "users", "--entity-name", "dave", "--entity-type", "clients",
+     "--entity-name", "ours-app", "--add-config", "controller_mutation_rate=10"],
+    ["--alter", "--entity-type", "users", "--entity-default",
+     "--add-config", "consumer_byte_rate=300000"],
+    ["--alter", "--entity-type", "ips", "--entity-name", "127.0.0.3",
+     "--add-config", "connection_creation_rate=3"],
+    ["--alter", "--entity-type", "clients", "--entity-name", "ours-app",
+     "--delete-config", "consumer_byte_rate"],
+    ["--alter", "--entity-type", "clients", "--entity-name", "ours-app",
+     "--delete-config", "consumer_byte_rate"],
+    ["--describe", "--entity-type", "clients"],
+    ["--describe", "--entity-type", "users", "--entity-name", "dave", "--entity-type", "clients"],
+    ["--describe", "--entity-type", "users", "--entity-default"],
+    ["--describe", "--entity-type", "ips", "--entity-name", "127.0.0.3"],
+]
+
+
+def test_kafkapy_configs_as_kafka_configs(brokers, capsys):
+    """kafkapy-configs on kafkapy prints what kafka-configs.sh prints on Kafka 3.9 (exit
+    codes, and stdout, or the first line of the reason for a refusal), and leaves the same
+    znodes."""
+    from kafkapy.cli import configs
+    sides, zk = brokers
+    tool = str(KAFKA_HOME / "bin" / "kafka-configs.sh")
+    for command in OUR_COMMANDS:
+        run = subprocess.run([tool, "--bootstrap-server", sides["kafka"][0].bootstrap, *command],
+                             capture_output=True, text=True, timeout=120)
+        code = configs.main(["--bootstrap-server", sides["kafkapy"][0].bootstrap, *command])
+        out, err = capsys.readouterr()
+        assert (code, out) == (run.returncode, run.stdout), (command, err, run.stderr)
+        if code:
+            assert run.stderr.splitlines()[0] in err, (command, err, run.stderr)
+    trees = {name: _tree(zk, root) for name, (_, root) in sides.items()}
+    assert trees["kafkapy"] == trees["kafka"]
