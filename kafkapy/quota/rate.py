@@ -44,6 +44,9 @@ class Rate:
     def window_size_ms(self, now_ms: int) -> int:
         """Rate.windowSize: elapsed since the oldest sample, at least samples - 1 windows."""
         self._purge(now_ms)
+        return self._window(now_ms)
+
+    def _window(self, now_ms: int) -> int:
         oldest = min(self._starts) if self._starts else now_ms
         elapsed = now_ms - oldest
         full = elapsed // self.window_ms
@@ -54,5 +57,4 @@ class Rate:
     def measure(self, now_ms: int) -> float:
         """Per second."""
         self._purge(now_ms)
-        total = sum(self._values)
-        return total / (self.window_size_ms(now_ms) / 1000.0)
+        return sum(self._values) / (self._window(now_ms) / 1000.0)
