@@ -19,7 +19,8 @@ samples of ``quota.window.size.seconds``); if the rate is then above the bound, 
 time is Kafka's QuotaUtils.throttleTime: ``(rate - bound) / bound * window_size_ms``, rounded.
 ``max_value_in_window`` is the bound times ``(samples - 1) * window seconds``: what a
 consumer fetch may carry at most.  A quota changed applies to existing sensors at once
-(their rates are kept).
+(their rates are kept).  A sensor not recorded for an hour is dropped (checked at most once
+a minute, when a new one is made), as Kafka expires inactive sensors.
 
 Cost: with no quota of a type configured, ``enabled`` is False and callers skip everything
 (one attribute test per request).
@@ -45,18 +46,21 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("kafkapy.client_quotas")
 DEFAULT = entities.DEFAULT
 _CLIENT_ID, _USER, _USER_CLIENT_ID = 1, 2, 4       # Kafka's QuotaTypes bits
+_EXPIRY_MS = 3600 * 1000
+_SWEEP_MS = 60 * 1000
 
 
 class Sensor:
     """One tag pair's rate, bound and throttle-time totals (for metrics)."""
 
-    __slots__ = ("rate", "bound", "throttle_ms_total", "throttled")
+    __slots__ = ("rate", "bound", "throttle_ms_total", "throttled", "last_ms")
 
-    def __init__(self, rate: Rate, bound: float) -> None:
+    def __init__(self, rate: Rate, bound: float, now_ms: int) -> None:
         self.rate = rate
         self.bound = bound
         self.throttle_ms_total = 0
         self.throttled = 0
+        self.last_ms = now_ms       # last recorded; an hour idle and it is dropped
 
 
 class ClientQuotaManager:
@@ -73,6 +77,7 @@ class ClientQuotaManager:
         self._quotas: dict[tuple, float] = {}
         self._types = 0
         self.sensors: dict[tuple[str, str], Sensor] = {}
+        self._swept_ms = clock.time_ms()
 
     @property
     def enabled(self) -> bool:
@@ -141,11 +146,20 @@ class ClientQuotaManager:
         tags = self._tags(user, client_id)
         sensor = self.sensors.get(tags)
         if sensor is None:
+            now = self._clock.time_ms()
+            if now - self._swept_ms >= _SWEEP_MS:
+                self._sweep(now)
             bound = self._limit(*tags)
             sensor = Sensor(Rate(self.samples, self.window_ms),
-                            float("inf") if bound is None else bound)
+                            float("inf") if bound is None else bound, now)
             self.sensors[tags] = sensor
         return sensor
+
+    def _sweep(self, now_ms: int) -> None:
+        """Drop sensors idle for an hour (Kafka's InactiveSensorExpirationTimeSeconds)."""
+        self._swept_ms = now_ms
+        for tags in [t for t, s in self.sensors.items() if now_ms - s.last_ms >= _EXPIRY_MS]:
+            del self.sensors[tags]
 
     def record(self, user: str, client_id: str, value: float) -> int:
         """Record ``value``; the throttle time in ms (0: within the quota)."""
@@ -153,6 +167,7 @@ class ClientQuotaManager:
             return 0
         now = self._clock.time_ms()
         sensor = self.sensor(user, client_id)
+        sensor.last_ms = now
         sensor.rate.record(value, now)
         measured = sensor.rate.measure(now)
         if measured <= sensor.bound:

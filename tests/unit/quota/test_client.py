@@ -104,3 +104,15 @@ def test_entities_written_reach_the_managers(tmp_path):
                             [("producer_byte_rate", None)])], False)
     quotas.entity_changed("users", "al%20ice/clients/app")
     assert not quotas.produce.enabled
+
+
+def test_a_sensor_idle_for_an_hour_is_dropped():
+    clock = MockClock()
+    manager = ClientQuotaManager("producer_byte_rate", 11, 1, clock)
+    manager.set_quota((None, DEFAULT), 1000.0)
+    manager.record("U", "old", 10)
+    clock.advance(3_599_000)
+    manager.record("U", "recent", 10)        # a sweep here: "old" is not an hour idle yet
+    clock.advance(60_000)                     # the next sweep, a minute later, drops it
+    manager.record("U", "new", 10)
+    assert set(manager.sensors) == {("", "recent"), ("", "new")}
