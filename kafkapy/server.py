@@ -270,7 +270,8 @@ class Broker:
         self.cache = MetadataCache(
             cluster_id, self.node_id, self.inter_broker_listener,
             topic_overrides=lambda name: self.topic_configs.overrides(name))
-        self.client_quotas = ClientQuotas(self.store, self.config, self.clock)
+        self.client_quotas = ClientQuotas(self.store, self.config, self.clock,
+                                          self.connection_quotas.update_ip_rate)
         self.client_quotas.load()
         self.topic_configs = TopicConfigs(self.store, self.cache, self.clock,
                                           dynamic_config=self.dynamic_config,

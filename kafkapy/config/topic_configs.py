@@ -17,7 +17,7 @@ BrokerConfigHandler; another broker's id is ignored there).  A ``users/<name>``
 notification refreshes that user's SCRAM credentials in the broker's credential cache
 (Kafka's UserConfigHandler); ``users/...`` and ``clients/...`` notifications also go to
 the client quotas' ``entity_changed`` (Kafka's UserConfigHandler / ClientIdConfigHandler
-updating the quota managers).  ``ips/...`` notifications are ignored.  Following the notifications (order,
+updating the quota managers), and ``ips/...`` too (Kafka's IpConfigHandler).  Following the notifications (order,
 watches, new sessions, the 15-minute purge) is ``kafkapy.metadata.change_notifications``;
 a pass runs on the event loop.  A deleted topic's cached entry is dropped when the
 metadata cache reports the deletion.
@@ -135,7 +135,7 @@ class TopicConfigs:
                 except Exception:
                     _log.exception("applying a user config change failed", entity=name)
             self._quota_changed(entity_type, name)
-        elif entity_type == paths.CONFIG_TYPE_CLIENT and name:
+        elif entity_type in (paths.CONFIG_TYPE_CLIENT, paths.CONFIG_TYPE_IP) and name:
             self._quota_changed(entity_type, name)
         elif entity_type == paths.CONFIG_TYPE_BROKER and name:
             if self._dynamic_config is None:

@@ -2,7 +2,8 @@
 
 ``ClientQuotas(store, config, clock)`` (one per broker, made by the server) reads every quota
 entity at start-up (``load``) and one entity per ``/config/changes`` notification naming
-``users/...`` or ``clients/...`` (``entity_changed``); it holds one ``ClientQuotaManager``
+``users/...``, ``clients/...`` or ``ips/...`` (``entity_changed``; an ip's
+``connection_creation_rate`` goes to ``ip_rate_changed``, the connection quotas'); it holds one ``ClientQuotaManager``
 per quota type: ``produce`` (``producer_byte_rate``) and ``fetch`` (``consumer_byte_rate``).
 
 Precedence (Kafka's eight levels, most specific first), for user U and client id C:
@@ -27,7 +28,7 @@ Cost: with no quota of a type configured, ``enabled`` is False and callers skip 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from kazoo.exceptions import NoNodeError
 
@@ -201,8 +202,11 @@ class ClientQuotaManager:
 class ClientQuotas:
     """Every client quota of this broker (see the module docstring)."""
 
-    def __init__(self, store: MetadataStore | None, config: BrokerConfig, clock: Clock) -> None:
+    def __init__(self, store: MetadataStore | None, config: BrokerConfig, clock: Clock,
+                 ip_rate_changed: Callable[[str | None, int | None], None] | None = None
+                 ) -> None:
         self._store = store
+        self._ip_rate_changed = ip_rate_changed     # (ip or None for <default>, rate or None)
         samples, window = config["quota.window.num"], config["quota.window.size.seconds"]
         self.produce = ClientQuotaManager(entities.PRODUCER_BYTE_RATE, samples, window, clock)
         self.fetch = ClientQuotaManager(entities.CONSUMER_BYTE_RATE, samples, window, clock)
@@ -226,6 +230,8 @@ class ClientQuotas:
                 self.entity_changed(paths.CONFIG_TYPE_USER, f"{user}/clients/{client}")
         for client in self._children(paths.config_entity_type_path(paths.CONFIG_TYPE_CLIENT)):
             self.entity_changed(paths.CONFIG_TYPE_CLIENT, client)
+        for ip in self._children(paths.config_entity_type_path(paths.CONFIG_TYPE_IP)):
+            self.entity_changed(paths.CONFIG_TYPE_IP, ip)
 
     def _children(self, path: str) -> list[str]:
         try:
@@ -241,6 +247,9 @@ class ClientQuotas:
             entity = (user, _client_name(client) if client else None)
         elif config_type == paths.CONFIG_TYPE_CLIENT:
             entity = (None, _client_name(name))
+        elif config_type == paths.CONFIG_TYPE_IP:
+            self._ip_changed(name)
+            return
         else:
             return
         try:
@@ -257,6 +266,19 @@ class ClientQuotas:
                              key=manager.key, value=value)
         _log.info("applied client quota change", entity=f"{config_type}/{name}",
                   quotas={m.key: config.get(m.key) for m in self._managers})
+
+
+    def _ip_changed(self, name: str) -> None:
+        if self._ip_rate_changed is None:
+            return
+        try:
+            config = entities.read_config(self._store, paths.CONFIG_TYPE_IP, name)
+            value = config.get(entities.CONNECTION_CREATION_RATE)
+            rate = None if value is None else int(value)
+        except ValueError:
+            _log.warning("ignoring an invalid ip quota entity", entity=f"ips/{name}")
+            return
+        self._ip_rate_changed(None if name == DEFAULT else name, rate)
 
 
 def _client_name(sanitized: str) -> str:

@@ -241,3 +241,35 @@ def test_quota_metrics_on_kafkapy(sides):
     span = (SAMPLES - 1) * WINDOW_S
     assert 3 * len(batch) / (span + 1) <= metered <= 3 * (len(batch) + 200) / span, values
     assert values[("kafka_server_quota_throttle_time", *fetch)] > 0, values
+
+
+@pytest.mark.parametrize("side", ["kafkapy", "kafka"])
+def test_connection_creation_rate_of_an_ip(sides, side):
+    """``connection_creation_rate`` of /config/ips/127.0.0.1: connections past the rate (after
+    the windows' burst) are never served and are closed."""
+    bootstrap = sides[side]
+    _alter(bootstrap, [("ip", "127.0.0.1")], "connection_creation_rate", 2.0)
+    try:
+        time.sleep(0.5)
+        answered = unanswered = 0
+        clients = [WireClient(bootstrap, timeout=5) for _ in range(8)]
+        for client in clients:
+            try:
+                client.request(18, 0)
+                answered += 1
+            except (OSError, AssertionError, ValueError):
+                unanswered += 1
+            finally:
+                client.close()
+        # bound 2/s over a span of at least (samples - 1) windows: 4 connections pass
+        assert 3 <= answered <= 5 and unanswered >= 3, (answered, unanswered)
+    finally:
+        deadline = time.monotonic() + 15    # until the rate lets the removal's connection in
+        while True:
+            try:
+                _alter(bootstrap, [("ip", "127.0.0.1")], "connection_creation_rate", None)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
