@@ -34,7 +34,18 @@ BURST = QUOTA * (SAMPLES - 1) * WINDOW_S
 RUN_S = 3.0
 VALUE = b"q" * 20_000
 SETTINGS = {"quota.window.num": str(SAMPLES), "quota.window.size.seconds": str(WINDOW_S),
-            "num.partitions": "1", "auto.create.topics.enable": "true"}
+            "num.partitions": "1", "auto.create.topics.enable": "true",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                'username="admin" password="admin-secret" user_alice="alice-secret" '
+                'user_bob="bob-secret";')}
+
+
+def _listeners(port: int, sasl_port: int) -> dict[str, str]:
+    text = f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+    return {"listeners": text, "advertised.listeners": text}
 
 
 @pytest.fixture(scope="module")
@@ -47,21 +58,22 @@ def sides(tmp_path_factory, zookeeper_server):  # noqa: F811
         roots = {name: f"/cq-{name}-{uuid.uuid4().hex[:6]}" for name in ("kafka", "kafkapy")}
         for root in roots.values():
             zk.ensure_path(root)
-        port = free_port()
+        port, sasl_port = free_port(), free_port()
         (tmp / "kafka").mkdir()
         kafka = _KafkaBroker(tmp / "kafka" / "logs", port=port, overrides={
             **SETTINGS, "zookeeper.connect": zookeeper_server.connect_string + roots["kafka"],
-            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}"})
+            **_listeners(port, sasl_port)})
         kafka.start()
         started.append(kafka)
-        metrics_port = free_port()
-        ours = BrokerProcess(tmp / "kafkapy" / "logs", overrides={
+        metrics_port, our_port, our_sasl = free_port(), free_port(), free_port()
+        ours = BrokerProcess(tmp / "kafkapy" / "logs", port=our_port, overrides={
             **SETTINGS, "zookeeper.connect": zookeeper_server.connect_string + roots["kafkapy"],
+            **_listeners(our_port, our_sasl),
             "kafkapy.metrics.port": str(metrics_port), "kafkapy.metrics.host": "127.0.0.1"
         }).start()
         started.append(ours)
         yield {"kafka": kafka.bootstrap, "kafkapy": ours.bootstrap,
+               "kafka-sasl": f"127.0.0.1:{sasl_port}", "kafkapy-sasl": f"127.0.0.1:{our_sasl}",
                "kafkapy-metrics": f"http://127.0.0.1:{metrics_port}/metrics"}
     finally:
         for broker in started:
@@ -148,6 +160,50 @@ def test_producer_over_its_client_id_quota(sides, side):
         assert time.monotonic() - removed < last_throttle_s + 2 * WINDOW_S + 1
     finally:
         client.close()
+
+
+def _plain_login(bootstrap: str, user: str, client_id: str) -> WireClient:
+    client = WireClient(bootstrap, client_id=client_id, timeout=30)
+    assert client.request(17, 1, mechanism="PLAIN").error_code == 0
+    answer = client.request(36, 2, auth_bytes=f"\0{user}\0{user}-secret".encode())
+    assert answer.error_code == 0, answer
+    return client
+
+
+@pytest.mark.parametrize("side", ["kafkapy", "kafka"])
+def test_user_quota_and_a_user_client_override(sides, side):
+    """SASL users: alice's user quota bounds her client; her (user, client-id) override lets
+    another of her clients through; bob, with no quota, is never throttled."""
+    bootstrap, sasl = sides[side], sides[f"{side}-sasl"]
+    topic = f"users-{side}"
+    _make_topic(bootstrap, topic)
+    _alter(bootstrap, [("user", "alice")], "producer_byte_rate", QUOTA)
+    _alter(bootstrap, [("user", "alice"), ("client-id", "vip")], "producer_byte_rate",
+           QUOTA * 100)
+    time.sleep(0.5)
+    batch = _batch()
+    try:
+        client = _plain_login(sasl, "alice", "regular")
+        try:
+            sent, throttles = 0, []
+            started = time.monotonic()
+            while time.monotonic() - started < RUN_S:
+                throttles.append(_produce(client, topic, batch))
+                sent += len(batch)
+            elapsed = time.monotonic() - started
+        finally:
+            client.close()
+        assert max(throttles) > 0
+        assert sent <= (QUOTA * elapsed + BURST) * 1.05 + len(batch)
+        for user, client_id in (("alice", "vip"), ("bob", "regular")):
+            client = _plain_login(sasl, user, client_id)
+            try:
+                assert [_produce(client, topic, batch) for _ in range(30)] == [0] * 30
+            finally:
+                client.close()
+    finally:
+        _alter(bootstrap, [("user", "alice")], "producer_byte_rate", None)
+        _alter(bootstrap, [("user", "alice"), ("client-id", "vip")], "producer_byte_rate", None)
 
 
 def _fetch(client: WireClient, topic: str, offset: int):
