@@ -8,12 +8,13 @@ were read from Kafka 3.9's own ConfigDef (KafkaConfig.configDef) and its
 DescribeConfigs answer; the documentation strings are our own, and DescribeConfigs
 sends them to clients, so each must say truly whether kafkapy reads the key.
 
-What is read: the TLS/SASL listener settings (``kafkapy.security``), the connection
-quota window (``quota.window.*``, ``kafkapy.network.connection_quotas``), the
+What is read: the TLS/SASL listener settings (``kafkapy.security``), the client quota and
+connection quota window (``quota.window.*``, ``kafkapy.quota.client``,
+``kafkapy.network.connection_quotas``), the
 replication and log-dir-move throttle windows (``kafkapy.replication.quota``,
 ``alter_log_dirs``).  What is unused: tiered storage (``remote.*``), ZooKeeper client
 TLS, KRaft tuning, delegation tokens, Kerberos, OAUTHBEARER, the password encoder,
-share groups and the group coordinator's threads and linger, JMX metrics, the client and controller mutation quota keys.
+share groups and the group coordinator's threads and linger, JMX metrics, the controller mutation quota keys and the client quota callback.
 
 Invariants: every row's value is parsed and validated like any other key (a bad
 value still fails start-up); ``internal`` rows are Kafka's internal keys, which
@@ -179,7 +180,7 @@ _METRICS = ('JMX/Yammer metrics; accepted and described, unused (kafkapy exports
     ('telemetry.max.bytes', T.INT, 1048576, at_least(1), L, False),
 ))
 
-_QUOTAS = ('client quotas; accepted and described, unused (kafkapy enforces no client quotas; it does enforce connection limits and replication throttles)', (
+_QUOTAS = ('quotas; accepted and described, unused (kafkapy enforces no controller mutation quota and takes no client quota callback)', (
     ('quota.window.num', T.INT, 11, at_least(1), L, False),
     ('replication.quota.window.num', T.INT, 11, at_least(1), L, False),
     ('alter.log.dirs.replication.quota.window.num', T.INT, 11, at_least(1), L, False),
@@ -218,8 +219,8 @@ READ_BY_KAFKAPY = {
     'ssl.keystore.certificate.chain': f'read by kafkapy on TLS listeners: the PEM certificate chain ({_PER_LISTENER})',
     'ssl.truststore.certificates': f'read by kafkapy on TLS listeners: the PEM trusted certificates ({_PER_LISTENER})',
     'sasl.jaas.config': 'read by kafkapy as listener.name.<listener>.<mechanism>.sasl.jaas.config (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)',
-    'quota.window.num': 'read by kafkapy: the samples of the connection creation rate limits (max.connection.creation.rate)',
-    'quota.window.size.seconds': 'read by kafkapy: the sample length of the connection creation rate limits (max.connection.creation.rate)',
+    'quota.window.num': 'read by kafkapy: the samples of the client byte-rate quotas and the connection creation rate limits (max.connection.creation.rate, connection_creation_rate)',
+    'quota.window.size.seconds': 'read by kafkapy: the sample length of the client byte-rate quotas and the connection creation rate limits',
     'replication.quota.window.num': 'read by kafkapy: the samples of the replication throttles (leader/follower.replication.throttled.rate)',
     'replication.quota.window.size.seconds': 'read by kafkapy: the sample length of the replication throttles',
     'alter.log.dirs.replication.quota.window.num': 'read by kafkapy: the samples of the log dir move throttle (replica.alter.log.dirs.io.max.bytes.per.second)',

@@ -102,7 +102,7 @@ HANDLER_MODULES = (
     "sasl_authenticate",
     "describe_user_scram_credentials",
     "alter_user_scram_credentials",
-    # read-only: kafka-configs.sh --describe --entity-type users asks it first
+    # client quotas (kafka-configs.sh --entity-type users|clients|ips)
     "describe_client_quotas",
     "alter_client_quotas",
 )
