@@ -270,8 +270,10 @@ class Broker:
         self.cache = MetadataCache(
             cluster_id, self.node_id, self.inter_broker_listener,
             topic_overrides=lambda name: self.topic_configs.overrides(name))
-        self.client_quotas = ClientQuotas(self.store, self.config, self.clock,
-                                          self.connection_quotas.update_ip_rate)
+        self.client_quotas = ClientQuotas(
+            self.store, self.clock, samples=self.config["quota.window.num"],
+            window_s=self.config["quota.window.size.seconds"],
+            ip_rate_changed=self.connection_quotas.update_ip_rate)
         self.client_quotas.load()
         self.topic_configs = TopicConfigs(self.store, self.cache, self.clock,
                                           dynamic_config=self.dynamic_config,

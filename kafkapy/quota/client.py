@@ -1,6 +1,6 @@
 """Client byte-rate quotas, as Kafka 3.9's ClientQuotaManager with its DefaultQuotaCallback.
 
-``ClientQuotas(store, config, clock)`` (one per broker, made by the server) reads every quota
+``ClientQuotas(store, clock, samples=, window_s=)`` (one per broker, made by the server) reads every quota
 entity at start-up (``load``) and one entity per ``/config/changes`` notification naming
 ``users/...``, ``clients/...`` or ``ips/...`` (``entity_changed``; an ip's
 ``connection_creation_rate`` goes to ``ip_rate_changed``, the connection quotas'); it holds one ``ClientQuotaManager``
@@ -41,7 +41,6 @@ from kafkapy.security.sasl.credentials import desanitize, sanitize
 
 if TYPE_CHECKING:
     from kafkapy.clock import Clock
-    from kafkapy.config.broker import BrokerConfig
     from kafkapy.metadata.store import MetadataStore
 
 _log = structlog.get_logger("kafkapy.client_quotas")
@@ -202,12 +201,14 @@ class ClientQuotaManager:
 class ClientQuotas:
     """Every client quota of this broker (see the module docstring)."""
 
-    def __init__(self, store: MetadataStore | None, config: BrokerConfig, clock: Clock,
+    def __init__(self, store: MetadataStore | None, clock: Clock, *, samples: int = 11,
+                 window_s: int = 1,
                  ip_rate_changed: Callable[[str | None, int | None], None] | None = None
                  ) -> None:
+        """``samples`` and ``window_s``: ``quota.window.num`` and ``quota.window.size.seconds``."""
         self._store = store
         self._ip_rate_changed = ip_rate_changed     # (ip or None for <default>, rate or None)
-        samples, window = config["quota.window.num"], config["quota.window.size.seconds"]
+        samples, window = samples, window_s
         self.produce = ClientQuotaManager(entities.PRODUCER_BYTE_RATE, samples, window, clock)
         self.fetch = ClientQuotaManager(entities.CONSUMER_BYTE_RATE, samples, window, clock)
         self._managers = (self.produce, self.fetch)

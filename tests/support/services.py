@@ -43,7 +43,7 @@ def services(**parts) -> Services:
         given["config"] = BrokerConfig.from_properties({"broker.id": str(given["node_id"])})
     given.setdefault("clock", MockClock(TS))
     given.setdefault("apis", build_registry())
-    given.setdefault("client_quotas", ClientQuotas(None, given["config"], given["clock"]))
+    given.setdefault("client_quotas", ClientQuotas(None, given["clock"]))
     unknown = set(given) - {f.name for f in fields(Services)}
     if unknown:
         raise TypeError(f"Services has no {sorted(unknown)}")

@@ -7,7 +7,6 @@ import pytest
 
 from kafkapy.clock import MockClock
 from kafkapy.config import client_quotas as entities
-from kafkapy.config.broker import BrokerConfig
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.quota.client import DEFAULT, ClientQuotaManager, ClientQuotas
 from kafkapy.quota.rate import Rate
@@ -86,9 +85,7 @@ def test_rate_window_and_purge():
 
 def test_entities_written_reach_the_managers(tmp_path):
     store = EmbeddedStore(tmp_path / "meta", fsync=False)
-    config = BrokerConfig.from_properties({"broker.id": "0", "quota.window.num": "5",
-                                           "quota.window.size.seconds": "2"})
-    quotas = ClientQuotas(store, config, MockClock())
+    quotas = ClientQuotas(store, MockClock(), samples=5, window_s=2)
     results = entities.alter(store, [
         ({"user": "al ice", "client-id": "app"}, [("producer_byte_rate", 500.0)]),
         ({"client-id": None}, [("consumer_byte_rate", 700.0)])], False)
