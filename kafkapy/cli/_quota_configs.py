@@ -84,8 +84,8 @@ def _table_size(n: int) -> int:
 
 
 def _entity_hash(entity: dict) -> int:
-    """ClientQuotaEntity.hashCode: its map's, the sum of key ^ value hashes."""
-    total = 0
+    """ClientQuotaEntity.hashCode: Objects.hash(its map), 31 + the sum of key ^ value hashes."""
+    total = 31
     for key, value in entity.items():
         total += string_hash(key) ^ (0 if value is None else string_hash(value))
     return total & 0xFFFFFFFF
