@@ -178,7 +178,6 @@ class Broker:
         self.group_configs: GroupConfigs | None = None
         self.authorizer = None      # an AclAuthorizer when authorizer.class.name names it
         self.scram_credentials: CredentialCache | None = None   # once the store is open
-        self.client_quotas: ClientQuotas | None = None          # once the store is open
         # /feature as Kafka's ZooKeeper-mode broker sees it (ApiVersions' finalized features)
         self.features: FinalizedFeatureCache | None = None
         self.dynamic_config: DynamicBrokerConfig | None = None     # once the store is open
@@ -201,6 +200,7 @@ class Broker:
         self.fetch_manager = FetchManager(
             FetchSessionCache(config["max.incremental.fetch.session.cache.slots"]))
         self.connection_quotas: ConnectionQuotas | None = None     # one for every listener
+        self.client_quotas: ClientQuotas | None = None      # once the store is open
         self.socket_servers: list[SocketServer] = []
         # TLS/SASL settings of this broker's own connections to others (None: PLAINTEXT)
         self.inter_broker_security = None
@@ -598,15 +598,14 @@ class Broker:
             node_id=self.node_id, config=self.config, clock=self.clock, apis=self.apis,
             store=self.store, cache=self.cache, features=self.features,
             dynamic_config=self.dynamic_config, authorizer=self.authorizer,
-            scram_credentials=self.scram_credentials, client_quotas=self.client_quotas,
-            log_manager=self.log_manager,
+            scram_credentials=self.scram_credentials, log_manager=self.log_manager,
             replica_manager=self.replica_manager, fetch_manager=self.fetch_manager,
             alter_log_dirs=self.alter_log_dirs, controller=self.controller,
             controller_fence=self.controller_fence, admin=self.admin,
             producer_ids=self.producer_ids, groups=self.groups,
             txn_coordinator=self.txn_coordinator,
             share_coordinator=self.share_coordinator, persister=self.share_persister,
-            share_partitions=self.share_partitions)
+            share_partitions=self.share_partitions, client_quotas=self.client_quotas)
 
     def topic_config(self, name: str) -> dict:
         """The topic's effective config: broker defaults and its stored overrides."""

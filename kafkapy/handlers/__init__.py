@@ -102,8 +102,9 @@ HANDLER_MODULES = (
     "sasl_authenticate",
     "describe_user_scram_credentials",
     "alter_user_scram_credentials",
-    # client quotas (kafka-configs.sh --entity-type users|clients|ips)
+    # read-only: kafka-configs.sh --describe --entity-type users asks it first
     "describe_client_quotas",
+    # client quotas written (kafka-configs.sh --alter --entity-type users|clients|ips)
     "alter_client_quotas",
 )
 

@@ -55,7 +55,6 @@ class Services:
     dynamic_config: DynamicBrokerConfig
     authorizer: AclAuthorizer | None        # None: no authorizer.class.name, all allowed
     scram_credentials: CredentialCache
-    client_quotas: ClientQuotas             # the produce and fetch byte-rate quotas
     log_manager: LogManager
     replica_manager: ReplicaManager
     fetch_manager: FetchManager
@@ -69,3 +68,4 @@ class Services:
     share_coordinator: ShareService         # __share_group_state and its coordinator
     persister: Persister                    # share partitions' state, routed to its coordinator
     share_partitions: SharePartitionManager | None  # ShareFetch/ShareAcknowledge; None: off
+    client_quotas: ClientQuotas             # the produce and fetch byte-rate quotas
