@@ -82,6 +82,7 @@ from kafkapy.replication.fetcher import ReplicaFetcherManager
 from kafkapy.replication.replica_manager import ReplicaManager
 from kafkapy.security.authorizer import AclAuthorizer
 from kafkapy.security.listener_setup import inter_broker_security, listener_ssl_context
+from kafkapy.security.delegation_tokens import DelegationTokenManager
 from kafkapy.security.sasl.credentials import CredentialCache
 from kafkapy.share.dead_letters import DeadLetterWriter
 from kafkapy.share.manager import SharePartitionManager
@@ -178,6 +179,7 @@ class Broker:
         self.group_configs: GroupConfigs | None = None
         self.authorizer = None      # an AclAuthorizer when authorizer.class.name names it
         self.scram_credentials: CredentialCache | None = None   # once the store is open
+        self.delegation_tokens: DelegationTokenManager | None = None   # once the store is open
         # /feature as Kafka's ZooKeeper-mode broker sees it (ApiVersions' finalized features)
         self.features: FinalizedFeatureCache | None = None
         self.dynamic_config: DynamicBrokerConfig | None = None     # once the store is open
@@ -234,6 +236,7 @@ class Broker:
         await self._register_broker()
         self.store.on_new_session(self._session_replaced)
         self.topic_configs.start()
+        self.delegation_tokens.start()
         self._start_authorizer()
         # A controller elected here brings this broker's partitions online in-process
         # before the listeners open; otherwise the controller reaches them over the network.
@@ -258,6 +261,8 @@ class Broker:
     def _start_configs(self, cluster_id: str) -> None:
         """The dynamic broker configs, the metadata cache and the topic configs."""
         self.scram_credentials = CredentialCache(self.store)
+        self.delegation_tokens = DelegationTokenManager.from_config(self.store, self.clock,
+                                                                    self.config)
         # Dynamic broker configs (/config/brokers/<id>, <default>): ``config[key]`` answers
         # with the effective value from here on; each part that reacts to a change gets a
         # listener once it exists (the connection quotas adopt stored limits at load).
@@ -562,6 +567,10 @@ class Broker:
 
     def _start_periodic_tasks(self) -> None:
         self._periodic.append(asyncio.ensure_future(self._every(1000, self._log_maintenance)))
+        if self.delegation_tokens.enabled:      # Kafka's delete-expired-tokens task
+            interval = int(self.config.get("delegation.token.expiry.check.interval.ms") or 3600000)
+            self._periodic.append(asyncio.ensure_future(
+                self._every(interval, self._expire_delegation_tokens)))
         # Kafka's isr-expiration: ISR shrink check every replica.lag.time.max.ms / 2.
         self.alter_partition.start()
 
@@ -585,6 +594,9 @@ class Broker:
             except Exception:
                 _log.exception("periodic task failed", task=work.__name__)
 
+    async def _expire_delegation_tokens(self) -> None:
+        self.delegation_tokens.expire_tokens()
+
     async def _log_maintenance(self) -> None:
         """Every second: fsync what is due (rolled segments, flush.ms) off the loop, then
         checkpoints, retention and producer expiry on the loop (they change log state)."""
@@ -598,7 +610,8 @@ class Broker:
             node_id=self.node_id, config=self.config, clock=self.clock, apis=self.apis,
             store=self.store, cache=self.cache, features=self.features,
             dynamic_config=self.dynamic_config, authorizer=self.authorizer,
-            scram_credentials=self.scram_credentials, log_manager=self.log_manager,
+            scram_credentials=self.scram_credentials,
+            delegation_tokens=self.delegation_tokens, log_manager=self.log_manager,
             replica_manager=self.replica_manager, fetch_manager=self.fetch_manager,
             alter_log_dirs=self.alter_log_dirs, controller=self.controller,
             controller_fence=self.controller_fence, admin=self.admin,
@@ -654,6 +667,8 @@ class Broker:
             self.topic_configs.stop()
         if self.group_configs is not None:
             self.group_configs.stop()
+        if self.delegation_tokens is not None:
+            self.delegation_tokens.stop()
         if self.features is not None:
             self.features.stop()
         if self.admin is not None:

@@ -13,7 +13,7 @@ replaces it).
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 USER_TYPE = "User"
 
@@ -22,6 +22,8 @@ USER_TYPE = "User"
 class KafkaPrincipal:
     principal_type: str
     name: str
+    # SCRAM with a delegation token (Kafka's tokenAuthenticated); not part of equality
+    token_authenticated: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.principal_type}:{self.name}"

@@ -8,12 +8,12 @@ were read from Kafka 3.9's own ConfigDef (KafkaConfig.configDef) and its
 DescribeConfigs answer; the documentation strings are our own, and DescribeConfigs
 sends them to clients, so each must say truly whether kafkapy reads the key.
 
-What is read: the TLS/SASL listener settings (``kafkapy.security``), the client quota and
-connection quota window (``quota.window.*``, ``kafkapy.quota.client``,
-``kafkapy.network.connection_quotas``), the
+What is read: the TLS/SASL listener settings and ``delegation.token.*``
+(``kafkapy.security``), the client quota and connection quota window (``quota.window.*``,
+``kafkapy.quota.client``, ``kafkapy.network.connection_quotas``), the
 replication and log-dir-move throttle windows (``kafkapy.replication.quota``,
 ``alter_log_dirs``).  What is unused: tiered storage (``remote.*``), ZooKeeper client
-TLS, KRaft tuning, delegation tokens, Kerberos, OAUTHBEARER, the password encoder,
+TLS, KRaft tuning, Kerberos, OAUTHBEARER, the password encoder,
 share groups and the group coordinator's threads and linger, JMX metrics, the controller mutation quota keys and the client quota callback.
 
 Invariants: every row's value is parsed and validated like any other key (a bad
@@ -99,7 +99,7 @@ _KRAFT = ('KRaft mode; accepted and described, unused (kafkapy runs in ZooKeeper
     ('controller.quorum.retry.backoff.ms', T.INT, 20, None, L, False),
 ))
 
-_SECURITY = ('TLS/SASL/token security (Java providers, Kerberos, OAUTHBEARER, delegation tokens, the password encoder); accepted and described, unused: kafkapy serves SSL, SASL_PLAINTEXT and SASL_SSL listeners with PLAIN and SCRAM, through the keys it reads', (
+_SECURITY = ('TLS/SASL/token security (Java providers, Kerberos, OAUTHBEARER, the password encoder); accepted and described, unused: kafkapy serves SSL, SASL_PLAINTEXT and SASL_SSL listeners with PLAIN and SCRAM, and delegation tokens, through the keys it reads', (
     ('connection.failed.authentication.delay.ms', T.INT, 100, at_least(0), L, False),
     ('connections.max.reauth.ms', T.LONG, 0, None, M, False),
     ('sasl.server.max.receive.size', T.INT, 524288, None, M, False),
@@ -219,6 +219,11 @@ READ_BY_KAFKAPY = {
     'ssl.keystore.certificate.chain': f'read by kafkapy on TLS listeners: the PEM certificate chain ({_PER_LISTENER})',
     'ssl.truststore.certificates': f'read by kafkapy on TLS listeners: the PEM trusted certificates ({_PER_LISTENER})',
     'sasl.jaas.config': 'read by kafkapy as listener.name.<listener>.<mechanism>.sasl.jaas.config (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)',
+    'delegation.token.secret.key': 'read by kafkapy: the HMAC key of delegation tokens; unset (and no master key): tokens are disabled',
+    'delegation.token.master.key': 'read by kafkapy: the old name of delegation.token.secret.key, used when that is unset',
+    'delegation.token.max.lifetime.ms': 'read by kafkapy: the longest a delegation token lives, renewals included',
+    'delegation.token.expiry.time.ms': "read by kafkapy: a delegation token's life between renewals",
+    'delegation.token.expiry.check.interval.ms': 'read by kafkapy: how often expired delegation tokens are removed',
     'quota.window.num': 'read by kafkapy: the samples of the client byte-rate quotas and the connection creation rate limits (max.connection.creation.rate, connection_creation_rate)',
     'quota.window.size.seconds': 'read by kafkapy: the sample length of the client byte-rate quotas and the connection creation rate limits',
     'replication.quota.window.num': 'read by kafkapy: the samples of the replication throttles (leader/follower.replication.throttled.rate)',

@@ -102,6 +102,11 @@ HANDLER_MODULES = (
     "sasl_authenticate",
     "describe_user_scram_credentials",
     "alter_user_scram_credentials",
+    # delegation tokens (kafkapy.security.delegation_tokens)
+    "create_delegation_token",
+    "renew_delegation_token",
+    "expire_delegation_token",
+    "describe_delegation_token",
     # read-only: kafka-configs.sh --describe --entity-type users asks it first
     "describe_client_quotas",
     # client quotas written (kafka-configs.sh --alter --entity-type users|clients|ips)

@@ -7,7 +7,9 @@ SASL_AUTHENTICATION_FAILED with the mechanism's message (Kafka's words) and the 
 closes after the answer (``connection_auth.failed``).  When the exchange completes,
 ``session_lifetime_ms`` is the listener's ``connections.max.reauth.ms`` (per mechanism:
 ``listener.name.<l>.<mechanism>.connections.max.reauth.ms``), 0 when unset, and the
-connection becomes authenticated as the user (``connection_auth.authenticated``).  A
+connection becomes authenticated as the user (``connection_auth.authenticated``); with a
+delegation token (SCRAM ``tokenauth=true``) the lifetime is at most the time left until
+the token's expiry, and the principal is the token's owner, marked token-authenticated.  A
 SaslAuthenticate without a handshake first is Kafka's IllegalSaslStateException: the
 connection is closed without an answer.
 
@@ -44,9 +46,14 @@ def handle(ctx, request):
         lifetime = 0
         if server.complete:
             lifetime = session_lifetime_ms(ctx.services.config, ctx.listener, server.mechanism)
+            expiry = getattr(server, "credential_expiry_ms", None)
+            if expiry is not None:      # a delegation token's expiry bounds the session
+                left = max(0, expiry - ctx.services.clock.time_ms())
+                lifetime = left if lifetime <= 0 else min(lifetime, left)
             # raises when a re-authentication names another user (Kafka's
             # ensurePrincipalUnchanged)
-            auth.authenticated(server.principal_name)
+            auth.authenticated(server.principal_name,
+                               getattr(server, "token_authenticated", False), expiry)
     except SaslAuthenticationError as err:
         message = err.message
         if getattr(auth, "reauthenticating", False):

@@ -28,7 +28,8 @@ def handle(ctx, request):
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
     services = ctx.services
     mechanisms = enabled_mechanisms(services.config, ctx.listener)
-    server = server_for(request.mechanism, services.config, services.scram_credentials, ctx.listener)
+    server = server_for(request.mechanism, services.config, services.scram_credentials,
+                        ctx.listener, services.delegation_tokens)
     if server is None:
         auth.failed()
         return ctx.response(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,

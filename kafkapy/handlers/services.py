@@ -37,6 +37,7 @@ if TYPE_CHECKING:   # annotations only: the components' modules are imported by 
     from kafkapy.quota.client import ClientQuotas
     from kafkapy.replication.replica_manager import ReplicaManager
     from kafkapy.security.authorizer import AclAuthorizer
+    from kafkapy.security.delegation_tokens import DelegationTokenManager
     from kafkapy.security.sasl.credentials import CredentialCache
     from kafkapy.share.manager import SharePartitionManager
 
@@ -55,6 +56,7 @@ class Services:
     dynamic_config: DynamicBrokerConfig
     authorizer: AclAuthorizer | None        # None: no authorizer.class.name, all allowed
     scram_credentials: CredentialCache
+    delegation_tokens: DelegationTokenManager
     log_manager: LogManager
     replica_manager: ReplicaManager
     fetch_manager: FetchManager

@@ -2,8 +2,9 @@
 
 kafka-python's schema loader reads JSON through ``importlib.resources`` from a
 *package*.  An installed kafkapy ships ``protocol/`` as the package
-``kafkapy.schemas`` (see pyproject's package-dir); in a source checkout that
-mapping may not be active, so we register the folder under that name by path.
+``kafkapy.schemas`` (see pyproject's package-dir); in a source checkout the
+folder next to the sources is registered under that name by path (an installed mapping
+may name another checkout's).
 """
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ def ensure_schema_package() -> str:
     """Return the package name to pass as ``load_json=`` to kafka-python."""
     if PACKAGE in sys.modules:
         return PACKAGE
-    try:
+    folder = Path(__file__).resolve().parents[2] / "protocol"
+    if not (folder / "LeaderAndIsrRequest.json").exists():
+        # an installed kafkapy: the mapping ships the folder
         importlib.import_module(PACKAGE)
         return PACKAGE
-    except ImportError:
-        pass
-    folder = Path(__file__).resolve().parents[2] / "protocol"
+    # a source checkout: its own folder, even where another checkout is installed
     spec = importlib.util.spec_from_file_location(
         PACKAGE, folder / "__init__.py", submodule_search_locations=[str(folder)])
     module = importlib.util.module_from_spec(spec)

@@ -141,7 +141,9 @@ class SaslGate:
             self.close_reason = f"SASL authentication failed: {err}"
             return None
         if server.complete:
-            if not self._complete(server.principal_name):
+            if not self._complete(server.principal_name,
+                                  getattr(server, "token_authenticated", False),
+                                  getattr(server, "credential_expiry_ms", None)):
                 return None
         answer = answer or b""
         return len(answer).to_bytes(4, "big") + answer
@@ -158,8 +160,11 @@ class SaslGate:
         self.mechanism = server.mechanism
         self.state = AUTHENTICATE if version >= 1 else AUTHENTICATE_RAW
 
-    def _complete(self, principal_name: str) -> bool:
-        principal = KafkaPrincipal(USER_TYPE, principal_name)
+    def _complete(self, principal_name: str, token_authenticated: bool = False,
+                  credential_expiry_ms: int | None = None) -> bool:
+        """``credential_expiry_ms``: a delegation token's expiry (wall ms), which bounds
+        the session as Kafka's credential expiration does."""
+        principal = KafkaPrincipal(USER_TYPE, principal_name, token_authenticated)
         if self._reauthenticating and principal != self.principal:
             prev = self.principal
             self._fail(f"Cannot change principals during re-authentication from "
@@ -167,6 +172,10 @@ class SaslGate:
             return False
         lifetime = session_lifetime_ms(self._config, self._listener, self.mechanism or "")
         self.expires_at = time.monotonic() + lifetime / 1000.0 if lifetime > 0 else None
+        if credential_expiry_ms is not None:
+            left = max(0.0, credential_expiry_ms / 1000.0 - time.time())
+            if self.expires_at is None or time.monotonic() + left < self.expires_at:
+                self.expires_at = time.monotonic() + left
         self.principal = principal
         self.state = COMPLETE
         self.server = None
@@ -208,10 +217,11 @@ class ConnectionAuth:
     def begin(self, mechanism_server) -> None:
         self._gate._begin(mechanism_server, self._version)
 
-    def authenticated(self, principal_name: str) -> None:
+    def authenticated(self, principal_name: str, token_authenticated: bool = False,
+                      credential_expiry_ms: int | None = None) -> None:
         """Raises ``SaslAuthenticationError`` (the connection then closes) when a
         re-authentication names another principal."""
-        if not self._gate._complete(principal_name):
+        if not self._gate._complete(principal_name, token_authenticated, credential_expiry_ms):
             raise SaslAuthenticationError(self._gate.close_reason)
 
     def failed(self) -> None:

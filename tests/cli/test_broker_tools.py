@@ -68,7 +68,7 @@ def test_broker_api_versions_layout(broker):
             assert ranges[key] == (low, high)
     assert set(ranges) <= set(listed)
     assert list(listed) == sorted(listed)
-    assert listed[0].group(0) == "\tProduce(0): 0 to 11 [usable: 11],"
+    assert listed[0].group(0) == "\tProduce(0): 0 to 12 [usable: 11],"
     assert listed[78].group(0) == "\tShareFetch(78): 1 to 2 [unusable: node too new],"
     assert all(line.endswith(",") for line in apis[:-1]) and not apis[-1].endswith(",")
 

@@ -92,9 +92,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 # ApiVersions cases compare every other entry, so an API missing from this list and from
 # kafkapy still fails.
 NOT_YET_SERVED: dict[int, str] = {
-    38: "CreateDelegationToken: delegation tokens", 39: "RenewDelegationToken: delegation tokens",
-    40: "ExpireDelegationToken: delegation tokens",
-    41: "DescribeDelegationToken: delegation tokens",
     58: "Envelope: forwarding to a controller",
 }
 

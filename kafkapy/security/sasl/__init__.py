@@ -2,7 +2,7 @@
 
 What the connection's SASL gate (``kafkapy/security/gate.py``) and the handlers use:
 ``enabled_mechanisms(config, listener_name)`` is the list a SaslHandshake answers with;
-``server.server_for(mechanism, config, credentials, listener_name)`` is a fresh ``SaslServer`` for one
+``server.server_for(mechanism, config, credentials, listener_name, tokens)`` is a fresh ``SaslServer`` for one
 authentication (None for a mechanism that is not enabled or that kafkapy lacks, e.g.
 GSSAPI).  A server's ``evaluate(token)`` returns the next challenge (``b""`` when there is
 none) and raises ``SaslAuthenticationError`` with the message the client is to see

@@ -6,8 +6,10 @@ server-first ``r=<client nonce><server nonce>,s=<b64 salt>,i=<iterations>`` ->
 client-final ``c=<b64 channel binding>,r=<nonce>,p=<b64 proof>`` -> server-final
 ``v=<b64 server signature>``.  Only the gs2 header ``n`` (no channel binding) is
 accepted, as Kafka's pattern has it.  The server nonce is Kafka's secureRandomString.
-Extensions are parsed; ``tokenauth=true`` asks for a delegation token, which kafkapy does
-not have, so it fails like an unknown token id.  The AuthMessage is built from the parsed
+Extensions are parsed; ``tokenauth=true`` makes the name a delegation token id, checked
+against ``token_lookup(token_id)`` -> (credential, owner name, expiry ms) or None (Kafka's
+DelegationTokenCredentialCallback): the principal is then the owner, ``token_authenticated``
+is set and ``credential_expiry_ms`` is the token's expiry.  The AuthMessage is built from the parsed
 messages (Kafka's clientFirstMessageBare / clientFinalMessageWithoutProof).
 
 Errors: Kafka sends its SaslAuthenticationException messages to the client verbatim and
@@ -99,9 +101,13 @@ class ScramServer:
     """One SCRAM authentication; ``lookup(user)`` gives the user's credential or None."""
 
     def __init__(self, mechanism: str, lookup: Callable[[str], ScramCredential | None],
-                 nonce: Callable[[], str] = random_string) -> None:
+                 nonce: Callable[[], str] = random_string,
+                 token_lookup: Callable[[str], tuple | None] | None = None) -> None:
         self.mechanism = mechanism
         self._lookup = lookup
+        self._token_lookup = token_lookup
+        self.token_authenticated = False
+        self.credential_expiry_ms: int | None = None
         self._nonce = nonce
         self._state = "first"
         self.complete = False
@@ -144,10 +150,15 @@ class ScramServer:
             user = username(match.group("saslname"))
         except ValueError:
             raise _Failure("Authentication failed: Credentials could not be obtained") from None
+        principal = user
         if self.extensions.get(TOKEN_AUTH, "").lower() == "true":
-            # Delegation tokens: kafkapy has none, so no token owner is ever found.
-            raise _Failure(f"Token Authentication failed: Invalid tokenId : {user}")
-        credential = self._lookup(user)
+            token = self._token_lookup(user) if self._token_lookup is not None else None
+            if token is None:
+                raise _Failure(f"Token Authentication failed: Invalid tokenId : {user}")
+            credential, principal, self.credential_expiry_ms = token
+            self.token_authenticated = True
+        else:
+            credential = self._lookup(user)
         if credential is None:
             raise _Failure("Authentication failed: Invalid user credentials")
         authzid = match.group("authzid") or ""
@@ -158,7 +169,7 @@ class ScramServer:
             raise _Failure(f"Iterations {credential.iterations} is less than the minimum "
                            f"{MIN_ITERATIONS} for {self.mechanism}")
         self._credential = credential
-        self.principal_name = user
+        self.principal_name = principal
         self._client_bare = client_first_bare(match.group("saslname"), match.group("nonce"),
                                               self.extensions)
         self._full_nonce = match.group("nonce") + self._nonce()

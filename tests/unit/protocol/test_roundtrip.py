@@ -59,6 +59,10 @@ EXPECTED_RANGES = {
     35: (0, 4),   # DescribeLogDirs
     36: (0, 2),   # SaslAuthenticate
     37: (0, 3),   # CreatePartitions
+    38: (0, 3),   # CreateDelegationToken
+    39: (0, 2),   # RenewDelegationToken
+    40: (0, 2),   # ExpireDelegationToken
+    41: (0, 3),   # DescribeDelegationToken
     42: (0, 2),   # DeleteGroups
     43: (0, 2),   # ElectLeaders
     45: (0, 0),   # AlterPartitionReassignments

@@ -30,7 +30,9 @@ class _Auth:
         self.server = server
         self.calls.append(("begin", server.mechanism))
 
-    def authenticated(self, principal_name: str) -> None:
+    def authenticated(self, principal_name: str, token_authenticated: bool = False,
+                      credential_expiry_ms: int | None = None) -> None:
+        assert not token_authenticated and credential_expiry_ms is None   # no tokens here
         self.calls.append(("authenticated", principal_name))
 
     def failed(self) -> None:
