@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import uuid
 
 import pytest
-from kazoo.client import KazooClient
 
-from tests.support.broker_process import BrokerProcess, free_port
-from tests.support.sasl import KAFKA_HOME, _KafkaBroker
+from tests.support.sasl import KAFKA_HOME
+from tests.support.side_by_side import side_by_side
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -59,30 +57,9 @@ STEPS = [
 
 @pytest.fixture(scope="module")
 def brokers(tmp_path_factory, zookeeper_server):  # noqa: F811
-    tmp = tmp_path_factory.mktemp("quotas")
-    zk = KazooClient(zookeeper_server.connect_string)
-    zk.start()
-    started = []
-    try:
-        roots = {name: f"/aq-{name}-{uuid.uuid4().hex[:6]}" for name in ("kafka", "kafkapy")}
-        for root in roots.values():
-            zk.ensure_path(root)
-        port = free_port()
-        (tmp / "kafka").mkdir()
-        kafka = _KafkaBroker(tmp / "kafka" / "logs", port=port, overrides={
-            "zookeeper.connect": zookeeper_server.connect_string + roots["kafka"],
-            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}"})
-        kafka.start()
-        started.append(kafka)
-        ours = BrokerProcess(tmp / "kafkapy" / "logs", overrides={
-            "zookeeper.connect": zookeeper_server.connect_string + roots["kafkapy"]}).start()
-        started.append(ours)
-        yield {"kafka": (kafka, roots["kafka"]), "kafkapy": (ours, roots["kafkapy"])}, zk
-    finally:
-        for broker in started:
-            broker.stop()
-        zk.stop()
+    with side_by_side(tmp_path_factory.mktemp("quotas"), zookeeper_server, "aq") as pair:
+        yield {"kafka": (pair.kafka, pair.roots["kafka"]),
+               "kafkapy": (pair.kafkapy, pair.roots["kafkapy"])}, pair.zk
 
 
 def _tree(zk, root: str) -> dict:

@@ -11,15 +11,14 @@ import re
 import shutil
 import time
 import urllib.request
-import uuid
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from kazoo.client import KazooClient
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.support.broker_process import BrokerProcess, free_port
-from tests.support.sasl import KAFKA_HOME, _KafkaBroker
+from tests.support.broker_process import free_port
+from tests.support.sasl import KAFKA_HOME
+from tests.support.side_by_side import side_by_side
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -50,35 +49,17 @@ def _listeners(port: int, sasl_port: int) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def sides(tmp_path_factory, zookeeper_server):  # noqa: F811
-    tmp = tmp_path_factory.mktemp("client-quotas")
-    zk = KazooClient(zookeeper_server.connect_string)
-    zk.start()
-    started = []
-    try:
-        roots = {name: f"/cq-{name}-{uuid.uuid4().hex[:6]}" for name in ("kafka", "kafkapy")}
-        for root in roots.values():
-            zk.ensure_path(root)
-        port, sasl_port = free_port(), free_port()
-        (tmp / "kafka").mkdir()
-        kafka = _KafkaBroker(tmp / "kafka" / "logs", port=port, overrides={
-            **SETTINGS, "zookeeper.connect": zookeeper_server.connect_string + roots["kafka"],
-            **_listeners(port, sasl_port)})
-        kafka.start()
-        started.append(kafka)
-        metrics_port, our_port, our_sasl = free_port(), free_port(), free_port()
-        ours = BrokerProcess(tmp / "kafkapy" / "logs", port=our_port, overrides={
-            **SETTINGS, "zookeeper.connect": zookeeper_server.connect_string + roots["kafkapy"],
-            **_listeners(our_port, our_sasl),
-            "kafkapy.metrics.port": str(metrics_port), "kafkapy.metrics.host": "127.0.0.1"
-        }).start()
-        started.append(ours)
-        yield {"kafka": kafka.bootstrap, "kafkapy": ours.bootstrap,
+    sasl_port, our_sasl, metrics_port = free_port(), free_port(), free_port()
+    with side_by_side(
+            tmp_path_factory.mktemp("client-quotas"), zookeeper_server, "cq",
+            kafka_overrides=lambda port: {**SETTINGS, **_listeners(port, sasl_port)},
+            kafkapy_overrides=lambda port: {
+                **SETTINGS, **_listeners(port, our_sasl),
+                "kafkapy.metrics.port": str(metrics_port),
+                "kafkapy.metrics.host": "127.0.0.1"}) as pair:
+        yield {"kafka": pair.kafka.bootstrap, "kafkapy": pair.kafkapy.bootstrap,
                "kafka-sasl": f"127.0.0.1:{sasl_port}", "kafkapy-sasl": f"127.0.0.1:{our_sasl}",
                "kafkapy-metrics": f"http://127.0.0.1:{metrics_port}/metrics"}
-    finally:
-        for broker in started:
-            broker.stop()
-        zk.stop()
 
 
 def _alter(bootstrap: str, entity: list, key: str, value: float | None) -> None:
