@@ -83,6 +83,7 @@ SCALE_ARGS ?= -N 10000 -K 10000
 bench: $(STAMP)
 	$(PY) bench/run_bench.py $(BENCH_ARGS)
 	$(PY) bench/bench_timers.py
+	$(PY) bench/bench_client_quotas.py
 	$(PY) bench/cluster.py reassign
 	$(PY) bench/bench_startup.py
 	$(PY) bench/scale.py $(SCALE_ARGS)

@@ -24,6 +24,8 @@ class Connection(Protocol):
 
     def on_close(self, callback: Callable[[], object]) -> Callable[[], None]: ...
 
+    def throttle(self, throttle_ms: int) -> None: ...
+
 
 class RequestContext:
     """One request: who sent it, at which version, and what serves it.
@@ -38,13 +40,13 @@ class RequestContext:
 
     __slots__ = ("services", "api_key", "api_version", "correlation_id", "client_id",
                  "peer", "response_cls", "zero_copy", "listener", "session",
-                 "connection_auth", "_connection")
+                 "connection_auth", "size", "_connection")
 
     def __init__(self, services, api_key: int, api_version: int, correlation_id: int,
                  client_id: str | None, peer: str, response_cls: type,
                  zero_copy: bool = False, listener: str | None = None,
                  session: Session = PLAINTEXT_SESSION, connection_auth=None,
-                 connection: Connection | None = None) -> None:
+                 connection: Connection | None = None, size: int = 0) -> None:
         self.services = services
         self.api_key = api_key
         self.api_version = api_version
@@ -56,11 +58,18 @@ class RequestContext:
         self.listener = listener    # the listener name the request arrived on
         self.session = session
         self.connection_auth = connection_auth
+        self.size = size            # the request's bytes (header and body), Kafka's sizeInBytes
         self._connection = connection
 
     def response(self, **fields):
         """A response of this request's API at its version."""
         return self.response_cls(version=self.api_version, **fields)
+
+    def throttle(self, throttle_ms: int) -> None:
+        """A quota was exceeded: once this request's answer is sent, read nothing more from
+        its connection for ``throttle_ms`` (KIP-219's muted channel)."""
+        if self._connection is not None and throttle_ms > 0:
+            self._connection.throttle(throttle_ms)
 
     def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Run ``callback()`` once when this request's connection is lost or closed (see

@@ -1,5 +1,5 @@
 """``kafkapy-configs``: Kafka's ``bin/kafka-configs.sh`` (ConfigCommand) for topics, brokers,
-groups and users' SCRAM credentials.
+groups, users' SCRAM credentials and client quotas (users, clients, ips).
 
 Entities: ``--entity-type topics|brokers|groups`` with ``--entity-name X`` (or
 ``--entity-default`` for the cluster-wide broker defaults), or the shortcuts ``--topic X``,
@@ -48,14 +48,19 @@ with ``--bootstrap-server``): ``--add-config 'SCRAM-SHA-256=[iterations=8192,pas
 AlterUserScramCredentials to the controller; ``--delete-config SCRAM-SHA-512`` removes
 one; "Completed updating config for user U.".  ``--describe`` (one user, or all without a
 name) prints "SCRAM credential configs for user-principal 'U' are
-SCRAM-SHA-256=iterations=8192, ..." per user that has credentials.
+SCRAM-SHA-256=iterations=8192, ..." per user that has credentials, after the user's quotas.
+
+Client quotas (``--entity-type users|clients|ips``, ``users`` then ``clients`` for a user's
+client; ``--entity-name`` or ``--entity-default`` for each): ``--add-config
+producer_byte_rate=1024`` / ``--delete-config`` / ``--describe``, as
+``kafkapy.cli._quota_configs`` says (a users alter goes there when it names quota keys).
 
 Usage errors and refused changes print their reason to stderr and exit 1; an unexpected
 failure prints "Error while executing config command with args '...'" and the reason.
 
 Differences from Kafka:
-- Only topics, brokers, groups and users' SCRAM credentials: user quotas, clients, ips,
-  broker-loggers and client-metrics are not offered, nor ``--bootstrap-controller``.
+- Broker-loggers and client-metrics are not offered, nor ``--bootstrap-controller``, nor
+  the ``--user``/``--client``/``--ip`` shortcuts.
 - Requests go through kafka-python's connection manager (``KafkaAdminClient._manager``)
   rather than ``describe_configs``/``alter_configs``: kafka-python drops per-resource
   errors and cannot address the broker-defaults entity (an empty broker name).
@@ -74,6 +79,7 @@ from kafka.protocol.admin import (AlterConfigsRequest, AlterUserScramCredentials
                                   IncrementalAlterConfigsRequest)
 
 from kafkapy.cli import _common as common
+from kafkapy.cli import _quota_configs as quota_configs
 from kafkapy.cli._common import UsageError
 from kafkapy.jvm import hash_set_capacity, java_hash_order, string_hash
 from kafkapy.security.sasl import credentials
@@ -84,7 +90,9 @@ _TYPES = {"topics": TOPIC, "brokers": BROKER, "users": USER, "groups": GROUP}
 _PLURAL = {kind: name for name, kind in _TYPES.items()}
 _SCRAM = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 _NOT_CONTROLLER = 41
-_KAFKA_ONLY_TYPES = ("clients", "ips", "broker-loggers", "client-metrics")
+_KAFKA_ONLY_TYPES = ("broker-loggers", "client-metrics")
+QUOTAS = "quotas"       # clients, ips, or users with clients: client quota entities
+_QUOTA_TYPES = ("clients", "ips")
 # DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_GROUP_CONFIG
 _DYNAMIC_SOURCE = {TOPIC: 1, BROKER: 2, GROUP: 8}
 _DYNAMIC_DEFAULT_BROKER = 3                    # DYNAMIC_DEFAULT_BROKER_CONFIG
@@ -114,12 +122,17 @@ def _parser() -> common.ToolParser:
     parser.add_argument("--describe", action="store_true", help="list configs")
     parser.add_argument("--alter", action="store_true", help="change configs")
     parser.add_argument("--all", action="store_true", help="describe all configs, not only dynamic")
-    parser.add_argument("--entity-type",
+    parser.add_argument("--entity-type", action="append", dest="entity_types",
                         help="topics, brokers, groups (a consumer or share group's settings, "
-                             "e.g. share.auto.offset.reset) or users (SCRAM credentials)")
-    parser.add_argument("--entity-name", help="topic name, broker id, group id or user")
-    parser.add_argument("--entity-default", action="store_true",
-                        help="the cluster-wide broker defaults")
+                             "e.g. share.auto.offset.reset), users (SCRAM credentials and "
+                             "quotas), clients or ips (quotas); users then clients for a "
+                             "user's client's quotas")
+    parser.add_argument("--entity-name", action="append", dest="entity_names",
+                        help="topic name, broker id, group id, user, client id or ip")
+    parser.add_argument("--entity-default", action="append_const", const="",
+                        dest="entity_names",
+                        help="the cluster-wide broker defaults, or the default user, client "
+                             "id or ip")
     parser.add_argument("--topic", help="same as --entity-type topics --entity-name TOPIC")
     parser.add_argument("--broker", help="same as --entity-type brokers --entity-name ID")
     parser.add_argument("--broker-defaults", action="store_true",
@@ -139,7 +152,9 @@ def _execute(args: argparse.Namespace) -> None:
     _check_args(args, kind, name)
     admin = common.admin_client(args)
     try:
-        if kind == USER:
+        if kind == QUOTAS:
+            _quotas(admin, name, args)
+        elif kind == USER:
             _users(admin, name, args)
         elif args.alter:
             _alter(admin, kind, name, args)
@@ -159,15 +174,23 @@ def _entity(args: argparse.Namespace) -> tuple[int | None, str | None]:
         return BROKER, ""
     if args.group is not None:
         return GROUP, args.group
-    if args.entity_type is None:
+    types, names = args.entity_types or [], args.entity_names or []
+    if not types:
         return None, None
-    if args.entity_type in _KAFKA_ONLY_TYPES:
-        raise UsageError(f"kafkapy-configs does not support --entity-type {args.entity_type}; "
-                         f"it handles topics, brokers, groups and users")
-    if args.entity_type not in _TYPES:
-        raise UsageError(f"Invalid entity type {args.entity_type}, the entity type must be one "
-                         "of topics, brokers, users, groups")
-    return _TYPES[args.entity_type], "" if args.entity_default else args.entity_name
+    for entity_type in types:
+        if entity_type in _KAFKA_ONLY_TYPES:
+            raise UsageError(f"kafkapy-configs does not support --entity-type {entity_type}; "
+                             f"it handles topics, brokers, groups, users, clients and ips")
+        if entity_type not in _TYPES and entity_type not in _QUOTA_TYPES:
+            raise UsageError(f"Invalid entity type {entity_type}, the entity type must be one "
+                             "of topics, brokers, users, groups, clients, ips")
+    if len(types) > 1 and sorted(types) != ["clients", "users"]:
+        raise UsageError("Only 'users' and 'clients' entity types can be specified together")
+    if len(names) > len(types):
+        raise UsageError("More entity names specified than entity types")
+    if len(types) > 1 or types[0] in _QUOTA_TYPES:
+        return QUOTAS, (types, names)
+    return _TYPES[types[0]], names[0] if names else None
 
 
 def _check_args(args: argparse.Namespace, kind: int | None, name: str | None) -> None:
@@ -176,13 +199,23 @@ def _check_args(args: argparse.Namespace, kind: int | None, name: str | None) ->
     common.require_bootstrap(args)
     if kind is None:
         raise UsageError("At least one entity type must be specified")
+    if kind == QUOTAS:
+        types, names = name
+        if args.alter and len(names) < len(types):
+            raise UsageError("An entity-name or default entity must be specified with --alter "
+                             "of users, clients, brokers or ips")
+        if args.alter and not (args.add_config or args.add_config_file or args.delete_config):
+            raise UsageError("At least one of --add-config, --add-config-file, or "
+                             "--delete-config must be specified with --alter")
+        return
     if kind == TOPIC and name == "":
         raise UsageError("--entity-default is not supported for topics")
     if kind == GROUP and name == "":
         raise UsageError("--entity-default must not be specified with --describe of groups"
                          if args.describe else
                          "An entity name must be specified with --alter of groups")
-    if kind == USER and name == "" and args.alter:
+    if (kind == USER and name == "" and args.alter
+            and not quota_configs.is_quota_alter(["users"], *_changes(args))):
         raise UsageError("The use of --entity-default or --user-defaults is not allowed with "
                          "User SCRAM Credentials using --bootstrap-server.")
     if kind == BROKER and name:
@@ -357,10 +390,30 @@ def _broker_alter_request(entries: list, added: dict[str, str], deleted: list[st
 
 # users: SCRAM credentials ---------------------------------------------------
 
+def _quotas(admin, entity: tuple[list, list], args: argparse.Namespace) -> None:
+    types, names = entity
+    if args.alter:
+        quota_configs.alter(admin, types, names, *_changes(args))
+    else:
+        quota_configs.describe(admin, types, names)
+
+
+def _changes(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
+    added = {**common.properties_file(args.add_config_file), **_added(args.add_config)}
+    deleted = [k.strip() for item in args.delete_config for k in item.split(",") if k.strip()]
+    return added, deleted
+
+
 def _users(admin, name: str | None, args: argparse.Namespace) -> None:
     if args.alter:
-        _alter_user(admin, name, args)
-    elif name != "":        # --entity-default: Kafka's tool describes no SCRAM credentials
+        added, deleted = _changes(args)
+        if quota_configs.is_quota_alter(["users"], added, deleted):
+            quota_configs.alter(admin, ["users"], [name], added, deleted)
+        else:
+            _alter_user(admin, name, args)
+        return
+    quota_configs.describe(admin, ["users"], [name])
+    if name != "":        # --entity-default: Kafka's tool describes no SCRAM credentials
         _describe_users(admin, name)
 
 
@@ -387,13 +440,13 @@ def _alter_user(admin, name: str, args: argparse.Namespace) -> None:
     deleted = [k.strip() for item in args.delete_config for k in item.split(",") if k.strip()]
     unknown_added = [k for k in added if k not in _SCRAM]
     if unknown_added:
-        raise UsageError("kafkapy-configs handles only SCRAM credential configs for 'users' "
-                         f"(kafkapy has no client quotas). Unexpected config names: "
+        raise UsageError("Only quota and SCRAM credential configs can be added for 'users' "
+                         "using --bootstrap-server. Unexpected config names: "
                          f"Set({', '.join(unknown_added)})")
     unknown_deleted = [k for k in deleted if k not in _SCRAM]
     if unknown_deleted:
-        raise UsageError("kafkapy-configs handles only SCRAM credential configs for 'users' "
-                         f"(kafkapy has no client quotas). Unexpected config names: "
+        raise UsageError("Only quota and SCRAM credential configs can be deleted for 'users' "
+                         "using --bootstrap-server. Unexpected config names: "
                          f"List({', '.join(unknown_deleted)})")
     upsertions = [_upsertion(name, mechanism, value) for mechanism, value in added.items()]
     deletions = [(name, _SCRAM[mechanism]) for mechanism in deleted]

@@ -9,12 +9,12 @@ DescribeConfigs answer; the documentation strings are our own, and DescribeConfi
 sends them to clients, so each must say truly whether kafkapy reads the key.
 
 What is read: the TLS/SASL listener settings and ``delegation.token.*``
-(``kafkapy.security``), the connection
-quota window (``quota.window.*``, ``kafkapy.network.connection_quotas``), the
+(``kafkapy.security``), the client quota and connection quota window (``quota.window.*``,
+``kafkapy.quota.client``, ``kafkapy.network.connection_quotas``), the
 replication and log-dir-move throttle windows (``kafkapy.replication.quota``,
 ``alter_log_dirs``).  What is unused: tiered storage (``remote.*``), ZooKeeper client
 TLS, KRaft tuning, Kerberos, OAUTHBEARER, the password encoder,
-share groups and the group coordinator's threads and linger, JMX metrics, the client and controller mutation quota keys.
+share groups and the group coordinator's threads and linger, JMX metrics, the controller mutation quota keys and the client quota callback.
 
 Invariants: every row's value is parsed and validated like any other key (a bad
 value still fails start-up); ``internal`` rows are Kafka's internal keys, which
@@ -180,7 +180,7 @@ _METRICS = ('JMX/Yammer metrics; accepted and described, unused (kafkapy exports
     ('telemetry.max.bytes', T.INT, 1048576, at_least(1), L, False),
 ))
 
-_QUOTAS = ('client quotas; accepted and described, unused (kafkapy enforces no client quotas; it does enforce connection limits and replication throttles)', (
+_QUOTAS = ('quotas; accepted and described, unused (kafkapy enforces no controller mutation quota and takes no client quota callback)', (
     ('quota.window.num', T.INT, 11, at_least(1), L, False),
     ('replication.quota.window.num', T.INT, 11, at_least(1), L, False),
     ('alter.log.dirs.replication.quota.window.num', T.INT, 11, at_least(1), L, False),
@@ -224,8 +224,8 @@ READ_BY_KAFKAPY = {
     'delegation.token.max.lifetime.ms': 'read by kafkapy: the longest a delegation token lives, renewals included',
     'delegation.token.expiry.time.ms': "read by kafkapy: a delegation token's life between renewals",
     'delegation.token.expiry.check.interval.ms': 'read by kafkapy: how often expired delegation tokens are removed',
-    'quota.window.num': 'read by kafkapy: the samples of the connection creation rate limits (max.connection.creation.rate)',
-    'quota.window.size.seconds': 'read by kafkapy: the sample length of the connection creation rate limits (max.connection.creation.rate)',
+    'quota.window.num': 'read by kafkapy: the samples of the client byte-rate quotas and the connection creation rate limits (max.connection.creation.rate, connection_creation_rate)',
+    'quota.window.size.seconds': 'read by kafkapy: the sample length of the client byte-rate quotas and the connection creation rate limits',
     'replication.quota.window.num': 'read by kafkapy: the samples of the replication throttles (leader/follower.replication.throttled.rate)',
     'replication.quota.window.size.seconds': 'read by kafkapy: the sample length of the replication throttles',
     'alter.log.dirs.replication.quota.window.num': 'read by kafkapy: the samples of the log dir move throttle (replica.alter.log.dirs.io.max.bytes.per.second)',

@@ -15,8 +15,9 @@ TopicConfigHandler, let an active controller retry T's offline partitions when
 ``brokers/<id>`` notification goes to the dynamic broker config's ``reload`` (Kafka's
 BrokerConfigHandler; another broker's id is ignored there).  A ``users/<name>``
 notification refreshes that user's SCRAM credentials in the broker's credential cache
-(Kafka's UserConfigHandler).  Other entity types (clients, ips) are ignored: they hold
-client quotas, which kafkapy does not enforce.  Following the notifications (order,
+(Kafka's UserConfigHandler); ``users/...`` and ``clients/...`` notifications also go to
+the client quotas' ``entity_changed`` (Kafka's UserConfigHandler / ClientIdConfigHandler
+updating the quota managers), and ``ips/...`` too (Kafka's IpConfigHandler).  Following the notifications (order,
 watches, new sessions, the 15-minute purge) is ``kafkapy.metadata.change_notifications``;
 a pass runs on the event loop.  A deleted topic's cached entry is dropped when the
 metadata cache reports the deletion.
@@ -49,12 +50,13 @@ TopicConfigListener = Callable[[str, dict[str, str]], None]
 class TopicConfigs:
     def __init__(self, store: MetadataStore, cache: MetadataCache, clock: Clock, *,
                  dynamic_config: DynamicBrokerConfig | None = None,
-                 credentials: CredentialCache | None = None) -> None:
+                 credentials: CredentialCache | None = None, client_quotas=None) -> None:
         self._store = store
         self._cache = cache
         self._clock = clock
         self._dynamic_config = dynamic_config
         self._credentials = credentials
+        self._client_quotas = client_quotas     # entity_changed(type, name) for quota entities
         self._overrides: dict[str, dict[str, str]] = {}
         self._listeners: list[TopicConfigListener] = []
         self._listener: ChangeNotificationListener | None = None
@@ -127,12 +129,14 @@ class TopicConfigs:
             except Exception:
                 _log.exception("applying a topic config change failed", topic=name)
         elif entity_type == paths.CONFIG_TYPE_USER and name:
-            if self._credentials is None:
-                return
-            try:
-                self._credentials.user_changed(name)
-            except Exception:
-                _log.exception("applying a user config change failed", entity=name)
+            if self._credentials is not None:
+                try:
+                    self._credentials.user_changed(name)
+                except Exception:
+                    _log.exception("applying a user config change failed", entity=name)
+            self._quota_changed(entity_type, name)
+        elif entity_type in (paths.CONFIG_TYPE_CLIENT, paths.CONFIG_TYPE_IP) and name:
+            self._quota_changed(entity_type, name)
         elif entity_type == paths.CONFIG_TYPE_BROKER and name:
             if self._dynamic_config is None:
                 return
@@ -140,6 +144,14 @@ class TopicConfigs:
                 self._dynamic_config.reload(name)
             except Exception:
                 _log.exception("applying a broker config change failed", entity=name)
+
+    def _quota_changed(self, entity_type: str, name: str) -> None:
+        if self._client_quotas is None:
+            return
+        try:
+            self._client_quotas.entity_changed(entity_type, name)
+        except Exception:
+            _log.exception("applying a client quota change failed", entity=name)
 
     def reload(self, name: str) -> None:
         """Re-read ``name``'s overrides, set them in the metadata cache and tell the

@@ -109,6 +109,8 @@ HANDLER_MODULES = (
     "describe_delegation_token",
     # read-only: kafka-configs.sh --describe --entity-type users asks it first
     "describe_client_quotas",
+    # client quotas written (kafka-configs.sh --alter --entity-type users|clients|ips)
+    "alter_client_quotas",
 )
 
 

@@ -1,9 +1,7 @@
-"""DescribeClientQuotas (key 48, v0-1): the client quotas stored in ZooKeeper, read-only.
+"""DescribeClientQuotas (key 48, v0-1): the client quotas stored in ZooKeeper (written by
+AlterClientQuotas, ``kafkapy.config.client_quotas``; enforced by ``kafkapy.quota``).
 
-kafkapy enforces no client quotas (it does enforce replication throttles and connection
-limits, which are broker and topic configs) and has no AlterClientQuotas, but
-Kafka's ``kafka-configs.sh --describe --entity-type users`` asks this API before it
-describes SCRAM credentials, so it is answered as Kafka's ZooKeeper-mode broker does
+Answered as Kafka's ZooKeeper-mode broker does
 (ZkAdminManager.describeClientQuotas): the quota keys (``producer_byte_rate``,
 ``consumer_byte_rate``, ``request_percentage``, ``controller_mutation_rate``; for ips
 ``connection_creation_rate``) of ``/config/users/<u>``, ``/config/clients/<c>``,

@@ -51,6 +51,13 @@ reads, and waits when it must) and encodes what it answers (``_Answer``).
   follower not in the ISR, a partition throttled on this broker answers no records
   while the leader quota is exceeded, and its bytes do not complete a delayed fetch;
   the record bytes answered to followers for throttled partitions are recorded.
+- Client quota (a consumer only; ``kafkapy.quota.client``, Kafka's fetch
+  ClientQuotaManager): ``max_bytes`` is capped to what the consumer_byte_rate allows in
+  ``quota.window.num - 1`` windows, so a throttled consumer still progresses; the answer's
+  size (records plus a fixed per-partition part) is recorded when it is made, and when that
+  puts the client over its quota the size is taken back and the answer has no partitions,
+  the throttle time, and a connection that reads nothing more for that long.  An
+  incremental session keeps its state (its epoch is checked as for any answer).
 - Record bytes of v4+ are never read into Python on plain connections: each
   partition's ``records`` is a marker that the connection replaces with the log's
   file ranges the read found, sent with os.sendfile (``kafkapy.network.zero_copy``).
@@ -67,7 +74,9 @@ from kafkapy.protocol.messages import RESPONSES
 from kafkapy.security import authz
 from kafkapy.records.down_convert import (DownConversionError, down_convert,
                                           magic_for_fetch_version)
-from kafkapy.replication.fetch_session import (PartitionAnswer, PartitionRequest,
+from kafkapy.quota.client import session_user
+from kafkapy.replication.fetch_session import (IncrementalContext, PartitionAnswer,
+                                               PartitionRequest,
                                                TopicIdPartition)
 from kafkapy.replication.replica_manager import FetchParams, LogReadResult
 
@@ -81,6 +90,10 @@ _Partition = _Topic.PartitionData
 _ZSTD_FROM = 10  # Fetch versions that may carry zstd batches
 _STORAGE_ERROR_KNOWN_FROM = 6
 _LEADER_HINT_FROM = 16
+_INT_MAX = 2 ** 31 - 1
+# What a partition adds to a fetch answer besides its records (index, error, offsets,
+# aborted transactions' count, ...), counted into the consumer's byte rate.
+_PARTITION_OVERHEAD = 46
 _LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 _log = structlog.get_logger("kafkapy.handlers.fetch")
 
@@ -105,6 +118,11 @@ def _params(ctx, request, replica: int) -> FetchParams:
     """KafkaApis' FetchParams: the sizes capped by fetch.max.bytes (min_bytes by
     max_bytes), the follower's broker epoch (v15+)."""
     max_bytes = min(request.max_bytes, ctx.services.config["fetch.max.bytes"])
+    quota = ctx.services.client_quotas.fetch
+    if replica < 0 and quota.enabled:
+        # a consumer gets at most what its quota allows in a window, so it always progresses
+        window = quota.max_value_in_window(session_user(ctx.session), ctx.client_id or "")
+        max_bytes = min(max_bytes, int(min(window, _INT_MAX)))
     state = request.replica_state if ctx.api_version >= 15 else None
     return FetchParams(ctx.api_version, replica,
                        state.replica_epoch if state is not None else -1,
@@ -197,6 +215,10 @@ class _Answer:
     def respond(self, results: list[LogReadResult]):
         """The response for the partitions read (and those answered unread)."""
         ctx = self.ctx
+        if not self.follower and ctx.services.client_quotas.fetch.enabled:
+            throttled = self._throttled(results)
+            if throttled is not None:
+                return throttled
         updates = results + self.erroneous
         error, session_id, kept = self.context.generate(
             [(r.tip, _session_answer(r)) for r in updates], ctx.services.clock.time_ms())
@@ -224,6 +246,29 @@ class _Answer:
         response = ctx.response(throttle_time_ms=0, error_code=error, session_id=session_id,
                                 responses=topics, node_endpoints=list(endpoints.values()))
         return ZeroCopyResponse(response, slices) if slices else response
+
+    def _throttled(self, results: list[LogReadResult]):
+        """Kafka's fetch quota: record the answer's size; over the quota, take it back and
+        answer nothing (no partitions) with the throttle time, then mute the connection."""
+        ctx = self.ctx
+        quota = ctx.services.client_quotas.fetch
+        user, client = session_user(ctx.session), ctx.client_id or ""
+        size = sum(r.size for r in results) + _PARTITION_OVERHEAD * (
+            len(results) + len(self.erroneous))
+        throttle_ms = quota.record(user, client, size)
+        if throttle_ms <= 0:
+            return None
+        quota.unrecord(user, client, size)
+        quota.throttled(user, client, throttle_ms)
+        ctx.throttle(throttle_ms)
+        context = self.context
+        error, session_id = 0, 0
+        if isinstance(context, IncrementalContext):     # keeps its session; epoch checked
+            error, session_id, _ = context.generate([], ctx.services.clock.time_ms())
+        elif getattr(context, "error", 0):
+            error = context.error
+        return ctx.response(throttle_time_ms=throttle_ms, error_code=error,
+                            session_id=session_id, responses=[], node_endpoints=[])
 
     def _partition_data(self, result: LogReadResult, slices, endpoints):
         version = self.ctx.api_version

@@ -43,9 +43,15 @@ watermark passes the appended offsets (at once with a single replica):
 NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min ISR,
 REQUEST_TIMED_OUT at timeout_ms, one answer per partition named; a request with no
 partitions is answered at once.
+Client quota (``kafkapy.quota.client``, Kafka's produce ClientQuotaManager): once the
+append is done, the request's size is recorded against the client's producer_byte_rate;
+over it, the answer carries the throttle time and the connection reads nothing more for
+that long (acks=0 too, without an answer).  With no producer quota configured this is one
+attribute test.
 """
 from __future__ import annotations
 
+from kafkapy.quota.client import session_user
 from kafkapy.security import authz
 from kafkapy.api.context import CloseConnection
 from kafkapy.protocol.errors import ErrorCode
@@ -135,7 +141,8 @@ def _append(ctx, request, transactional_id):
         parts, early, required_acks=required_acks, timeout_ms=request.timeout_ms,
         produce_version=version, internal_topics_allowed=ctx.client_id == ADMIN_CLIENT_ID,
         transactional_id=transactional_id,
-        respond=_no_response if required_acks == 0 else lambda results: _response(ctx, results))
+        respond=(lambda results: _no_response(ctx, results)) if required_acks == 0
+        else lambda results: _response(ctx, results))
 
 
 def _request_error(ctx, name: str, part, version: int) -> AppendResult | None:
@@ -153,11 +160,26 @@ def _request_error(ctx, name: str, part, version: int) -> AppendResult | None:
 
 # -- response ------------------------------------------------------------------------------
 
-def _no_response(results) -> None:
+def _no_response(ctx, results) -> None:
     """acks=0: no answer; if anything failed the connection is closed instead (Kafka)."""
     if any(r.error_code for _, _, r in results):
         raise CloseConnection("acks=0 produce failed")
+    _throttle(ctx)
     return None
+
+
+def _throttle(ctx) -> int:
+    """Kafka's produce quota: the request's size recorded against the client's byte rate;
+    over the quota, the throttle time (answered, and the connection muted for it)."""
+    quota = ctx.services.client_quotas.produce
+    if not quota.enabled:
+        return 0
+    user, client = session_user(ctx.session), ctx.client_id or ""
+    throttle_ms = quota.record(user, client, ctx.size)
+    if throttle_ms > 0:
+        quota.throttled(user, client, throttle_ms)
+        ctx.throttle(throttle_ms)
+    return throttle_ms
 
 
 def _response(ctx, results):
@@ -172,7 +194,7 @@ def _response(ctx, results):
     return ctx.response(
         responses=[_TopicResponse(name=name, partition_responses=parts)
                    for name, parts in by_topic.items()],
-        throttle_time_ms=0)
+        throttle_time_ms=_throttle(ctx))
 
 
 def _all_failed(ctx, request, error: int, message: str | None = None):

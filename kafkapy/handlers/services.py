@@ -34,6 +34,7 @@ if TYPE_CHECKING:   # annotations only: the components' modules are imported by 
     from kafkapy.metadata.store import MetadataStore
     from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
     from kafkapy.replication.fetch_session import FetchManager
+    from kafkapy.quota.client import ClientQuotas
     from kafkapy.replication.replica_manager import ReplicaManager
     from kafkapy.security.authorizer import AclAuthorizer
     from kafkapy.security.delegation_tokens import DelegationTokenManager
@@ -69,3 +70,4 @@ class Services:
     share_coordinator: ShareService         # __share_group_state and its coordinator
     persister: Persister                    # share partitions' state, routed to its coordinator
     share_partitions: SharePartitionManager | None  # ShareFetch/ShareAcknowledge; None: off
+    client_quotas: ClientQuotas             # the produce and fetch byte-rate quotas

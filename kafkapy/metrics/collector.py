@@ -170,6 +170,12 @@ class Group(Protocol):
     def offsets(self) -> Mapping[TopicPartition, CommittedOffset]: ...
 
 
+class ClientQuotaSensors(Protocol):
+    """The client quotas: (resource, user, client id, byte rate, average throttle ms) per
+    sensor, the tags a component does not have being ""."""
+    def sensor_values(self) -> Iterable[tuple[str, str, str, float, float]]: ...
+
+
 class BrokerCollector:
     """A prometheus_client collector for one broker (see the module docstring); made on
     the broker's event loop, which every scrape then runs on."""
@@ -177,7 +183,8 @@ class BrokerCollector:
     def __init__(self, *, cache: TopicNames, listeners: Sequence[Listener],
                  replica_manager: HostedPartitions, log_manager: Logs, controller: Controller,
                  purgatories: Iterable[PurgatoryCounts],
-                 groups: Callable[[], Mapping[str, Group]]) -> None:
+                 groups: Callable[[], Mapping[str, Group]],
+                 client_quotas: ClientQuotaSensors | None = None) -> None:
         """``purgatories`` in the order their samples are listed; ``groups``: the groups
         this broker coordinates, by id, as they are at the scrape."""
         self._loop = asyncio.get_running_loop()
@@ -188,6 +195,7 @@ class BrokerCollector:
         self._controller = controller
         self._purgatories = tuple(purgatories)
         self._groups = groups
+        self._client_quotas = client_quotas
         self._idle = _IdleMeter()
 
     def collect(self):
@@ -225,9 +233,28 @@ class BrokerCollector:
         out += _purgatory_families(self._purgatories)
         out += _group_families(self._groups(), partitions)
         out += _compat_families(self._listeners)
+        if self._client_quotas is not None:
+            out += _quota_families(self._client_quotas)
         out.append(_gauge("kafka_server_kafkaserver_brokerstate",
                           "Kafka's BrokerState (3: running)", _RUNNING))
         return out
+
+
+# -- client quotas -----------------------------------------------------------------------
+def _quota_families(quotas: ClientQuotaSensors) -> list[Metric]:
+    """Kafka's ``kafka.server<type=Produce|Fetch, user=U, client-id=C>`` byte-rate and
+    throttle-time, as the exporter's quota rules name them (an empty tag is left out of
+    Kafka's MBean name, so its label is empty here)."""
+    labels = ["resource", "user", "clientId"]
+    rate = GaugeMetricFamily("kafka_server_quota_byte_rate",
+                             "Bytes per second of a client quota's sensor", labels=labels)
+    throttle = GaugeMetricFamily("kafka_server_quota_throttle_time",
+                                 "Average throttle time (ms) of a client quota's sensor",
+                                 labels=labels)
+    for resource, user, client_id, byte_rate, throttle_ms in quotas.sensor_values():
+        rate.add_metric([resource, user, client_id], byte_rate)
+        throttle.add_metric([resource, user, client_id], throttle_ms)
+    return [rate, throttle]
 
 
 # -- BrokerTopicMetrics -------------------------------------------------------------------

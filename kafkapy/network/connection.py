@@ -44,7 +44,10 @@ bytes.  Invariants:
   would call stop right after;
 - metrics: a request's time runs from its dispatch to its answer handed to the transport
   and is observed once, with its count by version, on its API's cached ``ApiStats``
-  (``kafkapy.metrics.counters``: Kafka's RequestsPerSec and TotalTimeMs).
+  (``kafkapy.metrics.counters``: Kafka's RequestsPerSec and TotalTimeMs);
+- client quotas (KIP-219): a handler whose client went over its quota calls
+  ``ctx.throttle(ms)``; its answer (carrying throttle_time_ms) still goes out, then no frame
+  is read or handled until the throttle time has passed.
 """
 from __future__ import annotations
 
@@ -95,7 +98,7 @@ class KafkaConnection(asyncio.Protocol):
     __slots__ = ("_server", "_services", "_max_frame", "_max_inflight", "_buf", "_slots",
                  "_transport", "_reading_paused", "_writing_paused", "_turn_scheduled",
                  "_closed", "_zero_copy", "_file_parts", "_sock_fd", "peer", "address",
-                 "last_active", "session", "_gate", "_close_callbacks")
+                 "last_active", "session", "_gate", "_close_callbacks", "_throttled")
 
     def __init__(self, server, address: str | None = None, peer: str = "?") -> None:
         self._server = server
@@ -113,6 +116,7 @@ class KafkaConnection(asyncio.Protocol):
         self._reading_paused = False
         self._writing_paused = False
         self._turn_scheduled = False
+        self._throttled = None      # the timer ending a quota's mute (KIP-219), or None
         self._closed = False
         self._zero_copy = server.zero_copy
         self._file_parts: collections.deque | tuple = _EMPTY
@@ -231,7 +235,25 @@ class KafkaConnection(asyncio.Protocol):
             asyncio.get_running_loop().call_soon(self._process_frames)
 
     def _busy(self) -> bool:
-        return self._writing_paused or len(self._slots) >= self._max_inflight
+        return (self._writing_paused or len(self._slots) >= self._max_inflight
+                or self._throttled is not None)
+
+    def throttle(self, throttle_ms: int) -> None:
+        """KIP-219: the answers keep going out, but no frame is read or handled until
+        ``throttle_ms`` from now (a later throttle extends it)."""
+        if self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        if self._throttled is not None:
+            self._throttled.cancel()
+        self._throttled = loop.call_later(throttle_ms / 1000.0, self._end_throttle)
+        self._update_reading()
+
+    def _end_throttle(self) -> None:
+        self._throttled = None
+        self._update_reading()
+        if self._buf:
+            self._schedule_turn()
 
     def _muted(self) -> bool:
         """Read nothing more while unhandled frames wait for their turn or a bound holds."""
@@ -290,7 +312,7 @@ class KafkaConnection(asyncio.Protocol):
             stats = metrics.fetch_stats(request, version)
         ctx = RequestContext(self._services, api_key, version, correlation_id,
                              header.client_id, self.peer, spec.response_cls, self._zero_copy,
-                             self._server.listener, self.session, auth, self)
+                             self._server.listener, self.session, auth, self, len(frame))
         if gate is not None and api_key == API_VERSIONS_KEY:
             gate.versions_answered()
         slot = _Slot()

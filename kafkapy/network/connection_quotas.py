@@ -28,6 +28,11 @@ listener's ``SocketServer`` (the server makes it and hands it to each; it regist
   is at least samples-1 windows long, so a fresh broker takes a burst).  A connection that
   takes the rate over its bound is held, and its listener accepts nothing, for Kafka's
   throttle time ``(rate - bound) / bound * window``, at most one quota window;
+- per-IP creation rate (KIP-612): ``connection_creation_rate`` of ``/config/ips/<ip>``, else of
+  ``/config/ips/<default>`` (``update_ip_rate``, from the client quotas' change
+  notifications), on every listener: a connection that takes its address's rate over the
+  bound is not counted (taken back out of the rate), never served, and closed after the
+  throttle time (at most one quota window), as Kafka's acceptor delays closing it;
 - every limit is dynamic: ``reconfigure(config)`` applies the effective values at once, and a
   raised limit wakes the waiting acceptors.
 
@@ -99,6 +104,15 @@ class _Rate:
             if len(windows) > self._samples:
                 windows.popleft()
         windows[-1][1] += 1
+        return self.throttle_ms(now_ms)
+
+    def unrecord(self) -> None:
+        """Take the last event back (a connection that was not accepted after all)."""
+        if self._windows:
+            self._windows[-1][1] -= 1
+
+    def throttle_ms(self, now_ms: int) -> int:
+        windows = self._windows
         if self.bound >= INT_MAX:
             return 0
         elapsed = now_ms - windows[0][0]
@@ -126,6 +140,10 @@ class ConnectionQuotas:
         samples, window_ms = config["quota.window.num"], config["quota.window.size.seconds"] * 1000
         self._broker_rate = _Rate(samples, window_ms)
         self._listener_rates = {name: _Rate(samples, window_ms) for name, *_ in config.listeners}
+        self._samples, self._window_ms = samples, window_ms
+        self._ip_rate_default = INT_MAX
+        self._ip_rate: dict[str, int] = {}
+        self._ip_sensors: dict[str, _Rate] = {}
         self._apply(config)
 
     # -- limits ---------------------------------------------------------------------------
@@ -162,6 +180,31 @@ class ConnectionQuotas:
         throttle = listener_rate.record(now_ms) if listener_rate is not None else 0
         if not self._protected(listener):
             throttle = max(throttle, self._broker_rate.record(now_ms))
+        return throttle
+
+    def update_ip_rate(self, ip: str | None, rate: int | None) -> None:
+        """``connection_creation_rate`` of ``ip`` (None: the default entity); None removes it."""
+        if ip is None:
+            self._ip_rate_default = INT_MAX if rate is None else rate
+        elif rate is None:
+            self._ip_rate.pop(_ip_key(ip), None)
+        else:
+            self._ip_rate[_ip_key(ip)] = rate
+        _log.info("connection rate quota per IP updated", ip=ip or "<default>", rate=rate)
+
+    def record_ip_creation(self, address: str, now_ms: int) -> int:
+        """Count a connection in its address's rate: 0, or the ms after which the caller
+        closes it unserved (then it is not counted)."""
+        bound = self._ip_rate.get(address, self._ip_rate_default)
+        if bound >= INT_MAX:
+            return 0
+        sensor = self._ip_sensors.get(address)
+        if sensor is None:
+            sensor = self._ip_sensors[address] = _Rate(self._samples, self._window_ms)
+        sensor.bound = bound
+        throttle = sensor.record(now_ms)
+        if throttle > 0:
+            sensor.unrecord()
         return throttle
 
     def max_for(self, address: str) -> int:
@@ -245,6 +288,16 @@ class ConnectionQuotas:
             _log.info("closing least recently used connection: max.connections exceeded",
                       peer=conn.peer, max_connections=self._broker_max)
             conn.close()
+
+
+def _ip_key(ip: str) -> str:
+    try:
+        return host_address(str(ipaddress.ip_address(ip)))
+    except ValueError:
+        try:
+            return host_address(socket.gethostbyname(ip))
+        except OSError:
+            return ip
 
 
 def _listener_value(config, listener: str, key: str, default: int) -> int:

@@ -195,6 +195,12 @@ class SocketServer:
 
     def _admit(self, sock: socket.socket, addr) -> None:
         address = host_address(addr[0]) if addr else "?"
+        throttle_ms = self.quotas.record_ip_creation(address, int(self.now() * 1000))
+        if throttle_ms > 0:         # over its address's connection_creation_rate
+            _log.debug("delaying closing of a throttled connection", address=address,
+                       throttle_ms=throttle_ms)
+            self._loop.call_later(throttle_ms / 1000.0, sock.close)
+            return
         limit = self.quotas.inc(self.listener, address)
         if limit is not None:
             _log.info(f"Rejected connection from {address}, address already has the "

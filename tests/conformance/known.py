@@ -92,7 +92,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 # ApiVersions cases compare every other entry, so an API missing from this list and from
 # kafkapy still fails.
 NOT_YET_SERVED: dict[int, str] = {
-    49: "AlterClientQuotas: client quotas",
     58: "Envelope: forwarding to a controller",
 }
 

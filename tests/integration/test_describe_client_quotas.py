@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import uuid
 
 import pytest
-from kazoo.client import KazooClient
 
-from tests.support.broker_process import BrokerProcess, free_port
-from tests.support.sasl import KAFKA_HOME, _KafkaBroker
+from tests.support.sasl import KAFKA_HOME
+from tests.support.side_by_side import side_by_side
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -58,36 +56,14 @@ def _canonical(response) -> tuple:
 @pytest.mark.skipif(not (KAFKA_HOME / "bin" / "kafka-server-start.sh").exists()
                     or not shutil.which("java"), reason="Kafka 3.9 or java missing")
 def test_same_answers_as_kafka(tmp_path, zookeeper_server):  # noqa: F811
-    zk = KazooClient(zookeeper_server.connect_string)
-    zk.start()
-    brokers = []
-    try:
-        roots = {}
-        for name in ("kafka", "kafkapy"):
-            root = f"/q-{name}-{uuid.uuid4().hex[:6]}"
-            zk.ensure_path(root)
-            roots[name] = root
-        port = free_port()
-        (tmp_path / "kafka").mkdir()
-        kafka = _KafkaBroker(tmp_path / "kafka" / "logs", port=port, overrides={
-            "zookeeper.connect": zookeeper_server.connect_string + roots["kafka"],
-            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}"})
-        kafka.start()
-        brokers.append(kafka)
-        ours = BrokerProcess(tmp_path / "kafkapy" / "logs", overrides={
-            "zookeeper.connect": zookeeper_server.connect_string + roots["kafkapy"]}).start()
-        brokers.append(ours)
-        for root in roots.values():
+    with side_by_side(tmp_path, zookeeper_server, "q") as pair:
+        for root in pair.roots.values():
             for path, config in QUOTAS.items():
-                zk.create(root + path, json.dumps({"version": 1, "config": config}).encode(),
-                          makepath=True)
-        conns = {"kafka": WireClient(kafka.bootstrap), "kafkapy": WireClient(ours.bootstrap)}
+                pair.zk.create(root + path, json.dumps({"version": 1, "config": config}).encode(),
+                               makepath=True)
+        conns = {kind: WireClient(broker.bootstrap)
+                 for kind, broker in (("kafka", pair.kafka), ("kafkapy", pair.kafkapy))}
         for components, strict in FILTERS:
             answers = {name: _canonical(conn.request(48, 1, components=components, strict=strict))
                        for name, conn in conns.items()}
             assert answers["kafkapy"] == answers["kafka"], (components, strict)
-    finally:
-        for broker in brokers:
-            broker.stop()
-        zk.stop()

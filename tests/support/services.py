@@ -18,6 +18,7 @@ from kafkapy.config.broker import BrokerConfig
 from kafkapy.handlers import build_registry
 from kafkapy.handlers.services import Services
 from kafkapy.protocol.messages import RESPONSES
+from kafkapy.quota.client import ClientQuotas
 
 TS = 1_700_000_000_000
 
@@ -42,6 +43,7 @@ def services(**parts) -> Services:
         given["config"] = BrokerConfig.from_properties({"broker.id": str(given["node_id"])})
     given.setdefault("clock", MockClock(TS))
     given.setdefault("apis", build_registry())
+    given.setdefault("client_quotas", ClientQuotas(None, given["clock"]))
     unknown = set(given) - {f.name for f in fields(Services)}
     if unknown:
         raise TypeError(f"Services has no {sorted(unknown)}")

@@ -98,3 +98,20 @@ def test_rate_takes_a_burst_then_throttles_like_kafka():
     assert max(later.record(0) for _ in range(200)) == 0   # 200 / 10 s = the bound
     assert later.record(0) == 50                            # 20.1/s: 0.1 / 20 * 10000 ms
     assert later.record(1500) == 0                          # 202 / 10.5 s: under it again
+
+
+def test_ip_connection_creation_rate_override_default_and_untaken_connections():
+    q = ConnectionQuotas(_config())         # quota.window.num 11 of 1 s: 10 windows' span
+    assert q.record_ip_creation("127.0.0.1", 0) == 0           # no ip quota: never throttled
+    q.update_ip_rate(None, 1)
+    q.update_ip_rate("127.0.0.2", 2)
+    assert [q.record_ip_creation("127.0.0.1", 0) for _ in range(10)] == [0] * 9 + [0]
+    throttled = q.record_ip_creation("127.0.0.1", 0)
+    assert 0 < throttled <= 1000                               # at most one window
+    assert q.record_ip_creation("127.0.0.1", 0) == throttled   # the refused one was taken back
+    assert [q.record_ip_creation("127.0.0.2", 0) for _ in range(20)].count(0) == 20
+    assert q.record_ip_creation("127.0.0.2", 0) > 0
+    q.update_ip_rate("127.0.0.2", None)                        # back to the default (1/s)
+    assert q.record_ip_creation("127.0.0.2", 0) > 0
+    q.update_ip_rate(None, None)
+    assert q.record_ip_creation("127.0.0.1", 0) == 0

@@ -70,6 +70,7 @@ EXPECTED_RANGES = {
     44: (0, 1),   # IncrementalAlterConfigs
     47: (0, 0),   # OffsetDelete
     48: (0, 1),   # DescribeClientQuotas
+    49: (0, 1),   # AlterClientQuotas
     50: (0, 0),   # DescribeUserScramCredentials
     51: (0, 0),   # AlterUserScramCredentials
     56: (0, 3),   # AlterPartition
