@@ -568,7 +568,7 @@ class Broker:
     def _start_periodic_tasks(self) -> None:
         self._periodic.append(asyncio.ensure_future(self._every(1000, self._log_maintenance)))
         if self.delegation_tokens.enabled:      # Kafka's delete-expired-tokens task
-            interval = int(self.config.get("delegation.token.expiry.check.interval.ms") or 3600000)
+            interval = int(self.config["delegation.token.expiry.check.interval.ms"])
             self._periodic.append(asyncio.ensure_future(
                 self._every(interval, self._expire_delegation_tokens)))
         # Kafka's isr-expiration: ISR shrink check every replica.lag.time.max.ms / 2.

@@ -386,6 +386,10 @@ _JAVA_EXCEPTION_NAMES = {
     3: "UnknownTopicOrPartitionException", 6: "NotLeaderOrFollowerException",
     7: "TimeoutException", 29: "TopicAuthorizationException",
     31: "ClusterAuthorizationException", 44: "PolicyViolationException",
+    61: "DelegationTokenDisabledException", 62: "DelegationTokenNotFoundException",
+    63: "DelegationTokenOwnerMismatchException", 64: "UnsupportedByAuthenticationException",
+    65: "DelegationTokenAuthorizationException", 66: "DelegationTokenExpiredException",
+    67: "InvalidPrincipalTypeException",
 }
 
 
@@ -402,6 +406,14 @@ _KAFKA_MESSAGES = {
     44: "Request parameters do not satisfy the configured policy.",
     47: "Producer attempted to produce with an old epoch.",
     56: "Disk error when trying to access log file on the disk.",
+    61: "Delegation Token feature is not enabled.",
+    62: "Delegation Token is not found on server.",
+    63: "Specified Principal is not valid Owner/Renewer.",
+    64: "Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels and on "
+        "delegation token authenticated channels.",
+    65: "Delegation Token authorization failed.",
+    66: "Delegation Token is expired.",
+    67: "Supplied principalType is not supported.",
     105: "The transactionalId could not be found.",
 }
 

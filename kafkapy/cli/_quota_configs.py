@@ -18,7 +18,8 @@ from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasR
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import UsageError
-from kafkapy.config.client_quotas import CLIENT_KEYS, IP_KEYS, java_double
+from kafkapy.config.client_quotas import CLIENT_KEYS, IP_KEYS
+from kafkapy.config.types import java_double_str
 from kafkapy.jvm import java_hash_order, string_hash
 
 _ENTITY = {"users": "user", "clients": "client-id", "ips": "ip"}
@@ -36,7 +37,7 @@ def is_quota_alter(entity_types: list[str], added: dict, deleted: list) -> bool:
 def describe(admin, entity_types: list[str], names: list[str | None]) -> None:
     """``names``: per type a name, "" (the default) or None (any)."""
     for entity, values in _described(admin, entity_types, names):
-        text = ", ".join(f"{k}={java_double(v)}" for k, v in values)
+        text = ", ".join(f"{k}={java_double_str(v)}" for k, v in values)
         print(f"Quota configs for {_entity_text(entity)} are {text}")
 
 

@@ -350,11 +350,10 @@ def _send(admin, request, kind: int, name: str):
 def _alter(admin, kind: int, name: str, args: argparse.Namespace) -> None:
     if kind == TOPIC:
         _check_topic_name(name)
-    added = {**common.properties_file(args.add_config_file), **_added(args.add_config)}
+    added, deleted = _changes(args)
     for key in added:
         if not re.fullmatch(r"[$a-zA-Z0-9._-]*", key):
             raise UsageError(f"Invalid character found for config key: {key}")
-    deleted = [k.strip() for item in args.delete_config for k in item.split(",") if k.strip()]
     entries = _entries(admin, kind, name, False, synonyms=False)
     current = {e.name for e in entries}
     unknown = [k for k in deleted if k not in current]
@@ -399,6 +398,7 @@ def _quotas(admin, entity: tuple[list, list], args: argparse.Namespace) -> None:
 
 
 def _changes(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
+    """--add-config-file and --add-config (the latter winning), and --delete-config."""
     added = {**common.properties_file(args.add_config_file), **_added(args.add_config)}
     deleted = [k.strip() for item in args.delete_config for k in item.split(",") if k.strip()]
     return added, deleted
@@ -410,7 +410,7 @@ def _users(admin, name: str | None, args: argparse.Namespace) -> None:
         if quota_configs.is_quota_alter(["users"], added, deleted):
             quota_configs.alter(admin, ["users"], [name], added, deleted)
         else:
-            _alter_user(admin, name, args)
+            _alter_user(admin, name, added, deleted)
         return
     quota_configs.describe(admin, ["users"], [name])
     if name != "":        # --entity-default: Kafka's tool describes no SCRAM credentials
@@ -435,9 +435,7 @@ def _describe_users(admin, name: str | None) -> None:
         print(f"SCRAM credential configs for user-principal '{result.user}' are {text}")
 
 
-def _alter_user(admin, name: str, args: argparse.Namespace) -> None:
-    added = {**common.properties_file(args.add_config_file), **_added(args.add_config)}
-    deleted = [k.strip() for item in args.delete_config for k in item.split(",") if k.strip()]
+def _alter_user(admin, name: str, added: dict[str, str], deleted: list[str]) -> None:
     unknown_added = [k for k in added if k not in _SCRAM]
     if unknown_added:
         raise UsageError("Only quota and SCRAM credential configs can be added for 'users' "

@@ -38,24 +38,6 @@ from kafkapy.protocol.delegation_token_apis import (CreateDelegationTokenRequest
 _ACTIONS = ("create", "renew", "expire", "describe")
 _LISTING = "--create, --renew, --expire or --describe"
 _ROW = "\n%-15s %-30s %-15s %-15s %-25s %-15s %-15s %-15s\n"
-# Kafka's default messages of the delegation token errors (Errors.X.message()).
-_MESSAGES = {
-    61: "Delegation Token feature is not enabled.",
-    62: "Delegation Token is not found on server.",
-    63: "Specified Principal is not valid Owner/Renewer.",
-    64: "Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels and on "
-        "delegation token authenticated channels.",
-    65: "Delegation Token authorization failed.",
-    66: "Delegation Token is expired.",
-    67: "Supplied principalType is not supported.",
-}
-_EXCEPTIONS = {61: "DelegationTokenDisabledException", 62: "DelegationTokenNotFoundException",
-               63: "DelegationTokenOwnerMismatchException",
-               64: "UnsupportedByAuthenticationException",
-               65: "DelegationTokenAuthorizationException",
-               66: "DelegationTokenExpiredException", 67: "InvalidPrincipalTypeException"}
-
-
 # Kafka's option descriptions.
 _HELP = {
     "create": "Create a new delegation token. Use --renewer-principal option to pass renewer "
@@ -132,10 +114,7 @@ def _list(principals) -> str:
 
 def _check(code: int) -> None:
     if code:
-        name = _EXCEPTIONS.get(code)
-        if name is None:
-            raise common.CommandError(common.java_exception_text(code))
-        raise common.CommandError(f"org.apache.kafka.common.errors.{name}: {_MESSAGES[code]}")
+        raise common.CommandError(common.java_exception_text(code))
 
 
 def _print_tokens(rows) -> None:

@@ -32,7 +32,6 @@ from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError, UsageError
 
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
-_NOT_CONTROLLER = 41
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,6 +30,7 @@ from typing import Iterable
 
 from kazoo.exceptions import NoNodeError
 
+from kafkapy.config.types import java_double_str
 from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.security.sasl.credentials import java_properties_order, sanitize
@@ -66,28 +67,6 @@ class QuotaError(Exception):
 
 def _invalid(message: str) -> QuotaError:
     return QuotaError(ErrorCode.INVALID_REQUEST, message)
-
-
-def java_double(value: float) -> str:
-    """Java's Double.toString for a finite double."""
-    if value == 0:
-        return "-0.0" if math.copysign(1, value) < 0 else "0.0"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if math.isnan(value):
-        return "NaN"
-    if 1e-3 <= abs(value) < 1e7:
-        text = repr(value)
-        return text if "." in text else text + ".0"
-    shortest = repr(value)                  # '1e+20', '1.5e-05' or '12345678.0'
-    if "e" in shortest:
-        mantissa, exponent = shortest.split("e")
-    else:
-        exp = math.floor(math.log10(abs(value)))
-        mantissa, exponent = repr(value / 10 ** exp), str(exp)
-    if "." not in mantissa:
-        mantissa += ".0"
-    return f"{mantissa}E{int(exponent)}"
 
 
 def entity_znode(entity: dict) -> tuple[str, str, dict, bool]:
@@ -134,8 +113,13 @@ def _valid_ip_entity(ip: str) -> bool:
 
 
 def read_config(store, config_type: str, path: str) -> dict[str, str]:
+    return read_znode_config(store, paths.config_entity_path(config_type, path))
+
+
+def read_znode_config(store, znode: str) -> dict[str, str]:
+    """The entity config at ``znode``; empty when there is none."""
     try:
-        data, _ = store.get(paths.config_entity_path(config_type, path))
+        data, _ = store.get(znode)
     except NoNodeError:
         return {}
     return paths.decode_entity_config(data)
@@ -151,7 +135,7 @@ def _apply_ops(props: dict[str, str], ops: Iterable[tuple[str, float | None]],
         if kind is None:
             raise _invalid(f"Invalid configuration key {key}")
         if kind == _DOUBLE:
-            props[key] = java_double(value)
+            props[key] = java_double_str(value)
         elif kind in (_LONG, _INT):
             whole = _java_narrow(value + _EPSILON, _LONG_MAX if kind == _LONG else _INT_MAX)
             if abs(float(whole) - value) > _EPSILON:
@@ -208,7 +192,8 @@ def write_config(store, config_type: str, path: str, props: dict[str, str],
                  sequence=True, makepath=True)
 
 
-def _children(store, znode: str) -> list[str]:
+def children(store, znode: str) -> list[str]:
+    """The children of ``znode``; empty when it does not exist."""
     try:
         return list(store.get_children(znode))
     except NoNodeError:
@@ -217,17 +202,17 @@ def _children(store, znode: str) -> list[str]:
 
 def _clean_quota_nodes(store, config_type: str, path: str, user_client: bool) -> bool:
     znode = paths.config_entity_path(config_type, path)
-    if _children(store, znode):
+    if children(store, znode):
         return False
     doomed = znode
     if user_client:
         user, client = path.split("/", 1)[0], path.rsplit("/", 1)[1]
         clients = paths.config_entity_path(paths.CONFIG_TYPE_USER, f"{user}/clients")
-        if _children(store, clients) == [client]:
+        if children(store, clients) == [client]:
             doomed = clients
             user_znode = paths.config_entity_path(paths.CONFIG_TYPE_USER, user)
             if (not read_config(store, paths.CONFIG_TYPE_USER, user)
-                    and _children(store, user_znode) == ["clients"]):
+                    and children(store, user_znode) == ["clients"]):
                 doomed = user_znode
     try:
         store.delete(doomed, recursive=True)

@@ -32,8 +32,7 @@ from typing import Iterable, Mapping
 
 import structlog
 
-from kafkapy.controller.feature_versioning import ibp_at_least
-from kafkapy.metadata import paths
+from kafkapy.controller.feature_versioning import write_enabled
 from kafkapy.metadata.features import (
     CONFIG_FEATURES, GROUP_VERSION, SHARE_VERSION, FinalizedFeatureCache, incompatible)
 from kafkapy.metadata.store import MetadataStore
@@ -89,20 +88,13 @@ def process_feature_updates(store: MetadataStore, cache: FinalizedFeatureCache, 
     if validate_only or target == existing:
         return results
     try:
-        _write(store, target, inter_broker_protocol)
+        write_enabled(store, target, inter_broker_protocol)
         cache.refresh()
     except Exception as e:     # noqa: BLE001 - Kafka answers the valid ones FEATURE_UPDATE_FAILED
         _log.warning(f"Processing of feature updates failed due to error: {e!r}")
         results = {name: (ErrorCode.FEATURE_UPDATE_FAILED, FAILED_MESSAGE)
                    if result == SUCCESS else result for name, result in results.items()}
     return results
-
-
-def _write(store: MetadataStore, features: dict[str, int], ibp: str) -> None:
-    version = paths.feature_znode_version(ibp_at_least(ibp, (3, 3)))
-    node = paths.FeatureZNode(version, paths.FEATURE_ENABLED, features)
-    _log.info(f"Updating FeatureZNode at path: {paths.FEATURE} with contents: {node}")
-    store.set(paths.FEATURE, paths.encode_feature_znode(version, node.status, features))
 
 
 def _validate(update: FeatureUpdate, existing: Mapping[str, int],

@@ -21,11 +21,23 @@ _log = structlog.get_logger("kafkapy.controller")
 
 def setup_feature_versioning(store: MetadataStore, inter_broker_protocol: str) -> None:
     """Create or update ``/feature`` for the IBP ``inter_broker_protocol``."""
-    version = paths.feature_znode_version(ibp_at_least(inter_broker_protocol, (3, 3)))
+    version = _znode_version(inter_broker_protocol)
     if ibp_at_least(inter_broker_protocol, (2, 7)):
         _enable(store, version)
     else:
         _disable(store, version)
+
+
+def write_enabled(store: MetadataStore, features: dict[str, int], inter_broker_protocol: str
+                  ) -> None:
+    """Rewrite ``/feature`` Enabled with ``features`` (UpdateFeatures at the controller)."""
+    _update(store, paths.FeatureZNode(_znode_version(inter_broker_protocol),
+                                      paths.FEATURE_ENABLED, features))
+
+
+def _znode_version(inter_broker_protocol: str) -> int:
+    """The znode's own version for the IBP (v2 from 3.3-IV0)."""
+    return paths.feature_znode_version(ibp_at_least(inter_broker_protocol, (3, 3)))
 
 
 def ibp_at_least(ibp: str, release: tuple[int, int]) -> bool:

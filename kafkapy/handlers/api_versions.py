@@ -32,8 +32,8 @@ from __future__ import annotations
 import re
 import struct
 
-from kafkapy.handlers.share_group_heartbeat import share_protocol_enabled
-from kafkapy.metadata.features import SUPPORTED_FEATURES, finalized_levels, served_levels
+from kafkapy.metadata.features import (SHARE_VERSION, SUPPORTED_FEATURES, finalized_levels,
+                                       served_levels)
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 
@@ -106,9 +106,9 @@ def handle(ctx, request):
     services = ctx.services
     cache = services.features
     features = () if cache is None else tuple(cache.features.items())
-    share_groups = share_protocol_enabled(services.config)
     served = served_levels(services.config["group.coordinator.rebalance.protocols"])
-    key = (ctx.api_version, -2 if cache is None else cache.epoch, features, share_groups,
+    share_groups = bool(served[SHARE_VERSION])
+    key = (ctx.api_version, -2 if cache is None else cache.epoch, features,
            tuple(served.items()))
 
     def build():

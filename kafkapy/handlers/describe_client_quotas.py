@@ -13,8 +13,8 @@ UNKNOWN_SERVER_ERROR (no message) for an unknown match type or an exact match of
 """
 from __future__ import annotations
 
-from kazoo.exceptions import NoNodeError
-
+from kafkapy.config.client_quotas import (CLIENT_KEYS, DEFAULT, IP_KEYS, children,
+                                         read_znode_config)
 from kafkapy.security import authz
 from kafkapy.metadata import paths
 from kafkapy.protocol.errors import ErrorCode
@@ -25,10 +25,8 @@ MIN_VERSION = 0
 MAX_VERSION = 1
 
 _USER, _CLIENT, _IP = "user", "client-id", "ip"
-_QUOTA_KEYS = frozenset(("producer_byte_rate", "consumer_byte_rate", "request_percentage",
-                         "controller_mutation_rate"))
-_IP_KEYS = frozenset(("connection_creation_rate",))
-_DEFAULT = "<default>"
+_QUOTA_KEYS = frozenset(CLIENT_KEYS)
+_IP_KEYS = frozenset(IP_KEYS)
 _UNSET = object()       # Scala's None; a component's match may be Some(null) (the default)
 
 
@@ -94,26 +92,11 @@ def _describe(store, components, strict: bool) -> list:
 
 
 def _sanitized(name) -> str:
-    return _DEFAULT if name is None else sanitize(name)
+    return DEFAULT if name is None else sanitize(name)
 
 
 def _desanitized(name: str):
-    return None if name == _DEFAULT else desanitize(name)
-
-
-def _config(store, path: str) -> dict[str, str]:
-    try:
-        data, _ = store.get(path)
-    except NoNodeError:
-        return {}
-    return paths.decode_entity_config(data)
-
-
-def _children(store, path: str) -> list[str]:
-    try:
-        return list(store.get_children(path))
-    except NoNodeError:
-        return []
+    return None if name == DEFAULT else desanitize(name)
 
 
 def _user_client_quotas(store, found: dict, strict: bool) -> list:
@@ -126,23 +109,25 @@ def _user_client_quotas(store, found: dict, strict: bool) -> list:
     exclude_client = strict and _CLIENT not in found
     candidates: list[tuple[object, object, dict]] = []       # (user, client, config)
     if exact_user and exclude_client:
-        candidates.append((user, _UNSET, _config(store, f"{users_root}/{_sanitized(user)}")))
+        candidates.append((user, _UNSET,
+                           read_znode_config(store, f"{users_root}/{_sanitized(user)}")))
     elif not exclude_user and not exact_client:
-        candidates += [(_desanitized(n), _UNSET, _config(store, f"{users_root}/{n}"))
-                       for n in _children(store, users_root)]
+        candidates += [(_desanitized(n), _UNSET, read_znode_config(store, f"{users_root}/{n}"))
+                       for n in children(store, users_root)]
     if exclude_user and exact_client:
-        candidates.append((_UNSET, client, _config(store, f"{clients_root}/{_sanitized(client)}")))
+        candidates.append((_UNSET, client,
+                           read_znode_config(store, f"{clients_root}/{_sanitized(client)}")))
     elif not exact_user and not exclude_client:
-        candidates += [(_UNSET, _desanitized(n), _config(store, f"{clients_root}/{n}"))
-                       for n in _children(store, clients_root)]
+        candidates += [(_UNSET, _desanitized(n), read_znode_config(store, f"{clients_root}/{n}"))
+                       for n in children(store, clients_root)]
     if exact_user and exact_client:
-        candidates.append((user, client, _config(
+        candidates.append((user, client, read_znode_config(
             store, f"{users_root}/{_sanitized(user)}/clients/{_sanitized(client)}")))
     elif not exclude_user and not exclude_client:
-        for u in _children(store, users_root):
-            for c in _children(store, f"{users_root}/{u}/clients"):
+        for u in children(store, users_root):
+            for c in children(store, f"{users_root}/{u}/clients"):
                 candidates.append((_desanitized(u), _desanitized(c),
-                                   _config(store, f"{users_root}/{u}/clients/{c}")))
+                                   read_znode_config(store, f"{users_root}/{u}/clients/{c}")))
     out = []
     for u, c, config in candidates:
         quotas = {k: v for k, v in config.items() if k in _QUOTA_KEYS}
@@ -167,9 +152,9 @@ def _ip_quotas(store, found: dict, strict: bool) -> list:
     root = paths.config_entity_type_path(paths.CONFIG_TYPE_IP)
     ip = found.get(_IP, _UNSET)
     if _IP in found and ip is not _UNSET:
-        candidates = [(ip, _config(store, f"{root}/{_sanitized(ip)}"))]
+        candidates = [(ip, read_znode_config(store, f"{root}/{_sanitized(ip)}"))]
     elif (_IP in found and ip is _UNSET) or (_IP not in found and not strict):
-        candidates = [(_desanitized(n), _config(store, f"{root}/{n}")) for n in _children(store, root)]
+        candidates = [(_desanitized(n), read_znode_config(store, f"{root}/{n}")) for n in children(store, root)]
     else:
         candidates = []
     return [_entry({_IP: name}, quotas) for name, config in candidates

@@ -182,11 +182,6 @@ def _add_offsets_partition(ctx, request):
     txns = service(ctx)
     if txns is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-
-    def mapped(error: int) -> int:
-        if error == ErrorCode.PRODUCER_FENCED:
-            error = ErrorCode.INVALID_PRODUCER_EPOCH
-        return _OFFSET_COMMIT_ERROR.get(error, error)
-
     return acks.then(txns.adder.add(request.transactional_id, request.producer_id,
-                                    request.producer_epoch, tp), mapped)
+                                    request.producer_epoch, tp),
+                     lambda error: _verification_error(error, ctx.api_version))

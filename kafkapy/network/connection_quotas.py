@@ -291,13 +291,12 @@ class ConnectionQuotas:
 
 
 def _ip_key(ip: str) -> str:
+    """An ip quota's address as connections are counted by; the name as it is when it
+    does not resolve."""
     try:
-        return host_address(str(ipaddress.ip_address(ip)))
-    except ValueError:
-        try:
-            return host_address(socket.gethostbyname(ip))
-        except OSError:
-            return ip
+        return _resolve(ip)
+    except OSError:
+        return ip
 
 
 def _listener_value(config, listener: str, key: str, default: int) -> int:

@@ -28,9 +28,8 @@ Cost: with no quota of a type configured, ``enabled`` is False and callers skip 
 """
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Callable
-
-from kazoo.exceptions import NoNodeError
 
 import structlog
 
@@ -208,9 +207,8 @@ class ClientQuotas:
         """``samples`` and ``window_s``: ``quota.window.num`` and ``quota.window.size.seconds``."""
         self._store = store
         self._ip_rate_changed = ip_rate_changed     # (ip or None for <default>, rate or None)
-        samples, window = samples, window_s
-        self.produce = ClientQuotaManager(entities.PRODUCER_BYTE_RATE, samples, window, clock)
-        self.fetch = ClientQuotaManager(entities.CONSUMER_BYTE_RATE, samples, window, clock)
+        self.produce = ClientQuotaManager(entities.PRODUCER_BYTE_RATE, samples, window_s, clock)
+        self.fetch = ClientQuotaManager(entities.CONSUMER_BYTE_RATE, samples, window_s, clock)
         self._managers = (self.produce, self.fetch)
 
     def sensor_values(self):
@@ -224,21 +222,16 @@ class ClientQuotas:
 
     def load(self) -> None:
         """Read every user, (user, client-id) and client-id entity."""
-        users = paths.config_entity_type_path(paths.CONFIG_TYPE_USER)
-        for user in self._children(users):
+        store, root = self._store, paths.config_entity_type_path
+        users = root(paths.CONFIG_TYPE_USER)
+        for user in entities.children(store, users):
             self.entity_changed(paths.CONFIG_TYPE_USER, user)
-            for client in self._children(f"{users}/{user}/clients"):
+            for client in entities.children(store, f"{users}/{user}/clients"):
                 self.entity_changed(paths.CONFIG_TYPE_USER, f"{user}/clients/{client}")
-        for client in self._children(paths.config_entity_type_path(paths.CONFIG_TYPE_CLIENT)):
+        for client in entities.children(store, root(paths.CONFIG_TYPE_CLIENT)):
             self.entity_changed(paths.CONFIG_TYPE_CLIENT, client)
-        for ip in self._children(paths.config_entity_type_path(paths.CONFIG_TYPE_IP)):
+        for ip in entities.children(store, root(paths.CONFIG_TYPE_IP)):
             self.entity_changed(paths.CONFIG_TYPE_IP, ip)
-
-    def _children(self, path: str) -> list[str]:
-        try:
-            return list(self._store.get_children(path))
-        except NoNodeError:
-            return []
 
     def entity_changed(self, config_type: str, name: str) -> None:
         """A ``users/<u>``, ``users/<u>/clients/<c>`` or ``clients/<c>`` change (sanitized
@@ -287,5 +280,11 @@ def _client_name(sanitized: str) -> str:
 
 
 def session_user(session) -> str:
-    """The principal's name in Sanitizer form (Kafka's Session.sanitizedUser)."""
-    return sanitize(session.principal.name)
+    """The principal's name in Sanitizer form (Kafka's Session.sanitizedUser, which Kafka
+    computes once per session: here once per name)."""
+    return _sanitized(session.principal.name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sanitized(name: str) -> str:
+    return sanitize(name)

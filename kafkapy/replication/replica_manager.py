@@ -431,7 +431,8 @@ class ReplicaManager:
                 for (topic, data), r in zip(entries, refused)]
             if any(acks.is_pending(r) for r in refused):
                 # Kafka appends once the coordinator answered (its verification callback).
-                return acks.then(asyncio.ensure_future(_gather(refused)), lambda done: self._append_checked(
+                gathered = asyncio.gather(*(acks.settled(r) for r in refused))
+                return acks.then(gathered, lambda done: self._append_checked(
                     entries, done, required_acks, timeout_ms, produce_version,
                     internal_topics_allowed, respond, origin))
         return self._append_checked(entries, refused, required_acks, timeout_ms,
@@ -781,8 +782,3 @@ def _parse_id(text: str | None) -> uuid.UUID | None:
         return parse_topic_id(text)
     except (ValueError, TypeError):
         return None
-
-
-async def _gather(values: list) -> list:
-    """``values`` with every future among them resolved."""
-    return [await v if acks.is_pending(v) else v for v in values]

@@ -44,6 +44,7 @@ from kafkapy.api.principal import KafkaPrincipal
 from kafkapy.metadata.change_notifications import ChangeNotificationListener
 from kafkapy.metadata.paths import immutable_map_order
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.security.sasl import SCRAM_MECHANISMS
 from kafkapy.security.sasl.credentials import (MIN_ITERATIONS, ScramCredential, desanitize,
                                                generate, sanitize)
 
@@ -57,8 +58,6 @@ VERSION = 3
 ERROR_TIMESTAMP = -1
 DEFAULT_MAX_LIFETIME_MS = 7 * 24 * 3600 * 1000
 DEFAULT_EXPIRY_TIME_MS = 24 * 3600 * 1000
-DEFAULT_CHECK_INTERVAL_MS = 3600 * 1000
-SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,15 +171,13 @@ class DelegationTokenManager:
     @classmethod
     def from_config(cls, store, clock, config) -> "DelegationTokenManager":
         """From the broker's ``delegation.token.*`` keys (secret key, else master key)."""
-        def value(key, default=None):
-            got = config.get(key)
-            if got is None:
-                got = config.originals.get(key, default)
+        def secret(key):
+            got = config[key]
             return getattr(got, "value", got)     # a Password type keeps its text in .value
-        secret = value("delegation.token.secret.key") or value("delegation.token.master.key")
-        return cls(store, clock, str(secret) if secret else None,
-                   int(value("delegation.token.max.lifetime.ms", DEFAULT_MAX_LIFETIME_MS)),
-                   int(value("delegation.token.expiry.time.ms", DEFAULT_EXPIRY_TIME_MS)))
+        key = secret("delegation.token.secret.key") or secret("delegation.token.master.key")
+        return cls(store, clock, str(key) if key else None,
+                   int(config["delegation.token.max.lifetime.ms"]),
+                   int(config["delegation.token.expiry.time.ms"]))
 
     @property
     def enabled(self) -> bool:

@@ -35,9 +35,7 @@ from kafkapy.protocol.topic_partition import TopicPartition
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
-NO_PRODUCER_ID = -1
-TV_1 = 1        # transaction versions below 2 behave alike (Kafka's TV_0 / TV_1)
-TV_2 = 2
+TV_2 = 2        # the first transaction version that bumps the epoch (below it: alike)
 
 
 class TxnState(enum.IntEnum):
