@@ -339,6 +339,8 @@ def check_producer_perf(r: subprocess.CompletedProcess) -> None:
 
 
 def check_consumer_perf(r: subprocess.CompletedProcess) -> None:
+    # Kafka's tool prints a warning line before the summary when --timeout passed first.
+    assert len(r.stdout.splitlines()) == 2, r.stdout
     header, row = r.stdout.splitlines()
     assert header.startswith("start.time, end.time, data.consumed.in.MB, MB.sec, "
                              "data.consumed.in.nMsg, nMsg.sec"), header
