@@ -72,6 +72,7 @@ from kafkapy.metadata.zk_store import ZooKeeperStore
 from kafkapy.network.client import use_inter_broker_security
 from kafkapy.network.connection_quotas import ConnectionQuotas
 from kafkapy.quota.client import ClientQuotas
+from kafkapy.quota.controller_mutation import ControllerMutationQuotaManager
 from kafkapy.network.server import SocketServer
 from kafkapy.purgatory import Purgatory, Timer
 from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
@@ -203,6 +204,7 @@ class Broker:
             FetchSessionCache(config["max.incremental.fetch.session.cache.slots"]))
         self.connection_quotas: ConnectionQuotas | None = None     # one for every listener
         self.client_quotas: ClientQuotas | None = None      # once the store is open
+        self.controller_mutation: ControllerMutationQuotaManager | None = None   # likewise
         self.socket_servers: list[SocketServer] = []
         # TLS/SASL settings of this broker's own connections to others (None: PLAINTEXT)
         self.inter_broker_security = None
@@ -275,10 +277,16 @@ class Broker:
         self.cache = MetadataCache(
             cluster_id, self.node_id, self.inter_broker_listener,
             topic_overrides=lambda name: self.topic_configs.overrides(name))
+        self.controller_mutation = ControllerMutationQuotaManager(
+            self.config["controller.quota.window.num"],
+            self.config["controller.quota.window.size.seconds"], self.clock,
+            rate_samples=self.config["metrics.num.samples"],
+            rate_window_ms=self.config["metrics.sample.window.ms"])
         self.client_quotas = ClientQuotas(
             self.store, self.clock, samples=self.config["quota.window.num"],
             window_s=self.config["quota.window.size.seconds"],
-            ip_rate_changed=self.connection_quotas.update_ip_rate)
+            ip_rate_changed=self.connection_quotas.update_ip_rate,
+            managers=(self.controller_mutation,))
         self.client_quotas.load()
         self.topic_configs = TopicConfigs(self.store, self.cache, self.clock,
                                           dynamic_config=self.dynamic_config,
@@ -421,7 +429,8 @@ class Broker:
             controller=self.controller,
             purgatories=(self.produce_purgatory, self.fetch_purgatory),
             # the group coordinator has no public view of its groups
-            groups=lambda: self.groups.coordinator.groups, client_quotas=self.client_quotas)
+            groups=lambda: self.groups.coordinator.groups, client_quotas=self.client_quotas,
+            controller_mutation=self.controller_mutation)
 
     def _start_transactions(self) -> None:
         self.txn_coordinator = TransactionService(
@@ -618,7 +627,8 @@ class Broker:
             producer_ids=self.producer_ids, groups=self.groups,
             txn_coordinator=self.txn_coordinator,
             share_coordinator=self.share_coordinator, persister=self.share_persister,
-            share_partitions=self.share_partitions, client_quotas=self.client_quotas)
+            share_partitions=self.share_partitions, client_quotas=self.client_quotas,
+            controller_mutation=self.controller_mutation)
 
     def topic_config(self, name: str) -> dict:
         """The topic's effective config: broker defaults and its stored overrides."""

@@ -28,7 +28,7 @@ when active, says which topics are queued for deletion).
 from __future__ import annotations
 
 import asyncio
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 import structlog
 from kazoo.exceptions import NodeExistsError, NoNodeError
@@ -45,6 +45,9 @@ from kafkapy.metadata.store import MetadataStore
 from kafkapy.metadata.topics import (
     collision_key, invalid_topic_reason, new_topic_id, topic_id_text)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from kafkapy.quota.controller_mutation import MutationQuota
 
 _log = structlog.get_logger("kafkapy.admin")
 
@@ -102,12 +105,14 @@ class AdminManager:
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      assignments: dict[int, list[int]] | None = None,
                      configs: dict[str, str] | None = None,
-                     validate_only: bool = False) -> TopicMetadata:
+                     validate_only: bool = False,
+                     quota: MutationQuota | None = None) -> TopicMetadata:
         """Check in ZkAdminManager.createTopics' order (known topic, null configs, the
         assignment, then AdminZkClient.validateTopicCreate: name, existence, collisions,
-        the manual assignment's shape, the configs), then (unless validate_only) write
-        the topic's config and assignment.  Returns the topic as requested: its
-        partitions' replicas (no leader yet, -1)."""
+        the manual assignment's shape, the configs), then (unless validate_only) count
+        its partitions in the controller mutation ``quota`` (which may refuse them:
+        THROTTLING_QUOTA_EXCEEDED) and write the topic's config and assignment.  Returns
+        the topic as requested: its partitions' replicas (no leader yet, -1)."""
         configs = dict(configs or {})
         self.check_request(name, configs)
         if assignments:
@@ -130,6 +135,8 @@ class AdminManager:
                                                      list(replicas), 0)
         if validate_only:
             return topic
+        if quota is not None:
+            quota.record(len(assignment))
         self._put(paths.topic_config_path(name), paths.encode_entity_config(configs))
         self._topic_configs.invalidate(name)
         try:
@@ -162,9 +169,12 @@ class AdminManager:
     # -- partitions ------------------------------------------------------------------
     def create_partitions(self, name: str, count: int,
                           assignments: list[list[int]] | None = None,
-                          validate_only: bool = False) -> dict[int, list[int]]:
+                          validate_only: bool = False,
+                          quota: MutationQuota | None = None) -> dict[int, list[int]]:
         """Grow ``name`` to ``count`` partitions (Kafka's ZkAdminManager.createPartitions
-        and AdminZkClient.createNewPartitionsAssignment); returns the whole new assignment."""
+        and AdminZkClient.createNewPartitionsAssignment); returns the whole new assignment.
+        Unless validate_only, the partitions added are counted in ``quota`` first (which
+        may refuse them)."""
         stored = self._stored_assignment(name)
         if stored is None or not stored.partitions:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -201,6 +211,8 @@ class AdminManager:
         combined = {**existing, **new}
         if validate_only:
             return combined
+        if quota is not None:
+            quota.record(len(new))
         self._store.set(paths.topic_path(name), paths.encode_topic_assignment(
             combined, stored.topic_id))
         _log.info("added partitions", topic=name, count=count, assignment=new)
@@ -247,8 +259,13 @@ class AdminManager:
             self._dynamic_config.reload(entity)
         _log.info("changed broker configs", entity=entity, configs=sorted(configs))
 
-    def delete_topic(self, name: str) -> None:
-        """Mark for deletion (AdminZkClient.deleteTopic); a topic already marked is fine."""
+    def delete_topic(self, name: str, quota: MutationQuota | None = None) -> None:
+        """Mark for deletion (AdminZkClient.deleteTopic); a topic already marked is fine.
+        First (as ZkAdminManager.deleteTopics) the partitions this broker's cache knows of
+        it are counted in ``quota``, which may refuse them."""
+        if quota is not None:
+            known = self._cache.topic(name)
+            quota.record(len(known.partitions) if known is not None else 0)
         if not self._store.exists(paths.topic_path(name)):
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Topic `{name}` to delete does not exist")

@@ -20,6 +20,7 @@ REQUEST_TIMED_OUT at once, as Kafka does.  validate_only answers at once.
 """
 from __future__ import annotations
 
+from kafkapy.handlers import _mutation_quota as mutation_quota
 from kafkapy.security import authz
 from kafkapy.handlers.common import repeated
 from kafkapy.handlers.create_topics import (MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS,
@@ -30,6 +31,7 @@ from kafkapy.protocol.messages import RESPONSES
 API_KEY = 37
 MIN_VERSION = 0
 MAX_VERSION = 3
+STRICT_QUOTA_SINCE = 3      # older versions: the controller mutation quota is permissive
 
 _R = RESPONSES[API_KEY]
 _Result = _R.CreatePartitionsTopicResult
@@ -50,7 +52,8 @@ async def handle(ctx, request):
         names = [t.name for t in request.topics if t.name not in duplicated and t.name not in queued]
         allowed = authz.filter_allowed(ctx, authz.ALTER, authz.TOPIC, names)
         refused = list(dict.fromkeys(n for n in names if n not in allowed))
-    results = [_create(ctx, request, topic, created) for topic in request.topics
+    quota = mutation_quota.quota_for(ctx, STRICT_QUOTA_SINCE)
+    results = [_create(ctx, request, topic, created, quota) for topic in request.topics
                if topic.name not in duplicated and topic.name not in queued and topic.name not in refused]
     late = await late_topics(ctx, request, created)
     for r in results:
@@ -64,10 +67,10 @@ async def handle(ctx, request):
                         error_message="The topic is queued for deletion.") for name in queued]
     results += [_Result(name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                         error_message="The topic authorization is failed.") for name in refused]
-    return ctx.response(throttle_time_ms=0, results=results)
+    return ctx.response(throttle_time_ms=mutation_quota.throttle(ctx, quota), results=results)
 
 
-def _create(ctx, request, topic, created: dict[str, int]):
+def _create(ctx, request, topic, created: dict[str, int], quota):
     # A null assignments array means "let the controller place them"; an empty one is
     # checked (and refused) like any other manual assignment, as in Kafka.
     assignments = (None if topic.assignments is None
@@ -79,7 +82,8 @@ def _create(ctx, request, topic, created: dict[str, int]):
                        error_message=TOO_MANY_PARTITIONS)
     try:
         assignment = services.admin.create_partitions(topic.name, topic.count, assignments,
-                                                    validate_only=request.validate_only)
+                                                    validate_only=request.validate_only,
+                                                    quota=quota)
     except KafkaError as err:
         return _Result(name=topic.name, error_code=err.code, error_message=err.message)
     created[topic.name] = len(assignment)

@@ -36,6 +36,8 @@ Kafka's controller bounds a batch (MAX_PARTITIONS_PER_BATCH).
 from __future__ import annotations
 
 from kafkapy.config.describe import describe_topic
+from kafkapy.handlers import _mutation_quota as mutation_quota
+from kafkapy.jvm import scala_mutable_hash_order, string_hash
 from kafkapy.security import authz
 from kafkapy.handlers.common import repeated
 from kafkapy.protocol.errors import ErrorCode, KafkaError
@@ -47,6 +49,7 @@ MAX_VERSION = 7
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"  # KRaft's; never created through the API
 MAX_PARTITIONS_PER_REQUEST = 10_000
+STRICT_QUOTA_SINCE = 6      # older versions: the controller mutation quota is permissive
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 
 _R = RESPONSES[API_KEY]
@@ -67,25 +70,29 @@ async def handle(ctx, request):
     if not authz.cluster(ctx, authz.CREATE):
         # Kafka: CREATE on the cluster, else on each topic.
         creatable = authz.filter_allowed(ctx, authz.CREATE, authz.TOPIC, [t.name for t in request.topics])
-    results = []
+    results = {}
     for topic in request.topics:
         if topic.name == CLUSTER_METADATA_TOPIC:
-            results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST,
-                                   f"Creation of internal topic {CLUSTER_METADATA_TOPIC} "
-                                   f"is prohibited."))
-            continue
-        if topic.name in duplicated:
-            results.append(_failed(topic.name, ErrorCode.INVALID_REQUEST,
-                                   "Found multiple entries for this topic."))
-            continue
-        if creatable is not None and topic.name not in creatable:
-            results.append(_failed(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
-            continue
-        results.append(_create(ctx, request, topic))
-    await _await_leaders(ctx, request, results)
+            results[topic.name] = _failed(topic.name, ErrorCode.INVALID_REQUEST,
+                                          f"Creation of internal topic {CLUSTER_METADATA_TOPIC} "
+                                          f"is prohibited.")
+        elif topic.name in duplicated:
+            results[topic.name] = _failed(topic.name, ErrorCode.INVALID_REQUEST,
+                                          "Found multiple entries for this topic.")
+        elif creatable is not None and topic.name not in creatable:
+            results[topic.name] = _failed(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                          "Authorization failed.")
+    quota = mutation_quota.quota_for(ctx, STRICT_QUOTA_SINCE)
+    # Kafka creates the others in its toCreate map's order (a Scala mutable.HashMap):
+    # which topics the controller mutation quota lets through depends on it.
+    wanted = {t.name: t for t in request.topics if t.name not in results}
+    for name in scala_mutable_hash_order(wanted, string_hash):
+        results[name] = _create(ctx, request, wanted[name], quota)
+    answers = [results[t.name] for t in request.topics]
+    await _await_leaders(ctx, request, answers)
     if ctx.services.authorizer is not None and ctx.api_version >= 5:
-        _hide_configs(ctx, results)
-    return ctx.response(throttle_time_ms=0, topics=results)
+        _hide_configs(ctx, answers)
+    return ctx.response(throttle_time_ms=mutation_quota.throttle(ctx, quota), topics=answers)
 
 
 async def _await_leaders(ctx, request, results) -> None:
@@ -124,7 +131,7 @@ def _requested_partitions(ctx, request) -> int:
     return total
 
 
-def _create(ctx, request, topic):
+def _create(ctx, request, topic, quota):
     services = ctx.services
     partitions, factor = topic.num_partitions, topic.replication_factor
     assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
@@ -140,7 +147,8 @@ def _create(ctx, request, topic):
         if factor == -1:
             factor = services.config["default.replication.factor"]
         created = services.admin.create_topic(topic.name, partitions, factor, assignments,
-                                            configs, validate_only=request.validate_only)
+                                            configs, validate_only=request.validate_only,
+                                            quota=quota)
     except KafkaError as err:
         return _failed(topic.name, err.code, err.message)
     first = next(iter(created.partitions.values()), None)

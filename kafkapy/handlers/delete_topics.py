@@ -19,6 +19,8 @@ answers REQUEST_TIMED_OUT at once, and so does kafkapy.
 """
 from __future__ import annotations
 
+from kafkapy.handlers import _mutation_quota as mutation_quota
+from kafkapy.jvm import scala_mutable_hash_order, string_hash
 from kafkapy.security import authz
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import RESPONSES
@@ -26,6 +28,7 @@ from kafkapy.protocol.messages import RESPONSES
 API_KEY = 20
 MIN_VERSION = 0
 MAX_VERSION = 6
+STRICT_QUOTA_SINCE = 5      # older versions: the controller mutation quota is permissive
 
 _R = RESPONSES[API_KEY]
 _Result = _R.DeletableTopicResult
@@ -51,14 +54,18 @@ async def handle(ctx, request):
     # Every topic is checked before any is deleted, so a topic named twice is found
     # (and answered without error) both times, as in Kafka.
     results = [_check(ctx, name, topic_id) for name, topic_id in wanted]
+    quota = mutation_quota.quota_for(ctx, STRICT_QUOTA_SINCE)
     errors: dict[str, int] = {}
-    for name in dict.fromkeys(r.name for r in results if r.error_code == 0):
+    # In the order of Kafka's toDelete (a Scala mutable.HashSet): which topics the controller
+    # mutation quota lets through depends on it.
+    deletable = scala_mutable_hash_order(
+        dict.fromkeys(r.name for r in results if r.error_code == 0), string_hash)
+    for name in deletable:
         try:
-            ctx.services.admin.delete_topic(name)
+            ctx.services.admin.delete_topic(name, quota)
         except KafkaError as err:
             errors[name] = err.code
-    marked = [name for name in dict.fromkeys(r.name for r in results if r.error_code == 0)
-              if name not in errors]
+    marked = [name for name in deletable if name not in errors]
     if request.timeout_ms <= 0:
         # Kafka does not wait for the deletion then, and says so.
         errors.update(dict.fromkeys(marked, ErrorCode.REQUEST_TIMED_OUT))
@@ -68,11 +75,11 @@ async def handle(ctx, request):
     for r in results:
         if r.error_code == 0 and r.name in errors:
             r.error_code = errors[r.name]
-    return _respond(ctx, results)
+    return _respond(ctx, results, mutation_quota.throttle(ctx, quota))
 
 
-def _respond(ctx, results):
-    return ctx.response(throttle_time_ms=0, responses=results)
+def _respond(ctx, results, throttle_ms: int = 0):
+    return ctx.response(throttle_time_ms=throttle_ms, responses=results)
 
 
 def _check(ctx, name, topic_id):

@@ -35,6 +35,7 @@ if TYPE_CHECKING:   # annotations only: the components' modules are imported by 
     from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
     from kafkapy.replication.fetch_session import FetchManager
     from kafkapy.quota.client import ClientQuotas
+    from kafkapy.quota.controller_mutation import ControllerMutationQuotaManager
     from kafkapy.replication.replica_manager import ReplicaManager
     from kafkapy.security.authorizer import AclAuthorizer
     from kafkapy.security.delegation_tokens import DelegationTokenManager
@@ -71,3 +72,4 @@ class Services:
     persister: Persister                    # share partitions' state, routed to its coordinator
     share_partitions: SharePartitionManager | None  # ShareFetch/ShareAcknowledge; None: off
     client_quotas: ClientQuotas             # the produce and fetch byte-rate quotas
+    controller_mutation: ControllerMutationQuotaManager  # CreateTopics/Partitions, DeleteTopics

@@ -176,6 +176,12 @@ class ClientQuotaSensors(Protocol):
     def sensor_values(self) -> Iterable[tuple[str, str, str, float, float]]: ...
 
 
+class ControllerMutationSensors(Protocol):
+    """The controller mutation quota: (user, client id, mutation rate, tokens, average
+    throttle ms) per sensor."""
+    def sensor_values(self) -> Iterable[tuple[str, str, float, float, float]]: ...
+
+
 class BrokerCollector:
     """A prometheus_client collector for one broker (see the module docstring); made on
     the broker's event loop, which every scrape then runs on."""
@@ -184,7 +190,8 @@ class BrokerCollector:
                  replica_manager: HostedPartitions, log_manager: Logs, controller: Controller,
                  purgatories: Iterable[PurgatoryCounts],
                  groups: Callable[[], Mapping[str, Group]],
-                 client_quotas: ClientQuotaSensors | None = None) -> None:
+                 client_quotas: ClientQuotaSensors | None = None,
+                 controller_mutation: ControllerMutationSensors | None = None) -> None:
         """``purgatories`` in the order their samples are listed; ``groups``: the groups
         this broker coordinates, by id, as they are at the scrape."""
         self._loop = asyncio.get_running_loop()
@@ -196,6 +203,7 @@ class BrokerCollector:
         self._purgatories = tuple(purgatories)
         self._groups = groups
         self._client_quotas = client_quotas
+        self._controller_mutation = controller_mutation
         self._idle = _IdleMeter()
 
     def collect(self):
@@ -234,14 +242,15 @@ class BrokerCollector:
         out += _group_families(self._groups(), partitions)
         out += _compat_families(self._listeners)
         if self._client_quotas is not None:
-            out += _quota_families(self._client_quotas)
+            out += _quota_families(self._client_quotas, self._controller_mutation)
         out.append(_gauge("kafka_server_kafkaserver_brokerstate",
                           "Kafka's BrokerState (3: running)", _RUNNING))
         return out
 
 
 # -- client quotas -----------------------------------------------------------------------
-def _quota_families(quotas: ClientQuotaSensors) -> list[Metric]:
+def _quota_families(quotas: ClientQuotaSensors,
+                    mutations: ControllerMutationSensors | None = None) -> list[Metric]:
     """Kafka's ``kafka.server<type=Produce|Fetch, user=U, client-id=C>`` byte-rate and
     throttle-time, as the exporter's quota rules name them (an empty tag is left out of
     Kafka's MBean name, so its label is empty here)."""
@@ -254,7 +263,21 @@ def _quota_families(quotas: ClientQuotaSensors) -> list[Metric]:
     for resource, user, client_id, byte_rate, throttle_ms in quotas.sensor_values():
         rate.add_metric([resource, user, client_id], byte_rate)
         throttle.add_metric([resource, user, client_id], throttle_ms)
-    return [rate, throttle]
+    if mutations is None:
+        return [rate, throttle]
+    # kafka.server<type=ControllerMutation, user, client-id>: mutation-rate, tokens,
+    # throttle-time.
+    mutation_rate = GaugeMetricFamily("kafka_server_quota_mutation_rate",
+                                      "Partition mutations per second of a controller "
+                                      "mutation quota's sensor", labels=labels)
+    tokens = GaugeMetricFamily("kafka_server_quota_tokens",
+                               "Tokens left in a controller mutation quota's bucket",
+                               labels=labels)
+    for user, client_id, per_s, left, throttle_ms in mutations.sensor_values():
+        mutation_rate.add_metric(["ControllerMutation", user, client_id], per_s)
+        tokens.add_metric(["ControllerMutation", user, client_id], left)
+        throttle.add_metric(["ControllerMutation", user, client_id], throttle_ms)
+    return [rate, throttle, mutation_rate, tokens]
 
 
 # -- BrokerTopicMetrics -------------------------------------------------------------------

@@ -5,6 +5,8 @@ entity at start-up (``load``) and one entity per ``/config/changes`` notificatio
 ``users/...``, ``clients/...`` or ``ips/...`` (``entity_changed``; an ip's
 ``connection_creation_rate`` goes to ``ip_rate_changed``, the connection quotas'); it holds one ``ClientQuotaManager``
 per quota type: ``produce`` (``producer_byte_rate``) and ``fetch`` (``consumer_byte_rate``).
+Managers handed in (``managers=``) get the entities' quotas too: the controller mutation
+quota (``kafkapy.quota.controller_mutation``), whose sensors hold a token bucket.
 
 Precedence (Kafka's eight levels, most specific first), for user U and client id C:
 ``users/U/clients/C``, ``users/U/clients/<default>``, ``users/U``,
@@ -29,7 +31,7 @@ Cost: with no quota of a type configured, ``enabled`` is False and callers skip 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import structlog
 
@@ -149,10 +151,12 @@ class ClientQuotaManager:
             if now - self._swept_ms >= _SWEEP_MS:
                 self._sweep(now)
             bound = self._limit(*tags)
-            sensor = Sensor(Rate(self.samples, self.window_ms),
-                            float("inf") if bound is None else bound, now)
+            sensor = self._new_sensor(float("inf") if bound is None else bound, now)
             self.sensors[tags] = sensor
         return sensor
+
+    def _new_sensor(self, bound: float, now_ms: int) -> Sensor:
+        return Sensor(Rate(self.samples, self.window_ms), bound, now_ms)
 
     def _sweep(self, now_ms: int) -> None:
         """Drop sensors idle for an hour (Kafka's InactiveSensorExpirationTimeSeconds)."""
@@ -202,14 +206,17 @@ class ClientQuotas:
 
     def __init__(self, store: MetadataStore | None, clock: Clock, *, samples: int = 11,
                  window_s: int = 1,
-                 ip_rate_changed: Callable[[str | None, int | None], None] | None = None
-                 ) -> None:
-        """``samples`` and ``window_s``: ``quota.window.num`` and ``quota.window.size.seconds``."""
+                 ip_rate_changed: Callable[[str | None, int | None], None] | None = None,
+                 managers: Iterable[ClientQuotaManager] = ()) -> None:
+        """``samples`` and ``window_s``: ``quota.window.num`` and ``quota.window.size.seconds``;
+        ``managers``: more quota types the entities are applied to (the controller mutation
+        quota)."""
         self._store = store
         self._ip_rate_changed = ip_rate_changed     # (ip or None for <default>, rate or None)
         self.produce = ClientQuotaManager(entities.PRODUCER_BYTE_RATE, samples, window_s, clock)
         self.fetch = ClientQuotaManager(entities.CONSUMER_BYTE_RATE, samples, window_s, clock)
         self._managers = (self.produce, self.fetch)
+        self._managers += tuple(managers)
 
     def sensor_values(self):
         """(resource, user, client id, byte rate, average throttle ms) per sensor, for the

@@ -19,6 +19,7 @@ from kafkapy.handlers import build_registry
 from kafkapy.handlers.services import Services
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.quota.client import ClientQuotas
+from kafkapy.quota.controller_mutation import ControllerMutationQuotaManager
 
 TS = 1_700_000_000_000
 
@@ -44,6 +45,7 @@ def services(**parts) -> Services:
     given.setdefault("clock", MockClock(TS))
     given.setdefault("apis", build_registry())
     given.setdefault("client_quotas", ClientQuotas(None, given["clock"]))
+    given.setdefault("controller_mutation", ControllerMutationQuotaManager(11, 1, given["clock"]))
     unknown = set(given) - {f.name for f in fields(Services)}
     if unknown:
         raise TypeError(f"Services has no {sorted(unknown)}")

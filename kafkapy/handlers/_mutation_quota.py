@@ -1,0 +1,23 @@
+"""The controller mutation quota of a CreateTopics, CreatePartitions or DeleteTopics request
+(not an API module itself): which quota the request records in, and its answer's throttle.
+
+``quota_for(ctx, strict_since)``: strict from ``strict_since`` on (CreateTopics 6,
+CreatePartitions 3, DeleteTopics 5), permissive below, for the request's principal and
+client id (Kafka's ControllerMutationQuotaManager.newQuotaFor).  ``throttle(ctx, quota)``,
+called once the answer is ready: its throttle_time_ms, the connection muted that long
+after the answer (Kafka's sendResponseMaybeThrottleWithControllerQuota).
+"""
+from __future__ import annotations
+
+from kafkapy.quota.client import session_user
+
+
+def quota_for(ctx, strict_since: int):
+    return ctx.services.controller_mutation.quota_for(
+        session_user(ctx.session), ctx.client_id or "", strict=ctx.api_version >= strict_since)
+
+
+def throttle(ctx, quota) -> int:
+    throttle_ms = quota.throttle_time_ms()
+    ctx.throttle(throttle_ms)
+    return throttle_ms
