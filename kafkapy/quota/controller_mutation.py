@@ -19,8 +19,8 @@ instead of a sampled rate:
   CreatePartitions v3+, DeleteTopics v5+, else permissive; ``UNBOUNDED`` when no
   ``controller_mutation_rate`` is configured anywhere (Kafka's quotasEnabled).
   - strict ``record(n)``: when the bucket is already exhausted, nothing is taken and
-    ``KafkaError(THROTTLING_QUOTA_EXCEEDED, "The throttling quota has been exceeded.")``
-    is raised (the mutation is refused); else ``n`` is taken, however far below zero that
+    ``KafkaError(THROTTLING_QUOTA_EXCEEDED)`` is raised (the mutation is refused; no
+    message: Kafka's ApiError drops a message that is the error's generic one); else ``n`` is taken, however far below zero that
     goes.  A mutation is thus refused only after the quota was exhausted by earlier ones.
   - permissive ``record(n)``: ``n`` is taken; if the bucket is then exhausted the mutation
     is still accepted and the request will be throttled.
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from kafkapy.clock import Clock
 
 LONG_MAX = float(2 ** 63 - 1)       # Kafka's quota limit for a sensor with no quota
-EXCEEDED_MESSAGE = "The throttling quota has been exceeded."
 
 
 class TokenBucket:
@@ -153,7 +152,7 @@ class MutationQuota:
             tokens = sensor.bucket.measure(bound, burst, now)
             if tokens < 0:
                 self._exhausted(tokens, bound, now)
-                raise KafkaError(ErrorCode.THROTTLING_QUOTA_EXCEEDED, EXCEEDED_MESSAGE)
+                raise KafkaError(ErrorCode.THROTTLING_QUOTA_EXCEEDED)
         sensor.last_ms = now
         sensor.rate.record(permits, now)
         sensor.bucket.record(permits, bound, burst, now)

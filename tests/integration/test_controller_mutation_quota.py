@@ -1,0 +1,208 @@
+"""The controller mutation quota on kafkapy and on Kafka 3.9 side by side (one ZooKeeper, a
+chroot each): ``controller_mutation_rate=4`` for the client id ``mutator``, set with Kafka's
+kafka-configs.sh, and ``controller.quota.window.num=1`` of 1 s, so the bucket holds 4
+partition mutations and refills in a second.  The same run of requests goes to both
+brokers at once, and their answers are compared: which topics pass and which get
+THROTTLING_QUOTA_EXCEEDED (and the messages), and throttle times within a bound.
+
+Each step starts with a full bucket (the run waits for the refill after each): a strict request (CreateTopics v7, CreatePartitions v3,
+DeleteTopics v6) lets mutations through until the bucket is below zero and refuses the
+rest; the permissive versions (CreateTopics v5, CreatePartitions v2, DeleteTopics v4)
+accept everything and answer a throttle time; validate_only is not counted; a client with
+no quota is never throttled, even while ``mutator`` is.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from kafkapy.protocol.messages import REQUESTS
+from tests.support.broker_process import free_port
+from tests.support.sasl import KAFKA_HOME
+from tests.support.side_by_side import side_by_side
+from tests.support.wire import WireClient
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.skipif(
+    not (KAFKA_HOME / "bin" / "kafka-server-start.sh").exists() or not shutil.which("java"),
+    reason="Kafka 3.9 or java missing")
+
+CreateTopics, CreatePartitions, DeleteTopics = REQUESTS[19], REQUESTS[37], REQUESTS[20]
+RATE = 4                    # partition mutations per second, and the bucket's size
+REFILL_S = 1.6              # from 2 below zero to full: 1.5 s
+# Each strict step's most tokens below zero, as a throttle time: Kafka's order takes
+# base-c (3 partitions) then base-b (6) for the deletion, 5 below zero.
+STRICT_LIMIT_MS = {"strict-create": 500, "strict-grow": 500, "strict-delete": 1250}
+EXCEEDED = (89, None)        # Kafka sends no message when it is the error's generic one
+SETTINGS = {"controller.quota.window.num": "1", "controller.quota.window.size.seconds": "1",
+            "num.partitions": "1"}
+BASE = ["base-a", "base-b", "base-c", "base-d"]
+STRICT = ["st-d", "st-b", "st-c", "st-a"]      # request order is not Kafka's order
+PERMISSIVE = ["pe-a", "pe-b"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, zookeeper_server):  # noqa: F811
+    """Each side's answers to the same run of requests (see the module docstring), and
+    kafkapy's metrics scraped at the end."""
+    metrics_port = free_port()
+    with side_by_side(
+            tmp_path_factory.mktemp("mutation-quota"), zookeeper_server, "cmq",
+            kafka_overrides=lambda port: dict(SETTINGS),
+            kafkapy_overrides=lambda port: {
+                **SETTINGS, "kafkapy.metrics.port": str(metrics_port),
+                "kafkapy.metrics.host": "127.0.0.1"}) as pair:
+        bootstraps = {"kafka": pair.kafka.bootstrap, "kafkapy": pair.kafkapy.bootstrap}
+        _set_quota(bootstraps.values())
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            futures = {side: pool.submit(_run, bootstrap) for side, bootstrap in bootstraps.items()}
+            answers = {side: future.result(timeout=120) for side, future in futures.items()}
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
+                                    timeout=10) as scrape:
+            answers["metrics"] = scrape.read().decode()
+        yield answers
+
+
+def _set_quota(bootstraps) -> None:
+    tool = str(KAFKA_HOME / "bin" / "kafka-configs.sh")
+    runs = [subprocess.Popen([tool, "--bootstrap-server", bootstrap, "--alter",
+                              "--entity-type", "clients", "--entity-name", "mutator",
+                              "--add-config", f"controller_mutation_rate={RATE}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for bootstrap in bootstraps]
+    for run in runs:
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        assert "Completed updating config" in out, out
+
+
+def _run(bootstrap: str) -> dict:
+    """The run of requests against one broker: step name -> (answers by topic, throttle)."""
+    free = WireClient(bootstrap, client_id="free", timeout=30)
+    mutator = WireClient(bootstrap, client_id="mutator", timeout=30)
+    out = {}
+    try:
+        out["free-create"] = _create(free, 7, BASE, 3)
+        time.sleep(0.5)         # the quota's change notification reaches the broker
+        out["strict-create"] = _create(mutator, 7, STRICT, 3)
+        out["validate-only"] = _create(mutator, 7, ["vo-a"], 40, validate_only=True)
+        time.sleep(REFILL_S)
+        out["permissive-create"] = _create(mutator, 5, PERMISSIVE, 3)
+        time.sleep(REFILL_S)
+        out["strict-grow"] = _grow(mutator, 3, BASE, 6)
+        time.sleep(REFILL_S)
+        out["permissive-grow"] = _grow(mutator, 2, PERMISSIVE, 6)
+        time.sleep(REFILL_S)
+        out["strict-delete"] = _delete(mutator, 6, BASE)
+        out["free-while-exhausted"] = _create(free, 7, ["free-a", "free-b"], 3)
+        time.sleep(2.4)         # from 5 below zero to full: 2.25 s
+        out["permissive-delete"] = _delete(mutator, 4, PERMISSIVE)
+    finally:
+        free.close()
+        mutator.close()
+    return out
+
+
+def _create(client: WireClient, version: int, names: list[str], partitions: int,
+            validate_only: bool = False):
+    response = client.request(19, version, topics=[CreateTopics.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])
+        for name in names], timeout_ms=20_000, validate_only=validate_only)
+    return ({t.name: (t.error_code, t.error_message) for t in response.topics},
+            response.throttle_time_ms)
+
+
+def _grow(client: WireClient, version: int, names: list[str], count: int):
+    response = client.request(37, version, topics=[CreatePartitions.CreatePartitionsTopic(
+        name=name, count=count, assignments=None) for name in names],
+        timeout_ms=20_000, validate_only=False)
+    return ({r.name: (r.error_code, r.error_message) for r in response.results},
+            response.throttle_time_ms)
+
+
+def _delete(client: WireClient, version: int, names: list[str]):
+    if version >= 6:
+        response = client.request(20, version, topics=[
+            DeleteTopics.DeleteTopicState(name=name, topic_id=None) for name in names],
+            timeout_ms=20_000)
+    else:
+        response = client.request(20, version, topic_names=names, timeout_ms=20_000)
+    return ({r.name: (r.error_code, getattr(r, "error_message", None))
+             for r in response.responses}, response.throttle_time_ms)
+
+
+def _passed(answers: dict) -> list[str]:
+    return sorted(name for name, (code, _) in answers.items() if code == 0)
+
+
+STRICT_STEPS = ["strict-create", "strict-grow", "strict-delete"]
+PERMISSIVE_STEPS = ["permissive-create", "permissive-grow", "permissive-delete"]
+
+
+@pytest.mark.parametrize("step", STRICT_STEPS)
+def test_strict_refuses_what_comes_after_the_bucket_is_exhausted(runs, step):
+    """The same topics pass on both (Kafka's order), the others get 89 with Kafka's message,
+    and the answer carries a throttle time."""
+    ours, theirs = runs["kafkapy"][step], runs["kafka"][step]
+    assert ours[0] == theirs[0]
+    refused = [name for name, answer in ours[0].items() if answer[0] != 0]
+    assert refused and all(ours[0][name] == EXCEEDED for name in refused)
+    assert 1 <= len(_passed(ours[0])) <= 2
+    limit = STRICT_LIMIT_MS[step]
+    assert 0 < ours[1] <= limit and 0 < theirs[1] <= limit
+    assert abs(ours[1] - theirs[1]) <= 400
+
+
+@pytest.mark.parametrize("step", PERMISSIVE_STEPS)
+def test_permissive_accepts_everything_and_throttles(runs, step):
+    ours, theirs = runs["kafkapy"][step], runs["kafka"][step]
+    assert ours[0] == theirs[0]
+    assert _passed(ours[0]) == PERMISSIVE
+    # 6 (or 12 for the deletion) mutations from a bucket of 4: 500 (2000) ms less the wait
+    limit = 2000 if step == "permissive-delete" else 500
+    assert 0 < ours[1] <= limit and 0 < theirs[1] <= limit
+    assert abs(ours[1] - theirs[1]) <= 400
+
+
+def test_strict_create_order_is_kafkas(runs):
+    """The request named the topics in an order other than Kafka's hash order: the topics
+    that pass are the first ones in Kafka's order."""
+    assert _passed(runs["kafkapy"]["strict-create"][0]) == _passed(runs["kafka"]["strict-create"][0])
+    assert _passed(runs["kafkapy"]["strict-create"][0]) != sorted(STRICT[:2])
+
+
+def test_validate_only_is_not_counted(runs):
+    """Sent while ``mutator``'s bucket was exhausted: not refused, not throttled, and the
+    40 partitions it validated did not drain the bucket (the next step's throttle is
+    small)."""
+    for side in ("kafkapy", "kafka"):
+        assert runs[side]["validate-only"] == ({"vo-a": (0, None)}, 0)
+        assert runs[side]["permissive-create"][1] <= 500
+
+
+def test_a_client_without_quota_is_unaffected(runs):
+    for side in ("kafkapy", "kafka"):
+        for step, names in (("free-create", BASE), ("free-while-exhausted", ["free-a", "free-b"])):
+            answers, throttle = runs[side][step]
+            assert _passed(answers) == sorted(names) and throttle == 0, (side, step)
+
+
+def test_mutation_quota_metrics_on_kafkapy(runs):
+    """kafka.server<type=ControllerMutation, client-id=mutator>'s mutation-rate, tokens and
+    throttle-time, named as the exporter names Kafka's quota metrics."""
+    text = runs["metrics"]
+    labels = 'clientId="mutator",resource="ControllerMutation",user=""'
+
+    def value(name: str) -> float:
+        match = re.search(rf"^{name}\{{{labels}\}} (\S+)$", text, re.M)
+        assert match, (name, [line for line in text.splitlines() if "ControllerMutation" in line])
+        return float(match.group(1))
+    assert value("kafka_server_quota_mutation_rate") > 0
+    assert value("kafka_server_quota_throttle_time") > 0
+    assert value("kafka_server_quota_tokens") <= RATE
