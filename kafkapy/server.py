@@ -279,9 +279,7 @@ class Broker:
             topic_overrides=lambda name: self.topic_configs.overrides(name))
         self.controller_mutation = ControllerMutationQuotaManager(
             self.config["controller.quota.window.num"],
-            self.config["controller.quota.window.size.seconds"], self.clock,
-            rate_samples=self.config["metrics.num.samples"],
-            rate_window_ms=self.config["metrics.sample.window.ms"])
+            self.config["controller.quota.window.size.seconds"], self.clock)
         self.client_quotas = ClientQuotas(
             self.store, self.clock, samples=self.config["quota.window.num"],
             window_s=self.config["quota.window.size.seconds"],

@@ -10,11 +10,12 @@ sends them to clients, so each must say truly whether kafkapy reads the key.
 
 What is read: the TLS/SASL listener settings and ``delegation.token.*``
 (``kafkapy.security``), the client quota and connection quota window (``quota.window.*``,
-``kafkapy.quota.client``, ``kafkapy.network.connection_quotas``), the
+``kafkapy.quota.client``, ``kafkapy.network.connection_quotas``), the controller mutation
+quota's window (``controller.quota.window.*``, ``kafkapy.quota.controller_mutation``), the
 replication and log-dir-move throttle windows (``kafkapy.replication.quota``,
 ``alter_log_dirs``).  What is unused: tiered storage (``remote.*``), ZooKeeper client
 TLS, KRaft tuning, Kerberos, OAUTHBEARER, the password encoder,
-share groups and the group coordinator's threads and linger, JMX metrics, the controller mutation quota keys and the client quota callback.
+share groups and the group coordinator's threads and linger, JMX metrics and the client quota callback.
 
 Invariants: every row's value is parsed and validated like any other key (a bad
 value still fails start-up); ``internal`` rows are Kafka's internal keys, which
@@ -180,7 +181,7 @@ _METRICS = ('JMX/Yammer metrics; accepted and described, unused (kafkapy exports
     ('telemetry.max.bytes', T.INT, 1048576, at_least(1), L, False),
 ))
 
-_QUOTAS = ('quotas; accepted and described, unused (kafkapy enforces no controller mutation quota and takes no client quota callback)', (
+_QUOTAS = ('quotas; accepted and described, unused (kafkapy takes no client quota callback)', (
     ('quota.window.num', T.INT, 11, at_least(1), L, False),
     ('replication.quota.window.num', T.INT, 11, at_least(1), L, False),
     ('alter.log.dirs.replication.quota.window.num', T.INT, 11, at_least(1), L, False),
@@ -230,6 +231,8 @@ READ_BY_KAFKAPY = {
     'replication.quota.window.size.seconds': 'read by kafkapy: the sample length of the replication throttles',
     'alter.log.dirs.replication.quota.window.num': 'read by kafkapy: the samples of the log dir move throttle (replica.alter.log.dirs.io.max.bytes.per.second)',
     'alter.log.dirs.replication.quota.window.size.seconds': 'read by kafkapy: the sample length of the log dir move throttle',
+    'controller.quota.window.num': 'read by kafkapy: the windows of the controller mutation quota (controller_mutation_rate), whose token bucket holds this many windows of its rate',
+    'controller.quota.window.size.seconds': 'read by kafkapy: the window length of the controller mutation quota (controller_mutation_rate)',
     'controller.quorum.bootstrap.servers': 'KRaft mode; unused, and when set it stops start-up (kafkapy runs in ZooKeeper mode only)',
     'producer.id.expiration.check.interval.ms': 'an internal Kafka setting, not described (Kafka hides internal keys); read by kafkapy: how often expired producer ids are removed',
 }

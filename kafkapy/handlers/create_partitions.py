@@ -17,6 +17,12 @@ answer waits until this broker's metadata cache shows a leader for every
 partition of the topic (Kafka's DelayedCreatePartitions), else REQUEST_TIMED_OUT
 at timeout_ms; with timeout_ms <= 0 the partitions are added but answered
 REQUEST_TIMED_OUT at once, as Kafka does.  validate_only answers at once.
+
+The partitions added count in the client's controller mutation quota
+(``quota.controller_mutation``; validate_only counts nothing), topic by topic in request
+order: from v3 the quota is strict (once it is exhausted the next topics are answered
+THROTTLING_QUOTA_EXCEEDED, no message), below v3 permissive.  The answer carries the
+quota's throttle time, and the connection is muted for it.
 """
 from __future__ import annotations
 

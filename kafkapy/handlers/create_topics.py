@@ -32,6 +32,13 @@ timeout_ms <= 0 every created topic is answered REQUEST_TIMED_OUT at once, as
 Kafka does.  A request asking for more than 10,000 partitions
 in all is refused whole with POLICY_VIOLATION before anything is looked at, as
 Kafka's controller bounds a batch (MAX_PARTITIONS_PER_BATCH).
+
+The topics that pass those first checks are created in the order of Kafka's toCreate map
+(a Scala mutable.HashMap, ``jvm.scala_mutable_hash_order``), each counting its partitions
+in the client's controller mutation quota (``quota.controller_mutation``; validate_only
+counts nothing): from v6 the quota is strict, and once it is exhausted the next topics are
+answered THROTTLING_QUOTA_EXCEEDED (no message); below v6 it is permissive.  The answer
+carries the quota's throttle time, and the connection is muted for it.
 """
 from __future__ import annotations
 

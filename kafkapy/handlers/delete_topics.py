@@ -16,6 +16,12 @@ the controller deletes it through its watch, and the answer waits until this
 broker's metadata cache no longer has it (Kafka's DelayedDeleteTopics), else
 REQUEST_TIMED_OUT at timeout_ms; with timeout_ms <= 0 Kafka does not wait and
 answers REQUEST_TIMED_OUT at once, and so does kafkapy.
+
+The topics are marked in the order of Kafka's toDelete set (a Scala mutable.HashSet), each
+counting the partitions this broker's cache knows of it in the client's controller
+mutation quota (``quota.controller_mutation``): from v5 the quota is strict (once it is
+exhausted the next topics are answered THROTTLING_QUOTA_EXCEEDED), below v5 permissive.
+The answer carries the quota's throttle time, and the connection is muted for it.
 """
 from __future__ import annotations
 

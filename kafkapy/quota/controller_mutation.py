@@ -30,8 +30,8 @@ instead of a sampled rate:
     answer may wait for the controller), at least 0.  A throttled answer is counted in the
     sensor's throttle-time totals (Kafka's ``throttle-time`` metric).
 
-The sensor's ``rate`` is Kafka's ``mutation-rate`` metric (a Rate of the permits recorded
-over ``metrics.num.samples`` windows of ``metrics.sample.window.ms``); ``tokens`` is its
+The sensor's ``rate`` is Kafka's ``mutation-rate`` metric (a Rate of the permits recorded,
+over the windows of Kafka's default metric config: 2 of 30 s); ``tokens`` is its
 ``tokens`` metric.  Everything runs on the event loop.
 """
 from __future__ import annotations
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from kafkapy.clock import Clock
 
 LONG_MAX = float(2 ** 63 - 1)       # Kafka's quota limit for a sensor with no quota
+_RATE_WINDOWS = (2, 30_000)         # samples and ms: the windows of Kafka's default metric config
 
 
 class TokenBucket:
@@ -86,17 +87,13 @@ class BucketSensor(Sensor):
 class ControllerMutationQuotaManager(ClientQuotaManager):
     """The ``controller_mutation_rate`` quotas and their token buckets."""
 
-    def __init__(self, samples: int, window_s: int, clock: Clock, *,
-                 rate_samples: int = 2, rate_window_ms: int = 30_000) -> None:
+    def __init__(self, samples: int, window_s: int, clock: Clock) -> None:
         """``samples``, ``window_s``: ``controller.quota.window.num`` and
-        ``controller.quota.window.size.seconds``; ``rate_*``: ``metrics.num.samples`` and
-        ``metrics.sample.window.ms`` (the mutation-rate metric's windows)."""
+        ``controller.quota.window.size.seconds``."""
         super().__init__(CONTROLLER_MUTATION_RATE, samples, window_s, clock)
-        self._rate_samples = rate_samples
-        self._rate_window_ms = rate_window_ms
 
     def _new_sensor(self, bound: float, now_ms: int) -> BucketSensor:
-        return BucketSensor(Rate(self._rate_samples, self._rate_window_ms), bound, now_ms)
+        return BucketSensor(Rate(*_RATE_WINDOWS), bound, now_ms)
 
     def quota_for(self, user: str, client_id: str, strict: bool) -> MutationQuota:
         """The quota one request records its mutations in (sanitized user, client id)."""
