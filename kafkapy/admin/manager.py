@@ -149,11 +149,12 @@ class AdminManager:
                   assignment=assignment)
         return topic
 
-    def auto_create_topic(self, name: str) -> TopicMetadata:
+    def auto_create_topic(self, name: str, quota: MutationQuota | None = None) -> TopicMetadata:
         """A topic a client asked for by name (``auto.create.topics.enable``), with the
-        broker's ``num.partitions`` and ``default.replication.factor``."""
+        broker's ``num.partitions`` and ``default.replication.factor``, counted in the
+        client's controller mutation ``quota``."""
         return self.create_topic(name, self._config["num.partitions"],
-                                 self._config["default.replication.factor"])
+                                 self._config["default.replication.factor"], quota=quota)
 
     def validate_topic_configs(self, configs: Mapping[str, str | None]) -> None:
         """INVALID_CONFIG unless every value is one the topic config accepts."""

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import weakref
 
+from kafkapy.handlers import _mutation_quota as mutation_quota
 from kafkapy.handlers.common import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from kafkapy.handlers.spliced import Spliced, cut_array
 from kafkapy.metadata.topics import (OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC,
@@ -200,7 +201,9 @@ def _auto_create(ctx, name: str):
         elif is_internal(name):
             return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
         else:
-            services.admin.auto_create_topic(name)
+            # Counted in the client's controller mutation quota, which never refuses nor
+            # throttles here (Kafka's permissive quota for auto-created topics).
+            services.admin.auto_create_topic(name, mutation_quota.quota_for(ctx))
     except KafkaError as err:
         if err.code != ErrorCode.TOPIC_ALREADY_EXISTS:
             return _error_topic(err.code, name)

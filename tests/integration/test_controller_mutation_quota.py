@@ -5,11 +5,13 @@ partition mutations and refills in a second.  The same run of requests goes to b
 brokers at once, and their answers are compared: which topics pass and which get
 THROTTLING_QUOTA_EXCEEDED (and the messages), and throttle times within a bound.
 
-Each step starts with a full bucket (the run waits for the refill after each): a strict request (CreateTopics v7, CreatePartitions v3,
-DeleteTopics v6) lets mutations through until the bucket is below zero and refuses the
-rest; the permissive versions (CreateTopics v5, CreatePartitions v2, DeleteTopics v4)
-accept everything and answer a throttle time; validate_only is not counted; a client with
-no quota is never throttled, even while ``mutator`` is.
+Each step starts with a full bucket (the run waits for the refill after each): a strict
+request (CreateTopics v7, CreatePartitions v3, DeleteTopics v6) lets mutations through
+until the bucket is below zero and refuses the rest; the permissive versions (CreateTopics
+v5, CreatePartitions v2, DeleteTopics v4) accept everything and answer a throttle time;
+validate_only is not counted; topics a Metadata request auto-creates are counted (3 of the
+4 tokens, just before the strict CreateTopics) but neither refused nor throttled; a client
+with no quota is never throttled, even while ``mutator`` is.
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ SETTINGS = {"controller.quota.window.num": "1", "controller.quota.window.size.se
 BASE = ["base-a", "base-b", "base-c", "base-d"]
 STRICT = ["st-d", "st-b", "st-c", "st-a"]      # request order is not Kafka's order
 PERMISSIVE = ["pe-a", "pe-b"]
+AUTO = ["auto-a", "auto-b", "auto-c"]          # one partition each (num.partitions)
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +93,7 @@ def _run(bootstrap: str) -> dict:
     try:
         out["free-create"] = _create(free, 7, BASE, 3)
         time.sleep(0.5)         # the quota's change notification reaches the broker
+        out["auto-create"] = _auto_create(mutator, AUTO)
         out["strict-create"] = _create(mutator, 7, STRICT, 3)
         out["validate-only"] = _create(mutator, 7, ["vo-a"], 40, validate_only=True)
         time.sleep(REFILL_S)
@@ -116,6 +120,12 @@ def _create(client: WireClient, version: int, names: list[str], partitions: int,
         for name in names], timeout_ms=20_000, validate_only=validate_only)
     return ({t.name: (t.error_code, t.error_message) for t in response.topics},
             response.throttle_time_ms)
+
+
+def _auto_create(client: WireClient, names: list[str]):
+    response = client.request(3, 4, topics=[REQUESTS[3].MetadataRequestTopic(name=name)
+                                            for name in names], allow_auto_topic_creation=True)
+    return ({t.name: (t.error_code, None) for t in response.topics}, response.throttle_time_ms)
 
 
 def _grow(client: WireClient, version: int, names: list[str], count: int):
@@ -173,8 +183,17 @@ def test_permissive_accepts_everything_and_throttles(runs, step):
 def test_strict_create_order_is_kafkas(runs):
     """The request named the topics in an order other than Kafka's hash order: the topics
     that pass are the first ones in Kafka's order."""
-    assert _passed(runs["kafkapy"]["strict-create"][0]) == _passed(runs["kafka"]["strict-create"][0])
-    assert _passed(runs["kafkapy"]["strict-create"][0]) != sorted(STRICT[:2])
+    passed = _passed(runs["kafkapy"]["strict-create"][0])
+    assert passed == _passed(runs["kafka"]["strict-create"][0])
+    assert passed != [STRICT[0]]
+
+
+def test_auto_created_topics_are_counted_not_throttled(runs):
+    """Metadata's auto-creation took 3 of the 4 tokens: the strict CreateTopics right after
+    lets only its first topic (3 partitions) through."""
+    for side in ("kafkapy", "kafka"):
+        assert runs[side]["auto-create"] == ({name: (5, None) for name in AUTO}, 0), side
+        assert len(_passed(runs[side]["strict-create"][0])) == 1, side
 
 
 def test_validate_only_is_not_counted(runs):
