@@ -95,7 +95,7 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
     def _new_sensor(self, bound: float, now_ms: int) -> BucketSensor:
         return BucketSensor(Rate(*_RATE_WINDOWS), bound, now_ms)
 
-    def quota_for(self, user: str, client_id: str, strict: bool) -> MutationQuota:
+    def quota_for(self, user: str, client_id: str, strict: bool) -> MutationQuota | _Unbounded:
         """The quota one request records its mutations in (sanitized user, client id)."""
         if not self.enabled:
             return UNBOUNDED
