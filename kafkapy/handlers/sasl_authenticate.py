@@ -4,12 +4,12 @@ Before authentication the gate hands this request here with ``ctx.connection_aut
 gate's ``ConnectionAuth``, ``kafkapy.security.gate``), whose ``server`` is the mechanism
 server SaslHandshake began.  The token goes to ``server.evaluate``; a failure is answered
 SASL_AUTHENTICATION_FAILED with the mechanism's message (Kafka's words) and the connection
-closes after the answer (``connection_auth.failed``).  When the exchange completes,
-``session_lifetime_ms`` is the listener's ``connections.max.reauth.ms`` (per mechanism:
-``listener.name.<l>.<mechanism>.connections.max.reauth.ms``), 0 when unset, and the
-connection becomes authenticated as the user (``connection_auth.authenticated``); with a
-delegation token (SCRAM ``tokenauth=true``) the lifetime is at most the time left until
-the token's expiry, and the principal is the token's owner, marked token-authenticated.  A
+closes after the answer (``connection_auth.failed``).  When the exchange completes, the
+connection becomes authenticated as the user (``connection_auth.authenticated``), which
+gives the ``session_lifetime_ms`` to answer: the listener's ``connections.max.reauth.ms``
+(per mechanism: ``listener.name.<l>.<mechanism>.connections.max.reauth.ms``), 0 when
+unset; with a delegation token (SCRAM ``tokenauth=true``) at most the time left until the
+token's expiry, and the principal is the token's owner, marked token-authenticated.  A
 SaslAuthenticate without a handshake first is Kafka's IllegalSaslStateException: the
 connection is closed without an answer.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from kafkapy.api.context import CloseConnection
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.security.sasl import SaslAuthenticationError, session_lifetime_ms
+from kafkapy.security.sasl import SaslAuthenticationError
 
 API_KEY = 36
 MIN_VERSION = 0
@@ -45,15 +45,11 @@ def handle(ctx, request):
         token = server.evaluate(bytes(request.auth_bytes))
         lifetime = 0
         if server.complete:
-            lifetime = session_lifetime_ms(ctx.services.config, ctx.listener, server.mechanism)
-            expiry = getattr(server, "credential_expiry_ms", None)
-            if expiry is not None:      # a delegation token's expiry bounds the session
-                left = max(0, expiry - ctx.services.clock.time_ms())
-                lifetime = left if lifetime <= 0 else min(lifetime, left)
             # raises when a re-authentication names another user (Kafka's
             # ensurePrincipalUnchanged)
-            auth.authenticated(server.principal_name,
-                               getattr(server, "token_authenticated", False), expiry)
+            lifetime = auth.authenticated(server.principal_name,
+                                          getattr(server, "token_authenticated", False),
+                                          getattr(server, "credential_expiry_ms", None))
     except SaslAuthenticationError as err:
         message = err.message
         if getattr(auth, "reauthenticating", False):

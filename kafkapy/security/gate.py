@@ -141,9 +141,9 @@ class SaslGate:
             self.close_reason = f"SASL authentication failed: {err}"
             return None
         if server.complete:
-            if not self._complete(server.principal_name,
-                                  getattr(server, "token_authenticated", False),
-                                  getattr(server, "credential_expiry_ms", None)):
+            if self._complete(server.principal_name,
+                              getattr(server, "token_authenticated", False),
+                              getattr(server, "credential_expiry_ms", None)) is None:
                 return None
         answer = answer or b""
         return len(answer).to_bytes(4, "big") + answer
@@ -161,27 +161,29 @@ class SaslGate:
         self.state = AUTHENTICATE if version >= 1 else AUTHENTICATE_RAW
 
     def _complete(self, principal_name: str, token_authenticated: bool = False,
-                  credential_expiry_ms: int | None = None) -> bool:
-        """``credential_expiry_ms``: a delegation token's expiry (wall ms), which bounds
-        the session as Kafka's credential expiration does."""
+                  credential_expiry_ms: int | None = None) -> int | None:
+        """The session's lifetime in ms (0: none), or None when a re-authentication names
+        another principal.  The lifetime is the listener's ``connections.max.reauth.ms``
+        for the mechanism, bounded by ``credential_expiry_ms`` (a delegation token's expiry,
+        wall ms) as Kafka's credential expiration bounds it."""
         principal = KafkaPrincipal(USER_TYPE, principal_name, token_authenticated)
         if self._reauthenticating and principal != self.principal:
             prev = self.principal
             self._fail(f"Cannot change principals during re-authentication from "
                        f"{prev.principal_type}.{prev.name}: {principal.principal_type}.{principal.name}")
-            return False
+            return None
         lifetime = session_lifetime_ms(self._config, self._listener, self.mechanism or "")
-        self.expires_at = time.monotonic() + lifetime / 1000.0 if lifetime > 0 else None
         if credential_expiry_ms is not None:
-            left = max(0.0, credential_expiry_ms / 1000.0 - time.time())
-            if self.expires_at is None or time.monotonic() + left < self.expires_at:
-                self.expires_at = time.monotonic() + left
+            left = max(0, credential_expiry_ms - int(time.time() * 1000))
+            lifetime = left if lifetime <= 0 else min(lifetime, left)
+        bounded = lifetime > 0 or credential_expiry_ms is not None
+        self.expires_at = time.monotonic() + lifetime / 1000.0 if bounded else None
         self.principal = principal
         self.state = COMPLETE
         self.server = None
         self._reauthenticating = False
         self._on_principal(principal)
-        return True
+        return lifetime
 
     def _fail(self, reason: str = "SASL authentication failed") -> None:
         self.state = FAILED
@@ -218,11 +220,14 @@ class ConnectionAuth:
         self._gate._begin(mechanism_server, self._version)
 
     def authenticated(self, principal_name: str, token_authenticated: bool = False,
-                      credential_expiry_ms: int | None = None) -> None:
-        """Raises ``SaslAuthenticationError`` (the connection then closes) when a
-        re-authentication names another principal."""
-        if not self._gate._complete(principal_name, token_authenticated, credential_expiry_ms):
+                      credential_expiry_ms: int | None = None) -> int:
+        """The session's lifetime in ms (0: none) to answer.  Raises
+        ``SaslAuthenticationError`` (the connection then closes) when a re-authentication
+        names another principal."""
+        lifetime = self._gate._complete(principal_name, token_authenticated, credential_expiry_ms)
+        if lifetime is None:
             raise SaslAuthenticationError(self._gate.close_reason)
+        return lifetime
 
     def failed(self) -> None:
         if self._gate.state != FAILED:

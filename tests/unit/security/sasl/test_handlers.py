@@ -31,9 +31,10 @@ class _Auth:
         self.calls.append(("begin", server.mechanism))
 
     def authenticated(self, principal_name: str, token_authenticated: bool = False,
-                      credential_expiry_ms: int | None = None) -> None:
+                      credential_expiry_ms: int | None = None) -> int:
         assert not token_authenticated and credential_expiry_ms is None   # no tokens here
         self.calls.append(("authenticated", principal_name))
+        return 0
 
     def failed(self) -> None:
         self.calls.append(("failed",))
@@ -78,11 +79,8 @@ def test_handshake_unknown_mechanism():
 def test_plain_login(version):
     auth = _Auth()
     assert _handshake(auth, "PLAIN").error_code == 0
-    answer = _authenticate(auth, b"\0alice\0alice-secret", version,
-                           {"connections.max.reauth.ms": "60000"})
+    answer = _authenticate(auth, b"\0alice\0alice-secret", version)
     assert (answer.error_code, answer.auth_bytes) == (0, b"")
-    if version >= 1:
-        assert answer.session_lifetime_ms == 60000
     assert auth.calls == [("begin", "PLAIN"), ("authenticated", "alice")]
 
 
@@ -123,13 +121,21 @@ def test_authenticate_before_handshake_closes():
     assert auth.calls == [("failed",)]
 
 
-def test_per_mechanism_reauth_setting():
-    auth = _Auth()
-    _handshake(auth, "PLAIN")
-    answer = _authenticate(auth, b"\0alice\0alice-secret", 1, {
-        "connections.max.reauth.ms": "60000",
-        "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "5000"})
-    assert answer.session_lifetime_ms == 5000
+@pytest.mark.parametrize("props, lifetime", [
+    ({}, 0),
+    ({"connections.max.reauth.ms": "60000"}, 60000),
+    ({"connections.max.reauth.ms": "60000",
+      "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "5000"}, 5000),
+], ids=["unset", "listener", "per-mechanism"])
+def test_session_lifetime_from_the_gate(props, lifetime):
+    """The answer's session_lifetime_ms is the one the connection's gate keeps."""
+    from kafkapy.security import gate as G
+    gate = G.SaslGate(_ctx(17, 1, None, props).services.config, "SASL_PLAINTEXT", [].append)
+    assert gate.admit(17, 20) == G.SERVE_AUTH
+    sasl_handshake.handle(_ctx(17, 1, gate.auth_for(1), props), SimpleNamespace(mechanism="PLAIN"))
+    answer = _authenticate(gate.auth_for(2), b"\0alice\0alice-secret", 2, props)
+    assert (answer.error_code, answer.session_lifetime_ms) == (0, lifetime)
+    assert (gate.expires_at is None) == (lifetime == 0)
 
 
 def test_reauthentication_failure_says_so():
