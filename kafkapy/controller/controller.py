@@ -68,7 +68,7 @@ from kafkapy.controller.request_batch import BatchStateError
 from kafkapy.controller.watches import ControllerWatches
 from kafkapy.controller.zk_writes import ControllerMovedError
 from kafkapy.metadata import paths
-from kafkapy.metadata.features import SUPPORTED_FEATURES, FinalizedFeatureCache
+from kafkapy.metadata.features import SUPPORTED_FEATURES, FinalizedFeatureCache, served_levels
 from kafkapy.metadata.store import STORE_UNAVAILABLE, MetadataStore
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.topic_partition import TopicPartition
@@ -238,14 +238,13 @@ class KafkaController:
         return await self._submit(ev.AllocateProducerIds(broker_id=broker_id,
                                                          broker_epoch=broker_epoch))
 
-    async def update_features(self, updates: list[FeatureUpdate], validate_only: bool,
-                              served: dict[str, int]):
+    async def update_features(self, updates: list[FeatureUpdate], validate_only: bool):
         """UpdateFeatures, answered on the event queue (``feature_updates``):
         ``{feature: (error_code, message)}``, or ``(NOT_CONTROLLER, message)``."""
         if self._queue is None or self._stopped:
             return ErrorCode.NOT_CONTROLLER, NOT_CONTROLLER_MESSAGE
         return await self._submit(ev.UpdateFeatures(
-            updates=list(updates), validate_only=validate_only, served=dict(served)))
+            updates=list(updates), validate_only=validate_only))
 
     def enable_topic_unclean_leader_election(self, topic: str) -> None:
         """``unclean.leader.election.enable`` became true for ``topic``."""
@@ -585,7 +584,7 @@ class KafkaController:
             self.store, self._features, updates=event.updates,
             validate_only=event.validate_only, supported=SUPPORTED_FEATURES,
             brokers=[b.features for b in self.ctx.live_brokers.values()],
-            served=event.served,
+            served=served_levels(self._config["group.coordinator.rebalance.protocols"]),
             inter_broker_protocol=str(self._config["inter.broker.protocol.version"]))
 
     # -- auto leader rebalance (the timer; the check is leader_rebalance's) -------------

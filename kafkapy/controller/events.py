@@ -174,12 +174,10 @@ class ListPartitionReassignments(ControllerEvent):
 @dataclass(slots=True)
 class UpdateFeatures(ControllerEvent):
     """UpdateFeatures (API 57): ``updates`` (``feature_updates.FeatureUpdate``) checked and,
-    unless ``validate_only``, written to /feature; ``served`` the levels of the features
-    that follow broker config.  The future gets ``{feature: (error_code, message)}`` or,
+    unless ``validate_only``, written to /feature.  The future gets ``{feature: (error_code, message)}`` or,
     when this broker is not the controller, ``(NOT_CONTROLLER, message)``."""
     updates: list = field(default_factory=list)
     validate_only: bool = False
-    served: dict = field(default_factory=dict)
 
 
 @dataclass(slots=True)

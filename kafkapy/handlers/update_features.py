@@ -15,7 +15,6 @@ from __future__ import annotations
 from kafkapy.controller.controller import NOT_CONTROLLER_MESSAGE
 from kafkapy.controller.feature_updates import SAFE_DOWNGRADE, UPGRADE, FeatureUpdate
 from kafkapy.controller.feature_versioning import ibp_at_least
-from kafkapy.metadata.features import served_levels
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.security import authz
@@ -42,8 +41,7 @@ async def handle(ctx, request):
         return _top_level(ctx, ErrorCode.INVALID_REQUEST, DISABLED_MESSAGE)
     validate_only = bool(request.validate_only) if ctx.api_version >= 1 else False
     outcome = await controller.update_features(
-        _updates(ctx.api_version, request.feature_updates), validate_only,
-        served_levels(services.config["group.coordinator.rebalance.protocols"]))
+        _updates(ctx.api_version, request.feature_updates), validate_only)
     if isinstance(outcome, tuple):      # (code, message): no longer the controller, or failed
         return _top_level(ctx, *outcome)
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NO_ERROR, error_message=None,
