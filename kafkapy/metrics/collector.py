@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import re
 import time
 from typing import Callable, Collection, Container, Iterable, Mapping, Protocol, Sequence, Sized
 
@@ -241,20 +242,59 @@ class BrokerCollector:
 
 
 # -- client quotas -----------------------------------------------------------------------
+# The per-client attribute besides throttle-time, by the MBean's type (Kafka's QuotaType).
+_QUOTA_RATES = {"Produce": "byte_rate", "Fetch": "byte_rate", "Request": "request_time",
+                "ControllerMutation": "mutation_rate"}
+_QUOTA_DOCS = {"byte_rate": "Bytes per second of a client quota's sensor",
+               "request_time": "Event-loop time of a client's requests, percent "
+                               "(Kafka's request-time: percent of one request handler thread)",
+               "mutation_rate": "Partition mutations per second of a client quota's sensor"}
+# Sanitizer.jmxSanitize: a tag value outside these characters is quoted (ObjectName.quote)
+_JMX_PLAIN = re.compile(r"[\w\-%. \t]*", re.ASCII)
+
+
 def _quota_families(quotas: ClientQuotaSensors) -> list[Metric]:
-    """Kafka's ``kafka.server<type=Produce|Fetch, user=U, client-id=C>`` byte-rate and
-    throttle-time, as the exporter's quota rules name them (an empty tag is left out of
-    Kafka's MBean name, so its label is empty here)."""
-    labels = ["resource", "user", "clientId"]
-    rate = GaugeMetricFamily("kafka_server_quota_byte_rate",
-                             "Bytes per second of a client quota's sensor", labels=labels)
-    throttle = GaugeMetricFamily("kafka_server_quota_throttle_time",
-                                 "Average throttle time (ms) of a client quota's sensor",
-                                 labels=labels)
-    for resource, user, client_id, byte_rate, throttle_ms in quotas.sensor_values():
-        rate.add_metric([resource, user, client_id], byte_rate)
-        throttle.add_metric([resource, user, client_id], throttle_ms)
-    return [rate, throttle]
+    """Kafka's ``kafka.server<type=Produce|Fetch|Request, user=U, client-id=C>`` byte-rate
+    (Request: request-time) and throttle-time, as the exporter's quota rules name them:
+    ``kafka_server_quota_<attribute>{resource, user, clientId}``.  Kafka leaves an empty
+    tag out of the MBean name, and the rules then match ``type, client-id`` or
+    ``type, user`` only, so an empty user or client id has no label here; a sensor with
+    neither (an empty client id under client-id quotas) matches no rule and is not
+    exported."""
+    families: dict[str, GaugeMetricFamily] = {}
+
+    def family(attribute: str, doc: str) -> GaugeMetricFamily:
+        found = families.get(attribute)
+        if found is None:
+            found = families[attribute] = GaugeMetricFamily(
+                f"kafka_server_quota_{attribute}", doc, labels=())
+        return found
+
+    for resource, user, client_id, rate, throttle_ms in quotas.sensor_values():
+        if not user and not client_id:
+            continue
+        labels = {"resource": resource}
+        if user:
+            labels["user"] = _jmx_sanitize(user)
+        if client_id:
+            labels["clientId"] = _jmx_sanitize(client_id)
+        attribute = _QUOTA_RATES.get(resource, "byte_rate")
+        for name, value, doc in (
+                (attribute, rate, _QUOTA_DOCS[attribute]),
+                ("throttle_time", throttle_ms,
+                 "Average throttle time (ms) of a client quota's sensor")):
+            metric = family(name, doc)
+            metric.samples.append(Sample(metric.name, labels, value))
+    return list(families.values())
+
+
+def _jmx_sanitize(value: str) -> str:
+    """Java's Sanitizer.jmxSanitize: as is, or quoted as ObjectName.quote quotes."""
+    if _JMX_PLAIN.fullmatch(value):
+        return value
+    escaped = (value.replace("\\", "\\\\").replace('"', '\\"').replace("*", "\\*")
+               .replace("?", "\\?").replace("\n", "\\n"))
+    return f'"{escaped}"'
 
 
 # -- BrokerTopicMetrics -------------------------------------------------------------------
