@@ -1,7 +1,8 @@
 """The scrape: Kafka's metric names, as the Prometheus JMX exporter's Kafka rules make them.
 
-Names follow ``example_configs/kafka-2_0_0.yml`` of prometheus/jmx_exporter applied to
-Kafka's MBeans (lower-cased names, label names as Kafka's MBean keys):
+Names follow ``examples/kafka-2_0_0.yml`` (formerly ``example_configs/``) of
+prometheus/jmx_exporter applied to Kafka's MBeans (lower-cased names, label names as
+Kafka's MBean keys; the per-client quota rules in ``_quota_families``):
 - a Meter ``kafka.X<type=T, name=NPerSec, k=v>`` -> counter ``kafka_X_T_N_total{k}``;
 - a Gauge ``kafka.X<type=T, name=N, k=v>`` -> gauge ``kafka_X_T_N{k}``;
 - a Histogram -> ``kafka_X_T_N{quantile="0.50".."0.999"}`` plus ``kafka_X_T_N_count``
