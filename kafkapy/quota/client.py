@@ -37,7 +37,7 @@ import structlog
 
 from kafkapy.config import client_quotas as entities
 from kafkapy.metadata import paths
-from kafkapy.quota.rate import Rate
+from kafkapy.metrics.rate import Rate
 from kafkapy.security.sasl.credentials import desanitize, sanitize
 
 if TYPE_CHECKING:

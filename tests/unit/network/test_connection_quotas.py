@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from kafkapy.config.broker import BrokerConfig
-from kafkapy.network.connection_quotas import ConnectionQuotas, _Rate, parse_overrides
+from kafkapy.network.connection_quotas import ConnectionQuotas, _Sensor, parse_overrides
 
 TWO_LISTENERS = {
     "listeners": "INTERNAL://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093",
@@ -88,12 +88,12 @@ def test_lowered_max_connections_closes_least_recently_used():
 
 
 def test_rate_takes_a_burst_then_throttles_like_kafka():
-    rate = _Rate(samples=11, window_ms=1000)
+    rate = _Sensor(samples=11, window_ms=1000)
     rate.bound = 1
     assert [rate.record(0) for _ in range(10)] == [0] * 10   # 10 / 10 s window: at the bound
     # 11 / 10 s: (1.1 - 1) / 1 * 10000 ms = 1000 ms, capped at one window
     assert rate.record(0) == 1000
-    later = _Rate(samples=11, window_ms=1000)
+    later = _Sensor(samples=11, window_ms=1000)
     later.bound = 20
     assert max(later.record(0) for _ in range(200)) == 0   # 200 / 10 s = the bound
     assert later.record(0) == 50                            # 20.1/s: 0.1 / 20 * 10000 ms
