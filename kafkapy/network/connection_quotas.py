@@ -181,9 +181,12 @@ class ConnectionQuotas:
             self._ip_rate[_ip_key(ip)] = rate
         _log.info("connection rate quota per IP updated", ip=ip or "<default>", rate=rate)
 
-    def record_ip_creation(self, address: str, now_ms: int) -> int:
-        """Count a connection in its address's rate: 0, or the ms after which the caller
-        closes it unserved (then it is not counted)."""
+    def record_ip_creation(self, listener: str, address: str, now_ms: int) -> int:
+        """Count a connection accepted by ``listener`` in its address's rate: 0, or the ms
+        after which the caller closes it unserved.  Such a connection is then counted in
+        no rate: it is taken back out of its address's, its listener's and (unless the
+        listener is protected) the broker's creation rate, which ``record_creation``
+        counted it in (Kafka's recordIpConnectionMaybeThrottle and updateListenerMetrics)."""
         bound = self._ip_rate.get(address, self._ip_rate_default)
         if bound >= INT_MAX:
             return 0
@@ -194,6 +197,11 @@ class ConnectionQuotas:
         throttle = sensor.record(now_ms)
         if throttle > 0:
             sensor.unrecord(now_ms)
+            if not self._protected(listener):
+                self._broker_rate.unrecord(now_ms)
+            listener_rate = self._listener_rates.get(listener)
+            if listener_rate is not None:
+                listener_rate.unrecord(now_ms)
         return throttle
 
     def max_for(self, address: str) -> int:

@@ -199,7 +199,8 @@ class SocketServer:
 
     def _admit(self, sock: socket.socket, addr) -> None:
         address = host_address(addr[0]) if addr else "?"
-        throttle_ms = self.quotas.record_ip_creation(address, int(self.now() * 1000))
+        throttle_ms = self.quotas.record_ip_creation(self.listener, address,
+                                                     int(self.now() * 1000))
         if throttle_ms > 0:         # over its address's connection_creation_rate
             _log.debug("delaying closing of a throttled connection", address=address,
                        throttle_ms=throttle_ms)
