@@ -18,7 +18,7 @@ known independently of the broker's counters:
 - a fetch waiting in the purgatory shows in ``purgatorysize{delayedOperation="Fetch"}``;
 - a deleted topic's series go; the all-topics totals stay;
 - every metric an expression of ``docker/grafana/kafkapy-dashboard.json`` names is in a
-  scrape.
+  scrape (the per-client quota series once every client id has quotas far above its use).
 Waits are bounded loops (the broker learns of closes and deletions asynchronously).
 """
 from __future__ import annotations
