@@ -73,6 +73,7 @@ from kafkapy.network.client import use_inter_broker_security
 from kafkapy.network.connection_quotas import ConnectionQuotas
 from kafkapy.quota.client import ClientQuotas
 from kafkapy.quota.controller_mutation import ControllerMutationQuotaManager
+from kafkapy.quota.request import RequestQuota
 from kafkapy.network.server import SocketServer
 from kafkapy.purgatory import Purgatory, Timer
 from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
@@ -404,9 +405,10 @@ class Broker:
     async def _listen(self) -> None:
         """Listen and accept on every listener: the broker serves from here on."""
         services = self._services()
+        request_quota = RequestQuota(self.client_quotas.request)
         for server in self.socket_servers:
             try:
-                await server.start(services)
+                await server.start(services, request_quota)
             except OSError as err:
                 raise _bind_failed(server, err) from None
 

@@ -40,7 +40,7 @@ class RequestContext:
 
     __slots__ = ("services", "api_key", "api_version", "correlation_id", "client_id",
                  "peer", "response_cls", "zero_copy", "listener", "session",
-                 "connection_auth", "size", "_connection")
+                 "connection_auth", "size", "timer", "_connection")
 
     def __init__(self, services, api_key: int, api_version: int, correlation_id: int,
                  client_id: str | None, peer: str, response_cls: type,
@@ -59,6 +59,9 @@ class RequestContext:
         self.session = session
         self.connection_auth = connection_auth
         self.size = size            # the request's bytes (header and body), Kafka's sizeInBytes
+        # Its handling's event-loop time while a request quota is configured, else None
+        # (kafkapy.api.request_timer: set by the listener).
+        self.timer = None
         self._connection = connection
 
     def response(self, **fields):

@@ -58,6 +58,10 @@ reads, and waits when it must) and encodes what it answers (``_Answer``).
   puts the client over its quota the size is taken back and the answer has no partitions,
   the throttle time, and a connection that reads nothing more for that long.  An
   incremental session keeps its state (its epoch is checked as for any answer).
+- Request quota (``kafkapy.quota.request``): a consumer's fetch time is recorded when
+  its answer is decided; over ``request_percentage`` the answer is the throttled one
+  above (the fetch size taken back), with the larger of the two throttles.  A
+  follower's fetch is exempt.
 - Record bytes of v4+ are never read into Python on plain connections: each
   partition's ``records`` is a marker that the connection replaces with the log's
   file ranges the read found, sent with os.sendfile (``kafkapy.network.zero_copy``).
@@ -74,6 +78,7 @@ from kafkapy.protocol.messages import RESPONSES
 from kafkapy.security import authz
 from kafkapy.records.down_convert import (DownConversionError, down_convert,
                                           magic_for_fetch_version)
+from kafkapy.quota import request as request_quota
 from kafkapy.quota.client import session_user
 from kafkapy.replication.fetch_session import (IncrementalContext, PartitionAnswer,
                                                PartitionRequest,
@@ -215,7 +220,9 @@ class _Answer:
     def respond(self, results: list[LogReadResult]):
         """The response for the partitions read (and those answered unread)."""
         ctx = self.ctx
-        if not self.follower and ctx.services.client_quotas.fetch.enabled:
+        if self.follower:
+            request_quota.exempt(ctx)
+        elif ctx.timer is not None or ctx.services.client_quotas.fetch.enabled:
             throttled = self._throttled(results)
             if throttled is not None:
                 return throttled
@@ -248,18 +255,25 @@ class _Answer:
         return ZeroCopyResponse(response, slices) if slices else response
 
     def _throttled(self, results: list[LogReadResult]):
-        """Kafka's fetch quota: record the answer's size; over the quota, take it back and
-        answer nothing (no partitions) with the throttle time, then mute the connection."""
+        """Kafka's fetch and request quotas: record the request's time and the answer's
+        size; over either quota, take the size back and answer nothing (no partitions)
+        with the larger throttle time, then mute the connection for it."""
         ctx = self.ctx
-        quota = ctx.services.client_quotas.fetch
+        quotas = ctx.services.client_quotas
+        quota = quotas.fetch
         user, client = session_user(ctx.session), ctx.client_id or ""
         size = sum(r.size for r in results) + _PARTITION_OVERHEAD * (
             len(results) + len(self.erroneous))
-        throttle_ms = quota.record(user, client, size)
+        request_ms = request_quota.record(quotas.request, ctx)
+        bytes_ms = quota.record(user, client, size)
+        throttle_ms = max(request_ms, bytes_ms)
         if throttle_ms <= 0:
             return None
         quota.unrecord(user, client, size)
-        quota.throttled(user, client, throttle_ms)
+        if bytes_ms > request_ms:
+            quota.throttled(user, client, throttle_ms)
+        else:
+            request_quota.throttled(quotas.request, ctx, throttle_ms)
         ctx.throttle(throttle_ms)
         context = self.context
         error, session_id = 0, 0

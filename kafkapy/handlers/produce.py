@@ -47,7 +47,9 @@ Client quota (``kafkapy.quota.client``, Kafka's produce ClientQuotaManager): onc
 append is done, the request's size is recorded against the client's producer_byte_rate;
 over it, the answer carries the throttle time and the connection reads nothing more for
 that long (acks=0 too, without an answer).  With no producer quota configured this is one
-attribute test.
+attribute test.  The request quota (``kafkapy.quota.request``) is applied by the listener
+once the answer is ready, the larger throttle answered; acks=0 is exempt from it, as in
+Kafka.
 """
 from __future__ import annotations
 

@@ -7,6 +7,7 @@
 - ``serve``: the endpoint on ``kafkapy.metrics.host``:``kafkapy.metrics.port``, a
   prometheus_client HTTP server thread whose registry holds this broker's collector
   and the process's default registry (process_*, python_*, and module-level gauges).
+- ``rate``: Kafka's sampled Rate and SimpleRate, which every quota measures with.
 
 The full list of names is in ``docker/grafana/kafkapy-dashboard.json``'s queries and
 ``tests/integration/test_metrics.py``.

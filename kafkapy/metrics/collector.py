@@ -1,7 +1,8 @@
 """The scrape: Kafka's metric names, as the Prometheus JMX exporter's Kafka rules make them.
 
-Names follow ``example_configs/kafka-2_0_0.yml`` of prometheus/jmx_exporter applied to
-Kafka's MBeans (lower-cased names, label names as Kafka's MBean keys):
+Names follow ``examples/kafka-2_0_0.yml`` (formerly ``example_configs/``) of
+prometheus/jmx_exporter applied to Kafka's MBeans (lower-cased names, label names as
+Kafka's MBean keys; the per-client quota rules in ``_quota_families``):
 - a Meter ``kafka.X<type=T, name=NPerSec, k=v>`` -> counter ``kafka_X_T_N_total{k}``;
 - a Gauge ``kafka.X<type=T, name=N, k=v>`` -> gauge ``kafka_X_T_N{k}``;
 - a Histogram -> ``kafka_X_T_N{quantile="0.50".."0.999"}`` plus ``kafka_X_T_N_count``
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import re
 import time
 from typing import Callable, Collection, Container, Iterable, Mapping, Protocol, Sequence, Sized
 
@@ -249,35 +251,69 @@ class BrokerCollector:
 
 
 # -- client quotas -----------------------------------------------------------------------
+# The per-client attribute besides throttle-time, by the MBean's type (Kafka's QuotaType).
+_QUOTA_RATES = {"Produce": "byte_rate", "Fetch": "byte_rate", "Request": "request_time",
+                "ControllerMutation": "mutation_rate"}
+_QUOTA_DOCS = {"byte_rate": "Bytes per second of a client quota's sensor",
+               "request_time": "Event-loop time of a client's requests, percent "
+                               "(Kafka's request-time: percent of one request handler thread)",
+               "mutation_rate": "Partition mutations per second of a client quota's sensor"}
+_THROTTLE_DOC = "Average throttle time (ms) of a client quota's sensor"
+# Sanitizer.jmxSanitize: a tag value outside these characters is quoted (ObjectName.quote)
+_JMX_PLAIN = re.compile(r"[\w\-%. \t]*", re.ASCII)
+
+
 def _quota_families(quotas: ClientQuotaSensors,
                     mutations: ControllerMutationSensors | None = None) -> list[Metric]:
-    """Kafka's ``kafka.server<type=Produce|Fetch, user=U, client-id=C>`` byte-rate and
-    throttle-time, as the exporter's quota rules name them (an empty tag is left out of
-    Kafka's MBean name, so its label is empty here)."""
-    labels = ["resource", "user", "clientId"]
-    rate = GaugeMetricFamily("kafka_server_quota_byte_rate",
-                             "Bytes per second of a client quota's sensor", labels=labels)
-    throttle = GaugeMetricFamily("kafka_server_quota_throttle_time",
-                                 "Average throttle time (ms) of a client quota's sensor",
-                                 labels=labels)
-    for resource, user, client_id, byte_rate, throttle_ms in quotas.sensor_values():
-        rate.add_metric([resource, user, client_id], byte_rate)
-        throttle.add_metric([resource, user, client_id], throttle_ms)
-    if mutations is None:
-        return [rate, throttle]
-    # kafka.server<type=ControllerMutation, user, client-id>: mutation-rate, tokens,
-    # throttle-time.
-    mutation_rate = GaugeMetricFamily("kafka_server_quota_mutation_rate",
-                                      "Partition mutations per second of a controller "
-                                      "mutation quota's sensor", labels=labels)
-    tokens = GaugeMetricFamily("kafka_server_quota_tokens",
-                               "Tokens left in a controller mutation quota's bucket",
-                               labels=labels)
-    for user, client_id, per_s, left, throttle_ms in mutations.sensor_values():
-        mutation_rate.add_metric(["ControllerMutation", user, client_id], per_s)
-        tokens.add_metric(["ControllerMutation", user, client_id], left)
-        throttle.add_metric(["ControllerMutation", user, client_id], throttle_ms)
-    return [rate, throttle, mutation_rate, tokens]
+    """Kafka's ``kafka.server<type=Produce|Fetch|Request, user=U, client-id=C>`` byte-rate
+    (Request: request-time) and throttle-time, as the exporter's quota rules name them:
+    ``kafka_server_quota_<attribute>{resource, user, clientId}``.  Kafka leaves an empty
+    tag out of the MBean name, and the rules then match ``type, client-id`` or
+    ``type, user`` only, so an empty user or client id has no label here; a sensor with
+    neither (an empty client id under client-id quotas) matches no rule and is not
+    exported.  ``mutations``: the controller mutation quota's sensors,
+    ``type=ControllerMutation`` with mutation-rate, tokens and throttle-time."""
+    families: dict[str, GaugeMetricFamily] = {}
+
+    def family(attribute: str, doc: str) -> GaugeMetricFamily:
+        found = families.get(attribute)
+        if found is None:
+            found = families[attribute] = GaugeMetricFamily(
+                f"kafka_server_quota_{attribute}", doc, labels=())
+        return found
+
+    def add(resource: str, user: str, client_id: str, values) -> None:
+        if not user and not client_id:
+            return
+        labels = {"resource": resource}
+        if user:
+            labels["user"] = _jmx_sanitize(user)
+        if client_id:
+            labels["clientId"] = _jmx_sanitize(client_id)
+        for name, value, doc in values:
+            metric = family(name, doc)
+            metric.samples.append(Sample(metric.name, labels, value))
+
+    for resource, user, client_id, rate, throttle_ms in quotas.sensor_values():
+        attribute = _QUOTA_RATES.get(resource, "byte_rate")
+        add(resource, user, client_id, ((attribute, rate, _QUOTA_DOCS[attribute]),
+                                        ("throttle_time", throttle_ms, _THROTTLE_DOC)))
+    for user, client_id, per_s, tokens, throttle_ms in (
+            mutations.sensor_values() if mutations is not None else ()):
+        add("ControllerMutation", user, client_id, (
+            ("mutation_rate", per_s, _QUOTA_DOCS["mutation_rate"]),
+            ("tokens", tokens, "Tokens left in a controller mutation quota's bucket"),
+            ("throttle_time", throttle_ms, _THROTTLE_DOC)))
+    return list(families.values())
+
+
+def _jmx_sanitize(value: str) -> str:
+    """Java's Sanitizer.jmxSanitize: as is, or quoted as ObjectName.quote quotes."""
+    if _JMX_PLAIN.fullmatch(value):
+        return value
+    escaped = (value.replace("\\", "\\\\").replace('"', '\\"').replace("*", "\\*")
+               .replace("?", "\\?").replace("\n", "\\n"))
+    return f'"{escaped}"'
 
 
 # -- BrokerTopicMetrics -------------------------------------------------------------------

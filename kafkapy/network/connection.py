@@ -47,7 +47,11 @@ bytes.  Invariants:
   (``kafkapy.metrics.counters``: Kafka's RequestsPerSec and TotalTimeMs);
 - client quotas (KIP-219): a handler whose client went over its quota calls
   ``ctx.throttle(ms)``; its answer (carrying throttle_time_ms) still goes out, then no frame
-  is read or handled until the throttle time has passed.
+  is read or handled until the throttle time has passed;
+- the request quota: while the listener's ``request_quota`` is enabled, each request's
+  handling is timed on the loop (``kafkapy.api.request_timer``: the handler call and each
+  step of its coroutine) and the quota sees the answer before it is encoded
+  (``completed``); disabled, that is one test per request.
 """
 from __future__ import annotations
 
@@ -62,6 +66,7 @@ import structlog
 
 from kafkapy.api.context import CloseConnection, RequestContext
 from kafkapy.api.principal import ANONYMOUS, PLAINTEXT_SESSION, Session, host_address
+from kafkapy.api.request_timer import RequestTimer, timed
 from kafkapy.metrics import counters as metrics
 from kafkapy.network.zero_copy import FileRange, ZeroCopyResponse, materialize, splice
 from kafkapy.protocol.headers import (
@@ -319,6 +324,11 @@ class KafkaConnection(asyncio.Protocol):
         slot.started = metrics.now()
         slot.stats = stats
         self._queue(slot)
+        timer = None
+        request_quota = self._server.request_quota
+        if request_quota is not None and request_quota.enabled:
+            timer = ctx.timer = RequestTimer()
+            timer.start()
         try:
             result = spec.handle(ctx, request)
         except CloseConnection as reason:
@@ -328,8 +338,10 @@ class KafkaConnection(asyncio.Protocol):
             _log.exception("handler failed", api=spec.name, version=version, peer=self.peer)
             self.close()
             return
+        if timer is not None:
+            timer.stop()
         if inspect.isawaitable(result):
-            future = asyncio.ensure_future(result)
+            future = asyncio.ensure_future(result if timer is None else timed(result, timer))
             future.add_done_callback(lambda f: self._finished(slot, ctx, spec, f))
         else:
             self._complete(slot, ctx, result)
@@ -370,6 +382,8 @@ class KafkaConnection(asyncio.Protocol):
         self._complete(slot, ctx, future.result())
 
     def _complete(self, slot: _Slot, ctx: RequestContext, response) -> None:
+        if ctx.timer is not None:
+            self._server.request_quota.completed(ctx, response)
         if response is None:
             slot.payload = _NO_RESPONSE
         else:

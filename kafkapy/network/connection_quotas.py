@@ -41,7 +41,6 @@ IPv6 peer counts as its IPv4 address).  Event-loop only: no locks.
 """
 from __future__ import annotations
 
-import collections
 import heapq
 import ipaddress
 import socket
@@ -50,6 +49,7 @@ from typing import Callable
 import structlog
 
 from kafkapy.api.principal import host_address
+from kafkapy.metrics.rate import Rate
 
 _log = structlog.get_logger("kafkapy.network")
 INT_MAX = 2**31 - 1
@@ -84,47 +84,36 @@ def _resolve(host: str) -> str:
         return host_address(socket.gethostbyname(host))
 
 
-class _Rate:
-    """Kafka's Rate (a windowed count per second) with a quota bound: ``record`` counts one
-    event and answers the throttle time in ms when the rate is then over the bound."""
+class _Sensor:
+    """A creation rate (Kafka's Rate, ``kafkapy.metrics.rate``) with a quota bound:
+    ``record`` counts one connection and answers the throttle time in ms when the rate is
+    then over the bound (Kafka's QuotaUtils.throttleTime, at most one window)."""
+
+    __slots__ = ("bound", "_rate")
 
     def __init__(self, samples: int, window_ms: int) -> None:
         self.bound = INT_MAX
-        self._samples = max(1, samples)
-        self._window_ms = max(1, window_ms)
-        self._windows: collections.deque[list[int]] = collections.deque()   # [start, count]
+        self._rate = Rate(max(1, samples), max(1, window_ms))
 
     def record(self, now_ms: int) -> int:
-        windows = self._windows
-        expire = self._samples * self._window_ms
-        while windows and now_ms - windows[0][0] >= expire:
-            windows.popleft()
-        if not windows or now_ms - windows[-1][0] >= self._window_ms:
-            windows.append([now_ms, 0])
-            if len(windows) > self._samples:
-                windows.popleft()
-        windows[-1][1] += 1
+        self._rate.record(1, now_ms)
         return self.throttle_ms(now_ms)
 
-    def unrecord(self) -> None:
-        """Take the last event back (a connection that was not accepted after all)."""
-        if self._windows:
-            self._windows[-1][1] -= 1
+    def unrecord(self, now_ms: int) -> None:
+        """Take a connection back out (one that was not accepted after all)."""
+        self._rate.record(-1, now_ms)
 
     def throttle_ms(self, now_ms: int) -> int:
-        windows = self._windows
         if self.bound >= INT_MAX:
             return 0
-        elapsed = now_ms - windows[0][0]
-        full = elapsed // self._window_ms
-        if full < self._samples - 1:      # Rate.windowSize: at least samples-1 windows
-            elapsed += (self._samples - 1 - full) * self._window_ms
-        rate = sum(count for _, count in windows) / (elapsed / 1000.0)
-        if rate <= self.bound:
+        rate = self._rate
+        window = rate.window_size_ms(now_ms)
+        measured = rate.measure(now_ms)
+        if measured <= self.bound:
             return 0
         if self.bound <= 0:
-            return self._window_ms
-        return min(round((rate - self.bound) / self.bound * elapsed), self._window_ms)
+            return rate.window_ms
+        return min(round((measured - self.bound) / self.bound * window), rate.window_ms)
 
 
 class ConnectionQuotas:
@@ -138,12 +127,12 @@ class ConnectionQuotas:
         self._servers: dict[str, object] = {}     # listener -> its SocketServer
         self._waiting: list[Callable[[], None]] = []
         samples, window_ms = config["quota.window.num"], config["quota.window.size.seconds"] * 1000
-        self._broker_rate = _Rate(samples, window_ms)
-        self._listener_rates = {name: _Rate(samples, window_ms) for name, *_ in config.listeners}
+        self._broker_rate = _Sensor(samples, window_ms)
+        self._listener_rates = {name: _Sensor(samples, window_ms) for name, *_ in config.listeners}
         self._samples, self._window_ms = samples, window_ms
         self._ip_rate_default = INT_MAX
         self._ip_rate: dict[str, int] = {}
-        self._ip_sensors: dict[str, _Rate] = {}
+        self._ip_sensors: dict[str, _Sensor] = {}
         self._apply(config)
 
     # -- limits ---------------------------------------------------------------------------
@@ -192,19 +181,27 @@ class ConnectionQuotas:
             self._ip_rate[_ip_key(ip)] = rate
         _log.info("connection rate quota per IP updated", ip=ip or "<default>", rate=rate)
 
-    def record_ip_creation(self, address: str, now_ms: int) -> int:
-        """Count a connection in its address's rate: 0, or the ms after which the caller
-        closes it unserved (then it is not counted)."""
+    def record_ip_creation(self, listener: str, address: str, now_ms: int) -> int:
+        """Count a connection accepted by ``listener`` in its address's rate: 0, or the ms
+        after which the caller closes it unserved.  Such a connection is then counted in
+        no rate: it is taken back out of its address's, its listener's and (unless the
+        listener is protected) the broker's creation rate, which ``record_creation``
+        counted it in (Kafka's recordIpConnectionMaybeThrottle and updateListenerMetrics)."""
         bound = self._ip_rate.get(address, self._ip_rate_default)
         if bound >= INT_MAX:
             return 0
         sensor = self._ip_sensors.get(address)
         if sensor is None:
-            sensor = self._ip_sensors[address] = _Rate(self._samples, self._window_ms)
+            sensor = self._ip_sensors[address] = _Sensor(self._samples, self._window_ms)
         sensor.bound = bound
         throttle = sensor.record(now_ms)
         if throttle > 0:
-            sensor.unrecord()
+            sensor.unrecord(now_ms)
+            if not self._protected(listener):
+                self._broker_rate.unrecord(now_ms)
+            listener_rate = self._listener_rates.get(listener)
+            if listener_rate is not None:
+                listener_rate.unrecord(now_ms)
         return throttle
 
     def max_for(self, address: str) -> int:

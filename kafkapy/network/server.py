@@ -47,6 +47,7 @@ from kafkapy.network.connection_quotas import ConnectionQuotas
 from kafkapy.api.principal import host_address
 
 if TYPE_CHECKING:
+    from kafkapy.api.request_timer import RequestQuota
     from kafkapy.config.broker import BrokerConfig
 
 _log = structlog.get_logger("kafkapy.network")
@@ -73,6 +74,7 @@ class SocketServer:
         self.authorizer_enabled = authorizer_enabled
         # What the handlers get on each request's context: handed over by ``start``.
         self.services = None
+        self.request_quota: RequestQuota | None = None    # also handed over by ``start``
         self.listener = listener
         self.security_protocol = security_protocol
         self.ssl_context = ssl_context
@@ -108,10 +110,12 @@ class SocketServer:
             self._sockets = _bound_sockets(self.host, self.port)
             self.port = self._sockets[0].getsockname()[1]
 
-    async def start(self, services) -> None:
+    async def start(self, services, request_quota: RequestQuota | None = None) -> None:
         """Listen and accept (binding first if ``bind`` was not called); every request's
-        context carries ``services`` from here on."""
+        context carries ``services`` from here on, and its connection times it for
+        ``request_quota`` while that is enabled."""
         self.services = services
+        self.request_quota = request_quota
         self._loop = asyncio.get_running_loop()
         self.bind()
         for sock in self._sockets:
@@ -195,7 +199,8 @@ class SocketServer:
 
     def _admit(self, sock: socket.socket, addr) -> None:
         address = host_address(addr[0]) if addr else "?"
-        throttle_ms = self.quotas.record_ip_creation(address, int(self.now() * 1000))
+        throttle_ms = self.quotas.record_ip_creation(self.listener, address,
+                                                     int(self.now() * 1000))
         if throttle_ms > 0:         # over its address's connection_creation_rate
             _log.debug("delaying closing of a throttled connection", address=address,
                        throttle_ms=throttle_ms)

@@ -1,2 +1,4 @@
 """Client quotas (Kafka's ClientQuotaManager and QuotaFactory): ``client`` holds the
-configured quotas and the byte-rate managers; ``rate`` is Kafka's sampled Rate."""
+configured quotas and their managers (byte rates, request percentage); ``request`` is the
+request quota's recording (Kafka's ClientRequestQuotaManager).  The sampled rate they
+measure with is ``kafkapy.metrics.rate``."""

@@ -4,9 +4,11 @@
 entity at start-up (``load``) and one entity per ``/config/changes`` notification naming
 ``users/...``, ``clients/...`` or ``ips/...`` (``entity_changed``; an ip's
 ``connection_creation_rate`` goes to ``ip_rate_changed``, the connection quotas'); it holds one ``ClientQuotaManager``
-per quota type: ``produce`` (``producer_byte_rate``) and ``fetch`` (``consumer_byte_rate``).
-Managers handed in (``managers=``) get the entities' quotas too: the controller mutation
-quota (``kafkapy.quota.controller_mutation``), whose sensors hold a token bucket.
+per quota type: ``produce`` (``producer_byte_rate``) and ``fetch`` (``consumer_byte_rate``),
+and ``request`` (``request_percentage``, its throttle bounded to one window; recorded
+through ``kafkapy.quota.request``).  Managers handed in (``managers=``) get the
+entities' quotas too: the controller mutation quota
+(``kafkapy.quota.controller_mutation``), whose sensors hold a token bucket.
 
 Precedence (Kafka's eight levels, most specific first), for user U and client id C:
 ``users/U/clients/C``, ``users/U/clients/<default>``, ``users/U``,
@@ -37,7 +39,7 @@ import structlog
 
 from kafkapy.config import client_quotas as entities
 from kafkapy.metadata import paths
-from kafkapy.quota.rate import Rate
+from kafkapy.metrics.rate import Rate
 from kafkapy.security.sasl.credentials import desanitize, sanitize
 
 if TYPE_CHECKING:
@@ -70,8 +72,12 @@ class ClientQuotaManager:
     Entities are (user, client): each None (absent), ``<default>`` or a name (user in
     Sanitizer form, client id as sent)."""
 
-    def __init__(self, key: str, samples: int, window_s: int, clock: Clock) -> None:
+    def __init__(self, key: str, samples: int, window_s: int, clock: Clock,
+                 max_throttle_ms: int | None = None) -> None:
+        """``max_throttle_ms``: the longest throttle answered (Kafka's request quota bounds
+        it to one window, QuotaUtils.boundedThrottleTime); None: unbounded."""
         self.key = key
+        self._max_throttle_ms = max_throttle_ms
         self.samples = samples
         self.window_ms = window_s * 1000
         self._clock = clock
@@ -176,7 +182,10 @@ class ClientQuotaManager:
         if measured <= sensor.bound:
             return 0
         window = sensor.rate.window_size_ms(now)
-        return int(round((measured - sensor.bound) / sensor.bound * window))
+        throttle_ms = int(round((measured - sensor.bound) / sensor.bound * window))
+        if self._max_throttle_ms is not None:
+            return min(throttle_ms, self._max_throttle_ms)
+        return throttle_ms
 
     def clock_ms(self) -> int:
         return self._clock.time_ms()
@@ -215,13 +224,17 @@ class ClientQuotas:
         self._ip_rate_changed = ip_rate_changed     # (ip or None for <default>, rate or None)
         self.produce = ClientQuotaManager(entities.PRODUCER_BYTE_RATE, samples, window_s, clock)
         self.fetch = ClientQuotaManager(entities.CONSUMER_BYTE_RATE, samples, window_s, clock)
-        self._managers = (self.produce, self.fetch)
-        self._managers += tuple(managers)
+        # request_percentage: the event-loop time of a client's requests (kafkapy.quota.request)
+        self.request = ClientQuotaManager(entities.REQUEST_PERCENTAGE, samples, window_s, clock,
+                                          max_throttle_ms=window_s * 1000)
+        self._managers = (self.produce, self.fetch, self.request) + tuple(managers)
 
     def sensor_values(self):
-        """(resource, user, client id, byte rate, average throttle ms) per sensor, for the
-        metrics (Kafka's per-client quota MBeans)."""
-        for resource, manager in (("Produce", self.produce), ("Fetch", self.fetch)):
+        """(resource, user, client id, rate, average throttle ms) per sensor, for the
+        metrics (Kafka's per-client quota MBeans): bytes per second for Produce and Fetch,
+        Request's request-time in percent of the event loop."""
+        for resource, manager in (("Produce", self.produce), ("Fetch", self.fetch),
+                                  ("Request", self.request)):
             now = manager.clock_ms()
             for (user, client_id), sensor in list(manager.sensors.items()):
                 average = sensor.throttle_ms_total / sensor.throttled if sensor.throttled else 0.0

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from kafkapy.config.client_quotas import CONTROLLER_MUTATION_RATE
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.quota.client import ClientQuotaManager, Sensor
-from kafkapy.quota.rate import Rate
+from kafkapy.metrics.rate import Rate
 
 if TYPE_CHECKING:
     from kafkapy.clock import Clock

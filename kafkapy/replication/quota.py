@@ -19,7 +19,8 @@ list object.  Rates are read from the broker config the quota was given, at chec
 (the effective dynamic value: per-broker, else cluster default, else Long.MAX_VALUE =
 unthrottled).
 
-The measure is Kafka's SimpleRate over ``replication.quota.window.num`` (11) samples
+The measure is Kafka's SimpleRate (``kafkapy.metrics.rate``, ``simple=True``) over
+``replication.quota.window.num`` (11) samples
 of ``replication.quota.window.size.seconds`` (1 s): the sum of the retained samples
 divided by the time since the oldest sample started, at least one window.  A
 sample whose last event is ``samples * window`` old is reset; ``samples + 1``
@@ -54,6 +55,8 @@ from typing import TYPE_CHECKING
 
 import prometheus_client as prom
 
+from kafkapy.metrics.rate import Rate
+
 if TYPE_CHECKING:   # annotations only
     from kafkapy.clock import Clock
     from kafkapy.config.broker import BrokerConfig
@@ -80,72 +83,6 @@ _THROTTLED_BYTES = prom.Counter("kafkapy_replication_throttled_bytes",
                                 "Bytes of throttled partitions replicated", ["type"])
 
 
-class _Sample:
-    __slots__ = ("value", "event_count", "start_ms", "last_event_ms")
-
-    def __init__(self, now_ms: int) -> None:
-        self.reset(now_ms)
-
-    def reset(self, now_ms: int) -> None:
-        self.value = 0.0
-        self.event_count = 0
-        self.start_ms = now_ms
-        self.last_event_ms = now_ms
-
-
-class SimpleRate:
-    """Kafka's SimpleRate over a WindowedSum (SampledStat), bytes per second."""
-
-    def __init__(self, samples: int = DEFAULT_SAMPLES,
-                 window_ms: int = DEFAULT_WINDOW_SECONDS * 1000) -> None:
-        self.samples = samples
-        self.window_ms = window_ms
-        self._samples: list[_Sample] = []
-        self._current = 0
-
-    def record(self, value: float, now_ms: int) -> None:
-        sample = self._current_sample(now_ms)
-        if now_ms - sample.start_ms >= self.window_ms:
-            sample = self._advance(now_ms)
-        sample.value += value
-        sample.event_count += 1
-        sample.last_event_ms = now_ms
-
-    def measure(self, now_ms: int) -> float:
-        self._purge(now_ms)
-        total = sum(s.value for s in self._samples)
-        elapsed = now_ms - self._oldest(now_ms).start_ms
-        return total / (max(elapsed, self.window_ms) / 1000.0)
-
-    def _current_sample(self, now_ms: int) -> _Sample:
-        if not self._samples:
-            self._samples.append(_Sample(now_ms))
-        return self._samples[self._current]
-
-    def _advance(self, now_ms: int) -> _Sample:
-        # One slot more than the samples measured: a sample that started before the
-        # monitored window but has events inside it is kept (Kafka 3.9's SampledStat).
-        self._current = (self._current + 1) % (self.samples + 1)
-        if self._current >= len(self._samples):
-            sample = _Sample(now_ms)
-            self._samples.append(sample)
-            return sample
-        sample = self._samples[self._current]
-        sample.reset(now_ms)
-        return sample
-
-    def _oldest(self, now_ms: int) -> _Sample:
-        if not self._samples:
-            self._samples.append(_Sample(now_ms))
-        return min(self._samples, key=lambda s: s.start_ms)
-
-    def _purge(self, now_ms: int) -> None:
-        expire_age = self.samples * self.window_ms
-        for sample in self._samples:
-            if now_ms - sample.last_event_ms >= expire_age:
-                sample.reset(now_ms)
-
-
 class ReplicationQuota:
     """One direction's quota (Kafka's ReplicationQuotaManager) on one broker.
 
@@ -163,7 +100,7 @@ class ReplicationQuota:
         self._replicas_key = _REPLICAS_KEYS[kind]
         self._rate_key = _RATE_KEYS[kind]
         self._window_keys = (_SAMPLES_KEY, _WINDOW_KEY)   # the rate's sample count, size
-        self._rate: SimpleRate | None = None
+        self._rate: Rate | None = None
         # topic -> (the list object parsed, ALL_REPLICAS or a frozenset of partitions)
         self._parsed: dict[str, tuple[list, object]] = {}
         self._gauge = _BYTE_RATE.labels(type=kind)
@@ -216,14 +153,14 @@ class ReplicationQuota:
         """The measured byte rate now (Kafka's byte-rate metric)."""
         return self._stat().measure(self._clock.time_ms())
 
-    def _stat(self) -> SimpleRate:
+    def _stat(self) -> Rate:
         if self._rate is None:
             config = self._config
             samples_key, window_key = self._window_keys
             samples = int(config.get(samples_key, DEFAULT_SAMPLES) or DEFAULT_SAMPLES)
             seconds = int(config.get(window_key, DEFAULT_WINDOW_SECONDS)
                           or DEFAULT_WINDOW_SECONDS)
-            self._rate = SimpleRate(samples, seconds * 1000)
+            self._rate = Rate(samples, seconds * 1000, simple=True)
         return self._rate
 
     # -- Kafka's two decisions -----------------------------------------------------------

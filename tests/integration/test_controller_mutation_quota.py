@@ -220,7 +220,7 @@ def test_mutation_quota_metrics_on_kafkapy(runs):
     """kafka.server<type=ControllerMutation, client-id=mutator>'s mutation-rate, tokens and
     throttle-time, named as the exporter names Kafka's quota metrics."""
     text = runs["metrics"]
-    labels = 'clientId="mutator",resource="ControllerMutation",user=""'
+    labels = 'clientId="mutator",resource="ControllerMutation"'   # no user: no user label
 
     def value(name: str) -> float:
         match = re.search(rf"^{name}\{{{labels}\}} (\S+)$", text, re.M)

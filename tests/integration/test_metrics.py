@@ -18,7 +18,7 @@ known independently of the broker's counters:
 - a fetch waiting in the purgatory shows in ``purgatorysize{delayedOperation="Fetch"}``;
 - a deleted topic's series go; the all-topics totals stay;
 - every metric an expression of ``docker/grafana/kafkapy-dashboard.json`` names is in a
-  scrape.
+  scrape (the per-client quota series once every client id has quotas far above its use).
 Waits are bounded loops (the broker learns of closes and deletions asynchronously).
 """
 from __future__ import annotations
@@ -34,6 +34,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetad
 
 from tests.support.broker_process import BrokerProcess, free_port
 from tests.support.metrics import scrape, value
+from tests.support.wire import WireClient
 
 TOPIC = "metrics-known"
 GROUP = "metrics-group"
@@ -234,9 +235,37 @@ def _dashboard_metric_names() -> set[str]:
     return names
 
 
+def _default_client_quotas(broker, value: float | None) -> None:
+    """Quotas far above any use for every client id (the per-client quota series exist
+    only for clients under a quota), or (None) none."""
+    client = WireClient(broker.bootstrap)
+    try:
+        answer = client.request(49, 1, validate_only=False, entries=[(
+            [("client-id", None)],
+            [(key, value or 0.0, value is None)
+             for key in ("producer_byte_rate", "request_percentage")])])
+        assert [e[0] for e in answer.entries] == [0]
+    finally:
+        client.close()
+
+
 def test_every_metric_of_the_grafana_dashboard_is_scraped(broker, workload):
     names = _dashboard_metric_names()
     assert len(names) >= 15, names
     assert all(n.startswith("kafka_") for n in names), names
-    scraped = {name for name, _labels in scrape(broker)}
+    _default_client_quotas(broker, 1e12)
+    try:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, client_id="dashboard")
+        try:
+            deadline = time.monotonic() + 20
+            while True:     # until the quotas reached the broker: the client's series show
+                producer.send("metrics-dashboard", b"d").get(timeout=10)
+                scraped = {name for name, _labels in scrape(broker)}
+                if not names - scraped or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+        finally:
+            producer.close()
+    finally:
+        _default_client_quotas(broker, None)
     assert names - scraped == set()

@@ -38,7 +38,6 @@ no timed assertions.
 """
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import importlib.util
 import json
@@ -55,14 +54,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.cli.broker_api_versions import _KAFKA_39_APIS
 from kafkapy.config.broker_keys_accepted import GROUPS as ACCEPTED_GROUPS
 from kafkapy.config.definitions import BROKER_CONFIGS, BROKER_DYNAMIC_ONLY_CONFIGS, TOPIC_CONFIGS
 from kafkapy.config.group_configs import GROUP_CONFIGS
 from kafkapy.handlers import build_registry
-from kafkapy.protocol.messages import REQUESTS
 from kafkapy.testing._broker import free_port
 from tests.support.broker_process import SERVER_PROPERTIES, BrokerProcess
 from tests.support.request_fields import fields
@@ -520,68 +517,6 @@ def test_a_connection_limit_applies_at_once(own_broker):
             first.close()
 
     wait_for(second_is_closed, "a second connection from 127.0.0.1 closed by the broker")
-
-
-# ---------------------------------------------------------------- quotas
-
-def _batch(size: int) -> bytes:
-    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 24)
-    for i in range(4):
-        builder.append(i, int(time.time() * 1000), None, b"x" * (size // 4), [])
-    return bytes(builder.build())
-
-
-async def test_client_quotas_said_not_enforced_are_described_not_enforced():
-    """The client quotas README says are stored and described but not enforced, set in the
-    metadata store as Kafka 3.9 in ZooKeeper mode stores them: DescribeClientQuotas lists
-    them, and produces and fetches (which Kafka's request_percentage of 1% would throttle)
-    are not throttled."""
-    from kafkapy.config.client_quotas import CLIENT_KEYS
-    from kafkapy.testing import broker
-    text = flat(readme())
-    said = re.findall(r"`(\w+)`", clause(text, "closed after the throttle time.",
-                                          "are stored and described but not enforced."))
-    names = [name for name in said if name in CLIENT_KEYS]
-    assert names == said, said
-    quotas = {name: "1.0" for name in names}
-    Produce, Fetch = REQUESTS[0], REQUESTS[1]
-    async with broker() as b:
-        b.server.store.create("/config/clients/<default>",
-                              json.dumps({"version": 1, "config": quotas}).encode(), makepath=True)
-        b.server.store.create("/config/users/<default>",
-                              json.dumps({"version": 1, "config": quotas}).encode(), makepath=True)
-        await b.create_topic("quota")
-
-        def exchange():
-            client = WireClient(b.bootstrap)
-            try:
-                described = client.request(48, 1, components=[], strict=False)
-                produced = [client.request(0, 9, transactional_id=None, acks=1, timeout_ms=5000,
-                                           topic_data=[Produce.TopicProduceData(name="quota",
-                                               partition_data=[Produce.TopicProduceData.PartitionProduceData(
-                                                   index=0, records=_batch(256 * 1024))])])
-                            for _ in range(4)]
-                fetched = client.request(1, 12, **fields(1, replica_id=-1, max_wait_ms=0,
-                    min_bytes=1, max_bytes=1 << 24, isolation_level=0, session_id=0,
-                    session_epoch=-1, topics=[{"topic": "quota", "partitions": [
-                        {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
-                         "log_start_offset": -1, "partition_max_bytes": 1 << 24}]}],
-                    forgotten_topics_data=[], rack_id=""))
-                return described, produced, fetched
-            finally:
-                client.close()
-
-        described, produced, fetched = await asyncio.to_thread(exchange)
-    entries = {(tuple((c.entity_type, c.entity_name) for c in e.entity),
-                tuple(sorted((v.key, v.value) for v in e.values))) for e in described.entries}
-    expected_values = tuple(sorted((name, 1.0) for name in names))
-    assert entries == {((("client-id", None),), expected_values),
-                       ((("user", None),), expected_values)}, entries
-    for response in produced:
-        assert response.throttle_time_ms == 0
-        assert response.responses[0].partition_responses[0].error_code == 0
-    assert fetched.throttle_time_ms == 0 and fetched.error_code == 0
-    assert len(fetched.responses[0].partitions[0].records) >= 4 * 256 * 1024
 
 
 # ---------------------------------------------------------------- APIs

@@ -219,3 +219,34 @@ def test_a_closed_loop_answers_nothing():
     collector = loop.run_until_complete(make())
     loop.close()
     assert collector.collect() == []
+
+
+class QuotaSensors:
+    def __init__(self, rows) -> None:
+        self.rows = rows
+
+    def sensor_values(self):
+        return iter(self.rows)
+
+
+async def test_client_quota_families_as_the_exporter_names_them():
+    """Kafka's quota MBeans through the exporter's three quota rules: an empty user or
+    client id is not in the MBean name, so it has no label; with neither, no rule
+    matches; Request's rate is request-time; tag values are JMX-sanitized."""
+    collector = BrokerCollector(
+        cache=Cache({}), listeners=[], replica_manager=ReplicaManager({}),
+        log_manager=LogManager({}, set()), controller=_active(), purgatories=[],
+        groups=lambda: {}, client_quotas=QuotaSensors([
+            ("Produce", "", "p1", 100.0, 0.0), ("Fetch", "alice", "", 50.0, 12.5),
+            ("Request", "alice", "c=1", 3.5, 1000.0), ("Fetch", "", "", 9.0, 0.0)]))
+    quota = [(s.name, s.labels, s.value) for f in collector.families()
+             if f.name.startswith("kafka_server_quota_") for s in f.samples]
+    assert sorted(quota, key=repr) == sorted([
+        ("kafka_server_quota_byte_rate", {"resource": "Produce", "clientId": "p1"}, 100.0),
+        ("kafka_server_quota_throttle_time", {"resource": "Produce", "clientId": "p1"}, 0.0),
+        ("kafka_server_quota_byte_rate", {"resource": "Fetch", "user": "alice"}, 50.0),
+        ("kafka_server_quota_throttle_time", {"resource": "Fetch", "user": "alice"}, 12.5),
+        ("kafka_server_quota_request_time",
+         {"resource": "Request", "user": "alice", "clientId": '"c=1"'}, 3.5),
+        ("kafka_server_quota_throttle_time",
+         {"resource": "Request", "user": "alice", "clientId": '"c=1"'}, 1000.0)], key=repr)

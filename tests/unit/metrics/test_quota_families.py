@@ -10,7 +10,8 @@ from kafkapy.quota.controller_mutation import ControllerMutationQuotaManager
 
 
 def _samples(families) -> dict:
-    return {(s.name, s.labels["resource"], s.labels["user"], s.labels["clientId"]): s.value
+    return {(s.name, s.labels["resource"], s.labels.get("user", ""), s.labels.get("clientId", "")):
+            s.value
             for family in families for s in family.samples}
 
 
@@ -36,6 +37,9 @@ def test_controller_mutation_sensors_join_the_quota_families():
 
 
 def test_without_the_mutation_quota_only_the_byte_rate_families():
-    families = _quota_families(ClientQuotas(None, MockClock()))
+    quotas = ClientQuotas(None, MockClock())
+    quotas.produce.set_quota((None, "p"), 1000.0)
+    quotas.produce.record("", "p", 500)
+    families = _quota_families(quotas)
     assert [f.name for f in families] == ["kafka_server_quota_byte_rate",
                                           "kafka_server_quota_throttle_time"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from kafkapy.config.broker import BrokerConfig
-from kafkapy.network.connection_quotas import ConnectionQuotas, _Rate, parse_overrides
+from kafkapy.network.connection_quotas import ConnectionQuotas, _Sensor, parse_overrides
 
 TWO_LISTENERS = {
     "listeners": "INTERNAL://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093",
@@ -88,12 +88,12 @@ def test_lowered_max_connections_closes_least_recently_used():
 
 
 def test_rate_takes_a_burst_then_throttles_like_kafka():
-    rate = _Rate(samples=11, window_ms=1000)
+    rate = _Sensor(samples=11, window_ms=1000)
     rate.bound = 1
     assert [rate.record(0) for _ in range(10)] == [0] * 10   # 10 / 10 s window: at the bound
     # 11 / 10 s: (1.1 - 1) / 1 * 10000 ms = 1000 ms, capped at one window
     assert rate.record(0) == 1000
-    later = _Rate(samples=11, window_ms=1000)
+    later = _Sensor(samples=11, window_ms=1000)
     later.bound = 20
     assert max(later.record(0) for _ in range(200)) == 0   # 200 / 10 s = the bound
     assert later.record(0) == 50                            # 20.1/s: 0.1 / 20 * 10000 ms
@@ -102,16 +102,36 @@ def test_rate_takes_a_burst_then_throttles_like_kafka():
 
 def test_ip_connection_creation_rate_override_default_and_untaken_connections():
     q = ConnectionQuotas(_config())         # quota.window.num 11 of 1 s: 10 windows' span
-    assert q.record_ip_creation("127.0.0.1", 0) == 0           # no ip quota: never throttled
+
+    def ip(address: str) -> int:
+        return q.record_ip_creation("PLAINTEXT", address, 0)
+    assert ip("127.0.0.1") == 0                 # no ip quota: never throttled
     q.update_ip_rate(None, 1)
     q.update_ip_rate("127.0.0.2", 2)
-    assert [q.record_ip_creation("127.0.0.1", 0) for _ in range(10)] == [0] * 9 + [0]
-    throttled = q.record_ip_creation("127.0.0.1", 0)
-    assert 0 < throttled <= 1000                               # at most one window
-    assert q.record_ip_creation("127.0.0.1", 0) == throttled   # the refused one was taken back
-    assert [q.record_ip_creation("127.0.0.2", 0) for _ in range(20)].count(0) == 20
-    assert q.record_ip_creation("127.0.0.2", 0) > 0
-    q.update_ip_rate("127.0.0.2", None)                        # back to the default (1/s)
-    assert q.record_ip_creation("127.0.0.2", 0) > 0
+    assert [ip("127.0.0.1") for _ in range(10)] == [0] * 9 + [0]
+    throttled = ip("127.0.0.1")
+    assert 0 < throttled <= 1000                # at most one window
+    assert ip("127.0.0.1") == throttled         # the refused one was taken back
+    assert [ip("127.0.0.2") for _ in range(20)].count(0) == 20
+    assert ip("127.0.0.2") > 0
+    q.update_ip_rate("127.0.0.2", None)         # back to the default (1/s)
+    assert ip("127.0.0.2") > 0
     q.update_ip_rate(None, None)
-    assert q.record_ip_creation("127.0.0.1", 0) == 0
+    assert ip("127.0.0.1") == 0
+
+
+def test_connections_an_ip_quota_turns_away_leave_the_listener_and_broker_rates():
+    """Kafka's updateListenerMetrics: a connection over its address's rate is taken back
+    out of the listener's and the broker's creation rates, so a client hammering the
+    broker from a throttled address does not hold other addresses' connections back."""
+    q = ConnectionQuotas(_config(max_connection_creation_rate="5"))   # 50 over 10 s
+    q.update_ip_rate("127.0.0.1", 1)
+
+    def connect(address: str) -> int:
+        assert q.record_creation("PLAINTEXT", 0) == 0
+        return q.record_ip_creation("PLAINTEXT", address, 0)
+    answers = [connect("127.0.0.1") for _ in range(100)]
+    assert answers.count(0) == 10               # the address's 1/s over the 10 s span
+    # 10 connections counted, not 100: another address is let in at once
+    assert [connect("127.0.0.3") for _ in range(40)] == [0] * 40    # 50: the bound
+    assert q.record_creation("PLAINTEXT", 0) > 0    # the 51st is over it: held

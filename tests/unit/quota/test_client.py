@@ -1,4 +1,4 @@
-"""Client quotas: Kafka's precedence of the eight levels, shared sensors, the Rate and the
+"""Client quotas: Kafka's precedence of the eight levels, shared sensors, the
 throttle time, the fetch window cap, and quota entities written by AlterClientQuotas
 reaching the managers through ``entity_changed``."""
 from __future__ import annotations
@@ -9,7 +9,6 @@ from kafkapy.clock import MockClock
 from kafkapy.config import client_quotas as entities
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.quota.client import DEFAULT, ClientQuotaManager, ClientQuotas
-from kafkapy.quota.rate import Rate
 
 LEVELS = [  # (entity, bound): the most specific first, as Kafka's precedence
     (("U", "C"), 1.0), (("U", DEFAULT), 2.0), (("U", None), 3.0), ((DEFAULT, "C"), 4.0),
@@ -69,18 +68,6 @@ def test_a_changed_quota_applies_to_a_running_sensor():
     manager.set_quota((None, "C"), 2000.0)
     assert manager.record("U", "C", 0) == 0
     assert manager.max_value_in_window("U", "C") == 2000.0 * 10
-
-
-def test_rate_window_and_purge():
-    rate = Rate(3, 1000)
-    rate.record(300, 0)
-    assert rate.window_size_ms(0) == 2000 and rate.measure(0) == 150
-    rate.record(300, 1000)
-    rate.record(300, 2500)
-    assert rate.window_size_ms(2500) == 2500
-    assert rate.measure(2500) == pytest.approx(900 / 2.5)
-    # the first sample (started at 0) expires at 3000
-    assert rate.measure(3000) == pytest.approx(600 / 2.0)
 
 
 def test_entities_written_reach_the_managers(tmp_path):

@@ -15,7 +15,7 @@ import pytest
 
 from kafkapy.clock import MockClock
 from kafkapy.replication.quota import (ALL_REPLICAS, FOLLOWER, LEADER, LONG_MAX,
-                                       ReplicationQuota, SimpleRate, parse_throttled)
+                                       ReplicationQuota, parse_throttled)
 from tests.support.replication_steps import TOPIC, Cluster
 
 A, B = 0, 1
@@ -60,38 +60,6 @@ def test_rate_exceeds_then_returns_below_the_bound_as_time_passes():
     clock.advance(2000)
     assert not quota.is_exceeded()
     assert quota.rate() == 251 / 4.5
-
-
-def test_the_first_window_counts_as_a_whole_window():
-    """SimpleRate: the elapsed time is at least one window (no burst artefact at start)."""
-    rate = SimpleRate(11, 1000)
-    rate.record(500, 0)
-    assert rate.measure(0) == 500.0
-    assert rate.measure(400) == 500.0
-    assert rate.measure(2000) == 250.0
-
-
-def test_samples_rotate_over_samples_plus_one_slots_and_old_ones_are_purged():
-    rate = SimpleRate(11, 1000)
-    for second in range(20):
-        rate.record(100, second * 1000)
-    # One slot more than samples (12 slots: 8..19 s); the 8 s one is 11 s old at 19 s
-    # and reset, so 9..19 s remain: 1100 B over 10 s.
-    assert len(rate._samples) == 12
-    assert rate.measure(19_000) == 110.0
-    assert rate.measure(19_500) == 1100 / 10.5
-    assert rate.measure(20_000) == 100.0         # now the 9 s one is reset too
-    # A sample is reset once its last event is samples * window old.
-    assert rate.measure(19_000 + 11_000) == 0.0
-
-
-def test_idle_time_lowers_the_rate_until_every_sample_expires():
-    rate = SimpleRate(11, 1000)
-    rate.record(11_000, 0)
-    assert rate.measure(0) == 11_000.0
-    assert rate.measure(5_500) == 2_000.0
-    assert rate.measure(10_999) == pytest.approx(11_000 / 10.999)
-    assert rate.measure(11_000) == 0.0
 
 
 def test_zero_records_keep_the_span_a_burst_is_averaged_over():

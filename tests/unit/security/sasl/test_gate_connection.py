@@ -50,7 +50,7 @@ def _connection(delay_ms: int):
                              zero_copy=False, listener="SASL_PLAINTEXT",
                              security_protocol="SASL_PLAINTEXT", now=lambda: 0.0,
                              connection_opened=lambda c: None, connection_closed=lambda c: None,
-                             apis={}, unsupported_api_versions=None)
+                             apis={}, unsupported_api_versions=None, request_quota=None)
     conn = KafkaConnection(server)
     transport = _Transport()
     conn.connection_made(transport)
