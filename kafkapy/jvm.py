@@ -105,6 +105,12 @@ def java_hash_order(items, hash_fn, capacity: int = 16) -> list:
     return sorted(items, key=bucket)   # sorted() is stable: insertion order within a bucket
 
 
+def sized_map_capacity(size: int) -> int:
+    """The first table length of ``new HashMap<>(size)`` (HashMap.tableSizeFor: the
+    smallest power of two at least ``size``); ``java_hash_order`` grows it as adds do."""
+    return 1 << max(size - 1, 0).bit_length()
+
+
 def hash_set_capacity(size: int) -> int:
     """The table length of ``new HashSet<>(collection)`` / ``new HashMap<>(initial)`` with
     ``initial = (int) (size / .75f) + 1`` (JDK 17): at least 16, a power of two."""

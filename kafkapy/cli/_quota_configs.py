@@ -20,7 +20,7 @@ from kafkapy.cli import _common as common
 from kafkapy.cli._common import UsageError
 from kafkapy.config.client_quotas import CLIENT_KEYS, IP_KEYS
 from kafkapy.config.types import java_double_str
-from kafkapy.jvm import java_hash_order, string_hash
+from kafkapy.jvm import java_hash_order, sized_map_capacity, string_hash
 
 _ENTITY = {"users": "user", "clients": "client-id", "ips": "ip"}
 _WORDS = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
@@ -69,19 +69,9 @@ def _described(admin, entity_types, names) -> list[tuple[dict, list]]:
         entity = {e.entity_type: e.entity_name for e in entry.entity}
         values = {v.key: v.value for v in entry.values}
         ordered = [(k, values[k]) for k in java_hash_order(values, string_hash,
-                                                           _table_size(len(values)))]
+                                                           sized_map_capacity(len(values)))]
         entries.append((entity, ordered))
     return _entity_order(entries)
-
-
-def _table_size(n: int) -> int:
-    """The table of ``new HashMap<>(n)`` once it holds n entries."""
-    size = 1
-    while size < n:
-        size *= 2
-    while n > size * 3 // 4:
-        size *= 2
-    return size
 
 
 def _entity_hash(entity: dict) -> int:
@@ -97,7 +87,8 @@ def _entity_order(entries: list) -> list:
         return entries
     index = {id(e): e for e in entries}
     order = java_hash_order([id(e) for e in entries],
-                            lambda key: _entity_hash(index[key][0]), _table_size(len(entries)))
+                            lambda key: _entity_hash(index[key][0]),
+                            sized_map_capacity(len(entries)))
     return [index[key] for key in order]
 
 

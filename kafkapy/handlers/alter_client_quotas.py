@@ -10,7 +10,7 @@ components in the order of the Java HashMap Kafka decodes them into.
 from __future__ import annotations
 
 from kafkapy.config import client_quotas
-from kafkapy.jvm import java_hash_order, string_hash
+from kafkapy.jvm import java_hash_order, sized_map_capacity, string_hash
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.security import authz
 
@@ -34,5 +34,5 @@ def handle(ctx, request):
 
 
 def _entity_data(entity: dict) -> list:
-    capacity = 1 << max(len(entity) - 1, 0).bit_length()    # HashMap(n)'s first table
-    return [(kind, entity[kind]) for kind in java_hash_order(entity, string_hash, capacity)]
+    return [(kind, entity[kind])
+            for kind in java_hash_order(entity, string_hash, sized_map_capacity(len(entity)))]
