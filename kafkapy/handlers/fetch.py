@@ -80,8 +80,7 @@ from kafkapy.records.down_convert import (DownConversionError, down_convert,
                                           magic_for_fetch_version)
 from kafkapy.quota import request as request_quota
 from kafkapy.quota.client import session_user
-from kafkapy.replication.fetch_session import (IncrementalContext, PartitionAnswer,
-                                               PartitionRequest,
+from kafkapy.replication.fetch_session import (PartitionAnswer, PartitionRequest,
                                                TopicIdPartition)
 from kafkapy.replication.replica_manager import FetchParams, LogReadResult
 
@@ -275,12 +274,7 @@ class _Answer:
         else:
             request_quota.throttled(quotas.request, ctx, throttle_ms)
         ctx.throttle(throttle_ms)
-        context = self.context
-        error, session_id = 0, 0
-        if isinstance(context, IncrementalContext):     # keeps its session; epoch checked
-            error, session_id, _ = context.generate([], ctx.services.clock.time_ms())
-        elif getattr(context, "error", 0):
-            error = context.error
+        error, session_id = self.context.throttled(ctx.services.clock.time_ms())
         return ctx.response(throttle_time_ms=throttle_ms, error_code=error,
                             session_id=session_id, responses=[], node_endpoints=[])
 

@@ -291,6 +291,11 @@ class FetchContext:
         """(top-level error, session id, indexes of the updates to send)."""
         raise NotImplementedError
 
+    def throttled(self, now: int) -> tuple[int, int]:
+        """(top-level error, session id) of a throttled answer, which carries no partition
+        (Kafka's getThrottledResponse): no session is created or changed."""
+        return 0, INVALID_SESSION_ID
+
 
 class SessionErrorContext(FetchContext):
     def __init__(self, error: int) -> None:
@@ -298,6 +303,9 @@ class SessionErrorContext(FetchContext):
 
     def generate(self, updates, now):
         return self.error, INVALID_SESSION_ID, []
+
+    def throttled(self, now):
+        return self.error, INVALID_SESSION_ID
 
 
 class SessionlessContext(FetchContext):
@@ -362,6 +370,11 @@ class IncrementalContext(FetchContext):
             if answer.records_size > 0:
                 session.move_to_end(tip.key)
         return 0, session.id, kept
+
+    def throttled(self, now):
+        """The session is kept; its epoch is checked as for any answer."""
+        error, session_id, _ = self.generate([], now)
+        return error, session_id
 
 
 class FetchManager:

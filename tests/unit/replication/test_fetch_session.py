@@ -83,3 +83,18 @@ def test_no_slots_no_sessions():
     manager = FetchManager(FetchSessionCache(0))
     assert _full(manager, 0) == 0
     assert manager.cache.size == 0
+
+
+def test_a_throttled_answer_creates_no_session_and_keeps_an_open_one():
+    """Kafka's getThrottledResponse per context: a full fetch gets no session, an
+    incremental one keeps its id (its epoch checked), a session error stays the error."""
+    manager = FetchManager(FetchSessionCache(8))
+    full = manager.new_context(12, 0, 0, False, _data(1), [], None, 0)
+    assert full.throttled(0) == (0, 0) and manager.cache.size == 0
+    session = _full(manager, 0)
+    incremental = manager.new_context(12, session, 1, False, [], [], None, 1)
+    assert isinstance(incremental, IncrementalContext)
+    assert incremental.throttled(1) == (0, session)
+    again = manager.new_context(12, session, 1, False, [], [], None, 2)   # epoch 1 again
+    assert isinstance(again, SessionErrorContext)
+    assert again.throttled(2) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0)
