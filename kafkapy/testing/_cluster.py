@@ -47,16 +47,17 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 import structlog
 from kazoo.client import KazooClient
 
-from kafkapy.clock import Clock, MockClock
+from kafkapy.clock import SYSTEM_CLOCK, Clock, MockClock
 from kafkapy.log.manager import CLEAN_SHUTDOWN_FILE
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.zk_store import ZooKeeperStore
 from kafkapy.testing._broker import BrokerHandle, broker_settings, free_port, quiet_logging
+from kafkapy.testing._faults import Faults, groups_of
 from kafkapy.testing._sync import ThreadedContext
 
 __all__ = ["ClusterHandle", "cluster"]
@@ -84,8 +85,9 @@ class ClusterHandle:
     __kafkapy_handle__ = True
 
     def __init__(self, handles: list[BrokerHandle], clock: Clock | None,
-                 zookeeper: str | None) -> None:
+                 zookeeper: str | None, faults: Faults) -> None:
         self._handles = handles
+        self._faults = faults
         self.clock = clock if isinstance(clock, MockClock) else None
         self.zookeeper = zookeeper          # "host:port/chroot" when on a real ZooKeeper
         self.ready_ms: float | None = None  # start-to-ready of the last start, wall ms
@@ -217,13 +219,79 @@ class ClusterHandle:
         await h.stop()
 
     async def advance(self, ms: int) -> None:
-        """Move the shared MockClock by ``ms`` once, then run what became due on every
-        running broker."""
+        """Move the shared MockClock by ``ms`` once, expire the metadata sessions cut from
+        the store for their session timeout by then, then run what became due on every
+        running broker that is not paused."""
         if self.clock is None:
             raise RuntimeError("advance() needs cluster(clock=MockClock())")
         self.clock.advance(ms)
+        self._faults.expire_due()
+        paused = self._faults.paused
         for h in self.running:
+            if h.broker_id not in paused:
+                await h.run_due()
+
+    # -- faults ------------------------------------------------------------------------------
+    async def partition(self, *groups: int | Iterable[int]) -> None:
+        """No broker of one group reaches a broker of another, both ways (``partition(1, 2)``,
+        ``partition(1, [2, 3])``): inter-broker connections open stall (nothing sent nor
+        received, no close), new ones do not connect.  Clients still reach every broker."""
+        sets = groups_of(groups)
+        for broker_id in set().union(*sets):
+            self._by_id(broker_id)
+        self._faults.cut(sets)
+
+    async def isolate(self, broker_id: int, peers: bool = True, metadata: bool = True) -> None:
+        """Cut ``broker_id`` from every other broker (``peers``) and/or from the metadata
+        store (``metadata``: its calls fail with ConnectionLoss, its watches wait; the store
+        expires its session once ``zookeeper.session.timeout.ms`` passed on the clock - with
+        a MockClock, at the ``advance`` that passes it - and the broker learns of it at
+        ``heal``).  Needs the embedded store for ``metadata``."""
+        h = self._by_id(broker_id)
+        if peers:
+            self._faults.cut([{broker_id}, set(self.broker_ids) - {broker_id}])
+        if metadata:
+            self._faults.disconnect(broker_id)
+            self._expire_later(h)
+
+    async def pause(self, broker_id: int) -> None:
+        """Stop broker ``broker_id`` as SIGSTOP would: its listeners accept, read and answer
+        nothing (clients' bytes wait), its links to the other brokers and to the metadata
+        store stall (its session expires after the session timeout, as in ``isolate``), and
+        ``advance`` runs none of its timers, until ``resume`` or ``heal``."""
+        server = self._by_id(broker_id)._running()
+        self._faults.pause(broker_id)
+        for listener in server.socket_servers:
+            listener.pause()
+        self._expire_later(self._by_id(broker_id))
+
+    async def resume(self, broker_id: int) -> None:
+        """Undo ``pause``: the broker runs its due timers, its held answers go out, and
+        it reads what waited (SIGCONT)."""
+        h = self._by_id(broker_id)
+        self._faults.resume(broker_id)
+        await self._unpause(h)
+
+    async def heal(self) -> None:
+        """Remove every fault: links, metadata sessions (a broker whose session expired
+        meanwhile registers again) and pauses."""
+        paused = self._faults.paused
+        self._faults.heal()
+        for h in self.running:
+            if h.broker_id in paused:
+                await self._unpause(h)
+
+    async def _unpause(self, h: BrokerHandle) -> None:
+        if h.running:
+            for listener in h.server.socket_servers:
+                listener.resume()
             await h.run_due()
+
+    def _expire_later(self, h: BrokerHandle) -> None:
+        """Without a MockClock the session timeout passes in real time: check then."""
+        if self.clock is None and h.running:
+            timeout_s = h.server.config["zookeeper.session.timeout.ms"] / 1000
+            asyncio.get_running_loop().call_later(timeout_s + 0.05, self._faults.expire_due)
 
     async def wait_ready(self, timeout_ms: int = _READY_TIMEOUT_MS) -> None:
         """Wait until a controller is elected and every running broker's cache lists every
@@ -367,6 +435,7 @@ class _ClusterContext:
         self._store = None
         self._chroot: _ZooKeeperChroot | None = None
         self._handle: ClusterHandle | None = None
+        self._faults: Faults | None = None
         self._threaded = None
 
     # -- async form --------------------------------------------------------------------------
@@ -395,14 +464,18 @@ class _ClusterContext:
             self._tmp = tempfile.mkdtemp(prefix="kafkapy-cluster-")
             base = Path(self._tmp)
         base.mkdir(parents=True, exist_ok=True)
+        self._faults = Faults(self._clock or SYSTEM_CLOCK)
         store_factory = self._store_factory(base)
         handles = []
         for broker_id in range(1, self._n + 1):
             settings = {**self._settings, "broker.id": str(broker_id)}
             handles.append(BrokerHandle(settings, base / f"broker-{broker_id}", clock=self._clock,
-                                        port=free_port(), store_factory=store_factory))
+                                        port=free_port(), store_factory=store_factory,
+                                        links=self._faults.links(broker_id)))
+        self._faults.ports = {h.port: h.broker_id for h in handles}
         return ClusterHandle(handles, self._clock,
-                             self._chroot.connect if self._chroot is not None else None)
+                             self._chroot.connect if self._chroot is not None else None,
+                             self._faults)
 
     def _store_factory(self, base: Path) -> Callable[[Any], Any]:
         if self._zookeeper:
@@ -411,7 +484,9 @@ class _ClusterContext:
         else:
             kwargs = {"clock": self._clock} if self._clock is not None else {}
             self._store = EmbeddedStore(base / "kafkapy-metadata.json", fsync=False, **kwargs)
-            open_store = lambda _server: self._store.session()   # noqa: E731
+            open_store = lambda server: self._faults.session(   # noqa: E731
+                server.node_id, self._store.session(),
+                server.config["zookeeper.session.timeout.ms"])
 
         def factory(server) -> Any:
             _listen_before_registering(server)
@@ -424,6 +499,7 @@ class _ClusterContext:
         handle, self._handle = self._handle, None
         try:
             if handle is not None:
+                await handle.heal()
                 await _stop_all(handle)
         finally:
             store, self._store = self._store, None
