@@ -275,6 +275,7 @@ class AlterPartitionManager:
             for p in topic.partitions or ():
                 answers[(name, p.partition_index)] = p
         woken = []
+        retried = False
         for item in items:
             key = (item.partition.topic, item.partition.index)
             answer = answers.get(key)
@@ -289,8 +290,11 @@ class AlterPartitionManager:
                 list(answer.isr or ()), answer.partition_epoch)
             if retry and not self._closed:
                 self._unsent.setdefault(key, item)
+                retried = True
             if moved:
                 woken.append(key)
         for key in woken:
             self._high_watermark_moved(key)
-        return 0.0
+        # a partition the controller could not update (its store unreachable) waits a
+        # little, instead of being sent again at once for as long as that lasts
+        return _RETRY_S if retried else 0.0

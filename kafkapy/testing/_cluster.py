@@ -121,10 +121,16 @@ class ClusterHandle:
     def running(self) -> list[BrokerHandle]:
         return [h for h in self._handles if h.running]
 
+    def _in_touch(self) -> list[BrokerHandle]:
+        """Running brokers neither paused nor cut from the metadata store."""
+        cut_off = self._faults.cut_off
+        return [h for h in self.running if h.broker_id not in cut_off]
+
     @property
     def controller(self) -> BrokerHandle | None:
-        """The broker whose controller is active, if any."""
-        for h in self.running:
+        """The broker whose controller is active, if any (one paused or cut from the
+        metadata store may still believe it is: not counted)."""
+        for h in self._in_touch():
             if h.server.controller is not None and h.server.controller.is_active:
                 return h
         return None
@@ -295,8 +301,9 @@ class ClusterHandle:
 
     async def wait_ready(self, timeout_ms: int = _READY_TIMEOUT_MS) -> None:
         """Wait until a controller is elected and every running broker's cache lists every
-        running broker and that controller."""
-        expected = sorted(h.broker_id for h in self.running)
+        running broker and that controller (brokers paused or cut from the metadata store
+        left out: the others see them gone once their session expired)."""
+        expected = sorted(h.broker_id for h in self._in_touch())
 
         def ready() -> bool:
             ctl = self.controller
@@ -305,7 +312,7 @@ class ClusterHandle:
             return all(h.server.cache is not None
                        and h.server.cache.live_broker_ids() == expected
                        and h.server.cache.controller_id == ctl.broker_id
-                       for h in self.running)
+                       for h in self._in_touch())
         await _until(ready, timeout_ms, lambda: f"cluster ready ({self._describe()})")
 
     async def wait_isr(self, topic: str, partition: int, isr: list[int] | None = None,
@@ -327,13 +334,14 @@ class ClusterHandle:
     async def wait_leader(self, topic: str, partition: int = 0, *, other_than: int | None = None,
                           timeout_ms: int = _READY_TIMEOUT_MS) -> int:
         """Wait until the partition has a running leader (not ``other_than``) that every
-        running broker's cache agrees on; returns its id."""
-        running = {h.broker_id for h in self.running}
+        running broker's cache agrees on (brokers paused or cut from the metadata store
+        left out); returns its id."""
+        running = {h.broker_id for h in self._in_touch()}
 
         def done():
             leaders = {h.server.cache.partition(topic, partition).leader
                        if h.server.cache.partition(topic, partition) else -1
-                       for h in self.running}
+                       for h in self._in_touch()}
             if len(leaders) != 1:
                 return None
             leader = leaders.pop()

@@ -105,6 +105,11 @@ class Faults:
     def paused(self) -> set[int]:
         return set(self._paused)
 
+    @property
+    def cut_off(self) -> set[int]:
+        """Brokers whose view of the metadata is not current: paused or cut from the store."""
+        return self._paused | self._store_cut
+
     # -- the metadata sessions -------------------------------------------------------------
     def session(self, broker_id: int, inner: EmbeddedSession, timeout_ms: int) -> "LinkedSession":
         """``inner`` as broker ``broker_id`` sees it through its link to the store."""
