@@ -16,7 +16,15 @@ the temporary directory, no fsyncs), each broker through a session of its own
 The handle: ``bootstrap``, ``brokers`` (``BrokerHandle``s), ``controller``, ``broker(id)``,
 ``create_topic``, ``fail``, ``restart``, ``stop`` (clean), ``expire_session``,
 ``advance``, ``leader``/``isr`` (the controller's view), ``wait_ready``/``wait_leader``/
-``wait_isr``, ``ready_ms`` (start-to-ready of the ``async with``, wall ms).
+``wait_isr``, ``ready_ms`` (start-to-ready of the ``async with``, wall ms); faults
+(``_faults``): ``partition``, ``isolate``, ``pause``/``resume``, ``heal``.
+
+Faults: every broker is made with its ``_faults.BrokerLinks`` (the ``Links`` its inter-broker
+connections ask) and, on the embedded store, its session behind a ``_faults.LinkedSession``;
+``partition``/``isolate`` cut links, ``pause`` cuts all of a broker's links and pauses its
+listeners, ``advance`` expires the sessions cut for their session timeout and runs no timer
+of a paused broker.  A broker paused or cut from the store is left out of ``controller``,
+``wait_ready`` and ``wait_leader`` (its view is stale).  Leaving the block heals first.
 
 Start-up: the brokers start concurrently; each opens its listener just before it registers
 (``_listen_before_registering``), so the controller's first requests to it connect at once.
