@@ -13,6 +13,8 @@ bytes.  Invariants:
   thus takes its turn like everyone else instead of holding the loop;
 - when the transport's write buffer is over its high-water mark, no new
   request is started until it drains (``pause_writing``/``resume_writing``);
+- while frozen (``freeze``: its listener is paused) nothing is read, handled or
+  written; the answers finished meanwhile wait in their slots, in order;
 - a frame larger than socket.request.max.bytes, an unknown API key, an
   unsupported version of any API but ApiVersions, a body that does not
   decode, or a null in a field the schema says is not nullable closes this

@@ -23,6 +23,10 @@ Idle connections: a connection with nothing in flight and no bytes read for
 ``connections.max.idle.ms`` is closed by a reaper that runs every tenth of that (between
 0.1 s and 30 s).
 
+Pausing (``pause``/``resume``, for tests: a stopped process as its clients see it): nothing is
+accepted (new connections wait in the backlog) and every connection is frozen: nothing read,
+handled or written until ``resume`` writes the answers held and reads on.
+
 Graceful shutdown: stop accepting, let every connection finish the requests it has in
 flight (bounded wait), then close the transports without running their close callbacks
 (``RequestContext.on_close``: the components they would call are shutting down next).

@@ -345,6 +345,12 @@ class _LeaderFetcher:
             return False
         request, sent = built
         conn = await self._connection()
+        if self._stopped:
+            # stop() cancelled us as the connection opened: asyncio.wait_for (Python 3.11)
+            # then returns the connection and drops the cancel; a Fetch sent now could wait
+            # for its whole timeout at the leader
+            self._close()
+            return False
         response = await conn.send(request, timeout_s=self._timeout_s)
         version = request.API_VERSION
         answers = self.session.response_keys(response, version)

@@ -188,6 +188,7 @@ class ClusterHandle:
         await _close_connections(server)
         if server.store is not None:
             server.store.close()        # the session ends: /brokers/ids/<id> (and /controller)
+        self._faults.resume(broker_id)  # a process killed is no longer stopped
         await h.kill()
         for log_dir in server.config.log_dirs:
             try:
@@ -228,6 +229,8 @@ class ClusterHandle:
         flushed, clean-shutdown marker written).  Without controlled shutdown its connections
         are closed first, as Kafka's shutdown drops in-flight requests (see ``_stop_all``)."""
         h = self._by_id(broker_id)
+        if broker_id in self._faults.paused:
+            await self.resume(broker_id)    # a stopped process is continued before SIGTERM
         if h.running and not h.server.config["controlled.shutdown.enable"]:
             await _close_connections(h.server)
         await h.stop()
@@ -260,8 +263,12 @@ class ClusterHandle:
         store (``metadata``: its calls fail with ConnectionLoss, its watches wait; the store
         expires its session once ``zookeeper.session.timeout.ms`` passed on the clock - with
         a MockClock, at the ``advance`` that passes it - and the broker learns of it at
-        ``heal``).  Needs the embedded store for ``metadata``."""
+        ``heal``; a broker restarted meanwhile cannot start, as without its ZooKeeper).
+        Needs the embedded store for ``metadata``."""
         h = self._by_id(broker_id)
+        if metadata and self.zookeeper is not None:
+            raise RuntimeError("isolate(metadata=True) needs the in-process metadata store "
+                               "(a ZooKeeper session cannot be cut from here)")
         if peers:
             self._faults.cut([{broker_id}, set(self.broker_ids) - {broker_id}])
         if metadata:
@@ -272,7 +279,8 @@ class ClusterHandle:
         """Stop broker ``broker_id`` as SIGSTOP would: its listeners accept, read and answer
         nothing (clients' bytes wait), its links to the other brokers and to the metadata
         store stall (its session expires after the session timeout, as in ``isolate``), and
-        ``advance`` runs none of its timers, until ``resume`` or ``heal``."""
+        ``advance`` runs none of its timers, until ``resume`` or ``heal``.  On a real
+        ZooKeeper (``zookeeper=``) its session lives on: kazoo heartbeats from a thread."""
         server = self._by_id(broker_id)._running()
         self._faults.pause(broker_id)
         for listener in server.socket_servers:

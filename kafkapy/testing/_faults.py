@@ -202,7 +202,8 @@ class LinkedSession(MetadataStore):
 
     def _watch(self, cb: WatchCallback | None) -> WatchCallback | None:
         """The callback the store gets for ``cb``: the same one each time (the store keeps
-        one watch per session and callable)."""
+        one watch per session and callable).  Kept for the session's life: the broker's
+        watch callables are few and stable (one per kind and path)."""
         if cb is None:
             return None
         wrapped = self._wrapped.get(cb)

@@ -229,3 +229,17 @@ def test_heal_removes_every_fault(c):
     _until(c, lambda: all(_values(c, b) == [b"whole-again"] for b in ALL),
            "every replica has the record")
     assert leader in ALL
+
+
+def test_without_a_mock_clock_the_session_expires_in_real_time():
+    with cluster(brokers=3, replica_fetch_backoff_ms=10,
+                 zookeeper_session_timeout_ms=1000) as real:
+        real.create_topic(TOPIC, 1, 3)
+        old = real.leader(TOPIC, 0)
+        started = time.monotonic()
+        real.isolate(old, peers=False)      # from the store only
+        new = real.wait_leader(TOPIC, 0, other_than=old, timeout_ms=10_000)
+        assert new != old and time.monotonic() - started >= 1.0
+        real.heal()
+        real.wait_ready()
+        assert sorted(real.wait_isr(TOPIC, 0, timeout_ms=10_000)) == ALL
