@@ -222,6 +222,7 @@ class ClusterHandle:
         if h.running:
             raise RuntimeError(f"broker {broker_id} is running")
         await h.start()
+        self._map_ports()
         await self.wait_ready(timeout_ms)
 
     async def stop(self, broker_id: int) -> None:
@@ -308,6 +309,13 @@ class ClusterHandle:
             for listener in h.server.socket_servers:
                 listener.resume()
             await h.run_due()
+
+    def _map_ports(self) -> None:
+        """Every listener port of every running broker, for the links to tell brokers apart
+        (an inter-broker listener of its own included)."""
+        for h in self.running:
+            for listener in h.server.socket_servers:
+                self._faults.ports[listener.port] = h.broker_id
 
     def _expire_later(self, h: BrokerHandle) -> None:
         """Without a MockClock the session timeout passes in real time: check then."""
@@ -470,6 +478,7 @@ class _ClusterContext:
         try:
             handle = self._handle = self._make_handles()
             await _gather_or_cancel([h.start() for h in handle.brokers])
+            handle._map_ports()
             await handle.wait_ready(self._timeout_ms)
         except BaseException:
             await self._teardown()
