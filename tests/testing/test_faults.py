@@ -10,7 +10,9 @@ Each test runs its own cluster on one ``MockClock`` (faults change the cluster f
   ``heal()`` it registers again, follows, and its unacknowledged record is gone;
 * ``pause(leader)``: its client connection gets no answer; past the session timeout the
   leadership moves; ``resume`` sends the held answer and the broker rejoins the ISR;
-* ``heal()`` after a pause, a partition and an expired session: the cluster is whole again.
+* ``heal()`` after a pause, a partition and an expired session: the cluster is whole again;
+* the partition again on a real ZooKeeper (links do not depend on the store), and an isolation
+  from the store without a mock clock (the session expires in real time).
 
 ``replica.fetch.backoff.ms`` is short: a follower's back-off after an error is a real-time
 wait, and the followers must keep up while the tests move the clock.
@@ -31,6 +33,7 @@ from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.record import build_batch
 from kafkapy.testing import MockClock, cluster
 from tests.support.wire import WireClient
+from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
 _Produce = REQUESTS[0]
 _PartitionData = _Produce.TopicProduceData.PartitionProduceData
@@ -101,6 +104,18 @@ def _topic(c, replicas: list[int] | None = None) -> int:
 
 
 def test_partitioned_leader_refuses_acks_all_then_followers_catch_up(c):
+    _partition_leader_from_followers(c)
+
+
+def test_partition_on_zookeeper(zookeeper_server):  # noqa: F811
+    with cluster(brokers=3, zookeeper=zookeeper_server.connect_string, clock=MockClock(),
+                 replica_lag_time_max_ms=LAG_MS, replica_fetch_backoff_ms=10) as zc:
+        with pytest.raises(RuntimeError):
+            zc.isolate(1)                   # a ZooKeeper session cannot be cut from here
+        _partition_leader_from_followers(zc)
+
+
+def _partition_leader_from_followers(c) -> None:
     leader = c.controller.broker_id         # it can still shrink its ISR
     followers = [b for b in ALL if b != leader]
     _topic(c, [leader, *followers])
