@@ -280,7 +280,9 @@ class ClusterHandle:
         """Stop broker ``broker_id`` as SIGSTOP would: its listeners accept, read and answer
         nothing (clients' bytes wait), its links to the other brokers and to the metadata
         store stall (its session expires after the session timeout, as in ``isolate``), and
-        ``advance`` runs none of its timers, until ``resume`` or ``heal``.  On a real
+        ``advance`` runs none of its timers, until ``resume`` or ``heal``.  Its own
+        real-time loops (ISR expiration, log maintenance, a timer armed in real time) still
+        run inside it, but nothing they do leaves it before ``resume``.  On a real
         ZooKeeper (``zookeeper=``) its session lives on: kazoo heartbeats from a thread."""
         server = self._by_id(broker_id)._running()
         self._faults.pause(broker_id)
