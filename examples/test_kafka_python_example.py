@@ -4,8 +4,14 @@
 a free 127.0.0.1 port with a temporary log dir, started for this test and stopped after it.
 Settings go in the ``kafka_broker`` marker; ``mock_clock=True`` gives the broker a clock
 that only ``kafka_broker.advance(ms)`` moves.
+
+The last test cuts the links between a partition's leader and its followers
+(``kafka_cluster.partition``): the producer's acks=all record waits (or is refused with
+NOT_ENOUGH_REPLICAS and retried) until ``kafka_cluster.heal()``, then lands on every replica.
 """
 from __future__ import annotations
+
+import time
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -82,3 +88,43 @@ def test_retention_deletes_old_records_when_the_clock_moves(kafka_broker):
     tp = TopicPartition("audit", 0)
     assert consumer.beginning_offsets([tp]) == {tp: 3}
     consumer.close()
+
+
+def advance_until(cluster, done, step_ms: int = 100, rounds: int = 300) -> None:
+    """Move the cluster's mock clock in small steps until ``done()`` (at most ``rounds``)."""
+    for _ in range(rounds):
+        if done():
+            return
+        time.sleep(0.005)       # the brokers and the client's threads take their turn
+        cluster.advance(step_ms)
+    raise AssertionError("condition not reached")
+
+
+@pytest.mark.kafka_cluster(brokers=3, mock_clock=True, replica_lag_time_max_ms=1000,
+                           replica_fetch_backoff_ms=10, fresh=True)
+def test_producer_rides_out_a_network_partition(kafka_cluster):
+    kafka_cluster.create_topic("invoices", partitions=1, replication_factor=3,
+                               **{"min.insync.replicas": 2})
+    producer = KafkaProducer(bootstrap_servers=kafka_cluster.bootstrap, acks="all",
+                             retry_backoff_ms=20)
+    first = producer.send("invoices", b"invoice 1")
+    advance_until(kafka_cluster, lambda: first.is_done)
+    assert first.get(0).offset == 0
+
+    # The leader loses its links to both followers (clients still reach every broker).
+    leader = kafka_cluster.leader("invoices", 0)
+    followers = [b for b in (1, 2, 3) if b != leader]
+    kafka_cluster.partition(leader, followers)
+    second = producer.send("invoices", b"invoice 2")
+    kafka_cluster.advance(2_000)    # past replica.lag.time.max.ms: the followers fall behind
+    time.sleep(0.2)
+    assert not second.is_done       # acks=all: not acknowledged while the partition lasts
+
+    kafka_cluster.heal()            # the followers catch up; the producer's retry succeeds
+    advance_until(kafka_cluster, lambda: second.is_done)
+    assert second.get(0).offset == 1
+    producer.close()
+    advance_until(kafka_cluster, lambda: sorted(kafka_cluster.isr("invoices", 0)) == [1, 2, 3])
+    follower = kafka_cluster.broker(followers[0])
+    advance_until(kafka_cluster, lambda: [r.value for r in follower.records("invoices", 0)] ==
+                  [b"invoice 1", b"invoice 2"])

@@ -28,6 +28,7 @@ loaded completely).
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import os
 import signal
@@ -45,6 +46,7 @@ from kafkapy.config.broker import BrokerConfig, ConfigError, acl_authorizer_sett
 from kafkapy.config.dynamic import DynamicBrokerConfig
 from kafkapy.config.group_configs import GroupConfigs
 from kafkapy.config.topic_configs import TopicConfigs
+from kafkapy.controller.channel import ControllerChannelManager
 from kafkapy.controller.controller import KafkaController
 from kafkapy.coordinator.group.service import GroupService
 from kafkapy.coordinator.share.broker_persister import BrokerPersister
@@ -71,6 +73,7 @@ from kafkapy.metadata.topics import new_topic_id, topic_id_text
 from kafkapy.metadata.zk_store import ZooKeeperStore
 from kafkapy.network.client import use_inter_broker_security
 from kafkapy.network.connection_quotas import ConnectionQuotas
+from kafkapy.network.links import Links
 from kafkapy.quota.client import ClientQuotas
 from kafkapy.quota.controller_mutation import ControllerMutationQuotaManager
 from kafkapy.quota.request import RequestQuota
@@ -167,9 +170,13 @@ def _bind_failed(server: SocketServer, err: OSError) -> StartupError:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock = SYSTEM_CLOCK,
+                 links: Links | None = None) -> None:
+        """``links``: which other brokers this one reaches, handed to every inter-broker
+        connection (None: all of them; ``kafkapy.testing`` cuts links through it)."""
         self.config = config
         self.clock = clock
+        self.links = links
         self.node_id = config.node_id
         self.apis = build_registry()
         self.txn_coordinator = None
@@ -302,7 +309,8 @@ class Broker:
             node_id=self.node_id, broker_epoch=lambda: self.broker_epoch, config=self.config,
             clock=self.clock, cache=self.cache, listener=self.inter_broker_listener,
             partition_of=lambda key: self.replica_manager.partitions.get(key),
-            high_watermark_moved=lambda key: self.replica_manager.appended(key))
+            high_watermark_moved=lambda key: self.replica_manager.appended(key),
+            links=self.links)
         self.alter_log_dirs = AlterLogDirsManager(
             config=self.config, clock=self.clock, log_manager=self.log_manager,
             node_id=self.node_id, cache=self.cache,
@@ -314,7 +322,8 @@ class Broker:
             inter_broker_listener=self.inter_broker_listener,
             controller=lambda: self.controller,
             shrink_isrs=lambda: self.replica_manager.maybe_shrink_isr(),
-            high_watermark_moved=lambda key: self.replica_manager.appended(key))
+            high_watermark_moved=lambda key: self.replica_manager.appended(key),
+            links=self.links)
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config,
                                               fetchers=self.replica_fetchers,
                                               alter_partition=self.alter_partition,
@@ -332,7 +341,8 @@ class Broker:
         local = controller_delivery(self.cache, self.replica_manager, self.controller_fence)
         self.controller = KafkaController(
             config=self.config, node_id=self.node_id, clock=self.clock, store=self.store,
-            topic_config=self.topic_config, local_deliver=local, features=self.features)
+            topic_config=self.topic_config, local_deliver=local, features=self.features,
+            channel_factory=functools.partial(ControllerChannelManager, links=self.links))
         self.admin = AdminManager(self.store, self.cache, self.config, self.topic_configs,
                                   dynamic_config=self.dynamic_config,
                                   controller=self.controller)
@@ -366,7 +376,8 @@ class Broker:
         self.share_persister = BrokerPersister(
             self.share_coordinator, node_id=self.node_id,
             request_timeout_ms=self.config["request.timeout.ms"],
-            connect_timeout_ms=self.config["socket.connection.setup.timeout.ms"])
+            connect_timeout_ms=self.config["socket.connection.setup.timeout.ms"],
+            links=self.links)
 
     def _start_share_partitions(self) -> None:
         """The share-partition leader (ShareFetch, ShareAcknowledge) and its dead letters."""
@@ -375,7 +386,7 @@ class Broker:
             topic_config_of=lambda name: (self.topic_config(name)
                                           if self.cache.topic(name) is not None else None),
             clock=self.clock, endpoint_of=self._inter_broker_endpoint,
-            timeout_ms=self.config["request.timeout.ms"])
+            timeout_ms=self.config["request.timeout.ms"], links=self.links)
         self.share_partitions = SharePartitionManager(
             config=self.config, clock=self.clock, replica_manager=self.replica_manager,
             cache=self.cache, persister=self.share_persister, group_configs=self.group_configs,
@@ -436,7 +447,8 @@ class Broker:
         self.txn_coordinator = TransactionService(
             config=self.config, clock=self.clock, node_id=self.node_id, cache=self.cache,
             admin=self.admin, replica_manager=self.replica_manager, timer=self.timer,
-            producer_ids=self.producer_ids, groups=self.groups, features=self.features)
+            producer_ids=self.producer_ids, groups=self.groups, features=self.features,
+            links=self.links)
         self.txn_coordinator.start()
 
     def _txn_verifier(self) -> PartitionAdder | None:
@@ -628,7 +640,8 @@ class Broker:
             txn_coordinator=self.txn_coordinator,
             share_coordinator=self.share_coordinator, persister=self.share_persister,
             share_partitions=self.share_partitions, client_quotas=self.client_quotas,
-            controller_mutation=self.controller_mutation)
+            controller_mutation=self.controller_mutation,
+            links=self.links)
 
     def topic_config(self, name: str) -> dict:
         """The topic's effective config: broker defaults and its stored overrides."""
@@ -649,7 +662,8 @@ class Broker:
             await controlled_shutdown(      # logs a failure itself
                 config=self.config, cache=self.cache,
                 inter_broker_listener=self.inter_broker_listener, node_id=self.node_id,
-                broker_epoch=lambda: self.broker_epoch, controller=self.controller)
+                broker_epoch=lambda: self.broker_epoch, controller=self.controller,
+                links=self.links)
         except Exception:
             _log.exception("controlled shutdown failed")
 

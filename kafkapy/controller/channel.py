@@ -30,6 +30,7 @@ from typing import Any, Callable
 import structlog
 
 from kafkapy.network.client import BrokerConnection
+from kafkapy.network.links import Links
 
 _log = structlog.get_logger("kafkapy.controller.channel")
 _BACKOFF_MIN_S = 0.1
@@ -67,8 +68,10 @@ class _BrokerState:
 class ControllerChannelManager:
     def __init__(self, loop: asyncio.AbstractEventLoop, local_node_id: int,
                  local_deliver: Callable[[Any], Any] | None, client_id: str | None = None,
-                 socket_timeout_ms: int = 30000, request_timeout_ms: int | None = None) -> None:
+                 socket_timeout_ms: int = 30000, request_timeout_ms: int | None = None,
+                 links: Links | None = None) -> None:
         self._loop = loop
+        self._links = links     # which brokers are reachable (None: all)
         self.local_node_id = local_node_id
         # May be set after construction (the controller wires the BRK apply functions).
         self.local_deliver = local_deliver
@@ -214,7 +217,8 @@ class ControllerChannelManager:
             return state.conn
         state.close_connection()
         endpoint = (state.host, state.port)
-        conn = BrokerConnection(client_id=self.client_id, request_timeout_s=self._request_timeout_s)
+        conn = BrokerConnection(client_id=self.client_id, request_timeout_s=self._request_timeout_s,
+                                links=self._links)
         await conn.connect(*endpoint, self._connect_timeout_s)
         if (state.host, state.port) != endpoint:  # add_broker moved it while we connected
             conn.close()

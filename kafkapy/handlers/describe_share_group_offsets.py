@@ -139,7 +139,7 @@ class LeaderEndOffsets:
                     partition_index=p, current_leader_epoch=-1, timestamp=_LATEST)
                 for p in parts]) for topic, parts in by_topic.items()])
         conn = BrokerConnection(client_id=f"broker-{self._services.node_id}-share-lag",
-                                request_timeout_s=_TIMEOUT_S)
+                                request_timeout_s=_TIMEOUT_S, links=self._services.links)
         try:
             await conn.connect(endpoint.host, endpoint.port, _TIMEOUT_S)
             response = await conn.send(request)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:   # annotations only: the components' modules are imported by 
     from kafkapy.metadata.features import FinalizedFeatureCache
     from kafkapy.metadata.producer_ids import ProducerIdManager
     from kafkapy.metadata.store import MetadataStore
+    from kafkapy.network.links import Links
     from kafkapy.replication.alter_log_dirs import AlterLogDirsManager
     from kafkapy.replication.fetch_session import FetchManager
     from kafkapy.quota.client import ClientQuotas
@@ -73,3 +74,4 @@ class Services:
     share_partitions: SharePartitionManager | None  # ShareFetch/ShareAcknowledge; None: off
     client_quotas: ClientQuotas             # the produce and fetch byte-rate quotas
     controller_mutation: ControllerMutationQuotaManager  # CreateTopics/Partitions, DeleteTopics
+    links: Links | None = None              # which brokers are reachable (None: all)

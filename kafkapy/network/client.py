@@ -32,7 +32,11 @@ Invariants:
   taken for the next request's, as Kafka's NetworkClient disconnects on request
   timeout) and raises ``asyncio.TimeoutError``;
 - any failure of the socket fails every pending request with
-  ``ConnectionError``; after ``close()`` every send raises ``ConnectionError``.
+  ``ConnectionError``; after ``close()`` every send raises ``ConnectionError``;
+- with ``links`` (``kafkapy.network.links``; None: the peer is always reachable) an
+  unreachable peer is a partition: connect waits (within its timeout), requests are held and
+  written in order once the peer is reachable again, a response read is handed over only
+  then (the request timeouts run meanwhile).
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ import structlog
 from kafka.protocol.api_header import RequestHeader, ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 
+from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS, RESPONSES, is_flexible
 from kafkapy.protocol.varint import read_uvarint
@@ -99,8 +104,11 @@ class BrokerConnection:
     """One TCP connection; ``connect`` once, ``send`` any number of times."""
 
     def __init__(self, client_id: str | None = "kafkapy", request_timeout_s: float = 30.0,
-                 security: ClientSecurity | None = None) -> None:
+                 security: ClientSecurity | None = None, links: Links | None = None) -> None:
         self.client_id = client_id
+        self._links = links
+        self._held: list[bytes] | None = None     # frames waiting for the link to come back
+        self._release: asyncio.Task | None = None
         self.security = security if security is not None else _inter_broker_security
         self.request_timeout_s = request_timeout_s
         self.host: str | None = None
@@ -125,6 +133,11 @@ class BrokerConnection:
         tls = {}
         if security is not None and security.ssl_context is not None:
             tls = {"ssl": security.ssl_context, "server_hostname": host}
+        if self._links is not None and not self._links.reachable(host, port):
+            # as a SYN into a partition: nothing until the link is back or the timeout
+            started = asyncio.get_running_loop().time()
+            await asyncio.wait_for(self._links.wait_reachable(host, port), timeout_s)
+            timeout_s = max(0.001, timeout_s - (asyncio.get_running_loop().time() - started))
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(host, port, limit=_READ_BUFFER, **tls), timeout_s)
@@ -185,11 +198,15 @@ class BrokerConnection:
             pending = _Pending(correlation_id, RESPONSES[api_key][version], future)
             # Registered before writing so the answer can never outrun its entry.
             self._pending.append(pending)
-        self._writer.write(frame)
-        try:
-            await self._writer.drain()
-        except (ConnectionError, OSError) as exc:
-            self._fail(ConnectionError(f"send to {self.host}:{self.port} failed: {exc}"))
+        if self._links is not None and (self._held is not None
+                                        or not self._links.reachable(self.host, self.port)):
+            self._hold(frame)
+        else:
+            self._writer.write(frame)
+            try:
+                await self._writer.drain()
+            except (ConnectionError, OSError) as exc:
+                self._fail(ConnectionError(f"send to {self.host}:{self.port} failed: {exc}"))
         if pending is None:
             if self._closed_error is not None:
                 raise ConnectionError(str(self._closed_error))
@@ -203,6 +220,19 @@ class BrokerConnection:
             self._fail(ConnectionError(
                 f"request {api_key} v{version} to {self.host}:{self.port} timed out after {timeout}s"))
             raise
+
+    def _hold(self, frame: bytes) -> None:
+        """Keep ``frame`` until the link is back (after the frames held before it)."""
+        if self._held is None:
+            self._held = []
+            self._release = asyncio.get_running_loop().create_task(self._write_held())
+        self._held.append(frame)
+
+    async def _write_held(self) -> None:
+        await self._links.wait_reachable(self.host, self.port)
+        held, self._held, self._release = self._held, None, None
+        if held and self._closed_error is None:
+            self._writer.writelines(held)
 
     def close(self) -> None:
         """Close the socket; pending requests fail with ConnectionError."""
@@ -221,13 +251,16 @@ class BrokerConnection:
         return self._next_correlation
 
     async def _read_loop(self) -> None:
-        reader = self._reader
+        reader, links = self._reader, self._links
         try:
             while True:
                 size = _SIZE.unpack(await reader.readexactly(4))[0]
                 if size < 4:
                     raise ConnectionError(f"bad response size {size}")
-                self._dispatch(await reader.readexactly(size))
+                frame = await reader.readexactly(size)
+                if links is not None and not links.reachable(self.host, self.port):
+                    await links.wait_reachable(self.host, self.port)
+                self._dispatch(frame)
         except asyncio.CancelledError:
             self._fail(ConnectionError("connection closed by client"))
             raise
@@ -264,6 +297,9 @@ class BrokerConnection:
                 _set_exception(future, ConnectionError(str(error)))
         if self._writer is not None:
             self._writer.close()
+        release, self._release, self._held = self._release, None, None
+        if release is not None and release is not _current_task():
+            release.cancel()
         task = self._read_task
         if task is not None and not task.done() and task is not _current_task():
             task.cancel()
@@ -275,8 +311,9 @@ class SharedConnections:
     or whose broker moved to another address is replaced at the next ``get``."""
 
     def __init__(self, client_id: str, connect_timeout_s: float,
-                 request_timeout_s: float) -> None:
+                 request_timeout_s: float, links: Links | None = None) -> None:
         self._client_id = client_id
+        self._links = links
         self._connect_timeout_s = connect_timeout_s
         self._request_timeout_s = request_timeout_s
         self._by_node: dict[int, asyncio.Future] = {}
@@ -295,7 +332,7 @@ class SharedConnections:
 
     async def _connect(self, host: str, port: int) -> BrokerConnection:
         conn = BrokerConnection(client_id=self._client_id,
-                                request_timeout_s=self._request_timeout_s)
+                                request_timeout_s=self._request_timeout_s, links=self._links)
         await conn.connect(host, port, self._connect_timeout_s)
         return conn
 

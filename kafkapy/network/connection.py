@@ -13,6 +13,8 @@ bytes.  Invariants:
   thus takes its turn like everyone else instead of holding the loop;
 - when the transport's write buffer is over its high-water mark, no new
   request is started until it drains (``pause_writing``/``resume_writing``);
+- while frozen (``freeze``: its listener is paused) nothing is read, handled or
+  written; the answers finished meanwhile wait in their slots, in order;
 - a frame larger than socket.request.max.bytes, an unknown API key, an
   unsupported version of any API but ApiVersions, a body that does not
   decode, or a null in a field the schema says is not nullable closes this
@@ -103,7 +105,8 @@ class KafkaConnection(asyncio.Protocol):
     __slots__ = ("_server", "_services", "_max_frame", "_max_inflight", "_buf", "_slots",
                  "_transport", "_reading_paused", "_writing_paused", "_turn_scheduled",
                  "_closed", "_zero_copy", "_file_parts", "_sock_fd", "peer", "address",
-                 "last_active", "session", "_gate", "_close_callbacks", "_throttled")
+                 "last_active", "session", "_gate", "_close_callbacks", "_throttled",
+                 "_frozen")
 
     def __init__(self, server, address: str | None = None, peer: str = "?") -> None:
         self._server = server
@@ -122,6 +125,7 @@ class KafkaConnection(asyncio.Protocol):
         self._writing_paused = False
         self._turn_scheduled = False
         self._throttled = None      # the timer ending a quota's mute (KIP-219), or None
+        self._frozen = False        # the listener is paused (``freeze``)
         self._closed = False
         self._zero_copy = server.zero_copy
         self._file_parts: collections.deque | tuple = _EMPTY
@@ -241,7 +245,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def _busy(self) -> bool:
         return (self._writing_paused or len(self._slots) >= self._max_inflight
-                or self._throttled is not None)
+                or self._throttled is not None or self._frozen)
 
     def throttle(self, throttle_ms: int) -> None:
         """KIP-219: the answers keep going out, but no frame is read or handled until
@@ -446,6 +450,8 @@ class KafkaConnection(asyncio.Protocol):
         if self._closed:
             self._slots = _EMPTY
             return
+        if self._frozen:
+            return      # the answers wait in their slots until ``freeze(False)``
         ready = []
         while slots and slots[0].payload is not None:
             payload = slots.popleft().payload
@@ -571,6 +577,18 @@ class KafkaConnection(asyncio.Protocol):
             except Exception as exc:
                 _log.warning("connection close callback failed", peer=self.peer,
                              error=repr(exc))
+
+    def freeze(self, frozen: bool) -> None:
+        """While frozen, nothing is read, handled or written (as in a stopped process):
+        answers made meanwhile wait in order; unfreezing writes them and reads on."""
+        self._frozen = frozen
+        if self._closed:
+            return
+        self._update_reading()
+        if not frozen:
+            self._flush()
+            if self._buf:
+                self._schedule_turn()
 
     def _bad_request(self, reason: str, **details) -> None:
         _log.warning("closing connection: " + reason, peer=self.peer, **details)

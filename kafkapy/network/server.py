@@ -23,6 +23,10 @@ Idle connections: a connection with nothing in flight and no bytes read for
 ``connections.max.idle.ms`` is closed by a reaper that runs every tenth of that (between
 0.1 s and 30 s).
 
+Pausing (``pause``/``resume``, for tests: a stopped process as its clients see it): nothing is
+accepted (new connections wait in the backlog) and every connection is frozen: nothing read,
+handled or written until ``resume`` writes the answers held and reads on.
+
 Graceful shutdown: stop accepting, let every connection finish the requests it has in
 flight (bounded wait), then close the transports without running their close callbacks
 (``RequestContext.on_close``: the components they would call are shutting down next).
@@ -91,6 +95,7 @@ class SocketServer:
         self._sockets: list[socket.socket] = []
         self._accepting = False      # the listening sockets' readers are installed
         self._stopped = False
+        self._paused = False         # ``pause``: nothing accepted, read or answered
         self._waiting_for_slot = False
         self._throttled = False      # a connection held for the creation rate
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -129,7 +134,7 @@ class SocketServer:
 
     # -- accepting ------------------------------------------------------------------------
     def _start_accepting(self) -> None:
-        if self._accepting or self._stopped or self._throttled:
+        if self._accepting or self._stopped or self._throttled or self._paused:
             return
         self._accepting = True
         for sock in self._sockets:
@@ -241,6 +246,8 @@ class SocketServer:
     # -- connections ----------------------------------------------------------------------
     def connection_opened(self, conn: KafkaConnection) -> None:
         self._connections.add(conn)
+        if self._paused:
+            conn.freeze(True)
 
     def connection_closed(self, conn: KafkaConnection) -> None:
         self._connections.discard(conn)
@@ -270,6 +277,23 @@ class SocketServer:
                 _log.info("closing idle connection", peer=conn.peer)
                 conn.close()
         self._schedule_reaper()
+
+    # -- pausing (a stopped process, for tests) ------------------------------------------
+    def pause(self) -> None:
+        """Accept, read, handle and answer nothing until ``resume``, as a stopped process:
+        new connections wait in the kernel's backlog, open ones keep their bytes."""
+        self._paused = True
+        self._pause_accepting()
+        for conn in list(self._connections):
+            conn.freeze(True)
+
+    def resume(self) -> None:
+        """Serve again: the answers held go out, then reading and accepting go on."""
+        self._paused = False
+        for conn in list(self._connections):
+            conn.freeze(False)
+        if self._loop is not None:
+            self._start_accepting()
 
     # -- shutdown -------------------------------------------------------------------------
     async def stop_accepting(self) -> None:

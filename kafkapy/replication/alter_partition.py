@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Callable
 import structlog
 
 from kafkapy.network.client import BrokerConnection
+from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode, error_name
 from kafkapy.protocol.inter_broker import AlterPartitionRequest
 from kafkapy.protocol.topic_partition import TopicPartition
@@ -81,8 +82,10 @@ class AlterPartitionManager:
                  broker_epoch: Callable[[], int], inter_broker_listener: str,
                  controller: Callable[[], KafkaController | None],
                  shrink_isrs: Callable[[], object],
-                 high_watermark_moved: Callable[[TopicPartition], None]) -> None:
+                 high_watermark_moved: Callable[[TopicPartition], None],
+                 links: Links | None = None) -> None:
         self._cache = cache
+        self._links = links     # whether the controller is reachable (None: always)
         self._node_id = node_id
         self._broker_epoch = broker_epoch
         self._inter_broker_listener = inter_broker_listener
@@ -230,7 +233,8 @@ class AlterPartitionManager:
             self._close_connection()
             _, host, port = found
             conn = BrokerConnection(client_id=f"broker-{self._node_id}-alter-partition",
-                                    request_timeout_s=self._request_timeout_s)
+                                    request_timeout_s=self._request_timeout_s,
+                                    links=self._links)
             await conn.connect(host, port, self._connect_timeout_s)
             self._conn, self._conn_controller = conn, found
         return await self._conn.send(request)
@@ -271,6 +275,7 @@ class AlterPartitionManager:
             for p in topic.partitions or ():
                 answers[(name, p.partition_index)] = p
         woken = []
+        retried = False
         for item in items:
             key = (item.partition.topic, item.partition.index)
             answer = answers.get(key)
@@ -285,8 +290,11 @@ class AlterPartitionManager:
                 list(answer.isr or ()), answer.partition_epoch)
             if retry and not self._closed:
                 self._unsent.setdefault(key, item)
+                retried = True
             if moved:
                 woken.append(key)
         for key in woken:
             self._high_watermark_moved(key)
-        return 0.0
+        # a partition the controller could not update (its store unreachable) waits a
+        # little, instead of being sent again at once for as long as that lasts
+        return _RETRY_S if retried else 0.0

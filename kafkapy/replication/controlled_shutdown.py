@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 import structlog
 
 from kafkapy.network.client import BrokerConnection
+from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.inter_broker import ControlledShutdownRequest
 
@@ -70,17 +71,20 @@ async def controlled_shutdown(*, config: BrokerConfig, cache: MetadataCache,
                               retries: int | None = None, backoff_ms: int | None = None,
                               socket_timeout_ms: int | None = None,
                               request_timeout_ms: int | None = None,
+                              links: Links | None = None,
                               sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> bool:
     """True when the controller reported no partitions left on this broker.  The
     controller is found in ``cache`` unless ``controller_endpoint_lookup`` is given;
-    ``controller`` is this broker's own, asked in-process while it is the active one."""
+    ``controller`` is this broker's own, asked in-process while it is the active one;
+    ``links``: whether the controller is reachable (None: always)."""
     retries = int(config["controlled.shutdown.max.retries"] if retries is None else retries)
     backoff_ms = int(config["controlled.shutdown.retry.backoff.ms"] if backoff_ms is None else backoff_ms)
     connect_timeout_s = _ms(config, "controller.socket.timeout.ms", socket_timeout_ms) / 1000.0
     request_timeout_s = _ms(config, "request.timeout.ms", request_timeout_ms) / 1000.0
     lookup = controller_endpoint_lookup or (
         lambda: cache_controller_endpoint(cache, inter_broker_listener))
-    attempt = _Attempts(node_id, broker_epoch, controller, connect_timeout_s, request_timeout_s)
+    attempt = _Attempts(node_id, broker_epoch, controller, connect_timeout_s, request_timeout_s,
+                        links)
     _log.info("Starting controlled shutdown", broker=node_id, retries=retries)
     try:
         remaining_retries = retries
@@ -105,8 +109,9 @@ class _Attempts:
 
     def __init__(self, node_id: int, broker_epoch: Callable[[], int],
                  controller: KafkaController | None, connect_timeout_s: float,
-                 request_timeout_s: float) -> None:
+                 request_timeout_s: float, links: Links | None) -> None:
         self._node_id = node_id
+        self._links = links
         self._broker_epoch = broker_epoch
         self._local = controller
         self._connect_timeout_s = connect_timeout_s
@@ -141,7 +146,8 @@ class _Attempts:
             self.close()
             _, host, port = self._controller
             conn = BrokerConnection(client_id=str(self._node_id),
-                                    request_timeout_s=self._request_timeout_s)
+                                    request_timeout_s=self._request_timeout_s,
+                                    links=self._links)
             await conn.connect(host, port, self._connect_timeout_s)
             self._conn = conn
         request = ControlledShutdownRequest[_REQUEST_VERSION](

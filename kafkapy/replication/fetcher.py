@@ -68,6 +68,7 @@ import structlog
 from kafkapy.jvm import int32, utils_abs
 from kafkapy.jvm import string_hash as java_string_hash
 from kafkapy.network.client import BrokerConnection
+from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.protocol.topic_partition import TopicPartition
@@ -130,6 +131,7 @@ class _Shared:
     high_watermark_moved: Callable[[TopicPartition], None]
     quota: ReplicationQuota
     connect: Connect | None
+    links: Links | None         # which leaders are reachable (None: all)
 
 
 class ReplicaFetcherManager:
@@ -138,16 +140,18 @@ class ReplicaFetcherManager:
     def __init__(self, *, node_id: int, broker_epoch: Callable[[], int], config: BrokerConfig,
                  clock: Clock, cache: MetadataCache, listener: str, partition_of: PartitionOf,
                  high_watermark_moved: Callable[[TopicPartition], None],
-                 connect: Connect | None = None, autostart: bool = True) -> None:
+                 connect: Connect | None = None, autostart: bool = True,
+                 links: Links | None = None) -> None:
         """``listener``: the inter-broker listener; ``partition_of`` and
         ``high_watermark_moved``: the replica manager's, as callables (module docstring);
-        ``connect``, ``autostart``: for tests."""
+        ``links``: which leaders are reachable (None: all); ``connect``, ``autostart``:
+        for tests."""
         self._autostart = autostart
         self.num_fetchers = max(1, int(_setting(config, "num.replica.fetchers", 1)))
         # Follower-side replication throttle (Kafka's quotas.follower), shared by fetchers.
         self.quota = ReplicationQuota(FOLLOWER, node_id, config=config, clock=clock)
         self._shared = _Shared(node_id, broker_epoch, config, clock, cache, listener,
-                               partition_of, high_watermark_moved, self.quota, connect)
+                               partition_of, high_watermark_moved, self.quota, connect, links)
         self._fetchers: dict[tuple[int, int], _LeaderFetcher] = {}
         self._shut_down = False   # a LeaderAndIsr handled during shutdown starts nothing
 
@@ -341,6 +345,12 @@ class _LeaderFetcher:
             return False
         request, sent = built
         conn = await self._connection()
+        if self._stopped:
+            # stop() cancelled us as the connection opened: asyncio.wait_for (Python 3.11)
+            # then returns the connection and drops the cancel; a Fetch sent now could wait
+            # for its whole timeout at the leader
+            self._close()
+            return False
         response = await conn.send(request, timeout_s=self._timeout_s)
         version = request.API_VERSION
         answers = self.session.response_keys(response, version)
@@ -367,7 +377,7 @@ class _LeaderFetcher:
         if endpoint is None:
             raise ConnectionError(f"no endpoint known for broker {self.leader_id} on "
                                   f"listener {shared.listener}")
-        conn = BrokerConnection(self._client_id, self._timeout_s)
+        conn = BrokerConnection(self._client_id, self._timeout_s, links=shared.links)
         await conn.connect(endpoint.host, endpoint.port, self._timeout_s)
         self._conn = conn
         return conn

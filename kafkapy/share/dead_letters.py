@@ -42,6 +42,7 @@ a failover or an uncertain append.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -49,6 +50,7 @@ from typing import Any, NamedTuple
 import structlog
 
 from kafkapy.network.client import BrokerConnection
+from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.records.batch import iter_headers
@@ -161,14 +163,15 @@ class DeadLetterWriter:
                  topic_config_of: Callable[[str], dict | None],
                  clock, endpoint_of: Callable[[int], tuple[str, int] | None],
                  connect: Callable[[str, int], Any] | None = None,
-                 timeout_ms: int = 30000) -> None:
+                 timeout_ms: int = 30000, links: Links | None = None) -> None:
+        """``links``: which leaders are reachable (None: all)."""
         self._replicas = replica_manager
         self._cache = cache
         self._config = config
         self._topic_config_of = topic_config_of
         self._clock = clock
         self._endpoint_of = endpoint_of
-        self._connect = connect or _connect
+        self._connect = connect or functools.partial(_connect, links=links)
         self._timeout_ms = timeout_ms
         self._refused: dict[str, str] = {}      # names already warned about
 
@@ -333,8 +336,8 @@ def _raise_for(code: int, target: str, index: int) -> None:
                               uncertain=code not in _SURE_REFUSALS)
 
 
-async def _connect(host: str, port: int) -> BrokerConnection:
-    conn = BrokerConnection(client_id="kafkapy-share-dead-letters")
+async def _connect(host: str, port: int, links: Links | None = None) -> BrokerConnection:
+    conn = BrokerConnection(client_id="kafkapy-share-dead-letters", links=links)
     await conn.connect(host, port)
     return conn
 

@@ -159,14 +159,17 @@ class BrokerHandle:
 
     ``start()``/``stop()`` are separate so that ``cluster()`` can fail and restart a broker
     on the same log dir and port; ``store_factory(broker)`` (a cluster's shared store) replaces
-    the embedded store in the log dir."""
+    the embedded store in the log dir; ``links`` (a cluster's ``_faults.BrokerLinks``) is the
+    broker's ``kafkapy.network.links.Links``."""
 
     __kafkapy_handle__ = True
 
     def __init__(self, settings: Mapping[str, str], log_dir: str | Path, *,
                  clock: Clock | None = None, port: int | None = None,
-                 store_factory: Callable[[Any], Any] | None = None) -> None:
+                 store_factory: Callable[[Any], Any] | None = None,
+                 links: Any = None) -> None:
         self.settings = {**_DEFAULTS, **settings}
+        self._links = links
         self.log_dir = Path(log_dir)
         self.clock = clock if isinstance(clock, _BaseMockClock) else None
         self._clock = clock
@@ -223,7 +226,7 @@ class BrokerHandle:
         config = BrokerConfig.from_properties(props)
         _warn_unknown(config)
         server = _test_broker_class()(config, self._clock or _system_clock(),
-                                      self._store_factory)
+                                      self._store_factory, self._links)
         try:
             await server.start()
         except BaseException:
@@ -357,8 +360,8 @@ def _test_broker_class():
         from kafkapy.server import Broker
 
         class TestBroker(Broker):
-            def __init__(self, config, clock, store_factory=None) -> None:
-                super().__init__(config, clock)
+            def __init__(self, config, clock, store_factory=None, links=None) -> None:
+                super().__init__(config, clock, links)
                 self._store_factory = store_factory
 
             def _open_store(self):

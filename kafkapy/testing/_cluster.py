@@ -16,7 +16,15 @@ the temporary directory, no fsyncs), each broker through a session of its own
 The handle: ``bootstrap``, ``brokers`` (``BrokerHandle``s), ``controller``, ``broker(id)``,
 ``create_topic``, ``fail``, ``restart``, ``stop`` (clean), ``expire_session``,
 ``advance``, ``leader``/``isr`` (the controller's view), ``wait_ready``/``wait_leader``/
-``wait_isr``, ``ready_ms`` (start-to-ready of the ``async with``, wall ms).
+``wait_isr``, ``ready_ms`` (start-to-ready of the ``async with``, wall ms); faults
+(``_faults``): ``partition``, ``isolate``, ``pause``/``resume``, ``heal``.
+
+Faults: every broker is made with its ``_faults.BrokerLinks`` (the ``Links`` its inter-broker
+connections ask) and, on the embedded store, its session behind a ``_faults.LinkedSession``;
+``partition``/``isolate`` cut links, ``pause`` cuts all of a broker's links and pauses its
+listeners, ``advance`` expires the sessions cut for their session timeout and runs no timer
+of a paused broker.  A broker paused or cut from the store is left out of ``controller``,
+``wait_ready`` and ``wait_leader`` (its view is stale).  Leaving the block heals first.
 
 Start-up: the brokers start concurrently; each opens its listener just before it registers
 (``_listen_before_registering``), so the controller's first requests to it connect at once.
@@ -47,16 +55,17 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Iterable, Mapping
 
 import structlog
 from kazoo.client import KazooClient
 
-from kafkapy.clock import Clock, MockClock
+from kafkapy.clock import SYSTEM_CLOCK, Clock, MockClock
 from kafkapy.log.manager import CLEAN_SHUTDOWN_FILE
 from kafkapy.metadata.embedded import EmbeddedStore
 from kafkapy.metadata.zk_store import ZooKeeperStore
 from kafkapy.testing._broker import BrokerHandle, broker_settings, free_port, quiet_logging
+from kafkapy.testing._faults import Faults, groups_of
 from kafkapy.testing._sync import ThreadedContext
 
 __all__ = ["ClusterHandle", "cluster"]
@@ -84,8 +93,9 @@ class ClusterHandle:
     __kafkapy_handle__ = True
 
     def __init__(self, handles: list[BrokerHandle], clock: Clock | None,
-                 zookeeper: str | None) -> None:
+                 zookeeper: str | None, faults: Faults) -> None:
         self._handles = handles
+        self._faults = faults
         self.clock = clock if isinstance(clock, MockClock) else None
         self.zookeeper = zookeeper          # "host:port/chroot" when on a real ZooKeeper
         self.ready_ms: float | None = None  # start-to-ready of the last start, wall ms
@@ -119,10 +129,16 @@ class ClusterHandle:
     def running(self) -> list[BrokerHandle]:
         return [h for h in self._handles if h.running]
 
+    def _in_touch(self) -> list[BrokerHandle]:
+        """Running brokers neither paused nor cut from the metadata store."""
+        cut_off = self._faults.cut_off
+        return [h for h in self.running if h.broker_id not in cut_off]
+
     @property
     def controller(self) -> BrokerHandle | None:
-        """The broker whose controller is active, if any."""
-        for h in self.running:
+        """The broker whose controller is active, if any (one paused or cut from the
+        metadata store may still believe it is: not counted)."""
+        for h in self._in_touch():
             if h.server.controller is not None and h.server.controller.is_active:
                 return h
         return None
@@ -172,6 +188,7 @@ class ClusterHandle:
         await _close_connections(server)
         if server.store is not None:
             server.store.close()        # the session ends: /brokers/ids/<id> (and /controller)
+        self._faults.resume(broker_id)  # a process killed is no longer stopped
         await h.kill()
         for log_dir in server.config.log_dirs:
             try:
@@ -205,6 +222,7 @@ class ClusterHandle:
         if h.running:
             raise RuntimeError(f"broker {broker_id} is running")
         await h.start()
+        self._map_ports()
         await self.wait_ready(timeout_ms)
 
     async def stop(self, broker_id: int) -> None:
@@ -212,23 +230,106 @@ class ClusterHandle:
         flushed, clean-shutdown marker written).  Without controlled shutdown its connections
         are closed first, as Kafka's shutdown drops in-flight requests (see ``_stop_all``)."""
         h = self._by_id(broker_id)
+        if broker_id in self._faults.paused:
+            await self.resume(broker_id)    # a stopped process is continued before SIGTERM
         if h.running and not h.server.config["controlled.shutdown.enable"]:
             await _close_connections(h.server)
         await h.stop()
 
     async def advance(self, ms: int) -> None:
-        """Move the shared MockClock by ``ms`` once, then run what became due on every
-        running broker."""
+        """Move the shared MockClock by ``ms`` once, expire the metadata sessions cut from
+        the store for their session timeout by then, then run what became due on every
+        running broker that is not paused."""
         if self.clock is None:
             raise RuntimeError("advance() needs cluster(clock=MockClock())")
         self.clock.advance(ms)
+        self._faults.expire_due()
+        paused = self._faults.paused
         for h in self.running:
+            if h.broker_id not in paused:
+                await h.run_due()
+
+    # -- faults ------------------------------------------------------------------------------
+    async def partition(self, *groups: int | Iterable[int]) -> None:
+        """No broker of one group reaches a broker of another, both ways (``partition(1, 2)``,
+        ``partition(1, [2, 3])``): inter-broker connections open stall (nothing sent nor
+        received, no close), new ones do not connect.  Clients still reach every broker."""
+        sets = groups_of(groups)
+        for broker_id in set().union(*sets):
+            self._by_id(broker_id)
+        self._faults.cut(sets)
+
+    async def isolate(self, broker_id: int, peers: bool = True, metadata: bool = True) -> None:
+        """Cut ``broker_id`` from every other broker (``peers``) and/or from the metadata
+        store (``metadata``: its calls fail with ConnectionLoss, its watches wait; the store
+        expires its session once ``zookeeper.session.timeout.ms`` passed on the clock - with
+        a MockClock, at the ``advance`` that passes it - and the broker learns of it at
+        ``heal``; a broker restarted meanwhile cannot start, as without its ZooKeeper).
+        Needs the embedded store for ``metadata``."""
+        h = self._by_id(broker_id)
+        if metadata and self.zookeeper is not None:
+            raise RuntimeError("isolate(metadata=True) needs the in-process metadata store "
+                               "(a ZooKeeper session cannot be cut from here)")
+        if peers:
+            self._faults.cut([{broker_id}, set(self.broker_ids) - {broker_id}])
+        if metadata:
+            self._faults.disconnect(broker_id)
+            self._expire_later(h)
+
+    async def pause(self, broker_id: int) -> None:
+        """Stop broker ``broker_id`` as SIGSTOP would: its listeners accept, read and answer
+        nothing (clients' bytes wait), its links to the other brokers and to the metadata
+        store stall (its session expires after the session timeout, as in ``isolate``), and
+        ``advance`` runs none of its timers, until ``resume`` or ``heal``.  Its own
+        real-time loops (ISR expiration, log maintenance, a timer armed in real time) still
+        run inside it, but nothing they do leaves it before ``resume``.  On a real
+        ZooKeeper (``zookeeper=``) its session lives on: kazoo heartbeats from a thread."""
+        server = self._by_id(broker_id)._running()
+        self._faults.pause(broker_id)
+        for listener in server.socket_servers:
+            listener.pause()
+        self._expire_later(self._by_id(broker_id))
+
+    async def resume(self, broker_id: int) -> None:
+        """Undo ``pause``: the broker runs its due timers, its held answers go out, and
+        it reads what waited (SIGCONT)."""
+        h = self._by_id(broker_id)
+        self._faults.resume(broker_id)
+        await self._unpause(h)
+
+    async def heal(self) -> None:
+        """Remove every fault: links, metadata sessions (a broker whose session expired
+        meanwhile registers again) and pauses."""
+        paused = self._faults.paused
+        self._faults.heal()
+        for h in self.running:
+            if h.broker_id in paused:
+                await self._unpause(h)
+
+    async def _unpause(self, h: BrokerHandle) -> None:
+        if h.running:
+            for listener in h.server.socket_servers:
+                listener.resume()
             await h.run_due()
+
+    def _map_ports(self) -> None:
+        """Every listener port of every running broker, for the links to tell brokers apart
+        (an inter-broker listener of its own included)."""
+        for h in self.running:
+            for listener in h.server.socket_servers:
+                self._faults.ports[listener.port] = h.broker_id
+
+    def _expire_later(self, h: BrokerHandle) -> None:
+        """Without a MockClock the session timeout passes in real time: check then."""
+        if self.clock is None and h.running:
+            timeout_s = h.server.config["zookeeper.session.timeout.ms"] / 1000
+            asyncio.get_running_loop().call_later(timeout_s + 0.05, self._faults.expire_due)
 
     async def wait_ready(self, timeout_ms: int = _READY_TIMEOUT_MS) -> None:
         """Wait until a controller is elected and every running broker's cache lists every
-        running broker and that controller."""
-        expected = sorted(h.broker_id for h in self.running)
+        running broker and that controller (brokers paused or cut from the metadata store
+        left out: the others see them gone once their session expired)."""
+        expected = sorted(h.broker_id for h in self._in_touch())
 
         def ready() -> bool:
             ctl = self.controller
@@ -237,7 +338,7 @@ class ClusterHandle:
             return all(h.server.cache is not None
                        and h.server.cache.live_broker_ids() == expected
                        and h.server.cache.controller_id == ctl.broker_id
-                       for h in self.running)
+                       for h in self._in_touch())
         await _until(ready, timeout_ms, lambda: f"cluster ready ({self._describe()})")
 
     async def wait_isr(self, topic: str, partition: int, isr: list[int] | None = None,
@@ -259,13 +360,14 @@ class ClusterHandle:
     async def wait_leader(self, topic: str, partition: int = 0, *, other_than: int | None = None,
                           timeout_ms: int = _READY_TIMEOUT_MS) -> int:
         """Wait until the partition has a running leader (not ``other_than``) that every
-        running broker's cache agrees on; returns its id."""
-        running = {h.broker_id for h in self.running}
+        running broker's cache agrees on (brokers paused or cut from the metadata store
+        left out); returns its id."""
+        running = {h.broker_id for h in self._in_touch()}
 
         def done():
             leaders = {h.server.cache.partition(topic, partition).leader
                        if h.server.cache.partition(topic, partition) else -1
-                       for h in self.running}
+                       for h in self._in_touch()}
             if len(leaders) != 1:
                 return None
             leader = leaders.pop()
@@ -367,6 +469,7 @@ class _ClusterContext:
         self._store = None
         self._chroot: _ZooKeeperChroot | None = None
         self._handle: ClusterHandle | None = None
+        self._faults: Faults | None = None
         self._threaded = None
 
     # -- async form --------------------------------------------------------------------------
@@ -377,6 +480,7 @@ class _ClusterContext:
         try:
             handle = self._handle = self._make_handles()
             await _gather_or_cancel([h.start() for h in handle.brokers])
+            handle._map_ports()
             await handle.wait_ready(self._timeout_ms)
         except BaseException:
             await self._teardown()
@@ -395,14 +499,18 @@ class _ClusterContext:
             self._tmp = tempfile.mkdtemp(prefix="kafkapy-cluster-")
             base = Path(self._tmp)
         base.mkdir(parents=True, exist_ok=True)
+        self._faults = Faults(self._clock or SYSTEM_CLOCK)
         store_factory = self._store_factory(base)
         handles = []
         for broker_id in range(1, self._n + 1):
             settings = {**self._settings, "broker.id": str(broker_id)}
             handles.append(BrokerHandle(settings, base / f"broker-{broker_id}", clock=self._clock,
-                                        port=free_port(), store_factory=store_factory))
+                                        port=free_port(), store_factory=store_factory,
+                                        links=self._faults.links(broker_id)))
+        self._faults.ports = {h.port: h.broker_id for h in handles}
         return ClusterHandle(handles, self._clock,
-                             self._chroot.connect if self._chroot is not None else None)
+                             self._chroot.connect if self._chroot is not None else None,
+                             self._faults)
 
     def _store_factory(self, base: Path) -> Callable[[Any], Any]:
         if self._zookeeper:
@@ -411,7 +519,9 @@ class _ClusterContext:
         else:
             kwargs = {"clock": self._clock} if self._clock is not None else {}
             self._store = EmbeddedStore(base / "kafkapy-metadata.json", fsync=False, **kwargs)
-            open_store = lambda _server: self._store.session()   # noqa: E731
+            open_store = lambda server: self._faults.session(   # noqa: E731
+                server.node_id, self._store.session(),
+                server.config["zookeeper.session.timeout.ms"])
 
         def factory(server) -> Any:
             _listen_before_registering(server)
@@ -424,6 +534,7 @@ class _ClusterContext:
         handle, self._handle = self._handle, None
         try:
             if handle is not None:
+                await handle.heal()
                 await _stop_all(handle)
         finally:
             store, self._store = self._store, None

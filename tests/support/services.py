@@ -46,6 +46,7 @@ def services(**parts) -> Services:
     given.setdefault("apis", build_registry())
     given.setdefault("client_quotas", ClientQuotas(None, given["clock"]))
     given.setdefault("controller_mutation", ControllerMutationQuotaManager(11, 1, given["clock"]))
+    given.setdefault("links", None)     # every broker reachable, as outside kafkapy.testing
     unknown = set(given) - {f.name for f in fields(Services)}
     if unknown:
         raise TypeError(f"Services has no {sorted(unknown)}")

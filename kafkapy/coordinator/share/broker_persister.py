@@ -34,6 +34,7 @@ from kafkapy.coordinator.share.persister import (
 )
 from kafkapy.coordinator.share.state import ShareKey
 from kafkapy.network.client import SharedConnections
+from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.errors import KafkaError
 from kafkapy.protocol.share_group_apis import (
@@ -67,7 +68,9 @@ class BrokerPersister:
 
     def __init__(self, service: ShareService, *, node_id: int,
                  request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000,
-                 attempts: int = 8, backoff_ms: int = 50, backoff_max_ms: int = 2000) -> None:
+                 attempts: int = 8, backoff_ms: int = 50, backoff_max_ms: int = 2000,
+                 links: Links | None = None) -> None:
+        """``links``: which share coordinators are reachable (None: all)."""
         self._service = service
         self._node_id = node_id
         self._request_timeout_s = request_timeout_ms / 1000
@@ -75,7 +78,8 @@ class BrokerPersister:
         self._backoff_ms = backoff_ms
         self._backoff_max_ms = backoff_max_ms
         self._connections = SharedConnections(f"share-persister-{node_id}",
-                                              connect_timeout_ms / 1000, self._request_timeout_s)
+                                              connect_timeout_ms / 1000, self._request_timeout_s,
+                                              links)
 
     @property
     def _coordinator(self) -> ShareCoordinator:

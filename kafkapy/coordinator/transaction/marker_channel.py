@@ -47,6 +47,7 @@ from typing import Callable, Iterable
 import structlog
 
 from kafkapy.network.client import BrokerConnection
+from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.protocol.topic_partition import TopicPartition
@@ -121,9 +122,10 @@ class MarkerChannel:
 
     def __init__(self, node_id: int, cache, local_write: LocalWrite, clock, *,
                  high_watermark_of: HighWatermarkOf, request_timeout_ms: int = 30000,
-                 connect_timeout_ms: int = 10000) -> None:
+                 connect_timeout_ms: int = 10000, links: Links | None = None) -> None:
         self._node_id = node_id
         self._cache = cache
+        self._links = links     # which brokers are reachable (None: all)
         self._local_write = local_write
         self._hw_of = high_watermark_of
         self._clock = clock
@@ -316,7 +318,7 @@ class MarkerChannel:
             return conn
         dest.close_connection()
         conn = BrokerConnection(client_id=self._client_id,
-                                request_timeout_s=self._request_timeout_s)
+                                request_timeout_s=self._request_timeout_s, links=self._links)
         await conn.connect(endpoint.host, endpoint.port, self._connect_timeout_s)
         if self._closed:
             conn.close()

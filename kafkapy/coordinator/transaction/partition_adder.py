@@ -39,6 +39,7 @@ import structlog
 from kafkapy.coordinator.transaction.state import TV_2
 from kafkapy.metadata.topics import TRANSACTION_STATE_TOPIC
 from kafkapy.network.client import BrokerConnection, SharedConnections
+from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.protocol.topic_partition import TopicPartition
@@ -70,14 +71,15 @@ class PartitionAdder:
     """See the module docstring."""
 
     def __init__(self, node_id: int, cache: MetadataCache, coordinator: TransactionCoordinator,
-                 *, request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000) -> None:
+                 *, request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000,
+                 links: Links | None = None) -> None:
         self._node_id = node_id
         self._cache = cache
         self._coordinator = coordinator
         self._client_id = f"broker-{node_id}-add-partitions"
         self._request_timeout_s = request_timeout_ms / 1000.0
         self._connections = SharedConnections(self._client_id, connect_timeout_ms / 1000.0,
-                                              self._request_timeout_s)
+                                              self._request_timeout_s, links)
         self._queued: dict[_AddKey, _Batch] = {}
         self._in_flight: set[_AddKey] = set()
         self._closed = False

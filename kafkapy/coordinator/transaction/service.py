@@ -37,6 +37,7 @@ from kafkapy.coordinator.transaction.markers import write_markers
 from kafkapy.coordinator.transaction.partition_adder import PartitionAdder
 from kafkapy.metadata.features import TRANSACTION_VERSION
 from kafkapy.metadata.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.records.record import build_batch, decode_records
 from kafkapy.replication import acks
@@ -120,8 +121,10 @@ class TransactionService:
                  cache: MetadataCache, admin: AdminManager, replica_manager: ReplicaManager,
                  timer: Timer, producer_ids: ProducerIdManager,
                  groups: GroupService | None,
-                 features: FinalizedFeatureCache | None = None) -> None:
-        """``groups``: this broker's group coordinator (transactional offsets complete
+                 features: FinalizedFeatureCache | None = None,
+                 links: Links | None = None) -> None:
+        """``links``: which brokers the markers and verifications reach (None: all).
+        ``groups``: this broker's group coordinator (transactional offsets complete
         when their markers land; a group's offsets partition); None: none runs here.
         ``timer``: the broker's one timing wheel (transaction timeouts); ``admin`` creates
         ``__transaction_state``; ``replica_manager`` hosts its partitions and those the
@@ -145,7 +148,7 @@ class TransactionService:
         self.markers = MarkerChannel(
             node_id, cache, self.write_markers, clock,
             request_timeout_ms=config["request.timeout.ms"],
-            connect_timeout_ms=config["socket.connection.setup.timeout.ms"],
+            connect_timeout_ms=config["socket.connection.setup.timeout.ms"], links=links,
             high_watermark_of=lambda key: _high_watermark_of(replica_manager, key))
         self.coordinator = TransactionCoordinator(
             self.settings, clock, Deadlines(timer),
@@ -160,7 +163,7 @@ class TransactionService:
         self.adder = PartitionAdder(
             node_id, cache, self.coordinator,
             request_timeout_ms=config["request.timeout.ms"],
-            connect_timeout_ms=config["socket.connection.setup.timeout.ms"])
+            connect_timeout_ms=config["socket.connection.setup.timeout.ms"], links=links)
 
     def start(self) -> None:
         self._cache.add_listener(self._on_topic_change)
