@@ -7,10 +7,8 @@ windows' worth); an unthrottled client on the same broker keeps its rate; a quot
 reaches a running client within a window of its throttle ending."""
 from __future__ import annotations
 
-import re
 import shutil
 import time
-import urllib.request
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -18,7 +16,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafkapy.protocol.messages import REQUESTS
 from tests.support.broker_process import free_port
 from tests.support.sasl import KAFKA_HOME
-from tests.support.side_by_side import side_by_side
+from tests.support.side_by_side import quota_metrics, side_by_side
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -49,17 +47,15 @@ def _listeners(port: int, sasl_port: int) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def sides(tmp_path_factory, zookeeper_server):  # noqa: F811
-    sasl_port, our_sasl, metrics_port = free_port(), free_port(), free_port()
+    sasl_port, our_sasl = free_port(), free_port()
     with side_by_side(
             tmp_path_factory.mktemp("client-quotas"), zookeeper_server, "cq",
             kafka_overrides=lambda port: {**SETTINGS, **_listeners(port, sasl_port)},
             kafkapy_overrides=lambda port: {
-                **SETTINGS, **_listeners(port, our_sasl),
-                "kafkapy.metrics.port": str(metrics_port),
-                "kafkapy.metrics.host": "127.0.0.1"}) as pair:
+                **SETTINGS, **_listeners(port, our_sasl)}) as pair:
         yield {"kafka": pair.kafka.bootstrap, "kafkapy": pair.kafkapy.bootstrap,
                "kafka-sasl": f"127.0.0.1:{sasl_port}", "kafkapy-sasl": f"127.0.0.1:{our_sasl}",
-               "kafkapy-metrics": f"http://127.0.0.1:{metrics_port}/metrics"}
+               "kafkapy-metrics": pair.kafkapy_metrics}
 
 
 def _alter(bootstrap: str, entity: list, key: str, value: float | None) -> None:
@@ -260,16 +256,7 @@ def test_quota_metrics_on_kafkapy(sides):
             assert _produce(client, "produce-kafkapy", batch) == 0
     finally:
         client.close()
-    with urllib.request.urlopen(sides["kafkapy-metrics"], timeout=10) as answer:
-        text = answer.read().decode()
-    values = {}
-    for line in text.splitlines():
-        match = re.fullmatch(r'(kafka_server_quota_\w+)\{(.*)\} (\S+)', line)
-        if match:
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2)))
-            # the exporter's rules give no label for a tag Kafka leaves out (an empty one)
-            values[(match.group(1), labels["resource"], labels.get("user", ""),
-                    labels.get("clientId", ""))] = float(match.group(3))
+    values = quota_metrics(sides["kafkapy-metrics"])
     produce = ("Produce", "", "throttled-producer")
     fetch = ("Fetch", "ANONYMOUS", "")
     assert values[("kafka_server_quota_throttle_time", *produce)] > 0, values

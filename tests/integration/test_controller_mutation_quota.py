@@ -16,18 +16,15 @@ with no quota is never throttled, even while ``mutator`` is.
 from __future__ import annotations
 
 import concurrent.futures
-import re
 import shutil
 import subprocess
 import time
-import urllib.request
 
 import pytest
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.support.broker_process import free_port
 from tests.support.sasl import KAFKA_HOME
-from tests.support.side_by_side import side_by_side
+from tests.support.side_by_side import quota_metrics, side_by_side
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -59,21 +56,16 @@ AUTO = ["auto-a", "auto-b", "auto-c"]          # one partition each (num.partiti
 def runs(tmp_path_factory, zookeeper_server):  # noqa: F811
     """Each side's answers to the same run of requests (see the module docstring), and
     kafkapy's metrics scraped at the end."""
-    metrics_port = free_port()
     with side_by_side(
             tmp_path_factory.mktemp("mutation-quota"), zookeeper_server, "cmq",
             kafka_overrides=lambda port: dict(SETTINGS),
-            kafkapy_overrides=lambda port: {
-                **SETTINGS, "kafkapy.metrics.port": str(metrics_port),
-                "kafkapy.metrics.host": "127.0.0.1"}) as pair:
+            kafkapy_overrides=lambda port: dict(SETTINGS)) as pair:
         bootstraps = {"kafka": pair.kafka.bootstrap, "kafkapy": pair.kafkapy.bootstrap}
         _set_quota(bootstraps.values())
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             futures = {side: pool.submit(_run, bootstrap) for side, bootstrap in bootstraps.items()}
             answers = {side: future.result(timeout=120) for side, future in futures.items()}
-        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
-                                    timeout=10) as scrape:
-            answers["metrics"] = scrape.read().decode()
+        answers["metrics"] = quota_metrics(pair.kafkapy_metrics)
         yield answers
 
 
@@ -219,13 +211,10 @@ def test_a_client_without_quota_is_unaffected(runs):
 def test_mutation_quota_metrics_on_kafkapy(runs):
     """kafka.server<type=ControllerMutation, client-id=mutator>'s mutation-rate, tokens and
     throttle-time, named as the exporter names Kafka's quota metrics."""
-    text = runs["metrics"]
-    labels = 'clientId="mutator",resource="ControllerMutation"'   # no user: no user label
+    values = runs["metrics"]
 
     def value(name: str) -> float:
-        match = re.search(rf"^{name}\{{{labels}\}} (\S+)$", text, re.M)
-        assert match, (name, [line for line in text.splitlines() if "ControllerMutation" in line])
-        return float(match.group(1))
-    assert value("kafka_server_quota_mutation_rate") > 0
-    assert value("kafka_server_quota_throttle_time") > 0
+        return values[(name, "ControllerMutation", "", "mutator")]
+    assert value("kafka_server_quota_mutation_rate") > 0, values
+    assert value("kafka_server_quota_throttle_time") > 0, values
     assert value("kafka_server_quota_tokens") <= RATE

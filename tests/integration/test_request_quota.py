@@ -7,20 +7,17 @@ rate; a consumer fetch over it is answered with no partitions; kafkapy's /metric
 client's request-time and throttle-time."""
 from __future__ import annotations
 
-import re
 import shutil
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.protocol.messages import REQUESTS
-from tests.support.broker_process import free_port
 from tests.support.cluster import kafka_tool
 from tests.support.sasl import KAFKA_HOME
-from tests.support.side_by_side import side_by_side
+from tests.support.side_by_side import quota_metrics, side_by_side
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import zookeeper_server  # noqa: F401 (fixture)
 
@@ -39,13 +36,10 @@ Produce, Fetch = REQUESTS[0], REQUESTS[1]
 
 @pytest.fixture(scope="module")
 def sides(tmp_path_factory, zookeeper_server):  # noqa: F811
-    metrics_port = free_port()
     with side_by_side(
             tmp_path_factory.mktemp("request-quota"), zookeeper_server, "rq",
             kafka_overrides=lambda port: dict(SETTINGS),
-            kafkapy_overrides=lambda port: {
-                **SETTINGS, "kafkapy.metrics.port": str(metrics_port),
-                "kafkapy.metrics.host": "127.0.0.1"}) as pair:
+            kafkapy_overrides=lambda port: dict(SETTINGS)) as pair:
         with ThreadPoolExecutor(2) as pool:     # the two JVMs side by side
             runs = pool.map(lambda bootstrap: kafka_tool(
                 "kafka-configs.sh", "--bootstrap-server", bootstrap, "--alter",
@@ -55,7 +49,7 @@ def sides(tmp_path_factory, zookeeper_server):  # noqa: F811
             for done in runs:
                 assert done.returncode == 0, done.stderr
         yield {"kafka": pair.kafka.bootstrap, "kafkapy": pair.kafkapy.bootstrap,
-               "kafkapy-metrics": f"http://127.0.0.1:{metrics_port}/metrics"}
+               "kafkapy-metrics": pair.kafkapy_metrics}
 
 
 def _metadata(client: WireClient) -> int:
@@ -177,16 +171,8 @@ def test_request_time_metrics_on_kafkapy(sides):
         assert [_metadata(client) for _ in range(5)] == [0] * 5
     finally:
         client.close()
-    with urllib.request.urlopen(sides["kafkapy-metrics"], timeout=10) as answer:
-        text = answer.read().decode()
-    values = {}
-    for line in text.splitlines():
-        match = re.fullmatch(r'(kafka_server_quota_\w+)\{(.*)\} (\S+)', line)
-        if match:
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2)))
-            values[(match.group(1), labels["resource"], labels.get("clientId"))] = \
-                float(match.group(3))
-    assert values[("kafka_server_quota_request_time", "Request", "busy")] > 0, values
-    assert values[("kafka_server_quota_throttle_time", "Request", "busy")] > 0, values
-    assert ("kafka_server_quota_request_time", "Request", "free") in values, values
-    assert values[("kafka_server_quota_throttle_time", "Request", "free")] == 0, values
+    values = quota_metrics(sides["kafkapy-metrics"])
+    assert values[("kafka_server_quota_request_time", "Request", "", "busy")] > 0, values
+    assert values[("kafka_server_quota_throttle_time", "Request", "", "busy")] > 0, values
+    assert ("kafka_server_quota_request_time", "Request", "", "free") in values, values
+    assert values[("kafka_server_quota_throttle_time", "Request", "", "free")] == 0, values
