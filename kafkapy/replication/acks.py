@@ -25,7 +25,9 @@ import asyncio
 from typing import Any, Callable
 
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.purgatory.answer import answer_future
 from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafkapy.replication import stage_trace
 from kafkapy.replication.partition import AppendResult, effective_min_isr
 
 
@@ -85,6 +87,10 @@ def wait_for_replication(partitions: dict, purgatory, loop, results, timeout_ms:
                 for t, p, r in results}
 
     def respond(done):
+        if stage_trace.ENABLED:
+            now = stage_trace.now()
+            for (topic, index), status in done.items():
+                stage_trace.event("P", topic, index, status.required_offset, now)
         final = []
         for (topic, index), status in done.items():
             result = status.result
@@ -112,7 +118,8 @@ def _watch(partitions: dict, purgatory, loop, statuses: dict, timeout_ms: int,
                                complete, after_append=lambda k: _after_append(partitions, k))
     if purgatory.try_complete_else_watch(operation, list(statuses)):
         return outcome[0]
-    future = loop.create_future()
+    # Answered inside the call that moves the high watermark (a follower's fetch).
+    future = answer_future(loop)
     return future
 
 
