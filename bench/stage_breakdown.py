@@ -17,11 +17,13 @@ follower append    decoded -> appended to the follower's log
 to next fetch      appended -> the follower's next fetch (offset >= E) leaves
 next fetch transit sent -> the leader handles it (its fetch offset recorded)
 wait other ISR     the first follower's report -> the last one's (HW = min over the ISR)
-HW to answer       the high watermark reaches E -> the produce is answered
+HW to answer       the later follower's fetch is handled -> the produce is answered (the
+                   high watermark passes E inside it)
 total              the append starts -> the produce is answered
 =================  =========================================================================
 
-Per follower stages are of the follower whose report moved the HW (the slower one).
+Per follower stages are of the follower whose report moved the HW (the slower one).  The
+stages but "wait other ISR" follow each other: they add up to the total.
 Figures: median and p90 in ms over the batches.  ``python bench/stage_breakdown.py DIR``
 prints the table.
 """
@@ -38,10 +40,11 @@ LEGEND = ("Per batch (partition, end offset E), from the leader's append to its 
           "not inside the append); fetch transit (that read -> the follower has the answer "
           "decoded: the answer's encoding and sendfile, the loopback, the follower's turn); "
           "follower append; to next fetch (appended -> the next Fetch leaves); next fetch "
-          "transit (-> the leader has recorded its offset); HW to answer (the high watermark "
-          "passes E -> the produce is answered). Follower stages are the later follower's "
-          "(the one whose fetch moved the HW); wait other ISR = its report minus the other "
-          "follower's; total = append start -> answer. Times are CLOCK_MONOTONIC stamps in "
+          "transit (-> the leader has recorded its offset); HW to answer (that fetch, which "
+          "moves the high watermark past E -> the produce is answered). Follower stages are "
+          "the later follower's (the one whose fetch moved the HW); wait other ISR = its "
+          "report minus the other follower's (not part of the sum); the other stages add up "
+          "to total = append start -> answer. Times are CLOCK_MONOTONIC stamps in "
           "each broker (one clock for all processes).")
 STAGES = ["leader append", "to fetch answer", "fetch transit", "follower append",
           "to next fetch", "next fetch transit", "wait other ISR", "HW to answer", "total"]
@@ -139,10 +142,11 @@ def batches(data: dict, t_from: float | None = None, t_to: float | None = None) 
             continue
         reports = sorted(per.values(), key=lambda v: v[4])
         read, received, applied, sent, got = reports[-1]
-        out.append({"leader append": t1 - t0, "to fetch answer": max(0, read - t1),
-                    "fetch transit": received - read, "follower append": applied - received,
+        answered = max(read, t1)    # a fetch woken inside the append is answered after it
+        out.append({"leader append": t1 - t0, "to fetch answer": answered - t1,
+                    "fetch transit": received - answered, "follower append": applied - received,
                     "to next fetch": sent - applied, "next fetch transit": got - sent,
-                    "wait other ISR": got - reports[0][4], "HW to answer": p[0] - hw[0],
+                    "wait other ISR": got - reports[0][4], "HW to answer": p[0] - got,
                     "total": p[0] - t0})
     return out
 
