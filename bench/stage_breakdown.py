@@ -8,11 +8,13 @@ being the first event at or after the previous one that covers E:
 =================  =========================================================================
 stage              from -> to
 =================  =========================================================================
-leader append      the append starts -> the batch is in the leader's log
+leader append      the append starts -> the batch is in the leader's log, or sooner the
+                   read for the follower: a parked fetch is woken and read inside the append
 to fetch answer    appended -> the leader reads records up to >= E for a follower (its
-                   next fetch; 0 when its parked fetch was woken inside the append, which
-                   "leader append" then includes)
-fetch transit      that read -> the follower has the whole answer decoded
+                   next fetch; 0 when its parked fetch was woken inside the append)
+fetch transit      that read -> the follower has the whole answer decoded (the answer's
+                   encoding and sending, the rest of the append call when it was woken
+                   there, the loopback, the follower's turn)
 follower append    decoded -> appended to the follower's log
 to next fetch      appended -> the follower's next fetch (offset >= E) leaves
 next fetch transit sent -> the leader handles it (its fetch offset recorded)
@@ -35,10 +37,11 @@ from collections import defaultdict
 from pathlib import Path
 
 LEGEND = ("Per batch (partition, end offset E), from the leader's append to its acks=all "
-          "answer: leader append (the append, with the parked follower fetches it wakes "
-          "and reads); to fetch answer (until the leader reads past E for the follower, when "
-          "not inside the append); fetch transit (that read -> the follower has the answer "
-          "decoded: the answer's encoding and sendfile, the loopback, the follower's turn); "
+          "answer: leader append (the append, up to the read for the follower when its parked "
+          "fetch is woken inside it); to fetch answer (until the leader reads past E for the "
+          "follower, when not inside the append); fetch transit (that read -> the follower "
+          "has the answer decoded: the answer's encoding and sendfile, the rest of the append "
+          "call, the loopback, the follower's turn); "
           "follower append; to next fetch (appended -> the next Fetch leaves); next fetch "
           "transit (-> the leader has recorded its offset); HW to answer (that fetch, which "
           "moves the high watermark past E -> the produce is answered). Follower stages are "
@@ -142,9 +145,10 @@ def batches(data: dict, t_from: float | None = None, t_to: float | None = None) 
             continue
         reports = sorted(per.values(), key=lambda v: v[4])
         read, received, applied, sent, got = reports[-1]
-        answered = max(read, t1)    # a fetch woken inside the append is answered after it
-        out.append({"leader append": t1 - t0, "to fetch answer": answered - t1,
-                    "fetch transit": received - answered, "follower append": applied - received,
+        # A parked fetch is woken and read inside the append, and (AnswerFuture) its answer
+        # leaves before the append call returns: the append stage then ends at the read.
+        out.append({"leader append": min(read, t1) - t0, "to fetch answer": max(0, read - t1),
+                    "fetch transit": received - read, "follower append": applied - received,
                     "to next fetch": sent - applied, "next fetch transit": got - sent,
                     "wait other ISR": got - reports[0][4], "HW to answer": p[0] - got,
                     "total": p[0] - t0})
