@@ -145,8 +145,8 @@ def batches(data: dict, t_from: float | None = None, t_to: float | None = None) 
             continue
         reports = sorted(per.values(), key=lambda v: v[4])
         read, received, applied, sent, got = reports[-1]
-        # A parked fetch is woken and read inside the append, and (AnswerFuture) its answer
-        # leaves before the append call returns: the append stage then ends at the read.
+        # A parked fetch is woken and read inside the append: the append stage then ends
+        # at that read, and the rest of the append call is part of the fetch transit.
         out.append({"leader append": min(read, t1) - t0, "to fetch answer": max(0, read - t1),
                     "fetch transit": received - read, "follower append": applied - received,
                     "to next fetch": sent - applied, "next fetch transit": got - sent,

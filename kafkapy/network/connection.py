@@ -4,9 +4,6 @@ Framing: every request and response is an int32 size followed by that many
 bytes.  Invariants:
 - responses leave in the order their requests arrived, whatever order the
   handlers finish in (a queue of slots; only the ready head is written);
-- a handler's answer that is a delayed operation's (``kafkapy.purgatory.answer``: a
-  parked Fetch woken by an append, an acks=all Produce whose high watermark moved) is
-  written inside the call that completes the operation, not a loop turn later;
 - at most ``max_inflight`` requests of a connection are being handled at once:
   reading pauses at the bound and resumes as responses drain;
 - fairness: one event-loop callback handles at most ``_FRAMES_PER_TURN`` frames of
@@ -332,11 +329,6 @@ class KafkaConnection(asyncio.Protocol):
             self.close()
             return
         if inspect.isawaitable(result):
-            answered = getattr(result, "on_result", None)
-            if answered is not None:
-                # A delayed operation's answer: written inside the call that completes it.
-                answered(lambda f: self._finished(slot, ctx, spec, f))
-                return
             future = asyncio.ensure_future(result)
             future.add_done_callback(lambda f: self._finished(slot, ctx, spec, f))
         else:

@@ -25,7 +25,6 @@ import asyncio
 from typing import Any, Callable
 
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.purgatory.answer import answer_future
 from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafkapy.replication import stage_trace
 from kafkapy.replication.partition import AppendResult, effective_min_isr
@@ -118,8 +117,7 @@ def _watch(partitions: dict, purgatory, loop, statuses: dict, timeout_ms: int,
                                complete, after_append=lambda k: _after_append(partitions, k))
     if purgatory.try_complete_else_watch(operation, list(statuses)):
         return outcome[0]
-    # Answered inside the call that moves the high watermark (a follower's fetch).
-    future = answer_future(loop)
+    future = loop.create_future()
     return future
 
 

@@ -56,7 +56,6 @@ from kafkapy.metadata.topics import (invalid_topic_reason, is_internal, parse_to
                                      topic_id_text)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.topic_partition import TopicPartition
-from kafkapy.purgatory.answer import answer_future
 from kafkapy.purgatory.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from kafkapy.records.batch import MAGIC_OFFSET, read_header
 from kafkapy.replication import acks, stage_trace, txn_verification
@@ -720,8 +719,7 @@ class _FetchRead:
         """Park the fetch in the fetch purgatory; the future resolves with ``respond``'s
         value for the read made when the wait ends."""
         replicas = self._replicas
-        # Answered inside the call that completes the wait (an append, a leadership change).
-        future = answer_future(replicas._loop)
+        future = replicas._loop.create_future()
         statuses = [FetchPartitionStatus(tip.topic, tip.partition, req.fetch_offset,
                                          req.max_bytes, _start_metadata(replicas, tip, req))
                     for tip, req in self._partitions]
