@@ -22,6 +22,9 @@ wait other ISR     the first follower's report -> the last one's (HW = min over 
 HW to answer       the later follower's fetch is handled -> the produce is answered (the
                    high watermark passes E inside it)
 total              the append starts -> the produce is answered
+answer to next     the produce is answered -> the next append to the partition starts: the
+append             producer's side of the cycle (the answer's way to the client, its next
+                   request, that request's way in); not part of the total
 =================  =========================================================================
 
 Per follower stages are of the follower whose report moved the HW (the slower one).  The
@@ -47,10 +50,13 @@ LEGEND = ("Per batch (partition, end offset E), from the leader's append to its 
           "moves the high watermark past E -> the produce is answered). Follower stages are "
           "the later follower's (the one whose fetch moved the HW); wait other ISR = its "
           "report minus the other follower's (not part of the sum); the other stages add up "
-          "to total = append start -> answer. Times are CLOCK_MONOTONIC stamps in "
+          "to total = append start -> answer. Answer to next append: the answer -> the next "
+          "append to the partition (the producer's side of the cycle: with one request in "
+          "flight per partition, total + this is the time per batch). Times are CLOCK_MONOTONIC stamps in "
           "each broker (one clock for all processes).")
 STAGES = ["leader append", "to fetch answer", "fetch transit", "follower append",
-          "to next fetch", "next fetch transit", "wait other ISR", "HW to answer", "total"]
+          "to next fetch", "next fetch transit", "wait other ISR", "HW to answer", "total",
+          "answer to next append"]
 
 
 class _Series:
@@ -114,6 +120,11 @@ def batches(data: dict, t_from: float | None = None, t_to: float | None = None) 
     out = []
     empty = _Series()
     empty.done()
+    starts: dict = defaultdict(list)
+    for key, _, t0, _ in data["appends"]:
+        starts[key].append(t0)
+    for values in starts.values():
+        values.sort()
     for key, end, t0, t1 in data["appends"]:
         if not lo <= t0 <= hi:
             continue
@@ -152,6 +163,10 @@ def batches(data: dict, t_from: float | None = None, t_to: float | None = None) 
                     "to next fetch": sent - applied, "next fetch transit": got - sent,
                     "wait other ISR": got - reports[0][4], "HW to answer": p[0] - got,
                     "total": p[0] - t0})
+        following = starts[key]
+        i = bisect.bisect_right(following, p[0])
+        if i < len(following):
+            out[-1]["answer to next append"] = following[i] - p[0]
     return out
 
 
@@ -161,7 +176,7 @@ def summary(trace_dir: Path, t_from: float | None = None, t_to: float | None = N
     rows = batches(load(trace_dir), t_from, t_to)
     stages = {}
     for name in STAGES:
-        vals = sorted(r[name] for r in rows)
+        vals = sorted(r[name] for r in rows if name in r)
         if not vals:
             continue
         stages[name] = {"p50_ms": round(vals[len(vals) // 2] / 1e6, 3),
