@@ -20,6 +20,10 @@ Workloads (names for ``--workloads``):
              min.insync.replicas=2, acks=all, idempotent producer (else the 1k settings);
              the report's "acks=all, replication factor 3" section puts the two clusters
              side by side with the kafkapy / Kafka ratio (and per-repetition pairs).
+             Then, on the same cluster: the same producers on an RF 1 topic, and RF 3
+             paced at half the RF 3 throughput (latency below saturation); kafkapy's
+             brokers run with KAFKAPY_STAGE_TRACE and the section ends with the stage
+             breakdown of one batch (``stage_breakdown.py``).
 ``sendfile`` (kafkapy only; hook) after each throughput workload, restart the broker on the
              same log dir with ``kafkapy.fetch.sendfile.enable=false`` and consume again.
 
@@ -54,6 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import stage_breakdown  # noqa: E402
 import workloads as wl  # noqa: E402
 from brokers import ROOT, ExistingBroker, KafkapyBroker, snapshot_source  # noqa: E402
 from procstats import RssSampler, wait_until_quiet  # noqa: E402
@@ -71,6 +76,8 @@ THROUGHPUT_WORKLOADS = {
             "topic_config": {"min.insync.replicas": "2"},
             "producer_conf": {"enable.idempotence": True}, "clusters_only": True},
 }
+# rf3's latency run: RF 3 paced at this share of the flat-out RF 3 throughput.
+RATE_LIMITED_SHARE = 0.5
 ALL_WORKLOADS = ["1k", "100b", "e2e", "rf3", "sendfile"]
 # Result keys, in run and report order; "peer" is tansu (the key predates Kafka's column).
 KINDS = ("kafkapy", "kafka", "peer", "kafkapy3", "kafka3")
@@ -140,15 +147,21 @@ def _merge_latencies(chunks: list[bytes], typecode: str = "f") -> list[float]:
 
 
 def produce_phase(bootstrap: str, topic: str, count: int, size: int, nprocs: int,
-                  conf: dict, timeout: float, partitions: int = 1) -> dict:
+                  conf: dict, timeout: float, partitions: int = 1, rate: float = 0.0) -> dict:
     """With several ``partitions``: at least one producer process per partition, process i
-    writing to partition i % partitions, so every partition gets an equal share."""
+    writing to partition i % partitions, so every partition gets an equal share.  ``rate``
+    (records/s over all processes, 0 = as fast as they go) paces each process at its share."""
     if partitions > 1:
         nprocs = partitions * -(-nprocs // partitions)
     per = [count // nprocs + (1 if i < count % nprocs else 0) for i in range(nprocs)]
-    argsets = [(i, bootstrap, topic, i % partitions, n, size, conf)
-               for i, n in enumerate(per) if n]
-    res = _run_procs(wl.produce_worker, argsets, timeout)
+    if rate:
+        argsets = [(i, bootstrap, topic, i % partitions, n, size, conf, rate * n / count)
+                   for i, n in enumerate(per) if n]
+        res = _run_procs(wl.paced_produce_worker, argsets, timeout)
+    else:
+        argsets = [(i, bootstrap, topic, i % partitions, n, size, conf)
+                   for i, n in enumerate(per) if n]
+        res = _run_procs(wl.produce_worker, argsets, timeout)
     errors = [r.get("error") for r in res if r.get("error")]
     acked = sum(r.get("acked", 0) for r in res)
     out: dict = {"processes": len(argsets), "records_requested": count, "records_acked": acked,
@@ -160,13 +173,16 @@ def produce_phase(bootstrap: str, topic: str, count: int, size: int, nprocs: int
     timed = [r for r in res if "t_start" in r]
     if timed:
         secs = max(r["t_end"] for r in timed) - min(r["t_start"] for r in timed)
-        out.update(seconds=round(secs, 3),
+        out.update(seconds=round(secs, 3), t_start=min(r["t_start"] for r in timed),
+                   t_end=max(r["t_end"] for r in timed),
                    records_per_s=round(acked / secs, 1) if secs > 0 else None,
                    mib_per_s=round(acked * size / MIB / secs, 2) if secs > 0 else None,
                    driver_cpu_s=round(sum(r.get("driver_cpu_s", 0) for r in timed), 2),
                    driver_process_cpu_s=round(sum(r.get("process_cpu_s", 0) for r in timed), 2),
                    latency_ms=wl.percentiles(_merge_latencies(
                        [r.get("latencies", b"") for r in res])))
+    if rate:
+        out["target_records_per_s"] = round(rate, 1)
     out["ok"] = not errors and acked == count
     return out
 
@@ -365,6 +381,7 @@ class BrokerRun:
         self.rep = 0
         self.runs: dict[str, list[dict]] = {}
         self.source_dir: Path | None = None
+        self.trace_dir: Path | None = None    # the brokers' stage traces (rf3, kafkapy3)
         if kind in ("kafkapy", "kafkapy3") and not args.bootstrap and not args.no_snapshot:
             snap = snapshot_source(work_root / "kafkapy-src")
             self.source_dir = Path(snap["dir"])
@@ -410,6 +427,20 @@ class BrokerRun:
         if "broker" not in self.result:
             self.result["broker"] = b.describe()
         return b
+
+    def _traces(self, name: str) -> bool:
+        """kafkapy's 3 brokers trace replication stages during rf3 (``stage_breakdown``)."""
+        return (name == "rf3" and self.kind == "kafkapy3" and not self.args.bootstrap
+                and not self.args.no_stage_trace)
+
+    def _start_traced(self, label: str):
+        """Start the brokers with KAFKAPY_STAGE_TRACE set to a fresh dir of the work dir."""
+        self.trace_dir = self.work_root / f"stage-trace-{label}"
+        os.environ["KAFKAPY_STAGE_TRACE"] = str(self.trace_dir)
+        try:
+            return self._start(label)
+        finally:
+            os.environ.pop("KAFKAPY_STAGE_TRACE", None)
 
     def _stop(self) -> dict:
         info: dict = {}
@@ -529,7 +560,7 @@ class BrokerRun:
         label = name if self.args.repeat == 1 else f"{name}-r{rep + 1}"
         try:
             if not self.shared:
-                self._start(label)
+                self._start_traced(label) if self._traces(name) else self._start(label)
             if name == "e2e":
                 res = self._e2e()
             else:
@@ -624,6 +655,8 @@ class BrokerRun:
         log(f"{self.kind} {name}: consume {c.get('records_per_s')} rec/s "
             f"{c.get('mib_per_s')} MiB/s, broker cpu {c['broker']['cpu_pct']:.0f}% "
             f"{'' if c['ok'] else 'ERRORS ' + str(c.get('errors'))[:300]}")
+        if name == "rf3":
+            self._rf3_extras(out, spec, size, count, pconf)
         time.sleep(2.0)
         out["after_idle_2s"] = self.sampler.snapshot()
         if ("sendfile" in args.workloads and self.kind == "kafkapy" and not args.bootstrap
@@ -631,6 +664,46 @@ class BrokerRun:
             out["consume_sendfile_off"] = self._sendfile_off(topic, size, p.get("records_acked"))
         out["ok"] = bool(p.get("ok")) and bool(c.get("ok"))
         return out
+
+    def _rf3_extras(self, out: dict, spec: dict, size: int, count: int, pconf: dict) -> None:
+        """On the same cluster after the RF 3 run: the same producers on an RF 1 topic
+        (``rf1_produce``), then RF 3 paced at RATE_LIMITED_SHARE of the RF 3 throughput
+        (``rate_limited``, half the records), then the stage breakdown of both RF 3 runs
+        from the brokers' traces (kafkapy; ``stages``)."""
+        args = self.args
+        bs = self.broker.bootstrap
+        partitions = spec["partitions"]
+        topic = self._topic("rf3-rf1")
+        out["rf1_topic_created_by"] = self._create_topic(
+            topic, {**spec, "replication_factor": 1, "topic_config": {}})
+        out["rf1_produce"] = self._phase("rf3-rf1-produce", lambda: produce_phase(
+            bs, topic, count, size, args.producer_procs, pconf, args.phase_timeout,
+            partitions=partitions))
+        r = out["rf1_produce"]
+        log(f"{self.kind} rf3: same producers on RF 1: {r.get('records_per_s')} rec/s p99 "
+            f"{r.get('latency_ms', {}).get('p99')} ms, broker cpu {r['broker']['cpu_pct']:.0f}%")
+        full = out["produce"].get("records_per_s")
+        if full:
+            topic = self._topic("rf3-paced")
+            self._create_topic(topic, spec)
+            rate = full * RATE_LIMITED_SHARE
+            out["rate_limited"] = self._phase("rf3-paced-produce", lambda: produce_phase(
+                bs, topic, max(1, count // 2), size, args.producer_procs, pconf,
+                args.phase_timeout, partitions=partitions, rate=rate))
+            r = out["rate_limited"]
+            log(f"{self.kind} rf3: paced at {rate:.0f} rec/s: {r.get('records_per_s')} rec/s "
+                f"p50 {r.get('latency_ms', {}).get('p50')} ms p99 "
+                f"{r.get('latency_ms', {}).get('p99')} ms")
+        if self.trace_dir is not None:
+            time.sleep(2.0)   # the brokers write their trace buffers about once a second
+            out["stages"] = {key: stage_breakdown.summary(self.trace_dir, ph.get("t_start"),
+                                                          ph.get("t_end"))
+                             for key, ph in (("rf3", out["produce"]),
+                                             ("rate_limited", out.get("rate_limited", {})))
+                             if ph.get("t_start") is not None}
+            for key, st in out["stages"].items():
+                log(f"{self.kind} rf3 stages ({key}): " + ", ".join(
+                    f"{n} {v['p50_ms']}" for n, v in st["stages"].items()) + " ms (p50)")
 
     def _sendfile_off(self, topic: str, size: int, expected) -> dict:
         """Restart on the same log dir with sendfile disabled and consume again."""
@@ -762,7 +835,36 @@ RF3_ROWS = (
          if x is not None] or [None], key=lambda x: x or 0), 0, "lower"),
     ("other load % produce", lambda w: w.get("produce", {}).get("other_load_pct"), 0, None),
     ("other load % consume", lambda w: w.get("consume", {}).get("other_load_pct"), 0, None),
+    ("RF 1, same producers: produce rec/s",
+     lambda w: w.get("rf1_produce", {}).get("records_per_s"), 0, "higher"),
+    ("RF 1: produce p50 ms", lambda w: w.get("rf1_produce", {}).get("latency_ms", {}).get("p50"),
+     1, "lower"),
+    ("RF 1: produce p99 ms", lambda w: w.get("rf1_produce", {}).get("latency_ms", {}).get("p99"),
+     1, "lower"),
+    ("RF 1: broker CPU % produce",
+     lambda w: w.get("rf1_produce", {}).get("broker", {}).get("cpu_pct"), 0, "lower"),
+    ("RF 3 / RF 1 produce rec/s", lambda w: _share(w.get("produce"), w.get("rf1_produce")), 2,
+     "higher"),
+    ("RF 3 paced: target rec/s",
+     lambda w: w.get("rate_limited", {}).get("target_records_per_s"), 0, None),
+    ("RF 3 paced: produce rec/s", lambda w: w.get("rate_limited", {}).get("records_per_s"), 0,
+     None),
+    ("RF 3 paced: produce p50 ms",
+     lambda w: w.get("rate_limited", {}).get("latency_ms", {}).get("p50"), 1, "lower"),
+    ("RF 3 paced: produce p99 ms",
+     lambda w: w.get("rate_limited", {}).get("latency_ms", {}).get("p99"), 1, "lower"),
+    ("RF 3 paced: broker CPU %",
+     lambda w: w.get("rate_limited", {}).get("broker", {}).get("cpu_pct"), 0, "lower"),
+    ("other load % RF 1 / paced", lambda w: "/".join(
+        _fmt(w.get(k, {}).get("other_load_pct"), 0) for k in ("rf1_produce", "rate_limited")),
+     0, None),
 )
+
+
+def _share(a: dict | None, b: dict | None):
+    """a's produce rec/s over b's, or None."""
+    ra, rb = (a or {}).get("records_per_s"), (b or {}).get("records_per_s")
+    return ra / rb if ra and rb else None
 
 RF3_LEGEND = [
     "- Columns: one per 3-broker cluster (kafkapy brokers 1-3 on ZooKeeper; Kafka 3.9 brokers "
@@ -782,6 +884,15 @@ RF3_LEGEND = [
     "peak of the sum of the three brokers' VmRSS sampled every 50 ms; *other load* = CPU of "
     "processes other than the brokers and the driver (% of one core; above ~50 the numbers "
     "are disturbed).",
+    "- *RF 1, same producers*: after the RF 3 run, on the same cluster, the same producer "
+    "processes and settings (idempotent) write the same number of records to a 3-partition "
+    "RF 1 topic. *RF 3 paced*: then half the records to a fresh RF 3 topic, each producer "
+    "paced so that together they offer half the RF 3 run's throughput: produce latency below "
+    "saturation. The `1k` workload's 3-broker RF 1 figure uses non-idempotent producers, "
+    "which librdkafka pipelines (many requests in flight per partition); an idempotent "
+    "librdkafka producer keeps one Produce request per partition in flight (its limit of 5 "
+    "in-flight requests is compared with the count of in-flight *messages*), so its "
+    "throughput per partition is one batch per acknowledgement round trip.",
 ]
 
 
@@ -830,7 +941,53 @@ def _rf3_lines(brokers: dict, run: dict) -> list[str]:
                     + (" Medians of each cluster's repetitions." if ws["kafkapy3"].get("repeats")
                        else ""), ""]
         out += _rf3_repeat_lines(ws)
+    out += _rf3_goal_lines(ws)
+    out += _stage_lines(ws.get("kafkapy3", {}).get("stages"))
     return out + RF3_LEGEND + [""]
+
+
+def _rf3_goal_lines(ws: dict) -> list[str]:
+    """kafkapy RF 3 against its RF 1 (same producers), against Kafka's RF 3, and its paced
+    p99."""
+    w = ws.get("kafkapy3")
+    if not w:
+        return []
+    rf3 = w.get("produce", {}).get("records_per_s")
+    parts = []
+    share = _share(w.get("produce"), w.get("rf1_produce"))
+    if share:
+        parts.append(f"RF 3 / RF 1 (same producers) {share:.2f}")
+    kafka = _share(w.get("produce"), ws.get("kafka3", {}).get("produce"))
+    if kafka:
+        parts.append(f"RF 3 / Kafka 3.9 RF 3 {kafka:.2f}x")
+    paced = w.get("rate_limited", {})
+    if paced.get("latency_ms", {}).get("p99") is not None:
+        parts.append(f"paced at {_fmt(paced.get('target_records_per_s'))} rec/s: p99 "
+                     f"{_fmt(paced['latency_ms']['p99'], 1)} ms")
+    return [f"kafkapy acks=all RF 3: {_fmt(rf3)} rec/s; " + "; ".join(parts) + ".", ""] \
+        if rf3 and parts else []
+
+
+def _stage_lines(stages: dict | None) -> list[str]:
+    """The per-stage latency of one batch (kafkapy, from the brokers' stage traces)."""
+    if not stages:
+        return []
+    cols = [k for k in ("rf3", "rate_limited") if stages.get(k, {}).get("batches")]
+    if not cols:
+        return []
+    names = {"rf3": "RF 3 flat out", "rate_limited": "RF 3 paced"}
+    out = ["Stage breakdown of one acks=all batch on kafkapy (brokers' stage traces, "
+           "`bench/stage_breakdown.py`; ms, p50 / p90; " + ", ".join(
+               f"{names[k]}: {stages[k]['batches']:,} batches" for k in cols) + "):", "",
+           "| stage | " + " | ".join(names[k] for k in cols) + " |",
+           "|---|" + "---:|" * len(cols)]
+    for stage in stage_breakdown.STAGES:
+        cells = []
+        for k in cols:
+            v = stages[k]["stages"].get(stage)
+            cells.append(f"{v['p50_ms']:.2f} / {v['p90_ms']:.2f}" if v else "—")
+        out.append(f"| {stage} | " + " | ".join(cells) + " |")
+    return out + ["", "- " + stage_breakdown.LEGEND, ""]
 
 
 def _rf3_repeat_lines(ws: dict) -> list[str]:
@@ -1120,6 +1277,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-snapshot", action="store_true",
                     help="run kafkapy from the work tree instead of a copy taken at start")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (logs, broker output)")
+    ap.add_argument("--no-stage-trace", action="store_true",
+                    help="rf3: start kafkapy's brokers without KAFKAPY_STAGE_TRACE (no stage "
+                         "breakdown)")
     ap.add_argument("--no-latest", action="store_true",
                     help="write only the timestamped copy, not latest.json/md")
     ap.add_argument("--merge-latest", action="store_true",

@@ -137,6 +137,24 @@ PRODUCER_DEFAULTS = {
 def produce_worker(wid: int, bootstrap: str, topic: str, partition: int, count: int,
                    size: int, conf: dict, barrier, results, deadline_s: float) -> None:
     """Produce ``count`` records of ``size`` bytes as fast as librdkafka takes them."""
+    _produce(wid, bootstrap, topic, partition, count, size, conf, 0.0, barrier, results,
+             deadline_s)
+
+
+def paced_produce_worker(wid: int, bootstrap: str, topic: str, partition: int, count: int,
+                         size: int, conf: dict, rate: float, barrier, results,
+                         deadline_s: float) -> None:
+    """Produce ``count`` records at ``rate`` records/s (record i is handed to librdkafka
+    no earlier than i / rate s after the start), so latency is measured below saturation."""
+    _produce(wid, bootstrap, topic, partition, count, size, conf, rate, barrier, results,
+             deadline_s)
+
+
+_PACE_EVERY = 16   # records between two looks at the clock when paced
+
+
+def _produce(wid: int, bootstrap: str, topic: str, partition: int, count: int, size: int,
+             conf: dict, rate: float, barrier, results, deadline_s: float) -> None:
     from confluent_kafka import KafkaException, Producer
     lat = array("f")
     errs = [0, None]
@@ -172,6 +190,11 @@ def produce_worker(wid: int, bootstrap: str, topic: str, partition: int, count: 
         hard_stop = t0 + deadline_s
         i = 0
         while i < count:
+            if rate and not (i % _PACE_EVERY):
+                wait = t0 + i / rate - time.monotonic()
+                while wait > 0:
+                    poll(min(wait, 0.01))
+                    wait = t0 + i / rate - time.monotonic()
             try:
                 produce(topic, value, partition=partition)
             except BufferError:
@@ -185,6 +208,7 @@ def produce_worker(wid: int, bootstrap: str, topic: str, partition: int, count: 
         remaining = p.flush(max(1.0, hard_stop - time.monotonic()))
         t1 = time.monotonic()
         res.update(ok=remaining == 0, t_start=t0, t_end=t1, sent=count, unacked=remaining,
+                   rate=rate or None,
                    warmup_records=warmup,
                    acked=len(lat), errors=errs[0], first_error=errs[1],
                    driver_cpu_s=time.process_time() - cpu0,

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafkapy.replication import stage_trace
 from kafkapy.replication.partition import AppendResult, effective_min_isr
 
 
@@ -85,6 +86,10 @@ def wait_for_replication(partitions: dict, purgatory, loop, results, timeout_ms:
                 for t, p, r in results}
 
     def respond(done):
+        if stage_trace.ENABLED:
+            now = stage_trace.now()
+            for (topic, index), status in done.items():
+                stage_trace.event("P", topic, index, status.required_offset, now)
         final = []
         for (topic, index), status in done.items():
             result = status.result

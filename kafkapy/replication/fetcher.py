@@ -72,7 +72,7 @@ from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.protocol.topic_partition import TopicPartition
-from kafkapy.replication import truncation
+from kafkapy.replication import stage_trace, truncation
 from kafkapy.replication.fetch_session_handler import FetchSessionHandler, PartitionData
 from kafkapy.replication.quota import FOLLOWER, ReplicationQuota
 
@@ -351,7 +351,10 @@ class _LeaderFetcher:
             # for its whole timeout at the leader
             self._close()
             return False
+        if stage_trace.ENABLED:
+            self._trace_sent(sent)
         response = await conn.send(request, timeout_s=self._timeout_s)
+        received = stage_trace.now() if stage_trace.ENABLED else 0
         version = request.API_VERSION
         answers = self.session.response_keys(response, version)
         if not self.session.handle_response(response, version, answers):
@@ -363,7 +366,20 @@ class _LeaderFetcher:
         for key, data in answers.items():
             if key in sent:
                 await self._apply(key, sent[key], data)
+                if stage_trace.ENABLED and data.records:
+                    self._trace_applied(key, received)
         return True
+
+    def _trace_sent(self, sent: dict) -> None:
+        now = stage_trace.now()
+        for key, (_, offset, _) in sent.items():
+            stage_trace.event("S", key[0], key[1], self._shared.node_id, offset, now)
+
+    def _trace_applied(self, key: TopicPartition, received: int) -> None:
+        partition = self._shared.partition_of(key)
+        if partition is not None:
+            stage_trace.event("X", key[0], key[1], self._shared.node_id,
+                              partition.log.log_end_offset, received, stage_trace.now())
 
     async def _connection(self):
         if self._conn is not None and self._conn.connected:

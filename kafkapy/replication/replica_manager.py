@@ -58,7 +58,7 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.purgatory.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from kafkapy.records.batch import MAGIC_OFFSET, read_header
-from kafkapy.replication import acks, txn_verification
+from kafkapy.replication import acks, stage_trace, txn_verification
 from kafkapy.replication.partition import AppendResult, Partition
 from kafkapy.replication.quota import LEADER, ReplicationQuota
 
@@ -445,9 +445,13 @@ class ReplicaManager:
         results = []
         for (topic, data), result in zip(entries, refused):
             if result is None:
+                started = stage_trace.now() if stage_trace.ENABLED else 0
                 result = self._append_to_leader(topic, data.index, data.records,
                                                 required_acks, produce_version,
                                                 internal_topics_allowed, origin)
+                if stage_trace.ENABLED and not result.error_code:
+                    stage_trace.event("A", topic, data.index, result.last_offset + 1, started,
+                                      stage_trace.now())
             results.append((topic, data.index, result))
         if required_acks == -1 and results:
             return self.await_replication(results, timeout_ms, respond)
@@ -612,7 +616,18 @@ class _FetchRead:
             results.append(result)
         if self._follower and record_follower:
             self._record_follower_fetches(results)
+        if self._follower and stage_trace.ENABLED:
+            self._trace_reads(results)
         return results
+
+    def _trace_reads(self, results: list[LogReadResult]) -> None:
+        now = stage_trace.now()
+        for result in results:
+            partition = self._replicas.partitions.get((result.tip.topic, result.tip.partition))
+            if result.size and partition is not None:
+                stage_trace.event("R", result.tip.topic, result.tip.partition,
+                                  self._params.replica_id, result.request.fetch_offset,
+                                  partition.log.log_end_offset, now)
 
     def _record_follower_fetches(self, results: list[LogReadResult]) -> None:
         """Kafka's updateFollowerFetchState: each partition read for a follower records its
@@ -631,9 +646,15 @@ class _FetchRead:
             key = (result.tip.topic, result.tip.partition)
             partition = replicas.partitions.get(key)
             req = result.request
+            if stage_trace.ENABLED:
+                stage_trace.event("F", key[0], key[1], replica, req.fetch_offset,
+                                  stage_trace.now())
             if partition is not None and partition.update_follower_fetch(
                     replica, req.fetch_offset, now, req.log_start_offset, replica_epoch):
                 moved.append(key)
+                if stage_trace.ENABLED:
+                    stage_trace.event("H", key[0], key[1], partition.high_watermark,
+                                      stage_trace.now())
         for key in moved:
             replicas.appended(key)
 

@@ -1,0 +1,199 @@
+"""Per-stage latency of one acks=all batch on a kafkapy cluster, from the brokers' traces.
+
+The brokers run with ``KAFKAPY_STAGE_TRACE=<dir>`` (``kafkapy.replication.stage_trace``):
+each writes its events to ``<dir>/stages-<pid>.tsv``.  For every batch a leader appended
+(``A``: partition, end offset E) the stages are joined on the partition and E, each
+being the first event at or after the previous one that covers E:
+
+=================  =========================================================================
+stage              from -> to
+=================  =========================================================================
+leader append      the append starts -> the batch is in the leader's log, or sooner the
+                   read for the follower: a parked fetch is woken and read inside the append
+to fetch answer    appended -> the leader reads records up to >= E for a follower (its
+                   next fetch; 0 when its parked fetch was woken inside the append)
+fetch transit      that read -> the follower has the whole answer decoded (the answer's
+                   encoding and sending, the rest of the append call when it was woken
+                   there, the loopback, the follower's turn)
+follower append    decoded -> appended to the follower's log
+to next fetch      appended -> the follower's next fetch (offset >= E) leaves
+next fetch transit sent -> the leader handles it (its fetch offset recorded)
+wait other ISR     the first follower's report -> the last one's (HW = min over the ISR)
+HW to answer       the later follower's fetch is handled -> the produce is answered (the
+                   high watermark passes E inside it)
+total              the append starts -> the produce is answered
+answer to next     the produce is answered -> the next append to the partition starts: the
+append             producer's side of the cycle (the answer's way to the client, its next
+                   request, that request's way in); not part of the total
+=================  =========================================================================
+
+Per follower stages are of the follower whose report moved the HW (the slower one).  The
+stages but "wait other ISR" follow each other: they add up to the total.
+Figures: median and p90 in ms over the batches.  ``python bench/stage_breakdown.py DIR``
+prints the table.
+"""
+from __future__ import annotations
+
+import bisect
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+LEGEND = ("Per batch (partition, end offset E), from the leader's append to its acks=all "
+          "answer: leader append (the append, up to the read for the follower when its parked "
+          "fetch is woken inside it); to fetch answer (until the leader reads past E for the "
+          "follower, when not inside the append); fetch transit (that read -> the follower "
+          "has the answer decoded: the answer's encoding and sendfile, the rest of the append "
+          "call, the loopback, the follower's turn); "
+          "follower append; to next fetch (appended -> the next Fetch leaves); next fetch "
+          "transit (-> the leader has recorded its offset); HW to answer (that fetch, which "
+          "moves the high watermark past E -> the produce is answered). Follower stages are "
+          "the later follower's (the one whose fetch moved the HW); wait other ISR = its "
+          "report minus the other follower's (not part of the sum); the other stages add up "
+          "to total = append start -> answer. Answer to next append: the answer -> the next "
+          "append to the partition (the producer's side of the cycle: with one request in "
+          "flight per partition, total + this is the time per batch). Times are CLOCK_MONOTONIC stamps in "
+          "each broker (one clock for all processes).")
+STAGES = ["leader append", "to fetch answer", "fetch transit", "follower append",
+          "to next fetch", "next fetch transit", "wait other ISR", "HW to answer", "total",
+          "answer to next append"]
+
+
+class _Series:
+    """Events of one kind on one (partition, replica), ordered by time; ``first(e, t)``
+    finds the first at or after ns ``t`` whose offset is >= e."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, int, tuple]] = []   # (ns, offset, extra)
+
+    def add(self, ns: int, offset: int, extra: tuple = ()) -> None:
+        self.rows.append((ns, offset, extra))
+
+    def done(self) -> None:
+        self.rows.sort()
+        self._ns = [r[0] for r in self.rows]
+
+    def first(self, offset: int, after: int):
+        i = bisect.bisect_left(self._ns, after)
+        for row in self.rows[i:i + 2000]:
+            if row[1] >= offset:
+                return row
+        return None
+
+
+def load(trace_dir: Path) -> dict:
+    series: dict = defaultdict(_Series)
+    appends = []
+    for path in sorted(Path(trace_dir).glob("stages-*.tsv")):
+        for line in path.read_text().splitlines():
+            f = line.split("\t")
+            kind, key, v = f[0], (f[1], int(f[2])), [int(x) for x in f[3:]]
+            if kind == "A":
+                appends.append((key, v[0], v[1], v[2]))
+            elif kind == "R":
+                series[("R", key, v[0])].add(v[3], v[2])
+            elif kind == "F":
+                series[("F", key, v[0])].add(v[2], v[1])
+            elif kind == "H":
+                series[("H", key, None)].add(v[1], v[0])
+            elif kind == "P":
+                series[("P", key, None)].add(v[1], v[0])
+            elif kind == "S":
+                series[("S", key, v[0])].add(v[2], v[1])
+            elif kind == "X":
+                series[("X", key, v[0])].add(v[3], v[1], (v[2],))
+    for s in series.values():
+        s.done()
+    return {"series": series, "appends": appends}
+
+
+def batches(data: dict, t_from: float | None = None, t_to: float | None = None) -> list[dict]:
+    """Stage durations (ns) of every batch whose whole path was traced (appended between
+    ``t_from`` and ``t_to``, ``time.monotonic()`` seconds, when given)."""
+    lo = -1 if t_from is None else int(t_from * 1e9)
+    hi = 1 << 62 if t_to is None else int(t_to * 1e9)
+    series = data["series"]
+    followers: dict = defaultdict(set)
+    for kind, key, replica in series:
+        if kind == "F":
+            followers[key].add(replica)
+    out = []
+    empty = _Series()
+    empty.done()
+    starts: dict = defaultdict(list)
+    for key, _, t0, _ in data["appends"]:
+        starts[key].append(t0)
+    for values in starts.values():
+        values.sort()
+    for key, end, t0, t1 in data["appends"]:
+        if not lo <= t0 <= hi:
+            continue
+        per = {}
+        for r in followers.get(key, ()):
+            # t0: a fetch parked on the leader is woken inside the append itself.
+            read = series.get(("R", key, r), empty).first(end, t0)
+            if read is None:
+                continue
+            applied = series.get(("X", key, r), empty).first(end, read[0])
+            if applied is None:
+                continue
+            sent = series.get(("S", key, r), empty).first(end, applied[0])
+            if sent is None:
+                continue
+            got = series.get(("F", key, r), empty).first(end, sent[0])
+            if got is None:
+                continue
+            per[r] = (read[0], applied[2][0], applied[0], sent[0], got[0])
+        if len(per) < 2:
+            continue
+        hw = series.get(("H", key, None), empty).first(end, t1)
+        answered = series.get(("P", key, None), empty).rows
+        p = None
+        if hw is not None:
+            i = bisect.bisect_left(series[("P", key, None)]._ns, hw[0]) if answered else 0
+            p = next((row for row in answered[i:i + 200] if row[1] == end), None)
+        if hw is None or p is None:
+            continue
+        reports = sorted(per.values(), key=lambda v: v[4])
+        read, received, applied, sent, got = reports[-1]
+        # A parked fetch is woken and read inside the append: the append stage then ends
+        # at that read, and the rest of the append call is part of the fetch transit.
+        out.append({"leader append": min(read, t1) - t0, "to fetch answer": max(0, read - t1),
+                    "fetch transit": received - read, "follower append": applied - received,
+                    "to next fetch": sent - applied, "next fetch transit": got - sent,
+                    "wait other ISR": got - reports[0][4], "HW to answer": p[0] - got,
+                    "total": p[0] - t0})
+        following = starts[key]
+        i = bisect.bisect_right(following, p[0])
+        if i < len(following):
+            out[-1]["answer to next append"] = following[i] - p[0]
+    return out
+
+
+def summary(trace_dir: Path, t_from: float | None = None, t_to: float | None = None) -> dict:
+    """{"batches": n, "stages": {stage: {"p50_ms", "p90_ms", "mean_ms"}}} of the batches
+    appended in [t_from, t_to] (``time.monotonic()`` seconds; None: no bound)."""
+    rows = batches(load(trace_dir), t_from, t_to)
+    stages = {}
+    for name in STAGES:
+        vals = sorted(r[name] for r in rows if name in r)
+        if not vals:
+            continue
+        stages[name] = {"p50_ms": round(vals[len(vals) // 2] / 1e6, 3),
+                        "p90_ms": round(vals[min(len(vals) - 1, len(vals) * 9 // 10)] / 1e6, 3),
+                        "mean_ms": round(sum(vals) / len(vals) / 1e6, 3)}
+    return {"batches": len(rows), "stages": stages}
+
+
+def lines(result: dict) -> list[str]:
+    out = [f"Stage breakdown of {result['batches']:,} traced batches (ms):", "",
+           "| stage | p50 | p90 | mean |", "|---|---:|---:|---:|"]
+    for name in STAGES:
+        s = result["stages"].get(name)
+        if s:
+            out.append(f"| {name} | {s['p50_ms']:.2f} | {s['p90_ms']:.2f} | {s['mean_ms']:.2f} |")
+    return out
+
+
+if __name__ == "__main__":
+    print("\n".join(lines(summary(Path(sys.argv[1])))))
