@@ -1,0 +1,419 @@
+"""The checker of a fault run's history: Kafka's anomalies, counted, with examples.
+
+``check(history, replica_logs=None) -> Report``. ``history`` is a ``History`` (or its list of
+ops; format in ``history.py``); ``replica_logs`` maps ``(topic, partition)`` to
+``{broker_id: [(offset, value), ...]}``, each replica's data records (no control records)
+read from its log after the faults healed.
+
+Terms. A write is a send, or one record a transaction produced. It is *acknowledged* (acked)
+when its send completed ``ok`` (acks=all, with a partition and offset) or its transaction
+completed ``ok`` with intent ``commit``. It *failed* when its send completed ``fail`` (the
+client knows it was never appended) or its transaction completed ``fail`` or ``ok`` with intent
+``abort``. Writes of ``info`` completions, or with no completion, may or may not have taken
+effect: no anomaly is ever counted for their presence or their absence. The *final read* of
+a partition is its ``read-final`` op of one isolation: every record from offset 0 to the end
+(high watermark; last stable offset for read_committed) once the cluster healed. A record is
+*visible* to an isolation when the final read of that isolation holds it.
+
+The anomalies (named as Jepsen's Kafka workload checker, jepsen.tests.kafka, names them
+where it has the anomaly):
+
+- ``lost-write``: an acknowledged write absent from the final read of its partition (the
+  read_committed read for transactional writes, read_uncommitted for sends): everything acked
+  lies below the final high watermark, so absent means gone. For a partition without a final
+  read, Jepsen's rule: an acked write at an offset at or below the highest offset any poll
+  returned for the partition, that no poll returned. One per write.
+- ``duplicate``: one value read (polls and final reads) at more than one offset of a topic.
+  One per value.
+- ``inconsistent-offsets``: two different values at one offset of a partition, among every
+  observation of it: acknowledged offsets of sends, delivered offsets of transactional
+  writes, polls and final reads (over time: an offset acked for one value and later read
+  holding another counts). One per (partition, offset).
+- ``nonmonotonic-poll``: within one consumer's assignment epoch, a partition's record at an
+  offset at or below the offset of the record it returned before for that partition (within a
+  poll or across polls). One per such pair.
+- ``poll-skip``: within one consumer's assignment epoch, two consecutive records of a
+  partition (within a poll or across polls) with an offset between them that holds a record
+  visible, to that consumer's isolation, in the final read. Gaps of transaction markers and
+  aborted records are not skips. One per such pair.
+- ``aborted-read`` (Jepsen's G1a): a read of a failed write: a failed send read at any
+  isolation, or an aborted transaction's record read at read_committed (polls and final
+  reads). One per (read op, value).
+- ``uncommitted-read`` (Jepsen's precommitted read, at read_committed): a read_committed poll
+  that returned a transactional record before its transaction's commit was called (the poll
+  completed before the transaction's ``end_time``), or a record of a transaction that never
+  ended. One per (poll, value).
+- ``commit-backwards``: committed offsets of a group going backwards: an ok commit (or ok
+  committed transaction's offsets) of a partition invoked after another ok commit of that
+  partition in the same group completed, with a lower offset. One per later commit and
+  partition.
+- ``divergent-replicas``: after healing, two replicas of a partition holding different values
+  at one offset, or a replica holding at an offset below the final read's end a value other
+  than the final read's. One per (partition, offset).
+
+``Report.longest_unavailability`` maps each f the workloads ran (send, poll, commit, txn) to
+the longest time in seconds, within the span of the workload ops (final reads excluded),
+without a successful op of that f: an ok completion (for polls, one that returned records;
+for txns, an ok commit).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+ANOMALIES = (
+    "lost-write",
+    "duplicate",
+    "inconsistent-offsets",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "aborted-read",
+    "uncommitted-read",
+    "commit-backwards",
+    "divergent-replicas",
+)
+MAX_EXAMPLES = 5
+COMMITTED = "read_committed"
+UNCOMMITTED = "read_uncommitted"
+
+
+@dataclass
+class Report:
+    """What ``check`` found: ``counts`` has every key of ``ANOMALIES``."""
+
+    counts: dict[str, int]
+    examples: dict[str, list[dict]]
+    acked: int
+    ops: int
+    longest_unavailability: dict[str, float]
+    unknown: int = 0       # writes of info completions (may or may not have happened)
+    failed: int = 0        # writes known not to have taken effect
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not any(self.counts.values())
+
+    def summary(self) -> str:
+        found = ", ".join(f"{name}={count}" for name, count in self.counts.items() if count)
+        return (f"{self.ops} ops, {self.acked} acked, {self.unknown} unknown, "
+                f"{self.failed} failed; anomalies: {found or 'none'}")
+
+
+class _Found:
+    def __init__(self) -> None:
+        self.counts = {name: 0 for name in ANOMALIES}
+        self.examples: dict[str, list[dict]] = {name: [] for name in ANOMALIES}
+
+    def add(self, name: str, example: dict) -> None:
+        self.counts[name] += 1
+        if len(self.examples[name]) < MAX_EXAMPLES:
+            self.examples[name].append(example)
+
+
+@dataclass
+class _Write:
+    topic: str
+    value: object
+    state: str                  # "acked", "failed", "unknown"
+    partition: int | None
+    offset: int | None
+    transactional: bool
+    end_time: float | None      # when the transaction's commit/abort was called
+    op: dict
+
+
+def check(history, replica_logs: dict | None = None) -> Report:
+    """Check ``history`` (a History or a list of ops) and the replicas' logs."""
+    ops = history.ops if hasattr(history, "ops") else list(history)
+    found = _Found()
+    writes = _writes(ops)
+    finals = _final_reads(ops)
+    polls = [op for op in ops if op["f"] == "poll" and op["type"] == "ok"]
+    _lost_writes(writes, finals, polls, found)
+    _duplicates(polls, finals, found)
+    _inconsistent_offsets(writes, polls, finals, found)
+    _poll_order(polls, finals, found)
+    _aborted_and_uncommitted_reads(writes, polls, finals, found)
+    _commits_backwards(ops, found)
+    _divergent_replicas(replica_logs or {}, finals, found)
+    return Report(
+        counts=found.counts,
+        examples={name: examples for name, examples in found.examples.items() if examples},
+        acked=sum(1 for write in writes.values() if write.state == "acked"),
+        ops=sum(1 for op in ops if op["type"] != "invoke" and op["f"] != "read-final"),
+        longest_unavailability=_longest_unavailability(ops),
+        unknown=sum(1 for write in writes.values() if write.state == "unknown"),
+        failed=sum(1 for write in writes.values() if write.state == "failed"),
+        notes=_notes(ops, finals),
+    )
+
+
+def _writes(ops) -> dict[tuple, _Write]:
+    """Every write by (topic, value), from completions (invocations only when they never
+    completed: those writes are unknown)."""
+    writes: dict[tuple, _Write] = {}
+    completed = {op["invoke_index"] for op in ops if "invoke_index" in op}
+    for op in ops:
+        if op["f"] == "send":
+            if op["type"] == "invoke" and op["index"] in completed:
+                continue
+            state = {"ok": "acked", "fail": "failed"}.get(op["type"], "unknown")
+            writes[(op["topic"], op["value"])] = _Write(
+                op["topic"], op["value"], state, op.get("partition"), op.get("offset"),
+                False, None, op)
+        elif op["f"] == "txn":
+            if op["type"] == "invoke" and op["index"] in completed:
+                continue
+            state = _txn_state(op)
+            for topic, partition, offset, value in op["value"].get("writes", []):
+                writes[(topic, value)] = _Write(topic, value, state, partition, offset, True,
+                                                op.get("end_time"), op)
+    return writes
+
+
+def _txn_state(op: dict) -> str:
+    if op["type"] == "ok":
+        return "acked" if op["value"].get("intent") == "commit" else "failed"
+    if op["type"] == "fail":
+        return "failed"
+    return "unknown"
+
+
+def _final_reads(ops) -> dict[tuple, dict]:
+    """(topic, partition, isolation) -> the last final read op of it."""
+    finals = {}
+    for op in ops:
+        if op["f"] == "read-final" and op["type"] in ("ok", "info"):
+            finals[(op["topic"], op["partition"], op["isolation"])] = op
+    return finals
+
+
+def _final_values(finals, topic, partition, isolation) -> dict | None:
+    """offset -> value of a final read, or None when there is none."""
+    op = finals.get((topic, partition, isolation))
+    if op is None:
+        return None
+    return {offset: value for offset, value in op["value"]}
+
+
+def _final_reach(finals, topic, partition, isolation) -> int | None:
+    """The offset below which the final read saw everything, or None."""
+    op = finals.get((topic, partition, isolation))
+    if op is None:
+        return None
+    if op["type"] == "ok":
+        return op.get("end", 0)
+    return max((offset + 1 for offset, _ in op["value"]), default=0)
+
+
+def _topic_final_values(finals, topic, isolation) -> dict[object, set] | None:
+    """value -> {partition} over all final reads of a topic, or None when there are none."""
+    found = None
+    for (t, partition, iso), op in finals.items():
+        if t == topic and iso == isolation:
+            found = found if found is not None else defaultdict(set)
+            for _, value in op["value"]:
+                found[value].add(partition)
+    return found
+
+
+def _lost_writes(writes, finals, polls, found: _Found) -> None:
+    polled = defaultdict(set)                 # (topic, partition) -> values polled
+    highest_polled = defaultdict(lambda: -1)  # (topic, partition) -> highest offset polled
+    for op in polls:
+        for topic, partition, offset, value in op["value"]:
+            polled[(topic, partition)].add(value)
+            highest_polled[(topic, partition)] = max(highest_polled[(topic, partition)], offset)
+    for write in writes.values():
+        if write.state != "acked":
+            continue
+        isolation = COMMITTED if write.transactional else UNCOMMITTED
+        if write.partition is None:
+            in_topic = _topic_final_values(finals, write.topic, isolation)
+            if in_topic is not None and write.value not in in_topic:
+                found.add("lost-write", _write_example(write, "absent from every final read"))
+            continue
+        key = (write.topic, write.partition)
+        final = _final_values(finals, write.topic, write.partition, isolation)
+        reach = _final_reach(finals, write.topic, write.partition, isolation)
+        if final is not None:
+            complete = finals[(write.topic, write.partition, isolation)]["type"] == "ok"
+            if write.value not in final.values() and (
+                    complete or write.offset is None or write.offset < reach):
+                found.add("lost-write", _write_example(write, f"absent from the final read "
+                                                              f"(end {reach})"))
+        elif (write.offset is not None and write.offset <= highest_polled[key]
+              and write.value not in polled[key]):
+            found.add("lost-write", _write_example(
+                write, f"no poll returned it; polls reached offset {highest_polled[key]}"))
+
+
+def _write_example(write: _Write, why: str) -> dict:
+    return {"topic": write.topic, "partition": write.partition, "offset": write.offset,
+            "value": write.value, "process": write.op.get("process"), "why": why}
+
+
+def _reads(polls, finals):
+    """Every read record: (op, isolation, topic, partition, offset, value)."""
+    for op in polls:
+        for topic, partition, offset, value in op["value"]:
+            yield op, op.get("isolation", UNCOMMITTED), topic, partition, offset, value
+    for (topic, partition, isolation), op in finals.items():
+        for offset, value in op["value"]:
+            yield op, isolation, topic, partition, offset, value
+
+
+def _duplicates(polls, finals, found: _Found) -> None:
+    places = defaultdict(set)   # (topic, value) -> {(partition, offset)}
+    for _, _, topic, partition, offset, value in _reads(polls, finals):
+        places[(topic, value)].add((partition, offset))
+    for (topic, value), where in sorted(places.items(), key=lambda item: repr(item[0])):
+        if len(where) > 1:
+            found.add("duplicate", {"topic": topic, "value": value, "at": sorted(where)})
+
+
+def _inconsistent_offsets(writes, polls, finals, found: _Found) -> None:
+    seen = defaultdict(set)     # (topic, partition, offset) -> {value}
+    for write in writes.values():
+        if write.partition is not None and write.offset is not None and (
+                write.transactional or write.state == "acked"):
+            seen[(write.topic, write.partition, write.offset)].add(write.value)
+    for _, _, topic, partition, offset, value in _reads(polls, finals):
+        seen[(topic, partition, offset)].add(value)
+    for (topic, partition, offset), values in sorted(seen.items()):
+        if len(values) > 1:
+            found.add("inconsistent-offsets", {"topic": topic, "partition": partition,
+                                               "offset": offset,
+                                               "values": sorted(values, key=repr)})
+
+
+def _poll_order(polls, finals, found: _Found) -> None:
+    last = {}   # (process, epoch, topic, partition) -> (offset, value, poll index)
+    visible_cache: dict[tuple, list[int] | None] = {}
+    for op in polls:
+        isolation = op.get("isolation", UNCOMMITTED)
+        for topic, partition, offset, value in op["value"]:
+            key = (op["process"], op.get("epoch", 0), topic, partition)
+            before = last.get(key)
+            last[key] = (offset, value, op["index"])
+            if before is None:
+                continue
+            prior, prior_value, prior_index = before
+            pair = {"process": op["process"], "epoch": op.get("epoch", 0), "topic": topic,
+                    "partition": partition, "offsets": [prior, offset],
+                    "values": [prior_value, value], "polls": [prior_index, op["index"]]}
+            if offset <= prior:
+                found.add("nonmonotonic-poll", pair)
+                continue
+            visible_key = (topic, partition, isolation)
+            if visible_key not in visible_cache:
+                final = _final_values(finals, topic, partition, isolation)
+                visible_cache[visible_key] = sorted(final) if final is not None else None
+            visible = visible_cache[visible_key]
+            if visible is None:
+                continue
+            skipped = [o for o in visible if prior < o < offset]
+            if skipped:
+                found.add("poll-skip", {**pair, "skipped": skipped[:10]})
+
+
+def _aborted_and_uncommitted_reads(writes, polls, finals, found: _Found) -> None:
+    for op, isolation, topic, partition, offset, value in _reads(polls, finals):
+        write = writes.get((topic, value))
+        if write is None:
+            continue
+        where = {"topic": topic, "partition": partition, "offset": offset, "value": value,
+                 "reader": op.get("process"), "read_index": op["index"],
+                 "isolation": isolation, "writer": write.op.get("process")}
+        if write.state == "failed" and (isolation == COMMITTED or not write.transactional):
+            found.add("aborted-read", where)
+        elif (write.transactional and isolation == COMMITTED and op["f"] == "poll"
+              and write.state != "failed"
+              and (write.end_time is None or op["time"] < write.end_time)):
+            found.add("uncommitted-read", {**where, "read_time": op["time"],
+                                           "end_time": write.end_time})
+
+
+def _commits_backwards(ops, found: _Found) -> None:
+    invoke_time = {op["index"]: op["time"] for op in ops if op["type"] == "invoke"}
+    commits = defaultdict(list)   # (group, topic, partition) -> [(invoked, completed, offset, op)]
+    for op in ops:
+        if op["type"] != "ok":
+            continue
+        if op["f"] == "commit":
+            offsets = op["value"]
+        elif op["f"] == "txn" and op["value"].get("intent") == "commit":
+            offsets = op["value"].get("offsets", [])
+        else:
+            continue
+        invoked = invoke_time.get(op.get("invoke_index"), op["time"])
+        for topic, partition, offset in offsets:
+            commits[(op.get("group"), topic, partition)].append(
+                (invoked, op["time"], offset, op))
+    for (group, topic, partition), entries in sorted(commits.items(), key=repr):
+        by_completion = sorted(entries, key=lambda entry: entry[1])
+        done = 0
+        highest = None   # (offset, op) of the highest commit completed so far
+        for invoked, _, offset, op in sorted(entries, key=lambda entry: entry[0]):
+            while done < len(by_completion) and by_completion[done][1] < invoked:
+                entry = by_completion[done]
+                if highest is None or entry[2] > highest[0]:
+                    highest = (entry[2], entry[3])
+                done += 1
+            if highest is not None and offset < highest[0]:
+                found.add("commit-backwards", {
+                    "group": group, "topic": topic, "partition": partition,
+                    "offsets": [highest[0], offset],
+                    "processes": [highest[1].get("process"), op.get("process")]})
+
+
+def _divergent_replicas(replica_logs: dict, finals, found: _Found) -> None:
+    for (topic, partition), replicas in sorted(replica_logs.items(), key=repr):
+        at = defaultdict(dict)     # offset -> {broker: value}
+        for broker, records in replicas.items():
+            for offset, value in records:
+                at[offset][broker] = value
+        final = _final_values(finals, topic, partition, UNCOMMITTED) or {}
+        reach = _final_reach(finals, topic, partition, UNCOMMITTED) or 0
+        for offset in sorted(at):
+            values = set(at[offset].values())
+            if offset < reach and offset in final:
+                values.add(final[offset])
+            if len(values) > 1:
+                found.add("divergent-replicas", {
+                    "topic": topic, "partition": partition, "offset": offset,
+                    "replicas": {str(b): v for b, v in sorted(at[offset].items())},
+                    "final": final.get(offset)})
+
+
+def _longest_unavailability(ops) -> dict[str, float]:
+    work = [op for op in ops if op["f"] in ("send", "poll", "commit", "txn")]
+    if not work:
+        return {}
+    start = min(op["time"] for op in work)
+    end = max(op["time"] for op in work)
+    longest = {}
+    for f in sorted({op["f"] for op in work}):
+        times = sorted(op["time"] for op in work if op["f"] == f and _succeeded(op))
+        marks = [start, *times, end]
+        longest[f] = round(max(b - a for a, b in zip(marks, marks[1:])), 3)
+    return longest
+
+
+def _succeeded(op: dict) -> bool:
+    if op["type"] != "ok":
+        return False
+    if op["f"] == "poll":
+        return bool(op["value"])
+    if op["f"] == "txn":
+        return op["value"].get("intent") == "commit"
+    return True
+
+
+def _notes(ops, finals) -> list[str]:
+    notes = []
+    incomplete = sorted(f"{t}/{p} {i}" for (t, p, i), op in finals.items() if op["type"] != "ok")
+    if incomplete:
+        notes.append("final reads that did not reach the end: " + ", ".join(incomplete))
+    return notes
