@@ -11,7 +11,6 @@ removed by the next ``install()``.
 """
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -28,9 +27,6 @@ from tests.support.faults import net as netmod
 from tests.support.faults.net import Net, setgid_to
 from tests.support.zookeeper_server import _die_with_parent
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="iptables rules need root")
-
-
 def ask(port: int, line: str, timeout: float = 10.0) -> str:
     """One command to a peer over a connection of the test process (root)."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
@@ -46,12 +42,6 @@ def ask(port: int, line: str, timeout: float = 10.0) -> str:
 
 def token() -> str:
     return uuid.uuid4().hex[:10]
-
-
-@pytest.fixture(scope="module")
-def net():
-    with Net() as n:
-        yield n
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +141,7 @@ def test_heal_of_one_pair_leaves_the_other_cut(net, peers):
         net.heal()
 
 
-def test_chain_removed_when_the_block_raises():
+def test_chain_removed_when_the_block_raises(net):
     n = Net()
     with pytest.raises(RuntimeError):
         with n:
@@ -163,7 +153,7 @@ def test_chain_removed_when_the_block_raises():
                                                 capture_output=True).stdout
 
 
-def test_stale_chain_of_a_killed_run_removed_at_install():
+def test_stale_chain_of_a_killed_run_removed_at_install(net):
     code = ("import os, signal\n"
             "from tests.support.faults.net import Net\n"
             "n = Net().install(); n.cut('p', 'q')\n"

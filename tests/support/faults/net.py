@@ -6,9 +6,9 @@ never cut off.  ``cut(a, b)`` drops every TCP packet between the members named `
 ``b``, both directions, on connections opened before the cut as on new ones; ``heal()``
 lifts every cut.
 
-How: all rules live in one chain of the filter table, ``KPFAULT-<pid>`` (the fixed prefix
-``CHAIN_PREFIX`` plus the owning test process's pid), jumped to from ``OUTPUT`` for TCP on
-``lo``.  On loopback both ends' packets pass ``OUTPUT``, each owned by the socket of its
+How: all rules live in one chain of the filter table, ``KPFAULT-<pid>-<n>`` (the fixed
+prefix ``CHAIN_PREFIX``, the owning test process's pid and the ``Net``'s number in that
+process), jumped to from ``OUTPUT`` for TCP on ``lo``.  On loopback both ends' packets pass ``OUTPUT``, each owned by the socket of its
 sender, and ``-m owner --gid-owner`` sees the sender's group (a SYN-ACK is owned by the
 listening socket, so by the acceptor's group as well).  The chain keeps, per connection,
 who opened it and who accepted it, in the conntrack mark:
@@ -27,14 +27,15 @@ acceptor never sees a byte of it.  The marking rules are in place from ``install
 on, before the members start, so every connection is marked from its first packet.
 
 Cleanup: ``close()`` (also on leaving the ``with`` block, and at interpreter exit) deletes
-the jump and the chain; ``install()`` first removes every ``KPFAULT-<pid>`` chain whose
+the jump and the chain; ``install()`` first removes every ``KPFAULT-<pid>-<n>`` chain whose
 process is gone (a run killed with -9 leaves its chain behind).  Chains of live processes
 (another test run) are left alone, and their members have other group ids
-(``GID_BASE`` plus a range chosen by pid), so two runs never cut each other.
+(``GID_BASE`` plus a range chosen by pid and number), so two runs never cut each other.
 """
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import re
 import shutil
@@ -47,6 +48,8 @@ _GIDS_PER_RUN = 32
 _ORIGIN_MASK = 0x00FF
 _ACCEPTOR_MASK = 0xFF00
 _MAX_MEMBERS = 255
+_RANGES = 4000                     # gid ranges of _GIDS_PER_RUN ids above GID_BASE
+_numbers = itertools.count()
 
 
 def iptables_available() -> bool:
@@ -81,13 +84,13 @@ def remove_chain(chain: str) -> None:
 def existing_chains() -> list[str]:
     """The ``KPFAULT-*`` chains now in the filter table."""
     out = _iptables("-S").stdout
-    return re.findall(rf"^-N ({re.escape(CHAIN_PREFIX)}\d+)$", out, re.MULTILINE)
+    return re.findall(rf"^-N ({re.escape(CHAIN_PREFIX)}\d+-\d+)$", out, re.MULTILINE)
 
 
 def remove_stale_chains() -> list[str]:
     """Remove the chains whose owning process is gone; the names removed."""
     stale = [c for c in existing_chains()
-             if not _pid_alive(int(c[len(CHAIN_PREFIX):]))]
+             if not _pid_alive(int(c[len(CHAIN_PREFIX):].split("-")[0]))]
     for chain in stale:
         remove_chain(chain)
     return stale
@@ -108,8 +111,9 @@ class Net:
     """The iptables chain of this test process; see the module docstring."""
 
     def __init__(self) -> None:
-        self.chain = f"{CHAIN_PREFIX}{os.getpid()}"
-        self._base = GID_BASE + (os.getpid() % 1000) * _GIDS_PER_RUN
+        number = next(_numbers)
+        self.chain = f"{CHAIN_PREFIX}{os.getpid()}-{number}"
+        self._base = GID_BASE + ((os.getpid() * 8 + number) % _RANGES) * _GIDS_PER_RUN
         self._index: dict[str, int] = {}
         self._cuts: set[frozenset[str]] = set()
         self._lock = threading.Lock()
