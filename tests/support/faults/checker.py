@@ -29,10 +29,10 @@ where it has the anomaly):
   observation of it: acknowledged offsets of sends, delivered offsets of transactional
   writes, polls and final reads (over time: an offset acked for one value and later read
   holding another counts). One per (partition, offset).
-- ``nonmonotonic-poll``: within one consumer's assignment epoch, a partition's record at an
+- ``nonmonotonic-poll``: within one consumer's position epoch (from one assignment or seek to the next), a partition's record at an
   offset at or below the offset of the record it returned before for that partition (within a
   poll or across polls). One per such pair.
-- ``poll-skip``: within one consumer's assignment epoch, two consecutive records of a
+- ``poll-skip``: within one consumer's position epoch (from one assignment or seek to the next), two consecutive records of a
   partition (within a poll or across polls) with an offset between them that holds a record
   visible, to that consumer's isolation, in the final read. Gaps of transaction markers and
   aborted records are not skips. One per such pair.

@@ -1,0 +1,136 @@
+"""Each fault workload against one real kafkapy broker, no faults: its history, with the final
+reads, checks clean, and records what the workload is meant to record."""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.support.faults.checker import ANOMALIES, check
+from tests.support.faults.history import History
+from tests.support.faults.workloads import (GroupConsumerWorkload, ProducerWorkload,
+                                            TxnCopierWorkload, final_reads)
+
+PARTITIONS = 3
+
+
+def create_topics(bootstrap: str, *names: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, PARTITIONS, 1) for name in names],
+                                  operation_timeout=30)
+    for future in futures.values():
+        future.result(timeout=30)
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def values_of(history: History, f: str, type_: str = "ok") -> list:
+    return [op for op in history.ops if op["f"] == f and op["type"] == type_]
+
+
+def polled_values(history: History, topic: str) -> set:
+    return {value for op in values_of(history, "poll")
+            for t, _, _, value in op["value"] if t == topic}
+
+
+def assert_clean(report) -> None:
+    assert report.counts == {name: 0 for name in ANOMALIES}, report.examples
+
+
+@pytest.fixture
+def topic():
+    return f"faults-{uuid.uuid4().hex[:8]}"
+
+
+def test_producers_acknowledge_every_unique_value(broker, topic, tmp_path):
+    create_topics(broker.bootstrap, topic)
+    history = History()
+    producers = ProducerWorkload(topic, producers=2, max_ops=150, max_seconds=30,
+                                 interval=0.002).start(broker.bootstrap, history)
+    assert producers.wait(40) and not producers.errors
+    final_reads(broker.bootstrap, topic, history)
+    history.dump(tmp_path / "history.jsonl")
+    report = check(History.load(tmp_path / "history.jsonl"))
+    assert_clean(report)
+    sends = values_of(history, "send")
+    assert report.acked == len(sends) == 300
+    assert len({(op["partition"], op["offset"]) for op in sends}) == 300
+    finals = values_of(history, "read-final")
+    assert len(finals) == 2 * PARTITIONS
+    assert sum(op["end"] for op in finals) == 2 * 300
+
+
+def test_group_consumers_poll_and_commit_what_was_sent(broker, topic):
+    create_topics(broker.bootstrap, topic)
+    history = History()
+    consumers = GroupConsumerWorkload(topic, consumers=2, max_seconds=40).start(
+        broker.bootstrap, history)
+    wait_until(lambda: len(consumers.assignments) == 2 and all(
+        consumers.assignments.values()), 30, "both consumers to have partitions")
+    producers = ProducerWorkload(topic, producers=2, max_ops=100, max_seconds=30,
+                                 interval=0.01).start(broker.bootstrap, history)
+    assert producers.wait(40) and not producers.errors
+    sent = {op["value"] for op in values_of(history, "send")}
+    wait_until(lambda: sent <= polled_values(history, topic), 30, "the consumers to poll all")
+    consumers.stop()
+    assert not consumers.errors
+    final_reads(broker.bootstrap, topic, history)
+    report = check(history)
+    assert_clean(report)
+    assert report.acked == 200
+    commits = values_of(history, "commit")
+    assert commits and {op["group"] for op in commits} == {f"{topic}-group"}
+    # Both consumers took part; each poll carries its consumer's assignment epoch.
+    polls = values_of(history, "poll")
+    assert {op["process"] for op in polls} == {"consumer-0", "consumer-1"}
+    assert all(op["epoch"] >= 1 for op in polls)
+
+
+def test_transactional_copier_commits_and_aborts(broker, topic):
+    source, target = topic, f"{topic}-out"
+    create_topics(broker.bootstrap, source, target)
+    history = History()
+    copier = TxnCopierWorkload(source, target, copiers=2, abort_every=3, batch=20,
+                               max_seconds=50).start(broker.bootstrap, history)
+    readers = GroupConsumerWorkload(target, consumers=1, isolation="read_committed",
+                                    max_seconds=50, name="reader").start(
+        broker.bootstrap, history)
+    producers = ProducerWorkload(source, producers=1, max_ops=120, max_seconds=30,
+                                 interval=0.01).start(broker.bootstrap, history)
+    assert producers.wait(40) and not producers.errors
+    sent = {op["value"] for op in values_of(history, "send")}
+
+    def copied() -> set:
+        return {value.split(">")[0] for value in polled_values(history, target)}
+
+    wait_until(lambda: sent <= copied(), 40, "the copy of every value to be read")
+    copier.stop()
+    readers.stop()
+    assert not copier.errors and not readers.errors
+    final_reads(broker.bootstrap, source, history)
+    final_reads(broker.bootstrap, target, history)
+    report = check(history)
+    assert_clean(report)
+    txns = values_of(history, "txn")
+    intents = {op["value"]["intent"] for op in txns}
+    assert intents == {"commit", "abort"}
+    # Exactly once: every input value is in the committed output once.
+    committed = [value.split(">")[0] for op in values_of(history, "read-final")
+                 if op["topic"] == target and op["isolation"] == "read_committed"
+                 for _, value in op["value"]]
+    assert sorted(committed) == sorted(sent)
+    # The aborted copies delivered before the abort are in the log, seen only at
+    # read_uncommitted (an abort purges what was not sent yet).
+    aborted = {value for op in txns if op["value"]["intent"] == "abort"
+               for _, _, offset, value in op["value"]["writes"] if offset is not None}
+    uncommitted = {value for op in values_of(history, "read-final")
+                   if op["topic"] == target and op["isolation"] == "read_uncommitted"
+                   for _, value in op["value"]}
+    assert aborted and aborted <= uncommitted
