@@ -2,6 +2,8 @@
 reads, checks clean, and records what the workload is meant to record."""
 from __future__ import annotations
 
+import os
+import signal
 import time
 import uuid
 
@@ -38,6 +40,21 @@ def values_of(history: History, f: str, type_: str = "ok") -> list:
 def polled_values(history: History, topic: str) -> set:
     return {value for op in values_of(history, "poll")
             for t, _, _, value in op["value"] if t == topic}
+
+
+def committed_ends(history: History) -> dict:
+    ends = {}
+    for op in values_of(history, "commit"):
+        for _, partition, offset in op["value"]:
+            ends[partition] = max(ends.get(partition, 0), offset)
+    return ends
+
+
+def sent_ends(history: History) -> dict:
+    ends = {}
+    for op in values_of(history, "send"):
+        ends[op["partition"]] = max(ends.get(op["partition"], 0), op["offset"] + 1)
+    return ends
 
 
 def assert_clean(report) -> None:
@@ -79,6 +96,10 @@ def test_group_consumers_poll_and_commit_what_was_sent(broker, topic):
     assert producers.wait(40) and not producers.errors
     sent = {op["value"] for op in values_of(history, "send")}
     wait_until(lambda: sent <= polled_values(history, topic), 30, "the consumers to poll all")
+    # The consumers commit what they polled: the group's committed offsets reach the end of
+    # every partition.
+    wait_until(lambda: committed_ends(history) == sent_ends(history), 30,
+               "the commits to reach every partition's end")
     consumers.stop()
     assert not consumers.errors
     final_reads(broker.bootstrap, topic, history)
@@ -134,3 +155,35 @@ def test_transactional_copier_commits_and_aborts(broker, topic):
                    if op["topic"] == target and op["isolation"] == "read_uncommitted"
                    for _, value in op["value"]}
     assert aborted and aborted <= uncommitted
+
+
+def test_stop_is_bounded_while_the_broker_is_paused(broker, topic):
+    """With the broker stopped (SIGSTOP) mid-run, stop() still returns within its bound;
+    the sends left in flight complete as unknown (info) or stay without a completion."""
+    create_topics(broker.bootstrap, topic)
+    history = History()
+    consumers = GroupConsumerWorkload(topic, consumers=1, max_seconds=60).start(
+        broker.bootstrap, history)
+    producers = ProducerWorkload(topic, producers=1, max_ops=100000, max_seconds=60,
+                                 interval=0.01).start(broker.bootstrap, history)
+    wait_until(lambda: len(values_of(history, "poll")) >= 3, 30, "polls")
+    os.kill(broker.proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(0.5)
+        begun = time.monotonic()
+        producers.stop(timeout=3)
+        consumers.stop(timeout=3)
+        took = time.monotonic() - begun
+    finally:
+        os.kill(broker.proc.pid, signal.SIGCONT)
+    assert took < 8, took
+    assert producers.done() and consumers.done()
+    assert not producers.errors and not consumers.errors
+    sends = [op for op in history.ops if op["f"] == "send"]
+    outcomes = [op for op in sends if op["type"] != "invoke"]
+    assert {op["type"] for op in outcomes} <= {"ok", "info"}
+    # Nothing was acknowledged once the stopped broker's last responses were read, and the
+    # sends in flight then did not complete ok.
+    assert not [op for op in outcomes if op["type"] == "ok" and op["time"] > begun]
+    ok = [op for op in outcomes if op["type"] == "ok"]
+    assert len(ok) < len(sends) - len(outcomes)

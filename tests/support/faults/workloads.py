@@ -7,10 +7,12 @@ operation into a ``History`` (format in ``history.py``).
   was never appended (``produce`` refused it, or a delivery error that rules out an append);
   ``info`` otherwise (timeouts, purged while in flight): it may or may not be in the log.
 - ``GroupConsumerWorkload``: consumers in one group subscribed to a topic, auto-commit off.
-  Each non-empty poll is recorded with its records and the consumer's assignment epoch (one
-  more at every assignment); after a poll the consumer commits, asynchronously and one commit
-  at a time, the next offsets of what it polled; each commit is an invocation completed by the
-  commit callback.
+  Each non-empty poll is recorded with its records and the consumer's position epoch (one
+  more at every assignment); after each poll the consumer commits, asynchronously and one
+  commit in flight at a time, the next offsets of what it polled in this epoch and has not
+  committed yet; each commit is an invocation completed by the commit callback (matched by
+  its offsets), one in flight longer than ``COMMIT_STALE_S`` is left without a completion
+  (unknown) unless its callback comes later.
 - ``TxnCopierWorkload``: read_committed consumers in a group over an input topic, each with a
   transactional producer copying every polled batch into an output topic in one transaction
   (the value ``"<input value>><process>.<txn>"``, unique per transaction), its input offsets
@@ -36,7 +38,8 @@ import uuid
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 CALL_TIMEOUT_S = 10.0          # every blocking client call
-STOP_TIMEOUT_S = 15.0          # stop(): how long the threads get to finish
+STOP_TIMEOUT_S = 30.0          # stop(): how long the threads get to finish
+COMMIT_STALE_S = 15.0          # a consumer's commit in flight longer is left unknown
 CLIENT_SETTINGS = {
     "socket.timeout.ms": 5000,
     "topic.metadata.refresh.interval.ms": 2000,
@@ -85,6 +88,7 @@ class _Workload:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._deadline = 0.0
+        self._stop_by = 0.0
 
     def start(self, bootstrap: str, history) -> "_Workload":
         self.bootstrap = bootstrap
@@ -118,8 +122,17 @@ class _Workload:
         return self.done()
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Stop every client; returns within about ``timeout`` seconds (a call in flight
+        ends at its own timeout, ``CALL_TIMEOUT_S``; a close is cut short at the bound)."""
+        self._stop_by = time.monotonic() + timeout
         self._stop.set()
         self.wait(timeout)
+
+    def _close_consumer(self, consumer: Consumer) -> None:
+        bound = CALL_TIMEOUT_S
+        if self._stop.is_set():
+            bound = min(bound, max(0.5, self._stop_by - time.monotonic() - 0.5))
+        _close_bounded(consumer, bound)
 
     def _run(self, process: str, index: int) -> None:
         raise NotImplementedError
@@ -210,23 +223,34 @@ class GroupConsumerWorkload(_Workload):
 
     def _run(self, process: str, index: int) -> None:
         history = self.history
-        state = {"epoch": 0, "pending": None}
+        # consumed: (topic, partition) -> next offset polled in this epoch; attempted: the
+        # offsets of the commits made since (a commit that did not succeed is tried again);
+        # pending: the offsets of each commit in flight -> its invocations.
+        state = {"epoch": 0, "consumed": {}, "attempted": {}, "pending": {}}
 
         def committed(err, partitions):
-            invocation = state["pending"]
-            state["pending"] = None
-            if invocation is None:
+            key = frozenset((tp.topic, tp.partition, tp.offset) for tp in partitions or [])
+            waiting = state["pending"].get(key)
+            if not waiting and len(state["pending"]) == 1:
+                waiting = next(iter(state["pending"].values()))
+            if not waiting:
                 return
+            invocation = waiting.pop(0)
+            state["pending"] = {k: v for k, v in state["pending"].items() if v}
             error = err or next((tp.error for tp in partitions or [] if tp.error), None)
             if error is None:
                 history.complete(invocation, "ok")
-            else:
-                definite = error.code() in DEFINITE_COMMIT_ERRORS
-                history.complete(invocation, "fail" if definite else "info",
-                                 error=error.name())
+                return
+            definite = error.code() in DEFINITE_COMMIT_ERRORS
+            history.complete(invocation, "fail" if definite else "info", error=error.name())
+            for topic, partition, offset in invocation["value"]:
+                if state["attempted"].get((topic, partition)) == offset:
+                    del state["attempted"][(topic, partition)]
 
         def assigned(_consumer, partitions):
             state["epoch"] += 1
+            state["consumed"] = {}
+            state["attempted"] = {}
             self.assignments[process] = [(tp.topic, tp.partition) for tp in partitions]
 
         consumer = Consumer({**CLIENT_SETTINGS, "bootstrap.servers": self.bootstrap,
@@ -237,38 +261,50 @@ class GroupConsumerWorkload(_Workload):
                              "on_commit": committed, "logger": _log_silently})
         consumer.subscribe([self.topic], on_assign=assigned)
         polls = 0
+        last_commit = 0.0
         try:
             while self.running() and polls < self.max_ops:
                 messages = consumer.consume(num_messages=200, timeout=self.poll_timeout)
                 polls += 1
                 records = [[m.topic(), m.partition(), m.offset(), _decode(m.value())]
                            for m in messages if m.error() is None]
-                if not records:
-                    continue
-                history.record(process, "ok", "poll", records, group=self.group,
-                               isolation=self.isolation, epoch=state["epoch"])
-                if state["pending"] is None:
-                    self._commit(consumer, process, records, state)
+                if records:
+                    history.record(process, "ok", "poll", records, group=self.group,
+                                   isolation=self.isolation, epoch=state["epoch"])
+                    for topic, partition, offset, _ in records:
+                        state["consumed"][(topic, partition)] = offset + 1
+                # One commit in flight at a time; one that outlived COMMIT_STALE_S stays
+                # unknown (its completion, if it ever comes, is still recorded).
+                if not state["pending"] or time.monotonic() - last_commit > COMMIT_STALE_S:
+                    if self._commit(consumer, process, state):
+                        last_commit = time.monotonic()
         finally:
-            _close_bounded(consumer)
+            self._close_consumer(consumer)
 
-    def _commit(self, consumer: Consumer, process: str, records: list, state: dict) -> None:
-        next_offsets = {}
-        for topic, partition, offset, _ in records:
-            next_offsets[(topic, partition)] = max(next_offsets.get((topic, partition), 0),
-                                                   offset + 1)
-        value = [[t, p, o] for (t, p), o in sorted(next_offsets.items())]
+    def _commit(self, consumer: Consumer, process: str, state: dict) -> bool:
+        """Commit what was consumed since the last commit; False when there is nothing."""
+        due = {key: offset for key, offset in state["consumed"].items()
+               if state["attempted"].get(key) != offset}
+        if not due:
+            return False
+        value = [[t, p, o] for (t, p), o in sorted(due.items())]
         invocation = self.history.invoke(process, "commit", value, group=self.group)
-        state["pending"] = invocation
+        state["attempted"].update(due)
+        key = frozenset((t, p, o) for t, p, o in value)
+        state["pending"].setdefault(key, []).append(invocation)
         try:
             consumer.commit(offsets=[TopicPartition(t, p, o) for t, p, o in value],
                             asynchronous=True)
         except KafkaException as exc:
-            state["pending"] = None
+            state["pending"][key].remove(invocation)
+            state["pending"] = {k: v for k, v in state["pending"].items() if v}
+            for item in due:
+                state["attempted"].pop(item, None)
             error = exc.args[0]
             definite = error.code() in DEFINITE_COMMIT_ERRORS
             self.history.complete(invocation, "fail" if definite else "info",
                                   error=error.name())
+        return True
 
 
 class TxnCopierWorkload(_Workload):
@@ -347,7 +383,7 @@ class TxnCopierWorkload(_Workload):
         finally:
             if producer is not None:
                 _close_producer(producer)
-            _close_bounded(consumer)
+            self._close_consumer(consumer)
 
     def _copy(self, producer: Producer, consumer: Consumer, process: str, txn: int,
               records: list, intent: str, state: dict) -> bool:
@@ -387,9 +423,9 @@ class TxnCopierWorkload(_Workload):
                 producer.flush(CALL_TIMEOUT_S)
             end_time = time.monotonic()
             if intent == "commit":
-                producer.commit_transaction(CALL_TIMEOUT_S)
+                self._retrying(producer.commit_transaction)
             else:
-                producer.abort_transaction(CALL_TIMEOUT_S)
+                self._retrying(producer.abort_transaction)
                 _rewind(consumer, records, state)
             complete("ok", end_time)
             return True
@@ -403,11 +439,26 @@ class TxnCopierWorkload(_Workload):
                     return True
                 except KafkaException as abort_exc:
                     error = abort_exc.args[0]
-            # Fatal, or the end of the transaction timed out: before commit was called the
-            # transaction cannot commit (the coordinator aborts it, at the latest when the
-            # next producer with this id fences it); after, its outcome is unknown.
-            complete("fail" if end_time is None else "info", end_time, error=error.name())
+            # Fatal, or the end of the transaction timed out: before commit was called (or
+            # when the intent was to abort) the transaction cannot commit (the coordinator
+            # aborts it, at the latest when the next producer with this id fences it);
+            # after, its outcome is unknown.
+            unknown = end_time is not None and intent == "commit"
+            complete("info" if unknown else "fail", end_time, error=error.name())
             return False
+
+    def _retrying(self, end_transaction) -> None:
+        """Commit or abort, called again after a retriable error (a timeout: the client
+        keeps the transaction's state for the next call), for a bounded time."""
+        give_up = time.monotonic() + 3 * CALL_TIMEOUT_S
+        while True:
+            try:
+                end_transaction(CALL_TIMEOUT_S)
+                return
+            except KafkaException as exc:
+                if (not exc.args[0].retriable() or self._stop.is_set()
+                        or time.monotonic() > give_up):
+                    raise
 
     def _produce(self, producer: Producer, value: str, on_delivery) -> None:
         end = time.monotonic() + CALL_TIMEOUT_S
