@@ -127,6 +127,22 @@ def test_cut_stalls_both_ways_and_heal_restores(net, peers):
     assert ask(peers["b"], f"NEW {peers['a']} {token()}") == "OK"
 
 
+def test_a_socket_closed_during_the_cut_sends_nothing_through(net, peers):
+    """A closed socket's retransmissions (its unacknowledged data, its FIN) have no owner
+    any more: the cut must hold them back all the same, or a peer would receive requests
+    written before the close (a ZooKeeper session kept alive by a closed connection)."""
+    ab = open_conn(peers, "a", "b")
+    assert ask(peers["a"], f"SEND {ab} {token()}") == "OK"
+    net.cut("a", "b")
+    try:
+        late = token()
+        assert ask(peers["a"], f"CLOSE {ab} {late}") == "CLOSED"
+        time.sleep(3)       # retransmissions at 0.2, 0.6, 1.4, 3.0 s after the close
+        assert ask(peers["b"], f"SEEN {late}") == "NO", net.rules()
+    finally:
+        net.heal()
+
+
 def test_heal_of_one_pair_leaves_the_other_cut(net, peers):
     net.cut("a", "b")
     net.cut("a", "c")

@@ -9,7 +9,9 @@ Every connection speaks lines; answers are one line each:
   open) or ``ERR <why>``;
 * ``SEND <id> <x>`` -> ``OK`` if ``ECHO <x>`` came back over connection ``<id>`` within
   ``WAIT_S``, else ``TIMEOUT``;
-* ``NEW <port> <x>`` -> the same over a new connection (connect included in ``WAIT_S``).
+* ``NEW <port> <x>`` -> the same over a new connection (connect included in ``WAIT_S``);
+* ``CLOSE <id> <x>`` -> ``CLOSED``: sends ``ECHO <x>`` over connection ``<id>`` and closes it
+  at once (the kernel goes on retransmitting for the closed socket).
 
 Replies that arrive late (after a TIMEOUT) are skipped by the next ``SEND`` on that
 connection, which waits for its own token.
@@ -89,6 +91,15 @@ class Peer:
         if verb == "SEND":
             cid, _, token = rest.partition(" ")
             return self._exchange(self.conns[int(cid)], token)
+        if verb == "CLOSE":
+            cid, _, token = rest.partition(" ")
+            with self.lock:
+                conn = self.conns.pop(int(cid))
+            try:
+                conn.sock.sendall(f"ECHO {token}\n".encode())
+            finally:
+                conn.sock.close()
+            return "CLOSED"
         if verb == "NEW":
             port, _, token = rest.partition(" ")
             try:

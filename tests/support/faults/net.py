@@ -19,12 +19,16 @@ who opened it and who accepted it, in the conntrack mark:
   REPLY direction, the SYN-ACK).
 
 Members are indexed 1..255; 0 means "not a member" (root, or anyone else).  A cut between
-``a`` and ``b`` is four DROP rules after the marking rules: a packet sent by ``a`` on a
-connection opened by ``b`` or accepted by ``b``, and the same with ``a`` and ``b``
-swapped.  A new connection from ``a`` to ``b`` therefore never completes (its SYN-ACK is
-dropped, which also records the acceptor, so the retried SYN is dropped too), and the
-acceptor never sees a byte of it.  The marking rules are in place from ``install()``
-on, before the members start, so every connection is marked from its first packet.
+``a`` and ``b`` is two DROP rules after the marking rules: every packet, either direction,
+of a connection opened by ``a`` and accepted by ``b``, or opened by ``b`` and accepted by
+``a``.  The drop looks at the connection's mark only, not at the packet's owner: a socket
+closed by its process is orphaned, and its retransmissions (the FIN, with whatever data was
+still unacknowledged) have no owner any more, yet must not get through.  A new connection
+from ``a`` to ``b`` never completes: its SYN passes (the acceptor is not known yet), the
+SYN-ACK records the acceptor and is dropped, and so is every retried SYN; the acceptor's
+process never sees it.  The marking rules are in place from ``install()`` on, before the
+members start, so every connection is marked from its first packet.  (A SYN-ACK sent as a
+SYN cookie has no owner: under a SYN flood a new connection could complete.)
 
 Cleanup: ``close()`` (also on leaving the ``with`` block, and at interpreter exit) deletes
 the jump and the chain; ``install()`` first removes every ``KPFAULT-<pid>-<n>`` chain whose
@@ -209,12 +213,10 @@ class Net:
 
     def _drop_rules(self, a: str, b: str) -> list[list[str]]:
         rules = []
-        for sender, peer in ((a, b), (b, a)):
-            gid, peer_index = str(self._base + self._index[sender]), self._index[peer]
-            rules.append(["-m", "owner", "--gid-owner", gid, "-m", "connmark", "--mark",
-                          f"{peer_index:#x}/{_ORIGIN_MASK:#x}", "-j", "DROP"])
-            rules.append(["-m", "owner", "--gid-owner", gid, "-m", "connmark", "--mark",
-                          f"{peer_index << 8:#x}/{_ACCEPTOR_MASK:#x}", "-j", "DROP"])
+        for opener, acceptor in ((a, b), (b, a)):
+            mark = self._index[opener] | self._index[acceptor] << 8
+            rules.append(["-m", "connmark", "--mark",
+                          f"{mark:#x}/{_ORIGIN_MASK | _ACCEPTOR_MASK:#x}", "-j", "DROP"])
         return rules
 
     def rules(self) -> str:
