@@ -275,3 +275,25 @@ def test_divergent_replicas():
 @pytest.mark.parametrize("name", ANOMALIES)
 def test_every_anomaly_has_a_planted_test(name):
     assert f"test_{name.replace('-', '_')}" in globals()
+
+
+def test_an_open_transaction_after_healing_is_noted():
+    b = clean()
+    assert check(b.history).notes == []
+    b.final([(0, "p0-0>x0.0"), (1, "p1-0>x0.0")], topic=OUT, isolation="read_committed",
+            end=3)
+    b.final([(0, "p0-0>x0.0"), (1, "p1-0>x0.0"), (3, "p0-1>x0.1"), (4, "p1-1>x0.1"),
+             (6, "p0-1>x0.2")], topic=OUT, end=8)
+    report = check(b.history)
+    assert report.notes == [f"{OUT}/0: last stable offset 3 below the high watermark 8 after "
+                            f"healing (an open transaction)"]
+    # the committed record past the last stable offset is unreadable: counted lost
+    only(report, "lost-write", 1)
+
+
+def test_a_final_read_that_did_not_reach_the_end_is_noted():
+    b = clean()
+    b.final([(0, "p1-1")], partition=1, end=2, outcome="info")
+    report = check(b.history)
+    assert report.notes == [f"final reads that did not reach the end: {T}/1 read_uncommitted"]
+    only(report, "lost-write", 0)

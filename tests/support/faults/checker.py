@@ -58,6 +58,7 @@ for txns, an ok commit).
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -189,33 +190,28 @@ def _final_reads(ops) -> dict[tuple, dict]:
     return finals
 
 
-def _final_values(finals, topic, partition, isolation) -> dict | None:
-    """offset -> value of a final read, or None when there is none."""
-    op = finals.get((topic, partition, isolation))
-    if op is None:
-        return None
-    return {offset: value for offset, value in op["value"]}
+class _Final:
+    """One final read, indexed: ``at`` offset -> value, ``values``, ``reach`` (the offset
+    below which it saw everything), ``complete`` (it reached its end)."""
+
+    def __init__(self, op: dict) -> None:
+        self.at = {offset: value for offset, value in op["value"]}
+        self.values = set(self.at.values())
+        self.complete = op["type"] == "ok"
+        self.reach = op.get("end", 0) if self.complete else max(
+            (offset + 1 for offset in self.at), default=0)
+        self.offsets = sorted(self.at)
 
 
-def _final_reach(finals, topic, partition, isolation) -> int | None:
-    """The offset below which the final read saw everything, or None."""
-    op = finals.get((topic, partition, isolation))
-    if op is None:
-        return None
-    if op["type"] == "ok":
-        return op.get("end", 0)
-    return max((offset + 1 for offset, _ in op["value"]), default=0)
+def _index_finals(finals: dict) -> dict[tuple, _Final]:
+    return {key: _Final(op) for key, op in finals.items()}
 
 
-def _topic_final_values(finals, topic, isolation) -> dict[object, set] | None:
-    """value -> {partition} over all final reads of a topic, or None when there are none."""
-    found = None
-    for (t, partition, iso), op in finals.items():
-        if t == topic and iso == isolation:
-            found = found if found is not None else defaultdict(set)
-            for _, value in op["value"]:
-                found[value].add(partition)
-    return found
+def _topic_values(indexed: dict, topic: str, isolation: str) -> set | None:
+    """Every value of a topic's final reads of one isolation, or None when there are none."""
+    found = [final.values for (t, _, iso), final in indexed.items()
+             if t == topic and iso == isolation]
+    return set().union(*found) if found else None
 
 
 def _lost_writes(writes, finals, polls, found: _Found) -> None:
@@ -225,24 +221,27 @@ def _lost_writes(writes, finals, polls, found: _Found) -> None:
         for topic, partition, offset, value in op["value"]:
             polled[(topic, partition)].add(value)
             highest_polled[(topic, partition)] = max(highest_polled[(topic, partition)], offset)
+    indexed = _index_finals(finals)
+    topic_values = {}
     for write in writes.values():
         if write.state != "acked":
             continue
         isolation = COMMITTED if write.transactional else UNCOMMITTED
         if write.partition is None:
-            in_topic = _topic_final_values(finals, write.topic, isolation)
+            if (write.topic, isolation) not in topic_values:
+                topic_values[(write.topic, isolation)] = _topic_values(indexed, write.topic,
+                                                                       isolation)
+            in_topic = topic_values[(write.topic, isolation)]
             if in_topic is not None and write.value not in in_topic:
                 found.add("lost-write", _write_example(write, "absent from every final read"))
             continue
         key = (write.topic, write.partition)
-        final = _final_values(finals, write.topic, write.partition, isolation)
-        reach = _final_reach(finals, write.topic, write.partition, isolation)
+        final = indexed.get((write.topic, write.partition, isolation))
         if final is not None:
-            complete = finals[(write.topic, write.partition, isolation)]["type"] == "ok"
-            if write.value not in final.values() and (
-                    complete or write.offset is None or write.offset < reach):
-                found.add("lost-write", _write_example(write, f"absent from the final read "
-                                                              f"(end {reach})"))
+            if write.value not in final.values and (
+                    final.complete or write.offset is None or write.offset < final.reach):
+                found.add("lost-write", _write_example(
+                    write, f"absent from the final read (end {final.reach})"))
         elif (write.offset is not None and write.offset <= highest_polled[key]
               and write.value not in polled[key]):
             found.add("lost-write", _write_example(
@@ -268,7 +267,8 @@ def _duplicates(polls, finals, found: _Found) -> None:
     places = defaultdict(set)   # (topic, value) -> {(partition, offset)}
     for _, _, topic, partition, offset, value in _reads(polls, finals):
         places[(topic, value)].add((partition, offset))
-    for (topic, value), where in sorted(places.items(), key=lambda item: repr(item[0])):
+    repeated = [(key, where) for key, where in places.items() if len(where) > 1]
+    for (topic, value), where in sorted(repeated, key=lambda item: repr(item[0])):
         if len(where) > 1:
             found.add("duplicate", {"topic": topic, "value": value, "at": sorted(where)})
 
@@ -281,7 +281,8 @@ def _inconsistent_offsets(writes, polls, finals, found: _Found) -> None:
             seen[(write.topic, write.partition, write.offset)].add(write.value)
     for _, _, topic, partition, offset, value in _reads(polls, finals):
         seen[(topic, partition, offset)].add(value)
-    for (topic, partition, offset), values in sorted(seen.items()):
+    for (topic, partition, offset), values in sorted(
+            (key, values) for key, values in seen.items() if len(values) > 1):
         if len(values) > 1:
             found.add("inconsistent-offsets", {"topic": topic, "partition": partition,
                                                "offset": offset,
@@ -290,7 +291,7 @@ def _inconsistent_offsets(writes, polls, finals, found: _Found) -> None:
 
 def _poll_order(polls, finals, found: _Found) -> None:
     last = {}   # (process, epoch, topic, partition) -> (offset, value, poll index)
-    visible_cache: dict[tuple, list[int] | None] = {}
+    indexed = _index_finals(finals)
     for op in polls:
         isolation = op.get("isolation", UNCOMMITTED)
         for topic, partition, offset, value in op["value"]:
@@ -306,14 +307,11 @@ def _poll_order(polls, finals, found: _Found) -> None:
             if offset <= prior:
                 found.add("nonmonotonic-poll", pair)
                 continue
-            visible_key = (topic, partition, isolation)
-            if visible_key not in visible_cache:
-                final = _final_values(finals, topic, partition, isolation)
-                visible_cache[visible_key] = sorted(final) if final is not None else None
-            visible = visible_cache[visible_key]
-            if visible is None:
+            final = indexed.get((topic, partition, isolation))
+            if final is None:
                 continue
-            skipped = [o for o in visible if prior < o < offset]
+            visible = final.offsets
+            skipped = visible[bisect_right(visible, prior):bisect_left(visible, offset)]
             if skipped:
                 found.add("poll-skip", {**pair, "skipped": skipped[:10]})
 
@@ -374,8 +372,9 @@ def _divergent_replicas(replica_logs: dict, finals, found: _Found) -> None:
         for broker, records in replicas.items():
             for offset, value in records:
                 at[offset][broker] = value
-        final = _final_values(finals, topic, partition, UNCOMMITTED) or {}
-        reach = _final_reach(finals, topic, partition, UNCOMMITTED) or 0
+        read = finals.get((topic, partition, UNCOMMITTED))
+        final = _Final(read).at if read is not None else {}
+        reach = _Final(read).reach if read is not None else 0
         for offset in sorted(at):
             values = set(at[offset].values())
             if offset < reach and offset in final:
@@ -416,4 +415,14 @@ def _notes(ops, finals) -> list[str]:
     incomplete = sorted(f"{t}/{p} {i}" for (t, p, i), op in finals.items() if op["type"] != "ok")
     if incomplete:
         notes.append("final reads that did not reach the end: " + ", ".join(incomplete))
+    # A transaction left open holds the last stable offset back: committed records past it
+    # are not readable at read_committed (and count as lost when acknowledged).
+    for (topic, partition, isolation), op in sorted(finals.items()):
+        other = finals.get((topic, partition, UNCOMMITTED))
+        if (isolation == COMMITTED and other is not None and op["type"] == "ok"
+                and op.get("end", 0) < other.get("end", 0)
+                and any(offset >= op.get("end", 0) for offset, _ in other["value"])):
+            notes.append(f"{topic}/{partition}: last stable offset {op.get('end')} below the "
+                         f"high watermark {other.get('end')} after healing (an open "
+                         f"transaction)")
     return notes
