@@ -149,9 +149,11 @@ def test_lost_write():
 def test_lost_write_of_a_committed_transaction():
     b = clean()
     b.txn("x0", [(0, 8, "p1-1>x0.3")], offsets=[(1, 1)])
+    # committed, its delivery report never seen: looked for in every partition of the topic
+    b.txn("x0", [(None, None, "p1-2>x0.4")], offsets=[(0, 4)])
     b.final([(0, "p0-0>x0.0"), (1, "p1-0>x0.0"), (6, "p0-1>x0.2")], topic=OUT,
-            isolation="read_committed", end=10)
-    only(check(b.history), "lost-write", 1)
+            isolation="read_committed", end=12)
+    only(check(b.history), "lost-write", 2)
 
 
 def test_lost_write_without_final_reads_by_polls():
@@ -163,6 +165,10 @@ def test_lost_write_without_final_reads_by_polls():
     b.poll("c0", [(0, 0, "a")])
     b.poll("c1", [(0, 2, "c")])         # c1 saw offset 2, so "b" at 1 should be seen by someone
     only(check(b.history), "lost-write", 1)
+    b.send("p0", "e", 0, 4)
+    b.poll("c1", [(0, 4, "f")])         # offset 4 read holding another value: "e" is gone,
+    report = check(b.history)           # and "d" at 3 is now below a read offset, unread
+    assert (report.counts["lost-write"], report.counts["inconsistent-offsets"]) == (3, 1)
 
 
 def test_duplicate():
@@ -181,6 +187,15 @@ def test_inconsistent_offsets():
     report = check(b.history)
     only(report, "inconsistent-offsets", 1)
     assert report.examples["inconsistent-offsets"][0]["values"] == ["p0-7", "p0-8"]
+
+
+def test_inconsistent_offsets_of_transactional_writes():
+    b = clean()
+    # An aborted transaction's record was delivered at offset 8; the log holds another there.
+    b.txn("x0", [(0, 8, "p1-2>x0.3")], offsets=[(0, 4)], intent="abort")
+    b.final([(0, "p0-0>x0.0"), (1, "p1-0>x0.0"), (3, "p0-1>x0.1"), (4, "p1-1>x0.1"),
+             (6, "p0-1>x0.2"), (8, "zz")], topic=OUT, end=10)
+    only(check(b.history), "inconsistent-offsets", 1)
 
 
 def test_nonmonotonic_poll():
@@ -297,3 +312,17 @@ def test_a_final_read_that_did_not_reach_the_end_is_noted():
     report = check(b.history)
     assert report.notes == [f"final reads that did not reach the end: {T}/1 read_uncommitted"]
     only(report, "lost-write", 0)
+
+
+def test_longest_unavailability_counts_successes_only():
+    b = Builder()
+    b.send("p0", "a", 0, 0)                               # ok at t=2
+    b.poll("c0", [(0, 0, "a")])                           # t=3
+    b.clock += 10
+    b.history.append({"process": "c0", "type": "ok", "f": "poll", "value": [], "group": "g",
+                      "epoch": 0, "isolation": "read_uncommitted", "time": b._tick()})  # 14
+    b.send("p0", "b", outcome="info")                     # invoked 15, info 16
+    b.send("p0", "c", 0, 1)                               # ok at 18
+    b.poll("c0", [(0, 1, "c")])                           # 19
+    report = check(b.history)
+    assert report.longest_unavailability == {"send": 16.0, "poll": 16.0}

@@ -269,8 +269,7 @@ def _duplicates(polls, finals, found: _Found) -> None:
         places[(topic, value)].add((partition, offset))
     repeated = [(key, where) for key, where in places.items() if len(where) > 1]
     for (topic, value), where in sorted(repeated, key=lambda item: repr(item[0])):
-        if len(where) > 1:
-            found.add("duplicate", {"topic": topic, "value": value, "at": sorted(where)})
+        found.add("duplicate", {"topic": topic, "value": value, "at": sorted(where)})
 
 
 def _inconsistent_offsets(writes, polls, finals, found: _Found) -> None:
@@ -281,12 +280,10 @@ def _inconsistent_offsets(writes, polls, finals, found: _Found) -> None:
             seen[(write.topic, write.partition, write.offset)].add(write.value)
     for _, _, topic, partition, offset, value in _reads(polls, finals):
         seen[(topic, partition, offset)].add(value)
-    for (topic, partition, offset), values in sorted(
-            (key, values) for key, values in seen.items() if len(values) > 1):
-        if len(values) > 1:
-            found.add("inconsistent-offsets", {"topic": topic, "partition": partition,
-                                               "offset": offset,
-                                               "values": sorted(values, key=repr)})
+    conflicts = [(key, values) for key, values in seen.items() if len(values) > 1]
+    for (topic, partition, offset), values in sorted(conflicts, key=lambda item: item[0]):
+        found.add("inconsistent-offsets", {"topic": topic, "partition": partition,
+                                           "offset": offset, "values": sorted(values, key=repr)})
 
 
 def _poll_order(polls, finals, found: _Found) -> None:
