@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.faults.checker import ANOMALIES, check
 from tests.support.faults.history import History
+from tests.support.broker_process import free_port
 from tests.support.faults.workloads import (GroupConsumerWorkload, ProducerWorkload,
                                             TxnCopierWorkload, final_reads)
 
@@ -187,3 +188,22 @@ def test_stop_is_bounded_while_the_broker_is_paused(broker, topic):
     assert not [op for op in outcomes if op["type"] == "ok" and op["time"] > begun]
     ok = [op for op in outcomes if op["type"] == "ok"]
     assert len(ok) < len(sends) - len(outcomes)
+
+
+def test_clients_keep_running_while_nothing_answers(topic):
+    """Against a port nobody listens on (what a cut broker looks like to a new client) the
+    clients log their connection errors quietly, keep trying, and stop when told."""
+    history = History()
+    bootstrap = f"127.0.0.1:{free_port()}"
+    workloads = [ProducerWorkload(topic, producers=1, max_seconds=30, interval=0.05),
+                 GroupConsumerWorkload(topic, consumers=1, max_seconds=30),
+                 TxnCopierWorkload(topic, f"{topic}-out", max_seconds=30)]
+    for workload in workloads:
+        workload.start(bootstrap, history)
+    time.sleep(2.5)
+    for workload in workloads:
+        assert not workload.done()
+        workload.stop(timeout=3)
+        assert workload.done() and not workload.errors
+    sends = values_of(history, "send", "invoke")
+    assert sends and not values_of(history, "send", "ok")

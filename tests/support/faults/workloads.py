@@ -31,6 +31,7 @@ offset), one ``read-final`` op each.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -61,8 +62,12 @@ DEFINITE_COMMIT_ERRORS = frozenset({
 })
 
 
-def _log_silently(*_args) -> None:
-    """librdkafka's log lines (connection refused, timed out) are expected during faults."""
+# librdkafka's log lines (connection refused, timed out) are expected during faults: the
+# clients log to a logger that drops them.
+_QUIET = logging.getLogger("tests.faults.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+_QUIET.setLevel(logging.CRITICAL + 1)
 
 
 def _decode(raw: bytes | None) -> str | None:
@@ -156,7 +161,7 @@ class ProducerWorkload(_Workload):
         return Producer({**CLIENT_SETTINGS, "bootstrap.servers": self.bootstrap,
                          "enable.idempotence": True, "acks": "all", "linger.ms": 5,
                          "message.timeout.ms": self.delivery_timeout_ms,
-                         "request.timeout.ms": 5000, "logger": _log_silently})
+                         "request.timeout.ms": 5000, "logger": _QUIET})
 
     def _run(self, process: str, index: int) -> None:
         history = self.history
@@ -258,7 +263,7 @@ class GroupConsumerWorkload(_Workload):
                              "auto.offset.reset": "earliest",
                              "isolation.level": self.isolation,
                              "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
-                             "on_commit": committed, "logger": _log_silently})
+                             "on_commit": committed, "logger": _QUIET})
         consumer.subscribe([self.topic], on_assign=assigned)
         polls = 0
         last_commit = 0.0
@@ -336,7 +341,7 @@ class TxnCopierWorkload(_Workload):
                              "auto.offset.reset": "earliest",
                              "isolation.level": "read_committed",
                              "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
-                             "logger": _log_silently})
+                             "logger": _QUIET})
         consumer.subscribe([self.input_topic], on_assign=assigned)
         return consumer
 
@@ -345,10 +350,12 @@ class TxnCopierWorkload(_Workload):
                              "transactional.id": f"{self.txn_prefix}-{index}",
                              "transaction.timeout.ms": self.transaction_timeout_ms,
                              "message.timeout.ms": self.transaction_timeout_ms,
-                             "linger.ms": 5, "logger": _log_silently})
+                             "linger.ms": 5, "logger": _QUIET})
         while self.running():
             try:
-                producer.init_transactions(CALL_TIMEOUT_S)
+                # in short calls, so that stop() is not held (a timed-out call is resumed
+                # by the next)
+                producer.init_transactions(2.0)
                 return producer
             except KafkaException as exc:
                 if exc.args[0].fatal():
@@ -529,7 +536,7 @@ def final_reads(bootstrap: str, topic: str, history, timeout: float = 60.0) -> N
 
 def _partitions(bootstrap: str, topic: str, deadline: float) -> list[int]:
     producer = Producer({**CLIENT_SETTINGS, "bootstrap.servers": bootstrap,
-                         "logger": _log_silently})
+                         "logger": _QUIET})
     try:
         while True:
             try:
@@ -550,7 +557,7 @@ def _final_read(bootstrap, topic, partition, isolation, history, deadline) -> No
     consumer = Consumer({**CLIENT_SETTINGS, "bootstrap.servers": bootstrap,
                          "group.id": f"final-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": False, "isolation.level": isolation,
-                         "enable.partition.eof": True, "logger": _log_silently})
+                         "enable.partition.eof": True, "logger": _QUIET})
     tp = TopicPartition(topic, partition, 0)
     records: list[list] = []
     end = None
