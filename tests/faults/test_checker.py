@@ -52,9 +52,10 @@ class Builder:
                              "time": self._tick()})
 
     def txn(self, process, writes, offsets=(), intent="commit", outcome="ok", group="copy",
-            ended=True, topic=OUT, source=T):
+            ended=True, topic=OUT, source=T, copies=()):
         value = {"writes": [[topic, p, o, v] for p, o, v in writes],
-                 "offsets": [[source, p, o] for p, o in offsets], "intent": intent}
+                 "offsets": [[source, p, o] for p, o in offsets], "intent": intent,
+                 "copies": [[source, p, o, v] for p, o, v in copies]}
         invocation = self.history.append({"process": process, "type": "invoke", "f": "txn",
                                           "group": group, "value": value,
                                           "time": self._tick()})
@@ -91,9 +92,12 @@ def clean() -> Builder:
     b.complete_commit(b.commit("c1", [(0, 3)]))
     # The copier: committed txn writes at out/0 offsets 0..1 (marker at 2), an aborted one
     # at 3..4 (marker at 5), then a committed one at 6 (marker at 7).
-    b.txn("x0", [(0, 0, "p0-0>x0.0"), (0, 1, "p1-0>x0.0")], offsets=[(0, 2)])
-    b.txn("x0", [(0, 3, "p0-1>x0.1"), (0, 4, "p1-1>x0.1")], offsets=[(0, 3)], intent="abort")
-    b.txn("x0", [(0, 6, "p0-1>x0.2")], offsets=[(0, 3)])
+    # Each copies records of t (the offsets are a view of one partition: enough here).
+    b.txn("x0", [(0, 0, "p0-0>x0.0"), (0, 1, "p1-0>x0.0")], offsets=[(0, 2)],
+          copies=[(0, 0, "p0-0"), (0, 1, "p1-0")])
+    b.txn("x0", [(0, 3, "p0-1>x0.1"), (0, 4, "p1-1>x0.1")], offsets=[(0, 3)], intent="abort",
+          copies=[(0, 2, "p0-1"), (1, 0, "p1-1")])
+    b.txn("x0", [(0, 6, "p0-1>x0.2")], offsets=[(0, 3)], copies=[(0, 2, "p0-1")])
     b.poll("r0", [(0, 0, "p0-0>x0.0"), (0, 1, "p1-0>x0.0")], isolation="read_committed",
            topic=OUT, group="reader")
     b.poll("r0", [(0, 6, "p0-1>x0.2")], isolation="read_committed", topic=OUT, group="reader")
@@ -179,10 +183,26 @@ def test_duplicate():
     assert report.examples["duplicate"][0]["at"] == [(0, 2), (0, 4)]
 
 
+def test_duplicate_copy():
+    b = clean()
+    # A second committed transaction (a zombie copier, say) copies p0-0 again; an unknown one
+    # copies p1-0 again; the aborted copy of p1-1 is read too: only committed copies count.
+    b.txn("x9", [(0, 8, "p0-0>x9.0")], offsets=[(0, 1)], copies=[(0, 0, "p0-0")], group="x9")
+    b.txn("x9", [(0, 9, "p1-0>x9.1")], offsets=[(0, 2)], copies=[(0, 1, "p1-0")], group="x9",
+          outcome="info")
+    b.final([(0, "p0-0>x0.0"), (1, "p1-0>x0.0"), (6, "p0-1>x0.2"), (8, "p0-0>x9.0"),
+             (9, "p1-0>x9.1")], topic=OUT, isolation="read_committed", end=11)
+    b.final([(0, "p0-0>x0.0"), (1, "p1-0>x0.0"), (3, "p0-1>x0.1"), (4, "p1-1>x0.1"),
+             (6, "p0-1>x0.2"), (8, "p0-0>x9.0"), (9, "p1-0>x9.1")], topic=OUT, end=11)
+    report = check(b.history)
+    only(report, "duplicate", 2)
+    assert [e["copied"] for e in report.examples["duplicate"]] == [[T, 0, 0], [T, 0, 1]]
+
+
 def test_inconsistent_offsets():
     b = clean()
-    b.send("p0", "p0-7", 0, 4)          # acked at offset 4 ...
-    b.poll("c0", [(0, 3, "p1-2"), (0, 4, "p0-8")], epoch=5)   # ... which a poll finds holding another
+    b.send("p0", "p0-7", 0, 4)          # acked at offset 4, which a poll finds holding another
+    b.poll("c0", [(0, 3, "p1-2"), (0, 4, "p0-8")], epoch=5)
     b.final([(0, "p0-0"), (1, "p1-0"), (2, "p0-1"), (3, "p1-2"), (4, "p0-8"), (5, "p0-7")])
     report = check(b.history)
     only(report, "inconsistent-offsets", 1)

@@ -24,18 +24,22 @@ where it has the anomaly):
   read, Jepsen's rule: an acked write at an offset at or below the highest offset any poll
   returned for the partition, that no poll returned. One per write.
 - ``duplicate``: one value read (polls and final reads) at more than one offset of a topic.
-  One per value.
+  One per value. And for transactional copies (txn ops with ``copies``): one input record
+  whose copies, written by transactions that are not known aborted, are in a read_committed
+  final read of the output more than once (exactly-once copying broken). One per input
+  record.
 - ``inconsistent-offsets``: two different values at one offset of a partition, among every
   observation of it: acknowledged offsets of sends, delivered offsets of transactional
   writes, polls and final reads (over time: an offset acked for one value and later read
   holding another counts). One per (partition, offset).
-- ``nonmonotonic-poll``: within one consumer's position epoch (from one assignment or seek to the next), a partition's record at an
-  offset at or below the offset of the record it returned before for that partition (within a
-  poll or across polls). One per such pair.
-- ``poll-skip``: within one consumer's position epoch (from one assignment or seek to the next), two consecutive records of a
-  partition (within a poll or across polls) with an offset between them that holds a record
-  visible, to that consumer's isolation, in the final read. Gaps of transaction markers and
-  aborted records are not skips. One per such pair.
+- ``nonmonotonic-poll``: within one consumer's position epoch (from one assignment or seek
+  to the next), a partition's record at an offset at or below the offset of the record it
+  returned before for that partition (within a poll or across polls). One per such pair.
+- ``poll-skip``: within one consumer's position epoch (from one assignment or seek to the
+  next), two consecutive records of a partition (within a poll or across polls) with an
+  offset between them that holds a record visible, to that consumer's isolation, in the
+  final read. Gaps of transaction markers and aborted records are not skips. One per such
+  pair.
 - ``aborted-read`` (Jepsen's G1a): a read of a failed write: a failed send read at any
   isolation, or an aborted transaction's record read at read_committed (polls and final
   reads). One per (read op, value).
@@ -133,6 +137,7 @@ def check(history, replica_logs: dict | None = None) -> Report:
     polls = [op for op in ops if op["f"] == "poll" and op["type"] == "ok"]
     _lost_writes(writes, finals, polls, found)
     _duplicates(polls, finals, found)
+    _duplicate_copies(ops, finals, found)
     _inconsistent_offsets(writes, polls, finals, found)
     _poll_order(polls, finals, found)
     _aborted_and_uncommitted_reads(writes, polls, finals, found)
@@ -261,6 +266,34 @@ def _reads(polls, finals):
     for (topic, partition, isolation), op in finals.items():
         for offset, value in op["value"]:
             yield op, isolation, topic, partition, offset, value
+
+
+def _duplicate_copies(ops, finals, found: _Found) -> None:
+    source = {}     # (output topic, output value) -> (input topic, partition, offset)
+    aborted = set()
+    for op in ops:
+        if op["f"] != "txn":
+            continue
+        for (topic, _, _, value), (in_topic, in_partition, in_offset, _) in zip(
+                op["value"]["writes"], op["value"].get("copies", [])):
+            source[(topic, value)] = (in_topic, in_partition, in_offset)
+            if op["type"] != "invoke" and _txn_state(op) == "failed":
+                aborted.add((topic, value))
+    for key in aborted:
+        del source[key]
+    if not source:
+        return
+    copies = defaultdict(list)   # input record -> [(output partition, offset, value)]
+    for (topic, partition, isolation), op in finals.items():
+        if isolation != COMMITTED:
+            continue
+        for offset, value in op["value"]:
+            origin = source.get((topic, value))
+            if origin is not None:
+                copies[origin].append((partition, offset, value))
+    for origin, where in sorted(copies.items()):
+        if len(where) > 1:
+            found.add("duplicate", {"copied": list(origin), "copies": sorted(where)})
 
 
 def _duplicates(polls, finals, found: _Found) -> None:

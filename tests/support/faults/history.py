@@ -24,10 +24,12 @@ and carries ``invoke_index``, the index of that invocation. The f-specific field
 - commit: ``group``; ``value`` = ``[[topic, partition, offset], ...]`` (the next offset to
   consume, as Kafka stores it); fail/info add ``error``.
 - txn: ``value`` = ``{"writes": [[topic, partition, offset, value], ...], "offsets":
-  [[topic, partition, offset], ...], "intent": "commit" | "abort"}``; ``group`` (whose offsets
-  the transaction commits). ``ok`` means the intended commit or abort returned; ``fail`` means
-  the transaction definitely ended aborted; ``info`` means its outcome is unknown. Writes
-  whose delivery was never confirmed carry offset ``None``.
+  [[topic, partition, offset], ...], "intent": "commit" | "abort"}``, and for a copy
+  ``"copies": [[topic, partition, offset, value], ...]``, the input record each write copies
+  (same order as ``writes``); ``group`` (whose offsets the transaction commits). ``ok``
+  means the intended commit or abort returned; ``fail`` means the transaction definitely
+  ended aborted; ``info`` means its outcome is unknown. Writes whose delivery was never
+  confirmed carry offset ``None``.
 - read-final: one ok (or info, when it did not reach the end in time) per topic, partition and
   isolation after the faults healed: ``topic``, ``partition``, ``isolation``, ``end`` (the
   high watermark, or last stable offset for read_committed, the read went to), ``value`` =

@@ -409,12 +409,12 @@ class TxnCopierWorkload(_Workload):
         offsets = [[t, p, o] for (t, p), o in sorted(next_offsets.items())]
         invocation = self.history.invoke(process, "txn", {
             "writes": [[self.output_topic, None, None, v] for v in values],
-            "offsets": offsets, "intent": intent}, group=self.group)
+            "offsets": offsets, "intent": intent, "copies": records}, group=self.group)
 
         def complete(type_: str, end_time: float | None, **fields) -> None:
             writes = [[self.output_topic, *delivered.get(v, (None, None)), v] for v in values]
             self.history.complete(invocation, type_, {"writes": writes, "offsets": offsets,
-                                                      "intent": intent},
+                                                      "intent": intent, "copies": records},
                                   end_time=end_time, **fields)
 
         end_time = None
