@@ -64,6 +64,11 @@ class Builder:
                              "type": outcome, "invoke_index": invocation["index"],
                              "end_time": end_time, "time": self._tick()})
 
+    def committed_offsets(self, group, offsets, topic=T):
+        self.history.append({"process": "final", "type": "ok", "f": "read-offsets",
+                             "topic": topic, "group": group, "time": self._tick(),
+                             "value": [[p, o] for p, o in offsets]})
+
     def final(self, records, partition=0, isolation="read_uncommitted", end=None, topic=T,
               outcome="ok"):
         end = end if end is not None else max((o + 1 for o, _ in records), default=0)
@@ -102,6 +107,7 @@ def clean() -> Builder:
            topic=OUT, group="reader")
     b.poll("r0", [(0, 6, "p0-1>x0.2")], isolation="read_committed", topic=OUT, group="reader")
     b.final([(0, "p0-0"), (1, "p1-0"), (2, "p0-1"), (3, "p1-2")])
+    b.final([(0, "p0-0"), (1, "p1-0"), (2, "p0-1"), (3, "p1-2")], isolation="read_committed")
     b.final([(0, "p1-1")], partition=1)
     b.final([(0, "p0-0>x0.0"), (1, "p1-0>x0.0"), (6, "p0-1>x0.2")], topic=OUT,
             isolation="read_committed", end=8)
@@ -121,8 +127,16 @@ def only(report, name: str, count: int) -> None:
     assert report.counts == expected, report.examples
 
 
+def clean_with_offsets() -> Builder:
+    """``clean()`` and the groups' committed offsets read at the end."""
+    b = clean()
+    b.committed_offsets("g", [(0, 3), (1, 1)])
+    b.committed_offsets("copy", [(0, 3), (1, -1)])
+    return b
+
+
 def test_clean_history_checks_clean():
-    report = check(clean().history, REPLICAS)
+    report = check(clean_with_offsets().history, REPLICAS)
     assert report.counts == {name: 0 for name in ANOMALIES}, report.examples
     assert report.valid
     assert report.acked == 7          # four sends, three records of committed transactions
@@ -294,6 +308,28 @@ def test_commit_backwards():
             topic=OUT, isolation="read_committed", end=10)
     report = check(b.history)
     only(report, "commit-backwards", 2)
+
+
+def test_commit_backwards_at_the_end():
+    b = clean()
+    b.committed_offsets("g", [(0, 2), (1, -1)])    # both below what was committed ok
+    b.committed_offsets("copy", [(0, 3)])
+    only(check(b.history), "commit-backwards", 2)
+
+
+def test_lost_copy():
+    b = clean()
+    # The copier group's offset on partition 0 is 4 at the end, yet p1-2 (offset 3) was
+    # never copied by a committed transaction; a copy by an aborted one does not count.
+    b.txn("x0", [(0, 8, "p1-2>x0.3")], offsets=[(0, 4)], copies=[(0, 3, "p1-2")],
+          intent="abort")
+    b.final([(0, "p0-0>x0.0"), (1, "p1-0>x0.0"), (3, "p0-1>x0.1"), (4, "p1-1>x0.1"),
+             (6, "p0-1>x0.2"), (8, "p1-2>x0.3")], topic=OUT, end=10)
+    b.committed_offsets("g", [(0, 3), (1, 1)])
+    b.committed_offsets("copy", [(0, 4)])
+    report = check(b.history)
+    only(report, "lost-copy", 1)
+    assert report.examples["lost-copy"][0]["value"] == "p1-2"
 
 
 def test_divergent_replicas():

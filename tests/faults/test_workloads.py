@@ -140,6 +140,14 @@ def test_transactional_copier_commits_and_aborts(broker, topic):
     final_reads(broker.bootstrap, target, history)
     report = check(history)
     assert_clean(report)
+    # The groups' offsets were read at the end: the copier's on the input, the reader's on
+    # the output, each at the end of every partition.
+    offsets = {(op["group"], op["topic"]): dict(op["value"])
+               for op in values_of(history, "read-offsets")}
+    assert set(offsets) == {(copier.group, source), (readers.group, target)}
+    ends = {op["partition"]: op["end"] for op in values_of(history, "read-final")
+            if op["topic"] == source and op["isolation"] == "read_committed"}
+    assert offsets[(copier.group, source)] == ends
     txns = values_of(history, "txn")
     intents = {op["value"]["intent"] for op in txns}
     assert intents == {"commit", "abort"}

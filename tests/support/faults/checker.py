@@ -49,8 +49,13 @@ where it has the anomaly):
   ended. One per (poll, value).
 - ``commit-backwards``: committed offsets of a group going backwards: an ok commit (or ok
   committed transaction's offsets) of a partition invoked after another ok commit of that
-  partition in the same group completed, with a lower offset. One per later commit and
-  partition.
+  partition in the same group completed, with a lower offset; the group's committed offsets
+  read at the end (read-offsets; -1 for none) count as the last such commit. One per later
+  commit and partition.
+- ``lost-copy``: an input record of a copier's group below the offset the group committed
+  on its partition at the end (read-offsets), with no copy in the read_committed final
+  read of the output: its offset was committed without its copy (the transaction's
+  atomicity broken). One per input record.
 - ``divergent-replicas``: after healing, two replicas of a partition holding different values
   at one offset, or a replica holding at an offset below the final read's end a value other
   than the final read's. One per (partition, offset).
@@ -75,6 +80,7 @@ ANOMALIES = (
     "aborted-read",
     "uncommitted-read",
     "commit-backwards",
+    "lost-copy",
     "divergent-replicas",
 )
 MAX_EXAMPLES = 5
@@ -137,7 +143,9 @@ def check(history, replica_logs: dict | None = None) -> Report:
     polls = [op for op in ops if op["f"] == "poll" and op["type"] == "ok"]
     _lost_writes(writes, finals, polls, found)
     _duplicates(polls, finals, found)
-    _duplicate_copies(ops, finals, found)
+    copies, copier_inputs = _copies(ops, finals)
+    _duplicate_copies(copies, found)
+    _lost_copies(ops, finals, copies, copier_inputs, found)
     _inconsistent_offsets(writes, polls, finals, found)
     _poll_order(polls, finals, found)
     _aborted_and_uncommitted_reads(writes, polls, finals, found)
@@ -147,7 +155,7 @@ def check(history, replica_logs: dict | None = None) -> Report:
         counts=found.counts,
         examples={name: examples for name, examples in found.examples.items() if examples},
         acked=sum(1 for write in writes.values() if write.state == "acked"),
-        ops=sum(1 for op in ops if op["type"] != "invoke" and op["f"] != "read-final"),
+        ops=sum(1 for op in ops if op["type"] != "invoke" and not op["f"].startswith("read-")),
         longest_unavailability=_longest_unavailability(ops),
         unknown=sum(1 for write in writes.values() if write.state == "unknown"),
         failed=sum(1 for write in writes.values() if write.state == "failed"),
@@ -268,32 +276,56 @@ def _reads(polls, finals):
             yield op, isolation, topic, partition, offset, value
 
 
-def _duplicate_copies(ops, finals, found: _Found) -> None:
+def _copies(ops, finals) -> tuple[dict, dict]:
+    """The copiers' work: input record (topic, partition, offset) -> its copies in the
+    read_committed final reads [(output partition, offset, value)], and copier group ->
+    {input topic}."""
     source = {}     # (output topic, output value) -> (input topic, partition, offset)
     aborted = set()
+    copier_inputs = defaultdict(set)
     for op in ops:
         if op["f"] != "txn":
             continue
         for (topic, _, _, value), (in_topic, in_partition, in_offset, _) in zip(
                 op["value"]["writes"], op["value"].get("copies", [])):
             source[(topic, value)] = (in_topic, in_partition, in_offset)
+            copier_inputs[op.get("group")].add(in_topic)
             if op["type"] != "invoke" and _txn_state(op) == "failed":
                 aborted.add((topic, value))
     for key in aborted:
         del source[key]
-    if not source:
-        return
-    copies = defaultdict(list)   # input record -> [(output partition, offset, value)]
+    copies = defaultdict(list)
     for (topic, partition, isolation), op in finals.items():
-        if isolation != COMMITTED:
+        if isolation != COMMITTED or not source:
             continue
         for offset, value in op["value"]:
             origin = source.get((topic, value))
             if origin is not None:
                 copies[origin].append((partition, offset, value))
+    return copies, copier_inputs
+
+
+def _duplicate_copies(copies: dict, found: _Found) -> None:
     for origin, where in sorted(copies.items()):
         if len(where) > 1:
             found.add("duplicate", {"copied": list(origin), "copies": sorted(where)})
+
+
+def _lost_copies(ops, finals, copies: dict, copier_inputs: dict, found: _Found) -> None:
+    for op in ops:
+        if op["f"] != "read-offsets" or op["type"] != "ok":
+            continue
+        if op["topic"] not in copier_inputs.get(op["group"], ()):
+            continue
+        for partition, committed in op["value"]:
+            read = finals.get((op["topic"], partition, COMMITTED))
+            if read is None:
+                continue
+            for offset, value in read["value"]:
+                if offset < committed and not copies.get((op["topic"], partition, offset)):
+                    found.add("lost-copy", {"group": op["group"], "topic": op["topic"],
+                                            "partition": partition, "offset": offset,
+                                            "value": value, "committed": committed})
 
 
 def _duplicates(polls, finals, found: _Found) -> None:
@@ -379,6 +411,13 @@ def _commits_backwards(ops, found: _Found) -> None:
         for topic, partition, offset in offsets:
             commits[(op.get("group"), topic, partition)].append(
                 (invoked, op["time"], offset, op))
+    # The group's committed offsets read at the end are one more (the last) observation.
+    for op in ops:
+        if op["f"] == "read-offsets" and op["type"] == "ok":
+            for partition, offset in op["value"]:
+                key = (op["group"], op["topic"], partition)
+                if key in commits:
+                    commits[key].append((op["time"], op["time"], offset, op))
     for (group, topic, partition), entries in sorted(commits.items(), key=repr):
         by_completion = sorted(entries, key=lambda entry: entry[1])
         done = 0

@@ -6,7 +6,8 @@ An operation (op) is a plain dict with at least:
 - ``type``: ``"invoke"`` (the call began), ``"ok"`` (it took effect), ``"fail"`` (it
   definitely did not), ``"info"`` (unknown: it may or may not have taken effect, e.g. a
   timeout);
-- ``f``: ``"send"``, ``"poll"``, ``"commit"``, ``"txn"`` or ``"read-final"``;
+- ``f``: ``"send"``, ``"poll"``, ``"commit"``, ``"txn"``, ``"read-final"`` or
+  ``"read-offsets"``;
 - ``value``: what ``f`` carries (below);
 - ``time``: ``time.monotonic()`` seconds when it was recorded;
 - ``index``: its position in the history (set by ``append``).
@@ -34,6 +35,9 @@ and carries ``invoke_index``, the index of that invocation. The f-specific field
   isolation after the faults healed: ``topic``, ``partition``, ``isolation``, ``end`` (the
   high watermark, or last stable offset for read_committed, the read went to), ``value`` =
   ``[[offset, value], ...]``.
+- read-offsets: after the final reads of a topic, one per group that committed offsets on it
+  (ok, or fail when the coordinator did not answer in time): ``topic``, ``group``, ``value``
+  = ``[[partition, offset], ...]``, the group's committed offsets.
 
 The file format (``dump``/``load``) is one JSON object per line, in history order.
 """
@@ -45,7 +49,7 @@ import time
 from pathlib import Path
 
 OP_TYPES = ("invoke", "ok", "fail", "info")
-FS = ("send", "poll", "commit", "txn", "read-final")
+FS = ("send", "poll", "commit", "txn", "read-final", "read-offsets")
 
 
 class History:

@@ -526,12 +526,53 @@ def _close_producer(producer: Producer) -> None:
 def final_reads(bootstrap: str, topic: str, history, timeout: float = 60.0) -> None:
     """Read every partition of ``topic`` from offset 0 to its end, at both isolations, into
     ``history`` (one read-final op per partition and isolation: ok when it reached the end,
-    info with what it read when ``timeout`` ran out first)."""
+    info with what it read when ``timeout`` ran out first); then the offsets committed on
+    ``topic`` by every group the history commits for (one read-offsets op per group)."""
     deadline = time.monotonic() + timeout
     partitions = _partitions(bootstrap, topic, deadline)
     for isolation in ("read_uncommitted", "read_committed"):
         for partition in partitions:
             _final_read(bootstrap, topic, partition, isolation, history, deadline)
+    for group in _groups_committing(history, topic):
+        _read_offsets(bootstrap, topic, partitions, group, history, deadline)
+
+
+def _groups_committing(history, topic: str) -> list[str]:
+    groups = set()
+    for op in history.ops:
+        if op["type"] != "invoke":
+            continue
+        if op["f"] == "commit":
+            offsets = op["value"]
+        elif op["f"] == "txn":
+            offsets = op["value"].get("offsets", [])
+        else:
+            continue
+        if any(t == topic for t, _, _ in offsets):
+            groups.add(op["group"])
+    return sorted(groups)
+
+
+def _read_offsets(bootstrap, topic, partitions, group, history, deadline) -> None:
+    consumer = Consumer({**CLIENT_SETTINGS, "bootstrap.servers": bootstrap,
+                         "group.id": group, "enable.auto.commit": False, "logger": _QUIET})
+    try:
+        while True:
+            try:
+                committed = consumer.committed(
+                    [TopicPartition(topic, p) for p in partitions], timeout=CALL_TIMEOUT_S)
+                history.record("final", "ok", "read-offsets",
+                               [[tp.partition, max(tp.offset, -1)] for tp in committed],
+                               topic=topic, group=group)
+                return
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    history.record("final", "fail", "read-offsets", [], topic=topic,
+                                   group=group)
+                    return
+                time.sleep(0.2)
+    finally:
+        _close_bounded(consumer)
 
 
 def _partitions(bootstrap: str, topic: str, deadline: float) -> list[int]:
