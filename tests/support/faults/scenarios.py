@@ -55,7 +55,7 @@ class Timing:
     flapping: float      # how long the flapping scenario flaps
 
 
-SHORT = Timing(settle=2.0, hold=2.0, flapping=8.0)
+SHORT = Timing(settle=1.5, hold=1.5, flapping=6.0)
 LONG = Timing(settle=8.0, hold=15.0, flapping=45.0)
 
 
