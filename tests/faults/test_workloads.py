@@ -208,7 +208,7 @@ def test_clients_keep_running_while_nothing_answers(topic):
                  TxnCopierWorkload(topic, f"{topic}-out", max_seconds=30)]
     for workload in workloads:
         workload.start(bootstrap, history)
-    time.sleep(2.5)
+    time.sleep(1.5)
     for workload in workloads:
         assert not workload.done()
         workload.stop(timeout=3)

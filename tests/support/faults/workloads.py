@@ -612,7 +612,7 @@ def _final_read(bootstrap, topic, partition, isolation, history, deadline) -> No
             consumer.assign([tp])
             position = 0
             while position < end and time.monotonic() < deadline:
-                for message in consumer.consume(num_messages=500, timeout=0.5):
+                for message in consumer.consume(num_messages=500, timeout=0.1):
                     if message.error() is None:
                         if message.offset() < end:
                             records.append([message.offset(), _decode(message.value())])
