@@ -317,7 +317,7 @@ def test_commit_backwards_at_the_end():
     only(check(b.history), "commit-backwards", 2)
 
 
-def test_lost_copy():
+def test_lost_write_of_a_copy():
     b = clean()
     # The copier group's offset on partition 0 is 4 at the end, yet p1-2 (offset 3) was
     # never copied by a committed transaction; a copy by an aborted one does not count.
@@ -328,8 +328,8 @@ def test_lost_copy():
     b.committed_offsets("g", [(0, 3), (1, 1)])
     b.committed_offsets("copy", [(0, 4)])
     report = check(b.history)
-    only(report, "lost-copy", 1)
-    assert report.examples["lost-copy"][0]["value"] == "p1-2"
+    only(report, "lost-write", 1)
+    assert report.examples["lost-write"][0]["value"] == "p1-2"
 
 
 def test_divergent_replicas():

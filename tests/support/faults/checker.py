@@ -22,7 +22,11 @@ where it has the anomaly):
   read_committed read for transactional writes, read_uncommitted for sends): everything acked
   lies below the final high watermark, so absent means gone. For a partition without a final
   read, Jepsen's rule: an acked write at an offset at or below the highest offset any poll
-  returned for the partition, that no poll returned. One per write.
+  returned for the partition, that no poll returned. One per write. A copy (txn ops with
+  ``copies``) is acknowledged by the copier group's committed offset: an input record below
+  the offset the group committed on its partition at the end (read-offsets) with no copy in
+  the read_committed final read of the output is a lost write too (offsets committed
+  without their transaction's writes). One per input record.
 - ``duplicate``: one value read (polls and final reads) at more than one offset of a topic.
   One per value. And for transactional copies (txn ops with ``copies``): one input record
   whose copies, written by transactions that are not known aborted, are in a read_committed
@@ -52,10 +56,6 @@ where it has the anomaly):
   partition in the same group completed, with a lower offset; the group's committed offsets
   read at the end (read-offsets; -1 for none) count as the last such commit. One per later
   commit and partition.
-- ``lost-copy``: an input record of a copier's group below the offset the group committed
-  on its partition at the end (read-offsets), with no copy in the read_committed final
-  read of the output: its offset was committed without its copy (the transaction's
-  atomicity broken). One per input record.
 - ``divergent-replicas``: after healing, two replicas of a partition holding different values
   at one offset, or a replica holding at an offset below the final read's end a value other
   than the final read's. One per (partition, offset).
@@ -80,7 +80,6 @@ ANOMALIES = (
     "aborted-read",
     "uncommitted-read",
     "commit-backwards",
-    "lost-copy",
     "divergent-replicas",
 )
 MAX_EXAMPLES = 5
@@ -323,9 +322,11 @@ def _lost_copies(ops, finals, copies: dict, copier_inputs: dict, found: _Found) 
                 continue
             for offset, value in read["value"]:
                 if offset < committed and not copies.get((op["topic"], partition, offset)):
-                    found.add("lost-copy", {"group": op["group"], "topic": op["topic"],
-                                            "partition": partition, "offset": offset,
-                                            "value": value, "committed": committed})
+                    found.add("lost-write", {
+                        "group": op["group"], "topic": op["topic"], "partition": partition,
+                        "offset": offset, "value": value, "committed": committed,
+                        "why": "input record below the copier group's committed offset "
+                               "without a committed copy"})
 
 
 def _duplicates(polls, finals, found: _Found) -> None:
