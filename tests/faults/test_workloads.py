@@ -8,6 +8,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.faults.checker import ANOMALIES, check
@@ -124,8 +125,16 @@ def test_transactional_copier_commits_and_aborts(broker, topic):
     readers = GroupConsumerWorkload(target, consumers=1, isolation="read_committed",
                                     max_seconds=50, name="reader").start(
         broker.bootstrap, history)
-    producers = ProducerWorkload(source, producers=1, max_ops=120, max_seconds=30,
-                                 interval=0.01).start(broker.bootstrap, history)
+    producers = ProducerWorkload(source, producers=1, max_ops=150, max_seconds=30,
+                                 interval=0.02).start(broker.bootstrap, history)
+    # A zombie: another producer with copier-0's transactional id fences it mid-run; copier-0
+    # replaces its producer (fencing the zombie in turn) and goes on from the committed offsets.
+    wait_until(lambda: any(op["process"] == "copier-0" for op in values_of(history, "txn")),
+               30, "a transaction of copier-0")
+    zombie = Producer({"bootstrap.servers": broker.bootstrap,
+                       "transactional.id": f"{copier.txn_prefix}-0", "log_level": 0})
+    zombie.init_transactions(30)
+    del zombie
     assert producers.wait(40) and not producers.errors
     sent = {op["value"] for op in values_of(history, "send")}
 
@@ -151,6 +160,9 @@ def test_transactional_copier_commits_and_aborts(broker, topic):
     txns = values_of(history, "txn")
     intents = {op["value"]["intent"] for op in txns}
     assert intents == {"commit", "abort"}
+    fenced = [op for op in history.ops if op["f"] == "txn" and op["type"] in ("fail", "info")
+              and op["process"] == "copier-0"]
+    assert fenced, "the zombie never fenced copier-0"
     # Exactly once: every input value is in the committed output once.
     committed = [value.split(">")[0] for op in values_of(history, "read-final")
                  if op["topic"] == target and op["isolation"] == "read_committed"

@@ -34,9 +34,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 import uuid
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer,
+                             TopicPartition)
 
 CALL_TIMEOUT_S = 10.0          # every blocking client call
 STOP_TIMEOUT_S = 30.0          # stop(): how long the threads get to finish
@@ -47,12 +49,13 @@ CLIENT_SETTINGS = {
     "reconnect.backoff.max.ms": 1000,
     "log_level": 3,
 }
-# Delivery errors after which the record is certainly not in the log: the broker refused it
-# outright; everything else (timeouts, transport, purged in flight) is unknown.
+# Delivery errors after which the record is certainly not in the log: refused for what it
+# is, so that no earlier attempt of it can have been appended either. Everything else
+# (timeouts, transport, leadership errors after a retry, purged) is unknown.
 DEFINITE_SEND_ERRORS = frozenset({
     KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD,
     KafkaError.RECORD_LIST_TOO_LARGE, KafkaError.TOPIC_AUTHORIZATION_FAILED,
-    KafkaError.INVALID_REQUIRED_ACKS, KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.INVALID_REQUIRED_ACKS,
 })
 # Commit errors the group coordinator returns without storing anything.
 DEFINITE_COMMIT_ERRORS = frozenset({
@@ -111,7 +114,8 @@ class _Workload:
         try:
             self._run(process, index)
         except Exception as exc:  # noqa: BLE001 -- a thread's failure is reported, not lost
-            self.errors.append(f"{process}: {exc!r}")
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            self.errors.append(f"{process}: {exc!r} at {where.name}:{where.lineno}")
 
     def running(self) -> bool:
         return not self._stop.is_set() and time.monotonic() < self._deadline
@@ -359,6 +363,8 @@ class TxnCopierWorkload(_Workload):
                 return producer
             except KafkaException as exc:
                 if exc.args[0].fatal():
+                    self.errors.append(f"{self.txn_prefix}-{index}: init_transactions: "
+                                       f"{exc.args[0].name()}")
                     return None
                 time.sleep(0.2)
         return None
@@ -385,8 +391,7 @@ class TxnCopierWorkload(_Workload):
                 if not healthy:
                     _close_producer(producer)
                     producer = self._producer(index)
-                    _rewind_to_committed(consumer)
-                    state["epoch"] += 1
+                    _rewind_to_committed(consumer, records, state, self.running)
         finally:
             if producer is not None:
                 _close_producer(producer)
@@ -496,18 +501,27 @@ def _rewind(consumer: Consumer, records: list, state: dict) -> None:
                 pass     # the partition went away in a rebalance meanwhile
 
 
-def _rewind_to_committed(consumer: Consumer) -> None:
-    """After a producer was replaced: start again from the group's committed offsets."""
-    try:
-        committed = consumer.committed(consumer.assignment(), timeout=CALL_TIMEOUT_S)
-    except KafkaException:
-        committed = []
+def _rewind_to_committed(consumer: Consumer, records: list, state: dict,
+                         running) -> None:
+    """After a producer was replaced (its transaction's outcome unknown, settled by the new
+    producer's init): start again from the group's committed offsets, from the beginning of
+    a partition with none; when the coordinator does not answer, from the batch's start."""
+    state["epoch"] += 1
+    committed = None
+    while committed is None and running():
+        try:
+            committed = consumer.committed(consumer.assignment(), timeout=CALL_TIMEOUT_S)
+        except KafkaException:
+            time.sleep(0.2)
+    if committed is None:
+        _rewind(consumer, records, state)
+        return
     for tp in committed:
-        if tp.offset >= 0:
-            try:
-                consumer.seek(tp)
-            except KafkaException:
-                pass
+        start = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
+        try:
+            consumer.seek(TopicPartition(tp.topic, tp.partition, start))
+        except KafkaException:
+            pass     # the partition went away in a rebalance meanwhile
 
 
 def _close_bounded(consumer: Consumer, timeout: float = CALL_TIMEOUT_S) -> None:
@@ -519,8 +533,11 @@ def _close_bounded(consumer: Consumer, timeout: float = CALL_TIMEOUT_S) -> None:
 
 
 def _close_producer(producer: Producer) -> None:
-    producer.purge(in_queue=True, in_flight=True, blocking=False)
-    producer.poll(0)
+    try:
+        producer.purge(in_queue=True, in_flight=True, blocking=False)
+        producer.poll(0)
+    except KafkaException:
+        pass     # a fenced (fatal) producer refuses even this: it is dropped as it is
 
 
 def final_reads(bootstrap: str, topic: str, history, timeout: float = 60.0) -> None:
