@@ -39,6 +39,10 @@ from tests.support.faults.net import Net  # noqa: E402
 from tests.support.zookeeper_server import ZooKeeperServer  # noqa: E402
 
 FS = ("send", "poll", "commit", "txn")
+SHORT_NAMES = {"lost-write": "lost", "duplicate": "dup", "inconsistent-offsets": "incons",
+               "nonmonotonic-poll": "nonmono", "poll-skip": "skip", "aborted-read": "aborted",
+               "uncommitted-read": "uncommitted", "commit-backwards": "backwards",
+               "divergent-replicas": "divergent"}
 
 
 def main(argv=None) -> int:
@@ -146,9 +150,10 @@ def _markdown(rows, details, names, kinds, args, timing, started_at, elapsed) ->
         "divergent = divergent replicas.  Unavailable: the longest time without a successful "
         "op, per f (send/poll/commit/txn), max over the runs, seconds.",
         "",
-        "| scenario | impl | runs | failed runs | ops | acked | lost | dup | incons | nonmono "
-        "| skip | aborted | uncommitted | backwards | divergent | unavailable s (send/poll/commit/txn) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| scenario | impl | runs | failed runs | ops | acked | "
+        + " | ".join(SHORT_NAMES.get(a, a) for a in ANOMALIES)
+        + " | unavailable s (send/poll/commit/txn) |",
+        "|---|---|---:|---:|---:|---:|" + "---:|" * len(ANOMALIES) + "---|",
     ]
     for name in names:
         for kind in kinds:

@@ -41,6 +41,9 @@ SESSION_TIMEOUT_MS = 6000
 SESSION_S = SESSION_TIMEOUT_MS / 1000
 SETTINGS = dict(CLUSTER_SETTINGS, **{
     "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    # Connecting is not bounded by the short session: on a loaded machine a broker's first
+    # connection to ZooKeeper took longer than 6 s (its default is the session timeout).
+    "zookeeper.connection.timeout.ms": "30000",
     "default.replication.factor": "3",
     "min.insync.replicas": "2",
     "replica.lag.time.max.ms": "3000",

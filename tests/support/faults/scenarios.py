@@ -111,18 +111,20 @@ def _leader_isolated(run: Run) -> None:
     followers = [i for i in c.nodes if i != leader]
     run.note(f"isolate broker {leader} (leads {DATA}/{partition}; controller {controller}) "
              f"from brokers {followers}")
-    start = time.monotonic()
     c.isolate(leader, followers)
+    shrunk_at = None
     try:
-        shrunk = _wait_quietly(lambda: len(c.isr(DATA, partition)) < 3
-                               or c.leader(DATA, partition) != leader, 20)
+        if _wait_quietly(lambda: len(c.isr(DATA, partition)) < 3
+                         or c.leader(DATA, partition) != leader, 20):
+            shrunk_at = time.monotonic()
         run.note(f"{DATA}/{partition}: isr {c.isr(DATA, partition)} leader "
-                 f"{c.leader(DATA, partition)}" + ("" if shrunk else " (no change in 20 s)"))
+                 f"{c.leader(DATA, partition)}" + ("" if shrunk_at else " (no change in 20 s)"))
         run.hold()
     finally:
         c.heal()
-        run.windows.append(("isolated leader", start, time.monotonic(),
-                            {(DATA, p) for p, l in leaders.items() if l == leader}))
+        if shrunk_at is not None and c.leader(DATA, partition) == leader:
+            run.windows.append(("isolated leader, ISR shrunk", shrunk_at, time.monotonic(),
+                                {(DATA, partition)}))
         run.note("healed")
 
 
@@ -245,6 +247,24 @@ def _txn_coordinator_killed(run: Run) -> None:
         run.note(f"restarted broker {coordinator}")
 
 
+def _controller_paused(run: Run) -> None:
+    """The controller SIGSTOPped until another broker has taken over, held, then SIGCONT:
+    the old controller wakes up believing it still controls, and must be fenced (its
+    requests carry an old controller epoch)."""
+    c = run.cluster
+    controller = c.controller_id()
+    run.note(f"SIGSTOP controller {controller}")
+    c.pause(controller)
+    try:
+        moved = _wait_quietly(lambda: c.controller_id() not in (None, controller),
+                              SESSION_S + 20)
+        run.note(f"controller now {c.controller_id()}" + ("" if moved else " (unchanged)"))
+        run.hold()
+    finally:
+        c.resume(controller)
+        run.note(f"SIGCONT broker {controller}")
+
+
 def _leader_session_expired(run: Run) -> None:
     """A leader (not the controller) cut from ZooKeeper until its session expires, healed:
     it registers again and rejoins as a follower."""
@@ -271,6 +291,7 @@ SCENARIOS: dict[str, Scenario] = {
     "leader-isolated": Scenario(_leader_isolated),
     "controller-zk-cut": Scenario(_controller_zk_cut),
     "leader-paused": Scenario(_leader_paused),
+    "controller-paused": Scenario(_controller_paused),
     "leader-session-expired": Scenario(_leader_session_expired),
     "flapping": Scenario(_flapping),
     "reassignment-partition": Scenario(_reassignment_partition, assignment=_REASSIGNED),
@@ -375,9 +396,9 @@ def _heal_all(c: FaultCluster, r: Run) -> None:
 
 
 def _acknowledged_in_windows(history: History, windows) -> list[str]:
-    """For each window in which the faulty side kept leading partitions (its leadership
-    never moved): how many sends to them were acknowledged meanwhile (completion inside the
-    window), which with ``min.insync.replicas`` 2 and its followers cut off must be none."""
+    """For each window in which the faulty side led partitions alone (ISR shrunk to it, its
+    leadership unchanged): how many sends to them were acknowledged meanwhile (completion
+    inside the window), which with ``min.insync.replicas`` 2 must be none."""
     notes = []
     for what, start, end, partitions in windows:
         acked = [op for op in history.ops if op["f"] == "send" and op["type"] == "ok"
