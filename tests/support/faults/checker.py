@@ -10,13 +10,15 @@ when its send completed ``ok`` (acks=all, with a partition and offset) or its tr
 completed ``ok`` with intent ``commit``. It *failed* when its send completed ``fail`` (the
 client knows it was never appended) or its transaction completed ``fail`` or ``ok`` with intent
 ``abort``. Writes of ``info`` completions, or with no completion, may or may not have taken
-effect: no anomaly is ever counted for their presence or their absence. The *final read* of
+effect: neither their presence nor their absence is a lost write or an aborted read (a
+read_committed poll of one before its commit was even called is still an uncommitted read).
+``Report.unknown`` counts them, ``Report.failed`` the failed writes. The *final read* of
 a partition is its ``read-final`` op of one isolation: every record from offset 0 to the end
 (high watermark; last stable offset for read_committed) once the cluster healed. A record is
 *visible* to an isolation when the final read of that isolation holds it.
 
-The anomalies (named as Jepsen's Kafka workload checker, jepsen.tests.kafka, names them
-where it has the anomaly):
+The anomalies (named as Jepsen's Kafka workload checker names them where it has the
+anomaly):
 
 - ``lost-write``: an acknowledged write absent from the final read of its partition (the
   read_committed read for transactional writes, read_uncommitted for sends): everything acked
