@@ -19,7 +19,10 @@ operation into a ``History`` (format in ``history.py``).
   committed with ``send_offsets_to_transaction``. Every ``abort_every``-th transaction is
   aborted on purpose and its batch copied again. A transaction is an invocation completed
   ``ok`` (the intended commit or abort returned), ``fail`` (it ended aborted: an abortable
-  error) or ``info`` (commit called but its outcome unknown).
+  error, or a fatal one before commit was called) or ``info`` (commit called, outcome
+  unknown); after a fatal error or an unknown outcome the copier takes a new producer with
+  the same transactional id (which settles the old transaction) and starts again from the
+  group's committed offsets.
 
 Every workload is bounded in ops (per client) and in seconds, never spins without sleeping,
 and ``stop()`` returns within a bounded time even when the cluster is cut off: client calls
@@ -27,7 +30,8 @@ carry timeouts, and a client close that outlives its bound is left to its daemon
 
 ``final_reads(bootstrap, topic, history)`` reads every partition of a topic from offset 0 to
 its end, read_uncommitted (to the high watermark) and read_committed (to the last stable
-offset), one ``read-final`` op each.
+offset), one ``read-final`` op each, then the offsets every group of the history committed on
+the topic, one ``read-offsets`` op per group.
 """
 from __future__ import annotations
 
