@@ -190,14 +190,14 @@ def test_stop_is_bounded_while_the_broker_is_paused(broker, topic):
     wait_until(lambda: len(values_of(history, "poll")) >= 3, 30, "polls")
     os.kill(broker.proc.pid, signal.SIGSTOP)
     try:
-        time.sleep(0.5)
+        time.sleep(1.0)   # the responses the broker sent before it stopped are read by now
         begun = time.monotonic()
         producers.stop(timeout=3)
         consumers.stop(timeout=3)
         took = time.monotonic() - begun
     finally:
         os.kill(broker.proc.pid, signal.SIGCONT)
-    assert took < 8, took
+    assert took < 10, took   # two stops of 3 s, with room for a loaded machine
     assert producers.done() and consumers.done()
     assert not producers.errors and not consumers.errors
     sends = [op for op in history.ops if op["f"] == "send"]
