@@ -164,6 +164,27 @@ def test_lost_write():
     assert {e["value"] for e in report.examples["lost-write"]} == {"p0-9", "p1-9"}
 
 
+def test_lost_write_of_unknown_outcome_that_a_poll_returned():
+    b = clean()
+    b.send("p1", "p1-5", outcome="info")       # timed out, yet a consumer polled it at 4
+    b.poll("c6", [(0, 4, "p1-5")], epoch=3)
+    b.send("p1", "p1-6", outcome="info")       # timed out, never seen: absent is fine
+    # An unknown transaction polled only at read_uncommitted proves nothing; one polled at
+    # read_committed committed.
+    b.txn("x1", [(0, 8, "p1-2>x1.0")], outcome="info")
+    b.txn("x1", [(0, 9, "p0-0>x1.1")], outcome="info")
+    b.poll("r9", [(0, 8, "p1-2>x1.0")], topic=OUT)
+    b.poll("r9", [(0, 9, "p0-0>x1.1")], topic=OUT, isolation="read_committed", epoch=1)
+    b.final([(0, "p0-0"), (1, "p1-0"), (2, "p0-1"), (3, "p1-2")], end=5)
+    b.final([(0, "p0-0>x0.0"), (1, "p1-0>x0.0"), (6, "p0-1>x0.2")], topic=OUT,
+            isolation="read_committed", end=10)
+    b.final([(0, "p0-0>x0.0"), (1, "p1-0>x0.0"), (3, "p0-1>x0.1"), (4, "p1-1>x0.1"),
+             (6, "p0-1>x0.2")], topic=OUT, end=10)
+    report = check(b.history)
+    only(report, "lost-write", 2)
+    assert {e["value"] for e in report.examples["lost-write"]} == {"p1-5", "p0-0>x1.1"}
+
+
 def test_lost_write_of_a_committed_transaction():
     b = clean()
     b.txn("x0", [(0, 8, "p1-1>x0.3")], offsets=[(1, 1)])

@@ -28,7 +28,9 @@ anomaly):
   ``copies``) is acknowledged by the copier group's committed offset: an input record below
   the offset the group committed on its partition at the end (read-offsets) with no copy in
   the read_committed final read of the output is a lost write too (offsets committed
-  without their transaction's writes). One per input record.
+  without their transaction's writes). One per input record. And as Jepsen's rule for
+  indefinite writes: a write of unknown outcome that a poll returned (a read_committed
+  poll, for a transactional one) took effect, and is lost when absent from the final read.
 - ``duplicate``: one value read (polls and final reads) at more than one offset of a topic.
   One per value. And for transactional copies (txn ops with ``copies``): one input record
   whose copies, written by transactions that are not known aborted, are in a read_committed
@@ -231,13 +233,21 @@ def _topic_values(indexed: dict, topic: str, isolation: str) -> set | None:
 def _lost_writes(writes, finals, polls, found: _Found) -> None:
     polled = defaultdict(set)                 # (topic, partition) -> values polled
     highest_polled = defaultdict(lambda: -1)  # (topic, partition) -> highest offset polled
+    seen = {}        # (topic, value) -> (partition, offset) where a poll returned it
+    seen_committed = {}                       # the same, by read_committed polls
     for op in polls:
         for topic, partition, offset, value in op["value"]:
             polled[(topic, partition)].add(value)
             highest_polled[(topic, partition)] = max(highest_polled[(topic, partition)], offset)
+            seen[(topic, value)] = (partition, offset)
+            if op.get("isolation") == COMMITTED:
+                seen_committed[(topic, value)] = (partition, offset)
     indexed = _index_finals(finals)
     topic_values = {}
     for write in writes.values():
+        if write.state == "unknown":
+            _lost_unknown_write(write, seen_committed if write.transactional else seen,
+                                indexed, found)
         if write.state != "acked":
             continue
         isolation = COMMITTED if write.transactional else UNCOMMITTED
@@ -260,6 +270,23 @@ def _lost_writes(writes, finals, polls, found: _Found) -> None:
               and write.value not in polled[key]):
             found.add("lost-write", _write_example(
                 write, f"no poll returned it; polls reached offset {highest_polled[key]}"))
+
+
+def _lost_unknown_write(write: _Write, seen: dict, indexed: dict, found: _Found) -> None:
+    """A write of unknown outcome that a poll returned took effect: it must stay. (A
+    transaction that never called commit is not inferred committed: a read_committed poll
+    of its record is an uncommitted read, counted as such.)"""
+    where = seen.get((write.topic, write.value))
+    if where is None or (write.transactional and write.end_time is None):
+        return
+    partition, offset = where
+    isolation = COMMITTED if write.transactional else UNCOMMITTED
+    final = indexed.get((write.topic, partition, isolation))
+    if final is not None and write.value not in final.values and (
+            final.complete or offset < final.reach):
+        found.add("lost-write", {**_write_example(write, "outcome unknown, returned by a poll, "
+                                                         "absent from the final read"),
+                                 "partition": partition, "offset": offset})
 
 
 def _write_example(write: _Write, why: str) -> dict:
