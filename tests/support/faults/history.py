@@ -17,8 +17,9 @@ and carries ``invoke_index``, the index of that invocation. The f-specific field
 
 - send: ``topic``; ``value`` the unique string written (``"<process>-<seq>"``); an ok
   completion adds ``partition`` and ``offset``; fail/info add ``error``.
-- poll: no invocation is recorded; an ok completion has ``value`` =
-  ``[[topic, partition, offset, value], ...]`` in the order the consumer returned them,
+- poll: no invocation is recorded, and a poll that returned nothing is not recorded; an ok
+  completion has ``value`` = ``[[topic, partition, offset, value], ...]`` in the order the
+  consumer returned them,
   ``group``, ``isolation`` (``"read_committed"``/``"read_uncommitted"``) and ``epoch``, the
   consumer's position epoch (incremented by every assignment the group gives it and every
   seek the consumer makes: within one epoch its positions only move forward).
