@@ -19,10 +19,10 @@ and carries ``invoke_index``, the index of that invocation. The f-specific field
   completion adds ``partition`` and ``offset``; fail/info add ``error``.
 - poll: no invocation is recorded, and a poll that returned nothing is not recorded; an ok
   completion has ``value`` = ``[[topic, partition, offset, value], ...]`` in the order the
-  consumer returned them,
-  ``group``, ``isolation`` (``"read_committed"``/``"read_uncommitted"``) and ``epoch``, the
-  consumer's position epoch (incremented by every assignment the group gives it and every
-  seek the consumer makes: within one epoch its positions only move forward).
+  consumer returned them, ``group``, ``isolation`` (``"read_committed"`` or
+  ``"read_uncommitted"``) and ``epoch``, the consumer's position epoch (incremented by every
+  assignment the group gives it and every seek the consumer makes: within one epoch its
+  positions only move forward).
 - commit: ``group``; ``value`` = ``[[topic, partition, offset], ...]`` (the next offset to
   consume, as Kafka stores it); fail/info add ``error``.
 - txn: ``value`` = ``{"writes": [[topic, partition, offset, value], ...], "offsets":
