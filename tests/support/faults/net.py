@@ -8,9 +8,10 @@ lifts every cut.
 
 How: all rules live in one chain of the filter table, ``KPFAULT-<pid>-<n>`` (the fixed
 prefix ``CHAIN_PREFIX``, the owning test process's pid and the ``Net``'s number in that
-process), jumped to from ``OUTPUT`` for TCP on ``lo``.  On loopback both ends' packets pass ``OUTPUT``, each owned by the socket of its
-sender, and ``-m owner --gid-owner`` sees the sender's group (a SYN-ACK is owned by the
-listening socket, so by the acceptor's group as well).  The chain keeps, per connection,
+process), jumped to from ``OUTPUT`` for TCP on ``lo``.  On loopback both ends' packets pass
+``OUTPUT``, each owned by the socket of its sender, and ``-m owner --gid-owner`` sees the
+sender's group (a SYN-ACK is owned by the listening socket, so by the acceptor's group as
+well).  The chain keeps, per connection,
 who opened it and who accepted it, in the conntrack mark:
 
 * bits 0-7: the index of the member that opened it (set by its first packet, the SYN,
