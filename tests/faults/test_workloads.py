@@ -15,7 +15,7 @@ from tests.support.faults.checker import ANOMALIES, check
 from tests.support.faults.history import History
 from tests.support.broker_process import free_port
 from tests.support.faults.workloads import (GroupConsumerWorkload, ProducerWorkload,
-                                            TxnCopierWorkload, final_reads)
+                                            TxnCopierWorkload, copied_value, final_reads)
 
 PARTITIONS = 3
 
@@ -139,7 +139,7 @@ def test_transactional_copier_commits_and_aborts(broker, topic):
     sent = {op["value"] for op in values_of(history, "send")}
 
     def copied() -> set:
-        return {value.split(">")[0] for value in polled_values(history, target)}
+        return {copied_value(value) for value in polled_values(history, target)}
 
     wait_until(lambda: sent <= copied(), 40, "the copy of every value to be read")
     copier.stop()
@@ -164,7 +164,7 @@ def test_transactional_copier_commits_and_aborts(broker, topic):
               and op["process"] == "copier-0"]
     assert fenced, "the zombie never fenced copier-0"
     # Exactly once: every input value is in the committed output once.
-    committed = [value.split(">")[0] for op in values_of(history, "read-final")
+    committed = [copied_value(value) for op in values_of(history, "read-final")
                  if op["topic"] == target and op["isolation"] == "read_committed"
                  for _, value in op["value"]]
     assert sorted(committed) == sorted(sent)

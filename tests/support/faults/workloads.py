@@ -15,7 +15,8 @@ operation into a ``History`` (format in ``history.py``).
   (unknown) unless its callback comes later.
 - ``TxnCopierWorkload``: read_committed consumers in a group over an input topic, each with a
   transactional producer copying every polled batch into an output topic in one transaction
-  (the value ``"<input value>><process>.<txn>"``, unique per transaction), its input offsets
+  (the value ``"<input value>@<partition>.<offset>><process>.<txn>"``: its input record, unique
+  per transaction), its input offsets
   committed with ``send_offsets_to_transaction``. Every ``abort_every``-th transaction is
   aborted on purpose and its batch copied again. A transaction is an invocation completed
   ``ok`` (the intended commit or abort returned), ``fail`` (it ended aborted: an abortable
@@ -158,7 +159,7 @@ class ProducerWorkload(_Workload):
 
     def __init__(self, topic: str, producers: int = 2, max_ops: int = 1000,
                  max_seconds: float = 60.0, interval: float = 0.01, window: int = 50,
-                 delivery_timeout_ms: int = 15000, name: str | None = None) -> None:
+                 delivery_timeout_ms: int = 60000, name: str | None = None) -> None:
         super().__init__(producers, max_ops, max_seconds, name)
         self.topic = topic
         self.interval = interval
@@ -166,6 +167,11 @@ class ProducerWorkload(_Workload):
         self.delivery_timeout_ms = delivery_timeout_ms
 
     def _producer(self) -> Producer:
+        # message.timeout.ms outlasts every fault of the scenarios: once a message times
+        # out, librdkafka bumps the producer epoch and sends the messages still of unknown
+        # outcome again under the new epoch and sequence 0, where no broker can recognize
+        # a batch it already appended (measured: duplicates on kafkapy and Kafka 3.9 alike
+        # with 15 s).  Retried within one epoch, they are deduplicated.
         return Producer({**CLIENT_SETTINGS, "bootstrap.servers": self.bootstrap,
                          "enable.idempotence": True, "acks": "all", "linger.ms": 5,
                          "message.timeout.ms": self.delivery_timeout_ms,
@@ -320,6 +326,11 @@ class GroupConsumerWorkload(_Workload):
         return True
 
 
+def copied_value(output_value: str) -> str:
+    """The input value a copier's output value was copied from."""
+    return output_value.split(">", 1)[0].rsplit("@", 1)[0]
+
+
 class TxnCopierWorkload(_Workload):
     """Transactional copiers from ``input_topic`` to ``output_topic``; ``max_ops``
     transactions per copier."""
@@ -410,7 +421,10 @@ class TxnCopierWorkload(_Workload):
             if err is None:
                 delivered[_decode(msg.value())] = (msg.partition(), msg.offset())
 
-        values = [f"{value}>{process}.{txn}" for _, _, _, value in records]
+        # an output value names its input record: the input may hold one value twice (a
+        # producer's duplicate), and each copy must still be traced to its own record
+        values = [f"{value}@{partition}.{offset}>{process}.{txn}"
+                  for _, partition, offset, value in records]
         next_offsets = {}
         for topic, partition, offset, _ in records:
             next_offsets[(topic, partition)] = max(next_offsets.get((topic, partition), 0),
