@@ -12,7 +12,7 @@ BUILD_INPUTS := pyproject.toml setup.py kafkapy/native/_batchcheck.c
 PROPS  ?= config/server.properties
 ARGS   ?=
 
-.PHONY: run test test-unit bench fuzz venv system-deps java-clients clean
+.PHONY: run test test-unit bench fuzz faults venv system-deps java-clients clean
 
 # pyproject.toml's requires-python. The interpreter is checked before .venv is made: one line
 # naming the version needed and how to pick another (for the goal given, `make run` if none).
@@ -93,6 +93,12 @@ bench: $(STAMP)
 ## 10^6 mutated frames of every API against a fresh broker (FUZZ_ARGS="--frames N --seed S").
 fuzz: $(STAMP)
 	$(PY) bench/fuzz_frames.py $(FUZZ_ARGS)
+
+## Fault scenarios (network partitions, pauses, session expiry, kill -9) against kafkapy and
+## Kafka 3.9, each repeated, over 20 minutes, histories checked: bench/results/faults-latest.md
+## (as root; FAULTS_ARGS="--short --repeat 1" for a try of a few minutes).
+faults: $(STAMP) system-deps
+	$(PY) bench/faults.py $(FAULTS_ARGS)
 
 ## Deletes .venv, the caches, the build files and data/ (the README brokers' logs and metadata).
 clean:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages the tests use when they are missing:
 # kcat, a Java 17 JDK (Java client tests, Spark), ZooKeeper (controller tests) and openssl
-# (test certificates for the TLS listeners); for tests/docker: Debian's Docker engine (docker.io),
+# (test certificates for the TLS listeners); iptables (the fault tests' network partitions); for tests/docker: Debian's Docker engine (docker.io),
 # debootstrap (the base image) and docker-compose (1.29, bookworm's). Starting dockerd and building
 # the images is scripts/docker_base.sh's job (the docker test runs it).
 # Needs root for apt-get; as another user it only reports what is missing.
@@ -11,6 +11,8 @@ missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# iptables: the fault tests' network partitions (tests/support/faults/net.py).
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 [ -d /usr/share/zookeeper ] || missing+=(zookeeper)
 # dockerd, not docker: a docker client alone (e.g. in /usr/local/bin) is no engine.
 [ -x /usr/sbin/dockerd ] || missing+=(docker.io)

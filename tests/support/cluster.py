@@ -44,7 +44,8 @@ import kafkapy.protocol.inter_broker  # noqa: F401  (registers the inter-broker 
 from tests.support.broker_process import ROOT, SERVER_PROPERTIES, BrokerProcess, free_port
 from tests.support.request_fields import fields
 from tests.support.wire import WireClient
-from tests.support.zookeeper_server import _die_with_parent, zookeeper_server  # noqa: F401 (fixture)
+from tests.support.zookeeper_server import (_die_with_parent, child_setup,  # noqa: F401
+                                            zookeeper_server)  # (fixture)
 
 BROKER_IDS = (1, 2, 3)
 SESSION_TIMEOUT_MS = 4000
@@ -170,6 +171,7 @@ class KafkapyNode:
 
     def __init__(self, node_id: int, base: Path, settings: dict[str, str]) -> None:
         self.node_id = node_id
+        self.gid: int | None = None      # the group it runs under (None: the test's)
         self.process = BrokerProcess(base / f"broker-{node_id}" / "logs",
                                      overrides=dict(settings), node_id=node_id)
 
@@ -194,7 +196,7 @@ class KafkapyNode:
             p.proc = subprocess.Popen(p.command(), stdout=out, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, cwd=ROOT,
                                       env=dict(os.environ, PYTHONUNBUFFERED="1"),
-                                      preexec_fn=_die_with_parent)
+                                      preexec_fn=child_setup(self.gid))
 
     def start(self, timeout: float = 60.0) -> None:
         self.launch()
@@ -212,6 +214,7 @@ class KafkaNode:
 
     def __init__(self, node_id: int, base: Path, settings: dict[str, str]) -> None:
         self.node_id = node_id
+        self.gid: int | None = None      # the group it runs under (None: the test's)
         self.port = free_port()
         self.base = base / f"broker-{node_id}"
         self.log_dir = self.base / "logs"
@@ -235,7 +238,7 @@ class KafkaNode:
             self.proc = subprocess.Popen(
                 [str(KAFKA_BIN / "kafka-server-start.sh"), str(props)], stdout=out,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=kafka_env(self.app_logs),
-                preexec_fn=_die_with_parent)
+                preexec_fn=child_setup(self.gid))
 
     def start(self, timeout: float = 120.0) -> None:
         self.launch()

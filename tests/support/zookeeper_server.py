@@ -77,11 +77,25 @@ def _die_with_parent() -> None:
         pass
 
 
+def child_setup(gid: int | None = None):
+    """preexec_fn: ``_die_with_parent``, after moving the child into group ``gid`` when one is
+    given (the fault tests cut the network between groups: tests/support/faults/net.py)."""
+    if gid is None:
+        return _die_with_parent
+
+    def run() -> None:
+        os.setgroups([gid])
+        os.setgid(gid)
+        _die_with_parent()
+    return run
+
+
 class ZooKeeperServer:
     """One standalone ZooKeeper server process (see module docstring)."""
 
     def __init__(self, base_dir: Path, port: int | None = None, tick_time_ms: int = 200,
-                 classpath: str | None = None) -> None:
+                 classpath: str | None = None, gid: int | None = None) -> None:
+        self.gid = gid              # the group the server runs under (None: the test's)
         self.base_dir = Path(base_dir)
         self.port = port or free_port()
         self.tick_time_ms = tick_time_ms
@@ -124,7 +138,7 @@ class ZooKeeperServer:
                "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)]
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=self.base_dir,
-                                     preexec_fn=_die_with_parent)
+                                     preexec_fn=child_setup(self.gid))
         out.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
