@@ -36,7 +36,7 @@ def fresh_broker(tmp_path):
 _SHARED = {"tests/conformance/": "conformance", "tests/spark/": "spark",
            "tests/clients/": "clients"}
 # Groups handed out first, in this order: the longest ones.
-_FIRST = ("conformance", "spark", "tests/mixed/", "clients", "tests/cluster/")
+_FIRST = ("conformance", "spark", "tests/mixed/", "clients", "tests/faults/", "tests/cluster/")
 
 
 def _group(nodeid: str) -> str:
