@@ -27,3 +27,5 @@ def test_scenario_checks_clean(name, tmp_path, faults_zookeeper, net):
     assert not found, f"{name}: anomalies {found}\n{detail}"
     assert report.acked > 0, f"{name}: no acknowledged write\n{detail}"
     assert not [n for n in outcome.notes if n.startswith("workload error")], detail
+    if name == "leader-paused-in-fsync":
+        assert any("during an fsync" in n for n in outcome.notes), detail

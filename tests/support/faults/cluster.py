@@ -11,6 +11,8 @@ faults a run schedules:
   test process still reaches everyone;
 * ``pause_past_session(id)``: SIGSTOP until ZooKeeper has dropped the broker's registration,
   then SIGCONT;
+* ``pause_in_fsync(id)``: SIGSTOP the moment one of the broker's threads is seen inside
+  fsync/fdatasync (``/proc/<pid>/task/*/syscall`` polled): stopped as the sync returns;
 * ``expire_session(id)``: cut from ZooKeeper until the registration goes, then healed: the
   broker finds its session expired and registers again;
 * ``crash_restart(id)`` (kill -9, start again) and ``clean_restart(id)`` (SIGTERM, start
@@ -29,6 +31,7 @@ batches left out), the input of the checker's divergence check.
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from kafka.record import MemoryRecords
@@ -54,6 +57,23 @@ SETTINGS = dict(CLUSTER_SETTINGS, **{
     "transaction.max.timeout.ms": "60000",
 })
 KINDS = ("kafkapy", "kafka")
+
+
+# x86-64 system call numbers of fsync and fdatasync (/proc/<pid>/task/<tid>/syscall's first
+# field while the thread is blocked in a call)
+_SYNC_CALLS = {"74", "75"}
+
+
+def _syscalls(pid: int) -> list[tuple[str, str]]:
+    """(thread id, the system call it is in, or "running") for each thread of ``pid``."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            call = (task / "syscall").read_text().split(" ", 1)[0].strip()
+        except OSError:     # the thread ended meanwhile
+            continue
+        out.append((task.name, call))
+    return out
 
 
 def member(node: int | str) -> str:
@@ -112,6 +132,20 @@ class FaultCluster(Cluster):
     def wait_unregistered(self, node_id: int, timeout: float | None = None) -> None:
         wait_for(lambda: node_id not in self.registered(), timeout or SESSION_S + 20,
                  f"ZooKeeper to drop broker {node_id}'s registration")
+
+    def pause_in_fsync(self, node_id: int, timeout: float = 10.0) -> bool:
+        """SIGSTOP the broker while one of its threads is in fsync or fdatasync (its topic
+        must sync often: ``flush.messages=1``).  The sync waits on the disk uninterruptibly,
+        so the stop takes hold as the call returns, before the broker sees its result.
+        True when a thread was inside the call as the signal was sent; False when none was
+        seen in ``timeout`` seconds (the broker is paused all the same)."""
+        pid = self.nodes[node_id].proc.pid
+        deadline = time.monotonic() + timeout
+        syncing = False
+        while not syncing and time.monotonic() < deadline:
+            syncing = any(call in _SYNC_CALLS for _, call in _syscalls(pid))
+        self.pause(node_id)
+        return syncing
 
     def pause_past_session(self, node_id: int) -> None:
         self.pause(node_id)

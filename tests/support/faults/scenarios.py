@@ -83,6 +83,7 @@ class Scenario:
     schedule: Callable[[Run], None]
     transactional: bool = False
     assignment: dict[int, list[int]] | None = None      # DATA's, when not Kafka's choice
+    data_configs: dict[str, str] | None = None           # DATA's topic configs
     doc: str = ""
 
 
@@ -151,6 +152,25 @@ def _leader_paused(run: Run) -> None:
     leader = c.leader(DATA, 0)
     run.note(f"SIGSTOP broker {leader} (leads {DATA}/0)")
     c.pause(leader)
+    try:
+        c.wait_unregistered(leader)
+        run.note(f"broker {leader} unregistered; {DATA}/0 leader {c.leader(DATA, 0)}")
+        run.hold()
+    finally:
+        c.resume(leader)
+        run.note(f"SIGCONT broker {leader}")
+
+
+def _leader_paused_in_fsync(run: Run) -> None:
+    """The leader of DATA/0 (``flush.messages=1``: every append synced) SIGSTOPped while one
+    of its threads is inside fsync (it stops as the sync returns, before acting on it), held
+    until ZooKeeper drops it and then the hold, then SIGCONT: it carries on from that sync
+    as a broker that no longer leads."""
+    c = run.cluster
+    leader = c.leader(DATA, 0)
+    caught = c.pause_in_fsync(leader)
+    run.note(f"SIGSTOP broker {leader} (leads {DATA}/0) "
+             + ("during an fsync" if caught else "(no thread seen inside fsync)"))
     try:
         c.wait_unregistered(leader)
         run.note(f"broker {leader} unregistered; {DATA}/0 leader {c.leader(DATA, 0)}")
@@ -292,6 +312,8 @@ SCENARIOS: dict[str, Scenario] = {
     "controller-zk-cut": Scenario(_controller_zk_cut),
     "leader-paused": Scenario(_leader_paused),
     "controller-paused": Scenario(_controller_paused),
+    "leader-paused-in-fsync": Scenario(_leader_paused_in_fsync,
+                                       data_configs={"flush.messages": "1"}),
     "leader-session-expired": Scenario(_leader_session_expired),
     "flapping": Scenario(_flapping),
     "reassignment-partition": Scenario(_reassignment_partition, assignment=_REASSIGNED),
@@ -326,7 +348,7 @@ def run(name: str, kind: str, base: Path, zk_server, net, timing: Timing = SHORT
     topics = [DATA] + ([TXN_IN, TXN_OUT] if scenario.transactional else [])
     try:
         cluster.start()
-        _create_topics(cluster, topics, scenario.assignment)
+        _create_topics(cluster, topics, scenario.assignment, scenario.data_configs)
         workloads = _workloads(scenario, r)
         for w in workloads:
             w.start(cluster.bootstrap_all(), history)
@@ -355,13 +377,15 @@ def run(name: str, kind: str, base: Path, zk_server, net, timing: Timing = SHORT
     return Outcome(name, kind, report, r.notes, path, time.monotonic() - begun)
 
 
-def _create_topics(c: FaultCluster, topics, assignment) -> None:
+def _create_topics(c: FaultCluster, topics, assignment, data_configs) -> None:
     via = c.bootstrap(c.controller_id() or 1)
     for topic in topics:
+        configs = data_configs if topic == DATA else None
         if topic == DATA and assignment is not None:
-            clients.create_topic(via, topic, assignment=assignment)
+            clients.create_topic(via, topic, assignment=assignment, configs=configs)
         else:
-            clients.create_topic(via, topic, partitions=PARTITIONS, replication=3)
+            clients.create_topic(via, topic, partitions=PARTITIONS, replication=3,
+                                 configs=configs)
         c.wait_topic(topic, PARTITIONS)
 
 
