@@ -182,7 +182,11 @@ class ClientQuotaManager:
         if measured <= sensor.bound:
             return 0
         window = sensor.rate.window_size_ms(now)
-        throttle_ms = int(round((measured - sensor.bound) / sensor.bound * window))
+        if sensor.bound <= 0:
+            # a quota of 0 (Kafka divides by it): one window, and nothing is let through
+            throttle_ms = window
+        else:
+            throttle_ms = int(round((measured - sensor.bound) / sensor.bound * window))
         if self._max_throttle_ms is not None:
             return min(throttle_ms, self._max_throttle_ms)
         return throttle_ms

@@ -159,7 +159,13 @@ class MutationQuota:
                 self._exhausted(tokens, bound, now)
 
     def _exhausted(self, tokens: float, bound: float, now_ms: int) -> None:
-        self._throttle_ms = math.floor(-tokens / bound * 1000 + 0.5)     # Java's Math.round
+        if bound <= 0:
+            # A quota of 0 never refills (Kafka divides by it): one span of the quota's
+            # windows, so the client waits and asks again.
+            manager = self._manager
+            self._throttle_ms = manager.samples * manager.window_ms
+        else:
+            self._throttle_ms = math.floor(-tokens / bound * 1000 + 0.5)  # Java's Math.round
         self._found_ms = now_ms
 
     def throttle_time_ms(self) -> int:

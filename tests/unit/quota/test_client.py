@@ -100,3 +100,12 @@ def test_a_sensor_idle_for_an_hour_is_dropped():
     clock.advance(60_000)                     # the next sweep, a minute later, drops it
     manager.record("U", "new", 10)
     assert set(manager.sensors) == {("", "recent"), ("", "new")}
+
+
+def test_a_quota_of_zero_throttles_one_window():
+    """A rate of 0 (AlterClientQuotas accepts it; Kafka divides by it): every record over
+    it is throttled for the rate's window, never a ZeroDivisionError."""
+    manager = ClientQuotaManager("request_percentage", 11, 1, MockClock(),
+                                 max_throttle_ms=1000)
+    manager.set_quota((None, "C"), 0.0)
+    assert manager.record("", "C", 5.0) == 1000

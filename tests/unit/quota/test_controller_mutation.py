@@ -206,3 +206,16 @@ def test_admin_writes_nothing_the_quota_refuses(broker):
     with pytest.raises(KafkaError):
         broker.admin.create_partitions("a", 5, quota=quota)
     assert quota.throttle_time_ms() == 2000
+
+
+def test_a_quota_of_zero_throttles_one_span_of_windows():
+    """A rate of 0 never refills (Kafka divides by it): no ZeroDivisionError; the request
+    that empties the bucket is throttled for the quota's windows (2 of 1 s), and a strict
+    quota, which lets the first mutation through, refuses the next."""
+    manager, _ = _manager(0.0)
+    permissive = manager.quota_for("U", "C", strict=False)
+    permissive.record(1)
+    assert permissive.throttle_time_ms() == 2000
+    strict = manager.quota_for("U", "C", strict=True)
+    assert _refused(strict, 1)
+    assert strict.throttle_time_ms() == 2000
