@@ -249,13 +249,17 @@ class KafkaConnection(asyncio.Protocol):
 
     def throttle(self, throttle_ms: int) -> None:
         """KIP-219: the answers keep going out, but no frame is read or handled until
-        ``throttle_ms`` from now (a later throttle extends it)."""
+        ``throttle_ms`` from now; a throttle already ending later is kept (a request's
+        byte-rate and request throttles both mute it)."""
         if self._closed:
             return
         loop = asyncio.get_running_loop()
+        end = loop.time() + throttle_ms / 1000.0
         if self._throttled is not None:
+            if self._throttled.when() >= end:
+                return
             self._throttled.cancel()
-        self._throttled = loop.call_later(throttle_ms / 1000.0, self._end_throttle)
+        self._throttled = loop.call_at(end, self._end_throttle)
         self._update_reading()
 
     def _end_throttle(self) -> None:
