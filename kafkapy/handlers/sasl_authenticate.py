@@ -49,7 +49,7 @@ def handle(ctx, request):
             # ensurePrincipalUnchanged)
             lifetime = auth.authenticated(server.principal_name,
                                           getattr(server, "token_authenticated", False),
-                                          getattr(server, "credential_expiry_ms", None))
+                                          getattr(server, "credential_left_ms", None))
     except SaslAuthenticationError as err:
         message = err.message
         if getattr(auth, "reauthenticating", False):

@@ -236,11 +236,13 @@ class DelegationTokenManager:
 
     def credential(self, mechanism: str, token_id: str
                    ) -> tuple[ScramCredential, str, int] | None:
-        """(SCRAM credential, owner name, expiry timestamp) of a cached token, else None."""
+        """(SCRAM credential, owner name, ms left until its expiry, at least 0) of a cached
+        token, else None."""
         cached = self._tokens.get(token_id)
         if cached is None or mechanism not in cached.credentials:
             return None
-        return cached.credentials[mechanism], cached.info.owner.name, cached.info.expiry_timestamp
+        left = max(0, cached.info.expiry_timestamp - self._clock.time_ms())
+        return cached.credentials[mechanism], cached.info.owner.name, left
 
     def tokens(self, eligible: Callable[[TokenInformation], bool]
                ) -> list[tuple[TokenInformation, bytes]]:

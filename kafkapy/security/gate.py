@@ -143,7 +143,7 @@ class SaslGate:
         if server.complete:
             if self._complete(server.principal_name,
                               getattr(server, "token_authenticated", False),
-                              getattr(server, "credential_expiry_ms", None)) is None:
+                              getattr(server, "credential_left_ms", None)) is None:
                 return None
         answer = answer or b""
         return len(answer).to_bytes(4, "big") + answer
@@ -161,11 +161,11 @@ class SaslGate:
         self.state = AUTHENTICATE if version >= 1 else AUTHENTICATE_RAW
 
     def _complete(self, principal_name: str, token_authenticated: bool = False,
-                  credential_expiry_ms: int | None = None) -> int | None:
+                  credential_left_ms: int | None = None) -> int | None:
         """The session's lifetime in ms (0: none), or None when a re-authentication names
         another principal.  The lifetime is the listener's ``connections.max.reauth.ms``
-        for the mechanism, bounded by ``credential_expiry_ms`` (a delegation token's expiry,
-        wall ms) as Kafka's credential expiration bounds it."""
+        for the mechanism, bounded by ``credential_left_ms`` (the time left until a delegation
+        token expires, by the broker's clock) as Kafka's credential expiration bounds it."""
         principal = KafkaPrincipal(USER_TYPE, principal_name, token_authenticated)
         if self._reauthenticating and principal != self.principal:
             prev = self.principal
@@ -173,10 +173,10 @@ class SaslGate:
                        f"{prev.principal_type}.{prev.name}: {principal.principal_type}.{principal.name}")
             return None
         lifetime = session_lifetime_ms(self._config, self._listener, self.mechanism or "")
-        if credential_expiry_ms is not None:
-            left = max(0, credential_expiry_ms - int(time.time() * 1000))
+        if credential_left_ms is not None:
+            left = max(0, credential_left_ms)
             lifetime = left if lifetime <= 0 else min(lifetime, left)
-        bounded = lifetime > 0 or credential_expiry_ms is not None
+        bounded = lifetime > 0 or credential_left_ms is not None
         self.expires_at = time.monotonic() + lifetime / 1000.0 if bounded else None
         self.principal = principal
         self.state = COMPLETE
@@ -220,11 +220,11 @@ class ConnectionAuth:
         self._gate._begin(mechanism_server, self._version)
 
     def authenticated(self, principal_name: str, token_authenticated: bool = False,
-                      credential_expiry_ms: int | None = None) -> int:
+                      credential_left_ms: int | None = None) -> int:
         """The session's lifetime in ms (0: none) to answer.  Raises
         ``SaslAuthenticationError`` (the connection then closes) when a re-authentication
         names another principal."""
-        lifetime = self._gate._complete(principal_name, token_authenticated, credential_expiry_ms)
+        lifetime = self._gate._complete(principal_name, token_authenticated, credential_left_ms)
         if lifetime is None:
             raise SaslAuthenticationError(self._gate.close_reason)
         return lifetime

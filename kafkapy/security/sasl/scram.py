@@ -7,9 +7,9 @@ client-final ``c=<b64 channel binding>,r=<nonce>,p=<b64 proof>`` -> server-final
 ``v=<b64 server signature>``.  Only the gs2 header ``n`` (no channel binding) is
 accepted, as Kafka's pattern has it.  The server nonce is Kafka's secureRandomString.
 Extensions are parsed; ``tokenauth=true`` makes the name a delegation token id, checked
-against ``token_lookup(token_id)`` -> (credential, owner name, expiry ms) or None (Kafka's
-DelegationTokenCredentialCallback): the principal is then the owner, ``token_authenticated``
-is set and ``credential_expiry_ms`` is the token's expiry.  The AuthMessage is built from the parsed
+against ``token_lookup(token_id)`` -> (credential, owner name, ms left until the token
+expires) or None (Kafka's DelegationTokenCredentialCallback): the principal is then the
+owner, ``token_authenticated`` is set and ``credential_left_ms`` is the time left.  The AuthMessage is built from the parsed
 messages (Kafka's clientFirstMessageBare / clientFinalMessageWithoutProof).
 
 Errors: Kafka sends its SaslAuthenticationException messages to the client verbatim and
@@ -107,7 +107,7 @@ class ScramServer:
         self._lookup = lookup
         self._token_lookup = token_lookup
         self.token_authenticated = False
-        self.credential_expiry_ms: int | None = None
+        self.credential_left_ms: int | None = None
         self._nonce = nonce
         self._state = "first"
         self.complete = False
@@ -155,7 +155,7 @@ class ScramServer:
             token = self._token_lookup(user) if self._token_lookup is not None else None
             if token is None:
                 raise _Failure(f"Token Authentication failed: Invalid tokenId : {user}")
-            credential, principal, self.credential_expiry_ms = token
+            credential, principal, self.credential_left_ms = token
             self.token_authenticated = True
         else:
             credential = self._lookup(user)

@@ -31,8 +31,8 @@ class _Auth:
         self.calls.append(("begin", server.mechanism))
 
     def authenticated(self, principal_name: str, token_authenticated: bool = False,
-                      credential_expiry_ms: int | None = None) -> int:
-        assert not token_authenticated and credential_expiry_ms is None   # no tokens here
+                      credential_left_ms: int | None = None) -> int:
+        assert not token_authenticated and credential_left_ms is None   # no tokens here
         self.calls.append(("authenticated", principal_name))
         return 0
 
