@@ -5,11 +5,14 @@
 CreatePartitions 3, DeleteTopics 5), permissive below or when None (a topic Metadata
 auto-creates), for the request's principal and client id (Kafka's
 ControllerMutationQuotaManager.newQuotaFor).  ``throttle(ctx, quota)``,
-called once the answer is ready: its throttle_time_ms, the connection muted that long
-after the answer (Kafka's sendResponseMaybeThrottleWithControllerQuota).
+called once the answer is ready: its throttle_time_ms, the larger of the mutation
+quota's and the request quota's (the request's time recorded here), counted in the
+larger one's sensor, and the connection muted that long after the answer (Kafka's
+sendResponseMaybeThrottleWithControllerQuota).
 """
 from __future__ import annotations
 
+from kafkapy.quota import request as request_quota
 from kafkapy.quota.client import session_user
 
 
@@ -20,6 +23,15 @@ def quota_for(ctx, strict_since: int | None = None):
 
 
 def throttle(ctx, quota) -> int:
-    throttle_ms = quota.throttle_time_ms()
+    quotas = ctx.services.client_quotas
+    mutation_ms = quota.throttle_time_ms()
+    request_ms = request_quota.record(quotas.request, ctx)
+    throttle_ms = max(mutation_ms, request_ms)
+    if throttle_ms <= 0:
+        return 0
+    if mutation_ms > request_ms:
+        quota.throttled(mutation_ms)
+    else:
+        request_quota.throttled(quotas.request, ctx, request_ms)
     ctx.throttle(throttle_ms)
     return throttle_ms

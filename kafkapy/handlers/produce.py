@@ -53,6 +53,7 @@ Kafka.
 """
 from __future__ import annotations
 
+from kafkapy.quota import request as request_quota
 from kafkapy.quota.client import session_user
 from kafkapy.security import authz
 from kafkapy.api.context import CloseConnection
@@ -166,21 +167,29 @@ def _no_response(ctx, results) -> None:
     """acks=0: no answer; if anything failed the connection is closed instead (Kafka)."""
     if any(r.error_code for _, _, r in results):
         raise CloseConnection("acks=0 produce failed")
-    _throttle(ctx)
+    _throttle(ctx, answered=False)
     return None
 
 
-def _throttle(ctx) -> int:
-    """Kafka's produce quota: the request's size recorded against the client's byte rate;
-    over the quota, the throttle time (answered, and the connection muted for it)."""
-    quota = ctx.services.client_quotas.produce
-    if not quota.enabled:
+def _throttle(ctx, answered: bool = True) -> int:
+    """Kafka's produce and request quotas: the request's size recorded against the client's
+    byte rate and, when it is answered, its time against the request quota; the larger
+    throttle answered, counted in its sensor, and the connection muted for it."""
+    quotas = ctx.services.client_quotas
+    quota = quotas.produce
+    if not quota.enabled and ctx.timer is None:     # no quota anywhere: the one check
         return 0
     user, client = session_user(ctx.session), ctx.client_id or ""
-    throttle_ms = quota.record(user, client, ctx.size)
-    if throttle_ms > 0:
-        quota.throttled(user, client, throttle_ms)
-        ctx.throttle(throttle_ms)
+    bytes_ms = quota.record(user, client, ctx.size) if quota.enabled else 0
+    request_ms = request_quota.record(quotas.request, ctx) if answered else 0
+    throttle_ms = max(bytes_ms, request_ms)
+    if throttle_ms <= 0:
+        return 0
+    if bytes_ms > request_ms:
+        quota.throttled(user, client, bytes_ms)
+    else:
+        request_quota.throttled(quotas.request, ctx, request_ms)
+    ctx.throttle(throttle_ms)
     return throttle_ms
 
 

@@ -27,8 +27,9 @@ instead of a sampled rate:
   - in both, an exhausted bucket sets the throttle time ``round(-tokens / bound * 1000)``
     (the time the refill takes to bring it back to zero) and when it was found;
     ``throttle_time_ms()`` at the answer is that time less the time elapsed since (the
-    answer may wait for the controller), at least 0.  A throttled answer is counted in the
-    sensor's throttle-time totals (Kafka's ``throttle-time`` metric).
+    answer may wait for the controller), at least 0.  ``throttled(ms)`` counts a throttled
+    answer in the sensor's throttle-time totals (Kafka's ``throttle-time`` metric), when
+    this quota's throttle is the one the answer carries.
 
 The sensor's ``rate`` is Kafka's ``mutation-rate`` metric (a Rate of the permits recorded,
 over the windows of Kafka's default metric config: 2 of 30 s); ``tokens`` is its
@@ -169,12 +170,13 @@ class MutationQuota:
         self._found_ms = now_ms
 
     def throttle_time_ms(self) -> int:
-        """The answer's throttle time (counted in the sensor's throttle totals when > 0)."""
+        """The answer's throttle time by this quota."""
         now = self._manager.clock_ms()
-        throttle_ms = max(0, self._throttle_ms - (now - self._found_ms))
-        if throttle_ms > 0:
-            self._manager.throttled(self._user, self._client_id, throttle_ms)
-        return throttle_ms
+        return max(0, self._throttle_ms - (now - self._found_ms))
+
+    def throttled(self, throttle_ms: int) -> None:
+        """Count the answer's throttle in the sensor's throttle-time totals."""
+        self._manager.throttled(self._user, self._client_id, throttle_ms)
 
 
 class _Unbounded:
@@ -187,6 +189,9 @@ class _Unbounded:
 
     def throttle_time_ms(self) -> int:
         return 0
+
+    def throttled(self, throttle_ms: int) -> None:
+        pass
 
 
 UNBOUNDED = _Unbounded()

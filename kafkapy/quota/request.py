@@ -15,13 +15,14 @@ Which requests (Kafka's KafkaApis and RequestHandlerHelper):
   AlterPartition), a follower's Fetch, a Produce with acks=0 (no answer), and the SASL
   exchange of a connection still authenticating (Kafka's authenticator answers those
   before any request handler sees them);
-- every other request is recorded once: a consumer Fetch when its answer is decided
-  (``record``: a throttled fetch answers no partitions, as Kafka's getThrottledResponse),
+- every other request is recorded once: by the handlers whose own quota also throttles
+  them, with it (``record``): a consumer Fetch when its answer is decided (a throttled
+  fetch answers no partitions, as Kafka's getThrottledResponse), a Produce with its byte
+  rate, CreateTopics/CreatePartitions/DeleteTopics with the controller mutation quota;
   the others when their answer is ready (``RequestQuota.completed``);
-- the throttle answered is the larger of the request throttle and the byte-rate one
-  the handler already put on its answer (Produce, Fetch), and the connection is muted for
-  the larger; the throttle-time sensor counted is the larger one's (Kafka's choice of
-  quota manager to throttle with).
+- the throttle answered is the larger of the two, the connection is muted for it, and
+  only the larger one's throttle-time sensor counts it (Kafka's choice of quota manager
+  to throttle with).
 
 Cost: with no ``request_percentage`` configured anywhere, ``enabled`` is False: the
 listener makes no timer and calls nothing here.

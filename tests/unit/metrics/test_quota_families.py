@@ -25,6 +25,7 @@ def test_controller_mutation_sensors_join_the_quota_families():
     quota = mutations.quota_for("", "m", strict=False)
     quota.record(6)                             # a bucket of 4, 2 below zero: 500 ms
     assert quota.throttle_time_ms() == 500
+    quota.throttled(500)                        # the answer carries it
     families = _quota_families(quotas, mutations)
     names = [f.name for f in families]
     assert len(names) == len(set(names))

@@ -150,6 +150,7 @@ def test_sensor_values_for_the_metrics():
     quota = manager.quota_for("U", "C", strict=False)
     quota.record(30)
     assert quota.throttle_time_ms() == 1000
+    quota.throttled(1000)                      # the answer carries it
     [(user, client, rate, tokens, throttle)] = list(manager.sensor_values())
     assert (user, client, tokens, throttle) == ("", "C", -10.0, 1000.0)
     assert rate == pytest.approx(30 / 30.0)    # one 30 s window of mutation-rate
