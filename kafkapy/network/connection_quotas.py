@@ -84,18 +84,23 @@ def _resolve(host: str) -> str:
         return host_address(socket.gethostbyname(host))
 
 
+_IDLE_EXPIRY_MS = 3_600_000     # Kafka's ConnectionQuotas.InactiveSensorExpirationTimeSeconds
+_SWEEP_MS = 60_000              # how often idle per-IP rates are looked for
+
 class _Sensor:
     """A creation rate (Kafka's Rate, ``kafkapy.metrics.rate``) with a quota bound:
     ``record`` counts one connection and answers the throttle time in ms when the rate is
     then over the bound (Kafka's QuotaUtils.throttleTime, at most one window)."""
 
-    __slots__ = ("bound", "_rate")
+    __slots__ = ("bound", "last_ms", "_rate")
 
     def __init__(self, samples: int, window_ms: int) -> None:
         self.bound = INT_MAX
+        self.last_ms = 0
         self._rate = Rate(max(1, samples), max(1, window_ms))
 
     def record(self, now_ms: int) -> int:
+        self.last_ms = now_ms
         self._rate.record(1, now_ms)
         return self.throttle_ms(now_ms)
 
@@ -133,6 +138,7 @@ class ConnectionQuotas:
         self._ip_rate_default = INT_MAX
         self._ip_rate: dict[str, int] = {}
         self._ip_sensors: dict[str, _Sensor] = {}
+        self._ip_swept_ms = 0
         self._apply(config)
 
     # -- limits ---------------------------------------------------------------------------
@@ -190,6 +196,8 @@ class ConnectionQuotas:
         bound = self._ip_rate.get(address, self._ip_rate_default)
         if bound >= INT_MAX:
             return 0
+        if now_ms - self._ip_swept_ms >= _SWEEP_MS:
+            self._sweep_ip_sensors(now_ms)
         sensor = self._ip_sensors.get(address)
         if sensor is None:
             sensor = self._ip_sensors[address] = _Sensor(self._samples, self._window_ms)
@@ -203,6 +211,15 @@ class ConnectionQuotas:
             if listener_rate is not None:
                 listener_rate.unrecord(now_ms)
         return throttle
+
+    def _sweep_ip_sensors(self, now_ms: int) -> None:
+        """Drop the rates of addresses idle for an hour (Kafka's per-IP sensors expire
+        after InactiveSensorExpirationTimeSeconds), so one entry per address ever seen is
+        not kept."""
+        self._ip_swept_ms = now_ms
+        for address in [a for a, s in self._ip_sensors.items()
+                        if now_ms - s.last_ms >= _IDLE_EXPIRY_MS]:
+            del self._ip_sensors[address]
 
     def max_for(self, address: str) -> int:
         return self._overrides.get(address, self._default_per_ip)

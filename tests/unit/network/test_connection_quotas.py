@@ -135,3 +135,17 @@ def test_connections_an_ip_quota_turns_away_leave_the_listener_and_broker_rates(
     # 10 connections counted, not 100: another address is let in at once
     assert [connect("127.0.0.3") for _ in range(40)] == [0] * 40    # 50: the bound
     assert q.record_creation("PLAINTEXT", 0) > 0    # the 51st is over it: held
+
+
+def test_an_address_idle_for_an_hour_loses_its_rate():
+    """Per-IP creation rates expire after an hour without a connection (Kafka's sensor
+    expiration): an address seen once is not kept for ever."""
+    q = ConnectionQuotas(_config())
+    q.update_ip_rate(None, 1)
+    q.record_ip_creation("PLAINTEXT", "127.0.0.3", 0)
+    q.record_ip_creation("PLAINTEXT", "127.0.0.4", 3_599_999)
+    assert set(q._ip_sensors) == {"127.0.0.3", "127.0.0.4"}
+    q.record_ip_creation("PLAINTEXT", "127.0.0.4", 3_659_999)       # swept a minute ago
+    assert set(q._ip_sensors) == {"127.0.0.3", "127.0.0.4"}
+    q.record_ip_creation("PLAINTEXT", "127.0.0.4", 3_660_000)       # .3 idle past an hour
+    assert set(q._ip_sensors) == {"127.0.0.4"}
