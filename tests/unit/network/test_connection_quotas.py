@@ -145,7 +145,7 @@ def test_an_address_idle_for_an_hour_loses_its_rate():
     q.record_ip_creation("PLAINTEXT", "127.0.0.3", 0)
     q.record_ip_creation("PLAINTEXT", "127.0.0.4", 3_599_999)
     assert set(q._ip_sensors) == {"127.0.0.3", "127.0.0.4"}
-    q.record_ip_creation("PLAINTEXT", "127.0.0.4", 3_659_999)       # swept a minute ago
+    q.record_ip_creation("PLAINTEXT", "127.0.0.4", 3_600_000)       # swept just before
     assert set(q._ip_sensors) == {"127.0.0.3", "127.0.0.4"}
-    q.record_ip_creation("PLAINTEXT", "127.0.0.4", 3_660_000)       # .3 idle past an hour
+    q.record_ip_creation("PLAINTEXT", "127.0.0.4", 3_659_999)       # a minute on: swept
     assert set(q._ip_sensors) == {"127.0.0.4"}
