@@ -148,17 +148,10 @@ def _controller_zk_cut(run: Run) -> None:
 
 def _leader_paused(run: Run) -> None:
     """The leader of DATA/0 SIGSTOPped until ZooKeeper drops it, held, then SIGCONT."""
-    c = run.cluster
-    leader = c.leader(DATA, 0)
-    run.note(f"SIGSTOP broker {leader} (leads {DATA}/0)")
-    c.pause(leader)
-    try:
-        c.wait_unregistered(leader)
-        run.note(f"broker {leader} unregistered; {DATA}/0 leader {c.leader(DATA, 0)}")
-        run.hold()
-    finally:
-        c.resume(leader)
-        run.note(f"SIGCONT broker {leader}")
+    def pause(leader: int) -> str:
+        run.cluster.pause(leader)
+        return ""
+    _leader_paused_past_session(run, pause)
 
 
 def _leader_paused_in_fsync(run: Run) -> None:
@@ -166,11 +159,19 @@ def _leader_paused_in_fsync(run: Run) -> None:
     of its threads is inside fsync (it stops as the sync returns, before acting on it), held
     until ZooKeeper drops it and then the hold, then SIGCONT: it carries on from that sync
     as a broker that no longer leads."""
+    def pause(leader: int) -> str:
+        caught = run.cluster.pause_in_fsync(leader)
+        return " during an fsync" if caught else " (no thread seen inside fsync)"
+    _leader_paused_past_session(run, pause)
+
+
+def _leader_paused_past_session(run: Run, pause: Callable[[int], str]) -> None:
+    """The leader of DATA/0 paused by ``pause(leader)`` (which says how), held until
+    ZooKeeper drops it and then the hold, then SIGCONT."""
     c = run.cluster
     leader = c.leader(DATA, 0)
-    caught = c.pause_in_fsync(leader)
-    run.note(f"SIGSTOP broker {leader} (leads {DATA}/0) "
-             + ("during an fsync" if caught else "(no thread seen inside fsync)"))
+    how = pause(leader)
+    run.note(f"SIGSTOP broker {leader} (leads {DATA}/0){how}")
     try:
         c.wait_unregistered(leader)
         run.note(f"broker {leader} unregistered; {DATA}/0 leader {c.leader(DATA, 0)}")
@@ -243,28 +244,24 @@ def _txn_commit_partition(run: Run) -> None:
 
 def _group_coordinator_killed(run: Run) -> None:
     """kill -9 of the consumer group's coordinator, restarted after a while."""
-    c = run.cluster
-    coordinator = c.group_coordinator(GROUP)
-    run.note(f"kill -9 group coordinator {coordinator}")
-    c.kill(coordinator)
-    try:
-        run.hold()
-    finally:
-        c.restart(coordinator)
-        run.note(f"restarted broker {coordinator}")
+    _killed_and_restarted(run, run.cluster.group_coordinator(GROUP), "group coordinator")
 
 
 def _txn_coordinator_killed(run: Run) -> None:
     """kill -9 of the copier's transaction coordinator in the middle of its transactions."""
-    c = run.cluster
-    coordinator = c.txn_coordinator(run.transactional_id)
-    run.note(f"kill -9 transaction coordinator {coordinator}")
-    c.kill(coordinator)
+    _killed_and_restarted(run, run.cluster.txn_coordinator(run.transactional_id),
+                          "transaction coordinator")
+
+
+def _killed_and_restarted(run: Run, broker: int, what: str) -> None:
+    """kill -9 of ``broker``, held, started again."""
+    run.note(f"kill -9 {what} {broker}")
+    run.cluster.kill(broker)
     try:
         run.hold()
     finally:
-        c.restart(coordinator)
-        run.note(f"restarted broker {coordinator}")
+        run.cluster.restart(broker)
+        run.note(f"restarted broker {broker}")
 
 
 def _controller_paused(run: Run) -> None:
