@@ -557,8 +557,15 @@ def test_readme_moving_replicas_runs_as_printed(shared_cluster, tmp_path):
     status = verify.splitlines()
     assert status[0] == "Status of partition reassignment:"
     for p, line in enumerate(status[1:4]):
-        assert line in (f"Reassignment of partition refunds-{p} is completed.",
-                        f"Reassignment of partition refunds-{p} is still in progress."), verify
+        # The tool asks the controller which reassignments run and any broker for the
+        # replicas; that broker learns the final set from UpdateMetadata a moment after the
+        # controller finished (Kafka's order too), so a just-finished partition may show
+        # its old set once.
+        assert (line in (f"Reassignment of partition refunds-{p} is completed.",
+                         f"Reassignment of partition refunds-{p} is still in progress.")
+                or re.fullmatch(rf"There is no active reassignment of partition refunds-{p}, "
+                                rf"but replica set is [\d,]+ rather than [\d,]+\.", line)
+                ), verify
     _verify_until_done(c.bootstrap(1), str(tmp_path / "plan.json"))
     run("--bootstrap-server", c.bootstrap(1), "--verify", "--reassignment-json-file",
         str(tmp_path / "plan.json"))

@@ -95,7 +95,7 @@ def test_a_client_over_its_request_percentage_is_throttled(sides, side):
     assert max(throttles) > 0
     assert max(throttles) <= WINDOW_S * 1000          # bounded to one quota window
     # the connection is muted for the throttle: the next answer comes no sooner
-    gaps = [(later - at, t) for (at, t), (later, _) in zip(busy, busy[1:]) if t >= 200]
+    gaps = [(later - at, t) for (at, t), (later, _) in zip(busy, busy[1:]) if t > 0]
     assert gaps and all(gap >= t / 1000 * 0.8 for gap, t in gaps), gaps
     assert len(busy) / busy_s < len(free) / free_s / 5, (len(busy), len(free))
 
