@@ -137,9 +137,7 @@ def _controller_zk_cut(run: Run) -> None:
     run.note(f"cut controller {controller} from ZooKeeper")
     c.cut(controller, ZK)
     try:
-        moved = _wait_quietly(lambda: c.controller_id() not in (None, controller),
-                              SESSION_S + 20)
-        run.note(f"controller now {c.controller_id()}" + ("" if moved else " (unchanged)"))
+        _controller_replaced(run, controller)
         run.hold()
     finally:
         c.heal()
@@ -273,13 +271,18 @@ def _controller_paused(run: Run) -> None:
     run.note(f"SIGSTOP controller {controller}")
     c.pause(controller)
     try:
-        moved = _wait_quietly(lambda: c.controller_id() not in (None, controller),
-                              SESSION_S + 20)
-        run.note(f"controller now {c.controller_id()}" + ("" if moved else " (unchanged)"))
+        _controller_replaced(run, controller)
         run.hold()
     finally:
         c.resume(controller)
         run.note(f"SIGCONT broker {controller}")
+
+
+def _controller_replaced(run: Run, controller: int) -> None:
+    """Wait (a session and more) until another broker controls, and note who does."""
+    c = run.cluster
+    moved = _wait_quietly(lambda: c.controller_id() not in (None, controller), SESSION_S + 20)
+    run.note(f"controller now {c.controller_id()}" + ("" if moved else " (unchanged)"))
 
 
 def _leader_session_expired(run: Run) -> None:
