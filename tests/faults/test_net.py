@@ -24,8 +24,8 @@ import pytest
 from kafkapy.testing._broker import free_port
 from tests.support.broker_process import ROOT
 from tests.support.faults import net as netmod
-from tests.support.faults.net import Net, setgid_to
-from tests.support.zookeeper_server import _die_with_parent
+from tests.support.faults.net import Net
+from tests.support.zookeeper_server import child_setup
 
 def ask(port: int, line: str, timeout: float = 10.0) -> str:
     """One command to a peer over a connection of the test process (root)."""
@@ -52,7 +52,7 @@ def peers(net):
         procs[name] = subprocess.Popen(
             [sys.executable, "-m", "tests.support.faults.echo_peer", str(ports[name])],
             cwd=ROOT, stdin=subprocess.DEVNULL,
-            preexec_fn=setgid_to(net.gid(name), then=_die_with_parent))
+            preexec_fn=child_setup(net.gid(name)))
     try:
         for name, port in ports.items():
             deadline = time.monotonic() + 20

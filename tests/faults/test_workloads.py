@@ -9,11 +9,12 @@ import uuid
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.support.faults.checker import ANOMALIES, check
 from tests.support.faults.history import History
 from tests.support.broker_process import free_port
+from tests.support.cluster import wait_for
+from tests.support.cluster_clients import create_topic
 from tests.support.faults.workloads import (GroupConsumerWorkload, ProducerWorkload,
                                             TxnCopierWorkload, copied_value, final_reads)
 
@@ -21,18 +22,8 @@ PARTITIONS = 3
 
 
 def create_topics(bootstrap: str, *names: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, PARTITIONS, 1) for name in names],
-                                  operation_timeout=30)
-    for future in futures.values():
-        future.result(timeout=30)
-
-
-def wait_until(condition, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.1)
+    for name in names:
+        create_topic(bootstrap, name, partitions=PARTITIONS)
 
 
 def values_of(history: History, f: str, type_: str = "ok") -> list:
@@ -91,16 +82,16 @@ def test_group_consumers_poll_and_commit_what_was_sent(broker, topic):
     history = History()
     consumers = GroupConsumerWorkload(topic, consumers=2, max_seconds=40).start(
         broker.bootstrap, history)
-    wait_until(lambda: len(consumers.assignments) == 2 and all(
+    wait_for(lambda: len(consumers.assignments) == 2 and all(
         consumers.assignments.values()), 30, "both consumers to have partitions")
     producers = ProducerWorkload(topic, producers=2, max_ops=100, max_seconds=30,
                                  interval=0.01).start(broker.bootstrap, history)
     assert producers.wait(40) and not producers.errors
     sent = {op["value"] for op in values_of(history, "send")}
-    wait_until(lambda: sent <= polled_values(history, topic), 30, "the consumers to poll all")
+    wait_for(lambda: sent <= polled_values(history, topic), 30, "the consumers to poll all")
     # The consumers commit what they polled: the group's committed offsets reach the end of
     # every partition.
-    wait_until(lambda: committed_ends(history) == sent_ends(history), 30,
+    wait_for(lambda: committed_ends(history) == sent_ends(history), 30,
                "the commits to reach every partition's end")
     consumers.stop()
     assert not consumers.errors
@@ -129,7 +120,7 @@ def test_transactional_copier_commits_and_aborts(broker, topic):
                                  interval=0.02).start(broker.bootstrap, history)
     # A zombie: another producer with copier-0's transactional id fences it mid-run; copier-0
     # replaces its producer (fencing the zombie in turn) and goes on from the committed offsets.
-    wait_until(lambda: any(op["process"] == "copier-0" for op in values_of(history, "txn")),
+    wait_for(lambda: any(op["process"] == "copier-0" for op in values_of(history, "txn")),
                30, "a transaction of copier-0")
     zombie = Producer({"bootstrap.servers": broker.bootstrap,
                        "transactional.id": f"{copier.txn_prefix}-0", "log_level": 0})
@@ -141,7 +132,7 @@ def test_transactional_copier_commits_and_aborts(broker, topic):
     def copied() -> set:
         return {copied_value(value) for value in polled_values(history, target)}
 
-    wait_until(lambda: sent <= copied(), 40, "the copy of every value to be read")
+    wait_for(lambda: sent <= copied(), 40, "the copy of every value to be read")
     copier.stop()
     readers.stop()
     assert not copier.errors and not readers.errors
@@ -187,7 +178,7 @@ def test_stop_is_bounded_while_the_broker_is_paused(broker, topic):
         broker.bootstrap, history)
     producers = ProducerWorkload(topic, producers=1, max_ops=100000, max_seconds=60,
                                  interval=0.01).start(broker.bootstrap, history)
-    wait_until(lambda: len(values_of(history, "poll")) >= 3, 30, "polls")
+    wait_for(lambda: len(values_of(history, "poll")) >= 3, 30, "polls")
     os.kill(broker.proc.pid, signal.SIGSTOP)
     try:
         time.sleep(1.0)   # the responses the broker sent before it stopped are read by now
@@ -233,8 +224,7 @@ def test_acknowledged_writes_cut_from_the_log_are_found_lost(fresh_broker, topic
     """The whole path proven able to fail: acknowledged writes, then the partition's log cut
     short on disk while the broker is down (a disk that lost its tail); the final reads after
     the restart miss them and the checker counts each one lost."""
-    admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
+    create_topic(fresh_broker.bootstrap, topic, partitions=1)
     history = History()
     producers = ProducerWorkload(topic, producers=1, max_ops=60, max_seconds=30,
                                  interval=0.01).start(fresh_broker.bootstrap, history)

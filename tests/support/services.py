@@ -9,7 +9,7 @@ in a request context, as the listener does for each request.
 """
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
 
 from kafkapy.api.context import RequestContext
 from kafkapy.api.principal import PLAINTEXT_SESSION, Session
@@ -46,12 +46,12 @@ def services(**parts) -> Services:
     given.setdefault("apis", build_registry())
     given.setdefault("client_quotas", ClientQuotas(None, given["clock"]))
     given.setdefault("controller_mutation", ControllerMutationQuotaManager(11, 1, given["clock"]))
-    given.setdefault("links", None)     # every broker reachable, as outside kafkapy.testing
     unknown = set(given) - {f.name for f in fields(Services)}
     if unknown:
         raise TypeError(f"Services has no {sorted(unknown)}")
     for f in fields(Services):
-        given.setdefault(f.name, Absent(f.name))
+        if f.default is MISSING:    # a field with a default keeps it (links: all reachable)
+            given.setdefault(f.name, Absent(f.name))
     return Services(**given)
 
 

@@ -9,14 +9,11 @@ faults a run schedules:
 * ``cut(x, y)`` / ``isolate(x, others)`` / ``heal()``: network partitions between brokers
   (by id) and ZooKeeper (``ZK``), both directions (``tests/support/faults/net.py``); the
   test process still reaches everyone;
-* ``pause_past_session(id)``: SIGSTOP until ZooKeeper has dropped the broker's registration,
-  then SIGCONT;
 * ``pause_in_fsync(id)``: SIGSTOP the moment one of the broker's threads is seen inside
   fsync/fdatasync (``/proc/<pid>/task/*/syscall`` polled): stopped as the sync returns;
 * ``expire_session(id)``: cut from ZooKeeper until the registration goes, then healed: the
   broker finds its session expired and registers again;
-* ``crash_restart(id)`` (kill -9, start again) and ``clean_restart(id)`` (SIGTERM, start
-  again); ``restart`` waits until ZooKeeper has dropped the old registration.
+* ``clean_restart(id)`` (SIGTERM, start again); ``restart`` waits until ZooKeeper has dropped the old registration.
 
 ZooKeeper is the session's ``faults_zookeeper`` (tests/faults/conftest.py), started under
 ``Net.gid(ZK)``.  ``SETTINGS``: session timeout 6 s, RF 3 with ``min.insync.replicas`` 2
@@ -35,6 +32,9 @@ import time
 from pathlib import Path
 
 from kafka.record import MemoryRecords
+
+from kafkapy.coordinator.group.hashing import partition_for as group_partition
+from kafkapy.coordinator.transaction.coordinator import partition_for as txn_partition
 
 from tests.support.cluster import (CLUSTER_SETTINGS, Cluster, KafkaNode, KafkapyNode,
                                    wait_for)
@@ -81,20 +81,6 @@ def member(node: int | str) -> str:
     return ZK if node == ZK else f"b{node}"
 
 
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode`` (for ASCII names)."""
-    h = 0
-    for ch in s:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def coordinator_partition(key: str, partitions: int) -> int:
-    """The internal-topic partition of a group or transactional id (Kafka's
-    ``Utils.abs(key.hashCode) % partitions``)."""
-    return (java_string_hash(key) & 0x7FFFFFFF) % partitions
-
-
 class FaultCluster(Cluster):
     """See the module docstring."""
 
@@ -119,9 +105,7 @@ class FaultCluster(Cluster):
         self.net.cut(member(x), member(y))
 
     def isolate(self, x: int | str, others) -> None:
-        for other in others:
-            if other != x:
-                self.cut(x, other)
+        self.net.isolate(member(x), [member(o) for o in others])
 
     def heal(self, x: int | str | None = None, y: int | str | None = None) -> None:
         if x is None:
@@ -147,13 +131,6 @@ class FaultCluster(Cluster):
         self.pause(node_id)
         return syncing
 
-    def pause_past_session(self, node_id: int) -> None:
-        self.pause(node_id)
-        try:
-            self.wait_unregistered(node_id)
-        finally:
-            self.resume(node_id)
-
     def expire_session(self, node_id: int) -> None:
         self.cut(node_id, ZK)
         try:
@@ -168,10 +145,6 @@ class FaultCluster(Cluster):
         self.wait_unregistered(node_id)
         super().restart(node_id, timeout)
 
-    def crash_restart(self, node_id: int) -> None:
-        self.kill(node_id)
-        self.restart(node_id)
-
     def clean_restart(self, node_id: int) -> None:
         self.terminate(node_id)
         self.restart(node_id)
@@ -183,18 +156,15 @@ class FaultCluster(Cluster):
     def isr(self, topic: str, partition: int) -> list[int]:
         return self.partition_state(topic, partition)["isr"]
 
-    def _internal_leader(self, topic: str, key: str, setting: str) -> int:
-        partitions = int(SETTINGS[setting])
-        return self.leader(topic, coordinator_partition(key, partitions))
-
     def group_coordinator(self, group: str) -> int:
         """The broker leading the group's ``__consumer_offsets`` partition."""
-        return self._internal_leader("__consumer_offsets", group, "offsets.topic.num.partitions")
+        partitions = int(SETTINGS["offsets.topic.num.partitions"])
+        return self.leader("__consumer_offsets", group_partition(group, partitions))
 
     def txn_coordinator(self, transactional_id: str) -> int:
         """The broker leading the id's ``__transaction_state`` partition."""
-        return self._internal_leader("__transaction_state", transactional_id,
-                                     "transaction.state.log.num.partitions")
+        partitions = int(SETTINGS["transaction.state.log.num.partitions"])
+        return self.leader("__transaction_state", txn_partition(transactional_id, partitions))
 
     # -- after the run --------------------------------------------------------------------
     def wait_healthy(self, topics, timeout: float = 90.0) -> None:

@@ -1,7 +1,7 @@
 """Real network partitions between processes on loopback, with iptables.
 
 Each process taking part runs under a group id of its own (``Net.gid(name)``: launch it
-with ``preexec_fn=setgid_to(gid)``); the test process itself stays root (gid 0) and is
+with ``preexec_fn=child_setup(gid)``, tests/support/zookeeper_server.py); the test process itself stays root (gid 0) and is
 never cut off.  ``cut(a, b)`` drops every TCP packet between the members named ``a`` and
 ``b``, both directions, on connections opened before the cut as on new ones; ``heal()``
 lifts every cut.
@@ -99,17 +99,6 @@ def remove_stale_chains() -> list[str]:
     for chain in stale:
         remove_chain(chain)
     return stale
-
-
-def setgid_to(gid: int, then=None):
-    """A ``preexec_fn`` that moves the child into group ``gid`` (user unchanged) and then
-    runs ``then`` (another preexec_fn, say the die-with-parent one) if given."""
-    def run() -> None:
-        os.setgroups([gid])
-        os.setgid(gid)
-        if then is not None:
-            then()
-    return run
 
 
 class Net:

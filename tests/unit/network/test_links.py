@@ -12,7 +12,6 @@ import pytest
 
 from kafkapy.network.client import BrokerConnection
 from kafkapy.protocol.messages import REQUESTS
-from kafkapy.testing import broker
 
 ApiVersions = REQUESTS[18]
 STALL_S = 0.2       # long enough for a request to a local broker to be answered many times
@@ -39,9 +38,9 @@ class Switch:
 
 
 @pytest.fixture
-async def b():
-    async with broker() as handle:
-        yield handle
+def b(async_kafka_broker):
+    """A broker in the test's event loop (the kafkapy.testing pytest plugin's)."""
+    return async_kafka_broker
 
 
 def _request():

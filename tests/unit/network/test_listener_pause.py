@@ -9,7 +9,6 @@ import struct
 
 import pytest
 
-from kafkapy.testing import broker
 
 STALL_S = 0.2
 
@@ -32,9 +31,9 @@ async def _answer(reader: asyncio.StreamReader, timeout_s: float) -> int | None:
 
 
 @pytest.fixture
-async def b():
-    async with broker() as handle:
-        yield handle
+def b(async_kafka_broker):
+    """A broker in the test's event loop (the kafkapy.testing pytest plugin's)."""
+    return async_kafka_broker
 
 
 async def test_paused_listener_reads_and_answers_nothing_until_resumed(b):
