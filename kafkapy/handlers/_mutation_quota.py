@@ -23,15 +23,5 @@ def quota_for(ctx, strict_since: int | None = None):
 
 
 def throttle(ctx, quota) -> int:
-    quotas = ctx.services.client_quotas
-    mutation_ms = quota.throttle_time_ms()
-    request_ms = request_quota.record(quotas.request, ctx)
-    throttle_ms = max(mutation_ms, request_ms)
-    if throttle_ms <= 0:
-        return 0
-    if mutation_ms > request_ms:
-        quota.throttled(mutation_ms)
-    else:
-        request_quota.throttled(quotas.request, ctx, request_ms)
-    ctx.throttle(throttle_ms)
-    return throttle_ms
+    return request_quota.throttle_with(ctx.services.client_quotas.request, ctx,
+                                       quota.throttle_time_ms(), quota.throttled)

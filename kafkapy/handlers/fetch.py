@@ -263,17 +263,12 @@ class _Answer:
         user, client = session_user(ctx.session), ctx.client_id or ""
         size = sum(r.size for r in results) + _PARTITION_OVERHEAD * (
             len(results) + len(self.erroneous))
-        request_ms = request_quota.record(quotas.request, ctx)
         bytes_ms = quota.record(user, client, size)
-        throttle_ms = max(request_ms, bytes_ms)
+        throttle_ms = request_quota.throttle_with(quotas.request, ctx, bytes_ms,
+                                                  lambda ms: quota.throttled(user, client, ms))
         if throttle_ms <= 0:
             return None
         quota.unrecord(user, client, size)
-        if bytes_ms > request_ms:
-            quota.throttled(user, client, throttle_ms)
-        else:
-            request_quota.throttled(quotas.request, ctx, throttle_ms)
-        ctx.throttle(throttle_ms)
         error, session_id = self.context.throttled(ctx.services.clock.time_ms())
         return ctx.response(throttle_time_ms=throttle_ms, error_code=error,
                             session_id=session_id, responses=[], node_endpoints=[])

@@ -181,16 +181,10 @@ def _throttle(ctx, answered: bool = True) -> int:
         return 0
     user, client = session_user(ctx.session), ctx.client_id or ""
     bytes_ms = quota.record(user, client, ctx.size) if quota.enabled else 0
-    request_ms = request_quota.record(quotas.request, ctx) if answered else 0
-    throttle_ms = max(bytes_ms, request_ms)
-    if throttle_ms <= 0:
-        return 0
-    if bytes_ms > request_ms:
-        quota.throttled(user, client, bytes_ms)
-    else:
-        request_quota.throttled(quotas.request, ctx, request_ms)
-    ctx.throttle(throttle_ms)
-    return throttle_ms
+    if not answered:
+        request_quota.exempt(ctx)       # acks=0: no request quota (Kafka)
+    return request_quota.throttle_with(quotas.request, ctx, bytes_ms,
+                                       lambda ms: quota.throttled(user, client, ms))
 
 
 def _response(ctx, results):

@@ -155,7 +155,7 @@ class MutationQuota:
         sensor.rate.record(permits, now)
         sensor.bucket.record(permits, bound, burst, now)
         if not self.strict:
-            tokens = sensor.bucket.measure(bound, burst, now)
+            tokens = sensor.bucket.tokens       # just refilled by the record
             if tokens < 0:
                 self._exhausted(tokens, bound, now)
 

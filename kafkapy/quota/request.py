@@ -29,7 +29,7 @@ listener makes no timer and calls nothing here.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from kafkapy.quota.client import session_user
 
@@ -90,8 +90,8 @@ class RequestQuota:
         fields = getattr(type(answer), "fields", None)
         answered = (getattr(answer, "throttle_time_ms", 0) or 0) if fields else 0
         if throttle_ms <= answered:
-            return      # the byte-rate throttle is the longer: already answered and muted
-        self._quota.throttled(session_user(ctx.session), ctx.client_id or "", throttle_ms)
+            return      # a longer throttle of the handler's own: already answered and muted
+        throttled(self._quota, ctx, throttle_ms)
         if fields is not None and "throttle_time_ms" in fields:
             answer.throttle_time_ms = throttle_ms
         ctx.throttle(throttle_ms)
@@ -100,6 +100,24 @@ class RequestQuota:
 def throttled(quota: ClientQuotaManager, ctx: RequestContext, throttle_ms: int) -> None:
     """Count a request throttle in the client's Request throttle-time sensor."""
     quota.throttled(session_user(ctx.session), ctx.client_id or "", throttle_ms)
+
+
+def throttle_with(quota: ClientQuotaManager, ctx: RequestContext, own_ms: int,
+                  count_own: Callable[[int], None]) -> int:
+    """The throttle of a request whose handler has a quota of its own (byte rate,
+    controller mutations) that throttles it ``own_ms``: the request's time recorded in
+    ``quota`` too, the larger throttle counted in its sensor (``count_own`` for the
+    handler's), the connection muted for it; answers it (0: none)."""
+    request_ms = record(quota, ctx)
+    throttle_ms = max(own_ms, request_ms)
+    if throttle_ms <= 0:
+        return 0
+    if own_ms > request_ms:
+        count_own(own_ms)
+    else:
+        throttled(quota, ctx, request_ms)
+    ctx.throttle(throttle_ms)
+    return throttle_ms
 
 
 def _message(response):

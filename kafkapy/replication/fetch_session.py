@@ -294,7 +294,8 @@ class FetchContext:
     def throttled(self, now: int) -> tuple[int, int]:
         """(top-level error, session id) of a throttled answer, which carries no partition
         (Kafka's getThrottledResponse): no session is created or changed."""
-        return 0, INVALID_SESSION_ID
+        error, session_id, _ = self.generate([], now)
+        return error, session_id
 
 
 class SessionErrorContext(FetchContext):
@@ -303,9 +304,6 @@ class SessionErrorContext(FetchContext):
 
     def generate(self, updates, now):
         return self.error, INVALID_SESSION_ID, []
-
-    def throttled(self, now):
-        return self.error, INVALID_SESSION_ID
 
 
 class SessionlessContext(FetchContext):
@@ -340,6 +338,9 @@ class FullContext(SessionlessContext):
             now, self._privileged, len(updates), self._uses_topic_ids, cached)
         return 0, session_id, list(range(len(updates)))
 
+    def throttled(self, now):
+        return 0, INVALID_SESSION_ID        # a throttled full fetch makes no session
+
 
 class IncrementalContext(FetchContext):
     def __init__(self, session: FetchSession, request_epoch: int,
@@ -370,11 +371,6 @@ class IncrementalContext(FetchContext):
             if answer.records_size > 0:
                 session.move_to_end(tip.key)
         return 0, session.id, kept
-
-    def throttled(self, now):
-        """The session is kept; its epoch is checked as for any answer."""
-        error, session_id, _ = self.generate([], now)
-        return error, session_id
 
 
 class FetchManager:

@@ -174,7 +174,7 @@ class SaslGate:
             return None
         lifetime = session_lifetime_ms(self._config, self._listener, self.mechanism or "")
         if credential_left_ms is not None:
-            left = max(0, credential_left_ms)
+            left = credential_left_ms
             lifetime = left if lifetime <= 0 else min(lifetime, left)
         bounded = lifetime > 0 or credential_left_ms is not None
         self.expires_at = time.monotonic() + lifetime / 1000.0 if bounded else None

@@ -316,8 +316,7 @@ class ClusterHandle:
         """Every listener port of every running broker, for the links to tell brokers apart
         (an inter-broker listener of its own included)."""
         for h in self.running:
-            for listener in h.server.socket_servers:
-                self._faults.ports[listener.port] = h.broker_id
+            self._faults.map_ports(h.broker_id, [s.port for s in h.server.socket_servers])
 
     def _expire_later(self, h: BrokerHandle) -> None:
         """Without a MockClock the session timeout passes in real time: check then."""
@@ -507,7 +506,6 @@ class _ClusterContext:
             handles.append(BrokerHandle(settings, base / f"broker-{broker_id}", clock=self._clock,
                                         port=free_port(), store_factory=store_factory,
                                         links=self._faults.links(broker_id)))
-        self._faults.ports = {h.port: h.broker_id for h in handles}
         return ClusterHandle(handles, self._clock,
                              self._chroot.connect if self._chroot is not None else None,
                              self._faults)

@@ -15,7 +15,7 @@
   new session - only when the link is back, as a ZooKeeper client does on reconnecting.
 
 Clients are never cut: only inter-broker connections ask the links.  Broker ids are mapped
-from the port of their listeners (``ports``).
+from the port of their listeners (``map_ports``).
 
 Invariants: a pair is cut in both directions or not at all; ``heal`` leaves nothing cut
 and wakes every connection waiting on a link; all state changes on the event loop.
@@ -45,7 +45,7 @@ class Faults:
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        self.ports: dict[int, int] = {}            # listener port -> broker id
+        self._ports: dict[int, int] = {}           # listener port -> broker id
         self._cut: set[frozenset[int]] = set()
         self._paused: set[int] = set()
         self._store_cut: set[int] = set()          # cut from the metadata store
@@ -53,11 +53,16 @@ class Faults:
         self._changed = asyncio.Event()
 
     # -- the links ---------------------------------------------------------------------
+    def map_ports(self, broker_id: int, ports) -> None:
+        """``ports`` (its listeners') reach broker ``broker_id``."""
+        for port in ports:
+            self._ports[port] = broker_id
+
     def links(self, broker_id: int) -> "BrokerLinks":
         return BrokerLinks(self, broker_id)
 
     def reachable(self, source: int, port: int) -> bool:
-        target = self.ports.get(port)
+        target = self._ports.get(port)
         if target is None or target == source:
             return True
         if source in self._paused or target in self._paused:
@@ -170,10 +175,6 @@ class LinkedSession(MetadataStore):
     bounded_multi = False
 
     # -- the link ----------------------------------------------------------------------------
-    @property
-    def connected(self) -> bool:
-        return self._cut_at is None
-
     def disconnect(self) -> None:
         if self._cut_at is None:
             self._cut_at = self._clock.time_ms()
