@@ -20,6 +20,12 @@ the caller's clock in ms.
 from __future__ import annotations
 
 
+# Kafka drops a quota sensor unused this long (InactiveSensorExpirationTimeSeconds); the
+# sensors' owners look for such sensors at most every SENSOR_SWEEP_MS.
+SENSOR_EXPIRY_MS = 3_600_000
+SENSOR_SWEEP_MS = 60_000
+
+
 class _Sample:
     __slots__ = ("value", "start_ms", "last_event_ms")
 
@@ -55,6 +61,17 @@ class Rate:
         """Per second."""
         window = self.window_size_ms(now_ms)
         return sum(s.value for s in self._samples) / (window / 1000.0)
+
+    def throttle_ms(self, bound: float, now_ms: int) -> int:
+        """Kafka's QuotaUtils.throttleTime: the ms until the rate is back down to ``bound``,
+        0 while it is not over it; a bound of 0 (Kafka divides by it) gives the window."""
+        window = self.window_size_ms(now_ms)
+        measured = sum(s.value for s in self._samples) / (window / 1000.0)
+        if measured <= bound:
+            return 0
+        if bound <= 0:
+            return window
+        return round((measured - bound) / bound * window)
 
     def window_size_ms(self, now_ms: int) -> int:
         """Rate.windowSize (SimpleRate.windowSize when simple), old samples purged first."""

@@ -49,7 +49,7 @@ from typing import Callable
 import structlog
 
 from kafkapy.api.principal import host_address
-from kafkapy.metrics.rate import Rate
+from kafkapy.metrics.rate import SENSOR_EXPIRY_MS, SENSOR_SWEEP_MS, Rate
 
 _log = structlog.get_logger("kafkapy.network")
 INT_MAX = 2**31 - 1
@@ -84,8 +84,6 @@ def _resolve(host: str) -> str:
         return host_address(socket.gethostbyname(host))
 
 
-_IDLE_EXPIRY_MS = 3_600_000     # Kafka's ConnectionQuotas.InactiveSensorExpirationTimeSeconds
-_SWEEP_MS = 60_000              # how often idle per-IP rates are looked for
 
 class _Sensor:
     """A creation rate (Kafka's Rate, ``kafkapy.metrics.rate``) with a quota bound:
@@ -111,14 +109,10 @@ class _Sensor:
     def throttle_ms(self, now_ms: int) -> int:
         if self.bound >= INT_MAX:
             return 0
-        rate = self._rate
-        window = rate.window_size_ms(now_ms)
-        measured = rate.measure(now_ms)
-        if measured <= self.bound:
-            return 0
-        if self.bound <= 0:
-            return rate.window_ms
-        return min(round((measured - self.bound) / self.bound * window), rate.window_ms)
+        throttle = self._rate.throttle_ms(self.bound, now_ms)
+        if throttle and self.bound <= 0:
+            return self._rate.window_ms
+        return min(throttle, self._rate.window_ms)
 
 
 class ConnectionQuotas:
@@ -196,7 +190,7 @@ class ConnectionQuotas:
         bound = self._ip_rate.get(address, self._ip_rate_default)
         if bound >= INT_MAX:
             return 0
-        if now_ms - self._ip_swept_ms >= _SWEEP_MS:
+        if now_ms - self._ip_swept_ms >= SENSOR_SWEEP_MS:
             self._sweep_ip_sensors(now_ms)
         sensor = self._ip_sensors.get(address)
         if sensor is None:
@@ -218,7 +212,7 @@ class ConnectionQuotas:
         not kept."""
         self._ip_swept_ms = now_ms
         for address in [a for a, s in self._ip_sensors.items()
-                        if now_ms - s.last_ms >= _IDLE_EXPIRY_MS]:
+                        if now_ms - s.last_ms >= SENSOR_EXPIRY_MS]:
             del self._ip_sensors[address]
 
     def max_for(self, address: str) -> int:

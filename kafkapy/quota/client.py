@@ -39,7 +39,7 @@ import structlog
 
 from kafkapy.config import client_quotas as entities
 from kafkapy.metadata import paths
-from kafkapy.metrics.rate import Rate
+from kafkapy.metrics.rate import SENSOR_EXPIRY_MS, SENSOR_SWEEP_MS, Rate
 from kafkapy.security.sasl.credentials import desanitize, sanitize
 
 if TYPE_CHECKING:
@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("kafkapy.client_quotas")
 DEFAULT = entities.DEFAULT
 _CLIENT_ID, _USER, _USER_CLIENT_ID = 1, 2, 4       # Kafka's QuotaTypes bits
-_EXPIRY_MS = 3600 * 1000
-_SWEEP_MS = 60 * 1000
 
 
 class Sensor:
@@ -154,7 +152,7 @@ class ClientQuotaManager:
         sensor = self.sensors.get(tags)
         if sensor is None:
             now = self._clock.time_ms()
-            if now - self._swept_ms >= _SWEEP_MS:
+            if now - self._swept_ms >= SENSOR_SWEEP_MS:
                 self._sweep(now)
             bound = self._limit(*tags)
             sensor = self._new_sensor(float("inf") if bound is None else bound, now)
@@ -167,7 +165,7 @@ class ClientQuotaManager:
     def _sweep(self, now_ms: int) -> None:
         """Drop sensors idle for an hour (Kafka's InactiveSensorExpirationTimeSeconds)."""
         self._swept_ms = now_ms
-        for tags in [t for t, s in self.sensors.items() if now_ms - s.last_ms >= _EXPIRY_MS]:
+        for tags in [t for t, s in self.sensors.items() if now_ms - s.last_ms >= SENSOR_EXPIRY_MS]:
             del self.sensors[tags]
 
     def record(self, user: str, client_id: str, value: float) -> int:
@@ -178,15 +176,7 @@ class ClientQuotaManager:
         sensor = self.sensor(user, client_id)
         sensor.last_ms = now
         sensor.rate.record(value, now)
-        measured = sensor.rate.measure(now)
-        if measured <= sensor.bound:
-            return 0
-        window = sensor.rate.window_size_ms(now)
-        if sensor.bound <= 0:
-            # a quota of 0 (Kafka divides by it): one window, and nothing is let through
-            throttle_ms = window
-        else:
-            throttle_ms = int(round((measured - sensor.bound) / sensor.bound * window))
+        throttle_ms = sensor.rate.throttle_ms(sensor.bound, now)
         if self._max_throttle_ms is not None:
             return min(throttle_ms, self._max_throttle_ms)
         return throttle_ms
