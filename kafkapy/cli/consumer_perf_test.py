@@ -128,7 +128,7 @@ def _execute(args: argparse.Namespace) -> int:
 def _consume(args: argparse.Namespace, props: dict[str, str],
              date_format: "JavaDateFormat") -> tuple["_Run", int, dict | None]:
     """The consume loop; the run's counters, its end time and the metrics asked for."""
-    consumer = _make_consumer(props, args.print_metrics)
+    consumer = _make_consumer(props, args.print_metrics, args.timeout)
     try:
         run = _Run(args, date_format, _now_ms())
         consumer.subscribe(args.topic, run)
@@ -317,13 +317,14 @@ def _tps(partitions) -> set[tuple[str, int]]:
 
 
 class _KafkaPythonConsumer:
-    def __init__(self, props: dict[str, str]) -> None:
+    def __init__(self, props: dict[str, str], join_wait_ms: int) -> None:
         from kafka import KafkaConsumer
 
         props = {k: v for k, v in props.items() if not k.endswith(".deserializer")}
         config = common.client_config(props, KafkaConsumer.DEFAULT_CONFIG)
         self._client_id = props["client.id"]
         self._consumer = KafkaConsumer(**config)
+        self._join_wait_ms = join_wait_ms
 
     def subscribe(self, topic: str, run: _Run) -> None:
         from kafka import ConsumerRebalanceListener
@@ -337,8 +338,15 @@ class _KafkaPythonConsumer:
         self._consumer.subscribe(topics=[topic], listener=_Listener())
 
     def poll_batch(self, timeout_s: float) -> tuple[int, int]:
+        timeout_ms = int(timeout_s * 1000)
+        if not self._consumer.assignment():
+            # kafka-python 3.0 never applies an assignment whose SyncGroup answer comes
+            # after its poll gave up, when new metadata asked for the rejoin (the leader
+            # first assigned before it knew the topic): until partitions are assigned,
+            # one poll waits for the whole join, up to the run's --timeout.
+            timeout_ms = max(timeout_ms, self._join_wait_ms)
         count = size = 0
-        for records in self._consumer.poll(timeout_ms=int(timeout_s * 1000)).values():
+        for records in self._consumer.poll(timeout_ms=timeout_ms).values():
             for record in records:
                 count += 1
                 size += len(record.key or b"") + len(record.value or b"")
@@ -351,11 +359,11 @@ class _KafkaPythonConsumer:
         self._consumer.close()
 
 
-def _make_consumer(props: dict[str, str], with_stats: bool):
+def _make_consumer(props: dict[str, str], with_stats: bool, join_wait_ms: int):
     _perf.announce()
     if _perf.backend() == "confluent-kafka":
         return _ConfluentConsumer(props, with_stats)
-    return _KafkaPythonConsumer(props)
+    return _KafkaPythonConsumer(props, join_wait_ms)
 
 
 # -- java.text.SimpleDateFormat --------------------------------------------------------------
