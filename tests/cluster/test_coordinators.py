@@ -4,7 +4,8 @@
 only once that many brokers are alive (before that FindCoordinator answers
 COORDINATOR_NOT_AVAILABLE, as Kafka 3.9 does).  The group coordinator is the leader of the
 group's ``__consumer_offsets`` partition: when that broker is killed, the partition's new
-leader loads the group and its committed offsets, and the group resumes where it committed.
+leader loads the group, its members and its committed offsets: a member whose session outlasts
+the move commits under the generation it had, and the group resumes where it committed.
 A transaction that writes to leaders on all three brokers commits and aborts everywhere (the
 transaction coordinator sends its markers to every leader), so a read_committed consumer
 bootstrapped elsewhere sees exactly the committed records.
@@ -129,3 +130,36 @@ def test_transaction_across_three_leaders(shared_cluster, unique, rf):
         f" expected 6 each; leaders {leaders}, transaction coordinator {coordinator}")
     assignment = c.assignment("__transaction_state")
     assert all(sorted(r) == [1, 2, 3] for r in assignment.values()), assignment
+
+
+def test_members_keep_their_membership_when_the_coordinator_is_killed(cluster, unique):
+    """The new coordinator loads the group's members with the group: a member's commit
+    after the move is accepted under the generation it had, without a rejoin."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = cluster
+    topic = unique("kept")
+    clients.create_topic(c.bootstrap(1), topic, partitions=1, replication=3)
+    c.wait_topic(topic, 1)
+    clients.produce_confluent(c.bootstrap(1), topic, {0: clients.record_values(topic, 0, 5)})
+    group = unique("keepers")
+    consumer = Consumer({"bootstrap.servers": ",".join(c.bootstrap(i) for i in (1, 2, 3)),
+                         "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "session.timeout.ms": 30000, "heartbeat.interval.ms": 1000})
+    try:
+        consumer.subscribe([topic])
+        wait_for(lambda: (m := consumer.poll(0.5)) is not None and m.error() is None, 30,
+                 "the first record")
+        consumer.commit(asynchronous=False)
+        member = consumer.memberid()
+        _, coordinator = find_coordinator(c, 1, group)
+        survivor = next(i for i in (1, 2, 3) if i != coordinator)
+
+        c.kill(coordinator)
+        wait_for(lambda: find_coordinator(c, survivor, group)[1] not in (coordinator, -1),
+                 FAILOVER_S + 10, lambda: f"a new coordinator after killing {coordinator}")
+        committed = consumer.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
+        assert [(p.partition, p.offset, p.error) for p in committed] == [(0, 3, None)]
+        assert consumer.memberid() == member
+    finally:
+        consumer.close()
