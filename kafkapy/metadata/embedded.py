@@ -95,6 +95,7 @@ from kafkapy.metadata.store import (
     WatchedEvent,
     join_path,
     parent_of,
+    run_watch,
     validate_path,
 )
 
@@ -739,9 +740,9 @@ class EmbeddedSession(MetadataStore):
         _deliver([(cb, lost) for cb in pending])
         for loop, callback in self._on_new_session:
             if loop is None:
-                _run_watch(lambda _ev, cb=callback: cb(), lost)
+                run_watch(lambda _ev, cb=callback: cb(), lost)
             elif not loop.is_closed():
-                loop.call_soon_threadsafe(_run_watch, lambda _ev, cb=callback: cb(), lost)
+                loop.call_soon_threadsafe(run_watch, lambda _ev, cb=callback: cb(), lost)
 
     def _check_open(self) -> None:
         if self._closed or self._store._closed:
@@ -757,16 +758,9 @@ def _deliver(calls: list[tuple[WatchCallback, WatchedEvent]]) -> None:
             loop = None
         for cb, ev in calls:
             if loop is not None:
-                loop.call_soon(_run_watch, cb, ev)
+                loop.call_soon(run_watch, cb, ev)
             else:
-                _run_watch(cb, ev)
-
-
-def _run_watch(cb: WatchCallback, ev: WatchedEvent) -> None:
-    try:
-        cb(ev)
-    except Exception:
-        _log.exception("metadata store watch callback %r failed on %s", cb, ev)
+                run_watch(cb, ev)
 
 
 class _FormatError(Exception):

@@ -48,6 +48,7 @@ and never blocks longer than one small file write.
 from __future__ import annotations
 
 import abc
+import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, Union
 
@@ -76,10 +77,21 @@ __all__ = [
     "EventType", "KeeperState", "WatchedEvent",
     "BadArgumentsError", "BadVersionError", "ConnectionClosedError",
     "NoChildrenForEphemeralsError", "NodeExistsError", "NoNodeError", "NotEmptyError",
-    "RolledBackError", "STORE_UNAVAILABLE",
+    "RolledBackError", "STORE_UNAVAILABLE", "run_watch",
 ]
 
 WatchCallback = Callable[[WatchedEvent], Any]
+
+_log = logging.getLogger(__name__)
+
+
+def run_watch(cb: WatchCallback, ev: WatchedEvent) -> None:
+    """Call a watch callback with its event; a callback that raises is logged, so one bad
+    watcher cannot stop the store delivering the others."""
+    try:
+        cb(ev)
+    except Exception:
+        _log.exception("metadata store watch callback %r failed on %s", cb, ev)
 
 
 class MetadataStoreError(Exception):

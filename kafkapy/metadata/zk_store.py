@@ -57,6 +57,7 @@ from kafkapy.metadata.store import (
     Stat,
     WatchCallback,
     WatchedEvent,
+    run_watch,
     validate_path,
 )
 
@@ -106,19 +107,12 @@ class _Watch:
         loop = self.loop
         if loop is not None:
             try:
-                loop.call_soon_threadsafe(_run_watch, self.callback, event)
+                loop.call_soon_threadsafe(run_watch, self.callback, event)
                 return
             except RuntimeError:       # loop closed: nobody to deliver to
                 _log.debug("dropping watch event %s: event loop closed", event)
                 return
-        _run_watch(self.callback, event)
-
-
-def _run_watch(cb: WatchCallback, ev: WatchedEvent) -> None:
-    try:
-        cb(ev)
-    except Exception:
-        _log.exception("metadata store watch callback %r failed on %s", cb, ev)
+        run_watch(self.callback, event)
 
 
 class _HeldBack(logging.Filter):

@@ -272,13 +272,8 @@ class GroupConsumerWorkload(_Workload):
             state["attempted"] = {}
             self.assignments[process] = [(tp.topic, tp.partition) for tp in partitions]
 
-        consumer = Consumer({**CLIENT_SETTINGS, "bootstrap.servers": self.bootstrap,
-                             "group.id": self.group, "enable.auto.commit": False,
-                             "auto.offset.reset": "earliest",
-                             "isolation.level": self.isolation,
-                             "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
-                             "on_commit": committed, "logger": _QUIET})
-        consumer.subscribe([self.topic], on_assign=assigned)
+        consumer = _group_consumer(self.bootstrap, self.group, self.topic, self.isolation,
+                                   assigned, on_commit=committed)
         polls = 0
         last_commit = 0.0
         try:
@@ -355,14 +350,8 @@ class TxnCopierWorkload(_Workload):
             state["epoch"] += 1
             self.assignments[process] = [(tp.topic, tp.partition) for tp in partitions]
 
-        consumer = Consumer({**CLIENT_SETTINGS, "bootstrap.servers": self.bootstrap,
-                             "group.id": self.group, "enable.auto.commit": False,
-                             "auto.offset.reset": "earliest",
-                             "isolation.level": "read_committed",
-                             "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
-                             "logger": _QUIET})
-        consumer.subscribe([self.input_topic], on_assign=assigned)
-        return consumer
+        return _group_consumer(self.bootstrap, self.group, self.input_topic, "read_committed",
+                               assigned)
 
     def _producer(self, index: int) -> Producer | None:
         producer = Producer({**CLIENT_SETTINGS, "bootstrap.servers": self.bootstrap,
@@ -500,6 +489,18 @@ class TxnCopierWorkload(_Workload):
                 if time.monotonic() > end:
                     raise KafkaException(KafkaError(KafkaError._QUEUE_FULL))
                 producer.poll(0.05)
+
+
+def _group_consumer(bootstrap: str, group: str, topic: str, isolation: str, on_assign,
+                    **settings) -> Consumer:
+    """A member of ``group`` subscribed to ``topic``: commits by hand, from the earliest
+    offset, with a 6 s session; ``settings`` adds to the client's configuration."""
+    consumer = Consumer({**CLIENT_SETTINGS, "bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "isolation.level": isolation, "session.timeout.ms": 6000,
+                         "heartbeat.interval.ms": 1000, "logger": _QUIET, **settings})
+    consumer.subscribe([topic], on_assign=on_assign)
+    return consumer
 
 
 def _rewind(consumer: Consumer, records: list, state: dict) -> None:
