@@ -49,7 +49,10 @@ def run_kafka_python(bootstrap, topic, group, instance_id):
                       heartbeat_interval_ms=HEARTBEAT_MS)
     t = _Tracker()
     while not _stop:
-        batch = c.poll(200)
+        # kafka-python 3.0 never applies an assignment whose SyncGroup answer comes after
+        # its poll gave up, when new metadata asked for the rejoin: unassigned, one poll
+        # waits for the whole join.
+        batch = c.poll(200 if c.assignment() else 5000)
         t.update(tp.partition for tp in c.assignment())
         for tp, records in batch.items():
             for r in records:
