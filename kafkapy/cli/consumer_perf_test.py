@@ -30,7 +30,8 @@ a progress line counts every record of the poll that crossed the interval (Kafka
 to the record that crossed it); an unreachable bootstrap server ends the tool with
 "Error: ..." (exit 1). With confluent-kafka, ``fetch.queue.backoff.ms`` defaults to 10 ms
 (librdkafka's 1 s pause after a full prefetch queue would dominate a perf run); a
-``--consumer.config`` value wins.
+``--consumer.config`` value wins. With kafka-python, a poll made before partitions are
+assigned waits for the whole join, up to ``--timeout`` (see ``_KafkaPythonConsumer``).
 """
 from __future__ import annotations
 
