@@ -177,6 +177,17 @@ def key_values(items: list[str]) -> dict[str, str]:
     return pairs
 
 
+def kafka_python_poll(consumer, timeout_ms: int, join_wait_ms: int) -> dict:
+    """``consumer.poll`` of a kafka-python group member; before any partition is assigned
+    the poll waits up to ``join_wait_ms`` instead.  kafka-python 3.0 never applies an
+    assignment whose SyncGroup answer comes after its poll gave up, when new metadata asked
+    for the rejoin (the leader first assigned before it knew the topic): one poll has to
+    see the whole join."""
+    if not consumer.assignment():
+        timeout_ms = max(timeout_ms, join_wait_ms)
+    return consumer.poll(timeout_ms=timeout_ms)
+
+
 def client_config(props: dict[str, str], defaults: dict) -> dict:
     """Kafka client properties -> kafka-python keyword arguments (see the module doc)."""
     config = {}

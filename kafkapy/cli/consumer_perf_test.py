@@ -31,7 +31,8 @@ to the record that crossed it); an unreachable bootstrap server ends the tool wi
 "Error: ..." (exit 1). With confluent-kafka, ``fetch.queue.backoff.ms`` defaults to 10 ms
 (librdkafka's 1 s pause after a full prefetch queue would dominate a perf run); a
 ``--consumer.config`` value wins. With kafka-python, a poll made before partitions are
-assigned waits for the whole join, up to ``--timeout`` (see ``_KafkaPythonConsumer``).
+assigned waits for the whole join, up to ``--timeout`` (see
+``_common.kafka_python_poll``).
 """
 from __future__ import annotations
 
@@ -339,15 +340,10 @@ class _KafkaPythonConsumer:
         self._consumer.subscribe(topics=[topic], listener=_Listener())
 
     def poll_batch(self, timeout_s: float) -> tuple[int, int]:
-        timeout_ms = int(timeout_s * 1000)
-        if not self._consumer.assignment():
-            # kafka-python 3.0 never applies an assignment whose SyncGroup answer comes
-            # after its poll gave up, when new metadata asked for the rejoin (the leader
-            # first assigned before it knew the topic): until partitions are assigned,
-            # one poll waits for the whole join, up to the run's --timeout.
-            timeout_ms = max(timeout_ms, self._join_wait_ms)
         count = size = 0
-        for records in self._consumer.poll(timeout_ms=timeout_ms).values():
+        batch = common.kafka_python_poll(self._consumer, int(timeout_s * 1000),
+                                         self._join_wait_ms)
+        for records in batch.values():
             for record in records:
                 count += 1
                 size += len(record.key or b"") + len(record.value or b"")

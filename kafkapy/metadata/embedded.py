@@ -66,7 +66,6 @@ import binascii
 import errno
 import fcntl
 import json
-import logging
 import os
 import secrets
 from pathlib import Path
@@ -101,7 +100,6 @@ from kafkapy.metadata.store import (
 
 __all__ = ["EmbeddedSession", "EmbeddedStore"]
 
-_log = logging.getLogger(__name__)
 
 FILE_FORMAT = "kafkapy-metadata-store"
 FILE_VERSION = 1

@@ -43,16 +43,14 @@ class _Tracker:
 
 def run_kafka_python(bootstrap, topic, group, instance_id):
     from kafka import KafkaConsumer
+    from kafkapy.cli._common import kafka_python_poll
     c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
                       group_instance_id=instance_id, auto_offset_reset="earliest",
                       enable_auto_commit=False, session_timeout_ms=SESSION_MS,
                       heartbeat_interval_ms=HEARTBEAT_MS)
     t = _Tracker()
     while not _stop:
-        # kafka-python 3.0 never applies an assignment whose SyncGroup answer comes after
-        # its poll gave up, when new metadata asked for the rejoin: unassigned, one poll
-        # waits for the whole join.
-        batch = c.poll(200 if c.assignment() else 5000)
+        batch = kafka_python_poll(c, 200, join_wait_ms=5000)
         t.update(tp.partition for tp in c.assignment())
         for tp, records in batch.items():
             for r in records:
