@@ -53,6 +53,12 @@ start_dockerd() {
   if $DOCKER info >/dev/null 2>&1; then return 0; fi
   if [ "$(id -u)" != 0 ]; then log "dockerd is not running and not root"; exit 1; fi
   log "starting dockerd $DOCKERD_FLAGS (log: $DOCKERD_LOG)"
+  # A dockerd killed without its cleanup leaves its pid file, and a new one refuses to start
+  # while the file exists: removed when no dockerd runs under that pid.
+  local pidfile=/var/run/docker.pid
+  if [ -f "$pidfile" ] && ! grep -qs dockerd "/proc/$(cat "$pidfile")/comm"; then
+    log "removing stale $pidfile"; rm -f "$pidfile"
+  fi
   # Storage: overlay2 when the kernel has it, else vfs (slow but works everywhere).
   local storage=()
   grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || true

@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from kafkapy.records.batch import crc32c
+from tests.support.cluster import tool_env
 from tests.support import workload
 from tests.support.mixed import SINGLE_BROKER_SETTINGS, Mixed, _require_kafka
 from tests.support.zookeeper_server import zookeeper_server  # noqa: F401  (fixture)
@@ -58,7 +59,7 @@ SETTINGS = dict(SINGLE_BROKER_SETTINGS, **{"log.cleaner.backoff.ms": "500"})
 
 def run(exe: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=300,
-                          cwd=cwd)
+                          cwd=cwd, env=tool_env())
 
 
 def compare(args: list[str], cwd: Path) -> str | None:

@@ -22,6 +22,7 @@ import pytest
 from kafkapy.cli import configs
 from kafkapy.network.client import BrokerConnection, SaslLoginError
 from kafkapy.security.listener_setup import ClientSecurity
+from tests.support.cluster import tool_env
 from tests.support.broker_process import ROOT, BrokerProcess, free_port
 from tests.support.certs import broker_ssl_overrides
 from tests.support.certs import certs  # noqa: F401 (fixture)
@@ -161,7 +162,7 @@ def _java_config(path: Path, certs, protocol: str, mechanism: str, user: str, pa
 
 
 def _java_tool(script: str, *args: str, stdin: str | None = None, timeout: float = 120):
-    env = dict(os.environ, KAFKA_HEAP_OPTS="-Xmx256m",
+    env = dict(tool_env(),
                KAFKA_LOG4J_OPTS=f"-Dlog4j.configuration=file:{KAFKA_HOME}/config/tools-log4j.properties")
     return subprocess.run([str(KAFKA_HOME / "bin" / script), *args], input=stdin,
                           capture_output=True, text=True, timeout=timeout, env=env)

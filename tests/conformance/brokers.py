@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tests.support.broker_process import ROOT, SERVER_PROPERTIES, BrokerProcess, free_port
 from tests.conformance.client import Connection
+from tests.support.kafka_jvm import kafka_jvm_opts
 from tests.support.kafka_kraft import start_kraft_kafka
 from tests.support.zookeeper_server import _die_with_parent
 
@@ -100,8 +101,7 @@ class KafkaProcess:
         self.base_dir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, KAFKA_HEAP_OPTS=KAFKA_HEAP_OPTS,
                    LOG_DIR=str(self.base_dir / "kafka-app-logs"),
-                   KAFKA_JVM_PERFORMANCE_OPTS="-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
-                                              "-Djava.awt.headless=true")
+                   KAFKA_JVM_PERFORMANCE_OPTS=kafka_jvm_opts())
         with open(self.output_path, "ab") as out:
             self.proc = subprocess.Popen(
                 [str(self.home / "bin" / "kafka-server-start.sh"), str(self._properties())],

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from tests.support.cluster import tool_env
 from tests.support.sasl import KAFKA_HOME
 from tests.support.side_by_side import side_by_side
 from tests.support.wire import WireClient
@@ -133,7 +134,7 @@ def test_kafka_configs_tool_on_both(brokers):
         outputs = {}
         for name, (broker, _) in sides.items():
             run = subprocess.run([tool, "--bootstrap-server", broker.bootstrap, *command],
-                                 capture_output=True, text=True, timeout=120)
+                                 capture_output=True, text=True, timeout=120, env=tool_env())
             outputs[name] = (run.returncode, run.stdout)
         assert outputs["kafkapy"] == outputs["kafka"], command
         assert outputs["kafkapy"][0] == 0, command
@@ -173,7 +174,7 @@ def test_kafkapy_configs_as_kafka_configs(brokers, capsys):
     tool = str(KAFKA_HOME / "bin" / "kafka-configs.sh")
     for command in OUR_COMMANDS:
         run = subprocess.run([tool, "--bootstrap-server", sides["kafka"][0].bootstrap, *command],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, env=tool_env())
         code = configs.main(["--bootstrap-server", sides["kafkapy"][0].bootstrap, *command])
         out, err = capsys.readouterr()
         assert (code, out) == (run.returncode, run.stdout), (command, err, run.stderr)

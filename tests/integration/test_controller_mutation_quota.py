@@ -23,6 +23,7 @@ import time
 import pytest
 
 from kafkapy.protocol.messages import REQUESTS
+from tests.support.cluster import tool_env
 from tests.support.sasl import KAFKA_HOME
 from tests.support.side_by_side import quota_metrics, side_by_side
 from tests.support.wire import WireClient
@@ -74,7 +75,8 @@ def _set_quota(bootstraps) -> None:
     runs = [subprocess.Popen([tool, "--bootstrap-server", bootstrap, "--alter",
                               "--entity-type", "clients", "--entity-name", "mutator",
                               "--add-config", f"controller_mutation_rate={RATE}"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=tool_env())
             for bootstrap in bootstraps]
     for run in runs:
         out, err = run.communicate(timeout=120)

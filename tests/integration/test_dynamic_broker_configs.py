@@ -20,6 +20,7 @@ import pytest
 from kafka import KafkaProducer
 from kafka.errors import MessageSizeTooLargeError
 
+from tests.support.cluster import tool_env
 from tests.support.broker_process import BrokerProcess
 from tests.support.zookeeper_server import zk_connect, zookeeper_server  # noqa: F401  (fixtures)
 
@@ -51,9 +52,7 @@ def kafka_configs(broker, *args: str) -> subprocess.CompletedProcess:
     script = KAFKA_HOME / "bin" / "kafka-configs.sh"
     if not script.is_file() or shutil.which("java") is None:
         pytest.skip(f"no Kafka 3.9 scripts at {script.parent} or no java")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("KAFKA_") and k not in ("JMX_PORT", "LOG_DIR", "CLASSPATH")}
-    env.update(KAFKA_HEAP_OPTS="-Xmx256m", LOG_DIR=str(broker.log_dir.parent / "kafka-tool-logs"))
+    env = tool_env(broker.log_dir.parent / "kafka-tool-logs")
     return subprocess.run([str(script), "--bootstrap-server", broker.bootstrap, *args],
                           capture_output=True, text=True, timeout=120, env=env,
                           stdin=subprocess.DEVNULL)

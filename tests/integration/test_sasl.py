@@ -23,6 +23,7 @@ from kazoo.client import KazooClient
 from kafkapy.cli import configs
 from kafkapy.security.sasl import credentials
 from kafkapy.security.sasl.client import ScramClient
+from tests.support.cluster import tool_env
 from tests.support.broker_process import BrokerProcess, free_port
 from tests.support.client_common import kafka_python_values
 from tests.support.request_fields import fields
@@ -112,7 +113,7 @@ def test_kafka_configs_tool_adds_a_user(zk_broker, capsys):
         [str(KAFKA_HOME / "bin" / "kafka-configs.sh"), "--bootstrap-server", broker.bootstrap,
          "--alter", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=carol-secret]",
          "--entity-type", "users", "--entity-name", "carol"],
-        capture_output=True, text=True, timeout=120)
+        capture_output=True, text=True, timeout=120, env=tool_env())
     assert run.returncode == 0, run.stderr
     assert "Completed updating config for user carol." in run.stdout
     stored = json.loads(zk.get("/config/users/carol")[0])["config"]
@@ -124,7 +125,7 @@ def test_kafka_configs_tool_adds_a_user(zk_broker, capsys):
         run = subprocess.run(
             [str(KAFKA_HOME / "bin" / "kafka-configs.sh"), "--bootstrap-server", broker.bootstrap,
              "--describe", "--entity-type", "users", *name],
-            capture_output=True, text=True, timeout=120)
+            capture_output=True, text=True, timeout=120, env=tool_env())
         assert run.returncode == 0, run.stderr
         assert run.stdout == ("SCRAM credential configs for user-principal 'carol' are "
                               "SCRAM-SHA-256=iterations=8192\n")
@@ -232,7 +233,7 @@ def test_confluent_kafka_scram_user_from_kafkas_tool(sasl_broker):
         [str(kafka_configs), "--bootstrap-server", sasl_broker.bootstrap, "--alter",
          "--add-config", "SCRAM-SHA-512=[iterations=8192,password=ck-secret]",
          "--entity-type", "users", "--entity-name", "ck-user"],
-        capture_output=True, text=True, timeout=120)
+        capture_output=True, text=True, timeout=120, env=tool_env())
     assert run.returncode == 0, run.stderr
     _wait_for_user(sasl_broker, "SCRAM-SHA-512", "ck-user", "ck-secret")
     settings = {"bootstrap.servers": sasl_broker.sasl_bootstrap,

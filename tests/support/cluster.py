@@ -42,6 +42,7 @@ from kazoo.client import KazooClient
 
 import kafkapy.protocol.inter_broker  # noqa: F401  (registers the inter-broker messages)
 from tests.support.broker_process import ROOT, SERVER_PROPERTIES, BrokerProcess, free_port
+from tests.support.kafka_jvm import kafka_jvm_opts
 from tests.support.request_fields import fields
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import (_die_with_parent, child_setup,  # noqa: F401
@@ -279,8 +280,7 @@ def kafka_env(log_dir: Path, heap: str = "-Xmx384m -Xms64m") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("KAFKA_") and k not in ("JMX_PORT", "LOG_DIR", "CLASSPATH")}
     env.update(KAFKA_HEAP_OPTS=heap, LOG_DIR=str(log_dir),
-               KAFKA_JVM_PERFORMANCE_OPTS="-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
-                                          "-Djava.awt.headless=true")
+               KAFKA_JVM_PERFORMANCE_OPTS=kafka_jvm_opts())
     return env
 
 
@@ -292,11 +292,17 @@ def kafka_tool(script: str, *args: str, stdin: str | None = None, timeout: float
         pytest.skip(f"no Kafka 3.9 scripts at {KAFKA_BIN}")
     if shutil.which("java") is None:
         pytest.skip("no java on PATH")
+    return subprocess.run([str(path), *args], input=stdin, capture_output=True, text=True,
+                          timeout=timeout, env=tool_env(log_dir),
+                          stdin=None if stdin is not None else subprocess.DEVNULL)
+
+
+def tool_env(log_dir: Path | None = None) -> dict[str, str]:
+    """``kafka_env`` for one of Kafka's command-line tools: a smaller heap, and its logs in
+    ``log_dir`` or one shared folder outside every test's files."""
     logs = log_dir or Path(os.environ.get("TMPDIR", "/tmp")) / "kafkapy-cluster-tool-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    return subprocess.run([str(path), *args], input=stdin, capture_output=True, text=True,
-                          timeout=timeout, env=kafka_env(logs, heap="-Xmx256m -Xms32m"),
-                          stdin=None if stdin is not None else subprocess.DEVNULL)
+    return kafka_env(logs, heap="-Xmx256m -Xms32m")
 
 
 # --------------------------------------------------------------------------- the cluster

@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 
 from tests.support.bench_scripts import load_bench_script
+from tests.support.kafka_jvm import kafka_jvm_opts
 from tests.support.zookeeper_server import _die_with_parent
 
 HEAP_OPTS = "-Xmx512m -Xms256m"
-JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
 START_TIMEOUT_S = 120.0
 
 
@@ -44,7 +44,7 @@ class _TestKafka(_peers.KafkaBroker):
 
     def _env(self) -> dict[str, str]:
         env = super()._env()
-        env["KAFKA_JVM_PERFORMANCE_OPTS"] = JVM_OPTS
+        env["KAFKA_JVM_PERFORMANCE_OPTS"] = kafka_jvm_opts()
         return env
 
     def launch(self) -> None:

@@ -1,0 +1,23 @@
+"""The JVM options of every Kafka 3.9 process the tests start through its ``bin/`` scripts.
+
+Tests start hundreds of short-lived Kafka JVMs (brokers and tools) on a 2-core machine, where
+their start-up CPU is what the suite waits for: serial GC and the C1 compiler only, and,
+once ``make test`` has built it (``tests/support/kafka_cds.py``), the class-data-sharing
+archive of Kafka's classes, which spares each JVM loading and verifying them from the jars.
+A JVM whose classpath or JDK differs from the archive's ignores it: with the ``cds`` log off
+it does so silently, so a tool's output is the same with or without the archive.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CDS_ARCHIVE = ROOT / ".cache" / "kafka-cds" / "kafka-3.9.jsa"
+BASE_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
+
+
+def kafka_jvm_opts() -> str:
+    """``KAFKA_JVM_PERFORMANCE_OPTS`` for a Kafka 3.9 script: the archive's when it is built."""
+    if CDS_ARCHIVE.is_file():
+        return f"{BASE_OPTS} -XX:SharedArchiveFile={CDS_ARCHIVE} -Xlog:cds=off,cds+dynamic=off"
+    return BASE_OPTS
