@@ -977,7 +977,7 @@ def _stage_lines(stages: dict | None) -> list[str]:
         return []
     names = {"rf3": "RF 3 flat out", "rate_limited": "RF 3 paced"}
     out = ["Stage breakdown of one acks=all batch on kafkapy (brokers' stage traces, "
-           "`bench/stage_breakdown.py`; ms, p50 / p90; " + ", ".join(
+           "`bench/stage_breakdown.py`; ms, p50 / p90 / p99 / max; " + ", ".join(
                f"{names[k]}: {stages[k]['batches']:,} batches" for k in cols) + "):", "",
            "| stage | " + " | ".join(names[k] for k in cols) + " |",
            "|---|" + "---:|" * len(cols)]
@@ -985,7 +985,8 @@ def _stage_lines(stages: dict | None) -> list[str]:
         cells = []
         for k in cols:
             v = stages[k]["stages"].get(stage)
-            cells.append(f"{v['p50_ms']:.2f} / {v['p90_ms']:.2f}" if v else "—")
+            cells.append(f"{v['p50_ms']:.2f} / {v['p90_ms']:.2f} / {v['p99_ms']:.2f} / "
+                         f"{v['max_ms']:.2f}" if v and "p99_ms" in v else "—")
         out.append(f"| {stage} | " + " | ".join(cells) + " |")
     return out + ["", "- " + stage_breakdown.LEGEND, ""]
 
