@@ -65,3 +65,15 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False
     return _ByGroup(config, log)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line on the machine the suite ran on, for reading a slow run's log: CPUs, the
+    load average at the end, and whether Kafka's JVMs had the class-data archive."""
+    import os
+
+    from tests.support.kafka_jvm import CDS_ARCHIVE
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    archive = "built" if CDS_ARCHIVE.is_file() else "missing"
+    terminalreporter.write_line(f"machine: {os.cpu_count()} CPUs, load average {load}; "
+                                f"Kafka class-data archive {archive}")

@@ -47,7 +47,8 @@ def test_unclean_leader_election_is_per_topic(cluster, unique):
     c.restart(a)
     wait_for(lambda: state(clean)[0] == a, FAILOVER_S,
              lambda: f"{a} back as leader of {clean}: {state(clean)}\n{c.summary()}")
-    assert clients.consume_confluent(c.bootstrap(controller), clean, {0: 1}) == {0: [b"before"]}
+    got = clients.consume_confluent(c.bootstrap(controller), clean, {0: 1})
+    assert got == {0: [b"before"]}, f"{got}\n{_partition_files(c, clean)}\n{c.summary()}"
 
 
 def test_enabling_unclean_election_elects_an_offline_partition(cluster, unique):
@@ -68,3 +69,14 @@ def test_enabling_unclean_election_elects_an_offline_partition(cluster, unique):
         future.result(30)
     wait_for(lambda: state() == (b, [b]), FAILOVER_S,
              lambda: f"unclean election of {b} after the config change: {state()}\n{c.summary()}")
+
+
+def _partition_files(c, topic: str) -> str:
+    """Each broker's files of ``topic``-0 with their sizes (what a failed read had on disk)."""
+    lines = []
+    for i, node in c.nodes.items():
+        d = node.log_dir / f"{topic}-0"
+        files = sorted(d.iterdir()) if d.is_dir() else []
+        lines.append(f"broker {i}: " + ", ".join(f"{f.name}={f.stat().st_size}" for f in files))
+    return "\n".join(lines)
+
