@@ -47,8 +47,10 @@ def test_unclean_leader_election_is_per_topic(cluster, unique):
     c.restart(a)
     wait_for(lambda: state(clean)[0] == a, FAILOVER_S,
              lambda: f"{a} back as leader of {clean}: {state(clean)}\n{c.summary()}")
-    got = clients.consume_confluent(c.bootstrap(controller), clean, {0: 1})
-    assert got == {0: [b"before"]}, f"{got}\n{_partition_files(c, clean)}\n{c.summary()}"
+    errors: list[str] = []
+    got = clients.consume_confluent(c.bootstrap(controller), clean, {0: 1}, errors=errors)
+    assert got == {0: [b"before"]}, (f"{got} {errors[:5]}\n{_partition_files(c, clean)}\n"
+                                     f"{c.summary()}")
 
 
 def test_enabling_unclean_election_elects_an_offline_partition(cluster, unique):

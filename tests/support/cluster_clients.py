@@ -138,8 +138,9 @@ def produce_confluent(bootstrap: str, topic: str, values: dict[int, list[bytes]]
 
 
 def consume_confluent(bootstrap: str, topic: str, counts: dict[int, int],
-                      timeout: float = 60.0) -> dict[int, list[bytes]]:
-    """Read ``counts[p]`` records of each partition from offset 0 (assign, no group)."""
+                      timeout: float = 60.0, errors: list | None = None) -> dict[int, list[bytes]]:
+    """Read ``counts[p]`` records of each partition from offset 0 (assign, no group);
+    the errors the consumer reported meanwhile go to ``errors`` when given."""
     from confluent_kafka import Consumer, TopicPartition
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader",
                          "enable.auto.commit": False, "enable.partition.eof": False})
@@ -149,6 +150,8 @@ def consume_confluent(bootstrap: str, topic: str, counts: dict[int, int],
     try:
         while any(len(got[p]) < n for p, n in counts.items()) and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is not None and errors is not None:
+                errors.append(str(msg.error()))
             if msg is None or msg.error() is not None:
                 continue
             got[msg.partition()].append(msg.value())
