@@ -53,6 +53,7 @@ import weakref
 from kafkapy.handlers import _mutation_quota as mutation_quota
 from kafkapy.handlers.common import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from kafkapy.handlers.spliced import Spliced, cut_array
+from kafkapy.metadata import membership
 from kafkapy.metadata.topics import (OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC,
                                      TRANSACTION_STATE_TOPIC, invalid_topic_reason,
                                      is_internal)
@@ -68,6 +69,27 @@ _R = RESPONSES[API_KEY]
 _TOPIC_STRUCT = _R.MetadataResponseTopic._struct.array_of   # the element struct
 # Versions whose partition arrays have the same bytes and rules share a kept encoding.
 _LAYOUT = {0: 0, 1: 1, 2: 1, 3: 1, 4: 1, 5: 5, 6: 6, 7: 7, 8: 7, 9: 9, 10: 9, 11: 9, 12: 9}
+
+
+def _brokers(ctx) -> list:
+    """The live brokers on the request's listener, by node id.
+
+    Until the controller's first UpdateMetadata reaches it, a (re)started broker knows no
+    live broker, and Kafka 3.9 in ZooKeeper mode answers an empty list then.  The Java client
+    ignores such an answer; librdkafka 2.x drops every broker it knows that the list leaves
+    out, its bootstrap servers too, and is left with none to ask again: a consumer whose
+    fetch went to a leader elected a moment before (UNKNOWN_TOPIC_ID, so it asks that broker
+    for metadata) never fetches again.  So while it knows no broker, a broker lists itself."""
+    nodes = ctx.services.cache.brokers_for(ctx.listener)
+    if nodes:
+        return [_R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port,
+                                          rack=b.rack)
+                for b in sorted(nodes.values(), key=lambda b: b.node_id)]
+    config = ctx.services.config
+    return [_R.MetadataResponseBroker(node_id=ctx.services.node_id, host=e.host, port=e.port,
+                                      rack=config["broker.rack"])
+            for e in membership.advertised_endpoints(config)
+            if ctx.listener is None or e.listener_name == ctx.listener][:1]
 
 
 def handle(ctx, request):
@@ -106,10 +128,7 @@ def handle(ctx, request):
                     ctx, authz.TOPIC, topic.name, TOPIC_OPERATIONS)
     response = ctx.response(
         throttle_time_ms=0,
-        brokers=[_R.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port,
-                                           rack=b.rack)
-                 for b in sorted(cache.brokers_for(ctx.listener).values(),
-                                 key=lambda b: b.node_id)],
+        brokers=_brokers(ctx),
         cluster_id=cache.cluster_id,
         controller_id=cache.controller_id,
         topics=unknown_ids + topics,
