@@ -179,6 +179,7 @@ def produce_phase(bootstrap: str, topic: str, count: int, size: int, nprocs: int
                    mib_per_s=round(acked * size / MIB / secs, 2) if secs > 0 else None,
                    driver_cpu_s=round(sum(r.get("driver_cpu_s", 0) for r in timed), 2),
                    driver_process_cpu_s=round(sum(r.get("process_cpu_s", 0) for r in timed), 2),
+                   driver_nice=max((r.get("nice", 0) for r in timed), default=0),
                    latency_ms=wl.percentiles(_merge_latencies(
                        [r.get("latencies", b"") for r in res])))
     if rate:
@@ -558,6 +559,8 @@ class BrokerRun:
         """One repetition of one workload (fresh broker unless shared)."""
         self.rep = rep
         label = name if self.args.repeat == 1 else f"{name}-r{rep + 1}"
+        nice = self.args.driver_nice if name == "rf3" else 0
+        os.environ[wl.DRIVER_NICE_ENV] = str(nice)   # read by the driver processes it spawns
         try:
             if not self.shared:
                 self._start_traced(label) if self._traces(name) else self._start(label)
@@ -835,6 +838,8 @@ RF3_ROWS = (
          if x is not None] or [None], key=lambda x: x or 0), 0, "lower"),
     ("other load % produce", lambda w: w.get("produce", {}).get("other_load_pct"), 0, None),
     ("other load % consume", lambda w: w.get("consume", {}).get("other_load_pct"), 0, None),
+    ("driver CPU % produce (3 producers, nice)", lambda w: _driver_cpu(w.get("produce")), 0,
+     None),
     ("RF 1, same producers: produce rec/s",
      lambda w: w.get("rf1_produce", {}).get("records_per_s"), 0, "higher"),
     ("RF 1: produce p50 ms", lambda w: w.get("rf1_produce", {}).get("latency_ms", {}).get("p50"),
@@ -861,6 +866,15 @@ RF3_ROWS = (
 )
 
 
+def _driver_cpu(phase: dict | None):
+    """The producer processes' CPU % of one core over the phase, with their niceness."""
+    phase = phase or {}
+    cpu, secs = phase.get("driver_cpu_s"), phase.get("seconds")
+    if cpu is None or not secs:
+        return None
+    return f"{100 * cpu / secs:.0f} (nice {phase.get('driver_nice', 0)})"
+
+
 def _share(a: dict | None, b: dict | None):
     """a's produce rec/s over b's, or None."""
     ra, rb = (a or {}).get("records_per_s"), (b or {}).get("records_per_s")
@@ -883,7 +897,13 @@ RF3_LEGEND = [
     "together / phase wall time (100 = one core; ZooKeeper not counted); *broker RSS peak* = "
     "peak of the sum of the three brokers' VmRSS sampled every 50 ms; *other load* = CPU of "
     "processes other than the brokers and the driver (% of one core; above ~50 the numbers "
-    "are disturbed).",
+    "are disturbed); *driver CPU* = CPU of the producer processes over the timed part (% of "
+    "one core) and the niceness they ran at.",
+    "- The driver shares the 2 cores with the brokers and runs at nice 19 (`--driver-nice`): "
+    "an idempotent librdkafka producer waits for its one in-flight Produce by polling its "
+    "socket with a zero timeout, so a flat-out acks=all producer keeps a core busy while it "
+    "waits and, at the brokers' priority, takes that CPU from them (clients on machines of "
+    "their own would not). Niced, the producers get the CPU the brokers leave.",
     "- *RF 1, same producers*: after the RF 3 run, on the same cluster, the same producer "
     "processes and settings (idempotent) write the same number of records to a 3-partition "
     "RF 1 topic. *RF 3 paced*: then half the records to a fresh RF 3 topic, each producer "
@@ -1271,6 +1291,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--wait-quiet", type=float, default=60.0, metavar="SECS",
                     help="before each broker start wait up to SECS for the machine to be "
                          "under 15%% busy (0: don't wait); other load is recorded per phase")
+    ap.add_argument("--driver-nice", type=int, default=19,
+                    help="rf3: the driver processes lower their CPU priority by this much "
+                         "(os.nice) so that librdkafka's idempotent producers, which poll "
+                         "with a zero timeout while their one request is in flight, do not "
+                         "take the brokers' CPU (default 19; 0: same priority)")
     ap.add_argument("--phase-timeout", type=float, default=600.0)
     ap.add_argument("--start-timeout", type=float, default=60.0)
     ap.add_argument("--results-dir", default=str(RESULTS_DIR))

@@ -22,11 +22,26 @@ import time
 from array import array
 
 MIB = 1024 * 1024
+# How far a driver process lowers its own CPU priority (os.nice), from the parent's
+# environment: run_bench.py sets it for the rf3 workload (``--driver-nice``).
+DRIVER_NICE_ENV = "KAFKAPY_BENCH_DRIVER_NICE"
 LOG_LEVEL = 4  # librdkafka syslog level: warnings and worse (info-level reconnect spam off)
 _STAMP = struct.Struct(">Q")
 
 
 # --------------------------------------------------------------------------- helpers
+
+def yield_cpu() -> int:
+    """Lower this process's priority by ``$KAFKAPY_BENCH_DRIVER_NICE`` (0: unchanged);
+    returns the niceness now.  An idempotent librdkafka producer waits for its one
+    in-flight Produce by polling its socket with a zero timeout (strace: ``poll(..., 0)``
+    in a loop on its broker thread), so each producer process of a flat-out acks=all run
+    keeps a core busy while it waits; on a machine shared with the brokers that CPU is
+    taken from the brokers, as it would not be with the clients on machines of their own.
+    At nice 19 the drivers get what the brokers leave."""
+    step = int(os.environ.get(DRIVER_NICE_ENV) or 0)
+    return os.nice(step) if step else os.nice(0)
+
 
 def percentiles(values, ps=(50, 90, 99, 99.9)) -> dict:
     """Nearest-rank percentiles of ``values`` (seconds) as milliseconds, plus mean/max/count."""
@@ -156,6 +171,7 @@ _PACE_EVERY = 16   # records between two looks at the clock when paced
 def _produce(wid: int, bootstrap: str, topic: str, partition: int, count: int, size: int,
              conf: dict, rate: float, barrier, results, deadline_s: float) -> None:
     from confluent_kafka import KafkaException, Producer
+    niceness = yield_cpu()
     lat = array("f")
     errs = [0, None]
 
@@ -167,7 +183,7 @@ def _produce(wid: int, bootstrap: str, topic: str, partition: int, count: int, s
         else:
             lat.append(msg.latency())
 
-    res = {"wid": wid, "ok": False, "pid": os.getpid()}
+    res = {"wid": wid, "ok": False, "pid": os.getpid(), "nice": niceness}
     try:
         p = Producer(_conf({"bootstrap.servers": bootstrap, "on_delivery": on_delivery,
                             "client.id": f"bench-producer-{wid}", **PRODUCER_DEFAULTS}, conf))
@@ -246,7 +262,7 @@ def consume_worker(wid: int, bootstrap: str, topic: str, partition: int, start: 
                    conf: dict, barrier, results, deadline_s: float, idle_s: float = 30.0) -> None:
     """Read offsets [start, end) of one partition with a fresh, group-less (assign) consumer."""
     from confluent_kafka import Consumer, TopicPartition
-    res = {"wid": wid, "ok": False, "pid": os.getpid()}
+    res = {"wid": wid, "ok": False, "pid": os.getpid(), "nice": yield_cpu()}
     try:
         c = Consumer(_conf({"bootstrap.servers": bootstrap,
                             "group.id": f"kafkapy-bench-{os.getpid()}",  # required, never joined
