@@ -58,7 +58,7 @@ from kafkapy.handlers.services import Services
 from kafkapy.handlers.api_versions import unsupported_version_response
 from kafkapy.log.cleaner import CleanerSettings, LogCleaner
 from kafkapy.log.leader_epoch import wait_for_writes
-from kafkapy.log.manager import LogDirError, LogManager
+from kafkapy.log.manager import CheckpointWrite, LogDirError, LogManager, write_checkpoint_files
 from kafkapy.log.meta_properties import InconsistentMetaPropertiesError
 from kafkapy.log.producer_state import ProducerStateManagerConfig
 from kafkapy.metadata import paths
@@ -620,10 +620,17 @@ class Broker:
 
     async def _log_maintenance(self) -> None:
         """Every second: fsync what is due (rolled segments, flush.ms) off the loop, then
-        checkpoints, retention and producer expiry on the loop (they change log state)."""
+        checkpoints, retention and producer expiry on the loop (they change log state),
+        the checkpoint files written off the loop (as Kafka's scheduler threads write
+        them: two fsyncs per file would stall every connection of the broker)."""
         now = self.clock.time_ms()
         await self.loop.run_in_executor(None, self.log_manager.flush_dirty, now)
-        self.log_manager.periodic(now)
+        writes: list[CheckpointWrite] = []
+        self.log_manager.periodic(now, checkpoint_queue=writes)
+        if writes:
+            failed = await self.loop.run_in_executor(None, write_checkpoint_files, writes)
+            for log_dir, err in failed:
+                self.log_manager.fail_dir(log_dir, err)
 
     def _services(self) -> Services:
         """What the handlers may call, once every component exists."""

@@ -63,8 +63,10 @@ import json
 import logging
 import os
 import shutil
+import itertools
+import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from kafkapy.clock import SYSTEM_CLOCK, Clock
 from kafkapy.log.checkpoint import (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
@@ -86,6 +88,40 @@ LOCK_FILE = ".lock"
 _log = logging.getLogger(__name__)
 
 TopicConfigs = dict[str, dict[str, Any]] | Callable[[str], dict[str, Any] | None] | None
+
+
+class CheckpointWrite(NamedTuple):
+    """One offset checkpoint file's contents, taken when ``seq`` was drawn: written later,
+    off the event loop (``write_checkpoint_files``)."""
+
+    log_dir: str
+    path: str
+    offsets: dict
+    seq: int
+
+
+_checkpoint_seq = itertools.count(1)
+_checkpoint_lock = threading.Lock()
+_last_written: dict[str, int] = {}    # path -> seq of the contents on disk
+
+
+def write_checkpoint_files(writes: list[CheckpointWrite]) -> list[tuple[str, OSError]]:
+    """Write checkpoint files; returns (log dir, error) of those that failed.  Safe from
+    any thread.  A file never goes back to older contents: a write whose contents were
+    taken before those already written (a periodic write finishing after the shutdown's
+    final checkpoint) is skipped."""
+    failed = []
+    for write in writes:
+        with _checkpoint_lock:
+            if _last_written.get(write.path, 0) > write.seq:
+                continue
+            try:
+                write_offset_checkpoint(write.path, write.offsets)
+            except OSError as err:
+                failed.append((write.log_dir, err))
+                continue
+            _last_written[write.path] = write.seq
+    return failed
 
 
 class LogDirError(Exception):
@@ -666,22 +702,29 @@ class LogManager:
                 out[d].append((key, log))
         return out
 
-    def _write_checkpoints(self, name: str, offsets_of) -> None:
-        for d, items in self._by_dir().items():
-            try:
-                write_offset_checkpoint(os.path.join(d, name), offsets_of(items))
-            except OSError as err:
-                self.fail_dir(d, err)
+    def _write_checkpoints(self, name: str, offsets_of,
+                           queue: list[CheckpointWrite] | None = None) -> None:
+        """Each live dir's ``name`` file with ``offsets_of`` its logs, written now, or
+        appended to ``queue`` for the caller to write (``write_checkpoint_files``)."""
+        writes = [CheckpointWrite(d, os.path.join(d, name), offsets_of(items),
+                                  next(_checkpoint_seq))
+                  for d, items in self._by_dir().items()]
+        if queue is not None:
+            queue.extend(writes)
+            return
+        for d, err in write_checkpoint_files(writes):
+            self.fail_dir(d, err)
 
-    def checkpoint_recovery_points(self) -> None:
-        self._write_checkpoints(RECOVERY_POINT_CHECKPOINT, _recovery_points)
+    def checkpoint_recovery_points(self, queue: list[CheckpointWrite] | None = None) -> None:
+        self._write_checkpoints(RECOVERY_POINT_CHECKPOINT, _recovery_points, queue)
 
-    def checkpoint_log_start_offsets(self) -> None:
-        self._write_checkpoints(LOG_START_OFFSET_CHECKPOINT, _log_start_offsets)
+    def checkpoint_log_start_offsets(self, queue: list[CheckpointWrite] | None = None) -> None:
+        self._write_checkpoints(LOG_START_OFFSET_CHECKPOINT, _log_start_offsets, queue)
 
-    def checkpoint_high_watermarks(self) -> None:
+    def checkpoint_high_watermarks(self, queue: list[CheckpointWrite] | None = None) -> None:
         self._write_checkpoints(REPLICATION_OFFSET_CHECKPOINT,
-                                lambda items: {k: log.high_watermark for k, log in items})
+                                lambda items: {k: log.high_watermark for k, log in items},
+                                queue)
 
     def checkpoint(self) -> None:
         """Write recovery points, log start offsets and high watermarks."""
@@ -716,14 +759,19 @@ class LogManager:
                     self.fail_dir_of(*key, err)
         return n
 
-    def periodic(self, now_ms: int | None = None) -> list[str]:
-        """Run whichever periodic tasks are due; returns their names."""
+    def periodic(self, now_ms: int | None = None,
+                 checkpoint_queue: list[CheckpointWrite] | None = None) -> list[str]:
+        """Run whichever periodic tasks are due; returns their names.  With
+        ``checkpoint_queue`` the due checkpoints' contents are taken now and appended to
+        it instead of written: the caller writes them off the event loop (their fsyncs
+        would stall it) and hands failures to ``fail_dir``."""
         now = self.clock.time_ms() if now_ms is None else now_ms
         done = []
+        queue = checkpoint_queue
         tasks = [("flush", self.flush_dirty),
-                 ("hw", self.checkpoint_high_watermarks),
-                 ("recovery", self.checkpoint_recovery_points),
-                 ("start", self.checkpoint_log_start_offsets),
+                 ("hw", lambda: self.checkpoint_high_watermarks(queue)),
+                 ("recovery", lambda: self.checkpoint_recovery_points(queue)),
+                 ("start", lambda: self.checkpoint_log_start_offsets(queue)),
                  ("expire", self._expire_producers),
                  ("retention", self.cleanup_logs)]
         for name, fn in tasks:

@@ -9,7 +9,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.clock import MockClock
 from kafkapy.log.checkpoint import read_offset_checkpoint
-from kafkapy.log.manager import CLEAN_SHUTDOWN_FILE, LogManager
+from kafkapy.log.manager import CLEAN_SHUTDOWN_FILE, LogManager, write_checkpoint_files
 from kafkapy.log.meta_properties import InconsistentMetaPropertiesError
 from kafkapy.records.batch import validate_for_append
 
@@ -158,6 +158,58 @@ def test_periodic_flushes_rolled_segments_and_checkpoints(dirs):
     assert "flush" in done and "hw" in done and "recovery" not in done
     assert log.recovery_point == log.active_segment.base_offset > 0
     assert os.path.exists(os.path.join(m.log_dir_of("p", 0), "replication-offset-checkpoint"))
+    m.shutdown()
+
+
+def test_periodic_can_hand_its_checkpoints_to_the_caller_to_write(dirs):
+    clock = MockClock(TS)
+    m = LogManager(dirs, clock, {"segment.bytes": 600}, high_watermark_checkpoint_interval_ms=5000)
+    m.load("cluster-A", 1)
+    log = m.get_or_create_log("p", 0)
+    for _ in range(2):
+        log.append_as_leader(*batch(), 0)
+    log.high_watermark = 6
+    path = os.path.join(m.log_dir_of("p", 0), "replication-offset-checkpoint")
+    clock.advance(5000)
+    queue = []
+    assert "hw" in m.periodic(checkpoint_queue=queue)
+    assert not os.path.exists(path)     # taken, not written
+    assert {w.path for w in queue} == {os.path.join(d, "replication-offset-checkpoint")
+                                       for d in dirs}
+    log.high_watermark = 3              # contents were taken when periodic ran
+    assert write_checkpoint_files(queue) == []
+    assert read_offset_checkpoint(path) == {("p", 0): 6}
+    m.shutdown()
+
+
+def test_a_checkpoint_file_never_goes_back_to_older_contents(dirs):
+    clock = MockClock(TS)
+    m = LogManager(dirs, clock, {"segment.bytes": 600}, high_watermark_checkpoint_interval_ms=5000)
+    m.load("cluster-A", 1)
+    log = m.get_or_create_log("p", 0)
+    for _ in range(3):
+        log.append_as_leader(*batch(), 0)
+    log.high_watermark = 3
+    clock.advance(5000)
+    older = []
+    m.periodic(checkpoint_queue=older)
+    log.high_watermark = 9
+    m.checkpoint_high_watermarks()      # written at once, with contents taken later
+    path = os.path.join(m.log_dir_of("p", 0), "replication-offset-checkpoint")
+    assert write_checkpoint_files(older) == []      # finishing late: skipped
+    assert read_offset_checkpoint(path) == {("p", 0): 9}
+    m.shutdown()
+
+
+def test_a_checkpoint_that_cannot_be_written_names_its_dir(dirs, tmp_path):
+    m = new_manager(dirs)
+    m.get_or_create_log("p", 0)
+    queue = []
+    m.checkpoint_high_watermarks(queue)
+    gone = tmp_path / "gone"
+    bad = queue[0]._replace(log_dir=str(gone), path=str(gone / "replication-offset-checkpoint"))
+    failed = write_checkpoint_files([bad, *queue[1:]])
+    assert [d for d, _ in failed] == [str(gone)] and isinstance(failed[0][1], OSError)
     m.shutdown()
 
 
