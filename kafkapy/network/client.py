@@ -46,7 +46,7 @@ import socket
 import struct
 
 import structlog
-from kafka.protocol.api_header import RequestHeader, ResponseHeader
+from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 
 from kafkapy.network.links import Links
@@ -61,6 +61,7 @@ _log = structlog.get_logger("kafkapy.network.client")
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
+_HEADER_START = struct.Struct(">hhih")   # api key, version, correlation id, client id length
 _MAX_CORRELATION = 2**31 - 1
 # StreamReader pauses the socket past twice this and resumes on every read:
 # 1 MiB keeps multi-megabyte Fetch responses from stopping every 128 KiB.
@@ -399,8 +400,18 @@ def _skip_tagged_fields(view: memoryview, pos: int) -> int:
 def _encode(request, correlation_id: int, client_id: str | None) -> bytes:
     """Frame = size, header v1/v2, body; the request instance is not modified."""
     api_key, version = request.API_KEY, request.API_VERSION
-    header = RequestHeader(request_api_key=api_key, request_api_version=version,
-                           correlation_id=correlation_id, client_id=client_id)
-    head = header.encode(flexible=is_flexible(api_key, version))
+    head = _request_header(api_key, version, correlation_id, client_id)
     body = request.encode()
-    return _SIZE.pack(len(head) + len(body)) + bytes(head) + bytes(body)
+    return b"".join((_SIZE.pack(len(head) + len(body)), head, body))
+
+
+def _request_header(api_key: int, version: int, correlation_id: int,
+                    client_id: str | None) -> bytes:
+    """Header v1, or v2 (v1 and an empty tagged-field count) for flexible versions; the
+    client id stays a non-compact nullable string in both (Kafka's RequestHeader)."""
+    if client_id is None:
+        head = _HEADER_START.pack(api_key, version, correlation_id, -1)
+    else:
+        name = client_id.encode()
+        head = _HEADER_START.pack(api_key, version, correlation_id, len(name)) + name
+    return head + b"\x00" if is_flexible(api_key, version) else head
