@@ -12,7 +12,7 @@ decode, session bookkeeping, the follower append (segment write, indexes, produc
 state, epoch cache), the high watermark.
 
 What it reports: the follower's CPU per round in microseconds (``time.thread_time``:
-the event loop's thread; ``time.process_time`` beside it), median of ``--repeats`` runs
+the event loop's thread, split into user and system time; ``time.process_time`` beside it), median of ``--repeats`` runs
 of ``--rounds`` rounds; then one run with each stage wrapped in a CPU-time accumulator
 (adds ~1 us per wrapped call) giving the per-stage split: ``build`` (the Fetch
 request object), ``encode``, ``decode``, ``session`` (response_keys, handle_response),
@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -60,6 +61,7 @@ EPOCH = 5
 RECORDS = 63
 VALUE = b"x" * 1024
 TS = 1_700_000_000_000
+_THREAD = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
 CONFIG = {"replica.fetch.wait.max.ms": 500, "replica.fetch.min.bytes": 1,
           "replica.fetch.response.max.bytes": 10485760, "replica.fetch.max.bytes": 1048576,
           "replica.fetch.backoff.ms": 1000, "replica.socket.timeout.ms": 30000,
@@ -182,16 +184,19 @@ async def _run(port: int, rounds: int, warmup: int, stages: Stages | None):
         if stages is not None:
             _wrap_stages(stages)
         start_offset = partition.log.log_end_offset
-        t0, p0 = time.thread_time(), time.process_time()
+        t0, p0, u0 = time.thread_time(), time.process_time(), resource.getrusage(_THREAD)
         for _ in range(rounds):
             await manager.fetch_round()
         thread_s, process_s = time.thread_time() - t0, time.process_time() - p0
+        u1 = resource.getrusage(_THREAD)
+        user_s, system_s = u1.ru_utime - u0.ru_utime, u1.ru_stime - u0.ru_stime
         if stages is not None:
             stages.undo()
         taken = partition.log.log_end_offset - start_offset
         if taken != rounds * RECORDS:
             raise AssertionError(f"took {taken} records in {rounds} rounds")
-        return thread_s / rounds * 1e6, process_s / rounds * 1e6
+        return (thread_s / rounds * 1e6, process_s / rounds * 1e6, user_s / rounds * 1e6,
+                system_s / rounds * 1e6)
     finally:
         await manager.shutdown()
         partition.log.close()
@@ -234,9 +239,11 @@ def main() -> None:
                 for _ in range(args.repeats)]
         thread_us = statistics.median(r[0] for r in runs)
         process_us = statistics.median(r[1] for r in runs)
-        print(f"round: {thread_us:7.1f} us thread CPU, {process_us:7.1f} us process CPU "
-              f"(median of {args.repeats} x {args.rounds} rounds; runs "
-              f"{', '.join(f'{r[0]:.0f}' for r in runs)})")
+        user_us = statistics.median(r[2] for r in runs)
+        system_us = statistics.median(r[3] for r in runs)
+        print(f"round: {thread_us:7.1f} us thread CPU ({user_us:.0f} user, {system_us:.0f} "
+              f"system), {process_us:7.1f} us process CPU (median of {args.repeats} x "
+              f"{args.rounds} rounds; runs {', '.join(f'{r[0]:.0f}' for r in runs)})")
         if args.profile:
             import cProfile
             profiler = cProfile.Profile(time.thread_time)
@@ -246,7 +253,7 @@ def main() -> None:
             profiler.dump_stats(args.profile)
         if not args.no_stages:
             stages = Stages()
-            total, _ = uvloop.run(_run(port, args.rounds, args.warmup, stages))
+            total, *_ = uvloop.run(_run(port, args.rounds, args.warmup, stages))
             per = {k: v / args.rounds * 1e6 for k, v in stages.totals.items()}
             per["apply"] -= per["append"]
             per["append"] -= per["log"]
