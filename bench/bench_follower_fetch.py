@@ -12,8 +12,8 @@ decode, session bookkeeping, the follower append (segment write, indexes, produc
 state, epoch cache), the high watermark.
 
 What it reports: the follower's CPU per round in microseconds (``time.thread_time``:
-the event loop's thread, split into user and system time; ``time.process_time`` beside it), median of ``--repeats`` runs
-of ``--rounds`` rounds; then one run with each stage wrapped in a CPU-time accumulator
+the event loop's thread, split into user and system time; ``time.process_time``
+beside it), median of ``--repeats`` runs of ``--rounds`` rounds; then one run with each stage wrapped in a CPU-time accumulator
 (adds ~1 us per wrapped call) giving the per-stage split: ``build`` (the Fetch
 request object), ``encode``, ``decode``, ``session`` (response_keys, handle_response),
 ``append`` (Partition.append_as_follower, of which ``log`` is Log.append_as_follower),
@@ -21,7 +21,9 @@ request object), ``encode``, ``decode``, ``session`` (response_keys, handle_resp
 writes, send/dispatch: what is left of the round).
 
 Usage: python bench/bench_follower_fetch.py [--rounds N] [--repeats R] [--no-stages]
-    [--profile FILE]
+    [--chunks C] [--profile FILE]
+(``--chunks 4``: the leader writes each answer in 4 pieces, 0.2 ms apart, so the
+follower reads it in several chunks as over a real network; default 1, one read.)
 (uvloop, as the broker runs; the log goes to a temp dir removed at the end).
 """
 from __future__ import annotations
@@ -100,8 +102,10 @@ def _read_exactly(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def serve(port_file: str) -> None:
-    """Answer Fetch requests on one connection at a time until the client leaves."""
+def serve(port_file: str, chunks: int) -> None:
+    """Answer Fetch requests on one connection at a time until the client leaves; each
+    answer written in ``chunks`` pieces 0.2 ms apart (as a 64 KiB answer reaches a
+    follower over a real network: in several reads)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
@@ -121,7 +125,12 @@ def serve(port_file: str) -> None:
                 offset = request.topics[0].partitions[0].fetch_offset if request.topics else 0
                 if request.session_epoch > 1 and not request.topics:
                     raise AssertionError("incremental fetch without the partition")
-                sock.sendall(_response(correlation_id, offset))
+                answer = _response(correlation_id, offset)
+                step = -(-len(answer) // chunks)
+                for start in range(0, len(answer), step):
+                    if start:
+                        time.sleep(0.0002)
+                    sock.sendall(answer[start:start + step])
         except (EOFError, ConnectionError):
             sock.close()
 
@@ -222,15 +231,18 @@ def main() -> None:
     parser.add_argument("--no-stages", action="store_true")
     parser.add_argument("--profile", metavar="FILE",
                         help="also write a cProfile (CPU-time timer) of one run to FILE")
+    parser.add_argument("--chunks", type=int, default=1,
+                        help="the leader writes each answer in this many pieces")
     parser.add_argument("--serve", metavar="PORT_FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.chunks)
         return
     import uvloop  # optional dependency: the broker's event loop
     workdir = tempfile.mkdtemp(prefix="bench-leader-")
     port_file = os.path.join(workdir, "port")
-    leader = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", port_file])
+    leader = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", port_file,
+                               "--chunks", str(args.chunks)])
     try:
         while not os.path.exists(port_file):
             time.sleep(0.05)
