@@ -13,9 +13,9 @@ state, epoch cache), the high watermark.
 
 What it reports: the follower's CPU per round in microseconds (``time.thread_time``:
 the event loop's thread, split into user and system time; ``time.process_time``
-beside it), median of ``--repeats`` runs of ``--rounds`` rounds; then one run with each stage wrapped in a CPU-time accumulator
-(adds ~1 us per wrapped call) giving the per-stage split: ``build`` (the Fetch
-request object), ``encode``, ``decode``, ``session`` (response_keys, handle_response),
+beside it), median of ``--repeats`` runs of ``--rounds`` rounds; then one run with
+each stage wrapped in a CPU-time accumulator (adds ~1 us per wrapped call) giving the
+per-stage split: ``build`` (the Fetch request object), ``encode``, ``decode``, ``session`` (response_keys, handle_response),
 ``append`` (Partition.append_as_follower, of which ``log`` is Log.append_as_follower),
 ``apply`` (the rest of applying the answer) and ``rest`` (asyncio, socket reads and
 writes, send/dispatch: what is left of the round).
