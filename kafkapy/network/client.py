@@ -44,9 +44,10 @@ import asyncio
 import collections
 import socket
 import struct
+from typing import Callable
 
 import structlog
-from kafka.protocol.api_header import RequestHeader, ResponseHeader
+from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 
 from kafkapy.network.links import Links
@@ -61,10 +62,8 @@ _log = structlog.get_logger("kafkapy.network.client")
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
+_HEADER_START = struct.Struct(">hhih")   # api key, version, correlation id, client id length
 _MAX_CORRELATION = 2**31 - 1
-# StreamReader pauses the socket past twice this and resumes on every read:
-# 1 MiB keeps multi-megabyte Fetch responses from stopping every 128 KiB.
-_READ_BUFFER = 1 << 20
 _API_VERSIONS = 18
 # kafka-python's ApiVersionsResponse.decode reads a v0 body for ANY error; Kafka
 # answers v0 only for UNSUPPORTED_VERSION (other errors keep the asked version),
@@ -107,26 +106,26 @@ class BrokerConnection:
                  security: ClientSecurity | None = None, links: Links | None = None) -> None:
         self.client_id = client_id
         self._links = links
-        self._held: list[bytes] | None = None     # frames waiting for the link to come back
+        self._held: list[bytes] | None = None     # requests waiting for the link to come back
         self._release: asyncio.Task | None = None
+        self._held_answers: list[bytes] | None = None   # responses read while it is cut
+        self._hand_over: asyncio.Task | None = None
         self.security = security if security is not None else _inter_broker_security
         self.request_timeout_s = request_timeout_s
         self.host: str | None = None
         self.port: int | None = None
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._read_task: asyncio.Task | None = None
+        self._stream: _ResponseStream | None = None
         self._pending: collections.deque[_Pending] = collections.deque()
         self._next_correlation = 0
         self._closed_error: ConnectionError | None = None
 
     @property
     def connected(self) -> bool:
-        return self._writer is not None and self._closed_error is None
+        return self._stream is not None and self._closed_error is None
 
     async def connect(self, host: str, port: int, timeout_s: float = 30.0) -> None:
         """Open the socket; ``asyncio.TimeoutError`` or ``ConnectionError`` on failure."""
-        if self._writer is not None:
+        if self._stream is not None:
             raise RuntimeError("BrokerConnection.connect called twice")
         self.host, self.port = host, port
         security = self.security
@@ -139,20 +138,20 @@ class BrokerConnection:
             await asyncio.wait_for(self._links.wait_reachable(host, port), timeout_s)
             timeout_s = max(0.001, timeout_s - (asyncio.get_running_loop().time() - started))
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=_READ_BUFFER, **tls), timeout_s)
+            transport, stream = await asyncio.wait_for(asyncio.get_running_loop().create_connection(
+                lambda: _ResponseStream(self._frame_received, self._lost), host, port, **tls),
+                timeout_s)
         except asyncio.TimeoutError:
             raise
         except ConnectionError:
             raise
         except OSError as exc:  # EHOSTUNREACH, ENETUNREACH, DNS failure, TLS refusal...: one type
             raise ConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
-        sock = writer.get_extra_info("socket")
+        sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._reader, self._writer = reader, writer
+        self._stream = stream
         self._closed_error = None
-        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
         if security is not None and security.sasl_mechanism:
             try:
                 await asyncio.wait_for(self._sasl_login(security), timeout_s)
@@ -186,7 +185,7 @@ class BrokerConnection:
         """Send a versioned request instance; returns the decoded versioned response."""
         if self._closed_error is not None:
             raise ConnectionError(str(self._closed_error))
-        if self._writer is None:
+        if self._stream is None:
             raise ConnectionError("not connected")
         api_key, version = request.API_KEY, request.API_VERSION
         correlation_id = self._correlation_id()
@@ -202,11 +201,8 @@ class BrokerConnection:
                                         or not self._links.reachable(self.host, self.port)):
             self._hold(frame)
         else:
-            self._writer.write(frame)
-            try:
-                await self._writer.drain()
-            except (ConnectionError, OSError) as exc:
-                self._fail(ConnectionError(f"send to {self.host}:{self.port} failed: {exc}"))
+            self._stream.transport.write(frame)
+            await self._stream.drain()   # a lost connection has failed the request already
         if pending is None:
             if self._closed_error is not None:
                 raise ConnectionError(str(self._closed_error))
@@ -232,41 +228,60 @@ class BrokerConnection:
         await self._links.wait_reachable(self.host, self.port)
         held, self._held, self._release = self._held, None, None
         if held and self._closed_error is None:
-            self._writer.writelines(held)
+            self._stream.transport.writelines(held)
 
     def close(self) -> None:
         """Close the socket; pending requests fail with ConnectionError."""
         self._fail(ConnectionError("connection closed by client"))
 
     async def wait_closed(self) -> None:
-        task = self._read_task
-        if task is not None and not task.done():
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        if self._stream is not None:
+            await asyncio.shield(self._stream.closed)
 
     def _correlation_id(self) -> int:
         self._next_correlation = (self._next_correlation + 1) % _MAX_CORRELATION
         return self._next_correlation
 
-    async def _read_loop(self) -> None:
-        reader, links = self._reader, self._links
+    def _frame_received(self, frame: bytes) -> None:
+        """A response frame, in arrival order: dispatched, or held while the link is cut."""
+        if self._closed_error is not None:
+            return
+        links = self._links
+        if links is not None and (self._held_answers is not None
+                                  or not links.reachable(self.host, self.port)):
+            self._hold_answer(frame)
+            return
+        self._deliver(frame)
+
+    def _deliver(self, frame: bytes) -> None:
         try:
-            while True:
-                size = _SIZE.unpack(await reader.readexactly(4))[0]
-                if size < 4:
-                    raise ConnectionError(f"bad response size {size}")
-                frame = await reader.readexactly(size)
-                if links is not None and not links.reachable(self.host, self.port):
-                    await links.wait_reachable(self.host, self.port)
-                self._dispatch(frame)
-        except asyncio.CancelledError:
-            self._fail(ConnectionError("connection closed by client"))
-            raise
-        except asyncio.IncompleteReadError:
+            self._dispatch(frame)
+        except ConnectionError as exc:
+            self._fail(exc)
+
+    def _hold_answer(self, frame: bytes) -> None:
+        """Keep ``frame`` (and stop reading) until the link is back, then hand the held
+        responses over in order."""
+        if self._held_answers is None:
+            self._held_answers = []
+            self._stream.transport.pause_reading()
+            self._hand_over = asyncio.get_running_loop().create_task(self._deliver_held())
+        self._held_answers.append(frame)
+
+    async def _deliver_held(self) -> None:
+        await self._links.wait_reachable(self.host, self.port)
+        held, self._held_answers, self._hand_over = self._held_answers, None, None
+        for frame in held:
+            if self._closed_error is not None:
+                return
+            self._deliver(frame)
+        if self._closed_error is None:
+            self._stream.transport.resume_reading()
+
+    def _lost(self, exc: Exception | None) -> None:
+        if exc is None:
             self._fail(ConnectionError(f"connection to {self.host}:{self.port} closed by the broker"))
-        except (ConnectionError, OSError) as exc:
+        else:
             self._fail(exc if isinstance(exc, ConnectionError) else ConnectionError(str(exc)))
 
     def _dispatch(self, frame: bytes) -> None:
@@ -295,14 +310,85 @@ class BrokerConnection:
             future = self._pending.popleft().future
             if not future.done():
                 _set_exception(future, ConnectionError(str(error)))
-        if self._writer is not None:
-            self._writer.close()
+        if self._stream is not None:
+            self._stream.transport.close()
         release, self._release, self._held = self._release, None, None
-        if release is not None and release is not _current_task():
-            release.cancel()
-        task = self._read_task
-        if task is not None and not task.done() and task is not _current_task():
-            task.cancel()
+        hand_over, self._hand_over, self._held_answers = self._hand_over, None, None
+        for task in (release, hand_over):
+            if task is not None and task is not _current_task():
+                task.cancel()
+
+
+class _ResponseStream(asyncio.Protocol):
+    """A BrokerConnection's socket: what arrives is cut into response frames (int32
+    size, then that many bytes), each handed to ``on_frame`` in order, with no task
+    woken per chunk; ``on_lost(exc)`` once when the connection ends (None: the peer
+    closed it, mid-frame or not).  ``drain`` waits while the transport's write buffer
+    is over its high-water mark."""
+
+    def __init__(self, on_frame: Callable[[bytes], None],
+                 on_lost: Callable[[Exception | None], None]) -> None:
+        self._on_frame = on_frame
+        self._on_lost = on_lost
+        self._buffer = bytearray()
+        self._wanted = 4            # bytes the buffer needs before the next frame is whole
+        self._writable: asyncio.Future | None = None   # set while writing is paused
+        self.transport: asyncio.Transport | None = None
+        self.closed = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        buf = self._buffer
+        buf += data
+        if len(buf) < self._wanted:
+            return          # a frame still arriving: nothing to cut yet
+        frames, pos, have = [], 0, len(buf)
+        with memoryview(buf) as view:
+            while True:
+                if have - pos < 4:
+                    self._wanted = 4
+                    break
+                size = _SIZE.unpack_from(view, pos)[0]
+                if size < 4:
+                    self.transport.close()
+                    self._lose(ConnectionError(f"bad response size {size}"))
+                    return
+                end = pos + 4 + size
+                if end > have:
+                    self._wanted = end - pos
+                    break
+                frames.append(bytes(view[pos + 4:end]))
+                pos = end
+        del buf[:pos]
+        for frame in frames:
+            self._on_frame(frame)
+
+    def eof_received(self) -> bool:
+        return False        # the transport closes; connection_lost follows
+
+    def pause_writing(self) -> None:
+        if self._writable is None:
+            self._writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        writable, self._writable = self._writable, None
+        if writable is not None and not writable.done():
+            writable.set_result(None)
+
+    async def drain(self) -> None:
+        if self._writable is not None:
+            await asyncio.shield(self._writable)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.resume_writing()
+        self._lose(exc)
+
+    def _lose(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+            self._on_lost(exc)
 
 
 class SharedConnections:
@@ -399,8 +485,18 @@ def _skip_tagged_fields(view: memoryview, pos: int) -> int:
 def _encode(request, correlation_id: int, client_id: str | None) -> bytes:
     """Frame = size, header v1/v2, body; the request instance is not modified."""
     api_key, version = request.API_KEY, request.API_VERSION
-    header = RequestHeader(request_api_key=api_key, request_api_version=version,
-                           correlation_id=correlation_id, client_id=client_id)
-    head = header.encode(flexible=is_flexible(api_key, version))
+    head = _request_header(api_key, version, correlation_id, client_id)
     body = request.encode()
-    return _SIZE.pack(len(head) + len(body)) + bytes(head) + bytes(body)
+    return b"".join((_SIZE.pack(len(head) + len(body)), head, body))
+
+
+def _request_header(api_key: int, version: int, correlation_id: int,
+                    client_id: str | None) -> bytes:
+    """Header v1, or v2 (v1 and an empty tagged-field count) for flexible versions; the
+    client id stays a non-compact nullable string in both (Kafka's RequestHeader)."""
+    if client_id is None:
+        head = _HEADER_START.pack(api_key, version, correlation_id, -1)
+    else:
+        name = client_id.encode()
+        head = _HEADER_START.pack(api_key, version, correlation_id, len(name)) + name
+    return head + b"\x00" if is_flexible(api_key, version) else head

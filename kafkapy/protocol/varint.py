@@ -3,6 +3,7 @@
 ``read_uvarint(view, pos)`` -> (value, position after it): 7 bits per byte, least
 significant group first, high bit set on every byte but the last; at most 5 bytes
 (a 32-bit value), longer raises ValueError; IndexError past the end of ``view``.
+``write_uvarint(out, value)`` appends ``value`` (>= 0) to ``out`` in that form.
 """
 from __future__ import annotations
 
@@ -18,3 +19,10 @@ def read_uvarint(view, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 28:
             raise ValueError("varint too long")
+
+
+def write_uvarint(out: bytearray, value: int) -> None:
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)

@@ -26,7 +26,8 @@ Kafka 3.9's ReplicaFetcherManager / ReplicaFetcherThread (ZK mode), as asyncio t
   while a topic id is unknown) with ``replica_state`` = (node id, broker epoch),
   ``replica.fetch.wait.max.ms`` / ``.min.bytes`` / ``.response.max.bytes`` /
   ``.max.bytes``, READ_UNCOMMITTED, to the leader's endpoint on the inter-broker
-  listener, in an incremental fetch session (KIP-227, ``fetch_session_handler``): after
+  listener (the request is ``fetch_request``'s, encoded by hand to Kafka's bytes), in an
+  incremental fetch session (KIP-227, ``fetch_session_handler``): after
   the first full fetch only partitions added or changed are sent, partitions no
   longer fetched (removed, or backing off) are forgotten, and the leader answers
   only partitions with news.
@@ -73,6 +74,8 @@ from kafkapy.protocol.errors import ErrorCode, KafkaError, error_name
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.protocol.topic_partition import TopicPartition
 from kafkapy.replication import stage_trace, truncation
+from kafkapy.replication.fetch_request import (FetchPartition, FetchTopic, ForgottenTopic,
+                                               ReplicaFetchRequest, ReplicaState)
 from kafkapy.replication.fetch_session_handler import FetchSessionHandler, PartitionData
 from kafkapy.replication.quota import FOLLOWER, ReplicationQuota
 
@@ -89,7 +92,6 @@ FETCH_VERSION_BY_NAME = 12  # the last version naming topics (RemoteLeaderEndPoi
 LIST_OFFSETS_VERSION = 9    # Kafka 3.9 MetadataVersion.listOffsetRequestVersion
 _LATEST, _EARLIEST = -1, -2
 _READ_UNCOMMITTED = 0
-_Fetch = REQUESTS[1]
 _ListOffsets = REQUESTS[2]
 _SESSION_ERRORS = frozenset({ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
                              ErrorCode.INVALID_FETCH_SESSION_EPOCH})
@@ -433,10 +435,8 @@ class _LeaderFetcher:
         if not data.session_partitions and not data.to_forget:
             return None
         version = FETCH_VERSION if data.can_use_topic_ids else FETCH_VERSION_BY_NAME
-        request = _Fetch[version](
-            replica_id=shared.node_id,
-            replica_state=_Fetch.ReplicaState(replica_id=shared.node_id,
-                                              replica_epoch=shared.broker_epoch()),
+        request = ReplicaFetchRequest(
+            version, ReplicaState(shared.node_id, shared.broker_epoch()),
             max_wait_ms=self._max_wait_ms, min_bytes=self._min_bytes,
             max_bytes=self._max_bytes, isolation_level=_READ_UNCOMMITTED,
             session_id=data.session_id, session_epoch=data.epoch,
@@ -540,14 +540,13 @@ class _LeaderFetcher:
 
 def _fetch_topics(to_send: dict[TopicPartition, PartitionData]) -> list:
     """FetchTopics in order; consecutive partitions of one topic share one (Kafka's)."""
-    topics: list = []
+    topics: list[FetchTopic] = []
     for (name, index), data in to_send.items():
         if not topics or topics[-1].topic != name:
-            topics.append(_Fetch.FetchTopic(topic=name, topic_id=data.topic_id, partitions=[]))
-        topics[-1].partitions.append(_Fetch.FetchTopic.FetchPartition(
-            partition=index, current_leader_epoch=data.current_leader_epoch,
-            fetch_offset=data.fetch_offset, last_fetched_epoch=data.last_fetched_epoch,
-            log_start_offset=data.log_start_offset, partition_max_bytes=data.max_bytes))
+            topics.append(FetchTopic(name, data.topic_id, []))
+        topics[-1].partitions.append(FetchPartition(
+            index, data.current_leader_epoch, data.fetch_offset, data.last_fetched_epoch,
+            data.log_start_offset, data.max_bytes))
     return topics
 
 
@@ -555,7 +554,7 @@ def _forgotten(items) -> list:
     by_topic: dict = {}
     for topic_id, (name, index) in items:
         by_topic.setdefault((name, topic_id), []).append(index)
-    return [_Fetch.ForgottenTopic(topic=name, topic_id=topic_id, partitions=indexes)
+    return [ForgottenTopic(name, topic_id, indexes)
             for (name, topic_id), indexes in by_topic.items()]
 
 

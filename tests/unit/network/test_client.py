@@ -10,7 +10,9 @@ import struct
 
 import pytest
 
-from kafkapy.network.client import BrokerConnection
+from kafka.protocol.api_header import RequestHeader
+
+from kafkapy.network.client import BrokerConnection, _request_header
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 
 ApiVersions, Metadata = REQUESTS[18], REQUESTS[3]
@@ -111,6 +113,16 @@ async def test_request_header_v2_for_flexible_and_v1_otherwise(serve):
         assert v2[22] == 0  # v2 header: empty tagged fields after the client id
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("client_id", [None, "", "broker-1-fetcher-0", "客户"])
+@pytest.mark.parametrize("api_key, version", [(18, 0), (18, 3), (1, 12), (1, 17), (3, 12)])
+def test_request_header_is_kafka_pythons(api_key, version, client_id):
+    flexible = version >= {18: 3, 1: 12, 3: 9}[api_key]   # from Kafka's message JSON
+    header = RequestHeader(request_api_key=api_key, request_api_version=version,
+                           correlation_id=2**31 - 1, client_id=client_id)
+    assert _request_header(api_key, version, 2**31 - 1, client_id) == bytes(
+        header.encode(flexible=flexible))
 
 
 async def test_flexible_response_header_tagged_fields_are_skipped(serve):
