@@ -23,7 +23,10 @@ the timed parts (the bench runs on one thread), reported per batch and per stage
 (``wake`` is inside ``append``: ``append`` alone is the rest).  ``--digest`` hashes every
 byte the followers receive (the session ids come from a seeded generator): the wire
 bytes of two builds can be compared.  ``--profile FILE`` writes a cProfile (CPU-time
-timer) of the timed rounds.
+timer) of the timed rounds.  On a shared machine the CPU time of the same code varies
+by half with what else runs (caches, frequency); ``follower/append``, the follower stages'
+CPU over the append's (the produce path, which changes of the follower path leave as
+it is), is the steadier figure to compare builds by, best run side by side.
 
 Usage: python bench/bench_replica_fetch.py [--rounds N] [--warmup N] [--repeat N]
        [--digest] [--profile FILE]
@@ -67,6 +70,7 @@ TOPIC_ID = uuid.UUID(int=0xB3_0C_4)
 LEADER, FOLLOWERS = 1, (2, 3)
 RECORDS, RECORD_SIZE = 63, 1024
 TS = 1_700_000_000_000
+_STAGES = ("append", "wake", "answer", "fetch")
 _Fetch = REQUESTS[1][17]
 _FetchResponse = RESPONSES[1][17]
 
@@ -329,14 +333,16 @@ async def _run(args) -> None:
             f.drain(digest)
         bench.close()
     best = min(results, key=lambda c: sum(c.values()))
-    per = {k: v / args.rounds * 1e6 for k, v in best.items()}
+    per = {k: best[k] / args.rounds * 1e6 for k in _STAGES}
     total = sum(per.values())
     print(f"rounds {args.rounds} x {args.repeat} (best), CPU us per batch "
           f"(2 follower rounds): total {total:.1f}")
     for name, value in per.items():
         print(f"  {name:7s} {value:8.1f}")
     print("  totals of each repeat: " + ", ".join(
-        f"{sum(c.values()) / args.rounds * 1e6:.1f}" for c in results))
+        f"{sum(c[s] for s in _STAGES) / args.rounds * 1e6:.1f}" for c in results))
+    print("  follower/append of each repeat: " + ", ".join(
+        f"{(c['wake'] + c['answer'] + c['fetch']) / c['append']:.2f}" for c in results))
     if digest is not None:
         print(f"  digest of the followers' bytes: {digest.hexdigest()}")
 
