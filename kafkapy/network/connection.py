@@ -79,6 +79,8 @@ from kafkapy.security.ssl import peer_principal
 
 _log = structlog.get_logger("kafkapy.network")
 _SIZE = struct.Struct(">i")
+_SIZE_AND_ID = struct.Struct(">ii")     # a response's frame size and correlation id
+_NO_TAGS = b"\x00"                       # a flexible header's empty tagged fields
 _NO_RESPONSE = b""
 # Frames one connection may have handled per event-loop turn.  Small enough that a
 # pipelining client cannot hold the loop; large enough that a pipelining producer
@@ -639,9 +641,19 @@ def encode_response(ctx: RequestContext, response, zero_copy: bool = False):
     """
     if isinstance(response, ZeroCopyResponse):
         inner = response.response
-        inner.with_header(correlation_id=ctx.correlation_id)
-        frame = bytes(inner.encode(header=True, framed=True))
-        parts = splice(frame, response.slices, inner.flexible_version_q(ctx.api_version))
+        flexible = inner.flexible_version_q(ctx.api_version)
+        frame = _framed(ctx.correlation_id, flexible, inner.encode())
+        parts = splice(frame, response.slices, flexible)
         return parts if zero_copy else materialize(parts)
     response.with_header(correlation_id=ctx.correlation_id)
     return response.encode(header=True, framed=True)
+
+
+def _framed(correlation_id: int, flexible: bool, body) -> bytes:
+    """Size, response header and body, the bytes of kafka-python's
+    ``encode(header=True, framed=True)``: header v1 (the correlation id and no tagged
+    field) for a flexible version, else v0 (the correlation id).  That is every API's rule
+    but ApiVersions', which carries no file ranges (only Fetch and ShareFetch do)."""
+    if flexible:
+        return b"".join((_SIZE_AND_ID.pack(len(body) + 5, correlation_id), _NO_TAGS, body))
+    return b"".join((_SIZE_AND_ID.pack(len(body) + 4, correlation_id), body))

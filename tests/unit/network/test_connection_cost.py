@@ -1,15 +1,21 @@
 """Per-connection cost cuts keep the bytes: the cached ApiVersions answers are
 byte-equal to encoding the response object, at every version, with features, for any
-correlation id; the UNSUPPORTED_VERSION answer too."""
+correlation id; the UNSUPPORTED_VERSION answer too.  A zero-copy Fetch answer, framed
+without the library's header encoding, is byte-equal to the library's encoding at every
+version."""
 from __future__ import annotations
 
+import os
+import uuid
 from types import SimpleNamespace
 
 import pytest
 
 from kafkapy.handlers import api_versions, build_registry
 from kafkapy.api.context import RequestContext
+from kafkapy.log.segment import FetchSlice
 from kafkapy.network.connection import encode_response
+from kafkapy.network.zero_copy import ZeroCopyResponse, new_marker
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 from tests.support.services import services
@@ -105,3 +111,36 @@ def test_accepted_sockets_inherit_keepalive_and_nodelay():
     finally:
         client.close()
         listener.close()
+
+
+def _fetch_response(version: int, records):
+    """A Fetch answer of two partitions whose records are ``records`` (bytes or markers)."""
+    R = RESPONSES[1]
+    partitions = [R.FetchableTopicResponse.PartitionData(
+        partition_index=i, error_code=0, high_watermark=1000 + i, last_stable_offset=1000 + i,
+        log_start_offset=0, aborted_transactions=None, preferred_read_replica=-1,
+        records=r) for i, r in enumerate(records)]
+    topic = R.FetchableTopicResponse(topic="t", topic_id=uuid.UUID(int=7), partitions=partitions)
+    return R(version=version, throttle_time_ms=0, error_code=0, session_id=5,
+             responses=[topic], node_endpoints=[])
+
+
+@pytest.mark.parametrize("version", range(0, 18))
+def test_zero_copy_fetch_answer_is_the_encoded_response(tmp_path, version):
+    """A Fetch answer whose records go by file ranges frames exactly the bytes the
+    library's encoding of the same answer with its records inline gives."""
+    data = bytes(range(256)) * 300
+    path = tmp_path / "segment.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        slices = {new_marker(): [FetchSlice(fd, 10, 70_000, 0)],
+                  new_marker(): [FetchSlice(fd, 0, 5, 0), FetchSlice(fd, 9, 0, 0)]}
+        reference = _fetch_response(version, [data[10:70_010], data[:5]])
+        reference.with_header(correlation_id=123456)
+        expected = bytes(reference.encode(header=True, framed=True))
+        ctx = RequestContext(services(), 1, version, 123456, "c", "p", RESPONSES[1])
+        answer = ZeroCopyResponse(_fetch_response(version, list(slices)), slices)
+        assert encode_response(ctx, answer, zero_copy=False) == expected
+    finally:
+        os.close(fd)

@@ -423,6 +423,33 @@ def test_a_fetch_below_min_bytes_answers_at_max_wait(node):
     assert only_read(pending.result()).size == 0
 
 
+def test_a_throttled_follower_fetch_waits_out_appends_and_answers_no_records(tmp_path):
+    """Leader throttle (Kafka's DelayedFetch): the bytes appended to a throttled partition
+    do not end an out-of-sync follower's wait while the quota is exceeded, and the read at
+    the deadline answers no records."""
+    n = Node(tmp_path, topic_configs={TOPIC: {"leader.replication.throttled.replicas": ["*"]}})
+    try:
+        n.config["leader.replication.throttled.rate"] = 1
+        n.lead(replicas=(NODE, FOLLOWER), isr=(NODE,))
+        n.rm.leader_quota.record(1 << 20)      # far over 1 byte/s
+        pending = n.fetch({(TOPIC, 0): 0}, replica=FOLLOWER, max_wait_ms=500, min_bytes=1)
+        assert isinstance(pending, asyncio.Future) and not pending.done()
+        n.produce({(TOPIC, 0): batch(3)})
+        assert not pending.done()
+        n.advance(501)
+        read = only_read(pending.result())
+        assert read.error_code == 0 and read.size == 0 and read.found == []
+        # Unthrottled (no rate), the same wait ends with the append.
+        n.config.pop("leader.replication.throttled.rate")
+        pending = n.fetch({(TOPIC, 0): 3}, replica=FOLLOWER, max_wait_ms=500, min_bytes=1)
+        assert not pending.done()
+        n.produce({(TOPIC, 0): batch(2)})
+        read = only_read(pending.result())
+        assert read.size > 0 and read.found[0].first_offset == 3
+    finally:
+        n.close()
+
+
 def test_a_respond_that_raises_fails_the_waiting_fetch(node):
     node.lead()
 
