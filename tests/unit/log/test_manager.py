@@ -145,13 +145,20 @@ def test_delete_log_and_leftover_delete_dirs(dirs):
     m2.shutdown()
 
 
-def test_periodic_flushes_rolled_segments_and_checkpoints(dirs):
+def periodic_manager(dirs, batches: int):
+    """A manager checkpointing high watermarks every 5 s, with log p-0 holding ``batches``
+    batches of 3 records."""
     clock = MockClock(TS)
     m = LogManager(dirs, clock, {"segment.bytes": 600}, high_watermark_checkpoint_interval_ms=5000)
     m.load("cluster-A", 1)
     log = m.get_or_create_log("p", 0)
-    for _ in range(5):
+    for _ in range(batches):
         log.append_as_leader(*batch(), 0)
+    return clock, m, log
+
+
+def test_periodic_flushes_rolled_segments_and_checkpoints(dirs):
+    clock, m, log = periodic_manager(dirs, batches=5)
     assert log.recovery_point == 0
     clock.advance(5000)
     done = m.periodic()
@@ -162,12 +169,7 @@ def test_periodic_flushes_rolled_segments_and_checkpoints(dirs):
 
 
 def test_periodic_can_hand_its_checkpoints_to_the_caller_to_write(dirs):
-    clock = MockClock(TS)
-    m = LogManager(dirs, clock, {"segment.bytes": 600}, high_watermark_checkpoint_interval_ms=5000)
-    m.load("cluster-A", 1)
-    log = m.get_or_create_log("p", 0)
-    for _ in range(2):
-        log.append_as_leader(*batch(), 0)
+    clock, m, log = periodic_manager(dirs, batches=2)
     log.high_watermark = 6
     path = os.path.join(m.log_dir_of("p", 0), "replication-offset-checkpoint")
     clock.advance(5000)
@@ -183,12 +185,7 @@ def test_periodic_can_hand_its_checkpoints_to_the_caller_to_write(dirs):
 
 
 def test_a_checkpoint_file_never_goes_back_to_older_contents(dirs):
-    clock = MockClock(TS)
-    m = LogManager(dirs, clock, {"segment.bytes": 600}, high_watermark_checkpoint_interval_ms=5000)
-    m.load("cluster-A", 1)
-    log = m.get_or_create_log("p", 0)
-    for _ in range(3):
-        log.append_as_leader(*batch(), 0)
+    clock, m, log = periodic_manager(dirs, batches=3)
     log.high_watermark = 3
     clock.advance(5000)
     older = []
