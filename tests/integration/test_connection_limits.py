@@ -59,6 +59,21 @@ def make_broker(tmp_path):
         broker.kill()
 
 
+def _wait_listening(port: int, timeout: float = 30.0) -> None:
+    """Until a socket listens on ``port``, read from /proc/net/tcp: a probe connection
+    would count against the listener's max.connections."""
+    wanted = f":{port:04X}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open("/proc/net/tcp") as table:
+            next(table)
+            if any(line.split()[1].endswith(wanted) and line.split()[3] == "0A"
+                   for line in table):
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port} after {timeout} s")
+
+
 class Client:
     """One raw connection from ``source``; ``ask`` sends ApiVersions v0."""
 
@@ -211,6 +226,7 @@ def test_inter_broker_listener_is_protected_and_listener_limits_hold(make_broker
         "inter.broker.listener.name": "INTERNAL",
         "max.connections": "2",
         "listener.name.internal.max.connections": "1"})
+    _wait_listening(external)     # the broker was waited for on its first listener only
     older, newer = Client(broker, port=external), Client(broker, port=external)
     assert older.ask() and newer.ask()
     waiting = Client(broker, port=external)
