@@ -59,11 +59,11 @@ import ctypes
 import ctypes.util
 import errno
 import fcntl
+import itertools
 import json
 import logging
 import os
 import shutil
-import itertools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple
@@ -767,11 +767,10 @@ class LogManager:
         would stall it) and hands failures to ``fail_dir``."""
         now = self.clock.time_ms() if now_ms is None else now_ms
         done = []
-        queue = checkpoint_queue
         tasks = [("flush", self.flush_dirty),
-                 ("hw", lambda: self.checkpoint_high_watermarks(queue)),
-                 ("recovery", lambda: self.checkpoint_recovery_points(queue)),
-                 ("start", lambda: self.checkpoint_log_start_offsets(queue)),
+                 ("hw", lambda: self.checkpoint_high_watermarks(checkpoint_queue)),
+                 ("recovery", lambda: self.checkpoint_recovery_points(checkpoint_queue)),
+                 ("start", lambda: self.checkpoint_log_start_offsets(checkpoint_queue)),
                  ("expire", self._expire_producers),
                  ("retention", self.cleanup_logs)]
         for name, fn in tasks:

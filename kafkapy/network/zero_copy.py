@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import struct
 
+from kafkapy.protocol.varint import uvarint
+
 MARKER_SIZE = 16
 _INT32 = struct.Struct(">i")
 
@@ -61,14 +63,6 @@ def new_marker() -> bytes:
     return os.urandom(MARKER_SIZE)
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
 
 def splice(frame: bytes, slices: dict[bytes, list], flexible: bool) -> list:
     """Cut an encoded, framed response at each marker; returns bytes and FileRange parts."""
@@ -81,7 +75,7 @@ def splice(frame: bytes, slices: dict[bytes, list], flexible: bool) -> list:
         if at < 0:
             raise ValueError("records marker missing from the encoded response")
         size = sum(s.size for s in file_slices)
-        prefix = _uvarint(size + 1) if flexible else _INT32.pack(size)
+        prefix = uvarint(size + 1) if flexible else _INT32.pack(size)
         parts.append(frame[pos:at - old_prefix] + prefix)
         parts.extend(FileRange(s.fd, s.position, s.size) for s in file_slices if s.size)
         growth += size - MARKER_SIZE + len(prefix) - old_prefix

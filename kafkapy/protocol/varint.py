@@ -3,7 +3,8 @@
 ``read_uvarint(view, pos)`` -> (value, position after it): 7 bits per byte, least
 significant group first, high bit set on every byte but the last; at most 5 bytes
 (a 32-bit value), longer raises ValueError; IndexError past the end of ``view``.
-``write_uvarint(out, value)`` appends ``value`` (>= 0) to ``out`` in that form.
+``write_uvarint(out, value)`` appends ``value`` (>= 0) to ``out`` in that form;
+``uvarint(value)`` is those bytes.
 """
 from __future__ import annotations
 
@@ -26,3 +27,9 @@ def write_uvarint(out: bytearray, value: int) -> None:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
+
+
+def uvarint(value: int) -> bytes:
+    out = bytearray()
+    write_uvarint(out, value)
+    return bytes(out)

@@ -66,7 +66,7 @@ class ReplicaFetchRequest:
     """One replica Fetch, v12 (topic names) to v17 (topic ids, ReplicaState)."""
 
     API_KEY = 1
-    __slots__ = ("API_VERSION", "replica_id", "replica_state", "max_wait_ms", "min_bytes",
+    __slots__ = ("API_VERSION", "replica_state", "max_wait_ms", "min_bytes",
                  "max_bytes", "isolation_level", "session_id", "session_epoch", "topics",
                  "forgotten_topics_data", "rack_id")
 
@@ -77,7 +77,6 @@ class ReplicaFetchRequest:
         if not MIN_VERSION <= version <= MAX_VERSION:
             raise ValueError(f"replica Fetch v{version} is not encoded here")
         self.API_VERSION = version
-        self.replica_id = replica_state.replica_id
         self.replica_state = replica_state
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
@@ -88,6 +87,11 @@ class ReplicaFetchRequest:
         self.topics = topics
         self.forgotten_topics_data = forgotten_topics_data
         self.rack_id = rack_id
+
+    @property
+    def replica_id(self) -> int:
+        """v12-14's replica_id field: the ReplicaState's."""
+        return self.replica_state.replica_id
 
     def expect_response(self) -> bool:
         return True

@@ -35,6 +35,7 @@ from kafkapy.testing._broker import free_port
 from tests.support.broker_process import BrokerProcess
 from tests.support.certs import broker_ssl_overrides
 from tests.support.certs import certs  # noqa: F401 (fixture)
+from tests.support.cluster import wait_for
 
 BIN = Path(sys.executable).parent
 DEFAULT = ("--entity-type", "brokers", "--entity-default")
@@ -63,15 +64,13 @@ def _wait_listening(port: int, timeout: float = 30.0) -> None:
     """Until a socket listens on ``port``, read from /proc/net/tcp: a probe connection
     would count against the listener's max.connections."""
     wanted = f":{port:04X}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         with open("/proc/net/tcp") as table:
             next(table)
-            if any(line.split()[1].endswith(wanted) and line.split()[3] == "0A"
-                   for line in table):
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"nothing listens on {port} after {timeout} s")
+            return any(line.split()[1].endswith(wanted) and line.split()[3] == "0A"
+                       for line in table)
+    wait_for(listening, timeout, f"a listener on port {port}", interval=0.05)
 
 
 class Client:

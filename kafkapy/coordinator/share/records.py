@@ -23,6 +23,7 @@ import uuid
 
 from kafkapy.coordinator.share.persister import UNKNOWN_DELIVERY_COMPLETE_COUNT, StateBatch
 from kafkapy.coordinator.share.state import RecordKind, ShareGroupOffset, ShareKey, StateRecord
+from kafkapy.protocol.varint import uvarint
 from kafkapy.protocol.share_records import (
     VALUE_VERSION,
     ShareRecordType,
@@ -71,7 +72,7 @@ def _key_bytes(record_type: int, key: ShareKey) -> bytes:
 def _batches_and_tags(value: ShareGroupOffset) -> bytes:
     """The compact array of state batches, then the value's tagged fields."""
     pack = _BATCH.pack
-    parts = [_uvarint(len(value.batches) + 1)]
+    parts = [uvarint(len(value.batches) + 1)]
     parts += [pack(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
               for b in value.batches]
     if value.delivery_complete_count == UNKNOWN_DELIVERY_COMPLETE_COUNT:
@@ -80,14 +81,6 @@ def _batches_and_tags(value: ShareGroupOffset) -> bytes:
         parts.append(_COUNT_TAG.pack(1, 0, 4, value.delivery_complete_count))
     return b"".join(parts)
 
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def decode(key: bytes, value: bytes | None) -> StateRecord | None:
