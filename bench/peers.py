@@ -46,7 +46,8 @@ DEFAULT_KAFKA_HOME = ROOT.parent / "shared" / "kafka_2.13-3.9.0"
 # an inherited value (a test's small heap, a JMX port) cannot skew the comparison.
 KAFKA_SCRIPT_ENV = ("KAFKA_HEAP_OPTS", "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_OPTS",
                     "KAFKA_JMX_OPTS", "JMX_PORT", "KAFKA_GC_LOG_OPTS", "KAFKA_LOG4J_OPTS",
-                    "KAFKA_DEBUG", "EXTRA_ARGS", "CLASSPATH", "LOG_DIR", "KAFKA_CLUSTER_ID")
+                    "KAFKA_DEBUG", "EXTRA_ARGS", "CLASSPATH", "LOG_DIR", "KAFKA_CLUSTER_ID",
+                    "INCLUDE_TEST_JARS")
 KAFKA_STARTED_LINE = "Kafka Server started"
 
 

@@ -10,9 +10,18 @@ Each worker draws its ports from a range of its own (``kafkapy.testing._broker.f
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.support.broker_process import BrokerProcess
+from tests.support.kafka_jvm import SCRIPT_ENV
+
+
+def pytest_configure(config):
+    """Every Kafka 3.9 script a test starts inherits ``SCRIPT_ENV`` (tests/support/kafka_jvm.py:
+    the classpath without a grep per jar)."""
+    os.environ.update(SCRIPT_ENV)
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,19 @@ against the znodes (assignment, leader, ISR, topic id).  ``bin/kafka-broker-api-
 finds all three brokers from one.  ``bin/zookeeper-shell.sh`` on the cluster's chroot lists
 ``/brokers/ids`` and shows ``/controller`` and ``/controller_epoch`` in Kafka's forms.
 (``kafka-metadata-shell.sh`` reads KRaft metadata only, so it has nothing to show here.)
+A Kafka script started as every test starts one maps the class-data archive of Kafka's
+classes (tests/support/kafka_jvm.py): its classpath is the one the archive was dumped with.
 """
 from __future__ import annotations
 
 import base64
 import json
 import re
+import subprocess
 
-from tests.support.cluster import kafka_tool, wait_for
+from tests.support import kafka_cds
+from tests.support.cluster import KAFKA_BIN, kafka_tool, tool_env, wait_for
+from tests.support.kafka_jvm import kafka_jvm_opts
 
 
 def _topics(c, via: int, *args: str):
@@ -108,3 +113,14 @@ def test_zookeeper_shell_sees_kafkas_znodes(shared_cluster):
     assert registration["endpoints"] == [f"PLAINTEXT://127.0.0.1:{c.nodes[2].port}"]
     assert (registration["host"], registration["port"], registration["version"]) == (
         "127.0.0.1", c.nodes[2].port, 5)
+
+
+def test_kafka_scripts_map_the_class_data_archive():
+    """-Xshare:on: a JVM that cannot map the archive (another classpath) exits 1."""
+    kafka_cds.build()
+    env = tool_env()
+    env["KAFKA_JVM_PERFORMANCE_OPTS"] = f"{kafka_jvm_opts()} -Xshare:on"
+    result = subprocess.run([str(KAFKA_BIN / "kafka-topics.sh"), "--version"], env=env,
+                            capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+    assert (result.returncode, result.stdout.strip()) == (0, "3.9.0"), result.stderr

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from tests.support.bench_scripts import load_bench_script
-from tests.support.kafka_jvm import kafka_jvm_opts
+from tests.support.kafka_jvm import SCRIPT_ENV, kafka_jvm_opts
 from tests.support.zookeeper_server import _die_with_parent
 
 HEAP_OPTS = "-Xmx512m -Xms256m"
@@ -45,6 +45,7 @@ class _TestKafka(_peers.KafkaBroker):
     def _env(self) -> dict[str, str]:
         env = super()._env()
         env["KAFKA_JVM_PERFORMANCE_OPTS"] = kafka_jvm_opts()
+        env.update(SCRIPT_ENV)
         return env
 
     def launch(self) -> None:
