@@ -11,6 +11,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkapy.protocol.messages import REQUESTS
 from tests.support.broker_process import ROOT
+from tests.support.cluster import tool_env
 from tests.support.request_fields import fields
 
 
@@ -24,7 +25,9 @@ Produce = REQUESTS[0]
 
 
 def _kafka_acls(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(ACLS_SH), *args], capture_output=True, text=True, timeout=120)
+    """kafka-acls.sh with the JVM options every Kafka tool of the tests gets (``tool_env``)."""
+    return subprocess.run([str(ACLS_SH), *args], capture_output=True, text=True, timeout=120,
+                          env=tool_env(), stdin=subprocess.DEVNULL)
 
 
 def _metadata(wire, names):
