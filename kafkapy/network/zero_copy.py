@@ -63,7 +63,6 @@ def new_marker() -> bytes:
     return os.urandom(MARKER_SIZE)
 
 
-
 def splice(frame: bytes, slices: dict[bytes, list], flexible: bool) -> list:
     """Cut an encoded, framed response at each marker; returns bytes and FileRange parts."""
     parts: list = []

@@ -42,7 +42,7 @@ from kazoo.client import KazooClient
 
 import kafkapy.protocol.inter_broker  # noqa: F401  (registers the inter-broker messages)
 from tests.support.broker_process import ROOT, SERVER_PROPERTIES, BrokerProcess, free_port
-from tests.support.kafka_jvm import kafka_jvm_opts
+from tests.support.kafka_jvm import SCRIPT_ENV, kafka_jvm_opts
 from tests.support.request_fields import fields
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import (_die_with_parent, child_setup,  # noqa: F401
@@ -280,7 +280,7 @@ def kafka_env(log_dir: Path, heap: str = "-Xmx384m -Xms64m") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("KAFKA_") and k not in ("JMX_PORT", "LOG_DIR", "CLASSPATH")}
     env.update(KAFKA_HEAP_OPTS=heap, LOG_DIR=str(log_dir),
-               KAFKA_JVM_PERFORMANCE_OPTS=kafka_jvm_opts())
+               KAFKA_JVM_PERFORMANCE_OPTS=kafka_jvm_opts(), **SCRIPT_ENV)
     return env
 
 

@@ -4,7 +4,7 @@
 classes two real runs load (-XX:DumpLoadedClassList): a KRaft broker started until it
 serves, and ``kafka-topics.sh`` creating and describing a topic on it.  The merged list is
 dumped into a static archive (-Xshare:dump) by ``kafka-run-class.sh`` itself, with
-``kafka_jvm.SCRIPT_ENV``, so the archive's classpath is exactly the one every Kafka script the
+``kafka_jvm.SCRIPT_ENV`` (through ``kafka_env``), so the archive's classpath is exactly the one every Kafka script the
 tests start builds.  Nothing happens when the archive exists and is newer than the JDK and
 Kafka's jars, or when Kafka 3.9 or java is missing (the tests then skip or run without it).
 The archive is written under a temporary name and renamed, so a JVM never maps a
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from tests.support.cluster import KAFKA_BIN, kafka_env
-from tests.support.kafka_jvm import BASE_OPTS, CDS_ARCHIVE, SCRIPT_ENV
+from tests.support.kafka_jvm import BASE_OPTS, CDS_ARCHIVE
 from tests.support.kafka_kraft import _TestKafka, kraft_kafka_home
 
 TIMEOUT_S = 180.0
@@ -53,7 +53,7 @@ def _script(name: str, *args: str, env: dict[str, str]) -> None:
 
 def _env(work: Path, kafka_opts: str) -> dict[str, str]:
     env = kafka_env(work / "logs", heap="-Xmx256m -Xms32m")
-    env.update(KAFKA_JVM_PERFORMANCE_OPTS=BASE_OPTS, KAFKA_OPTS=kafka_opts, **SCRIPT_ENV)
+    env.update(KAFKA_JVM_PERFORMANCE_OPTS=BASE_OPTS, KAFKA_OPTS=kafka_opts)
     return env
 
 

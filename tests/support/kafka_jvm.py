@@ -12,8 +12,9 @@ pattern with a subshell and a grep: half a second of CPU per script run, a third
 tool's whole run.  ``SCRIPT_ENV`` sets the script's own switch that skips the test,
 ``INCLUDE_TEST_JARS=true``; in Kafka's binary distribution its one effect is one more jar on
 the classpath (``connect-file``, the FileStream connectors, which only Kafka Connect loads).
-The test process puts it in its environment (tests/conftest.py), so every Kafka script a test
-starts inherits it, and the archive is built with the same classpath.
+``cluster.kafka_env`` and ``kafka_kraft`` set it, and the test process puts it in its own
+environment (tests/conftest.py) for the scripts started with an inherited one, so every Kafka
+script a test starts has it, and the archive is built with the same classpath.
 """
 from __future__ import annotations
 

@@ -82,7 +82,6 @@ def _batches_and_tags(value: ShareGroupOffset) -> bytes:
     return b"".join(parts)
 
 
-
 def decode(key: bytes, value: bytes | None) -> StateRecord | None:
     """The record of ``key``/``value``, or None for a record type this coordinator does
     not know (skipped, as Kafka's loader skips unknown types)."""
