@@ -69,6 +69,7 @@ class Timer:
         self._due = TimerTaskList(self._counter)
         self._handle: asyncio.TimerHandle | None = None
         self._armed_ms: int | None = None
+        self._armed_at = 0.0  # the handle's deadline in loop time
         self._closed = False
 
     @property
@@ -156,15 +157,26 @@ class Timer:
         if self._loop is None or self._closed:
             return
         target = now if not self._due.is_empty() else self._queue.head_expiration()
-        # A handle armed for a time already passed is stale when a mock clock jumped past
-        # it (its loop deadline is still the old distance away): re-arm, do not trust it.
-        if target is None or (self._armed_ms is not None
-                              and now < self._armed_ms <= target):
+        if target is None or self._armed_in_time(now, target):
             return
         self._disarm()
         when = self._loop.time() + max(0, target - now) / 1000.0
         self._handle = self._loop.call_at(when, self._fire)
-        self._armed_ms = target
+        self._armed_ms, self._armed_at = target, when
+
+    def _armed_in_time(self, now: int, target: int) -> bool:
+        """Whether the handle already armed fires no later than ``target`` needs."""
+        armed = self._armed_ms
+        if armed is None or armed > target:
+            return False
+        if now < armed:
+            return True
+        # Armed for a time already passed.  When the loop's deadline has passed too, the
+        # handle runs on the loop's next turn (the loop was busy, or the process was
+        # descheduled): keep it, or every add until then would re-arm.  When it has not,
+        # a mock clock jumped past it and its loop deadline is still the old distance
+        # away: re-arm.
+        return self._armed_at <= self._loop.time()
 
     def _disarm(self) -> None:
         if self._handle is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 
 import pytest
 
@@ -439,17 +440,47 @@ def test_loop_uses_one_handle_not_one_per_task(new_loop):
         async def main():
             counting = CountingLoop(loop)
             timer = Timer(counting, SYSTEM_CLOCK)
+            # An earlier deadline re-arms (cancel + one new handle).  The first task is
+            # far off so that no stall of this process can make it due in between.
+            timer.add(Waker(60_000, "late", [], (0, asyncio.Event())))
+            assert counting.call_at_calls == 1
+            timer.add(Waker(5, "early", [], (0, asyncio.Event())))
+            assert counting.call_at_calls == 2
+            # Later deadlines never need re-arming: no handle for 1000 tasks.
             done = (1_000, asyncio.Event())
-            # Same-or-later deadlines never need re-arming: one handle for 1000 tasks.
             for i in range(1_000):
                 timer.add(Waker(200 + i // 100, i, log, done))
-            assert counting.call_at_calls == 1
-            # An earlier deadline re-arms (cancel + one new handle).
-            timer.add(Waker(5, "early", [], (0, asyncio.Event())))
             assert counting.call_at_calls == 2
             await asyncio.wait_for(done[1].wait(), 30)
             # Firing re-arms once per distinct bucket at most, not once per task.
             assert counting.call_at_calls <= 2 + 50
+            timer.close()
+
+        loop.run_until_complete(main())
+        assert sorted(log) == list(range(1_000))
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize("new_loop", loop_factories())
+def test_loop_keeps_its_handle_through_a_stall(new_loop):
+    """A process that stalls past the armed deadline (descheduled, or a long callback)
+    finds its handle already due: adds made before the loop runs it keep that handle."""
+    loop = new_loop()
+    try:
+        log = []
+
+        async def main():
+            counting = CountingLoop(loop)
+            timer = Timer(counting, SYSTEM_CLOCK)
+            done = (1_000, asyncio.Event())
+            for i in range(500):
+                timer.add(Waker(50, i, log, done))
+            time.sleep(0.1)  # the stall: the armed deadline passes with the loop blocked
+            for i in range(500, 1_000):
+                timer.add(Waker(50, i, log, done))
+            assert counting.call_at_calls == 1
+            await asyncio.wait_for(done[1].wait(), 30)
             timer.close()
 
         loop.run_until_complete(main())
