@@ -34,6 +34,7 @@ from kafka.admin import KafkaAdminClient, NewTopic, OffsetSpec
 
 from kafkapy.coordinator.group.kafka_order import commit_order
 from tests.support.broker_process import BrokerProcess
+from tests.support.kafka_jvm import CLIENT_JVM_FLAGS, JAVAC
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -435,13 +436,13 @@ def java_groups(java_clients, tmp_path_factory):
     out = {}
     for version, client in java_clients.items():
         classes = tmp_path_factory.mktemp(f"groups-java-{version}")
-        proc = subprocess.run(["javac", "-Xlint:none", "-d", str(classes), "-cp",
+        proc = subprocess.run([*JAVAC, "-Xlint:none", "-d", str(classes), "-cp",
                                str(client.jars_dir / "*"), str(ROOT / "tests/java/GroupClients.java")],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         cp = os.pathsep.join([str(classes), str(client.jars_dir / "*")])
-        out[version] = [shutil.which("java") or "java", "-Dlog4j2.level=WARN",
-                        "-Dlog4j2.StatusLogger.level=OFF", "-cp", cp, "GroupClients"]
+        out[version] = [shutil.which("java") or "java", *CLIENT_JVM_FLAGS, "-cp", cp,
+                        "GroupClients"]
     return out
 
 

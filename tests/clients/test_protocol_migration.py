@@ -20,7 +20,6 @@ Waits are bounded polls for a condition.
 """
 from __future__ import annotations
 
-import shutil
 import subprocess
 import threading
 import time
@@ -54,8 +53,6 @@ PARTITIONS = 6
 INITIAL = 600              # records there before the first member starts
 MAX_STREAMED = 20_000      # the stream's bound (it stops when the migration is done)
 WAIT = 90.0
-_JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
-              "-Dlog4j2.level=WARN", "-Dlog4j2.StatusLogger.level=OFF")
 
 
 def wait_for(condition, what: str, timeout: float = WAIT):
@@ -133,8 +130,7 @@ class Members:
 
     def start(self, name: str, version: str, protocol: str) -> Member:
         client = self._java[version]
-        command = [shutil.which("java") or "java", *_JVM_FLAGS, "-cp", client.classpath,
-                   "RollingMember", self._bootstrap, TOPIC, GROUP, protocol]
+        command = client.command("RollingMember", self._bootstrap, TOPIC, GROUP, protocol)
         with open(self._log_dir / f"{name}.err", "wb") as err:
             proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=err, text=True, cwd=ROOT)

@@ -40,6 +40,7 @@ from hypothesis import strategies as st
 from kafkapy.coordinator.group.consumer.assignor import ASSIGNORS
 from kafkapy.coordinator.group.consumer.types import MemberSpec, TopicMetadata
 from kafkapy.metadata.topics import parse_topic_id, topic_id_text
+from tests.support.kafka_jvm import CLIENT_JVM_FLAGS, JAVAC
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_HOME = Path(os.environ.get("KAFKA_HOME", ROOT.parent / "shared" / "kafka_2.13-3.9.0"))
@@ -57,7 +58,8 @@ class AssignorOracle:
     classpath: str
 
     def run(self, cases: list[dict]) -> list[dict]:
-        done = subprocess.run([shutil.which("java") or "java", "-cp", self.classpath, "AssignorOracle"],
+        done = subprocess.run([shutil.which("java") or "java", *CLIENT_JVM_FLAGS, "-cp",
+                               self.classpath, "AssignorOracle"],
                               input="".join(json.dumps(c) + "\n" for c in cases),
                               capture_output=True, encoding="utf-8", timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
@@ -78,7 +80,7 @@ def _require_jdk_and_kafka() -> Path:
 
 def _javac(sources: list[Path], classes: Path, classpath: str) -> None:
     classes.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["javac", "-nowarn", "-Xlint:none", "-d", str(classes), "-cp", classpath,
+    done = subprocess.run([*JAVAC, "-nowarn", "-Xlint:none", "-d", str(classes), "-cp", classpath,
                            *map(str, sources)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"javac failed:\n{done.stdout}\n{done.stderr}"
 

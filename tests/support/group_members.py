@@ -16,7 +16,6 @@ member has let go and an ASSIGNED time when the other member already holds the p
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,9 +29,6 @@ from tests.support.java_clients import JavaClient
 ROOT = Path(__file__).resolve().parents[2]
 Partition = tuple[str, int]
 OWNERSHIP = ("ASSIGNED", "REVOKED", "LOST")
-# A JVM that starts fast: members are short-lived and several start at once on two cores.
-_JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m",
-              "-Dlog4j2.level=WARN", "-Dlog4j2.StatusLogger.level=OFF")
 
 
 @dataclass(frozen=True)
@@ -156,8 +152,7 @@ def java_member(client: JavaClient, name: str, log_dir: Path, bootstrap: str, gr
                 subscription: str, *options: str) -> MemberProcess:
     """tests/java/ConsumerProtocol.java with ``options`` (``key=value`` settings, ``--pattern``,
     ``--records``, ``--stop-after=N``)."""
-    command = [shutil.which("java") or "java", *_JVM_FLAGS, "-cp", client.classpath,
-               "ConsumerProtocol", bootstrap, group, subscription, *options]
+    command = client.command("ConsumerProtocol", bootstrap, group, subscription, *options)
     return MemberProcess(name, command, log_dir)
 
 

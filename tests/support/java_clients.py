@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.kafka_jvm import CLIENT_JVM_FLAGS, JAVAC
+
 ROOT = Path(__file__).resolve().parents[2]
 JAVA_SOURCE = ROOT / "tests" / "java" / "ClientE2E.java"
 FETCH_SCRIPT = ROOT / "scripts" / "fetch_java_clients.sh"
@@ -33,8 +35,9 @@ class JavaClient:
         return os.pathsep.join([str(self.classes_dir), str(self.jars_dir / "*")])
 
     def command(self, main_class: str, *args: str) -> list[str]:
-        return [shutil.which("java") or "java", "-Dlog4j2.level=WARN",
-                "-Dlog4j2.StatusLogger.level=OFF", "-cp", self.classpath, main_class, *args]
+        """``java`` running ``main_class`` of this build, with the test JVM's flags."""
+        return [shutil.which("java") or "java", *CLIENT_JVM_FLAGS, "-cp", self.classpath,
+                main_class, *args]
 
 
 def client_jars(versions) -> Path:
@@ -61,7 +64,7 @@ def compiled(version: str, sources, classes: Path) -> JavaClient:
     """``sources`` compiled into ``classes`` against kafka-clients ``version``."""
     jars = java_clients_dir() / version
     classes.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["javac", "-Xlint:none", "-d", str(classes), "-cp", str(jars / "*"),
+    proc = subprocess.run([*JAVAC, "-Xlint:none", "-d", str(classes), "-cp", str(jars / "*"),
                            *sorted(str(p) for p in sources)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (

@@ -11,6 +11,7 @@ from typing import Callable
 import pytest
 
 from tests.support.cluster import KAFKA_HOME
+from tests.support.kafka_jvm import CLIENT_JVM_FLAGS
 
 LIBS = KAFKA_HOME / "libs"
 
@@ -24,7 +25,7 @@ def kafka39_oracle(source: Path, needs_jar: str) -> Callable[[list[str]], list[s
         pytest.skip(f"no Kafka 3.9 at {KAFKA_HOME}")
 
     def run(lines: list[str]) -> list[str]:
-        done = subprocess.run(["java", "-cp", str(LIBS / "*"), str(source)],
+        done = subprocess.run(["java", *CLIENT_JVM_FLAGS, "-cp", str(LIBS / "*"), str(source)],
                               input="\n".join(lines) + "\n", capture_output=True, text=True,
                               timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]

@@ -52,7 +52,6 @@ SHARE_OVERRIDES = {
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
 }
-JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m")
 INCREMENTAL_ALTER_CONFIGS, GROUP_RESOURCE, SET = 44, 32, 0
 SHARE_GROUP_DESCRIBE = 77
 
@@ -275,7 +274,6 @@ class JavaShareConsumers:
         self._err = open(self._err_path, "w")
         command = java.command("ShareConsumers", bootstrap, topic, group, str(consumers),
                                f"name={name}", *options)
-        command[1:1] = JVM_FLAGS
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._err, text=True, bufsize=1)
         self._lines: list[str] = []

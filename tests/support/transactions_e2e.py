@@ -34,6 +34,7 @@ from pathlib import Path
 
 from tests.support.cluster import KAFKA_HOME, kafka_tool, wait_for
 from tests.support.java_clients import client_jars
+from tests.support.kafka_jvm import CLIENT_JVM_FLAGS
 from tests.support.request_fields import fields
 from tests.support.wire import WireClient
 from tests.support.zookeeper_server import _die_with_parent
@@ -43,8 +44,6 @@ COPIER_CLASS = "org.apache.kafka.tools.TransactionalMessageCopier"
 # parses its arguments with argparse4j and prints its status with Jackson).
 _TOOLS_JARS = ("kafka-tools-3.9.0.jar", "argparse4j-0.7.0.jar", "jackson-core-2.16.2.jar",
                "jackson-databind-2.16.2.jar", "jackson-annotations-2.16.2.jar")
-_JVM_OPTS = ("-Xmx192m", "-Xms32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-             "-Dlog4j2.level=WARN", "-Dlog4j2.StatusLogger.level=OFF")
 
 
 def copier_classpath(client_version: str) -> str:
@@ -68,7 +67,7 @@ class Copier:
         self.total = total
         self.log_path = log_path
         self.command = [
-            "java", *_JVM_OPTS, "-cp", classpath, COPIER_CLASS,
+            "java", *CLIENT_JVM_FLAGS, "-cp", classpath, COPIER_CLASS,
             "--broker-list", bootstrap, "--transactional-id", transactional_id,
             "--consumer-group", group, "--input-topic", input_topic,
             "--input-partition", str(partition), "--output-topic", output_topic,

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.java_clients import java_clients_dir
+from tests.support.kafka_jvm import CLIENT_JVM_FLAGS, JAVAC
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_HOME = Path(os.environ.get("KAFKA_HOME", ROOT.parent / "shared" / "kafka_2.13-3.9.0"))
@@ -46,7 +47,7 @@ def _classpath() -> str:
     libs = os.pathsep.join([str(jars / "*"), *map(str, jackson)])
     classes = tempfile.mkdtemp(prefix="wire-oracle-")
     atexit.register(shutil.rmtree, classes, True)
-    done = subprocess.run(["javac", "-Xlint:none", "-d", classes, "-cp", libs, str(ORACLE)],
+    done = subprocess.run([*JAVAC, "-Xlint:none", "-d", classes, "-cp", libs, str(ORACLE)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     _compiled.append(os.pathsep.join([classes, libs]))
@@ -57,7 +58,8 @@ def decoded(messages: list[tuple[str, int, bytes]]) -> list[dict]:
     """Each (message name, e.g. ``ConsumerGroupHeartbeatResponse``, version, body bytes)
     as Kafka reads it."""
     lines = "".join(f"{name} {version} {body.hex()}\n" for name, version, body in messages)
-    done = subprocess.run(["java", "-cp", _classpath(), "WireOracle"], input=lines,
+    done = subprocess.run(["java", *CLIENT_JVM_FLAGS, "-cp", _classpath(), "WireOracle"],
+                          input=lines,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     out = [json.loads(line) for line in done.stdout.splitlines()]

@@ -18,6 +18,7 @@ from kafkapy.config.dynamic import DynamicBrokerConfig
 from kafkapy.handlers.alter_configs import apply_broker_configs
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from tests.conformance.brokers import find_kafka_home
+from tests.support.kafka_jvm import CLIENT_JVM_FLAGS, JAVAC
 
 STATIC = ConfigSource.STATIC_BROKER_CONFIG
 _DUMP_JAVA = textwrap.dedent("""
@@ -42,8 +43,8 @@ def kafka_keys(tmp_path) -> dict[str, tuple[str, str, bool]]:
         pytest.skip("needs Kafka 3.9 (../shared) and a JDK")
     (tmp_path / "DumpKeys.java").write_text(_DUMP_JAVA)
     cp = f"{home / 'libs'}/*"
-    subprocess.run(["javac", "-cp", cp, "DumpKeys.java"], cwd=tmp_path, check=True)
-    out = subprocess.run(["java", "-Xmx128m", "-cp", f"{cp}:.", "DumpKeys"], cwd=tmp_path,
+    subprocess.run([*JAVAC, "-cp", cp, "DumpKeys.java"], cwd=tmp_path, check=True)
+    out = subprocess.run(["java", *CLIENT_JVM_FLAGS, "-cp", f"{cp}:.", "DumpKeys"], cwd=tmp_path,
                          check=True, capture_output=True, text=True).stdout
     rows = [line.split("\t") for line in out.splitlines() if line.count("\t") == 3]
     return {name: (ctype, default, internal == "true") for name, ctype, default, internal in rows}
