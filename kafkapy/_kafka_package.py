@@ -1,6 +1,8 @@
-"""kafka-python's package in the broker process, without its clients until asked for.
+"""kafka-python's package in the broker and tool processes, without its clients until
+asked for.
 
-The broker uses kafka-python's protocol codecs and error classes, never its clients.
+The broker uses kafka-python's protocol codecs and error classes, never its clients; a tool
+uses one client at most (most of them only the admin client).
 ``import kafka.protocol`` first runs the package's ``kafka/__init__.py``, and that imports
 the admin client, the consumer and the producer: some 100 modules and about 60 ms of CPU,
 a tenth of what importing the broker costs, paid by every broker start (the test suite
@@ -10,8 +12,8 @@ starts hundreds).
 ``kafka.protocol`` and ``kafka.errors`` load alone.  The first name asked of the package
 itself (``from kafka import KafkaProducer``, ``kafka.__version__``) runs the file then, into
 the same module, so code that wants the clients sees the package as it always is.
-Called by the broker's entry point only, before anything imports ``kafka``; when ``kafka``
-is already imported it does nothing.
+Called by ``kafkapy.cli``'s package file, so before anything the broker's entry point or a
+tool imports; when ``kafka`` is already imported (a test process) it does nothing.
 """
 from __future__ import annotations
 

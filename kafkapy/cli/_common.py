@@ -49,7 +49,7 @@ import uuid
 from typing import Callable
 
 import kafka.errors
-from kafka import KafkaAdminClient
+from kafka.admin import KafkaAdminClient
 
 from kafkapy.config.errors import ConfigError
 from kafkapy.config.properties import load_properties

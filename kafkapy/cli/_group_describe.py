@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 
 import kafka.errors
-from kafka import TopicPartition
+from kafka.structs import TopicPartition
 from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from kafka.protocol.metadata import FindCoordinatorRequest

@@ -34,7 +34,8 @@ import sys
 import time
 from collections import deque
 
-from kafka import KafkaConsumer, TopicPartition
+from kafka.consumer import KafkaConsumer
+from kafka.structs import TopicPartition
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import UsageError

@@ -33,7 +33,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from kafka import KafkaProducer
+from kafka.producer import KafkaProducer
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import UsageError

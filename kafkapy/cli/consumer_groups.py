@@ -55,7 +55,7 @@ import time
 from datetime import datetime
 
 import kafka.errors
-from kafka import TopicPartition
+from kafka.structs import TopicPartition
 from kafka.admin import OffsetSpec, OffsetTimestamp
 from kafka.structs import OffsetAndMetadata
 

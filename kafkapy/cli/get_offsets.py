@@ -21,7 +21,7 @@ import re
 import sys
 
 import kafka.errors
-from kafka import TopicPartition
+from kafka.structs import TopicPartition
 from kafka.admin import OffsetSpec
 
 from kafkapy.cli import _common as common

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 import kafka.errors
-from kafka import TopicPartition
+from kafka.structs import TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest
 from kafka.structs import TopicPartitionReplica

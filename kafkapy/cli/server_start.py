@@ -12,17 +12,13 @@ import argparse
 import asyncio
 import sys
 
-from kafkapy._kafka_package import defer_client_imports
+import structlog
 
-defer_client_imports()      # before anything imports kafka-python: the broker needs no client
-
-import structlog  # noqa: E402
-
-from kafkapy.config.broker import BrokerConfig, ConfigError  # noqa: E402
-from kafkapy.config.group_configs import check_broker_settings  # noqa: E402
-from kafkapy.config.properties import load_properties, parse_override  # noqa: E402
-from kafkapy.limits import raise_open_file_limit  # noqa: E402
-from kafkapy.logging_setup import configure_logging  # noqa: E402
+from kafkapy.config.broker import BrokerConfig, ConfigError
+from kafkapy.config.group_configs import check_broker_settings
+from kafkapy.config.properties import load_properties, parse_override
+from kafkapy.limits import raise_open_file_limit
+from kafkapy.logging_setup import configure_logging
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import kafka.errors
-from kafka import TopicPartition
+from kafka.structs import TopicPartition
 from kafka.admin import OffsetSpec, OffsetTimestamp
 from kafka.protocol.admin import DeleteGroupsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest

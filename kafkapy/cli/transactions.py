@@ -33,7 +33,7 @@ import argparse
 import sys
 import time
 
-from kafka import TopicPartition
+from kafka.structs import TopicPartition
 from kafka.admin._transactions import AbortTransactionSpec, TransactionsAdminMixin
 from kafka.protocol.admin.transactions import (DescribeProducersRequest,
                                                DescribeTransactionsRequest,

@@ -1,5 +1,6 @@
-"""kafkapy._kafka_package: the broker loads kafka-python's codecs without its clients, and
-the package is whole again the moment anything asks it for a name.
+"""kafkapy._kafka_package: the broker loads kafka-python's codecs without its clients, a tool
+only the client it uses, and the package is whole again the moment anything asks it for a
+name.
 
 Each case runs in a fresh interpreter: the test process has imported kafka-python already.
 """
@@ -27,6 +28,15 @@ def test_the_broker_imports_no_client():
         print('kafka.protocol' in sys.modules, 'kafka.errors' in sys.modules)
         """)
     assert out.splitlines() == ["[]", "True True"]
+
+
+def test_a_tool_imports_only_the_client_it_uses():
+    out = _run(f"""
+        import sys
+        import kafkapy.cli.topics, kafkapy.cli.consumer_groups, kafkapy.cli.reassign_partitions
+        print(sorted(m for m in {_CLIENTS!r} if m in sys.modules))
+        """)
+    assert out == "['kafka.admin']"
 
 
 def test_a_name_asked_of_the_package_loads_it_whole():
