@@ -44,6 +44,8 @@ REFILL_S = 2.1              # from 4 below zero to full: 2 s
 # in Kafka's order: -6; the permissive one 8 and 8: -12.
 LIMIT_MS = {"strict-create": 750, "strict-grow": 1000, "strict-delete": 1500,
             "permissive-create": 1000, "permissive-grow": 1000, "permissive-delete": 3000}
+# Between the broker counting the mutations and this process's clock stopping.
+_CLOCK_SLACK_MS = 250
 EXCEEDED = (89, None)        # Kafka sends no message when it is the error's generic one
 SETTINGS = {"controller.quota.window.num": "1", "controller.quota.window.size.seconds": "1",
             "num.partitions": "1"}
@@ -164,6 +166,19 @@ def _delete(client: WireClient, version: int, names: list[str]):
              for r in response.responses}, response.throttle_time_ms, elapsed)
 
 
+def _not_throttled_as_owed(runs: dict, step: str) -> list[tuple]:
+    """The sides whose answer's throttle time is not the bucket's debt (``LIMIT_MS``) less
+    the time the request waited for the controller: above zero and within the debt, or zero
+    when the request itself took the debt out (on a loaded machine Kafka's controller can
+    take a second over a CreatePartitions)."""
+    debt, wrong = LIMIT_MS[step], []
+    for side in ("kafkapy", "kafka"):
+        throttle, elapsed = runs[side][step][1], runs[side]["elapsed_ms"][step]
+        if not (0 < throttle <= debt or (throttle == 0 and elapsed >= debt - _CLOCK_SLACK_MS)):
+            wrong.append((side, throttle, elapsed))
+    return wrong
+
+
 def _passed(answers: dict) -> list[str]:
     return sorted(name for name, (code, _) in answers.items() if code == 0)
 
@@ -186,8 +201,7 @@ def test_strict_refuses_what_comes_after_the_bucket_is_exhausted(runs, step):
     refused = [name for name, answer in ours[0].items() if answer[0] != 0]
     assert refused and all(ours[0][name] == EXCEEDED for name in refused)
     assert 1 <= len(_passed(ours[0])) <= 2
-    limit = LIMIT_MS[step]
-    assert 0 < ours[1] <= limit and 0 < theirs[1] <= limit
+    assert _not_throttled_as_owed(runs, step) == []
     assert abs(_debt_ms(runs["kafkapy"], step) - _debt_ms(runs["kafka"], step)) <= 600
 
 
@@ -196,8 +210,7 @@ def test_permissive_accepts_everything_and_throttles(runs, step):
     ours, theirs = runs["kafkapy"][step], runs["kafka"][step]
     assert ours[0] == theirs[0]
     assert _passed(ours[0]) == PERMISSIVE
-    limit = LIMIT_MS[step]
-    assert 0 < ours[1] <= limit and 0 < theirs[1] <= limit
+    assert _not_throttled_as_owed(runs, step) == []
     assert abs(_debt_ms(runs["kafkapy"], step) - _debt_ms(runs["kafka"], step)) <= 600
 
 
