@@ -29,10 +29,10 @@ import time
 from dataclasses import dataclass
 
 import kafka.errors
-from kafka.structs import TopicPartition
 from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from kafka.protocol.metadata import FindCoordinatorRequest
+from kafka.structs import TopicPartition
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError

@@ -55,9 +55,8 @@ import time
 from datetime import datetime
 
 import kafka.errors
-from kafka.structs import TopicPartition
 from kafka.admin import OffsetSpec, OffsetTimestamp
-from kafka.structs import OffsetAndMetadata
+from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError, UsageError

@@ -21,8 +21,8 @@ import re
 import sys
 
 import kafka.errors
-from kafka.structs import TopicPartition
 from kafka.admin import OffsetSpec
+from kafka.structs import TopicPartition
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError

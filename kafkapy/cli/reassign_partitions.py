@@ -65,10 +65,9 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 import kafka.errors
-from kafka.structs import TopicPartition
 from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest
-from kafka.structs import TopicPartitionReplica
+from kafka.structs import TopicPartition, TopicPartitionReplica
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import (CommandError, UsageError, int_hash, java_set_order,

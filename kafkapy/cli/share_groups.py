@@ -54,10 +54,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import kafka.errors
-from kafka.structs import TopicPartition
 from kafka.admin import OffsetSpec, OffsetTimestamp
 from kafka.protocol.admin import DeleteGroupsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
+from kafka.structs import TopicPartition
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError, UsageError

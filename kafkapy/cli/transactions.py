@@ -33,12 +33,12 @@ import argparse
 import sys
 import time
 
-from kafka.structs import TopicPartition
 from kafka.admin._transactions import AbortTransactionSpec, TransactionsAdminMixin
 from kafka.protocol.admin.transactions import (DescribeProducersRequest,
                                                DescribeTransactionsRequest,
                                                ListTransactionsRequest)
 from kafka.protocol.metadata import CoordinatorType
+from kafka.structs import TopicPartition
 
 from kafkapy.cli import _common as common
 from kafkapy.cli._common import CommandError
