@@ -231,12 +231,17 @@ def test_share_partition_leader_killed_mid_run(share_cluster, consumers, unique)
 
 
 def test_every_broker_killed_and_restarted(share_cluster, consumers, unique):
+    """2,000 records are written before the consumers start and 500 more once every broker
+    is back: on a fast machine the consumers may have taken all of the first ones by the
+    time the brokers are killed, and the last ones are then what only the restarted brokers
+    can have served."""
     c = share_cluster
     _all_running(c)
     topic, group = unique("share-restart"), unique("share-restart-group")
     _create(c, topic)
-    records = values(2000, release_every=50)
-    produce(_bootstrap(c), topic, records, batch_records=20)
+    records = values(2500, release_every=50)
+    first, after_restart = records[:2000], records[2000:]
+    produce(_bootstrap(c), topic, first, batch_records=20)
 
     p = consumers(topic, group, 2, *_group_options(), "client:max.poll.records=50")
     why = _why(c, p, group, topic)
@@ -250,6 +255,7 @@ def test_every_broker_killed_and_restarted(share_cluster, consumers, unique):
     for node in c.nodes.values():
         wait_started(node, RESTART_S)
     c.wait_ready(timeout=RESTART_S)
+    produce(_bootstrap(c), topic, after_restart, batch_records=20)
     wait_for(lambda: _settled(c, group, topic, len(records)),
              "every record acknowledged after the restart (the start offset at the end)",
              WAIT, *why)
