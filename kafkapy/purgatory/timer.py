@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from abc import ABC, abstractmethod
 
 from kafkapy.clock import SYSTEM_CLOCK, Clock
@@ -27,6 +28,7 @@ from kafkapy.purgatory.timer_task_list import TaskCounter, TimerTaskEntry, Timer
 from kafkapy.purgatory.timing_wheel import BucketQueue, TimingWheel
 
 log = logging.getLogger(__name__)
+_CLOCK_TICK_S = 0.001
 
 
 class TimerTask(ABC):
@@ -69,7 +71,9 @@ class Timer:
         self._due = TimerTaskList(self._counter)
         self._handle: asyncio.TimerHandle | None = None
         self._armed_ms: int | None = None
-        self._armed_at = 0.0  # the handle's deadline in loop time
+        # The handle's deadline on the monotonic clock, not the loop's: uvloop's loop time
+        # is read once per loop turn, and does not move while a run of adds goes on.
+        self._armed_at = 0.0
         self._closed = False
 
     @property
@@ -162,7 +166,8 @@ class Timer:
         self._disarm()
         when = self._loop.time() + max(0, target - now) / 1000.0
         self._handle = self._loop.call_at(when, self._fire)
-        self._armed_ms, self._armed_at = target, when
+        self._armed_ms = target
+        self._armed_at = time.monotonic() + max(0, target - now) / 1000.0
 
     def _armed_in_time(self, now: int, target: int) -> bool:
         """Whether the handle already armed fires no later than ``target`` needs."""
@@ -175,8 +180,9 @@ class Timer:
         # handle runs on the loop's next turn (the loop was busy, or the process was
         # descheduled): keep it, or every add until then would re-arm.  When it has not,
         # a mock clock jumped past it and its loop deadline is still the old distance
-        # away: re-arm.
-        return self._armed_at <= self._loop.time()
+        # away: re-arm.  (The clock counts whole milliseconds, so the armed time can read
+        # as passed up to one millisecond before the handle's deadline.)
+        return self._armed_at <= time.monotonic() + _CLOCK_TICK_S
 
     def _disarm(self) -> None:
         if self._handle is not None:
