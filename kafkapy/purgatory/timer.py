@@ -167,7 +167,11 @@ class Timer:
         when = self._loop.time() + max(0, target - now) / 1000.0
         self._handle = self._loop.call_at(when, self._fire)
         self._armed_ms = target
-        self._armed_at = time.monotonic() + max(0, target - now) / 1000.0
+        # The monotonic clock is read before the timer's clock, so a stall since ``now``
+        # was read (or between the two reads) moves this deadline earlier, never later:
+        # a later one would make the handle look not yet due once ``target`` has passed.
+        real = time.monotonic()
+        self._armed_at = real + max(0, target - self._clock.monotonic_ms()) / 1000.0
 
     def _armed_in_time(self, now: int, target: int) -> bool:
         """Whether the handle already armed fires no later than ``target`` needs."""

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from kafkapy.clock import SYSTEM_CLOCK, MockClock
+from kafkapy.clock import SYSTEM_CLOCK, Clock, MockClock
 from kafkapy.purgatory.timer import Timer, TimerTask
 from kafkapy.purgatory.timer_task_list import TaskCounter, TimerTaskEntry, TimerTaskList
 from kafkapy.purgatory.timing_wheel import BucketQueue, TimingWheel
@@ -431,59 +431,95 @@ def test_loop_fires_real_timers_in_deadline_order(new_loop):
         loop.close()
 
 
-@pytest.mark.parametrize("new_loop", loop_factories())
-def test_loop_uses_one_handle_not_one_per_task(new_loop):
+def run_counted(new_loop, body, clock=SYSTEM_CLOCK):
+    """Run ``body(timer, counting, log)`` on a fresh loop whose handles are counted;
+    return the names the tasks logged."""
     loop = new_loop()
-    try:
-        log = []
+    log = []
 
-        async def main():
-            counting = CountingLoop(loop)
-            timer = Timer(counting, SYSTEM_CLOCK)
-            # An earlier deadline re-arms (cancel + one new handle).  The first task is
-            # far off so that no stall of this process can make it due in between.
-            timer.add(Waker(60_000, "late", [], (0, asyncio.Event())))
-            assert counting.call_at_calls == 1
-            timer.add(Waker(5, "early", [], (0, asyncio.Event())))
-            assert counting.call_at_calls == 2
-            # Later deadlines never need re-arming: no handle for 1000 tasks.
-            done = (1_000, asyncio.Event())
-            for i in range(1_000):
-                timer.add(Waker(200 + i // 100, i, log, done))
-            assert counting.call_at_calls == 2
-            await asyncio.wait_for(done[1].wait(), 30)
-            # Firing re-arms once per distinct bucket at most, not once per task.
-            assert counting.call_at_calls <= 2 + 50
+    async def main():
+        counting = CountingLoop(loop)
+        timer = Timer(counting, clock)
+        try:
+            await body(timer, counting, log)
+        finally:
             timer.close()
 
+    try:
         loop.run_until_complete(main())
-        assert sorted(log) == list(range(1_000))
     finally:
         loop.close()
+    return log
+
+
+@pytest.mark.parametrize("new_loop", loop_factories())
+def test_loop_uses_one_handle_not_one_per_task(new_loop):
+    async def body(timer, counting, log):
+        # An earlier deadline re-arms (cancel + one new handle).  The first task is
+        # far off so that no stall of this process can make it due in between.
+        timer.add(Waker(60_000, "late", [], (0, asyncio.Event())))
+        assert counting.call_at_calls == 1
+        timer.add(Waker(5, "early", [], (0, asyncio.Event())))
+        assert counting.call_at_calls == 2
+        # Later deadlines never need re-arming: no handle for 1000 tasks.
+        done = (1_000, asyncio.Event())
+        for i in range(1_000):
+            timer.add(Waker(200 + i // 100, i, log, done))
+        assert counting.call_at_calls == 2
+        await asyncio.wait_for(done[1].wait(), 30)
+        # Firing re-arms once per distinct bucket at most, not once per task.
+        assert counting.call_at_calls <= 2 + 50
+
+    assert sorted(run_counted(new_loop, body)) == list(range(1_000))
 
 
 @pytest.mark.parametrize("new_loop", loop_factories())
 def test_loop_keeps_its_handle_through_a_stall(new_loop):
     """A process that stalls past the armed deadline (descheduled, or a long callback)
     finds its handle already due: adds made before the loop runs it keep that handle."""
-    loop = new_loop()
-    try:
-        log = []
+    async def body(timer, counting, log):
+        done = (1_000, asyncio.Event())
+        for i in range(500):
+            timer.add(Waker(50, i, log, done))
+        time.sleep(0.1)  # the stall: the armed deadline passes with the loop blocked
+        for i in range(500, 1_000):
+            timer.add(Waker(50, i, log, done))
+        assert counting.call_at_calls == 1
+        await asyncio.wait_for(done[1].wait(), 30)
 
-        async def main():
-            counting = CountingLoop(loop)
-            timer = Timer(counting, SYSTEM_CLOCK)
-            done = (1_000, asyncio.Event())
-            for i in range(500):
-                timer.add(Waker(50, i, log, done))
-            time.sleep(0.1)  # the stall: the armed deadline passes with the loop blocked
-            for i in range(500, 1_000):
-                timer.add(Waker(50, i, log, done))
-            assert counting.call_at_calls == 1
-            await asyncio.wait_for(done[1].wait(), 30)
-            timer.close()
+    assert sorted(run_counted(new_loop, body)) == list(range(1_000))
 
-        loop.run_until_complete(main())
-        assert sorted(log) == list(range(1_000))
-    finally:
-        loop.close()
+
+class StallingClock(Clock):
+    """The real clock, whose next reading after ``stall_next`` is returned late, as when
+    the process is descheduled (or collects garbage) between reading the clock and
+    arming."""
+
+    _stall_s = 0.0
+
+    def stall_next(self, seconds):
+        self._stall_s = seconds
+
+    def monotonic_ms(self):
+        now = super().monotonic_ms()
+        stall, self._stall_s = self._stall_s, 0.0
+        time.sleep(stall)
+        return now
+
+
+@pytest.mark.parametrize("new_loop", loop_factories())
+def test_loop_keeps_its_handle_after_a_stall_while_arming(new_loop):
+    """A stall between the add's clock reading and the arming must not push the armed
+    deadline later than the task's: the next add, made once the task is due, keeps the
+    handle."""
+    clock = StallingClock()
+
+    async def body(timer, counting, log):
+        done = (2, asyncio.Event())
+        clock.stall_next(0.05)
+        timer.add(Waker(5, "first", log, done))  # read the clock, stall 50 ms, arm
+        timer.add(Waker(5, "second", log, done))  # the first is 45 ms overdue
+        assert counting.call_at_calls == 1
+        await asyncio.wait_for(done[1].wait(), 30)
+
+    assert run_counted(new_loop, body, clock) == ["first", "second"]
