@@ -27,9 +27,8 @@ def pytest_configure(config):
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     """A broker shared by the tests of one module."""
-    b = BrokerProcess(tmp_path_factory.mktemp("broker") / "logs").start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("broker") / "logs").start() as b:
+        yield b
 
 
 @pytest.fixture

@@ -52,10 +52,9 @@ TXN_HEADERS = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("admin-tools") / "logs", overrides={
-        "transaction.partition.verification.enable": "false"}).start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("admin-tools") / "logs", overrides={
+            "transaction.partition.verification.enable": "false"}).start() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")

@@ -35,10 +35,9 @@ LISTED_GROUPS = [f"cfg-listed-{i}" for i in range(14)]
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("configs-groups") / "logs",
-                      overrides=SHARE_OVERRIDES).start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("configs-groups") / "logs",
+                       overrides=SHARE_OVERRIDES).start() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")

@@ -45,11 +45,11 @@ PER_PARTITION = 4
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("kip848-cli") / "logs", overrides={
-        "group.consumer.heartbeat.interval.ms": "1000",
-        "group.consumer.min.heartbeat.interval.ms": "500"}).start()
-    yield b
-    b.stop()
+    overrides = {"group.consumer.heartbeat.interval.ms": "1000",
+                 "group.consumer.min.heartbeat.interval.ms": "500"}
+    with BrokerProcess(tmp_path_factory.mktemp("kip848-cli") / "logs",
+                       overrides=overrides).start() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")

@@ -92,10 +92,9 @@ class RawMembers:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("share-groups-cli") / "logs",
-                      overrides=SHARE_OVERRIDES).start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("share-groups-cli") / "logs",
+                       overrides=SHARE_OVERRIDES).start() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")

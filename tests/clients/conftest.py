@@ -41,9 +41,8 @@ def broker(tmp_path_factory):
     if external:
         yield ExternalBroker(external)
         return
-    b = BrokerProcess(tmp_path_factory.mktemp("broker") / "logs").start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("broker") / "logs").start() as b:
+        yield b
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,6 @@ Waits are bounded polls for a condition, never timing assertions.
 """
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import struct
 import subprocess
@@ -34,7 +32,6 @@ from kafka.admin import KafkaAdminClient, NewTopic, OffsetSpec
 
 from kafkapy.coordinator.group.kafka_order import commit_order
 from tests.support.broker_process import BrokerProcess
-from tests.support.kafka_jvm import CLIENT_JVM_FLAGS, JAVAC
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -133,9 +130,8 @@ def _exactly_once(members: list[Member], values: list[str]) -> None:
 
 @pytest.fixture(scope="module")
 def gbroker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("groups") / "logs", overrides=OVERRIDES).start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("groups") / "logs", overrides=OVERRIDES).start() as b:
+        yield b
 
 
 # -- the independent __consumer_offsets decoder ---------------------------------------------
@@ -431,19 +427,10 @@ def test_admin_confluent(gbroker):
 
 # -- Java -------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def java_groups(java_clients, tmp_path_factory):
-    """GroupClients.java compiled against each kafka-clients version."""
-    out = {}
-    for version, client in java_clients.items():
-        classes = tmp_path_factory.mktemp(f"groups-java-{version}")
-        proc = subprocess.run([*JAVAC, "-Xlint:none", "-d", str(classes), "-cp",
-                               str(client.jars_dir / "*"), str(ROOT / "tests/java/GroupClients.java")],
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr
-        cp = os.pathsep.join([str(classes), str(client.jars_dir / "*")])
-        out[version] = [shutil.which("java") or "java", *CLIENT_JVM_FLAGS, "-cp", cp,
-                        "GroupClients"]
-    return out
+def java_groups(java_clients):
+    """GroupClients.java (compiled with the other programs of tests/java) against each
+    kafka-clients version."""
+    return {version: client.command("GroupClients") for version, client in java_clients.items()}
 
 
 @pytest.mark.java

@@ -19,9 +19,8 @@ pytestmark = [pytest.mark.java, pytest.mark.timeout(300)]
 
 @pytest.fixture(scope="module")
 def own_broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("close") / "logs").start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("close") / "logs").start() as b:
+        yield b
 
 
 @pytest.mark.parametrize("version", ["3.9.0", "4.3.0"])

@@ -27,13 +27,11 @@ DEADLINE_S = 90
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("retention") / "logs", overrides={
-        "log.retention.check.interval.ms": "300",
-        "log.cleaner.backoff.ms": "200",
-        "log.segment.delete.delay.ms": "100",
-    }).start()
-    yield b
-    b.stop()
+    overrides = {"log.retention.check.interval.ms": "300", "log.cleaner.backoff.ms": "200",
+                 "log.segment.delete.delay.ms": "100"}
+    with BrokerProcess(tmp_path_factory.mktemp("retention") / "logs",
+                       overrides=overrides).start() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")

@@ -27,9 +27,8 @@ GHOST_ID = uuid.UUID(int=0xABCDEF)
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("ctrl-req")).start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("ctrl-req")).start() as b:
+        yield b
 
 
 @pytest.fixture

@@ -14,9 +14,8 @@ from tests.support.wire import WireClient
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("empty") / "logs").start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("empty") / "logs").start() as b:
+        yield b
 
 
 def _fetch_fields(version: int) -> dict:

@@ -231,10 +231,9 @@ def test_delete_topics_v6_ids(wire):
 @pytest.fixture(scope="module")
 def no_deletion_broker(tmp_path_factory):
     """A broker of its own: delete.topic.enable=false, and no internal topic yet."""
-    b = BrokerProcess(tmp_path_factory.mktemp("no-deletion") / "logs",
-                      overrides={"delete.topic.enable": "false"}).start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("no-deletion") / "logs",
+                       overrides={"delete.topic.enable": "false"}).start() as b:
+        yield b
 
 
 @pytest.mark.parametrize("version,expected", [

@@ -31,9 +31,8 @@ PRODUCES = 200
 
 @pytest.fixture
 def broker(tmp_path):
-    b = BrokerProcess(tmp_path / "logs").start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path / "logs").start() as b:
+        yield b
 
 
 def _flood(bootstrap: str, stop: threading.Event) -> tuple[list[socket.socket], list]:

@@ -46,9 +46,8 @@ LEADER_OVERRIDES = {"controlled.shutdown.enable": "false"}
 
 @pytest.fixture
 def leader(tmp_path):
-    broker = BrokerProcess(tmp_path / "leader", overrides=LEADER_OVERRIDES).start()
-    yield broker
-    broker.stop()
+    with BrokerProcess(tmp_path / "leader", overrides=LEADER_OVERRIDES).start() as broker:
+        yield broker
 
 
 def _create_topic(wire: WireClient) -> None:

@@ -29,10 +29,9 @@ from tests.support.wire import WireClient
 
 @pytest.fixture
 def leader(tmp_path):
-    broker = BrokerProcess(tmp_path / "leader",
-                           overrides={"controlled.shutdown.enable": "false"}).start()
-    yield broker
-    broker.stop()
+    with BrokerProcess(tmp_path / "leader",
+                       overrides={"controlled.shutdown.enable": "false"}).start() as broker:
+        yield broker
 
 
 def _produce(wire: WireClient, partition: int, count: int) -> None:

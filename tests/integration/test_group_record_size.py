@@ -19,9 +19,8 @@ METADATA = os.urandom(3 << 20)      # 3 MiB, over the 1 MiB max.message.bytes
 
 @pytest.fixture
 def broker(tmp_path):
-    b = BrokerProcess(tmp_path / "logs").start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path / "logs").start() as b:
+        yield b
 
 
 def _offsets_log_bytes(log_dir) -> int:

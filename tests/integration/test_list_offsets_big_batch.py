@@ -22,10 +22,9 @@ MIDDLE = 123_456        # a record looked up by its own timestamp
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("bigbatch") / "logs",
-                      overrides={"message.max.bytes": str(8 << 20)}).start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("bigbatch") / "logs",
+                       overrides={"message.max.bytes": str(8 << 20)}).start() as b:
+        yield b
 
 
 def _batch() -> bytes:

@@ -13,9 +13,8 @@ from tests.support.broker_process import BrokerProcess
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("bounds") / "logs").start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("bounds") / "logs").start() as b:
+        yield b
 
 
 def test_create_topics_of_100000_partitions_is_refused_at_once(broker):

@@ -27,10 +27,9 @@ TOPIC = "txn-wire"
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("broker") / "logs", overrides={
-        "transaction.partition.verification.enable": "false"}).start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("broker") / "logs", overrides={
+            "transaction.partition.verification.enable": "false"}).start() as b:
+        yield b
 
 
 def _produce(client, records: bytes):

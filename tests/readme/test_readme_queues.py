@@ -44,9 +44,8 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("readme-queues") / "logs").start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("readme-queues") / "logs").start() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ KEEP_EVERYTHING = {"log.retention.ms": "-1"}
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     """A broker shared by the tests of one module, with no time-based retention."""
-    b = BrokerProcess(tmp_path_factory.mktemp("broker") / "logs",
-                      overrides=KEEP_EVERYTHING).start()
-    yield b
-    b.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("broker") / "logs",
+                       overrides=KEEP_EVERYTHING).start() as b:
+        yield b

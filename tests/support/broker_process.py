@@ -114,6 +114,13 @@ class BrokerProcess:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
 
+    def __enter__(self) -> "BrokerProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Stops the broker (``with BrokerProcess(...).start() as b``)."""
+        self.stop()
+
     def restart(self, hard: bool = False) -> "BrokerProcess":
         if hard:
             self.kill()

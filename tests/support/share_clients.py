@@ -71,10 +71,9 @@ class Delivery(NamedTuple):
 
 @pytest.fixture(scope="session")
 def share_broker(tmp_path_factory):
-    broker = BrokerProcess(tmp_path_factory.mktemp("share-broker") / "logs",
-                           overrides=SHARE_OVERRIDES).start()
-    yield broker
-    broker.stop()
+    with BrokerProcess(tmp_path_factory.mktemp("share-broker") / "logs",
+                       overrides=SHARE_OVERRIDES).start() as broker:
+        yield broker
 
 
 @pytest.fixture(scope="session")

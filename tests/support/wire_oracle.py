@@ -59,8 +59,7 @@ def decoded(messages: list[tuple[str, int, bytes]]) -> list[dict]:
     as Kafka reads it."""
     lines = "".join(f"{name} {version} {body.hex()}\n" for name, version, body in messages)
     done = subprocess.run(["java", *CLIENT_JVM_FLAGS, "-cp", _classpath(), "WireOracle"],
-                          input=lines,
-                          capture_output=True, text=True, timeout=300)
+                          input=lines, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     out = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(out) == len(messages), done.stderr[-3000:]

@@ -44,8 +44,8 @@ def kafka_keys(tmp_path) -> dict[str, tuple[str, str, bool]]:
     (tmp_path / "DumpKeys.java").write_text(_DUMP_JAVA)
     cp = f"{home / 'libs'}/*"
     subprocess.run([*JAVAC, "-cp", cp, "DumpKeys.java"], cwd=tmp_path, check=True)
-    out = subprocess.run(["java", *CLIENT_JVM_FLAGS, "-cp", f"{cp}:.", "DumpKeys"], cwd=tmp_path,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(["java", *CLIENT_JVM_FLAGS, "-cp", f"{cp}:.", "DumpKeys"],
+                         cwd=tmp_path, check=True, capture_output=True, text=True).stdout
     rows = [line.split("\t") for line in out.splitlines() if line.count("\t") == 3]
     return {name: (ctype, default, internal == "true") for name, ctype, default, internal in rows}
 
