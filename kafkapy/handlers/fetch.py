@@ -65,6 +65,11 @@ reads, and waits when it must) and encodes what it answers (``_Answer``).
 - Record bytes of v4+ are never read into Python on plain connections: each
   partition's ``records`` is a marker that the connection replaces with the log's
   file ranges the read found, sent with os.sendfile (``kafkapy.network.zero_copy``).
+- A follower's Fetch (v12+) is the replication round's: it is read into the replica
+  fetcher's own record (``FetchDecode``, ``replication.fetch_request.decode``) and
+  answered as plain records encoded by hand (``replication.fetch_response``), the same
+  bytes as kafka-python's objects without building them; an answer with a tagged field
+  (a diverging epoch, the current leader) is built as kafka-python's objects as before.
 """
 from __future__ import annotations
 
@@ -74,7 +79,7 @@ from kafkapy.api.context import CloseConnection
 from kafkapy.metrics import counters as metrics
 from kafkapy.network.zero_copy import ZeroCopyResponse, new_marker
 from kafkapy.protocol.errors import ErrorCode, KafkaError
-from kafkapy.protocol.messages import RESPONSES
+from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.security import authz
 from kafkapy.records.down_convert import (DownConversionError, down_convert,
                                           magic_for_fetch_version)
@@ -82,12 +87,17 @@ from kafkapy.quota import request as request_quota
 from kafkapy.quota.client import session_user
 from kafkapy.replication.fetch_session import (PartitionAnswer, PartitionRequest,
                                                TopicIdPartition)
+from kafkapy.replication.fetch_request import decode as decode_replica_fetch
+from kafkapy.replication.fetch_response import (MIN_VERSION as REPLICA_ANSWER_FROM,
+                                                ReplicaFetchResponse, ReplicaPartition,
+                                                ReplicaTopic)
 from kafkapy.replication.replica_manager import FetchParams, LogReadResult
 
 API_KEY = 1
 MIN_VERSION = 0
 MAX_VERSION = 17
 
+_REQUEST = REQUESTS[API_KEY]
 _R = RESPONSES[API_KEY]
 _Topic = _R.FetchableTopicResponse
 _Partition = _Topic.PartitionData
@@ -100,6 +110,29 @@ _INT_MAX = 2 ** 31 - 1
 _PARTITION_OVERHEAD = 46
 _LEADER_HINT_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 _log = structlog.get_logger("kafkapy.handlers.fetch")
+
+
+class FetchDecode:
+    """What the connection uses of a request class (``decode``; ``name`` and
+    ``max_version`` for the ApiSpec): kafka-python's FetchRequest, except that a
+    follower's Fetch (v12+) is read into the replica fetcher's own record
+    (``ReplicaFetchRequest``, the same fields without kafka-python's objects).  Anything
+    else, a consumer's Fetch among them, kafka-python decodes (or refuses)."""
+
+    KAFKA_CLASS = _REQUEST
+    name = _REQUEST.name
+    max_version = _REQUEST.max_version
+
+    @staticmethod
+    def decode(data, version=None, header=False, framed=False):
+        if version is not None and not header and not framed:
+            request = decode_replica_fetch(memoryview(data), version)
+            if request is not None:
+                return request
+        return _REQUEST.decode(data, version=version, header=header, framed=framed)
+
+
+REQUEST_CLS = FetchDecode
 
 
 def handle(ctx, request):
@@ -228,6 +261,10 @@ class _Answer:
         updates = results + self.erroneous
         error, session_id, kept = self.context.generate(
             [(r.tip, _session_answer(r)) for r in updates], ctx.services.clock.time_ms())
+        if self.follower and ctx.api_version >= REPLICA_ANSWER_FROM:
+            answer = self._replica_answer([updates[i] for i in kept], error, session_id)
+            if answer is not None:
+                return answer
         slices: dict[bytes, list] = {}
         endpoints: dict[int, object] = {}
         topics: list = []
@@ -252,6 +289,30 @@ class _Answer:
         response = ctx.response(throttle_time_ms=0, error_code=error, session_id=session_id,
                                 responses=topics, node_endpoints=list(endpoints.values()))
         return ZeroCopyResponse(response, slices) if slices else response
+
+    def _replica_answer(self, chosen: list[LogReadResult], error: int, session_id: int):
+        """A follower's answer as plain records, encoded by hand (``ReplicaFetchResponse``),
+        or None when a partition needs what only kafka-python's objects carry: a tagged
+        field (a diverging epoch, the current leader) or a refusal."""
+        version = self.ctx.api_version
+        for result in chosen:
+            if (result.diverging is not None or self._refusal(result) is not None
+                    or (version >= _LEADER_HINT_FROM and result.error_code in _LEADER_HINT_ERRORS)):
+                return None
+        slices: dict[bytes, list] = {}
+        topics: list = []
+        for result in chosen:
+            metrics.BROKER.replication_bytes_out += result.size
+            aborted = result.aborted
+            if aborted:
+                aborted = [(t.producer_id, t.first_offset) for t in aborted]
+            data = ReplicaPartition(result.tip.partition, result.error_code,
+                                    result.high_watermark, result.last_stable_offset,
+                                    result.log_start_offset, aborted,
+                                    self._records(result, slices))
+            _add_to_topics(topics, result.tip, data, ReplicaTopic)
+        self.ctx.services.replica_manager.record_leader_throttled(chosen)
+        return ZeroCopyResponse(ReplicaFetchResponse(version, error, session_id, topics), slices)
 
     def _throttled(self, results: list[LogReadResult]):
         """Kafka's fetch and request quotas: record the request's time and the answer's
@@ -389,7 +450,7 @@ def _aborted_transactions(aborted):
             for t in aborted]
 
 
-def _add_to_topics(topics: list, tip: TopicIdPartition, data) -> None:
+def _add_to_topics(topics: list, tip: TopicIdPartition, data, topic_type=_Topic) -> None:
     """Append to the last topic if it is the same one, else start a topic (Kafka's order)."""
     if topics:
         last = topics[-1]
@@ -398,4 +459,4 @@ def _add_to_topics(topics: list, tip: TopicIdPartition, data) -> None:
         if same:
             last.partitions.append(data)
             return
-    topics.append(_Topic(topic=tip.topic or "", topic_id=tip.topic_id, partitions=[data]))
+    topics.append(topic_type(topic=tip.topic or "", topic_id=tip.topic_id, partitions=[data]))

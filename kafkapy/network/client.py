@@ -80,12 +80,18 @@ class CorrelationMismatch(ConnectionError):
 
 
 class _Pending:
-    __slots__ = ("correlation_id", "response_cls", "future")
+    """A request sent and not answered yet.  ``decode_body``: the request's own decoder of
+    its answer's body (``decode_response``), which may give None to leave it to
+    kafka-python's ``response_cls``."""
 
-    def __init__(self, correlation_id: int, response_cls: type, future: asyncio.Future) -> None:
+    __slots__ = ("correlation_id", "response_cls", "future", "decode_body")
+
+    def __init__(self, correlation_id: int, response_cls: type, future: asyncio.Future,
+                 decode_body=None) -> None:
         self.correlation_id = correlation_id
         self.response_cls = response_cls
         self.future = future
+        self.decode_body = decode_body
 
 
 # What a connection made without its own ``security`` uses (None: PLAINTEXT).
@@ -194,7 +200,8 @@ class BrokerConnection:
         pending = None
         if expects_response:
             future = asyncio.get_running_loop().create_future()
-            pending = _Pending(correlation_id, RESPONSES[api_key][version], future)
+            pending = _Pending(correlation_id, RESPONSES[api_key][version], future,
+                               getattr(request, "decode_response", None))
             # Registered before writing so the answer can never outrun its entry.
             self._pending.append(pending)
         if self._links is not None and (self._held is not None
@@ -295,7 +302,7 @@ class BrokerConnection:
         if pending.future.done():
             return
         try:
-            response = _decode(pending.response_cls, frame)
+            response = _decode(pending.response_cls, frame, pending.decode_body)
         except Exception as exc:  # a body we cannot read fails that request only: framing is intact
             _log.warning("undecodable response", host=self.host, port=self.port,
                          response=pending.response_cls.__name__, error=repr(exc))
@@ -455,8 +462,9 @@ def _current_task() -> asyncio.Task | None:
         return None
 
 
-def _decode(response_cls: type, frame: bytes):
-    """Header v0/v1 skipped without copying the frame; then the versioned body."""
+def _decode(response_cls: type, frame: bytes, decode_body=None):
+    """Header v0/v1 skipped without copying the frame; then the versioned body, by
+    ``decode_body`` when it reads it, else by kafka-python."""
     view = memoryview(frame)
     api_key, version = response_cls.API_KEY, response_cls._class_version
     correlation_id = _CORRELATION.unpack_from(view, 0)[0]
@@ -466,6 +474,10 @@ def _decode(response_cls: type, frame: bytes):
             version = 0
     elif is_flexible(api_key, version):
         pos = _skip_tagged_fields(view, pos)
+    if decode_body is not None:
+        response = decode_body(view[pos:])
+        if response is not None:
+            return response
     response = _decode_body(response_cls, view[pos:], version=version)
     response._header = ResponseHeader(correlation_id=correlation_id)
     return response

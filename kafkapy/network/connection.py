@@ -643,6 +643,8 @@ def encode_response(ctx: RequestContext, response, zero_copy: bool = False):
         inner = response.response
         flexible = inner.flexible_version_q(ctx.api_version)
         frame = _framed(ctx.correlation_id, flexible, inner.encode())
+        if not response.slices:
+            return frame
         parts = splice(frame, response.slices, flexible)
         return parts if zero_copy else materialize(parts)
     response.with_header(correlation_id=ctx.correlation_id)

@@ -20,11 +20,15 @@ _PLANS: dict[tuple[type, int], tuple] = {}
 
 
 def null_field(request, version: int) -> str | None:
-    """The path of the first non-nullable field that is null, or None."""
+    """The path of the first non-nullable field that is null, or None.  A request a
+    handler decoded itself (no kafka-python schema) has none: its decoder refuses them."""
     key = (type(request), version)
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _plan(type(request)._struct, version)
+        schema = getattr(type(request), "_struct", None)
+        if schema is None:
+            return None
+        plan = _PLANS[key] = _plan(schema, version)
     return _walk(request, plan, "")
 
 

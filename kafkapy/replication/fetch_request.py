@@ -5,7 +5,8 @@ running its generic encoder cost more than the rest of the request's path, so th
 fetcher builds this plain record instead.  Its fields carry kafka-python's names
 (``topics[i].partitions[j].fetch_offset``, ``replica_state.replica_id``, ...) and it
 answers what ``BrokerConnection.send`` asks of a request (``API_KEY``,
-``API_VERSION``, ``expect_response()``, ``encode()``).
+``API_VERSION``, ``expect_response()``, ``encode()``, and ``decode_response``, the
+answer's own decoder: ``fetch_response.decode``).
 
 Byte format: Kafka's FetchRequest body at ``API_VERSION`` (12 to 17, all flexible:
 compact arrays and strings, a tagged-field count after every struct):
@@ -19,6 +20,12 @@ fields: none below v15, from v15 one, ReplicaState (tag 1: replica_id int32,
 replica_epoch int64, no tags).  No ClusterId tag, no ReplicaDirectoryId tag.
 Invariant: ``encode()`` gives exactly the bytes kafka-python's FetchRequest of the
 same version and fields gives (tests/unit/replication/test_fetch_request.py checks it).
+
+The leader reads a follower's Fetch back into this record (``decode``): the same bytes,
+every field kafka-python's decoding gives, without its objects.  ``decode`` takes only
+what a follower sends (a ReplicaState naming a broker from v15, a replica id >= 0 below,
+no other tagged field, no null array or string) and answers None for anything else, which
+kafka-python then decodes (or refuses).
 """
 from __future__ import annotations
 
@@ -26,7 +33,8 @@ import struct
 import uuid
 from typing import NamedTuple
 
-from kafkapy.protocol.varint import write_uvarint
+from kafkapy.protocol.varint import read_uvarint, write_uvarint
+from kafkapy.replication import fetch_response
 
 MIN_VERSION, MAX_VERSION = 12, 17
 _NO_ID = bytes(16)
@@ -34,6 +42,7 @@ _HEAD = struct.Struct(">iiibii")          # max_wait .. session_epoch
 _PARTITION = struct.Struct(">iiqiqib")    # partition .. partition_max_bytes, no tags
 _INT32 = struct.Struct(">i")
 _REPLICA_STATE_TAG = struct.Struct(">bbbiqb")   # count 1, tag 1, size 13, id, epoch, no tags
+_REPLICA_STATE_START = b"\x01\x01\x0d"
 
 
 class ReplicaState(NamedTuple):
@@ -96,6 +105,11 @@ class ReplicaFetchRequest:
     def expect_response(self) -> bool:
         return True
 
+    def decode_response(self, body: memoryview):
+        """The leader's answer read by hand (``fetch_response.decode``), or None when
+        only kafka-python reads it (a tagged field, ...)."""
+        return fetch_response.decode(body, self.API_VERSION)
+
     def encode(self) -> bytes:
         version = self.API_VERSION
         by_id = version >= 13
@@ -144,3 +158,102 @@ def _compact_string(out: bytearray, text: str) -> None:
     data = text.encode()
     write_uvarint(out, len(data) + 1)
     out += data
+
+
+def decode(data: memoryview, version: int) -> ReplicaFetchRequest | None:
+    """A follower's Fetch body at ``version``, or None when it is not one ``encode`` could
+    have written (a consumer's, a tagged field other than ReplicaState, a null, bytes left
+    over, or malformed)."""
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        return None
+    if version >= 15:
+        if bytes(data[-_REPLICA_STATE_TAG.size:][:3]) != _REPLICA_STATE_START:
+            return None     # no ReplicaState last: a consumer's (or tagged fields of another kind)
+    elif len(data) < 4 or _INT32.unpack_from(data, 0)[0] < 0:
+        return None         # a consumer's
+    try:
+        return _decode(data, version)
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _decode(data: memoryview, version: int) -> ReplicaFetchRequest | None:
+    by_id = version >= 13
+    pos = 0
+    replica_id = -1
+    if version <= 14:
+        replica_id = _INT32.unpack_from(data, 0)[0]
+        pos = 4
+    head = _HEAD.unpack_from(data, pos)
+    pos += _HEAD.size
+    topics, pos = _read_topics(data, pos, by_id, _PARTITION, _fetch_topic)
+    if topics is None:
+        return None
+    forgotten, pos = _read_topics(data, pos, by_id, _INT32, _forgotten_topic)
+    if forgotten is None:
+        return None
+    size, pos = read_uvarint(data, pos)
+    if size == 0:
+        return None
+    rack_id = bytes(data[pos:pos + size - 1]).decode()
+    pos += size - 1
+    if version >= 15:
+        tag = _REPLICA_STATE_TAG.unpack_from(data, pos)
+        pos += _REPLICA_STATE_TAG.size
+        if tag[:3] != (1, 1, 13) or tag[5] != 0:
+            return None
+        state = ReplicaState(tag[3], tag[4])
+    else:
+        if data[pos] != 0:
+            return None
+        pos += 1
+        state = ReplicaState(replica_id, -1)
+    if pos != len(data) or state.replica_id < 0:
+        return None
+    return ReplicaFetchRequest(version, state, *head, topics, forgotten, rack_id)
+
+
+def _read_topics(data: memoryview, pos: int, by_id: bool, row: struct.Struct, topic_of):
+    """(topics, position after) of a compact array of topics, each a reference, a compact
+    array of fixed-size ``row``s and no tagged field, made by ``topic_of(name, id, rows)``;
+    None for a null array, a topic with tagged fields, or one ``topic_of`` refuses."""
+    count, pos = read_uvarint(data, pos)
+    if count == 0:
+        return None, pos
+    topics = []
+    for _ in range(count - 1):
+        name, topic_id, pos = _read_topic_ref(data, pos, by_id)
+        n, pos = read_uvarint(data, pos)
+        end = pos + (n - 1) * row.size
+        if n == 0 or end >= len(data) or data[end]:
+            return None, pos
+        topic = topic_of(name, topic_id, list(row.iter_unpack(data[pos:end])))
+        if topic is None:
+            return None, pos
+        topics.append(topic)
+        pos = end + 1
+    return topics, pos
+
+
+def _fetch_topic(name: str, topic_id, rows: list) -> FetchTopic | None:
+    if any(row[6] for row in rows):
+        return None     # a partition's tagged fields
+    return FetchTopic(name, topic_id, [FetchPartition(*row[:6]) for row in rows])
+
+
+def _forgotten_topic(name: str, topic_id, rows: list) -> ForgottenTopic:
+    return ForgottenTopic(name, topic_id, [index for (index,) in rows])
+
+
+def _read_topic_ref(data: memoryview, pos: int, by_id: bool):
+    """(name, topic id, position after): v13+ an id (a name of ""; the zero id reads as
+    None, as kafka-python reads it), v12 a name (no id)."""
+    if by_id:
+        raw = bytes(data[pos:pos + 16])
+        if len(raw) != 16:
+            raise ValueError("topic id cut short")
+        return "", None if raw == _NO_ID else uuid.UUID(bytes=raw), pos + 16
+    size, pos = read_uvarint(data, pos)
+    if size == 0:
+        raise ValueError("null topic name")
+    return bytes(data[pos:pos + size - 1]).decode(), None, pos + size - 1

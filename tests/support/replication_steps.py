@@ -20,6 +20,7 @@ from kafkapy.handlers import fetch as fetch_handler
 from kafkapy.handlers import list_offsets as list_offsets_handler
 from kafkapy.log.manager import LogManager
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
+from kafkapy.network.zero_copy import ZeroCopyResponse
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.records.record import build_batch
 from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
@@ -40,13 +41,16 @@ CONFIG = {
 
 
 class LocalConnection:
-    """A follower's 'connection' to a leader replica: encode, handle there, decode."""
+    """A follower's 'connection' to a leader replica: encode, decode and handle there (by
+    the handler's own request decoder), encode the answer and decode it (by the request's
+    own decoder, as ``BrokerConnection``)."""
 
     def __init__(self, cluster: "Cluster", leader_id: int) -> None:
         self._cluster = cluster
         self._leader_id = leader_id
         self.connected = True
         self.requests: list = []   # (decoded) requests the leader received
+        self.answers: list = []    # the leader handler's answers, before encoding
 
     async def send(self, request, timeout_s=None):
         leader = self._cluster.replicas[self._leader_id]
@@ -54,14 +58,23 @@ class LocalConnection:
             self.connected = False
             raise ConnectionError(f"broker {self._leader_id} is down")
         key, version = request.API_KEY, request.API_VERSION
-        decoded = REQUESTS[key][version].decode(bytes(request.encode()))
+        handler = _HANDLERS[key]
+        decoded = getattr(handler, "REQUEST_CLS", REQUESTS[key]).decode(
+            bytes(request.encode()), version=version)
         self.requests.append(decoded)
         ctx = context(leader.services, key, version, correlation_id=len(self.requests),
                       client_id="follower", peer="local", listener="PLAINTEXT")
-        response = _HANDLERS[key].handle(ctx, decoded)
+        response = handler.handle(ctx, decoded)
         if inspect.isawaitable(response):
             response = await response
-        return RESPONSES[key][version].decode(bytes(response.encode()))
+        if isinstance(response, ZeroCopyResponse):    # no file ranges: not a zero-copy context
+            response = response.response
+        self.answers.append(response)
+        body = bytes(response.encode())
+        # As BrokerConnection reads it: the request's own decoder first, else kafka-python.
+        decode = getattr(request, "decode_response", None)
+        decoded = decode(memoryview(body)) if decode is not None else None
+        return decoded if decoded is not None else RESPONSES[key][version].decode(body)
 
     def close(self) -> None:
         self.connected = False

@@ -14,6 +14,8 @@ from kafkapy.log.log import Log
 from kafkapy.records.batch import read_header
 from kafkapy.records.record import build_batch
 from kafkapy.replication import truncation
+from kafkapy.replication.fetch_request import ReplicaFetchRequest
+from kafkapy.replication.fetch_response import ReplicaFetchResponse
 from kafkapy.replication.fetcher import fetcher_id
 from tests.support.replication_steps import TOPIC, TS, Cluster
 
@@ -101,6 +103,15 @@ def test_follower_with_epochs_the_leader_never_had_converges(cluster, tmp_path):
         sent = [(p.fetch_offset, p.last_fetched_epoch)
                 for r in fetches[:3] for t in r.topics for p in t.partitions]
         assert sent == [(7, 2), (3, 0), (2, 0)]
+        # Each request is the fetcher's own record as the leader read it; the diverging
+        # answers carry a tagged field, so they are kafka-python's objects, the others
+        # the hand-encoded answer to a follower.
+        assert all(isinstance(r, ReplicaFetchRequest) for r in fetches)
+        answers = [a for c in b.connections for a in c.answers]
+        assert [isinstance(a, ReplicaFetchResponse) for a in answers] == \
+            [False, False, True, True]
+        assert [a.responses[0].partitions[0].diverging_epoch is not None
+                for a in answers[:2]] == [True, True]
     asyncio.run(run())
 
 

@@ -1,6 +1,8 @@
 """The replica fetcher's hand-encoded Fetch request gives kafka-python's bytes exactly,
 for every version it is sent at, with and without topics, forgotten topics, long
-arrays (multi-byte compact lengths) and non-ASCII names."""
+arrays (multi-byte compact lengths) and non-ASCII names; the leader's ``decode`` reads
+those bytes back as kafka-python reads them, and leaves anything a follower does not send
+to kafka-python."""
 from __future__ import annotations
 
 import random
@@ -11,7 +13,7 @@ import pytest
 from kafkapy.protocol.messages import REQUESTS
 from kafkapy.replication.fetch_request import (MAX_VERSION, MIN_VERSION, FetchPartition,
                                                FetchTopic, ForgottenTopic,
-                                               ReplicaFetchRequest, ReplicaState)
+                                               ReplicaFetchRequest, ReplicaState, decode)
 
 _Fetch = REQUESTS[1]
 
@@ -82,3 +84,67 @@ def test_decodes_to_the_same_fields(version):
 def test_other_versions_are_refused():
     with pytest.raises(ValueError):
         ReplicaFetchRequest(11, ReplicaState(1, 1), 0, 0, 0, 0, 0, 0, [], [])
+
+
+def _fields(request) -> tuple:
+    """What the leader's Fetch handler reads of a request, kafka-python's or this one."""
+    version = request.API_VERSION if hasattr(request, "API_VERSION") else request.version
+    state = request.replica_state if version >= 15 else None
+    return (request.replica_id if version < 15 else (state.replica_id, state.replica_epoch),
+            request.max_wait_ms, request.min_bytes, request.max_bytes,
+            request.isolation_level, request.session_id, request.session_epoch,
+            [(t.topic if version < 13 else t.topic_id,
+              [(p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
+                p.log_start_offset, p.partition_max_bytes) for p in t.partitions])
+             for t in request.topics],
+            [(t.topic if version < 13 else t.topic_id, list(t.partitions))
+             for t in request.forgotten_topics_data],
+            request.rack_id)
+
+
+@pytest.mark.parametrize("version", range(MIN_VERSION, MAX_VERSION + 1))
+def test_decode_reads_what_kafka_python_reads(version):
+    rng = random.Random(100 + version)
+    for _ in range(40):
+        wire = _random_request(rng, version).encode()
+        ours = decode(memoryview(wire), version)
+        assert ours is not None
+        assert _fields(ours) == _fields(_Fetch[version].decode(wire))
+        assert ours.encode() == wire
+
+
+def test_decode_reads_the_zero_topic_id_as_none():
+    request = ReplicaFetchRequest(17, ReplicaState(2, 9), 500, 1, 100, 0, 0, -1,
+                                  [FetchTopic("", None, [FetchPartition(0, 1, 2, 3, 4, 5)])],
+                                  [], "")
+    wire = request.encode()
+    assert decode(memoryview(wire), 17).topics[0].topic_id is None
+    assert _Fetch[17].decode(wire).topics[0].topic_id is None
+
+
+@pytest.mark.parametrize("version", [12, 14, 15, 17])
+def test_decode_leaves_what_a_follower_does_not_send_to_kafka_python(version):
+    """None for: a consumer's Fetch, a ClusterId tag, a partition's tagged field, a byte
+    left over, a body cut short, a version outside 12-17."""
+    request = _random_request(random.Random(5), version)
+    wire = request.encode()
+    consumer = _kafka_python(request)
+    if version >= 15:
+        consumer.replica_state = None
+    else:
+        consumer.replica_id = -1
+    assert decode(memoryview(bytes(consumer.encode())), version) is None
+    kafka = _kafka_python(request)
+    kafka.cluster_id = "cluster"
+    assert decode(memoryview(bytes(kafka.encode())), version) is None
+    one = ReplicaFetchRequest(version, ReplicaState(1, 0), 500, 1, 100, 0, 0, -1,
+                              [FetchTopic("t", uuid.UUID(int=7), [FetchPartition(0, 1, 2, 3, 4, 5)])],
+                              [], "")
+    tagged = _kafka_python(one)
+    tagged.topics[0].partitions[0].replica_directory_id = uuid.UUID(int=9)
+    if version >= 17:
+        assert decode(memoryview(bytes(tagged.encode())), version) is None
+    assert decode(memoryview(wire + b"\x00"), version) is None
+    for cut in (1, 5, len(wire) // 2):
+        assert decode(memoryview(wire[:-cut]), version) is None
+    assert decode(memoryview(wire), 11) is None
