@@ -28,7 +28,8 @@ offset (the group resumes where it left off).
 
 Afterwards: no acknowledged record lost (each at the partition and offset it was
 acknowledged with), no value twice in the log (idempotence held across every leader move
-and every replacement), no send error, ``settled-group``'s offsets unchanged, every
+and every replacement), no send error (but the one send the producer's own shutdown may
+cut before it reaches a broker), ``settled-group``'s offsets unchanged, every
 partition fully replicated with byte-identical replicas, and Kafka's
 ``kafka-topics.sh --describe`` and ``kafka-consumer-groups.sh --describe`` correct against
 the final cluster.  Every wait is bounded; traffic to 127.0.0.1 only.
@@ -62,7 +63,23 @@ STEP_S = 120                  # bound for any one wait of a step
 PREFERRED_TOPICS = ("migrate", "settled")
 
 
+# The error Kafka's producer gives a send() that runs while the producer is closing.
+CLOSING_SEND = "Producer closed while send in progress"
+
+
 # --------------------------------------------------------------------------- cluster views
+
+def _send_errors(errors: list[dict], acked: dict, logged: set) -> list[dict]:
+    """The producer's send errors but the one its own shutdown can cause: on SIGTERM
+    Kafka's VerifiableProducer sets its stop flag and closes the producer from its shutdown
+    hook, and a send() its main thread is already in fails with ``CLOSING_SEND`` before the
+    record is batched.  Such a record is the last one sent, never acknowledged and not in
+    the log; anything else (two of them, an earlier value, a logged one) counts."""
+    last_acked = max((int(v) for v in acked), default=-1)
+    cut = [e for e in errors if e.get("message") == CLOSING_SEND
+           and int(e["value"]) > last_acked and e["value"] not in logged]
+    return errors if len(cut) > 1 else [e for e in errors if e not in cut]
+
 
 def _all_topics(m: Mixed) -> list[str]:
     return ["migrate", "settled", "__consumer_offsets"]
@@ -326,6 +343,7 @@ def test_rolling_migration_kafka_to_kafkapy_and_back(kafka_cluster, tmp_path):
     lost, moved, where = audit_acked(acked, ((value, p, off) for p, off, value in log))
     duplicated = sorted((v, w) for v, w in where.items() if len(w) > 1)
     sent = len(traffic.producer.named("producer_send_success")) + len(errors)
+    errors = _send_errors(errors, acked, {value for _, _, value in log})
     summary = (f"sent {sent}, acknowledged {len(acked)}, errors {len(errors)} {errors[:3]}, "
                f"in the log {len(log)}, lost {len(lost)} {lost[:10]}, moved {moved[:5]}, "
                f"duplicated {len(duplicated)} {duplicated[:5]}")
