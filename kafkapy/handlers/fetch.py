@@ -296,8 +296,8 @@ class _Answer:
         field (a diverging epoch, the current leader) or a refusal."""
         version = self.ctx.api_version
         for result in chosen:
-            if (result.diverging is not None or self._refusal(result) is not None
-                    or (version >= _LEADER_HINT_FROM and result.error_code in _LEADER_HINT_ERRORS)):
+            hinted = version >= _LEADER_HINT_FROM and result.error_code in _LEADER_HINT_ERRORS
+            if result.diverging is not None or hinted or self._refusal(result) is not None:
                 return None
         slices: dict[bytes, list] = {}
         topics: list = []

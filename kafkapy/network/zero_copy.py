@@ -1,13 +1,13 @@
 """Responses whose record bytes go from segment files to the socket with os.sendfile.
 
-A Fetch handler puts a 16-byte random marker in each partition's ``records``
-field and remembers the file ranges that belong there.  The response is then
-encoded as usual (by kafka-python, or for a follower by ``replication.fetch_response``:
-every other byte is the encoder's), and ``splice`` cuts the frame at each marker: the marker's length prefix is
-rewritten for the real size (int32 in non-flexible versions, unsigned varint
-of size+1 in flexible ones), the frame size is corrected, and the marker is
-replaced by ``FileRange`` parts that the connection sends with sendfile (or
-reads and writes when it cannot).
+A Fetch handler puts a 16-byte random marker in each partition's ``records`` field and
+remembers the file ranges that belong there.  The response is then encoded as usual (by
+kafka-python, or for a follower by ``replication.fetch_response``: every other byte is
+the encoder's), and ``splice`` cuts the frame at each marker: the marker's length prefix
+is rewritten for the real size (int32 in non-flexible versions, unsigned varint of
+size+1 in flexible ones), the frame size is corrected, and the marker is replaced by
+``FileRange`` parts that the connection sends with sendfile (or reads and writes when it
+cannot).
 
 Invariants: the frame size equals the bytes actually sent; each FileRange
 owns a duplicated file descriptor (closed once sent or dropped), so a segment

@@ -130,7 +130,8 @@ def _exactly_once(members: list[Member], values: list[str]) -> None:
 
 @pytest.fixture(scope="module")
 def gbroker(tmp_path_factory):
-    with BrokerProcess(tmp_path_factory.mktemp("groups") / "logs", overrides=OVERRIDES).start() as b:
+    with BrokerProcess(tmp_path_factory.mktemp("groups") / "logs",
+                       overrides=OVERRIDES).start() as b:
         yield b
 
 

@@ -2,13 +2,13 @@
 
 ``python -m tests.support.kafka_cds`` (run by ``make test`` before the tests) lists the
 classes two real runs load (-XX:DumpLoadedClassList): a KRaft broker started until it
-serves, and ``kafka-topics.sh`` creating and describing a topic on it.  The merged list is
-dumped into a static archive (-Xshare:dump) by ``kafka-run-class.sh`` itself, with
-``kafka_jvm.SCRIPT_ENV`` (through ``kafka_env``), so the archive's classpath is exactly the
-one every Kafka script the tests start builds.  Nothing happens when the archive exists and is newer than the JDK and
-Kafka's jars, or when Kafka 3.9 or java is missing (the tests then skip or run without it).
-The archive is written under a temporary name and renamed, so a JVM never maps a
-half-written one.
+serves, and ``kafka-topics.sh`` creating and describing a topic on it.  The merged list
+is dumped into a static archive (-Xshare:dump) by ``kafka-run-class.sh`` itself, with
+``kafka_jvm.SCRIPT_ENV`` (through ``kafka_env``), so the archive's classpath is exactly
+the one every Kafka script the tests start builds.  Nothing happens when the archive
+exists and is newer than the JDK and Kafka's jars, or when Kafka 3.9 or java is missing
+(the tests then skip or run without it).  The archive is written under a temporary
+name and renamed, so a JVM never maps a half-written one.
 """
 from __future__ import annotations
 

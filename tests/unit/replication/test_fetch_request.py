@@ -137,9 +137,9 @@ def test_decode_leaves_what_a_follower_does_not_send_to_kafka_python(version):
     kafka = _kafka_python(request)
     kafka.cluster_id = "cluster"
     assert decode(memoryview(bytes(kafka.encode())), version) is None
+    partition = FetchPartition(0, 1, 2, 3, 4, 5)
     one = ReplicaFetchRequest(version, ReplicaState(1, 0), 500, 1, 100, 0, 0, -1,
-                              [FetchTopic("t", uuid.UUID(int=7), [FetchPartition(0, 1, 2, 3, 4, 5)])],
-                              [], "")
+                              [FetchTopic("t", uuid.UUID(int=7), [partition])], [], "")
     tagged = _kafka_python(one)
     tagged.topics[0].partitions[0].replica_directory_id = uuid.UUID(int=9)
     if version >= 17:
