@@ -292,12 +292,13 @@ class _Answer:
 
     def _replica_answer(self, chosen: list[LogReadResult], error: int, session_id: int):
         """A follower's answer as plain records, encoded by hand (``ReplicaFetchResponse``),
-        or None when a partition needs what only kafka-python's objects carry: a tagged
-        field (a diverging epoch, the current leader) or a refusal."""
+        or None when a partition needs a tagged field, which only kafka-python's objects
+        carry (a diverging epoch, the current leader).  ``_refusal`` never refuses a
+        follower's v12+ read (its refusals are for versions below 10 and consumers)."""
         version = self.ctx.api_version
         for result in chosen:
             hinted = version >= _LEADER_HINT_FROM and result.error_code in _LEADER_HINT_ERRORS
-            if result.diverging is not None or hinted or self._refusal(result) is not None:
+            if result.diverging is not None or hinted:
                 return None
         slices: dict[bytes, list] = {}
         topics: list = []

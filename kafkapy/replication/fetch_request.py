@@ -35,9 +35,10 @@ from typing import NamedTuple
 
 from kafkapy.protocol.varint import read_uvarint, write_uvarint
 from kafkapy.replication import fetch_response
+from kafkapy.replication.fetch_wire import (MALFORMED, read_topic_ref, write_compact_bytes,
+                                            write_topic_ref)
 
 MIN_VERSION, MAX_VERSION = 12, 17
-_NO_ID = bytes(16)
 _HEAD = struct.Struct(">iiibii")          # max_wait .. session_epoch
 _PARTITION = struct.Struct(">iiqiqib")    # partition .. partition_max_bytes, no tags
 _INT32 = struct.Struct(">i")
@@ -120,7 +121,7 @@ class ReplicaFetchRequest:
                           self.isolation_level, self.session_id, self.session_epoch)
         write_uvarint(out, len(self.topics) + 1)
         for topic in self.topics:
-            _topic_ref(out, topic, by_id)
+            write_topic_ref(out, topic.topic, topic.topic_id, by_id)
             write_uvarint(out, len(topic.partitions) + 1)
             for p in topic.partitions:
                 out += _PARTITION.pack(p.partition, p.current_leader_epoch, p.fetch_offset,
@@ -129,12 +130,12 @@ class ReplicaFetchRequest:
             out.append(0)
         write_uvarint(out, len(self.forgotten_topics_data) + 1)
         for topic in self.forgotten_topics_data:
-            _topic_ref(out, topic, by_id)
+            write_topic_ref(out, topic.topic, topic.topic_id, by_id)
             write_uvarint(out, len(topic.partitions) + 1)
             for index in topic.partitions:
                 out += _INT32.pack(index)
             out.append(0)
-        _compact_string(out, self.rack_id)
+        write_compact_bytes(out, self.rack_id.encode())
         if version >= 15:
             state = self.replica_state
             out += _REPLICA_STATE_TAG.pack(1, 1, 13, state.replica_id, state.replica_epoch, 0)
@@ -145,19 +146,6 @@ class ReplicaFetchRequest:
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__[1:])
         return f"ReplicaFetchRequest(version={self.API_VERSION}, {fields})"
-
-
-def _topic_ref(out: bytearray, topic, by_id: bool) -> None:
-    if by_id:
-        out += _NO_ID if topic.topic_id is None else topic.topic_id.bytes
-    else:
-        _compact_string(out, topic.topic)
-
-
-def _compact_string(out: bytearray, text: str) -> None:
-    data = text.encode()
-    write_uvarint(out, len(data) + 1)
-    out += data
 
 
 def decode(data: memoryview, version: int) -> ReplicaFetchRequest | None:
@@ -173,7 +161,7 @@ def decode(data: memoryview, version: int) -> ReplicaFetchRequest | None:
         return None         # a consumer's
     try:
         return _decode(data, version)
-    except (struct.error, IndexError, ValueError, UnicodeDecodeError):
+    except MALFORMED:
         return None
 
 
@@ -222,7 +210,7 @@ def _read_topics(data: memoryview, pos: int, by_id: bool, row: struct.Struct, to
         return None, pos
     topics = []
     for _ in range(count - 1):
-        name, topic_id, pos = _read_topic_ref(data, pos, by_id)
+        name, topic_id, pos = read_topic_ref(data, pos, by_id)
         n, pos = read_uvarint(data, pos)
         end = pos + (n - 1) * row.size
         if n == 0 or end >= len(data) or data[end]:
@@ -244,16 +232,3 @@ def _fetch_topic(name: str, topic_id, rows: list) -> FetchTopic | None:
 def _forgotten_topic(name: str, topic_id, rows: list) -> ForgottenTopic:
     return ForgottenTopic(name, topic_id, [index for (index,) in rows])
 
-
-def _read_topic_ref(data: memoryview, pos: int, by_id: bool):
-    """(name, topic id, position after): v13+ an id (a name of ""; the zero id reads as
-    None, as kafka-python reads it), v12 a name (no id)."""
-    if by_id:
-        raw = bytes(data[pos:pos + 16])
-        if len(raw) != 16:
-            raise ValueError("topic id cut short")
-        return "", None if raw == _NO_ID else uuid.UUID(bytes=raw), pos + 16
-    size, pos = read_uvarint(data, pos)
-    if size == 0:
-        raise ValueError("null topic name")
-    return bytes(data[pos:pos + size - 1]).decode(), None, pos + size - 1

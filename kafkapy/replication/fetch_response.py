@@ -14,8 +14,8 @@ last_stable_offset int64, log_start_offset int64, aborted_transactions compact n
 array of (producer_id int64, first_offset int64, no tags), preferred_read_replica int32,
 records compact nullable bytes, no tags; no tags), then no tagged field.
 Only answers without a tagged field are encoded here: a partition with a diverging epoch
-or a current leader, or node endpoints (v16+), are for kafka-python's objects (the
-handler's ``fits`` check).
+or a current leader, or node endpoints (v16+), are for kafka-python's objects (the Fetch
+handler's ``_replica_answer`` leaves those to it).
 Invariant: ``encode()`` gives exactly the bytes kafka-python's FetchResponse of the same
 version and fields gives (tests/unit/replication/test_fetch_response.py checks it).
 
@@ -33,9 +33,10 @@ import uuid
 from typing import NamedTuple
 
 from kafkapy.protocol.varint import read_uvarint, write_uvarint
+from kafkapy.replication.fetch_wire import (MALFORMED, read_topic_ref, write_compact_bytes,
+                                            write_topic_ref)
 
 MIN_VERSION, MAX_VERSION = 12, 17
-_NO_ID = bytes(16)
 _HEAD = struct.Struct(">ihi")          # throttle_time_ms, error_code, session_id
 _PARTITION = struct.Struct(">ihqqq")   # partition_index .. log_start_offset
 _ABORTED = struct.Struct(">qqb")       # producer_id, first_offset, no tags
@@ -89,10 +90,7 @@ class ReplicaFetchResponse:
         out = bytearray(_HEAD.pack(self.throttle_time_ms, self.error_code, self.session_id))
         write_uvarint(out, len(self.responses) + 1)
         for topic in self.responses:
-            if by_id:
-                out += _NO_ID if topic.topic_id is None else topic.topic_id.bytes
-            else:
-                _compact_bytes(out, topic.topic.encode())
+            write_topic_ref(out, topic.topic, topic.topic_id, by_id)
             write_uvarint(out, len(topic.partitions) + 1)
             for p in topic.partitions:
                 out += _PARTITION.pack(p.partition_index, p.error_code, p.high_watermark,
@@ -105,7 +103,7 @@ class ReplicaFetchResponse:
                     for producer_id, first_offset in aborted:
                         out += _ABORTED.pack(producer_id, first_offset, 0)
                 out += _NOT_PREFERRED
-                _compact_bytes(out, p.records)
+                write_compact_bytes(out, p.records)
                 out.append(0)
             out.append(0)
         out.append(0)
@@ -116,21 +114,13 @@ class ReplicaFetchResponse:
                 f"session_id={self.session_id}, responses={self.responses!r})")
 
 
-def _compact_bytes(out: bytearray, data: bytes | None) -> None:
-    if data is None:
-        out.append(0)
-        return
-    write_uvarint(out, len(data) + 1)
-    out += data
-
-
 def decode(data: memoryview, version: int) -> ReplicaFetchResponse | None:
     """A FetchResponse body at ``version`` that ``encode`` could have written, or None."""
     if not MIN_VERSION <= version <= MAX_VERSION:
         return None
     try:
         return _decode(data, version)
-    except (struct.error, IndexError, ValueError, UnicodeDecodeError):
+    except MALFORMED:
         return None
 
 
@@ -143,16 +133,7 @@ def _decode(data: memoryview, version: int) -> ReplicaFetchResponse | None:
         return None
     topics: list[ReplicaTopic] = []
     for _ in range(count - 1):
-        if by_id:
-            raw = bytes(data[pos:pos + 16])
-            if len(raw) != 16:
-                return None
-            name, topic_id, pos = "", None if raw == _NO_ID else uuid.UUID(bytes=raw), pos + 16
-        else:
-            size, pos = read_uvarint(data, pos)
-            if size == 0:
-                return None
-            name, topic_id, pos = bytes(data[pos:pos + size - 1]).decode(), None, pos + size - 1
+        name, topic_id, pos = read_topic_ref(data, pos, by_id)
         n, pos = read_uvarint(data, pos)
         if n == 0:
             return None
