@@ -38,9 +38,32 @@ def yield_cpu() -> int:
     in a loop on its broker thread), so each producer process of a flat-out acks=all run
     keeps a core busy while it waits; on a machine shared with the brokers that CPU is
     taken from the brokers, as it would not be with the clients on machines of their own.
-    At nice 19 the drivers get what the brokers leave."""
+    At nice 19 the drivers get what the brokers leave.
+
+    With the kernel's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``)
+    a process's niceness only ranks it within its session's group, and the groups share
+    the CPU equally: the brokers, each in a session of its own, would wait behind the
+    drivers' group whatever the drivers' niceness.  So a niced driver first starts a
+    session of its own and gives its group the same niceness (``/proc/self/autogroup``)."""
     step = int(os.environ.get(DRIVER_NICE_ENV) or 0)
-    return os.nice(step) if step else os.nice(0)
+    if not step:
+        return os.nice(0)
+    _own_autogroup(step)
+    return os.nice(step)
+
+
+def _own_autogroup(nice: int) -> None:
+    """A session (so an autogroup) of this process's own, at ``nice`` (no-op without
+    autogroups)."""
+    try:
+        os.setsid()
+    except OSError:
+        return      # already a session leader: its group is its own
+    try:
+        with open("/proc/self/autogroup", "w") as group:
+            group.write(str(nice))
+    except OSError:
+        pass        # a kernel without autogroups: niceness alone ranks the processes
 
 
 def percentiles(values, ps=(50, 90, 99, 99.9)) -> dict:

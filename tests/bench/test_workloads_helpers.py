@@ -31,6 +31,26 @@ def test_a_driver_process_lowers_its_priority_by_what_the_environment_says():
     assert after == now == min(19, before + 19)
 
 
+_GROUP_CHILD = ("import sys; sys.path.insert(0, 'bench'); import workloads, os; "
+                "workloads.yield_cpu(); print(os.getsid(0) == os.getpid()); "
+                "print(open('/proc/self/autogroup').read().split()[-1] "
+                "if os.path.exists('/proc/self/autogroup') else 'none')")
+
+
+def test_a_niced_driver_gets_a_session_and_an_autogroup_of_its_own_at_that_niceness():
+    """With autogroups a niceness ranks a process only inside its session's group: the
+    driver leaves the bench's session and niceness its own group (the brokers, each in a
+    session of its own, then run before it)."""
+    env = dict(os.environ, **{wl.DRIVER_NICE_ENV: "19"})
+    own_session, group_nice = subprocess.run(
+        [sys.executable, "-c", _GROUP_CHILD], cwd=ROOT, env=env, check=True,
+        capture_output=True, text=True, timeout=60).stdout.split()
+    assert own_session == "True"
+    switch = "/proc/sys/kernel/sched_autogroup_enabled"
+    if os.path.exists(switch) and open(switch).read().strip() == "1":    # this machine's
+        assert group_nice == "19"
+
+
 def test_without_the_setting_the_priority_is_left_alone():
     for value in (None, "0", ""):
         before, after, now = _child(value)
