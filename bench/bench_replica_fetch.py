@@ -10,9 +10,11 @@ encoding, the zero-copy splice and ``os.sendfile``).  Each round:
 1. ``append``: a 64 KiB batch (63 records of 1 KiB) is appended with acks=-1 through
    ``ReplicaManager.append_records`` (its DelayedProduce parks in the produce purgatory);
    the append wakes the fetch purgatory, where each follower's Fetch waits (``wake``:
-   try_complete, the second read, the handler's answer);
-2. ``answer``: the event loop runs the answers' callbacks (the connection encodes and
-   sends each answer, the records by sendfile);
+   try_complete, the second read, the handler's answer, and the connection encoding and
+   sending it, the records by sendfile: a parked fetch's answer is a ``LateAnswer``, sent
+   inside the append);
+2. ``answer``: the event loop runs what the append left to its callbacks (before answers
+   were sent in place, the encoding and sending of each);
 3. (untimed) the followers' sockets are drained;
 4. ``fetch``: each follower sends its next incremental Fetch v17 at the new log end:
    decoded, handled, read (nothing new), its fetch offset recorded (the second one moves
@@ -183,7 +185,8 @@ class Bench:
         self._wrap_fetch_wake()
 
     def _wrap_fetch_wake(self) -> None:
-        """Time the fetch purgatory's part of an append (its listener)."""
+        """Time the fetch purgatory's part of an append (its listener, on the partition's
+        key, and the replica manager's check of the followers' key)."""
         listeners = self.replicas._append_listeners
         check = self.fetch_purgatory.check_and_complete
 
@@ -194,6 +197,7 @@ class Bench:
             finally:
                 self.wake_cpu += time.thread_time() - started
         listeners[listeners.index(check)] = timed
+        self.fetch_purgatory.check_and_complete = timed
 
     async def connect(self) -> None:
         for node in FOLLOWERS:

@@ -309,7 +309,7 @@ class Broker:
             node_id=self.node_id, broker_epoch=lambda: self.broker_epoch, config=self.config,
             clock=self.clock, cache=self.cache, listener=self.inter_broker_listener,
             partition_of=lambda key: self.replica_manager.partitions.get(key),
-            high_watermark_moved=lambda key: self.replica_manager.appended(key),
+            high_watermark_moved=lambda key: self.replica_manager.high_watermark_moved(key),
             links=self.links)
         self.alter_log_dirs = AlterLogDirsManager(
             config=self.config, clock=self.clock, log_manager=self.log_manager,
@@ -322,7 +322,7 @@ class Broker:
             inter_broker_listener=self.inter_broker_listener,
             controller=lambda: self.controller,
             shrink_isrs=lambda: self.replica_manager.maybe_shrink_isr(),
-            high_watermark_moved=lambda key: self.replica_manager.appended(key),
+            high_watermark_moved=lambda key: self.replica_manager.high_watermark_moved(key),
             links=self.links)
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, self.topic_config,
                                               fetchers=self.replica_fetchers,

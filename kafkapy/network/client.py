@@ -215,14 +215,27 @@ class BrokerConnection:
                 raise ConnectionError(str(self._closed_error))
             return None
         timeout = self.request_timeout_s if timeout_s is None else timeout_s
+        if timeout is None:
+            return await pending.future
+        # A timer on the future itself, not asyncio.wait_for: that adds a second future
+        # and one more turn of the loop to every answer.
+        expiry = asyncio.get_running_loop().call_later(timeout, self._time_out, pending,
+                                                       api_key, version, timeout)
         try:
             # A cancelled caller cancels only its future: its answer is still
             # read and dropped, so the connection stays in step.
-            return await asyncio.wait_for(pending.future, timeout)
-        except asyncio.TimeoutError:
-            self._fail(ConnectionError(
-                f"request {api_key} v{version} to {self.host}:{self.port} timed out after {timeout}s"))
-            raise
+            return await pending.future
+        finally:
+            expiry.cancel()
+
+    def _time_out(self, pending, api_key: int, version: int, timeout: float) -> None:
+        """A request unanswered in time: it fails with TimeoutError, and the connection
+        (every other request on it) with ConnectionError."""
+        if pending.future.done():
+            return
+        _set_exception(pending.future, asyncio.TimeoutError())
+        self._fail(ConnectionError(
+            f"request {api_key} v{version} to {self.host}:{self.port} timed out after {timeout}s"))
 
     def _hold(self, frame: bytes) -> None:
         """Keep ``frame`` until the link is back (after the frames held before it)."""

@@ -67,6 +67,7 @@ from collections.abc import Callable
 import structlog
 
 from kafkapy.api.context import CloseConnection, RequestContext
+from kafkapy.api.late_answer import LateAnswer
 from kafkapy.api.principal import ANONYMOUS, PLAINTEXT_SESSION, Session, host_address
 from kafkapy.api.request_timer import RequestTimer, timed
 from kafkapy.metrics import counters as metrics
@@ -350,7 +351,10 @@ class KafkaConnection(asyncio.Protocol):
             return
         if timer is not None:
             timer.stop()
-        if inspect.isawaitable(result):
+        if timer is None and isinstance(result, LateAnswer):
+            # sent inside the code that gives it (see LateAnswer), not on a later turn
+            result.add_done_callback(lambda answer: self._finished(slot, ctx, spec, answer))
+        elif inspect.isawaitable(result):
             future = asyncio.ensure_future(result if timer is None else timed(result, timer))
             future.add_done_callback(lambda f: self._finished(slot, ctx, spec, f))
         else:
@@ -376,7 +380,7 @@ class KafkaConnection(asyncio.Protocol):
         self._bad_request(gate.close_reason, api_key=api_key)
         return False
 
-    def _finished(self, slot: _Slot, ctx, spec, future: asyncio.Future) -> None:
+    def _finished(self, slot: _Slot, ctx, spec, future: asyncio.Future | LateAnswer) -> None:
         if future.cancelled():
             self.close()
             return

@@ -63,6 +63,10 @@ class DelayedFetch(DelayedOperation):
 
     __slots__ = ("min_bytes", "partitions", "_read", "_respond", "_state")
 
+    # The try reads the partitions' state and changes nothing unless it completes: a
+    # second try right after watching could only give the same answer.
+    try_again_when_watched = False
+
     def __init__(self, delay_ms: int, min_bytes: int, partitions: list[FetchPartitionStatus],
                  read_callback: Callable[[], Any], respond_callback: Callable[[Any], None],
                  partition_state: PartitionState) -> None:

@@ -34,6 +34,10 @@ class DelayedOperation(TimerTask):
 
     __slots__ = ("_completed", "_purgatory")
 
+    # Whether the purgatory tries again once the operation is watched (Kafka's order);
+    # an operation whose try only reads state may say no.
+    try_again_when_watched = True
+
     def __init__(self, delay_ms: int) -> None:
         super().__init__(delay_ms)
         self._completed = False

@@ -7,9 +7,11 @@ completion of whatever is left when its delay runs out.
 
 Invariants:
 - ``try_complete_else_watch`` follows Kafka's order: try; watch on each key; try
-  again; only then add to the timer.  An operation with no keys (a Fetch or a
-  Produce that names no partitions) has nothing that could complete it early, so it
-  completes at once: Kafka's replica manager answers such requests without waiting.
+  again (unless the operation's ``try_again_when_watched`` is false: its try has no side
+  effects, so on one event loop the second try could only repeat the first); only then
+  add to the timer.  An operation with no keys (a Fetch or a Produce that names no
+  partitions) has nothing that could complete it early, so it completes at once:
+  Kafka's replica manager answers such requests without waiting.
 - Completed operations leave the watcher list of the key being checked at once, and
   the lists of the other keys lazily: when the number of watched operations exceeds
   the number still delayed by more than ``purge_interval_requests``, every list is
@@ -78,8 +80,8 @@ class Purgatory:
             self._watchers.setdefault(key, {})[op] = None
         self._estimated_watched += 1
         # Second try, as Kafka.  Single-threaded it only matters if the first try had
-        # side effects that changed the answer; it is cheap and keeps Kafka's order.
-        if op.try_complete():
+        # side effects that changed the answer; it keeps Kafka's order.
+        if op.try_again_when_watched and op.try_complete():
             return True
         if not op.is_completed:
             op._purgatory = self

@@ -15,7 +15,10 @@ DelayedProduce, ReplicaManager.appendRecords):
   (maximal) ISR fell below the effective min ISR meanwhile; NOT_LEADER_OR_FOLLOWER
   when leadership moved; REQUEST_TIMED_OUT at the deadline.  With one in-sync
   replica the high watermark moves at the append, so these answer at once and
-  single-broker behaviour needs no loop turn.
+  single-broker behaviour needs no loop turn.  A client's Produce waits in a
+  ``LateAnswer`` (``late=True``), which its connection sends inside the follower fetch
+  that moved the high watermark; the coordinators' writes, which chain more work on
+  theirs, wait in asyncio futures.
 Everything runs on the event loop; a waiting write is a DelayedProduce in the
 produce purgatory the replica manager hands in, woken by its append listeners.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
+from kafkapy.api.late_answer import LateAnswer
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafkapy.replication import stage_trace
@@ -73,13 +77,14 @@ def _after_append(partitions: dict, key) -> int:
 
 
 def wait_for_replication(partitions: dict, purgatory, loop, results, timeout_ms: int,
-                         build_response):
+                         build_response, late: bool = False):
     """acks=all: answer once every partition's high watermark covers its append.
 
     ``results`` are (topic, partition, AppendResult); ``build_response`` turns the final
     results (REQUEST_TIMED_OUT where the deadline won, NOT_ENOUGH_REPLICAS_AFTER_APPEND
     where the ISR shrank below min ISR) into the response.  Returns it at once when
-    already satisfied (a single replica), else a future the produce purgatory resolves.
+    already satisfied (a single replica), else a future the produce purgatory resolves
+    (``late``: a LateAnswer, given inside the code that moved the high watermark).
     ``partitions`` are the replica manager's, ``purgatory`` the produce purgatory.
     """
     statuses = {(t, p): ProducePartitionStatus(r.last_offset + 1, r.error_code, r)
@@ -98,11 +103,11 @@ def wait_for_replication(partitions: dict, purgatory, loop, results, timeout_ms:
             final.append((topic, index, result))
         return build_response(final)
 
-    return _watch(partitions, purgatory, loop, statuses, timeout_ms, respond)
+    return _watch(partitions, purgatory, loop, statuses, timeout_ms, respond, late)
 
 
 def _watch(partitions: dict, purgatory, loop, statuses: dict, timeout_ms: int,
-           respond: Callable[[dict], Any]):
+           respond: Callable[[dict], Any], late: bool):
     outcome: list = []
     future = None
 
@@ -117,13 +122,13 @@ def _watch(partitions: dict, purgatory, loop, statuses: dict, timeout_ms: int,
                                complete, after_append=lambda k: _after_append(partitions, k))
     if purgatory.try_complete_else_watch(operation, list(statuses)):
         return outcome[0]
-    future = loop.create_future()
+    future = LateAnswer() if late else loop.create_future()
     return future
 
 
 # -- chaining a value that may still be pending ------------------------------------------------
 def is_pending(value) -> bool:
-    return isinstance(value, asyncio.Future)
+    return isinstance(value, (asyncio.Future, LateAnswer))
 
 
 async def settled(value):
@@ -136,7 +141,8 @@ def then(value, fn: Callable[[Any], Any]):
     fn may itself return a future, which is followed)."""
     if not is_pending(value):
         return fn(value)
-    out = value.get_loop().create_future()
+    loop = asyncio.get_running_loop() if isinstance(value, LateAnswer) else value.get_loop()
+    out = loop.create_future()
 
     def settle(result) -> None:
         if is_pending(result):

@@ -25,8 +25,12 @@ Kafka 3.9's ReplicaManager, and it is the one door to the logs for clients:
   the coordinators' writes).
 
 Both answer through a ``respond`` callback, at once (its value) or, when they wait, in
-a future of its value.  Appends (and leadership changes) wake the operations parked on
-a partition through ``on_append`` listeners (the purgatories).
+a future of its value (a fetch: a ``LateAnswer``, given inside the append that ends the
+wait).  Appends (and leadership changes) wake the operations parked on a partition
+through ``on_append`` listeners (the purgatories).  A high watermark that moves wakes the
+listeners too, but not the followers' parked fetches: a follower reads to the log end,
+so only a change of the log (or of the partition) can end its wait.  Those fetches are
+watched on their own key (``replica_fetch_key``) for that reason.
 
 ``leader_quota`` is the leader-side replication throttle (``replication.quota``),
 applied to follower fetches.
@@ -50,6 +54,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import structlog
 
+from kafkapy.api.late_answer import LateAnswer
 from kafkapy.log.leader_epoch import write_behind
 from kafkapy.metadata.cache import PartitionState
 from kafkapy.metadata.topics import (invalid_topic_reason, is_internal, parse_topic_id,
@@ -400,6 +405,11 @@ class ReplicaManager:
     def appended(self, key: TopicPartition) -> None:
         self._wake(key)
 
+    def high_watermark_moved(self, key: TopicPartition) -> None:
+        """Wake what waits on the high watermark (acks=-1 produces, consumer fetches);
+        the followers' fetches, which read to the log end, are left parked."""
+        self._tell_listeners(key)
+
     # -- Produce (Kafka's appendRecords) -------------------------------------------------
     def append_records(self, entries: Sequence[tuple[str, Any]],
                        refused: Sequence[AppendResult | None], *, required_acks: int,
@@ -454,15 +464,17 @@ class ReplicaManager:
                                       stage_trace.now())
             results.append((topic, data.index, result))
         if required_acks == -1 and results:
-            return self.await_replication(results, timeout_ms, respond)
+            # a client's answer is sent from where the high watermark moves (LateAnswer)
+            return self.await_replication(results, timeout_ms, respond, late=origin == CLIENT)
         return respond(results)
 
     def await_replication(self, results: list[tuple[str, int, AppendResult]],
-                          timeout_ms: int, respond: Callable[[list], Any]):
+                          timeout_ms: int, respond: Callable[[list], Any], late: bool = False):
         """acks=-1: ``respond`` once every appended partition's high watermark covers its
-        append (``acks.wait_for_replication``): its value at once, else a future of it."""
+        append (``acks.wait_for_replication``): its value at once, else a future of it (a
+        LateAnswer with ``late``)."""
         return acks.wait_for_replication(self.partitions, self.produce_purgatory, self._loop,
-                                         results, timeout_ms, respond)
+                                         results, timeout_ms, respond, late)
 
     def _append_to_leader(self, topic: str, index: int, records, required_acks: int,
                           produce_version: int, internal_topics_allowed: bool,
@@ -530,8 +542,8 @@ class ReplicaManager:
         to the cluster, in the session's order) for ``params``; ``respond`` gets a
         LogReadResult per partition.  At once (its value is returned) when the wait is
         0, ``min_bytes`` are there, or a read failed or diverged; else the fetch waits in
-        the fetch purgatory and reads again when it completes (a future of ``respond``'s
-        value is returned; an exception ``respond`` raises then fails the future)."""
+        the fetch purgatory and reads again when it completes (a ``LateAnswer`` of
+        ``respond``'s value is returned; an exception ``respond`` raises then fails it)."""
         if not partitions:
             return respond([])
         fetch = _FetchRead(self, params, partitions)
@@ -577,6 +589,12 @@ class ReplicaManager:
         return sum(1 for p in self.partitions.values() if p.is_under_replicated)
 
     def _wake(self, key: TopicPartition) -> None:
+        """An append, or a change of the partition: whatever is parked on it."""
+        self._tell_listeners(key)
+        if self.fetch_purgatory is not None:
+            self.fetch_purgatory.check_and_complete(replica_fetch_key(key))
+
+    def _tell_listeners(self, key: TopicPartition) -> None:
         for listener in self._append_listeners:
             listener(key)
 
@@ -656,7 +674,7 @@ class _FetchRead:
                     stage_trace.event("H", key[0], key[1], partition.high_watermark,
                                       stage_trace.now())
         for key in moved:
-            replicas.appended(key)
+            replicas.high_watermark_moved(key)
 
     def _read_one(self, tip, req, max_bytes: int, min_one: bool) -> LogReadResult:
         replicas = self._replicas
@@ -715,11 +733,12 @@ class _FetchRead:
                 or any(r.error_code or r.diverging for r in results))
 
     # -- waiting ----------------------------------------------------------------------
-    def delay(self, respond: Callable[[list[LogReadResult]], Any]):
-        """Park the fetch in the fetch purgatory; the future resolves with ``respond``'s
-        value for the read made when the wait ends."""
+    def delay(self, respond: Callable[[list[LogReadResult]], Any]) -> LateAnswer:
+        """Park the fetch in the fetch purgatory; the answer is ``respond``'s value for the
+        read made when the wait ends, given there and then (``LateAnswer``: the listener
+        sends it inside the append that ended the wait, not on a later turn of the loop)."""
         replicas = self._replicas
-        future = replicas._loop.create_future()
+        future = LateAnswer()
         statuses = [FetchPartitionStatus(tip.topic, tip.partition, req.fetch_offset,
                                          req.max_bytes, _start_metadata(replicas, tip, req))
                     for tip, req in self._partitions]
@@ -752,8 +771,16 @@ class _FetchRead:
         operation = DelayedFetch(self._params.max_wait_ms, self._params.min_bytes, statuses,
                                  lambda: self.read(record_follower=False), deliver, state)
         keys = [(s.topic, s.partition) for s in statuses]
+        if self._follower:
+            keys = [replica_fetch_key(key) for key in keys]
         replicas.fetch_purgatory.try_complete_else_watch(operation, keys)
         return future
+
+
+def replica_fetch_key(key: TopicPartition) -> tuple:
+    """The fetch purgatory's key for followers' fetches of a partition (its consumers'
+    fetches wait on the partition's own key)."""
+    return ("replica",) + tuple(key)
 
 
 def _start_metadata(replicas: ReplicaManager, tip, req):

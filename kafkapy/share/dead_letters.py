@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -240,7 +241,7 @@ class DeadLetterWriter:
                 timeout_ms=self._timeout_ms, produce_version=_PRODUCE_VERSION,
                 internal_topics_allowed=False, transactional_id=None,
                 respond=lambda answered: answered)
-            if asyncio.isfuture(results):
+            if inspect.isawaitable(results):     # acks=-1 waits for the high watermark
                 results = await results
             _raise_for(results[0][2].error_code, target, index)
             return

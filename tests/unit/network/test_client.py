@@ -167,6 +167,22 @@ async def test_timeout_raises_and_closes_the_connection(serve):
         await conn.send(ApiVersions[0]())
 
 
+async def test_an_answered_request_leaves_no_timeout_behind(serve):
+    async def answer(frame):
+        body = RESPONSES[18][0](error_code=0, api_keys=[]).encode()
+        return [struct.pack(">i", correlation_of(frame)) + bytes(body)]
+    server = await serve(answer)
+    conn = await connect(server)
+    try:
+        response = await conn.send(ApiVersions[0](), timeout_s=0.05)
+        assert response.error_code == 0
+        await asyncio.sleep(0.15)       # well past the first request's timeout
+        assert conn.connected
+        assert (await conn.send(ApiVersions[0](), timeout_s=5)).error_code == 0
+    finally:
+        conn.close()
+
+
 async def test_server_closing_fails_every_pending_request(serve):
     seen = []
 

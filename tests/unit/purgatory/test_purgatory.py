@@ -89,6 +89,16 @@ def test_second_try_after_watching_completes_without_timer(purgatory, timer):
     assert timer.size == 0 and purgatory.num_delayed == 0
 
 
+def test_an_op_without_side_effects_is_tried_once_before_it_waits(purgatory, timer):
+    class ReadsOnly(Op):
+        try_again_when_watched = False
+
+    op = ReadsOnly(100)
+    assert not purgatory.try_complete_else_watch(op, ["k"])
+    assert op.tries == 1
+    assert purgatory.watched("k") == 1 and timer.size == 1
+
+
 def test_completes_exactly_once_on_event(purgatory, timer, clock):
     op = Op(100)
     purgatory.try_complete_else_watch(op, ["a", "b"])

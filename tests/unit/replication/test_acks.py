@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from kafkapy.api.late_answer import LateAnswer
 from kafkapy.clock import MockClock
 from kafkapy.log.manager import LogManager
 from kafkapy.protocol.errors import ErrorCode as E
@@ -191,3 +192,23 @@ def test_then_on_a_value_and_on_a_future(replicas):
     future.set_result(3)
     replicas.loop.run_until_complete(asyncio.sleep(0))
     assert chained.result() == 4
+
+
+def test_a_clients_write_waits_in_a_late_answer_given_where_the_hw_moves(replicas):
+    replicas.partitions[KEY] = FakePartition()
+    out = replicas.manager.await_replication([("t", 0, appended(0, 4))], 30000, list,
+                                             late=True)
+    assert isinstance(out, LateAnswer) and acks.is_pending(out)
+    given = []
+    out.add_done_callback(lambda answer: given.append(answer.result()))
+    replicas.move_hw(KEY, 5)
+    assert given == [out.result()]          # no loop turned
+
+
+def test_then_on_a_late_answer(replicas):
+    async def chain():
+        answer = LateAnswer()
+        chained = acks.then(answer, lambda v: v + 1)
+        answer.set_result(3)
+        return await chained
+    assert replicas.loop.run_until_complete(chain()) == 4

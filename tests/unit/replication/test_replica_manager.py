@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from kafkapy.api.late_answer import LateAnswer
 from kafkapy.clock import MockClock
 from kafkapy.log.manager import LogManager
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
@@ -24,7 +25,7 @@ from kafkapy.replication import txn_verification
 from kafkapy.replication.fetch_session import PartitionRequest, TopicIdPartition
 from kafkapy.replication.partition import AppendResult
 from kafkapy.replication.replica_manager import (COORDINATOR, FetchParams, PartitionChange,
-                                                 ReplicaManager)
+                                                 ReplicaManager, replica_fetch_key)
 
 TS = 1_700_000_000_000
 NODE = 0
@@ -180,15 +181,19 @@ def test_acks_all_below_min_isr_appends_nothing(tmp_path):
 def test_acks_all_waits_until_the_follower_fetch_moves_the_high_watermark(node):
     node.lead(replicas=(NODE, FOLLOWER))
     pending = node.produce({(TOPIC, 0): batch(3)}, acks=-1)
-    assert isinstance(pending, asyncio.Future) and not pending.done()
+    assert isinstance(pending, LateAnswer) and not pending.done()
+    answered = []   # the listener's callback: given the answer inside the fetch below
+    pending.add_done_callback(lambda answer: answered.append(answer.result()))
     assert node.log().log_end_offset == 3 and node.log().high_watermark == 0
     # The follower fetches what was appended (it reads to the log end, not the HW) ...
     read = only_read(node.fetch({(TOPIC, 0): 0}, replica=FOLLOWER))
     assert read.error_code == 0 and read.size == len(batch(3))
     assert not pending.done()
-    # ... and its next fetch offset says it has it: the HW moves, the produce answers.
+    # ... and its next fetch offset says it has it: the HW moves, the produce answers,
+    # there and then (no loop runs in this test).
     node.fetch({(TOPIC, 0): 3}, replica=FOLLOWER)
     assert node.log().high_watermark == 3
+    assert answered == [pending.result()]
     [(topic, index, result)] = pending.result()
     assert (topic, index, result.error_code, result.base_offset) == (TOPIC, 0, 0, 0)
 
@@ -406,7 +411,7 @@ def test_a_fetch_below_min_bytes_waits_for_an_append(node):
     node.lead()
     node.produce({(TOPIC, 0): batch(1)})
     pending = node.fetch({(TOPIC, 0): 1}, max_wait_ms=500, min_bytes=300)
-    assert isinstance(pending, asyncio.Future) and not pending.done()
+    assert isinstance(pending, LateAnswer) and not pending.done()
     node.produce({(TOPIC, 0): batch(1)})           # too few bytes yet
     assert not pending.done()
     node.produce({(TOPIC, 0): batch(2)})
@@ -433,7 +438,7 @@ def test_a_throttled_follower_fetch_waits_out_appends_and_answers_no_records(tmp
         n.lead(replicas=(NODE, FOLLOWER), isr=(NODE,))
         n.rm.leader_quota.record(1 << 20)      # far over 1 byte/s
         pending = n.fetch({(TOPIC, 0): 0}, replica=FOLLOWER, max_wait_ms=500, min_bytes=1)
-        assert isinstance(pending, asyncio.Future) and not pending.done()
+        assert isinstance(pending, LateAnswer) and not pending.done()
         n.produce({(TOPIC, 0): batch(3)})
         assert not pending.done()
         n.advance(501)
@@ -448,6 +453,32 @@ def test_a_throttled_follower_fetch_waits_out_appends_and_answers_no_records(tmp
         assert read.size > 0 and read.found[0].first_offset == 3
     finally:
         n.close()
+
+
+def test_a_moving_high_watermark_wakes_consumers_not_a_parked_follower_fetch(node):
+    """A follower reads to the log end: its parked fetch is watched on the followers' key,
+    which an append checks and a high watermark that moves does not; a consumer's fetch
+    waiting for the high watermark is woken by the move."""
+    other = FOLLOWER + 1
+    endpoint = BrokerEndpoint(other, "127.0.0.1", 9000 + other)
+    node.cache.put_broker(endpoint, {"PLAINTEXT": endpoint})
+    node.lead(replicas=(NODE, FOLLOWER, other))
+    node.produce({(TOPIC, 0): batch(3)})
+    key = (TOPIC, 0)
+    follower = node.fetch({key: 3}, replica=FOLLOWER, max_wait_ms=500)
+    consumer = node.fetch({key: 0}, max_wait_ms=500)
+    purgatory = node.rm.fetch_purgatory
+    assert purgatory.watched(replica_fetch_key(key)) == 1 and purgatory.watched(key) == 1
+    followers_checked = []   # the replica manager's checks of the followers' key
+    check = purgatory.check_and_complete
+    purgatory.check_and_complete = lambda k: followers_checked.append(k) or check(k)
+    node.fetch({key: 3}, replica=other)         # the last ISR member: the HW moves to 3
+    assert node.log().high_watermark == 3
+    assert only_read(consumer.result()).size == len(batch(3))
+    assert followers_checked == [] and not follower.done()
+    node.produce({key: batch(1)})               # the log end moves: the follower reads
+    assert followers_checked == [replica_fetch_key(key)]
+    assert only_read(follower.result()).found[0].first_offset == 3
 
 
 def test_a_respond_that_raises_fails_the_waiting_fetch(node):
