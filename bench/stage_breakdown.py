@@ -13,8 +13,8 @@ leader append      the append starts -> the batch is in the leader's log, or soo
 to fetch answer    appended -> the leader reads records up to >= E for a follower (its
                    next fetch; 0 when its parked fetch was woken inside the append)
 fetch transit      that read -> the follower has the whole answer decoded (the answer's
-                   encoding and sending, the rest of the append call when it was woken
-                   there, the loopback, the follower's turn)
+                   encoding and sending, inside the append when it was woken there, the
+                   loopback, the follower's turn)
 follower append    decoded -> appended to the follower's log
 to next fetch      appended -> the follower's next fetch (offset >= E) leaves
 next fetch transit sent -> the leader handles it (its fetch offset recorded)
@@ -43,8 +43,8 @@ LEGEND = ("Per batch (partition, end offset E), from the leader's append to its 
           "answer: leader append (the append, up to the read for the follower when its parked "
           "fetch is woken inside it); to fetch answer (until the leader reads past E for the "
           "follower, when not inside the append); fetch transit (that read -> the follower "
-          "has the answer decoded: the answer's encoding and sendfile, the rest of the append "
-          "call, the loopback, the follower's turn); "
+          "has the answer decoded: the answer's encoding and sendfile, done inside the "
+          "append as the fetch is woken, the loopback, the follower's turn); "
           "follower append; to next fetch (appended -> the next Fetch leaves); next fetch "
           "transit (-> the leader has recorded its offset); HW to answer (that fetch, which "
           "moves the high watermark past E -> the produce is answered). Follower stages are "
@@ -156,8 +156,8 @@ def batches(data: dict, t_from: float | None = None, t_to: float | None = None) 
             continue
         reports = sorted(per.values(), key=lambda v: v[4])
         read, received, applied, sent, got = reports[-1]
-        # A parked fetch is woken and read inside the append: the append stage then ends
-        # at that read, and the rest of the append call is part of the fetch transit.
+        # A parked fetch is woken, read and answered inside the append: the append stage
+        # then ends at that read, and the answer's sending is part of the fetch transit.
         out.append({"leader append": min(read, t1) - t0, "to fetch answer": max(0, read - t1),
                     "fetch transit": received - read, "follower append": applied - received,
                     "to next fetch": sent - applied, "next fetch transit": got - sent,
