@@ -53,7 +53,12 @@ bytes.  Invariants:
 - the request quota: while the listener's ``request_quota`` is enabled, each request's
   handling is timed on the loop (``kafkapy.api.request_timer``: the handler call and each
   step of its coroutine) and the quota sees the answer before it is encoded
-  (``completed``); disabled, that is one test per request.
+  (``completed``); disabled, that is one test per request;
+- a handler's answer that comes later is sent when it comes: an asyncio future's on the
+  loop turn after it resolves, a ``LateAnswer``'s (``kafkapy.api.late_answer``: a parked
+  Fetch, a client's acks=-1 Produce) inside the code that gives it (the append that ends
+  a fetch's wait, the follower fetch that moves the high watermark), so it does not wait
+  behind the rest of that turn.
 """
 from __future__ import annotations
 

@@ -25,8 +25,8 @@ Kafka 3.9's ReplicaManager, and it is the one door to the logs for clients:
   the coordinators' writes).
 
 Both answer through a ``respond`` callback, at once (its value) or, when they wait, in
-a future of its value (a fetch: a ``LateAnswer``, given inside the append that ends the
-wait).  Appends (and leadership changes) wake the operations parked on a partition
+a future of its value (a fetch and a client's acks=-1 produce: a ``LateAnswer``, given
+inside the append or the follower fetch that ends the wait).  Appends (and leadership changes) wake the operations parked on a partition
 through ``on_append`` listeners (the purgatories).  A high watermark that moves wakes the
 listeners too, but not the followers' parked fetches: a follower reads to the log end,
 so only a change of the log (or of the partition) can end its wait.  Those fetches are
@@ -423,8 +423,9 @@ class ReplicaManager:
         order; ``refused[i]`` is the answer the request checks already gave entry ``i``
         (not appended, answered in its place), or None.  ``respond`` gets (topic, index,
         AppendResult) per entry: at once (its value is returned), or with acks=-1 once
-        the high watermark covers the appends, as one entry per partition (a future of
-        its value is returned while that waits; REQUEST_TIMED_OUT at ``timeout_ms``).
+        the high watermark covers the appends, as one entry per partition (while that
+        waits a future of its value is returned, a LateAnswer for a client's request;
+        REQUEST_TIMED_OUT at ``timeout_ms``).
         ``internal_topics_allowed``: the request may write internal topics (Kafka lets
         the __admin_client client id).  ``transactional_id`` (with
         transaction.partition.verification.enable): transactional batches are verified
