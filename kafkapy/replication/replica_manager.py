@@ -771,9 +771,8 @@ class _FetchRead:
 
         operation = DelayedFetch(self._params.max_wait_ms, self._params.min_bytes, statuses,
                                  lambda: self.read(record_follower=False), deliver, state)
-        keys = [(s.topic, s.partition) for s in statuses]
-        if self._follower:
-            keys = [replica_fetch_key(key) for key in keys]
+        watch_key = replica_fetch_key if self._follower else tuple
+        keys = [watch_key((s.topic, s.partition)) for s in statuses]
         replicas.fetch_purgatory.try_complete_else_watch(operation, keys)
         return future
 
@@ -781,7 +780,7 @@ class _FetchRead:
 def replica_fetch_key(key: TopicPartition) -> tuple:
     """The fetch purgatory's key for followers' fetches of a partition (its consumers'
     fetches wait on the partition's own key)."""
-    return ("replica",) + tuple(key)
+    return ("replica", *key)
 
 
 def _start_metadata(replicas: ReplicaManager, tip, req):
