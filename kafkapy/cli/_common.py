@@ -250,8 +250,15 @@ def admin_client(args: argparse.Namespace, **overrides):
 def send(admin, request, node_id: int | None = None):
     """``request`` as built (its own version range) through an admin client's connections,
     to ``node_id`` or else any broker; the response.  For what kafka-python's admin methods
-    do not offer or whose per-resource errors they drop."""
-    return admin._manager.run(admin._manager.send, request, node_id)
+    do not offer or whose per-resource errors they drop.
+
+    A node named by a newer answer (DescribeCluster's controller or brokers) may be missing
+    from the client's bootstrap metadata, taken before the broker's first UpdateMetadata:
+    the metadata is refreshed once then, as Kafka's admin client does for an unknown node."""
+    manager = admin._manager
+    if node_id is not None and manager.cluster.broker_metadata(node_id) is None:
+        manager.run(manager.cluster.refresh_metadata)
+    return manager.run(manager.send, request, node_id)
 
 
 def new_client(factory, config: dict):

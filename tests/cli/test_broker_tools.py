@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient
-from kafka.protocol.metadata import ApiVersionsRequest
+from kafka.protocol.metadata import ApiVersionsRequest, MetadataResponse
 
 from kafkapy.cli import broker_api_versions, server_stop
 from kafkapy.cli._common import send
@@ -41,6 +41,26 @@ def advertised(broker) -> dict[int, tuple[int, int]]:
     finally:
         admin.close()
     return {api.api_key: (api.min_version, api.max_version) for api in response.api_keys}
+
+
+def test_a_node_missing_from_the_bootstrap_metadata_is_looked_up(broker):
+    """A node id from a later answer (DescribeCluster's controller) that the client's
+    metadata does not list, as when it was bootstrapped before the broker's first
+    UpdateMetadata, is found by refreshing the metadata, not refused as unknown."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        cluster = admin._manager.cluster
+        [known] = cluster.brokers()
+        # Metadata that lists only another node (the same address under another id).
+        cluster.update_metadata(MetadataResponse[1](
+            brokers=[(known.node_id + 1, known.host, known.port, None)], controller_id=-1,
+            topics=[]))
+        assert cluster.broker_metadata(known.node_id) is None
+        response = send(admin, ApiVersionsRequest(client_software_name="test",
+                                                  client_software_version="1"), known.node_id)
+    finally:
+        admin.close()
+    assert response.error_code == 0
 
 
 def test_broker_api_versions_layout(broker):
