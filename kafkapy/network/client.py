@@ -33,6 +33,12 @@ Invariants:
   timeout) and raises ``asyncio.TimeoutError``;
 - any failure of the socket fails every pending request with
   ``ConnectionError``; after ``close()`` every send raises ``ConnectionError``;
+- the task awaiting an answer resumes inside the answer's delivery (``_Answer``: the
+  read that completed its frame, the timeout, the connection's loss), not on a later turn
+  of the loop behind everything else that turn holds: a follower's next Fetch leaves from
+  inside the read of the answer it follows.  When another task is running at that moment
+  (the answer given from inside it), the awaiting task resumes on the next turn, as with
+  an asyncio future;
 - with ``links`` (``kafkapy.network.links``; None: the peer is always reachable) an
   unreachable peer is a partition: connect waits (within its timeout), requests are held and
   written in order once the peer is reachable again, a response read is handed over only
@@ -42,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import socket
 import struct
 from typing import Callable
@@ -79,6 +86,99 @@ class CorrelationMismatch(ConnectionError):
     """A response whose correlation id is not the oldest pending request's."""
 
 
+class _Answer:
+    """The answer to one request, awaited by the task that sent it.
+
+    An asyncio future wakes its awaiting task with ``call_soon``: the task runs on a later
+    turn of the loop, after every other callback and connection that turn holds.  An
+    ``_Answer`` steps the task inside ``set_result`` / ``set_exception`` instead (asyncio's
+    Task accepts any object that follows the future protocol: ``_asyncio_future_blocking``,
+    ``get_loop``, ``add_done_callback`` with a context, ``result``, ``cancel``).  A task can
+    only be stepped while no other task runs, so an answer given from inside a task wakes
+    its awaiting task the asyncio way, with ``call_soon``."""
+
+    __slots__ = ("_loop", "_state", "_value", "_callbacks", "_asyncio_future_blocking")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._state = _PENDING
+        self._value = None
+        self._callbacks: list = []
+        self._asyncio_future_blocking = False
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def done(self) -> bool:
+        return self._state != _PENDING
+
+    def cancelled(self) -> bool:
+        return self._state == _CANCELLED
+
+    def result(self):
+        if self._state == _VALUE:
+            return self._value
+        if self._state == _PENDING:
+            raise asyncio.InvalidStateError("the answer is not given yet")
+        raise self._value
+
+    def exception(self) -> BaseException | None:
+        if self._state == _PENDING:
+            raise asyncio.InvalidStateError("the answer is not given yet")
+        if self._state == _CANCELLED:
+            raise self._value
+        return self._value if self._state == _ERROR else None
+
+    def set_result(self, value) -> None:
+        self._give(_VALUE, value)
+
+    def set_exception(self, error: BaseException) -> None:
+        self._give(_ERROR, error)
+
+    def cancel(self, msg=None) -> bool:
+        if self._state != _PENDING:
+            return False
+        self._give(_CANCELLED, asyncio.CancelledError(msg))
+        return True
+
+    def add_done_callback(self, callback, *, context=None) -> None:
+        entry = (callback, context if context is not None else contextvars.copy_context())
+        if self._state == _PENDING:
+            self._callbacks.append(entry)
+        else:
+            self._loop.call_soon(callback, self, context=entry[1])
+
+    def remove_done_callback(self, callback) -> int:
+        kept = [entry for entry in self._callbacks if entry[0] != callback]
+        removed, self._callbacks = len(self._callbacks) - len(kept), kept
+        return removed
+
+    def __await__(self):
+        if self._state == _PENDING:
+            self._asyncio_future_blocking = True
+            yield self
+        return self.result()
+
+    __iter__ = __await__
+
+    def _give(self, state: int, value) -> None:
+        if self._state != _PENDING:
+            raise asyncio.InvalidStateError("the answer was given already")
+        self._state, self._value = state, value
+        callbacks, self._callbacks = self._callbacks, []
+        if not callbacks:
+            return
+        inline = _current_task() is None
+        for callback, context in callbacks:
+            if inline:
+                context.run(callback, self)
+            else:
+                self._loop.call_soon(callback, self, context=context)
+
+
+_PENDING, _VALUE, _ERROR, _CANCELLED = 0, 1, 2, 3
+
+
 class _Pending:
     """A request sent and not answered yet.  ``decode_body``: the request's own decoder of
     its answer's body (``decode_response``), which may give None to leave it to
@@ -86,7 +186,7 @@ class _Pending:
 
     __slots__ = ("correlation_id", "response_cls", "future", "decode_body")
 
-    def __init__(self, correlation_id: int, response_cls: type, future: asyncio.Future,
+    def __init__(self, correlation_id: int, response_cls: type, future: _Answer,
                  decode_body=None) -> None:
         self.correlation_id = correlation_id
         self.response_cls = response_cls
@@ -199,7 +299,7 @@ class BrokerConnection:
         expects_response = request.expect_response()
         pending = None
         if expects_response:
-            future = asyncio.get_running_loop().create_future()
+            future = _Answer(asyncio.get_running_loop())
             pending = _Pending(correlation_id, RESPONSES[api_key][version], future,
                                getattr(request, "decode_response", None))
             # Registered before writing so the answer can never outrun its entry.
@@ -233,9 +333,9 @@ class BrokerConnection:
         (every other request on it) with ConnectionError."""
         if pending.future.done():
             return
-        _set_exception(pending.future, asyncio.TimeoutError())
         self._fail(ConnectionError(
-            f"request {api_key} v{version} to {self.host}:{self.port} timed out after {timeout}s"))
+            f"request {api_key} v{version} to {self.host}:{self.port} timed out after {timeout}s"),
+            timed_out=pending)
 
     def _hold(self, frame: bytes) -> None:
         """Keep ``frame`` until the link is back (after the frames held before it)."""
@@ -319,17 +419,17 @@ class BrokerConnection:
         except Exception as exc:  # a body we cannot read fails that request only: framing is intact
             _log.warning("undecodable response", host=self.host, port=self.port,
                          response=pending.response_cls.__name__, error=repr(exc))
-            _set_exception(pending.future, exc)
+            pending.future.set_exception(exc)
             return
         pending.future.set_result(response)
 
-    def _fail(self, error: ConnectionError) -> None:
+    def _fail(self, error: ConnectionError, timed_out: _Pending | None = None) -> None:
+        """Close the connection; every pending request fails with ConnectionError
+        (``timed_out`` with TimeoutError).  The requests fail last: their tasks may resume
+        right there (``_Answer``) and must find the connection closed."""
         if self._closed_error is None:
             self._closed_error = error
-        while self._pending:
-            future = self._pending.popleft().future
-            if not future.done():
-                _set_exception(future, ConnectionError(str(error)))
+        failed, self._pending = self._pending, collections.deque()
         if self._stream is not None:
             self._stream.transport.close()
         release, self._release, self._held = self._release, None, None
@@ -337,6 +437,10 @@ class BrokerConnection:
         for task in (release, hand_over):
             if task is not None and task is not _current_task():
                 task.cancel()
+        for pending in failed:
+            if not pending.future.done():
+                pending.future.set_exception(asyncio.TimeoutError() if pending is timed_out
+                                             else ConnectionError(str(error)))
 
 
 class _ResponseStream(asyncio.Protocol):
@@ -459,13 +563,6 @@ class SharedConnections:
     def close(self) -> None:
         for node_id in list(self._by_node):
             self.drop(node_id)
-
-
-def _set_exception(future: asyncio.Future, exc: BaseException) -> None:
-    future.set_exception(exc)
-    # Marked retrieved: an awaiting caller still gets it raised, and a future
-    # nobody awaits any more does not log "exception was never retrieved".
-    future.exception()
 
 
 def _current_task() -> asyncio.Task | None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import traceback
 
 import pytest
 
 from kafka.protocol.api_header import RequestHeader
 
-from kafkapy.network.client import BrokerConnection, _request_header
+from kafkapy.network.client import BrokerConnection, _Answer, _request_header
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 
 ApiVersions, Metadata = REQUESTS[18], REQUESTS[3]
@@ -229,6 +230,66 @@ async def test_cancelled_caller_leaves_the_connection_in_step(serve):
         assert conn.connected
     finally:
         conn.close()
+
+
+async def test_the_sender_resumes_inside_the_read_of_its_answer(serve):
+    """The task awaiting an answer goes on from inside the read that completed the answer's
+    frame, not from a later turn of the loop (an asyncio future's wake-up)."""
+    async def answer(frame):
+        body = RESPONSES[18][0](error_code=0, api_keys=[]).encode()
+        return [struct.pack(">i", correlation_of(frame)) + bytes(body)]
+    server = await serve(answer)
+    conn = await connect(server)
+    try:
+        response = await conn.send(ApiVersions[0]())
+        callers = [frame.name for frame in traceback.extract_stack()]
+        assert response.error_code == 0
+        assert "data_received" in callers
+        # The next request goes out from there too, and is answered as usual.
+        assert (await conn.send(ApiVersions[0]())).error_code == 0
+    finally:
+        conn.close()
+
+
+async def test_an_answer_given_outside_any_task_resumes_its_task_at_once():
+    answer = _Answer(asyncio.get_running_loop())
+    waiter = asyncio.create_task(_await(answer))
+    await asyncio.sleep(0)                  # the task now waits on the answer
+    seen = asyncio.get_running_loop().create_future()
+
+    def give() -> None:
+        answer.set_result("given")
+        seen.set_result(waiter.done())
+    asyncio.get_running_loop().call_soon(give)
+    assert await seen is True
+    assert waiter.result() == "given"
+
+
+async def test_an_answer_given_inside_a_task_resumes_its_task_on_the_next_turn():
+    """A task cannot be stepped while another runs: the awaiting task is woken as an
+    asyncio future wakes it."""
+    answer = _Answer(asyncio.get_running_loop())
+    waiter = asyncio.create_task(_await(answer))
+    await asyncio.sleep(0)
+    answer.set_exception(ConnectionError("gone"))
+    assert not waiter.done()
+    with pytest.raises(ConnectionError):
+        await waiter
+
+
+async def test_a_task_waiting_on_an_answer_can_be_cancelled():
+    answer = _Answer(asyncio.get_running_loop())
+    waiter = asyncio.create_task(_await(answer))
+    await asyncio.sleep(0)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert answer.cancelled()
+    assert answer.cancel() is False         # given once only
+
+
+async def _await(answer):
+    return await answer
 
 
 async def test_connect_refused_is_a_connection_error(serve):
