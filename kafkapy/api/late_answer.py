@@ -14,11 +14,14 @@ It has the part of a future's interface its users need (``done``, ``cancelled``,
 ``result``, ``exception``, ``add_done_callback``: a callback added after the answer runs
 at once) and can be awaited (through an asyncio future made on the first await).  A
 callback that raises is logged and goes no further: the code that gave the answer (an
-append) must not fail because an answer could not be sent.
+append) must not fail because an answer could not be sent.  The inter-broker client's
+answers (``kafkapy.network.client``) are LateAnswers that asyncio's Task waits on
+directly, so the task itself is stepped where the answer is given.
 """
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 from typing import Any
 
@@ -36,7 +39,7 @@ class LateAnswer:
     def __init__(self) -> None:
         self._state = _PENDING
         self._value: Any = None
-        self._callbacks: list[Callable[[LateAnswer], object]] = []
+        self._callbacks: list[tuple[Callable, contextvars.Context | None]] = []
 
     def done(self) -> bool:
         return self._state != _PENDING
@@ -60,12 +63,14 @@ class LateAnswer:
     def set_exception(self, error: BaseException) -> None:
         self._give(_ERROR, error)
 
-    def add_done_callback(self, callback: Callable[[LateAnswer], object]) -> None:
-        """``callback(self)`` when the answer is given (now, if it was)."""
+    def add_done_callback(self, callback: Callable[[LateAnswer], object], *,
+                          context: contextvars.Context | None = None) -> None:
+        """``callback(self)`` when the answer is given (now, if it was), in ``context``
+        when one is given (as asyncio's Task passes its own)."""
         if self._state == _PENDING:
-            self._callbacks.append(callback)
+            self._callbacks.append((callback, context))
         else:
-            _run(callback, self)
+            _run(callback, self, context)
 
     def __await__(self):
         if self._state == _PENDING:
@@ -83,13 +88,22 @@ class LateAnswer:
             raise asyncio.InvalidStateError("the answer was given already")
         self._state, self._value = state, value
         callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            _run(callback, self)
+        for callback, context in callbacks:
+            self._hand_over(callback, context)
+
+    def _hand_over(self, callback: Callable[[LateAnswer], object],
+                   context: contextvars.Context | None) -> None:
+        """Run one callback of the answer just given (here: at once)."""
+        _run(callback, self, context)
 
 
-def _run(callback: Callable[[LateAnswer], object], answer: LateAnswer) -> None:
+def _run(callback: Callable[[LateAnswer], object], answer: LateAnswer,
+         context: contextvars.Context | None) -> None:
     try:
-        callback(answer)
+        if context is None:
+            callback(answer)
+        else:
+            context.run(callback, answer)
     except Exception:   # a bug in the taker: logged, never into the giver
         _log.exception("late answer callback failed")
 

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextvars
 import socket
 import struct
 from typing import Callable
@@ -57,6 +56,7 @@ import structlog
 from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 
+from kafkapy.api.late_answer import LateAnswer
 from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS, RESPONSES, is_flexible
@@ -86,97 +86,51 @@ class CorrelationMismatch(ConnectionError):
     """A response whose correlation id is not the oldest pending request's."""
 
 
-class _Answer:
+class _Answer(LateAnswer):
     """The answer to one request, awaited by the task that sent it.
 
     An asyncio future wakes its awaiting task with ``call_soon``: the task runs on a later
-    turn of the loop, after every other callback and connection that turn holds.  An
-    ``_Answer`` steps the task inside ``set_result`` / ``set_exception`` instead (asyncio's
-    Task accepts any object that follows the future protocol: ``_asyncio_future_blocking``,
-    ``get_loop``, ``add_done_callback`` with a context, ``result``, ``cancel``).  A task can
-    only be stepped while no other task runs, so an answer given from inside a task wakes
-    its awaiting task the asyncio way, with ``call_soon``."""
+    turn of the loop, after every other callback and connection that turn holds.  Awaited,
+    an ``_Answer`` gives asyncio's Task itself to wait on (the Task accepts any object that
+    follows the future protocol: ``_asyncio_future_blocking``, ``get_loop``,
+    ``add_done_callback`` with a context, ``result``, ``cancel``), so the task is stepped
+    inside ``set_result`` / ``set_exception`` (a ``LateAnswer``'s callbacks run there).  A
+    task can only be stepped while no other task runs, so an answer given from inside a
+    task wakes its awaiting task the asyncio way, with ``call_soon``.  A cancelled answer
+    is one whose error is CancelledError."""
 
-    __slots__ = ("_loop", "_state", "_value", "_callbacks", "_asyncio_future_blocking")
+    __slots__ = ("_loop", "_asyncio_future_blocking")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
         self._loop = loop
-        self._state = _PENDING
-        self._value = None
-        self._callbacks: list = []
         self._asyncio_future_blocking = False
 
     def get_loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
 
-    def done(self) -> bool:
-        return self._state != _PENDING
-
     def cancelled(self) -> bool:
-        return self._state == _CANCELLED
-
-    def result(self):
-        if self._state == _VALUE:
-            return self._value
-        if self._state == _PENDING:
-            raise asyncio.InvalidStateError("the answer is not given yet")
-        raise self._value
-
-    def exception(self) -> BaseException | None:
-        if self._state == _PENDING:
-            raise asyncio.InvalidStateError("the answer is not given yet")
-        if self._state == _CANCELLED:
-            raise self._value
-        return self._value if self._state == _ERROR else None
-
-    def set_result(self, value) -> None:
-        self._give(_VALUE, value)
-
-    def set_exception(self, error: BaseException) -> None:
-        self._give(_ERROR, error)
+        return self.done() and isinstance(self.exception(), asyncio.CancelledError)
 
     def cancel(self, msg=None) -> bool:
-        if self._state != _PENDING:
+        if self.done():
             return False
-        self._give(_CANCELLED, asyncio.CancelledError(msg))
+        self.set_exception(asyncio.CancelledError(msg))
         return True
 
-    def add_done_callback(self, callback, *, context=None) -> None:
-        entry = (callback, context if context is not None else contextvars.copy_context())
-        if self._state == _PENDING:
-            self._callbacks.append(entry)
-        else:
-            self._loop.call_soon(callback, self, context=entry[1])
-
-    def remove_done_callback(self, callback) -> int:
-        kept = [entry for entry in self._callbacks if entry[0] != callback]
-        removed, self._callbacks = len(self._callbacks) - len(kept), kept
-        return removed
-
     def __await__(self):
-        if self._state == _PENDING:
+        if not self.done():
             self._asyncio_future_blocking = True
             yield self
         return self.result()
 
     __iter__ = __await__
 
-    def _give(self, state: int, value) -> None:
-        if self._state != _PENDING:
-            raise asyncio.InvalidStateError("the answer was given already")
-        self._state, self._value = state, value
-        callbacks, self._callbacks = self._callbacks, []
-        if not callbacks:
-            return
-        inline = _current_task() is None
-        for callback, context in callbacks:
-            if inline:
-                context.run(callback, self)
-            else:
-                self._loop.call_soon(callback, self, context=context)
-
-
-_PENDING, _VALUE, _ERROR, _CANCELLED = 0, 1, 2, 3
+    def _hand_over(self, callback, context) -> None:
+        if _current_task() is None:
+            super()._hand_over(callback, context)
+        else:
+            self._loop.call_soon(callback, self, context=context)
 
 
 class _Pending:

@@ -63,6 +63,12 @@ def correlation_of(frame: bytes) -> int:
     return struct.unpack_from(">i", frame, 4)[0]
 
 
+async def api_versions_answer(frame: bytes) -> list[bytes]:
+    """An empty ApiVersions v0 answer to ``frame``."""
+    body = RESPONSES[18][0](error_code=0, api_keys=[]).encode()
+    return [struct.pack(">i", correlation_of(frame)) + bytes(body)]
+
+
 def metadata_v12_body() -> bytes:
     response = RESPONSES[3][12](throttle_time_ms=0, brokers=[], cluster_id="c", controller_id=7,
                                 topics=[])
@@ -169,10 +175,7 @@ async def test_timeout_raises_and_closes_the_connection(serve):
 
 
 async def test_an_answered_request_leaves_no_timeout_behind(serve):
-    async def answer(frame):
-        body = RESPONSES[18][0](error_code=0, api_keys=[]).encode()
-        return [struct.pack(">i", correlation_of(frame)) + bytes(body)]
-    server = await serve(answer)
+    server = await serve(api_versions_answer)
     conn = await connect(server)
     try:
         response = await conn.send(ApiVersions[0](), timeout_s=0.05)
@@ -235,10 +238,7 @@ async def test_cancelled_caller_leaves_the_connection_in_step(serve):
 async def test_the_sender_resumes_inside_the_read_of_its_answer(serve):
     """The task awaiting an answer goes on from inside the read that completed the answer's
     frame, not from a later turn of the loop (an asyncio future's wake-up)."""
-    async def answer(frame):
-        body = RESPONSES[18][0](error_code=0, api_keys=[]).encode()
-        return [struct.pack(">i", correlation_of(frame)) + bytes(body)]
-    server = await serve(answer)
+    server = await serve(api_versions_answer)
     conn = await connect(server)
     try:
         response = await conn.send(ApiVersions[0]())
