@@ -53,6 +53,18 @@ _SCAN_CHUNK = 16 * 1024
 _RECOVER_CHUNK = 4 * 1024 * 1024
 
 
+def _first_header(records, position: int) -> BatchHeader | None:
+    """The header of the first batch of ``records``, written at ``position`` of the file;
+    None when it is not a whole batch (as ``LogSegment.iter_batches`` would stop there)."""
+    if len(records) < HEADER_SIZE:
+        return None
+    h = read_header(records)
+    if h.batch_length < MIN_BATCH_LENGTH or LOG_OVERHEAD + h.batch_length > len(records):
+        return None
+    h.position = position
+    return h
+
+
 def filename_prefix(offset: int) -> str:
     """Kafka's 20-digit zero-padded segment/snapshot file name for an offset."""
     return f"{offset:020d}"
@@ -118,6 +130,10 @@ class LogSegment:
         self._max_ts: int | None = None
         self._offset_of_max_ts = base_offset
         self._next_offset: int | None = base_offset if self.size == 0 else None
+        # The header of the first batch of the last append, where it lies in the file:
+        # readers at the log end (followers, tailing consumers) ask for that batch next,
+        # and find it here instead of by an index lookup and a scan of the file.
+        self._last_appended: BatchHeader | None = None
 
     def _check_index(self, idx) -> None:
         if idx is self.offset_index:
@@ -253,6 +269,7 @@ class LogSegment:
             written += os.write(self._fd, mv[written:])
         self.size = pos + n
         self._next_offset = largest_offset + 1
+        self._last_appended = _first_header(mv, pos)
         if largest_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = largest_timestamp
             self.offset_of_max_timestamp = offset_of_max_ts
@@ -296,6 +313,10 @@ class LogSegment:
 
     def find_offset_position(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """The first batch whose last offset >= ``offset`` (index lookup + short scan)."""
+        last = self._last_appended
+        if (last is not None and start_position <= last.position
+                and last.base_offset <= offset <= last.base_offset + last.last_offset_delta):
+            return last     # (the batches before it end below its base offset)
         _, idx_pos = self.offset_index.lookup(offset)
         for h in self.iter_batches(max(idx_pos, start_position)):
             if h.base_offset + h.last_offset_delta >= offset:
@@ -472,6 +493,7 @@ class LogSegment:
         self.time_index.end_rebuild()
         self.size = size
         self._next_offset = next_offset
+        self._last_appended = None
         self._bytes_since_last_index = since_index
         if not self.writable:
             self.offset_index.make_read_only()
@@ -490,6 +512,7 @@ class LogSegment:
         removed = self.size - h.position
         os.ftruncate(self._fd, h.position)
         self.size = h.position
+        self._last_appended = None
         self._bytes_since_last_index = 0
         ts, off = self.time_index.last_entry
         self.max_timestamp_so_far, self.offset_of_max_timestamp = ts, off

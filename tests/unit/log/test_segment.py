@@ -149,6 +149,31 @@ def test_recover_garbage_and_bad_crc(tmp_path):
     seg.close()
 
 
+def test_the_last_appended_batch_is_found_without_reading_the_file(tmp_path, monkeypatch):
+    """Readers at the log end ask for the batch just appended: its header is kept from the
+    append.  Any other offset, and any after a truncation, is looked up in the file."""
+    seg = LogSegment(str(tmp_path), 0, index_interval_bytes=1000, clock=MockClock())
+    hs = fill(seg, batches=6, per=5)
+    scans = []
+    iter_batches = LogSegment.iter_batches
+    monkeypatch.setattr(LogSegment, "iter_batches",
+                        lambda self, *a, **kw: scans.append(a) or iter_batches(self, *a, **kw))
+    for target in (25, 27, 29):
+        h = seg.find_offset_position(target)
+        assert (h.base_offset, h.position, h.size) == (25, hs[5].position, hs[5].size)
+    assert seg.read(25, 10**9).position == hs[5].position
+    assert scans == []
+    assert seg.find_offset_position(25, start_position=hs[5].position + 1) is None
+    assert seg.find_offset_position(24).base_offset == 20 and len(scans) == 2
+    assert seg.find_offset_position(30) is None
+    seg.truncate_to(25)
+    scans.clear()
+    assert seg.find_offset_position(25) is None and scans
+    append_batch(seg, 25, 2, TS)
+    assert seg.find_offset_position(26).position == hs[5].position
+    seg.close()
+
+
 def test_truncate_to(tmp_path):
     seg = LogSegment(str(tmp_path), 100, index_interval_bytes=300, clock=MockClock())
     hs = fill(seg, batches=10, per=3, base=100)
