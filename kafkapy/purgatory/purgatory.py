@@ -6,10 +6,10 @@ partition)``).  ``check_and_complete(key)`` is called when something changes for
 completion of whatever is left when its delay runs out.
 
 Invariants:
-- ``try_complete_else_watch`` follows Kafka's order: try; watch on each key; try
-  again (unless the operation's ``try_again_when_watched`` is false: its try has no side
-  effects, so on one event loop the second try could only repeat the first); only then
-  add to the timer.  An operation with no keys (a Fetch or a Produce that names no
+- ``try_complete_else_watch`` follows Kafka's order: try (unless the caller has just
+  found the operation incomplete, ``tried``); watch on each key; try again (unless the
+  operation's ``try_again_when_watched`` is false: its try has no side effects, so on one
+  event loop the second try could only repeat the first); only then add to the timer.  An operation with no keys (a Fetch or a Produce that names no
   partitions) has nothing that could complete it early, so it completes at once:
   Kafka's replica manager answers such requests without waiting.
 - Completed operations leave the watcher list of the key being checked at once, and
@@ -63,14 +63,17 @@ class Purgatory:
         ops = self._watchers.get(key)
         return len(ops) if ops else 0
 
-    def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
+    def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable],
+                                tried: bool = False) -> bool:
         """Complete ``op`` now if it can; otherwise watch it on ``keys`` and time it.
-        True when completed by this call."""
+        True when completed by this call.  ``tried``: the caller has just seen that the
+        op cannot complete (a fetch that read too little), and nothing has run since, so
+        the first try is skipped: it could only say the same."""
         keys = list(keys)
         if not keys:
             op.force_complete()
             return True
-        if op.try_complete():
+        if not tried and op.try_complete():
             return True
         if self._shut_down:
             return False

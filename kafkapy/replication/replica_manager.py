@@ -159,6 +159,9 @@ class ReplicaManager:
         self._txn_coordinator = txn_coordinator
         self.partitions: dict[TopicPartition, Partition] = {}
         self._append_listeners: list[Callable[[TopicPartition], None]] = []
+        # Appends and changes of partitions so far (``_wake``): a fetch that read too little
+        # parks without trying again when none came since its read.
+        self._wakes = 0
         # The AlterPartitionManager (ISR changes to the controller); None: ISRs stay.
         self.alter_partition = alter_partition
         # Leader-side replication throttle (Kafka's quotas.leader), applied by Fetch.
@@ -591,6 +594,7 @@ class ReplicaManager:
 
     def _wake(self, key: TopicPartition) -> None:
         """An append, or a change of the partition: whatever is parked on it."""
+        self._wakes += 1
         self._tell_listeners(key)
         if self.fetch_purgatory is not None:
             self.fetch_purgatory.check_and_complete(replica_fetch_key(key))
@@ -604,7 +608,7 @@ class _FetchRead:
     """One Fetch request's reads (Kafka's readFromLog) and, when it waits, its DelayedFetch."""
 
     __slots__ = ("_replicas", "_params", "_partitions", "_follower", "_leader_only",
-                 "_read_committed", "_throttling")
+                 "_read_committed", "_throttling", "_wakes_at_read")
 
     def __init__(self, replicas: ReplicaManager, params: FetchParams, partitions: list) -> None:
         self._replicas = replicas
@@ -618,6 +622,7 @@ class _FetchRead:
         self._read_committed = (params.isolation_level == READ_COMMITTED
                                 and not self._follower)
         self._throttling = False    # set by each read: _leader_throttle_set()
+        self._wakes_at_read = -1    # the replica manager's wakes when the last read began
 
     # -- reading ----------------------------------------------------------------------
     def read(self, record_follower: bool = True) -> list[LogReadResult]:
@@ -626,6 +631,7 @@ class _FetchRead:
         limit = self._params.max_bytes
         min_one = self._params.version >= _HARD_LIMIT_BELOW
         results = []
+        self._wakes_at_read = self._replicas._wakes
         self._throttling = self._leader_throttle_set()
         for tip, req in self._partitions:
             result = self._read_one(tip, req, min(req.max_bytes, limit), min_one)
@@ -773,7 +779,11 @@ class _FetchRead:
                                  lambda: self.read(record_follower=False), deliver, state)
         watch_key = replica_fetch_key if self._follower else tuple
         keys = [watch_key((s.topic, s.partition)) for s in statuses]
-        replicas.fetch_purgatory.try_complete_else_watch(operation, keys)
+        # The read just made found too little; unless an append or a change of a partition
+        # came since (a follower's fetch offset moved the high watermark, and what that
+        # completed appended), trying again could only say the same.
+        replicas.fetch_purgatory.try_complete_else_watch(
+            operation, keys, tried=replicas._wakes == self._wakes_at_read)
         return future
 
 

@@ -99,6 +99,18 @@ def test_an_op_without_side_effects_is_tried_once_before_it_waits(purgatory, tim
     assert purgatory.watched("k") == 1 and timer.size == 1
 
 
+def test_an_op_the_caller_has_tried_is_watched_without_a_first_try(purgatory, timer):
+    class ReadsOnly(Op):
+        try_again_when_watched = False
+
+    op = ReadsOnly(100)
+    assert not purgatory.try_complete_else_watch(op, ["k"], tried=True)
+    assert op.tries == 0
+    assert purgatory.watched("k") == 1 and timer.size == 1
+    op.ready = True
+    assert purgatory.check_and_complete("k") == 1 and op.events == ["complete"]
+
+
 def test_completes_exactly_once_on_event(purgatory, timer, clock):
     op = Op(100)
     purgatory.try_complete_else_watch(op, ["a", "b"])

@@ -481,6 +481,31 @@ def test_a_moving_high_watermark_wakes_consumers_not_a_parked_follower_fetch(nod
     assert only_read(follower.result()).found[0].first_offset == 3
 
 
+def test_a_follower_fetch_is_answered_by_an_append_its_own_fetch_offset_caused(node):
+    """A follower's fetch offset moves the high watermark, and what that wakes appends
+    to the partition before the fetch parks: the fetch, which read nothing, answers the
+    new batch at once instead of waiting for another append."""
+    other = FOLLOWER + 1
+    endpoint = BrokerEndpoint(other, "127.0.0.1", 9000 + other)
+    node.cache.put_broker(endpoint, {"PLAINTEXT": endpoint})
+    node.lead(replicas=(NODE, FOLLOWER, other))
+    key = (TOPIC, 0)
+    node.produce({key: batch(3)})
+    node.fetch({key: 3}, replica=FOLLOWER, max_wait_ms=500)
+    appended = []
+
+    def append_once(moved):
+        if moved == key and node.log().high_watermark == 3 and not appended:
+            appended.append(True)
+            node.produce({key: batch(1)})
+
+    node.rm.add_append_listener(append_once)
+    pending = node.fetch({key: 3}, replica=other, max_wait_ms=500)   # moves the HW to 3
+    assert appended and node.log().log_end_offset == 4
+    assert isinstance(pending, LateAnswer) and pending.done()
+    assert only_read(pending.result()).found[0].first_offset == 3
+
+
 def test_a_respond_that_raises_fails_the_waiting_fetch(node):
     node.lead()
 
