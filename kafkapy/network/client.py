@@ -408,8 +408,12 @@ class _ResponseStream(asyncio.Protocol):
                  on_lost: Callable[[Exception | None], None]) -> None:
         self._on_frame = on_frame
         self._on_lost = on_lost
-        self._buffer = bytearray()
-        self._wanted = 4            # bytes the buffer needs before the next frame is whole
+        # Frames are views of the bytes read (bytes never change), not copies: a fetch
+        # answer's records go from the read to the log.  A frame cut by the end of a read
+        # waits as the reads' pieces (``_rest``), joined once when it is whole.
+        self._rest: list = []       # the pieces read after the last whole frame
+        self._have = 0              # their bytes
+        self._wanted = 4            # bytes the pieces need before the next frame is whole
         self._writable: asyncio.Future | None = None   # set while writing is paused
         self.transport: asyncio.Transport | None = None
         self.closed = asyncio.get_running_loop().create_future()
@@ -418,28 +422,31 @@ class _ResponseStream(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        buf = self._buffer
-        buf += data
-        if len(buf) < self._wanted:
-            return          # a frame still arriving: nothing to cut yet
-        frames, pos, have = [], 0, len(buf)
-        with memoryview(buf) as view:
-            while True:
-                if have - pos < 4:
-                    self._wanted = 4
-                    break
-                size = _SIZE.unpack_from(view, pos)[0]
-                if size < 4:
-                    self.transport.close()
-                    self._lose(ConnectionError(f"bad response size {size}"))
-                    return
-                end = pos + 4 + size
-                if end > have:
-                    self._wanted = end - pos
-                    break
-                frames.append(bytes(view[pos + 4:end]))
-                pos = end
-        del buf[:pos]
+        if self._rest:
+            self._rest.append(data)
+            self._have += len(data)
+            if self._have < self._wanted:
+                return          # a frame still arriving: nothing to cut yet
+            data = b"".join(self._rest)
+        view = memoryview(data)
+        frames, pos, have = [], 0, len(data)
+        while True:
+            if have - pos < 4:
+                self._wanted = 4
+                break
+            size = _SIZE.unpack_from(view, pos)[0]
+            if size < 4:
+                self.transport.close()
+                self._lose(ConnectionError(f"bad response size {size}"))
+                return
+            end = pos + 4 + size
+            if end > have:
+                self._wanted = end - pos
+                break
+            frames.append(view[pos + 4:end])
+            pos = end
+        self._rest = [view[pos:]] if pos < have else []
+        self._have = have - pos
         for frame in frames:
             self._on_frame(frame)
 

@@ -66,6 +66,7 @@ import asyncio
 import collections
 import inspect
 import os
+import socket
 import struct
 from collections.abc import Callable
 
@@ -110,9 +111,10 @@ class _Slot:
 
 class KafkaConnection(asyncio.Protocol):
     # Thousands of mostly idle connections: no per-instance __dict__.
-    __slots__ = ("_server", "_services", "_max_frame", "_max_inflight", "_buf", "_slots",
+    __slots__ = ("_server", "_services", "_max_frame", "_max_inflight", "_pending", "_have",
+                 "_wanted", "_slots",
                  "_transport", "_reading_paused", "_writing_paused", "_turn_scheduled",
-                 "_closed", "_zero_copy", "_file_parts", "_sock_fd", "peer", "address",
+                 "_closed", "_zero_copy", "_file_parts", "_sock", "peer", "address",
                  "last_active", "session", "_gate", "_close_callbacks", "_throttled",
                  "_frozen")
 
@@ -124,7 +126,12 @@ class KafkaConnection(asyncio.Protocol):
         self._services = server.services
         self._max_frame = server.max_request_bytes
         self._max_inflight = server.max_inflight
-        self._buf = bytearray()
+        # What was read and not yet handled: views of the reads (bytes never change), so a
+        # request reaches its decoder without a copy; a frame cut by the end of a read is
+        # joined once when it is whole.
+        self._pending: list = []
+        self._have = 0          # their bytes
+        self._wanted = 4        # bytes they need before a frame is whole (0: try at once)
         # Both queues are the shared empty tuple while empty (an idle connection holds no
         # deque: ~0.7 KiB each), a deque while something waits in them.
         self._slots: collections.deque[_Slot] | tuple = _EMPTY
@@ -137,7 +144,7 @@ class KafkaConnection(asyncio.Protocol):
         self._closed = False
         self._zero_copy = server.zero_copy
         self._file_parts: collections.deque | tuple = _EMPTY
-        self._sock_fd = -1
+        self._sock: socket.socket | None = None     # for sendfile (see _socket)
         # "host:port" as accepted (the listener has it: no getpeername per connection)
         self.peer = peer
         self.last_active = 0.0
@@ -197,8 +204,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_active = self._server.now()
-        self._buf += data
-        self._process_frames()
+        self._pending.append(data)
+        self._have += len(data)
+        if self._have >= self._wanted:
+            self._process_frames()
 
     def eof_received(self):
         return False
@@ -215,24 +224,33 @@ class KafkaConnection(asyncio.Protocol):
     # -- framing --------------------------------------------------------------
     def _process_frames(self) -> None:
         self._turn_scheduled = False
-        buf = self._buf
+        pending = self._pending
+        if not pending or self._closed or self._busy():
+            self._update_reading()
+            return
+        data = pending[0] if len(pending) == 1 else b"".join(pending)
+        view = memoryview(data)
+        have = len(data)
         consumed = 0
         handled = 0
+        self._wanted = 0    # stopped by a bound or the turn: what comes next tries again
         while not self._closed and not self._busy():
-            if len(buf) - consumed < 4:
+            if have - consumed < 4:
+                self._wanted = 4
                 break
             if handled == _FRAMES_PER_TURN:
                 self._schedule_turn()
                 break
-            (size,) = _SIZE.unpack_from(buf, consumed)
+            (size,) = _SIZE.unpack_from(view, consumed)
             if size < 0 or size > self._max_frame:
                 self._bad_request("frame size out of range", size=size,
                                   limit=self._max_frame)
                 return
             end = consumed + 4 + size
-            if len(buf) < end:
+            if have < end:
+                self._wanted = end - consumed
                 break
-            frame = bytes(memoryview(buf)[consumed + 4:end])
+            frame = view[consumed + 4:end]
             consumed = end
             handled += 1
             try:
@@ -241,8 +259,10 @@ class KafkaConnection(asyncio.Protocol):
                 _log.exception("request failed", peer=self.peer)
                 self.close()
                 return
-        if consumed:
-            del buf[:consumed]
+        if self._pending is pending:    # (a failed authentication drops what was read)
+            rest = view[consumed:]
+            self._pending = [rest] if rest else []
+            self._have = len(rest)
         self._update_reading()
 
     def _schedule_turn(self) -> None:
@@ -273,7 +293,7 @@ class KafkaConnection(asyncio.Protocol):
     def _end_throttle(self) -> None:
         self._throttled = None
         self._update_reading()
-        if self._buf:
+        if self._pending:
             self._schedule_turn()
 
     def _muted(self) -> bool:
@@ -292,7 +312,8 @@ class KafkaConnection(asyncio.Protocol):
             self._reading_paused = False
 
     # -- dispatch --------------------------------------------------------------
-    def _handle_frame(self, frame: bytes) -> None:
+    def _handle_frame(self, frame: memoryview) -> None:
+        """One request frame: a view of the bytes read."""
         auth = None
         gate = self._gate
         if gate is not None and (gate.state is not sasl_gate.COMPLETE
@@ -365,7 +386,7 @@ class KafkaConnection(asyncio.Protocol):
         else:
             self._complete(slot, ctx, result)
 
-    def _gated(self, gate, frame: bytes):
+    def _gated(self, gate, frame):
         """The gate's verdict on a frame: False (handled or closed), or the
         ``connection_auth`` for the dispatch (None for an ordinary request)."""
         api_key = int.from_bytes(frame[:2], "big", signed=True) if len(frame) >= 2 else -1
@@ -376,7 +397,7 @@ class KafkaConnection(asyncio.Protocol):
             version = int.from_bytes(frame[2:4], "big", signed=True) if len(frame) >= 4 else 0
             return gate.auth_for(version)
         if verdict == sasl_gate.RAW_TOKEN:
-            answer = gate.raw_token(frame)
+            answer = gate.raw_token(bytes(frame))
             if answer is None:   # v0 has no error answer; the close is delayed all the same
                 self._close_after_failed_authentication()
             else:
@@ -430,7 +451,8 @@ class KafkaConnection(asyncio.Protocol):
             self.close()
             return
         self._max_inflight = 0      # busy from now on: no frame is handled, reading stays paused
-        self._buf.clear()
+        self._pending = []
+        self._have = 0
         self._update_reading()
         while failed is not None and self._slots and self._slots[-1] is not failed:
             self._slots.pop()
@@ -485,7 +507,7 @@ class KafkaConnection(asyncio.Protocol):
             self._pump_files()
         if self._reading_paused and not self._busy():
             self._update_reading()
-            if self._buf:
+            if self._pending:
                 self._schedule_turn()
 
     def _write_now(self, ready: list) -> None:
@@ -502,8 +524,12 @@ class KafkaConnection(asyncio.Protocol):
         while parts and not self._closed:
             part = parts[0]
             if not isinstance(part, FileRange):
-                transport.write(part)
                 parts.popleft()
+                if parts and isinstance(parts[0], FileRange) and \
+                        not transport.get_write_buffer_size():
+                    self._send_before_file(part)
+                else:
+                    transport.write(part)
                 continue
             if transport.get_write_buffer_size():
                 self._wait_writable()
@@ -527,19 +553,36 @@ class KafkaConnection(asyncio.Protocol):
             if part.remaining == 0:
                 part.close()
                 parts.popleft()
-        if not parts and self._sock_fd >= 0:
-            asyncio.get_running_loop().remove_writer(self._sock_fd)
+        if not parts and self._sock is not None:
+            asyncio.get_running_loop().remove_writer(self._sock.fileno())
+
+    def _send_before_file(self, part: bytes) -> None:
+        """The bytes before a file range, sent with MSG_MORE: the kernel holds them for the
+        file's bytes, so they leave together and the reader is not woken for a frame's
+        first few bytes alone.  What the socket does not take goes to the transport."""
+        try:
+            sent = self._socket().send(part, socket.MSG_MORE)
+        except OSError:
+            sent = 0    # full (or failing: the transport's write meets and reports it)
+        if sent < len(part):
+            self._transport.write(memoryview(part)[sent:])
 
     def _socket_fd(self) -> int:
-        if self._sock_fd < 0:
-            self._sock_fd = os.dup(self._transport.get_extra_info("socket").fileno())
-        return self._sock_fd
+        return self._socket().fileno()
+
+    def _socket(self) -> socket.socket:
+        """The connection's socket for sendfile and MSG_MORE sends: a duplicate of the
+        transport's (the transport keeps its own), closed with the connection."""
+        if self._sock is None:
+            fd = os.dup(self._transport.get_extra_info("socket").fileno())
+            self._sock = socket.socket(fileno=fd)
+        return self._sock
 
     def _wait_writable(self) -> None:
         asyncio.get_running_loop().add_writer(self._socket_fd(), self._on_writable)
 
     def _on_writable(self) -> None:
-        asyncio.get_running_loop().remove_writer(self._sock_fd)
+        asyncio.get_running_loop().remove_writer(self._sock.fileno())
         self._pump_files()
         if not self._file_parts:
             self._flush()
@@ -549,13 +592,13 @@ class KafkaConnection(asyncio.Protocol):
             if isinstance(part, FileRange):
                 part.close()
         self._file_parts = _EMPTY
-        if self._sock_fd >= 0:
+        if self._sock is not None:
             try:
-                asyncio.get_running_loop().remove_writer(self._sock_fd)
+                asyncio.get_running_loop().remove_writer(self._sock.fileno())
             except RuntimeError:
                 pass
-            os.close(self._sock_fd)
-            self._sock_fd = -1
+            self._sock.close()
+            self._sock = None
 
     # -- closing ---------------------------------------------------------------
     def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
@@ -602,7 +645,7 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
         if not frozen:
             self._flush()
-            if self._buf:
+            if self._pending:
                 self._schedule_turn()
 
     def _bad_request(self, reason: str, **details) -> None:

@@ -20,9 +20,9 @@ Invariant: ``encode()`` gives exactly the bytes kafka-python's FetchResponse of 
 version and fields gives (tests/unit/replication/test_fetch_response.py checks it).
 
 The follower reads its leader's answer with ``decode`` (the replica fetcher's request
-names it as its answer's decoder): the fields kafka-python's decoding gives, records as
-bytes, without its objects.  ``decode`` takes only answers ``encode`` could have written,
-from kafkapy or Kafka alike, and answers None for anything else (a tagged field: a
+names it as its answer's decoder): the fields kafka-python's decoding gives, records as a
+view of the answer's frame (not a copy), without its objects.  ``decode`` takes only
+answers ``encode`` could have written, from kafkapy or Kafka alike, and answers None for anything else (a tagged field: a
 diverging epoch, a current leader, a snapshot id, node endpoints; a preferred read
 replica; bytes left over; malformed), which kafka-python then decodes.
 """
@@ -51,7 +51,7 @@ class ReplicaPartition(NamedTuple):
     last_stable_offset: int
     log_start_offset: int
     aborted: list | None        # (producer_id, first_offset) of each; None: null
-    records: bytes | None
+    records: bytes | memoryview | None
 
     # kafka-python's names for what such an answer never carries (the fetcher reads them)
     diverging_epoch = None
@@ -172,7 +172,7 @@ def _decode_partition(data: memoryview, pos: int) -> tuple[ReplicaPartition | No
         end = pos + size - 1
         if end > len(data):
             return None, pos
-        records = bytes(data[pos:end])
+        records = data[pos:end]     # a view of the answer's frame, not a copy
         pos = end
     if data[pos]:
         return None, pos    # a diverging epoch, a current leader, a snapshot id

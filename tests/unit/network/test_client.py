@@ -13,7 +13,7 @@ import pytest
 
 from kafka.protocol.api_header import RequestHeader
 
-from kafkapy.network.client import BrokerConnection, _Answer, _request_header
+from kafkapy.network.client import BrokerConnection, _Answer, _request_header, _ResponseStream
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 
 ApiVersions, Metadata = REQUESTS[18], REQUESTS[3]
@@ -290,6 +290,22 @@ async def test_a_task_waiting_on_an_answer_can_be_cancelled():
 
 async def _await(answer):
     return await answer
+
+
+async def test_whole_frames_of_a_read_are_views_of_it_and_the_rest_waits():
+    """An answer that arrives whole in one read reaches its decoder without a copy (a
+    fetch answer's records go from that read to the log); a frame cut by the end of the
+    read waits in the buffer for the rest."""
+    frames = []
+    stream = _ResponseStream(frames.append, lambda exc: None)
+    first, second, third = b"\0\0\0\1answer one", b"\0\0\0\2answer two", b"\0\0\0\3three"
+    data = b"".join(struct.pack(">i", len(f)) + f for f in (first, second)) + \
+        struct.pack(">i", len(third)) + third[:3]
+    stream.data_received(data)
+    assert [bytes(f) for f in frames] == [first, second]
+    assert all(isinstance(f, memoryview) and f.obj is data for f in frames)
+    stream.data_received(third[3:])
+    assert bytes(frames[2]) == third
 
 
 async def test_connect_refused_is_a_connection_error(serve):

@@ -113,6 +113,14 @@ def test_decode_reads_what_kafka_python_reads(version):
         assert ours.encode() == wire
 
 
+def test_decoded_records_are_a_view_of_the_answer_not_a_copy():
+    wire = ReplicaFetchResponse(MAX_VERSION, 0, 1, [ReplicaTopic("t", uuid.UUID(int=5), [
+        ReplicaPartition(0, 0, 10, 10, 0, None, b"records")])]).encode()
+    records = decode(memoryview(wire), MAX_VERSION).responses[0].partitions[0].records
+    assert isinstance(records, memoryview) and records.obj is wire
+    assert records == b"records"
+
+
 def _one(version: int):
     return _kafka_python(ReplicaFetchResponse(version, 0, 1, [ReplicaTopic(
         "t", uuid.UUID(int=5), [ReplicaPartition(0, 0, 10, 10, 0, None, b"records")])]))

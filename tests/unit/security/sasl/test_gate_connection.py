@@ -5,56 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from types import SimpleNamespace
 
-from kafkapy.config.broker import BrokerConfig
-from kafkapy.network.connection import KafkaConnection
 from kafkapy.security import gate as G
 from kafkapy.security.sasl.plain import PlainServer
-from tests.support.services import services
-
-
-class _Transport:
-    def __init__(self) -> None:
-        self.closed = False
-        self.paused = False
-        self.written = b""
-
-    def get_extra_info(self, name, default=None):
-        return ("127.0.0.1", 40000) if name == "peername" else default
-
-    def write(self, data) -> None:
-        self.written += bytes(data)
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def pause_reading(self) -> None:
-        self.paused = True
-
-    def resume_reading(self) -> None:
-        self.paused = False
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def close(self) -> None:
-        self.closed = True
+from tests.support.fake_connection import fake_connection
 
 
 def _connection(delay_ms: int):
-    config = BrokerConfig.from_properties({
-        "connection.failed.authentication.delay.ms": str(delay_ms)})
-    server = SimpleNamespace(config=config, authorizer_enabled=False, services=services(),
-                             max_request_bytes=1 << 20, max_inflight=5,
-                             zero_copy=False, listener="SASL_PLAINTEXT",
-                             security_protocol="SASL_PLAINTEXT", now=lambda: 0.0,
-                             connection_opened=lambda c: None, connection_closed=lambda c: None,
-                             apis={}, unsupported_api_versions=None, request_quota=None)
-    conn = KafkaConnection(server)
-    transport = _Transport()
-    conn.connection_made(transport)
-    return conn, transport
+    return fake_connection({"connection.failed.authentication.delay.ms": str(delay_ms)},
+                           listener="SASL_PLAINTEXT")
 
 
 async def test_failed_raw_token_closes_after_the_delay():
