@@ -57,6 +57,7 @@ from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 
 from kafkapy.api.late_answer import LateAnswer
+from kafkapy.network.framing import rest_of
 from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS, RESPONSES, is_flexible
@@ -445,7 +446,7 @@ class _ResponseStream(asyncio.Protocol):
                 break
             frames.append(view[pos + 4:end])
             pos = end
-        self._rest = [view[pos:]] if pos < have else []
+        self._rest = [rest_of(view, pos)] if pos < have else []
         self._have = have - pos
         for frame in frames:
             self._on_frame(frame)

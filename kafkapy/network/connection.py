@@ -77,6 +77,7 @@ from kafkapy.api.late_answer import LateAnswer
 from kafkapy.api.principal import ANONYMOUS, PLAINTEXT_SESSION, Session, host_address
 from kafkapy.api.request_timer import RequestTimer, timed
 from kafkapy.metrics import counters as metrics
+from kafkapy.network.framing import rest_of
 from kafkapy.network.zero_copy import FileRange, ZeroCopyResponse, materialize, splice
 from kafkapy.protocol.headers import (
     API_VERSIONS_KEY, decode_request_header, peek_api)
@@ -260,7 +261,7 @@ class KafkaConnection(asyncio.Protocol):
                 self.close()
                 return
         if self._pending is pending:    # (a failed authentication drops what was read)
-            rest = view[consumed:]
+            rest = rest_of(view, consumed)
             self._pending = [rest] if rest else []
             self._have = len(rest)
         self._update_reading()
