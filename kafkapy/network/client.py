@@ -317,7 +317,7 @@ class BrokerConnection:
         self._next_correlation = (self._next_correlation + 1) % _MAX_CORRELATION
         return self._next_correlation
 
-    def _frame_received(self, frame: bytes) -> None:
+    def _frame_received(self, frame: memoryview) -> None:
         """A response frame, in arrival order: dispatched, or held while the link is cut."""
         if self._closed_error is not None:
             return
@@ -328,13 +328,13 @@ class BrokerConnection:
             return
         self._deliver(frame)
 
-    def _deliver(self, frame: bytes) -> None:
+    def _deliver(self, frame: memoryview) -> None:
         try:
             self._dispatch(frame)
         except ConnectionError as exc:
             self._fail(exc)
 
-    def _hold_answer(self, frame: bytes) -> None:
+    def _hold_answer(self, frame: memoryview) -> None:
         """Keep ``frame`` (and stop reading) until the link is back, then hand the held
         responses over in order."""
         if self._held_answers is None:
@@ -359,7 +359,7 @@ class BrokerConnection:
         else:
             self._fail(exc if isinstance(exc, ConnectionError) else ConnectionError(str(exc)))
 
-    def _dispatch(self, frame: bytes) -> None:
+    def _dispatch(self, frame: memoryview) -> None:
         correlation_id = _CORRELATION.unpack_from(frame, 0)[0]
         if not self._pending or self._pending[0].correlation_id != correlation_id:
             expected = self._pending[0].correlation_id if self._pending else None
@@ -405,7 +405,7 @@ class _ResponseStream(asyncio.Protocol):
     closed it, mid-frame or not).  ``drain`` waits while the transport's write buffer
     is over its high-water mark."""
 
-    def __init__(self, on_frame: Callable[[bytes], None],
+    def __init__(self, on_frame: Callable[[memoryview], None],
                  on_lost: Callable[[Exception | None], None]) -> None:
         self._on_frame = on_frame
         self._on_lost = on_lost
@@ -534,7 +534,7 @@ def _current_task() -> asyncio.Task | None:
         return None
 
 
-def _decode(response_cls: type, frame: bytes, decode_body=None):
+def _decode(response_cls: type, frame: memoryview, decode_body=None):
     """Header v0/v1 skipped without copying the frame; then the versioned body, by
     ``decode_body`` when it reads it, else by kafka-python."""
     view = memoryview(frame)

@@ -159,8 +159,8 @@ class ReplicaManager:
         self._txn_coordinator = txn_coordinator
         self.partitions: dict[TopicPartition, Partition] = {}
         self._append_listeners: list[Callable[[TopicPartition], None]] = []
-        # Appends and changes of partitions so far (``_wake``): a fetch that read too little
-        # parks without trying again when none came since its read.
+        # Appends and changes of partitions so far (``_wake``): a follower's fetch that read
+        # nothing parks without trying again when none came since its read.
         self._wakes = 0
         # The AlterPartitionManager (ISR changes to the controller); None: ISRs stay.
         self.alter_partition = alter_partition
@@ -779,11 +779,13 @@ class _FetchRead:
                                  lambda: self.read(record_follower=False), deliver, state)
         watch_key = replica_fetch_key if self._follower else tuple
         keys = [watch_key((s.topic, s.partition)) for s in statuses]
-        # The read just made found too little; unless an append or a change of a partition
-        # came since (a follower's fetch offset moved the high watermark, and what that
-        # completed appended), trying again could only say the same.
-        replicas.fetch_purgatory.try_complete_else_watch(
-            operation, keys, tried=replicas._wakes == self._wakes_at_read)
+        # A follower's read just made found nothing past its fetch offset (the log end):
+        # unless an append or a change of a partition came since (its fetch offset moved
+        # the high watermark, and what that completed appended), trying again could only
+        # say the same.  (A consumer's first try can differ from its read: past the high
+        # watermark it answers at once.)
+        tried = self._follower and replicas._wakes == self._wakes_at_read
+        replicas.fetch_purgatory.try_complete_else_watch(operation, keys, tried=tried)
         return future
 
 

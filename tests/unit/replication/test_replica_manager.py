@@ -506,6 +506,17 @@ def test_a_follower_fetch_is_answered_by_an_append_its_own_fetch_offset_caused(n
     assert only_read(pending.result()).found[0].first_offset == 3
 
 
+def test_a_consumer_fetch_past_the_high_watermark_answers_at_once(node):
+    """Its read finds nothing below the high watermark, but the wait's first try sees the
+    fetch offset past the watermark's position and answers (empty) without waiting."""
+    node.lead(replicas=(NODE, FOLLOWER))
+    key = (TOPIC, 0)
+    node.produce({key: batch(3)})
+    assert node.log().high_watermark == 0
+    pending = node.fetch({key: 2}, max_wait_ms=500)
+    assert not isinstance(pending, LateAnswer) or pending.done()
+
+
 def test_a_respond_that_raises_fails_the_waiting_fetch(node):
     node.lead()
 
