@@ -57,7 +57,7 @@ from kafka.protocol.api_header import ResponseHeader
 from kafka.protocol.api_message import ApiMessage
 
 from kafkapy.api.late_answer import LateAnswer
-from kafkapy.network.framing import rest_of
+from kafkapy.network.framing import Reads
 from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import REQUESTS, RESPONSES, is_flexible
@@ -409,12 +409,9 @@ class _ResponseStream(asyncio.Protocol):
                  on_lost: Callable[[Exception | None], None]) -> None:
         self._on_frame = on_frame
         self._on_lost = on_lost
-        # Frames are views of the bytes read (bytes never change), not copies: a fetch
-        # answer's records go from the read to the log.  A frame cut by the end of a read
-        # waits as the reads' pieces (``_rest``), joined once when it is whole.
-        self._rest: list = []       # the pieces read after the last whole frame
-        self._have = 0              # their bytes
-        self._wanted = 4            # bytes the pieces need before the next frame is whole
+        # Frames are views of the bytes read, not copies: a fetch answer's records go
+        # from the read to the log.
+        self._reads = Reads()
         self._writable: asyncio.Future | None = None   # set while writing is paused
         self.transport: asyncio.Transport | None = None
         self.closed = asyncio.get_running_loop().create_future()
@@ -423,17 +420,14 @@ class _ResponseStream(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        if self._rest:
-            self._rest.append(data)
-            self._have += len(data)
-            if self._have < self._wanted:
-                return          # a frame still arriving: nothing to cut yet
-            data = b"".join(self._rest)
-        view = memoryview(data)
-        frames, pos, have = [], 0, len(data)
+        reads = self._reads
+        if not reads.add(data):
+            return          # a frame still arriving: nothing to cut yet
+        view = reads.joined()
+        frames, pos, have = [], 0, len(view)
         while True:
             if have - pos < 4:
-                self._wanted = 4
+                wanted = 4
                 break
             size = _SIZE.unpack_from(view, pos)[0]
             if size < 4:
@@ -442,12 +436,11 @@ class _ResponseStream(asyncio.Protocol):
                 return
             end = pos + 4 + size
             if end > have:
-                self._wanted = end - pos
+                wanted = end - pos
                 break
             frames.append(view[pos + 4:end])
             pos = end
-        self._rest = [rest_of(view, pos)] if pos < have else []
-        self._have = have - pos
+        reads.keep(view, pos, wanted)
         for frame in frames:
             self._on_frame(frame)
 

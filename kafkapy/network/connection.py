@@ -77,7 +77,7 @@ from kafkapy.api.late_answer import LateAnswer
 from kafkapy.api.principal import ANONYMOUS, PLAINTEXT_SESSION, Session, host_address
 from kafkapy.api.request_timer import RequestTimer, timed
 from kafkapy.metrics import counters as metrics
-from kafkapy.network.framing import rest_of
+from kafkapy.network.framing import Reads
 from kafkapy.network.zero_copy import FileRange, ZeroCopyResponse, materialize, splice
 from kafkapy.protocol.headers import (
     API_VERSIONS_KEY, decode_request_header, peek_api)
@@ -112,8 +112,7 @@ class _Slot:
 
 class KafkaConnection(asyncio.Protocol):
     # Thousands of mostly idle connections: no per-instance __dict__.
-    __slots__ = ("_server", "_services", "_max_frame", "_max_inflight", "_pending", "_have",
-                 "_wanted", "_slots",
+    __slots__ = ("_server", "_services", "_max_frame", "_max_inflight", "_reads", "_slots",
                  "_transport", "_reading_paused", "_writing_paused", "_turn_scheduled",
                  "_closed", "_zero_copy", "_file_parts", "_sock", "peer", "address",
                  "last_active", "session", "_gate", "_close_callbacks", "_throttled",
@@ -127,12 +126,9 @@ class KafkaConnection(asyncio.Protocol):
         self._services = server.services
         self._max_frame = server.max_request_bytes
         self._max_inflight = server.max_inflight
-        # What was read and not yet handled: views of the reads (bytes never change), so a
-        # request reaches its decoder without a copy; a frame cut by the end of a read is
-        # joined once when it is whole.
-        self._pending: list = []
-        self._have = 0          # their bytes
-        self._wanted = 4        # bytes they need before a frame is whole (0: try at once)
+        # What was read and not yet handled: frames are views of the reads, so a request
+        # reaches its decoder without a copy.
+        self._reads = Reads()
         # Both queues are the shared empty tuple while empty (an idle connection holds no
         # deque: ~0.7 KiB each), a deque while something waits in them.
         self._slots: collections.deque[_Slot] | tuple = _EMPTY
@@ -205,9 +201,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_active = self._server.now()
-        self._pending.append(data)
-        self._have += len(data)
-        if self._have >= self._wanted:
+        if self._reads.add(data):
             self._process_frames()
 
     def eof_received(self):
@@ -225,19 +219,18 @@ class KafkaConnection(asyncio.Protocol):
     # -- framing --------------------------------------------------------------
     def _process_frames(self) -> None:
         self._turn_scheduled = False
-        pending = self._pending
-        if not pending or self._closed or self._busy():
+        reads = self._reads
+        if not reads or self._closed or self._busy():
             self._update_reading()
             return
-        data = pending[0] if len(pending) == 1 else b"".join(pending)
-        view = memoryview(data)
-        have = len(data)
+        view = reads.joined()
+        have = len(view)
         consumed = 0
         handled = 0
-        self._wanted = 0    # stopped by a bound or the turn: what comes next tries again
+        wanted = 0      # stopped by a bound or the turn: what comes next tries again
         while not self._closed and not self._busy():
             if have - consumed < 4:
-                self._wanted = 4
+                wanted = 4
                 break
             if handled == _FRAMES_PER_TURN:
                 self._schedule_turn()
@@ -249,7 +242,7 @@ class KafkaConnection(asyncio.Protocol):
                 return
             end = consumed + 4 + size
             if have < end:
-                self._wanted = end - consumed
+                wanted = end - consumed
                 break
             frame = view[consumed + 4:end]
             consumed = end
@@ -260,10 +253,8 @@ class KafkaConnection(asyncio.Protocol):
                 _log.exception("request failed", peer=self.peer)
                 self.close()
                 return
-        if self._pending is pending:    # (a failed authentication drops what was read)
-            rest = rest_of(view, consumed)
-            self._pending = [rest] if rest else []
-            self._have = len(rest)
+        if self._reads is reads:    # (a failed authentication drops what was read)
+            reads.keep(view, consumed, wanted)
         self._update_reading()
 
     def _schedule_turn(self) -> None:
@@ -294,7 +285,7 @@ class KafkaConnection(asyncio.Protocol):
     def _end_throttle(self) -> None:
         self._throttled = None
         self._update_reading()
-        if self._pending:
+        if self._reads:
             self._schedule_turn()
 
     def _muted(self) -> bool:
@@ -452,8 +443,7 @@ class KafkaConnection(asyncio.Protocol):
             self.close()
             return
         self._max_inflight = 0      # busy from now on: no frame is handled, reading stays paused
-        self._pending = []
-        self._have = 0
+        self._reads = Reads()
         self._update_reading()
         while failed is not None and self._slots and self._slots[-1] is not failed:
             self._slots.pop()
@@ -508,7 +498,7 @@ class KafkaConnection(asyncio.Protocol):
             self._pump_files()
         if self._reading_paused and not self._busy():
             self._update_reading()
-            if self._pending:
+            if self._reads:
                 self._schedule_turn()
 
     def _write_now(self, ready: list) -> None:
@@ -646,7 +636,7 @@ class KafkaConnection(asyncio.Protocol):
         self._update_reading()
         if not frozen:
             self._flush()
-            if self._pending:
+            if self._reads:
                 self._schedule_turn()
 
     def _bad_request(self, reason: str, **details) -> None:

@@ -9,9 +9,10 @@ Invariants:
 - ``try_complete_else_watch`` follows Kafka's order: try (unless the caller has just
   found the operation incomplete, ``tried``); watch on each key; try again (unless the
   operation's ``try_again_when_watched`` is false: its try has no side effects, so on one
-  event loop the second try could only repeat the first); only then add to the timer.  An operation with no keys (a Fetch or a Produce that names no
-  partitions) has nothing that could complete it early, so it completes at once:
-  Kafka's replica manager answers such requests without waiting.
+  event loop the second try could only repeat the first); only then add to the timer.
+  An operation with no keys (a Fetch or a Produce that names no partitions) has nothing
+  that could complete it early, so it completes at once: Kafka's replica manager answers
+  such requests without waiting.
 - Completed operations leave the watcher list of the key being checked at once, and
   the lists of the other keys lazily: when the number of watched operations exceeds
   the number still delayed by more than ``purge_interval_requests``, every list is

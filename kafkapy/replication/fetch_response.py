@@ -22,9 +22,10 @@ version and fields gives (tests/unit/replication/test_fetch_response.py checks i
 The follower reads its leader's answer with ``decode`` (the replica fetcher's request
 names it as its answer's decoder): the fields kafka-python's decoding gives, records as a
 view of the answer's frame (not a copy), without its objects.  ``decode`` takes only
-answers ``encode`` could have written, from kafkapy or Kafka alike, and answers None for anything else (a tagged field: a
-diverging epoch, a current leader, a snapshot id, node endpoints; a preferred read
-replica; bytes left over; malformed), which kafka-python then decodes.
+answers ``encode`` could have written, from kafkapy or Kafka alike, and answers None for
+anything else (a tagged field: a diverging epoch, a current leader, a snapshot id, node
+endpoints; a preferred read replica; bytes left over; malformed), which kafka-python then
+decodes.
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ async def test_whole_frames_of_a_read_are_views_of_it_and_the_rest_waits(handled
     conn.data_received(data)
     assert [bytes(frame) for frame in handled] == [first, second]
     assert all(isinstance(frame, memoryview) and frame.obj is data for frame in handled)
-    assert conn._pending == [framed(third)[:7]]     # (a copy: the read's smaller part)
+    assert conn._reads.pieces == [framed(third)[:7]]    # (a copy: the read's smaller part)
     rest = framed(third)[7:]
     conn.data_received(rest[:2])                # still not whole: nothing handled
     assert len(handled) == 2
