@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from brokers import ROOT, KafkapyBroker
-from procstats import RssSampler, cpu_seconds, read_status_kb
+from procstats import RssSampler, cpu_seconds, read_status_kb, sched_stats
 
 KAFKA_HOME = Path(os.environ.get("KAFKA_HOME") or ROOT.parent / "shared" / "kafka_2.13-3.9.0")
 BROKER_IDS = (1, 2, 3)
@@ -74,6 +74,10 @@ class _SummedSampler(RssSampler):
 
     def _cpu(self) -> float:
         return sum(cpu_seconds(p) or 0.0 for p in self.pids)
+
+    def _sched(self) -> tuple[int, int, int]:
+        each = [sched_stats(p) for p in self.pids]
+        return tuple(sum(s[i] for s in each) for i in range(3))
 
     def sample(self) -> int:
         rss = self._rss_kb()

@@ -1,8 +1,10 @@
 """Process statistics for the benchmark: memory (RSS) and CPU of the broker under test.
 
 Reads Linux ``/proc/<pid>/status`` (``VmRSS`` = resident set now, ``VmHWM`` = peak resident
-set since the process started, both in kB) and ``/proc/<pid>/stat`` (``utime``+``stime`` in
-clock ticks).  Nothing here signals or otherwise touches the process it watches.
+set since the process started, both in kB), ``/proc/<pid>/stat`` (``utime``+``stime`` in
+clock ticks) and ``/proc/<pid>/task/<tid>/schedstat`` (per thread: ns on a CPU, ns runnable
+but waiting for one, times switched in).  Nothing here signals or otherwise touches the
+process it watches.
 
 ``RssSampler`` runs a daemon thread that samples ``VmRSS`` every ``interval`` seconds; a
 benchmark phase is bracketed by ``phase_start()`` / ``phase_end()`` so each phase gets its
@@ -44,6 +46,33 @@ def cpu_seconds(pid: int) -> float | None:
     fields = data[data.rindex(")") + 2:].split()
     utime, stime = int(fields[11]), int(fields[12])
     return (utime + stime) / _CLK_TCK
+
+
+def sched_stats(pid: int) -> tuple[int, int, int]:
+    """(ns on a CPU, ns runnable but waiting for a CPU, times switched in) of ``pid``'s
+    threads now, summed (a thread that has ended no longer counts; (0, 0, 0) if gone)."""
+    run = wait = switches = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0, 0, 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                a, b, c = f.read().split()[:3]
+        except (OSError, ValueError):
+            continue
+        run, wait, switches = run + int(a), wait + int(b), switches + int(c)
+    return run, wait, switches
+
+
+def sched_delta(before: tuple[int, int, int], after: tuple[int, int, int]) -> dict:
+    """What ``sched_stats`` moved between two readings: CPU and waiting seconds, switches
+    in, and the mean wait per switch-in (µs): how long a wake-up waited for a CPU."""
+    run, wait, switches = (b - a for a, b in zip(before, after))
+    return {"run_s": round(run / 1e9, 3), "runnable_wait_s": round(wait / 1e9, 3),
+            "switches": switches,
+            "wait_per_switch_us": round(wait / switches / 1e3, 1) if switches > 0 else None}
 
 
 def system_cpu_seconds() -> tuple[float, float]:
@@ -88,6 +117,7 @@ class PhaseStats:
     machine_busy_cpu_s: float = 0.0
     loadavg_start: float = 0.0     # 1-minute load average when the phase began
     samples: int = 0
+    sched: dict = field(default_factory=dict)   # sched_delta over the phase
 
     def as_dict(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -108,6 +138,7 @@ class RssSampler:
     _t0: float = 0.0
     _cpu0: float = 0.0
     _sys0: tuple[float, float] = (0.0, 0.0)
+    _sched0: tuple[int, int, int] = (0, 0, 0)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> "RssSampler":
@@ -149,6 +180,9 @@ class RssSampler:
             "cpu_seconds": round(cpu_seconds(self.pid) or 0.0, 2) if self.pid else None,
         }
 
+    def _sched(self) -> tuple[int, int, int]:
+        return sched_stats(self.pid) if self.pid is not None else (0, 0, 0)
+
     def phase_start(self, name: str) -> None:
         with self._lock:
             self._peak_kb = 0
@@ -158,6 +192,7 @@ class RssSampler:
         self._t0 = time.monotonic()
         self._cpu0 = (cpu_seconds(self.pid) or 0.0) if self.pid else 0.0
         self._sys0 = system_cpu_seconds()
+        self._sched0 = self._sched()
         self._phase.loadavg_start = os.getloadavg()[0]
 
     def phase_end(self) -> PhaseStats:
@@ -170,6 +205,7 @@ class RssSampler:
             ph.cpu_pct = 100.0 * ph.cpu_seconds / ph.seconds if ph.seconds > 0 else 0.0
             ph.rss_end_mib = st.get("VmRSS", 0) / 1024
             ph.hwm_end_mib = st.get("VmHWM", 0) / 1024
+            ph.sched = sched_delta(self._sched0, self._sched())
         busy1, total1 = system_cpu_seconds()
         dt = total1 - self._sys0[1]
         ph.machine_busy_cpu_s = busy1 - self._sys0[0]

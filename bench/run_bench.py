@@ -180,12 +180,30 @@ def produce_phase(bootstrap: str, topic: str, count: int, size: int, nprocs: int
                    driver_cpu_s=round(sum(r.get("driver_cpu_s", 0) for r in timed), 2),
                    driver_process_cpu_s=round(sum(r.get("process_cpu_s", 0) for r in timed), 2),
                    driver_nice=max((r.get("nice", 0) for r in timed), default=0),
+                   driver_sched=_summed_sched([r["sched"] for r in timed if r.get("sched")]),
                    latency_ms=wl.percentiles(_merge_latencies(
                        [r.get("latencies", b"") for r in res])))
     if rate:
         out["target_records_per_s"] = round(rate, 1)
     out["ok"] = not errors and acked == count
     return out
+
+
+def _waits(w: dict, sched_of) -> str:
+    """``wait_per_switch_us`` of the RF 3 and the RF 1 produce phase, as "a / b"."""
+    return " / ".join(_fmt((sched_of(w.get(k) or {}) or {}).get("wait_per_switch_us"), 0)
+                      for k in ("produce", "rf1_produce"))
+
+
+def _summed_sched(each: list[dict]) -> dict:
+    """The producers' ``procstats.sched_delta`` figures added up."""
+    if not each:
+        return {}
+    wait = sum(d["runnable_wait_s"] for d in each)
+    switches = sum(d["switches"] for d in each)
+    return {"run_s": round(sum(d["run_s"] for d in each), 3), "runnable_wait_s": round(wait, 3),
+            "switches": switches,
+            "wait_per_switch_us": round(wait * 1e6 / switches, 1) if switches else None}
 
 
 def _run_consumers(out: dict, argsets: list[tuple], total: int, timeout: float) -> dict:
@@ -700,8 +718,9 @@ class BrokerRun:
         if self.trace_dir is not None:
             time.sleep(2.0)   # the brokers write their trace buffers about once a second
             out["stages"] = {key: stage_breakdown.summary(self.trace_dir, ph.get("t_start"),
-                                                          ph.get("t_end"))
+                                                          ph.get("t_end"), key != "rf1")
                              for key, ph in (("rf3", out["produce"]),
+                                             ("rf1", out.get("rf1_produce", {})),
                                              ("rate_limited", out.get("rate_limited", {})))
                              if ph.get("t_start") is not None}
             for key, st in out["stages"].items():
@@ -840,6 +859,10 @@ RF3_ROWS = (
     ("other load % consume", lambda w: w.get("consume", {}).get("other_load_pct"), 0, None),
     ("driver CPU % produce (3 producers, nice)", lambda w: _driver_cpu(w.get("produce")), 0,
      None),
+    ("broker wait for a CPU per wake-up µs, RF 3 / RF 1", lambda w: _waits(
+        w, lambda ph: ph.get("broker", {}).get("sched")), 0, None),
+    ("driver wait for a CPU per wake-up µs, RF 3 / RF 1", lambda w: _waits(
+        w, lambda ph: ph.get("driver_sched")), 0, None),
     ("RF 1, same producers: produce rec/s",
      lambda w: w.get("rf1_produce", {}).get("records_per_s"), 0, "higher"),
     ("RF 1: produce p50 ms", lambda w: w.get("rf1_produce", {}).get("latency_ms", {}).get("p50"),
@@ -898,7 +921,12 @@ RF3_LEGEND = [
     "peak of the sum of the three brokers' VmRSS sampled every 50 ms; *other load* = CPU of "
     "processes other than the brokers and the driver (% of one core; above ~50 the numbers "
     "are disturbed); *driver CPU* = CPU of the producer processes over the timed part (% of "
-    "one core) and the niceness they ran at.",
+    "one core) and the niceness they ran at; *wait for a CPU per wake-up* = the time the "
+    "processes' threads were runnable but not running over the times they were switched in "
+    "(`/proc/<pid>/task/<tid>/schedstat`, summed over the three brokers, resp. the three "
+    "producer processes): how long a wake-up waited for a core. A producer thread that polls "
+    "with a zero timeout is always runnable, so its figure is how long it waits to get back "
+    "on a core, answer or not.",
     "- The driver shares the 2 cores with the brokers and runs at nice 19 (`--driver-nice`): "
     "an idempotent librdkafka producer waits for its one in-flight Produce by polling its "
     "socket with a zero timeout, so a flat-out acks=all producer keeps a core busy while it "
@@ -992,12 +1020,12 @@ def _stage_lines(stages: dict | None) -> list[str]:
     """The per-stage latency of one batch (kafkapy, from the brokers' stage traces)."""
     if not stages:
         return []
-    cols = [k for k in ("rf3", "rate_limited") if stages.get(k, {}).get("batches")]
+    cols = [k for k in ("rf3", "rate_limited", "rf1") if stages.get(k, {}).get("batches")]
     if not cols:
         return []
-    names = {"rf3": "RF 3 flat out", "rate_limited": "RF 3 paced"}
+    names = {"rf3": "RF 3 flat out", "rate_limited": "RF 3 paced", "rf1": "RF 1 flat out"}
     out = ["Stage breakdown of one acks=all batch on kafkapy (brokers' stage traces, "
-           "`bench/stage_breakdown.py`; ms, p50 / p90 / p99 / max; " + ", ".join(
+           "`bench/stage_breakdown.py`; ms, p50 / p90 / p99 / max, mean; " + ", ".join(
                f"{names[k]}: {stages[k]['batches']:,} batches" for k in cols) + "):", "",
            "| stage | " + " | ".join(names[k] for k in cols) + " |",
            "|---|" + "---:|" * len(cols)]
@@ -1006,7 +1034,8 @@ def _stage_lines(stages: dict | None) -> list[str]:
         for k in cols:
             v = stages[k]["stages"].get(stage)
             cells.append(f"{v['p50_ms']:.2f} / {v['p90_ms']:.2f} / {v['p99_ms']:.2f} / "
-                         f"{v['max_ms']:.2f}" if v and "p99_ms" in v else "—")
+                         f"{v['max_ms']:.2f}" + (f", {v['mean_ms']:.2f}" if "mean_ms" in v else "")
+                         if v and "p99_ms" in v else "—")
         out.append(f"| {stage} | " + " | ".join(cells) + " |")
     return out + ["", "- " + stage_breakdown.LEGEND, ""]
 

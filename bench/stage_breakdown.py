@@ -24,12 +24,21 @@ HW to answer       the later follower's fetch is handled -> the produce is answe
 total              the append starts -> the produce is answered
 answer to next     the produce is answered -> the next append to the partition starts: the
 append             producer's side of the cycle (the answer's way to the client, its next
-                   request, that request's way in); not part of the total
+                   request, that request's way in); not part of the total.  In two parts:
+answer to next     the answer -> the leader takes the next Produce of the partition (``Q``:
+request            its frame is taken from the connection): the answer's way out, the
+                   client's turn, the request's way in and the leader's turn to read it
+next request to    that request is taken -> its append starts (the leader decodes and
+append             checks it)
 =================  =========================================================================
 
 Per follower stages are of the follower whose report moved the HW (the slower one).  The
 stages but "wait other ISR" follow each other: they add up to the total.
-Figures: median, p90, p99 and max in ms over the batches.  ``python bench/stage_breakdown.py DIR``
+
+``cycles`` gives the producer's cycle of every acks=all batch answered, replicated or not
+(an RF 1 partition's answer is given inside its append): leader append (start -> end),
+total (append start -> answer) and the three answer stages above.
+Figures: median, p90, p99, max and mean in ms over the batches.  ``python bench/stage_breakdown.py DIR``
 prints the table.
 """
 from __future__ import annotations
@@ -52,11 +61,16 @@ LEGEND = ("Per batch (partition, end offset E), from the leader's append to its 
           "report minus the other follower's (not part of the sum); the other stages add up "
           "to total = append start -> answer. Answer to next append: the answer -> the next "
           "append to the partition (the producer's side of the cycle: with one request in "
-          "flight per partition, total + this is the time per batch). Times are CLOCK_MONOTONIC stamps in "
-          "each broker (one clock for all processes).")
+          "flight per partition, total + this is the time per batch), in two parts: answer to "
+          "next request (-> the leader takes the partition's next Produce off the connection: "
+          "the answer's way out, the client's turn, the request's way in, the leader's turn) "
+          "and next request to append (the leader decodes and checks it). RF 1 flat out: the "
+          "same producers on the RF 1 topic (leader append; total = append start -> answer, "
+          "given inside the append). Times are CLOCK_MONOTONIC stamps in each broker (one "
+          "clock for all processes).")
 STAGES = ["leader append", "to fetch answer", "fetch transit", "follower append",
           "to next fetch", "next fetch transit", "wait other ISR", "HW to answer", "total",
-          "answer to next append"]
+          "answer to next append", "answer to next request", "next request to append"]
 
 
 class _Series:
@@ -96,6 +110,8 @@ def load(trace_dir: Path) -> dict:
                 series[("F", key, v[0])].add(v[2], v[1])
             elif kind == "H":
                 series[("H", key, None)].add(v[1], v[0])
+            elif kind == "Q":
+                series[("Q", key, None)].add(v[0], 0)
             elif kind == "P":
                 series[("P", key, None)].add(v[1], v[0])
             elif kind == "S":
@@ -120,11 +136,7 @@ def batches(data: dict, t_from: float | None = None, t_to: float | None = None) 
     out = []
     empty = _Series()
     empty.done()
-    starts: dict = defaultdict(list)
-    for key, _, t0, _ in data["appends"]:
-        starts[key].append(t0)
-    for values in starts.values():
-        values.sort()
+    starts = _starts(data)
     for key, end, t0, t1 in data["appends"]:
         if not lo <= t0 <= hi:
             continue
@@ -163,20 +175,67 @@ def batches(data: dict, t_from: float | None = None, t_to: float | None = None) 
                     "to next fetch": sent - applied, "next fetch transit": got - sent,
                     "wait other ISR": got - reports[0][4], "HW to answer": p[0] - got,
                     "total": p[0] - t0})
-        following = starts[key]
-        i = bisect.bisect_right(following, p[0])
-        if i < len(following):
-            out[-1]["answer to next append"] = following[i] - p[0]
+        out[-1].update(_next_cycle(series, key, p[0], starts[key]))
     return out
 
 
-def summary(trace_dir: Path, t_from: float | None = None, t_to: float | None = None) -> dict:
+def cycles(data: dict, t_from: float | None = None, t_to: float | None = None) -> list[dict]:
+    """The producer's cycle (ns) of every batch appended between ``t_from`` and ``t_to``
+    and answered: leader append, total (append start -> answer) and the answer stages."""
+    lo = -1 if t_from is None else int(t_from * 1e9)
+    hi = 1 << 62 if t_to is None else int(t_to * 1e9)
+    series = data["series"]
+    starts = _starts(data)
+    out = []
+    for key, end, t0, t1 in data["appends"]:
+        answers = series.get(("P", key, None))
+        if not lo <= t0 <= hi or answers is None:
+            continue
+        i = bisect.bisect_left(answers._ns, t1)
+        p = next((row for row in answers.rows[i:i + 200] if row[1] == end), None)
+        if p is None:
+            continue
+        row = {"leader append": t1 - t0, "total": p[0] - t0}
+        row.update(_next_cycle(series, key, p[0], starts[key]))
+        out.append(row)
+    return out
+
+
+def _starts(data: dict) -> dict:
+    """{partition: sorted start ns of its appends}."""
+    starts: dict = defaultdict(list)
+    for key, _, t0, _ in data["appends"]:
+        starts[key].append(t0)
+    for values in starts.values():
+        values.sort()
+    return starts
+
+
+def _next_cycle(series: dict, key, answered: int, following: list[int]) -> dict:
+    """The answer stages after the answer at ns ``answered``: to the partition's next
+    append, and its two parts when the leader took that request in between."""
+    i = bisect.bisect_right(following, answered)
+    if i == len(following):
+        return {}
+    append = following[i]
+    stages = {"answer to next append": append - answered}
+    taken = series.get(("Q", key, None))
+    request = taken.first(0, answered) if taken is not None else None
+    if request is not None and request[0] <= append:
+        stages["answer to next request"] = request[0] - answered
+        stages["next request to append"] = append - request[0]
+    return stages
+
+
+def summary(trace_dir: Path, t_from: float | None = None, t_to: float | None = None,
+            replicated: bool = True) -> dict:
     """{"batches": n, "stages": {stage: {"p50_ms", "p90_ms", "p99_ms", "max_ms", "mean_ms"}}}
-    of the batches
-    appended in [t_from, t_to] (``time.monotonic()`` seconds; None: no bound).  One slow batch
-    delays every record queued behind it, so a paced run's record p99 follows the batches'
-    p99 and max, not their p90."""
-    rows = batches(load(trace_dir), t_from, t_to)
+    of the batches appended in [t_from, t_to] (``time.monotonic()`` seconds; None: no
+    bound): their whole replicated path (``batches``), or with ``replicated`` false only
+    the producer's cycle (``cycles``: an RF 1 phase).  One slow batch delays every record
+    queued behind it, so a paced run's record p99 follows the batches' p99 and max, not
+    their p90."""
+    rows = (batches if replicated else cycles)(load(trace_dir), t_from, t_to)
     stages = {}
     for name in STAGES:
         vals = sorted(r[name] for r in rows if name in r)

@@ -194,6 +194,7 @@ _PACE_EVERY = 16   # records between two looks at the clock when paced
 def _produce(wid: int, bootstrap: str, topic: str, partition: int, count: int, size: int,
              conf: dict, rate: float, barrier, results, deadline_s: float) -> None:
     from confluent_kafka import KafkaException, Producer
+    from procstats import sched_delta, sched_stats
     niceness = yield_cpu()
     lat = array("f")
     errs = [0, None]
@@ -225,6 +226,7 @@ def _produce(wid: int, bootstrap: str, topic: str, partition: int, count: int, s
             del lat[:]
         barrier.wait(120)
         cpu0 = time.process_time()
+        sched0 = sched_stats(os.getpid())
         t0 = time.monotonic()
         hard_stop = t0 + deadline_s
         i = 0
@@ -251,6 +253,7 @@ def _produce(wid: int, bootstrap: str, topic: str, partition: int, count: int, s
                    warmup_records=warmup,
                    acked=len(lat), errors=errs[0], first_error=errs[1],
                    driver_cpu_s=time.process_time() - cpu0,
+                   sched=sched_delta(sched0, sched_stats(os.getpid())),
                    process_cpu_s=time.process_time(), latencies=lat.tobytes())
         if remaining:
             res["error"] = f"{remaining} records not acknowledged after {deadline_s}s"

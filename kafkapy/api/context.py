@@ -40,13 +40,14 @@ class RequestContext:
 
     __slots__ = ("services", "api_key", "api_version", "correlation_id", "client_id",
                  "peer", "response_cls", "zero_copy", "listener", "session",
-                 "connection_auth", "size", "timer", "_connection")
+                 "connection_auth", "size", "received", "timer", "_connection")
 
     def __init__(self, services, api_key: int, api_version: int, correlation_id: int,
                  client_id: str | None, peer: str, response_cls: type,
                  zero_copy: bool = False, listener: str | None = None,
                  session: Session = PLAINTEXT_SESSION, connection_auth=None,
-                 connection: Connection | None = None, size: int = 0) -> None:
+                 connection: Connection | None = None, size: int = 0,
+                 received: float = 0.0) -> None:
         self.services = services
         self.api_key = api_key
         self.api_version = api_version
@@ -59,6 +60,9 @@ class RequestContext:
         self.session = session
         self.connection_auth = connection_auth
         self.size = size            # the request's bytes (header and body), Kafka's sizeInBytes
+        # When the listener took the request's frame (time.monotonic(); 0.0 when made
+        # in-process): the start of its handling, as the request metrics time it.
+        self.received = received
         # Its handling's event-loop time while a request quota is configured, else None
         # (kafkapy.api.request_timer: set by the listener).
         self.timer = None

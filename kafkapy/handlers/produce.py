@@ -61,6 +61,7 @@ from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import RESPONSES
 from kafkapy.records.batch import ATTR_TRANSACTIONAL, MAGIC_OFFSET, RecordError, \
     check_produce_request, next_entry_size
+from kafkapy.replication import stage_trace
 from kafkapy.replication.partition import AppendResult
 
 API_KEY = 0
@@ -124,6 +125,10 @@ def _append(ctx, request, transactional_id):
     for acks=0."""
     version = ctx.api_version
     parts = [(t.name, p) for t in request.topic_data for p in t.partition_data]
+    if stage_trace.ENABLED:
+        received = int(ctx.received * 1e9)
+        for name, part in parts:
+            stage_trace.event("Q", name, part.index, received)
     early = [_request_error(ctx, name, part, version) for name, part in parts]
     if ctx.services.authorizer is not None:
         # Kafka checks WRITE on the topic before anything else about the partition.

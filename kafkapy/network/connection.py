@@ -344,13 +344,15 @@ class KafkaConnection(asyncio.Protocol):
         stats = metrics.APIS.get(api_key) or metrics.api_stats(api_key, spec.name)
         if api_key == metrics.FETCH_KEY:
             stats = metrics.fetch_stats(request, version)
+        started = metrics.now()
         ctx = RequestContext(self._services, api_key, version, correlation_id,
                              header.client_id, self.peer, spec.response_cls, self._zero_copy,
-                             self._server.listener, self.session, auth, self, len(frame))
+                             self._server.listener, self.session, auth, self, len(frame),
+                             started)
         if gate is not None and api_key == API_VERSIONS_KEY:
             gate.versions_answered()
         slot = _Slot()
-        slot.started = metrics.now()
+        slot.started = started
         slot.stats = stats
         self._queue(slot)
         timer = None

@@ -6,6 +6,7 @@ event a line, tab-separated: kind, topic, partition, then integers.  Times are
 ``time.monotonic_ns()`` (CLOCK_MONOTONIC, one clock for every process of the machine,
 so the brokers' files can be joined).  Kinds and their integer fields:
 
+- ``Q``  leader took a Produce request for the partition: ns (when its frame was taken);
 - ``A``  leader appended a batch: end offset (last offset + 1), start ns, end ns;
 - ``R``  leader read records for a follower: replica id, fetch offset, log end read to, ns;
 - ``F``  leader got a follower's fetch: replica id, fetch offset, ns;

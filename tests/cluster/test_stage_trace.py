@@ -60,6 +60,46 @@ def test_every_acks_all_batch_is_traced_end_to_end(traced):
         assert all(row[name] >= 0 for name in stage_breakdown.STAGES if name in row), row
         assert sum(row[name] for name in _CHAIN) == row["total"]
         assert row["total"] < 30e9
+    # Each batch but the last is followed by the next one's request: the producer's side
+    # of the cycle splits into the client's turn and the leader's checks.
+    for row in rows[:-1]:
+        assert row["answer to next request"] + row["next request to append"] \
+            == row["answer to next append"]
+        assert row["answer to next request"] > 0 and row["next request to append"] > 0
     summary = stage_breakdown.summary(trace_dir, t_from, t_to)
     assert summary["batches"] == _BATCHES
     assert set(summary["stages"]) == set(stage_breakdown.STAGES)
+
+
+def test_a_single_replica_batch_has_its_producer_cycle_traced(traced):
+    """RF 1: no follower stages, but the cycle: append, answer, the next request."""
+    cluster, trace_dir = traced
+    bootstrap = cluster.bootstrap(1)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("single", 1, 1)], operation_timeout=30)["single"].result(60)
+    cluster.wait_topic("single", 1, timeout=60)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
+                         "enable.idempotence": True})
+    t_from = time.monotonic()
+    for _ in range(3):
+        producer.produce("single", b"x" * 1000, partition=0)
+        assert producer.flush(30) == 0
+    t_to = time.monotonic()
+    # Nothing else happens on this cluster: one more batch a second later is the event
+    # at which the leader writes its buffer.
+    time.sleep(1.1)
+    producer.produce("single", b"x", partition=0)
+    assert producer.flush(30) == 0
+    deadline = time.monotonic() + 15
+    rows = []
+    while time.monotonic() < deadline and len(rows) < 3:
+        time.sleep(0.5)
+        rows = stage_breakdown.cycles(stage_breakdown.load(trace_dir), t_from, t_to)
+    assert len(rows) == 3
+    assert not stage_breakdown.batches(stage_breakdown.load(trace_dir), t_from, t_to)
+    for row in rows:
+        assert 0 <= row["leader append"] <= row["total"] < 30e9
+    for row in rows[:-1]:
+        assert row["answer to next request"] + row["next request to append"] \
+            == row["answer to next append"] > 0
+    assert stage_breakdown.summary(trace_dir, t_from, t_to, replicated=False)["batches"] == 3
