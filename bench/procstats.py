@@ -67,9 +67,13 @@ def sched_stats(pid: int) -> tuple[int, int, int]:
 
 
 def sched_delta(before: tuple[int, int, int], after: tuple[int, int, int]) -> dict:
-    """What ``sched_stats`` moved between two readings: CPU and waiting seconds, switches
-    in, and the mean wait per switch-in (µs): how long a wake-up waited for a CPU."""
-    run, wait, switches = (b - a for a, b in zip(before, after))
+    """What ``sched_stats`` moved between two readings (``sched_figures``)."""
+    return sched_figures(*(b - a for a, b in zip(before, after)))
+
+
+def sched_figures(run: int, wait: int, switches: int) -> dict:
+    """ns on a CPU, ns waiting for one and switches in as CPU and waiting seconds,
+    switches, and the mean wait per switch-in (µs): how long a wake-up waited for a CPU."""
     return {"run_s": round(run / 1e9, 3), "runnable_wait_s": round(wait / 1e9, 3),
             "switches": switches,
             "wait_per_switch_us": round(wait / switches / 1e3, 1) if switches > 0 else None}

@@ -61,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import stage_breakdown  # noqa: E402
 import workloads as wl  # noqa: E402
 from brokers import ROOT, ExistingBroker, KafkapyBroker, snapshot_source  # noqa: E402
-from procstats import RssSampler, wait_until_quiet  # noqa: E402
+from procstats import RssSampler, sched_figures, wait_until_quiet  # noqa: E402
 
 RESULTS_DIR = ROOT / "bench" / "results"
 MIB = 1024 * 1024
@@ -199,11 +199,9 @@ def _summed_sched(each: list[dict]) -> dict:
     """The producers' ``procstats.sched_delta`` figures added up."""
     if not each:
         return {}
-    wait = sum(d["runnable_wait_s"] for d in each)
-    switches = sum(d["switches"] for d in each)
-    return {"run_s": round(sum(d["run_s"] for d in each), 3), "runnable_wait_s": round(wait, 3),
-            "switches": switches,
-            "wait_per_switch_us": round(wait * 1e6 / switches, 1) if switches else None}
+    return sched_figures(round(sum(d["run_s"] for d in each) * 1e9),
+                         round(sum(d["runnable_wait_s"] for d in each) * 1e9),
+                         sum(d["switches"] for d in each))
 
 
 def _run_consumers(out: dict, argsets: list[tuple], total: int, timeout: float) -> dict:

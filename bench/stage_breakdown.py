@@ -159,12 +159,8 @@ def batches(data: dict, t_from: float | None = None, t_to: float | None = None) 
         if len(per) < 2:
             continue
         hw = series.get(("H", key, None), empty).first(end, t1)
-        answered = series.get(("P", key, None), empty).rows
-        p = None
-        if hw is not None:
-            i = bisect.bisect_left(series[("P", key, None)]._ns, hw[0]) if answered else 0
-            p = next((row for row in answered[i:i + 200] if row[1] == end), None)
-        if hw is None or p is None:
+        p = _answer(series, key, end, hw[0]) if hw is not None else None
+        if p is None:
             continue
         reports = sorted(per.values(), key=lambda v: v[4])
         read, received, applied, sent, got = reports[-1]
@@ -188,17 +184,23 @@ def cycles(data: dict, t_from: float | None = None, t_to: float | None = None) -
     starts = _starts(data)
     out = []
     for key, end, t0, t1 in data["appends"]:
-        answers = series.get(("P", key, None))
-        if not lo <= t0 <= hi or answers is None:
-            continue
-        i = bisect.bisect_left(answers._ns, t1)
-        p = next((row for row in answers.rows[i:i + 200] if row[1] == end), None)
+        p = _answer(series, key, end, t1) if lo <= t0 <= hi else None
         if p is None:
             continue
         row = {"leader append": t1 - t0, "total": p[0] - t0}
         row.update(_next_cycle(series, key, p[0], starts[key]))
         out.append(row)
     return out
+
+
+def _answer(series: dict, key, end: int, after: int):
+    """The acks=all answer (``P``) of the partition's batch ending at ``end``, the first at
+    or after ns ``after``; None when none was traced."""
+    answers = series.get(("P", key, None))
+    if answers is None:
+        return None
+    i = bisect.bisect_left(answers._ns, after)
+    return next((row for row in answers.rows[i:i + 200] if row[1] == end), None)
 
 
 def _starts(data: dict) -> dict:

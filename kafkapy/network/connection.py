@@ -100,13 +100,12 @@ _ANSWERED_POLL_S = 0.05     # how often a failed authentication checks its answe
 
 
 class _Slot:
-    __slots__ = ("payload", "started", "stats")
+    __slots__ = ("payload", "stats")
 
     def __init__(self) -> None:
         self.payload: bytes | list | None = None
-        # When the request was read, and the ApiStats its time is observed on (None for
+        # The ApiStats the request's time (from ``ctx.received``) is observed on (None for
         # a slot that is not a request's: an answer queued ready).
-        self.started = 0.0
         self.stats = None
 
 
@@ -344,15 +343,13 @@ class KafkaConnection(asyncio.Protocol):
         stats = metrics.APIS.get(api_key) or metrics.api_stats(api_key, spec.name)
         if api_key == metrics.FETCH_KEY:
             stats = metrics.fetch_stats(request, version)
-        started = metrics.now()
         ctx = RequestContext(self._services, api_key, version, correlation_id,
                              header.client_id, self.peer, spec.response_cls, self._zero_copy,
                              self._server.listener, self.session, auth, self, len(frame),
-                             started)
+                             metrics.now())
         if gate is not None and api_key == API_VERSIONS_KEY:
             gate.versions_answered()
         slot = _Slot()
-        slot.started = started
         slot.stats = stats
         self._queue(slot)
         timer = None
@@ -430,7 +427,7 @@ class KafkaConnection(asyncio.Protocol):
                 return
         self._flush()
         # Kafka's RequestsPerSec and TotalTimeMs (here: read -> answer handed to the socket)
-        slot.stats.observe(ctx.api_version, (metrics.now() - slot.started) * 1000.0)
+        slot.stats.observe(ctx.api_version, (metrics.now() - ctx.received) * 1000.0)
         if ctx.connection_auth is not None and self._gate.state is sasl_gate.FAILED:
             self._close_after_failed_authentication(slot)
 
