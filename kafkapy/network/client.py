@@ -70,7 +70,12 @@ _log = structlog.get_logger("kafkapy.network.client")
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
-_HEADER_START = struct.Struct(">hhih")   # api key, version, correlation id, client id length
+_KEY_VERSION_CORRELATION = struct.Struct(">hhi")
+# Per (api key, version, client id): the header's bytes after the correlation id.  Client
+# ids are few (one per component), but the memo is bounded all the same.
+_HEADER_TAILS: dict[tuple[int, int, str | None], bytes] = {}
+_RESPONSE_CLASSES: dict[tuple[int, int], type] = {}
+_MEMO_LIMIT = 1024
 _MAX_CORRELATION = 2**31 - 1
 _API_VERSIONS = 18
 # kafka-python's ApiVersionsResponse.decode reads a v0 body for ANY error; Kafka
@@ -255,7 +260,7 @@ class BrokerConnection:
         pending = None
         if expects_response:
             future = _Answer(asyncio.get_running_loop())
-            pending = _Pending(correlation_id, RESPONSES[api_key][version], future,
+            pending = _Pending(correlation_id, _response_class(api_key, version), future,
                                getattr(request, "decode_response", None))
             # Registered before writing so the answer can never outrun its entry.
             self._pending.append(pending)
@@ -264,7 +269,8 @@ class BrokerConnection:
             self._hold(frame)
         else:
             self._stream.transport.write(frame)
-            await self._stream.drain()   # a lost connection has failed the request already
+            if self._stream.paused:
+                await self._stream.drain()   # a lost connection has failed the request already
         if pending is None:
             if self._closed_error is not None:
                 raise ConnectionError(str(self._closed_error))
@@ -456,6 +462,11 @@ class _ResponseStream(asyncio.Protocol):
         if writable is not None and not writable.done():
             writable.set_result(None)
 
+    @property
+    def paused(self) -> bool:
+        """Whether writing is paused (the transport's buffer is over its high-water mark)."""
+        return self._writable is not None
+
     async def drain(self) -> None:
         if self._writable is not None:
             await asyncio.shield(self._writable)
@@ -571,9 +582,32 @@ def _request_header(api_key: int, version: int, correlation_id: int,
                     client_id: str | None) -> bytes:
     """Header v1, or v2 (v1 and an empty tagged-field count) for flexible versions; the
     client id stays a non-compact nullable string in both (Kafka's RequestHeader)."""
+    tail = _HEADER_TAILS.get((api_key, version, client_id))
+    if tail is None:
+        tail = _header_tail(api_key, version, client_id)
+    return _KEY_VERSION_CORRELATION.pack(api_key, version, correlation_id) + tail
+
+
+def _header_tail(api_key: int, version: int, client_id: str | None) -> bytes:
+    """What follows the correlation id in every header of (api, version, client id): the
+    client id, and the empty tagged fields of a flexible version; kept for the next."""
     if client_id is None:
-        head = _HEADER_START.pack(api_key, version, correlation_id, -1)
+        tail = _INT16.pack(-1)
     else:
         name = client_id.encode()
-        head = _HEADER_START.pack(api_key, version, correlation_id, len(name)) + name
-    return head + b"\x00" if is_flexible(api_key, version) else head
+        tail = _INT16.pack(len(name)) + name
+    if is_flexible(api_key, version):
+        tail += b"\x00"
+    if len(_HEADER_TAILS) >= _MEMO_LIMIT:
+        _HEADER_TAILS.clear()
+    _HEADER_TAILS[(api_key, version, client_id)] = tail
+    return tail
+
+
+def _response_class(api_key: int, version: int) -> type:
+    """kafka-python's response class of (api, version), looked up once (its versioned
+    lookup runs a class property and a subscript per call)."""
+    cls = _RESPONSE_CLASSES.get((api_key, version))
+    if cls is None:
+        cls = _RESPONSE_CLASSES[(api_key, version)] = RESPONSES[api_key][version]
+    return cls

@@ -16,6 +16,8 @@ import uuid
 from kafkapy.protocol.varint import read_uvarint, write_uvarint
 
 NO_ID = bytes(16)
+_IDS: dict[bytes, uuid.UUID | bool] = {}
+_IDS_LIMIT = 100_000
 MALFORMED = (struct.error, IndexError, ValueError, UnicodeDecodeError)
 
 
@@ -35,13 +37,26 @@ def write_topic_ref(out: bytearray, name: str, topic_id: uuid.UUID | None,
         write_compact_bytes(out, name.encode())
 
 
+def _topic_id(raw: bytes):
+    """The UUID of 16 bytes (False for the zero id), kept for the next read: a replication
+    round reads the same few ids every time, and making a UUID costs more than the rest of
+    a partition's decoding."""
+    if len(raw) != 16:
+        raise ValueError("topic id cut short")
+    if len(_IDS) >= _IDS_LIMIT:
+        _IDS.clear()
+    topic_id = _IDS[raw] = raw != NO_ID and uuid.UUID(bytes=raw)
+    return topic_id
+
+
 def read_topic_ref(data: memoryview, pos: int, by_id: bool):
     """(name, topic id, position after): by id, a name of ""; by name, no id."""
     if by_id:
         raw = bytes(data[pos:pos + 16])
-        if len(raw) != 16:
-            raise ValueError("topic id cut short")
-        return "", None if raw == NO_ID else uuid.UUID(bytes=raw), pos + 16
+        topic_id = _IDS.get(raw)
+        if topic_id is None:
+            topic_id = _topic_id(raw)
+        return "", topic_id or None, pos + 16
     size, pos = read_uvarint(data, pos)
     if size == 0:
         raise ValueError("null topic name")

@@ -242,6 +242,7 @@ class _LeaderFetcher:
         self.leader_id = leader_id
         self.fetcher_id = fetcher_id
         self.partitions: dict[TopicPartition, FetchState] = {}
+        self._delayed_until_ms = 0      # the latest end of a partition's backoff
         self.session = FetchSessionHandler(leader_id)
         config = shared.config     # read when the fetcher is made, as Kafka's thread does
         self._max_wait_ms = config["replica.fetch.wait.max.ms"]
@@ -321,6 +322,8 @@ class _LeaderFetcher:
 
     def _ready(self) -> dict[TopicPartition, FetchState]:
         now = self._clock.time_ms()
+        if now >= self._delayed_until_ms:
+            return self.partitions      # no partition is backing off (the usual round)
         return {k: s for k, s in self.partitions.items() if s.delayed_until_ms <= now}
 
     def _next_ready_in_ms(self) -> int | None:
@@ -536,6 +539,7 @@ class _LeaderFetcher:
         _log.info("replica fetch error; backing off", partition=_name(key), leader=self.leader_id,
                   error=error_name(error), message=message, backoff_ms=self._backoff_ms)
         state.delayed_until_ms = self._clock.time_ms() + self._backoff_ms
+        self._delayed_until_ms = max(self._delayed_until_ms, state.delayed_until_ms)
 
 
 def _fetch_topics(to_send: dict[TopicPartition, PartitionData]) -> list:

@@ -14,6 +14,7 @@ import pytest
 from kafka.protocol.api_header import RequestHeader
 
 from kafkapy.network.client import BrokerConnection, _Answer, _request_header, _ResponseStream
+from kafkapy.network import client as client_module
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 
 ApiVersions, Metadata = REQUESTS[18], REQUESTS[3]
@@ -130,6 +131,41 @@ def test_request_header_is_kafka_pythons(api_key, version, client_id):
                            correlation_id=2**31 - 1, client_id=client_id)
     assert _request_header(api_key, version, 2**31 - 1, client_id) == bytes(
         header.encode(flexible=flexible))
+
+
+def test_request_header_tails_are_kept_per_api_version_and_client(monkeypatch):
+    monkeypatch.setattr(client_module, "_HEADER_TAILS", {})
+    monkeypatch.setattr(client_module, "_MEMO_LIMIT", 3)
+    first = _request_header(1, 17, 7, "broker-1-fetcher-0")
+    assert _request_header(1, 17, 8, "broker-1-fetcher-0") == first[:4] + struct.pack(">i", 8) + first[8:]
+    for client_id in ("a", "b", "c", "d"):
+        _request_header(1, 17, 9, client_id)
+        assert len(client_module._HEADER_TAILS) <= 3
+    assert _request_header(1, 17, 7, "broker-1-fetcher-0") == first
+
+
+def test_response_classes_are_kafka_pythons():
+    for api_key, version in ((1, 17), (1, 4), (3, 12), (18, 0)):
+        assert client_module._response_class(api_key, version) is RESPONSES[api_key][version]
+        assert client_module._response_class(api_key, version) is RESPONSES[api_key][version]
+
+
+async def test_a_send_waits_while_writing_is_paused(serve):
+    async def answer(frame):
+        body = RESPONSES[18][0](error_code=0, api_keys=[]).encode()
+        return [struct.pack(">i", correlation_of(frame)) + bytes(body)]
+    server = await serve(answer)
+    conn = await connect(server)
+    try:
+        conn._stream.pause_writing()
+        sending = asyncio.ensure_future(conn.send(ApiVersions[0]()))
+        await asyncio.sleep(0.2)
+        assert server.frames, "the frame is written before the wait"
+        assert not sending.done(), "answered, but the transport is still over its high-water mark"
+        conn._stream.resume_writing()
+        assert (await asyncio.wait_for(sending, 5)).error_code == 0
+    finally:
+        conn.close()
 
 
 async def test_flexible_response_header_tagged_fields_are_skipped(serve):

@@ -138,3 +138,20 @@ def test_manager_moves_partitions_between_leaders_and_stops_idle_fetchers(tmp_pa
         manager.add_partitions({("t", 0): (0, 5)})
         assert manager._fetchers == {}, "nothing starts after shutdown"
     asyncio.run(run())
+
+
+def test_a_partition_backing_off_sits_out_rounds_until_its_backoff_ends(tmp_path):
+    manager, _ = _follower(tmp_path, uuid.uuid4())
+    manager.add_partitions({("t", 0): (0, 5)})
+    fetcher = manager.fetcher_of(("t", 0))
+    assert list(fetcher._ready()) == [("t", 0)]
+    state = fetcher.partitions[("t", 0)]
+    fetcher._delay(("t", 0), state, 6)      # NOT_LEADER_OR_FOLLOWER: back off 1000 ms
+    assert fetcher._ready() == {}
+    assert fetcher._next_ready_in_ms() == 1000
+    fetcher._clock.advance(999)
+    assert fetcher._ready() == {}
+    fetcher._clock.advance(1)
+    assert list(fetcher._ready()) == [("t", 0)]
+    request, sent = fetcher._build(fetcher._ready())
+    assert list(sent) == [("t", 0)]
