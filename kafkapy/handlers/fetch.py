@@ -65,7 +65,9 @@ reads, and waits when it must) and encodes what it answers (``_Answer``).
   follower's fetch is exempt.
 - Record bytes of v4+ are never read into Python on plain connections: each
   partition's ``records`` is a marker that the connection replaces with the log's
-  file ranges the read found, sent with os.sendfile (``kafkapy.network.zero_copy``).
+  file ranges the read found, sent with os.sendfile (``kafkapy.network.zero_copy``); a
+  follower's answer (below) carries those file ranges themselves and is encoded around
+  them.
 - A follower's Fetch (v12+) is the replication round's: it is read into the replica
   fetcher's own record (``FetchDecode``, ``replication.fetch_request.decode``) and
   answered as plain records encoded by hand (``replication.fetch_response``), the same
@@ -301,20 +303,22 @@ class _Answer:
             hinted = version >= _LEADER_HINT_FROM and result.error_code in _LEADER_HINT_ERRORS
             if result.diverging is not None or hinted:
                 return None
-        slices: dict[bytes, list] = {}
+        zero_copy = self.ctx.zero_copy
         topics: list = []
         for result in chosen:
             metrics.BROKER.replication_bytes_out += result.size
             aborted = result.aborted
             if aborted:
                 aborted = [(t.producer_id, t.first_offset) for t in aborted]
+            # The slices read go to the answer as they are: it encodes around them.
+            records = (result.found if zero_copy and result.size
+                       else self._records(result, None))
             data = ReplicaPartition(result.tip.partition, result.error_code,
                                     result.high_watermark, result.last_stable_offset,
-                                    result.log_start_offset, aborted,
-                                    self._records(result, slices))
+                                    result.log_start_offset, aborted, records)
             _add_to_topics(topics, result.tip, data, ReplicaTopic)
         self.ctx.services.replica_manager.record_leader_throttled(chosen)
-        return ZeroCopyResponse(ReplicaFetchResponse(version, error, session_id, topics), slices)
+        return ReplicaFetchResponse(version, error, session_id, topics)
 
     def _throttled(self, results: list[LogReadResult]):
         """Kafka's fetch and request quotas: record the request's time and the answer's

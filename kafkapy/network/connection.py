@@ -78,7 +78,8 @@ from kafkapy.api.principal import ANONYMOUS, PLAINTEXT_SESSION, Session, host_ad
 from kafkapy.api.request_timer import RequestTimer, timed
 from kafkapy.metrics import counters as metrics
 from kafkapy.network.framing import Reads
-from kafkapy.network.zero_copy import FileRange, ZeroCopyResponse, materialize, splice
+from kafkapy.network.zero_copy import (FileRange, ZeroCopyResponse, framed_parts, materialize,
+                                       splice)
 from kafkapy.protocol.headers import (
     API_VERSIONS_KEY, decode_request_header, peek_api)
 from kafkapy.protocol.nullability import null_field
@@ -681,6 +682,11 @@ def encode_response(ctx: RequestContext, response, zero_copy: bool = False):
     The response already carries its version (``ctx.response``); passing it
     again to ``encode`` would trip kafka-python's request-header bookkeeping.
     """
+    encode_parts = getattr(response, "encode_parts", None)
+    if encode_parts is not None:
+        parts = framed_parts(ctx.correlation_id, response.flexible_version_q(ctx.api_version),
+                             encode_parts())
+        return parts if zero_copy or isinstance(parts, bytes) else materialize(parts)
     if isinstance(response, ZeroCopyResponse):
         inner = response.response
         flexible = inner.flexible_version_q(ctx.api_version)

@@ -1,6 +1,8 @@
 """Responses whose record bytes go from segment files to the socket with os.sendfile.
 
-A Fetch handler puts a 16-byte random marker in each partition's ``records`` field and
+A response that can give its body in parts (``encode_parts``: bytes, and the file slices
+read for it, as a follower's Fetch answer does) is framed by ``framed_parts``; for the
+others, a Fetch handler puts a 16-byte random marker in each partition's ``records`` field and
 remembers the file ranges that belong there.  The response is then encoded as usual (by
 kafka-python, or for a follower by ``replication.fetch_response``: every other byte is
 the encoder's), and ``splice`` cuts the frame at each marker: the marker's length prefix
@@ -15,6 +17,7 @@ deleted meanwhile can never make us send another file's bytes.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 
@@ -22,6 +25,8 @@ from kafkapy.protocol.varint import uvarint
 
 MARKER_SIZE = 16
 _INT32 = struct.Struct(">i")
+_MARKER_PREFIX = os.urandom(MARKER_SIZE - 8)
+_MARKER_COUNT = itertools.count()
 
 
 class FileRange:
@@ -60,7 +65,10 @@ class ZeroCopyResponse:
 
 
 def new_marker() -> bytes:
-    return os.urandom(MARKER_SIZE)
+    """A marker no other marker of this process shares: a random prefix drawn once, then a
+    count (a random draw per marker cost a system call on every follower's answer).  The
+    rest of a frame is the encoder's fields, which match 16 chosen bytes by chance only."""
+    return _MARKER_PREFIX + next(_MARKER_COUNT).to_bytes(8, "big")
 
 
 def splice(frame: bytes, slices: dict[bytes, list], flexible: bool) -> list:
@@ -82,6 +90,27 @@ def splice(frame: bytes, slices: dict[bytes, list], flexible: bool) -> list:
     parts.append(frame[pos:])
     head = _INT32.pack(len(frame) - 4 + growth)
     parts[0] = head + parts[0]
+    return parts
+
+
+def framed_parts(correlation_id: int, flexible: bool, body: list):
+    """Size, response header (v1 when ``flexible``, else v0) and a body given as parts --
+    bytes, and file slices (``fd``, ``position``, ``size``) -- as the frame's parts, the
+    slices as FileRanges; bytes alone when the body has no slice."""
+    header = _INT32.pack(correlation_id) + (b"\x00" if flexible else b"")
+    first = body[0]
+    if len(body) == 1:
+        return _INT32.pack(len(header) + len(first)) + header + first
+    size = len(header) + len(first)
+    parts: list = [None]
+    for part in body[1:]:
+        if isinstance(part, bytes):
+            size += len(part)
+        else:
+            size += part.size
+            part = FileRange(part.fd, part.position, part.size)
+        parts.append(part)
+    parts[0] = _INT32.pack(size) + header + first
     return parts
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 
 def read_uvarint(view, pos: int) -> tuple[int, int]:
+    byte = view[pos]
+    if byte < 0x80:
+        return byte, pos + 1    # one byte: every count and size below 128
     value = shift = 0
     while True:
         byte = view[pos]

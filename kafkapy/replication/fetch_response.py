@@ -4,7 +4,8 @@ The leader answers each follower's Fetch every replication round; building kafka
 message objects (one per topic, partition and response) and running its generic encoder
 cost about as much as reading the log for the answer, so the Fetch handler builds these
 plain records for a follower instead and encodes them here.  The records field is what
-the handler gives (a zero-copy marker, which the connection splices, or bytes).
+the handler gives: the file slices the log's read found, which ``encode_parts`` leaves as
+parts between the bytes for the connection to send with sendfile, or bytes.
 
 Byte format: Kafka's FetchResponse body at ``version`` (12 to 17, all flexible: compact
 arrays, strings and bytes, a tagged-field count after every struct): throttle_time_ms
@@ -52,7 +53,7 @@ class ReplicaPartition(NamedTuple):
     last_stable_offset: int
     log_start_offset: int
     aborted: list | None        # (producer_id, first_offset) of each; None: null
-    records: bytes | memoryview | None
+    records: bytes | memoryview | list | None    # list: file slices (``encode_parts``)
 
     # kafka-python's names for what such an answer never carries (the fetcher reads them)
     diverging_epoch = None
@@ -87,7 +88,18 @@ class ReplicaFetchResponse:
         return True
 
     def encode(self) -> bytes:
+        """The body, every partition's records given as bytes (or None)."""
+        parts = self.encode_parts()
+        if len(parts) != 1:
+            raise TypeError("records given as file slices: the body is encode_parts()")
+        return parts[0]
+
+    def encode_parts(self) -> list:
+        """The body as parts: bytes, and where a partition's ``records`` is a list of file
+        slices (``fd``, ``position``, ``size``: what the log's read found), those slices,
+        for the connection to send with sendfile; the bytes around them are ``encode``'s."""
         by_id = self.version >= 13
+        parts: list = []
         out = bytearray(_HEAD.pack(self.throttle_time_ms, self.error_code, self.session_id))
         write_uvarint(out, len(self.responses) + 1)
         for topic in self.responses:
@@ -104,11 +116,24 @@ class ReplicaFetchResponse:
                     for producer_id, first_offset in aborted:
                         out += _ABORTED.pack(producer_id, first_offset, 0)
                 out += _NOT_PREFERRED
-                write_compact_bytes(out, p.records)
+                records = p.records
+                if isinstance(records, list):
+                    size = 0
+                    for piece in records:
+                        size += piece.size
+                    write_uvarint(out, size + 1)
+                    parts.append(bytes(out))
+                    for piece in records:
+                        if piece.size:
+                            parts.append(piece)
+                    out = bytearray()
+                else:
+                    write_compact_bytes(out, records)
                 out.append(0)
             out.append(0)
         out.append(0)
-        return bytes(out)
+        parts.append(bytes(out))
+        return parts
 
     def __repr__(self) -> str:
         return (f"ReplicaFetchResponse(version={self.version}, error_code={self.error_code}, "

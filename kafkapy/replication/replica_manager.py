@@ -645,6 +645,10 @@ class _FetchRead:
             self._trace_reads(results)
         return results
 
+    def _read_again(self) -> list[LogReadResult]:
+        """The read when a wait ends (the fetch offsets were recorded by the first)."""
+        return self.read(record_follower=False)
+
     def _trace_reads(self, results: list[LogReadResult]) -> None:
         now = stage_trace.now()
         for result in results:
@@ -746,10 +750,15 @@ class _FetchRead:
         sends it inside the append that ended the wait, not on a later turn of the loop)."""
         replicas = self._replicas
         future = LateAnswer()
-        statuses = [FetchPartitionStatus(tip.topic, tip.partition, req.fetch_offset,
-                                         req.max_bytes, _start_metadata(replicas, tip, req))
-                    for tip, req in self._partitions]
-        requests = {(tip.topic, tip.partition): req for tip, req in self._partitions}
+        watch_key = replica_fetch_key if self._follower else tuple
+        statuses, requests, keys = [], {}, []
+        for tip, req in self._partitions:
+            key = (tip.topic, tip.partition)
+            statuses.append(FetchPartitionStatus(tip.topic, tip.partition, req.fetch_offset,
+                                                 req.max_bytes,
+                                                 _start_metadata(replicas, tip, req)))
+            requests[key] = req
+            keys.append(watch_key(key))
 
         def deliver(results):
             try:
@@ -761,13 +770,12 @@ class _FetchRead:
             if not future.done():
                 future.set_result(value)
 
-        starts = {(s.topic, s.partition): s.start for s in statuses}
-
         def state(topic, index):
             end = _end_metadata(replicas, topic, index, requests[(topic, index)], self._upper,
                                 self._leader_only)
             if self._follower and not isinstance(end, int) and self._leader_throttle_set():
-                start = starts[(topic, index)]
+                start = next(s.start for s in statuses
+                             if s.topic == topic and s.partition == index)
                 if start is not None and end.offset >= start.offset and self._throttled(
                         replicas.partitions[(topic, index)]):
                     # Kafka's DelayedFetch: a throttled partition's bytes do not count
@@ -776,9 +784,7 @@ class _FetchRead:
             return end
 
         operation = DelayedFetch(self._params.max_wait_ms, self._params.min_bytes, statuses,
-                                 lambda: self.read(record_follower=False), deliver, state)
-        watch_key = replica_fetch_key if self._follower else tuple
-        keys = [watch_key((s.topic, s.partition)) for s in statuses]
+                                 self._read_again, deliver, state)
         # A follower's read just made found nothing past its fetch offset (the log end):
         # unless an append or a change of a partition came since (its fetch offset moved
         # the high watermark, and what that completed appended), trying again could only

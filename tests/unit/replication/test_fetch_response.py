@@ -6,6 +6,7 @@ bytes as kafka-python reads them, and leaves what it does not write (tagged fiel
 preferred read replica) to kafka-python."""
 from __future__ import annotations
 
+import os
 import random
 import uuid
 
@@ -153,3 +154,47 @@ def test_decode_leaves_what_it_does_not_write_to_kafka_python(version):
     for cut in (1, 3, 8, len(plain) // 2):
         assert decode(memoryview(plain[:-cut]), version) is None
     assert decode(memoryview(plain), 11) is None
+
+
+class _FileSlice:
+    """What the log's read finds: a range of a file (the answer sends it with sendfile)."""
+
+    def __init__(self, fd: int, position: int, size: int) -> None:
+        self.fd, self.position, self.size = fd, position, size
+
+
+@pytest.mark.parametrize("version", range(MIN_VERSION, MAX_VERSION + 1))
+def test_records_given_as_file_slices_frame_as_the_bytes_would(tmp_path, version):
+    from kafkapy.network.zero_copy import FileRange, framed_parts, materialize
+    rng = random.Random(version)
+    data = rng.randbytes(300_000)
+    path = tmp_path / "segment.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        response = _random_response(rng, version)
+        with_bytes = []
+        for topic in response.responses:
+            for i, p in enumerate(topic.partitions):
+                if rng.random() < 0.5:
+                    continue
+                cuts = sorted(rng.sample(range(300_000), 4))
+                slices = [_FileSlice(fd, cuts[0], cuts[1] - cuts[0]),
+                          _FileSlice(fd, cuts[1], 0),
+                          _FileSlice(fd, cuts[2], cuts[3] - cuts[2])]
+                topic.partitions[i] = p._replace(records=slices)
+                with_bytes.append((topic, i, data[cuts[0]:cuts[1]] + data[cuts[2]:cuts[3]]))
+        parts = framed_parts(7, True, response.encode_parts())
+        whole = materialize(parts) if isinstance(parts, list) else parts
+        for topic, i, raw in with_bytes:
+            topic.partitions[i] = topic.partitions[i]._replace(records=raw)
+        body = response.encode()
+        assert whole == (len(body) + 5).to_bytes(4, "big") + (7).to_bytes(4, "big") + b"\x00" + body
+        if with_bytes:
+            assert any(isinstance(part, FileRange) for part in parts)
+            with pytest.raises(TypeError):
+                topic, i, _ = with_bytes[0]
+                topic.partitions[i] = topic.partitions[i]._replace(records=[_FileSlice(fd, 0, 1)])
+                response.encode()
+    finally:
+        os.close(fd)
