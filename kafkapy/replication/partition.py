@@ -447,8 +447,6 @@ class Partition:
                 log.high_watermark = log.log_end_offset
                 return True
             return False
-        if self.is_under_min_isr:
-            return False
         log = self.log
         now = log.clock.time_ms() if now_ms is None else now_ms
         leader_end = log.log_end_offset
@@ -465,7 +463,7 @@ class Partition:
         for replica in maximal:     # an ISR member this leader does not track holds it
             if replica != self.node_id and replica not in self.followers:
                 candidate = min(candidate, _UNKNOWN)
-        if candidate > log.high_watermark:
+        if candidate > log.high_watermark and not self.is_under_min_isr:
             log.high_watermark = candidate
             return True
         return False

@@ -695,8 +695,12 @@ class _FetchRead:
             if local is None:
                 # Known to the cluster but not hosted here.
                 raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            partition = replicas.readable_partition(tip.topic, tip.partition,
-                                                    req.current_leader_epoch, self._leader_only)
+            if self._leader_only:
+                local.check_leader(req.current_leader_epoch)   # leader_partition's check
+                partition = local
+            else:
+                partition = replicas.readable_partition(tip.topic, tip.partition,
+                                                        req.current_leader_epoch, False)
             if self._follower:
                 self._check_follower(partition, req)
             log = partition.log
