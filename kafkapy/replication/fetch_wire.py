@@ -17,7 +17,7 @@ from kafkapy.protocol.varint import read_uvarint, write_uvarint
 
 NO_ID = bytes(16)
 _IDS: dict[bytes, uuid.UUID | bool] = {}
-_IDS_LIMIT = 100_000
+_IDS_LIMIT = 20_000     # a few MiB at most, whatever ids the requests carry
 MALFORMED = (struct.error, IndexError, ValueError, UnicodeDecodeError)
 
 
