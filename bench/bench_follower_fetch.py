@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import resource
 import shutil
@@ -223,6 +224,27 @@ def _wrap_stages(stages: Stages) -> None:
     stages.wrap(log_module.Log, "append_as_follower", "log")
 
 
+@contextlib.contextmanager
+def fake_leader(chunks: int = 1):
+    """The fake leader (``serve``) in a process of its own for the ``with`` block; gives
+    its port."""
+    workdir = tempfile.mkdtemp(prefix="bench-leader-")
+    port_file = os.path.join(workdir, "port")
+    leader = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", port_file,
+                               "--chunks", str(chunks)])
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(port_file):     # written whole (renamed into place)
+            if time.monotonic() > deadline or leader.poll() is not None:
+                raise RuntimeError("the fake leader did not start")
+            time.sleep(0.05)
+        yield int(open(port_file).read())
+    finally:
+        leader.kill()
+        leader.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2000)
@@ -239,14 +261,7 @@ def main() -> None:
         serve(args.serve, args.chunks)
         return
     import uvloop  # optional dependency: the broker's event loop
-    workdir = tempfile.mkdtemp(prefix="bench-leader-")
-    port_file = os.path.join(workdir, "port")
-    leader = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", port_file,
-                               "--chunks", str(args.chunks)])
-    try:
-        while not os.path.exists(port_file):
-            time.sleep(0.05)
-        port = int(open(port_file).read())
+    with fake_leader(args.chunks) as port:
         runs = [uvloop.run(_run(port, args.rounds, args.warmup, None))
                 for _ in range(args.repeats)]
         thread_us = statistics.median(r[0] for r in runs)
@@ -272,10 +287,6 @@ def main() -> None:
             per["rest"] = total - sum(per.values())
             print(f"stages (wrapped run, {total:.1f} us/round): " + ", ".join(
                 f"{k} {v:.1f}" for k, v in per.items()))
-    finally:
-        leader.kill()
-        leader.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

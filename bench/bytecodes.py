@@ -24,11 +24,8 @@ import asyncio
 import collections
 import importlib.util
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,19 +133,9 @@ async def follower(rounds: int) -> Counts:
     the session, the follower append, the high watermark) against its fake leader (a
     process of its own, not counted)."""
     bench_follower_fetch = _sibling("bench_follower_fetch")
-    work = tempfile.mkdtemp(prefix="bench-bytecodes-")
-    port_file = os.path.join(work, "port")
-    leader_process = subprocess.Popen([sys.executable, bench_follower_fetch.__file__,
-                                       "--serve", port_file])
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(port_file):
-            if time.monotonic() > deadline or leader_process.poll() is not None:
-                raise RuntimeError("the fake leader did not start")
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.05)   # the port is written whole
-        port = int(Path(port_file).read_text())
-        manager, partition = bench_follower_fetch._follower(work, port)
+    with bench_follower_fetch.fake_leader() as port, \
+            tempfile.TemporaryDirectory(prefix="bench-bytecodes-") as root:
+        manager, partition = bench_follower_fetch._follower(root, port)
         try:
             for _ in range(WARMUP):
                 await manager.fetch_round()
@@ -156,10 +143,6 @@ async def follower(rounds: int) -> Counts:
         finally:
             await manager.shutdown()
             partition.log.close()
-    finally:
-        leader_process.kill()
-        leader_process.wait()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _sibling(name: str):

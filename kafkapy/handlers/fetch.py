@@ -80,7 +80,7 @@ import structlog
 
 from kafkapy.api.context import CloseConnection
 from kafkapy.metrics import counters as metrics
-from kafkapy.network.zero_copy import ZeroCopyResponse, new_marker
+from kafkapy.network.zero_copy import PartsResponse, ZeroCopyResponse, new_marker
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.security import authz
@@ -318,7 +318,7 @@ class _Answer:
                                     result.log_start_offset, aborted, records)
             _add_to_topics(topics, result.tip, data, ReplicaTopic)
         self.ctx.services.replica_manager.record_leader_throttled(chosen)
-        return ReplicaFetchResponse(version, error, session_id, topics)
+        return PartsResponse(ReplicaFetchResponse(version, error, session_id, topics))
 
     def _throttled(self, results: list[LogReadResult]):
         """Kafka's fetch and request quotas: record the request's time and the answer's

@@ -78,8 +78,8 @@ from kafkapy.api.principal import ANONYMOUS, PLAINTEXT_SESSION, Session, host_ad
 from kafkapy.api.request_timer import RequestTimer, timed
 from kafkapy.metrics import counters as metrics
 from kafkapy.network.framing import Reads
-from kafkapy.network.zero_copy import (FileRange, ZeroCopyResponse, framed_parts, materialize,
-                                       splice)
+from kafkapy.network.zero_copy import (FileRange, PartsResponse, ZeroCopyResponse, framed_parts,
+                                       materialize, splice)
 from kafkapy.protocol.headers import (
     API_VERSIONS_KEY, decode_request_header, peek_api)
 from kafkapy.protocol.nullability import null_field
@@ -88,8 +88,6 @@ from kafkapy.security.ssl import peer_principal
 
 _log = structlog.get_logger("kafkapy.network")
 _SIZE = struct.Struct(">i")
-_SIZE_AND_ID = struct.Struct(">ii")     # a response's frame size and correlation id
-_NO_TAGS = b"\x00"                       # a flexible header's empty tagged fields
 _NO_RESPONSE = b""
 # Frames one connection may have handled per event-loop turn.  Small enough that a
 # pipelining client cannot hold the loop; large enough that a pipelining producer
@@ -682,15 +680,15 @@ def encode_response(ctx: RequestContext, response, zero_copy: bool = False):
     The response already carries its version (``ctx.response``); passing it
     again to ``encode`` would trip kafka-python's request-header bookkeeping.
     """
-    encode_parts = getattr(response, "encode_parts", None)
-    if encode_parts is not None:
-        parts = framed_parts(ctx.correlation_id, response.flexible_version_q(ctx.api_version),
-                             encode_parts())
+    if isinstance(response, PartsResponse):
+        inner = response.response
+        parts = framed_parts(ctx.correlation_id, inner.flexible_version_q(ctx.api_version),
+                             inner.encode_parts())
         return parts if zero_copy or isinstance(parts, bytes) else materialize(parts)
     if isinstance(response, ZeroCopyResponse):
         inner = response.response
         flexible = inner.flexible_version_q(ctx.api_version)
-        frame = _framed(ctx.correlation_id, flexible, inner.encode())
+        frame = framed_parts(ctx.correlation_id, flexible, [inner.encode()])
         if not response.slices:
             return frame
         parts = splice(frame, response.slices, flexible)
@@ -698,12 +696,3 @@ def encode_response(ctx: RequestContext, response, zero_copy: bool = False):
     response.with_header(correlation_id=ctx.correlation_id)
     return response.encode(header=True, framed=True)
 
-
-def _framed(correlation_id: int, flexible: bool, body) -> bytes:
-    """Size, response header and body, the bytes of kafka-python's
-    ``encode(header=True, framed=True)``: header v1 (the correlation id and no tagged
-    field) for a flexible version, else v0 (the correlation id).  That is every API's rule
-    but ApiVersions', which carries no file ranges (only Fetch and ShareFetch do)."""
-    if flexible:
-        return b"".join((_SIZE_AND_ID.pack(len(body) + 5, correlation_id), _NO_TAGS, body))
-    return b"".join((_SIZE_AND_ID.pack(len(body) + 4, correlation_id), body))

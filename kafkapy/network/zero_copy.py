@@ -1,8 +1,8 @@
 """Responses whose record bytes go from segment files to the socket with os.sendfile.
 
-A response that can give its body in parts (``encode_parts``: bytes, and the file slices
-read for it, as a follower's Fetch answer does) is framed by ``framed_parts``; for the
-others, a Fetch handler puts a 16-byte random marker in each partition's ``records`` field and
+A response that gives its body in parts itself (``PartsResponse``: bytes, and the file
+slices read for it, as a follower's Fetch answer does) is framed by ``framed_parts``; for
+the others, a Fetch handler puts a 16-byte random marker in each partition's ``records`` field and
 remembers the file ranges that belong there.  The response is then encoded as usual (by
 kafka-python, or for a follower by ``replication.fetch_response``: every other byte is
 the encoder's), and ``splice`` cuts the frame at each marker: the marker's length prefix
@@ -64,6 +64,16 @@ class ZeroCopyResponse:
         self.slices = slices
 
 
+class PartsResponse:
+    """A response that encodes its body in parts itself (``encode_parts()``: bytes, and the
+    file slices read for it), framed by ``framed_parts``."""
+
+    __slots__ = ("response",)
+
+    def __init__(self, response) -> None:
+        self.response = response
+
+
 def new_marker() -> bytes:
     """A marker no other marker of this process shares: a random prefix drawn once, then a
     count (a random draw per marker cost a system call on every follower's answer).  The
@@ -94,13 +104,16 @@ def splice(frame: bytes, slices: dict[bytes, list], flexible: bool) -> list:
 
 
 def framed_parts(correlation_id: int, flexible: bool, body: list):
-    """Size, response header (v1 when ``flexible``, else v0) and a body given as parts --
-    bytes, and file slices (``fd``, ``position``, ``size``) -- as the frame's parts, the
-    slices as FileRanges; bytes alone when the body has no slice."""
+    """Size, response header and a body given as parts -- bytes, and file slices (``fd``,
+    ``position``, ``size``) -- as the frame's parts, the slices as FileRanges; bytes alone
+    when the body has no slice.  The bytes are kafka-python's ``encode(header=True,
+    framed=True)``: header v1 (the correlation id and no tagged field) for a flexible
+    version, else v0 (the correlation id), every API's rule but ApiVersions', which
+    carries no file ranges."""
     header = _INT32.pack(correlation_id) + (b"\x00" if flexible else b"")
     first = body[0]
     if len(body) == 1:
-        return _INT32.pack(len(header) + len(first)) + header + first
+        return b"".join((_INT32.pack(len(header) + len(first)), header, first))
     size = len(header) + len(first)
     parts: list = [None]
     for part in body[1:]:

@@ -384,21 +384,10 @@ class ReplicaManager:
                            leader_only: bool = True) -> Partition:
         """The partition a fetch reads: the leader's, or (a consumer's Fetch v11+, Kafka's
         KIP-392 fetch from follower) any replica here, at the epoch the client knows."""
-        if leader_only:
-            return self.leader_partition(topic, index, current_leader_epoch)
         partition = self.partitions.get((topic, index))
         if partition is None:
             return self.leader_partition(topic, index, current_leader_epoch)  # raises
-        if partition.is_leader:
-            partition.check_leader(current_leader_epoch)
-            return partition
-        if partition.log.offline:
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR)
-        if current_leader_epoch >= 0 and current_leader_epoch != partition.leader_epoch:
-            raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH
-                             if current_leader_epoch < partition.leader_epoch
-                             else ErrorCode.UNKNOWN_LEADER_EPOCH)
-        return partition
+        return check_readable(partition, current_leader_epoch, leader_only)
 
     def is_leader(self, topic: str, index: int) -> bool:
         """Whether this broker hosts the partition as its leader (coordinators load then)."""
@@ -695,12 +684,7 @@ class _FetchRead:
             if local is None:
                 # Known to the cluster but not hosted here.
                 raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            if self._leader_only:
-                local.check_leader(req.current_leader_epoch)   # leader_partition's check
-                partition = local
-            else:
-                partition = replicas.readable_partition(tip.topic, tip.partition,
-                                                        req.current_leader_epoch, False)
+            partition = check_readable(local, req.current_leader_epoch, self._leader_only)
             if self._follower:
                 self._check_follower(partition, req)
             log = partition.log
@@ -797,6 +781,23 @@ class _FetchRead:
         tried = self._follower and replicas._wakes == self._wakes_at_read
         replicas.fetch_purgatory.try_complete_else_watch(operation, keys, tried=tried)
         return future
+
+
+def check_readable(partition: Partition, current_leader_epoch: int,
+                   leader_only: bool) -> Partition:
+    """``partition``, hosted here, when a fetch may read it (``readable_partition``'s
+    checks once the partition is found): it leads at the epoch the client knows, or, for
+    a fetch that may read a follower, it is online at that epoch."""
+    if leader_only or partition.is_leader:
+        partition.check_leader(current_leader_epoch)
+        return partition
+    if partition.log.offline:
+        raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR)
+    if current_leader_epoch >= 0 and current_leader_epoch != partition.leader_epoch:
+        raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH
+                         if current_leader_epoch < partition.leader_epoch
+                         else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    return partition
 
 
 def replica_fetch_key(key: TopicPartition) -> tuple:

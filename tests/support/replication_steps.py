@@ -20,7 +20,7 @@ from kafkapy.handlers import fetch as fetch_handler
 from kafkapy.handlers import list_offsets as list_offsets_handler
 from kafkapy.log.manager import LogManager
 from kafkapy.metadata.cache import BrokerEndpoint, MetadataCache, PartitionState, TopicMetadata
-from kafkapy.network.zero_copy import ZeroCopyResponse
+from kafkapy.network.zero_copy import PartsResponse, ZeroCopyResponse
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 from kafkapy.records.record import build_batch
 from kafkapy.replication.fetch_session import FetchManager, FetchSessionCache
@@ -67,7 +67,7 @@ class LocalConnection:
         response = handler.handle(ctx, decoded)
         if inspect.isawaitable(response):
             response = await response
-        if isinstance(response, ZeroCopyResponse):    # no file ranges: not a zero-copy context
+        if isinstance(response, (ZeroCopyResponse, PartsResponse)):  # not a zero-copy context
             response = response.response
         self.answers.append(response)
         body = bytes(response.encode())
