@@ -116,8 +116,8 @@ def test_transactional_copier_commits_and_aborts(broker, topic):
     readers = GroupConsumerWorkload(target, consumers=1, isolation="read_committed",
                                     max_seconds=50, name="reader").start(
         broker.bootstrap, history)
-    producers = ProducerWorkload(source, producers=1, max_ops=150, max_seconds=30,
-                                 interval=0.02).start(broker.bootstrap, history)
+    early = ProducerWorkload(source, producers=1, max_ops=100, max_seconds=30,
+                             interval=0.02).start(broker.bootstrap, history)
     # A zombie: another producer with copier-0's transactional id fences it mid-run; copier-0
     # replaces its producer (fencing the zombie in turn) and goes on from the committed offsets.
     wait_for(lambda: any(op["process"] == "copier-0" for op in values_of(history, "txn")),
@@ -126,7 +126,15 @@ def test_transactional_copier_commits_and_aborts(broker, topic):
                        "transactional.id": f"{copier.txn_prefix}-0", "log_level": 0})
     zombie.init_transactions(30)
     del zombie
-    assert producers.wait(40) and not producers.errors
+    # Input sent after the fence, on every partition, so that copier-0 (which holds at least
+    # one of them) has a transaction to begin with its fenced producer, however far it had
+    # copied when the zombie came.
+    late = ProducerWorkload(source, producers=1, max_ops=60, max_seconds=30, interval=0.02,
+                            name="late-producer").start(broker.bootstrap, history)
+    for producers in (early, late):
+        assert producers.wait(40) and not producers.errors
+    assert {op["partition"] for op in values_of(history, "send")
+            if op["process"] == "late-producer-0"} == set(range(PARTITIONS))
     sent = {op["value"] for op in values_of(history, "send")}
 
     def copied() -> set:
