@@ -50,7 +50,7 @@ from kafkapy.log.log import Log  # noqa: E402
 from kafkapy.metadata.cache import (BrokerEndpoint, MetadataCache, PartitionState,  # noqa: E402
                                     TopicMetadata)
 from kafkapy.network import client  # noqa: E402
-from kafkapy.protocol.headers import decode_request_header, peek_api  # noqa: E402
+from kafkapy.protocol.headers import peek_api, read_request_header  # noqa: E402
 from kafkapy.protocol.messages import REQUESTS, RESPONSES  # noqa: E402
 from kafkapy.records.record import build_batch  # noqa: E402
 from kafkapy.replication import fetcher as fetcher_module  # noqa: E402
@@ -121,7 +121,7 @@ def serve(port_file: str, chunks: int) -> None:
                 size = struct.unpack(">i", _read_exactly(sock, 4))[0]
                 frame = _read_exactly(sock, size)
                 api_key, version, correlation_id = peek_api(frame)
-                _, pos = decode_request_header(memoryview(frame), api_key, version)
+                _, pos = read_request_header(memoryview(frame), api_key, version)
                 request = REQUESTS[api_key][version].decode(memoryview(frame)[pos:])
                 offset = request.topics[0].partitions[0].fetch_offset if request.topics else 0
                 if request.session_epoch > 1 and not request.topics:

@@ -81,7 +81,7 @@ from kafkapy.network.framing import Reads
 from kafkapy.network.zero_copy import (FileRange, PartsResponse, ZeroCopyResponse, framed_parts,
                                        materialize, splice)
 from kafkapy.protocol.headers import (
-    API_VERSIONS_KEY, decode_request_header, peek_api)
+    API_VERSIONS_KEY, peek_api, read_request_header)
 from kafkapy.protocol.nullability import null_field
 from kafkapy.security import gate as sasl_gate
 from kafkapy.security.ssl import peer_principal
@@ -328,7 +328,7 @@ class KafkaConnection(asyncio.Protocol):
                                   supported=f"{spec.min_version}-{spec.max_version}")
             return
         try:
-            header, pos = decode_request_header(view, api_key, version)
+            client_id, pos = read_request_header(view, api_key, version)
             request = spec.request_cls.decode(view[pos:], version=version)
         except Exception as exc:  # malformed body: Kafka closes the connection too
             self._bad_request("request does not decode", api=spec.name, version=version,
@@ -343,7 +343,7 @@ class KafkaConnection(asyncio.Protocol):
         if api_key == metrics.FETCH_KEY:
             stats = metrics.fetch_stats(request, version)
         ctx = RequestContext(self._services, api_key, version, correlation_id,
-                             header.client_id, self.peer, spec.response_cls, self._zero_copy,
+                             client_id, self.peer, spec.response_cls, self._zero_copy,
                              self._server.listener, self.session, auth, self, len(frame),
                              metrics.now())
         if gate is not None and api_key == API_VERSIONS_KEY:

@@ -14,19 +14,14 @@ from __future__ import annotations
 
 import struct
 
-from kafka.protocol.api_header import RequestHeader
-
 from kafkapy.protocol.messages import is_flexible, REQUESTS
+from kafkapy.protocol.varint import read_uvarint
 
 API_VERSIONS_KEY = 18
 _CONTROLLED_SHUTDOWN_KEY = 7
 _FIXED = struct.Struct(">hhi")
-_decode_v0 = RequestHeader._struct.compiled_decode_from(
-    0, compact=False, tagged=False, data_class=RequestHeader)
-_decode_v1 = RequestHeader._struct.compiled_decode_from(
-    1, compact=False, tagged=False, data_class=RequestHeader)
-_decode_v2 = RequestHeader._struct.compiled_decode_from(
-    2, compact=False, tagged=True, data_class=RequestHeader)
+_INT16 = struct.Struct(">h")
+_CLIENT_ID_AT = _FIXED.size
 
 
 def peek_api(frame: memoryview) -> tuple[int, int, int]:
@@ -42,10 +37,55 @@ def request_header_is_flexible(api_key: int, api_version: int) -> bool:
     return is_flexible(api_key, api_version)
 
 
-def decode_request_header(frame: memoryview, api_key: int, api_version: int):
-    """Decode the header; returns (header, body_position)."""
-    if request_header_is_flexible(api_key, api_version):
-        return _decode_v2(frame, 0)
+# (api_key, api_version) -> header v2?, memoized for the versions of known APIs only (so
+# at most one entry per version of each API, whatever a client sends).
+_FLEXIBLE: dict[tuple[int, int], bool] = {}
+
+
+def _flexible(api_key: int, api_version: int) -> bool:
+    flexible = _FLEXIBLE.get((api_key, api_version))
+    if flexible is None:
+        flexible = request_header_is_flexible(api_key, api_version)
+        if flexible:    # a known API at a version it has
+            _FLEXIBLE[(api_key, api_version)] = True
+        elif api_key in REQUESTS and 0 <= api_version <= REQUESTS[api_key].max_version:
+            _FLEXIBLE[(api_key, api_version)] = False
+    return flexible
+
+
+def read_request_header(frame: memoryview, api_key: int, api_version: int
+                        ) -> tuple[str | None, int]:
+    """(client_id, position of the body) of a request (the fields before the client id
+    are ``peek_api``'s).  The client id is None in header v0 and when its length is
+    negative (a null string); header v2's tagged fields are skipped (Kafka defines none).
+    Raises ValueError (or struct.error, IndexError, UnicodeDecodeError) when the header
+    runs past the frame or its client id is not UTF-8."""
     if api_key == _CONTROLLED_SHUTDOWN_KEY and api_version == 0:
-        return _decode_v0(frame, 0)
-    return _decode_v1(frame, 0)
+        return None, _CLIENT_ID_AT
+    (size,) = _INT16.unpack_from(frame, _CLIENT_ID_AT)
+    pos = _CLIENT_ID_AT + 2
+    client_id = None
+    if size >= 0:
+        pos += size
+        if pos > len(frame):
+            raise ValueError("client id runs past the frame")
+        client_id = str(frame[_CLIENT_ID_AT + 2:pos], "utf-8")
+    flexible = _FLEXIBLE.get((api_key, api_version))
+    if flexible is None:
+        flexible = _flexible(api_key, api_version)
+    if flexible:
+        if frame[pos] == 0:     # no tagged field (the usual)
+            return client_id, pos + 1
+        return client_id, _skip_tagged_fields(frame, pos)
+    return client_id, pos
+
+
+def _skip_tagged_fields(frame: memoryview, pos: int) -> int:
+    count, pos = read_uvarint(frame, pos)
+    for _ in range(count):
+        _, pos = read_uvarint(frame, pos)
+        size, pos = read_uvarint(frame, pos)
+        pos += size
+    if pos > len(frame):
+        raise ValueError("tagged fields run past the frame")
+    return pos

@@ -15,7 +15,7 @@ import struct
 
 import pytest
 
-from kafkapy.protocol.headers import decode_request_header, peek_api
+from kafkapy.protocol.headers import peek_api, read_request_header
 from kafkapy.protocol.messages import REQUESTS, RESPONSES
 
 WAIT_S = 10.0
@@ -89,10 +89,10 @@ class FakeBrokerServer:
                 size = struct.unpack(">i", await reader.readexactly(4))[0]
                 frame = await reader.readexactly(size)
                 api_key, version, correlation_id = peek_api(frame)
-                header, pos = decode_request_header(memoryview(frame), api_key, version)
+                client_id, pos = read_request_header(memoryview(frame), api_key, version)
                 request = REQUESTS[api_key][version].decode(memoryview(frame)[pos:])
                 async with self.arrived:
-                    self.received.append((api_key, request, header.client_id))
+                    self.received.append((api_key, request, client_id))
                     self.arrived.notify_all()
                 if self.drop_next:
                     self.drop_next -= 1
