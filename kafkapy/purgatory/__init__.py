@@ -5,13 +5,14 @@ docstring for its invariants.
 """
 from __future__ import annotations
 
-from kafkapy.purgatory.delayed_fetch import DelayedFetch, FetchPartitionStatus, LogOffsetMetadata
+from kafkapy.purgatory.delayed_fetch import (DelayedFetch, DelayedFollowerFetch,
+                                            FetchPartitionStatus, LogOffsetMetadata)
 from kafkapy.purgatory.delayed_operation import DelayedOperation
 from kafkapy.purgatory.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafkapy.purgatory.purgatory import Purgatory
 from kafkapy.purgatory.timer import Timer, TimerTask
 
 __all__ = [
-    "DelayedFetch", "DelayedOperation", "DelayedProduce", "FetchPartitionStatus",
+    "DelayedFetch", "DelayedFollowerFetch", "DelayedOperation", "DelayedProduce", "FetchPartitionStatus",
     "LogOffsetMetadata", "ProducePartitionStatus", "Purgatory", "Timer", "TimerTask",
 ]

@@ -24,6 +24,12 @@ Completion (Kafka's DelayedFetch.tryComplete cases):
 - at the deadline, regardless.
 ``on_complete`` calls ``read_callback()`` to read the logs again and passes the result
 to ``respond_callback``.  Partitions whose start position is unknown are skipped.
+
+A follower's fetch waits as a ``DelayedFollowerFetch`` instead: its try is the read
+itself.  A follower reads every partition to its log end, so the read finds exactly the
+bytes past the fetch offsets; where the read would answer (enough bytes, an error, a
+diverging epoch: the caller's ``ready``), that read is the answer, and no second read
+follows.  The read has no side effects, so a try that does not complete changes nothing.
 """
 from __future__ import annotations
 
@@ -111,3 +117,34 @@ class DelayedFetch(DelayedOperation):
         if start.segment_base_offset == state.segment_base_offset:
             return min(state.position - start.position, status.max_bytes)
         return 0
+
+
+class DelayedFollowerFetch(DelayedOperation):
+    """A follower's fetch: completes when a read is ``ready`` to answer, or at the deadline
+    (with a read made then)."""
+
+    __slots__ = ("_read", "_ready", "_respond", "_results")
+
+    try_again_when_watched = False      # the try only reads
+
+    def __init__(self, delay_ms: int, read_callback: Callable[[], Any],
+                 ready: Callable[[Any], bool], respond_callback: Callable[[Any], None]) -> None:
+        super().__init__(delay_ms)
+        self._read = read_callback
+        self._ready = ready
+        self._respond = respond_callback
+        self._results = None    # the read that completed the fetch, until answered
+
+    def try_complete(self) -> bool:
+        results = self._read()
+        if not self._ready(results):
+            return False
+        self._results = results
+        return self.force_complete()
+
+    def on_complete(self) -> None:
+        results, self._results = self._results, None
+        self._respond(results if results is not None else self._read())
+
+    def on_expiration(self) -> None:
+        pass  # the purgatory counts expirations; the response was sent by on_complete

@@ -61,7 +61,8 @@ from kafkapy.metadata.topics import (invalid_topic_reason, is_internal, parse_to
                                      topic_id_text)
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.topic_partition import TopicPartition
-from kafkapy.purgatory.delayed_fetch import DelayedFetch, FetchPartitionStatus
+from kafkapy.purgatory.delayed_fetch import (DelayedFetch, DelayedFollowerFetch,
+                                            FetchPartitionStatus)
 from kafkapy.records.batch import MAGIC_OFFSET, read_header
 from kafkapy.replication import acks, stage_trace, txn_verification
 from kafkapy.replication.partition import AppendResult, Partition
@@ -594,7 +595,10 @@ class ReplicaManager:
 
 
 class _FetchRead:
-    """One Fetch request's reads (Kafka's readFromLog) and, when it waits, its DelayedFetch."""
+    """One Fetch request's reads (Kafka's readFromLog) and, when it waits, its delayed
+    operation: a consumer's DelayedFetch (positions compared on each try, then a read), a
+    follower's DelayedFollowerFetch (each try a read; a throttled partition's bytes, which
+    its read leaves out, do not end the wait, as in Kafka's DelayedFetch)."""
 
     __slots__ = ("_replicas", "_params", "_partitions", "_follower", "_leader_only",
                  "_read_committed", "_throttling", "_wakes_at_read")
@@ -738,15 +742,6 @@ class _FetchRead:
         sends it inside the append that ended the wait, not on a later turn of the loop)."""
         replicas = self._replicas
         future = LateAnswer()
-        watch_key = replica_fetch_key if self._follower else tuple
-        statuses, requests, keys = [], {}, []
-        for tip, req in self._partitions:
-            key = (tip.topic, tip.partition)
-            statuses.append(FetchPartitionStatus(tip.topic, tip.partition, req.fetch_offset,
-                                                 req.max_bytes,
-                                                 _start_metadata(replicas, tip, req)))
-            requests[key] = req
-            keys.append(watch_key(key))
 
         def deliver(results):
             try:
@@ -758,21 +753,13 @@ class _FetchRead:
             if not future.done():
                 future.set_result(value)
 
-        def state(topic, index):
-            end = _end_metadata(replicas, topic, index, requests[(topic, index)], self._upper,
-                                self._leader_only)
-            if self._follower and not isinstance(end, int) and self._leader_throttle_set():
-                start = next(s.start for s in statuses
-                             if s.topic == topic and s.partition == index)
-                if start is not None and end.offset >= start.offset and self._throttled(
-                        replicas.partitions[(topic, index)]):
-                    # Kafka's DelayedFetch: a throttled partition's bytes do not count
-                    # (and do not end the wait); the read at the end leaves them out.
-                    return start
-            return end
-
-        operation = DelayedFetch(self._params.max_wait_ms, self._params.min_bytes, statuses,
-                                 self._read_again, deliver, state)
+        if self._follower:
+            keys = [replica_fetch_key((tip.topic, tip.partition)) for tip, _ in self._partitions]
+            operation = DelayedFollowerFetch(self._params.max_wait_ms, self._read_again,
+                                             self.can_answer_now, deliver)
+        else:
+            keys = [(tip.topic, tip.partition) for tip, _ in self._partitions]
+            operation = self._delayed_consumer_fetch(deliver)
         # A follower's read just made found nothing past its fetch offset (the log end):
         # unless an append or a change of a partition came since (its fetch offset moved
         # the high watermark, and what that completed appended), trying again could only
@@ -781,6 +768,24 @@ class _FetchRead:
         tried = self._follower and replicas._wakes == self._wakes_at_read
         replicas.fetch_purgatory.try_complete_else_watch(operation, keys, tried=tried)
         return future
+
+    def _delayed_consumer_fetch(self, deliver) -> DelayedFetch:
+        """Kafka's DelayedFetch: the positions each partition was read from, compared on
+        each try with where the consumer may now read to."""
+        replicas = self._replicas
+        statuses, requests = [], {}
+        for tip, req in self._partitions:
+            statuses.append(FetchPartitionStatus(tip.topic, tip.partition, req.fetch_offset,
+                                                 req.max_bytes,
+                                                 _start_metadata(replicas, tip, req)))
+            requests[(tip.topic, tip.partition)] = req
+
+        def state(topic, index):
+            return _end_metadata(replicas, topic, index, requests[(topic, index)], self._upper,
+                                 self._leader_only)
+
+        return DelayedFetch(self._params.max_wait_ms, self._params.min_bytes, statuses,
+                            self._read_again, deliver, state)
 
 
 def check_readable(partition: Partition, current_leader_epoch: int,

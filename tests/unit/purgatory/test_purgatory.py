@@ -6,7 +6,8 @@ import pytest
 from kafkapy.clock import MockClock
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.purgatory import (
-    DelayedFetch, DelayedOperation, DelayedProduce, FetchPartitionStatus, LogOffsetMetadata,
+    DelayedFetch, DelayedFollowerFetch, DelayedOperation, DelayedProduce, FetchPartitionStatus,
+    LogOffsetMetadata,
     ProducePartitionStatus, Purgatory, Timer,
 )
 
@@ -391,6 +392,51 @@ def test_fetch_expiry_rereads_and_responds_once(purgatory, timer, clock):
     logs.ends[("t", 0)] = start_at(11, 0, 10)
     assert purgatory.check_and_complete(("t", 0)) == 0
     assert responses == [{"read": 1}]
+
+
+# --- DelayedFollowerFetch -------------------------------------------------------------
+
+class FollowerLog:
+    """The bytes a follower's read finds past its fetch offset, counted per read."""
+
+    def __init__(self):
+        self.size = 0
+        self.reads = 0
+
+    def read(self):
+        self.reads += 1
+        return {"read": self.reads, "size": self.size}
+
+
+def make_follower_fetch(log, responses, min_bytes=1, delay_ms=500):
+    return DelayedFollowerFetch(delay_ms, log.read, lambda read: read["size"] >= min_bytes,
+                                responses.append)
+
+
+def test_follower_fetch_answers_with_the_read_that_completed_it(purgatory):
+    log, responses = FollowerLog(), []
+    fetch = make_follower_fetch(log, responses, min_bytes=100)
+    assert not purgatory.try_complete_else_watch(fetch, [("t", 0)], tried=True)
+    assert log.reads == 0   # the caller's own read said not ready
+    log.size = 99
+    assert purgatory.check_and_complete(("t", 0)) == 0
+    assert responses == [] and log.reads == 1
+    log.size = 100
+    assert purgatory.check_and_complete(("t", 0)) == 1
+    assert responses == [{"read": 2, "size": 100}] and log.reads == 2   # no third read
+    assert purgatory.num_delayed == 0 and purgatory.expirations == 0
+
+
+def test_follower_fetch_at_its_deadline_answers_a_read_made_then(purgatory, timer, clock):
+    log, responses = FollowerLog(), []
+    fetch = make_follower_fetch(log, responses, delay_ms=500)
+    assert not purgatory.try_complete_else_watch(fetch, [("t", 0)])
+    assert log.reads == 1   # not told it was tried: the purgatory tried once
+    advance(timer, clock, 499)
+    assert responses == []
+    advance(timer, clock, 1)
+    assert responses == [{"read": 2, "size": 0}]
+    assert purgatory.expirations == 1 and purgatory.num_delayed == 0
 
 
 # --- DelayedProduce -------------------------------------------------------------------
