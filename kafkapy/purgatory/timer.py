@@ -15,6 +15,15 @@ Invariants:
   due ones run in insertion order.  Only after that does the wheel move to "now".
 - ``size`` counts tasks linked in the wheel or waiting to run; cancel is O(1).
 - A task that raises is logged and does not stop the others.
+
+Young tasks: most delayed operations complete long before their deadline (a follower's
+fetch waits a few milliseconds of its 500, an acks=all produce as long), and a task
+cancelled then has cost its placement in the wheel for nothing.  So a task of at least
+``YOUNG_MS`` delay is first linked into the young list, a plain bucket outside the wheel
+(add and cancel O(1), counted in ``size``, ``is_scheduled`` as any); the tasks still there
+``YOUNG_MS`` after the list was last empty are placed in the wheel then, at their own
+expiration, which is no earlier than that.  So no task runs later than it would have, and
+only those still waiting after ``YOUNG_MS`` are placed.
 """
 from __future__ import annotations
 
@@ -29,6 +38,7 @@ from kafkapy.purgatory.timing_wheel import BucketQueue, TimingWheel
 
 log = logging.getLogger(__name__)
 _CLOCK_TICK_S = 0.001
+YOUNG_MS = 50   # tasks of at least this delay wait this long in the young list first
 
 
 class TimerTask(ABC):
@@ -69,6 +79,10 @@ class Timer:
                                   self._counter, self._queue)
         # Tasks found expired when added or flushed, waiting for the next run step.
         self._due = TimerTaskList(self._counter)
+        # Tasks of at least YOUNG_MS not placed in the wheel yet, and when they will be
+        # (None while the list has been empty since the last placement).
+        self._young = TimerTaskList(self._counter)
+        self._young_due: int | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._armed_ms: int | None = None
         # The handle's deadline on the monotonic clock, not the loop's: uvloop's loop time
@@ -91,6 +105,12 @@ class Timer:
         if self._closed:
             return
         now = self._clock.monotonic_ms()
+        if task.delay_ms >= YOUNG_MS:
+            self._young.add(TimerTaskEntry(task, now + task.delay_ms))
+            if self._young_due is None:
+                self._young_due = now + YOUNG_MS
+                self._arm(now)
+            return
         wheel = self._wheel
         if now >= wheel.current_time_ms + wheel.tick_ms:
             self._catch_up(now)
@@ -108,6 +128,9 @@ class Timer:
         """Run every task expired at ``time_ms`` (default: the clock's now); return how
         many ran."""
         now = self._clock.monotonic_ms() if time_ms is None else time_ms
+        if self._young_due is not None and now >= self._young_due:
+            self._young_due = None
+            self._young.flush(self._reinsert)
         ran = self._run_due()
         bucket = self._queue.poll(now)
         while bucket is not None:
@@ -161,6 +184,9 @@ class Timer:
         if self._loop is None or self._closed:
             return
         target = now if not self._due.is_empty() else self._queue.head_expiration()
+        young = self._young_due
+        if young is not None and (target is None or young < target):
+            target = young
         if target is None or self._armed_in_time(now, target):
             return
         self._disarm()

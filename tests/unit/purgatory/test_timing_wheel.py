@@ -9,7 +9,7 @@ import time
 import pytest
 
 from kafkapy.clock import SYSTEM_CLOCK, Clock, MockClock
-from kafkapy.purgatory.timer import Timer, TimerTask
+from kafkapy.purgatory.timer import YOUNG_MS, Timer, TimerTask
 from kafkapy.purgatory.timer_task_list import TaskCounter, TimerTaskEntry, TimerTaskList
 from kafkapy.purgatory.timing_wheel import BucketQueue, TimingWheel
 
@@ -261,6 +261,7 @@ def test_partial_time_jump_runs_only_what_expired(timer, clock):
 def test_many_timers_on_one_deadline_share_a_bucket(timer, clock):
     log = []
     tasks = [schedule(timer, clock, log, 250, name=i) for i in range(10_000)]
+    step_to(timer, clock, START + YOUNG_MS)     # placed in the wheel
     assert len({id(t._entry.list) for t in tasks}) == 1
     step_to(timer, clock, START + 249)
     assert log == []
@@ -271,6 +272,7 @@ def test_many_timers_on_one_deadline_share_a_bucket(timer, clock):
 def test_far_future_timer_days_away(timer, clock):
     log = []
     schedule(timer, clock, log, 3 * DAY_MS + 17)
+    step_to(timer, clock, START + YOUNG_MS)     # placed in the wheel
     levels, wheel = 0, timer.wheel
     while wheel is not None:
         levels, wheel = levels + 1, wheel.overflow_wheel
@@ -282,6 +284,41 @@ def test_far_future_timer_days_away(timer, clock):
     assert log == []
     step_to(timer, clock, START + 3 * DAY_MS + 17)
     assert log == [(3 * DAY_MS + 17, START + 3 * DAY_MS + 17)]
+
+
+def test_a_task_cancelled_while_young_never_enters_the_wheel(timer, clock):
+    task = schedule(timer, clock, [], 500)
+    assert task.is_scheduled and timer.size == 1
+    assert timer.wheel.overflow_wheel is None   # 500 ms would need the 400 ms level
+    clock.advance(YOUNG_MS - 1)
+    task.cancel()
+    assert not task.is_scheduled and timer.size == 0
+    assert step_to(timer, clock, START + 1_000) == 0
+    assert timer.wheel.overflow_wheel is None
+
+
+def test_a_young_task_runs_at_its_own_expiration(timer, clock):
+    log = []
+    young = schedule(timer, clock, log, 500, name="young")
+    clock.advance(10)
+    later = schedule(timer, clock, log, YOUNG_MS, name="later")   # joins the young list
+    step_to(timer, clock, START + YOUNG_MS)
+    assert young.is_scheduled and timer.wheel.overflow_wheel is not None   # placed
+    assert log == [] and timer.size == 2
+    assert step_to(timer, clock, START + 10 + YOUNG_MS - 1) == 0
+    assert step_to(timer, clock, START + 10 + YOUNG_MS) == 1
+    assert step_to(timer, clock, START + 499) == 0
+    assert step_to(timer, clock, START + 500) == 1
+    assert [(name, at - START) for name, at in log] == [("later", 10 + YOUNG_MS),
+                                                        ("young", 500)]
+    assert not later.is_scheduled and timer.size == 0
+
+
+def test_a_short_task_goes_to_the_wheel_at_once(timer, clock):
+    log = []
+    schedule(timer, clock, log, YOUNG_MS - 1)
+    assert step_to(timer, clock, START + YOUNG_MS - 2) == 0
+    assert step_to(timer, clock, START + YOUNG_MS - 1) == 1   # not held until YOUNG_MS
 
 
 def test_zero_and_negative_delay_run_on_next_advance_not_inside_add(timer, clock):
