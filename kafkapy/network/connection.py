@@ -397,19 +397,20 @@ class KafkaConnection(asyncio.Protocol):
         return False
 
     def _finished(self, slot: _Slot, ctx, spec, future: asyncio.Future | LateAnswer) -> None:
-        if future.cancelled():
+        try:
+            response = future.result()
+        except asyncio.CancelledError:
             self.close()
             return
-        exc = future.exception()
-        if isinstance(exc, CloseConnection):
+        except CloseConnection as exc:
             self._bad_request(str(exc) or "closed by handler", api=spec.name)
             return
-        if exc is not None:
+        except Exception as exc:
             _log.error("handler failed", api=spec.name, version=ctx.api_version,
                        peer=self.peer, error=repr(exc), exc_info=exc)
             self.close()
             return
-        self._complete(slot, ctx, future.result())
+        self._complete(slot, ctx, response)
 
     def _complete(self, slot: _Slot, ctx: RequestContext, response) -> None:
         if ctx.timer is not None:
