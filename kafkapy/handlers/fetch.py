@@ -44,10 +44,11 @@ reads, and waits when it must) and encodes what it answers (``_Answer``).
 - ``last_fetched_epoch`` (v12+) is checked against the leader-epoch cache: a
   fetcher whose log diverged gets ``diverging_epoch`` and no records.
 - If fewer than ``min_bytes`` are available and no read failed, the request
-  becomes a DelayedFetch in the fetch purgatory, watched on each partition read:
-  an append completes it as soon as enough bytes are there, a leadership change or
-  error at once, and ``max_wait_ms`` at the latest; it then reads again, and the answer
-  leaves from inside the append that ended the wait (``LateAnswer``).
+  waits in the fetch purgatory, watched on each partition read: an append completes it
+  as soon as enough bytes are there, a leadership change or error at once, and
+  ``max_wait_ms`` at the latest; the answer is the read made then (a consumer's fetch
+  reads again when it completes, a follower's completes on a read), and it leaves from
+  inside the append that ended the wait (``LateAnswer``).
 - Replication throttle (Kafka's leader quota, ``kafkapy.replication.quota``): for a
   follower not in the ISR, a partition throttled on this broker answers no records
   while the leader quota is exceeded, and its bytes do not complete a delayed fetch;

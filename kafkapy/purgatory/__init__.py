@@ -13,6 +13,7 @@ from kafkapy.purgatory.purgatory import Purgatory
 from kafkapy.purgatory.timer import Timer, TimerTask
 
 __all__ = [
-    "DelayedFetch", "DelayedFollowerFetch", "DelayedOperation", "DelayedProduce", "FetchPartitionStatus",
-    "LogOffsetMetadata", "ProducePartitionStatus", "Purgatory", "Timer", "TimerTask",
+    "DelayedFetch", "DelayedFollowerFetch", "DelayedOperation", "DelayedProduce",
+    "FetchPartitionStatus", "LogOffsetMetadata", "ProducePartitionStatus", "Purgatory", "Timer",
+    "TimerTask",
 ]

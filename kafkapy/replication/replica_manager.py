@@ -19,8 +19,10 @@ Kafka 3.9's ReplicaManager, and it is the one door to the logs for clients:
   log end (followers), high watermark or last stable offset (``Log.read_for_fetch``:
   file slices for sendfile, aborted transactions for read_committed), the size limits
   and the leader's replication throttle; a follower's fetch offsets move the high
-  watermark; less than ``min_bytes`` waits in the fetch purgatory (DelayedFetch) for
-  at most ``max_wait_ms``, then reads again.
+  watermark; less than ``min_bytes`` waits in the fetch purgatory for at most
+  ``max_wait_ms``: a consumer's as a DelayedFetch, which reads again when it completes, a
+  follower's as a DelayedFollowerFetch, whose every try is a read and whose completing
+  read is the answer.
 - ``await_replication``: the acks=-1 wait for appends made elsewhere (WriteTxnMarkers,
   the coordinators' writes).
 
