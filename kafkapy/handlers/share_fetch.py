@@ -97,7 +97,7 @@ async def handle(ctx, request):
         return _error_response(ctx, err.code)
     if request.share_session_epoch == INITIAL_EPOCH:
         _close_with_connection(ctx, manager, request.group_id, request.member_id)
-    session_partitions = context.partitions()
+    session_partitions = context.partitions(names)
     allowed = authz.filter_allowed(ctx, authz.READ, authz.TOPIC, {
         tip.topic for tip in session_partitions + partitions if tip.topic is not None})
     acknowledged: dict[TopicIdPartition, int] = {}

@@ -109,8 +109,22 @@ class ShareSession:
     epoch: int = 1
     last_used_ms: int = 0
 
-    def topic_id_partitions(self) -> list[TopicIdPartition]:
-        return [cached.tip for cached in self.partitions.values()]
+    def topic_id_partitions(self, topic_name: Callable[[uuid.UUID], str | None] | None = None
+                            ) -> list[TopicIdPartition]:
+        """The session's partitions.  With ``topic_name``, a partition that joined while its
+        topic id was unknown here (topic None: a broker just restarted, its metadata not
+        yet sent) is looked up again and keeps its name once known, as Kafka's fetch
+        sessions resolve unknown names; without, it would answer UNKNOWN_TOPIC_ID for the
+        session's whole life."""
+        out = []
+        for cached in self.partitions.values():
+            tip = cached.tip
+            if tip.topic is None and topic_name is not None:
+                name = topic_name(tip.topic_id)
+                if name is not None:
+                    tip = cached.tip = TopicIdPartition(tip.topic_id, name, tip.partition)
+            out.append(tip)
+        return out
 
     def update(self, added: Iterable[TopicIdPartition],
                forgotten: Iterable[TopicIdPartition]) -> None:
@@ -216,11 +230,13 @@ class ShareFetchContext:
     def is_final(self) -> bool:
         return self.epoch == FINAL_EPOCH
 
-    def partitions(self) -> list[TopicIdPartition]:
-        """What this fetch reads: the request's partitions (epoch 0), the session's (n > 0),
-        none (epoch -1).  A partition whose topic id is unknown has topic None."""
+    def partitions(self, topic_name: Callable[[uuid.UUID], str | None] | None = None
+                   ) -> list[TopicIdPartition]:
+        """What this fetch reads: the request's partitions (epoch 0), the session's (n > 0,
+        unknown names looked up again with ``topic_name``), none (epoch -1).  A partition
+        whose topic id is unknown has topic None."""
         if self._session is not None:
-            return self._session.topic_id_partitions()
+            return self._session.topic_id_partitions(topic_name)
         return list(self._partitions)
 
     def answered(self, answers: Sequence[tuple[TopicIdPartition, PartitionAnswer]]

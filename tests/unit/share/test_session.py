@@ -80,6 +80,24 @@ def test_subsequent_epochs_add_and_forget_partitions_and_move_the_epoch():
     assert context.partitions() == [A1, B0]
 
 
+def test_a_partition_that_joined_unnamed_is_named_once_its_topic_is_known():
+    """After a restart a session can open before the broker's metadata names the topic:
+    its partition joins with topic None, and later fetches look the name up again."""
+    cache = ShareSessionCache(10)
+    unnamed = TopicIdPartition(T1, None, 0)
+    _open(cache, [unnamed])
+    known: dict = {}
+    context = new_context(cache, "g", "m1", 1, [], [], False, 1)
+    assert context.partitions(known.get) == [unnamed]    # still unknown: UNKNOWN_TOPIC_ID
+    known[T1] = "a"
+    context = new_context(cache, "g", "m1", 2, [], [], False, 2)
+    assert context.partitions(known.get) == [A0]
+    known.clear()                                        # the name, once found, is kept
+    context = new_context(cache, "g", "m1", 3, [], [], False, 3)
+    assert context.partitions(known.get) == [A0]
+    assert cache.get(ShareSessionKey("g", "m1")).topic_id_partitions() == [A0]
+
+
 def test_wrong_epoch_and_missing_session():
     cache = ShareSessionCache(10)
     assert _code(lambda: new_context(cache, "g", "m1", 1, [], [], False, 0)) \
