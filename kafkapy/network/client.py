@@ -60,8 +60,8 @@ from kafkapy.api.late_answer import LateAnswer
 from kafkapy.network.framing import Reads
 from kafkapy.network.links import Links
 from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.headers import skip_tagged_fields
 from kafkapy.protocol.messages import REQUESTS, RESPONSES, is_flexible
-from kafkapy.protocol.varint import read_uvarint
 from kafkapy.security.listener_setup import ClientSecurity
 from kafkapy.security.sasl import SaslAuthenticationError
 from kafkapy.security.sasl.client import client_for
@@ -549,7 +549,7 @@ def _decode(response_cls: type, frame: memoryview, decode_body=None):
         if len(view) >= 6 and _INT16.unpack_from(view, 4)[0] == ErrorCode.UNSUPPORTED_VERSION:
             version = 0
     elif is_flexible(api_key, version):
-        pos = _skip_tagged_fields(view, pos)
+        pos = skip_tagged_fields(view, pos)
     if decode_body is not None:
         response = decode_body(view[pos:])
         if response is not None:
@@ -557,17 +557,6 @@ def _decode(response_cls: type, frame: memoryview, decode_body=None):
     response = _decode_body(response_cls, view[pos:], version=version)
     response._header = ResponseHeader(correlation_id=correlation_id)
     return response
-
-
-def _skip_tagged_fields(view: memoryview, pos: int) -> int:
-    count, pos = read_uvarint(view, pos)
-    for _ in range(count):
-        _, pos = read_uvarint(view, pos)  # tag
-        size, pos = read_uvarint(view, pos)
-        pos += size
-    if pos > len(view):
-        raise ValueError("response header tagged fields overrun the frame")
-    return pos
 
 
 def _encode(request, correlation_id: int, client_id: str | None) -> bytes:

@@ -42,14 +42,13 @@ def request_header_is_flexible(api_key: int, api_version: int) -> bool:
 _FLEXIBLE: dict[tuple[int, int], bool] = {}
 
 
-def _flexible(api_key: int, api_version: int) -> bool:
-    flexible = _FLEXIBLE.get((api_key, api_version))
-    if flexible is None:
-        flexible = request_header_is_flexible(api_key, api_version)
-        if flexible:    # a known API at a version it has
-            _FLEXIBLE[(api_key, api_version)] = True
-        elif api_key in REQUESTS and 0 <= api_version <= REQUESTS[api_key].max_version:
-            _FLEXIBLE[(api_key, api_version)] = False
+def _flexible_memoized(api_key: int, api_version: int) -> bool:
+    """``request_header_is_flexible``, kept in ``_FLEXIBLE`` when the API knows the version."""
+    flexible = request_header_is_flexible(api_key, api_version)
+    if flexible:    # a known API at a version it has
+        _FLEXIBLE[(api_key, api_version)] = True
+    elif api_key in REQUESTS and 0 <= api_version <= REQUESTS[api_key].max_version:
+        _FLEXIBLE[(api_key, api_version)] = False
     return flexible
 
 
@@ -72,18 +71,20 @@ def read_request_header(frame: memoryview, api_key: int, api_version: int
         client_id = str(frame[_CLIENT_ID_AT + 2:pos], "utf-8")
     flexible = _FLEXIBLE.get((api_key, api_version))
     if flexible is None:
-        flexible = _flexible(api_key, api_version)
+        flexible = _flexible_memoized(api_key, api_version)
     if flexible:
         if frame[pos] == 0:     # no tagged field (the usual)
             return client_id, pos + 1
-        return client_id, _skip_tagged_fields(frame, pos)
+        return client_id, skip_tagged_fields(frame, pos)
     return client_id, pos
 
 
-def _skip_tagged_fields(frame: memoryview, pos: int) -> int:
+def skip_tagged_fields(frame: memoryview, pos: int) -> int:
+    """The position after the tagged fields at ``pos`` of a flexible header (request or
+    response); ValueError when they run past the frame."""
     count, pos = read_uvarint(frame, pos)
     for _ in range(count):
-        _, pos = read_uvarint(frame, pos)
+        _, pos = read_uvarint(frame, pos)   # the tag
         size, pos = read_uvarint(frame, pos)
         pos += size
     if pos > len(frame):

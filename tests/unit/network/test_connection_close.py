@@ -14,16 +14,9 @@ import pytest
 import structlog.testing
 
 from kafkapy.api.context import RequestContext
-from kafkapy.api.spec import ApiSpec
-from kafkapy.config.broker import BrokerConfig
-from kafkapy.network.connection_quotas import ConnectionQuotas
-from kafkapy.network.server import SocketServer
-from kafkapy.protocol.messages import REQUESTS, RESPONSES
-from kafkapy.testing._broker import free_port
+from kafkapy.protocol.messages import RESPONSES
+from tests.support.handler_listener import API_KEY, handler_listener, request_frame
 from tests.support.services import services
-
-_KEY = 18        # ApiVersions' schema carries the test requests; the handler is the test's
-_Request = REQUESTS[_KEY]
 
 
 class _Handler:
@@ -51,19 +44,8 @@ class _Handler:
 @pytest.fixture
 async def listener():
     handler = _Handler()
-    config = BrokerConfig.from_properties({"broker.id": "0"})
-    spec = ApiSpec(key=_KEY, name="ApiVersions", min_version=0, max_version=3,
-                   handle=handler.handle, request_cls=_Request, response_cls=RESPONSES[_KEY])
-    server = SocketServer(config, {_KEY: spec}, "127.0.0.1", free_port(),
-                          max_request_bytes=1 << 20, max_inflight=5, idle_ms=600_000,
-                          unsupported_api_versions=lambda cid: b"",
-                          quotas=ConnectionQuotas(config))
-    await server.start(services(config=config))
-    try:
+    async with handler_listener(handler.handle) as server:
         yield server, handler
-    finally:
-        await server.stop_accepting()
-        await server.drain_and_close(timeout_s=1)
 
 
 async def _request(server, correlation_id: int = 1) -> socket.socket:
@@ -71,9 +53,7 @@ async def _request(server, correlation_id: int = 1) -> socket.socket:
     loop = asyncio.get_running_loop()
     sock = socket.create_connection((server.host, server.port), timeout=5)
     sock.setblocking(False)
-    body = _Request(version=0).encode()
-    header = struct.pack(">hhih", _KEY, 0, correlation_id, -1)
-    await loop.sock_sendall(sock, struct.pack(">i", len(header) + len(body)) + header + body)
+    await loop.sock_sendall(sock, request_frame(correlation_id))
     size = struct.unpack(">i", await _read(loop, sock, 4))[0]
     await _read(loop, sock, size)
     return sock
@@ -113,9 +93,7 @@ async def test_each_request_may_register_and_all_run_in_order(listener):
     sock = await _request(server, 1)
     handler.register = [("second", False)]
     loop = asyncio.get_running_loop()
-    body = _Request(version=0).encode()
-    header = struct.pack(">hhih", _KEY, 0, 2, -1)
-    await loop.sock_sendall(sock, struct.pack(">i", len(header) + len(body)) + header + body)
+    await loop.sock_sendall(sock, request_frame(2))
     await _read(loop, sock, struct.unpack(">i", await _read(loop, sock, 4))[0])
     sock.close()
     await _until(lambda: handler.ran == ["first", "second"])
@@ -193,7 +171,7 @@ async def test_registered_after_the_connection_was_lost_runs_soon(listener):
 
 
 def test_a_context_without_a_connection_never_runs_them():
-    ctx = RequestContext(services(), _KEY, 0, 1, "c", "p", RESPONSES[_KEY])
+    ctx = RequestContext(services(), API_KEY, 0, 1, "c", "p", RESPONSES[API_KEY])
     ran = []
     cancel = ctx.on_close(lambda: ran.append("x"))
     cancel()

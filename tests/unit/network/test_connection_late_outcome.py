@@ -13,16 +13,7 @@ import structlog.testing
 
 from kafkapy.api.context import CloseConnection
 from kafkapy.api.late_answer import LateAnswer
-from kafkapy.api.spec import ApiSpec
-from kafkapy.config.broker import BrokerConfig
-from kafkapy.network.connection_quotas import ConnectionQuotas
-from kafkapy.network.server import SocketServer
-from kafkapy.protocol.messages import REQUESTS, RESPONSES
-from kafkapy.testing._broker import free_port
-from tests.support.services import services
-
-_KEY = 18        # ApiVersions' schema carries the test requests; the handler is the test's
-_Request = REQUESTS[_KEY]
+from tests.support.handler_listener import handler_listener, request_frame
 
 
 class _Handler:
@@ -44,19 +35,8 @@ class _Handler:
 @pytest.fixture
 async def listener():
     handler = _Handler()
-    config = BrokerConfig.from_properties({"broker.id": "0"})
-    spec = ApiSpec(key=_KEY, name="ApiVersions", min_version=0, max_version=3,
-                   handle=handler.handle, request_cls=_Request, response_cls=RESPONSES[_KEY])
-    server = SocketServer(config, {_KEY: spec}, "127.0.0.1", free_port(),
-                          max_request_bytes=1 << 20, max_inflight=5, idle_ms=600_000,
-                          unsupported_api_versions=lambda cid: b"",
-                          quotas=ConnectionQuotas(config))
-    await server.start(services(config=config))
-    try:
+    async with handler_listener(handler.handle) as server:
         yield server, handler
-    finally:
-        await server.stop_accepting()
-        await server.drain_and_close(timeout_s=1)
 
 
 async def _send(server, handler) -> socket.socket:
@@ -64,9 +44,7 @@ async def _send(server, handler) -> socket.socket:
     loop = asyncio.get_running_loop()
     sock = socket.create_connection((server.host, server.port), timeout=5)
     sock.setblocking(False)
-    body = _Request(version=0).encode()
-    header = struct.pack(">hhih", _KEY, 0, 7, -1)
-    await loop.sock_sendall(sock, struct.pack(">i", len(header) + len(body)) + header + body)
+    await loop.sock_sendall(sock, request_frame(7))
     for _ in range(500):
         if handler.pending:
             return sock
