@@ -58,6 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import java_producer  # noqa: E402
 import stage_breakdown  # noqa: E402
 import workloads as wl  # noqa: E402
 from brokers import ROOT, ExistingBroker, KafkapyBroker, snapshot_source  # noqa: E402
@@ -376,11 +377,15 @@ def _compact(name: str, r: dict) -> dict:
         return {"rep": r.get("repetition"), "p50": lat.get("p50"), "p99": lat.get("p99"),
                 "other_load_pct": r.get("other_load_pct"), "ok": r.get("ok")}
     p, c = r.get("produce", {}), r.get("consume", {})
-    return {"rep": r.get("repetition"), "produce_rps": p.get("records_per_s"),
-            "p50": p.get("latency_ms", {}).get("p50"), "p99": p.get("latency_ms", {}).get("p99"),
-            "consume_rps": c.get("records_per_s"),
-            "other_load_pct": [p.get("other_load_pct"), c.get("other_load_pct")],
-            "ok": r.get("ok")}
+    out = {"rep": r.get("repetition"), "produce_rps": p.get("records_per_s"),
+           "p50": p.get("latency_ms", {}).get("p50"), "p99": p.get("latency_ms", {}).get("p99"),
+           "consume_rps": c.get("records_per_s"),
+           "other_load_pct": [p.get("other_load_pct"), c.get("other_load_pct")],
+           "ok": r.get("ok")}
+    for key in ("rf1_produce", "java_rf3", "java_rf1"):
+        if key in r:
+            out[f"{key}_rps"] = r[key].get("records_per_s")
+    return out
 
 
 class BrokerRun:
@@ -713,6 +718,8 @@ class BrokerRun:
             log(f"{self.kind} rf3: paced at {rate:.0f} rec/s: {r.get('records_per_s')} rec/s "
                 f"p50 {r.get('latency_ms', {}).get('p50')} ms p99 "
                 f"{r.get('latency_ms', {}).get('p99')} ms")
+        if not args.no_java_producer and java_producer.available():
+            self._rf3_java(out, spec, size, count, out["producer_config"])
         if self.trace_dir is not None:
             time.sleep(2.0)   # the brokers write their trace buffers about once a second
             out["stages"] = {key: stage_breakdown.summary(self.trace_dir, ph.get("t_start"),
@@ -724,6 +731,24 @@ class BrokerRun:
             for key, st in out["stages"].items():
                 log(f"{self.kind} rf3 stages ({key}): " + ", ".join(
                     f"{n} {v['p50_ms']}" for n, v in st["stages"].items()) + " ms (p50)")
+
+    def _rf3_java(self, out: dict, spec: dict, size: int, count: int, pconf: dict) -> None:
+        """Kafka's Java producer, one process, the same records to a fresh RF 3 topic
+        (``java_rf3``) and a fresh RF 1 topic (``java_rf1``) of the same cluster; ``pconf``
+        is the librdkafka drivers' whole configuration (defaults included), of which it
+        takes the settings both clients have."""
+        for key, topic_spec in (("java_rf3", spec),
+                                ("java_rf1", {**spec, "replication_factor": 1,
+                                              "topic_config": {}})):
+            topic = self._topic(f"rf3-{key.replace('_', '-')}")
+            self._create_topic(topic, topic_spec)
+            out[key] = self._phase(f"rf3-{key}", lambda: java_producer.produce(
+                self.broker.bootstrap, topic, count, size, pconf, self.args.phase_timeout))
+            r = out[key]
+            log(f"{self.kind} rf3: Java producer on RF {topic_spec['replication_factor']}: "
+                f"{r.get('records_per_s')} rec/s p99 {r.get('latency_ms', {}).get('p99')} ms, "
+                f"broker cpu {r['broker']['cpu_pct']:.0f}% "
+                f"{'' if r['ok'] else 'ERRORS ' + str(r.get('errors'))[:300]}")
 
     def _sendfile_off(self, topic: str, size: int, expected) -> dict:
         """Restart on the same log dir with sendfile disabled and consume again."""
@@ -884,7 +909,39 @@ RF3_ROWS = (
     ("other load % RF 1 / paced", lambda w: "/".join(
         _fmt(w.get(k, {}).get("other_load_pct"), 0) for k in ("rf1_produce", "rate_limited")),
      0, None),
+    ("broker CPU ms per 1,000 records, RF 3 / RF 1",
+     lambda w: _cpu_per_records(w, "produce", "rf1_produce"), 0, None),
+    ("Java producer, RF 3: produce rec/s",
+     lambda w: w.get("java_rf3", {}).get("records_per_s"), 0, "higher"),
+    ("Java producer, RF 3: produce p99 ms",
+     lambda w: w.get("java_rf3", {}).get("latency_ms", {}).get("p99"), 0, "lower"),
+    ("Java producer, RF 1: produce rec/s",
+     lambda w: w.get("java_rf1", {}).get("records_per_s"), 0, "higher"),
+    ("Java producer: RF 3 / RF 1 produce rec/s",
+     lambda w: _share(w.get("java_rf3"), w.get("java_rf1")), 2, None),
+    ("Java producer: broker CPU ms per 1,000 records, RF 3 / RF 1",
+     lambda w: _cpu_per_records(w, "java_rf3", "java_rf1"), 0, None),
+    ("Java producer: its CPU % RF 3 / RF 1 (1 process)", lambda w: " / ".join(
+        _fmt(_java_cpu_pct(w.get(k)), 0) for k in ("java_rf3", "java_rf1")), 0, None),
 )
+
+
+def _cpu_per_records(w: dict, *keys: str) -> str | None:
+    """The brokers' CPU ms per 1,000 acknowledged records in each phase, as "a / b"."""
+    cells = []
+    for key in keys:
+        ph = w.get(key) or {}
+        cpu, acked = ph.get("broker", {}).get("cpu_seconds"), ph.get("records_acked")
+        cells.append(_fmt(1e6 * cpu / acked, 1) if cpu is not None and acked else "—")
+    return None if all(c == "—" for c in cells) else " / ".join(cells)
+
+
+def _java_cpu_pct(phase: dict | None):
+    """The Java producer's CPU over its process's life (JVM start-up included), % of one
+    core."""
+    phase = phase or {}
+    cpu, secs = phase.get("driver_process_cpu_s"), phase.get("wall_s")
+    return 100 * cpu / secs if cpu is not None and secs else None
 
 
 def _driver_cpu(phase: dict | None):
@@ -939,6 +996,17 @@ RF3_LEGEND = [
     "librdkafka producer keeps one Produce request per partition in flight (its limit of 5 "
     "in-flight requests is compared with the count of in-flight *messages*), so its "
     "throughput per partition is one batch per acknowledgement round trip.",
+    "- *Java producer*: then, on the same cluster, Kafka 3.9's `kafka-producer-perf-test.sh` "
+    "(kafka-clients 3.9, one process, 512 MiB heap, at normal priority: it sleeps while it "
+    "waits, so unlike the librdkafka producers it is not niced) sends the same "
+    "number of records, flat out, with the same acks, enable.idempotence, linger.ms, "
+    "batch.size and compression, to every partition of a fresh RF 3 topic, then of a fresh "
+    "RF 1 topic (`bench/java_producer.py`). An idempotent Java producer keeps up to 5 "
+    "requests in flight per connection, so its figures show replication when the client "
+    "pipelines; its rate and p99 are the tool's own (from its first send, JVM warm-up "
+    "included), *broker CPU ms per 1,000 records* = the three brokers' CPU over the phase / "
+    "acknowledged records, *its CPU* = the JVM's over its life. One Java producer process "
+    "can be the limit at RF 1: compare its CPU with the cores the brokers leave.",
 ]
 
 
@@ -994,24 +1062,40 @@ def _rf3_lines(brokers: dict, run: dict) -> list[str]:
 
 def _rf3_goal_lines(ws: dict) -> list[str]:
     """kafkapy RF 3 against its RF 1 (same producers), against Kafka's RF 3, and its paced
-    p99."""
+    p99; then the same ratios with the Java producer."""
     w = ws.get("kafkapy3")
     if not w:
         return []
+    kafka = ws.get("kafka3")
     rf3 = w.get("produce", {}).get("records_per_s")
-    parts = []
-    share = _share(w.get("produce"), w.get("rf1_produce"))
-    if share:
-        parts.append(f"RF 3 / RF 1 (same producers) {share:.2f}")
-    kafka = _share(w.get("produce"), ws.get("kafka3", {}).get("produce"))
-    if kafka:
-        parts.append(f"RF 3 / Kafka 3.9 RF 3 {kafka:.2f}x")
+    parts = _ratio_parts(w, kafka, "produce", "rf1_produce", " (same producers)")
     paced = w.get("rate_limited", {})
     if paced.get("latency_ms", {}).get("p99") is not None:
         parts.append(f"paced at {_fmt(paced.get('target_records_per_s'))} rec/s: p99 "
                      f"{_fmt(paced['latency_ms']['p99'], 1)} ms")
-    return [f"kafkapy acks=all RF 3: {_fmt(rf3)} rec/s; " + "; ".join(parts) + ".", ""] \
+    out = [f"kafkapy acks=all RF 3: {_fmt(rf3)} rec/s; " + "; ".join(parts) + ".", ""] \
         if rf3 and parts else []
+    java = w.get("java_rf3", {}).get("records_per_s")
+    if java:
+        parts = _ratio_parts(w, kafka, "java_rf3", "java_rf1", "")
+        cpu = _cpu_per_records(w, "java_rf3", "java_rf1")
+        if cpu:
+            parts.append(f"brokers' CPU ms per 1,000 records RF 3 / RF 1 {cpu}")
+        out += [f"With Kafka's Java producer (one process): kafkapy RF 3 {_fmt(java)} rec/s"
+                + "".join(f"; {p}" for p in parts) + ".", ""]
+    return out
+
+
+def _ratio_parts(w: dict, kafka: dict | None, rf3: str, rf1: str, rf1_label: str) -> list[str]:
+    """kafkapy's phase ``rf3`` over its phase ``rf1`` and over Kafka's phase ``rf3``."""
+    parts = []
+    share = _share(w.get(rf3), w.get(rf1))
+    if share:
+        parts.append(f"RF 3 / RF 1{rf1_label} {share:.2f}")
+    over_kafka = _share(w.get(rf3), (kafka or {}).get(rf3))
+    if over_kafka:
+        parts.append(f"RF 3 / Kafka 3.9 RF 3 {over_kafka:.2f}x")
+    return parts
 
 
 def _stage_lines(stages: dict | None) -> list[str]:
@@ -1054,6 +1138,22 @@ def _rf3_repeat_lines(ws: dict) -> list[str]:
         cell = lambda r: (f"{_fmt(r.get('produce_rps'))} rec/s, p99 {_fmt(r.get('p99'), 0)} ms, "
                           f"other {_fmt((r.get('other_load_pct') or [None])[0], 0)}%")
         ra, rb = a.get("produce_rps"), b.get("produce_rps")
+        out.append(f"| {n} | {cell(a)} | {cell(b)} | "
+                   f"{f'{ra / rb:.2f}x' if ra and rb else '—'} |")
+    return out + [""] + _java_repeat_lines(reps, common)
+
+
+def _java_repeat_lines(reps: dict, common: list) -> list[str]:
+    """The Java producer's RF 3 and RF 1 rec/s of each repetition, both clusters."""
+    if not any(reps[k][n].get("java_rf3_rps") for k in CLUSTER_KINDS for n in common):
+        return []
+    out = ["The Java producer in each repetition (RF 3 rec/s, RF 1 rec/s):", "",
+           "| repetition | kafkapy 3 brokers | Kafka 3.9 3 brokers (ZK) | kafkapy / Kafka, RF 3 |",
+           "|---:|---|---|---:|"]
+    for n in common:
+        a, b = reps["kafkapy3"][n], reps["kafka3"][n]
+        cell = lambda r: f"{_fmt(r.get('java_rf3_rps'))}, {_fmt(r.get('java_rf1_rps'))}"
+        ra, rb = a.get("java_rf3_rps"), b.get("java_rf3_rps")
         out.append(f"| {n} | {cell(a)} | {cell(b)} | "
                    f"{f'{ra / rb:.2f}x' if ra and rb else '—'} |")
     return out + [""]
@@ -1330,6 +1430,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-snapshot", action="store_true",
                     help="run kafkapy from the work tree instead of a copy taken at start")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (logs, broker output)")
+    ap.add_argument("--no-java-producer", action="store_true",
+                    help="rf3: skip the runs with Kafka's Java producer "
+                         "(kafka-producer-perf-test)")
     ap.add_argument("--no-stage-trace", action="store_true",
                     help="rf3: start kafkapy's brokers without KAFKAPY_STAGE_TRACE (no stage "
                          "breakdown)")
