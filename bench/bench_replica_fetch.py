@@ -25,13 +25,16 @@ the timed parts (the bench runs on one thread), reported per batch and per stage
 (``wake`` is inside ``append``: ``append`` alone is the rest).  ``--digest`` hashes every
 byte the followers receive (the session ids come from a seeded generator): the wire
 bytes of two builds can be compared.  ``--profile FILE`` writes a cProfile (CPU-time
-timer) of the timed rounds.  On a shared machine the CPU time of the same code varies
+timer) of the timed rounds.  ``--idle N`` gives the topic N more partitions, led here
+and followed by both followers, that receive nothing: each follower's first (full) fetch
+puts them in its session, so every round's reads, follower bookkeeping and session checks
+also go over them, as in a cluster where a follower's session holds quiet partitions.  On a shared machine the CPU time of the same code varies
 by half with what else runs (caches, frequency); ``follower/append``, the follower stages'
 CPU over the append's (the produce path, which changes of the follower path leave as
 it is), is the steadier figure to compare builds by, best run side by side.
 
 Usage: python bench/bench_replica_fetch.py [--rounds N] [--warmup N] [--repeat N]
-       [--digest] [--profile FILE]
+       [--digest] [--profile FILE] [--idle N]
 """
 from __future__ import annotations
 
@@ -109,28 +112,36 @@ class _Listener:
 class _Follower:
     """One follower's end: its socket, session and the Fetch it sends."""
 
-    def __init__(self, node_id: int, conn: KafkaConnection, sock: socket.socket) -> None:
+    def __init__(self, node_id: int, conn: KafkaConnection, sock: socket.socket,
+                 idle: int = 0) -> None:
         self.node_id = node_id
         self.conn = conn
         self.sock = sock
+        self.idle = idle
         self.session_id = 0
         self.epoch = 0
         self.correlation_id = 0
         self.received = 0
 
     def frame(self, fetch_offset: int) -> bytes:
-        """The follower's next Fetch v17 (full while it has no session) as a frame body."""
+        """The follower's next Fetch v17 as a frame body: full while it has no session
+        (partition 0 and the idle ones), then incremental (partition 0, which moved)."""
         self.correlation_id += 1
-        partition = _Fetch.FetchTopic.FetchPartition(
+        partitions = [_Fetch.FetchTopic.FetchPartition(
             partition=0, current_leader_epoch=0, fetch_offset=fetch_offset,
-            last_fetched_epoch=0, log_start_offset=0, partition_max_bytes=1048576)
+            last_fetched_epoch=0, log_start_offset=0, partition_max_bytes=1048576)]
+        if self.session_id == 0:
+            partitions += [_Fetch.FetchTopic.FetchPartition(
+                partition=index, current_leader_epoch=0, fetch_offset=0,
+                last_fetched_epoch=-1, log_start_offset=0, partition_max_bytes=1048576)
+                for index in range(1, self.idle + 1)]
         request = _Fetch(
             replica_id=self.node_id,
             replica_state=_Fetch.ReplicaState(replica_id=self.node_id,
                                               replica_epoch=100 + self.node_id),
             max_wait_ms=500, min_bytes=1, max_bytes=10485760, isolation_level=0,
             session_id=self.session_id, session_epoch=self.epoch,
-            topics=[_Fetch.FetchTopic(topic=TOPIC, topic_id=TOPIC_ID, partitions=[partition])],
+            topics=[_Fetch.FetchTopic(topic=TOPIC, topic_id=TOPIC_ID, partitions=partitions)],
             forgotten_topics_data=[], rack_id="")
         return _encode(request, self.correlation_id, f"broker-{self.node_id}-fetcher-0")
 
@@ -151,17 +162,19 @@ class _Follower:
 
 
 class Bench:
-    def __init__(self, root: Path, loop) -> None:
+    def __init__(self, root: Path, loop, idle: int = 0) -> None:
         self.loop = loop
+        self.idle = idle
         self.logs = LogManager([str(root)], SYSTEM_CLOCK, {})
         self.logs.load("cluster", LEADER)
         cache = MetadataCache("cluster", LEADER)
         for node in (LEADER, *FOLLOWERS):
             endpoint = BrokerEndpoint(node, "127.0.0.1", 9000 + node)
             cache.put_broker(endpoint, {"PLAINTEXT": endpoint})
-        state = PartitionState(0, [LEADER, *FOLLOWERS], LEADER, 0, [LEADER, *FOLLOWERS],
-                               controller_epoch=1)
-        cache.put_topic(TopicMetadata(TOPIC, TOPIC_ID, {0: state}))
+        states = {index: PartitionState(index, [LEADER, *FOLLOWERS], LEADER, 0,
+                                        [LEADER, *FOLLOWERS], controller_epoch=1)
+                  for index in range(idle + 1)}
+        cache.put_topic(TopicMetadata(TOPIC, TOPIC_ID, states))
         config = BrokerConfig.from_properties({"broker.id": str(LEADER)})
         self.replicas = ReplicaManager(self.logs, LEADER, lambda name: {}, cache=cache,
                                        config=config, clock=SYSTEM_CLOCK)
@@ -170,7 +183,8 @@ class Bench:
         self.replicas.attach_purgatories(self.fetch_purgatory,
                                          Purgatory("Produce", self.timer), loop)
         errors = self.replicas.become_leader_or_follower(
-            LEADER, 1, [PartitionChange(TOPIC, TOPIC_ID, state, is_new=True)])
+            LEADER, 1, [PartitionChange(TOPIC, TOPIC_ID, state, is_new=True)
+                        for state in states.values()])
         assert set(errors.values()) == {0}, errors
         self.services = services(
             node_id=LEADER, config=config, clock=SYSTEM_CLOCK, cache=cache,
@@ -208,7 +222,7 @@ class Bench:
                 end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             conn = KafkaConnection(self.listener, peer=f"127.0.0.1:{9000 + node}")
             await self.loop.connect_accepted_socket(lambda c=conn: c, leader_end)
-            self.followers.append(_Follower(node, conn, follower_end))
+            self.followers.append(_Follower(node, conn, follower_end, self.idle))
 
     @property
     def log_end(self) -> int:
@@ -317,7 +331,7 @@ def _check_answer(data: bytes, end: int) -> None:
 async def _run(args) -> None:
     loop = asyncio.get_running_loop()
     with tempfile.TemporaryDirectory(prefix="bench-replica-fetch-") as root:
-        bench = Bench(Path(root), loop)
+        bench = Bench(Path(root), loop, args.idle)
         await bench.connect()
         digest = hashlib.sha256() if args.digest else None
         await bench.open_sessions(digest)
@@ -358,6 +372,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--digest", action="store_true")
     parser.add_argument("--profile", metavar="FILE")
+    parser.add_argument("--idle", type=int, default=0,
+                        help="more partitions in the followers' sessions that get nothing")
     args = parser.parse_args()
     try:
         import uvloop   # the broker's loop (optional here)

@@ -15,7 +15,7 @@ body (``self``), and the functions with the most run under them (``inclusive``: 
 call to the return, callees included; a coroutine counts from each resume to its next
 suspension), each with its calls per round.
 
-Usage: python bench/bytecodes.py leader|follower [--rounds N] [--top N]
+Usage: python bench/bytecodes.py leader|follower [--rounds N] [--top N] [--idle N]
 """
 from __future__ import annotations
 
@@ -107,15 +107,16 @@ async def count_rounds(step, rounds: int) -> Counts:
     return tracer.counts(rounds)
 
 
-async def leader(rounds: int) -> Counts:
+async def leader(rounds: int, idle: int = 0) -> Counts:
     """The leader's side: bench_replica_fetch's rounds (an acks=all append of a 64 KiB
-    batch, both followers' answers, both followers' next fetches).  The fake followers'
-    requests are encoded by kafka-python within the round and counted too (bench_replica
-    _fetch.py's ``_Follower.frame``)."""
+    batch, both followers' answers, both followers' next fetches), with ``idle`` quiet
+    partitions in both followers' sessions.  The fake followers' requests are encoded by
+    kafka-python within the round and counted too (bench_replica_fetch.py's
+    ``_Follower.frame``)."""
     bench_replica_fetch = _sibling("bench_replica_fetch")
     loop = asyncio.get_running_loop()
     with tempfile.TemporaryDirectory(prefix="bench-bytecodes-") as root:
-        bench = bench_replica_fetch.Bench(Path(root), loop)
+        bench = bench_replica_fetch.Bench(Path(root), loop, idle)
         await bench.connect()
         try:
             await bench.open_sessions(None)
@@ -174,10 +175,16 @@ def main() -> None:
     parser.add_argument("side", choices=("leader", "follower"))
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--idle", type=int, default=0,
+                        help="leader: more partitions in the followers' sessions that get "
+                             "nothing")
     args = parser.parse_args()
     import uvloop   # the broker's loop
-    run = leader if args.side == "leader" else follower
-    print(report(uvloop.run(run(args.rounds)), args.top))
+    if args.side == "leader":
+        counts = uvloop.run(leader(args.rounds, args.idle))
+    else:
+        counts = uvloop.run(follower(args.rounds))
+    print(report(counts, args.top))
 
 
 if __name__ == "__main__":

@@ -62,3 +62,16 @@ def test_a_leader_round_is_counted_through_the_fetch_handler():
     counts = uvloop.run(bc.leader(5))
     assert counts.calls["kafkapy/handlers/fetch.py:handle"] == 2 * 5, "two followers fetch"
     assert counts.calls["kafkapy/replication/replica_manager.py:ReplicaManager.append_records"] == 5
+
+
+def test_quiet_partitions_in_the_followers_sessions_are_read_on_every_round():
+    import uvloop
+    read_one = "kafkapy/replication/replica_manager.py:_FetchRead._read_one"
+    alone = uvloop.run(bc.leader(3))
+    quiet = uvloop.run(bc.leader(3, idle=3))
+    # Two followers, each fetch read when taken in and again when woken: 4 reads a round
+    # of the one partition, 16 with three quiet ones beside it.
+    assert alone.calls[read_one] == 4 * 3 and quiet.calls[read_one] == 16 * 3
+    assert quiet.calls["kafkapy/replication/replica_manager.py:ReplicaManager.append_records"] \
+        == 3
+    assert quiet.per_round(quiet.total) > alone.per_round(alone.total)
