@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from tests.support.bench_scripts import load_bench_script
@@ -55,6 +56,7 @@ def _end_offsets(bootstrap: str, topic: str) -> int:
         consumer.close()
 
 
+@pytest.mark.java
 def test_a_run_against_a_broker_acknowledges_every_record_and_reports_the_jvm_cpu(broker):
     assert jp.available(), f"{jp.SCRIPT} is missing (Kafka 3.9 at ../shared or $KAFKA_HOME)"
     topic = f"java-producer-{uuid.uuid4().hex[:8]}"
@@ -69,6 +71,7 @@ def test_a_run_against_a_broker_acknowledges_every_record_and_reports_the_jvm_cp
     assert _end_offsets(broker.bootstrap, topic) == 2000
 
 
+@pytest.mark.java
 def test_a_run_whose_records_are_refused_is_not_ok(broker):
     topic = f"java-producer-big-{uuid.uuid4().hex[:8]}"
     wl.create_topic(broker.bootstrap, topic, 1)
