@@ -28,10 +28,11 @@ bytes of two builds can be compared.  ``--profile FILE`` writes a cProfile (CPU-
 timer) of the timed rounds.  ``--idle N`` gives the topic N more partitions, led here
 and followed by both followers, that receive nothing: each follower's first (full) fetch
 puts them in its session, so every round's reads, follower bookkeeping and session checks
-also go over them, as in a cluster where a follower's session holds quiet partitions.  On a shared machine the CPU time of the same code varies
-by half with what else runs (caches, frequency); ``follower/append``, the follower stages'
-CPU over the append's (the produce path, which changes of the follower path leave as
-it is), is the steadier figure to compare builds by, best run side by side.
+also go over them, as in a cluster where a follower's session holds quiet partitions.
+On a shared machine the CPU time of the same code varies by half with what else runs
+(caches, frequency); ``follower/append``, the follower stages' CPU over the append's (the
+produce path, which changes of the follower path leave as it is), is the steadier figure
+to compare builds by, best run side by side.
 
 Usage: python bench/bench_replica_fetch.py [--rounds N] [--warmup N] [--repeat N]
        [--digest] [--profile FILE] [--idle N]

@@ -27,13 +27,17 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-KAFKA_HOME = Path(os.environ.get("KAFKA_HOME") or BENCH.parent.parent / "shared"
-                  / "kafka_2.13-3.9.0")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from peers import DEFAULT_KAFKA_HOME, KAFKA_SCRIPT_ENV  # noqa: E402
+
+# The Kafka the kafka3 cluster runs (peers.find_kafka_home's place).
+KAFKA_HOME = Path(os.environ.get("KAFKA_HOME") or DEFAULT_KAFKA_HOME)
 SCRIPT = KAFKA_HOME / "bin" / "kafka-producer-perf-test.sh"
 HEAP = "-Xmx512m"
 # The librdkafka settings the Java producer also has, under the same names.
@@ -78,7 +82,9 @@ def produce(bootstrap: str, topic: str, count: int, size: int, conf: dict,
             timeout: float) -> dict:
     """Runs the tool once; its summary, its CPU, and ``ok`` when every record was
     acknowledged without an error printed."""
-    env = dict(os.environ, KAFKA_HEAP_OPTS=HEAP)
+    # The brokers' scrub of inherited script settings (peers), then this tool's heap.
+    env = {k: v for k, v in os.environ.items() if k not in KAFKA_SCRIPT_ENV}
+    env["KAFKA_HEAP_OPTS"] = HEAP
     t0 = time.monotonic()
     proc = subprocess.Popen(command(bootstrap, topic, count, size, conf),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -1137,9 +1137,8 @@ def _rf3_repeat_lines(ws: dict) -> list[str]:
         a, b = reps["kafkapy3"][n], reps["kafka3"][n]
         cell = lambda r: (f"{_fmt(r.get('produce_rps'))} rec/s, p99 {_fmt(r.get('p99'), 0)} ms, "
                           f"other {_fmt((r.get('other_load_pct') or [None])[0], 0)}%")
-        ra, rb = a.get("produce_rps"), b.get("produce_rps")
         out.append(f"| {n} | {cell(a)} | {cell(b)} | "
-                   f"{f'{ra / rb:.2f}x' if ra and rb else '—'} |")
+                   f"{_times(a.get('produce_rps'), b.get('produce_rps'))} |")
     return out + [""] + _java_repeat_lines(reps, common)
 
 
@@ -1153,10 +1152,14 @@ def _java_repeat_lines(reps: dict, common: list) -> list[str]:
     for n in common:
         a, b = reps["kafkapy3"][n], reps["kafka3"][n]
         cell = lambda r: f"{_fmt(r.get('java_rf3_rps'))}, {_fmt(r.get('java_rf1_rps'))}"
-        ra, rb = a.get("java_rf3_rps"), b.get("java_rf3_rps")
         out.append(f"| {n} | {cell(a)} | {cell(b)} | "
-                   f"{f'{ra / rb:.2f}x' if ra and rb else '—'} |")
+                   f"{_times(a.get('java_rf3_rps'), b.get('java_rf3_rps'))} |")
     return out + [""]
+
+
+def _times(a, b) -> str:
+    """``a / b`` as a ratio cell ("2.50x"), or "—" without both."""
+    return f"{a / b:.2f}x" if a and b else "—"
 
 
 def rf3_summary(brokers: dict) -> str | None:
