@@ -13,6 +13,7 @@ import time
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka import codec as aiokafka_codec
 
 from tests.support import client_common as common
 
@@ -127,4 +128,5 @@ async def test_roundtrip(broker, base_ts, codec):
     got = await _consume(broker.bootstrap, topic, codec)
     common.check_records(got, common.expected_records(codec, base_ts), what=f"{CLIENT}/{codec}")
     await _check_offsets(broker.bootstrap, topic, base_ts)
-    common.check_stored_codec(broker.log_dir, topic, codec)
+    common.check_stored_codec(broker.log_dir, topic, codec,
+                              kept_plain=common.encoder_keeps_plain(aiokafka_codec, codec))

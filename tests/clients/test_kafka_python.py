@@ -13,6 +13,7 @@ import time
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import OffsetSpec
+from kafka import codec as kafka_codec
 
 from tests.support import client_common as common
 
@@ -143,5 +144,6 @@ def test_roundtrip(broker, admin, base_ts, codec):
     common.check_records(got, common.expected_records(codec, base_ts), what=f"{CLIENT}/{codec}")
     _check_offsets(broker.bootstrap, admin, topic, base_ts)
     # The broker keeps the producer's batches with their codec (compression.type=producer).
-    common.check_stored_codec(broker.log_dir, topic, codec)
+    common.check_stored_codec(broker.log_dir, topic, codec,
+                              kept_plain=common.encoder_keeps_plain(kafka_codec, codec))
 
