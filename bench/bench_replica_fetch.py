@@ -27,8 +27,9 @@ byte the followers receive (the session ids come from a seeded generator): the w
 bytes of two builds can be compared.  ``--profile FILE`` writes a cProfile (CPU-time
 timer) of the timed rounds.  ``--idle N`` gives the topic N more partitions, led here
 and followed by both followers, that receive nothing: each follower's first (full) fetch
-puts them in its session, so every round's reads, follower bookkeeping and session checks
-also go over them, as in a cluster where a follower's session holds quiet partitions.
+puts them in its session, so every round's checks of the partitions its fetch does not
+name (read only when something changed) and the session's walk also go over them, as in a
+cluster where a follower's session holds quiet partitions.
 On a shared machine the CPU time of the same code varies by half with what else runs
 (caches, frequency); ``follower/append``, the follower stages' CPU over the append's (the
 produce path, which changes of the follower path leave as it is), is the steadier figure

@@ -151,8 +151,9 @@ def handle(ctx, request):
     else:
         interesting, erroneous = _authorize(ctx, replica, context.partitions())
     answer = _Answer(ctx, request, context, erroneous, replica >= 0)
-    return services.replica_manager.fetch_messages(_params(ctx, request, replica), interesting,
-                                                 answer.respond)
+    return services.replica_manager.fetch_messages(
+        _params(ctx, request, replica), interesting, answer.respond,
+        context.unchanged if replica >= 0 else None)
 
 
 def _params(ctx, request, replica: int) -> FetchParams:

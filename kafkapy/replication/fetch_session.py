@@ -100,7 +100,7 @@ class CachedPartition:
     """One partition of a session: the last request parameters and what was last sent."""
 
     __slots__ = ("topic_id", "topic", "partition", "request", "high_watermark",
-                 "local_log_start_offset")
+                 "local_log_start_offset", "named_at")
 
     def __init__(self, tip: TopicIdPartition, request: PartitionRequest,
                  answer: PartitionAnswer | None = None) -> None:
@@ -110,6 +110,7 @@ class CachedPartition:
         self.request = request
         self.high_watermark = answer.high_watermark if answer else -1
         self.local_log_start_offset = answer.log_start_offset if answer else -1
+        self.named_at = INITIAL_EPOCH   # the session epoch of the last fetch naming it
 
     def tip(self) -> TopicIdPartition:
         return TopicIdPartition(self.topic_id, self.topic, self.partition)
@@ -163,9 +164,10 @@ class FetchSession:
         for tip, request in fetch_data:
             cached = self.partitions.get(tip.key)
             if cached is None:
-                self.partitions[tip.key] = CachedPartition(tip, request)
+                self.partitions[tip.key] = cached = CachedPartition(tip, request)
             else:
                 cached.request = request
+            cached.named_at = self.epoch
         for tip in to_forget:
             self.partitions.pop(tip.key, None)
 
@@ -297,6 +299,13 @@ class FetchContext:
         error, session_id, _ = self.generate([], now)
         return error, session_id
 
+    #: A follower's incremental fetch that leaves some of its session's partitions
+    #: unnamed: ``unchanged(tip)`` gives the session's entry for such a partition (its
+    #: request is the one the session holds), None for a named one.  Only an unnamed
+    #: partition can be left unread, when nothing changed for it since the session's
+    #: last answer.  None for every other fetch.
+    unchanged: Callable[[TopicIdPartition], CachedPartition | None] | None = None
+
 
 class SessionErrorContext(FetchContext):
     def __init__(self, error: int) -> None:
@@ -344,10 +353,16 @@ class FullContext(SessionlessContext):
 
 class IncrementalContext(FetchContext):
     def __init__(self, session: FetchSession, request_epoch: int,
-                 topic_name: Callable[[uuid.UUID], str | None]) -> None:
+                 topic_name: Callable[[uuid.UUID], str | None], named: int) -> None:
         self.session = session
         self._request_epoch = request_epoch
         self._topic_name = topic_name
+        if named < len(session.partitions):
+            self.unchanged = self._unnamed_entry
+
+    def _unnamed_entry(self, tip: TopicIdPartition) -> CachedPartition | None:
+        cached = self.session.partitions.get(tip.key)
+        return cached if cached is not None and cached.named_at != self._request_epoch else None
 
     def partitions(self):
         out = []
@@ -401,4 +416,4 @@ class FetchManager:
             return SessionlessContext(fetch_data)
         shard.touch(session, now)
         session.epoch = next_epoch(session.epoch)
-        return IncrementalContext(session, epoch, topic_name)
+        return IncrementalContext(session, epoch, topic_name, len(fetch_data))

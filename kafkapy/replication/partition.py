@@ -435,6 +435,35 @@ class Partition:
             return False
         return self._maybe_increment_high_watermark(now_ms)
 
+    def follower_still_at_end(self, replica_id: int, broker_epoch: int, req,
+                              high_watermark: int, log_start_offset: int,
+                              now_ms: int | None) -> bool:
+        """Whether a follower's fetch (``req``: a PartitionRequest) finds nothing changed
+        since it was last answered, as ``high_watermark`` and ``log_start_offset``: this
+        replica leads, online, at the epoch the fetch knows; the fetch offset is the log
+        end (nothing to send, and no divergence: neither the log end nor the epoch moved
+        since that request was read); the follower, in the ISR, already reported this
+        log end, with the same log start and broker epoch.  Then update_follower_fetch
+        would only move its fetch and caught-up times (no ISR expansion to try, no high
+        watermark to move): that is done here, to ``now_ms`` (None leaves them)."""
+        log = self.log
+        state = self.state
+        fetch_offset = req.fetch_offset
+        if (fetch_offset != log.log_end_offset or high_watermark != log.high_watermark
+                or log_start_offset != log.log_start_offset or log.offline
+                or state.leader != self.node_id or req.current_leader_epoch != state.leader_epoch):
+            return False
+        follower = self.followers.get(replica_id)
+        if (follower is None or follower.log_end_offset != fetch_offset
+                or follower.log_start_offset != req.log_start_offset
+                or follower.broker_epoch != broker_epoch or replica_id not in state.isr):
+            return False
+        if now_ms is not None:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, now_ms)
+            follower.last_fetch_ms = now_ms
+            follower.last_fetch_leader_leo = max(fetch_offset, follower.last_fetch_leader_leo)
+        return True
+
     def _maybe_increment_high_watermark(self, now_ms: int | None = None) -> bool:
         """Kafka's maybeIncrementLeaderHW: the smallest log end offset over the maximal
         ISR and over followers caught up and eligible to join it; it only grows, stays

@@ -533,16 +533,22 @@ class ReplicaManager:
 
     # -- Fetch (Kafka's fetchMessages) -------------------------------------------------
     def fetch_messages(self, params: FetchParams, partitions: list,
-                       respond: Callable[[list[LogReadResult]], Any]):
+                       respond: Callable[[list[LogReadResult]], Any],
+                       unchanged: Callable[[Any], Any] | None = None):
         """Read ``partitions`` ((TopicIdPartition, PartitionRequest) of partitions known
         to the cluster, in the session's order) for ``params``; ``respond`` gets a
-        LogReadResult per partition.  At once (its value is returned) when the wait is
-        0, ``min_bytes`` are there, or a read failed or diverged; else the fetch waits in
-        the fetch purgatory and reads again when it completes (a ``LateAnswer`` of
-        ``respond``'s value is returned; an exception ``respond`` raises then fails it)."""
+        LogReadResult per partition read.  At once (its value is returned) when the wait
+        is 0, ``min_bytes`` are there, or a read failed or diverged; else the fetch waits
+        in the fetch purgatory and reads again when it completes (a ``LateAnswer`` of
+        ``respond``'s value is returned; an exception ``respond`` raises then fails it).
+
+        ``unchanged`` (a follower's incremental fetch: its context's ``unchanged``) gives
+        the session's entry of a partition the fetch did not name; such a partition with
+        nothing to send and nothing the session would answer is not read (see
+        ``_FetchRead._still_at_end``), so a follower's quiet partitions cost less."""
         if not partitions:
             return respond([])
-        fetch = _FetchRead(self, params, partitions)
+        fetch = _FetchRead(self, params, partitions, unchanged)
         results = fetch.read()
         if fetch.can_answer_now(results):
             return respond(results)
@@ -602,13 +608,17 @@ class _FetchRead:
     follower's DelayedFollowerFetch (each try a read; a throttled partition's bytes, which
     its read leaves out, do not end the wait, as in Kafka's DelayedFetch)."""
 
-    __slots__ = ("_replicas", "_params", "_partitions", "_follower", "_leader_only",
-                 "_read_committed", "_throttling", "_wakes_at_read")
+    __slots__ = ("_replicas", "_params", "_partitions", "_unchanged", "_entries",
+                 "_follower", "_leader_only", "_read_committed", "_throttling",
+                 "_wakes_at_read")
 
-    def __init__(self, replicas: ReplicaManager, params: FetchParams, partitions: list) -> None:
+    def __init__(self, replicas: ReplicaManager, params: FetchParams, partitions: list,
+                 unchanged: Callable[[Any], Any] | None = None) -> None:
         self._replicas = replicas
         self._params = params
         self._partitions = partitions
+        self._unchanged = unchanged
+        self._entries: list | None = None   # unchanged(tip) per partition, from the first read
         self._follower = params.replica_id >= 0
         # Kafka's fetchOnlyFromLeader: followers, and consumers before v11 (no client
         # metadata); a v11+ consumer may read a follower up to its high watermark (KIP-392).
@@ -621,14 +631,21 @@ class _FetchRead:
 
     # -- reading ----------------------------------------------------------------------
     def read(self, record_follower: bool = True) -> list[LogReadResult]:
-        """Read every partition; a follower's fetch offsets are recorded on the first read
-        only (Kafka's readFromPurgatory: the offsets are the same when a wait ends)."""
+        """Read every partition (but a follower's unnamed ones with nothing new, see
+        _still_at_end); a follower's fetch offsets are recorded on the first read only
+        (Kafka's readFromPurgatory: the offsets are the same when a wait ends)."""
         limit = self._params.max_bytes
         min_one = self._params.version >= _HARD_LIMIT_BELOW
         results = []
         self._wakes_at_read = self._replicas._wakes
         self._throttling = self._leader_throttle_set()
-        for tip, req in self._partitions:
+        entries = None if self._unchanged is None else self._session_entries()
+        now = self._replicas.clock.time_ms() if entries is not None and record_follower else None
+        for index, (tip, req) in enumerate(self._partitions):
+            if entries is not None:
+                cached = entries[index]
+                if cached is not None and self._still_at_end(tip, req, cached, now):
+                    continue
             result = self._read_one(tip, req, min(req.max_bytes, limit), min_one)
             if result.size:
                 min_one = False  # only the first non-empty partition may exceed the limits
@@ -639,6 +656,34 @@ class _FetchRead:
         if self._follower and stage_trace.ENABLED:
             self._trace_reads(results)
         return results
+
+    def _session_entries(self) -> list | None:
+        """The session entries of the partitions this fetch did not name (None for the
+        named ones), looked up on the first read; None when no partition may be left
+        unread (a leader throttle: every partition is read)."""
+        if self._throttling:
+            return None
+        if self._entries is None:
+            self._entries = [self._unchanged(tip) for tip, _ in self._partitions]
+        return self._entries
+
+    def _still_at_end(self, tip, req, cached, now: int | None) -> bool:
+        """Whether a partition the follower's fetch did not name (``cached``: its session
+        entry) can be left unread: Partition.follower_still_at_end, with the high
+        watermark and log start last answered (the session would leave it out).  Kafka
+        reads it and records the fetch all the same; the record's only effect, the
+        follower's fetch and caught-up times, is made there (at ``now``; None when a wait
+        ends: the fetch was recorded when it came)."""
+        partition = self._replicas.partitions.get((tip.topic, tip.partition))
+        params = self._params
+        if partition is None or not partition.follower_still_at_end(
+                params.replica_id, params.replica_epoch, req, cached.high_watermark,
+                cached.local_log_start_offset, now):
+            return False
+        if now is not None and stage_trace.ENABLED:     # recorded, as a read one's is
+            stage_trace.event("F", tip.topic, tip.partition, params.replica_id,
+                              req.fetch_offset, stage_trace.now())
+        return True
 
     def _read_again(self) -> list[LogReadResult]:
         """The read when a wait ends (the fetch offsets were recorded by the first)."""

@@ -135,7 +135,11 @@ class Replica:
             state = PartitionState(index, list(self.cluster.node_ids), leader, leader_epoch,
                                    list(isr), controller_epoch=1)
             states.append(state)
-        self.cache.put_topic(TopicMetadata(TOPIC, TOPIC_ID, {s.partition: s for s in states}))
+        # Partitions not named keep their metadata, as with the controller's UpdateMetadata.
+        known = self.cache.topic(TOPIC)
+        self.cache.put_topic(TopicMetadata(TOPIC, TOPIC_ID, {
+            **(known.partitions if known is not None else {}),
+            **{s.partition: s for s in states}}))
         return self.replica_manager.become_leader_or_follower(
             self.cluster.controller_id, 1,
             [PartitionChange(TOPIC, TOPIC_ID, s, is_new) for s in states])
