@@ -152,8 +152,7 @@ def handle(ctx, request):
         interesting, erroneous = _authorize(ctx, replica, context.partitions())
     answer = _Answer(ctx, request, context, erroneous, replica >= 0)
     return services.replica_manager.fetch_messages(
-        _params(ctx, request, replica), interesting, answer.respond,
-        context.unchanged if replica >= 0 else None)
+        _params(ctx, request, replica), interesting, answer.respond, context.unchanged)
 
 
 def _params(ctx, request, replica: int) -> FetchParams:

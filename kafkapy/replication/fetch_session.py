@@ -353,11 +353,11 @@ class FullContext(SessionlessContext):
 
 class IncrementalContext(FetchContext):
     def __init__(self, session: FetchSession, request_epoch: int,
-                 topic_name: Callable[[uuid.UUID], str | None], named: int) -> None:
+                 topic_name: Callable[[uuid.UUID], str | None], skips_unnamed: bool) -> None:
         self.session = session
         self._request_epoch = request_epoch
         self._topic_name = topic_name
-        if named < len(session.partitions):
+        if skips_unnamed:
             self.unchanged = self._unnamed_entry
 
     def _unnamed_entry(self, tip: TopicIdPartition) -> CachedPartition | None:
@@ -416,4 +416,5 @@ class FetchManager:
             return SessionlessContext(fetch_data)
         shard.touch(session, now)
         session.epoch = next_epoch(session.epoch)
-        return IncrementalContext(session, epoch, topic_name, len(fetch_data))
+        return IncrementalContext(session, epoch, topic_name,
+                                  is_follower and len(fetch_data) < len(session.partitions))

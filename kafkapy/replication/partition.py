@@ -113,6 +113,20 @@ class FollowerState:
     # lastFetchLeaderLogEndOffset): reaching it proves the follower was caught up then.
     last_fetch_leader_leo: int = _UNKNOWN
 
+    def update_fetch_state(self, fetch_offset: int, log_start_offset: int, broker_epoch: int,
+                           leader_end_offset: int, now_ms: int) -> None:
+        """Kafka's ReplicaState.updateFetchStateOrThrow: a fetch from ``fetch_offset`` (its
+        log end) at ``now_ms``, when the leader's log ends at ``leader_end_offset``."""
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_leo:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.log_end_offset = fetch_offset
+        self.log_start_offset = log_start_offset
+        self.broker_epoch = broker_epoch
+        self.last_fetch_ms = now_ms
+        self.last_fetch_leader_leo = max(leader_end_offset, self.last_fetch_leader_leo)
+
     def is_caught_up(self, leader_end_offset: int, now_ms: int, max_lag_ms: int) -> bool:
         """Kafka's ReplicaState.isCaughtUp."""
         return (self.log_end_offset == leader_end_offset
@@ -419,17 +433,9 @@ class Partition:
         follower = self.followers.get(replica_id)
         if follower is None or not self.is_leader:
             return False
-        leader_end = self.log.log_end_offset
         previous = follower.log_end_offset
-        if fetch_offset >= leader_end:
-            follower.last_caught_up_ms = max(follower.last_caught_up_ms, now_ms)
-        elif fetch_offset >= follower.last_fetch_leader_leo:
-            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
-        follower.log_end_offset = fetch_offset
-        follower.log_start_offset = log_start_offset
-        follower.broker_epoch = broker_epoch
-        follower.last_fetch_ms = now_ms
-        follower.last_fetch_leader_leo = max(leader_end, follower.last_fetch_leader_leo)
+        follower.update_fetch_state(fetch_offset, log_start_offset, broker_epoch,
+                                    self.log.log_end_offset, now_ms)
         self._maybe_expand_isr(replica_id, follower)
         if previous == fetch_offset:
             return False
@@ -445,7 +451,7 @@ class Partition:
         since that request was read); the follower, in the ISR, already reported this
         log end, with the same log start and broker epoch.  Then update_follower_fetch
         would only move its fetch and caught-up times (no ISR expansion to try, no high
-        watermark to move): that is done here, to ``now_ms`` (None leaves them)."""
+        watermark to move): its fetch is recorded here, at ``now_ms`` (None: not again)."""
         log = self.log
         state = self.state
         fetch_offset = req.fetch_offset
@@ -459,9 +465,8 @@ class Partition:
                 or follower.broker_epoch != broker_epoch or replica_id not in state.isr):
             return False
         if now_ms is not None:
-            follower.last_caught_up_ms = max(follower.last_caught_up_ms, now_ms)
-            follower.last_fetch_ms = now_ms
-            follower.last_fetch_leader_leo = max(fetch_offset, follower.last_fetch_leader_leo)
+            follower.update_fetch_state(fetch_offset, req.log_start_offset, broker_epoch,
+                                        fetch_offset, now_ms)
         return True
 
     def _maybe_increment_high_watermark(self, now_ms: int | None = None) -> bool:

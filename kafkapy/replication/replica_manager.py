@@ -608,17 +608,17 @@ class _FetchRead:
     follower's DelayedFollowerFetch (each try a read; a throttled partition's bytes, which
     its read leaves out, do not end the wait, as in Kafka's DelayedFetch)."""
 
-    __slots__ = ("_replicas", "_params", "_partitions", "_unchanged", "_entries",
-                 "_follower", "_leader_only", "_read_committed", "_throttling",
-                 "_wakes_at_read")
+    __slots__ = ("_replicas", "_params", "_partitions", "_entries", "_follower",
+                 "_leader_only", "_read_committed", "_throttling", "_wakes_at_read")
 
     def __init__(self, replicas: ReplicaManager, params: FetchParams, partitions: list,
                  unchanged: Callable[[Any], Any] | None = None) -> None:
         self._replicas = replicas
         self._params = params
         self._partitions = partitions
-        self._unchanged = unchanged
-        self._entries: list | None = None   # unchanged(tip) per partition, from the first read
+        # The session entry of each partition the fetch did not name (else None).
+        self._entries = (None if unchanged is None
+                         else [unchanged(tip) for tip, _ in partitions])
         self._follower = params.replica_id >= 0
         # Kafka's fetchOnlyFromLeader: followers, and consumers before v11 (no client
         # metadata); a v11+ consumer may read a follower up to its high watermark (KIP-392).
@@ -639,7 +639,8 @@ class _FetchRead:
         results = []
         self._wakes_at_read = self._replicas._wakes
         self._throttling = self._leader_throttle_set()
-        entries = None if self._unchanged is None else self._session_entries()
+        # A leader throttle set: every partition is read (its bytes may be left out).
+        entries = None if self._throttling else self._entries
         now = self._replicas.clock.time_ms() if entries is not None and record_follower else None
         for index, (tip, req) in enumerate(self._partitions):
             if entries is not None:
@@ -656,16 +657,6 @@ class _FetchRead:
         if self._follower and stage_trace.ENABLED:
             self._trace_reads(results)
         return results
-
-    def _session_entries(self) -> list | None:
-        """The session entries of the partitions this fetch did not name (None for the
-        named ones), looked up on the first read; None when no partition may be left
-        unread (a leader throttle: every partition is read)."""
-        if self._throttling:
-            return None
-        if self._entries is None:
-            self._entries = [self._unchanged(tip) for tip, _ in self._partitions]
-        return self._entries
 
     def _still_at_end(self, tip, req, cached, now: int | None) -> bool:
         """Whether a partition the follower's fetch did not name (``cached``: its session

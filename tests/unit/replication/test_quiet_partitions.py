@@ -69,6 +69,11 @@ def _answered(b) -> list[set]:
             for conn in b.connections for answer in conn.answers]
 
 
+def _last_answer(b) -> list:
+    """The partitions of A's last answer to B."""
+    return [p for t in b.connections[-1].answers[-1].responses for p in t.partitions]
+
+
 def _dir(index: int) -> str:
     return f"{TOPIC}-{index}"
 
@@ -126,7 +131,7 @@ def test_a_quiet_partition_no_longer_led_here_answers_its_error(cluster, reads):
     a.leader_and_isr(B, 1, [A, B], partitions=(1,))
     reads.clear()
     asyncio.run(b.fetch_round())
-    answer = [p for t in b.connections[-1].answers[-1].responses for p in t.partitions]
+    answer = _last_answer(b)
     assert [(p.partition_index, p.error_code != 0) for p in answer] == [(1, True)]
 
 
@@ -179,6 +184,6 @@ def test_a_quiet_partition_led_here_at_a_new_epoch_fences_the_old_one(cluster, r
     a.leader_and_isr(A, 1, [A, B], partitions=(1,))   # B has not been told yet
     reads.clear()
     asyncio.run(b.fetch_round())
-    answer = [p for t in b.connections[-1].answers[-1].responses for p in t.partitions]
+    answer = _last_answer(b)
     assert [(p.partition_index, p.error_code) for p in answer] == [
         (1, ErrorCode.FENCED_LEADER_EPOCH)]
