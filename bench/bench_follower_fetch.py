@@ -21,7 +21,9 @@ per-stage split: ``build`` (the Fetch request object), ``encode``, ``decode``, `
 writes, send/dispatch: what is left of the round).
 
 Usage: python bench/bench_follower_fetch.py [--rounds N] [--repeats R] [--no-stages]
-    [--chunks C] [--profile FILE]
+    [--chunks C] [--profile FILE] [--idle N]
+(``--idle 100``: the follower also follows 100 more partitions of the topic that get
+nothing, in the same fetch session: the cost that grows with the session.)
 (``--chunks 4``: the leader writes each answer in 4 pieces, 0.2 ms apart, so the
 follower reads it in several chunks as over a real network; default 1, one read.)
 (uvloop, as the broker runs; the log goes to a temp dir removed at the end).
@@ -78,16 +80,22 @@ def _batch(base_offset: int) -> bytes:
                        base_sequence=base_offset % (2**31), partition_leader_epoch=EPOCH)
 
 
-def _response(correlation_id: int, fetch_offset: int) -> bytes:
+def _response(correlation_id: int, fetch_offset: int, idle: list[int]) -> bytes:
+    """The next batch of partition 0 at ``fetch_offset``, and an empty answer for each of
+    the ``idle`` partitions (named only in a full fetch: an incremental answer leaves
+    out a partition with nothing new)."""
     cls = RESPONSES[1][17]
     resp = cls.FetchableTopicResponse
     part = resp.PartitionData
     batch = _batch(fetch_offset)
+    quiet = [part(partition_index=index, error_code=0, high_watermark=0, last_stable_offset=0,
+                  log_start_offset=0, aborted_transactions=None, preferred_read_replica=-1,
+                  records=None) for index in idle]
     body = cls(throttle_time_ms=0, error_code=0, session_id=1, responses=[resp(
         topic_id=TOPIC_ID, partitions=[part(
             partition_index=0, error_code=0, high_watermark=fetch_offset + RECORDS,
             last_stable_offset=fetch_offset + RECORDS, log_start_offset=0,
-            aborted_transactions=None, preferred_read_replica=-1, records=batch)])],
+            aborted_transactions=None, preferred_read_replica=-1, records=batch)] + quiet)],
         node_endpoints=[])
     payload = struct.pack(">i", correlation_id) + b"\x00" + bytes(body.encode())
     return struct.pack(">i", len(payload)) + payload
@@ -123,10 +131,12 @@ def serve(port_file: str, chunks: int) -> None:
                 api_key, version, correlation_id = peek_api(frame)
                 _, pos = read_request_header(memoryview(frame), api_key, version)
                 request = REQUESTS[api_key][version].decode(memoryview(frame)[pos:])
-                offset = request.topics[0].partitions[0].fetch_offset if request.topics else 0
-                if request.session_epoch > 1 and not request.topics:
+                named = {p.partition: p.fetch_offset
+                         for t in request.topics for p in t.partitions}
+                if request.session_epoch > 1 and 0 not in named:
                     raise AssertionError("incremental fetch without the partition")
-                answer = _response(correlation_id, offset)
+                idle = [index for index in named if index] if request.session_epoch <= 0 else []
+                answer = _response(correlation_id, named.get(0, 0), idle)
                 step = -(-len(answer) // chunks)
                 for start in range(0, len(answer), step):
                     if start:
@@ -167,27 +177,31 @@ class Stages:
         self._undo.clear()
 
 
-def _follower(root: str, port: int):
+def _follower(root: str, port: int, idle: int):
+    """The follower of partition 0 and of ``idle`` more partitions of the topic that get
+    nothing: (the fetcher manager, {key: partition})."""
     cache = MetadataCache("c", 1)
     endpoint = BrokerEndpoint(0, "127.0.0.1", port)
     cache.put_broker(endpoint, {"PLAINTEXT": endpoint})
     state = PartitionState(0, [0, 1, 2], 0, EPOCH, [0, 1, 2])
-    cache.put_topic(TopicMetadata(TOPIC, TOPIC_ID, {0: state}))
-    log = Log.load(os.path.join(root, f"{TOPIC}-0"), {}, SYSTEM_CLOCK)
-    partition = Partition(TOPIC, 0, log, state, 1)
-    partition.make_follower(state)
-    partitions = {(TOPIC, 0): partition}
+    cache.put_topic(TopicMetadata(TOPIC, TOPIC_ID, {i: state for i in range(idle + 1)}))
+    partitions = {}
+    for index in range(idle + 1):
+        log = Log.load(os.path.join(root, f"{TOPIC}-{index}"), {}, SYSTEM_CLOCK)
+        partitions[(TOPIC, index)] = partition = Partition(TOPIC, index, log, state, 1)
+        partition.make_follower(state)
     manager = fetcher_module.ReplicaFetcherManager(
         node_id=1, broker_epoch=lambda: 77, config=CONFIG, clock=SYSTEM_CLOCK, cache=cache,
         listener="PLAINTEXT", partition_of=partitions.get,
         high_watermark_moved=lambda key: None, autostart=False)
-    manager.add_partitions({(TOPIC, 0): (0, log.log_end_offset)})
-    return manager, partition
+    manager.add_partitions({key: (0, p.log.log_end_offset) for key, p in partitions.items()})
+    return manager, partitions
 
 
-async def _run(port: int, rounds: int, warmup: int, stages: Stages | None):
+async def _run(port: int, rounds: int, warmup: int, stages: Stages | None, idle: int = 0):
     root = tempfile.mkdtemp(prefix="bench-follower-")
-    manager, partition = _follower(root, port)
+    manager, partitions = _follower(root, port, idle)
+    partition = partitions[(TOPIC, 0)]
     try:
         for _ in range(warmup):
             await manager.fetch_round()
@@ -209,7 +223,8 @@ async def _run(port: int, rounds: int, warmup: int, stages: Stages | None):
                 system_s / rounds * 1e6)
     finally:
         await manager.shutdown()
-        partition.log.close()
+        for each in partitions.values():
+            each.log.close()
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -255,6 +270,8 @@ def main() -> None:
                         help="also write a cProfile (CPU-time timer) of one run to FILE")
     parser.add_argument("--chunks", type=int, default=1,
                         help="the leader writes each answer in this many pieces")
+    parser.add_argument("--idle", type=int, default=0,
+                        help="more partitions in the fetch session that get nothing")
     parser.add_argument("--serve", metavar="PORT_FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -262,7 +279,7 @@ def main() -> None:
         return
     import uvloop  # optional dependency: the broker's event loop
     with fake_leader(args.chunks) as port:
-        runs = [uvloop.run(_run(port, args.rounds, args.warmup, None))
+        runs = [uvloop.run(_run(port, args.rounds, args.warmup, None, args.idle))
                 for _ in range(args.repeats)]
         thread_us = statistics.median(r[0] for r in runs)
         process_us = statistics.median(r[1] for r in runs)
@@ -275,12 +292,12 @@ def main() -> None:
             import cProfile
             profiler = cProfile.Profile(time.thread_time)
             profiler.enable()
-            uvloop.run(_run(port, args.rounds, args.warmup, None))
+            uvloop.run(_run(port, args.rounds, args.warmup, None, args.idle))
             profiler.disable()
             profiler.dump_stats(args.profile)
         if not args.no_stages:
             stages = Stages()
-            total, *_ = uvloop.run(_run(port, args.rounds, args.warmup, stages))
+            total, *_ = uvloop.run(_run(port, args.rounds, args.warmup, stages, args.idle))
             per = {k: v / args.rounds * 1e6 for k, v in stages.totals.items()}
             per["apply"] -= per["append"]
             per["append"] -= per["log"]

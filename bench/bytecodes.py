@@ -129,21 +129,22 @@ async def leader(rounds: int, idle: int = 0) -> Counts:
             bench.close()
 
 
-async def follower(rounds: int) -> Counts:
+async def follower(rounds: int, idle: int = 0) -> Counts:
     """A follower's side: bench_follower_fetch's rounds (build, send, the answer's decode,
     the session, the follower append, the high watermark) against its fake leader (a
-    process of its own, not counted)."""
+    process of its own, not counted), with ``idle`` quiet partitions in its session."""
     bench_follower_fetch = _sibling("bench_follower_fetch")
     with bench_follower_fetch.fake_leader() as port, \
             tempfile.TemporaryDirectory(prefix="bench-bytecodes-") as root:
-        manager, partition = bench_follower_fetch._follower(root, port)
+        manager, partitions = bench_follower_fetch._follower(root, port, idle)
         try:
             for _ in range(WARMUP):
                 await manager.fetch_round()
             return await count_rounds(manager.fetch_round, rounds)
         finally:
             await manager.shutdown()
-            partition.log.close()
+            for partition in partitions.values():
+                partition.log.close()
 
 
 def _sibling(name: str):
@@ -176,14 +177,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--idle", type=int, default=0,
-                        help="leader: more partitions in the followers' sessions that get "
-                             "nothing")
+                        help="more partitions in the follower's (leader: each follower's) "
+                             "fetch session that get nothing")
     args = parser.parse_args()
     import uvloop   # the broker's loop
     if args.side == "leader":
         counts = uvloop.run(leader(args.rounds, args.idle))
     else:
-        counts = uvloop.run(follower(args.rounds))
+        counts = uvloop.run(follower(args.rounds, args.idle))
     print(report(counts, args.top))
 
 

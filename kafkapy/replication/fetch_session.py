@@ -71,7 +71,8 @@ class TopicIdPartition(NamedTuple):
     @property
     def key(self) -> tuple:
         # Kafka's CachedPartition equality: by topic id when there is one, else by name.
-        return ("id", self.topic_id, self.partition) if self.topic_id else \
+        # (The id's 128-bit int: a UUID object hashes in Python, an int in C.)
+        return ("id", self.topic_id.int, self.partition) if self.topic_id else \
             ("name", self.topic, self.partition)
 
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from types import MappingProxyType
+from typing import Mapping, NamedTuple
 
 import structlog
 
@@ -60,7 +61,7 @@ class FetchRequestData:
     to_send: dict[TopicPartition, PartitionData]
     to_forget: list[tuple[uuid.UUID | None, TopicPartition]]
     to_replace: list[tuple[uuid.UUID | None, TopicPartition]]
-    session_partitions: dict[TopicPartition, PartitionData]
+    session_partitions: Mapping[TopicPartition, PartitionData]
     session_id: int
     epoch: int
     can_use_topic_ids: bool
@@ -77,48 +78,58 @@ class FetchSessionHandler:
     epoch: int = INITIAL_EPOCH
     session_partitions: dict[TopicPartition, PartitionData] = field(default_factory=dict)
     session_topic_names: dict[uuid.UUID, str] = field(default_factory=dict)
+    # The session's topic names by id and whether each of its partitions has an id, as
+    # the last build that saw a partition come, go or change id worked them out.
+    _names: dict[uuid.UUID, str] = field(default_factory=dict, init=False, repr=False)
+    _all_ids: bool = field(default=True, init=False, repr=False)
 
     # -- requests -------------------------------------------------------------------------
     def build(self, next_data: dict[TopicPartition, PartitionData]) -> FetchRequestData:
-        """Kafka's FetchSessionHandler.Builder.build over ``next_data`` (insertion order)."""
-        nxt = dict(next_data)
-        names = {}
-        without_ids = 0
-        for key, data in nxt.items():
-            if data.topic_id is None:
-                without_ids += 1
-            else:
-                names.setdefault(data.topic_id, key[0])
-        can_use_ids = without_ids == 0
+        """Kafka's FetchSessionHandler.Builder.build over ``next_data`` (insertion order).
+
+        A partition unchanged since the last request costs one dict lookup and one tuple
+        comparison (its topic id is the same object, so no UUID method runs); the topic
+        names are worked out again only when a partition comes, goes or changes topic
+        id; the session's partitions are handed out as a read-only view, as Kafka's."""
         if is_full(self.epoch):
-            self.session_partitions = nxt
-            self.session_topic_names = names if can_use_ids else {}
-            to_send = dict(nxt)
-            return FetchRequestData(to_send, [], [], dict(to_send), self.session_id,
-                                    self.epoch, can_use_ids)
-        removed, replaced = [], []
-        for key, prev in list(self.session_partitions.items()):
-            data = nxt.pop(key, None)
+            self.session_partitions = dict(next_data)
+            self._names, self._all_ids = _topic_names(next_data)
+            self.session_topic_names = self._names if self._all_ids else {}
+            return FetchRequestData(dict(next_data), [], [],
+                                    MappingProxyType(self.session_partitions),
+                                    self.session_id, self.epoch, self._all_ids)
+        session = self.session_partitions
+        removed, replaced, changed = [], [], []
+        ids_moved = False
+        for key, prev in list(session.items()):
+            data = next_data.get(key)
             if data is None:
-                del self.session_partitions[key]
+                del session[key]
                 removed.append((prev.topic_id, key))
-                if can_use_ids and prev.topic_id is None:
-                    can_use_ids = False
-                continue
-            if (prev.topic_id != data.topic_id and prev.topic_id is not None
-                    and data.topic_id is not None):
-                replaced.append((prev.topic_id, key))
-            elif prev == data:
-                continue
-            # Re-queued at the end of the request; it keeps its place in the session.
-            nxt[key] = data
-            self.session_partitions[key] = data
-        for key, data in nxt.items():
-            if key in self.session_partitions:
-                continue   # altered or replaced: already in the session
-            self.session_partitions[key] = data
-        self.session_topic_names = names if can_use_ids else {}
-        return FetchRequestData(nxt, removed, replaced, dict(self.session_partitions),
+                ids_moved = True
+            elif prev != data:
+                if prev.topic_id is not data.topic_id:
+                    ids_moved = True
+                    if (prev.topic_id is not None and data.topic_id is not None
+                            and prev.topic_id != data.topic_id):
+                        replaced.append((prev.topic_id, key))
+                # Sent after the new ones; it keeps its place in the session.
+                changed.append(key)
+                session[key] = data
+        to_send = {}
+        if len(session) < len(next_data):
+            for key, data in next_data.items():
+                if key not in session:
+                    to_send[key] = data
+            session.update(to_send)
+            ids_moved = True
+        for key in changed:
+            to_send[key] = session[key]
+        if ids_moved:
+            self._names, self._all_ids = _topic_names(session)
+        can_use_ids = self._all_ids and all(topic_id is not None for topic_id, _ in removed)
+        self.session_topic_names = self._names if can_use_ids else {}
+        return FetchRequestData(to_send, removed, replaced, MappingProxyType(session),
                                 self.session_id, self.epoch, can_use_ids)
 
     # -- answers --------------------------------------------------------------------------
@@ -184,3 +195,21 @@ class FetchSessionHandler:
 
     def _initial(self) -> None:
         self.session_id, self.epoch = INVALID_SESSION_ID, INITIAL_EPOCH
+
+
+def _topic_names(partitions: Mapping[TopicPartition, PartitionData]) -> tuple[dict, bool]:
+    """({topic id: name} of ``partitions``, whether every one has an id).  A topic's
+    partitions carry the same id object, so a partition whose name was seen with that
+    very object adds nothing: a UUID hashes and compares in Python, a name and an
+    identity test do not."""
+    names: dict[uuid.UUID, str] = {}
+    seen: dict[str, uuid.UUID] = {}
+    can_use_ids = True
+    for key, data in partitions.items():
+        topic_id = data.topic_id
+        if topic_id is None:
+            can_use_ids = False
+        elif seen.get(key[0]) is not topic_id:
+            seen[key[0]] = topic_id
+            names.setdefault(topic_id, key[0])
+    return names, can_use_ids

@@ -429,11 +429,11 @@ class _LeaderFetcher:
                 _log.info("fetch offset reset to the log end", partition=_name(key),
                           fetch_offset=state.fetch_offset, log_end_offset=log.log_end_offset)
                 state.fetch_offset = log.log_end_offset
+            epoch = partition.leader_epoch
             wanted[key] = PartitionData(
                 _topic_id(shared.cache, key[0]), state.fetch_offset, log.log_start_offset,
-                self._partition_max_bytes, partition.leader_epoch,
-                truncation.last_fetched_epoch(partition))
-            sent[key] = (state, state.fetch_offset, partition.leader_epoch)
+                self._partition_max_bytes, epoch, truncation.last_fetched_epoch(partition))
+            sent[key] = (state, state.fetch_offset, epoch)
         data = self.session.build(wanted)
         if not data.session_partitions and not data.to_forget:
             return None

@@ -441,32 +441,36 @@ class Partition:
             return False
         return self._maybe_increment_high_watermark(now_ms)
 
-    def follower_still_at_end(self, replica_id: int, broker_epoch: int, req,
-                              high_watermark: int, log_start_offset: int,
-                              now_ms: int | None) -> bool:
-        """Whether a follower's fetch (``req``: a PartitionRequest) finds nothing changed
+    def still_at_end(self, req, high_watermark: int, log_start_offset: int) -> bool:
+        """Whether a follower's fetch (``req``: a PartitionRequest) would read nothing new
         since it was last answered, as ``high_watermark`` and ``log_start_offset``: this
-        replica leads, online, at the epoch the fetch knows; the fetch offset is the log
-        end (nothing to send, and no divergence: neither the log end nor the epoch moved
-        since that request was read); the follower, in the ISR, already reported this
-        log end, with the same log start and broker epoch.  Then update_follower_fetch
-        would only move its fetch and caught-up times (no ISR expansion to try, no high
-        watermark to move): its fetch is recorded here, at ``now_ms`` (None: not again)."""
+        replica leads, online, at the epoch the fetch knows, and the fetch offset is the
+        log end (nothing to send, and no divergence: neither the log end nor the epoch
+        moved since that request was read).  Then the fetch session leaves it out of the
+        answer (what a wait's last read needs)."""
         log = self.log
         state = self.state
-        fetch_offset = req.fetch_offset
-        if (fetch_offset != log.log_end_offset or high_watermark != log.high_watermark
-                or log_start_offset != log.log_start_offset or log.offline
-                or state.leader != self.node_id or req.current_leader_epoch != state.leader_epoch):
+        return (req.fetch_offset == log.log_end_offset and high_watermark == log.high_watermark
+                and log_start_offset == log.log_start_offset and not log.offline
+                and state.leader == self.node_id
+                and req.current_leader_epoch == state.leader_epoch)
+
+    def follower_still_at_end(self, replica_id: int, broker_epoch: int, req,
+                              high_watermark: int, log_start_offset: int, now_ms: int) -> bool:
+        """still_at_end, and the follower, in the ISR, already reported this log end, with
+        the same log start and broker epoch.  Then update_follower_fetch would only move
+        its fetch and caught-up times (no ISR expansion to try, no high watermark to
+        move): its fetch is recorded here, at ``now_ms``."""
+        if not self.still_at_end(req, high_watermark, log_start_offset):
             return False
+        fetch_offset = req.fetch_offset
         follower = self.followers.get(replica_id)
         if (follower is None or follower.log_end_offset != fetch_offset
                 or follower.log_start_offset != req.log_start_offset
-                or follower.broker_epoch != broker_epoch or replica_id not in state.isr):
+                or follower.broker_epoch != broker_epoch or replica_id not in self.state.isr):
             return False
-        if now_ms is not None:
-            follower.update_fetch_state(fetch_offset, req.log_start_offset, broker_epoch,
-                                        fetch_offset, now_ms)
+        follower.update_fetch_state(fetch_offset, req.log_start_offset, broker_epoch,
+                                    fetch_offset, now_ms)
         return True
 
     def _maybe_increment_high_watermark(self, now_ms: int | None = None) -> bool:

@@ -660,18 +660,24 @@ class _FetchRead:
 
     def _still_at_end(self, tip, req, cached, now: int | None) -> bool:
         """Whether a partition the follower's fetch did not name (``cached``: its session
-        entry) can be left unread: Partition.follower_still_at_end, with the high
-        watermark and log start last answered (the session would leave it out).  Kafka
-        reads it and records the fetch all the same; the record's only effect, the
-        follower's fetch and caught-up times, is made there (at ``now``; None when a wait
-        ends: the fetch was recorded when it came)."""
+        entry) can be left unread, with the high watermark and log start last answered
+        (the session would leave it out).  When the fetch comes (``now``): Partition.
+        follower_still_at_end -- Kafka reads it and records the fetch all the same; the
+        record's only effect, the follower's fetch and caught-up times, is made there.
+        When a wait ends (``now`` None): Partition.still_at_end -- nothing is recorded
+        then (Kafka's readFromPurgatory), so only what the read would find matters."""
         partition = self._replicas.partitions.get((tip.topic, tip.partition))
+        if partition is None:
+            return False
+        if now is None:
+            return partition.still_at_end(req, cached.high_watermark,
+                                          cached.local_log_start_offset)
         params = self._params
-        if partition is None or not partition.follower_still_at_end(
+        if not partition.follower_still_at_end(
                 params.replica_id, params.replica_epoch, req, cached.high_watermark,
                 cached.local_log_start_offset, now):
             return False
-        if now is not None and stage_trace.ENABLED:     # recorded, as a read one's is
+        if stage_trace.ENABLED:     # recorded, as a read one's is
             stage_trace.event("F", tip.topic, tip.partition, params.replica_id,
                               req.fetch_offset, stage_trace.now())
         return True

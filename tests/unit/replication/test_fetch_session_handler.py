@@ -68,6 +68,45 @@ def test_a_partition_without_topic_id_means_names():
     assert not data.can_use_topic_ids and h.session_topic_names == {}
 
 
+def test_topic_ids_are_named_per_topic_and_one_missing_id_means_names():
+    h = FetchSessionHandler(0)
+    same_value = uuid.UUID(int=TID.int)     # equal to TID, another object
+    h.build({("t", 0): pd(0), ("t", 1): pd(0, topic_id=same_value), ("u", 0): pd(0, OTHER)})
+    assert h.session_topic_names == {TID: "t", OTHER: "u"}
+    data = h.build({("t", 0): pd(0), ("u", 0): pd(0, topic_id=None), ("u", 1): pd(0, OTHER)})
+    assert not data.can_use_topic_ids and h.session_topic_names == {}
+
+
+def test_topic_ids_are_used_again_once_the_partition_without_one_is_forgotten():
+    h = FetchSessionHandler(0)
+    assert not h.build({("t", 0): pd(0), ("u", 0): pd(0, topic_id=None)}).can_use_topic_ids
+    both = _R(version=12, throttle_time_ms=0, error_code=0, session_id=42, responses=[
+        _R.FetchableTopicResponse(topic=name, partitions=[
+            _R.FetchableTopicResponse.PartitionData(partition_index=0)]) for name in "tu"])
+    assert h.handle_response(both, 12)
+    forgetting = h.build({("t", 0): pd(0)})
+    assert not forgetting.can_use_topic_ids, "the forgotten partition is named without an id"
+    assert forgetting.to_forget == [(None, ("u", 0))]
+    assert h.handle_response(response(42, [], name="t"), 12)
+    after = h.build({("t", 0): pd(0)})
+    assert after.can_use_topic_ids and h.session_topic_names == {TID: "t"}
+    renamed = h.build({("t", 0): pd(0, topic_id=None)})
+    assert not renamed.can_use_topic_ids and list(renamed.to_send) == [("t", 0)]
+
+
+def test_the_session_is_handed_out_read_only_and_follows_the_session():
+    h = FetchSessionHandler(0)
+    h.build({("t", 0): pd(0)})
+    h.handle_response(response(42, [0]), 17)
+    data = h.build({("t", 0): pd(0), ("t", 1): pd(0)})
+    with pytest.raises(TypeError):
+        data.session_partitions[("t", 2)] = pd(0)
+    assert list(data.session_partitions) == [("t", 0), ("t", 1)]
+    h.handle_response(response(42, [1]), 17)
+    h.build({("t", 1): pd(3)})
+    assert list(data.session_partitions) == [("t", 1)], "a view, as Kafka's"
+
+
 @pytest.mark.parametrize("error, expected", [
     (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, (0, 0)),     # a new session from scratch
     (ErrorCode.INVALID_FETCH_SESSION_EPOCH, (42, 0)),   # close this one, ask for a new one

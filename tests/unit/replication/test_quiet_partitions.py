@@ -1,7 +1,8 @@
 """A follower's quiet partitions at the leader: a partition its incremental fetch does not
 name, with nothing to send and nothing the session would answer, is not read; the
 follower's fetch and caught-up times still move, and any change (records, high
-watermark, log start, leadership, the ISR) gets it read and answered again.
+watermark, log start, leadership, the ISR) gets it read and answered again.  The read
+that ends a fetch's wait records nothing, so there only the partition's own state counts.
 
 Two real replicas (``tests.support.replication_steps``): broker B follows broker A's
 three partitions with real Fetch requests through A's handler and fetch sessions.
@@ -148,34 +149,76 @@ def test_a_follower_outside_the_isr_is_read_on_every_fetch(cluster, reads):
     assert a.partition(2).followers[B].log_end_offset == 1
 
 
-def test_a_waiting_fetch_is_answered_when_a_quiet_partition_gets_records(tmp_path, reads):
-    cluster = Cluster(tmp_path, node_ids=(A, B), config={"replica.fetch.wait.max.ms": 300})
+@pytest.fixture
+def waiting_cluster(tmp_path):
+    """A fetch with nothing new waits at the leader (300 ms) once ``_waiting`` is set."""
+    c = Cluster(tmp_path, node_ids=(A, B), config={"replica.fetch.wait.max.ms": 300})
+    yield c
+    c.shutdown()
 
+
+def _waiting(a) -> Purgatory:
+    """A's fetch purgatory: a fetch with nothing new waits."""
+    loop = asyncio.get_running_loop()
+    timer = Timer(loop, SYSTEM_CLOCK)
+    waiting = Purgatory("Fetch", timer)
+    a.replica_manager.attach_purgatories(waiting, Purgatory("Produce", timer), loop)
+    return waiting
+
+
+def _with_waiting_fetches(cluster, steps):
+    """Start A (leader) and B with fetches that wait, settle them, run ``steps(a, b,
+    waiting)``; returns B."""
     async def run():
-        loop = asyncio.get_running_loop()
         a, b = cluster.start_new(A, partitions=PARTITIONS)
-        timer = Timer(loop, SYSTEM_CLOCK)   # a fetch with nothing new waits 300 ms
-        waiting = Purgatory("Fetch", timer)
-        a.replica_manager.attach_purgatories(waiting, Purgatory("Produce", timer), loop)
+        waiting = _waiting(a)
         await _settled(a, b)
-        fetch = asyncio.ensure_future(b.fetch_round())
-        for _ in range(5):
-            await asyncio.sleep(0)
-        assert not fetch.done(), "the fetch waits at the leader: nothing is new"
-        reads.clear()
-        expired = waiting.expirations
-        a.produce(b"second", 1)
-        a.replica_manager.appended((TOPIC, 1))     # as an append through the replica manager
-        await fetch
-        assert waiting.expirations == expired, "answered by the append, not the timeout"
-        assert reads[_dir(1)] == 1 and reads[_dir(0)] == reads[_dir(2)] == 0
+        await steps(a, b, waiting)
         return b
 
-    try:
-        b = asyncio.run(run())
-        assert b.records(1) == [(0, b"first"), (1, b"second")]
-    finally:
-        cluster.shutdown()
+    return asyncio.run(run())
+
+
+async def _wait_then_append(a, b, waiting: Purgatory, reads, index: int) -> None:
+    """B's next fetch waits at A (nothing is new); then a record on partition ``index``
+    ends the wait.  ``reads`` counts from just before the fetch was sent (its read when
+    taken in, and the read that ends the wait)."""
+    reads.clear()
+    fetch = asyncio.ensure_future(b.fetch_round())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not fetch.done(), "the fetch waits at the leader: nothing is new"
+    expired = waiting.expirations
+    a.produce(b"second", index)
+    a.replica_manager.appended((TOPIC, index))     # as an append through the replica manager
+    await fetch
+    assert waiting.expirations == expired, "answered by the append, not the timeout"
+
+
+def test_a_waiting_fetch_is_answered_when_a_quiet_partition_gets_records(waiting_cluster, reads):
+    async def steps(a, b, waiting):
+        await _wait_then_append(a, b, waiting, reads, 1)
+        assert reads[_dir(1)] == 1 and reads[_dir(0)] == reads[_dir(2)] == 0
+
+    b = _with_waiting_fetches(waiting_cluster, steps)
+    assert b.records(1) == [(0, b"first"), (1, b"second")]
+
+
+def test_the_read_that_ends_a_wait_leaves_an_unchanged_partition_unread(waiting_cluster, reads):
+    """Nothing is recorded when a wait ends (Kafka's readFromPurgatory), so whether the
+    follower is in the ISR no longer matters then: partition 2, read when the fetch came
+    because B is outside its ISR, is not read again; the answer is the same."""
+    async def steps(a, b, waiting):
+        for replica in (a, b):          # B leaves the ISR of partition 2 (epoch 1)
+            replica.leader_and_isr(A, 1, [A], partitions=(2,))
+        await b.fetch_rounds(2)
+        await _wait_then_append(a, b, waiting, reads, 1)
+        assert reads[_dir(2)] == 1, "read when the fetch came, not when its wait ended"
+        assert reads[_dir(1)] == 1 and reads[_dir(0)] == 0
+        assert _answered(b)[-1] == {(TOPIC, 1)}
+
+    b = _with_waiting_fetches(waiting_cluster, steps)
+    assert b.records(1) == [(0, b"first"), (1, b"second")]
 
 
 def test_a_quiet_partition_led_here_at_a_new_epoch_fences_the_old_one(cluster, reads):
