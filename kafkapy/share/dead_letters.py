@@ -30,14 +30,18 @@ Exactly once (each record lands in T once, whatever fails):
 4. The append is *verified* first whenever it may already have happened: for records a
    new leader found pending when it loaded the state (the old leader may have died
    between steps 2 and 3), and for records whose earlier append had an unknown outcome
-   (timeout, lost connection, an error after the append).  Verifying reads T's chosen
-   partition from its log start to its high watermark and collects the offsets whose
-   ``__dlq.errors.group/topic/partition`` headers name the source; those are confirmed
-   without appending.  An append that failed for sure (refused before it was written)
-   is simply retried.
-So a record is appended only when no committed copy exists, and confirmed only once a
-copy is committed.  The verification's cost is a read of T's partition, paid only after
-a failover or an uncertain append.
+   (timeout, lost connection, an error after the append).  Verifying first waits until
+   T's chosen partition has committed what its leader held when the verification began
+   (the high watermark reaches that log end: an earlier append may still wait there for
+   a follower, the dead broker among them), then reads it from its log start to its
+   high watermark and collects the offsets whose ``__dlq.errors.group/topic/partition``
+   headers name the source; those are confirmed without appending.  An append that
+   failed for sure (refused before it was written) is simply retried.
+So a record is appended only when no copy exists that may yet be committed, and
+confirmed only once a copy is committed.  The verification's cost is a read of T's
+partition, paid only after a failover or an uncertain append.  (An append still on its
+way from a deposed leader that is alive, not yet at T's leader when the verification
+begins, is not seen: fencing it would take a producer epoch.)
 """
 from __future__ import annotations
 
@@ -72,7 +76,10 @@ PREFIX_KEY = "errors.deadletterqueue.topic.name.prefix"
 _PRODUCE_VERSION = 9
 _FETCH_VERSION = 11
 _LIST_OFFSETS_VERSION = 4
+_OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 _EARLIEST = -2
+_LATEST = -1
+_SETTLE_POLL_S = 0.05       # between looks at an uncommitted dead-letter partition
 _READ_CHUNK = 1024 * 1024
 _RECORD_OVERHEAD = 96       # a record's varints and the dead-letter headers' names, roughly
 # Errors after which the append may have happened (or be committed later).
@@ -265,8 +272,10 @@ class DeadLetterWriter:
     # -- looking for earlier copies ---------------------------------------------------------
     async def _find(self, target: str, index: int, source: DeadLetterSource) -> set[int]:
         """The source offsets that dead-letter records in ``target``-``index`` name, up to
-        its high watermark."""
+        its high watermark, once that covers what its leader held when the search began
+        (``_settle``)."""
         try:
+            await self._settle(target, index)
             if self._replicas.is_leader(target, index):
                 batches = _local_batches(self._replicas.partitions[(target, index)])
             else:
@@ -281,18 +290,65 @@ class DeadLetterWriter:
                     found.add(offset)
         return found
 
-    async def _remote_batches(self, target: str, index: int) -> list[tuple[bytes, int]]:
+    async def _settle(self, target: str, index: int) -> None:
+        """Wait until the partition's high watermark reaches its leader's log end as it was
+        when the wait began (again from the new log end when the leader epoch moves).  An
+        earlier leader's copy may sit in the leader's log uncommitted -- its acks=-1 append
+        still waiting for a follower, as when that follower is the broker that died -- and
+        a search up to the high watermark alone would miss it, append a second copy, and
+        see both committed.  Past ``timeout_ms``: DeadLetterError (uncertain; searched
+        again at the next round)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout_ms / 1000.0
+        epoch = end = None
+        while True:
+            leader_epoch, log_end, high_watermark = await self._ends(target, index)
+            if leader_epoch != epoch:
+                epoch, end = leader_epoch, log_end
+            if high_watermark >= end:
+                return
+            if loop.time() >= deadline:
+                raise DeadLetterError(f"{target}-{index}: records below {end} not committed "
+                                      f"yet (high watermark {high_watermark})", uncertain=True)
+            await asyncio.sleep(_SETTLE_POLL_S)
+
+    async def _ends(self, target: str, index: int) -> tuple[int, int, int]:
+        """(leader epoch, log end offset, high watermark) of the partition at its leader:
+        read here when this broker leads it, else asked of the leader -- ListOffsets for
+        the latest offset (the high watermark) and the leader's epoch, then
+        OffsetForLeaderEpoch for that epoch's end (the log end while it is the latest)."""
+        if self._replicas.is_leader(target, index):
+            partition = self._replicas.partitions[(target, index)]
+            return partition.leader_epoch, partition.log.log_end_offset, partition.high_watermark
+        high_watermark, epoch = await self._list_offset(target, index, _LATEST)
+        ends = REQUESTS[23]
+        answer = await self._request(target, index, ends(
+            version=_OFFSET_FOR_LEADER_EPOCH_VERSION, replica_id=-1, topics=[
+                ends.OffsetForLeaderTopic(topic=target, partitions=[
+                    ends.OffsetForLeaderTopic.OffsetForLeaderPartition(
+                        partition=index, current_leader_epoch=-1, leader_epoch=epoch)])]))
+        partition = answer.topics[0].partitions[0]
+        if partition.error_code:
+            raise KafkaError(partition.error_code)
+        return epoch, partition.end_offset, high_watermark
+
+    async def _list_offset(self, target: str, index: int, timestamp: int) -> tuple[int, int]:
+        """(offset, leader epoch) the leader lists for ``timestamp`` (earliest, latest)."""
         listed = REQUESTS[2]
         answer = await self._request(target, index, listed(
             version=_LIST_OFFSETS_VERSION, replica_id=-1, isolation_level=0, topics=[
                 listed.ListOffsetsTopic(name=target, partitions=[
                     listed.ListOffsetsTopic.ListOffsetsPartition(
                         partition_index=index, current_leader_epoch=-1,
-                        timestamp=_EARLIEST)])]))
+                        timestamp=timestamp)])]))
         partition = answer.topics[0].partitions[0]
         if partition.error_code:
             raise KafkaError(partition.error_code)
-        offset, out = partition.offset, []
+        return partition.offset, partition.leader_epoch
+
+    async def _remote_batches(self, target: str, index: int) -> list[tuple[bytes, int]]:
+        offset, _ = await self._list_offset(target, index, _EARLIEST)
+        out = []
         while True:
             data, high_watermark = await self._fetch_once(target, index, offset)
             chunk = [(data, h.position) for h in iter_headers(data)
