@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import sys
 import time
 from datetime import datetime, timezone
@@ -204,6 +205,7 @@ def _cmd_stream(args, s: PipelineSettings) -> int:
     topics.ensure_input_topics(s)  # before the JVM: a missing topic is reported in one line
     sinks = [x.strip() for x in args.sinks.split(",")]
     spark = jobs.build_session(s)
+    interrupted = Interrupt()       # replaces PySpark's SIGINT handler (see Interrupt)
     try:
         queries = jobs.start_streaming(spark, s, sinks=sinks, available_now=args.available_now)
     except BaseException:
@@ -217,15 +219,13 @@ def _cmd_stream(args, s: PipelineSettings) -> int:
           f"checkpoints in {s.checkpoint_dir}", flush=True)
     deadline = time.monotonic() + args.run_seconds if args.run_seconds else None
     try:
-        while any(q.isActive for q in queries):
+        while not interrupted.requested and any(q.isActive for q in queries):
             if deadline is not None and time.monotonic() >= deadline:
                 break
             for q in queries:
                 if q.exception() is not None:
                     raise RuntimeError(f"query {q.name} failed: {q.exception()}")
             time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
     finally:
         failed = [q for q in queries if q.exception() is not None]
         for q in queries:
@@ -235,6 +235,24 @@ def _cmd_stream(args, s: PipelineSettings) -> int:
     for q in failed:
         print(f"kafkapy-pipeline: query {q.name} failed: {q.exception()}", file=sys.stderr)
     return 1 if failed else 0
+
+
+class Interrupt:
+    """Ctrl-C (SIGINT) only sets ``requested``, from the moment this is made.  PySpark's own
+    SIGINT handler calls into the JVM (cancelAllJobs) from inside the signal handler; when
+    the main thread is itself inside a call into the JVM, as the stream's loop mostly is,
+    that second call breaks the connection ("reentrant call") and the queries and the
+    session can no longer be stopped cleanly.  With the flag the loop ends and the main
+    thread stops them; a second Ctrl-C does not cut that short.  (A flag, not a
+    threading.Event: a handler that takes a lock the interrupted main thread holds would
+    wait for ever.)"""
+
+    def __init__(self) -> None:
+        self.requested = False
+        signal.signal(signal.SIGINT, self._request)
+
+    def _request(self, signum, frame) -> None:
+        self.requested = True
 
 
 def _cmd_backfill(args, s: PipelineSettings) -> int:
