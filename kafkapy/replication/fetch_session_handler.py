@@ -163,9 +163,10 @@ class FetchSessionHandler:
         keys = set(self.response_keys(response, version) if answers is None else answers)
         unknown_ids = version >= 13 and any(t.topic_id not in self.session_topic_names
                                             for t in response.responses)
-        extra = keys - set(self.session_partitions)
+        session = self.session_partitions
+        extra = [key for key in keys if key not in session]   # by the answer, not the session
         if is_full(self.epoch):
-            omitted = set(self.session_partitions) - keys
+            omitted = set(session) - keys
             if extra or omitted or unknown_ids:
                 _log.info("invalid full fetch response", node=self.node,
                           extra=sorted(extra), omitted=sorted(omitted))
